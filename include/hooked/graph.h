@@ -1,0 +1,205 @@
+/*
+ * hooked — the embedded default executor: a small dataflow graph of named
+ * variables, placeholders, constants and ops with C kernels.
+ *
+ * Build a graph, hand hk_graph_executor(g) to a session, and the session
+ * finalizes it. Names are resolved to handles once; a run executes exactly
+ * the ops its fetches and targets need, each once, in dependency order
+ * (contract H30), and allocates nothing after its first runs.
+ *
+ * Thread-safety: a graph and its raw sessions are used from one thread at a
+ * time, except that hk_raw_session_read_variable() may be called from another
+ * thread while no run is in progress on that session.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#ifndef HOOKED_GRAPH_H
+#define HOOKED_GRAPH_H
+
+#include "hooked/common.h"
+#include "hooked/tensor.h"
+#include "hooked/sys/executor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hk_graph hk_graph;
+
+#define HK_GRAPH_OPTIONS_VERSION 1
+typedef struct hk_graph_options {
+  uint32_t version;   /**< HK_GRAPH_OPTIONS_VERSION */
+  const hk_env *env;  /**< copied; NULL for defaults */
+} hk_graph_options;
+#define HK_GRAPH_OPTIONS_INIT { HK_GRAPH_OPTIONS_VERSION, NULL }
+
+/**
+ * Create an empty graph. @param opts NULL for defaults.
+ * Ownership: owned; free with hk_graph_free(). Errors: INVALID_ARGUMENT,
+ * RESOURCE_EXHAUSTED. On failure *out is NULL.
+ */
+HK_API hk_code hk_graph_new(hk_graph **out, const hk_graph_options *opts, hk_status *status);
+/** Free the graph and its executor. Every raw session and session using it
+ *  must be freed first. NULL is a no-op. */
+HK_API void hk_graph_free(hk_graph *g);
+/** @return the graph's executor: borrowed, owned by the graph (do not
+ *  hk_executor_free it). */
+HK_API hk_executor *hk_graph_executor(hk_graph *g);
+/** Equivalent to hk_executor_finalize(hk_graph_executor(g)). */
+HK_API hk_code hk_graph_finalize(hk_graph *g, hk_status *status);
+
+/*
+ * Every builder below fails with FAILED_PRECONDITION "Graph is finalized and
+ * cannot be modified." after finalization (C3), with ALREADY_EXISTS when the
+ * name is taken, and with INVALID_ARGUMENT naming the bad argument. Names are
+ * 1..255 bytes of [A-Za-z0-9_./-]. Op names double as tensor names: output k
+ * of op "x" is "x:k" ("x" alone means "x:0").
+ */
+
+/* ---- variables ---------------------------------------------------------- */
+
+typedef enum hk_init_kind {
+  HK_INIT_NONE = 0,      /**< no initializer: stays uninitialized until assigned
+                              (external variables: counts as initialized) */
+  HK_INIT_ZEROS = 1,
+  HK_INIT_CONSTANT = 2,  /**< every element = value */
+  HK_INIT_UNIFORM = 3,   /**< U[minval, maxval) */
+  HK_INIT_NORMAL = 4     /**< N(mean, stddev) */
+} hk_init_kind;
+
+/**
+ * An initializer. Random initializers use hooked's own generator
+ * (counter-based, seeded by `seed`), so values are bit-identical across
+ * platforms and compilers for f32/f64 uniform; the normal initializer is
+ * identical wherever libm's log/sqrt/cos are correctly rounded.
+ */
+typedef struct hk_initializer {
+  hk_init_kind kind;
+  double value;          /**< CONSTANT */
+  double minval, maxval; /**< UNIFORM, minval < maxval */
+  double mean, stddev;   /**< NORMAL, stddev >= 0 */
+  uint64_t seed;         /**< UNIFORM/NORMAL */
+} hk_initializer;
+
+#define HK_VARIABLE_DEF_VERSION 1
+typedef struct hk_variable_def {
+  uint32_t version;       /**< HK_VARIABLE_DEF_VERSION */
+  const char *name;       /**< copied */
+  hk_dtype dtype;         /**< not STRING */
+  int32_t rank;
+  const int64_t *dims;    /**< copied; rank entries, each >= 0 */
+  hk_initializer init;
+  uint32_t flags;         /**< HK_VAR_LOCAL, HK_VAR_TRAINABLE */
+  /** Optional host-owned storage of exactly the variable's byte size:
+   *  borrowed for the graph's life, used in place (zero copy). Reads, kernels
+   *  and assignments work on it directly. NULL: the graph owns storage. */
+  void *external_data;
+} hk_variable_def;
+#define HK_VARIABLE_DEF_INIT { HK_VARIABLE_DEF_VERSION, NULL, HK_DTYPE_INVALID, 0, NULL, \
+  { HK_INIT_NONE, 0, 0, 0, 0, 0, 0 }, HK_VAR_TRAINABLE, NULL }
+
+/** Add a variable. @param out receives its value tensor handle ("name:0"). */
+HK_API hk_code hk_graph_variable(hk_graph *g, hk_handle *out, const hk_variable_def *def,
+                                 hk_status *status);
+
+/**
+ * Create the global step (C144): an int64 scalar named "global_step",
+ * initial value 0, non-trainable, global, registered under
+ * HK_ROLE_GLOBAL_STEP. ALREADY_EXISTS '"global_step" already exists.' when
+ * one exists.
+ */
+HK_API hk_code hk_graph_create_global_step(hk_graph *g, hk_handle *out, hk_status *status);
+/** Return the existing global step, creating it if missing. */
+HK_API hk_code hk_graph_get_or_create_global_step(hk_graph *g, hk_handle *out, hk_status *status);
+
+/* ---- placeholders and constants ----------------------------------------- */
+
+/** Add a placeholder (fed at run time; fetching an unfed placeholder is
+ *  INVALID_ARGUMENT "You must feed a value for placeholder tensor '<name>'"). */
+HK_API hk_code hk_graph_placeholder(hk_graph *g, hk_handle *out, const char *name, hk_dtype dtype,
+                                    int32_t rank, const int64_t *dims, hk_status *status);
+/** Add a constant; `value` (and its data) is copied. */
+HK_API hk_code hk_graph_constant(hk_graph *g, hk_handle *out, const char *name,
+                                 const hk_tensor *value, hk_status *status);
+
+/* ---- ops with C kernels ------------------------------------------------- */
+
+typedef struct hk_kernel_context hk_kernel_context;
+
+/**
+ * A kernel. `inputs` are read-only views of the op's inputs. `outputs` are
+ * pre-sized buffers for the declared outputs (owned by the raw session); a
+ * kernel writes them in place, or may point `outputs[i].data` at storage it
+ * owns that stays valid until the next run (its shape may then be changed).
+ * Variables listed in the op's `mutates` are reached with
+ * hk_kernel_variable(). A non-OK return fails the run with that status.
+ * Kernels run on the thread that called run and must not allocate per step
+ * if the run is to stay allocation-free.
+ */
+typedef hk_code (*hk_kernel_fn)(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
+                                size_t ninputs, hk_tensor *outputs, size_t noutputs,
+                                hk_status *status);
+
+/** Output declaration of an op. */
+typedef struct hk_output_spec {
+  hk_dtype dtype;
+  int32_t rank;
+  int64_t dims[HK_MAX_RANK];
+} hk_output_spec;
+
+#define HK_OP_DEF_VERSION 1
+typedef struct hk_op_def {
+  uint32_t version;                 /**< HK_OP_DEF_VERSION */
+  const char *name;                 /**< copied */
+  hk_kernel_fn kernel;              /**< NULL: a no-op (group) */
+  void *kernel_user;                /**< borrowed for the graph's life */
+  const hk_handle *inputs;          /**< tensor handles (data dependencies), copied */
+  size_t ninputs;
+  const hk_handle *control_inputs;  /**< op handles that must run first, copied */
+  size_t ncontrol_inputs;
+  const hk_handle *mutates;         /**< variable tensor handles the kernel may write, copied */
+  size_t nmutates;
+  /** Nonzero: mutated variables need not be initialized, and the op marks
+   *  them initialized when it succeeds (an initializer or assign). Zero:
+   *  reading an uninitialized one fails with FAILED_PRECONDITION. */
+  int initializes;
+  const hk_output_spec *outputs;    /**< copied */
+  size_t noutputs;
+} hk_op_def;
+#define HK_OP_DEF_INIT { HK_OP_DEF_VERSION, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, 0, NULL, 0 }
+
+/** Add an op. @param out receives the op handle; its outputs are "name:k". */
+HK_API hk_code hk_graph_op(hk_graph *g, hk_handle *out, const hk_op_def *def, hk_status *status);
+/** Handle of output `index` of `op`. NOT_FOUND / OUT_OF_RANGE. */
+HK_API hk_code hk_graph_op_output(hk_graph *g, hk_handle op, int32_t index, hk_handle *out,
+                                  hk_status *status);
+
+/** Within a kernel: mutable view of the op's i-th `mutates` variable (storage
+ *  owned by the graph or host). NULL for a bad index. */
+HK_API hk_tensor *hk_kernel_variable(hk_kernel_context *ctx, size_t i);
+/** Within a kernel: the env of the graph (for logging). */
+HK_API const hk_env *hk_kernel_env(hk_kernel_context *ctx);
+
+/* ---- stock ops ---------------------------------------------------------- */
+
+/** `var = value` (same dtype/shape). Output 0: the new value. Initializes var. */
+HK_API hk_code hk_graph_assign(hk_graph *g, hk_handle *out_op, const char *name, hk_handle var,
+                               hk_handle value, hk_status *status);
+/** `var += delta` (numeric dtype, same shape). Output 0: the new value. */
+HK_API hk_code hk_graph_assign_add(hk_graph *g, hk_handle *out_op, const char *name, hk_handle var,
+                                   hk_handle delta, hk_status *status);
+/** A no-op that depends (control) on `ops`; n may be 0. */
+HK_API hk_code hk_graph_group(hk_graph *g, hk_handle *out_op, const char *name,
+                              const hk_handle *ops, size_t n, hk_status *status);
+/** An op running the initializers of `vars` (variable tensor handles); NULL/0: every global variable. */
+HK_API hk_code hk_graph_init_op(hk_graph *g, hk_handle *out_op, const char *name,
+                                const hk_handle *vars, size_t n, hk_status *status);
+/** An op whose output 0 is a 1-D string tensor of the names of the
+ *  uninitialized variables among `vars` (NULL/0: all variables). */
+HK_API hk_code hk_graph_report_uninitialized(hk_graph *g, hk_handle *out_op, const char *name,
+                                             const hk_handle *vars, size_t n, hk_status *status);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HOOKED_GRAPH_H */

@@ -1,0 +1,20 @@
+/*
+ * hooked — umbrella header. Include this one.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#ifndef HOOKED_HOOKED_H
+#define HOOKED_HOOKED_H
+
+#include "hooked/common.h"
+#include "hooked/tensor.h"
+#include "hooked/sys/executor.h"
+#include "hooked/graph.h"
+#include "hooked/coordinator.h"
+#include "hooked/sys/hook.h"
+#include "hooked/scaffold.h"
+#include "hooked/session.h"
+#include "hooked/timer.h"
+#include "hooked/hooks.h"
+
+#endif /* HOOKED_HOOKED_H */

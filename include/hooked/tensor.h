@@ -1,0 +1,105 @@
+/*
+ * hooked — tensors: dtypes, shapes and a borrowed view of data.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#ifndef HOOKED_TENSOR_H
+#define HOOKED_TENSOR_H
+
+#include "hooked/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(name, enum suffix, element size, safetensors name) */
+#define HK_DTYPE_TABLE(X)      \
+  X(f16, F16, 2, "F16")        \
+  X(bf16, BF16, 2, "BF16")     \
+  X(f32, F32, 4, "F32")        \
+  X(f64, F64, 8, "F64")        \
+  X(i8, I8, 1, "I8")           \
+  X(i16, I16, 2, "I16")        \
+  X(i32, I32, 4, "I32")        \
+  X(i64, I64, 8, "I64")        \
+  X(u8, U8, 1, "U8")           \
+  X(u16, U16, 2, "U16")        \
+  X(u32, U32, 4, "U32")        \
+  X(u64, U64, 8, "U64")        \
+  X(bool, BOOL, 1, "BOOL")     \
+  X(string, STRING, 0, "STRING")
+
+/**
+ * Element types. HK_DTYPE_STRING is for readiness reports (a 1-D tensor of
+ * variable names, contract C72): its data is an array of `const char *`,
+ * each NUL-terminated, and its element size is sizeof(const char *).
+ * HK_DTYPE_INVALID (0) is never a valid dtype.
+ */
+typedef enum hk_dtype {
+  HK_DTYPE_INVALID = 0,
+#define HK__DTYPE_ENUM(lc, uc, size, st) HK_DTYPE_##uc,
+  HK_DTYPE_TABLE(HK__DTYPE_ENUM)
+#undef HK__DTYPE_ENUM
+  HK_DTYPE__COUNT
+} hk_dtype;
+
+/** Maximum rank of a tensor. */
+#define HK_MAX_RANK 8
+
+/**
+ * A tensor: dtype, shape and a *borrowed* pointer to row-major data.
+ * hk_tensor never owns its data; who owns it is stated by the function that
+ * hands the tensor out (feeds: the caller, until the call returns; results:
+ * the raw session, until its next run or close). Copy the struct freely.
+ * A scalar has rank 0. `nbytes` is product(dims) * element size.
+ */
+typedef struct hk_tensor {
+  hk_dtype dtype;
+  int32_t rank;
+  int64_t dims[HK_MAX_RANK];
+  void *data;
+  size_t nbytes;
+} hk_tensor;
+
+/** @return the element size in bytes, 0 for an invalid dtype. Threads: any. */
+HK_API size_t hk_dtype_size(hk_dtype dtype);
+/** @return "f32", "i64", ... or "invalid". Static storage. Threads: any. */
+HK_API const char *hk_dtype_name(hk_dtype dtype);
+/** @return nonzero for f16, bf16, f32, f64. */
+HK_API int hk_dtype_is_float(hk_dtype dtype);
+/** @return nonzero for the signed and unsigned integer dtypes. */
+HK_API int hk_dtype_is_integer(hk_dtype dtype);
+
+/**
+ * Fill `out` as a view of `data` with the given dtype and shape.
+ * @param out   written on success; zeroed on failure.
+ * @param data  borrowed; may be NULL only when the shape has zero elements.
+ * Errors: INVALID_ARGUMENT for a NULL out, an invalid dtype, rank outside
+ * [0, HK_MAX_RANK], a NULL dims with rank > 0, a negative dimension, a byte
+ * size that overflows size_t, or NULL data with a non-empty shape.
+ * Allocates: no. Threads: any.
+ */
+HK_API hk_code hk_tensor_init(hk_tensor *out, hk_dtype dtype, int32_t rank, const int64_t *dims,
+                              void *data, hk_status *status);
+
+/** @return the number of elements (1 for a scalar), or -1 when the shape is
+ *  invalid or overflows. */
+HK_API int64_t hk_tensor_num_elements(const hk_tensor *t);
+
+/** @return nonzero when a and b have the same dtype and shape (data ignored). */
+HK_API int hk_tensor_same_spec(const hk_tensor *a, const hk_tensor *b);
+
+/**
+ * Write "[64, 32]" style text for `t`'s shape into buf (always NUL-terminated
+ * when cap > 0). @return buf.
+ */
+HK_API const char *hk_shape_str(const hk_tensor *t, char *buf, size_t cap);
+
+/** Convenience scalar views. `value` is borrowed. */
+HK_API hk_tensor hk_tensor_scalar_i64(int64_t *value);
+HK_API hk_tensor hk_tensor_scalar_f32(float *value);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HOOKED_TENSOR_H */
