@@ -1,0 +1,71 @@
+/*
+ * Hook objects, run contexts and creation contexts.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include "internal.h"
+
+#include <string.h>
+
+hk_code hk_hook_new(hk_hook **out, const hk_hook_vtable *vt, void *user, const char *name, const hk_env *env,
+                    hk_status *st) {
+  if (out) *out = NULL;
+  if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_hook_new: out is NULL");
+  if (!vt) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_hook_new: vtable is NULL");
+  if (vt->version == 0 || vt->version > HK_HOOK_VTABLE_VERSION)
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_hook_new: hook vtable of '%s' has version %u; this library supports 1..%u",
+                         name ? name : "hook", (unsigned)vt->version, (unsigned)HK_HOOK_VTABLE_VERSION);
+  hk_code rc = hk_env_check(env, "hk_hook_new: env", st);
+  if (rc != HK_OK) return rc;
+  hk_hook *h = hk_env_calloc(env, 1, sizeof *h);
+  if (!h) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_hook_new: out of memory");
+  h->name = hk_env_strdup(env, name ? name : "hook");
+  if (!h->name) {
+    hk_env_free(env, h);
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_hook_new: out of memory");
+  }
+  h->vt = vt;
+  h->user = user;
+  if (env) {
+    h->env = *env;
+    h->has_env = 1;
+  }
+  *out = h;
+  return HK_OK;
+}
+
+void hk_hook_free(hk_hook *h) {
+  if (!h) return;
+  hk_env env = *hk__env_or_default(h->has_env ? &h->env : NULL);
+  if (h->vt->destroy) h->vt->destroy(h->user);
+  hk_env_free(&env, h->name);
+  hk_env_free(&env, h);
+}
+
+const char *hk_hook_name(const hk_hook *h) { return h ? h->name : "(null hook)"; }
+void *hk_hook_user(const hk_hook *h) { return h ? h->user : NULL; }
+
+const hk_env *hk_hook_env(const hk_hook *h) {
+  if (!h) return hk__env_or_default(NULL);
+  if (h->has_env) return &h->env;
+  return hk__env_or_default(h->session_env);
+}
+
+void hk_hook_log(const hk_hook *h, hk_log_level level, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  hk__env_vlog(hk_hook_env(h), level, fmt, ap);
+  va_end(ap);
+}
+
+const hk_run_args *hk_run_context_args(const hk_run_context *ctx) { return ctx ? ctx->args : NULL; }
+hk_raw_session *hk_run_context_session(const hk_run_context *ctx) { return ctx ? ctx->session : NULL; }
+void hk_run_context_request_stop(hk_run_context *ctx) {
+  if (ctx) ctx->stop_requested = 1;
+}
+int hk_run_context_stop_requested(const hk_run_context *ctx) { return ctx ? ctx->stop_requested : 0; }
+
+void hk_creation_context_request_stop(hk_creation_context *ctx) {
+  if (ctx) ctx->stop_requested = 1;
+}

@@ -1,0 +1,46 @@
+/*
+ * Internal declarations shared by the library's own files (hk__ names).
+ * Nothing here is part of the API.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#ifndef HOOKED_INTERNAL_H
+#define HOOKED_INTERNAL_H
+
+#include "hooked/hooked.h"
+
+#include <stdarg.h>
+
+/** The default env when `env` is NULL. */
+const hk_env *hk__env_or_default(const hk_env *env);
+void hk__env_vlog(const hk_env *env, hk_log_level level, const char *fmt, va_list ap);
+void hk__status_copy(hk_status *dst, const hk_status *src);
+/** finite and >= 0 */
+int hk__secs_valid(double secs);
+
+/* ---- hooks (hook.c) ------------------------------------------------------ */
+struct hk_hook {
+  const hk_hook_vtable *vt;
+  void *user;
+  char *name;
+  hk_env env;            /* valid when has_env */
+  int has_env;
+  const hk_env *session_env; /* borrowed from the attached session */
+  const void *owner;     /* the session this hook serves, or NULL (H11) */
+};
+
+struct hk_run_context {
+  const hk_run_args *args;
+  hk_raw_session *session;
+  int stop_requested;
+};
+
+struct hk_creation_context {
+  int stop_requested;
+};
+
+/* ---- executor (executor.c) ---------------------------------------------- */
+/** Check a caller's run args for NULL arrays with counts; names the field. */
+hk_code hk__run_args_check(const hk_run_args *args, const char *what, hk_status *st);
+
+#endif /* HOOKED_INTERNAL_H */
