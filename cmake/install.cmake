@@ -1,0 +1,68 @@
+# Packaging for hooked: install rules, a CMake config package (install tree
+# and build tree) and a pkg-config file. Included from the top-level
+# CMakeLists.txt after the `hooked` target exists.
+
+include(CMakePackageConfigHelpers)
+
+# A project that vendors hooked with add_subdirectory() usually installs its
+# own program, not our headers, so installing is opt-in there.
+option(HOOKED_INSTALL "Generate install rules for hooked" ${HOOKED_TOP_LEVEL})
+
+if(NOT HOOKED_INSTALL)
+  return()
+endif()
+
+set(HOOKED_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/hooked)
+
+install(TARGETS hooked
+  EXPORT hookedTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${HOOKED_PUBLIC_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hooked)
+install(FILES ${HOOKED_SYS_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hooked/sys)
+
+# ---- CMake config package -------------------------------------------------
+install(EXPORT hookedTargets
+  NAMESPACE hooked::
+  FILE hookedTargets.cmake
+  DESTINATION ${HOOKED_CMAKE_INSTALL_DIR})
+
+configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/hookedConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/hookedConfig.cmake
+  INSTALL_DESTINATION ${HOOKED_CMAKE_INSTALL_DIR})
+# The ABI may change between 0.x minors (SOVERSION 0.<minor>); the CMake
+# version check follows the issue's SameMajorVersion policy.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/hookedConfigVersion.cmake
+  VERSION ${PROJECT_VERSION}
+  COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/hookedConfig.cmake ${PROJECT_BINARY_DIR}/hookedConfigVersion.cmake
+  DESTINATION ${HOOKED_CMAKE_INSTALL_DIR})
+
+# Build tree: `-Dhooked_DIR=<build dir>` works without installing. The config
+# file only refers to ${CMAKE_CURRENT_LIST_DIR}, so the same one serves both.
+export(EXPORT hookedTargets
+  NAMESPACE hooked::
+  FILE ${PROJECT_BINARY_DIR}/hookedTargets.cmake)
+
+# ---- pkg-config -------------------------------------------------------------
+# `cmake --install --prefix P` may choose the prefix after configuration, so
+# the prefix is substituted at install time: the first pass fills in
+# everything else and leaves "@CMAKE_INSTALL_PREFIX@" for the second.
+set(HOOKED_PC_PREFIX "@CMAKE_INSTALL_PREFIX@")
+foreach(dir LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${dir}}")
+    set(HOOKED_PC_${dir} "${CMAKE_INSTALL_${dir}}")
+  else()
+    set(HOOKED_PC_${dir} "\${prefix}/${CMAKE_INSTALL_${dir}}")
+  endif()
+endforeach()
+if(BUILD_SHARED_LIBS)
+  set(HOOKED_PC_CFLAGS " -DHK_SHARED")
+else()
+  set(HOOKED_PC_CFLAGS "")
+endif()
+configure_file(${CMAKE_CURRENT_LIST_DIR}/hooked.pc.in ${PROJECT_BINARY_DIR}/hooked.pc.stage @ONLY)
+install(CODE "configure_file(\"${PROJECT_BINARY_DIR}/hooked.pc.stage\" \"${PROJECT_BINARY_DIR}/hooked.pc\" @ONLY)")
+install(FILES ${PROJECT_BINARY_DIR}/hooked.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
