@@ -1,0 +1,1062 @@
+/*
+ * train_digits — a 64-32-10 MLP (ReLU, softmax cross-entropy, plain SGD) on
+ * the UCI digits data, trained through a monitored session on hooked's
+ * embedded executor.
+ *
+ * The recipe is fixed so results compare with a PyTorch reference of the
+ * same model:
+ *   - split: SplitMix64 seeded 42 drives a Fisher-Yates shuffle of the row
+ *     indices; the first 80% (1437 of 1797) train, the rest (360) test;
+ *     inputs are divided by 16;
+ *   - batches of --batch rows from a per-epoch shuffle of the training rows,
+ *     the partial last batch dropped;
+ *   - weights and biases ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) from the
+ *     executor's seeded initializers; plain SGD with learning rate --lr.
+ *
+ * The batch fed at a step is a pure function of (--seed, global step), so a
+ * run resumed at any step continues exactly as an uninterrupted run would.
+ *
+ * Exit status: 0 success, 1 data or runtime error, 2 usage error.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#if !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L /* readlink */
+#endif
+
+#include <hooked/hooked.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define NPIX 64
+#define NHID 32
+#define NCLS 10
+#define NFIELDS (NPIX + 1)
+#define PIXEL_MAX 16
+#define SPLIT_SEED 42u
+#define MAX_ROWS 1000000u
+#define LINE_MAX_BYTES 1024
+#define DATA_FILE_NAME "digits.csv.gz"
+
+#define EXIT_RUNTIME 1
+#define EXIT_USAGE 2
+
+/* ---- SplitMix64 --------------------------------------------------------- */
+
+#define SPLITMIX64_GAMMA UINT64_C(0x9E3779B97F4A7C15)
+
+static uint64_t splitmix64_next(uint64_t *state)
+{
+  uint64_t z = (*state += SPLITMIX64_GAMMA);
+  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+  return z ^ (z >> 31);
+}
+
+/*
+ * The exact variant the reference implementation uses: idx starts as the
+ * identity; for i from n-1 down to 1, j = next() % (i + 1) with a SplitMix64
+ * generator whose state starts at `seed`, then swap idx[i] and idx[j]. The
+ * modulo bias is part of the recipe, not an oversight.
+ */
+static void fisher_yates(uint32_t *idx, size_t n, uint64_t seed)
+{
+  uint64_t state = seed;
+  for (size_t i = 0; i < n; i++)
+    idx[i] = (uint32_t)i;
+  for (size_t i = n; i-- > 1;) {
+    size_t j = (size_t)(splitmix64_next(&state) % (uint64_t)(i + 1));
+    uint32_t tmp = idx[i];
+    idx[i] = idx[j];
+    idx[j] = tmp;
+  }
+}
+
+/* Seed of the training-row shuffle of `epoch`: one SplitMix64 output of the
+ * epoch, xored into the run seed, mixed again. Neighbouring epochs and seeds
+ * give unrelated permutations. */
+static uint64_t epoch_seed(uint64_t seed, int64_t epoch)
+{
+  uint64_t e = (uint64_t)epoch;
+  uint64_t s = seed ^ splitmix64_next(&e);
+  return splitmix64_next(&s);
+}
+
+/* ---- command line ------------------------------------------------------- */
+
+typedef struct options {
+  const char *data;
+  int64_t steps;
+  int64_t batch;
+  double lr;
+  uint64_t seed;
+  int64_t log_every;
+} options;
+
+static void usage(FILE *out)
+{
+  fprintf(out,
+          "usage: train_digits [--data PATH] [--steps N] [--batch N] [--lr X] [--seed N]\n"
+          "                    [--log-every N] [--help]\n"
+          "\n"
+          "Train a 64-32-10 MLP on the UCI digits data through a hooked monitored session.\n"
+          "\n"
+          "  --data PATH      digits CSV, gzip-compressed or plain (default: the bundled\n"
+          "                   " DATA_FILE_NAME " from the build or install tree)\n"
+          "  --steps N        last global step: stop when it is reached (default 3000)\n"
+          "  --batch N        rows per step (default 32)\n"
+          "  --lr X           SGD learning rate, > 0 (default 0.1)\n"
+          "  --seed N         seed of the initializers and the per-epoch shuffle (default 42)\n"
+          "  --log-every N    log the loss to stderr every N steps, 0 for never (default 500)\n"
+          "  --help           show this text\n"
+          "\n"
+          "Prints one line on stdout: result: step=<N> loss=<x> test_accuracy=<y>\n");
+}
+
+static int usage_error(const char *fmt, const char *a, const char *b)
+{
+  fputs("train_digits: ", stderr);
+  fprintf(stderr, fmt, a, b);
+  fputs("\nTry 'train_digits --help'.\n", stderr);
+  return EXIT_USAGE;
+}
+
+static int parse_i64(const char *flag, const char *text, int64_t min, int64_t max, int64_t *out)
+{
+  char *end;
+  long long v;
+  errno = 0;
+  v = strtoll(text, &end, 10);
+  if (end == text || *end != '\0' || errno == ERANGE || v < min || v > max) {
+    char range[96];
+    snprintf(range, sizeof range, "an integer in [%" PRId64 ", %" PRId64 "]", min, max);
+    fprintf(stderr, "train_digits: invalid value '%s' for %s: expected %s\n", text, flag, range);
+    fputs("Try 'train_digits --help'.\n", stderr);
+    return EXIT_USAGE;
+  }
+  *out = (int64_t)v;
+  return 0;
+}
+
+/* @return 0 to go on, -1 after --help, or an exit status. */
+static int parse_args(int argc, char **argv, options *o)
+{
+  o->data = NULL;
+  o->steps = 3000;
+  o->batch = 32;
+  o->lr = 0.1;
+  o->seed = 42;
+  o->log_every = 500;
+
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    const char *value = NULL;
+    char flag[32];
+    const char *eq;
+    int rc;
+
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+      usage(stdout);
+      return -1;
+    }
+    if (strncmp(arg, "--", 2) != 0)
+      return usage_error("unexpected argument '%s'%s", arg, "");
+    /* Both "--flag value" and "--flag=value". */
+    eq = strchr(arg, '=');
+    if (eq != NULL) {
+      size_t len = (size_t)(eq - arg);
+      if (len >= sizeof flag)
+        return usage_error("unknown option '%s'%s", arg, "");
+      memcpy(flag, arg, len);
+      flag[len] = '\0';
+      value = eq + 1;
+    } else {
+      if (strlen(arg) >= sizeof flag)
+        return usage_error("unknown option '%s'%s", arg, "");
+      strcpy(flag, arg);
+    }
+    if (strcmp(flag, "--data") != 0 && strcmp(flag, "--steps") != 0 &&
+        strcmp(flag, "--batch") != 0 && strcmp(flag, "--lr") != 0 &&
+        strcmp(flag, "--seed") != 0 && strcmp(flag, "--log-every") != 0)
+      return usage_error("unknown option '%s'%s", flag, "");
+    if (value == NULL) {
+      if (i + 1 >= argc)
+        return usage_error("option '%s' needs a value%s", flag, "");
+      value = argv[++i];
+    }
+
+    if (strcmp(flag, "--data") == 0) {
+      if (*value == '\0')
+        return usage_error("option '%s' needs a non-empty path%s", flag, "");
+      o->data = value;
+    } else if (strcmp(flag, "--steps") == 0) {
+      if ((rc = parse_i64(flag, value, 0, INT64_MAX / 2, &o->steps)) != 0)
+        return rc;
+    } else if (strcmp(flag, "--batch") == 0) {
+      if ((rc = parse_i64(flag, value, 1, 65536, &o->batch)) != 0)
+        return rc;
+    } else if (strcmp(flag, "--log-every") == 0) {
+      if ((rc = parse_i64(flag, value, 0, INT64_MAX, &o->log_every)) != 0)
+        return rc;
+    } else if (strcmp(flag, "--seed") == 0) {
+      char *end;
+      unsigned long long v;
+      errno = 0;
+      v = strtoull(value, &end, 10);
+      if (*value == '-' || *value == '+' || end == value || *end != '\0' || errno == ERANGE)
+        return usage_error("invalid value '%s' for --seed: expected an unsigned 64-bit integer%s",
+                           value, "");
+      o->seed = (uint64_t)v;
+    } else {
+      char *end;
+      double v;
+      errno = 0;
+      v = strtod(value, &end);
+      if (end == value || *end != '\0' || errno == ERANGE || !isfinite(v) || v <= 0.0)
+        return usage_error("invalid value '%s' for --lr: expected a finite number > 0%s", value, "");
+      o->lr = v;
+    }
+  }
+  return 0;
+}
+
+/* ---- locating the bundled data ------------------------------------------ */
+
+static int readable(const char *path)
+{
+  FILE *f = fopen(path, "rb");
+  if (f == NULL)
+    return 0;
+  fclose(f);
+  return 1;
+}
+
+/* <directory of this executable>/../share/hooked/data/digits.csv.gz, the
+ * install layout; works for any prefix, including a relocated one. */
+static int exe_relative_data(const char *argv0, char *buf, size_t cap)
+{
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  char *slash;
+  if (n > 0) {
+    exe[n] = '\0';
+  } else if (argv0 != NULL && strchr(argv0, '/') != NULL && strlen(argv0) < sizeof exe) {
+    strcpy(exe, argv0);
+  } else {
+    return 0;
+  }
+  slash = strrchr(exe, '/');
+  if (slash == NULL)
+    return 0;
+  *slash = '\0';
+  n = snprintf(buf, cap, "%s/../share/hooked/data/" DATA_FILE_NAME, exe);
+  return n > 0 && (size_t)n < cap;
+}
+
+static const char *find_data(const char *argv0, char *buf, size_t cap)
+{
+#ifdef HOOKED_EXAMPLE_DATA_SOURCE
+  if (readable(HOOKED_EXAMPLE_DATA_SOURCE))
+    return HOOKED_EXAMPLE_DATA_SOURCE;
+#endif
+  if (exe_relative_data(argv0, buf, cap) && readable(buf))
+    return buf;
+#ifdef HOOKED_EXAMPLE_DATA_INSTALL
+  if (readable(HOOKED_EXAMPLE_DATA_INSTALL))
+    return HOOKED_EXAMPLE_DATA_INSTALL;
+#endif
+  return NULL;
+}
+
+/* ---- loading the data --------------------------------------------------- */
+
+typedef struct dataset {
+  float *x;     /* n * NPIX, already divided by 16 */
+  int32_t *y;   /* n */
+  size_t n;
+} dataset;
+
+static void dataset_free(dataset *d)
+{
+  free(d->x);
+  free(d->y);
+  d->x = NULL;
+  d->y = NULL;
+  d->n = 0;
+}
+
+/* Parse one CSV row into `vals`. @return NULL or a description of the fault. */
+static const char *parse_row(const char *line, int vals[NFIELDS], char *why, size_t cap)
+{
+  const char *p = line;
+  for (int k = 0; k < NFIELDS; k++) {
+    long v = 0;
+    int digits = 0;
+    while (*p >= '0' && *p <= '9') {
+      if (v < 1000)
+        v = v * 10 + (*p - '0');
+      p++;
+      digits++;
+    }
+    if (digits == 0) {
+      if (*p == '\0' || *p == '\n' || *p == '\r')
+        snprintf(why, cap, "expected %d comma-separated fields, found %d", NFIELDS, k);
+      else
+        snprintf(why, cap, "field %d is not a non-negative integer", k + 1);
+      return why;
+    }
+    if (k < NPIX && v > PIXEL_MAX) {
+      snprintf(why, cap, "pixel value %s%ld in field %d is outside 0..%d", v >= 1000 ? ">=" : "", v,
+               k + 1, PIXEL_MAX);
+      return why;
+    }
+    if (k == NPIX && v > NCLS - 1) {
+      snprintf(why, cap, "label %s%ld in field %d is outside 0..%d", v >= 1000 ? ">=" : "", v, k + 1,
+               NCLS - 1);
+      return why;
+    }
+    vals[k] = (int)v;
+    if (k < NFIELDS - 1) {
+      if (*p != ',') {
+        if (*p == '\0' || *p == '\n' || *p == '\r')
+          snprintf(why, cap, "expected %d comma-separated fields, found %d", NFIELDS, k + 1);
+        else
+          snprintf(why, cap, "unexpected character '%c' after field %d", *p, k + 1);
+        return why;
+      }
+      p++;
+    }
+  }
+  if (*p == '\r')
+    p++;
+  if (*p == '\n')
+    p++;
+  if (*p != '\0') {
+    if (*p == ',')
+      snprintf(why, cap, "more than %d fields", NFIELDS);
+    else
+      snprintf(why, cap, "unexpected character '%c' after field %d", *p, NFIELDS);
+    return why;
+  }
+  return NULL;
+}
+
+static int grow(dataset *d, size_t *cap)
+{
+  size_t ncap = *cap ? *cap * 2 : 2048;
+  float *x;
+  int32_t *y;
+  if (ncap > MAX_ROWS)
+    ncap = MAX_ROWS;
+  x = realloc(d->x, ncap * NPIX * sizeof *x);
+  if (x == NULL)
+    return -1;
+  d->x = x;
+  y = realloc(d->y, ncap * sizeof *y);
+  if (y == NULL)
+    return -1;
+  d->y = y;
+  *cap = ncap;
+  return 0;
+}
+
+/* Read and validate every row. Prints an error naming the file (and line) and
+ * returns nonzero on failure. */
+static int load_digits(const char *path, dataset *d)
+{
+  char line[LINE_MAX_BYTES];
+  char why[160];
+  size_t cap = 0;
+  size_t lineno = 0;
+  int err;
+  const char *zmsg;
+  gzFile f;
+
+  memset(d, 0, sizeof *d);
+  errno = 0;
+  f = gzopen(path, "rb");
+  if (f == NULL) {
+    fprintf(stderr, "train_digits: cannot open data file '%s': %s\n", path,
+            errno ? strerror(errno) : "out of memory");
+    return -1;
+  }
+  while (gzgets(f, line, (int)sizeof line) != NULL) {
+    int vals[NFIELDS];
+    size_t len = strlen(line);
+    lineno++;
+    if (len == sizeof line - 1 && line[len - 1] != '\n' && !gzeof(f)) {
+      fprintf(stderr, "train_digits: %s:%zu: malformed data: line longer than %d bytes\n", path,
+              lineno, LINE_MAX_BYTES - 2);
+      goto fail;
+    }
+    if (parse_row(line, vals, why, sizeof why) != NULL) {
+      fprintf(stderr, "train_digits: %s:%zu: malformed data: %s\n", path, lineno, why);
+      goto fail;
+    }
+    if (d->n == cap) {
+      if (cap == MAX_ROWS) {
+        fprintf(stderr, "train_digits: %s: more than %u rows\n", path, MAX_ROWS);
+        goto fail;
+      }
+      if (grow(d, &cap) != 0) {
+        fprintf(stderr, "train_digits: %s: out of memory\n", path);
+        goto fail;
+      }
+    }
+    for (int k = 0; k < NPIX; k++)
+      d->x[d->n * NPIX + (size_t)k] = (float)vals[k] / (float)PIXEL_MAX;
+    d->y[d->n] = vals[NPIX];
+    d->n++;
+  }
+  zmsg = gzerror(f, &err);
+  if (err != Z_OK && err != Z_STREAM_END) {
+    fprintf(stderr, "train_digits: %s: read error after line %zu: %s\n", path, lineno,
+            err == Z_ERRNO ? strerror(errno) : zmsg);
+    goto fail;
+  }
+  gzclose(f);
+  if (d->n == 0) {
+    fprintf(stderr, "train_digits: %s: malformed data: no rows\n", path);
+    dataset_free(d);
+    return -1;
+  }
+  return 0;
+
+fail:
+  gzclose(f);
+  dataset_free(d);
+  return -1;
+}
+
+/* ---- the model ---------------------------------------------------------- */
+
+/* Scratch of the train kernel, sized once for the batch: a step allocates
+ * nothing. */
+typedef struct trainer {
+  int64_t batch;
+  float lr;
+  float *hpre;  /* batch * NHID, pre-activation */
+  float *h;     /* batch * NHID */
+  float *dl;    /* batch * NCLS, d loss / d logits */
+  float *dh;    /* batch * NHID, d loss / d hpre */
+  float gw1[NPIX * NHID], gb1[NHID], gw2[NHID * NCLS], gb2[NCLS];
+} trainer;
+
+static hk_code check_params(hk_kernel_context *ctx, float *p[4], hk_status *status)
+{
+  static const int64_t sizes[4] = { NPIX * NHID, NHID, NHID * NCLS, NCLS };
+  for (size_t i = 0; i < 4; i++) {
+    hk_tensor *v = hk_kernel_variable(ctx, i);
+    if (v == NULL || v->dtype != HK_DTYPE_F32 || hk_tensor_num_elements(v) != sizes[i])
+      return hk_status_set(status, HK_INTERNAL, "train: mutated variable %zu is not the f32 layer "
+                           "parameter it should be", i);
+    p[i] = v->data;
+  }
+  return HK_OK;
+}
+
+/* Forward, backward (softmax cross-entropy: d loss / d logits = (p - onehot)
+ * / batch) and the SGD update, in place. Output 0: the batch's mean loss. */
+static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
+                            size_t ninputs, hk_tensor *outputs, size_t noutputs, hk_status *status)
+{
+  trainer *t = user;
+  const int64_t B = t->batch;
+  const float *x;
+  const int32_t *y;
+  float *prm[4], *w1, *b1, *w2, *b2;
+  double loss = 0.0;
+  hk_code rc;
+
+  if (ninputs != 2 || noutputs != 1 || inputs[0].dtype != HK_DTYPE_F32 ||
+      inputs[1].dtype != HK_DTYPE_I32 || hk_tensor_num_elements(&inputs[0]) != B * NPIX ||
+      hk_tensor_num_elements(&inputs[1]) != B)
+    return hk_status_set(status, HK_INVALID_ARGUMENT,
+                         "train: expected inputs x [%" PRId64 ", %d] f32 and y [%" PRId64 "] i32",
+                         B, NPIX, B);
+  if ((rc = check_params(ctx, prm, status)) != HK_OK)
+    return rc;
+  x = inputs[0].data;
+  y = inputs[1].data;
+  w1 = prm[0];
+  b1 = prm[1];
+  w2 = prm[2];
+  b2 = prm[3];
+
+  for (int64_t n = 0; n < B; n++) {
+    const float *xn = x + n * NPIX;
+    float *hp = t->hpre + n * NHID, *hn = t->h + n * NHID, *dl = t->dl + n * NCLS;
+    float logits[NCLS], mx, sum = 0.0f;
+    int32_t label = y[n];
+
+    if (label < 0 || label >= NCLS)
+      return hk_status_set(status, HK_INVALID_ARGUMENT,
+                           "train: label %" PRId32 " of row %" PRId64 " in y is outside 0..%d",
+                           label, n, NCLS - 1);
+    memcpy(hp, b1, sizeof(float) * NHID);
+    for (int i = 0; i < NPIX; i++) {
+      const float xi = xn[i];
+      const float *wr = w1 + i * NHID;
+      if (xi == 0.0f)
+        continue;
+      for (int j = 0; j < NHID; j++)
+        hp[j] += xi * wr[j];
+    }
+    for (int j = 0; j < NHID; j++)
+      hn[j] = hp[j] > 0.0f ? hp[j] : 0.0f;
+    memcpy(logits, b2, sizeof logits);
+    for (int j = 0; j < NHID; j++) {
+      const float hj = hn[j];
+      const float *wr = w2 + j * NCLS;
+      for (int k = 0; k < NCLS; k++)
+        logits[k] += hj * wr[k];
+    }
+    mx = logits[0];
+    for (int k = 1; k < NCLS; k++)
+      mx = logits[k] > mx ? logits[k] : mx;
+    for (int k = 0; k < NCLS; k++) {
+      dl[k] = expf(logits[k] - mx);
+      sum += dl[k];
+    }
+    /* -log softmax(logits)[label], computed stably. */
+    loss += (double)(logf(sum) + mx - logits[label]);
+    for (int k = 0; k < NCLS; k++)
+      dl[k] = (dl[k] / sum - (k == label ? 1.0f : 0.0f)) / (float)B;
+  }
+
+  /* Every gradient is taken before any parameter moves: dh needs the old w2. */
+  memset(t->gw2, 0, sizeof t->gw2);
+  memset(t->gb2, 0, sizeof t->gb2);
+  memset(t->gw1, 0, sizeof t->gw1);
+  memset(t->gb1, 0, sizeof t->gb1);
+  for (int64_t n = 0; n < B; n++) {
+    const float *hn = t->h + n * NHID, *hp = t->hpre + n * NHID, *dl = t->dl + n * NCLS;
+    const float *xn = x + n * NPIX;
+    float *dh = t->dh + n * NHID;
+    for (int j = 0; j < NHID; j++) {
+      float *g = t->gw2 + j * NCLS;
+      const float *wr = w2 + j * NCLS;
+      float acc = 0.0f;
+      for (int k = 0; k < NCLS; k++) {
+        g[k] += hn[j] * dl[k];
+        acc += dl[k] * wr[k];
+      }
+      dh[j] = hp[j] > 0.0f ? acc : 0.0f;
+    }
+    for (int k = 0; k < NCLS; k++)
+      t->gb2[k] += dl[k];
+    for (int i = 0; i < NPIX; i++) {
+      const float xi = xn[i];
+      float *g = t->gw1 + i * NHID;
+      if (xi == 0.0f)
+        continue;
+      for (int j = 0; j < NHID; j++)
+        g[j] += xi * dh[j];
+    }
+    for (int j = 0; j < NHID; j++)
+      t->gb1[j] += dh[j];
+  }
+
+  for (int i = 0; i < NPIX * NHID; i++)
+    w1[i] -= t->lr * t->gw1[i];
+  for (int j = 0; j < NHID; j++)
+    b1[j] -= t->lr * t->gb1[j];
+  for (int i = 0; i < NHID * NCLS; i++)
+    w2[i] -= t->lr * t->gw2[i];
+  for (int k = 0; k < NCLS; k++)
+    b2[k] -= t->lr * t->gb2[k];
+
+  *(float *)outputs[0].data = (float)(loss / (double)B);
+  return HK_OK;
+}
+
+/* Increments the global step. Its control input on "train" orders it after
+ * the update and keeps the step uncounted when the update failed; the stock
+ * hk_graph_assign_add takes no control inputs. */
+static hk_code increment_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
+                                size_t ninputs, hk_tensor *outputs, size_t noutputs,
+                                hk_status *status)
+{
+  hk_tensor *gs = hk_kernel_variable(ctx, 0);
+  (void)user;
+  (void)inputs;
+  (void)ninputs;
+  (void)outputs;
+  (void)noutputs;
+  if (gs == NULL || gs->dtype != HK_DTYPE_I64 || gs->data == NULL)
+    return hk_status_set(status, HK_INTERNAL, "global_step_increment: global_step is not an "
+                         "int64 variable");
+  *(int64_t *)gs->data += 1;
+  return HK_OK;
+}
+
+/* Test-set accuracy of the current parameters: inputs w1, b1, w2, b2, x_test,
+ * y_test; output 0 the fraction classified right (ties go to the lowest
+ * class). Works row by row on the stack: no scratch needed. */
+static hk_code accuracy_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
+                               size_t ninputs, hk_tensor *outputs, size_t noutputs,
+                               hk_status *status)
+{
+  const float *w1, *b1, *w2, *b2, *x;
+  const int32_t *y;
+  int64_t n, correct = 0;
+  (void)user;
+  (void)ctx;
+  if (ninputs != 6 || noutputs != 1 || hk_tensor_num_elements(&inputs[0]) != NPIX * NHID ||
+      hk_tensor_num_elements(&inputs[1]) != NHID ||
+      hk_tensor_num_elements(&inputs[2]) != NHID * NCLS ||
+      hk_tensor_num_elements(&inputs[3]) != NCLS || inputs[5].rank != 1 ||
+      hk_tensor_num_elements(&inputs[4]) != inputs[5].dims[0] * NPIX || inputs[5].dims[0] < 1)
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "accuracy: inputs do not match the model");
+  w1 = inputs[0].data;
+  b1 = inputs[1].data;
+  w2 = inputs[2].data;
+  b2 = inputs[3].data;
+  x = inputs[4].data;
+  y = inputs[5].data;
+  n = inputs[5].dims[0];
+  for (int64_t r = 0; r < n; r++) {
+    const float *xr = x + r * NPIX;
+    float h[NHID], logits[NCLS];
+    int best = 0;
+    memcpy(h, b1, sizeof h);
+    for (int i = 0; i < NPIX; i++)
+      for (int j = 0; j < NHID; j++)
+        h[j] += xr[i] * w1[i * NHID + j];
+    memcpy(logits, b2, sizeof logits);
+    for (int j = 0; j < NHID; j++) {
+      const float hj = h[j] > 0.0f ? h[j] : 0.0f;
+      for (int k = 0; k < NCLS; k++)
+        logits[k] += hj * w2[j * NCLS + k];
+    }
+    for (int k = 1; k < NCLS; k++)
+      if (logits[k] > logits[best])
+        best = k;
+    correct += best == y[r];
+  }
+  *(float *)outputs[0].data = (float)((double)correct / (double)n);
+  return HK_OK;
+}
+
+/* ---- the feeding hook --------------------------------------------------- */
+
+/*
+ * Feeds x and y for the current global step. It reads the global step once
+ * per raw-session creation (so after a restore or a recovery it resumes at
+ * the right batch) and adds one after each successful run: every run of this
+ * program's session is a training step, which adds exactly one.
+ * At a clean close it evaluates the test accuracy and reads the final step.
+ */
+typedef struct feeder {
+  /* data */
+  const float *train_x;
+  const int32_t *train_y;
+  size_t ntrain;
+  int64_t batch;
+  int64_t batches_per_epoch;
+  uint64_t seed;
+  /* graph */
+  hk_handle x, y, accuracy;
+  /* state */
+  int64_t gs;
+  int64_t cached_epoch;     /* epoch of perm, -1 for none */
+  uint32_t *perm;           /* ntrain */
+  float *xbuf;              /* batch * NPIX */
+  int32_t *ybuf;            /* batch */
+  hk_feed feeds[2];
+  /* results of end() */
+  int have_result;
+  int64_t final_step;
+  float test_accuracy;
+} feeder;
+
+static hk_code feeder_after_create_session(void *user, hk_raw_session *session,
+                                           hk_coordinator *coord, hk_creation_context *ctx,
+                                           hk_status *status)
+{
+  feeder *f = user;
+  (void)coord;
+  (void)ctx;
+  return hk_raw_session_global_step(session, &f->gs, status);
+}
+
+static hk_code feeder_before_run(void *user, hk_run_context *ctx, hk_run_request *request,
+                                 hk_status *status)
+{
+  feeder *f = user;
+  int64_t epoch, first;
+  (void)ctx;
+  if (f->gs < 0)
+    return hk_status_set(status, HK_OUT_OF_RANGE, "digits_feeder: negative global step %" PRId64,
+                         f->gs);
+  epoch = f->gs / f->batches_per_epoch;
+  first = (f->gs % f->batches_per_epoch) * f->batch;
+  if (epoch != f->cached_epoch) {
+    fisher_yates(f->perm, f->ntrain, epoch_seed(f->seed, epoch));
+    f->cached_epoch = epoch;
+  }
+  for (int64_t r = 0; r < f->batch; r++) {
+    size_t row = f->perm[first + r];
+    memcpy(f->xbuf + r * NPIX, f->train_x + row * NPIX, sizeof(float) * NPIX);
+    f->ybuf[r] = f->train_y[row];
+  }
+  request->feeds = f->feeds;
+  request->nfeeds = 2;
+  return HK_OK;
+}
+
+static hk_code feeder_after_run(void *user, hk_run_context *ctx, const hk_run_values *values,
+                                hk_status *status)
+{
+  feeder *f = user;
+  (void)ctx;
+  (void)values;
+  (void)status;
+  f->gs++;
+  return HK_OK;
+}
+
+static hk_code feeder_end(void *user, hk_raw_session *session, hk_status *status)
+{
+  feeder *f = user;
+  hk_run_args args = { NULL, 0, &f->accuracy, 1, NULL, 0, NULL };
+  hk_tensor acc;
+  hk_code rc;
+  if ((rc = hk_raw_session_global_step(session, &f->final_step, status)) != HK_OK)
+    return rc;
+  if ((rc = hk_raw_session_run(session, &args, &acc, NULL, status)) != HK_OK)
+    return rc;
+  f->test_accuracy = *(const float *)acc.data;
+  f->have_result = 1;
+  return HK_OK;
+}
+
+static const hk_hook_vtable feeder_vtable = {
+  HK_HOOK_VTABLE_VERSION,
+  NULL,
+  feeder_after_create_session,
+  feeder_before_run,
+  feeder_after_run,
+  feeder_end,
+  NULL,
+};
+
+/* ---- building the graph ------------------------------------------------- */
+
+typedef struct model {
+  hk_graph *g;
+  hk_handle loss;      /* "train:0" */
+  hk_handle train_op;  /* group of train and the step increment */
+} model;
+
+static hk_code add_param(hk_graph *g, hk_handle *out, const char *name, int32_t rank,
+                         const int64_t *dims, int64_t fan_in, uint64_t seed, hk_status *st)
+{
+  hk_variable_def def = HK_VARIABLE_DEF_INIT;
+  double bound = 1.0 / sqrt((double)fan_in);
+  def.name = name;
+  def.dtype = HK_DTYPE_F32;
+  def.rank = rank;
+  def.dims = dims;
+  def.init.kind = HK_INIT_UNIFORM;
+  def.init.minval = -bound;
+  def.init.maxval = bound;
+  def.init.seed = seed;
+  return hk_graph_variable(g, out, &def, st);
+}
+
+static hk_code build_model(model *m, trainer *t, feeder *f, const dataset *test,
+                           const options *o, hk_status *st)
+{
+  static const int64_t d_w1[2] = { NPIX, NHID }, d_b1[1] = { NHID };
+  static const int64_t d_w2[2] = { NHID, NCLS }, d_b2[1] = { NCLS };
+  const hk_output_spec scalar_f32 = { HK_DTYPE_F32, 0, { 0 } };
+  hk_graph_options gopts = HK_GRAPH_OPTIONS_INIT;
+  hk_handle w1, b1, w2, b2, gs, xt, yt, train, inc;
+  int64_t xdims[2] = { o->batch, NPIX }, ydims[1] = { o->batch };
+  int64_t txdims[2] = { (int64_t)test->n, NPIX }, tydims[1] = { (int64_t)test->n };
+  uint64_t s = o->seed;
+  hk_tensor tx, ty;
+  hk_code rc;
+
+  if ((rc = hk_graph_new(&m->g, &gopts, st)) != HK_OK)
+    return rc;
+  /* Four SplitMix64 outputs of --seed: one independent stream per tensor. */
+  if ((rc = add_param(m->g, &w1, "w1", 2, d_w1, NPIX, splitmix64_next(&s), st)) != HK_OK ||
+      (rc = add_param(m->g, &b1, "b1", 1, d_b1, NPIX, splitmix64_next(&s), st)) != HK_OK ||
+      (rc = add_param(m->g, &w2, "w2", 2, d_w2, NHID, splitmix64_next(&s), st)) != HK_OK ||
+      (rc = add_param(m->g, &b2, "b2", 1, d_b2, NHID, splitmix64_next(&s), st)) != HK_OK)
+    return rc;
+  if ((rc = hk_graph_get_or_create_global_step(m->g, &gs, st)) != HK_OK ||
+      (rc = hk_graph_placeholder(m->g, &f->x, "x", HK_DTYPE_F32, 2, xdims, st)) != HK_OK ||
+      (rc = hk_graph_placeholder(m->g, &f->y, "y", HK_DTYPE_I32, 1, ydims, st)) != HK_OK)
+    return rc;
+  if ((rc = hk_tensor_init(&tx, HK_DTYPE_F32, 2, txdims, test->x, st)) != HK_OK ||
+      (rc = hk_tensor_init(&ty, HK_DTYPE_I32, 1, tydims, test->y, st)) != HK_OK ||
+      (rc = hk_graph_constant(m->g, &xt, "x_test", &tx, st)) != HK_OK ||
+      (rc = hk_graph_constant(m->g, &yt, "y_test", &ty, st)) != HK_OK)
+    return rc;
+
+  {
+    hk_op_def def = HK_OP_DEF_INIT;
+    hk_handle in[2] = { f->x, f->y }, mut[4] = { w1, b1, w2, b2 };
+    def.name = "train";
+    def.kernel = train_kernel;
+    def.kernel_user = t;
+    def.inputs = in;
+    def.ninputs = 2;
+    def.mutates = mut;
+    def.nmutates = 4;
+    def.outputs = &scalar_f32;
+    def.noutputs = 1;
+    if ((rc = hk_graph_op(m->g, &train, &def, st)) != HK_OK ||
+        (rc = hk_graph_op_output(m->g, train, 0, &m->loss, st)) != HK_OK)
+      return rc;
+  }
+  {
+    hk_op_def def = HK_OP_DEF_INIT;
+    def.name = "global_step_increment";
+    def.kernel = increment_kernel;
+    def.control_inputs = &train;
+    def.ncontrol_inputs = 1;
+    def.mutates = &gs;
+    def.nmutates = 1;
+    if ((rc = hk_graph_op(m->g, &inc, &def, st)) != HK_OK)
+      return rc;
+  }
+  {
+    hk_handle ops[2] = { train, inc };
+    if ((rc = hk_graph_group(m->g, &m->train_op, "train_op", ops, 2, st)) != HK_OK)
+      return rc;
+  }
+  {
+    hk_op_def def = HK_OP_DEF_INIT;
+    hk_handle in[6] = { w1, b1, w2, b2, xt, yt };
+    hk_handle op;
+    def.name = "accuracy";
+    def.kernel = accuracy_kernel;
+    def.inputs = in;
+    def.ninputs = 6;
+    def.outputs = &scalar_f32;
+    def.noutputs = 1;
+    if ((rc = hk_graph_op(m->g, &op, &def, st)) != HK_OK ||
+        (rc = hk_graph_op_output(m->g, op, 0, &f->accuracy, st)) != HK_OK)
+      return rc;
+  }
+  return HK_OK;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+/* Split per the recipe into train (first 80%, rounded down) and test rows. */
+static int split(const dataset *all, dataset *train, dataset *test)
+{
+  uint32_t *idx = malloc(all->n * sizeof *idx);
+  size_t ntest = (all->n + 4) / 5;
+  memset(train, 0, sizeof *train);
+  memset(test, 0, sizeof *test);
+  if (idx == NULL)
+    return -1;
+  train->n = all->n - ntest;
+  test->n = ntest;
+  train->x = malloc((train->n ? train->n : 1) * NPIX * sizeof(float));
+  train->y = malloc((train->n ? train->n : 1) * sizeof(int32_t));
+  test->x = malloc(test->n * NPIX * sizeof(float));
+  test->y = malloc(test->n * sizeof(int32_t));
+  if (train->x == NULL || train->y == NULL || test->x == NULL || test->y == NULL) {
+    free(idx);
+    dataset_free(train);
+    dataset_free(test);
+    return -1;
+  }
+  fisher_yates(idx, all->n, SPLIT_SEED);
+  for (size_t i = 0; i < all->n; i++) {
+    dataset *dst = i < train->n ? train : test;
+    size_t r = i < train->n ? i : i - train->n;
+    memcpy(dst->x + r * NPIX, all->x + (size_t)idx[i] * NPIX, sizeof(float) * NPIX);
+    dst->y[r] = all->y[idx[i]];
+  }
+  free(idx);
+  return 0;
+}
+
+static int fail_status(const char *what, const hk_status *st)
+{
+  fprintf(stderr, "train_digits: %s: %s: %s\n", what, hk_code_name(st->code), st->message);
+  return EXIT_RUNTIME;
+}
+
+static int train(const options *o, const dataset *trn, const dataset *tst)
+{
+  hk_status st = HK_STATUS_INIT;
+  model m = { NULL, HK_NO_HANDLE, HK_NO_HANDLE };
+  trainer t;
+  feeder f;
+  hk_hook *feed_hook = NULL, *stop_hook = NULL, *hooks[2];
+  hk_session *s = NULL;
+  hk_stop_at_step_options so = HK_STOP_AT_STEP_OPTIONS_INIT;
+  hk_session_options sopts = HK_SESSION_OPTIONS_INIT;
+  hk_run_args args;
+  hk_tensor loss_t;
+  hk_code rc = HK_OK, rc_close;
+  int status = EXIT_RUNTIME;
+  float last_loss = NAN;
+  int64_t steps_run = 0;
+  double t0, t1;
+
+  memset(&t, 0, sizeof t);
+  memset(&f, 0, sizeof f);
+  t.batch = o->batch;
+  t.lr = (float)o->lr;
+  t.hpre = malloc((size_t)o->batch * NHID * sizeof(float));
+  t.h = malloc((size_t)o->batch * NHID * sizeof(float));
+  t.dl = malloc((size_t)o->batch * NCLS * sizeof(float));
+  t.dh = malloc((size_t)o->batch * NHID * sizeof(float));
+  f.train_x = trn->x;
+  f.train_y = trn->y;
+  f.ntrain = trn->n;
+  f.batch = o->batch;
+  f.batches_per_epoch = (int64_t)trn->n / o->batch;
+  f.seed = o->seed;
+  f.cached_epoch = -1;
+  f.perm = malloc(trn->n * sizeof *f.perm);
+  f.xbuf = malloc((size_t)o->batch * NPIX * sizeof(float));
+  f.ybuf = malloc((size_t)o->batch * sizeof(int32_t));
+  if (!t.hpre || !t.h || !t.dl || !t.dh || !f.perm || !f.xbuf || !f.ybuf) {
+    fputs("train_digits: out of memory\n", stderr);
+    goto out;
+  }
+
+  if (build_model(&m, &t, &f, tst, o, &st) != HK_OK) {
+    status = fail_status("building the graph", &st);
+    goto out;
+  }
+  {
+    int64_t xdims[2] = { o->batch, NPIX }, ydims[1] = { o->batch };
+    f.feeds[0].tensor = f.x;
+    f.feeds[1].tensor = f.y;
+    if (hk_tensor_init(&f.feeds[0].value, HK_DTYPE_F32, 2, xdims, f.xbuf, &st) != HK_OK ||
+        hk_tensor_init(&f.feeds[1].value, HK_DTYPE_I32, 1, ydims, f.ybuf, &st) != HK_OK) {
+      status = fail_status("feeds", &st);
+      goto out;
+    }
+  }
+
+  so.last_step = o->steps;
+  if (hk_hook_new(&feed_hook, &feeder_vtable, &f, "digits_feeder", NULL, &st) != HK_OK ||
+      hk_stop_at_step_hook_new(&stop_hook, &so, &st) != HK_OK) {
+    status = fail_status("creating hooks", &st);
+    goto out;
+  }
+  hooks[0] = feed_hook;
+  hooks[1] = stop_hook;
+  sopts.executor = hk_graph_executor(m.g);
+  sopts.hooks = hooks;
+  sopts.nhooks = 2;
+  if (hk_session_new(&s, &sopts, &st) != HK_OK) {
+    status = fail_status("creating the session", &st);
+    goto out;
+  }
+
+  args.feeds = NULL;
+  args.nfeeds = 0;
+  args.fetches = &m.loss;
+  args.nfetches = 1;
+  args.targets = &m.train_op;
+  args.ntargets = 1;
+  args.options = NULL;
+  t0 = hk_env_monotonic(NULL);
+  while (!hk_session_should_stop(s)) {
+    if ((rc = hk_session_run(s, &args, &loss_t, NULL, &st)) != HK_OK)
+      break;
+    last_loss = *(const float *)loss_t.data;
+    steps_run++;
+    if (o->log_every > 0 && f.gs % o->log_every == 0)
+      fprintf(stderr, "step %" PRId64 ": loss = %.4f\n", f.gs, (double)last_loss);
+  }
+  t1 = hk_env_monotonic(NULL);
+  if (rc != HK_OK) {
+    hk_status cst = HK_STATUS_INIT;
+    fail_status("training step", &st);
+    hk_session_close(s, rc, &cst);
+    goto out;
+  }
+  rc_close = hk_session_close(s, HK_OK, &st);
+  if (rc_close != HK_OK) {
+    status = fail_status("closing the session", &st);
+    goto out;
+  }
+  if (!f.have_result) {
+    fputs("train_digits: the session closed without evaluating the test set\n", stderr);
+    goto out;
+  }
+  fprintf(stderr, "training time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", t1 - t0,
+          steps_run, steps_run ? (t1 - t0) * 1e6 / (double)steps_run : 0.0);
+  printf("result: step=%" PRId64 " loss=%.6f test_accuracy=%.6f\n", f.final_step, (double)last_loss,
+         (double)f.test_accuracy);
+  status = fflush(stdout) == 0 ? 0 : EXIT_RUNTIME;
+
+out:
+  hk_session_free(s);
+  hk_hook_free(feed_hook);
+  hk_hook_free(stop_hook);
+  hk_graph_free(m.g);
+  free(t.hpre);
+  free(t.h);
+  free(t.dl);
+  free(t.dh);
+  free(f.perm);
+  free(f.xbuf);
+  free(f.ybuf);
+  return status;
+}
+
+int main(int argc, char **argv)
+{
+  options o;
+  char found[PATH_MAX + 64];
+  dataset all, trn, tst;
+  int rc = parse_args(argc, argv, &o);
+
+  if (rc == -1)
+    return 0;
+  if (rc != 0)
+    return rc;
+  if (o.data == NULL) {
+    o.data = find_data(argc > 0 ? argv[0] : NULL, found, sizeof found);
+    if (o.data == NULL) {
+      fputs("train_digits: cannot find the bundled " DATA_FILE_NAME " (looked in the source tree, "
+            "next to the executable under ../share/hooked/data, and the install prefix); "
+            "pass --data PATH\n", stderr);
+      return EXIT_RUNTIME;
+    }
+  }
+  if (load_digits(o.data, &all) != 0)
+    return EXIT_RUNTIME;
+  if (split(&all, &trn, &tst) != 0) {
+    fputs("train_digits: out of memory\n", stderr);
+    dataset_free(&all);
+    return EXIT_RUNTIME;
+  }
+  dataset_free(&all);
+  if ((int64_t)trn.n < o.batch) {
+    fprintf(stderr, "train_digits: %s: %zu training rows, fewer than --batch %" PRId64 "\n",
+            o.data, trn.n, o.batch);
+    dataset_free(&trn);
+    dataset_free(&tst);
+    return EXIT_RUNTIME;
+  }
+  fprintf(stderr, "train_digits: %s: %zu training rows, %zu test rows\n", o.data, trn.n, tst.n);
+  rc = train(&o, &trn, &tst);
+  dataset_free(&trn);
+  dataset_free(&tst);
+  return rc;
+}
