@@ -65,7 +65,9 @@ typedef struct hk_session_options {
   hk_scaffold *scaffold;            /**< borrowed; NULL: the session owns a default one */
   int is_chief;                     /**< default 1: chief creator (C47); 0: worker (C48) */
   const hk_session_creator_vtable *creator; /**< optional custom creator (H21), borrowed */
-  void *creator_user;               /**< released by creator->destroy at free */
+  void *creator_user;               /**< taken by the session when hk_session_new succeeds and
+                                         released by creator->destroy at hk_session_free; on
+                                         failure the caller keeps it */
   const char *checkpoint_dir;       /**< see hk_prepare_options */
   const char *checkpoint_filename_with_path;
   double stop_grace_period_secs;    /**< >= 0, default 120 (C24, C30) */

@@ -1,0 +1,872 @@
+/*
+ * Monitored and singular sessions (contract groups A–D, D2, D7, D10–D12).
+ *
+ * One hk_session is both kinds: the singular one simply never recovers. The
+ * per-run path (run_once) works out of scratch arrays owned by the session
+ * that only ever grow, so steady-state runs allocate nothing (H7).
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define BUSY_MESSAGE "session is busy: called from a hook callback"
+#define CLOSED_MESSAGE "Session is closed."
+#define STEP_STOP_MESSAGE "step_fn has requested the iterations to stop."
+
+struct hk_step_context {
+  hk_session *s;
+  int stopping;
+};
+
+struct hk_session {
+  hk_env env;
+  hk_session_kind kind;
+  hk_executor *ex;
+  hk_hook **hooks;
+  size_t nhooks;
+  hk_scaffold *scaffold;
+  int owns_scaffold;
+  hk_session_manager *sm;
+  const hk_session_creator_vtable *creator;
+  void *creator_user;
+  int owns_creator;
+  int is_chief;
+  double grace_secs, max_wait_secs;
+  double rec_initial, rec_max_delay, rec_max_secs;
+  int64_t rec_max_attempts;
+
+  hk_raw_session *rs;
+  hk_coordinator *coord;        /* current; NULL before the first creation */
+  hk_coordinator **old_coords;  /* kept until free (H17) */
+  size_t nold, capold;
+
+  int hook_stop;   /* C20, sticky */
+  int closed;
+  int failed;      /* H18 */
+  hk_status failed_status;
+  int busy;        /* H19: inside a hook callback or init_fn */
+
+  /* per-run scratch, grown on demand */
+  hk_handle *fetches;
+  size_t cap_fetches;
+  hk_handle *targets;
+  size_t cap_targets;
+  hk_feed *feeds;
+  size_t cap_feeds;
+  hk_tensor *results;
+  size_t cap_results;
+  hk_run_request *requests; /* nhooks */
+  size_t *offsets;          /* nhooks: where each hook's results start */
+  hk_run_metadata own_md;
+};
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static int grow(hk_session *s, void **arr, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return 1;
+  size_t n = *cap ? *cap : 8;
+  while (n < need) n *= 2;
+  void *p = hk_env_realloc(&s->env, *arr, n * elem);
+  if (!p) return 0;
+  *arr = p;
+  *cap = n;
+  return 1;
+}
+
+/* A callback may return a code without filling its status (or fill a
+ * different code); make the status agree with the code and name the culprit. */
+static hk_code callback_result(hk_code rc, hk_status *st, const char *what, const char *name) {
+  if (rc != HK_OK && st->code != rc)
+    hk_status_set(st, rc, "%s of '%s' failed with %s", what, name, hk_code_name(rc));
+  return rc;
+}
+
+/* Public entry points work on a local status and copy it out at the end, so
+ * internal logic can always read what went wrong even when the caller passed
+ * NULL. */
+static hk_code finish(hk_code rc, const hk_status *local, hk_status *st) {
+  if (!st) return rc;
+  if (rc == HK_OK) {
+    st->code = HK_OK;
+    st->message[0] = '\0';
+  } else {
+    hk__status_copy(st, local);
+    st->code = rc;
+  }
+  return rc;
+}
+
+static void log_status(hk_session *s, hk_log_level lvl, const char *what, const hk_status *st) {
+  hk_env_log(&s->env, lvl, "%s: %s: %s", what, hk_code_name(st->code), st->message);
+}
+
+/* C31: raw-session close errors are logged, never returned. */
+static void close_raw(hk_session *s) {
+  if (!s->rs) return;
+  hk_status tmp = HK_STATUS_INIT;
+  hk_code rc = hk_raw_session_close(s->rs, &tmp);
+  if (rc != HK_OK) {
+    if (hk_code_is_preemption(rc))
+      hk_env_log(&s->env, HK_LOG_WARNING,
+                 "An error occurred when attempting to close the session. This may be due to a preemption in a "
+                 "connected worker or parameter server. Error: %s",
+                 tmp.message);
+    else
+      hk_env_log(&s->env, HK_LOG_ERROR, "An error occurred when attempting to close the session. Error: %s",
+                 tmp.message);
+  }
+  hk_raw_session_free(s->rs);
+  s->rs = NULL;
+}
+
+/* Stop the current coordinator and join its threads (C29, C30). */
+static void stop_coordinator(hk_session *s) {
+  if (!s->coord) return;
+  hk_coordinator_request_stop(s->coord, HK_OK, NULL);
+  hk_status tmp = HK_STATUS_INIT;
+  if (hk_coordinator_join(s->coord, s->grace_secs, &tmp) != HK_OK) log_status(s, HK_LOG_ERROR, "coordinator join", &tmp);
+}
+
+static void detach_hooks(hk_session *s) {
+  for (size_t i = 0; i < s->nhooks; i++) {
+    if (s->hooks[i] && s->hooks[i]->owner == s) {
+      s->hooks[i]->owner = NULL;
+      s->hooks[i]->session_env = NULL;
+    }
+  }
+}
+
+static void enter_failed(hk_session *s, const hk_status *why) {
+  s->failed = 1;
+  hk__status_copy(&s->failed_status, why);
+}
+
+static hk_code report_failed(hk_session *s, hk_status *st) {
+  hk__status_copy(st, &s->failed_status);
+  return s->failed_status.code;
+}
+
+/* ---- creation (C4, C47, C48, H21) ------------------------------------------ */
+
+static hk_code make_raw_session(hk_session *s, hk_raw_session **out, hk_status *st) {
+  if (s->creator) {
+    *out = NULL;
+    s->busy++;
+    hk_code rc = callback_result(s->creator->create(s->creator_user, s->ex, out, st), st, "create", "session creator");
+    s->busy--;
+    if (rc == HK_OK && !*out)
+      return hk_status_set(st, HK_INTERNAL, "session creator returned OK without a raw session");
+    if (rc != HK_OK && *out) {
+      hk_raw_session_free(*out);
+      *out = NULL;
+    }
+    return rc;
+  }
+  if (!s->is_chief) return hk_session_manager_wait_for_session(s->sm, out, s->max_wait_secs, st);
+  hk_prepare_options po = HK_PREPARE_OPTIONS_INIT;
+  po.init_op = hk_scaffold_init_op(s->scaffold);
+  po.init_feed = hk_scaffold_init_feed(s->scaffold, &po.ninit_feed);
+  po.init_fn = hk_scaffold_init_fn(s->scaffold, &po.init_fn_user);
+  po.scaffold = s->scaffold;
+  s->busy++; /* init_fn runs inside (H19) */
+  hk_code rc = hk_session_manager_prepare_session(s->sm, out, &po, st);
+  s->busy--;
+  return rc;
+}
+
+/* One creation: raw session, fresh coordinator, after_create_session on every
+ * hook. On failure nothing new remains open. */
+static hk_code create_once(hk_session *s, hk_status *st) {
+  hk_raw_session *rs = NULL;
+  hk_code rc = make_raw_session(s, &rs, st);
+  if (rc != HK_OK) return rc;
+  if (!grow(s, (void **)&s->old_coords, &s->capold, s->nold + 1, sizeof *s->old_coords)) {
+    hk_raw_session_free(rs);
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "session: out of memory keeping coordinators");
+  }
+  hk_coordinator *coord = NULL;
+  rc = hk_coordinator_new(&coord, &s->env, st);
+  if (rc != HK_OK) {
+    hk_raw_session_free(rs);
+    return rc;
+  }
+  /* H17: old coordinators stay valid (stopped) until the session is freed. */
+  if (s->coord) s->old_coords[s->nold++] = s->coord;
+  s->coord = coord;
+  s->rs = rs;
+  hk_creation_context cctx = {0};
+  s->busy++;
+  for (size_t i = 0; i < s->nhooks && rc == HK_OK; i++) {
+    hk_hook *h = s->hooks[i];
+    if (h->vt->after_create_session)
+      rc = callback_result(h->vt->after_create_session(h->user, rs, coord, &cctx, st), st, "after_create_session",
+                           h->name);
+  }
+  s->busy--;
+  if (rc != HK_OK) {
+    stop_coordinator(s);
+    close_raw(s);
+    return rc;
+  }
+  if (cctx.stop_requested) s->hook_stop = 1; /* H12 */
+  return HK_OK;
+}
+
+/* ---- recovery (C38–C41, D2) ------------------------------------------------- */
+
+typedef struct episode {
+  int64_t attempts;
+  double start;
+  int active;
+} episode;
+
+static const char *const TEXT_RUN =
+    "An error was raised. This may be due to a preemption in a connected worker or parameter server. The current "
+    "session will be closed and a new session will be created.";
+static const char *const TEXT_CREATE =
+    "An error was raised while a session was being created. This may be due to a preemption of a connected worker "
+    "or parameter server. A new session will be created.";
+static const char *const TEXT_SHOULD_STOP =
+    "An error was raised while considering whether the session is complete. This may be due to a preemption in a "
+    "connected worker or parameter server. The current session will be closed and a new session will be created.";
+
+/* Called with a preemption error in `err`. Re-creates the raw session per D2
+ * until one creation succeeds (OK) or recovery gives up or meets another
+ * error (returned; failed state when no raw session remains). */
+static hk_code recover(hk_session *s, episode *ep, const char *text, hk_status *err) {
+  if (!ep->active) {
+    ep->active = 1;
+    ep->attempts = 0;
+    ep->start = hk_env_monotonic(&s->env);
+  }
+  for (;;) {
+    int64_t k = ep->attempts + 1;
+    double d = s->rec_initial;
+    for (int64_t i = 1; i < k && d < s->rec_max_delay; i++) d *= 2;
+    if (d > s->rec_max_delay) d = s->rec_max_delay;
+    int give_up = (s->rec_max_attempts > 0 && k > s->rec_max_attempts) ||
+                  (s->rec_max_secs > 0 && (hk_env_monotonic(&s->env) - ep->start) + d > s->rec_max_secs);
+    if (give_up) {
+      char msg[HK_STATUS_MESSAGE_MAX];
+      snprintf(msg, sizeof msg, "%s", err->message);
+      hk_status_set(err, err->code, "%s (gave up after %lld recovery attempts)", msg, (long long)ep->attempts);
+      stop_coordinator(s);
+      close_raw(s);
+      enter_failed(s, err);
+      return err->code;
+    }
+    ep->attempts = k;
+    hk_env_log(&s->env, HK_LOG_WARNING, "%s Error: %s (recovery attempt %lld, waiting %g secs)", text, err->message,
+               (long long)k, d);
+    hk_env_sleep(&s->env, d);
+    stop_coordinator(s);
+    close_raw(s);
+    hk_status cst = HK_STATUS_INIT;
+    hk_code rc = create_once(s, &cst);
+    if (rc == HK_OK) return HK_OK;
+    hk__status_copy(err, &cst);
+    if (!hk_code_is_preemption(rc)) {
+      enter_failed(s, err); /* D2.4: no raw session remains */
+      return rc;
+    }
+    text = TEXT_CREATE;
+  }
+}
+
+/* ---- construction ------------------------------------------------------------ */
+
+static const hk_session_options default_options = HK_SESSION_OPTIONS_INIT;
+
+hk_code hk_session_options_init(hk_session_options *o, uint32_t version) {
+  if (!o || version != HK_SESSION_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
+  *o = default_options;
+  return HK_OK;
+}
+
+static hk_code validate_options(const hk_session_options *o, hk_status *st) {
+  if (o->version == 0 || o->version > HK_SESSION_OPTIONS_VERSION)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: options version %u is not supported",
+                         (unsigned)o->version);
+  hk_code rc = hk_env_check(o->env, "hk_session_new: env", st);
+  if (rc != HK_OK) return rc;
+  if (o->kind != HK_SESSION_MONITORED && o->kind != HK_SESSION_SINGULAR)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: kind %d is not a hk_session_kind", (int)o->kind);
+  if (!o->executor) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: executor is NULL");
+  if (!o->hooks && o->nhooks)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: hooks is NULL with nhooks %zu", o->nhooks);
+  for (size_t i = 0; i < o->nhooks; i++) {
+    const hk_hook *h = o->hooks[i];
+    if (!h) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: hooks[%zu] is NULL", i);
+    for (size_t j = 0; j < i; j++)
+      if (o->hooks[j] == h)
+        return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: hook '%s' appears twice (hooks[%zu] and hooks[%zu])",
+                             h->name, j, i);
+    if (h->owner)
+      return hk_status_set(st, HK_INVALID_ARGUMENT,
+                           "hk_session_new: hook '%s' (hooks[%zu]) already serves another session", h->name, i);
+  }
+  if (o->creator) {
+    if (o->creator->version == 0 || o->creator->version > HK_SESSION_CREATOR_VTABLE_VERSION)
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: session creator vtable has version %u; supported 1..%u",
+                           (unsigned)o->creator->version, (unsigned)HK_SESSION_CREATOR_VTABLE_VERSION);
+    if (!o->creator->create)
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: session creator vtable lacks required slot create");
+  }
+  if (!hk__secs_valid(o->stop_grace_period_secs))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: stop_grace_period_secs must be finite and >= 0, got %g",
+                         o->stop_grace_period_secs);
+  if (!hk_secs_is_unset(o->max_wait_secs) && !hk__secs_valid(o->max_wait_secs))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: max_wait_secs must be finite and >= 0, got %g",
+                         o->max_wait_secs);
+  if (!(isfinite(o->recovery_wait_secs) && o->recovery_wait_secs > 0))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: recovery_wait_secs must be finite and > 0, got %g",
+                         o->recovery_wait_secs);
+  if (!hk__secs_valid(o->recovery_initial_delay_secs))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: recovery_initial_delay_secs must be finite and >= 0, got %g",
+                         o->recovery_initial_delay_secs);
+  if (!hk__secs_valid(o->recovery_max_delay_secs) || o->recovery_max_delay_secs < o->recovery_initial_delay_secs)
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_session_new: recovery_max_delay_secs must be finite and >= recovery_initial_delay_secs, got %g",
+                         o->recovery_max_delay_secs);
+  if (o->recovery_max_attempts < 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: recovery_max_attempts must be >= 0, got %lld",
+                         (long long)o->recovery_max_attempts);
+  if (!hk__secs_valid(o->recovery_max_secs))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: recovery_max_secs must be finite and >= 0, got %g",
+                         o->recovery_max_secs);
+  if (o->checkpoint_dir && o->checkpoint_filename_with_path)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "Can not provide both checkpoint_dir and checkpoint_filename_with_path.");
+  if (o->checkpoint_dir || o->checkpoint_filename_with_path)
+    return hk_status_set(st, HK_UNIMPLEMENTED, "hk_session_new: restoring checkpoints is not supported by this build (%s given)",
+                         o->checkpoint_dir ? "checkpoint_dir" : "checkpoint_filename_with_path");
+  return HK_OK;
+}
+
+/* Free everything; the session must not be in a hook callback. */
+static void destroy(hk_session *s) {
+  detach_hooks(s);
+  close_raw(s);
+  if (s->coord) {
+    hk_coordinator_free(s->coord);
+    s->coord = NULL;
+  }
+  for (size_t i = 0; i < s->nold; i++) hk_coordinator_free(s->old_coords[i]);
+  hk_session_manager_free(s->sm);
+  if (s->owns_scaffold) hk_scaffold_free(s->scaffold);
+  if (s->owns_creator && s->creator->destroy) s->creator->destroy(s->creator_user);
+  hk_env env = s->env;
+  hk_env_free(&env, s->old_coords);
+  hk_env_free(&env, s->hooks);
+  hk_env_free(&env, s->fetches);
+  hk_env_free(&env, s->targets);
+  hk_env_free(&env, s->feeds);
+  hk_env_free(&env, s->results);
+  hk_env_free(&env, s->requests);
+  hk_env_free(&env, s->offsets);
+  hk_env_free(&env, s);
+}
+
+static hk_code session_new(hk_session **out, const hk_session_options *o, hk_status *st);
+
+hk_code hk_session_new(hk_session **out, const hk_session_options *o, hk_status *st) {
+  hk_status local;
+  local.code = HK_OK;
+  local.message[0] = '\0';
+  return finish(session_new(out, o, &local), &local, st);
+}
+
+static hk_code session_new(hk_session **out, const hk_session_options *o, hk_status *st) {
+  if (out) *out = NULL;
+  if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: out is NULL");
+  if (!o) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: options is NULL (executor is required)");
+  hk_code rc = validate_options(o, st);
+  if (rc != HK_OK) return rc;
+
+  const hk_env *env = o->env ? o->env : hk_executor_env(o->executor);
+  hk_session *s = hk_env_calloc(env, 1, sizeof *s);
+  if (!s) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_session_new: out of memory");
+  s->env = *env;
+  s->kind = o->kind;
+  s->ex = o->executor;
+  s->is_chief = o->kind == HK_SESSION_SINGULAR || o->is_chief != 0; /* C24: SMS always uses the chief creator */
+  s->grace_secs = o->stop_grace_period_secs;
+  s->max_wait_secs = o->max_wait_secs;
+  s->rec_initial = o->recovery_initial_delay_secs;
+  s->rec_max_delay = o->recovery_max_delay_secs;
+  s->rec_max_attempts = o->recovery_max_attempts;
+  s->rec_max_secs = o->recovery_max_secs;
+  s->own_md.version = HK_RUN_METADATA_VERSION;
+  if (o->nhooks) {
+    s->hooks = hk_env_calloc(&s->env, o->nhooks, sizeof *s->hooks);
+    s->requests = hk_env_calloc(&s->env, o->nhooks, sizeof *s->requests);
+    s->offsets = hk_env_calloc(&s->env, o->nhooks, sizeof *s->offsets);
+    if (!s->hooks || !s->requests || !s->offsets) {
+      destroy(s);
+      return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_session_new: out of memory");
+    }
+    memcpy(s->hooks, o->hooks, o->nhooks * sizeof *s->hooks);
+  }
+  s->nhooks = o->nhooks;
+  if (o->scaffold) {
+    s->scaffold = o->scaffold;
+  } else {
+    hk_scaffold_options so = HK_SCAFFOLD_OPTIONS_INIT;
+    so.env = &s->env;
+    rc = hk_scaffold_new(&s->scaffold, &so, st);
+    if (rc != HK_OK) {
+      destroy(s);
+      return rc;
+    }
+    s->owns_scaffold = 1;
+  }
+  /* The creator becomes ours only when construction succeeds. */
+  s->creator = o->creator;
+  s->creator_user = o->creator_user;
+
+  for (size_t i = 0; i < s->nhooks; i++) {
+    s->hooks[i]->owner = s;
+    s->hooks[i]->session_env = &s->env;
+  }
+  /* C2: begin on every hook, in order, once. */
+  s->busy++;
+  for (size_t i = 0; i < s->nhooks && rc == HK_OK; i++) {
+    hk_hook *h = s->hooks[i];
+    if (h->vt->begin) rc = callback_result(h->vt->begin(h->user, s->ex, st), st, "begin", h->name);
+  }
+  s->busy--;
+  /* C3, C61–C64: the Scaffold finalizes the graph after every begin(). */
+  if (rc == HK_OK) rc = hk_scaffold_finalize(s->scaffold, s->ex, st);
+  if (rc == HK_OK) {
+    hk_session_manager_options mo = HK_SESSION_MANAGER_OPTIONS_INIT;
+    mo.env = &s->env;
+    mo.executor = s->ex;
+    mo.local_init_op = hk_scaffold_local_init_op(s->scaffold);
+    mo.ready_op = hk_scaffold_ready_op(s->scaffold);
+    mo.ready_for_local_init_op = hk_scaffold_ready_for_local_init_op(s->scaffold);
+    mo.local_init_feed = hk_scaffold_local_init_feed(s->scaffold, &mo.nlocal_init_feed);
+    mo.recovery_wait_secs = o->recovery_wait_secs;
+    if (mo.local_init_op == HK_NO_HANDLE) mo.ready_for_local_init_op = HK_NO_HANDLE;
+    rc = hk_session_manager_new(&s->sm, &mo, st);
+  }
+  if (rc == HK_OK) {
+    rc = create_once(s, st);
+    if (rc != HK_OK && hk_code_is_preemption(rc) && s->kind == HK_SESSION_MONITORED) {
+      episode ep = {0, 0, 0};
+      hk_status err = HK_STATUS_INIT;
+      hk__status_copy(&err, st);
+      rc = recover(s, &ep, TEXT_CREATE, &err);
+      hk__status_copy(st, &err);
+    }
+  }
+  if (rc != HK_OK) {
+    destroy(s);
+    return rc;
+  }
+  s->owns_creator = 1;
+  *out = s;
+  return HK_OK;
+}
+
+/* ---- run --------------------------------------------------------------------- */
+
+static const hk_run_args empty_args = {NULL, 0, NULL, 0, NULL, 0, NULL};
+
+/* Append the names of `conflicts` to a message "prefix [a:0, b:0]". */
+static hk_code conflict_error(hk_session *s, hk_status *st, const char *prefix, const hk_handle *names, size_t n) {
+  if (!st) return HK_INVALID_ARGUMENT;
+  st->code = HK_INVALID_ARGUMENT;
+  size_t used = (size_t)snprintf(st->message, sizeof st->message, "%s Conflict(s): [", prefix);
+  for (size_t i = 0; i < n && used < sizeof st->message; i++)
+    used += (size_t)snprintf(st->message + used, sizeof st->message - used, "%s%s", i ? ", " : "",
+                             hk_executor_handle_name(s->ex, names[i]));
+  if (used < sizeof st->message) snprintf(st->message + used, sizeof st->message - used, "]");
+  return HK_INVALID_ARGUMENT;
+}
+
+static int feeds_contain(const hk_feed *f, size_t n, hk_handle h) {
+  for (size_t i = 0; i < n; i++)
+    if (f[i].tensor == h) return 1;
+  return 0;
+}
+
+static int handles_contain(const hk_handle *a, size_t n, hk_handle h) {
+  for (size_t i = 0; i < n; i++)
+    if (a[i] == h) return 1;
+  return 0;
+}
+
+/* H13: one list naming a tensor twice. */
+static hk_code check_single_list(hk_session *s, const hk_feed *f, size_t n, const char *who, hk_status *st) {
+  for (size_t i = 1; i < n; i++)
+    for (size_t j = 0; j < i; j++)
+      if (f[i].tensor == f[j].tensor)
+        return hk_status_set(st, HK_INVALID_ARGUMENT, "%s feeds tensor %s twice", who,
+                             hk_executor_handle_name(s->ex, f[i].tensor));
+  return HK_OK;
+}
+
+/* C9, C10, H13: merge the hooks' feeds after the caller's. `scratch` collects
+ * conflict names in s->targets' tail is not safe, so conflicts reuse the
+ * fetch scratch beyond the merged fetches. */
+static hk_code merge_feeds(hk_session *s, const hk_run_args *a, size_t *nfeeds_out, const hk_feed **feeds_out,
+                           hk_status *st) {
+  hk_code rc = check_single_list(s, a->feeds, a->nfeeds, "the caller's feed list", st);
+  if (rc != HK_OK) return rc;
+  size_t hook_feeds = 0;
+  for (size_t i = 0; i < s->nhooks; i++) hook_feeds += s->requests[i].nfeeds;
+  if (hook_feeds == 0) {
+    *feeds_out = a->feeds; /* C10: unchanged */
+    *nfeeds_out = a->nfeeds;
+    return HK_OK;
+  }
+  size_t total = a->nfeeds + hook_feeds;
+  if (!grow(s, (void **)&s->feeds, &s->cap_feeds, total, sizeof *s->feeds))
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "run: out of memory merging feeds");
+  /* Hook feeds first, to find hook-vs-hook conflicts (C9) in order. */
+  size_t nh = 0;
+  hk_handle conflicts[16];
+  size_t nconf = 0;
+  for (size_t i = 0; i < s->nhooks; i++) {
+    const hk_run_request *r = &s->requests[i];
+    if (!r->nfeeds) continue;
+    char who[160];
+    snprintf(who, sizeof who, "hook '%s'", s->hooks[i]->name);
+    rc = check_single_list(s, r->feeds, r->nfeeds, who, st);
+    if (rc != HK_OK) return rc;
+    for (size_t k = 0; k < r->nfeeds; k++) {
+      if (feeds_contain(s->feeds, nh, r->feeds[k].tensor)) {
+        if (nconf < 16 && !handles_contain(conflicts, nconf, r->feeds[k].tensor)) conflicts[nconf++] = r->feeds[k].tensor;
+      }
+    }
+    if (nconf == 0)
+      for (size_t k = 0; k < r->nfeeds; k++) s->feeds[nh++] = r->feeds[k];
+    else
+      return conflict_error(s, st, "Same tensor is fed by two hooks.", conflicts, nconf);
+  }
+  for (size_t k = 0; k < a->nfeeds; k++)
+    if (feeds_contain(s->feeds, nh, a->feeds[k].tensor) && nconf < 16 &&
+        !handles_contain(conflicts, nconf, a->feeds[k].tensor))
+      conflicts[nconf++] = a->feeds[k].tensor;
+  if (nconf) return conflict_error(s, st, "Same tensor is fed by a SessionRunHook and user.", conflicts, nconf);
+  /* Caller's pairs first, then each hook's in list order (C10). */
+  memmove(s->feeds + a->nfeeds, s->feeds, nh * sizeof *s->feeds);
+  if (a->nfeeds) memcpy(s->feeds, a->feeds, a->nfeeds * sizeof *s->feeds);
+  *feeds_out = s->feeds;
+  *nfeeds_out = total;
+  return HK_OK;
+}
+
+static hk_code check_request(hk_session *s, size_t i, hk_status *st) {
+  const hk_run_request *r = &s->requests[i];
+  const char *name = s->hooks[i]->name;
+  if ((!r->fetches && r->nfetches) || (!r->feeds && r->nfeeds) || (!r->targets && r->ntargets))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hook '%s' requested %s with a NULL array", name,
+                         (!r->fetches && r->nfetches) ? "fetches" : (!r->feeds && r->nfeeds) ? "feeds" : "targets");
+  if (r->trace_level < 0 || r->trace_level > 3)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hook '%s' requested trace_level %d outside [0, 3]", name,
+                         (int)r->trace_level);
+  if (r->timeout_ms < 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hook '%s' requested a negative timeout_ms %lld", name,
+                         (long long)r->timeout_ms);
+  return HK_OK;
+}
+
+/* C28: a non-preemption error yields to a recorded preemption error. */
+static hk_code substitute(hk_session *s, hk_code rc, hk_status *st) {
+  if (rc == HK_OK || hk_code_is_preemption(rc) || !s->coord) return rc;
+  hk_status rec = HK_STATUS_INIT;
+  hk_code c = hk_coordinator_error(s->coord, &rec);
+  if (hk_code_is_preemption(c)) {
+    hk__status_copy(st, &rec);
+    return c;
+  }
+  return rc;
+}
+
+static hk_code run_once(hk_session *s, const hk_run_args *a, hk_tensor *results, hk_run_metadata *md, hk_status *st) {
+  if (s->failed) return report_failed(s, st);
+  if (s->hook_stop)
+    return hk_status_set(st, HK_FAILED_PRECONDITION, "Run called even after should_stop requested.");
+  if (!s->rs) return hk_status_set(st, HK_FAILED_PRECONDITION, "session has no raw session");
+
+  hk_run_context ctx = {a, s->rs, 0};
+  hk_code rc = HK_OK;
+  s->busy++;
+  size_t nfetch = a->nfetches, ntarget = a->ntargets;
+  int32_t trace = a->options ? a->options->trace_level : 0;
+  int64_t timeout = a->options ? a->options->timeout_ms : 0;
+  for (size_t i = 0; i < s->nhooks; i++) {
+    hk_hook *h = s->hooks[i];
+    hk_run_request *r = &s->requests[i];
+    memset(r, 0, sizeof *r);
+    if (h->vt->before_run) {
+      rc = callback_result(h->vt->before_run(h->user, &ctx, r, st), st, "before_run", h->name);
+      if (rc == HK_OK) rc = check_request(s, i, st);
+      if (rc != HK_OK) goto done; /* C14 */
+    }
+    nfetch += r->nfetches;
+    ntarget += r->ntargets;
+    if (r->trace_level > trace) trace = r->trace_level;
+    if (r->timeout_ms > timeout) timeout = r->timeout_ms;
+  }
+  if (!grow(s, (void **)&s->fetches, &s->cap_fetches, nfetch, sizeof *s->fetches) ||
+      !grow(s, (void **)&s->targets, &s->cap_targets, ntarget, sizeof *s->targets) ||
+      !grow(s, (void **)&s->results, &s->cap_results, nfetch, sizeof *s->results)) {
+    rc = hk_status_set(st, HK_RESOURCE_EXHAUSTED, "run: out of memory merging run arguments");
+    goto done;
+  }
+  /* C8: caller's fetches, then each hook's; targets deduplicated (H30). */
+  size_t nf = 0, nt = 0;
+  if (a->nfetches) memcpy(s->fetches, a->fetches, a->nfetches * sizeof *s->fetches);
+  nf = a->nfetches;
+  for (size_t k = 0; k < a->ntargets; k++)
+    if (!handles_contain(s->targets, nt, a->targets[k])) s->targets[nt++] = a->targets[k];
+  for (size_t i = 0; i < s->nhooks; i++) {
+    const hk_run_request *r = &s->requests[i];
+    s->offsets[i] = nf;
+    if (r->nfetches) memcpy(s->fetches + nf, r->fetches, r->nfetches * sizeof *s->fetches);
+    nf += r->nfetches;
+    for (size_t k = 0; k < r->ntargets; k++)
+      if (!handles_contain(s->targets, nt, r->targets[k])) s->targets[nt++] = r->targets[k];
+  }
+  hk_run_args merged;
+  rc = merge_feeds(s, a, &merged.nfeeds, &merged.feeds, st);
+  if (rc != HK_OK) goto done; /* H13: no after_run, stop flag unchanged */
+  /* C11: a session-owned merged copy of the options. */
+  hk_run_options opts = HK_RUN_OPTIONS_INIT;
+  opts.trace_level = trace;
+  opts.timeout_ms = timeout;
+  opts.executor_options = a->options ? a->options->executor_options : NULL;
+  merged.fetches = s->fetches;
+  merged.nfetches = nf;
+  merged.targets = s->targets;
+  merged.ntargets = nt;
+  merged.options = &opts;
+  hk_run_metadata *used_md = md ? md : &s->own_md;
+  rc = hk_raw_session_run(s->rs, &merged, s->results, used_md, st);
+  if (rc != HK_OK) goto done; /* C13 */
+  for (size_t i = 0; i < s->nhooks; i++) {
+    hk_hook *h = s->hooks[i];
+    if (!h->vt->after_run) continue;
+    const hk_run_request *r = &s->requests[i];
+    hk_run_values v = {r->nfetches ? s->results + s->offsets[i] : NULL, r->nfetches, &opts, used_md};
+    rc = callback_result(h->vt->after_run(h->user, &ctx, &v, st), st, "after_run", h->name);
+    if (rc != HK_OK) goto done; /* C14: this call's stop requests are dropped */
+  }
+  if (ctx.stop_requested) s->hook_stop = 1; /* C19, C20 */
+  if (a->nfetches) memcpy(results, s->results, a->nfetches * sizeof *results);
+done:
+  s->busy--;
+  return substitute(s, rc, st);
+}
+
+static hk_code check_run_entry(hk_session *s, const hk_run_args *a, hk_tensor *results, const char *fn, hk_status *st) {
+  if (!s) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: session is NULL", fn);
+  if (s->closed) return hk_status_set(st, HK_FAILED_PRECONDITION, CLOSED_MESSAGE);
+  if (s->busy) return hk_status_set(st, HK_FAILED_PRECONDITION, BUSY_MESSAGE);
+  hk_code rc = hk__run_args_check(a, fn, st);
+  if (rc != HK_OK) return rc;
+  if (a && a->nfetches && !results)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: results is NULL with %zu fetches", fn, a->nfetches);
+  return HK_OK;
+}
+
+static hk_code session_run(hk_session *s, const hk_run_args *args, hk_tensor *results, hk_run_metadata *md,
+                           hk_status *st);
+
+hk_code hk_session_run(hk_session *s, const hk_run_args *args, hk_tensor *results, hk_run_metadata *md, hk_status *st) {
+  hk_status local;
+  local.code = HK_OK;
+  local.message[0] = '\0';
+  return finish(session_run(s, args, results, md, &local), &local, st);
+}
+
+static hk_code session_run(hk_session *s, const hk_run_args *args, hk_tensor *results, hk_run_metadata *md,
+                           hk_status *st) {
+  hk_code rc = check_run_entry(s, args, results, "hk_session_run", st);
+  if (rc != HK_OK) return rc;
+  if (md && md->version != HK_RUN_METADATA_VERSION)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_run: run metadata version %u is not supported",
+                         (unsigned)md->version);
+  if (!args) args = &empty_args;
+  episode ep = {0, 0, 0};
+  for (;;) {
+    rc = run_once(s, args, results, md, st);
+    if (s->kind != HK_SESSION_MONITORED || !hk_code_is_preemption(rc) || s->failed) return rc;
+    hk_status err = HK_STATUS_INIT;
+    hk__status_copy(&err, st);
+    rc = recover(s, &ep, TEXT_RUN, &err); /* C38, D2 */
+    if (rc != HK_OK) {
+      hk__status_copy(st, &err);
+      return rc;
+    }
+  }
+}
+
+/* ---- should_stop (C26, C40) -------------------------------------------------- */
+
+int hk_session_should_stop(hk_session *s) {
+  if (!s || s->closed || s->failed || s->hook_stop) return 1;
+  if (!s->coord) return 1;
+  if (!hk_coordinator_should_stop(s->coord)) return 0;
+  hk_status rec = HK_STATUS_INIT;
+  hk_code c = hk_coordinator_error(s->coord, &rec);
+  if (s->kind == HK_SESSION_MONITORED && hk_code_is_preemption(c) && !s->busy) {
+    episode ep = {0, 0, 0};
+    return recover(s, &ep, TEXT_SHOULD_STOP, &rec) != HK_OK;
+  }
+  return 1;
+}
+
+/* ---- step_fn (C42–C45) ---------------------------------------------------------- */
+
+hk_raw_session *hk_step_context_session(hk_step_context *ctx) { return ctx && ctx->s ? ctx->s->rs : NULL; }
+
+hk_code hk_step_context_request_stop(hk_step_context *ctx, hk_status *st) {
+  if (!ctx) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_step_context_request_stop: context is NULL");
+  ctx->stopping = 1;
+  return hk_status_set(st, HK_OUT_OF_RANGE, STEP_STOP_MESSAGE);
+}
+
+hk_code hk_step_context_run_with_hooks(hk_step_context *ctx, const hk_run_args *args, hk_tensor *results,
+                                       hk_run_metadata *md, hk_status *st) {
+  if (!ctx) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_step_context_run_with_hooks: context is NULL");
+  if (ctx->stopping) return hk_status_set(st, HK_OUT_OF_RANGE, STEP_STOP_MESSAGE);
+  hk_code rc = check_run_entry(ctx->s, args, results, "hk_step_context_run_with_hooks", st);
+  if (rc != HK_OK) return rc;
+  if (md && md->version != HK_RUN_METADATA_VERSION)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_step_context_run_with_hooks: run metadata version %u is not supported",
+                         (unsigned)md->version);
+  /* Preemption errors leave step_fn; run_step_fn recovers and calls it again (C45). */
+  hk_status local;
+  local.code = HK_OK;
+  local.message[0] = '\0';
+  return finish(run_once(ctx->s, args ? args : &empty_args, results, md, &local), &local, st);
+}
+
+static hk_code session_run_step_fn(hk_session *s, hk_step_fn fn, void *user, hk_status *st);
+
+hk_code hk_session_run_step_fn(hk_session *s, hk_step_fn fn, void *user, hk_status *st) {
+  hk_status local;
+  local.code = HK_OK;
+  local.message[0] = '\0';
+  return finish(session_run_step_fn(s, fn, user, &local), &local, st);
+}
+
+static hk_code session_run_step_fn(hk_session *s, hk_step_fn fn, void *user, hk_status *st) {
+  if (!s) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_run_step_fn: session is NULL");
+  if (!fn) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_run_step_fn: step_fn is NULL");
+  if (s->closed) return hk_status_set(st, HK_FAILED_PRECONDITION, CLOSED_MESSAGE);
+  if (s->busy) return hk_status_set(st, HK_FAILED_PRECONDITION, BUSY_MESSAGE);
+  if (s->failed) return report_failed(s, st);
+  episode ep = {0, 0, 0};
+  for (;;) {
+    hk_step_context ctx = {s, 0};
+    hk_code rc = callback_result(fn(&ctx, user, st), st, "step_fn", "run_step_fn");
+    if (ctx.stopping && (rc == HK_OK || rc == HK_OUT_OF_RANGE)) return hk_status_set(st, HK_OUT_OF_RANGE, STEP_STOP_MESSAGE);
+    if (s->kind != HK_SESSION_MONITORED || !hk_code_is_preemption(rc) || s->failed || s->closed) return rc;
+    hk_status err = HK_STATUS_INIT;
+    hk__status_copy(&err, st);
+    rc = recover(s, &ep, TEXT_RUN, &err);
+    if (rc != HK_OK) {
+      hk__status_copy(st, &err);
+      return rc;
+    }
+  }
+}
+
+/* ---- close and free (C29–C34, H15, H16, D7) ---------------------------------- */
+
+static int is_clean(hk_session *s, hk_code code) {
+  if (code == HK_OK || code == HK_OUT_OF_RANGE) return 1;
+  if (code == HK_CANCELLED)
+    return hk_signal_fired() || (s->coord && hk_coordinator_clean_stop_requested(s->coord));
+  return 0;
+}
+
+hk_code hk_session_close(hk_session *s, hk_code exit_code, hk_status *st) {
+  if (!s) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_close: session is NULL");
+  if (s->closed) {
+    hk_env_log(&s->env, HK_LOG_DEBUG, "close() on a closed session: nothing to do");
+    hk_status_clear(st);
+    return HK_OK; /* D7 */
+  }
+  if (s->busy) return hk_status_set(st, HK_FAILED_PRECONDITION, BUSY_MESSAGE);
+  int clean = is_clean(s, exit_code);
+  hk_status end_err = HK_STATUS_INIT;
+  if (clean && !s->failed && s->rs) {
+    s->busy++;
+    for (size_t i = 0; i < s->nhooks; i++) {
+      hk_hook *h = s->hooks[i];
+      if (!h->vt->end) continue;
+      if (callback_result(h->vt->end(h->user, s->rs, &end_err), &end_err, "end", h->name) != HK_OK) break; /* H16 */
+    }
+    s->busy--;
+  }
+  /* Read the recorded error before our own clean stop request. */
+  hk_status coord_err = HK_STATUS_INIT;
+  hk_code cc = s->coord ? hk_coordinator_error(s->coord, &coord_err) : HK_OK;
+  stop_coordinator(s);
+  close_raw(s);
+  s->closed = 1;
+  detach_hooks(s);
+
+  hk_status result = HK_STATUS_INIT;
+  if (cc != HK_OK && !(s->kind == HK_SESSION_MONITORED && hk_code_is_preemption(cc))) {
+    hk__status_copy(&result, &coord_err);
+  } else if (cc != HK_OK) {
+    hk_env_log(&s->env, HK_LOG_WARNING,
+               "An error occurred when attempting to close the session. This may be due to a preemption in a "
+               "connected worker or parameter server. Error: %s",
+               coord_err.message);
+  }
+  const hk_status *candidates[3] = {&end_err, &s->failed_status, NULL};
+  hk_status given = HK_STATUS_INIT;
+  if (!clean) {
+    given.code = exit_code;
+    snprintf(given.message, sizeof given.message, "session closed with status %s", hk_code_name(exit_code));
+    candidates[2] = &given;
+  }
+  for (int i = 0; i < 3; i++) {
+    const hk_status *c = candidates[i];
+    if (!c || c->code == HK_OK) continue;
+    if (result.code == HK_OK)
+      hk__status_copy(&result, c);
+    else if (c != &given)
+      log_status(s, HK_LOG_ERROR, "error during close (not returned)", c);
+  }
+  if (result.code == HK_OK) {
+    hk_status_clear(st);
+    return HK_OK;
+  }
+  hk__status_copy(st, &result);
+  return result.code;
+}
+
+void hk_session_free(hk_session *s) {
+  if (!s) return;
+  if (s->busy) {
+    /* Freeing from inside a callback would pull the session out from under
+     * the dispatch loop; refuse loudly rather than corrupt memory. */
+    hk_env_log(&s->env, HK_LOG_ERROR, "hk_session_free called from a hook callback; ignored");
+    return;
+  }
+  if (!s->closed) {
+    hk_env_log(&s->env, HK_LOG_WARNING, "session destroyed without close");
+    hk_status tmp = HK_STATUS_INIT;
+    if (hk_session_close(s, HK_CANCELLED, &tmp) != HK_OK) log_status(s, HK_LOG_ERROR, "close at free", &tmp);
+  }
+  destroy(s);
+}
+
+/* ---- accessors -------------------------------------------------------------- */
+
+hk_raw_session *hk_session_raw_session(hk_session *s) {
+  return s && !s->closed && s->kind == HK_SESSION_SINGULAR ? s->rs : NULL;
+}
+hk_executor *hk_session_graph(hk_session *s) { return s && !s->closed ? s->ex : NULL; }
+hk_coordinator *hk_session_coordinator(hk_session *s) { return s ? s->coord : NULL; }
+hk_scaffold *hk_session_scaffold(hk_session *s) { return s ? s->scaffold : NULL; }

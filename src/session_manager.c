@@ -1,0 +1,329 @@
+/*
+ * Session manager (contract group G): create a raw session and make the
+ * model ready — restore or initialize, local init, ready check — or wait for
+ * another process (the chief) to do so.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include "internal.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+struct hk_session_manager {
+  hk_env env;
+  hk_executor *ex;
+  hk_handle local_init_op;
+  hk_handle ready_op;
+  hk_handle ready_for_local_init_op;
+  hk_feed *local_init_feed;
+  size_t nlocal_init_feed;
+  double recovery_wait_secs;
+  atomic_int cancelled;
+};
+
+static const hk_session_manager_options default_sm_options = HK_SESSION_MANAGER_OPTIONS_INIT;
+
+hk_code hk_session_manager_options_init(hk_session_manager_options *o, uint32_t version) {
+  if (!o || version != HK_SESSION_MANAGER_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
+  *o = default_sm_options;
+  return HK_OK;
+}
+
+hk_code hk_session_manager_new(hk_session_manager **out, const hk_session_manager_options *o, hk_status *st) {
+  if (out) *out = NULL;
+  if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_new: out is NULL");
+  if (!o) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_new: options is NULL (executor is required)");
+  if (o->version == 0 || o->version > HK_SESSION_MANAGER_OPTIONS_VERSION)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_new: options version %u is not supported",
+                         (unsigned)o->version);
+  if (!o->executor) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_new: executor is NULL");
+  hk_code rc = hk_env_check(o->env, "hk_session_manager_new: env", st);
+  if (rc != HK_OK) return rc;
+  if (!(isfinite(o->recovery_wait_secs) && o->recovery_wait_secs > 0))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_new: recovery_wait_secs must be finite and > 0, got %g",
+                         o->recovery_wait_secs);
+  if (o->ready_for_local_init_op != HK_NO_HANDLE && o->local_init_op == HK_NO_HANDLE)
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "If you pass a ready_for_local_init_op you must also pass a local_init_op, "
+                         "ready_for_local_init_op [%s]",
+                         hk_executor_handle_name(o->executor, o->ready_for_local_init_op));
+  if (!o->local_init_feed && o->nlocal_init_feed)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_new: local_init_feed is NULL with a count of %zu",
+                         o->nlocal_init_feed);
+  const hk_env *env = o->env ? o->env : hk_executor_env(o->executor);
+  hk_session_manager *sm = hk_env_calloc(env, 1, sizeof *sm);
+  if (!sm) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_session_manager_new: out of memory");
+  sm->env = *env;
+  sm->ex = o->executor;
+  sm->local_init_op = o->local_init_op;
+  sm->ready_op = o->ready_op;
+  sm->ready_for_local_init_op = o->ready_for_local_init_op;
+  sm->recovery_wait_secs = o->recovery_wait_secs;
+  atomic_init(&sm->cancelled, 0);
+  rc = hk__feeds_copy(&sm->env, o->local_init_feed, o->nlocal_init_feed, &sm->local_init_feed,
+                      "hk_session_manager_new: local_init_feed", st);
+  if (rc != HK_OK) {
+    hk_env_free(&sm->env, sm);
+    return rc;
+  }
+  sm->nlocal_init_feed = o->nlocal_init_feed;
+  *out = sm;
+  return HK_OK;
+}
+
+void hk_session_manager_free(hk_session_manager *sm) {
+  if (!sm) return;
+  hk_env env = sm->env;
+  hk_env_free(&env, sm->local_init_feed);
+  hk_env_free(&env, sm);
+}
+
+void hk_session_manager_cancel(hk_session_manager *sm) {
+  if (sm) atomic_store(&sm->cancelled, 1);
+}
+void hk_session_manager_reset_cancel(hk_session_manager *sm) {
+  if (sm) atomic_store(&sm->cancelled, 0);
+}
+
+static int cancel_requested(hk_session_manager *sm) { return atomic_load(&sm->cancelled) || hk_signal_fired(); }
+
+/* H24: sleep `secs`, ending early (within one recovery_wait_secs at most)
+ * when cancelled. A host clock sleeps in one piece; the system clock sleeps
+ * in short slices so a cancel from another thread is seen promptly. */
+static hk_code interruptible_sleep(hk_session_manager *sm, double secs, hk_status *st) {
+  if (cancel_requested(sm)) return hk_status_set(st, HK_CANCELLED, "wait cancelled: stop requested");
+  if (sm->env.clock.sleep) {
+    hk_env_sleep(&sm->env, secs);
+  } else {
+    double end = hk_env_monotonic(&sm->env) + secs;
+    for (;;) {
+      double left = end - hk_env_monotonic(&sm->env);
+      if (left <= 0 || cancel_requested(sm)) break;
+      hk_env_sleep(&sm->env, left < 0.05 ? left : 0.05);
+    }
+  }
+  if (cancel_requested(sm)) return hk_status_set(st, HK_CANCELLED, "wait cancelled: stop requested");
+  return HK_OK;
+}
+
+hk_code hk_session_manager_model_ready(hk_session_manager *sm, hk_raw_session *rs, hk_handle ready_op, int *ready,
+                                       hk_status *reason, hk_status *st) {
+  if (!sm || !rs || !ready)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_model_ready: %s is NULL",
+                         !sm ? "manager" : !rs ? "session" : "ready");
+  *ready = 1;
+  hk_status_clear(reason);
+  if (ready_op == HK_NO_HANDLE) return HK_OK;
+  hk_run_args args = {NULL, 0, &ready_op, 1, NULL, 0, NULL};
+  hk_tensor result;
+  hk_status tmp = HK_STATUS_INIT;
+  hk_code rc = hk_raw_session_run(rs, &args, &result, NULL, &tmp);
+  if (rc != HK_OK) {
+    if (rc == HK_FAILED_PRECONDITION && strstr(tmp.message, "uninitialized")) {
+      *ready = 0;
+      hk__status_copy(reason, &tmp);
+      return HK_OK;
+    }
+    hk_env_log(&sm->env, HK_LOG_ERROR, "Error running ready op %s: %s", hk_executor_handle_name(sm->ex, ready_op),
+               tmp.message);
+    hk__status_copy(st, &tmp);
+    return rc;
+  }
+  if (result.dtype != HK_DTYPE_STRING || result.rank != 1)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "ready op %s must produce a 1-D string tensor, got %s of rank %d",
+                         hk_executor_handle_name(sm->ex, ready_op), hk_dtype_name(result.dtype), (int)result.rank);
+  if (result.dims[0] == 0) return HK_OK;
+  *ready = 0;
+  if (reason) {
+    reason->code = HK_FAILED_PRECONDITION;
+    size_t used = (size_t)snprintf(reason->message, sizeof reason->message, "Variables not initialized: ");
+    const char *const *names = (const char *const *)result.data;
+    for (int64_t i = 0; i < result.dims[0] && used < sizeof reason->message; i++)
+      used += (size_t)snprintf(reason->message + used, sizeof reason->message - used, "%s%s", i ? ", " : "",
+                               names[i] ? names[i] : "");
+  }
+  return HK_OK;
+}
+
+/* C70. *ok tells whether local init could run; when not, `why` says why.
+ * Run errors are returned. */
+static hk_code try_local_init(hk_session_manager *sm, hk_raw_session *rs, int *ok, hk_status *why, hk_status *st) {
+  *ok = 1;
+  if (sm->ready_for_local_init_op != HK_NO_HANDLE) {
+    int ready = 0;
+    hk_code rc = hk_session_manager_model_ready(sm, rs, sm->ready_for_local_init_op, &ready, why, st);
+    if (rc != HK_OK) return rc;
+    if (!ready) {
+      *ok = 0;
+      return HK_OK;
+    }
+  }
+  if (sm->local_init_op != HK_NO_HANDLE) {
+    hk_env_log(&sm->env, HK_LOG_INFO, "Running local_init_op.");
+    hk_run_args args = {sm->local_init_feed, sm->nlocal_init_feed, NULL, 0, &sm->local_init_op, 1, NULL};
+    hk_code rc = hk_raw_session_run(rs, &args, NULL, NULL, st);
+    if (rc != HK_OK) return rc;
+    hk_env_log(&sm->env, HK_LOG_INFO, "Done running local_init_op.");
+  }
+  return HK_OK;
+}
+
+static const hk_prepare_options default_prepare = HK_PREPARE_OPTIONS_INIT;
+
+static hk_code check_prepare(const hk_prepare_options *o, hk_status *st) {
+  if (o->version == 0 || o->version > HK_PREPARE_OPTIONS_VERSION)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "prepare options version %u is not supported", (unsigned)o->version);
+  if (!o->init_feed && o->ninit_feed)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "prepare options: init_feed is NULL with a count of %zu", o->ninit_feed);
+  if (o->checkpoint_dir && o->checkpoint_filename_with_path)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "Can not provide both checkpoint_dir and checkpoint_filename_with_path.");
+  if (o->checkpoint_dir || o->checkpoint_filename_with_path)
+    return hk_status_set(st, HK_UNIMPLEMENTED,
+                         "restoring checkpoints is not supported by this build (%s given)",
+                         o->checkpoint_dir ? "checkpoint_dir" : "checkpoint_filename_with_path");
+  if (o->wait_for_checkpoint && !(hk_secs_is_unset(o->max_wait_secs) || hk__secs_valid(o->max_wait_secs)))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "prepare options: max_wait_secs must be finite and >= 0, got %g",
+                         o->max_wait_secs);
+  return HK_OK;
+}
+
+/* Create a raw session and restore it when a checkpoint is configured.
+ * Restoring arrives with the checkpoint reader; check_prepare() refuses the
+ * options that would need it, so here nothing is ever restored. */
+static hk_code create_and_restore(hk_session_manager *sm, const hk_prepare_options *o, hk_raw_session **out,
+                                  int *restored, hk_status *st) {
+  (void)o;
+  *restored = 0;
+  return hk_raw_session_open(out, sm->ex, st);
+}
+
+static hk_code fail_closing(hk_raw_session **rs, hk_code rc) {
+  hk_raw_session_free(*rs);
+  *rs = NULL;
+  return rc;
+}
+
+hk_code hk_session_manager_prepare_session(hk_session_manager *sm, hk_raw_session **out, const hk_prepare_options *o,
+                                           hk_status *st) {
+  if (out) *out = NULL;
+  if (!sm) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_prepare_session: manager is NULL");
+  if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_prepare_session: out is NULL");
+  if (!o) o = &default_prepare;
+  hk_code rc = check_prepare(o, st);
+  if (rc != HK_OK) return rc;
+  hk_raw_session *rs = NULL;
+  int restored = 0;
+  rc = create_and_restore(sm, o, &rs, &restored, st);
+  if (rc != HK_OK) return rc;
+  if (!restored) {
+    if (o->init_op == HK_NO_HANDLE && !o->init_fn && sm->local_init_op == HK_NO_HANDLE)
+      return fail_closing(&rs, hk_status_set(st, HK_FAILED_PRECONDITION,
+                                             "Model is not initialized and no init_op or init_fn or local_init_op was given"));
+    if (o->init_op != HK_NO_HANDLE) {
+      hk_run_args args = {o->init_feed, o->ninit_feed, NULL, 0, &o->init_op, 1, NULL};
+      rc = hk_raw_session_run(rs, &args, NULL, NULL, st);
+      if (rc != HK_OK) return fail_closing(&rs, rc);
+    }
+    if (o->init_fn) {
+      rc = o->init_fn(o->init_fn_user, o->scaffold, rs, st);
+      if (rc != HK_OK) return fail_closing(&rs, rc);
+    }
+  }
+  int ok = 1;
+  hk_status why = HK_STATUS_INIT;
+  rc = try_local_init(sm, rs, &ok, &why, st);
+  if (rc != HK_OK) return fail_closing(&rs, rc);
+  if (!ok)
+    return fail_closing(&rs, hk_status_set(st, HK_FAILED_PRECONDITION,
+                                           "Init operations did not make model ready for local_init.  Init op: %s, "
+                                           "init fn: %s, error: %s",
+                                           hk__handle_label(sm->ex, o->init_op), o->init_fn ? "<init_fn>" : "None",
+                                           why.message));
+  int ready = 0;
+  rc = hk_session_manager_model_ready(sm, rs, sm->ready_op, &ready, &why, st);
+  if (rc != HK_OK) return fail_closing(&rs, rc);
+  if (!ready) {
+    char init_name[128];
+    snprintf(init_name, sizeof init_name, "%s", hk__handle_label(sm->ex, o->init_op));
+    return fail_closing(&rs, hk_status_set(st, HK_FAILED_PRECONDITION,
+                                           "Init operations did not make model ready.  Init op: %s, init fn: %s, "
+                                           "local_init_op: %s, error: %s",
+                                           init_name, o->init_fn ? "<init_fn>" : "None",
+                                           hk__handle_label(sm->ex, sm->local_init_op), why.message));
+  }
+  *out = rs;
+  return HK_OK;
+}
+
+hk_code hk_session_manager_recover_session(hk_session_manager *sm, hk_raw_session **out, int *initialized,
+                                           const hk_prepare_options *o, hk_status *st) {
+  if (out) *out = NULL;
+  if (initialized) *initialized = 0;
+  if (!sm) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_recover_session: manager is NULL");
+  if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_recover_session: out is NULL");
+  if (!initialized)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_recover_session: initialized is NULL");
+  if (!o) o = &default_prepare;
+  hk_code rc = check_prepare(o, st);
+  if (rc != HK_OK) return rc;
+  hk_raw_session *rs = NULL;
+  int restored = 0;
+  rc = create_and_restore(sm, o, &rs, &restored, st);
+  if (rc != HK_OK) return rc;
+  /* C74: local init always runs, restored or not. */
+  int ok = 1;
+  hk_status why = HK_STATUS_INIT;
+  rc = try_local_init(sm, rs, &ok, &why, st);
+  if (rc != HK_OK) return fail_closing(&rs, rc);
+  if (restored && ok) {
+    int ready = 0;
+    rc = hk_session_manager_model_ready(sm, rs, sm->ready_op, &ready, &why, st);
+    if (rc != HK_OK) return fail_closing(&rs, rc);
+    *initialized = ready;
+  }
+  *out = rs;
+  return HK_OK;
+}
+
+hk_code hk_session_manager_wait_for_session(hk_session_manager *sm, hk_raw_session **out, double max_wait_secs,
+                                            hk_status *st) {
+  if (out) *out = NULL;
+  if (!sm) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_wait_for_session: manager is NULL");
+  if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_wait_for_session: out is NULL");
+  int unlimited = hk_secs_is_unset(max_wait_secs);
+  if (!unlimited && !hk__secs_valid(max_wait_secs))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_wait_for_session: max_wait_secs must be finite "
+                         "and >= 0 (or HK_UNSET_SECS), got %g", max_wait_secs);
+  double start = hk_env_monotonic(&sm->env);
+  for (;;) {
+    if (cancel_requested(sm)) return hk_status_set(st, HK_CANCELLED, "wait cancelled: stop requested");
+    hk_raw_session *rs = NULL;
+    hk_code rc = hk_raw_session_open(&rs, sm->ex, st);
+    if (rc != HK_OK) return rc;
+    int ok = 1, ready = 0;
+    hk_status local_why = HK_STATUS_INIT, ready_why = HK_STATUS_INIT;
+    rc = try_local_init(sm, rs, &ok, &local_why, st);
+    if (rc != HK_OK) return fail_closing(&rs, rc);
+    if (ok) {
+      rc = hk_session_manager_model_ready(sm, rs, sm->ready_op, &ready, &ready_why, st);
+      if (rc != HK_OK) return fail_closing(&rs, rc);
+      if (ready) {
+        *out = rs;
+        return HK_OK;
+      }
+    }
+    hk_raw_session_free(rs); /* C73: close errors are ignored (and logged) */
+    if (!unlimited) {
+      double remaining = max_wait_secs - (hk_env_monotonic(&sm->env) - start);
+      if (remaining - sm->recovery_wait_secs < 0)
+        return hk_status_set(st, HK_DEADLINE_EXCEEDED, "Session was not ready after waiting %d secs.",
+                             (int)max_wait_secs);
+    }
+    hk_env_log(&sm->env, HK_LOG_INFO, "Waiting for model to be ready.  Ready_for_local_init_op:  %s, ready: %s",
+               ok ? "None" : local_why.message, ok ? ready_why.message : "None");
+    rc = interruptible_sleep(sm, sm->recovery_wait_secs, st);
+    if (rc != HK_OK) return rc;
+  }
+}
