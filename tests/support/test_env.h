@@ -130,8 +130,9 @@ void test_log_dump(test_log *l);
 
 /* ---- status helpers ----------------------------------------------------- */
 /**
- * @return nonzero when rc == code, st->code == code and, when substr is
- * non-NULL, st->message contains it. Prints a diagnostic when not.
+ * @return nonzero when rc == code and, for a non-OK code, st->code == code
+ * and (when substr is non-NULL) st->message contains it. Prints a
+ * diagnostic when not.
  */
 int test_status_is(hk_code rc, const hk_status *st, hk_code code, const char *substr);
 
