@@ -1,0 +1,159 @@
+/*
+ * The embedded default executor, shared between its files (hk__graph_ names).
+ * Written only against the public headers (house style 16).
+ *
+ * Layout: every node of the graph is an "op" (variables, placeholders and
+ * constants included). Ops are stored in creation order, and a builder only
+ * accepts handles of ops that already exist, so creation order is a
+ * topological order: a run executes its needed ops by increasing index.
+ * Every op output is a "slot" with a global index; tensor handles encode the
+ * slot, op handles the op index, with distinct tags so the two never mix.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#ifndef HOOKED_GRAPH_INTERNAL_H
+#define HOOKED_GRAPH_INTERNAL_H
+
+#include "hooked/graph.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HK__GRAPH_NAME_MAX 255
+#define HK__GRAPH_OP_TAG ((uint64_t)0x4F << 56)     /* 'O' */
+#define HK__GRAPH_TENSOR_TAG ((uint64_t)0x54 << 56) /* 'T' */
+#define HK__GRAPH_TAG_MASK ((uint64_t)0xFF << 56)
+
+typedef enum hk__graph_op_kind {
+  HK__OP_VARIABLE = 1,
+  HK__OP_PLACEHOLDER,
+  HK__OP_CONSTANT,
+  HK__OP_KERNEL, /* custom op with a C kernel */
+  HK__OP_NOOP,   /* group, or a custom op without kernel */
+  HK__OP_ASSIGN,
+  HK__OP_ASSIGN_ADD,
+  HK__OP_INIT,
+  HK__OP_REPORT
+} hk__graph_op_kind;
+
+typedef struct hk__graph_op {
+  char *name;
+  hk__graph_op_kind kind;
+  hk_kernel_fn kernel;
+  void *kernel_user;
+  uint32_t *inputs; /* slot indices */
+  size_t ninputs;
+  uint32_t *controls; /* op indices */
+  size_t ncontrols;
+  uint32_t *mutates; /* variable indices */
+  size_t nmutates;
+  int initializes;
+  uint32_t out_base; /* first slot */
+  uint32_t noutputs;
+  int64_t var;        /* variable index for HK__OP_VARIABLE, else -1 */
+  uint32_t *aux;      /* variable indices checked by HK__OP_REPORT */
+  size_t naux;
+  hk_tensor constant; /* HK__OP_CONSTANT: owns its data */
+} hk__graph_op;
+
+typedef struct hk__graph_slot {
+  uint32_t op;
+  uint32_t index;
+  /* Declared spec; a dim of -1 means "any" (placeholders, readiness reports). */
+  hk_dtype dtype;
+  int32_t rank;
+  int64_t dims[HK_MAX_RANK];
+  size_t buf_bytes; /* per-session buffer pre-sized for the kernel */
+  char *name;       /* "op:k" */
+} hk__graph_slot;
+
+typedef struct hk__graph_var {
+  uint32_t op;
+  hk_dtype dtype;
+  int32_t rank;
+  int64_t dims[HK_MAX_RANK];
+  size_t nbytes;
+  hk_initializer init;
+  uint32_t flags; /* hk_variable_flags, EXTERNAL included */
+  void *external;
+} hk__graph_var;
+
+typedef struct hk__graph_role {
+  char *name;
+  hk_handle *handles;
+  size_t n, cap;
+} hk__graph_role;
+
+struct hk_graph {
+  hk_env env;
+  hk_executor *executor;
+  int finalized;
+
+  hk__graph_op *ops;
+  size_t nops, capops;
+  hk__graph_slot *slots;
+  size_t nslots, capslots;
+  hk__graph_var *vars;
+  size_t nvars, capvars;
+  hk__graph_role *roles;
+  size_t nroles, caproles;
+
+  /* open-addressing name table: op index + 1, 0 = empty */
+  uint32_t *names;
+  size_t capnames; /* power of two */
+
+  size_t max_inputs; /* largest ninputs, for the session's input scratch */
+};
+
+/* ---- graph.c ------------------------------------------------------------ */
+/** The op index named `name` (length len), or -1. */
+int64_t hk__graph_find_op(const hk_graph *g, const char *name, size_t len);
+/** Decode a tensor handle to a slot index; -1 when it is not one of g's. */
+int64_t hk__graph_tensor_slot(const hk_graph *g, hk_handle h);
+/** Decode an op handle to an op index; -1 when it is not one of g's. */
+int64_t hk__graph_op_index(const hk_graph *g, hk_handle h);
+hk_handle hk__graph_tensor_handle(uint32_t slot);
+hk_handle hk__graph_op_handle(uint32_t op);
+/** A name for any handle, for messages: the resolved name or "#<hex>". */
+const char *hk__graph_handle_label(const hk_graph *g, hk_handle h, char *buf, size_t cap);
+/** Shape text "[2, 3]" ("?" for -1 dims) of a dtype-less spec. */
+const char *hk__graph_shape_str(int32_t rank, const int64_t *dims, char *buf, size_t cap);
+/** Byte size of a shape with non-negative dims; 0 and *ok = 0 on overflow. */
+size_t hk__graph_nbytes(hk_dtype dtype, int32_t rank, const int64_t *dims, int *ok);
+
+/* ---- run.c -------------------------------------------------------------- */
+hk_code hk__graph_open(void *self, void **out_session, hk_status *status);
+hk_code hk__graph_close(void *self, void *session, hk_status *status);
+hk_code hk__graph_run(void *self, void *session, const hk_run_args *args, hk_tensor *results,
+                      hk_run_metadata *metadata, hk_status *status);
+hk_code hk__graph_variable_read(void *self, void *session, size_t index, hk_tensor *out,
+                                hk_status *status);
+hk_code hk__graph_variable_assign(void *self, void *session, size_t index, const hk_tensor *value,
+                                  hk_status *status);
+
+/** What a stock kernel may see of its context. */
+const hk__graph_op *hk__kernel_op(hk_kernel_context *ctx);
+hk_graph *hk__kernel_graph(hk_kernel_context *ctx);
+/** Nonzero when variable `var` is initialized in the running session. */
+int hk__kernel_var_initialized(hk_kernel_context *ctx, size_t var);
+
+/* ---- kernels.c ---------------------------------------------------------- */
+hk_code hk__kernel_assign(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
+                          size_t ninputs, hk_tensor *outputs, size_t noutputs, hk_status *status);
+hk_code hk__kernel_assign_add(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
+                              size_t ninputs, hk_tensor *outputs, size_t noutputs,
+                              hk_status *status);
+hk_code hk__kernel_init(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
+                        size_t ninputs, hk_tensor *outputs, size_t noutputs, hk_status *status);
+hk_code hk__kernel_report(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
+                          size_t ninputs, hk_tensor *outputs, size_t noutputs, hk_status *status);
+
+/** Write the initial value of `var` into `data` (var->nbytes bytes). */
+void hk__graph_initialize(const hk__graph_var *var, void *data);
+/** Validate an initializer for `dtype`; INVALID_ARGUMENT naming `what`. */
+hk_code hk__graph_check_initializer(const hk_initializer *init, hk_dtype dtype, const char *what,
+                                    hk_status *status);
+/** Nonzero for dtypes assign_add can add. */
+int hk__graph_dtype_addable(hk_dtype dtype);
+
+#endif /* HOOKED_GRAPH_INTERNAL_H */
