@@ -3,8 +3,10 @@
  *
  * This file holds the library's only process-wide mutable state (H7): signal
  * dispositions are process-wide, so the record of what we replaced has to be
- * too. The handler does nothing but store to volatile sig_atomic_t objects,
- * call sigaction() and raise(), all async-signal-safe.
+ * too. The handler does nothing but store to lock-free atomic ints (C11
+ * allows those in handlers, and unlike a plain volatile sig_atomic_t they
+ * are also race-free for the other threads that poll the flag), and call
+ * sigaction() and raise(), which are async-signal-safe.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -21,6 +23,19 @@
 #include <pthread.h>
 #include <string.h>
 
+#if !defined(__STDC_NO_ATOMICS__)
+#include <stdatomic.h>
+#endif
+#if !defined(__STDC_NO_ATOMICS__) && ATOMIC_INT_LOCK_FREE == 2
+typedef atomic_int signal_flag;
+#define FLAG_GET(f) atomic_load(&(f))
+#define FLAG_SET(f, v) atomic_store(&(f), (v))
+#else
+typedef volatile sig_atomic_t signal_flag;
+#define FLAG_GET(f) ((int)(f))
+#define FLAG_SET(f, v) ((f) = (v))
+#endif
+
 /* Install and uninstall are "not meant to race", but a mutex costs nothing
  * and keeps the saved dispositions consistent if they do. */
 static pthread_mutex_t signal_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -29,8 +44,8 @@ static int signal_installed;
 /* Index 0: SIGINT, 1: SIGTERM. */
 static const int handled_signals[2] = { SIGINT, SIGTERM };
 static struct sigaction previous_actions[2];
-static volatile sig_atomic_t received[2];
-static volatile sig_atomic_t fired_signal;
+static signal_flag received[2];
+static signal_flag fired_signal;
 
 static int signal_index(int sig)
 {
@@ -43,7 +58,7 @@ static void on_signal(int sig)
 
   if (i < 0)
     return;
-  if (received[i]) {
+  if (FLAG_GET(received[i])) {
     /* Second delivery: behave as if hooked were not there. The signal is
      * blocked while this handler runs, so the re-raised one is delivered
      * with the restored disposition as soon as we return. */
@@ -51,9 +66,9 @@ static void on_signal(int sig)
     raise(sig);
     return;
   }
-  received[i] = 1;
-  if (fired_signal == 0)
-    fired_signal = sig;
+  FLAG_SET(received[i], 1);
+  if (FLAG_GET(fired_signal) == 0)
+    FLAG_SET(fired_signal, sig);
 }
 
 hk_code hk_signal_install(hk_status *status)
@@ -67,9 +82,9 @@ hk_code hk_signal_install(hk_status *status)
     return hk_status_set(status, HK_FAILED_PRECONDITION,
                          "signal helper: already installed (call hk_signal_uninstall first)");
   }
-  received[0] = 0;
-  received[1] = 0;
-  fired_signal = 0;
+  FLAG_SET(received[0], 0);
+  FLAG_SET(received[1], 0);
+  FLAG_SET(fired_signal, 0);
 
   memset(&action, 0, sizeof(action));
   action.sa_handler = on_signal;
@@ -104,9 +119,9 @@ hk_code hk_signal_uninstall(hk_status *status)
   }
   for (i = 0; i < 2; i++)
     sigaction(handled_signals[i], &previous_actions[i], NULL);
-  received[0] = 0;
-  received[1] = 0;
-  fired_signal = 0;
+  FLAG_SET(received[0], 0);
+  FLAG_SET(received[1], 0);
+  FLAG_SET(fired_signal, 0);
   signal_installed = 0;
   pthread_mutex_unlock(&signal_lock);
   hk_status_clear(status);
@@ -115,7 +130,7 @@ hk_code hk_signal_uninstall(hk_status *status)
 
 int hk_signal_fired(void)
 {
-  return (int)fired_signal;
+  return FLAG_GET(fired_signal);
 }
 
 #else /* !HK__HAVE_SIGACTION */
