@@ -22,7 +22,7 @@ typedef struct entity {
   int32_t rank;
   int64_t dims[HK_MAX_RANK];
   size_t nbytes;
-  unsigned char value[FAKE_MAX_VALUE_BYTES]; /* tensor value or variable's initial value */
+  _Alignas(16) unsigned char value[FAKE_MAX_VALUE_BYTES]; /* tensor value or variable's initial value */
   uint32_t flags;
   size_t var_index;
   /* ops */
@@ -41,10 +41,11 @@ typedef struct entity {
 } entity;
 
 typedef struct fsession {
+  /* Buffers first and 16-aligned: results are handed out as typed views. */
+  _Alignas(16) unsigned char values[MAX_ENTITIES][FAKE_MAX_VALUE_BYTES];
+  _Alignas(16) unsigned char results[FAKE_MAX_RECORD][FAKE_MAX_VALUE_BYTES];
   int id;
-  unsigned char values[MAX_ENTITIES][FAKE_MAX_VALUE_BYTES];
   int init[MAX_ENTITIES];
-  unsigned char results[FAKE_MAX_RECORD][FAKE_MAX_VALUE_BYTES];
   const char *names[FAKE_MAX_RECORD][FAKE_MAX_NAMES];
   struct fsession *next;
 } fsession;

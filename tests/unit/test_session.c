@@ -1,0 +1,1514 @@
+/*
+ * Sessions over the fake executor: contract groups A (hook protocol),
+ * B (run context) and C (monitored and singular sessions), plus H11–H20 and
+ * the worker creator (C48, C73, H24).
+ *
+ * Most tests run twice, once per session kind (MS and SMS), through two
+ * setups that share one fixture type.
+ */
+#include "test_env.h"
+#include "fake_executor.h"
+#include "spy_hook.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct fixture {
+  test_env *te;
+  fake_executor *fx;
+  hk_executor *ex;
+  spy_log log;
+  spy_hook *a, *b, *c;
+  hk_hook *hooks[3];
+  hk_handle gs, train, x, y, p, q;
+  hk_session_options opts;
+  hk_session *s;
+  hk_status st;
+  int aux;           /* scratch for actions */
+  hk_code aux_rc;
+  hk_status aux_st;
+} fixture;
+
+static void fixture_build(fixture *f, hk_session_kind kind)
+{
+  f->te = test_env_new();
+  f->fx = fake_executor_new(&f->te->env);
+  assert_non_null(f->fx);
+  f->ex = fake_executor_executor(f->fx);
+  f->gs = fake_executor_add_global_step(f->fx);
+  f->train = fake_executor_add_train_op(f->fx);
+  f->x = fake_executor_add_i64(f->fx, "x", 7);
+  f->y = fake_executor_add_i64(f->fx, "y:0", 8);
+  f->p = fake_executor_add_i64(f->fx, "p", 0);
+  f->q = fake_executor_add_i64(f->fx, "q", 0);
+  f->a = spy_hook_new("a", &f->log, NULL);
+  f->b = spy_hook_new("b", &f->log, NULL);
+  f->c = spy_hook_new("c", &f->log, NULL);
+  assert_non_null(f->a);
+  assert_non_null(f->b);
+  assert_non_null(f->c);
+  f->a->action_user = f->b->action_user = f->c->action_user = f;
+  f->hooks[0] = f->a->hook;
+  f->hooks[1] = f->b->hook;
+  f->hooks[2] = f->c->hook;
+  hk_session_options_init(&f->opts, HK_SESSION_OPTIONS_VERSION);
+  f->opts.env = &f->te->env;
+  f->opts.kind = kind;
+  f->opts.executor = f->ex;
+  f->opts.hooks = f->hooks;
+  f->opts.nhooks = 3;
+}
+
+static int setup_ms(void **state)
+{
+  fixture *f = calloc(1, sizeof(*f));
+  fixture_build(f, HK_SESSION_MONITORED);
+  *state = f;
+  return 0;
+}
+
+static int setup_sms(void **state)
+{
+  fixture *f = calloc(1, sizeof(*f));
+  fixture_build(f, HK_SESSION_SINGULAR);
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  fixture *f = *state;
+  long live;
+  hk_session_free(f->s);
+  spy_hook_free(f->a);
+  spy_hook_free(f->b);
+  spy_hook_free(f->c);
+  fake_executor_free(f->fx);
+  live = test_alloc_live(&f->te->alloc);
+  if (live != 0)
+    fprintf(stderr, "teardown: %ld blocks leaked through the env allocator\n", live);
+  test_env_free(f->te);
+  free(f);
+  return live == 0 ? 0 : -1;
+}
+
+/* Create the session; clear call counters and logs so tests see only what follows. */
+static void open_session(fixture *f)
+{
+  hk_code rc = hk_session_new(&f->s, &f->opts, &f->st);
+  assert_ok(rc, &f->st);
+  assert_non_null(f->s);
+  spy_log_clear(&f->log);
+  fake_executor_reset_calls(f->fx);
+}
+
+static hk_code run_plain(fixture *f)
+{
+  hk_run_args args = { NULL, 0, NULL, 0, &f->train, 1, NULL };
+  return hk_session_run(f->s, &args, NULL, NULL, &f->st);
+}
+
+/* ---- H3, H10, H11: construction arguments ------------------------------ */
+
+static void test_session__h3_bad_options_no_side_effect(void **state)
+{
+  fixture *f = *state;
+  hk_session_options o;
+  hk_hook *null_list[1] = { NULL };
+
+  assert_status(hk_session_new(NULL, &f->opts, &f->st), &f->st, HK_INVALID_ARGUMENT, NULL);
+  f->s = (hk_session *)&o; /* must be reset to NULL on failure */
+  assert_status(hk_session_new(&f->s, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, NULL);
+  assert_null(f->s);
+
+  o = f->opts;
+  o.executor = NULL;
+  assert_status(hk_session_new(&f->s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "executor");
+  o = f->opts;
+  o.version = 0;
+  assert_status(hk_session_new(&f->s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, NULL);
+  o = f->opts;
+  o.hooks = NULL; /* NULL array with a count */
+  assert_status(hk_session_new(&f->s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "hooks");
+  o = f->opts;
+  o.stop_grace_period_secs = -1;
+  assert_status(hk_session_new(&f->s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "stop_grace_period_secs");
+  o = f->opts;
+  o.kind = (hk_session_kind)7;
+  assert_status(hk_session_new(&f->s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "kind");
+  o = f->opts;
+  o.recovery_wait_secs = 0;
+  assert_status(hk_session_new(&f->s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "recovery_wait_secs");
+  o = f->opts;
+  o.hooks = null_list;
+  o.nhooks = 1;
+  assert_status(hk_session_new(&f->s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, NULL);
+  assert_null(f->s);
+  /* H3: no hook ran, no raw session was opened, the graph is not finalized. */
+  assert_int_equal(f->a->calls[SPY_BEGIN], 0);
+  assert_int_equal(fake_executor_sessions_opened(f->fx), 0);
+  assert_false(fake_executor_finalized(f->fx));
+}
+
+static void test_session__h11_empty_hook_list(void **state)
+{
+  fixture *f = *state;
+  hk_tensor res[1];
+  hk_run_args args = { NULL, 0, &f->x, 1, &f->train, 1, NULL };
+  f->opts.hooks = NULL;
+  f->opts.nhooks = 0;
+  open_session(f);
+  assert_ok(hk_session_run(f->s, &args, res, NULL, &f->st), &f->st);
+  assert_int_equal(*(int64_t *)res[0].data, 7);
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+}
+
+static void test_session__h11_null_entry_and_duplicate(void **state)
+{
+  fixture *f = *state;
+  hk_hook *with_null[3] = { f->a->hook, NULL, f->c->hook };
+  hk_hook *dup[3] = { f->a->hook, f->b->hook, f->a->hook };
+  f->opts.hooks = with_null;
+  assert_status(hk_session_new(&f->s, &f->opts, &f->st), &f->st, HK_INVALID_ARGUMENT, NULL);
+  assert_null(f->s);
+  f->opts.hooks = dup;
+  assert_status(hk_session_new(&f->s, &f->opts, &f->st), &f->st, HK_INVALID_ARGUMENT, NULL);
+  assert_null(f->s);
+  assert_int_equal(f->a->calls[SPY_BEGIN], 0);
+  assert_int_equal(f->b->calls[SPY_BEGIN], 0);
+  assert_int_equal(fake_executor_sessions_opened(f->fx), 0);
+}
+
+static void test_session__h11_hook_serves_one_session(void **state)
+{
+  fixture *f = *state;
+  hk_session *other = NULL;
+  hk_hook *just_b[1];
+  open_session(f);
+  spy_hook_reset(f->b);
+  just_b[0] = f->b->hook;
+  f->opts.hooks = just_b;
+  f->opts.nhooks = 1;
+  assert_status(hk_session_new(&other, &f->opts, &f->st), &f->st, HK_INVALID_ARGUMENT, NULL);
+  assert_null(other);
+  assert_int_equal(f->b->calls[SPY_BEGIN], 0);
+
+  /* Once the first session is freed, the hook may serve a new one; begin() runs again. */
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  hk_session_free(f->s);
+  f->s = NULL;
+  assert_ok(hk_session_new(&other, &f->opts, &f->st), &f->st);
+  assert_int_equal(f->b->calls[SPY_BEGIN], 1);
+  assert_ok(hk_session_close(other, HK_OK, &f->st), &f->st);
+  hk_session_free(other);
+}
+
+static void test_session__h10_hook_vtable_version(void **state)
+{
+  fixture *f = *state;
+  hk_hook_vtable vt = *spy_hook_vtable();
+  hk_hook *h = (hk_hook *)&vt;
+  (void)f;
+  vt.version = 0;
+  assert_status(hk_hook_new(&h, &vt, NULL, "v0", NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "vtable");
+  assert_null(h);
+  vt.version = HK_HOOK_VTABLE_VERSION + 1;
+  assert_status(hk_hook_new(&h, &vt, NULL, "v2", NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "vtable");
+  assert_status(hk_hook_new(&h, NULL, NULL, "x", NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, NULL);
+}
+
+/* ---- C1: NULL slots ----------------------------------------------------- */
+
+static void test_session__c1_null_slots_are_noops(void **state)
+{
+  fixture *f = *state;
+  static const hk_hook_vtable empty = { HK_HOOK_VTABLE_VERSION, NULL, NULL, NULL, NULL, NULL, NULL };
+  hk_hook *h = NULL;
+  hk_hook *list[2];
+  hk_tensor res[1];
+  hk_run_args args = { NULL, 0, &f->x, 1, &f->train, 1, NULL };
+  assert_ok(hk_hook_new(&h, &empty, NULL, "empty", NULL, &f->st), &f->st);
+  assert_string_equal(hk_hook_name(h), "empty");
+  list[0] = h;
+  list[1] = f->a->hook;
+  f->opts.hooks = list;
+  f->opts.nhooks = 2;
+  open_session(f);
+  assert_ok(hk_session_run(f->s, &args, res, NULL, &f->st), &f->st);
+  assert_int_equal(*(int64_t *)res[0].data, 7);
+  assert_int_equal(fake_executor_last_run(f->fx)->nfetches, 1);
+  assert_int_equal(f->a->calls[SPY_AFTER_RUN], 1);
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  hk_session_free(f->s);
+  f->s = NULL;
+  hk_hook_free(h);
+}
+
+/* ---- C2, C3, C4: construction ------------------------------------------ */
+
+static hk_code check_not_finalized(spy_hook *spy, spy_slot slot, void *arg, hk_status *st)
+{
+  fixture *f = spy->action_user;
+  (void)st;
+  if (slot == SPY_BEGIN) {
+    f->aux += fake_executor_finalized(f->fx) ? 100 : 1;
+    f->aux += fake_executor_sessions_opened(f->fx) ? 1000 : 0;
+    f->aux += arg == (void *)f->ex ? 0 : 10000;
+  }
+  return HK_OK;
+}
+
+static void test_session__c2_c3_c4_construction_order(void **state)
+{
+  fixture *f = *state;
+  static const char *const expect[] = {
+    "a.begin", "b.begin", "c.begin",
+    "a.after_create_session", "b.after_create_session", "c.after_create_session",
+  };
+  f->a->action = f->b->action = f->c->action = check_not_finalized;
+  assert_ok(hk_session_new(&f->s, &f->opts, &f->st), &f->st);
+  assert_true(spy_log_equals(&f->log, expect, 6));
+  /* C3: every begin ran before finalization and before any raw session, with the graph. */
+  assert_int_equal(f->aux, 3);
+  assert_true(fake_executor_finalized(f->fx));
+  assert_true(hk_executor_is_finalized(f->ex));
+  /* C4: after_create_session got an open raw session and the session's coordinator. */
+  assert_non_null(f->a->created_session);
+  assert_true(hk_raw_session_is_open(f->a->created_session));
+  assert_ptr_equal(f->a->created_session, f->c->created_session);
+  assert_ptr_equal(f->a->coord, hk_session_coordinator(f->s));
+  assert_false(hk_coordinator_should_stop(f->a->coord));
+  assert_int_equal(fake_executor_open_sessions(f->fx), 1);
+  /* C23/C47: the default chief creator ran the default init op (GS initialized to 0). */
+  assert_int_equal(fake_executor_get_i64(f->fx, NULL, f->gs), 0);
+  assert_non_null(hk_session_scaffold(f->s));
+  assert_true(hk_scaffold_is_finalized(hk_session_scaffold(f->s)));
+}
+
+static void test_session__c2_begin_failure(void **state)
+{
+  fixture *f = *state;
+  spy_hook_fail(f->b, SPY_BEGIN, 1, 1, HK_NOT_FOUND, "b could not resolve loss:0");
+  f->s = (hk_session *)f;
+  assert_status(hk_session_new(&f->s, &f->opts, &f->st), &f->st, HK_NOT_FOUND, "b could not resolve loss:0");
+  assert_null(f->s);
+  assert_int_equal(f->a->calls[SPY_BEGIN], 1);
+  assert_int_equal(f->b->calls[SPY_BEGIN], 1);
+  assert_int_equal(f->c->calls[SPY_BEGIN], 0);
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_OPEN), 0);
+  assert_int_equal(f->a->calls[SPY_AFTER_CREATE] + f->a->calls[SPY_END], 0);
+  assert_int_equal(f->c->calls[SPY_END], 0);
+  /* The hooks are free again. */
+  spy_hook_reset(f->a);
+  open_session(f);
+}
+
+static void test_session__c3_mutation_after_finalize_fails(void **state)
+{
+  fixture *f = *state;
+  hk_handle h = HK_NO_HANDLE;
+  open_session(f);
+  assert_status(hk_executor_role_add(f->ex, "init_op", f->train, &f->st), &f->st, HK_FAILED_PRECONDITION,
+                "Graph is finalized and cannot be modified.");
+  assert_status(hk_executor_default_op(f->ex, HK_DEFAULT_INIT_OP, &h, &f->st), &f->st,
+                HK_FAILED_PRECONDITION, NULL);
+}
+
+static void test_session__c4_after_create_failure(void **state)
+{
+  fixture *f = *state;
+  spy_hook_fail(f->b, SPY_AFTER_CREATE, 1, 1, HK_INTERNAL, "b after_create failed");
+  assert_status(hk_session_new(&f->s, &f->opts, &f->st), &f->st, HK_INTERNAL, "b after_create failed");
+  assert_null(f->s);
+  assert_int_equal(f->a->calls[SPY_AFTER_CREATE], 1);
+  assert_int_equal(f->b->calls[SPY_AFTER_CREATE], 1);
+  assert_int_equal(f->c->calls[SPY_AFTER_CREATE], 0);
+  /* The new raw session was closed and no end() ran. */
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0);
+  assert_int_equal(f->a->calls[SPY_END] + f->b->calls[SPY_END] + f->c->calls[SPY_END], 0);
+}
+
+/* ---- H12, C5, C20 ------------------------------------------------------- */
+
+static void test_session__h12_stop_from_after_create(void **state)
+{
+  fixture *f = *state;
+  spy_hook_stop_at(f->b, SPY_AFTER_CREATE, 1, 1);
+  open_session(f);
+  assert_true(hk_session_should_stop(f->s));
+  assert_status(run_plain(f), &f->st, HK_FAILED_PRECONDITION, "Run called even after should_stop requested.");
+  assert_int_equal(f->a->calls[SPY_BEFORE_RUN], 0);
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);
+  /* A hook stop is not a coordinator stop. */
+  assert_false(hk_coordinator_should_stop(hk_session_coordinator(f->s)));
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  assert_int_equal(f->c->calls[SPY_END], 1);
+}
+
+static void test_session__c5_c20_run_after_stop_refused(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  spy_hook_stop_at(f->a, SPY_AFTER_RUN, 1, 1);
+  assert_ok(run_plain(f), &f->st);
+  assert_true(hk_session_should_stop(f->s));
+  spy_log_clear(&f->log);
+  fake_executor_reset_calls(f->fx);
+  assert_status(run_plain(f), &f->st, HK_FAILED_PRECONDITION, "Run called even after should_stop requested.");
+  assert_int_equal(f->log.n, 0);
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);
+  /* C20: sticky. */
+  assert_true(hk_session_should_stop(f->s));
+  assert_status(run_plain(f), &f->st, HK_FAILED_PRECONDITION, "should_stop");
+}
+
+static void test_session__c5_c27_coordinator_stop_does_not_block_run(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_OK, NULL);
+  assert_true(hk_session_should_stop(f->s));
+  assert_ok(run_plain(f), &f->st);
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 1);
+  assert_int_equal(f->c->calls[SPY_AFTER_RUN], 1);
+}
+
+/* ---- C6, C7, C21 -------------------------------------------------------- */
+
+static hk_code mark_executor_run(void *user, fake_executor *fx, const hk_run_args *args, hk_status *st)
+{
+  fixture *f = user;
+  (void)fx;
+  (void)args;
+  (void)st;
+  spy_log_add(&f->log, "executor.run", 0);
+  return HK_OK;
+}
+
+static void test_session__c6_c7_c21_run_order_and_context(void **state)
+{
+  fixture *f = *state;
+  static const char *const expect[] = {
+    "a.before_run", "b.before_run", "c.before_run", "executor.run",
+    "a.after_run", "b.after_run", "c.after_run",
+  };
+  hk_run_options opts = HK_RUN_OPTIONS_INIT;
+  hk_run_args args = { NULL, 0, &f->x, 1, &f->train, 1, &opts };
+  hk_tensor res[1];
+  open_session(f);
+  fake_executor_on_run(f->fx, mark_executor_run, f);
+  assert_ok(hk_session_run(f->s, &args, res, NULL, &f->st), &f->st);
+  assert_true(spy_log_equals(&f->log, expect, 7));
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 1);
+  /* C6/C21: the context exposes the caller's own argument pointers. */
+  assert_ptr_equal(f->a->last_ctx_args, &args);
+  assert_ptr_equal(f->c->last_ctx_args, &args);
+  assert_non_null(f->b->last_ctx_session);
+  assert_true(hk_raw_session_is_open(f->b->last_ctx_session));
+  assert_int_equal(*(int64_t *)res[0].data, 7);
+}
+
+/* ---- C8: merged fetches and targets ------------------------------------- */
+
+static void test_session__c8_merged_fetches_each_hook_gets_its_own(void **state)
+{
+  fixture *f = *state;
+  hk_handle fetches[2];
+  hk_run_args args;
+  hk_tensor res[2];
+  const fake_run_record *r;
+  hk_handle extra = fake_executor_add_op(f->fx, "extra");
+  memset(&args, 0, sizeof(args));
+  fetches[0] = f->y;
+  fetches[1] = f->x;
+  args.fetches = fetches;
+  args.nfetches = 2;
+  args.targets = &f->train;
+  args.ntargets = 1;
+
+  spy_hook_fetch(f->a, f->gs);
+  spy_hook_target(f->a, f->train);
+  spy_hook_target(f->b, extra);     /* b: targets only, no fetches */
+  spy_hook_fetch(f->c, f->x);
+  spy_hook_fetch(f->c, f->gs);
+  spy_hook_fetch(f->c, f->y);
+  open_session(f);
+  assert_ok(hk_session_run(f->s, &args, res, NULL, &f->st), &f->st);
+
+  r = fake_executor_last_run(f->fx);
+  assert_int_equal(r->nfetches, 6);
+  assert_int_equal(r->fetches[0], f->y);
+  assert_int_equal(r->fetches[1], f->x);
+  assert_int_equal(r->fetches[2], f->gs);
+  assert_int_equal(r->fetches[3], f->x);
+  assert_int_equal(r->fetches[4], f->gs);
+  assert_int_equal(r->fetches[5], f->y);
+  /* Targets: the caller's, plus every hook's (duplicates allowed, run once). */
+  assert_true(r->ntargets >= 2);
+  assert_int_equal(r->targets[0], f->train);
+  {
+    size_t i;
+    int saw_extra = 0;
+    for (i = 0; i < r->ntargets; i++)
+      saw_extra |= r->targets[i] == extra;
+    assert_true(saw_extra);
+  }
+  assert_int_equal(fake_executor_op_runs(f->fx, extra), 1);
+
+  /* The caller's results, in its fetch order. */
+  assert_int_equal(*(int64_t *)res[0].data, 8);
+  assert_int_equal(*(int64_t *)res[1].data, 7);
+  /* Each hook's values are exactly its own fetches. */
+  assert_int_equal(f->a->last_nresults, 1);
+  assert_int_equal(f->a->last_i64[0], 0); /* GS before the train op (fetches first) */
+  assert_int_equal(f->b->last_nresults, 0);
+  assert_null(f->b->last_results_ptr);
+  assert_int_equal(f->c->last_nresults, 3);
+  assert_int_equal(f->c->last_i64[0], 7);
+  assert_int_equal(f->c->last_i64[1], 0);
+  assert_int_equal(f->c->last_i64[2], 8);
+  assert_int_equal(fake_executor_get_i64(f->fx, NULL, f->gs), 1);
+
+  /* A hook with no request at all also gets (NULL, 0). */
+  spy_hook_clear_request(f->a);
+  assert_ok(hk_session_run(f->s, &args, res, NULL, &f->st), &f->st);
+  assert_int_equal(f->a->last_nresults, 0);
+  assert_null(f->a->last_results_ptr);
+  assert_int_equal(f->c->last_i64[1], 1);
+}
+
+/* ---- C9, C10, H13: feeds ------------------------------------------------ */
+
+static void test_session__c9_two_hooks_feed_same_tensor(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  spy_hook_feed_i64(f->a, f->p, 1);
+  spy_hook_feed_i64(f->c, f->p, 2);
+  spy_hook_stop_at(f->a, SPY_BEFORE_RUN, 1, 1);
+  assert_status(run_plain(f), &f->st, HK_INVALID_ARGUMENT,
+                "Same tensor is fed by two hooks. Conflict(s): [p:0]");
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);
+  assert_int_equal(f->a->calls[SPY_AFTER_RUN] + f->b->calls[SPY_AFTER_RUN] + f->c->calls[SPY_AFTER_RUN], 0);
+  /* H13: the stop flag is unchanged by the failed call. */
+  assert_false(hk_session_should_stop(f->s));
+}
+
+static void test_session__c9_h13_conflict_list_order(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  spy_hook_feed_i64(f->a, f->q, 1);
+  spy_hook_feed_i64(f->a, f->p, 1);
+  spy_hook_feed_i64(f->b, f->p, 2);
+  spy_hook_feed_i64(f->b, f->q, 2);
+  assert_status(run_plain(f), &f->st, HK_INVALID_ARGUMENT, "Conflict(s): [q:0, p:0]");
+}
+
+static void test_session__c10_hook_and_user_feed_same_tensor(void **state)
+{
+  fixture *f = *state;
+  int64_t v = 5;
+  hk_feed feeds[1];
+  hk_run_args args = { feeds, 1, NULL, 0, &f->train, 1, NULL };
+  feeds[0].tensor = f->p;
+  feeds[0].value = hk_tensor_scalar_i64(&v);
+  open_session(f);
+  spy_hook_feed_i64(f->b, f->p, 9);
+  assert_status(hk_session_run(f->s, &args, NULL, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "Same tensor is fed by a SessionRunHook and user. Conflict(s): [p:0]");
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);
+  assert_int_equal(f->a->calls[SPY_AFTER_RUN], 0);
+}
+
+static void test_session__c10_d10_feed_union_caller_untouched(void **state)
+{
+  fixture *f = *state;
+  int64_t v = 5;
+  hk_feed feeds[1], feeds_copy[1];
+  hk_handle fetches[3], fetches_copy[3];
+  hk_handle targets[1], targets_copy[1];
+  hk_run_args args, args_copy;
+  hk_tensor res[3];
+  const fake_run_record *r;
+  memset(feeds, 0, sizeof(feeds));
+  feeds[0].tensor = f->q;
+  feeds[0].value = hk_tensor_scalar_i64(&v);
+  fetches[0] = f->q;
+  fetches[1] = f->p;
+  fetches[2] = f->x;
+  targets[0] = f->train;
+  memset(&args, 0, sizeof(args));
+  args.feeds = feeds;
+  args.nfeeds = 1;
+  args.fetches = fetches;
+  args.nfetches = 3;
+  args.targets = targets;
+  args.ntargets = 1;
+  memcpy(feeds_copy, feeds, sizeof(feeds));
+  memcpy(fetches_copy, fetches, sizeof(fetches));
+  memcpy(targets_copy, targets, sizeof(targets));
+  args_copy = args;
+
+  spy_hook_feed_i64(f->b, f->p, 11);
+  spy_hook_fetch(f->b, f->gs);
+  spy_hook_target(f->c, f->train);
+  open_session(f);
+  assert_ok(hk_session_run(f->s, &args, res, NULL, &f->st), &f->st);
+  r = fake_executor_last_run(f->fx);
+  /* The union: the caller's pairs first, then each hook's in list order. */
+  assert_int_equal(r->nfeeds, 2);
+  assert_int_equal(r->feeds[0].tensor, f->q);
+  assert_int_equal(r->feed_i64[0], 5);
+  assert_int_equal(r->feeds[1].tensor, f->p);
+  assert_int_equal(r->feed_i64[1], 11);
+  assert_int_equal(*(int64_t *)res[0].data, 5);
+  assert_int_equal(*(int64_t *)res[1].data, 11);
+  /* D10: the caller's arrays and args compare equal byte for byte. */
+  assert_memory_equal(feeds, feeds_copy, sizeof(feeds));
+  assert_memory_equal(fetches, fetches_copy, sizeof(fetches));
+  assert_memory_equal(targets, targets_copy, sizeof(targets));
+  assert_memory_equal(&args, &args_copy, sizeof(args));
+  assert_int_equal(v, 5);
+}
+
+static void test_session__c10_only_caller_or_only_hook_feeds(void **state)
+{
+  fixture *f = *state;
+  int64_t v = 3;
+  hk_feed feeds[1];
+  hk_run_args args = { feeds, 1, NULL, 0, NULL, 0, NULL };
+  const fake_run_record *r;
+  memset(feeds, 0, sizeof(feeds));
+  feeds[0].tensor = f->q;
+  feeds[0].value = hk_tensor_scalar_i64(&v);
+  spy_hook_fetch(f->a, f->gs); /* a request with no feeds */
+  open_session(f);
+  assert_ok(hk_session_run(f->s, &args, NULL, NULL, &f->st), &f->st);
+  r = fake_executor_last_run(f->fx);
+  assert_int_equal(r->nfeeds, 1);
+  assert_int_equal(r->feeds[0].tensor, f->q);
+  assert_int_equal(r->feed_i64[0], 3);
+
+  spy_hook_feed_i64(f->c, f->p, 4);
+  args.feeds = NULL;
+  args.nfeeds = 0;
+  assert_ok(hk_session_run(f->s, &args, NULL, NULL, &f->st), &f->st);
+  r = fake_executor_last_run(f->fx);
+  assert_int_equal(r->nfeeds, 1);
+  assert_int_equal(r->feeds[0].tensor, f->p);
+  assert_int_equal(r->feed_i64[0], 4);
+}
+
+static void test_session__h13_duplicate_in_one_list(void **state)
+{
+  fixture *f = *state;
+  int64_t v = 3;
+  hk_feed feeds[2];
+  hk_run_args args = { feeds, 2, NULL, 0, NULL, 0, NULL };
+  memset(feeds, 0, sizeof(feeds));
+  feeds[0].tensor = f->q;
+  feeds[0].value = hk_tensor_scalar_i64(&v);
+  feeds[1] = feeds[0];
+  open_session(f);
+  assert_status(hk_session_run(f->s, &args, NULL, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "q:0");
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);
+  assert_int_equal(f->a->calls[SPY_AFTER_RUN], 0);
+
+  spy_hook_feed_i64(f->b, f->p, 1);
+  spy_hook_feed_i64(f->b, f->p, 2);
+  assert_status(run_plain(f), &f->st, HK_INVALID_ARGUMENT, "p:0");
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);
+  assert_int_equal(f->a->calls[SPY_AFTER_RUN], 0);
+}
+
+/* ---- C11, C12: options and metadata ------------------------------------- */
+
+static void test_session__c11_merged_options(void **state)
+{
+  fixture *f = *state;
+  int marker = 0;
+  hk_run_options opts = HK_RUN_OPTIONS_INIT, copy;
+  hk_run_args args = { NULL, 0, NULL, 0, &f->train, 1, &opts };
+  const fake_run_record *r;
+  opts.trace_level = 1;
+  opts.timeout_ms = 100;
+  opts.executor_options = &marker;
+  copy = opts;
+  spy_hook_options(f->a, 3, 50);
+  spy_hook_options(f->b, 0, 500);
+  open_session(f);
+  assert_ok(hk_session_run(f->s, &args, NULL, NULL, &f->st), &f->st);
+  r = fake_executor_last_run(f->fx);
+  assert_true(r->had_options);
+  assert_int_equal(r->options.trace_level, 3);
+  assert_int_equal(r->options.timeout_ms, 500);
+  assert_ptr_equal(r->options.executor_options, &marker);
+  /* A session-owned copy; the caller's object is untouched. */
+  assert_ptr_not_equal(r->options_ptr, &opts);
+  assert_memory_equal(&opts, &copy, sizeof(opts));
+  /* after_run sees the merged options. */
+  assert_true(f->c->have_options);
+  assert_int_equal(f->c->last_options.trace_level, 3);
+  assert_int_equal(f->c->last_options.timeout_ms, 500);
+  assert_ptr_equal(f->c->last_options.executor_options, &marker);
+
+  /* No caller options: the hooks' maxima alone. */
+  args.options = NULL;
+  spy_hook_options(f->a, 2, 0);
+  spy_hook_options(f->b, 0, 0);
+  assert_ok(hk_session_run(f->s, &args, NULL, NULL, &f->st), &f->st);
+  r = fake_executor_last_run(f->fx);
+  assert_int_equal(r->options.trace_level, 2);
+  assert_int_equal(r->options.timeout_ms, 0);
+  assert_null(r->options.executor_options);
+}
+
+static void test_session__c12_metadata(void **state)
+{
+  fixture *f = *state;
+  hk_run_metadata *first;
+  hk_run_metadata mine = HK_RUN_METADATA_INIT;
+  open_session(f);
+  assert_ok(run_plain(f), &f->st);
+  first = fake_executor_last_run(f->fx)->metadata;
+  assert_non_null(first); /* supplied by the session */
+  assert_ptr_equal(f->a->last_metadata, first);
+  assert_ok(run_plain(f), &f->st);
+  assert_ptr_equal(fake_executor_last_run(f->fx)->metadata, first); /* reused */
+  {
+    hk_run_args args = { NULL, 0, NULL, 0, &f->train, 1, NULL };
+    assert_ok(hk_session_run(f->s, &args, NULL, &mine, &f->st), &f->st);
+  }
+  assert_ptr_equal(fake_executor_last_run(f->fx)->metadata, &mine);
+  assert_ptr_equal(f->b->last_metadata, &mine);
+  assert_ptr_equal(mine.executor_data, f->fx); /* filled by the executor */
+}
+
+/* ---- C13, C14 ----------------------------------------------------------- */
+
+static void test_session__c13_executor_failure(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  spy_hook_stop_at(f->a, SPY_BEFORE_RUN, 1, 1);
+  fake_executor_fail(f->fx, FAKE_RUN, 1, 1, HK_INTERNAL, "kernel exploded in op train");
+  assert_status(run_plain(f), &f->st, HK_INTERNAL, "kernel exploded in op train");
+  assert_int_equal(f->a->calls[SPY_AFTER_RUN] + f->b->calls[SPY_AFTER_RUN] + f->c->calls[SPY_AFTER_RUN], 0);
+  /* The stop flag is not updated by a failed run. */
+  assert_false(hk_session_should_stop(f->s));
+  /* C28: a failing run never requests a coordinator stop by itself. */
+  assert_false(hk_coordinator_should_stop(hk_session_coordinator(f->s)));
+  assert_ok(run_plain(f), &f->st);
+}
+
+static void test_session__c14_before_run_failure(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  spy_hook_fail(f->b, SPY_BEFORE_RUN, 1, 1, HK_PERMISSION_DENIED, "b refuses");
+  assert_status(run_plain(f), &f->st, HK_PERMISSION_DENIED, "b refuses");
+  assert_int_equal(f->a->calls[SPY_BEFORE_RUN], 1);
+  assert_int_equal(f->c->calls[SPY_BEFORE_RUN], 0);
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);
+  assert_int_equal(f->a->calls[SPY_AFTER_RUN], 0);
+}
+
+static void test_session__c14_after_run_failure(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  spy_hook_stop_at(f->a, SPY_AFTER_RUN, 1, 1);
+  spy_hook_fail(f->b, SPY_AFTER_RUN, 1, 1, HK_DATA_LOSS, "b lost data");
+  assert_status(run_plain(f), &f->st, HK_DATA_LOSS, "b lost data");
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 1);
+  assert_int_equal(f->a->calls[SPY_AFTER_RUN], 1);
+  assert_int_equal(f->c->calls[SPY_AFTER_RUN], 0);
+  /* The step's side effects happened, but this call's stop request is not applied. */
+  assert_int_equal(fake_executor_get_i64(f->fx, NULL, f->gs), 1);
+  assert_false(hk_session_should_stop(f->s));
+}
+
+/* ---- C15, C16, H16: end ------------------------------------------------- */
+
+static void test_session__c15_end_on_clean_close(void **state)
+{
+  fixture *f = *state;
+  static const char *const expect[] = { "a.end", "b.end", "c.end" };
+  hk_raw_session *created;
+  open_session(f);
+  created = f->a->created_session;
+  assert_ok(run_plain(f), &f->st);
+  spy_log_clear(&f->log);
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  assert_true(spy_log_equals(&f->log, expect, 3));
+  assert_ptr_equal(f->a->end_session, created);
+  assert_ptr_equal(f->c->end_session, created);
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0);
+}
+
+static void test_session__c16_no_end_on_error_close(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  assert_status(hk_session_close(f->s, HK_INTERNAL, &f->st), &f->st, HK_INTERNAL, NULL);
+  assert_int_equal(f->a->calls[SPY_END] + f->b->calls[SPY_END] + f->c->calls[SPY_END], 0);
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0);
+}
+
+static void test_session__h16_end_failure(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  spy_hook_fail(f->b, SPY_END, 1, 1, HK_UNKNOWN, "b end broke");
+  assert_status(hk_session_close(f->s, HK_OK, &f->st), &f->st, HK_UNKNOWN, "b end broke");
+  assert_int_equal(f->a->calls[SPY_END], 1);
+  assert_int_equal(f->c->calls[SPY_END], 0);
+  /* close() still completed its remaining steps (C29) and the session is closed (C32). */
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0);
+  assert_true(hk_coordinator_should_stop(hk_session_coordinator(f->s)));
+  assert_true(hk_session_should_stop(f->s));
+  assert_null(hk_session_graph(f->s));
+  assert_null(hk_session_raw_session(f->s));
+  assert_status(run_plain(f), &f->st, HK_FAILED_PRECONDITION, "Session is closed.");
+}
+
+/* ---- C18, C19, C20: run context stop ------------------------------------ */
+
+static void test_session__c18_c19_stop_in_before_run(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  spy_hook_stop_at(f->a, SPY_BEFORE_RUN, 1, 1);
+  assert_ok(run_plain(f), &f->st);
+  /* The step still executed; every after_run saw the request. */
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 1);
+  assert_int_equal(fake_executor_get_i64(f->fx, NULL, f->gs), 1);
+  assert_int_equal(f->c->calls[SPY_AFTER_RUN], 1);
+  assert_true(f->a->stop_seen_in_after_run);
+  assert_true(f->c->stop_seen_in_after_run);
+  assert_true(hk_session_should_stop(f->s));
+}
+
+static void test_session__c19_stop_in_after_run_seen_by_later_hooks(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  assert_ok(run_plain(f), &f->st);
+  assert_false(f->a->stop_seen_in_after_run); /* C18: a new context starts false */
+  spy_hook_stop_at(f->b, SPY_AFTER_RUN, 1, 1);
+  assert_ok(run_plain(f), &f->st);
+  assert_false(f->a->stop_seen_in_after_run);
+  assert_false(f->b->stop_seen_in_after_run);
+  assert_true(f->c->stop_seen_in_after_run);
+  assert_true(hk_session_should_stop(f->s));
+}
+
+/* ---- C25, C26, C46 ------------------------------------------------------- */
+
+static void test_session__c25_c46_accessors(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  assert_ptr_equal(hk_session_graph(f->s), f->ex);
+  if (f->opts.kind == HK_SESSION_SINGULAR) {
+    hk_raw_session *rs = hk_session_raw_session(f->s);
+    assert_non_null(rs);
+    assert_ptr_equal(rs, f->a->created_session);
+    /* C17: a direct raw-session run triggers no hooks. */
+    {
+      hk_run_args args = { NULL, 0, NULL, 0, &f->train, 1, NULL };
+      assert_ok(hk_raw_session_run(rs, &args, NULL, NULL, &f->st), &f->st);
+      assert_int_equal(f->a->calls[SPY_BEFORE_RUN], 0);
+    }
+  } else {
+    assert_null(hk_session_raw_session(f->s));
+  }
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  assert_null(hk_session_raw_session(f->s));
+  assert_null(hk_session_graph(f->s));
+  assert_non_null(hk_session_coordinator(f->s)); /* H17: valid until free */
+}
+
+static void test_session__c26_should_stop(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  assert_false(hk_session_should_stop(f->s));
+  assert_ok(run_plain(f), &f->st);
+  assert_false(hk_session_should_stop(f->s));
+  hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_OK, NULL);
+  assert_true(hk_session_should_stop(f->s));
+}
+
+static void test_session__c26_should_stop_after_close(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  assert_true(hk_session_should_stop(f->s));
+}
+
+/* ---- C27, D11, C28 ------------------------------------------------------ */
+
+static void test_session__c27_d11_coordinator_error(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_INTERNAL, "reader thread died");
+  assert_ok(run_plain(f), &f->st);  /* run still executes */
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 1);
+  assert_true(hk_session_should_stop(f->s));
+  /* A later error is ignored: the first one wins. */
+  hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_DATA_LOSS, "second");
+  assert_status(hk_session_close(f->s, HK_OK, &f->st), &f->st, HK_INTERNAL, "reader thread died");
+}
+
+static void test_session__c28_substitution_singular(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  /* A non-preemption run error is replaced by a recorded preemption error. */
+  hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_ABORTED, "worker 3 preempted");
+  fake_executor_fail(f->fx, FAKE_RUN, 1, 1, HK_INTERNAL, "lost connection");
+  assert_status(run_plain(f), &f->st, HK_ABORTED, "worker 3 preempted");
+  /* A preemption run error is returned unchanged. */
+  fake_executor_fail(f->fx, FAKE_RUN, 1, 1, HK_UNAVAILABLE, "ps unreachable");
+  assert_status(run_plain(f), &f->st, HK_UNAVAILABLE, "ps unreachable");
+  /* C24: SMS never recovers. */
+  assert_int_equal(fake_executor_sessions_opened(f->fx), 1);
+  /* D11: close returns the recorded error (SMS: any code). */
+  assert_status(hk_session_close(f->s, HK_OK, &f->st), &f->st, HK_ABORTED, "worker 3 preempted");
+}
+
+static void test_session__c28_non_preemption_recorded_not_substituted(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_INTERNAL, "recorded");
+  fake_executor_fail(f->fx, FAKE_RUN, 1, 1, HK_UNKNOWN, "run failed");
+  assert_status(run_plain(f), &f->st, HK_UNKNOWN, "run failed");
+}
+
+/* ---- C29, C30, C31, C32 ------------------------------------------------- */
+
+static hk_code check_close_order(spy_hook *spy, spy_slot slot, void *arg, hk_status *st)
+{
+  fixture *f = spy->action_user;
+  (void)st;
+  if (slot == SPY_END) {
+    /* end() runs before the coordinator stop and before the raw session closes. */
+    if (!hk_coordinator_should_stop(hk_session_coordinator(f->s)) && hk_raw_session_is_open(arg))
+      f->aux++;
+  }
+  return HK_OK;
+}
+
+static void test_session__c29_close_order(void **state)
+{
+  fixture *f = *state;
+  hk_coordinator *coord;
+  open_session(f);
+  f->a->action = f->c->action = check_close_order;
+  coord = hk_session_coordinator(f->s);
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  assert_int_equal(f->aux, 2);
+  assert_true(hk_coordinator_should_stop(coord));
+  assert_true(hk_coordinator_clean_stop_requested(coord));
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0);
+}
+
+static void test_session__c29_c30_stuck_thread(void **state)
+{
+  fixture *f = *state;
+  hk_coordinator_thread *tok = NULL;
+  double before;
+  f->opts.stop_grace_period_secs = 5;
+  open_session(f);
+  assert_ok(hk_coordinator_register_thread(hk_session_coordinator(f->s), "reader-7", &tok, &f->st), &f->st);
+  before = test_clock_now(&f->te->clock);
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  assert_logged(f->te, HK_LOG_WARNING, "Coordinator stopped with threads still running:");
+  assert_logged(f->te, HK_LOG_WARNING, "reader-7");
+  /* Gave up after about the grace period (mock time). */
+  assert_true(test_clock_now(&f->te->clock) - before >= 5.0 - 0.2);
+  assert_true(test_clock_now(&f->te->clock) - before <= 5.0 + 1.0);
+  hk_coordinator_thread_done(tok);
+}
+
+static void test_session__c30_finished_threads_no_wait(void **state)
+{
+  fixture *f = *state;
+  hk_coordinator_thread *tok = NULL;
+  double before;
+  f->opts.stop_grace_period_secs = 100;
+  open_session(f);
+  assert_ok(hk_coordinator_register_thread(hk_session_coordinator(f->s), "done-thread", &tok, &f->st), &f->st);
+  hk_coordinator_thread_done(tok);
+  before = test_clock_now(&f->te->clock);
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  assert_true(test_clock_now(&f->te->clock) - before < 1.0);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, "threads still running"), 0);
+}
+
+static void test_session__c31_raw_close_errors_logged(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  fake_executor_fail(f->fx, FAKE_CLOSE, 1, 1, HK_UNAVAILABLE, "ps gone");
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  assert_logged(f->te, HK_LOG_WARNING, "An error occurred when attempting to close the session.");
+  assert_logged(f->te, HK_LOG_WARNING, "ps gone");
+}
+
+static void test_session__c31_raw_close_other_error_logged_at_error(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  fake_executor_fail(f->fx, FAKE_CLOSE, 1, 1, HK_INTERNAL, "close exploded");
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  assert_logged(f->te, HK_LOG_ERROR, "close exploded");
+}
+
+/* ---- H15: close status -------------------------------------------------- */
+
+static void test_session__h15_out_of_range_is_clean(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  assert_ok(hk_session_close(f->s, HK_OUT_OF_RANGE, &f->st), &f->st);
+  assert_int_equal(f->c->calls[SPY_END], 1);
+}
+
+static void test_session__h15_cancelled_without_stop_not_clean(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  assert_status(hk_session_close(f->s, HK_CANCELLED, &f->st), &f->st, HK_CANCELLED, NULL);
+  assert_int_equal(f->a->calls[SPY_END], 0);
+}
+
+static void test_session__h15_cancelled_after_clean_stop_is_clean(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_OK, NULL);
+  assert_ok(hk_session_close(f->s, HK_CANCELLED, &f->st), &f->st);
+  assert_int_equal(f->a->calls[SPY_END], 1);
+}
+
+static void test_session__h15_cancelled_after_hook_stop_not_clean(void **state)
+{
+  fixture *f = *state;
+  /* Only a coordinator clean stop (or the signal helper) makes CANCELLED clean. */
+  spy_hook_stop_at(f->a, SPY_AFTER_CREATE, 1, 1);
+  open_session(f);
+  assert_status(hk_session_close(f->s, HK_CANCELLED, &f->st), &f->st, HK_CANCELLED, NULL);
+  assert_int_equal(f->a->calls[SPY_END], 0);
+}
+
+static void test_session__h15_unknown_code_not_clean(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  assert_int_equal(hk_session_close(f->s, (hk_code)77, &f->st), 77);
+  assert_int_equal(f->st.code, 77);
+  assert_int_equal(f->b->calls[SPY_END], 0);
+}
+
+static void test_session__h15_coordinator_error_beats_end_error(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_INTERNAL, "coordinator error");
+  spy_hook_fail(f->a, SPY_END, 1, 1, HK_DATA_LOSS, "end error");
+  assert_status(hk_session_close(f->s, HK_OK, &f->st), &f->st, HK_INTERNAL, "coordinator error");
+  assert_int_equal(f->a->calls[SPY_END], 1);
+  /* Errors not returned are logged at ERROR. */
+  assert_logged(f->te, HK_LOG_ERROR, "end error");
+}
+
+static void test_session__h15_ms_recorded_preemption_not_returned(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_ABORTED, "preempted ps");
+  if (f->opts.kind == HK_SESSION_MONITORED) {
+    assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+    assert_logged(f->te, HK_LOG_WARNING, "preempted ps");
+  } else {
+    assert_status(hk_session_close(f->s, HK_OK, &f->st), &f->st, HK_ABORTED, "preempted ps");
+  }
+}
+
+/* ---- C35, C37, D7 ------------------------------------------------------- */
+
+static void test_session__c35_out_of_range_from_run(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  fake_executor_fail(f->fx, FAKE_RUN, 1, 1, HK_OUT_OF_RANGE, "End of sequence");
+  assert_status(run_plain(f), &f->st, HK_OUT_OF_RANGE, "End of sequence");
+  assert_int_equal(f->a->calls[SPY_AFTER_RUN], 0); /* C16 */
+  assert_false(hk_session_should_stop(f->s));
+  assert_int_equal(fake_executor_sessions_opened(f->fx), 1); /* not a preemption: no recovery */
+  assert_ok(hk_session_close(f->s, HK_OUT_OF_RANGE, &f->st), &f->st);
+  assert_int_equal(f->c->calls[SPY_END], 1);
+}
+
+static hk_code step_noop(hk_step_context *ctx, void *user, hk_status *st)
+{
+  (void)ctx;
+  (void)user;
+  (void)st;
+  return HK_OK;
+}
+
+static void test_session__c37_d7_after_close(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  spy_hook_fail(f->a, SPY_END, 1, 1, HK_INTERNAL, "first close fails");
+  assert_status(hk_session_close(f->s, HK_OK, &f->st), &f->st, HK_INTERNAL, "first close fails");
+  assert_status(run_plain(f), &f->st, HK_FAILED_PRECONDITION, "Session is closed.");
+  assert_status(hk_session_run_step_fn(f->s, step_noop, NULL, &f->st), &f->st, HK_FAILED_PRECONDITION,
+                "Session is closed.");
+  assert_true(hk_session_should_stop(f->s));
+  test_log_clear(&f->te->log);
+  spy_log_clear(&f->log);
+  /* D7: later closes do nothing and return OK whatever they are given. */
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  assert_ok(hk_session_close(f->s, HK_INTERNAL, &f->st), &f->st);
+  assert_int_equal(f->log.n, 0);
+  assert_int_equal(f->a->calls[SPY_END], 1);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, NULL) + test_log_count(&f->te->log, HK_LOG_WARNING, NULL)
+                   + test_log_count(&f->te->log, HK_LOG_ERROR, NULL), 0);
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_CLOSE), 1);
+}
+
+/* ---- C42–C45: step fn --------------------------------------------------- */
+
+typedef struct step_data {
+  fixture *f;
+  int calls;
+  int64_t fetched;
+  hk_code after_stop_rc;
+  hk_status after_stop_st;
+  hk_code ret;
+  int request_stop;
+} step_data;
+
+static hk_code step_body(hk_step_context *ctx, void *user, hk_status *st)
+{
+  step_data *d = user;
+  fixture *f = d->f;
+  hk_tensor res[1];
+  hk_run_args args = { NULL, 0, &f->x, 1, &f->train, 1, NULL };
+  hk_raw_session *rs = hk_step_context_session(ctx);
+  hk_code rc;
+  d->calls++;
+  if (rs == NULL)
+    return hk_status_set(st, HK_INTERNAL, "no raw session in step context");
+  /* C17: the raw session triggers no hooks. */
+  rc = hk_raw_session_run(rs, &args, res, NULL, st);
+  if (rc != HK_OK)
+    return rc;
+  rc = hk_step_context_run_with_hooks(ctx, &args, res, NULL, st);
+  if (rc != HK_OK)
+    return rc;
+  rc = hk_step_context_run_with_hooks(ctx, &args, res, NULL, st);
+  if (rc != HK_OK)
+    return rc;
+  d->fetched = *(int64_t *)res[0].data;
+  if (d->request_stop) {
+    rc = hk_step_context_request_stop(ctx, st);
+    d->after_stop_rc = hk_step_context_run_with_hooks(ctx, &args, res, NULL, &d->after_stop_st);
+    if (d->ret != HK_OK)
+      return hk_status_set(st, d->ret, "step_fn's own error");
+    return d->request_stop == 2 ? HK_OK : rc;
+  }
+  if (d->ret != HK_OK)
+    return hk_status_set(st, d->ret, "step_fn's own error");
+  return HK_OK;
+}
+
+static void test_session__c42_null_step_fn(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  assert_status(hk_session_run_step_fn(f->s, NULL, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "step_fn");
+}
+
+static void test_session__c43_step_fn(void **state)
+{
+  fixture *f = *state;
+  step_data d;
+  memset(&d, 0, sizeof(d));
+  d.f = f;
+  open_session(f);
+  assert_ok(hk_session_run_step_fn(f->s, step_body, &d, &f->st), &f->st);
+  assert_int_equal(d.calls, 1);
+  assert_int_equal(d.fetched, 7);
+  /* Hooks fired once per run_with_hooks; the raw run triggered none. */
+  assert_int_equal(f->a->calls[SPY_BEFORE_RUN], 2);
+  assert_int_equal(f->c->calls[SPY_AFTER_RUN], 2);
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 3);
+  assert_int_equal(fake_executor_get_i64(f->fx, NULL, f->gs), 3);
+  /* run_step_fn returns step_fn's status. */
+  d.ret = HK_NOT_FOUND;
+  assert_status(hk_session_run_step_fn(f->s, step_body, &d, &f->st), &f->st, HK_NOT_FOUND, "step_fn's own error");
+}
+
+static void test_session__c44_request_stop(void **state)
+{
+  fixture *f = *state;
+  step_data d;
+  memset(&d, 0, sizeof(d));
+  d.f = f;
+  d.request_stop = 1;
+  open_session(f);
+  assert_status(hk_session_run_step_fn(f->s, step_body, &d, &f->st), &f->st, HK_OUT_OF_RANGE,
+                "step_fn has requested the iterations to stop.");
+  /* After request_stop, run_with_hooks returns that status without hooks or executor. */
+  assert_true(test_status_is(d.after_stop_rc, &d.after_stop_st, HK_OUT_OF_RANGE,
+                             "step_fn has requested the iterations to stop."));
+  assert_int_equal(f->a->calls[SPY_BEFORE_RUN], 2);
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 3);
+  assert_false(hk_session_should_stop(f->s));
+
+  /* step_fn returning OK after request_stop: still OUT_OF_RANGE. */
+  d.request_stop = 2;
+  assert_status(hk_session_run_step_fn(f->s, step_body, &d, &f->st), &f->st, HK_OUT_OF_RANGE,
+                "step_fn has requested the iterations to stop.");
+  /* A different non-OK status from step_fn wins. */
+  d.ret = HK_DATA_LOSS;
+  assert_status(hk_session_run_step_fn(f->s, step_body, &d, &f->st), &f->st, HK_DATA_LOSS, "step_fn's own error");
+  assert_ok(hk_session_close(f->s, HK_OUT_OF_RANGE, &f->st), &f->st);
+  assert_int_equal(f->a->calls[SPY_END], 1);
+}
+
+/* ---- H17: stop from another thread ------------------------------------- */
+
+typedef struct stopper {
+  hk_coordinator *coord;
+  hk_code code;
+} stopper;
+
+static void *stopper_main(void *arg)
+{
+  stopper *sp = arg;
+  hk_coordinator_request_stop(sp->coord, sp->code, sp->code == HK_OK ? NULL : "stopped from a thread");
+  return NULL;
+}
+
+static void test_session__h17_stop_from_another_thread(void **state)
+{
+  fixture *f = *state;
+  pthread_t th;
+  stopper sp;
+  open_session(f);
+  sp.coord = hk_session_coordinator(f->s);
+  sp.code = HK_OK;
+  assert_int_equal(pthread_create(&th, NULL, stopper_main, &sp), 0);
+  assert_int_equal(pthread_join(th, NULL), 0);
+  assert_true(hk_session_should_stop(f->s));
+  assert_ok(hk_session_close(f->s, HK_CANCELLED, &f->st), &f->st); /* clean after a clean stop */
+  assert_int_equal(f->a->calls[SPY_END], 1);
+}
+
+static void test_session__h17_error_from_another_thread(void **state)
+{
+  fixture *f = *state;
+  pthread_t th;
+  stopper sp;
+  open_session(f);
+  sp.coord = hk_session_coordinator(f->s);
+  sp.code = HK_INTERNAL;
+  assert_int_equal(pthread_create(&th, NULL, stopper_main, &sp), 0);
+  assert_int_equal(pthread_join(th, NULL), 0);
+  assert_true(hk_session_should_stop(f->s));
+  assert_status(hk_session_close(f->s, HK_OK, &f->st), &f->st, HK_INTERNAL, "stopped from a thread");
+}
+
+/* ---- H19: re-entrancy --------------------------------------------------- */
+
+static hk_code reenter(spy_hook *spy, spy_slot slot, void *arg, hk_status *st)
+{
+  fixture *f = spy->action_user;
+  (void)arg;
+  (void)st;
+  if (slot != SPY_AFTER_RUN && slot != SPY_BEFORE_RUN)
+    return HK_OK;
+  f->aux_rc = run_plain(f);
+  f->aux_st = f->st;
+  f->aux += hk_session_should_stop(f->s) ? 100 : 1; /* allowed anywhere */
+  if (hk_session_run_step_fn(f->s, step_noop, NULL, &f->st) == HK_FAILED_PRECONDITION)
+    f->aux += 10;
+  if (hk_session_close(f->s, HK_OK, &f->st) == HK_FAILED_PRECONDITION)
+    f->aux += 1000;
+  return HK_OK;
+}
+
+static void test_session__h19_reentrant_calls_refused(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  f->b->action = reenter;
+  assert_ok(run_plain(f), &f->st);
+  assert_true(test_status_is(f->aux_rc, &f->aux_st, HK_FAILED_PRECONDITION,
+                             "session is busy: called from a hook callback"));
+  /* before_run and after_run each: should_stop false (1), step_fn refused (10), close refused (1000). */
+  assert_int_equal(f->aux, 2 * 1011);
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 1);
+  f->b->action = NULL;
+  /* The session is still open and usable. */
+  assert_ok(run_plain(f), &f->st);
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  assert_int_equal(f->b->calls[SPY_END], 1);
+}
+
+/* ---- H20: free without close -------------------------------------------- */
+
+static void test_session__h20_free_without_close(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  hk_session_free(f->s);
+  f->s = NULL;
+  assert_logged(f->te, HK_LOG_WARNING, "session destroyed without close");
+  /* close(CANCELLED) without a clean stop: not clean, no end(). */
+  assert_int_equal(f->a->calls[SPY_END], 0);
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0);
+  /* The hooks are detached, not freed. */
+  assert_int_equal(f->a->calls[SPY_DESTROY], 0);
+}
+
+static void test_session__h20_free_after_clean_stop_runs_end(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_OK, NULL);
+  hk_session_free(f->s);
+  f->s = NULL;
+  assert_logged(f->te, HK_LOG_WARNING, "session destroyed without close");
+  assert_int_equal(f->a->calls[SPY_END], 1);
+  assert_int_equal(f->c->calls[SPY_END], 1);
+}
+
+static void test_session__hook_destroy_once(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  hk_session_free(f->s);
+  f->s = NULL;
+  assert_int_equal(f->a->calls[SPY_DESTROY], 0);
+  spy_hook_release(f->a);
+  assert_int_equal(f->a->calls[SPY_DESTROY], 1);
+  spy_hook_release(f->a);
+  assert_int_equal(f->a->calls[SPY_DESTROY], 1);
+}
+
+/* ---- C48, C73, H24: the worker creator ---------------------------------- */
+
+/* A worker fixture: no variables at all (a worker never initializes globals),
+ * and a scripted ready op. */
+typedef struct worker {
+  fixture *f;
+  hk_scaffold *scaffold;
+  hk_handle ready;
+  int raise_at;
+  int runs;
+} worker;
+
+static void worker_setup(fixture *f, worker *w, int not_ready_times)
+{
+  static const char *const names[] = { "w", "b" };
+  hk_scaffold_options so;
+  memset(w, 0, sizeof(*w));
+  w->f = f;
+  w->ready = fake_executor_add_report(f->fx, "worker_ready", FAKE_REPORT_ALL);
+  fake_executor_script_report(f->fx, w->ready, names, 2, not_ready_times);
+  hk_scaffold_options_init(&so, HK_SCAFFOLD_OPTIONS_VERSION);
+  so.env = &f->te->env;
+  so.ready_op = w->ready;
+  assert_ok(hk_scaffold_new(&w->scaffold, &so, &f->st), &f->st);
+  f->opts.scaffold = w->scaffold;
+  f->opts.is_chief = 0;
+  f->opts.recovery_wait_secs = 30;
+}
+
+static void test_session__c48_c73_worker_waits_until_ready(void **state)
+{
+  fixture *f = *state;
+  worker w;
+  fake_executor *plain = fake_executor_new(&f->te->env);
+  /* Use an executor without variables for the worker. */
+  fake_executor *keep = f->fx;
+  f->fx = plain;
+  f->ex = fake_executor_executor(plain);
+  f->opts.executor = f->ex;
+  worker_setup(f, &w, 3);
+  assert_ok(hk_session_new(&f->s, &f->opts, &f->st), &f->st);
+  /* Not ready for the first 3 checks: 3 waits of recovery_wait_secs, 4 sessions. */
+  assert_int_equal(fake_executor_report_evals(f->fx, w.ready), 4);
+  assert_int_equal(fake_executor_sessions_opened(f->fx), 4);
+  assert_int_equal(fake_executor_open_sessions(f->fx), 1);
+  assert_true(test_clock_total_slept(&f->te->clock) >= 90.0 - 1e-9);
+  assert_true(test_clock_total_slept(&f->te->clock) <= 90.0 + 1e-9);
+  assert_logged(f->te, HK_LOG_INFO, "Waiting for model to be ready.");
+  assert_logged(f->te, HK_LOG_INFO, "Variables not initialized: w, b");
+  assert_int_equal(f->a->calls[SPY_AFTER_CREATE], 1);
+  /* C48: a worker never runs an init op (the default one was never built or run). */
+  {
+    hk_handle init = fake_executor_default_handle(f->fx, HK_DEFAULT_INIT_OP);
+    assert_true(init == HK_NO_HANDLE || fake_executor_op_runs(f->fx, init) == 0);
+  }
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  hk_session_free(f->s);
+  f->s = NULL;
+  hk_scaffold_free(w.scaffold);
+  fake_executor_free(plain);
+  f->fx = keep;
+}
+
+static void test_session__c73_worker_deadline(void **state)
+{
+  fixture *f = *state;
+  worker w;
+  fake_executor *plain = fake_executor_new(&f->te->env);
+  fake_executor *keep = f->fx;
+  f->fx = plain;
+  f->ex = fake_executor_executor(plain);
+  f->opts.executor = f->ex;
+  worker_setup(f, &w, FAKE_FOREVER);
+  f->opts.max_wait_secs = 100;
+  assert_status(hk_session_new(&f->s, &f->opts, &f->st), &f->st, HK_DEADLINE_EXCEEDED,
+                "Session was not ready after waiting 100 secs.");
+  assert_null(f->s);
+  assert_int_equal(f->a->calls[SPY_BEGIN], 1);
+  assert_int_equal(f->a->calls[SPY_AFTER_CREATE], 0);
+  assert_int_equal(f->a->calls[SPY_END], 0);
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0);
+  /* It never waited beyond max_wait_secs. */
+  assert_true(test_clock_total_slept(&f->te->clock) <= 100.0);
+  hk_scaffold_free(w.scaffold);
+  fake_executor_free(plain);
+  f->fx = keep;
+}
+
+static hk_code raise_on_ready_check(void *user, fake_executor *fx, const hk_run_args *args, hk_status *st)
+{
+  worker *w = user;
+  (void)fx;
+  (void)st;
+  if (args->nfetches == 1 && args->fetches[0] == w->ready && ++w->runs == w->raise_at)
+    raise(SIGINT);
+  return HK_OK;
+}
+
+static void test_session__h24_worker_wait_cancelled_by_signal(void **state)
+{
+  fixture *f = *state;
+  worker w;
+  fake_executor *plain = fake_executor_new(&f->te->env);
+  fake_executor *keep = f->fx;
+  hk_status ist = HK_STATUS_INIT;
+  f->fx = plain;
+  f->ex = fake_executor_executor(plain);
+  f->opts.executor = f->ex;
+  worker_setup(f, &w, FAKE_FOREVER);
+  f->opts.max_wait_secs = HK_UNSET_SECS;
+  w.raise_at = 2;
+  fake_executor_on_run(plain, raise_on_ready_check, &w);
+  assert_ok(hk_signal_install(&ist), &ist);
+  assert_status(hk_session_new(&f->s, &f->opts, &f->st), &f->st, HK_CANCELLED, "wait cancelled: stop requested");
+  assert_ok(hk_signal_uninstall(&ist), &ist);
+  assert_null(f->s);
+  assert_int_equal(w.runs, 2);
+  assert_int_equal(f->a->calls[SPY_END], 0);
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0);
+  hk_scaffold_free(w.scaffold);
+  fake_executor_free(plain);
+  f->fx = keep;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+#define BOTH(fn) cmocka_unit_test_setup_teardown(fn, setup_ms, teardown), \
+                 cmocka_unit_test_setup_teardown(fn, setup_sms, teardown)
+#define MS(fn) cmocka_unit_test_setup_teardown(fn, setup_ms, teardown)
+#define SMS(fn) cmocka_unit_test_setup_teardown(fn, setup_sms, teardown)
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    BOTH(test_session__h3_bad_options_no_side_effect),
+    BOTH(test_session__h11_empty_hook_list),
+    BOTH(test_session__h11_null_entry_and_duplicate),
+    BOTH(test_session__h11_hook_serves_one_session),
+    MS(test_session__h10_hook_vtable_version),
+    BOTH(test_session__c1_null_slots_are_noops),
+    BOTH(test_session__c2_c3_c4_construction_order),
+    BOTH(test_session__c2_begin_failure),
+    BOTH(test_session__c3_mutation_after_finalize_fails),
+    BOTH(test_session__c4_after_create_failure),
+    BOTH(test_session__h12_stop_from_after_create),
+    BOTH(test_session__c5_c20_run_after_stop_refused),
+    BOTH(test_session__c5_c27_coordinator_stop_does_not_block_run),
+    BOTH(test_session__c6_c7_c21_run_order_and_context),
+    BOTH(test_session__c8_merged_fetches_each_hook_gets_its_own),
+    BOTH(test_session__c9_two_hooks_feed_same_tensor),
+    BOTH(test_session__c9_h13_conflict_list_order),
+    BOTH(test_session__c10_hook_and_user_feed_same_tensor),
+    BOTH(test_session__c10_d10_feed_union_caller_untouched),
+    BOTH(test_session__c10_only_caller_or_only_hook_feeds),
+    BOTH(test_session__h13_duplicate_in_one_list),
+    BOTH(test_session__c11_merged_options),
+    BOTH(test_session__c12_metadata),
+    BOTH(test_session__c13_executor_failure),
+    BOTH(test_session__c14_before_run_failure),
+    BOTH(test_session__c14_after_run_failure),
+    BOTH(test_session__c15_end_on_clean_close),
+    BOTH(test_session__c16_no_end_on_error_close),
+    BOTH(test_session__h16_end_failure),
+    BOTH(test_session__c18_c19_stop_in_before_run),
+    BOTH(test_session__c19_stop_in_after_run_seen_by_later_hooks),
+    BOTH(test_session__c25_c46_accessors),
+    BOTH(test_session__c26_should_stop),
+    BOTH(test_session__c26_should_stop_after_close),
+    BOTH(test_session__c27_d11_coordinator_error),
+    SMS(test_session__c28_substitution_singular),
+    BOTH(test_session__c28_non_preemption_recorded_not_substituted),
+    BOTH(test_session__c29_close_order),
+    BOTH(test_session__c29_c30_stuck_thread),
+    BOTH(test_session__c30_finished_threads_no_wait),
+    BOTH(test_session__c31_raw_close_errors_logged),
+    BOTH(test_session__c31_raw_close_other_error_logged_at_error),
+    BOTH(test_session__h15_out_of_range_is_clean),
+    BOTH(test_session__h15_cancelled_without_stop_not_clean),
+    BOTH(test_session__h15_cancelled_after_clean_stop_is_clean),
+    BOTH(test_session__h15_cancelled_after_hook_stop_not_clean),
+    BOTH(test_session__h15_unknown_code_not_clean),
+    BOTH(test_session__h15_coordinator_error_beats_end_error),
+    BOTH(test_session__h15_ms_recorded_preemption_not_returned),
+    BOTH(test_session__c35_out_of_range_from_run),
+    BOTH(test_session__c37_d7_after_close),
+    BOTH(test_session__c42_null_step_fn),
+    BOTH(test_session__c43_step_fn),
+    BOTH(test_session__c44_request_stop),
+    BOTH(test_session__h17_stop_from_another_thread),
+    BOTH(test_session__h17_error_from_another_thread),
+    BOTH(test_session__h19_reentrant_calls_refused),
+    BOTH(test_session__h20_free_without_close),
+    BOTH(test_session__h20_free_after_clean_stop_runs_end),
+    MS(test_session__hook_destroy_once),
+    MS(test_session__c48_c73_worker_waits_until_ready),
+    MS(test_session__c73_worker_deadline),
+    MS(test_session__h24_worker_wait_cancelled_by_signal),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
