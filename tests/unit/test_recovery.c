@@ -1,0 +1,671 @@
+/*
+ * Recovery of monitored sessions: C38–C41, C45, D2 (bounded back-off), H18
+ * (failed state), H21 (custom creators), and the singular session's refusal
+ * to recover (C24). Delays are measured on the mock clock.
+ */
+#include "test_env.h"
+#include "fake_executor.h"
+#include "spy_hook.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct train_fault {
+  hk_handle train;
+  int remaining;      /* FAKE_FOREVER or count */
+  hk_code code;
+  int seen;           /* runs targeting train */
+} train_fault;
+
+typedef struct fixture {
+  test_env *te;
+  fake_executor *fx;
+  hk_executor *ex;
+  spy_log log;
+  spy_hook *a, *b;
+  hk_hook *hooks[2];
+  hk_handle gs, train;
+  hk_session_options opts;
+  hk_session *s;
+  hk_status st;
+  train_fault tf;
+} fixture;
+
+/* Fail runs whose first target is the train op: creation runs (init op,
+ * readiness checks) are left alone. */
+static hk_code fail_train(void *user, fake_executor *fx, const hk_run_args *args, hk_status *st)
+{
+  train_fault *tf = user;
+  (void)fx;
+  if (args->ntargets == 0 || args->targets[0] != tf->train)
+    return HK_OK;
+  tf->seen++;
+  if (tf->remaining == 0)
+    return HK_OK;
+  if (tf->remaining > 0)
+    tf->remaining--;
+  return hk_status_set(st, tf->code, "train step %d preempted", tf->seen);
+}
+
+static void fixture_build(fixture *f, hk_session_kind kind)
+{
+  f->te = test_env_new();
+  f->fx = fake_executor_new(&f->te->env);
+  assert_non_null(f->fx);
+  f->ex = fake_executor_executor(f->fx);
+  f->gs = fake_executor_add_global_step(f->fx);
+  f->train = fake_executor_add_train_op(f->fx);
+  f->tf.train = f->train;
+  fake_executor_on_run(f->fx, fail_train, &f->tf);
+  f->a = spy_hook_new("a", &f->log, NULL);
+  f->b = spy_hook_new("b", &f->log, NULL);
+  assert_non_null(f->a);
+  assert_non_null(f->b);
+  spy_hook_fetch(f->a, f->gs);
+  f->hooks[0] = f->a->hook;
+  f->hooks[1] = f->b->hook;
+  hk_session_options_init(&f->opts, HK_SESSION_OPTIONS_VERSION);
+  f->opts.env = &f->te->env;
+  f->opts.kind = kind;
+  f->opts.executor = f->ex;
+  f->opts.hooks = f->hooks;
+  f->opts.nhooks = 2;
+}
+
+static int setup_ms(void **state)
+{
+  fixture *f = calloc(1, sizeof(*f));
+  fixture_build(f, HK_SESSION_MONITORED);
+  *state = f;
+  return 0;
+}
+
+static int setup_sms(void **state)
+{
+  fixture *f = calloc(1, sizeof(*f));
+  fixture_build(f, HK_SESSION_SINGULAR);
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  fixture *f = *state;
+  long live;
+  hk_session_free(f->s);
+  spy_hook_free(f->a);
+  spy_hook_free(f->b);
+  fake_executor_free(f->fx);
+  live = test_alloc_live(&f->te->alloc);
+  if (live != 0)
+    fprintf(stderr, "teardown: %ld blocks leaked through the env allocator\n", live);
+  test_env_free(f->te);
+  free(f);
+  return live == 0 ? 0 : -1;
+}
+
+static void open_session(fixture *f)
+{
+  assert_ok(hk_session_new(&f->s, &f->opts, &f->st), &f->st);
+  assert_non_null(f->s);
+  spy_log_clear(&f->log);
+  spy_hook_reset(f->a);
+  spy_hook_reset(f->b);
+  fake_executor_reset_calls(f->fx);
+  test_clock_reset_sleeps(&f->te->clock);
+  test_log_clear(&f->te->log);
+}
+
+static hk_code run_train(fixture *f)
+{
+  hk_run_args args = { NULL, 0, NULL, 0, &f->train, 1, NULL };
+  return hk_session_run(f->s, &args, NULL, NULL, &f->st);
+}
+
+static int near(double a, double b) { return fabs(a - b) < 1e-6; }
+
+/* Delays between consecutive after_create_session events of spy a. */
+static int creation_gaps(const spy_log *log, double *gaps, int max)
+{
+  size_t i;
+  int n = 0;
+  double prev = 0;
+  int have = 0;
+  for (i = 0; i < log->n; i++) {
+    if (strcmp(log->events[i].name, "a.after_create_session") != 0)
+      continue;
+    if (have && n < max)
+      gaps[n++] = log->events[i].time - prev;
+    prev = log->events[i].time;
+    have = 1;
+  }
+  return n;
+}
+
+/* ---- D2.1 options ------------------------------------------------------- */
+
+static void test_recovery__d2_options_validated(void **state)
+{
+  fixture *f = *state;
+  hk_session_options o;
+  o = f->opts;
+  o.recovery_initial_delay_secs = -1;
+  assert_status(hk_session_new(&f->s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "recovery_initial_delay_secs");
+  o = f->opts;
+  o.recovery_initial_delay_secs = NAN;
+  assert_status(hk_session_new(&f->s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "recovery_initial_delay_secs");
+  o = f->opts;
+  o.recovery_initial_delay_secs = 5;
+  o.recovery_max_delay_secs = 4;
+  assert_status(hk_session_new(&f->s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "recovery_max_delay_secs");
+  o = f->opts;
+  o.recovery_max_attempts = -1;
+  assert_status(hk_session_new(&f->s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "recovery_max_attempts");
+  o = f->opts;
+  o.recovery_max_secs = -1;
+  assert_status(hk_session_new(&f->s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "recovery_max_secs");
+  o = f->opts;
+  o.recovery_max_secs = INFINITY;
+  assert_status(hk_session_new(&f->s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "recovery_max_secs");
+  assert_null(f->s);
+  assert_int_equal(f->a->calls[SPY_BEGIN], 0);
+}
+
+/* ---- C38, C41, C4, D2.2 ------------------------------------------------- */
+
+static void test_recovery__c38_run_preemption_recovers(void **state)
+{
+  fixture *f = *state;
+  hk_coordinator *first_coord;
+  hk_raw_session *first_rs;
+  open_session(f);
+  first_coord = hk_session_coordinator(f->s);
+  assert_ok(run_train(f), &f->st);
+  assert_int_equal(fake_executor_get_i64(f->fx, NULL, f->gs), 1);
+  first_rs = f->b->last_ctx_session;
+
+  f->tf.remaining = 1;
+  f->tf.code = HK_ABORTED;
+  spy_hook_reset(f->a);
+  spy_hook_reset(f->b);
+  assert_ok(run_train(f), &f->st);
+  assert_logged(f->te, HK_LOG_WARNING,
+                "An error was raised. This may be due to a preemption in a connected worker or parameter server. "
+                "The current session will be closed and a new session will be created. Error: ");
+  assert_logged(f->te, HK_LOG_WARNING, "train step 2 preempted");
+  /* The old raw session was closed, a new one created (C4), begin never again (C2). */
+  assert_int_equal(fake_executor_sessions_opened(f->fx), 2);
+  assert_int_equal(fake_executor_open_sessions(f->fx), 1);
+  assert_int_equal(f->a->calls[SPY_BEGIN], 0);
+  assert_int_equal(f->a->calls[SPY_AFTER_CREATE], 1);
+  assert_int_equal(f->b->calls[SPY_AFTER_CREATE], 1);
+  /* The whole call ran again: every before_run twice, after_run once. */
+  assert_int_equal(f->a->calls[SPY_BEFORE_RUN], 2);
+  assert_int_equal(f->b->calls[SPY_BEFORE_RUN], 2);
+  assert_int_equal(f->a->calls[SPY_AFTER_RUN], 1);
+  assert_ptr_not_equal(f->b->last_ctx_session, first_rs);
+  /* C41: the re-created session was initialized like the first: GS restarted at 0. */
+  assert_int_equal(f->a->last_i64[0], 0);
+  assert_int_equal(fake_executor_get_i64(f->fx, NULL, f->gs), 1);
+  /* D2: the first attempt waited recovery_initial_delay_secs. */
+  assert_true(near(test_clock_total_slept(&f->te->clock), 1.0));
+  /* C4, H17: a fresh coordinator, handed to the hooks; the old one is stopped but valid. */
+  assert_ptr_equal(f->a->coord, hk_session_coordinator(f->s));
+  assert_ptr_not_equal(f->a->coord, first_coord);
+  assert_true(hk_coordinator_should_stop(first_coord));
+  assert_false(hk_session_should_stop(f->s));
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  assert_int_equal(f->a->calls[SPY_END], 1);
+}
+
+static void test_recovery__c38_preemption_from_hooks(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  spy_hook_fail(f->b, SPY_BEFORE_RUN, 1, 1, HK_UNAVAILABLE, "b: ps unavailable");
+  assert_ok(run_train(f), &f->st);
+  assert_int_equal(fake_executor_sessions_opened(f->fx), 2);
+  assert_int_equal(f->tf.seen, 1); /* the executor ran only in the retried call */
+  assert_logged(f->te, HK_LOG_WARNING, "b: ps unavailable");
+
+  spy_hook_fail(f->a, SPY_AFTER_RUN, 1, 1, HK_ABORTED, "a: aborted in after_run");
+  assert_ok(run_train(f), &f->st);
+  assert_int_equal(fake_executor_sessions_opened(f->fx), 3);
+  assert_int_equal(f->tf.seen, 3); /* the step itself was executed twice */
+  assert_int_equal(f->a->calls[SPY_BEGIN], 0);
+}
+
+static void test_recovery__c28_substituted_error_recovers(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_ABORTED, "worker lost");
+  f->tf.remaining = 1;
+  f->tf.code = HK_INTERNAL;
+  assert_ok(run_train(f), &f->st);
+  assert_int_equal(fake_executor_sessions_opened(f->fx), 2);
+  assert_false(hk_session_should_stop(f->s));
+}
+
+static void test_recovery__c24_singular_never_recovers(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  f->tf.remaining = 1;
+  f->tf.code = HK_ABORTED;
+  assert_status(run_train(f), &f->st, HK_ABORTED, "train step 1 preempted");
+  assert_int_equal(fake_executor_sessions_opened(f->fx), 1);
+  assert_int_equal(test_clock_nsleeps(&f->te->clock), 0);
+  /* The session is still usable. */
+  assert_ok(run_train(f), &f->st);
+}
+
+/* ---- D2.2, D2.3: back-off ----------------------------------------------- */
+
+static void test_recovery__d2_backoff_doubles(void **state)
+{
+  fixture *f = *state;
+  double gaps[8];
+  int n;
+  f->opts.recovery_max_attempts = 0; /* unlimited */
+  open_session(f);
+  f->tf.remaining = 5;
+  f->tf.code = HK_UNAVAILABLE;
+  assert_ok(run_train(f), &f->st);
+  assert_int_equal(fake_executor_sessions_opened(f->fx), 6);
+  assert_true(near(test_clock_total_slept(&f->te->clock), 1 + 2 + 4 + 8 + 16));
+  n = creation_gaps(&f->log, gaps, 8);
+  assert_int_equal(n, 4);
+  assert_true(near(gaps[0], 2));
+  assert_true(near(gaps[1], 4));
+  assert_true(near(gaps[2], 8));
+  assert_true(near(gaps[3], 16));
+  /* D2.5: each attempt logs a preemption warning. */
+  assert_true(test_log_count(&f->te->log, HK_LOG_WARNING, "may be due to a preemption") >= 5);
+  assert_int_equal(f->a->calls[SPY_AFTER_CREATE], 5);
+}
+
+static void test_recovery__d2_backoff_capped(void **state)
+{
+  fixture *f = *state;
+  f->opts.recovery_initial_delay_secs = 0.5;
+  f->opts.recovery_max_delay_secs = 3;
+  open_session(f);
+  f->tf.remaining = 5;
+  f->tf.code = HK_ABORTED;
+  assert_ok(run_train(f), &f->st);
+  assert_true(near(test_clock_total_slept(&f->te->clock), 0.5 + 1 + 2 + 3 + 3));
+}
+
+static void test_recovery__d2_episode_resets(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  f->tf.remaining = 2;
+  f->tf.code = HK_ABORTED;
+  assert_ok(run_train(f), &f->st);
+  assert_true(near(test_clock_total_slept(&f->te->clock), 1 + 2));
+  f->tf.remaining = 1;
+  assert_ok(run_train(f), &f->st);
+  assert_true(near(test_clock_total_slept(&f->te->clock), 1 + 2 + 1));
+}
+
+static void test_recovery__d2_gives_up_after_max_attempts(void **state)
+{
+  fixture *f = *state;
+  f->opts.recovery_max_attempts = 3;
+  open_session(f);
+  f->tf.remaining = FAKE_FOREVER;
+  f->tf.code = HK_ABORTED;
+  assert_status(run_train(f), &f->st, HK_ABORTED, " (gave up after 3 recovery attempts)");
+  assert_true(strstr(f->st.message, "preempted") != NULL); /* the last preemption error's message */
+  assert_int_equal(fake_executor_sessions_opened(f->fx), 4);
+  assert_true(near(test_clock_total_slept(&f->te->clock), 1 + 2 + 4));
+
+  /* H18: failed state. */
+  assert_true(hk_session_should_stop(f->s));
+  spy_hook_reset(f->a);
+  fake_executor_reset_calls(f->fx);
+  assert_status(run_train(f), &f->st, HK_ABORTED, "gave up after 3 recovery attempts");
+  assert_int_equal(f->a->calls[SPY_BEFORE_RUN], 0);
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);
+  {
+    hk_status st2 = HK_STATUS_INIT;
+    assert_int_equal(hk_session_run_step_fn(f->s, NULL, NULL, &st2) != HK_OK, 1);
+  }
+  /* close() skips end() and returns the failure error (H15 precedence 3). */
+  assert_status(hk_session_close(f->s, HK_OK, &f->st), &f->st, HK_ABORTED, "gave up after 3 recovery attempts");
+  assert_int_equal(f->a->calls[SPY_END], 0);
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0);
+}
+
+static void test_recovery__d2_gives_up_after_max_secs(void **state)
+{
+  fixture *f = *state;
+  f->opts.recovery_max_attempts = 0;
+  f->opts.recovery_max_secs = 10;
+  open_session(f);
+  f->tf.remaining = FAKE_FOREVER;
+  f->tf.code = HK_UNAVAILABLE;
+  /* Delays 1, 2, 4 (7 s); the 4th would end at 7 + 8 > 10. */
+  assert_status(run_train(f), &f->st, HK_UNAVAILABLE, " (gave up after 3 recovery attempts)");
+  assert_true(near(test_clock_total_slept(&f->te->clock), 7));
+  assert_true(hk_session_should_stop(f->s));
+}
+
+/* ---- D2.4: non-preemption error during re-creation ---------------------- */
+
+static void test_recovery__d2_non_preemption_during_recreation(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  f->tf.remaining = 1;
+  f->tf.code = HK_ABORTED;
+  fake_executor_fail(f->fx, FAKE_OPEN, 1, 1, HK_PERMISSION_DENIED, "cannot open: no credentials");
+  assert_status(run_train(f), &f->st, HK_PERMISSION_DENIED, "cannot open: no credentials");
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0);
+  /* H18: no raw session remains: failed state. */
+  assert_true(hk_session_should_stop(f->s));
+  fake_executor_reset_calls(f->fx);
+  assert_status(run_train(f), &f->st, HK_PERMISSION_DENIED, "no credentials");
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN) + fake_executor_calls(f->fx, FAKE_OPEN), 0);
+  assert_status(hk_session_close(f->s, HK_OK, &f->st), &f->st, HK_PERMISSION_DENIED, "no credentials");
+  assert_int_equal(f->a->calls[SPY_END], 0);
+}
+
+static void test_recovery__d2_after_create_error_during_recreation(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  f->tf.remaining = 1;
+  f->tf.code = HK_ABORTED;
+  spy_hook_fail(f->b, SPY_AFTER_CREATE, 1, 1, HK_INTERNAL, "b cannot start its thread");
+  assert_status(run_train(f), &f->st, HK_INTERNAL, "b cannot start its thread");
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0); /* the new raw session was closed (C4) */
+  assert_true(hk_session_should_stop(f->s));
+}
+
+/* ---- C39: creation --------------------------------------------------------- */
+
+static void test_recovery__c39_preemption_at_construction(void **state)
+{
+  fixture *f = *state;
+  fake_executor_fail(f->fx, FAKE_OPEN, 1, 2, HK_UNAVAILABLE, "master not up yet");
+  if (f->opts.kind == HK_SESSION_SINGULAR) {
+    assert_status(hk_session_new(&f->s, &f->opts, &f->st), &f->st, HK_UNAVAILABLE, "master not up yet");
+    assert_null(f->s);
+    return;
+  }
+  assert_ok(hk_session_new(&f->s, &f->opts, &f->st), &f->st);
+  assert_logged(f->te, HK_LOG_WARNING, "An error was raised while a session was being created. This may be due to "
+                "a preemption of a connected worker or parameter server. A new session will be created. Error: ");
+  assert_logged(f->te, HK_LOG_WARNING, "master not up yet");
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_OPEN), 3);
+  assert_int_equal(f->a->calls[SPY_BEGIN], 1);
+  assert_int_equal(f->a->calls[SPY_AFTER_CREATE], 1);
+  assert_true(near(test_clock_total_slept(&f->te->clock), 1 + 2));
+}
+
+static void test_recovery__c39_preemption_in_after_create(void **state)
+{
+  fixture *f = *state;
+  spy_hook_fail(f->b, SPY_AFTER_CREATE, 1, 1, HK_ABORTED, "b: aborted while starting");
+  assert_ok(hk_session_new(&f->s, &f->opts, &f->st), &f->st);
+  assert_int_equal(f->a->calls[SPY_AFTER_CREATE], 2);
+  assert_int_equal(f->b->calls[SPY_AFTER_CREATE], 2);
+  assert_int_equal(f->a->calls[SPY_BEGIN], 1);
+  assert_int_equal(fake_executor_sessions_opened(f->fx), 2);
+  assert_int_equal(fake_executor_open_sessions(f->fx), 1);
+}
+
+static void test_recovery__c39_non_preemption_creation_error(void **state)
+{
+  fixture *f = *state;
+  fake_executor_fail(f->fx, FAKE_OPEN, 1, 1, HK_INTERNAL, "open broke");
+  assert_status(hk_session_new(&f->s, &f->opts, &f->st), &f->st, HK_INTERNAL, "open broke");
+  assert_null(f->s);
+  assert_int_equal(test_clock_nsleeps(&f->te->clock), 0);
+  assert_int_equal(f->a->calls[SPY_END], 0);
+}
+
+static void test_recovery__c39_construction_gives_up(void **state)
+{
+  fixture *f = *state;
+  f->opts.recovery_max_attempts = 2;
+  fake_executor_fail(f->fx, FAKE_OPEN, 1, FAKE_FOREVER, HK_ABORTED, "never up");
+  assert_status(hk_session_new(&f->s, &f->opts, &f->st), &f->st, HK_ABORTED,
+                "never up (gave up after 2 recovery attempts)");
+  assert_null(f->s);
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_OPEN), 3);
+  assert_int_equal(f->a->calls[SPY_BEGIN], 1);
+  assert_int_equal(f->a->calls[SPY_END], 0);
+}
+
+/* ---- C40: should_stop ----------------------------------------------------- */
+
+static void test_recovery__c40_should_stop_recovers(void **state)
+{
+  fixture *f = *state;
+  hk_coordinator *old;
+  open_session(f);
+  old = hk_session_coordinator(f->s);
+  hk_coordinator_request_stop(old, HK_UNAVAILABLE, "ps restarted");
+  if (f->opts.kind == HK_SESSION_SINGULAR) {
+    assert_true(hk_session_should_stop(f->s));
+    assert_int_equal(fake_executor_sessions_opened(f->fx), 1);
+    return;
+  }
+  assert_false(hk_session_should_stop(f->s));
+  assert_logged(f->te, HK_LOG_WARNING,
+                "An error was raised while considering whether the session is complete. This may be due to a "
+                "preemption in a connected worker or parameter server. The current session will be closed and a "
+                "new session will be created. Error: ");
+  assert_logged(f->te, HK_LOG_WARNING, "ps restarted");
+  assert_int_equal(fake_executor_sessions_opened(f->fx), 2);
+  assert_int_equal(f->a->calls[SPY_AFTER_CREATE], 1);
+  assert_ptr_not_equal(hk_session_coordinator(f->s), old);
+  assert_false(hk_session_should_stop(f->s));
+  assert_ok(run_train(f), &f->st);
+}
+
+static void test_recovery__c40_should_stop_gives_up(void **state)
+{
+  fixture *f = *state;
+  f->opts.recovery_max_attempts = 1;
+  open_session(f);
+  fake_executor_fail(f->fx, FAKE_OPEN, 1, FAKE_FOREVER, HK_ABORTED, "still down");
+  hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_ABORTED, "ps down");
+  assert_true(hk_session_should_stop(f->s));
+  assert_status(run_train(f), &f->st, HK_ABORTED, "(gave up after 1 recovery attempts)");
+}
+
+static void test_recovery__c40_non_preemption_recorded_stops(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_INTERNAL, "thread crashed");
+  assert_true(hk_session_should_stop(f->s));
+  assert_int_equal(fake_executor_sessions_opened(f->fx), 1);
+  assert_status(hk_session_close(f->s, HK_OK, &f->st), &f->st, HK_INTERNAL, "thread crashed");
+}
+
+/* ---- C45: step fn --------------------------------------------------------- */
+
+typedef struct step_data {
+  fixture *f;
+  int calls;
+  int fail_first;     /* 1: return ABORTED itself; 2: through run_with_hooks */
+} step_data;
+
+static hk_code step(hk_step_context *ctx, void *user, hk_status *st)
+{
+  step_data *d = user;
+  hk_run_args args = { NULL, 0, NULL, 0, &d->f->train, 1, NULL };
+  hk_code rc;
+  d->calls++;
+  if (d->calls == 1 && d->fail_first == 1)
+    return hk_status_set(st, HK_ABORTED, "step_fn saw a preemption");
+  if (d->calls == 1 && d->fail_first == 2)
+    d->f->tf.remaining = 1, d->f->tf.code = HK_UNAVAILABLE;
+  rc = hk_step_context_run_with_hooks(ctx, &args, NULL, NULL, st);
+  return rc;
+}
+
+static void test_recovery__c45_step_fn_rerun(void **state)
+{
+  fixture *f = *state;
+  step_data d;
+  memset(&d, 0, sizeof(d));
+  d.f = f;
+  d.fail_first = 1;
+  open_session(f);
+  if (f->opts.kind == HK_SESSION_SINGULAR) {
+    assert_status(hk_session_run_step_fn(f->s, step, &d, &f->st), &f->st, HK_ABORTED, "step_fn saw a preemption");
+    assert_int_equal(d.calls, 1);
+    return;
+  }
+  assert_ok(hk_session_run_step_fn(f->s, step, &d, &f->st), &f->st);
+  assert_int_equal(d.calls, 2);
+  assert_int_equal(fake_executor_sessions_opened(f->fx), 2);
+
+  memset(&d, 0, sizeof(d));
+  d.f = f;
+  d.fail_first = 2;
+  assert_ok(hk_session_run_step_fn(f->s, step, &d, &f->st), &f->st);
+  assert_int_equal(d.calls, 2);
+  assert_int_equal(fake_executor_sessions_opened(f->fx), 3);
+}
+
+/* ---- H21: custom creator -------------------------------------------------- */
+
+typedef struct creator_state {
+  int creates;
+  int destroys;
+  int fail_next;
+  hk_code code;
+} creator_state;
+
+static hk_code creator_create(void *user, hk_executor *ex, hk_raw_session **out, hk_status *st)
+{
+  creator_state *cs = user;
+  hk_code rc;
+  cs->creates++;
+  if (cs->fail_next > 0) {
+    cs->fail_next--;
+    return hk_status_set(st, cs->code, "creator failed on command");
+  }
+  rc = hk_raw_session_open(out, ex, st);
+  if (rc != HK_OK)
+    return rc;
+  return HK_OK;
+}
+
+static void creator_destroy(void *user)
+{
+  creator_state *cs = user;
+  cs->destroys++;
+}
+
+static const hk_session_creator_vtable creator_vt = { HK_SESSION_CREATOR_VTABLE_VERSION, creator_create,
+                                                      creator_destroy };
+
+static void test_recovery__h21_custom_creator(void **state)
+{
+  fixture *f = *state;
+  creator_state cs;
+  memset(&cs, 0, sizeof(cs));
+  cs.fail_next = 1;
+  cs.code = HK_ABORTED;
+  f->opts.creator = &creator_vt;
+  f->opts.creator_user = &cs;
+  /* The creator's raw session is not initialized by anyone: no hook fetches GS. */
+  spy_hook_clear_request(f->a);
+  if (f->opts.kind == HK_SESSION_SINGULAR) {
+    assert_status(hk_session_new(&f->s, &f->opts, &f->st), &f->st, HK_ABORTED, "creator failed on command");
+    assert_int_equal(cs.destroys, 0); /* not ours on failure */
+    return;
+  }
+  assert_ok(hk_session_new(&f->s, &f->opts, &f->st), &f->st);
+  assert_int_equal(cs.creates, 2);
+  assert_int_equal(f->a->calls[SPY_AFTER_CREATE], 1);
+  cs.fail_next = 1;
+  cs.code = HK_UNAVAILABLE;
+  hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_ABORTED, "recreate please");
+  assert_false(hk_session_should_stop(f->s));
+  assert_int_equal(cs.creates, 4);
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  hk_session_free(f->s);
+  f->s = NULL;
+  assert_int_equal(cs.destroys, 1);
+}
+
+static void test_recovery__h10_creator_vtable_version(void **state)
+{
+  fixture *f = *state;
+  creator_state cs;
+  hk_session_creator_vtable bad = creator_vt;
+  memset(&cs, 0, sizeof(cs));
+  bad.version = 0;
+  f->opts.creator = &bad;
+  f->opts.creator_user = &cs;
+  assert_status(hk_session_new(&f->s, &f->opts, &f->st), &f->st, HK_INVALID_ARGUMENT, NULL);
+  bad.version = HK_SESSION_CREATOR_VTABLE_VERSION;
+  bad.create = NULL;
+  assert_status(hk_session_new(&f->s, &f->opts, &f->st), &f->st, HK_INVALID_ARGUMENT, "create");
+  assert_int_equal(f->a->calls[SPY_BEGIN], 0);
+  assert_int_equal(cs.creates, 0);
+}
+
+/* ---- non-preemption during re-creation ------------------------------------ */
+
+static void test_recovery__d2_no_preemption_during_recreation_sleep(void **state)
+{
+  fixture *f = *state;
+  /* While the MS re-creates, a coordinator stop on the old coordinator does not
+   * preempt the new session: after recovery should_stop is false. */
+  open_session(f);
+  f->tf.remaining = 1;
+  f->tf.code = HK_ABORTED;
+  assert_ok(run_train(f), &f->st);
+  assert_false(hk_session_should_stop(f->s));
+  assert_false(hk_coordinator_should_stop(hk_session_coordinator(f->s)));
+}
+
+#define MS(fn) cmocka_unit_test_setup_teardown(fn, setup_ms, teardown)
+#define SMS(fn) cmocka_unit_test_setup_teardown(fn, setup_sms, teardown)
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    MS(test_recovery__d2_options_validated),
+    MS(test_recovery__c38_run_preemption_recovers),
+    MS(test_recovery__c38_preemption_from_hooks),
+    MS(test_recovery__c28_substituted_error_recovers),
+    SMS(test_recovery__c24_singular_never_recovers),
+    MS(test_recovery__d2_backoff_doubles),
+    MS(test_recovery__d2_backoff_capped),
+    MS(test_recovery__d2_episode_resets),
+    MS(test_recovery__d2_gives_up_after_max_attempts),
+    MS(test_recovery__d2_gives_up_after_max_secs),
+    MS(test_recovery__d2_non_preemption_during_recreation),
+    MS(test_recovery__d2_after_create_error_during_recreation),
+    MS(test_recovery__c39_preemption_at_construction),
+    SMS(test_recovery__c39_preemption_at_construction),
+    MS(test_recovery__c39_preemption_in_after_create),
+    MS(test_recovery__c39_non_preemption_creation_error),
+    MS(test_recovery__c39_construction_gives_up),
+    MS(test_recovery__c40_should_stop_recovers),
+    SMS(test_recovery__c40_should_stop_recovers),
+    MS(test_recovery__c40_should_stop_gives_up),
+    MS(test_recovery__c40_non_preemption_recorded_stops),
+    MS(test_recovery__c45_step_fn_rerun),
+    SMS(test_recovery__c45_step_fn_rerun),
+    MS(test_recovery__h21_custom_creator),
+    SMS(test_recovery__h21_custom_creator),
+    MS(test_recovery__h10_creator_vtable_version),
+    MS(test_recovery__d2_no_preemption_during_recreation_sleep),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
