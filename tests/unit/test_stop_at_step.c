@@ -456,6 +456,51 @@ static void test_stop_at_step__h11_reuse_recomputes_last_step(void **state)
   assert_true(hk_session_should_stop(f->s));
 }
 
+/* C84, H29: with the embedded reference executor the stale GS of a step that
+ * increments it is the pre-step value, so the confirming read happens only
+ * on the last step and the hook stops exactly at last_step. */
+static void test_stop_at_step__h29_reference_executor(void **state)
+{
+  fixture *f = *state;
+  hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
+  hk_session_options so = HK_SESSION_OPTIONS_INIT;
+  hk_status st = HK_STATUS_INIT;
+  hk_graph *g = NULL;
+  hk_session *s = NULL;
+  hk_handle gs, one, train;
+  int64_t one_value = 1, value = -1;
+  hk_tensor one_t = hk_tensor_scalar_i64(&one_value);
+  hk_run_args args = { NULL, 0, NULL, 0, NULL, 1, NULL };
+  int i;
+
+  go.env = &f->te->env;
+  assert_ok(hk_graph_new(&g, &go, &st), &st);
+  assert_ok(hk_graph_create_global_step(g, &gs, &st), &st);
+  assert_ok(hk_graph_constant(g, &one, "one", &one_t, &st), &st);
+  assert_ok(hk_graph_assign_add(g, &train, "train", gs, one, &st), &st);
+  args.targets = &train;
+
+  make_hook(f, HK_UNSET_STEPS, 4);
+  so.env = &f->te->env;
+  so.kind = HK_SESSION_SINGULAR;
+  so.executor = hk_graph_executor(g);
+  so.hooks = &f->hook;
+  so.nhooks = 1;
+  assert_ok(hk_session_new(&s, &so, &st), &st);
+  for (i = 0; i < 4; i++) {
+    assert_false(hk_session_should_stop(s));
+    assert_ok(hk_session_run(s, &args, NULL, NULL, &st), &st);
+  }
+  assert_true(hk_session_should_stop(s));
+  assert_ok(hk_raw_session_global_step(hk_session_raw_session(s), &value, &st), &st);
+  assert_int_equal(value, 4);
+  assert_status(hk_session_run(s, &args, NULL, NULL, &st), &st, HK_FAILED_PRECONDITION,
+                "Run called even after should_stop requested.");
+  assert_ok(hk_session_close(s, HK_OK, &st), &st);
+  hk_session_free(s);
+  hk_graph_free(g);
+}
+
 /* H7: the hook allocates nothing per step (the fake executor never uses the env allocator). */
 static void test_stop_at_step__h7_no_allocation_per_step(void **state)
 {
@@ -492,6 +537,7 @@ int main(void)
     cmocka_unit_test_setup_teardown(test_stop_at_step__d13_recreation_keeps_last_step, setup, teardown),
     cmocka_unit_test_setup_teardown(test_stop_at_step__d8_applies_after_recreation, setup, teardown),
     cmocka_unit_test_setup_teardown(test_stop_at_step__h11_reuse_recomputes_last_step, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_stop_at_step__h29_reference_executor, setup, teardown),
     cmocka_unit_test_setup_teardown(test_stop_at_step__h7_no_allocation_per_step, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
