@@ -273,24 +273,27 @@ static void report(const bench *b, uint64_t iters, uint64_t reps)
   printf("hooked %s step_overhead: %" PRIu64 " runs x %" PRIu64 " repetitions per case, best "
          "repetition; build type %s\n",
          hk_version(), iters, reps, *bt ? bt : "(none: unoptimized)");
-  printf("%-32s %10s %9s %14s %8s\n", "case", "ns/step", "vs floor", "ns/hook over", "allocs");
-  printf("%-32s %10s %9s %14s %8s\n", "", "", "", "session+0", "");
+  printf("%-30s %9s %9s %12s %12s %7s\n", "case", "ns/step", "x floor", "ns/hook", "ns/hook", "allocs");
+  printf("%-30s %9s %9s %12s %12s %7s\n", "", "", "", "over floor", "over 0 hooks", "");
   for (size_t i = 0; i < b->ncases; i++) {
     const bench_case *c = &b->cases[i];
-    char per_hook[32] = "-";
-    if (!c->raw && c->nhooks > 0)
-      snprintf(per_hook, sizeof per_hook, "%.1f", (c->best_ns - s0) / (double)c->nhooks);
-    printf("%-32s %10.1f %8.2fx %14s %8llu\n", c->label, c->best_ns, c->best_ns / floor_ns,
-           per_hook, c->allocs);
+    char over_floor[32] = "-", over_s0[32] = "-";
+    if (!c->raw && c->nhooks > 0) {
+      snprintf(over_floor, sizeof over_floor, "%.1f", (c->best_ns - floor_ns) / (double)c->nhooks);
+      snprintf(over_s0, sizeof over_s0, "%.1f", (c->best_ns - s0) / (double)c->nhooks);
+    }
+    printf("%-30s %9.1f %8.2fx %12s %12s %7llu\n", c->label, c->best_ns, c->best_ns / floor_ns,
+           over_floor, over_s0, c->allocs);
     allocs += c->allocs;
   }
-  printf("\nsession overhead with no hooks:  %.1f ns/step over the floor\n", s0 - floor_ns);
-  printf("per-hook overhead (10 hooks):    %.1f ns NULL-slot, %.1f ns empty callbacks "
-         "(goal <= %.0f): %s\n",
+  printf("\nsession with no hooks: %.1f ns/step over the floor\n", s0 - floor_ns);
+  printf("per-hook overhead (10 hooks, over 0 hooks): %.1f ns NULL-slot, %.1f ns empty "
+         "callbacks (goal <= %.0f): %s\n",
          per_null, per_empty, GOAL_NS_PER_HOOK,
          per_null <= GOAL_NS_PER_HOOK && per_empty <= GOAL_NS_PER_HOOK ? "met" : "NOT met");
-  printf("allocations in timed loops:      %llu (goal 0): %s\n", allocs,
+  printf("allocations in the timed loops: %llu (goal 0): %s\n", allocs,
          allocs == 0 ? "met" : "NOT met");
+  fflush(stdout);
 }
 
 int main(int argc, char **argv)
