@@ -1132,7 +1132,8 @@ static hk_code graph_resolve_tensor(void *self, const char *name, hk_handle *out
   oplen = colon ? (size_t)(colon - name) : strlen(name);
   if (colon) {
     const char *p = colon + 1;
-    if (!*p || strlen(p) > 9) goto not_found;
+    /* canonical decimal only: "op:01" is not "op:1" */
+    if (!*p || strlen(p) > 9 || (p[0] == '0' && p[1] != '\0')) goto not_found;
     for (; *p; p++) {
       if (*p < '0' || *p > '9') goto not_found;
       k = k * 10 + (uint64_t)(*p - '0');

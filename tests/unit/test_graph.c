@@ -266,6 +266,8 @@ static void test_graph__h30_resolve_names_and_handles(void **state) {
   assert_status(hk_executor_resolve_tensor(f->ex, "two:2", &h, &st), &st, HK_NOT_FOUND, "'two:2'");
   assert_status(hk_executor_resolve_tensor(f->ex, "two:x", &h, &st), &st, HK_NOT_FOUND, "'two:x'");
   assert_status(hk_executor_resolve_tensor(f->ex, "two:", &h, &st), &st, HK_NOT_FOUND, "'two:'");
+  assert_status(hk_executor_resolve_tensor(f->ex, "two:01", &h, &st), &st, HK_NOT_FOUND, "'two:01'");
+  assert_status(hk_executor_resolve_tensor(f->ex, "two:-1", &h, &st), &st, HK_NOT_FOUND, "'two:-1'");
   assert_status(hk_executor_resolve_op(f->ex, "scope", &h, &st), &st, HK_NOT_FOUND, "'scope'");
   /* an op without outputs has no tensor "grp:0" */
   assert_ok(hk_graph_group(f->g, &h, "grp", NULL, 0, &st), &st);
