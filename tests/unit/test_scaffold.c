@@ -1,0 +1,390 @@
+/*
+ * Scaffold (group F): C58–C64 over the fake executor's role registry.
+ */
+#include "test_env.h"
+#include "fake_executor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct fixture {
+  test_env *te;
+  fake_executor *fx;
+  hk_executor *ex;
+  hk_handle gs, local, p, my_init, my_local, my_ready;
+  hk_scaffold_options so;
+  hk_scaffold *s, *s2;
+  hk_status st;
+} fixture;
+
+static int setup(void **state)
+{
+  fixture *f = calloc(1, sizeof(*f));
+  float zero = 0;
+  f->te = test_env_new();
+  f->fx = fake_executor_new(&f->te->env);
+  f->ex = fake_executor_executor(f->fx);
+  f->gs = fake_executor_add_global_step(f->fx);
+  f->local = fake_executor_add_variable(f->fx, "local_v", HK_DTYPE_F32, 0, NULL, HK_VAR_LOCAL, &zero);
+  f->p = fake_executor_add_i64(f->fx, "p", 0);
+  f->my_init = fake_executor_add_op(f->fx, "my_init");
+  f->my_local = fake_executor_add_op(f->fx, "my_local_init");
+  f->my_ready = fake_executor_add_report(f->fx, "my_ready", FAKE_REPORT_ALL);
+  hk_scaffold_options_init(&f->so, HK_SCAFFOLD_OPTIONS_VERSION);
+  f->so.env = &f->te->env;
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  fixture *f = *state;
+  long live;
+  hk_scaffold_free(f->s);
+  hk_scaffold_free(f->s2);
+  fake_executor_free(f->fx);
+  live = test_alloc_live(&f->te->alloc);
+  if (live != 0)
+    fprintf(stderr, "teardown: %ld blocks leaked\n", live);
+  test_env_free(f->te);
+  free(f);
+  return live == 0 ? 0 : -1;
+}
+
+static hk_code my_init_fn(void *user, const hk_scaffold *scaffold, hk_raw_session *session, hk_status *st)
+{
+  (void)user;
+  (void)scaffold;
+  (void)session;
+  (void)st;
+  return HK_OK;
+}
+
+static hk_code other_init_fn(void *user, const hk_scaffold *scaffold, hk_raw_session *session, hk_status *st)
+{
+  return my_init_fn(user, scaffold, session, st);
+}
+
+/* ---- options ---------------------------------------------------------- */
+
+static void test_scaffold__options_init(void **state)
+{
+  fixture *f = *state;
+  hk_scaffold_options o;
+  assert_int_equal(hk_scaffold_options_init(NULL, HK_SCAFFOLD_OPTIONS_VERSION), HK_INVALID_ARGUMENT);
+  assert_int_equal(hk_scaffold_options_init(&o, 0), HK_INVALID_ARGUMENT);
+  assert_int_equal(hk_scaffold_options_init(&o, HK_SCAFFOLD_OPTIONS_VERSION + 1), HK_INVALID_ARGUMENT);
+  memset(&o, 0x33, sizeof(o));
+  assert_int_equal(hk_scaffold_options_init(&o, HK_SCAFFOLD_OPTIONS_VERSION), HK_OK);
+  assert_int_equal(o.init_op, HK_NO_HANDLE);
+  assert_null(o.init_fn);
+  assert_null(o.copy_from);
+  assert_int_equal(o.ninit_feed, 0);
+  (void)f;
+}
+
+static void test_scaffold__h3_bad_arguments(void **state)
+{
+  fixture *f = *state;
+  assert_status(hk_scaffold_new(NULL, &f->so, &f->st), &f->st, HK_INVALID_ARGUMENT, NULL);
+  f->so.ninit_feed = 2; /* NULL array with a count */
+  assert_status(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st, HK_INVALID_ARGUMENT, "init_feed");
+  assert_null(f->s);
+  f->so.ninit_feed = 0;
+  f->so.nlocal_init_feed = 1;
+  assert_status(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st, HK_INVALID_ARGUMENT, "local_init_feed");
+  assert_null(f->s);
+  f->so.nlocal_init_feed = 0;
+  f->so.version = 0;
+  assert_status(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st, HK_INVALID_ARGUMENT, NULL);
+  f->so.version = HK_SCAFFOLD_OPTIONS_VERSION;
+  assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
+  assert_status(hk_scaffold_finalize(NULL, f->ex, &f->st), &f->st, HK_INVALID_ARGUMENT, NULL);
+  assert_status(hk_scaffold_finalize(f->s, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, NULL);
+  hk_scaffold_free(NULL);
+}
+
+/* ---- C60: unset before finalization ------------------------------------ */
+
+static void test_scaffold__c60_unset_fields(void **state)
+{
+  fixture *f = *state;
+  size_t n = 99;
+  void *user = f;
+  assert_ok(hk_scaffold_new(&f->s, NULL, &f->st), &f->st);
+  assert_false(hk_scaffold_is_finalized(f->s));
+  assert_int_equal(hk_scaffold_init_op(f->s), HK_NO_HANDLE);
+  assert_int_equal(hk_scaffold_ready_op(f->s), HK_NO_HANDLE);
+  assert_int_equal(hk_scaffold_ready_for_local_init_op(f->s), HK_NO_HANDLE);
+  assert_int_equal(hk_scaffold_local_init_op(f->s), HK_NO_HANDLE);
+  assert_null(hk_scaffold_init_feed(f->s, &n));
+  assert_int_equal(n, 0);
+  n = 99;
+  assert_null(hk_scaffold_local_init_feed(f->s, &n));
+  assert_int_equal(n, 0);
+  assert_null(hk_scaffold_init_fn(f->s, &user));
+  assert_null(user);
+}
+
+/* ---- C58: fields, copies, copy_from ------------------------------------- */
+
+static void test_scaffold__c58_fields_copied(void **state)
+{
+  fixture *f = *state;
+  int64_t v = 42;
+  hk_feed feed[1];
+  const hk_feed *got;
+  size_t n = 0;
+  void *user = NULL;
+  int marker;
+  memset(feed, 0, sizeof(feed));
+  feed[0].tensor = f->p;
+  feed[0].value = hk_tensor_scalar_i64(&v);
+  f->so.init_op = f->my_init;
+  f->so.init_feed = feed;
+  f->so.ninit_feed = 1;
+  f->so.init_fn = my_init_fn;
+  f->so.init_fn_user = &marker;
+  f->so.ready_op = f->my_ready;
+  f->so.local_init_op = f->my_local;
+  f->so.local_init_feed = feed;
+  f->so.nlocal_init_feed = 1;
+  assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
+  /* Copied, values included: changing the source afterwards changes nothing. */
+  v = -1;
+  feed[0].tensor = f->gs;
+  got = hk_scaffold_init_feed(f->s, &n);
+  assert_int_equal(n, 1);
+  assert_int_equal(got[0].tensor, f->p);
+  assert_int_equal(got[0].value.dtype, HK_DTYPE_I64);
+  assert_ptr_not_equal(got[0].value.data, &v);
+  assert_int_equal(*(int64_t *)got[0].value.data, 42);
+  got = hk_scaffold_local_init_feed(f->s, &n);
+  assert_int_equal(n, 1);
+  assert_int_equal(*(int64_t *)got[0].value.data, 42);
+  assert_int_equal(hk_scaffold_init_op(f->s), f->my_init);
+  assert_int_equal(hk_scaffold_ready_op(f->s), f->my_ready);
+  assert_int_equal(hk_scaffold_local_init_op(f->s), f->my_local);
+  assert_int_equal(hk_scaffold_ready_for_local_init_op(f->s), HK_NO_HANDLE);
+  assert_ptr_equal(hk_scaffold_init_fn(f->s, &user), my_init_fn);
+  assert_ptr_equal(user, &marker);
+}
+
+static void test_scaffold__c58_copy_from(void **state)
+{
+  fixture *f = *state;
+  hk_scaffold_options o;
+  int marker;
+  void *user = NULL;
+  f->so.init_op = f->my_init;
+  f->so.init_fn = my_init_fn;
+  f->so.init_fn_user = &marker;
+  f->so.ready_op = f->my_ready;
+  assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
+
+  hk_scaffold_options_init(&o, HK_SCAFFOLD_OPTIONS_VERSION);
+  o.env = &f->te->env;
+  o.copy_from = f->s;
+  o.local_init_op = f->my_local;
+  assert_ok(hk_scaffold_new(&f->s2, &o, &f->st), &f->st);
+  /* Not given: copied (init_fn included); given: wins. */
+  assert_int_equal(hk_scaffold_init_op(f->s2), f->my_init);
+  assert_int_equal(hk_scaffold_ready_op(f->s2), f->my_ready);
+  assert_int_equal(hk_scaffold_local_init_op(f->s2), f->my_local);
+  assert_ptr_equal(hk_scaffold_init_fn(f->s2, &user), my_init_fn);
+  assert_ptr_equal(user, &marker);
+  hk_scaffold_free(f->s2);
+  f->s2 = NULL;
+
+  o.local_init_op = HK_NO_HANDLE;
+  o.init_op = f->my_local;
+  o.init_fn = other_init_fn;
+  o.init_fn_user = NULL;
+  assert_ok(hk_scaffold_new(&f->s2, &o, &f->st), &f->st);
+  assert_int_equal(hk_scaffold_init_op(f->s2), f->my_local);
+  assert_ptr_equal(hk_scaffold_init_fn(f->s2, &user), other_init_fn);
+  assert_int_equal(hk_scaffold_local_init_op(f->s2), HK_NO_HANDLE);
+  /* The copy is independent of its source. */
+  hk_scaffold_free(f->s);
+  f->s = NULL;
+  assert_int_equal(hk_scaffold_ready_op(f->s2), f->my_ready);
+}
+
+/* ---- C61, C62, C64: finalization ---------------------------------------- */
+
+static void test_scaffold__c61_c62_defaults_built_and_registered(void **state)
+{
+  fixture *f = *state;
+  hk_handle h = HK_NO_HANDLE;
+  assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
+  assert_ok(hk_scaffold_finalize(f->s, f->ex, &f->st), &f->st);
+  assert_true(hk_scaffold_is_finalized(f->s));
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_DEFAULT_OP), 4);
+  assert_int_equal(hk_scaffold_init_op(f->s), fake_executor_default_handle(f->fx, HK_DEFAULT_INIT_OP));
+  assert_int_equal(hk_scaffold_ready_op(f->s), fake_executor_default_handle(f->fx, HK_DEFAULT_READY_OP));
+  assert_int_equal(hk_scaffold_ready_for_local_init_op(f->s),
+                   fake_executor_default_handle(f->fx, HK_DEFAULT_READY_FOR_LOCAL_INIT_OP));
+  assert_int_equal(hk_scaffold_local_init_op(f->s), fake_executor_default_handle(f->fx, HK_DEFAULT_LOCAL_INIT_OP));
+  assert_int_not_equal(hk_scaffold_init_op(f->s), HK_NO_HANDLE);
+  /* Registered under their roles. */
+  assert_int_equal(fake_executor_role_count(f->fx, HK_ROLE_INIT_OP, &h), 1);
+  assert_int_equal(h, hk_scaffold_init_op(f->s));
+  assert_int_equal(fake_executor_role_count(f->fx, HK_ROLE_READY_OP, &h), 1);
+  assert_int_equal(h, hk_scaffold_ready_op(f->s));
+  assert_int_equal(fake_executor_role_count(f->fx, HK_ROLE_READY_FOR_LOCAL_INIT_OP, NULL), 1);
+  assert_int_equal(fake_executor_role_count(f->fx, HK_ROLE_LOCAL_INIT_OP, NULL), 1);
+  /* C64: the graph is finalized and it was logged. */
+  assert_true(fake_executor_finalized(f->fx));
+  assert_logged(f->te, HK_LOG_INFO, "Graph was finalized.");
+}
+
+static void test_scaffold__c61_one_registered_op_is_used(void **state)
+{
+  fixture *f = *state;
+  fake_executor_role_register(f->fx, HK_ROLE_INIT_OP, f->my_init);
+  fake_executor_role_register(f->fx, HK_ROLE_LOCAL_INIT_OP, f->my_local);
+  assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
+  assert_ok(hk_scaffold_finalize(f->s, f->ex, &f->st), &f->st);
+  assert_int_equal(hk_scaffold_init_op(f->s), f->my_init);
+  assert_int_equal(hk_scaffold_local_init_op(f->s), f->my_local);
+  assert_int_equal(fake_executor_default_handle(f->fx, HK_DEFAULT_INIT_OP), HK_NO_HANDLE);
+  assert_int_equal(fake_executor_default_handle(f->fx, HK_DEFAULT_LOCAL_INIT_OP), HK_NO_HANDLE);
+  assert_int_equal(fake_executor_role_count(f->fx, HK_ROLE_INIT_OP, NULL), 1);
+}
+
+static void test_scaffold__c61_several_registered_fails(void **state)
+{
+  fixture *f = *state;
+  fake_executor_role_register(f->fx, HK_ROLE_READY_OP, f->my_ready);
+  fake_executor_role_register(f->fx, HK_ROLE_READY_OP, f->p);
+  assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
+  assert_status(hk_scaffold_finalize(f->s, f->ex, &f->st), &f->st, HK_FAILED_PRECONDITION,
+                "More than one item in the collection \"ready_op\". Please indicate which one to use by passing it "
+                "to the Scaffold constructor as: ready_op=");
+  assert_false(hk_scaffold_is_finalized(f->s));
+  /* The message is formatted: no raw placeholder is left. */
+  assert_null(strstr(f->st.message, "<role>"));
+  assert_null(strstr(f->st.message, "{}"));
+}
+
+static void test_scaffold__c61_given_fields_not_registered(void **state)
+{
+  fixture *f = *state;
+  f->so.init_op = f->my_init;
+  f->so.ready_op = f->my_ready;
+  assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
+  assert_ok(hk_scaffold_finalize(f->s, f->ex, &f->st), &f->st);
+  assert_int_equal(hk_scaffold_init_op(f->s), f->my_init);
+  assert_int_equal(hk_scaffold_ready_op(f->s), f->my_ready);
+  assert_int_equal(fake_executor_role_count(f->fx, HK_ROLE_INIT_OP, NULL), 0);
+  assert_int_equal(fake_executor_role_count(f->fx, HK_ROLE_READY_OP, NULL), 0);
+  assert_int_equal(fake_executor_default_handle(f->fx, HK_DEFAULT_INIT_OP), HK_NO_HANDLE);
+  /* The unset ones still got defaults. */
+  assert_int_not_equal(hk_scaffold_local_init_op(f->s), HK_NO_HANDLE);
+}
+
+static void test_scaffold__c64_idempotent(void **state)
+{
+  fixture *f = *state;
+  hk_handle init;
+  assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
+  assert_ok(hk_scaffold_finalize(f->s, f->ex, &f->st), &f->st);
+  init = hk_scaffold_init_op(f->s);
+  fake_executor_reset_calls(f->fx);
+  assert_ok(hk_scaffold_finalize(f->s, f->ex, &f->st), &f->st);
+  assert_int_equal(hk_scaffold_init_op(f->s), init);
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_DEFAULT_OP), 0);
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_ROLE_ADD), 0);
+  assert_int_equal(fake_executor_role_count(f->fx, HK_ROLE_INIT_OP, NULL), 1);
+}
+
+static void test_scaffold__c64_two_scaffolds_same_defaults(void **state)
+{
+  fixture *f = *state;
+  assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
+  assert_ok(hk_scaffold_new(&f->s2, &f->so, &f->st), &f->st);
+  assert_ok(hk_scaffold_finalize(f->s, f->ex, &f->st), &f->st);
+  /* The graph is finalized now; the second Scaffold finds the registered defaults. */
+  assert_ok(hk_scaffold_finalize(f->s2, f->ex, &f->st), &f->st);
+  assert_int_equal(hk_scaffold_init_op(f->s2), hk_scaffold_init_op(f->s));
+  assert_int_equal(hk_scaffold_ready_op(f->s2), hk_scaffold_ready_op(f->s));
+  assert_int_equal(hk_scaffold_ready_for_local_init_op(f->s2), hk_scaffold_ready_for_local_init_op(f->s));
+  assert_int_equal(hk_scaffold_local_init_op(f->s2), hk_scaffold_local_init_op(f->s));
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_DEFAULT_OP), 4);
+  assert_int_equal(fake_executor_role_count(f->fx, HK_ROLE_INIT_OP, NULL), 1);
+}
+
+static void test_scaffold__c64_other_executor_refused(void **state)
+{
+  fixture *f = *state;
+  fake_executor *other = fake_executor_new(&f->te->env);
+  assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
+  assert_ok(hk_scaffold_finalize(f->s, f->ex, &f->st), &f->st);
+  assert_status(hk_scaffold_finalize(f->s, fake_executor_executor(other), &f->st), &f->st, HK_INVALID_ARGUMENT,
+                NULL);
+  fake_executor_free(other);
+}
+
+static void test_scaffold__c61_executor_error_propagates(void **state)
+{
+  fixture *f = *state;
+  assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
+  fake_executor_fail(f->fx, FAKE_ROLE_GET, 1, 1, HK_INTERNAL, "registry unavailable");
+  assert_status(hk_scaffold_finalize(f->s, f->ex, &f->st), &f->st, HK_INTERNAL, "registry unavailable");
+  assert_false(hk_scaffold_is_finalized(f->s));
+  /* A later attempt succeeds. */
+  assert_ok(hk_scaffold_finalize(f->s, f->ex, &f->st), &f->st);
+  assert_true(hk_scaffold_is_finalized(f->s));
+}
+
+static void test_scaffold__oom_loop(void **state)
+{
+  fixture *f = *state;
+  int64_t v = 1;
+  hk_feed feed[1];
+  long n, base = test_alloc_live(&f->te->alloc);
+  memset(feed, 0, sizeof(feed));
+  feed[0].tensor = f->p;
+  feed[0].value = hk_tensor_scalar_i64(&v);
+  f->so.init_feed = feed;
+  f->so.ninit_feed = 1;
+  f->so.local_init_feed = feed;
+  f->so.nlocal_init_feed = 1;
+  for (n = 0; n < 100; n++) {
+    hk_code rc;
+    test_alloc_fail_at(&f->te->alloc, n, 0);
+    rc = hk_scaffold_new(&f->s, &f->so, &f->st);
+    if (rc == HK_OK)
+      break;
+    assert_status(rc, &f->st, HK_RESOURCE_EXHAUSTED, NULL);
+    assert_null(f->s);
+    assert_int_equal(test_alloc_live(&f->te->alloc), base);
+  }
+  assert_true(n > 0);
+  assert_true(n < 100);
+  test_alloc_fail_at(&f->te->alloc, -1, 0);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    T(test_scaffold__options_init),
+    T(test_scaffold__h3_bad_arguments),
+    T(test_scaffold__c60_unset_fields),
+    T(test_scaffold__c58_fields_copied),
+    T(test_scaffold__c58_copy_from),
+    T(test_scaffold__c61_c62_defaults_built_and_registered),
+    T(test_scaffold__c61_one_registered_op_is_used),
+    T(test_scaffold__c61_several_registered_fails),
+    T(test_scaffold__c61_given_fields_not_registered),
+    T(test_scaffold__c64_idempotent),
+    T(test_scaffold__c64_two_scaffolds_same_defaults),
+    T(test_scaffold__c64_other_executor_refused),
+    T(test_scaffold__c61_executor_error_propagates),
+    T(test_scaffold__oom_loop),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
