@@ -30,6 +30,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,10 +122,16 @@ static void usage(FILE *out)
           "Prints one line on stdout: result: step=<N> loss=<x> test_accuracy=<y>\n");
 }
 
-static int usage_error(const char *fmt, const char *a, const char *b)
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 1, 2)))
+#endif
+static int usage_error(const char *fmt, ...)
 {
+  va_list ap;
   fputs("train_digits: ", stderr);
-  fprintf(stderr, fmt, a, b);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
   fputs("\nTry 'train_digits --help'.\n", stderr);
   return EXIT_USAGE;
 }
@@ -135,13 +142,9 @@ static int parse_i64(const char *flag, const char *text, int64_t min, int64_t ma
   long long v;
   errno = 0;
   v = strtoll(text, &end, 10);
-  if (end == text || *end != '\0' || errno == ERANGE || v < min || v > max) {
-    char range[96];
-    snprintf(range, sizeof range, "an integer in [%" PRId64 ", %" PRId64 "]", min, max);
-    fprintf(stderr, "train_digits: invalid value '%s' for %s: expected %s\n", text, flag, range);
-    fputs("Try 'train_digits --help'.\n", stderr);
-    return EXIT_USAGE;
-  }
+  if (end == text || *end != '\0' || errno == ERANGE || v < min || v > max)
+    return usage_error("invalid value '%s' for %s: expected an integer in [%" PRId64 ", %" PRId64 "]",
+                       text, flag, min, max);
   *out = (int64_t)v;
   return 0;
 }
@@ -168,34 +171,34 @@ static int parse_args(int argc, char **argv, options *o)
       return -1;
     }
     if (strncmp(arg, "--", 2) != 0)
-      return usage_error("unexpected argument '%s'%s", arg, "");
+      return usage_error("unexpected argument '%s'", arg);
     /* Both "--flag value" and "--flag=value". */
     eq = strchr(arg, '=');
     if (eq != NULL) {
       size_t len = (size_t)(eq - arg);
       if (len >= sizeof flag)
-        return usage_error("unknown option '%s'%s", arg, "");
+        return usage_error("unknown option '%s'", arg);
       memcpy(flag, arg, len);
       flag[len] = '\0';
       value = eq + 1;
     } else {
       if (strlen(arg) >= sizeof flag)
-        return usage_error("unknown option '%s'%s", arg, "");
+        return usage_error("unknown option '%s'", arg);
       strcpy(flag, arg);
     }
     if (strcmp(flag, "--data") != 0 && strcmp(flag, "--steps") != 0 &&
         strcmp(flag, "--batch") != 0 && strcmp(flag, "--lr") != 0 &&
         strcmp(flag, "--seed") != 0 && strcmp(flag, "--log-every") != 0)
-      return usage_error("unknown option '%s'%s", flag, "");
+      return usage_error("unknown option '%s'", flag);
     if (value == NULL) {
       if (i + 1 >= argc)
-        return usage_error("option '%s' needs a value%s", flag, "");
+        return usage_error("option '%s' needs a value", flag);
       value = argv[++i];
     }
 
     if (strcmp(flag, "--data") == 0) {
       if (*value == '\0')
-        return usage_error("option '%s' needs a non-empty path%s", flag, "");
+        return usage_error("option '%s' needs a non-empty path", flag);
       o->data = value;
     } else if (strcmp(flag, "--steps") == 0) {
       if ((rc = parse_i64(flag, value, 0, INT64_MAX / 2, &o->steps)) != 0)
@@ -212,8 +215,8 @@ static int parse_args(int argc, char **argv, options *o)
       errno = 0;
       v = strtoull(value, &end, 10);
       if (*value == '-' || *value == '+' || end == value || *end != '\0' || errno == ERANGE)
-        return usage_error("invalid value '%s' for --seed: expected an unsigned 64-bit integer%s",
-                           value, "");
+        return usage_error("invalid value '%s' for --seed: expected an unsigned 64-bit integer",
+                           value);
       o->seed = (uint64_t)v;
     } else {
       char *end;
@@ -221,7 +224,7 @@ static int parse_args(int argc, char **argv, options *o)
       errno = 0;
       v = strtod(value, &end);
       if (end == value || *end != '\0' || errno == ERANGE || !isfinite(v) || v <= 0.0)
-        return usage_error("invalid value '%s' for --lr: expected a finite number > 0%s", value, "");
+        return usage_error("invalid value '%s' for --lr: expected a finite number > 0", value);
       o->lr = v;
     }
   }
