@@ -356,7 +356,7 @@ static void destroy(hk_session *s) {
   for (size_t i = 0; i < s->nold; i++) hk_coordinator_free(s->old_coords[i]);
   hk_session_manager_free(s->sm);
   if (s->owns_scaffold) hk_scaffold_free(s->scaffold);
-  if (s->owns_creator && s->creator->destroy) s->creator->destroy(s->creator_user);
+  if (s->owns_creator && s->creator && s->creator->destroy) s->creator->destroy(s->creator_user);
   hk_env env = s->env;
   hk_env_free(&env, s->old_coords);
   hk_env_free(&env, s->hooks);
