@@ -1,0 +1,525 @@
+/*
+ * Session manager (group G): C65–C74 and H24, over the fake executor and
+ * the mock clock.
+ */
+#include "test_env.h"
+#include "fake_executor.h"
+#include "spy_hook.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct fixture {
+  test_env *te;
+  fake_executor *fx;
+  hk_executor *ex;
+  hk_handle gs, lv, p, init, local_init, ready, rfl;
+  hk_session_manager_options mo;
+  hk_session_manager *sm;
+  hk_prepare_options po;
+  hk_raw_session *rs;
+  hk_status st;
+  spy_log log;
+  int init_fn_calls;
+  hk_code init_fn_rc;
+} fixture;
+
+static hk_code log_runs(void *user, fake_executor *fx, const hk_run_args *args, hk_status *st)
+{
+  fixture *f = user;
+  char ev[SPY_EVENT_MAX];
+  (void)fx;
+  (void)st;
+  if (args->ntargets > 0)
+    snprintf(ev, sizeof(ev), "run:%s", hk_executor_handle_name(f->ex, args->targets[0]));
+  else if (args->nfetches > 0)
+    snprintf(ev, sizeof(ev), "fetch:%s", hk_executor_handle_name(f->ex, args->fetches[0]));
+  else
+    snprintf(ev, sizeof(ev), "run:empty");
+  spy_log_add(&f->log, ev, 0);
+  return HK_OK;
+}
+
+static int setup(void **state)
+{
+  fixture *f = calloc(1, sizeof(*f));
+  float zero = 0;
+  f->te = test_env_new();
+  f->fx = fake_executor_new(&f->te->env);
+  f->ex = fake_executor_executor(f->fx);
+  f->gs = fake_executor_add_global_step(f->fx);
+  f->lv = fake_executor_add_variable(f->fx, "lv", HK_DTYPE_F32, 0, NULL, HK_VAR_LOCAL, &zero);
+  f->p = fake_executor_add_i64(f->fx, "p", 0);
+  f->init = fake_executor_add_op(f->fx, "init");
+  fake_executor_op_initializes(f->fx, f->init, FAKE_INIT_GLOBAL);
+  f->local_init = fake_executor_add_op(f->fx, "local_init");
+  fake_executor_op_initializes(f->fx, f->local_init, FAKE_INIT_LOCAL);
+  f->ready = fake_executor_add_report(f->fx, "ready", FAKE_REPORT_ALL);
+  f->rfl = fake_executor_add_report(f->fx, "ready_for_local", FAKE_REPORT_GLOBAL);
+  fake_executor_on_run(f->fx, log_runs, f);
+  hk_session_manager_options_init(&f->mo, HK_SESSION_MANAGER_OPTIONS_VERSION);
+  f->mo.env = &f->te->env;
+  f->mo.executor = f->ex;
+  f->mo.local_init_op = f->local_init;
+  f->mo.ready_op = f->ready;
+  f->mo.ready_for_local_init_op = f->rfl;
+  f->po = (hk_prepare_options)HK_PREPARE_OPTIONS_INIT;
+  f->po.init_op = f->init;
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  fixture *f = *state;
+  long live;
+  hk_raw_session_free(f->rs);
+  hk_session_manager_free(f->sm);
+  fake_executor_free(f->fx);
+  live = test_alloc_live(&f->te->alloc);
+  if (live != 0)
+    fprintf(stderr, "teardown: %ld blocks leaked\n", live);
+  test_env_free(f->te);
+  free(f);
+  return live == 0 ? 0 : -1;
+}
+
+static void make_sm(fixture *f)
+{
+  assert_ok(hk_session_manager_new(&f->sm, &f->mo, &f->st), &f->st);
+  assert_non_null(f->sm);
+}
+
+static hk_code init_fn(void *user, const hk_scaffold *scaffold, hk_raw_session *session, hk_status *st)
+{
+  fixture *f = user;
+  (void)scaffold;
+  f->init_fn_calls++;
+  spy_log_add(&f->log, "init_fn", 0);
+  if (session == NULL || !hk_raw_session_is_open(session))
+    return hk_status_set(st, HK_INTERNAL, "init_fn got no open session");
+  if (f->init_fn_rc != HK_OK)
+    return hk_status_set(st, f->init_fn_rc, "init_fn failed");
+  return HK_OK;
+}
+
+/* ---- C65: options ------------------------------------------------------- */
+
+static void test_session_manager__c65_options(void **state)
+{
+  fixture *f = *state;
+  hk_session_manager_options o;
+  assert_int_equal(hk_session_manager_options_init(NULL, HK_SESSION_MANAGER_OPTIONS_VERSION), HK_INVALID_ARGUMENT);
+  assert_int_equal(hk_session_manager_options_init(&o, 0), HK_INVALID_ARGUMENT);
+  assert_int_equal(hk_session_manager_options_init(&o, HK_SESSION_MANAGER_OPTIONS_VERSION), HK_OK);
+  assert_true(o.recovery_wait_secs == 30.0);
+  assert_int_equal(o.ready_op, HK_NO_HANDLE);
+
+  o = f->mo;
+  o.local_init_op = HK_NO_HANDLE;
+  assert_status(hk_session_manager_new(&f->sm, &o, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "If you pass a ready_for_local_init_op you must also pass a local_init_op, ready_for_local_init_op [");
+  assert_non_null(strstr(f->st.message, "ready_for_local"));
+  assert_null(f->sm);
+  o = f->mo;
+  o.executor = NULL;
+  assert_status(hk_session_manager_new(&f->sm, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "executor");
+  o = f->mo;
+  o.recovery_wait_secs = 0;
+  assert_status(hk_session_manager_new(&f->sm, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "recovery_wait_secs");
+  o.recovery_wait_secs = -5;
+  assert_status(hk_session_manager_new(&f->sm, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "recovery_wait_secs");
+  o = f->mo;
+  o.nlocal_init_feed = 1;
+  assert_status(hk_session_manager_new(&f->sm, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "local_init_feed");
+  assert_status(hk_session_manager_new(NULL, &f->mo, &f->st), &f->st, HK_INVALID_ARGUMENT, NULL);
+  assert_null(f->sm);
+  hk_session_manager_free(NULL);
+}
+
+/* ---- C66: prepare_session ----------------------------------------------- */
+
+static void test_session_manager__c66_order(void **state)
+{
+  fixture *f = *state;
+  static const char *const expect[] = {
+    "run:init", "init_fn", "fetch:ready_for_local:0", "run:local_init", "fetch:ready:0",
+  };
+  int64_t v = 9;
+  hk_feed feed[1];
+  memset(feed, 0, sizeof(feed));
+  feed[0].tensor = f->p;
+  feed[0].value = hk_tensor_scalar_i64(&v);
+  f->mo.local_init_feed = feed;
+  f->mo.nlocal_init_feed = 1;
+  make_sm(f);
+  v = 10; /* the manager copied the local init feed */
+  f->po.init_fn = init_fn;
+  f->po.init_fn_user = f;
+  assert_ok(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st);
+  assert_non_null(f->rs);
+  assert_true(spy_log_equals(&f->log, expect, 5));
+  assert_int_equal(f->init_fn_calls, 1);
+  assert_logged(f->te, HK_LOG_INFO, "Running local_init_op.");
+  assert_logged(f->te, HK_LOG_INFO, "Done running local_init_op.");
+  assert_true(fake_executor_is_initialized(f->fx, NULL, f->gs));
+  assert_true(fake_executor_is_initialized(f->fx, NULL, f->lv));
+  assert_int_equal(fake_executor_open_sessions(f->fx), 1);
+}
+
+static void test_session_manager__c66_init_feed_used(void **state)
+{
+  fixture *f = *state;
+  int64_t v = 5;
+  hk_feed feed[1];
+  int found = 0;
+  size_t i;
+  memset(feed, 0, sizeof(feed));
+  feed[0].tensor = f->p;
+  feed[0].value = hk_tensor_scalar_i64(&v);
+  f->mo.ready_for_local_init_op = HK_NO_HANDLE;
+  f->mo.local_init_op = HK_NO_HANDLE;
+  f->mo.ready_op = HK_NO_HANDLE;
+  make_sm(f);
+  f->po.init_feed = feed;
+  f->po.ninit_feed = 1;
+  assert_ok(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st);
+  /* The last run was the init op with the init feed. */
+  for (i = 0; i < fake_executor_last_run(f->fx)->nfeeds; i++)
+    found |= fake_executor_last_run(f->fx)->feeds[i].tensor == f->p && fake_executor_last_run(f->fx)->feed_i64[i] == 5;
+  assert_true(found);
+  assert_int_equal(fake_executor_last_run(f->fx)->targets[0], f->init);
+}
+
+static void test_session_manager__c66_failure_closes_session(void **state)
+{
+  fixture *f = *state;
+  make_sm(f);
+  fake_executor_op_fails(f->fx, f->init, HK_INTERNAL, "init kernel failed");
+  f->po.init_fn = init_fn;
+  f->po.init_fn_user = f;
+  f->rs = (hk_raw_session *)f;
+  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st, HK_INTERNAL,
+                "init kernel failed");
+  assert_null(f->rs);
+  assert_int_equal(f->init_fn_calls, 0);
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0);
+}
+
+static void test_session_manager__c66_init_fn_failure(void **state)
+{
+  fixture *f = *state;
+  make_sm(f);
+  f->po.init_fn = init_fn;
+  f->po.init_fn_user = f;
+  f->init_fn_rc = HK_ABORTED;
+  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st, HK_ABORTED,
+                "init_fn failed");
+  assert_null(f->rs);
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0);
+  assert_int_equal(fake_executor_op_runs(f->fx, f->local_init), 0);
+}
+
+static void test_session_manager__c66_open_failure(void **state)
+{
+  fixture *f = *state;
+  make_sm(f);
+  fake_executor_fail(f->fx, FAKE_OPEN, 1, 1, HK_UNAVAILABLE, "no master");
+  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st, HK_UNAVAILABLE,
+                "no master");
+  assert_null(f->rs);
+}
+
+/* ---- C67 ----------------------------------------------------------------- */
+
+static void test_session_manager__c67_both_paths(void **state)
+{
+  fixture *f = *state;
+  int initialized = 7;
+  make_sm(f);
+  f->po.checkpoint_dir = "/tmp/ckpt";
+  f->po.checkpoint_filename_with_path = "/tmp/ckpt/model.ckpt-1";
+  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "Can not provide both checkpoint_dir and checkpoint_filename_with_path.");
+  assert_null(f->rs);
+  assert_status(hk_session_manager_recover_session(f->sm, &f->rs, &initialized, &f->po, &f->st), &f->st,
+                HK_INVALID_ARGUMENT, "Can not provide both checkpoint_dir and checkpoint_filename_with_path.");
+  assert_null(f->rs);
+  /* Checked before a raw session exists. */
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_OPEN), 0);
+}
+
+static void test_session_manager__c67_restore_unimplemented(void **state)
+{
+  fixture *f = *state;
+  int initialized = 0;
+  make_sm(f);
+  f->po.checkpoint_dir = "/tmp/ckpt";
+  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st, HK_UNIMPLEMENTED,
+                "restoring checkpoints is not supported by this build");
+  f->po.checkpoint_dir = NULL;
+  f->po.checkpoint_filename_with_path = "/tmp/ckpt/model.ckpt-1";
+  assert_status(hk_session_manager_recover_session(f->sm, &f->rs, &initialized, &f->po, &f->st), &f->st,
+                HK_UNIMPLEMENTED, "restoring checkpoints is not supported by this build");
+  assert_null(f->rs);
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_OPEN), 0);
+}
+
+/* ---- C69, C70, C71, C72 ------------------------------------------------- */
+
+static void test_session_manager__c69_nothing_to_initialize(void **state)
+{
+  fixture *f = *state;
+  f->mo.local_init_op = HK_NO_HANDLE;
+  f->mo.ready_for_local_init_op = HK_NO_HANDLE;
+  make_sm(f);
+  f->po.init_op = HK_NO_HANDLE;
+  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st, HK_FAILED_PRECONDITION,
+                "Model is not initialized and no init_op or init_fn or local_init_op was given");
+  assert_null(f->rs);
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0);
+}
+
+static void test_session_manager__c70_not_ready_for_local_init(void **state)
+{
+  fixture *f = *state;
+  hk_handle noop = fake_executor_add_op(f->fx, "noop_init");
+  make_sm(f);
+  f->po.init_op = noop; /* does not initialize the global step */
+  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st, HK_FAILED_PRECONDITION,
+                "Init operations did not make model ready for local_init.  Init op: ");
+  assert_non_null(strstr(f->st.message, "noop_init"));
+  assert_non_null(strstr(f->st.message, "init fn: "));
+  assert_non_null(strstr(f->st.message, "Variables not initialized: global_step"));
+  assert_int_equal(fake_executor_op_runs(f->fx, f->local_init), 0);
+  assert_null(f->rs);
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0);
+}
+
+static void test_session_manager__c71_not_ready(void **state)
+{
+  fixture *f = *state;
+  static const char *const names[] = { "w1", "w2" };
+  make_sm(f);
+  fake_executor_script_report(f->fx, f->ready, names, 2, 1);
+  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st, HK_FAILED_PRECONDITION,
+                "Init operations did not make model ready.  Init op: ");
+  assert_non_null(strstr(f->st.message, "local_init_op: "));
+  assert_non_null(strstr(f->st.message, "local_init"));
+  assert_non_null(strstr(f->st.message, "Variables not initialized: w1, w2"));
+  assert_null(f->rs);
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0);
+}
+
+static void test_session_manager__c72_unguarded_local_init_reads_uninitialized(void **state)
+{
+  fixture *f = *state;
+  hk_handle bump = fake_executor_add_op(f->fx, "bump_gs");
+  fake_executor_op_increments(f->fx, bump, f->gs, 1);
+  f->mo.local_init_op = bump;
+  f->mo.ready_for_local_init_op = HK_NO_HANDLE;
+  make_sm(f);
+  f->po.init_op = HK_NO_HANDLE;
+  f->po.init_fn = init_fn;
+  f->po.init_fn_user = f;
+  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st, HK_FAILED_PRECONDITION,
+                "Attempting to use uninitialized value global_step");
+  assert_null(f->rs);
+}
+
+static void test_session_manager__c72_model_ready(void **state)
+{
+  fixture *f = *state;
+  static const char *const names[] = { "a", "b" };
+  hk_status reason = HK_STATUS_INIT;
+  int ready = -1;
+  make_sm(f);
+  assert_ok(hk_raw_session_open(&f->rs, f->ex, &f->st), &f->st);
+  /* Unset: ready. */
+  assert_ok(hk_session_manager_model_ready(f->sm, f->rs, HK_NO_HANDLE, &ready, &reason, &f->st), &f->st);
+  assert_int_equal(ready, 1);
+  /* Names: not ready, with the reason. */
+  fake_executor_script_report(f->fx, f->ready, names, 2, 1);
+  assert_ok(hk_session_manager_model_ready(f->sm, f->rs, f->ready, &ready, &reason, &f->st), &f->st);
+  assert_int_equal(ready, 0);
+  assert_string_equal(reason.message, "Variables not initialized: a, b");
+  /* Nothing initialized: the automatic report lists both variables. */
+  assert_ok(hk_session_manager_model_ready(f->sm, f->rs, f->ready, &ready, NULL, &f->st), &f->st);
+  assert_int_equal(ready, 0);
+  /* An empty report: ready. */
+  fake_executor_script_report(f->fx, f->ready, NULL, 0, 1);
+  assert_ok(hk_session_manager_model_ready(f->sm, f->rs, f->ready, &ready, &reason, &f->st), &f->st);
+  assert_int_equal(ready, 1);
+  /* FAILED_PRECONDITION mentioning "uninitialized": not ready, reason = the message. */
+  fake_executor_fail(f->fx, FAKE_RUN, 1, 1, HK_FAILED_PRECONDITION, "Attempting to use uninitialized value v9");
+  assert_ok(hk_session_manager_model_ready(f->sm, f->rs, f->ready, &ready, &reason, &f->st), &f->st);
+  assert_int_equal(ready, 0);
+  assert_non_null(strstr(reason.message, "Attempting to use uninitialized value v9"));
+  /* Any other error is logged and returned. */
+  fake_executor_fail(f->fx, FAKE_RUN, 1, 1, HK_INTERNAL, "ready op crashed");
+  assert_status(hk_session_manager_model_ready(f->sm, f->rs, f->ready, &ready, &reason, &f->st), &f->st,
+                HK_INTERNAL, "ready op crashed");
+  assert_logged(f->te, -1, "ready op crashed");
+  fake_executor_fail(f->fx, FAKE_RUN, 1, 1, HK_FAILED_PRECONDITION, "some other precondition");
+  assert_status(hk_session_manager_model_ready(f->sm, f->rs, f->ready, &ready, &reason, &f->st), &f->st,
+                HK_FAILED_PRECONDITION, "some other precondition");
+  /* Arguments. */
+  assert_status(hk_session_manager_model_ready(f->sm, NULL, f->ready, &ready, &reason, &f->st), &f->st,
+                HK_INVALID_ARGUMENT, NULL);
+  assert_status(hk_session_manager_model_ready(f->sm, f->rs, f->ready, NULL, &reason, &f->st), &f->st,
+                HK_INVALID_ARGUMENT, NULL);
+}
+
+/* ---- C73: wait_for_session ---------------------------------------------- */
+
+static void test_session_manager__c73_ready_after_k_checks(void **state)
+{
+  fixture *f = *state;
+  static const char *const names[] = { "w" };
+  fake_executor *plain;
+  hk_handle ready;
+  /* An executor without variables: readiness depends only on the script. */
+  plain = fake_executor_new(&f->te->env);
+  ready = fake_executor_add_report(plain, "ready", FAKE_REPORT_ALL);
+  fake_executor_script_report(plain, ready, names, 1, 3);
+  hk_session_manager_options_init(&f->mo, HK_SESSION_MANAGER_OPTIONS_VERSION);
+  f->mo.env = &f->te->env;
+  f->mo.executor = fake_executor_executor(plain);
+  f->mo.ready_op = ready;
+  f->mo.recovery_wait_secs = 10;
+  make_sm(f);
+  assert_ok(hk_session_manager_wait_for_session(f->sm, &f->rs, HK_UNSET_SECS, &f->st), &f->st);
+  assert_non_null(f->rs);
+  assert_int_equal(fake_executor_report_evals(plain, ready), 4);
+  assert_int_equal(fake_executor_sessions_opened(plain), 4);
+  assert_int_equal(fake_executor_open_sessions(plain), 1);
+  assert_true(test_clock_total_slept(&f->te->clock) > 30 - 1e-9);
+  assert_true(test_clock_total_slept(&f->te->clock) < 30 + 1e-9);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "Waiting for model to be ready.  Ready_for_local_init_op:  "), 3);
+  assert_logged(f->te, HK_LOG_INFO, "ready: Variables not initialized: w");
+  hk_raw_session_free(f->rs);
+  f->rs = NULL;
+  hk_session_manager_free(f->sm);
+  f->sm = NULL;
+  fake_executor_free(plain);
+}
+
+static void test_session_manager__c73_deadline(void **state)
+{
+  fixture *f = *state;
+  f->mo.recovery_wait_secs = 30;
+  make_sm(f);
+  /* The worker never initializes the GS, so the model never becomes ready. */
+  assert_status(hk_session_manager_wait_for_session(f->sm, &f->rs, 100, &f->st), &f->st, HK_DEADLINE_EXCEEDED,
+                "Session was not ready after waiting 100 secs.");
+  assert_null(f->rs);
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0);
+  /* 100 → 70 → 40 → 10: three waits, then 10 − 30 < 0. */
+  assert_int_equal(fake_executor_sessions_opened(f->fx), 4);
+  assert_true(test_clock_total_slept(&f->te->clock) > 90 - 1e-9);
+  assert_true(test_clock_total_slept(&f->te->clock) < 90 + 1e-9);
+}
+
+static void test_session_manager__c73_local_init_failure_keeps_waiting(void **state)
+{
+  fixture *f = *state;
+  f->mo.recovery_wait_secs = 30;
+  make_sm(f);
+  fake_executor_op_fails(f->fx, f->local_init, HK_INTERNAL, "local init broken");
+  /* rfl reports the GS uninitialized: local init is not even attempted; errors are ignored. */
+  assert_status(hk_session_manager_wait_for_session(f->sm, &f->rs, 40, &f->st), &f->st, HK_DEADLINE_EXCEEDED,
+                "Session was not ready after waiting 40 secs.");
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0);
+}
+
+/* ---- H24: cancel ---------------------------------------------------------- */
+
+typedef struct canceller {
+  hk_session_manager *sm;
+} canceller;
+
+static void *cancel_main(void *arg)
+{
+  canceller *c = arg;
+  hk_session_manager_cancel(c->sm);
+  return NULL;
+}
+
+static void test_session_manager__h24_cancel_from_another_thread(void **state)
+{
+  fixture *f = *state;
+  pthread_t th;
+  canceller c;
+  hk_code rc;
+  make_sm(f);
+  c.sm = f->sm;
+  assert_int_equal(pthread_create(&th, NULL, cancel_main, &c), 0);
+  /* Never ready, no limit: only the cancel ends the wait. */
+  rc = hk_session_manager_wait_for_session(f->sm, &f->rs, HK_UNSET_SECS, &f->st);
+  assert_int_equal(pthread_join(th, NULL), 0);
+  assert_status(rc, &f->st, HK_CANCELLED, "wait cancelled: stop requested");
+  assert_null(f->rs);
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0);
+}
+
+static void test_session_manager__h24_cancel_sticky_until_reset(void **state)
+{
+  fixture *f = *state;
+  make_sm(f);
+  hk_session_manager_cancel(f->sm);
+  assert_status(hk_session_manager_wait_for_session(f->sm, &f->rs, HK_UNSET_SECS, &f->st), &f->st, HK_CANCELLED,
+                "wait cancelled: stop requested");
+  assert_status(hk_session_manager_wait_for_session(f->sm, &f->rs, 1000, &f->st), &f->st, HK_CANCELLED,
+                "wait cancelled");
+  hk_session_manager_reset_cancel(f->sm);
+  assert_status(hk_session_manager_wait_for_session(f->sm, &f->rs, 100, &f->st), &f->st, HK_DEADLINE_EXCEEDED,
+                NULL);
+  hk_session_manager_cancel(NULL);
+}
+
+/* ---- C74: recover_session ------------------------------------------------ */
+
+static void test_session_manager__c74_recover_without_checkpoint(void **state)
+{
+  fixture *f = *state;
+  int initialized = -1;
+  f->mo.ready_for_local_init_op = HK_NO_HANDLE;
+  make_sm(f);
+  assert_ok(hk_session_manager_recover_session(f->sm, &f->rs, &initialized, &f->po, &f->st), &f->st);
+  assert_non_null(f->rs);
+  assert_int_equal(initialized, 0);
+  /* Local init always runs; init_op is not run by recover_session. */
+  assert_int_equal(fake_executor_op_runs(f->fx, f->local_init), 1);
+  assert_int_equal(fake_executor_op_runs(f->fx, f->init), 0);
+  assert_true(fake_executor_is_initialized(f->fx, NULL, f->lv));
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    T(test_session_manager__c65_options),
+    T(test_session_manager__c66_order),
+    T(test_session_manager__c66_init_feed_used),
+    T(test_session_manager__c66_failure_closes_session),
+    T(test_session_manager__c66_init_fn_failure),
+    T(test_session_manager__c66_open_failure),
+    T(test_session_manager__c67_both_paths),
+    T(test_session_manager__c67_restore_unimplemented),
+    T(test_session_manager__c69_nothing_to_initialize),
+    T(test_session_manager__c70_not_ready_for_local_init),
+    T(test_session_manager__c71_not_ready),
+    T(test_session_manager__c72_unguarded_local_init_reads_uninitialized),
+    T(test_session_manager__c72_model_ready),
+    T(test_session_manager__c73_ready_after_k_checks),
+    T(test_session_manager__c73_deadline),
+    T(test_session_manager__c73_local_init_failure_keeps_waiting),
+    T(test_session_manager__h24_cancel_from_another_thread),
+    T(test_session_manager__h24_cancel_sticky_until_reset),
+    T(test_session_manager__c74_recover_without_checkpoint),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
