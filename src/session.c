@@ -486,12 +486,6 @@ static hk_code conflict_error(hk_session *s, hk_status *st, const char *prefix, 
   return HK_INVALID_ARGUMENT;
 }
 
-static int feeds_contain(const hk_feed *f, size_t n, hk_handle h) {
-  for (size_t i = 0; i < n; i++)
-    if (f[i].tensor == h) return 1;
-  return 0;
-}
-
 static int handles_contain(const hk_handle *a, size_t n, hk_handle h) {
   for (size_t i = 0; i < n; i++)
     if (a[i] == h) return 1;
@@ -508,9 +502,30 @@ static hk_code check_single_list(hk_session *s, const hk_feed *f, size_t n, cons
   return HK_OK;
 }
 
-/* C9, C10, H13: merge the hooks' feeds after the caller's. `scratch` collects
- * conflict names in s->targets' tail is not safe, so conflicts reuse the
- * fetch scratch beyond the merged fetches. */
+/* Index of tensor h in f[0..n), or n. */
+static size_t feed_index(const hk_feed *f, size_t n, hk_handle h) {
+  for (size_t i = 0; i < n; i++)
+    if (f[i].tensor == h) return i;
+  return n;
+}
+
+/* Conflicts are reported in order of first appearance: `first[i]` is where
+ * conflicts[i] first appeared. Insertion keeps both arrays sorted by it. */
+#define MAX_CONFLICTS 16
+static void add_conflict(hk_handle *conflicts, size_t *first, size_t *n, hk_handle h, size_t pos) {
+  if (handles_contain(conflicts, *n, h) || *n == MAX_CONFLICTS) return;
+  size_t i = *n;
+  while (i > 0 && first[i - 1] > pos) {
+    conflicts[i] = conflicts[i - 1];
+    first[i] = first[i - 1];
+    i--;
+  }
+  conflicts[i] = h;
+  first[i] = pos;
+  (*n)++;
+}
+
+/* C9, C10, H13: merge the hooks' feeds after the caller's. */
 static hk_code merge_feeds(hk_session *s, const hk_run_args *a, size_t *nfeeds_out, const hk_feed **feeds_out,
                            hk_status *st) {
   hk_code rc = check_single_list(s, a->feeds, a->nfeeds, "the caller's feed list", st);
@@ -526,9 +541,9 @@ static hk_code merge_feeds(hk_session *s, const hk_run_args *a, size_t *nfeeds_o
   if (!grow(s, (void **)&s->feeds, &s->cap_feeds, total, sizeof *s->feeds))
     return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "run: out of memory merging feeds");
   /* Hook feeds first, to find hook-vs-hook conflicts (C9) in order. */
-  size_t nh = 0;
-  hk_handle conflicts[16];
-  size_t nconf = 0;
+  size_t nh = 0, nconf = 0;
+  hk_handle conflicts[MAX_CONFLICTS];
+  size_t first[MAX_CONFLICTS];
   for (size_t i = 0; i < s->nhooks; i++) {
     const hk_run_request *r = &s->requests[i];
     if (!r->nfeeds) continue;
@@ -537,19 +552,14 @@ static hk_code merge_feeds(hk_session *s, const hk_run_args *a, size_t *nfeeds_o
     rc = check_single_list(s, r->feeds, r->nfeeds, who, st);
     if (rc != HK_OK) return rc;
     for (size_t k = 0; k < r->nfeeds; k++) {
-      if (feeds_contain(s->feeds, nh, r->feeds[k].tensor)) {
-        if (nconf < 16 && !handles_contain(conflicts, nconf, r->feeds[k].tensor)) conflicts[nconf++] = r->feeds[k].tensor;
-      }
+      size_t at = feed_index(s->feeds, nh, r->feeds[k].tensor);
+      if (at < nh) add_conflict(conflicts, first, &nconf, r->feeds[k].tensor, at);
     }
-    if (nconf == 0)
-      for (size_t k = 0; k < r->nfeeds; k++) s->feeds[nh++] = r->feeds[k];
-    else
-      return conflict_error(s, st, "Same tensor is fed by two hooks.", conflicts, nconf);
+    if (nconf) return conflict_error(s, st, "Same tensor is fed by two hooks.", conflicts, nconf);
+    for (size_t k = 0; k < r->nfeeds; k++) s->feeds[nh++] = r->feeds[k];
   }
   for (size_t k = 0; k < a->nfeeds; k++)
-    if (feeds_contain(s->feeds, nh, a->feeds[k].tensor) && nconf < 16 &&
-        !handles_contain(conflicts, nconf, a->feeds[k].tensor))
-      conflicts[nconf++] = a->feeds[k].tensor;
+    if (feed_index(s->feeds, nh, a->feeds[k].tensor) < nh) add_conflict(conflicts, first, &nconf, a->feeds[k].tensor, k);
   if (nconf) return conflict_error(s, st, "Same tensor is fed by a SessionRunHook and user.", conflicts, nconf);
   /* Caller's pairs first, then each hook's in list order (C10). */
   memmove(s->feeds + a->nfeeds, s->feeds, nh * sizeof *s->feeds);

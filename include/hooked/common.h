@@ -96,7 +96,9 @@ HK_API int hk_code_is_preemption(hk_code code);
  * Caller-owned status. Every fallible function returns an hk_code and takes a
  * trailing `hk_status *status` that may be NULL; when it is not NULL it
  * receives the same code and, for a non-OK code, a non-empty message that
- * names the offending argument, option, tensor, hook or file (H1).
+ * names the offending argument, option, tensor, hook or file (H1). On
+ * success a function may leave the status untouched: test the returned code,
+ * and read the status only after a failure.
  * Reporting never allocates: the message lives inline (truncated to fit).
  * Initialize with HK_STATUS_INIT or hk_status_clear().
  */
