@@ -1,0 +1,290 @@
+/*
+ * Memory (H7, house style 22): steady-state hk_session_run performs no
+ * allocation through the session's allocator after the first two runs, with
+ * three spy hooks (fetches and feeds) plus the built-in StopAtStep hook, on
+ * the fake executor and on the embedded graph executor; and OOM loops over
+ * hk_session_new and the first run (every failure is RESOURCE_EXHAUSTED,
+ * nothing leaks, the objects stay freeable).
+ */
+#include "test_env.h"
+#include "fake_executor.h"
+#include "spy_hook.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct fixture {
+  test_env *te;
+  int use_graph;
+  fake_executor *fx;
+  hk_graph *g;
+  hk_executor *ex;
+  hk_handle gs, train, p, q, c;
+  spy_hook *a, *b, *d;
+  hk_hook *stop;
+  hk_hook *hooks[4];
+  hk_session_options opts;
+  hk_session *s;
+  hk_status st;
+} fixture;
+
+static void build_fake(fixture *f)
+{
+  f->fx = fake_executor_new(&f->te->env);
+  assert_non_null(f->fx);
+  f->ex = fake_executor_executor(f->fx);
+  f->gs = fake_executor_add_global_step(f->fx);
+  f->train = fake_executor_add_train_op(f->fx);
+  f->p = fake_executor_add_i64(f->fx, "p", 0);
+  f->q = fake_executor_add_i64(f->fx, "q", 0);
+  f->c = fake_executor_add_i64(f->fx, "c", 3);
+}
+
+static void build_graph(fixture *f)
+{
+  hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
+  int64_t one = 1, three = 3;
+  hk_tensor t;
+  hk_handle one_h;
+  go.env = &f->te->env;
+  assert_ok(hk_graph_new(&f->g, &go, &f->st), &f->st);
+  f->ex = hk_graph_executor(f->g);
+  assert_ok(hk_graph_get_or_create_global_step(f->g, &f->gs, &f->st), &f->st);
+  t = hk_tensor_scalar_i64(&one);
+  assert_ok(hk_graph_constant(f->g, &one_h, "one", &t, &f->st), &f->st);
+  t = hk_tensor_scalar_i64(&three);
+  assert_ok(hk_graph_constant(f->g, &f->c, "c", &t, &f->st), &f->st);
+  assert_ok(hk_graph_assign_add(f->g, &f->train, "train", f->gs, one_h, &f->st), &f->st);
+  assert_ok(hk_graph_placeholder(f->g, &f->p, "p", HK_DTYPE_I64, 0, NULL, &f->st), &f->st);
+  assert_ok(hk_graph_placeholder(f->g, &f->q, "q", HK_DTYPE_I64, 0, NULL, &f->st), &f->st);
+}
+
+static void fixture_build(fixture *f, int use_graph)
+{
+  hk_stop_at_step_options so = HK_STOP_AT_STEP_OPTIONS_INIT;
+  f->te = test_env_new();
+  f->use_graph = use_graph;
+  if (use_graph)
+    build_graph(f);
+  else
+    build_fake(f);
+  f->a = spy_hook_new("a", NULL, NULL);
+  f->b = spy_hook_new("b", NULL, NULL);
+  f->d = spy_hook_new("d", NULL, NULL);
+  assert_non_null(f->a);
+  assert_non_null(f->b);
+  assert_non_null(f->d);
+  spy_hook_fetch(f->a, f->gs);
+  spy_hook_feed_i64(f->a, f->p, 11);
+  spy_hook_fetch(f->a, f->p);
+  spy_hook_feed_i64(f->b, f->q, 12);
+  spy_hook_fetch(f->b, f->q);
+  spy_hook_target(f->b, f->train);
+  spy_hook_fetch(f->d, f->c);
+  spy_hook_options(f->d, 0, 10);
+  so.num_steps = 1000000;
+  assert_ok(hk_stop_at_step_hook_new(&f->stop, &so, &f->st), &f->st);
+  f->hooks[0] = f->a->hook;
+  f->hooks[1] = f->b->hook;
+  f->hooks[2] = f->stop;
+  f->hooks[3] = f->d->hook;
+  hk_session_options_init(&f->opts, HK_SESSION_OPTIONS_VERSION);
+  f->opts.env = &f->te->env;
+  f->opts.executor = f->ex;
+  f->opts.hooks = f->hooks;
+  f->opts.nhooks = 4;
+}
+
+static int setup_fake(void **state)
+{
+  fixture *f = calloc(1, sizeof(*f));
+  fixture_build(f, 0);
+  *state = f;
+  return 0;
+}
+
+static int setup_graph(void **state)
+{
+  fixture *f = calloc(1, sizeof(*f));
+  fixture_build(f, 1);
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  fixture *f = *state;
+  long live;
+  hk_session_free(f->s);
+  spy_hook_free(f->a);
+  spy_hook_free(f->b);
+  spy_hook_free(f->d);
+  hk_hook_free(f->stop);
+  fake_executor_free(f->fx);
+  hk_graph_free(f->g);
+  live = test_alloc_live(&f->te->alloc);
+  if (live != 0)
+    fprintf(stderr, "teardown: %ld blocks leaked through the env allocator\n", live);
+  test_env_free(f->te);
+  free(f);
+  return live == 0 ? 0 : -1;
+}
+
+static hk_code run_once(fixture *f, hk_session_kind kind, int64_t *fetched)
+{
+  hk_tensor res[2];
+  hk_handle fetches[2];
+  hk_run_options ro = HK_RUN_OPTIONS_INIT;
+  hk_run_args args;
+  hk_code rc;
+  (void)kind;
+  /* The caller fetches the GS and a constant, with a target and options; the
+   * hooks feed p and q and fetch their own tensors. */
+  memset(&args, 0, sizeof(args));
+  fetches[0] = f->gs;
+  fetches[1] = f->c;
+  args.fetches = fetches;
+  args.nfetches = 2;
+  args.targets = &f->train;
+  args.ntargets = 1;
+  args.options = &ro;
+  rc = hk_session_run(f->s, &args, res, NULL, &f->st);
+  if (rc == HK_OK && fetched)
+    *fetched = *(int64_t *)res[0].data;
+  return rc;
+}
+
+/* ---- H7: zero allocations in steady state -------------------------------- */
+
+static void zero_alloc_check(fixture *f, hk_session_kind kind)
+{
+  int i;
+  int64_t gs = -1;
+  f->opts.kind = kind;
+  assert_ok(hk_session_new(&f->s, &f->opts, &f->st), &f->st);
+  assert_ok(run_once(f, kind, &gs), &f->st);
+  assert_ok(run_once(f, kind, &gs), &f->st);
+  test_alloc_reset_counts(&f->te->alloc);
+  for (i = 0; i < 50; i++) {
+    assert_ok(run_once(f, kind, &gs), &f->st);
+  }
+  if (test_alloc_count(&f->te->alloc) != 0)
+    fprintf(stderr, "steady-state runs allocated %ld times (%ld alloc, %ld realloc)\n",
+            test_alloc_count(&f->te->alloc), f->te->alloc.nalloc, f->te->alloc.nrealloc);
+  assert_int_equal(test_alloc_count(&f->te->alloc), 0);
+  assert_int_equal(f->te->alloc.nfree, 0);
+  /* The runs did real work: hooks saw their values, the step advanced. */
+  assert_int_equal(gs, 51);
+  assert_int_equal(f->a->calls[SPY_AFTER_RUN], 52);
+  assert_int_equal(f->a->last_nresults, 2);
+  assert_int_equal(f->a->last_i64[1], 11);
+  assert_int_equal(f->b->last_i64[0], 12);
+  assert_int_equal(f->d->last_i64[0], 3);
+  assert_false(hk_session_should_stop(f->s));
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+}
+
+static void test_alloc__h7_steady_state_run_monitored(void **state)
+{
+  zero_alloc_check(*state, HK_SESSION_MONITORED);
+}
+
+static void test_alloc__h7_steady_state_run_singular(void **state)
+{
+  zero_alloc_check(*state, HK_SESSION_SINGULAR);
+}
+
+/* ---- 22a: OOM loops ------------------------------------------------------- */
+
+/* One full session first: the Scaffold registers default ops in the graph and
+ * an executor may cache plans; those belong to the graph, not to a session. */
+static long warm_up(fixture *f)
+{
+  assert_ok(hk_session_new(&f->s, &f->opts, &f->st), &f->st);
+  assert_ok(run_once(f, f->opts.kind, NULL), &f->st);
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  hk_session_free(f->s);
+  f->s = NULL;
+  spy_hook_reset(f->a);
+  return test_alloc_live(&f->te->alloc);
+}
+
+static void test_alloc__oom_loop_session_new(void **state)
+{
+  fixture *f = *state;
+  long n, base = warm_up(f);
+  hk_code rc = HK_INTERNAL;
+  for (n = 0; n < 2000; n++) {
+    test_alloc_fail_at(&f->te->alloc, n, 0);
+    f->s = (hk_session *)f;
+    rc = hk_session_new(&f->s, &f->opts, &f->st);
+    test_alloc_fail_at(&f->te->alloc, -1, 0);
+    if (rc == HK_OK)
+      break;
+    if (rc != HK_RESOURCE_EXHAUSTED)
+      fprintf(stderr, "allocation %ld failed: %s %s\n", n, hk_code_name(rc), f->st.message);
+    assert_status(rc, &f->st, HK_RESOURCE_EXHAUSTED, NULL);
+    assert_null(f->s);
+    assert_int_equal(test_alloc_live(&f->te->alloc), base);
+    /* No end() for a failed construction. */
+    assert_int_equal(f->a->calls[SPY_END], 0);
+  }
+  assert_int_equal(rc, HK_OK);
+  assert_true(n > 0);
+  /* The hooks were detached by every failure: the last attempt could use them. */
+  assert_ok(run_once(f, f->opts.kind, NULL), &f->st);
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  hk_session_free(f->s);
+  f->s = NULL;
+  assert_int_equal(test_alloc_live(&f->te->alloc), base);
+}
+
+static void test_alloc__oom_loop_first_run(void **state)
+{
+  fixture *f = *state;
+  long n, attempts, base = warm_up(f);
+  hk_code rc;
+  for (n = 0; n < 2000; n++) {
+    assert_ok(hk_session_new(&f->s, &f->opts, &f->st), &f->st);
+    test_alloc_fail_at(&f->te->alloc, n, 0);
+    rc = run_once(f, f->opts.kind, NULL);
+    attempts = f->te->alloc.attempts;
+    test_alloc_fail_at(&f->te->alloc, -1, 0);
+    if (attempts <= n) {
+      /* The run needed fewer than n+1 allocations: nothing was injected. */
+      assert_ok(rc, &f->st);
+      assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+    } else {
+      if (rc != HK_OK)
+        assert_status(rc, &f->st, HK_RESOURCE_EXHAUSTED, NULL);
+      /* Usable or freeable: a later run either works or reports an error, no crash. */
+      (void)run_once(f, f->opts.kind, NULL);
+      (void)hk_session_close(f->s, rc, NULL);
+    }
+    hk_session_free(f->s);
+    f->s = NULL;
+    assert_int_equal(test_alloc_live(&f->te->alloc), base);
+    if (attempts <= n)
+      break;
+  }
+  assert_true(n < 2000);
+}
+
+#define FAKE(fn) cmocka_unit_test_setup_teardown(fn, setup_fake, teardown)
+#define GRAPH(fn) cmocka_unit_test_setup_teardown(fn, setup_graph, teardown)
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    FAKE(test_alloc__h7_steady_state_run_monitored),
+    FAKE(test_alloc__h7_steady_state_run_singular),
+    GRAPH(test_alloc__h7_steady_state_run_monitored),
+    GRAPH(test_alloc__h7_steady_state_run_singular),
+    FAKE(test_alloc__oom_loop_session_new),
+    GRAPH(test_alloc__oom_loop_session_new),
+    FAKE(test_alloc__oom_loop_first_run),
+    GRAPH(test_alloc__oom_loop_first_run),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
