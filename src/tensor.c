@@ -149,16 +149,26 @@ hk_code hk_tensor_to_i64(const hk_tensor *t, const char *what, int64_t *out, hk_
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s is not scalar (rank %d)", what, (int)t->rank);
   if (!t->data || t->nbytes < hk_dtype_size(t->dtype) || hk_dtype_size(t->dtype) == 0)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s has no data", what);
+  /* memcpy: an executor's view need not be aligned for its dtype. */
   switch (t->dtype) {
-    case HK_DTYPE_I8: *out = *(const int8_t *)t->data; break;
-    case HK_DTYPE_I16: *out = *(const int16_t *)t->data; break;
-    case HK_DTYPE_I32: *out = *(const int32_t *)t->data; break;
-    case HK_DTYPE_I64: *out = *(const int64_t *)t->data; break;
-    case HK_DTYPE_U8: *out = *(const uint8_t *)t->data; break;
-    case HK_DTYPE_U16: *out = *(const uint16_t *)t->data; break;
-    case HK_DTYPE_U32: *out = *(const uint32_t *)t->data; break;
+#define HK__READ(type)                  \
+  {                                     \
+    type v;                             \
+    memcpy(&v, t->data, sizeof v);      \
+    *out = (int64_t)v;                  \
+    break;                              \
+  }
+    case HK_DTYPE_I8: HK__READ(int8_t)
+    case HK_DTYPE_I16: HK__READ(int16_t)
+    case HK_DTYPE_I32: HK__READ(int32_t)
+    case HK_DTYPE_I64: HK__READ(int64_t)
+    case HK_DTYPE_U8: HK__READ(uint8_t)
+    case HK_DTYPE_U16: HK__READ(uint16_t)
+    case HK_DTYPE_U32: HK__READ(uint32_t)
+#undef HK__READ
     case HK_DTYPE_U64: {
-      uint64_t v = *(const uint64_t *)t->data;
+      uint64_t v;
+      memcpy(&v, t->data, sizeof v);
       if (v > (uint64_t)INT64_MAX) return hk_status_set(st, HK_OUT_OF_RANGE, "%s value %llu exceeds int64", what, (unsigned long long)v);
       *out = (int64_t)v;
       break;
