@@ -1,6 +1,7 @@
 # Install-consumer test, run with `cmake -P` by ctest. It installs the
 # current build into a fresh prefix under the build tree, then builds and
-# runs tests/install/consumer two ways: with find_package(hooked) and with
+# runs tests/install/consumer: with find_package(hooked) against the
+# prefix, with find_package(hooked) against the build tree, and with
 # `cc $(pkg-config --cflags --libs hooked)`.
 #
 # Inputs (-D): HOOKED_BINARY_DIR, CONSUMER_DIR, WORK_DIR, CONFIG,
@@ -10,7 +11,8 @@ cmake_minimum_required(VERSION 3.20)
 
 function(run what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  message(STATUS "[${what}] ${ARGN}\n${out}${err}")
+  list(JOIN ARGN " " cmdline)
+  message(STATUS "[${what}] ${cmdline}\n${out}${err}")
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "install test: ${what} failed (exit ${rc})")
   endif()
@@ -66,7 +68,20 @@ foreach(prog consumer_main consumer_custom_hook consumer_cpp_hook)
   run(${prog} ${exe})
 endforeach()
 
-# 2. pkg-config, as a Makefile would use it.
+# 2. The build tree's export, without installing: -Dhooked_DIR=<build dir>.
+set(tree_build ${WORK_DIR}/consumer-build-tree)
+run(configure-build-tree ${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${tree_build} -G ${GENERATOR}
+    -Dhooked_DIR=${HOOKED_BINARY_DIR} -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+    "-DCMAKE_C_FLAGS=${flags}" "-DCMAKE_CXX_FLAGS=${flags}" "-DCMAKE_EXE_LINKER_FLAGS=${flags}"
+    ${build_type_arg})
+run(build-build-tree ${CMAKE_COMMAND} --build ${tree_build} ${config_args} --target consumer_main)
+set(exe ${tree_build}/consumer_main)
+if(CONFIG AND EXISTS ${tree_build}/${CONFIG}/consumer_main)
+  set(exe ${tree_build}/${CONFIG}/consumer_main)
+endif()
+run(consumer_main-build-tree ${exe})
+
+# 3. pkg-config, as a Makefile would use it.
 if(NOT PKG_CONFIG)
   message(FATAL_ERROR "install test: pkg-config was not found; install it (apt-get install -y pkg-config)")
 endif()
