@@ -1436,6 +1436,56 @@ static void test_session__h24_worker_wait_cancelled_by_signal(void **state)
   f->fx = keep;
 }
 
+/* ---- D12: the signal helper is a clean stop ------------------------------ */
+
+static void test_session__d12_signal_is_clean_stop(void **state)
+{
+  fixture *f = *state;
+  hk_status ist = HK_STATUS_INIT;
+  open_session(f);
+  assert_ok(hk_signal_install(&ist), &ist);
+  assert_false(hk_session_should_stop(f->s));
+  raise(SIGTERM);
+  assert_true(hk_signal_fired() != 0);
+  assert_true(hk_session_should_stop(f->s));
+  /* A step in progress (or a new one) still runs: only hook stops block run(). */
+  assert_ok(run_plain(f), &f->st);
+  /* H15: CANCELLED after the signal is clean, so end() runs. */
+  assert_ok(hk_session_close(f->s, HK_CANCELLED, &f->st), &f->st);
+  assert_int_equal(f->a->calls[SPY_END], 1);
+  assert_ok(hk_signal_uninstall(&ist), &ist);
+  assert_int_equal(hk_signal_fired(), 0);
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+static void test_session__options_init_defaults(void **state)
+{
+  fixture *f = *state;
+  hk_session_options o;
+  (void)f;
+  assert_int_equal(hk_session_options_init(NULL, HK_SESSION_OPTIONS_VERSION), HK_INVALID_ARGUMENT);
+  assert_int_equal(hk_session_options_init(&o, 0), HK_INVALID_ARGUMENT);
+  assert_int_equal(hk_session_options_init(&o, HK_SESSION_OPTIONS_VERSION + 1), HK_INVALID_ARGUMENT);
+  memset(&o, 0x5c, sizeof(o));
+  assert_int_equal(hk_session_options_init(&o, HK_SESSION_OPTIONS_VERSION), HK_OK);
+  assert_int_equal(o.version, HK_SESSION_OPTIONS_VERSION);
+  assert_int_equal(o.kind, HK_SESSION_MONITORED);
+  assert_null(o.executor);
+  assert_null(o.hooks);
+  assert_int_equal(o.nhooks, 0);
+  assert_int_equal(o.is_chief, 1);
+  assert_null(o.creator);
+  assert_null(o.scaffold);
+  assert_true(o.stop_grace_period_secs == 120.0);  /* C24 */
+  assert_true(o.max_wait_secs == 1800.0);          /* C48 */
+  assert_true(o.recovery_wait_secs == 30.0);
+  assert_true(o.recovery_initial_delay_secs == 1.0); /* D2.1 */
+  assert_true(o.recovery_max_delay_secs == 60.0);
+  assert_int_equal(o.recovery_max_attempts, 10);
+  assert_true(o.recovery_max_secs == 0.0);
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 #define BOTH(fn) cmocka_unit_test_setup_teardown(fn, setup_ms, teardown), \
@@ -1506,6 +1556,8 @@ int main(void)
     BOTH(test_session__h20_free_without_close),
     BOTH(test_session__h20_free_after_clean_stop_runs_end),
     MS(test_session__hook_destroy_once),
+    BOTH(test_session__d12_signal_is_clean_stop),
+    MS(test_session__options_init_defaults),
     MS(test_session__c48_c73_worker_waits_until_ready),
     MS(test_session__c73_worker_deadline),
     MS(test_session__h24_worker_wait_cancelled_by_signal),
