@@ -488,6 +488,21 @@ static void test_recovery__c40_should_stop_gives_up(void **state)
   assert_status(run_train(f), &f->st, HK_ABORTED, "(gave up after 1 recovery attempts)");
 }
 
+static void test_recovery__c40_recreation_error_enters_failed_state(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  fake_executor_fail(f->fx, FAKE_OPEN, 1, 1, HK_INTERNAL, "cannot reopen");
+  hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_ABORTED, "ps down");
+  /* D2.4: a non-preemption error during the attempt ends it; no raw session remains. */
+  assert_true(hk_session_should_stop(f->s));
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0);
+  assert_status(run_train(f), &f->st, HK_INTERNAL, "cannot reopen");
+  assert_int_equal(f->a->calls[SPY_BEFORE_RUN], 0);
+  assert_status(hk_session_close(f->s, HK_OK, &f->st), &f->st, HK_INTERNAL, "cannot reopen");
+  assert_int_equal(f->a->calls[SPY_END], 0);
+}
+
 static void test_recovery__c40_non_preemption_recorded_stops(void **state)
 {
   fixture *f = *state;
@@ -666,6 +681,7 @@ int main(void)
     MS(test_recovery__c40_should_stop_recovers),
     SMS(test_recovery__c40_should_stop_recovers),
     MS(test_recovery__c40_should_stop_gives_up),
+    MS(test_recovery__c40_recreation_error_enters_failed_state),
     MS(test_recovery__c40_non_preemption_recorded_stops),
     MS(test_recovery__c45_step_fn_rerun),
     SMS(test_recovery__c45_step_fn_rerun),

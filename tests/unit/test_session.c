@@ -1190,6 +1190,29 @@ static void test_session__c44_request_stop(void **state)
   assert_int_equal(f->a->calls[SPY_END], 1);
 }
 
+static hk_code step_two_runs(hk_step_context *ctx, void *user, hk_status *st)
+{
+  fixture *f = user;
+  hk_run_args args = { NULL, 0, NULL, 0, &f->train, 1, NULL };
+  hk_code rc = hk_step_context_run_with_hooks(ctx, &args, NULL, NULL, st);
+  if (rc != HK_OK)
+    return rc;
+  return hk_step_context_run_with_hooks(ctx, &args, NULL, NULL, st);
+}
+
+static void test_session__c5_run_with_hooks_after_hook_stop(void **state)
+{
+  fixture *f = *state;
+  open_session(f);
+  spy_hook_stop_at(f->c, SPY_AFTER_RUN, 1, 1);
+  /* C5 applies to run_with_hooks too: the second call in the step is refused. */
+  assert_status(hk_session_run_step_fn(f->s, step_two_runs, f, &f->st), &f->st, HK_FAILED_PRECONDITION,
+                "Run called even after should_stop requested.");
+  assert_int_equal(f->a->calls[SPY_BEFORE_RUN], 1);
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 1);
+  assert_true(hk_session_should_stop(f->s));
+}
+
 /* ---- H17: stop from another thread ------------------------------------- */
 
 typedef struct stopper {
@@ -1550,6 +1573,7 @@ int main(void)
     BOTH(test_session__c42_null_step_fn),
     BOTH(test_session__c43_step_fn),
     BOTH(test_session__c44_request_stop),
+    BOTH(test_session__c5_run_with_hooks_after_hook_stop),
     BOTH(test_session__h17_stop_from_another_thread),
     BOTH(test_session__h17_error_from_another_thread),
     BOTH(test_session__h19_reentrant_calls_refused),
