@@ -30,8 +30,10 @@ endfunction()
 # check_result(<step>): the single stdout line; sets LOSS, ACC.
 function(check_result step)
   set(num "-?(nan|[0-9]+\\.[0-9]+)")
-  expect_match("${OUT}" "^result: step=${step} loss=${num} test_accuracy=([0-9]+\\.[0-9]+)\n$"
-               "result line")
+  # Matched here, not in expect_match(): CMAKE_MATCH_<n> is scoped to the function that matched.
+  if(NOT OUT MATCHES "^result: step=${step} loss=${num} test_accuracy=([0-9]+\\.[0-9]+)\n$")
+    message(FATAL_ERROR "no 'result: step=${step} loss=<x> test_accuracy=<y>' line in:\n${OUT}")
+  endif()
   set(LOSS "${CMAKE_MATCH_1}" PARENT_SCOPE)
   set(ACC "${CMAKE_MATCH_2}" PARENT_SCOPE)
 endfunction()
