@@ -466,6 +466,32 @@ static hk_code check_params(hk_kernel_context *ctx, float *p[4], hk_status *stat
   return HK_OK;
 }
 
+/* One row through the model: hpre = x w1 + b1, h = relu(hpre), logits =
+ * h w2 + b2. Shared by training and evaluation so both see the same model.
+ * Most pixels are 0, and skipping them halves the first layer's work. */
+static void forward_row(const float *x, const float *w1, const float *b1, const float *w2,
+                        const float *b2, float hpre[NHID], float h[NHID], float logits[NCLS])
+{
+  memcpy(hpre, b1, sizeof(float) * NHID);
+  for (int i = 0; i < NPIX; i++) {
+    const float xi = x[i];
+    const float *wr = w1 + i * NHID;
+    if (xi == 0.0f)
+      continue;
+    for (int j = 0; j < NHID; j++)
+      hpre[j] += xi * wr[j];
+  }
+  for (int j = 0; j < NHID; j++)
+    h[j] = hpre[j] > 0.0f ? hpre[j] : 0.0f;
+  memcpy(logits, b2, sizeof(float) * NCLS);
+  for (int j = 0; j < NHID; j++) {
+    const float hj = h[j];
+    const float *wr = w2 + j * NCLS;
+    for (int k = 0; k < NCLS; k++)
+      logits[k] += hj * wr[k];
+  }
+}
+
 /* Forward, backward (softmax cross-entropy: d loss / d logits = (p - onehot)
  * / batch) and the SGD update, in place. Output 0: the batch's mean loss. */
 static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
@@ -504,24 +530,7 @@ static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
       return hk_status_set(status, HK_INVALID_ARGUMENT,
                            "train: label %" PRId32 " of row %" PRId64 " in y is outside 0..%d",
                            label, n, NCLS - 1);
-    memcpy(hp, b1, sizeof(float) * NHID);
-    for (int i = 0; i < NPIX; i++) {
-      const float xi = xn[i];
-      const float *wr = w1 + i * NHID;
-      if (xi == 0.0f)
-        continue;
-      for (int j = 0; j < NHID; j++)
-        hp[j] += xi * wr[j];
-    }
-    for (int j = 0; j < NHID; j++)
-      hn[j] = hp[j] > 0.0f ? hp[j] : 0.0f;
-    memcpy(logits, b2, sizeof logits);
-    for (int j = 0; j < NHID; j++) {
-      const float hj = hn[j];
-      const float *wr = w2 + j * NCLS;
-      for (int k = 0; k < NCLS; k++)
-        logits[k] += hj * wr[k];
-    }
+    forward_row(xn, w1, b1, w2, b2, hp, hn, logits);
     mx = logits[0];
     for (int k = 1; k < NCLS; k++)
       mx = logits[k] > mx ? logits[k] : mx;
@@ -628,18 +637,9 @@ static hk_code accuracy_kernel(void *user, hk_kernel_context *ctx, const hk_tens
   n = inputs[5].dims[0];
   for (int64_t r = 0; r < n; r++) {
     const float *xr = x + r * NPIX;
-    float h[NHID], logits[NCLS];
+    float hpre[NHID], h[NHID], logits[NCLS];
     int best = 0;
-    memcpy(h, b1, sizeof h);
-    for (int i = 0; i < NPIX; i++)
-      for (int j = 0; j < NHID; j++)
-        h[j] += xr[i] * w1[i * NHID + j];
-    memcpy(logits, b2, sizeof logits);
-    for (int j = 0; j < NHID; j++) {
-      const float hj = h[j] > 0.0f ? h[j] : 0.0f;
-      for (int k = 0; k < NCLS; k++)
-        logits[k] += hj * w2[j * NCLS + k];
-    }
+    forward_row(xr, w1, b1, w2, b2, hpre, h, logits);
     for (int k = 1; k < NCLS; k++)
       if (logits[k] > logits[best])
         best = k;
