@@ -20,7 +20,6 @@ function(run what)
 endfunction()
 
 set(prefix ${WORK_DIR}/prefix)
-set(build ${WORK_DIR}/consumer-build)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 
@@ -49,37 +48,34 @@ if(SANITIZE)
   set(flags "-fsanitize=${SANITIZE} -fno-omit-frame-pointer")
 endif()
 
-# 1. find_package(hooked CONFIG REQUIRED)
 set(build_type_arg "")
 if(CONFIG)
   set(build_type_arg -DCMAKE_BUILD_TYPE=${CONFIG})
 endif()
-run(configure ${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${build} -G ${GENERATOR}
-    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
-    "-DCMAKE_C_FLAGS=${flags}" "-DCMAKE_CXX_FLAGS=${flags}" "-DCMAKE_EXE_LINKER_FLAGS=${flags}"
-    ${build_type_arg})
-run(build ${CMAKE_COMMAND} --build ${build} ${config_args})
-# Multi-config generators put programs in a per-config subdirectory.
-foreach(prog consumer_main consumer_custom_hook consumer_cpp_hook)
-  set(exe ${build}/${prog})
-  if(CONFIG AND EXISTS ${build}/${CONFIG}/${prog})
-    set(exe ${build}/${CONFIG}/${prog})
-  endif()
-  run(${prog} ${exe})
-endforeach()
+
+# consumer(<label> <build dir> <how to find hooked> <programs...>):
+# configure and build the consumer project, then run the given programs.
+function(consumer label dir find_arg)
+  run(configure-${label} ${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${dir} -G ${GENERATOR} ${find_arg}
+      -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+      "-DCMAKE_C_FLAGS=${flags}" "-DCMAKE_CXX_FLAGS=${flags}" "-DCMAKE_EXE_LINKER_FLAGS=${flags}"
+      ${build_type_arg})
+  run(build-${label} ${CMAKE_COMMAND} --build ${dir} ${config_args} --target ${ARGN})
+  foreach(prog ${ARGN})
+    set(exe ${dir}/${prog})
+    if(CONFIG AND EXISTS ${dir}/${CONFIG}/${prog}) # multi-config generators
+      set(exe ${dir}/${CONFIG}/${prog})
+    endif()
+    run(${prog}-${label} ${exe})
+  endforeach()
+endfunction()
+
+# 1. find_package(hooked CONFIG REQUIRED) against the installed prefix.
+consumer(prefix ${WORK_DIR}/consumer-build -DCMAKE_PREFIX_PATH=${prefix}
+         consumer_main consumer_custom_hook consumer_cpp_hook)
 
 # 2. The build tree's export, without installing: -Dhooked_DIR=<build dir>.
-set(tree_build ${WORK_DIR}/consumer-build-tree)
-run(configure-build-tree ${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${tree_build} -G ${GENERATOR}
-    -Dhooked_DIR=${HOOKED_BINARY_DIR} -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
-    "-DCMAKE_C_FLAGS=${flags}" "-DCMAKE_CXX_FLAGS=${flags}" "-DCMAKE_EXE_LINKER_FLAGS=${flags}"
-    ${build_type_arg})
-run(build-build-tree ${CMAKE_COMMAND} --build ${tree_build} ${config_args} --target consumer_main)
-set(exe ${tree_build}/consumer_main)
-if(CONFIG AND EXISTS ${tree_build}/${CONFIG}/consumer_main)
-  set(exe ${tree_build}/${CONFIG}/consumer_main)
-endif()
-run(consumer_main-build-tree ${exe})
+consumer(build-tree ${WORK_DIR}/consumer-build-tree -Dhooked_DIR=${HOOKED_BINARY_DIR} consumer_main)
 
 # 3. pkg-config, as a Makefile would use it.
 if(NOT PKG_CONFIG)
