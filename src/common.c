@@ -61,6 +61,12 @@ void hk__status_copy(hk_status *dst, const hk_status *src) {
   dst->message[sizeof dst->message - 1] = '\0';
 }
 
+hk_code hk__callback_result(hk_code rc, hk_status *st, const char *what, const char *name) {
+  if (rc != HK_OK && st && (st->code != rc || st->message[0] == '\0'))
+    hk_status_set(st, rc, "%s of '%s' failed with %s", what, name, hk_code_name(rc));
+  return rc;
+}
+
 /* ---- env ------------------------------------------------------------------ */
 
 static const hk_env default_env = HK_ENV_INIT;
@@ -185,6 +191,7 @@ void hk_env_sleep(const hk_env *env, double secs) {
     env->clock.sleep(env->clock.user, secs);
     return;
   }
+  if (secs > 1e9) secs = 1e9; /* ~31 years; keeps the conversion to time_t defined */
   struct timespec ts;
   ts.tv_sec = (time_t)secs;
   ts.tv_nsec = (long)((secs - (double)ts.tv_sec) * 1e9);

@@ -15,6 +15,11 @@
 const hk_env *hk__env_or_default(const hk_env *env);
 void hk__env_vlog(const hk_env *env, hk_log_level level, const char *fmt, va_list ap);
 void hk__status_copy(hk_status *dst, const hk_status *src);
+/** A callback may return a code without filling its status, or fill a
+ *  different code: make `st` agree with `rc` and name the culprit. @return rc. */
+hk_code hk__callback_result(hk_code rc, hk_status *st, const char *what, const char *name);
+/** The executor a Scaffold was finalized with, or NULL. */
+hk_executor *hk__scaffold_executor(const hk_scaffold *s);
 /** finite and >= 0 */
 int hk__secs_valid(double secs);
 

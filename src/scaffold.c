@@ -32,8 +32,9 @@ hk_code hk__feeds_copy(const hk_env *env, const hk_feed *src, size_t n, hk_feed 
   for (size_t i = 0; i < n; i++) {
     const hk_tensor *v = &src[i].value;
     hk_tensor check;
-    hk_code rc = hk_tensor_init(&check, v->dtype, v->rank, v->dims, v->data, st);
-    if (rc != HK_OK) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s[%zu]: %s", what, i, st ? st->message : "invalid tensor");
+    hk_status why = HK_STATUS_INIT;
+    hk_code rc = hk_tensor_init(&check, v->dtype, v->rank, v->dims, v->data, &why);
+    if (rc != HK_OK) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s[%zu]: %s", what, i, why.message);
     if (v->dtype == HK_DTYPE_STRING)
       return hk_status_set(st, HK_INVALID_ARGUMENT, "%s[%zu]: string tensors cannot be copied into a feed", what, i);
     if (src[i].tensor == HK_NO_HANDLE)
@@ -187,6 +188,8 @@ hk_code hk_scaffold_finalize(hk_scaffold *s, hk_executor *ex, hk_status *st) {
   hk_env_log(&s->env, HK_LOG_INFO, "Graph was finalized.");
   return HK_OK;
 }
+
+hk_executor *hk__scaffold_executor(const hk_scaffold *s) { return s ? s->finalized_with : NULL; }
 
 int hk_scaffold_is_finalized(const hk_scaffold *s) { return s && s->finalized_with != NULL; }
 hk_handle hk_scaffold_init_op(const hk_scaffold *s) { return s ? s->init_op : HK_NO_HANDLE; }

@@ -76,13 +76,7 @@ static int grow(hk_session *s, void **arr, size_t *cap, size_t need, size_t elem
   return 1;
 }
 
-/* A callback may return a code without filling its status (or fill a
- * different code); make the status agree with the code and name the culprit. */
-static hk_code callback_result(hk_code rc, hk_status *st, const char *what, const char *name) {
-  if (rc != HK_OK && st->code != rc)
-    hk_status_set(st, rc, "%s of '%s' failed with %s", what, name, hk_code_name(rc));
-  return rc;
-}
+#define callback_result hk__callback_result
 
 /* Public entry points work on a local status and copy it out at the end, so
  * internal logic can always read what went wrong even when the caller passed
@@ -236,7 +230,9 @@ static const char *const TEXT_SHOULD_STOP =
 /* Called with a preemption error in `err`. Re-creates the raw session per D2
  * until one creation succeeds (OK) or recovery gives up or meets another
  * error (returned; failed state when no raw session remains). */
-static hk_code recover(hk_session *s, episode *ep, const char *text, hk_status *err) {
+static hk_code recover(hk_session *s, episode *ep, const char *text, hk_code code, hk_status *err) {
+  /* The code is what counts; the status may not have been filled (H1). */
+  hk__callback_result(code, err, "operation", "session");
   if (!ep->active) {
     ep->active = 1;
     ep->attempts = 0;
@@ -252,11 +248,11 @@ static hk_code recover(hk_session *s, episode *ep, const char *text, hk_status *
     if (give_up) {
       char msg[HK_STATUS_MESSAGE_MAX];
       snprintf(msg, sizeof msg, "%s", err->message);
-      hk_status_set(err, err->code, "%s (gave up after %lld recovery attempts)", msg, (long long)ep->attempts);
+      hk_status_set(err, code, "%s (gave up after %lld recovery attempts)", msg, (long long)ep->attempts);
       stop_coordinator(s);
       close_raw(s);
       enter_failed(s, err);
-      return err->code;
+      return code;
     }
     ep->attempts = k;
     hk_env_log(&s->env, HK_LOG_WARNING, "%s Error: %s (recovery attempt %lld, waiting %g secs)", text, err->message,
@@ -267,7 +263,9 @@ static hk_code recover(hk_session *s, episode *ep, const char *text, hk_status *
     hk_status cst = HK_STATUS_INIT;
     hk_code rc = create_once(s, &cst);
     if (rc == HK_OK) return HK_OK;
+    hk__callback_result(rc, &cst, "session creation", "session");
     hk__status_copy(err, &cst);
+    code = rc;
     if (!hk_code_is_preemption(rc)) {
       enter_failed(s, err); /* D2.4: no raw session remains */
       return rc;
@@ -337,6 +335,8 @@ static hk_code validate_options(const hk_session_options *o, hk_status *st) {
   if (!hk__secs_valid(o->recovery_max_secs))
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: recovery_max_secs must be finite and >= 0, got %g",
                          o->recovery_max_secs);
+  if (o->scaffold && hk__scaffold_executor(o->scaffold) && hk__scaffold_executor(o->scaffold) != o->executor)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: scaffold was finalized with another executor");
   if (o->checkpoint_dir && o->checkpoint_filename_with_path)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "Can not provide both checkpoint_dir and checkpoint_filename_with_path.");
   if (o->checkpoint_dir || o->checkpoint_filename_with_path)
@@ -347,7 +347,7 @@ static hk_code validate_options(const hk_session_options *o, hk_status *st) {
 
 /* Free everything; the session must not be in a hook callback. */
 static void destroy(hk_session *s) {
-  detach_hooks(s);
+  if (!s->closed) detach_hooks(s); /* close() detached them; they may be freed since */
   close_raw(s);
   if (s->coord) {
     hk_coordinator_free(s->coord);
@@ -448,7 +448,6 @@ static hk_code session_new(hk_session **out, const hk_session_options *o, hk_sta
     mo.ready_for_local_init_op = hk_scaffold_ready_for_local_init_op(s->scaffold);
     mo.local_init_feed = hk_scaffold_local_init_feed(s->scaffold, &mo.nlocal_init_feed);
     mo.recovery_wait_secs = o->recovery_wait_secs;
-    if (mo.local_init_op == HK_NO_HANDLE) mo.ready_for_local_init_op = HK_NO_HANDLE;
     rc = hk_session_manager_new(&s->sm, &mo, st);
   }
   if (rc == HK_OK) {
@@ -457,7 +456,7 @@ static hk_code session_new(hk_session **out, const hk_session_options *o, hk_sta
       episode ep = {0, 0, 0};
       hk_status err = HK_STATUS_INIT;
       hk__status_copy(&err, st);
-      rc = recover(s, &ep, TEXT_CREATE, &err);
+      rc = recover(s, &ep, TEXT_CREATE, rc, &err);
       hk__status_copy(st, &err);
     }
   }
@@ -474,14 +473,26 @@ static hk_code session_new(hk_session **out, const hk_session_options *o, hk_sta
 
 static const hk_run_args empty_args = {NULL, 0, NULL, 0, NULL, 0, NULL};
 
-/* Append the names of `conflicts` to a message "prefix [a:0, b:0]". */
-static hk_code conflict_error(hk_session *s, hk_status *st, const char *prefix, const hk_handle *names, size_t n) {
-  if (!st) return HK_INVALID_ARGUMENT;
+/* Index of tensor h in f[0..n), or n. */
+static size_t feed_index(const hk_feed *f, size_t n, hk_handle h) {
+  for (size_t i = 0; i < n; i++)
+    if (f[i].tensor == h) return i;
+  return n;
+}
+
+/* "prefix Conflict(s): [a:0, b:0]": the tensors of `earlier` that `later`
+ * also feeds, in order of their first appearance (in `earlier`). */
+static hk_code conflict_error(hk_session *s, hk_status *st, const char *prefix, const hk_feed *earlier, size_t ne,
+                              const hk_feed *later, size_t nl) {
   st->code = HK_INVALID_ARGUMENT;
   size_t used = (size_t)snprintf(st->message, sizeof st->message, "%s Conflict(s): [", prefix);
-  for (size_t i = 0; i < n && used < sizeof st->message; i++)
-    used += (size_t)snprintf(st->message + used, sizeof st->message - used, "%s%s", i ? ", " : "",
-                             hk_executor_handle_name(s->ex, names[i]));
+  int any = 0;
+  for (size_t i = 0; i < ne && used < sizeof st->message; i++) {
+    if (feed_index(later, nl, earlier[i].tensor) == nl) continue;
+    used += (size_t)snprintf(st->message + used, sizeof st->message - used, "%s%s", any ? ", " : "",
+                             hk_executor_handle_name(s->ex, earlier[i].tensor));
+    any = 1;
+  }
   if (used < sizeof st->message) snprintf(st->message + used, sizeof st->message - used, "]");
   return HK_INVALID_ARGUMENT;
 }
@@ -502,29 +513,6 @@ static hk_code check_single_list(hk_session *s, const hk_feed *f, size_t n, cons
   return HK_OK;
 }
 
-/* Index of tensor h in f[0..n), or n. */
-static size_t feed_index(const hk_feed *f, size_t n, hk_handle h) {
-  for (size_t i = 0; i < n; i++)
-    if (f[i].tensor == h) return i;
-  return n;
-}
-
-/* Conflicts are reported in order of first appearance: `first[i]` is where
- * conflicts[i] first appeared. Insertion keeps both arrays sorted by it. */
-#define MAX_CONFLICTS 16
-static void add_conflict(hk_handle *conflicts, size_t *first, size_t *n, hk_handle h, size_t pos) {
-  if (handles_contain(conflicts, *n, h) || *n == MAX_CONFLICTS) return;
-  size_t i = *n;
-  while (i > 0 && first[i - 1] > pos) {
-    conflicts[i] = conflicts[i - 1];
-    first[i] = first[i - 1];
-    i--;
-  }
-  conflicts[i] = h;
-  first[i] = pos;
-  (*n)++;
-}
-
 /* C9, C10, H13: merge the hooks' feeds after the caller's. */
 static hk_code merge_feeds(hk_session *s, const hk_run_args *a, size_t *nfeeds_out, const hk_feed **feeds_out,
                            hk_status *st) {
@@ -541,9 +529,7 @@ static hk_code merge_feeds(hk_session *s, const hk_run_args *a, size_t *nfeeds_o
   if (!grow(s, (void **)&s->feeds, &s->cap_feeds, total, sizeof *s->feeds))
     return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "run: out of memory merging feeds");
   /* Hook feeds first, to find hook-vs-hook conflicts (C9) in order. */
-  size_t nh = 0, nconf = 0;
-  hk_handle conflicts[MAX_CONFLICTS];
-  size_t first[MAX_CONFLICTS];
+  size_t nh = 0;
   for (size_t i = 0; i < s->nhooks; i++) {
     const hk_run_request *r = &s->requests[i];
     if (!r->nfeeds) continue;
@@ -551,16 +537,14 @@ static hk_code merge_feeds(hk_session *s, const hk_run_args *a, size_t *nfeeds_o
     snprintf(who, sizeof who, "hook '%s'", s->hooks[i]->name);
     rc = check_single_list(s, r->feeds, r->nfeeds, who, st);
     if (rc != HK_OK) return rc;
-    for (size_t k = 0; k < r->nfeeds; k++) {
-      size_t at = feed_index(s->feeds, nh, r->feeds[k].tensor);
-      if (at < nh) add_conflict(conflicts, first, &nconf, r->feeds[k].tensor, at);
-    }
-    if (nconf) return conflict_error(s, st, "Same tensor is fed by two hooks.", conflicts, nconf);
+    for (size_t k = 0; k < r->nfeeds; k++)
+      if (feed_index(s->feeds, nh, r->feeds[k].tensor) < nh)
+        return conflict_error(s, st, "Same tensor is fed by two hooks.", s->feeds, nh, r->feeds, r->nfeeds);
     for (size_t k = 0; k < r->nfeeds; k++) s->feeds[nh++] = r->feeds[k];
   }
   for (size_t k = 0; k < a->nfeeds; k++)
-    if (feed_index(s->feeds, nh, a->feeds[k].tensor) < nh) add_conflict(conflicts, first, &nconf, a->feeds[k].tensor, k);
-  if (nconf) return conflict_error(s, st, "Same tensor is fed by a SessionRunHook and user.", conflicts, nconf);
+    if (feed_index(s->feeds, nh, a->feeds[k].tensor) < nh)
+      return conflict_error(s, st, "Same tensor is fed by a SessionRunHook and user.", a->feeds, a->nfeeds, s->feeds, nh);
   /* Caller's pairs first, then each hook's in list order (C10). */
   memmove(s->feeds + a->nfeeds, s->feeds, nh * sizeof *s->feeds);
   if (a->nfeeds) memcpy(s->feeds, a->feeds, a->nfeeds * sizeof *s->feeds);
@@ -704,11 +688,12 @@ static hk_code session_run(hk_session *s, const hk_run_args *args, hk_tensor *re
   if (!args) args = &empty_args;
   episode ep = {0, 0, 0};
   for (;;) {
+    hk_status_clear(st); /* a retry must not inherit the last attempt's message */
     rc = run_once(s, args, results, md, st);
     if (s->kind != HK_SESSION_MONITORED || !hk_code_is_preemption(rc) || s->failed) return rc;
     hk_status err = HK_STATUS_INIT;
     hk__status_copy(&err, st);
-    rc = recover(s, &ep, TEXT_RUN, &err); /* C38, D2 */
+    rc = recover(s, &ep, TEXT_RUN, rc, &err); /* C38, D2 */
     if (rc != HK_OK) {
       hk__status_copy(st, &err);
       return rc;
@@ -726,7 +711,8 @@ int hk_session_should_stop(hk_session *s) {
   hk_code c = hk_coordinator_error(s->coord, &rec);
   if (s->kind == HK_SESSION_MONITORED && hk_code_is_preemption(c) && !s->busy) {
     episode ep = {0, 0, 0};
-    return recover(s, &ep, TEXT_SHOULD_STOP, &rec) != HK_OK;
+    /* D8, C26: a stop requested while re-creating still counts. */
+    return recover(s, &ep, TEXT_SHOULD_STOP, c, &rec) != HK_OK || s->hook_stop;
   }
   return 1;
 }
@@ -775,12 +761,13 @@ static hk_code session_run_step_fn(hk_session *s, hk_step_fn fn, void *user, hk_
   episode ep = {0, 0, 0};
   for (;;) {
     hk_step_context ctx = {s, 0};
+    hk_status_clear(st);
     hk_code rc = callback_result(fn(&ctx, user, st), st, "step_fn", "run_step_fn");
     if (ctx.stopping && (rc == HK_OK || rc == HK_OUT_OF_RANGE)) return hk_status_set(st, HK_OUT_OF_RANGE, STEP_STOP_MESSAGE);
     if (s->kind != HK_SESSION_MONITORED || !hk_code_is_preemption(rc) || s->failed || s->closed) return rc;
     hk_status err = HK_STATUS_INIT;
     hk__status_copy(&err, st);
-    rc = recover(s, &ep, TEXT_RUN, &err);
+    rc = recover(s, &ep, TEXT_RUN, rc, &err);
     if (rc != HK_OK) {
       hk__status_copy(st, &err);
       return rc;
@@ -816,10 +803,11 @@ hk_code hk_session_close(hk_session *s, hk_code exit_code, hk_status *st) {
     }
     s->busy--;
   }
-  /* Read the recorded error before our own clean stop request. */
+  stop_coordinator(s);
+  /* After the join: a thread may report an error while it is being stopped.
+   * Our own stop request is clean, so it is never mistaken for one. */
   hk_status coord_err = HK_STATUS_INIT;
   hk_code cc = s->coord ? hk_coordinator_error(s->coord, &coord_err) : HK_OK;
-  stop_coordinator(s);
   close_raw(s);
   s->closed = 1;
   detach_hooks(s);

@@ -183,7 +183,7 @@ static hk_code check_prepare(const hk_prepare_options *o, hk_status *st) {
     return hk_status_set(st, HK_UNIMPLEMENTED,
                          "restoring checkpoints is not supported by this build (%s given)",
                          o->checkpoint_dir ? "checkpoint_dir" : "checkpoint_filename_with_path");
-  if (o->wait_for_checkpoint && !(hk_secs_is_unset(o->max_wait_secs) || hk__secs_valid(o->max_wait_secs)))
+  if (!(hk_secs_is_unset(o->max_wait_secs) || hk__secs_valid(o->max_wait_secs)))
     return hk_status_set(st, HK_INVALID_ARGUMENT, "prepare options: max_wait_secs must be finite and >= 0, got %g",
                          o->max_wait_secs);
   return HK_OK;
@@ -227,8 +227,13 @@ hk_code hk_session_manager_prepare_session(hk_session_manager *sm, hk_raw_sessio
       if (rc != HK_OK) return fail_closing(&rs, rc);
     }
     if (o->init_fn) {
-      rc = o->init_fn(o->init_fn_user, o->scaffold, rs, st);
-      if (rc != HK_OK) return fail_closing(&rs, rc);
+      /* A local status: init_fn may leave it unfilled, and st may be NULL. */
+      hk_status fn_st = HK_STATUS_INIT;
+      rc = hk__callback_result(o->init_fn(o->init_fn_user, o->scaffold, rs, &fn_st), &fn_st, "init_fn", "Scaffold");
+      if (rc != HK_OK) {
+        hk__status_copy(st, &fn_st);
+        return fail_closing(&rs, rc);
+      }
     }
   }
   int ok = 1;
@@ -318,8 +323,8 @@ hk_code hk_session_manager_wait_for_session(hk_session_manager *sm, hk_raw_sessi
     if (!unlimited) {
       double remaining = max_wait_secs - (hk_env_monotonic(&sm->env) - start);
       if (remaining - sm->recovery_wait_secs < 0)
-        return hk_status_set(st, HK_DEADLINE_EXCEEDED, "Session was not ready after waiting %d secs.",
-                             (int)max_wait_secs);
+        return hk_status_set(st, HK_DEADLINE_EXCEEDED, "Session was not ready after waiting %.0f secs.",
+                             floor(max_wait_secs));
     }
     hk_env_log(&sm->env, HK_LOG_INFO, "Waiting for model to be ready.  Ready_for_local_init_op:  %s, ready: %s",
                ok ? "None" : local_why.message, ok ? ready_why.message : "None");
