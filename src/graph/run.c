@@ -474,8 +474,9 @@ static hk_code run_op(hk_graph *g, gsession *s, const plan *p, const hk_run_args
   ctx.g = g;
   ctx.s = s;
   ctx.op = op;
-  rc = op->kernel(op->kernel_user, &ctx, s->in, op->ninputs, s->out + op->out_base, op->noutputs,
-                  &ks);
+  /* s->out is NULL while the graph has no outputs at all. */
+  rc = op->kernel(op->kernel_user, &ctx, s->in, op->ninputs, op->noutputs ? s->out + op->out_base : NULL,
+                  op->noutputs, &ks);
   if (rc != HK_OK) {
     if (ks.code == rc && ks.message[0])
       return hk_status_set(st, rc, "%s", ks.message);
