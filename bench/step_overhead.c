@@ -45,23 +45,20 @@
 /* ---- counting allocator -------------------------------------------------- */
 
 typedef struct counter {
-  atomic_ullong allocs;  /* alloc and realloc calls */
+  atomic_ullong allocs; /* alloc and realloc calls */
 } counter;
 
-static void *count_alloc(void *user, size_t size)
-{
+static void *count_alloc(void *user, size_t size) {
   atomic_fetch_add(&((counter *)user)->allocs, 1);
   return malloc(size);
 }
 
-static void *count_realloc(void *user, void *ptr, size_t size)
-{
+static void *count_realloc(void *user, void *ptr, size_t size) {
   atomic_fetch_add(&((counter *)user)->allocs, 1);
   return realloc(ptr, size);
 }
 
-static void count_free(void *user, void *ptr)
-{
+static void count_free(void *user, void *ptr) {
   (void)user;
   free(ptr);
 }
@@ -69,12 +66,10 @@ static void count_free(void *user, void *ptr)
 /* ---- hooks --------------------------------------------------------------- */
 
 static const hk_hook_vtable null_hook_vtable = {
-  HK_HOOK_VTABLE_VERSION, NULL, NULL, NULL, NULL, NULL, NULL,
+    HK_HOOK_VTABLE_VERSION, NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
-static hk_code empty_before_run(void *user, hk_run_context *ctx, hk_run_request *request,
-                                hk_status *status)
-{
+static hk_code empty_before_run(void *user, hk_run_context *ctx, hk_run_request *request, hk_status *status) {
   (void)user;
   (void)ctx;
   (void)request;
@@ -82,9 +77,7 @@ static hk_code empty_before_run(void *user, hk_run_context *ctx, hk_run_request 
   return HK_OK;
 }
 
-static hk_code empty_after_run(void *user, hk_run_context *ctx, const hk_run_values *values,
-                               hk_status *status)
-{
+static hk_code empty_after_run(void *user, hk_run_context *ctx, const hk_run_values *values, hk_status *status) {
   (void)user;
   (void)ctx;
   (void)values;
@@ -93,7 +86,7 @@ static hk_code empty_after_run(void *user, hk_run_context *ctx, const hk_run_val
 }
 
 static const hk_hook_vtable empty_hook_vtable = {
-  HK_HOOK_VTABLE_VERSION, NULL, NULL, empty_before_run, empty_after_run, NULL, NULL,
+    HK_HOOK_VTABLE_VERSION, NULL, NULL, empty_before_run, empty_after_run, NULL, NULL,
 };
 
 /* ---- cases --------------------------------------------------------------- */
@@ -102,8 +95,8 @@ typedef enum hook_kind { HOOKS_NONE, HOOKS_NULL, HOOKS_EMPTY, HOOKS_STOP } hook_
 
 typedef struct bench_case {
   const char *label;
-  int raw;              /* 1: hk_raw_session_run, no session */
-  int fetch_gs;         /* raw only: also fetch global_step */
+  int raw;      /* 1: hk_raw_session_run, no session */
+  int fetch_gs; /* raw only: also fetch global_step */
   hook_kind kind;
   size_t nhooks;
   /* state */
@@ -121,36 +114,31 @@ typedef struct bench {
   hk_handle noop, gs;
   bench_case *cases;
   size_t ncases;
-  unsigned long long setup_allocs;  /* before the timed loops: proves the counter is wired */
+  unsigned long long setup_allocs; /* before the timed loops: proves the counter is wired */
 } bench;
 
-static double now_secs(void)
-{
+static double now_secs(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int fail(const char *what, const hk_status *st)
-{
+static int fail(const char *what, const hk_status *st) {
   fprintf(stderr, "step_overhead: %s: %s: %s\n", what, hk_code_name(st->code), st->message);
   return 1;
 }
 
-static int build_graph(bench *b)
-{
+static int build_graph(bench *b) {
   hk_graph_options gopts = HK_GRAPH_OPTIONS_INIT;
   hk_status st = HK_STATUS_INIT;
   gopts.env = &b->env;
-  if (hk_graph_new(&b->g, &gopts, &st) != HK_OK ||
-      hk_graph_get_or_create_global_step(b->g, &b->gs, &st) != HK_OK ||
+  if (hk_graph_new(&b->g, &gopts, &st) != HK_OK || hk_graph_get_or_create_global_step(b->g, &b->gs, &st) != HK_OK ||
       hk_graph_group(b->g, &b->noop, "noop", NULL, 0, &st) != HK_OK)
     return fail("building the graph", &st);
   return 0;
 }
 
-static int open_case(bench *b, bench_case *c)
-{
+static int open_case(bench *b, bench_case *c) {
   hk_status st = HK_STATUS_INIT;
   hk_session_options so = HK_SESSION_OPTIONS_INIT;
 
@@ -161,8 +149,7 @@ static int open_case(bench *b, bench_case *c)
     int64_t zero = 0;
     hk_tensor v = hk_tensor_scalar_i64(&zero);
     size_t index;
-    if (hk_raw_session_open(&c->rs, hk_graph_executor(b->g), &st) != HK_OK)
-      return fail("opening a raw session", &st);
+    if (hk_raw_session_open(&c->rs, hk_graph_executor(b->g), &st) != HK_OK) return fail("opening a raw session", &st);
     if (hk_executor_global_step(hk_graph_executor(b->g), NULL, &index, &st) != HK_OK ||
         hk_raw_session_assign_variable(c->rs, index, &v, &st) != HK_OK)
       return fail("initializing global_step", &st);
@@ -179,20 +166,17 @@ static int open_case(bench *b, bench_case *c)
       o.last_step = INT64_MAX / 2;
       rc = hk_stop_at_step_hook_new(&c->hooks[i], &o, &st);
     }
-    if (rc != HK_OK)
-      return fail("creating a hook", &st);
+    if (rc != HK_OK) return fail("creating a hook", &st);
   }
   so.env = &b->env;
   so.executor = hk_graph_executor(b->g);
   so.hooks = c->hooks;
   so.nhooks = c->nhooks;
-  if (hk_session_new(&c->s, &so, &st) != HK_OK)
-    return fail("creating a session", &st);
+  if (hk_session_new(&c->s, &so, &st) != HK_OK) return fail("creating a session", &st);
   return 0;
 }
 
-static void close_case(bench_case *c)
-{
+static void close_case(bench_case *c) {
   if (c->s != NULL) {
     hk_session_close(c->s, HK_OK, NULL);
     hk_session_free(c->s);
@@ -207,62 +191,52 @@ static void close_case(bench_case *c)
 }
 
 /* `n` runs of the case. @return 0 or 1 after printing the error. */
-static int run_case(bench *b, bench_case *c, uint64_t n)
-{
+static int run_case(bench *b, bench_case *c, uint64_t n) {
   hk_status st = HK_STATUS_INIT;
-  hk_run_args args = { NULL, 0, NULL, 0, &b->noop, 1, NULL };
+  hk_run_args args = {NULL, 0, NULL, 0, &b->noop, 1, NULL};
   hk_tensor result;
   if (c->raw && c->fetch_gs) {
     args.fetches = &b->gs;
     args.nfetches = 1;
   }
   for (uint64_t i = 0; i < n; i++) {
-    hk_code rc = c->raw ? hk_raw_session_run(c->rs, &args, &result, NULL, &st)
-                        : hk_session_run(c->s, &args, NULL, NULL, &st);
-    if (rc != HK_OK)
-      return fail(c->label, &st);
+    hk_code rc =
+        c->raw ? hk_raw_session_run(c->rs, &args, &result, NULL, &st) : hk_session_run(c->s, &args, NULL, NULL, &st);
+    if (rc != HK_OK) return fail(c->label, &st);
   }
   return 0;
 }
 
-static int time_case(bench *b, bench_case *c, uint64_t iters)
-{
+static int time_case(bench *b, bench_case *c, uint64_t iters) {
   unsigned long long a0 = atomic_load(&b->count.allocs);
   double t0 = now_secs(), ns;
-  if (run_case(b, c, iters) != 0)
-    return 1;
+  if (run_case(b, c, iters) != 0) return 1;
   ns = (now_secs() - t0) * 1e9 / (double)iters;
   c->allocs += atomic_load(&b->count.allocs) - a0;
-  if (c->best_ns < 0 || ns < c->best_ns)
-    c->best_ns = ns;
+  if (c->best_ns < 0 || ns < c->best_ns) c->best_ns = ns;
   return 0;
 }
 
-static int parse_u64(const char *flag, const char *text, uint64_t *out)
-{
+static int parse_u64(const char *flag, const char *text, uint64_t *out) {
   char *end;
   unsigned long long v;
   errno = 0;
   v = strtoull(text, &end, 10);
   if (*text == '-' || end == text || *end != '\0' || errno == ERANGE || v == 0) {
-    fprintf(stderr, "step_overhead: invalid value '%s' for %s: expected a positive integer\n", text,
-            flag);
+    fprintf(stderr, "step_overhead: invalid value '%s' for %s: expected a positive integer\n", text, flag);
     return 2;
   }
   *out = v;
   return 0;
 }
 
-static const bench_case *find(const bench *b, const char *label)
-{
+static const bench_case *find(const bench *b, const char *label) {
   for (size_t i = 0; i < b->ncases; i++)
-    if (strcmp(b->cases[i].label, label) == 0)
-      return &b->cases[i];
+    if (strcmp(b->cases[i].label, label) == 0) return &b->cases[i];
   return NULL;
 }
 
-static void report(const bench *b, uint64_t iters, uint64_t reps)
-{
+static void report(const bench *b, uint64_t iters, uint64_t reps) {
   const double floor_ns = find(b, "floor")->best_ns;
   const double s0 = find(b, "session, 0 hooks")->best_ns;
   const double n10 = find(b, "session, 10 NULL-slot hooks")->best_ns;
@@ -271,7 +245,8 @@ static void report(const bench *b, uint64_t iters, uint64_t reps)
   unsigned long long allocs = 0;
   const char *bt = HOOKED_BENCH_BUILD_TYPE;
 
-  printf("hooked %s step_overhead: %" PRIu64 " runs x %" PRIu64 " repetitions per case, best "
+  printf("hooked %s step_overhead: %" PRIu64 " runs x %" PRIu64
+         " repetitions per case, best "
          "repetition; build type %s\n",
          hk_version(), iters, reps, *bt ? bt : "(none: unoptimized)");
   printf("%-30s %9s %9s %12s %12s %7s\n", "case", "ns/step", "x floor", "ns/hook", "ns/hook", "allocs");
@@ -283,32 +258,33 @@ static void report(const bench *b, uint64_t iters, uint64_t reps)
       snprintf(over_floor, sizeof over_floor, "%.1f", (c->best_ns - floor_ns) / (double)c->nhooks);
       snprintf(over_s0, sizeof over_s0, "%.1f", (c->best_ns - s0) / (double)c->nhooks);
     }
-    printf("%-30s %9.1f %8.2fx %12s %12s %7llu\n", c->label, c->best_ns, c->best_ns / floor_ns,
-           over_floor, over_s0, c->allocs);
+    printf("%-30s %9.1f %8.2fx %12s %12s %7llu\n", c->label, c->best_ns, c->best_ns / floor_ns, over_floor, over_s0,
+           c->allocs);
     allocs += c->allocs;
   }
   printf("\nsession with no hooks: %.1f ns/step over the floor\n", s0 - floor_ns);
-  printf("per-hook overhead (10 hooks, over 0 hooks): %.1f ns NULL-slot, %.1f ns empty "
-         "callbacks (goal <= %.0f): %s\n",
-         per_null, per_empty, GOAL_NS_PER_HOOK,
-         per_null <= GOAL_NS_PER_HOOK && per_empty <= GOAL_NS_PER_HOOK ? "met" : "NOT met");
-  printf("allocations in the timed loops: %llu (goal 0): %s; the same counter saw %llu during "
-         "setup and warm-up\n",
-         allocs, allocs == 0 ? "met" : "NOT met", b->setup_allocs);
+  printf(
+      "per-hook overhead (10 hooks, over 0 hooks): %.1f ns NULL-slot, %.1f ns empty "
+      "callbacks (goal <= %.0f): %s\n",
+      per_null, per_empty, GOAL_NS_PER_HOOK,
+      per_null <= GOAL_NS_PER_HOOK && per_empty <= GOAL_NS_PER_HOOK ? "met" : "NOT met");
+  printf(
+      "allocations in the timed loops: %llu (goal 0): %s; the same counter saw %llu during "
+      "setup and warm-up\n",
+      allocs, allocs == 0 ? "met" : "NOT met", b->setup_allocs);
   fflush(stdout);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
   bench_case cases[] = {
-    { "floor", 1, 0, HOOKS_NONE, 0, NULL, NULL, { NULL }, -1, 0 },
-    { "floor + fetch global_step", 1, 1, HOOKS_NONE, 0, NULL, NULL, { NULL }, -1, 0 },
-    { "session, 0 hooks", 0, 0, HOOKS_NONE, 0, NULL, NULL, { NULL }, -1, 0 },
-    { "session, 1 NULL-slot hook", 0, 0, HOOKS_NULL, 1, NULL, NULL, { NULL }, -1, 0 },
-    { "session, 10 NULL-slot hooks", 0, 0, HOOKS_NULL, 10, NULL, NULL, { NULL }, -1, 0 },
-    { "session, 1 empty hook", 0, 0, HOOKS_EMPTY, 1, NULL, NULL, { NULL }, -1, 0 },
-    { "session, 10 empty hooks", 0, 0, HOOKS_EMPTY, 10, NULL, NULL, { NULL }, -1, 0 },
-    { "session, StopAtStep hook", 0, 0, HOOKS_STOP, 1, NULL, NULL, { NULL }, -1, 0 },
+      {"floor", 1, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, -1, 0},
+      {"floor + fetch global_step", 1, 1, HOOKS_NONE, 0, NULL, NULL, {NULL}, -1, 0},
+      {"session, 0 hooks", 0, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, -1, 0},
+      {"session, 1 NULL-slot hook", 0, 0, HOOKS_NULL, 1, NULL, NULL, {NULL}, -1, 0},
+      {"session, 10 NULL-slot hooks", 0, 0, HOOKS_NULL, 10, NULL, NULL, {NULL}, -1, 0},
+      {"session, 1 empty hook", 0, 0, HOOKS_EMPTY, 1, NULL, NULL, {NULL}, -1, 0},
+      {"session, 10 empty hooks", 0, 0, HOOKS_EMPTY, 10, NULL, NULL, {NULL}, -1, 0},
+      {"session, StopAtStep hook", 0, 0, HOOKS_STOP, 1, NULL, NULL, {NULL}, -1, 0},
   };
   const size_t ncases = sizeof cases / sizeof cases[0];
   bench b;
@@ -318,19 +294,18 @@ int main(int argc, char **argv)
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      printf("usage: step_overhead [--iters N] [--reps N]\n"
-             "  --iters N   runs per case and repetition (default 2000000)\n"
-             "  --reps N    repetitions; the best is reported (default 5)\n");
+      printf(
+          "usage: step_overhead [--iters N] [--reps N]\n"
+          "  --iters N   runs per case and repetition (default 2000000)\n"
+          "  --reps N    repetitions; the best is reported (default 5)\n");
       return 0;
     }
     if ((strcmp(a, "--iters") == 0 || strcmp(a, "--reps") == 0) && i + 1 < argc) {
-      if (parse_u64(a, argv[i + 1], strcmp(a, "--iters") == 0 ? &iters : &reps) != 0)
-        return 2;
+      if (parse_u64(a, argv[i + 1], strcmp(a, "--iters") == 0 ? &iters : &reps) != 0) return 2;
       i++;
       continue;
     }
-    fprintf(stderr, "step_overhead: unknown or incomplete option '%s'\nTry 'step_overhead --help'.\n",
-            a);
+    fprintf(stderr, "step_overhead: unknown or incomplete option '%s'\nTry 'step_overhead --help'.\n", a);
     return 2;
   }
 
@@ -345,33 +320,26 @@ int main(int argc, char **argv)
   b.cases = cases;
   b.ncases = ncases;
 
-  if (build_graph(&b) != 0)
-    goto out;
+  if (build_graph(&b) != 0) goto out;
   /* Sessions first: the first one's Scaffold finalizes the graph, which the
    * raw sessions of the floor cases then open as is. */
   for (size_t i = 0; i < ncases; i++)
-    if (!cases[i].raw && open_case(&b, &cases[i]) != 0)
-      goto out;
+    if (!cases[i].raw && open_case(&b, &cases[i]) != 0) goto out;
   for (size_t i = 0; i < ncases; i++)
-    if (cases[i].raw && open_case(&b, &cases[i]) != 0)
-      goto out;
+    if (cases[i].raw && open_case(&b, &cases[i]) != 0) goto out;
   for (size_t i = 0; i < ncases; i++)
-    if (run_case(&b, &cases[i], WARMUP_RUNS) != 0)
-      goto out;
+    if (run_case(&b, &cases[i], WARMUP_RUNS) != 0) goto out;
   b.setup_allocs = atomic_load(&b.count.allocs);
   for (uint64_t r = 0; r < reps; r++)
     for (size_t i = 0; i < ncases; i++)
-      if (time_case(&b, &cases[i], iters) != 0)
-        goto out;
+      if (time_case(&b, &cases[i], iters) != 0) goto out;
   report(&b, iters, reps);
   status = 0;
   for (size_t i = 0; i < ncases; i++)
-    if (cases[i].allocs != 0)
-      status = 1;
+    if (cases[i].allocs != 0) status = 1;
 
 out:
-  for (size_t i = 0; i < ncases; i++)
-    close_case(&cases[i]);
+  for (size_t i = 0; i < ncases; i++) close_case(&cases[i]);
   hk_graph_free(b.g);
   return status;
 }

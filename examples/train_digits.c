@@ -54,8 +54,7 @@
 
 #define SPLITMIX64_GAMMA UINT64_C(0x9E3779B97F4A7C15)
 
-static uint64_t splitmix64_next(uint64_t *state)
-{
+static uint64_t splitmix64_next(uint64_t *state) {
   uint64_t z = (*state += SPLITMIX64_GAMMA);
   z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
   z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
@@ -68,11 +67,9 @@ static uint64_t splitmix64_next(uint64_t *state)
  * generator whose state starts at `seed`, then swap idx[i] and idx[j]. The
  * modulo bias is part of the recipe, not an oversight.
  */
-static void fisher_yates(uint32_t *idx, size_t n, uint64_t seed)
-{
+static void fisher_yates(uint32_t *idx, size_t n, uint64_t seed) {
   uint64_t state = seed;
-  for (size_t i = 0; i < n; i++)
-    idx[i] = (uint32_t)i;
+  for (size_t i = 0; i < n; i++) idx[i] = (uint32_t)i;
   for (size_t i = n; i-- > 1;) {
     size_t j = (size_t)(splitmix64_next(&state) % (uint64_t)(i + 1));
     uint32_t tmp = idx[i];
@@ -84,8 +81,7 @@ static void fisher_yates(uint32_t *idx, size_t n, uint64_t seed)
 /* Seed of the training-row shuffle of `epoch`: one SplitMix64 output of the
  * epoch, xored into the run seed, mixed again. Neighbouring epochs and seeds
  * give unrelated permutations. */
-static uint64_t epoch_seed(uint64_t seed, int64_t epoch)
-{
+static uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
   uint64_t e = (uint64_t)epoch;
   uint64_t s = seed ^ splitmix64_next(&e);
   return splitmix64_next(&s);
@@ -102,8 +98,7 @@ typedef struct options {
   int64_t log_every;
 } options;
 
-static void usage(FILE *out)
-{
+static void usage(FILE *out) {
   fprintf(out,
           "usage: train_digits [--data PATH] [--steps N] [--batch N] [--lr X] [--seed N]\n"
           "                    [--log-every N] [--help]\n"
@@ -111,7 +106,8 @@ static void usage(FILE *out)
           "Train a 64-32-10 MLP on the UCI digits data through a hooked monitored session.\n"
           "\n"
           "  --data PATH      digits CSV, gzip-compressed or plain (default: the bundled\n"
-          "                   " DATA_FILE_NAME " from the build or install tree)\n"
+          "                   " DATA_FILE_NAME
+          " from the build or install tree)\n"
           "  --steps N        last global step: stop when it is reached (default 3000)\n"
           "  --batch N        rows per step (default 32)\n"
           "  --lr X           SGD learning rate, > 0 (default 0.1)\n"
@@ -125,8 +121,8 @@ static void usage(FILE *out)
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 1, 2)))
 #endif
-static int usage_error(const char *fmt, ...)
-{
+static int
+usage_error(const char *fmt, ...) {
   va_list ap;
   fputs("train_digits: ", stderr);
   va_start(ap, fmt);
@@ -136,22 +132,20 @@ static int usage_error(const char *fmt, ...)
   return EXIT_USAGE;
 }
 
-static int parse_i64(const char *flag, const char *text, int64_t min, int64_t max, int64_t *out)
-{
+static int parse_i64(const char *flag, const char *text, int64_t min, int64_t max, int64_t *out) {
   char *end;
   long long v;
   errno = 0;
   v = strtoll(text, &end, 10);
   if (end == text || *end != '\0' || errno == ERANGE || v < min || v > max)
-    return usage_error("invalid value '%s' for %s: expected an integer in [%" PRId64 ", %" PRId64 "]",
-                       text, flag, min, max);
+    return usage_error("invalid value '%s' for %s: expected an integer in [%" PRId64 ", %" PRId64 "]", text, flag, min,
+                       max);
   *out = (int64_t)v;
   return 0;
 }
 
 /* @return 0 to go on, -1 after --help, or an exit status. */
-static int parse_args(int argc, char **argv, options *o)
-{
+static int parse_args(int argc, char **argv, options *o) {
   o->data = NULL;
   o->steps = 3000;
   o->batch = 32;
@@ -170,53 +164,43 @@ static int parse_args(int argc, char **argv, options *o)
       usage(stdout);
       return -1;
     }
-    if (strncmp(arg, "--", 2) != 0)
-      return usage_error("unexpected argument '%s'", arg);
+    if (strncmp(arg, "--", 2) != 0) return usage_error("unexpected argument '%s'", arg);
     /* Both "--flag value" and "--flag=value". */
     eq = strchr(arg, '=');
     if (eq != NULL) {
       size_t len = (size_t)(eq - arg);
-      if (len >= sizeof flag)
-        return usage_error("unknown option '%s'", arg);
+      if (len >= sizeof flag) return usage_error("unknown option '%s'", arg);
       memcpy(flag, arg, len);
       flag[len] = '\0';
       value = eq + 1;
     } else {
-      if (strlen(arg) >= sizeof flag)
-        return usage_error("unknown option '%s'", arg);
+      if (strlen(arg) >= sizeof flag) return usage_error("unknown option '%s'", arg);
       strcpy(flag, arg);
     }
-    if (strcmp(flag, "--data") != 0 && strcmp(flag, "--steps") != 0 &&
-        strcmp(flag, "--batch") != 0 && strcmp(flag, "--lr") != 0 &&
-        strcmp(flag, "--seed") != 0 && strcmp(flag, "--log-every") != 0)
+    if (strcmp(flag, "--data") != 0 && strcmp(flag, "--steps") != 0 && strcmp(flag, "--batch") != 0 &&
+        strcmp(flag, "--lr") != 0 && strcmp(flag, "--seed") != 0 && strcmp(flag, "--log-every") != 0)
       return usage_error("unknown option '%s'", flag);
     if (value == NULL) {
-      if (i + 1 >= argc)
-        return usage_error("option '%s' needs a value", flag);
+      if (i + 1 >= argc) return usage_error("option '%s' needs a value", flag);
       value = argv[++i];
     }
 
     if (strcmp(flag, "--data") == 0) {
-      if (*value == '\0')
-        return usage_error("option '%s' needs a non-empty path", flag);
+      if (*value == '\0') return usage_error("option '%s' needs a non-empty path", flag);
       o->data = value;
     } else if (strcmp(flag, "--steps") == 0) {
-      if ((rc = parse_i64(flag, value, 0, INT64_MAX / 2, &o->steps)) != 0)
-        return rc;
+      if ((rc = parse_i64(flag, value, 0, INT64_MAX / 2, &o->steps)) != 0) return rc;
     } else if (strcmp(flag, "--batch") == 0) {
-      if ((rc = parse_i64(flag, value, 1, 65536, &o->batch)) != 0)
-        return rc;
+      if ((rc = parse_i64(flag, value, 1, 65536, &o->batch)) != 0) return rc;
     } else if (strcmp(flag, "--log-every") == 0) {
-      if ((rc = parse_i64(flag, value, 0, INT64_MAX, &o->log_every)) != 0)
-        return rc;
+      if ((rc = parse_i64(flag, value, 0, INT64_MAX, &o->log_every)) != 0) return rc;
     } else if (strcmp(flag, "--seed") == 0) {
       char *end;
       unsigned long long v;
       errno = 0;
       v = strtoull(value, &end, 10);
       if (*value == '-' || *value == '+' || end == value || *end != '\0' || errno == ERANGE)
-        return usage_error("invalid value '%s' for --seed: expected an unsigned 64-bit integer",
-                           value);
+        return usage_error("invalid value '%s' for --seed: expected an unsigned 64-bit integer", value);
       o->seed = (uint64_t)v;
     } else {
       char *end;
@@ -233,19 +217,16 @@ static int parse_args(int argc, char **argv, options *o)
 
 /* ---- locating the bundled data ------------------------------------------ */
 
-static int readable(const char *path)
-{
+static int readable(const char *path) {
   FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    return 0;
+  if (f == NULL) return 0;
   fclose(f);
   return 1;
 }
 
 /* <directory of this executable>/../share/hooked/data/digits.csv.gz, the
  * install layout; works for any prefix, including a relocated one. */
-static int exe_relative_data(const char *argv0, char *buf, size_t cap)
-{
+static int exe_relative_data(const char *argv0, char *buf, size_t cap) {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   char *slash;
@@ -257,24 +238,19 @@ static int exe_relative_data(const char *argv0, char *buf, size_t cap)
     return 0;
   }
   slash = strrchr(exe, '/');
-  if (slash == NULL)
-    return 0;
+  if (slash == NULL) return 0;
   *slash = '\0';
   n = snprintf(buf, cap, "%s/../share/hooked/data/" DATA_FILE_NAME, exe);
   return n > 0 && (size_t)n < cap;
 }
 
-static const char *find_data(const char *argv0, char *buf, size_t cap)
-{
+static const char *find_data(const char *argv0, char *buf, size_t cap) {
 #ifdef HOOKED_EXAMPLE_DATA_SOURCE
-  if (readable(HOOKED_EXAMPLE_DATA_SOURCE))
-    return HOOKED_EXAMPLE_DATA_SOURCE;
+  if (readable(HOOKED_EXAMPLE_DATA_SOURCE)) return HOOKED_EXAMPLE_DATA_SOURCE;
 #endif
-  if (exe_relative_data(argv0, buf, cap) && readable(buf))
-    return buf;
+  if (exe_relative_data(argv0, buf, cap) && readable(buf)) return buf;
 #ifdef HOOKED_EXAMPLE_DATA_INSTALL
-  if (readable(HOOKED_EXAMPLE_DATA_INSTALL))
-    return HOOKED_EXAMPLE_DATA_INSTALL;
+  if (readable(HOOKED_EXAMPLE_DATA_INSTALL)) return HOOKED_EXAMPLE_DATA_INSTALL;
 #endif
   return NULL;
 }
@@ -282,13 +258,12 @@ static const char *find_data(const char *argv0, char *buf, size_t cap)
 /* ---- loading the data --------------------------------------------------- */
 
 typedef struct dataset {
-  float *x;     /* n * NPIX, already divided by 16 */
-  int32_t *y;   /* n */
+  float *x;   /* n * NPIX, already divided by 16 */
+  int32_t *y; /* n */
   size_t n;
 } dataset;
 
-static void dataset_free(dataset *d)
-{
+static void dataset_free(dataset *d) {
   free(d->x);
   free(d->y);
   d->x = NULL;
@@ -297,15 +272,13 @@ static void dataset_free(dataset *d)
 }
 
 /* Parse one CSV row into `vals`. @return NULL or a description of the fault. */
-static const char *parse_row(const char *line, int vals[NFIELDS], char *why, size_t cap)
-{
+static const char *parse_row(const char *line, int vals[NFIELDS], char *why, size_t cap) {
   const char *p = line;
   for (int k = 0; k < NFIELDS; k++) {
     long v = 0;
     int digits = 0;
     while (*p >= '0' && *p <= '9') {
-      if (v < 1000)
-        v = v * 10 + (*p - '0');
+      if (v < 1000) v = v * 10 + (*p - '0');
       p++;
       digits++;
     }
@@ -317,13 +290,11 @@ static const char *parse_row(const char *line, int vals[NFIELDS], char *why, siz
       return why;
     }
     if (k < NPIX && v > PIXEL_MAX) {
-      snprintf(why, cap, "pixel value %s%ld in field %d is outside 0..%d", v >= 1000 ? ">=" : "", v,
-               k + 1, PIXEL_MAX);
+      snprintf(why, cap, "pixel value %s%ld in field %d is outside 0..%d", v >= 1000 ? ">=" : "", v, k + 1, PIXEL_MAX);
       return why;
     }
     if (k == NPIX && v > NCLS - 1) {
-      snprintf(why, cap, "label %s%ld in field %d is outside 0..%d", v >= 1000 ? ">=" : "", v, k + 1,
-               NCLS - 1);
+      snprintf(why, cap, "label %s%ld in field %d is outside 0..%d", v >= 1000 ? ">=" : "", v, k + 1, NCLS - 1);
       return why;
     }
     vals[k] = (int)v;
@@ -338,10 +309,8 @@ static const char *parse_row(const char *line, int vals[NFIELDS], char *why, siz
       p++;
     }
   }
-  if (*p == '\r')
-    p++;
-  if (*p == '\n')
-    p++;
+  if (*p == '\r') p++;
+  if (*p == '\n') p++;
   if (*p != '\0') {
     if (*p == ',')
       snprintf(why, cap, "more than %d fields", NFIELDS);
@@ -352,20 +321,16 @@ static const char *parse_row(const char *line, int vals[NFIELDS], char *why, siz
   return NULL;
 }
 
-static int grow(dataset *d, size_t *cap)
-{
+static int grow(dataset *d, size_t *cap) {
   size_t ncap = *cap ? *cap * 2 : 2048;
   float *x;
   int32_t *y;
-  if (ncap > MAX_ROWS)
-    ncap = MAX_ROWS;
+  if (ncap > MAX_ROWS) ncap = MAX_ROWS;
   x = realloc(d->x, ncap * NPIX * sizeof *x);
-  if (x == NULL)
-    return -1;
+  if (x == NULL) return -1;
   d->x = x;
   y = realloc(d->y, ncap * sizeof *y);
-  if (y == NULL)
-    return -1;
+  if (y == NULL) return -1;
   d->y = y;
   *cap = ncap;
   return 0;
@@ -373,8 +338,7 @@ static int grow(dataset *d, size_t *cap)
 
 /* Read and validate every row. Prints an error naming the file (and line) and
  * returns nonzero on failure. */
-static int load_digits(const char *path, dataset *d)
-{
+static int load_digits(const char *path, dataset *d) {
   char line[LINE_MAX_BYTES];
   char why[160];
   size_t cap = 0;
@@ -387,8 +351,7 @@ static int load_digits(const char *path, dataset *d)
   errno = 0;
   f = gzopen(path, "rb");
   if (f == NULL) {
-    fprintf(stderr, "train_digits: cannot open data file '%s': %s\n", path,
-            errno ? strerror(errno) : "out of memory");
+    fprintf(stderr, "train_digits: cannot open data file '%s': %s\n", path, errno ? strerror(errno) : "out of memory");
     return -1;
   }
   while (gzgets(f, line, (int)sizeof line) != NULL) {
@@ -396,8 +359,8 @@ static int load_digits(const char *path, dataset *d)
     size_t len = strlen(line);
     lineno++;
     if (len == sizeof line - 1 && line[len - 1] != '\n' && !gzeof(f)) {
-      fprintf(stderr, "train_digits: %s:%zu: malformed data: line longer than %d bytes\n", path,
-              lineno, LINE_MAX_BYTES - 2);
+      fprintf(stderr, "train_digits: %s:%zu: malformed data: line longer than %d bytes\n", path, lineno,
+              LINE_MAX_BYTES - 2);
       goto fail;
     }
     if (parse_row(line, vals, why, sizeof why) != NULL) {
@@ -414,8 +377,7 @@ static int load_digits(const char *path, dataset *d)
         goto fail;
       }
     }
-    for (int k = 0; k < NPIX; k++)
-      d->x[d->n * NPIX + (size_t)k] = (float)vals[k] / (float)PIXEL_MAX;
+    for (int k = 0; k < NPIX; k++) d->x[d->n * NPIX + (size_t)k] = (float)vals[k] / (float)PIXEL_MAX;
     d->y[d->n] = vals[NPIX];
     d->n++;
   }
@@ -446,21 +408,22 @@ fail:
 typedef struct trainer {
   int64_t batch;
   float lr;
-  float *hpre;  /* batch * NHID, pre-activation */
-  float *h;     /* batch * NHID */
-  float *dl;    /* batch * NCLS, d loss / d logits */
-  float *dh;    /* batch * NHID, d loss / d hpre */
+  float *hpre; /* batch * NHID, pre-activation */
+  float *h;    /* batch * NHID */
+  float *dl;   /* batch * NCLS, d loss / d logits */
+  float *dh;   /* batch * NHID, d loss / d hpre */
   float gw1[NPIX * NHID], gb1[NHID], gw2[NHID * NCLS], gb2[NCLS];
 } trainer;
 
-static hk_code check_params(hk_kernel_context *ctx, float *p[4], hk_status *status)
-{
-  static const int64_t sizes[4] = { NPIX * NHID, NHID, NHID * NCLS, NCLS };
+static hk_code check_params(hk_kernel_context *ctx, float *p[4], hk_status *status) {
+  static const int64_t sizes[4] = {NPIX * NHID, NHID, NHID * NCLS, NCLS};
   for (size_t i = 0; i < 4; i++) {
     hk_tensor *v = hk_kernel_variable(ctx, i);
     if (v == NULL || v->dtype != HK_DTYPE_F32 || hk_tensor_num_elements(v) != sizes[i])
-      return hk_status_set(status, HK_INTERNAL, "train: mutated variable %zu is not the f32 layer "
-                           "parameter it should be", i);
+      return hk_status_set(status, HK_INTERNAL,
+                           "train: mutated variable %zu is not the f32 layer "
+                           "parameter it should be",
+                           i);
     p[i] = v->data;
   }
   return HK_OK;
@@ -469,34 +432,28 @@ static hk_code check_params(hk_kernel_context *ctx, float *p[4], hk_status *stat
 /* One row through the model: hpre = x w1 + b1, h = relu(hpre), logits =
  * h w2 + b2. Shared by training and evaluation so both see the same model.
  * Most pixels are 0, and skipping them halves the first layer's work. */
-static void forward_row(const float *x, const float *w1, const float *b1, const float *w2,
-                        const float *b2, float hpre[NHID], float h[NHID], float logits[NCLS])
-{
+static void forward_row(const float *x, const float *w1, const float *b1, const float *w2, const float *b2,
+                        float hpre[NHID], float h[NHID], float logits[NCLS]) {
   memcpy(hpre, b1, sizeof(float) * NHID);
   for (int i = 0; i < NPIX; i++) {
     const float xi = x[i];
     const float *wr = w1 + i * NHID;
-    if (xi == 0.0f)
-      continue;
-    for (int j = 0; j < NHID; j++)
-      hpre[j] += xi * wr[j];
+    if (xi == 0.0f) continue;
+    for (int j = 0; j < NHID; j++) hpre[j] += xi * wr[j];
   }
-  for (int j = 0; j < NHID; j++)
-    h[j] = hpre[j] > 0.0f ? hpre[j] : 0.0f;
+  for (int j = 0; j < NHID; j++) h[j] = hpre[j] > 0.0f ? hpre[j] : 0.0f;
   memcpy(logits, b2, sizeof(float) * NCLS);
   for (int j = 0; j < NHID; j++) {
     const float hj = h[j];
     const float *wr = w2 + j * NCLS;
-    for (int k = 0; k < NCLS; k++)
-      logits[k] += hj * wr[k];
+    for (int k = 0; k < NCLS; k++) logits[k] += hj * wr[k];
   }
 }
 
 /* Forward, backward (softmax cross-entropy: d loss / d logits = (p - onehot)
  * / batch) and the SGD update, in place. Output 0: the batch's mean loss. */
-static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
-                            size_t ninputs, hk_tensor *outputs, size_t noutputs, hk_status *status)
-{
+static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
+                            hk_tensor *outputs, size_t noutputs, hk_status *status) {
   trainer *t = user;
   const int64_t B = t->batch;
   const float *x;
@@ -505,14 +462,11 @@ static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
   double loss = 0.0;
   hk_code rc;
 
-  if (ninputs != 2 || noutputs != 1 || inputs[0].dtype != HK_DTYPE_F32 ||
-      inputs[1].dtype != HK_DTYPE_I32 || hk_tensor_num_elements(&inputs[0]) != B * NPIX ||
-      hk_tensor_num_elements(&inputs[1]) != B)
+  if (ninputs != 2 || noutputs != 1 || inputs[0].dtype != HK_DTYPE_F32 || inputs[1].dtype != HK_DTYPE_I32 ||
+      hk_tensor_num_elements(&inputs[0]) != B * NPIX || hk_tensor_num_elements(&inputs[1]) != B)
     return hk_status_set(status, HK_INVALID_ARGUMENT,
-                         "train: expected inputs x [%" PRId64 ", %d] f32 and y [%" PRId64 "] i32",
-                         B, NPIX, B);
-  if ((rc = check_params(ctx, prm, status)) != HK_OK)
-    return rc;
+                         "train: expected inputs x [%" PRId64 ", %d] f32 and y [%" PRId64 "] i32", B, NPIX, B);
+  if ((rc = check_params(ctx, prm, status)) != HK_OK) return rc;
   x = inputs[0].data;
   y = inputs[1].data;
   w1 = prm[0];
@@ -528,20 +482,17 @@ static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
 
     if (label < 0 || label >= NCLS)
       return hk_status_set(status, HK_INVALID_ARGUMENT,
-                           "train: label %" PRId32 " of row %" PRId64 " in y is outside 0..%d",
-                           label, n, NCLS - 1);
+                           "train: label %" PRId32 " of row %" PRId64 " in y is outside 0..%d", label, n, NCLS - 1);
     forward_row(xn, w1, b1, w2, b2, hp, hn, logits);
     mx = logits[0];
-    for (int k = 1; k < NCLS; k++)
-      mx = logits[k] > mx ? logits[k] : mx;
+    for (int k = 1; k < NCLS; k++) mx = logits[k] > mx ? logits[k] : mx;
     for (int k = 0; k < NCLS; k++) {
       dl[k] = expf(logits[k] - mx);
       sum += dl[k];
     }
     /* -log softmax(logits)[label], computed stably. */
     loss += (double)(logf(sum) + mx - logits[label]);
-    for (int k = 0; k < NCLS; k++)
-      dl[k] = (dl[k] / sum - (k == label ? 1.0f : 0.0f)) / (float)B;
+    for (int k = 0; k < NCLS; k++) dl[k] = (dl[k] / sum - (k == label ? 1.0f : 0.0f)) / (float)B;
   }
 
   /* Every gradient is taken before any parameter moves: dh needs the old w2. */
@@ -563,28 +514,20 @@ static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
       }
       dh[j] = hp[j] > 0.0f ? acc : 0.0f;
     }
-    for (int k = 0; k < NCLS; k++)
-      t->gb2[k] += dl[k];
+    for (int k = 0; k < NCLS; k++) t->gb2[k] += dl[k];
     for (int i = 0; i < NPIX; i++) {
       const float xi = xn[i];
       float *g = t->gw1 + i * NHID;
-      if (xi == 0.0f)
-        continue;
-      for (int j = 0; j < NHID; j++)
-        g[j] += xi * dh[j];
+      if (xi == 0.0f) continue;
+      for (int j = 0; j < NHID; j++) g[j] += xi * dh[j];
     }
-    for (int j = 0; j < NHID; j++)
-      t->gb1[j] += dh[j];
+    for (int j = 0; j < NHID; j++) t->gb1[j] += dh[j];
   }
 
-  for (int i = 0; i < NPIX * NHID; i++)
-    w1[i] -= t->lr * t->gw1[i];
-  for (int j = 0; j < NHID; j++)
-    b1[j] -= t->lr * t->gb1[j];
-  for (int i = 0; i < NHID * NCLS; i++)
-    w2[i] -= t->lr * t->gw2[i];
-  for (int k = 0; k < NCLS; k++)
-    b2[k] -= t->lr * t->gb2[k];
+  for (int i = 0; i < NPIX * NHID; i++) w1[i] -= t->lr * t->gw1[i];
+  for (int j = 0; j < NHID; j++) b1[j] -= t->lr * t->gb1[j];
+  for (int i = 0; i < NHID * NCLS; i++) w2[i] -= t->lr * t->gw2[i];
+  for (int k = 0; k < NCLS; k++) b2[k] -= t->lr * t->gb2[k];
 
   *(float *)outputs[0].data = (float)(loss / (double)B);
   return HK_OK;
@@ -593,10 +536,8 @@ static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
 /* Increments the global step. Its control input on "train" orders it after
  * the update and keeps the step uncounted when the update failed; the stock
  * hk_graph_assign_add takes no control inputs. */
-static hk_code increment_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
-                                size_t ninputs, hk_tensor *outputs, size_t noutputs,
-                                hk_status *status)
-{
+static hk_code increment_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
+                                hk_tensor *outputs, size_t noutputs, hk_status *status) {
   hk_tensor *gs = hk_kernel_variable(ctx, 0);
   (void)user;
   (void)inputs;
@@ -604,7 +545,8 @@ static hk_code increment_kernel(void *user, hk_kernel_context *ctx, const hk_ten
   (void)outputs;
   (void)noutputs;
   if (gs == NULL || gs->dtype != HK_DTYPE_I64 || gs->data == NULL)
-    return hk_status_set(status, HK_INTERNAL, "global_step_increment: global_step is not an "
+    return hk_status_set(status, HK_INTERNAL,
+                         "global_step_increment: global_step is not an "
                          "int64 variable");
   *(int64_t *)gs->data += 1;
   return HK_OK;
@@ -613,18 +555,15 @@ static hk_code increment_kernel(void *user, hk_kernel_context *ctx, const hk_ten
 /* Test-set accuracy of the current parameters: inputs w1, b1, w2, b2, x_test,
  * y_test; output 0 the fraction classified right (ties go to the lowest
  * class). Works row by row on the stack: no scratch needed. */
-static hk_code accuracy_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
-                               size_t ninputs, hk_tensor *outputs, size_t noutputs,
-                               hk_status *status)
-{
+static hk_code accuracy_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
+                               hk_tensor *outputs, size_t noutputs, hk_status *status) {
   const float *w1, *b1, *w2, *b2, *x;
   const int32_t *y;
   int64_t n, correct = 0;
   (void)user;
   (void)ctx;
   if (ninputs != 6 || noutputs != 1 || hk_tensor_num_elements(&inputs[0]) != NPIX * NHID ||
-      hk_tensor_num_elements(&inputs[1]) != NHID ||
-      hk_tensor_num_elements(&inputs[2]) != NHID * NCLS ||
+      hk_tensor_num_elements(&inputs[1]) != NHID || hk_tensor_num_elements(&inputs[2]) != NHID * NCLS ||
       hk_tensor_num_elements(&inputs[3]) != NCLS || inputs[5].rank != 1 ||
       hk_tensor_num_elements(&inputs[4]) != inputs[5].dims[0] * NPIX || inputs[5].dims[0] < 1)
     return hk_status_set(status, HK_INVALID_ARGUMENT, "accuracy: inputs do not match the model");
@@ -641,8 +580,7 @@ static hk_code accuracy_kernel(void *user, hk_kernel_context *ctx, const hk_tens
     int best = 0;
     forward_row(xr, w1, b1, w2, b2, hpre, h, logits);
     for (int k = 1; k < NCLS; k++)
-      if (logits[k] > logits[best])
-        best = k;
+      if (logits[k] > logits[best]) best = k;
     correct += best == y[r];
   }
   *(float *)outputs[0].data = (float)((double)correct / (double)n);
@@ -670,10 +608,10 @@ typedef struct feeder {
   hk_handle x, y, accuracy;
   /* state */
   int64_t gs;
-  int64_t cached_epoch;     /* epoch of perm, -1 for none */
-  uint32_t *perm;           /* ntrain */
-  float *xbuf;              /* batch * NPIX */
-  int32_t *ybuf;            /* batch */
+  int64_t cached_epoch; /* epoch of perm, -1 for none */
+  uint32_t *perm;       /* ntrain */
+  float *xbuf;          /* batch * NPIX */
+  int32_t *ybuf;        /* batch */
   hk_feed feeds[2];
   /* results of end() */
   int have_result;
@@ -681,25 +619,19 @@ typedef struct feeder {
   float test_accuracy;
 } feeder;
 
-static hk_code feeder_after_create_session(void *user, hk_raw_session *session,
-                                           hk_coordinator *coord, hk_creation_context *ctx,
-                                           hk_status *status)
-{
+static hk_code feeder_after_create_session(void *user, hk_raw_session *session, hk_coordinator *coord,
+                                           hk_creation_context *ctx, hk_status *status) {
   feeder *f = user;
   (void)coord;
   (void)ctx;
   return hk_raw_session_global_step(session, &f->gs, status);
 }
 
-static hk_code feeder_before_run(void *user, hk_run_context *ctx, hk_run_request *request,
-                                 hk_status *status)
-{
+static hk_code feeder_before_run(void *user, hk_run_context *ctx, hk_run_request *request, hk_status *status) {
   feeder *f = user;
   int64_t epoch, first;
   (void)ctx;
-  if (f->gs < 0)
-    return hk_status_set(status, HK_OUT_OF_RANGE, "digits_feeder: negative global step %" PRId64,
-                         f->gs);
+  if (f->gs < 0) return hk_status_set(status, HK_OUT_OF_RANGE, "digits_feeder: negative global step %" PRId64, f->gs);
   epoch = f->gs / f->batches_per_epoch;
   first = (f->gs % f->batches_per_epoch) * f->batch;
   if (epoch != f->cached_epoch) {
@@ -716,9 +648,7 @@ static hk_code feeder_before_run(void *user, hk_run_context *ctx, hk_run_request
   return HK_OK;
 }
 
-static hk_code feeder_after_run(void *user, hk_run_context *ctx, const hk_run_values *values,
-                                hk_status *status)
-{
+static hk_code feeder_after_run(void *user, hk_run_context *ctx, const hk_run_values *values, hk_status *status) {
   feeder *f = user;
   (void)ctx;
   (void)values;
@@ -727,42 +657,32 @@ static hk_code feeder_after_run(void *user, hk_run_context *ctx, const hk_run_va
   return HK_OK;
 }
 
-static hk_code feeder_end(void *user, hk_raw_session *session, hk_status *status)
-{
+static hk_code feeder_end(void *user, hk_raw_session *session, hk_status *status) {
   feeder *f = user;
-  hk_run_args args = { NULL, 0, &f->accuracy, 1, NULL, 0, NULL };
+  hk_run_args args = {NULL, 0, &f->accuracy, 1, NULL, 0, NULL};
   hk_tensor acc;
   hk_code rc;
-  if ((rc = hk_raw_session_global_step(session, &f->final_step, status)) != HK_OK)
-    return rc;
-  if ((rc = hk_raw_session_run(session, &args, &acc, NULL, status)) != HK_OK)
-    return rc;
+  if ((rc = hk_raw_session_global_step(session, &f->final_step, status)) != HK_OK) return rc;
+  if ((rc = hk_raw_session_run(session, &args, &acc, NULL, status)) != HK_OK) return rc;
   f->test_accuracy = *(const float *)acc.data;
   f->have_result = 1;
   return HK_OK;
 }
 
 static const hk_hook_vtable feeder_vtable = {
-  HK_HOOK_VTABLE_VERSION,
-  NULL,
-  feeder_after_create_session,
-  feeder_before_run,
-  feeder_after_run,
-  feeder_end,
-  NULL,
+    HK_HOOK_VTABLE_VERSION, NULL, feeder_after_create_session, feeder_before_run, feeder_after_run, feeder_end, NULL,
 };
 
 /* ---- building the graph ------------------------------------------------- */
 
 typedef struct model {
   hk_graph *g;
-  hk_handle loss;      /* "train:0" */
-  hk_handle train_op;  /* group of train and the step increment */
+  hk_handle loss;     /* "train:0" */
+  hk_handle train_op; /* group of train and the step increment */
 } model;
 
-static hk_code add_param(hk_graph *g, hk_handle *out, const char *name, int32_t rank,
-                         const int64_t *dims, int64_t fan_in, uint64_t seed, hk_status *st)
-{
+static hk_code add_param(hk_graph *g, hk_handle *out, const char *name, int32_t rank, const int64_t *dims,
+                         int64_t fan_in, uint64_t seed, hk_status *st) {
   hk_variable_def def = HK_VARIABLE_DEF_INIT;
   double bound = 1.0 / sqrt((double)fan_in);
   def.name = name;
@@ -776,22 +696,19 @@ static hk_code add_param(hk_graph *g, hk_handle *out, const char *name, int32_t 
   return hk_graph_variable(g, out, &def, st);
 }
 
-static hk_code build_model(model *m, trainer *t, feeder *f, const dataset *test,
-                           const options *o, hk_status *st)
-{
-  static const int64_t d_w1[2] = { NPIX, NHID }, d_b1[1] = { NHID };
-  static const int64_t d_w2[2] = { NHID, NCLS }, d_b2[1] = { NCLS };
-  const hk_output_spec scalar_f32 = { HK_DTYPE_F32, 0, { 0 } };
+static hk_code build_model(model *m, trainer *t, feeder *f, const dataset *test, const options *o, hk_status *st) {
+  static const int64_t d_w1[2] = {NPIX, NHID}, d_b1[1] = {NHID};
+  static const int64_t d_w2[2] = {NHID, NCLS}, d_b2[1] = {NCLS};
+  const hk_output_spec scalar_f32 = {HK_DTYPE_F32, 0, {0}};
   hk_graph_options gopts = HK_GRAPH_OPTIONS_INIT;
   hk_handle w1, b1, w2, b2, gs, xt, yt, train, inc;
-  int64_t xdims[2] = { o->batch, NPIX }, ydims[1] = { o->batch };
-  int64_t txdims[2] = { (int64_t)test->n, NPIX }, tydims[1] = { (int64_t)test->n };
+  int64_t xdims[2] = {o->batch, NPIX}, ydims[1] = {o->batch};
+  int64_t txdims[2] = {(int64_t)test->n, NPIX}, tydims[1] = {(int64_t)test->n};
   uint64_t s = o->seed;
   hk_tensor tx, ty;
   hk_code rc;
 
-  if ((rc = hk_graph_new(&m->g, &gopts, st)) != HK_OK)
-    return rc;
+  if ((rc = hk_graph_new(&m->g, &gopts, st)) != HK_OK) return rc;
   /* Four SplitMix64 outputs of --seed: one independent stream per tensor. */
   if ((rc = add_param(m->g, &w1, "w1", 2, d_w1, NPIX, splitmix64_next(&s), st)) != HK_OK ||
       (rc = add_param(m->g, &b1, "b1", 1, d_b1, NPIX, splitmix64_next(&s), st)) != HK_OK ||
@@ -810,7 +727,7 @@ static hk_code build_model(model *m, trainer *t, feeder *f, const dataset *test,
 
   {
     hk_op_def def = HK_OP_DEF_INIT;
-    hk_handle in[2] = { f->x, f->y }, mut[4] = { w1, b1, w2, b2 };
+    hk_handle in[2] = {f->x, f->y}, mut[4] = {w1, b1, w2, b2};
     def.name = "train";
     def.kernel = train_kernel;
     def.kernel_user = t;
@@ -832,17 +749,15 @@ static hk_code build_model(model *m, trainer *t, feeder *f, const dataset *test,
     def.ncontrol_inputs = 1;
     def.mutates = &gs;
     def.nmutates = 1;
-    if ((rc = hk_graph_op(m->g, &inc, &def, st)) != HK_OK)
-      return rc;
+    if ((rc = hk_graph_op(m->g, &inc, &def, st)) != HK_OK) return rc;
   }
   {
-    hk_handle ops[2] = { train, inc };
-    if ((rc = hk_graph_group(m->g, &m->train_op, "train_op", ops, 2, st)) != HK_OK)
-      return rc;
+    hk_handle ops[2] = {train, inc};
+    if ((rc = hk_graph_group(m->g, &m->train_op, "train_op", ops, 2, st)) != HK_OK) return rc;
   }
   {
     hk_op_def def = HK_OP_DEF_INIT;
-    hk_handle in[6] = { w1, b1, w2, b2, xt, yt };
+    hk_handle in[6] = {w1, b1, w2, b2, xt, yt};
     hk_handle op;
     def.name = "accuracy";
     def.kernel = accuracy_kernel;
@@ -860,14 +775,12 @@ static hk_code build_model(model *m, trainer *t, feeder *f, const dataset *test,
 /* ---- main --------------------------------------------------------------- */
 
 /* Split per the recipe into train (first 80%, rounded down) and test rows. */
-static int split(const dataset *all, dataset *train, dataset *test)
-{
+static int split(const dataset *all, dataset *train, dataset *test) {
   uint32_t *idx = malloc(all->n * sizeof *idx);
   size_t ntest = (all->n + 4) / 5;
   memset(train, 0, sizeof *train);
   memset(test, 0, sizeof *test);
-  if (idx == NULL)
-    return -1;
+  if (idx == NULL) return -1;
   train->n = all->n - ntest;
   test->n = ntest;
   train->x = malloc((train->n ? train->n : 1) * NPIX * sizeof(float));
@@ -891,16 +804,14 @@ static int split(const dataset *all, dataset *train, dataset *test)
   return 0;
 }
 
-static int fail_status(const char *what, const hk_status *st)
-{
+static int fail_status(const char *what, const hk_status *st) {
   fprintf(stderr, "train_digits: %s: %s: %s\n", what, hk_code_name(st->code), st->message);
   return EXIT_RUNTIME;
 }
 
-static int train(const options *o, const dataset *trn, const dataset *tst)
-{
+static int train(const options *o, const dataset *trn, const dataset *tst) {
   hk_status st = HK_STATUS_INIT;
-  model m = { NULL, HK_NO_HANDLE, HK_NO_HANDLE };
+  model m = {NULL, HK_NO_HANDLE, HK_NO_HANDLE};
   trainer t;
   feeder f;
   hk_hook *feed_hook = NULL, *stop_hook = NULL, *hooks[2];
@@ -943,7 +854,7 @@ static int train(const options *o, const dataset *trn, const dataset *tst)
     goto out;
   }
   {
-    int64_t xdims[2] = { o->batch, NPIX }, ydims[1] = { o->batch };
+    int64_t xdims[2] = {o->batch, NPIX}, ydims[1] = {o->batch};
     f.feeds[0].tensor = f.x;
     f.feeds[1].tensor = f.y;
     if (hk_tensor_init(&f.feeds[0].value, HK_DTYPE_F32, 2, xdims, f.xbuf, &st) != HK_OK ||
@@ -978,8 +889,7 @@ static int train(const options *o, const dataset *trn, const dataset *tst)
   args.options = NULL;
   t0 = hk_env_monotonic(NULL);
   while (!hk_session_should_stop(s)) {
-    if ((rc = hk_session_run(s, &args, &loss_t, NULL, &st)) != HK_OK)
-      break;
+    if ((rc = hk_session_run(s, &args, &loss_t, NULL, &st)) != HK_OK) break;
     last_loss = *(const float *)loss_t.data;
     steps_run++;
     if (o->log_every > 0 && f.gs % o->log_every == 0)
@@ -1001,8 +911,8 @@ static int train(const options *o, const dataset *trn, const dataset *tst)
     fputs("train_digits: the session closed without evaluating the test set\n", stderr);
     goto out;
   }
-  fprintf(stderr, "training time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", t1 - t0,
-          steps_run, steps_run ? (t1 - t0) * 1e6 / (double)steps_run : 0.0);
+  fprintf(stderr, "training time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", t1 - t0, steps_run,
+          steps_run ? (t1 - t0) * 1e6 / (double)steps_run : 0.0);
   printf("result: step=%" PRId64 " loss=%.6f test_accuracy=%.6f\n", f.final_step, (double)last_loss,
          (double)f.test_accuracy);
   status = fflush(stdout) == 0 ? 0 : EXIT_RUNTIME;
@@ -1022,28 +932,26 @@ out:
   return status;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
   options o;
   char found[PATH_MAX + 64];
   dataset all, trn, tst;
   int rc = parse_args(argc, argv, &o);
 
-  if (rc == -1)
-    return 0;
-  if (rc != 0)
-    return rc;
+  if (rc == -1) return 0;
+  if (rc != 0) return rc;
   if (o.data == NULL) {
     o.data = find_data(argc > 0 ? argv[0] : NULL, found, sizeof found);
     if (o.data == NULL) {
-      fputs("train_digits: cannot find the bundled " DATA_FILE_NAME " (looked in the source tree, "
+      fputs("train_digits: cannot find the bundled " DATA_FILE_NAME
+            " (looked in the source tree, "
             "next to the executable under ../share/hooked/data, and the install prefix); "
-            "pass --data PATH\n", stderr);
+            "pass --data PATH\n",
+            stderr);
       return EXIT_RUNTIME;
     }
   }
-  if (load_digits(o.data, &all) != 0)
-    return EXIT_RUNTIME;
+  if (load_digits(o.data, &all) != 0) return EXIT_RUNTIME;
   if (split(&all, &trn, &tst) != 0) {
     fputs("train_digits: out of memory\n", stderr);
     dataset_free(&all);
@@ -1051,8 +959,7 @@ int main(int argc, char **argv)
   }
   dataset_free(&all);
   if ((int64_t)trn.n < o.batch) {
-    fprintf(stderr, "train_digits: %s: %zu training rows, fewer than --batch %" PRId64 "\n",
-            o.data, trn.n, o.batch);
+    fprintf(stderr, "train_digits: %s: %zu training rows, fewer than --batch %" PRId64 "\n", o.data, trn.n, o.batch);
     dataset_free(&trn);
     dataset_free(&tst);
     return EXIT_RUNTIME;

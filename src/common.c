@@ -18,12 +18,10 @@ int hk_version_number(void) { return HK_VERSION_NUMBER; }
 const char *hk_code_name(hk_code code) {
   switch (code) {
 #define HK__CODE_CASE(name, value) \
-  case HK_##name:                  \
-    return #name;
+  case HK_##name: return #name;
     HK_CODE_TABLE(HK__CODE_CASE)
 #undef HK__CODE_CASE
-    default:
-      return "UNKNOWN_CODE";
+    default: return "UNKNOWN_CODE";
   }
 }
 
@@ -41,8 +39,7 @@ hk_code hk_status_setv(hk_status *st, hk_code code, const char *fmt, va_list ap)
   st->message[0] = '\0';
   if (fmt) vsnprintf(st->message, sizeof st->message, fmt, ap);
   /* H1: a non-OK status always carries a message. */
-  if (code != HK_OK && st->message[0] == '\0')
-    snprintf(st->message, sizeof st->message, "%s", hk_code_name(code));
+  if (code != HK_OK && st->message[0] == '\0') snprintf(st->message, sizeof st->message, "%s", hk_code_name(code));
   return code;
 }
 
@@ -84,16 +81,15 @@ hk_code hk_env_check(const hk_env *env, const char *what, hk_status *st) {
   if (!what) what = "env";
   if (!env) return HK_OK;
   if (env->version == 0 || env->version > HK_ENV_VERSION)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: unsupported hk_env version %u (this library knows %u)",
-                         what, (unsigned)env->version, (unsigned)HK_ENV_VERSION);
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: unsupported hk_env version %u (this library knows %u)", what,
+                         (unsigned)env->version, (unsigned)HK_ENV_VERSION);
   const hk_allocator *a = &env->allocator;
   int n = (a->alloc != NULL) + (a->realloc != NULL) + (a->free != NULL);
   if (n != 0 && n != 3)
-    return hk_status_set(st, HK_INVALID_ARGUMENT,
-                         "%s: allocator must set all of alloc, realloc and free, or none", what);
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: allocator must set all of alloc, realloc and free, or none",
+                         what);
   if ((int)env->log_level < (int)HK_LOG_DEBUG || (int)env->log_level > (int)HK_LOG_ERROR)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: log_level %d is not a hk_log_level", what,
-                         (int)env->log_level);
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: log_level %d is not a hk_log_level", what, (int)env->log_level);
   return HK_OK;
 }
 
@@ -196,8 +192,7 @@ void hk_env_sleep(const hk_env *env, double secs) {
   ts.tv_sec = (time_t)secs;
   ts.tv_nsec = (long)((secs - (double)ts.tv_sec) * 1e9);
   if (ts.tv_nsec >= 1000000000L) ts.tv_nsec = 999999999L;
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
 int hk_secs_is_unset(double secs) { return isinf(secs) && secs < 0; }

@@ -56,46 +56,43 @@ struct hk_coordinator_thread {
   hk_coordinator *coord;
   hk_coordinator_thread *next;
   int done;
-  int started;   /* by hk_coordinator_start_thread(); tid is valid */
-  int joined;    /* pthread_join done or in progress */
+  int started; /* by hk_coordinator_start_thread(); tid is valid */
+  int joined;  /* pthread_join done or in progress */
   pthread_t tid;
   hk_thread_fn fn;
   void *user;
-  char name[];   /* copied */
+  char name[]; /* copied */
 };
 
 struct hk_coordinator {
   hk_env env;
   pthread_mutex_t mu;
-  pthread_cond_t cv;       /* broadcast on every stop request and completion */
+  pthread_cond_t cv; /* broadcast on every stop request and completion */
   int stop;
-  hk_code error;           /* first non-OK request, HK_OK when none */
+  hk_code error; /* first non-OK request, HK_OK when none */
   char message[HK_STATUS_MESSAGE_MAX];
-  size_t refs;             /* owner + registered threads not yet done */
-  int freed;               /* the owner called hk_coordinator_free() */
+  size_t refs;                    /* owner + registered threads not yet done */
+  int freed;                      /* the owner called hk_coordinator_free() */
   hk_coordinator_thread *threads; /* in registration order */
   hk_coordinator_thread **tail;
 };
 
 /* ---- time helpers -------------------------------------------------------- */
 
-static double real_now(void)
-{
+static double real_now(void) {
   struct timespec ts;
   clock_gettime(HK__COND_CLOCK, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Wait on c->cv (c->mu held) for at most `secs` of real time. */
-static void timed_wait_locked(hk_coordinator *c, double secs)
-{
+static void timed_wait_locked(hk_coordinator *c, double secs) {
   struct timespec ts;
   double whole;
   double frac;
 
   clock_gettime(HK__COND_CLOCK, &ts);
-  if (secs < 0)
-    secs = 0;
+  if (secs < 0) secs = 0;
   frac = modf(secs, &whole);
   ts.tv_sec += (time_t)whole;
   ts.tv_nsec += (long)(frac * 1e9);
@@ -106,30 +103,23 @@ static void timed_wait_locked(hk_coordinator *c, double secs)
   (void)pthread_cond_timedwait(&c->cv, &c->mu, &ts);
 }
 
-static int has_custom_sleep(const hk_coordinator *c)
-{
-  return c->env.clock.sleep != NULL;
-}
+static int has_custom_sleep(const hk_coordinator *c) { return c->env.clock.sleep != NULL; }
 
 /* ---- lifetime ------------------------------------------------------------ */
 
-hk_code hk_coordinator_new(hk_coordinator **out, const hk_env *env, hk_status *status)
-{
+hk_code hk_coordinator_new(hk_coordinator **out, const hk_env *env, hk_status *status) {
   hk_coordinator *c;
   hk_env defaults = HK_ENV_INIT;
   pthread_condattr_t attr;
   hk_code rc;
 
-  if (out == NULL)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "out: must not be NULL");
+  if (out == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "out: must not be NULL");
   *out = NULL;
   rc = hk_env_check(env, "env", status);
-  if (rc != HK_OK)
-    return rc;
+  if (rc != HK_OK) return rc;
 
   c = hk_env_calloc(env, 1, sizeof(*c));
-  if (c == NULL)
-    return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "coordinator: out of memory");
+  if (c == NULL) return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "coordinator: out of memory");
   c->env = env != NULL ? *env : defaults;
   c->error = HK_OK;
   c->refs = 1;
@@ -160,8 +150,7 @@ hk_code hk_coordinator_new(hk_coordinator **out, const hk_env *env, hk_status *s
   return HK_OK;
 }
 
-static void destroy(hk_coordinator *c)
-{
+static void destroy(hk_coordinator *c) {
   hk_env env = c->env;
   hk_coordinator_thread *t = c->threads;
 
@@ -175,12 +164,10 @@ static void destroy(hk_coordinator *c)
   hk_env_free(&env, c);
 }
 
-void hk_coordinator_free(hk_coordinator *c)
-{
+void hk_coordinator_free(hk_coordinator *c) {
   int last;
 
-  if (c == NULL)
-    return;
+  if (c == NULL) return;
   hk_coordinator_request_stop(c, HK_OK, NULL);
 
   /* Join every started thread not joined yet, one at a time, without the
@@ -200,8 +187,7 @@ void hk_coordinator_free(hk_coordinator *c)
       }
     }
     pthread_mutex_unlock(&c->mu);
-    if (!found)
-      break;
+    if (!found) break;
     pthread_join(tid, NULL);
   }
 
@@ -210,29 +196,24 @@ void hk_coordinator_free(hk_coordinator *c)
   c->refs--;
   last = c->refs == 0;
   pthread_mutex_unlock(&c->mu);
-  if (last)
-    destroy(c);
+  if (last) destroy(c);
 }
 
 /* ---- stop requests ------------------------------------------------------- */
 
-void hk_coordinator_request_stop(hk_coordinator *c, hk_code code, const char *message)
-{
+void hk_coordinator_request_stop(hk_coordinator *c, hk_code code, const char *message) {
   int ignored = 0;
   hk_code recorded = HK_OK;
 
-  if (c == NULL)
-    return;
-  if (message == NULL || message[0] == '\0')
-    message = hk_code_name(code);
+  if (c == NULL) return;
+  if (message == NULL || message[0] == '\0') message = hk_code_name(code);
 
   pthread_mutex_lock(&c->mu);
   c->stop = 1;
   if (code != HK_OK) {
     if (c->error == HK_OK) {
       size_t n = strlen(message);
-      if (n >= sizeof(c->message))
-        n = sizeof(c->message) - 1;
+      if (n >= sizeof(c->message)) n = sizeof(c->message) - 1;
       memcpy(c->message, message, n);
       c->message[n] = '\0';
       c->error = code;
@@ -246,36 +227,29 @@ void hk_coordinator_request_stop(hk_coordinator *c, hk_code code, const char *me
 
   /* Logged after unlocking: a sink may be slow or call back into us. */
   if (ignored)
-    hk_env_log(&c->env, HK_LOG_DEBUG,
-               "Coordinator: ignoring stop request with %s (%s): %s is already recorded",
+    hk_env_log(&c->env, HK_LOG_DEBUG, "Coordinator: ignoring stop request with %s (%s): %s is already recorded",
                hk_code_name(code), message, hk_code_name(recorded));
 }
 
-int hk_coordinator_should_stop(hk_coordinator *c)
-{
+int hk_coordinator_should_stop(hk_coordinator *c) {
   int stop;
 
-  if (hk_signal_fired() != 0)
-    return 1;
-  if (c == NULL)
-    return 0;
+  if (hk_signal_fired() != 0) return 1;
+  if (c == NULL) return 0;
   pthread_mutex_lock(&c->mu);
   stop = c->stop;
   pthread_mutex_unlock(&c->mu);
   return stop;
 }
 
-int hk_coordinator_wait_for_stop(hk_coordinator *c, double timeout_secs)
-{
+int hk_coordinator_wait_for_stop(hk_coordinator *c, double timeout_secs) {
   int limited;
   double start;
 
-  if (c == NULL)
-    return hk_signal_fired() != 0;
+  if (c == NULL) return hk_signal_fired() != 0;
   /* Unset or +inf: no limit. NaN, zero or negative: just test. */
   limited = !(hk_secs_is_unset(timeout_secs) || timeout_secs == HUGE_VAL);
-  if (limited && !(timeout_secs > 0))
-    return hk_coordinator_should_stop(c);
+  if (limited && !(timeout_secs > 0)) return hk_coordinator_should_stop(c);
 
   if (has_custom_sleep(c)) {
     /* An injected sleep paces the wait, and the injected clock measures it,
@@ -283,14 +257,11 @@ int hk_coordinator_wait_for_stop(hk_coordinator *c, double timeout_secs)
     start = hk_env_monotonic(&c->env);
     for (;;) {
       double slice = HK__WAIT_SLICE_SECS;
-      if (hk_coordinator_should_stop(c))
-        return 1;
+      if (hk_coordinator_should_stop(c)) return 1;
       if (limited) {
         double left = timeout_secs - (hk_env_monotonic(&c->env) - start);
-        if (left <= 0)
-          return 0;
-        if (left < slice)
-          slice = left;
+        if (left <= 0) return 0;
+        if (left < slice) slice = left;
       }
       hk_env_sleep(&c->env, slice);
     }
@@ -311,19 +282,16 @@ int hk_coordinator_wait_for_stop(hk_coordinator *c, double timeout_secs)
         pthread_mutex_unlock(&c->mu);
         return 0;
       }
-      if (left < slice)
-        slice = left;
+      if (left < slice) slice = left;
     }
     timed_wait_locked(c, slice);
   }
 }
 
-hk_code hk_coordinator_error(hk_coordinator *c, hk_status *out)
-{
+hk_code hk_coordinator_error(hk_coordinator *c, hk_status *out) {
   hk_code code;
 
-  if (c == NULL)
-    return hk_status_set(out, HK_INVALID_ARGUMENT, "c: coordinator must not be NULL");
+  if (c == NULL) return hk_status_set(out, HK_INVALID_ARGUMENT, "c: coordinator must not be NULL");
   pthread_mutex_lock(&c->mu);
   code = c->error;
   if (out != NULL) {
@@ -337,14 +305,11 @@ hk_code hk_coordinator_error(hk_coordinator *c, hk_status *out)
   return code;
 }
 
-int hk_coordinator_clean_stop_requested(hk_coordinator *c)
-{
+int hk_coordinator_clean_stop_requested(hk_coordinator *c) {
   int clean;
 
-  if (hk_signal_fired() != 0)
-    return 1;
-  if (c == NULL)
-    return 0;
+  if (hk_signal_fired() != 0) return 1;
+  if (c == NULL) return 0;
   pthread_mutex_lock(&c->mu);
   clean = c->stop && c->error == HK_OK;
   pthread_mutex_unlock(&c->mu);
@@ -353,26 +318,20 @@ int hk_coordinator_clean_stop_requested(hk_coordinator *c)
 
 /* ---- threads ------------------------------------------------------------- */
 
-hk_code hk_coordinator_register_thread(hk_coordinator *c, const char *name,
-                                       hk_coordinator_thread **token, hk_status *status)
-{
+hk_code hk_coordinator_register_thread(hk_coordinator *c, const char *name, hk_coordinator_thread **token,
+                                       hk_status *status) {
   hk_coordinator_thread *t;
   size_t n;
 
-  if (token != NULL)
-    *token = NULL;
-  if (c == NULL)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "c: coordinator must not be NULL");
-  if (name == NULL)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "name: must not be NULL");
-  if (token == NULL)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "token: must not be NULL");
+  if (token != NULL) *token = NULL;
+  if (c == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "c: coordinator must not be NULL");
+  if (name == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "name: must not be NULL");
+  if (token == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "token: must not be NULL");
 
   n = strlen(name);
   t = hk_env_calloc(&c->env, 1, sizeof(*t) + n + 1);
   if (t == NULL)
-    return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "coordinator: out of memory registering thread %s",
-                         name);
+    return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "coordinator: out of memory registering thread %s", name);
   memcpy(t->name, name, n + 1);
   t->coord = c;
 
@@ -387,13 +346,11 @@ hk_code hk_coordinator_register_thread(hk_coordinator *c, const char *name,
   return HK_OK;
 }
 
-void hk_coordinator_thread_done(hk_coordinator_thread *token)
-{
+void hk_coordinator_thread_done(hk_coordinator_thread *token) {
   hk_coordinator *c;
   int last;
 
-  if (token == NULL)
-    return;
+  if (token == NULL) return;
   c = token->coord;
   pthread_mutex_lock(&c->mu);
   if (!token->done) {
@@ -405,17 +362,14 @@ void hk_coordinator_thread_done(hk_coordinator_thread *token)
   pthread_mutex_unlock(&c->mu);
   /* Not touching c or token past this point unless we hold the last
    * reference: the owner may free it as soon as the lock is released. */
-  if (last)
-    destroy(c);
+  if (last) destroy(c);
 }
 
-static void set_thread_name(const char *name)
-{
+static void set_thread_name(const char *name) {
   char buf[HK__THREAD_NAME_MAX + 1];
   size_t n = strlen(name);
 
-  if (n > HK__THREAD_NAME_MAX)
-    n = HK__THREAD_NAME_MAX;
+  if (n > HK__THREAD_NAME_MAX) n = HK__THREAD_NAME_MAX;
   memcpy(buf, name, n);
   buf[n] = '\0';
 #if defined(__GLIBC__) || defined(__FreeBSD__) || defined(__NetBSD__)
@@ -427,8 +381,7 @@ static void set_thread_name(const char *name)
 #endif
 }
 
-static void *thread_main(void *arg)
-{
+static void *thread_main(void *arg) {
   hk_coordinator_thread *t = arg;
 
   set_thread_name(t->name);
@@ -437,16 +390,14 @@ static void *thread_main(void *arg)
   return NULL;
 }
 
-static void unregister(hk_coordinator *c, hk_coordinator_thread *t)
-{
+static void unregister(hk_coordinator *c, hk_coordinator_thread *t) {
   hk_coordinator_thread **p;
 
   pthread_mutex_lock(&c->mu);
   for (p = &c->threads; *p != NULL; p = &(*p)->next) {
     if (*p == t) {
       *p = t->next;
-      if (c->tail == &t->next)
-        c->tail = p;
+      if (c->tail == &t->next) c->tail = p;
       break;
     }
   }
@@ -456,23 +407,18 @@ static void unregister(hk_coordinator *c, hk_coordinator_thread *t)
 }
 
 hk_code hk_coordinator_start_thread(hk_coordinator *c, const char *name, hk_thread_fn fn, void *user,
-                                    hk_status *status)
-{
+                                    hk_status *status) {
   hk_coordinator_thread *t;
   pthread_t tid;
   hk_code rc;
   int err;
 
-  if (c == NULL)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "c: coordinator must not be NULL");
-  if (name == NULL)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "name: must not be NULL");
-  if (fn == NULL)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "fn: must not be NULL");
+  if (c == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "c: coordinator must not be NULL");
+  if (name == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "name: must not be NULL");
+  if (fn == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "fn: must not be NULL");
 
   rc = hk_coordinator_register_thread(c, name, &t, status);
-  if (rc != HK_OK)
-    return rc;
+  if (rc != HK_OK) return rc;
   t->fn = fn;
   t->user = user;
 
@@ -492,43 +438,35 @@ hk_code hk_coordinator_start_thread(hk_coordinator *c, const char *name, hk_thre
   return HK_OK;
 }
 
-static int all_done_locked(const hk_coordinator *c)
-{
+static int all_done_locked(const hk_coordinator *c) {
   const hk_coordinator_thread *t;
 
   for (t = c->threads; t != NULL; t = t->next)
-    if (!t->done)
-      return 0;
+    if (!t->done) return 0;
   return 1;
 }
 
 /* Append `s` to buf (capacity cap, current length *len), truncating. */
-static void append(char *buf, size_t cap, size_t *len, const char *s)
-{
+static void append(char *buf, size_t cap, size_t *len, const char *s) {
   size_t n = strlen(s);
 
-  if (*len + 1 >= cap)
-    return;
-  if (n > cap - 1 - *len)
-    n = cap - 1 - *len;
+  if (*len + 1 >= cap) return;
+  if (n > cap - 1 - *len) n = cap - 1 - *len;
   memcpy(buf + *len, s, n);
   *len += n;
   buf[*len] = '\0';
 }
 
-hk_code hk_coordinator_join(hk_coordinator *c, double grace_secs, hk_status *status)
-{
+hk_code hk_coordinator_join(hk_coordinator *c, double grace_secs, hk_status *status) {
   char names[1024];
   size_t len = 0;
   int stragglers = 0;
   hk_coordinator_thread *t;
   double start;
 
-  if (c == NULL)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "c: coordinator must not be NULL");
+  if (c == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "c: coordinator must not be NULL");
   if (!(isfinite(grace_secs) && grace_secs >= 0))
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "grace_secs must be finite and >= 0, got %g",
-                         grace_secs);
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "grace_secs must be finite and >= 0, got %g", grace_secs);
 
   hk_coordinator_request_stop(c, HK_OK, NULL);
 
@@ -537,14 +475,11 @@ hk_code hk_coordinator_join(hk_coordinator *c, double grace_secs, hk_status *sta
     pthread_mutex_lock(&c->mu);
     for (;;) {
       double left;
-      if (all_done_locked(c))
-        break;
+      if (all_done_locked(c)) break;
       left = grace_secs - (hk_env_monotonic(&c->env) - start);
-      if (left <= 0)
-        break;
+      if (left <= 0) break;
       timed_wait_locked(c, HK__JOIN_REAL_SLICE_SECS);
-      if (all_done_locked(c))
-        break;
+      if (all_done_locked(c)) break;
       pthread_mutex_unlock(&c->mu);
       hk_env_sleep(&c->env, left < HK__WAIT_SLICE_SECS ? left : HK__WAIT_SLICE_SECS);
       pthread_mutex_lock(&c->mu);
@@ -554,21 +489,17 @@ hk_code hk_coordinator_join(hk_coordinator *c, double grace_secs, hk_status *sta
     pthread_mutex_lock(&c->mu);
     for (;;) {
       double left;
-      if (all_done_locked(c))
-        break;
+      if (all_done_locked(c)) break;
       left = grace_secs - (real_now() - start);
-      if (left <= 0)
-        break;
+      if (left <= 0) break;
       timed_wait_locked(c, left);
     }
   }
 
   names[0] = '\0';
   for (t = c->threads; t != NULL; t = t->next) {
-    if (t->done)
-      continue;
-    if (stragglers++ > 0)
-      append(names, sizeof(names), &len, ", ");
+    if (t->done) continue;
+    if (stragglers++ > 0) append(names, sizeof(names), &len, ", ");
     append(names, sizeof(names), &len, t->name);
   }
   pthread_mutex_unlock(&c->mu);
@@ -589,13 +520,11 @@ hk_code hk_coordinator_join(hk_coordinator *c, double grace_secs, hk_status *sta
       }
     }
     pthread_mutex_unlock(&c->mu);
-    if (!found)
-      break;
+    if (!found) break;
     pthread_join(tid, NULL);
   }
 
-  if (stragglers > 0)
-    hk_env_log(&c->env, HK_LOG_WARNING, "Coordinator stopped with threads still running: %s", names);
+  if (stragglers > 0) hk_env_log(&c->env, HK_LOG_WARNING, "Coordinator stopped with threads still running: %s", names);
   hk_status_clear(status);
   return HK_OK;
 }

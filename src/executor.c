@@ -24,8 +24,7 @@ struct hk_raw_session {
 
 static const char *vt_name(const hk_executor_vtable *vt) { return vt && vt->name ? vt->name : "executor"; }
 
-hk_code hk_executor_new(hk_executor **out, const hk_executor_vtable *vt, void *self, const hk_env *env,
-                        hk_status *st) {
+hk_code hk_executor_new(hk_executor **out, const hk_executor_vtable *vt, void *self, const hk_env *env, hk_status *st) {
   if (out) *out = NULL;
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_executor_new: out is NULL");
   if (!vt) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_executor_new: vtable is NULL");
@@ -295,14 +294,15 @@ hk_code hk__run_args_check(const hk_run_args *a, const char *what, hk_status *st
 
 static const hk_run_args empty_args = {NULL, 0, NULL, 0, NULL, 0, NULL};
 
-hk_code hk_raw_session_run(hk_raw_session *rs, const hk_run_args *args, hk_tensor *results,
-                           hk_run_metadata *md, hk_status *st) {
+hk_code hk_raw_session_run(hk_raw_session *rs, const hk_run_args *args, hk_tensor *results, hk_run_metadata *md,
+                           hk_status *st) {
   if (!rs) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_raw_session_run: session is NULL");
   if (!args) args = &empty_args;
   hk_code rc = hk__run_args_check(args, "hk_raw_session_run", st);
   if (rc != HK_OK) return rc;
   if (args->nfetches && !results)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_raw_session_run: results is NULL with %zu fetches", args->nfetches);
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_raw_session_run: results is NULL with %zu fetches",
+                         args->nfetches);
   if (md && md->version != HK_RUN_METADATA_VERSION)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_raw_session_run: run metadata version %u is not supported",
                          (unsigned)md->version);
@@ -313,9 +313,12 @@ hk_code hk_raw_session_run(hk_raw_session *rs, const hk_run_args *args, hk_tenso
 hk_code hk_raw_session_read_variable(hk_raw_session *rs, size_t index, hk_tensor *out, hk_status *st) {
   if (!rs) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_raw_session_read_variable: session is NULL");
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_raw_session_read_variable: out is NULL");
-  if (!rs->open) return hk_status_set(st, HK_FAILED_PRECONDITION, "hk_raw_session_read_variable: the raw session is closed");
+  if (!rs->open)
+    return hk_status_set(st, HK_FAILED_PRECONDITION, "hk_raw_session_read_variable: the raw session is closed");
   size_t n = hk_executor_variable_count(rs->ex);
-  if (index >= n) return hk_status_set(st, HK_OUT_OF_RANGE, "hk_raw_session_read_variable: index %zu >= variable count %zu", index, n);
+  if (index >= n)
+    return hk_status_set(st, HK_OUT_OF_RANGE, "hk_raw_session_read_variable: index %zu >= variable count %zu", index,
+                         n);
   if (!rs->ex->vt->variable_read)
     return hk_status_set(st, HK_UNIMPLEMENTED, "executor '%s' cannot read variables", vt_name(rs->ex->vt));
   return rs->ex->vt->variable_read(rs->ex->self, rs->session, index, out, st);
@@ -324,9 +327,12 @@ hk_code hk_raw_session_read_variable(hk_raw_session *rs, size_t index, hk_tensor
 hk_code hk_raw_session_assign_variable(hk_raw_session *rs, size_t index, const hk_tensor *value, hk_status *st) {
   if (!rs) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_raw_session_assign_variable: session is NULL");
   if (!value) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_raw_session_assign_variable: value is NULL");
-  if (!rs->open) return hk_status_set(st, HK_FAILED_PRECONDITION, "hk_raw_session_assign_variable: the raw session is closed");
+  if (!rs->open)
+    return hk_status_set(st, HK_FAILED_PRECONDITION, "hk_raw_session_assign_variable: the raw session is closed");
   size_t n = hk_executor_variable_count(rs->ex);
-  if (index >= n) return hk_status_set(st, HK_OUT_OF_RANGE, "hk_raw_session_assign_variable: index %zu >= variable count %zu", index, n);
+  if (index >= n)
+    return hk_status_set(st, HK_OUT_OF_RANGE, "hk_raw_session_assign_variable: index %zu >= variable count %zu", index,
+                         n);
   if (!rs->ex->vt->variable_assign)
     return hk_status_set(st, HK_UNIMPLEMENTED, "executor '%s' cannot assign variables", vt_name(rs->ex->vt));
   return rs->ex->vt->variable_assign(rs->ex->self, rs->session, index, value, st);

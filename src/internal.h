@@ -28,10 +28,10 @@ struct hk_hook {
   const hk_hook_vtable *vt;
   void *user;
   char *name;
-  hk_env env;            /* valid when has_env */
+  hk_env env; /* valid when has_env */
   int has_env;
   const hk_env *session_env; /* borrowed from the attached session */
-  const void *owner;     /* the session this hook serves, or NULL (H11) */
+  const void *owner;         /* the session this hook serves, or NULL (H11) */
 };
 
 struct hk_run_context {
@@ -48,12 +48,10 @@ struct hk_creation_context {
 /** Check a caller's run args for NULL arrays with counts; names the field. */
 hk_code hk__run_args_check(const hk_run_args *args, const char *what, hk_status *st);
 
-
 /* ---- feeds (scaffold.c) ------------------------------------------------ */
 /** Deep-copy n feeds (values' data included) into one allocation. *out is
  *  NULL when n is 0. Validates each feed value. */
-hk_code hk__feeds_copy(const hk_env *env, const hk_feed *src, size_t n, hk_feed **out, const char *what,
-                       hk_status *st);
+hk_code hk__feeds_copy(const hk_env *env, const hk_feed *src, size_t n, hk_feed **out, const char *what, hk_status *st);
 /** Name of a handle for messages, "None" when unset. */
 const char *hk__handle_label(hk_executor *ex, hk_handle h);
 #endif /* HOOKED_INTERNAL_H */

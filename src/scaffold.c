@@ -86,7 +86,8 @@ hk_code hk_scaffold_new(hk_scaffold **out, const hk_scaffold_options *o, hk_stat
   const hk_feed *init_feed = o->ninit_feed ? o->init_feed : (from ? from->init_feed : NULL);
   size_t ninit_feed = o->ninit_feed ? o->ninit_feed : (from ? from->ninit_feed : 0);
   if (o->init_feed == NULL && o->ninit_feed)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_scaffold_new: init_feed is NULL with ninit_feed %zu", o->ninit_feed);
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_scaffold_new: init_feed is NULL with ninit_feed %zu",
+                         o->ninit_feed);
   if (o->local_init_feed == NULL && o->nlocal_init_feed)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_scaffold_new: local_init_feed is NULL with nlocal_init_feed %zu",
                          o->nlocal_init_feed);

@@ -39,15 +39,15 @@ struct hk_session {
   int64_t rec_max_attempts;
 
   hk_raw_session *rs;
-  hk_coordinator *coord;        /* current; NULL before the first creation */
-  hk_coordinator **old_coords;  /* kept until free (H17) */
+  hk_coordinator *coord;       /* current; NULL before the first creation */
+  hk_coordinator **old_coords; /* kept until free (H17) */
   size_t nold, capold;
 
-  int hook_stop;   /* C20, sticky */
+  int hook_stop; /* C20, sticky */
   int closed;
-  int failed;      /* H18 */
+  int failed; /* H18 */
   hk_status failed_status;
-  int busy;        /* H19: inside a hook callback or init_fn */
+  int busy; /* H19: inside a hook callback or init_fn */
 
   /* per-run scratch, grown on demand */
   hk_handle *fetches;
@@ -121,7 +121,8 @@ static void stop_coordinator(hk_session *s) {
   if (!s->coord) return;
   hk_coordinator_request_stop(s->coord, HK_OK, NULL);
   hk_status tmp = HK_STATUS_INIT;
-  if (hk_coordinator_join(s->coord, s->grace_secs, &tmp) != HK_OK) log_status(s, HK_LOG_ERROR, "coordinator join", &tmp);
+  if (hk_coordinator_join(s->coord, s->grace_secs, &tmp) != HK_OK)
+    log_status(s, HK_LOG_ERROR, "coordinator join", &tmp);
 }
 
 static void detach_hooks(hk_session *s) {
@@ -300,21 +301,24 @@ static hk_code validate_options(const hk_session_options *o, hk_status *st) {
     if (!h) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: hooks[%zu] is NULL", i);
     for (size_t j = 0; j < i; j++)
       if (o->hooks[j] == h)
-        return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: hook '%s' appears twice (hooks[%zu] and hooks[%zu])",
-                             h->name, j, i);
+        return hk_status_set(st, HK_INVALID_ARGUMENT,
+                             "hk_session_new: hook '%s' appears twice (hooks[%zu] and hooks[%zu])", h->name, j, i);
     if (h->owner)
       return hk_status_set(st, HK_INVALID_ARGUMENT,
                            "hk_session_new: hook '%s' (hooks[%zu]) already serves another session", h->name, i);
   }
   if (o->creator) {
     if (o->creator->version == 0 || o->creator->version > HK_SESSION_CREATOR_VTABLE_VERSION)
-      return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: session creator vtable has version %u; supported 1..%u",
+      return hk_status_set(st, HK_INVALID_ARGUMENT,
+                           "hk_session_new: session creator vtable has version %u; supported 1..%u",
                            (unsigned)o->creator->version, (unsigned)HK_SESSION_CREATOR_VTABLE_VERSION);
     if (!o->creator->create)
-      return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: session creator vtable lacks required slot create");
+      return hk_status_set(st, HK_INVALID_ARGUMENT,
+                           "hk_session_new: session creator vtable lacks required slot create");
   }
   if (!hk__secs_valid(o->stop_grace_period_secs))
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: stop_grace_period_secs must be finite and >= 0, got %g",
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_session_new: stop_grace_period_secs must be finite and >= 0, got %g",
                          o->stop_grace_period_secs);
   if (!hk_secs_is_unset(o->max_wait_secs) && !hk__secs_valid(o->max_wait_secs))
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: max_wait_secs must be finite and >= 0, got %g",
@@ -323,12 +327,14 @@ static hk_code validate_options(const hk_session_options *o, hk_status *st) {
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: recovery_wait_secs must be finite and > 0, got %g",
                          o->recovery_wait_secs);
   if (!hk__secs_valid(o->recovery_initial_delay_secs))
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: recovery_initial_delay_secs must be finite and >= 0, got %g",
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_session_new: recovery_initial_delay_secs must be finite and >= 0, got %g",
                          o->recovery_initial_delay_secs);
   if (!hk__secs_valid(o->recovery_max_delay_secs) || o->recovery_max_delay_secs < o->recovery_initial_delay_secs)
-    return hk_status_set(st, HK_INVALID_ARGUMENT,
-                         "hk_session_new: recovery_max_delay_secs must be finite and >= recovery_initial_delay_secs, got %g",
-                         o->recovery_max_delay_secs);
+    return hk_status_set(
+        st, HK_INVALID_ARGUMENT,
+        "hk_session_new: recovery_max_delay_secs must be finite and >= recovery_initial_delay_secs, got %g",
+        o->recovery_max_delay_secs);
   if (o->recovery_max_attempts < 0)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: recovery_max_attempts must be >= 0, got %lld",
                          (long long)o->recovery_max_attempts);
@@ -338,9 +344,11 @@ static hk_code validate_options(const hk_session_options *o, hk_status *st) {
   if (o->scaffold && hk__scaffold_executor(o->scaffold) && hk__scaffold_executor(o->scaffold) != o->executor)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: scaffold was finalized with another executor");
   if (o->checkpoint_dir && o->checkpoint_filename_with_path)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "Can not provide both checkpoint_dir and checkpoint_filename_with_path.");
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "Can not provide both checkpoint_dir and checkpoint_filename_with_path.");
   if (o->checkpoint_dir || o->checkpoint_filename_with_path)
-    return hk_status_set(st, HK_UNIMPLEMENTED, "hk_session_new: restoring checkpoints is not supported by this build (%s given)",
+    return hk_status_set(st, HK_UNIMPLEMENTED,
+                         "hk_session_new: restoring checkpoints is not supported by this build (%s given)",
                          o->checkpoint_dir ? "checkpoint_dir" : "checkpoint_filename_with_path");
   return HK_OK;
 }
@@ -544,7 +552,8 @@ static hk_code merge_feeds(hk_session *s, const hk_run_args *a, size_t *nfeeds_o
   }
   for (size_t k = 0; k < a->nfeeds; k++)
     if (feed_index(s->feeds, nh, a->feeds[k].tensor) < nh)
-      return conflict_error(s, st, "Same tensor is fed by a SessionRunHook and user.", a->feeds, a->nfeeds, s->feeds, nh);
+      return conflict_error(s, st, "Same tensor is fed by a SessionRunHook and user.", a->feeds, a->nfeeds, s->feeds,
+                            nh);
   /* Caller's pairs first, then each hook's in list order (C10). */
   memmove(s->feeds + a->nfeeds, s->feeds, nh * sizeof *s->feeds);
   if (a->nfeeds) memcpy(s->feeds, a->feeds, a->nfeeds * sizeof *s->feeds);
@@ -558,7 +567,9 @@ static hk_code check_request(hk_session *s, size_t i, hk_status *st) {
   const char *name = s->hooks[i]->name;
   if ((!r->fetches && r->nfetches) || (!r->feeds && r->nfeeds) || (!r->targets && r->ntargets))
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hook '%s' requested %s with a NULL array", name,
-                         (!r->fetches && r->nfetches) ? "fetches" : (!r->feeds && r->nfeeds) ? "feeds" : "targets");
+                         (!r->fetches && r->nfetches) ? "fetches"
+                         : (!r->feeds && r->nfeeds)   ? "feeds"
+                                                      : "targets");
   if (r->trace_level < 0 || r->trace_level > 3)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hook '%s' requested trace_level %d outside [0, 3]", name,
                          (int)r->trace_level);
@@ -582,8 +593,7 @@ static hk_code substitute(hk_session *s, hk_code rc, hk_status *st) {
 
 static hk_code run_once(hk_session *s, const hk_run_args *a, hk_tensor *results, hk_run_metadata *md, hk_status *st) {
   if (s->failed) return report_failed(s, st);
-  if (s->hook_stop)
-    return hk_status_set(st, HK_FAILED_PRECONDITION, "Run called even after should_stop requested.");
+  if (s->hook_stop) return hk_status_set(st, HK_FAILED_PRECONDITION, "Run called even after should_stop requested.");
   if (!s->rs) return hk_status_set(st, HK_FAILED_PRECONDITION, "session has no raw session");
 
   hk_run_context ctx = {a, s->rs, 0};
@@ -734,7 +744,8 @@ hk_code hk_step_context_run_with_hooks(hk_step_context *ctx, const hk_run_args *
   hk_code rc = check_run_entry(ctx->s, args, results, "hk_step_context_run_with_hooks", st);
   if (rc != HK_OK) return rc;
   if (md && md->version != HK_RUN_METADATA_VERSION)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_step_context_run_with_hooks: run metadata version %u is not supported",
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_step_context_run_with_hooks: run metadata version %u is not supported",
                          (unsigned)md->version);
   /* Preemption errors leave step_fn; run_step_fn recovers and calls it again (C45). */
   hk_status local;
@@ -763,7 +774,8 @@ static hk_code session_run_step_fn(hk_session *s, hk_step_fn fn, void *user, hk_
     hk_step_context ctx = {s, 0};
     hk_status_clear(st);
     hk_code rc = callback_result(fn(&ctx, user, st), st, "step_fn", "run_step_fn");
-    if (ctx.stopping && (rc == HK_OK || rc == HK_OUT_OF_RANGE)) return hk_status_set(st, HK_OUT_OF_RANGE, STEP_STOP_MESSAGE);
+    if (ctx.stopping && (rc == HK_OK || rc == HK_OUT_OF_RANGE))
+      return hk_status_set(st, HK_OUT_OF_RANGE, STEP_STOP_MESSAGE);
     if (s->kind != HK_SESSION_MONITORED || !hk_code_is_preemption(rc) || s->failed || s->closed) return rc;
     hk_status err = HK_STATUS_INIT;
     hk__status_copy(&err, st);
@@ -779,8 +791,7 @@ static hk_code session_run_step_fn(hk_session *s, hk_step_fn fn, void *user, hk_
 
 static int is_clean(hk_session *s, hk_code code) {
   if (code == HK_OK || code == HK_OUT_OF_RANGE) return 1;
-  if (code == HK_CANCELLED)
-    return hk_signal_fired() || (s->coord && hk_coordinator_clean_stop_requested(s->coord));
+  if (code == HK_CANCELLED) return hk_signal_fired() || (s->coord && hk_coordinator_clean_stop_requested(s->coord));
   return 0;
 }
 

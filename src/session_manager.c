@@ -34,7 +34,8 @@ hk_code hk_session_manager_options_init(hk_session_manager_options *o, uint32_t 
 hk_code hk_session_manager_new(hk_session_manager **out, const hk_session_manager_options *o, hk_status *st) {
   if (out) *out = NULL;
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_new: out is NULL");
-  if (!o) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_new: options is NULL (executor is required)");
+  if (!o)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_new: options is NULL (executor is required)");
   if (o->version == 0 || o->version > HK_SESSION_MANAGER_OPTIONS_VERSION)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_new: options version %u is not supported",
                          (unsigned)o->version);
@@ -42,7 +43,8 @@ hk_code hk_session_manager_new(hk_session_manager **out, const hk_session_manage
   hk_code rc = hk_env_check(o->env, "hk_session_manager_new: env", st);
   if (rc != HK_OK) return rc;
   if (!(isfinite(o->recovery_wait_secs) && o->recovery_wait_secs > 0))
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_new: recovery_wait_secs must be finite and > 0, got %g",
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_session_manager_new: recovery_wait_secs must be finite and > 0, got %g",
                          o->recovery_wait_secs);
   if (o->ready_for_local_init_op != HK_NO_HANDLE && o->local_init_op == HK_NO_HANDLE)
     return hk_status_set(st, HK_INVALID_ARGUMENT,
@@ -112,7 +114,9 @@ hk_code hk_session_manager_model_ready(hk_session_manager *sm, hk_raw_session *r
                                        hk_status *reason, hk_status *st) {
   if (!sm || !rs || !ready)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_model_ready: %s is NULL",
-                         !sm ? "manager" : !rs ? "session" : "ready");
+                         !sm   ? "manager"
+                         : !rs ? "session"
+                               : "ready");
   *ready = 1;
   hk_status_clear(reason);
   if (ready_op == HK_NO_HANDLE) return HK_OK;
@@ -176,12 +180,13 @@ static hk_code check_prepare(const hk_prepare_options *o, hk_status *st) {
   if (o->version == 0 || o->version > HK_PREPARE_OPTIONS_VERSION)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "prepare options version %u is not supported", (unsigned)o->version);
   if (!o->init_feed && o->ninit_feed)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "prepare options: init_feed is NULL with a count of %zu", o->ninit_feed);
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "prepare options: init_feed is NULL with a count of %zu",
+                         o->ninit_feed);
   if (o->checkpoint_dir && o->checkpoint_filename_with_path)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "Can not provide both checkpoint_dir and checkpoint_filename_with_path.");
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "Can not provide both checkpoint_dir and checkpoint_filename_with_path.");
   if (o->checkpoint_dir || o->checkpoint_filename_with_path)
-    return hk_status_set(st, HK_UNIMPLEMENTED,
-                         "restoring checkpoints is not supported by this build (%s given)",
+    return hk_status_set(st, HK_UNIMPLEMENTED, "restoring checkpoints is not supported by this build (%s given)",
                          o->checkpoint_dir ? "checkpoint_dir" : "checkpoint_filename_with_path");
   if (!(hk_secs_is_unset(o->max_wait_secs) || hk__secs_valid(o->max_wait_secs)))
     return hk_status_set(st, HK_INVALID_ARGUMENT, "prepare options: max_wait_secs must be finite and >= 0, got %g",
@@ -219,8 +224,9 @@ hk_code hk_session_manager_prepare_session(hk_session_manager *sm, hk_raw_sessio
   if (rc != HK_OK) return rc;
   if (!restored) {
     if (o->init_op == HK_NO_HANDLE && !o->init_fn && sm->local_init_op == HK_NO_HANDLE)
-      return fail_closing(&rs, hk_status_set(st, HK_FAILED_PRECONDITION,
-                                             "Model is not initialized and no init_op or init_fn or local_init_op was given"));
+      return fail_closing(
+          &rs, hk_status_set(st, HK_FAILED_PRECONDITION,
+                             "Model is not initialized and no init_op or init_fn or local_init_op was given"));
     if (o->init_op != HK_NO_HANDLE) {
       hk_run_args args = {o->init_feed, o->ninit_feed, NULL, 0, &o->init_op, 1, NULL};
       rc = hk_raw_session_run(rs, &args, NULL, NULL, st);
@@ -241,11 +247,11 @@ hk_code hk_session_manager_prepare_session(hk_session_manager *sm, hk_raw_sessio
   rc = try_local_init(sm, rs, &ok, &why, st);
   if (rc != HK_OK) return fail_closing(&rs, rc);
   if (!ok)
-    return fail_closing(&rs, hk_status_set(st, HK_FAILED_PRECONDITION,
-                                           "Init operations did not make model ready for local_init.  Init op: %s, "
-                                           "init fn: %s, error: %s",
-                                           hk__handle_label(sm->ex, o->init_op), o->init_fn ? "<init_fn>" : "None",
-                                           why.message));
+    return fail_closing(
+        &rs, hk_status_set(st, HK_FAILED_PRECONDITION,
+                           "Init operations did not make model ready for local_init.  Init op: %s, "
+                           "init fn: %s, error: %s",
+                           hk__handle_label(sm->ex, o->init_op), o->init_fn ? "<init_fn>" : "None", why.message));
   int ready = 0;
   rc = hk_session_manager_model_ready(sm, rs, sm->ready_op, &ready, &why, st);
   if (rc != HK_OK) return fail_closing(&rs, rc);
@@ -299,8 +305,10 @@ hk_code hk_session_manager_wait_for_session(hk_session_manager *sm, hk_raw_sessi
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_wait_for_session: out is NULL");
   int unlimited = hk_secs_is_unset(max_wait_secs);
   if (!unlimited && !hk__secs_valid(max_wait_secs))
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_wait_for_session: max_wait_secs must be finite "
-                         "and >= 0 (or HK_UNSET_SECS), got %g", max_wait_secs);
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_session_manager_wait_for_session: max_wait_secs must be finite "
+                         "and >= 0 (or HK_UNSET_SECS), got %g",
+                         max_wait_secs);
   double start = hk_env_monotonic(&sm->env);
   for (;;) {
     if (cancel_requested(sm)) return hk_status_set(st, HK_CANCELLED, "wait cancelled: stop requested");

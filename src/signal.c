@@ -42,22 +42,17 @@ static pthread_mutex_t signal_lock = PTHREAD_MUTEX_INITIALIZER;
 static int signal_installed;
 
 /* Index 0: SIGINT, 1: SIGTERM. */
-static const int handled_signals[2] = { SIGINT, SIGTERM };
+static const int handled_signals[2] = {SIGINT, SIGTERM};
 static struct sigaction previous_actions[2];
 static signal_flag received[2];
 static signal_flag fired_signal;
 
-static int signal_index(int sig)
-{
-  return sig == SIGINT ? 0 : (sig == SIGTERM ? 1 : -1);
-}
+static int signal_index(int sig) { return sig == SIGINT ? 0 : (sig == SIGTERM ? 1 : -1); }
 
-static void on_signal(int sig)
-{
+static void on_signal(int sig) {
   int i = signal_index(sig);
 
-  if (i < 0)
-    return;
+  if (i < 0) return;
   if (FLAG_GET(received[i])) {
     /* Second delivery: behave as if hooked were not there. The signal is
      * blocked while this handler runs, so the re-raised one is delivered
@@ -67,12 +62,10 @@ static void on_signal(int sig)
     return;
   }
   FLAG_SET(received[i], 1);
-  if (FLAG_GET(fired_signal) == 0)
-    FLAG_SET(fired_signal, sig);
+  if (FLAG_GET(fired_signal) == 0) FLAG_SET(fired_signal, sig);
 }
 
-hk_code hk_signal_install(hk_status *status)
-{
+hk_code hk_signal_install(hk_status *status) {
   struct sigaction action;
   int i;
 
@@ -95,8 +88,7 @@ hk_code hk_signal_install(hk_status *status)
   for (i = 0; i < 2; i++) {
     if (sigaction(handled_signals[i], &action, &previous_actions[i]) != 0) {
       int j;
-      for (j = 0; j < i; j++)
-        sigaction(handled_signals[j], &previous_actions[j], NULL);
+      for (j = 0; j < i; j++) sigaction(handled_signals[j], &previous_actions[j], NULL);
       pthread_mutex_unlock(&signal_lock);
       return hk_status_set(status, HK_INTERNAL, "signal helper: sigaction(%s) failed",
                            handled_signals[i] == SIGINT ? "SIGINT" : "SIGTERM");
@@ -108,8 +100,7 @@ hk_code hk_signal_install(hk_status *status)
   return HK_OK;
 }
 
-hk_code hk_signal_uninstall(hk_status *status)
-{
+hk_code hk_signal_uninstall(hk_status *status) {
   int i;
 
   pthread_mutex_lock(&signal_lock);
@@ -117,8 +108,7 @@ hk_code hk_signal_uninstall(hk_status *status)
     pthread_mutex_unlock(&signal_lock);
     return hk_status_set(status, HK_FAILED_PRECONDITION, "signal helper: not installed");
   }
-  for (i = 0; i < 2; i++)
-    sigaction(handled_signals[i], &previous_actions[i], NULL);
+  for (i = 0; i < 2; i++) sigaction(handled_signals[i], &previous_actions[i], NULL);
   FLAG_SET(received[0], 0);
   FLAG_SET(received[1], 0);
   FLAG_SET(fired_signal, 0);
@@ -128,26 +118,18 @@ hk_code hk_signal_uninstall(hk_status *status)
   return HK_OK;
 }
 
-int hk_signal_fired(void)
-{
-  return FLAG_GET(fired_signal);
-}
+int hk_signal_fired(void) { return FLAG_GET(fired_signal); }
 
 #else /* !HK__HAVE_SIGACTION */
 
-hk_code hk_signal_install(hk_status *status)
-{
+hk_code hk_signal_install(hk_status *status) {
   return hk_status_set(status, HK_UNIMPLEMENTED, "signal helper: POSIX signals are not available");
 }
 
-hk_code hk_signal_uninstall(hk_status *status)
-{
+hk_code hk_signal_uninstall(hk_status *status) {
   return hk_status_set(status, HK_UNIMPLEMENTED, "signal helper: POSIX signals are not available");
 }
 
-int hk_signal_fired(void)
-{
-  return 0;
-}
+int hk_signal_fired(void) { return 0; }
 
 #endif /* HK__HAVE_SIGACTION */

@@ -11,32 +11,26 @@
 static size_t table_size(hk_dtype dtype) {
   switch (dtype) {
 #define HK__DTYPE_SIZE(lc, uc, size, st) \
-  case HK_DTYPE_##uc:                    \
-    return (size_t)(size);
+  case HK_DTYPE_##uc: return (size_t)(size);
     HK_DTYPE_TABLE(HK__DTYPE_SIZE)
 #undef HK__DTYPE_SIZE
-    default:
-      return 0;
+    default: return 0;
   }
 }
 
 /* The table gives STRING size 0 so the X-macro stays integral; its elements
  * are `const char *`. */
-static size_t elem_size(hk_dtype dtype) {
-  return dtype == HK_DTYPE_STRING ? sizeof(const char *) : table_size(dtype);
-}
+static size_t elem_size(hk_dtype dtype) { return dtype == HK_DTYPE_STRING ? sizeof(const char *) : table_size(dtype); }
 
 size_t hk_dtype_size(hk_dtype dtype) { return elem_size(dtype); }
 
 const char *hk_dtype_name(hk_dtype dtype) {
   switch (dtype) {
 #define HK__DTYPE_NAME(lc, uc, size, st) \
-  case HK_DTYPE_##uc:                    \
-    return #lc;
+  case HK_DTYPE_##uc: return #lc;
     HK_DTYPE_TABLE(HK__DTYPE_NAME)
 #undef HK__DTYPE_NAME
-    default:
-      return "invalid";
+    default: return "invalid";
   }
 }
 
@@ -46,26 +40,29 @@ int hk_dtype_is_float(hk_dtype d) {
 
 int hk_dtype_is_integer(hk_dtype d) {
   switch (d) {
-    case HK_DTYPE_I8: case HK_DTYPE_I16: case HK_DTYPE_I32: case HK_DTYPE_I64:
-    case HK_DTYPE_U8: case HK_DTYPE_U16: case HK_DTYPE_U32: case HK_DTYPE_U64:
-      return 1;
-    default:
-      return 0;
+    case HK_DTYPE_I8:
+    case HK_DTYPE_I16:
+    case HK_DTYPE_I32:
+    case HK_DTYPE_I64:
+    case HK_DTYPE_U8:
+    case HK_DTYPE_U16:
+    case HK_DTYPE_U32:
+    case HK_DTYPE_U64: return 1;
+    default: return 0;
   }
 }
 
 static int dtype_valid(hk_dtype d) { return (int)d > (int)HK_DTYPE_INVALID && (int)d < (int)HK_DTYPE__COUNT; }
 
-hk_code hk_tensor_init(hk_tensor *out, hk_dtype dtype, int32_t rank, const int64_t *dims, void *data,
-                       hk_status *st) {
+hk_code hk_tensor_init(hk_tensor *out, hk_dtype dtype, int32_t rank, const int64_t *dims, void *data, hk_status *st) {
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_tensor_init: out is NULL");
   memset(out, 0, sizeof *out);
   if (!dtype_valid(dtype))
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_tensor_init: dtype %d is not a valid hk_dtype", (int)dtype);
   if (rank < 0 || rank > HK_MAX_RANK)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_tensor_init: rank %d outside [0, %d]", (int)rank,
-                         HK_MAX_RANK);
-  if (rank > 0 && !dims) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_tensor_init: dims is NULL with rank %d", (int)rank);
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_tensor_init: rank %d outside [0, %d]", (int)rank, HK_MAX_RANK);
+  if (rank > 0 && !dims)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_tensor_init: dims is NULL with rank %d", (int)rank);
   size_t n = 1;
   for (int32_t i = 0; i < rank; i++) {
     if (dims[i] < 0)
@@ -76,7 +73,8 @@ hk_code hk_tensor_init(hk_tensor *out, hk_dtype dtype, int32_t rank, const int64
     n *= (size_t)dims[i];
   }
   size_t es = elem_size(dtype);
-  if (n != 0 && n > SIZE_MAX / es) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_tensor_init: byte size overflows size_t");
+  if (n != 0 && n > SIZE_MAX / es)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_tensor_init: byte size overflows size_t");
   if (n != 0 && !data)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_tensor_init: data is NULL for a shape of %zu elements", n);
   out->dtype = dtype;
@@ -145,18 +143,17 @@ hk_tensor hk_tensor_scalar_f32(float *value) {
 hk_code hk_tensor_to_i64(const hk_tensor *t, const char *what, int64_t *out, hk_status *st) {
   if (!what) what = "tensor";
   if (!t || !out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_tensor_to_i64: NULL %s", !t ? "tensor" : "out");
-  if (t->rank != 0)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s is not scalar (rank %d)", what, (int)t->rank);
+  if (t->rank != 0) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s is not scalar (rank %d)", what, (int)t->rank);
   if (!t->data || t->nbytes < hk_dtype_size(t->dtype) || hk_dtype_size(t->dtype) == 0)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s has no data", what);
   /* memcpy: an executor's view need not be aligned for its dtype. */
   switch (t->dtype) {
-#define HK__READ(type)                  \
-  {                                     \
-    type v;                             \
-    memcpy(&v, t->data, sizeof v);      \
-    *out = (int64_t)v;                  \
-    break;                              \
+#define HK__READ(type)             \
+  {                                \
+    type v;                        \
+    memcpy(&v, t->data, sizeof v); \
+    *out = (int64_t)v;             \
+    break;                         \
   }
     case HK_DTYPE_I8: HK__READ(int8_t)
     case HK_DTYPE_I16: HK__READ(int16_t)
@@ -169,7 +166,8 @@ hk_code hk_tensor_to_i64(const hk_tensor *t, const char *what, int64_t *out, hk_
     case HK_DTYPE_U64: {
       uint64_t v;
       memcpy(&v, t->data, sizeof v);
-      if (v > (uint64_t)INT64_MAX) return hk_status_set(st, HK_OUT_OF_RANGE, "%s value %llu exceeds int64", what, (unsigned long long)v);
+      if (v > (uint64_t)INT64_MAX)
+        return hk_status_set(st, HK_OUT_OF_RANGE, "%s value %llu exceeds int64", what, (unsigned long long)v);
       *out = (int64_t)v;
       break;
     }

@@ -15,9 +15,7 @@ static const char finalized_msg[] = "Graph is finalized and cannot be modified."
 
 /* ---- small helpers ------------------------------------------------------- */
 
-hk_handle hk__graph_tensor_handle(uint32_t slot) {
-  return HK__GRAPH_TENSOR_TAG | ((uint64_t)slot + 1);
-}
+hk_handle hk__graph_tensor_handle(uint32_t slot) { return HK__GRAPH_TENSOR_TAG | ((uint64_t)slot + 1); }
 
 hk_handle hk__graph_op_handle(uint32_t op) { return HK__GRAPH_OP_TAG | ((uint64_t)op + 1); }
 
@@ -86,40 +84,33 @@ static hk_code check_name(const char *name, const char *what, hk_status *st) {
   if (!name) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s is NULL", what);
   len = strlen(name);
   if (len == 0 || len > HK__GRAPH_NAME_MAX)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s must be 1..%d bytes, got %zu", what,
-                         HK__GRAPH_NAME_MAX, len);
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s must be 1..%d bytes, got %zu", what, HK__GRAPH_NAME_MAX, len);
   for (i = 0; i < len; i++) {
     char c = name[i];
-    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-             c == '_' || c == '.' || c == '/' || c == '-';
+    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+             c == '/' || c == '-';
     if (!ok)
       return hk_status_set(st, HK_INVALID_ARGUMENT,
-                           "%s '%s' has an invalid character at byte %zu (allowed: [A-Za-z0-9_./-])",
-                           what, name, i);
+                           "%s '%s' has an invalid character at byte %zu (allowed: [A-Za-z0-9_./-])", what, name, i);
   }
   return HK_OK;
 }
 
 /* Validate a shape given as rank + dims; `min_dim` is 0, or -1 where "any" is allowed. */
-static hk_code check_shape(int32_t rank, const int64_t *dims, int64_t min_dim, const char *what,
-                           hk_status *st) {
+static hk_code check_shape(int32_t rank, const int64_t *dims, int64_t min_dim, const char *what, hk_status *st) {
   int32_t i;
   if (rank < 0 || rank > HK_MAX_RANK)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s rank %d is outside [0, %d]", what,
-                         (int)rank, HK_MAX_RANK);
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s rank %d is outside [0, %d]", what, (int)rank, HK_MAX_RANK);
   if (rank > 0 && !dims)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s dims is NULL but rank is %d", what,
-                         (int)rank);
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s dims is NULL but rank is %d", what, (int)rank);
   for (i = 0; i < rank; i++)
     if (dims[i] < min_dim)
-      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s dims[%d] is %" PRId64 ", must be >= %" PRId64,
-                           what, (int)i, dims[i], min_dim);
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s dims[%d] is %" PRId64 ", must be >= %" PRId64, what, (int)i,
+                           dims[i], min_dim);
   return HK_OK;
 }
 
-static hk_code finalized_error(hk_status *st) {
-  return hk_status_set(st, HK_FAILED_PRECONDITION, "%s", finalized_msg);
-}
+static hk_code finalized_error(hk_status *st) { return hk_status_set(st, HK_FAILED_PRECONDITION, "%s", finalized_msg); }
 
 /* Grow `*arr` (element size `size`) so that it holds at least `need` elements. */
 static int reserve(const hk_env *env, void **arr, size_t *cap, size_t need, size_t size) {
@@ -169,8 +160,7 @@ int64_t hk__graph_find_op(const hk_graph *g, const char *name, size_t len) {
 
 static void names_insert(uint32_t *table, size_t cap, const char *name, uint32_t op) {
   size_t mask = cap - 1, i;
-  for (i = (size_t)hash_name(name, strlen(name)) & mask; table[i] != 0; i = (i + 1) & mask) {
-  }
+  for (i = (size_t)hash_name(name, strlen(name)) & mask; table[i] != 0; i = (i + 1) & mask) {}
   table[i] = op + 1;
 }
 
@@ -247,14 +237,11 @@ static hk_code add_op(hk_graph *g, const op_spec *sp, uint32_t *out_index, hk_st
   int ok1, ok2, ok3, ok4;
 
   if (hk__graph_find_op(g, sp->name, namelen) >= 0)
-    return hk_status_set(st, HK_ALREADY_EXISTS, "An op named '%s' already exists in the graph.",
-                         sp->name);
+    return hk_status_set(st, HK_ALREADY_EXISTS, "An op named '%s' already exists in the graph.", sp->name);
   if (g->nops >= UINT32_MAX - 1 || g->nslots + sp->noutputs >= UINT32_MAX - 1)
-    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hooked.graph: too many ops adding '%s'",
-                         sp->name);
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hooked.graph: too many ops adding '%s'", sp->name);
   if (!reserve(&g->env, (void **)&g->ops, &g->capops, g->nops + 1, sizeof(*g->ops)) ||
-      !reserve(&g->env, (void **)&g->slots, &g->capslots, g->nslots + sp->noutputs,
-               sizeof(*g->slots)) ||
+      !reserve(&g->env, (void **)&g->slots, &g->capslots, g->nslots + sp->noutputs, sizeof(*g->slots)) ||
       !names_reserve(g, g->nops + 1))
     return oom(st, sp->name);
 
@@ -325,17 +312,16 @@ static hk_code builder_entry(hk_graph *g, const void *out, const char *out_name,
 }
 
 /* Resolve tensor handles to slots. */
-static hk_code tensor_slots(const hk_graph *g, const hk_handle *hs, size_t n, const char *what,
-                            uint32_t *slots, hk_status *st) {
+static hk_code tensor_slots(const hk_graph *g, const hk_handle *hs, size_t n, const char *what, uint32_t *slots,
+                            hk_status *st) {
   size_t i;
-  if (n && !hs)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s is NULL but its count is %zu", what, n);
+  if (n && !hs) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s is NULL but its count is %zu", what, n);
   for (i = 0; i < n; i++) {
     int64_t s = hk__graph_tensor_slot(g, hs[i]);
     if (s < 0) {
       char buf[40];
-      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s[%zu] (%s) is not a tensor of this graph",
-                           what, i, hk__graph_handle_label(g, hs[i], buf, sizeof(buf)));
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s[%zu] (%s) is not a tensor of this graph", what, i,
+                           hk__graph_handle_label(g, hs[i], buf, sizeof(buf)));
     }
     slots[i] = (uint32_t)s;
   }
@@ -343,11 +329,10 @@ static hk_code tensor_slots(const hk_graph *g, const hk_handle *hs, size_t n, co
 }
 
 /* Resolve op handles (a tensor handle stands for its op) to op indices. */
-static hk_code op_indices(const hk_graph *g, const hk_handle *hs, size_t n, const char *what,
-                          uint32_t *ops, hk_status *st) {
+static hk_code op_indices(const hk_graph *g, const hk_handle *hs, size_t n, const char *what, uint32_t *ops,
+                          hk_status *st) {
   size_t i;
-  if (n && !hs)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s is NULL but its count is %zu", what, n);
+  if (n && !hs) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s is NULL but its count is %zu", what, n);
   for (i = 0; i < n; i++) {
     int64_t o = hk__graph_op_index(g, hs[i]);
     if (o < 0) {
@@ -355,8 +340,8 @@ static hk_code op_indices(const hk_graph *g, const hk_handle *hs, size_t n, cons
       if (s >= 0) o = g->slots[s].op;
     }
     if (o < 0)
-      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s[%zu] (#%" PRIx64 ") is not an op of this graph",
-                           what, i, (uint64_t)hs[i]);
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s[%zu] (#%" PRIx64 ") is not an op of this graph", what, i,
+                           (uint64_t)hs[i]);
     ops[i] = (uint32_t)o;
   }
   return HK_OK;
@@ -373,17 +358,16 @@ static int64_t var_of_handle(const hk_graph *g, hk_handle h) {
   return g->ops[o].kind == HK__OP_VARIABLE ? g->ops[o].var : -1;
 }
 
-static hk_code var_indices(const hk_graph *g, const hk_handle *hs, size_t n, const char *what,
-                           uint32_t *vars, hk_status *st) {
+static hk_code var_indices(const hk_graph *g, const hk_handle *hs, size_t n, const char *what, uint32_t *vars,
+                           hk_status *st) {
   size_t i;
-  if (n && !hs)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s is NULL but its count is %zu", what, n);
+  if (n && !hs) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s is NULL but its count is %zu", what, n);
   for (i = 0; i < n; i++) {
     int64_t v = var_of_handle(g, hs[i]);
     if (v < 0) {
       char buf[40];
-      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s[%zu] (%s) is not a variable of this graph",
-                           what, i, hk__graph_handle_label(g, hs[i], buf, sizeof(buf)));
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s[%zu] (%s) is not a variable of this graph", what, i,
+                           hk__graph_handle_label(g, hs[i], buf, sizeof(buf)));
     }
     vars[i] = (uint32_t)v;
   }
@@ -391,9 +375,7 @@ static hk_code var_indices(const hk_graph *g, const hk_handle *hs, size_t n, con
 }
 
 /* Scratch for handle → index conversions during a build. */
-static uint32_t *scratch(hk_graph *g, size_t n) {
-  return hk_env_alloc(&g->env, (n ? n : 1) * sizeof(uint32_t));
-}
+static uint32_t *scratch(hk_graph *g, size_t n) { return hk_env_alloc(&g->env, (n ? n : 1) * sizeof(uint32_t)); }
 
 /* ---- graph lifecycle ----------------------------------------------------- */
 
@@ -426,8 +408,8 @@ hk_code hk_graph_new(hk_graph **out, const hk_graph_options *opts, hk_status *st
   if (out) *out = NULL;
   if (!out) return hk_status_set(status, HK_INVALID_ARGUMENT, "out is NULL");
   if (opts && opts->version != HK_GRAPH_OPTIONS_VERSION)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "opts->version is %u, expected %u",
-                         (unsigned)opts->version, (unsigned)HK_GRAPH_OPTIONS_VERSION);
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "opts->version is %u, expected %u", (unsigned)opts->version,
+                         (unsigned)HK_GRAPH_OPTIONS_VERSION);
   if (opts && opts->env) {
     rc = hk_env_check(opts->env, "opts->env", status);
     if (rc != HK_OK) return rc;
@@ -462,8 +444,7 @@ hk_code hk_graph_finalize(hk_graph *g, hk_status *status) {
 
 /* ---- variables ----------------------------------------------------------- */
 
-static hk_code add_variable(hk_graph *g, hk_handle *out, const hk_variable_def *def,
-                            hk_status *st) {
+static hk_code add_variable(hk_graph *g, hk_handle *out, const hk_variable_def *def, hk_status *st) {
   hk__graph_var var;
   out_decl od;
   op_spec sp;
@@ -476,16 +457,13 @@ static hk_code add_variable(hk_graph *g, hk_handle *out, const hk_variable_def *
   var.rank = def->rank;
   if (def->rank > 0) memcpy(var.dims, def->dims, (size_t)def->rank * sizeof(int64_t));
   var.nbytes = hk__graph_nbytes(def->dtype, def->rank, def->dims, &ok);
-  if (!ok)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "def->dims: the byte size of '%s' overflows",
-                         def->name);
+  if (!ok) return hk_status_set(st, HK_INVALID_ARGUMENT, "def->dims: the byte size of '%s' overflows", def->name);
   var.init = def->init;
   var.flags = def->flags & (HK_VAR_LOCAL | HK_VAR_TRAINABLE);
   if (def->external_data) var.flags |= HK_VAR_EXTERNAL;
   var.external = def->external_data;
 
-  if (!reserve(&g->env, (void **)&g->vars, &g->capvars, g->nvars + 1, sizeof(*g->vars)))
-    return oom(st, def->name);
+  if (!reserve(&g->env, (void **)&g->vars, &g->capvars, g->nvars + 1, sizeof(*g->vars))) return oom(st, def->name);
   memset(&od, 0, sizeof(od));
   od.dtype = var.dtype;
   od.rank = var.rank;
@@ -504,8 +482,7 @@ static hk_code add_variable(hk_graph *g, hk_handle *out, const hk_variable_def *
   return HK_OK;
 }
 
-hk_code hk_graph_variable(hk_graph *g, hk_handle *out, const hk_variable_def *def,
-                          hk_status *status) {
+hk_code hk_graph_variable(hk_graph *g, hk_handle *out, const hk_variable_def *def, hk_status *status) {
   hk_code rc;
   int ok;
   if (out) *out = HK_NO_HANDLE;
@@ -513,27 +490,23 @@ hk_code hk_graph_variable(hk_graph *g, hk_handle *out, const hk_variable_def *de
   if (rc != HK_OK) return rc;
   if (!def) return hk_status_set(status, HK_INVALID_ARGUMENT, "def is NULL");
   if (def->version != HK_VARIABLE_DEF_VERSION)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "def->version is %u, expected %u",
-                         (unsigned)def->version, (unsigned)HK_VARIABLE_DEF_VERSION);
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "def->version is %u, expected %u", (unsigned)def->version,
+                         (unsigned)HK_VARIABLE_DEF_VERSION);
   rc = check_name(def->name, "def->name", status);
   if (rc != HK_OK) return rc;
   if (!dtype_valid(def->dtype) || def->dtype == HK_DTYPE_STRING)
-    return hk_status_set(status, HK_INVALID_ARGUMENT,
-                         "def->dtype (%d) of '%s' is not a valid variable dtype", (int)def->dtype,
-                         def->name);
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "def->dtype (%d) of '%s' is not a valid variable dtype",
+                         (int)def->dtype, def->name);
   rc = check_shape(def->rank, def->dims, 0, "def", status);
   if (rc != HK_OK) return rc;
   if (def->flags & ~(uint32_t)(HK_VAR_LOCAL | HK_VAR_TRAINABLE | HK_VAR_EXTERNAL))
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "def->flags 0x%x of '%s' has unknown bits",
-                         (unsigned)def->flags, def->name);
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "def->flags 0x%x of '%s' has unknown bits", (unsigned)def->flags,
+                         def->name);
   if ((def->flags & HK_VAR_EXTERNAL) && !def->external_data)
     return hk_status_set(status, HK_INVALID_ARGUMENT,
-                         "def->flags has HK_VAR_EXTERNAL but def->external_data is NULL for '%s'",
-                         def->name);
+                         "def->flags has HK_VAR_EXTERNAL but def->external_data is NULL for '%s'", def->name);
   (void)hk__graph_nbytes(def->dtype, def->rank, def->dims, &ok);
-  if (!ok)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "def->dims: the byte size of '%s' overflows",
-                         def->name);
+  if (!ok) return hk_status_set(status, HK_INVALID_ARGUMENT, "def->dims: the byte size of '%s' overflows", def->name);
   rc = hk__graph_check_initializer(&def->init, def->dtype, "def->init", status);
   if (rc != HK_OK) return rc;
   return add_variable(g, out, def, status);
@@ -553,8 +526,7 @@ static hk__graph_role *role_reserve(hk_graph *g, const char *name) {
   hk__graph_role *r = find_role(g, name);
   if (!r) {
     char *copy;
-    if (!reserve(&g->env, (void **)&g->roles, &g->caproles, g->nroles + 1, sizeof(*g->roles)))
-      return NULL;
+    if (!reserve(&g->env, (void **)&g->roles, &g->caproles, g->nroles + 1, sizeof(*g->roles))) return NULL;
     copy = hk_env_strdup(&g->env, name);
     if (!copy) return NULL;
     r = &g->roles[g->nroles++];
@@ -565,8 +537,7 @@ static hk__graph_role *role_reserve(hk_graph *g, const char *name) {
   return r;
 }
 
-static hk_code graph_role_get(void *self, const char *role, hk_handle *out, size_t cap,
-                              size_t *count, hk_status *st) {
+static hk_code graph_role_get(void *self, const char *role, hk_handle *out, size_t cap, size_t *count, hk_status *st) {
   hk_graph *g = self;
   hk__graph_role *r;
   size_t i;
@@ -586,8 +557,8 @@ static hk_code graph_role_add(void *self, const char *role, hk_handle handle, hk
   if (!role || !*role) return hk_status_set(st, HK_INVALID_ARGUMENT, "role is NULL or empty");
   if (hk__graph_op_index(g, handle) < 0 && hk__graph_tensor_slot(g, handle) < 0)
     return hk_status_set(st, HK_INVALID_ARGUMENT,
-                         "handle #%" PRIx64 " for role '%s' is not an op or tensor of this graph",
-                         (uint64_t)handle, role);
+                         "handle #%" PRIx64 " for role '%s' is not an op or tensor of this graph", (uint64_t)handle,
+                         role);
   r = role_reserve(g, role);
   if (!r) return oom(st, role);
   r->handles[r->n++] = handle;
@@ -639,8 +610,7 @@ hk_code hk_graph_get_or_create_global_step(hk_graph *g, hk_handle *out, hk_statu
     const hk__graph_var *var = &g->vars[v];
     char shape[96];
     if (!hk_dtype_is_integer(var->dtype))
-      return hk_status_set(status, HK_INVALID_ARGUMENT,
-                           "Existing \"global_step\" does not have integer type: %s",
+      return hk_status_set(status, HK_INVALID_ARGUMENT, "Existing \"global_step\" does not have integer type: %s",
                            dtype_name(var->dtype));
     if (var->rank != 0)
       return hk_status_set(status, HK_INVALID_ARGUMENT, "Existing \"global_step\" is not scalar: %s",
@@ -653,8 +623,8 @@ hk_code hk_graph_get_or_create_global_step(hk_graph *g, hk_handle *out, hk_statu
 
 /* ---- placeholders and constants ------------------------------------------ */
 
-hk_code hk_graph_placeholder(hk_graph *g, hk_handle *out, const char *name, hk_dtype dtype,
-                             int32_t rank, const int64_t *dims, hk_status *status) {
+hk_code hk_graph_placeholder(hk_graph *g, hk_handle *out, const char *name, hk_dtype dtype, int32_t rank,
+                             const int64_t *dims, hk_status *status) {
   out_decl od;
   op_spec sp;
   uint32_t opi;
@@ -663,8 +633,7 @@ hk_code hk_graph_placeholder(hk_graph *g, hk_handle *out, const char *name, hk_d
   rc = builder_entry(g, out, "out", name, "name", status);
   if (rc != HK_OK) return rc;
   if (!dtype_valid(dtype))
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "dtype (%d) of placeholder '%s' is invalid",
-                         (int)dtype, name);
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "dtype (%d) of placeholder '%s' is invalid", (int)dtype, name);
   /* -1 is TF's unknown dimension: the feed decides */
   rc = check_shape(rank, dims, -1, "placeholder", status);
   if (rc != HK_OK) return rc;
@@ -684,8 +653,7 @@ hk_code hk_graph_placeholder(hk_graph *g, hk_handle *out, const char *name, hk_d
   return HK_OK;
 }
 
-hk_code hk_graph_constant(hk_graph *g, hk_handle *out, const char *name, const hk_tensor *value,
-                          hk_status *status) {
+hk_code hk_graph_constant(hk_graph *g, hk_handle *out, const char *name, const hk_tensor *value, hk_status *status) {
   out_decl od;
   op_spec sp;
   uint32_t opi;
@@ -698,21 +666,18 @@ hk_code hk_graph_constant(hk_graph *g, hk_handle *out, const char *name, const h
   if (rc != HK_OK) return rc;
   if (!value) return hk_status_set(status, HK_INVALID_ARGUMENT, "value is NULL");
   if (!dtype_valid(value->dtype) || value->dtype == HK_DTYPE_STRING)
-    return hk_status_set(status, HK_INVALID_ARGUMENT,
-                         "value->dtype (%d) of constant '%s' is not supported", (int)value->dtype,
-                         name);
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "value->dtype (%d) of constant '%s' is not supported",
+                         (int)value->dtype, name);
   rc = check_shape(value->rank, value->dims, 0, "value", status);
   if (rc != HK_OK) return rc;
   nbytes = hk__graph_nbytes(value->dtype, value->rank, value->dims, &ok);
   if (!ok) return hk_status_set(status, HK_INVALID_ARGUMENT, "value: byte size overflows");
   if (value->nbytes != nbytes)
-    return hk_status_set(status, HK_INVALID_ARGUMENT,
-                         "value->nbytes is %zu but dtype and shape need %zu", value->nbytes, nbytes);
-  if (nbytes && !value->data)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "value->data is NULL");
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "value->nbytes is %zu but dtype and shape need %zu",
+                         value->nbytes, nbytes);
+  if (nbytes && !value->data) return hk_status_set(status, HK_INVALID_ARGUMENT, "value->data is NULL");
   if (hk__graph_find_op(g, name, strlen(name)) >= 0)
-    return hk_status_set(status, HK_ALREADY_EXISTS, "An op named '%s' already exists in the graph.",
-                         name);
+    return hk_status_set(status, HK_ALREADY_EXISTS, "An op named '%s' already exists in the graph.", name);
   if (nbytes) {
     copy = hk_env_alloc(&g->env, nbytes);
     if (!copy) return oom(status, name);
@@ -753,8 +718,8 @@ hk_code hk_graph_op(hk_graph *g, hk_handle *out, const hk_op_def *def, hk_status
   if (rc != HK_OK) return rc;
   if (!def) return hk_status_set(status, HK_INVALID_ARGUMENT, "def is NULL");
   if (def->version != HK_OP_DEF_VERSION)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "def->version is %u, expected %u",
-                         (unsigned)def->version, (unsigned)HK_OP_DEF_VERSION);
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "def->version is %u, expected %u", (unsigned)def->version,
+                         (unsigned)HK_OP_DEF_VERSION);
   rc = check_name(def->name, "def->name", status);
   if (rc != HK_OK) return rc;
   if (!def->kernel && (def->noutputs || def->nmutates))
@@ -763,13 +728,10 @@ hk_code hk_graph_op(hk_graph *g, hk_handle *out, const hk_op_def *def, hk_status
                          "mutated variables",
                          def->name, def->noutputs, def->nmutates);
   if (def->noutputs && !def->outputs)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "def->outputs is NULL but def->noutputs is %zu",
-                         def->noutputs);
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "def->outputs is NULL but def->noutputs is %zu", def->noutputs);
   if (def->noutputs > 65535)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "def->noutputs %zu is more than 65535",
-                         def->noutputs);
-  if (def->ninputs > ((size_t)1 << 24) || def->ncontrol_inputs > ((size_t)1 << 24) ||
-      def->nmutates > ((size_t)1 << 24))
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "def->noutputs %zu is more than 65535", def->noutputs);
+  if (def->ninputs > ((size_t)1 << 24) || def->ncontrol_inputs > ((size_t)1 << 24) || def->nmutates > ((size_t)1 << 24))
     return hk_status_set(status, HK_INVALID_ARGUMENT, "op '%s' has too many inputs", def->name);
 
   in = scratch(g, def->ninputs);
@@ -792,8 +754,7 @@ hk_code hk_graph_op(hk_graph *g, hk_handle *out, const hk_op_def *def, hk_status
     int ok;
     snprintf(what, sizeof(what), "def->outputs[%zu]", i);
     if (!dtype_valid(os->dtype)) {
-      rc = hk_status_set(status, HK_INVALID_ARGUMENT, "%s.dtype (%d) is invalid", what,
-                         (int)os->dtype);
+      rc = hk_status_set(status, HK_INVALID_ARGUMENT, "%s.dtype (%d) is invalid", what, (int)os->dtype);
       goto done;
     }
     rc = check_shape(os->rank, os->dims, 0, what, status);
@@ -833,19 +794,16 @@ done:
   return rc;
 }
 
-hk_code hk_graph_op_output(hk_graph *g, hk_handle op, int32_t index, hk_handle *out,
-                           hk_status *status) {
+hk_code hk_graph_op_output(hk_graph *g, hk_handle op, int32_t index, hk_handle *out, hk_status *status) {
   int64_t o;
   if (out) *out = HK_NO_HANDLE;
   if (!g) return hk_status_set(status, HK_INVALID_ARGUMENT, "g is NULL");
   if (!out) return hk_status_set(status, HK_INVALID_ARGUMENT, "out is NULL");
   o = hk__graph_op_index(g, op);
-  if (o < 0)
-    return hk_status_set(status, HK_NOT_FOUND, "op #%" PRIx64 " is not an op of this graph",
-                         (uint64_t)op);
+  if (o < 0) return hk_status_set(status, HK_NOT_FOUND, "op #%" PRIx64 " is not an op of this graph", (uint64_t)op);
   if (index < 0 || (uint32_t)index >= g->ops[o].noutputs)
-    return hk_status_set(status, HK_OUT_OF_RANGE, "index %d is out of range: op '%s' has %u outputs",
-                         (int)index, g->ops[o].name, (unsigned)g->ops[o].noutputs);
+    return hk_status_set(status, HK_OUT_OF_RANGE, "index %d is out of range: op '%s' has %u outputs", (int)index,
+                         g->ops[o].name, (unsigned)g->ops[o].noutputs);
   *out = hk__graph_tensor_handle(g->ops[o].out_base + (uint32_t)index);
   return HK_OK;
 }
@@ -860,8 +818,8 @@ static int shapes_compatible(const hk__graph_slot *s, const hk__graph_var *v) {
   return 1;
 }
 
-static hk_code add_assign(hk_graph *g, hk_handle *out_op, const char *name, hk_handle var,
-                          hk_handle value, int add, hk_status *st) {
+static hk_code add_assign(hk_graph *g, hk_handle *out_op, const char *name, hk_handle var, hk_handle value, int add,
+                          hk_status *st) {
   const char *vname = add ? "delta" : "value";
   uint32_t slot, vi, opi;
   const hk__graph_var *v;
@@ -894,11 +852,9 @@ static hk_code add_assign(hk_graph *g, hk_handle *out_op, const char *name, hk_h
                          g->ops[v->op].name, dtype_name(v->dtype));
   if (s->dtype != v->dtype || !shapes_compatible(s, v)) {
     char a[96], b[96];
-    return hk_status_set(st, HK_INVALID_ARGUMENT,
-                         "%s '%s' (%s %s) does not match var '%s' (%s %s)", vname, s->name,
-                         dtype_name(s->dtype), hk__graph_shape_str(s->rank, s->dims, a, sizeof(a)),
-                         g->ops[v->op].name, dtype_name(v->dtype),
-                         hk__graph_shape_str(v->rank, v->dims, b, sizeof(b)));
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s '%s' (%s %s) does not match var '%s' (%s %s)", vname, s->name,
+                         dtype_name(s->dtype), hk__graph_shape_str(s->rank, s->dims, a, sizeof(a)), g->ops[v->op].name,
+                         dtype_name(v->dtype), hk__graph_shape_str(v->rank, v->dims, b, sizeof(b)));
   }
   memset(&od, 0, sizeof(od));
   od.dtype = v->dtype;
@@ -922,28 +878,26 @@ static hk_code add_assign(hk_graph *g, hk_handle *out_op, const char *name, hk_h
   return rc;
 }
 
-hk_code hk_graph_assign(hk_graph *g, hk_handle *out_op, const char *name, hk_handle var,
-                        hk_handle value, hk_status *status) {
+hk_code hk_graph_assign(hk_graph *g, hk_handle *out_op, const char *name, hk_handle var, hk_handle value,
+                        hk_status *status) {
   return add_assign(g, out_op, name, var, value, 0, status);
 }
 
-hk_code hk_graph_assign_add(hk_graph *g, hk_handle *out_op, const char *name, hk_handle var,
-                            hk_handle delta, hk_status *status) {
+hk_code hk_graph_assign_add(hk_graph *g, hk_handle *out_op, const char *name, hk_handle var, hk_handle delta,
+                            hk_status *status) {
   return add_assign(g, out_op, name, var, delta, 1, status);
 }
 
-hk_code hk_graph_group(hk_graph *g, hk_handle *out_op, const char *name, const hk_handle *ops,
-                       size_t n, hk_status *status) {
+hk_code hk_graph_group(hk_graph *g, hk_handle *out_op, const char *name, const hk_handle *ops, size_t n,
+                       hk_status *status) {
   uint32_t *ctl, opi;
   op_spec sp;
   hk_code rc;
   if (out_op) *out_op = HK_NO_HANDLE;
   rc = builder_entry(g, out_op, "out_op", name, "name", status);
   if (rc != HK_OK) return rc;
-  if (n && !ops)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "ops is NULL but n is %zu", n);
-  if (n > ((size_t)1 << 24))
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "n %zu is too large", n);
+  if (n && !ops) return hk_status_set(status, HK_INVALID_ARGUMENT, "ops is NULL but n is %zu", n);
+  if (n > ((size_t)1 << 24)) return hk_status_set(status, HK_INVALID_ARGUMENT, "n %zu is too large", n);
   ctl = scratch(g, n);
   if (!ctl) return oom(status, name);
   rc = op_indices(g, ops, n, "ops", ctl, status);
@@ -963,8 +917,8 @@ hk_code hk_graph_group(hk_graph *g, hk_handle *out_op, const char *name, const h
 
 /* Variable selection for init/report ops: explicit list (deduplicated, in
  * order) or, when empty, every variable matching `all_mask`/`all_want`. */
-static hk_code select_vars(hk_graph *g, const hk_handle *vars, size_t n, uint32_t all_mask,
-                           uint32_t all_want, uint32_t **out, size_t *nout, hk_status *st) {
+static hk_code select_vars(hk_graph *g, const hk_handle *vars, size_t n, uint32_t all_mask, uint32_t all_want,
+                           uint32_t **out, size_t *nout, hk_status *st) {
   uint32_t *sel;
   size_t i, j, k = 0;
   hk_code rc;
@@ -981,8 +935,7 @@ static hk_code select_vars(hk_graph *g, const hk_handle *vars, size_t n, uint32_
       return rc;
     }
     for (i = 0; i < n; i++) {
-      for (j = 0; j < k && sel[j] != sel[i]; j++) {
-      }
+      for (j = 0; j < k && sel[j] != sel[i]; j++) {}
       if (j == k) sel[k++] = sel[i];
     }
   } else {
@@ -994,8 +947,8 @@ static hk_code select_vars(hk_graph *g, const hk_handle *vars, size_t n, uint32_
   return HK_OK;
 }
 
-static hk_code build_init(hk_graph *g, hk_handle *out_op, const char *name, const hk_handle *vars,
-                          size_t n, uint32_t local_want, hk_status *st) {
+static hk_code build_init(hk_graph *g, hk_handle *out_op, const char *name, const hk_handle *vars, size_t n,
+                          uint32_t local_want, hk_status *st) {
   uint32_t *sel, opi;
   size_t i, k = 0, nsel;
   op_spec sp;
@@ -1007,8 +960,7 @@ static hk_code build_init(hk_graph *g, hk_handle *out_op, const char *name, cons
       /* external variables without initializer are always initialized;
        * graph-owned ones can only be assigned */
       if (n && !v->external) {
-        rc = hk_status_set(st, HK_INVALID_ARGUMENT,
-                           "vars: variable '%s' has no initializer (HK_INIT_NONE)",
+        rc = hk_status_set(st, HK_INVALID_ARGUMENT, "vars: variable '%s' has no initializer (HK_INIT_NONE)",
                            g->ops[v->op].name);
         hk_env_free(&g->env, sel);
         return rc;
@@ -1031,8 +983,8 @@ static hk_code build_init(hk_graph *g, hk_handle *out_op, const char *name, cons
   return rc;
 }
 
-hk_code hk_graph_init_op(hk_graph *g, hk_handle *out_op, const char *name, const hk_handle *vars,
-                         size_t n, hk_status *status) {
+hk_code hk_graph_init_op(hk_graph *g, hk_handle *out_op, const char *name, const hk_handle *vars, size_t n,
+                         hk_status *status) {
   hk_code rc;
   if (out_op) *out_op = HK_NO_HANDLE;
   rc = builder_entry(g, out_op, "out_op", name, "name", status);
@@ -1040,9 +992,8 @@ hk_code hk_graph_init_op(hk_graph *g, hk_handle *out_op, const char *name, const
   return build_init(g, out_op, name, vars, n, 0, status);
 }
 
-static hk_code build_report(hk_graph *g, hk_handle *out_op, const char *name,
-                            const hk_handle *vars, size_t n, uint32_t mask, uint32_t want,
-                            hk_status *st) {
+static hk_code build_report(hk_graph *g, hk_handle *out_op, const char *name, const hk_handle *vars, size_t n,
+                            uint32_t mask, uint32_t want, hk_status *st) {
   uint32_t *sel, opi;
   size_t nsel;
   out_decl od;
@@ -1069,8 +1020,8 @@ static hk_code build_report(hk_graph *g, hk_handle *out_op, const char *name,
   return rc;
 }
 
-hk_code hk_graph_report_uninitialized(hk_graph *g, hk_handle *out_op, const char *name,
-                                      const hk_handle *vars, size_t n, hk_status *status) {
+hk_code hk_graph_report_uninitialized(hk_graph *g, hk_handle *out_op, const char *name, const hk_handle *vars, size_t n,
+                                      hk_status *status) {
   hk_code rc;
   if (out_op) *out_op = HK_NO_HANDLE;
   rc = builder_entry(g, out_op, "out_op", name, "name", status);
@@ -1096,22 +1047,21 @@ static hk_code graph_default_op(void *self, hk_default_op kind, hk_handle *out, 
   *out = HK_NO_HANDLE;
   if (g->finalized) return finalized_error(st);
   switch (kind) {
-  case HK_DEFAULT_INIT_OP:
-    unique_name(g, "init", name, sizeof(name));
-    return build_init(g, out, name, NULL, 0, 0, st);
-  case HK_DEFAULT_LOCAL_INIT_OP:
-    unique_name(g, "init_local", name, sizeof(name));
-    return build_init(g, out, name, NULL, 0, HK_VAR_LOCAL, st);
-  case HK_DEFAULT_READY_OP:
-    unique_name(g, "report_uninitialized_variables", name, sizeof(name));
-    rc = build_report(g, &op, name, NULL, 0, 0, 0, st);
-    break;
-  case HK_DEFAULT_READY_FOR_LOCAL_INIT_OP:
-    unique_name(g, "report_uninitialized_global_variables", name, sizeof(name));
-    rc = build_report(g, &op, name, NULL, 0, HK_VAR_LOCAL, 0, st);
-    break;
-  default:
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "kind %d is not an hk_default_op", (int)kind);
+    case HK_DEFAULT_INIT_OP:
+      unique_name(g, "init", name, sizeof(name));
+      return build_init(g, out, name, NULL, 0, 0, st);
+    case HK_DEFAULT_LOCAL_INIT_OP:
+      unique_name(g, "init_local", name, sizeof(name));
+      return build_init(g, out, name, NULL, 0, HK_VAR_LOCAL, st);
+    case HK_DEFAULT_READY_OP:
+      unique_name(g, "report_uninitialized_variables", name, sizeof(name));
+      rc = build_report(g, &op, name, NULL, 0, 0, 0, st);
+      break;
+    case HK_DEFAULT_READY_FOR_LOCAL_INIT_OP:
+      unique_name(g, "report_uninitialized_global_variables", name, sizeof(name));
+      rc = build_report(g, &op, name, NULL, 0, HK_VAR_LOCAL, 0, st);
+      break;
+    default: return hk_status_set(st, HK_INVALID_ARGUMENT, "kind %d is not an hk_default_op", (int)kind);
   }
   if (rc == HK_OK) *out = hk__graph_tensor_handle(g->ops[hk__graph_op_index(g, op)].out_base);
   return rc;
@@ -1144,8 +1094,7 @@ static hk_code graph_resolve_tensor(void *self, const char *name, hk_handle *out
   *out = hk__graph_tensor_handle(g->ops[o].out_base + (uint32_t)k);
   return HK_OK;
 not_found:
-  return hk_status_set(st, HK_NOT_FOUND, "The name '%s' refers to a Tensor which does not exist.",
-                       name);
+  return hk_status_set(st, HK_NOT_FOUND, "The name '%s' refers to a Tensor which does not exist.", name);
 }
 
 static hk_code graph_resolve_op(void *self, const char *name, hk_handle *out, hk_status *st) {
@@ -1155,9 +1104,7 @@ static hk_code graph_resolve_op(void *self, const char *name, hk_handle *out, hk
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "out is NULL");
   *out = HK_NO_HANDLE;
   o = hk__graph_find_op(g, name, strlen(name));
-  if (o < 0)
-    return hk_status_set(st, HK_NOT_FOUND,
-                         "The name '%s' refers to an Operation not in the graph.", name);
+  if (o < 0) return hk_status_set(st, HK_NOT_FOUND, "The name '%s' refers to an Operation not in the graph.", name);
   *out = hk__graph_op_handle((uint32_t)o);
   return HK_OK;
 }
@@ -1184,14 +1131,12 @@ static int graph_is_finalized(void *self) { return ((hk_graph *)self)->finalized
 
 static size_t graph_variable_count(void *self) { return ((hk_graph *)self)->nvars; }
 
-static hk_code graph_variable_info(void *self, size_t index, hk_variable_info *out,
-                                   hk_status *st) {
+static hk_code graph_variable_info(void *self, size_t index, hk_variable_info *out, hk_status *st) {
   hk_graph *g = self;
   const hk__graph_var *v;
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "out is NULL");
   if (index >= g->nvars)
-    return hk_status_set(st, HK_OUT_OF_RANGE, "variable index %zu is out of range (%zu variables)",
-                         index, g->nvars);
+    return hk_status_set(st, HK_OUT_OF_RANGE, "variable index %zu is out of range (%zu variables)", index, g->nvars);
   v = &g->vars[index];
   memset(out, 0, sizeof(*out));
   out->name = g->ops[v->op].name;
@@ -1235,26 +1180,26 @@ static void text_put(text_out *t, const char *s) {
 
 static const char *kind_name(hk__graph_op_kind k) {
   switch (k) {
-  case HK__OP_VARIABLE: return "Variable";
-  case HK__OP_PLACEHOLDER: return "Placeholder";
-  case HK__OP_CONSTANT: return "Const";
-  case HK__OP_KERNEL: return "Kernel";
-  case HK__OP_NOOP: return "NoOp";
-  case HK__OP_ASSIGN: return "Assign";
-  case HK__OP_ASSIGN_ADD: return "AssignAdd";
-  case HK__OP_INIT: return "InitVariables";
-  case HK__OP_REPORT: return "ReportUninitializedVariables";
+    case HK__OP_VARIABLE: return "Variable";
+    case HK__OP_PLACEHOLDER: return "Placeholder";
+    case HK__OP_CONSTANT: return "Const";
+    case HK__OP_KERNEL: return "Kernel";
+    case HK__OP_NOOP: return "NoOp";
+    case HK__OP_ASSIGN: return "Assign";
+    case HK__OP_ASSIGN_ADD: return "AssignAdd";
+    case HK__OP_INIT: return "InitVariables";
+    case HK__OP_REPORT: return "ReportUninitializedVariables";
   }
   return "?";
 }
 
 static const char *init_name(hk_init_kind k) {
   switch (k) {
-  case HK_INIT_NONE: return "none";
-  case HK_INIT_ZEROS: return "zeros";
-  case HK_INIT_CONSTANT: return "constant";
-  case HK_INIT_UNIFORM: return "uniform";
-  case HK_INIT_NORMAL: return "normal";
+    case HK_INIT_NONE: return "none";
+    case HK_INIT_ZEROS: return "zeros";
+    case HK_INIT_CONSTANT: return "constant";
+    case HK_INIT_UNIFORM: return "uniform";
+    case HK_INIT_NORMAL: return "normal";
   }
   return "?";
 }
@@ -1268,9 +1213,12 @@ static void put_list(text_out *t, const char *label, const hk_graph *g, const ui
   text_put(t, "=[");
   for (i = 0; i < n; i++) {
     if (i) text_put(t, ", ");
-    if (what == 0) text_put(t, g->slots[ix[i]].name);
-    else if (what == 1) text_put(t, g->ops[ix[i]].name);
-    else text_put(t, g->ops[g->vars[ix[i]].op].name);
+    if (what == 0)
+      text_put(t, g->slots[ix[i]].name);
+    else if (what == 1)
+      text_put(t, g->ops[ix[i]].name);
+    else
+      text_put(t, g->ops[g->vars[ix[i]].op].name);
   }
   text_put(t, "]");
 }
@@ -1306,8 +1254,8 @@ static hk_code graph_describe(void *self, hk_text_sink sink, void *sink_user, hk
     if (op->kind == HK__OP_VARIABLE) {
       const hk__graph_var *v = &g->vars[op->var];
       snprintf(line, sizeof(line), " {%s%s%s, init=%s}", (v->flags & HK_VAR_LOCAL) ? "local" : "global",
-               (v->flags & HK_VAR_TRAINABLE) ? ", trainable" : "",
-               (v->flags & HK_VAR_EXTERNAL) ? ", external" : "", init_name(v->init.kind));
+               (v->flags & HK_VAR_TRAINABLE) ? ", trainable" : "", (v->flags & HK_VAR_EXTERNAL) ? ", external" : "",
+               init_name(v->init.kind));
       text_put(&t, line);
     }
     text_put(&t, "\n");
@@ -1323,24 +1271,24 @@ static hk_code graph_control(void *self, int op, void *arg, hk_status *st) {
 }
 
 static const hk_executor_vtable graph_vtable = {
-  HK_EXECUTOR_VTABLE_VERSION,
-  "hooked.graph",
-  graph_resolve_tensor,
-  graph_resolve_op,
-  graph_handle_name,
-  graph_finalize,
-  graph_is_finalized,
-  hk__graph_open,
-  hk__graph_close,
-  hk__graph_run,
-  graph_variable_count,
-  graph_variable_info,
-  hk__graph_variable_read,
-  hk__graph_variable_assign,
-  graph_role_get,
-  graph_role_add,
-  graph_default_op,
-  graph_describe,
-  graph_control,
-  graph_destroy,
+    HK_EXECUTOR_VTABLE_VERSION,
+    "hooked.graph",
+    graph_resolve_tensor,
+    graph_resolve_op,
+    graph_handle_name,
+    graph_finalize,
+    graph_is_finalized,
+    hk__graph_open,
+    hk__graph_close,
+    hk__graph_run,
+    graph_variable_count,
+    graph_variable_info,
+    hk__graph_variable_read,
+    hk__graph_variable_assign,
+    graph_role_get,
+    graph_role_add,
+    graph_default_op,
+    graph_describe,
+    graph_control,
+    graph_destroy,
 };

@@ -50,8 +50,8 @@ typedef struct hk__graph_op {
   int initializes;
   uint32_t out_base; /* first slot */
   uint32_t noutputs;
-  int64_t var;        /* variable index for HK__OP_VARIABLE, else -1 */
-  uint32_t *aux;      /* variable indices checked by HK__OP_REPORT */
+  int64_t var;   /* variable index for HK__OP_VARIABLE, else -1 */
+  uint32_t *aux; /* variable indices checked by HK__OP_REPORT */
   size_t naux;
   hk_tensor constant; /* HK__OP_CONSTANT: owns its data */
 } hk__graph_op;
@@ -124,12 +124,10 @@ size_t hk__graph_nbytes(hk_dtype dtype, int32_t rank, const int64_t *dims, int *
 /* ---- run.c -------------------------------------------------------------- */
 hk_code hk__graph_open(void *self, void **out_session, hk_status *status);
 hk_code hk__graph_close(void *self, void *session, hk_status *status);
-hk_code hk__graph_run(void *self, void *session, const hk_run_args *args, hk_tensor *results,
-                      hk_run_metadata *metadata, hk_status *status);
-hk_code hk__graph_variable_read(void *self, void *session, size_t index, hk_tensor *out,
-                                hk_status *status);
-hk_code hk__graph_variable_assign(void *self, void *session, size_t index, const hk_tensor *value,
-                                  hk_status *status);
+hk_code hk__graph_run(void *self, void *session, const hk_run_args *args, hk_tensor *results, hk_run_metadata *metadata,
+                      hk_status *status);
+hk_code hk__graph_variable_read(void *self, void *session, size_t index, hk_tensor *out, hk_status *status);
+hk_code hk__graph_variable_assign(void *self, void *session, size_t index, const hk_tensor *value, hk_status *status);
 
 /** What a stock kernel may see of its context. */
 const hk__graph_op *hk__kernel_op(hk_kernel_context *ctx);
@@ -138,21 +136,19 @@ hk_graph *hk__kernel_graph(hk_kernel_context *ctx);
 int hk__kernel_var_initialized(hk_kernel_context *ctx, size_t var);
 
 /* ---- kernels.c ---------------------------------------------------------- */
-hk_code hk__kernel_assign(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
-                          size_t ninputs, hk_tensor *outputs, size_t noutputs, hk_status *status);
-hk_code hk__kernel_assign_add(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
-                              size_t ninputs, hk_tensor *outputs, size_t noutputs,
-                              hk_status *status);
-hk_code hk__kernel_init(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
-                        size_t ninputs, hk_tensor *outputs, size_t noutputs, hk_status *status);
-hk_code hk__kernel_report(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
-                          size_t ninputs, hk_tensor *outputs, size_t noutputs, hk_status *status);
+hk_code hk__kernel_assign(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
+                          hk_tensor *outputs, size_t noutputs, hk_status *status);
+hk_code hk__kernel_assign_add(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
+                              hk_tensor *outputs, size_t noutputs, hk_status *status);
+hk_code hk__kernel_init(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs, hk_tensor *outputs,
+                        size_t noutputs, hk_status *status);
+hk_code hk__kernel_report(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
+                          hk_tensor *outputs, size_t noutputs, hk_status *status);
 
 /** Write the initial value of `var` into `data` (var->nbytes bytes). */
 void hk__graph_initialize(const hk__graph_var *var, void *data);
 /** Validate an initializer for `dtype`; INVALID_ARGUMENT naming `what`. */
-hk_code hk__graph_check_initializer(const hk_initializer *init, hk_dtype dtype, const char *what,
-                                    hk_status *status);
+hk_code hk__graph_check_initializer(const hk_initializer *init, hk_dtype dtype, const char *what, hk_status *status);
 /** Nonzero for dtypes assign_add can add. */
 int hk__graph_dtype_addable(hk_dtype dtype);
 

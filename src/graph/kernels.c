@@ -120,33 +120,32 @@ static uint16_t h16_down(uint16_t h) {
 static void store_float(hk_dtype dt, void *data, size_t i, double v, double below) {
   int clamp = isfinite(below);
   switch (dt) {
-  case HK_DTYPE_F64: {
-    double d = v;
-    if (clamp && d >= below) d = nextafter(below, -HUGE_VAL);
-    ((double *)data)[i] = d;
-    break;
-  }
-  case HK_DTYPE_F32: {
-    float f = (float)v;
-    if (clamp && (double)f >= below) {
-      f = (float)below;
-      if ((double)f >= below) f = nextafterf(f, -HUGE_VALF);
+    case HK_DTYPE_F64: {
+      double d = v;
+      if (clamp && d >= below) d = nextafter(below, -HUGE_VAL);
+      ((double *)data)[i] = d;
+      break;
     }
-    ((float *)data)[i] = f;
-    break;
-  }
-  case HK_DTYPE_F16:
-  case HK_DTYPE_BF16: {
-    int half = dt == HK_DTYPE_F16;
-    uint16_t h = half ? f32_to_f16((float)v) : f32_to_bf16((float)v);
-    if (clamp) {
-      while ((double)(half ? f16_to_f32(h) : bf16_to_f32(h)) >= below) h = h16_down(h);
+    case HK_DTYPE_F32: {
+      float f = (float)v;
+      if (clamp && (double)f >= below) {
+        f = (float)below;
+        if ((double)f >= below) f = nextafterf(f, -HUGE_VALF);
+      }
+      ((float *)data)[i] = f;
+      break;
     }
-    memcpy((unsigned char *)data + i * 2, &h, 2);
-    break;
-  }
-  default:
-    break;
+    case HK_DTYPE_F16:
+    case HK_DTYPE_BF16: {
+      int half = dt == HK_DTYPE_F16;
+      uint16_t h = half ? f32_to_f16((float)v) : f32_to_bf16((float)v);
+      if (clamp) {
+        while ((double)(half ? f16_to_f32(h) : bf16_to_f32(h)) >= below) h = h16_down(h);
+      }
+      memcpy((unsigned char *)data + i * 2, &h, 2);
+      break;
+    }
+    default: break;
   }
 }
 
@@ -156,16 +155,16 @@ static void fill_integer(hk_dtype dt, void *data, size_t n, double value) {
   uint64_t u = value < 0 ? (uint64_t)s : (uint64_t)value;
   for (i = 0; i < n; i++) {
     switch (dt) {
-    case HK_DTYPE_I8: ((int8_t *)data)[i] = (int8_t)s; break;
-    case HK_DTYPE_I16: ((int16_t *)data)[i] = (int16_t)s; break;
-    case HK_DTYPE_I32: ((int32_t *)data)[i] = (int32_t)s; break;
-    case HK_DTYPE_I64: ((int64_t *)data)[i] = s; break;
-    case HK_DTYPE_U8: ((uint8_t *)data)[i] = (uint8_t)u; break;
-    case HK_DTYPE_U16: ((uint16_t *)data)[i] = (uint16_t)u; break;
-    case HK_DTYPE_U32: ((uint32_t *)data)[i] = (uint32_t)u; break;
-    case HK_DTYPE_U64: ((uint64_t *)data)[i] = u; break;
-    case HK_DTYPE_BOOL: ((uint8_t *)data)[i] = value != 0; break;
-    default: break;
+      case HK_DTYPE_I8: ((int8_t *)data)[i] = (int8_t)s; break;
+      case HK_DTYPE_I16: ((int16_t *)data)[i] = (int16_t)s; break;
+      case HK_DTYPE_I32: ((int32_t *)data)[i] = (int32_t)s; break;
+      case HK_DTYPE_I64: ((int64_t *)data)[i] = s; break;
+      case HK_DTYPE_U8: ((uint8_t *)data)[i] = (uint8_t)u; break;
+      case HK_DTYPE_U16: ((uint16_t *)data)[i] = (uint16_t)u; break;
+      case HK_DTYPE_U32: ((uint32_t *)data)[i] = (uint32_t)u; break;
+      case HK_DTYPE_U64: ((uint64_t *)data)[i] = u; break;
+      case HK_DTYPE_BOOL: ((uint8_t *)data)[i] = value != 0; break;
+      default: break;
     }
   }
 }
@@ -176,97 +175,97 @@ void hk__graph_initialize(const hk__graph_var *var, void *data) {
   size_t n = esize ? var->nbytes / esize : 0, i;
   if (!data || n == 0) return;
   switch (in->kind) {
-  case HK_INIT_NONE:
-    break;
-  case HK_INIT_ZEROS:
-    memset(data, 0, var->nbytes);
-    break;
-  case HK_INIT_CONSTANT:
-    if (hk_dtype_is_float(var->dtype))
-      for (i = 0; i < n; i++) store_float(var->dtype, data, i, in->value, HUGE_VAL);
-    else
-      fill_integer(var->dtype, data, n, in->value);
-    break;
-  case HK_INIT_UNIFORM: {
-    double range = in->maxval - in->minval;
-    for (i = 0; i < n; i++) {
-      uint64_t r = draw(in->seed, (uint64_t)i);
-      double u = var->dtype == HK_DTYPE_F64 ? (double)(r >> 11) * 0x1p-53 : (double)(r >> 40) * 0x1p-24;
-      store_float(var->dtype, data, i, in->minval + range * u, in->maxval);
+    case HK_INIT_NONE: break;
+    case HK_INIT_ZEROS: memset(data, 0, var->nbytes); break;
+    case HK_INIT_CONSTANT:
+      if (hk_dtype_is_float(var->dtype))
+        for (i = 0; i < n; i++) store_float(var->dtype, data, i, in->value, HUGE_VAL);
+      else
+        fill_integer(var->dtype, data, n, in->value);
+      break;
+    case HK_INIT_UNIFORM: {
+      double range = in->maxval - in->minval;
+      for (i = 0; i < n; i++) {
+        uint64_t r = draw(in->seed, (uint64_t)i);
+        double u = var->dtype == HK_DTYPE_F64 ? (double)(r >> 11) * 0x1p-53 : (double)(r >> 40) * 0x1p-24;
+        store_float(var->dtype, data, i, in->minval + range * u, in->maxval);
+      }
+      break;
     }
-    break;
-  }
-  case HK_INIT_NORMAL:
-    for (i = 0; i < n; i++) {
-      double u1 = (double)((draw(in->seed, 2 * (uint64_t)i) >> 11) + 1) * 0x1p-53;
-      double u2 = (double)(draw(in->seed, 2 * (uint64_t)i + 1) >> 11) * 0x1p-53;
-      double z = sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-      store_float(var->dtype, data, i, in->mean + in->stddev * z, HUGE_VAL);
-    }
-    break;
+    case HK_INIT_NORMAL:
+      for (i = 0; i < n; i++) {
+        double u1 = (double)((draw(in->seed, 2 * (uint64_t)i) >> 11) + 1) * 0x1p-53;
+        double u2 = (double)(draw(in->seed, 2 * (uint64_t)i + 1) >> 11) * 0x1p-53;
+        double z = sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+        store_float(var->dtype, data, i, in->mean + in->stddev * z, HUGE_VAL);
+      }
+      break;
   }
 }
 
-hk_code hk__graph_check_initializer(const hk_initializer *init, hk_dtype dtype, const char *what,
-                                    hk_status *st) {
+hk_code hk__graph_check_initializer(const hk_initializer *init, hk_dtype dtype, const char *what, hk_status *st) {
   int is_float = hk_dtype_is_float(dtype);
   switch (init->kind) {
-  case HK_INIT_NONE:
-  case HK_INIT_ZEROS:
-    return HK_OK;
-  case HK_INIT_CONSTANT: {
-    double v = init->value, lo = 0, hi = 0;
-    if (is_float) return HK_OK;
-    if (!isfinite(v))
-      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s.value %g is not finite for dtype %s", what, v,
-                           hk_dtype_name(dtype));
-    if (dtype == HK_DTYPE_BOOL) return HK_OK;
-    switch (dtype) {
-    case HK_DTYPE_I8: lo = -128.0; hi = 127.0; break;
-    case HK_DTYPE_I16: lo = -32768.0; hi = 32767.0; break;
-    case HK_DTYPE_I32: lo = -2147483648.0; hi = 2147483647.0; break;
-    case HK_DTYPE_I64: lo = -9223372036854775808.0; hi = 9223372036854774784.0; break;
-    case HK_DTYPE_U8: hi = 255.0; break;
-    case HK_DTYPE_U16: hi = 65535.0; break;
-    case HK_DTYPE_U32: hi = 4294967295.0; break;
-    case HK_DTYPE_U64: hi = 18446744073709549568.0; break;
-    default: break;
+    case HK_INIT_NONE:
+    case HK_INIT_ZEROS: return HK_OK;
+    case HK_INIT_CONSTANT: {
+      double v = init->value, lo = 0, hi = 0;
+      if (is_float) return HK_OK;
+      if (!isfinite(v))
+        return hk_status_set(st, HK_INVALID_ARGUMENT, "%s.value %g is not finite for dtype %s", what, v,
+                             hk_dtype_name(dtype));
+      if (dtype == HK_DTYPE_BOOL) return HK_OK;
+      switch (dtype) {
+        case HK_DTYPE_I8:
+          lo = -128.0;
+          hi = 127.0;
+          break;
+        case HK_DTYPE_I16:
+          lo = -32768.0;
+          hi = 32767.0;
+          break;
+        case HK_DTYPE_I32:
+          lo = -2147483648.0;
+          hi = 2147483647.0;
+          break;
+        case HK_DTYPE_I64:
+          lo = -9223372036854775808.0;
+          hi = 9223372036854774784.0;
+          break;
+        case HK_DTYPE_U8: hi = 255.0; break;
+        case HK_DTYPE_U16: hi = 65535.0; break;
+        case HK_DTYPE_U32: hi = 4294967295.0; break;
+        case HK_DTYPE_U64: hi = 18446744073709549568.0; break;
+        default: break;
+      }
+      if (v != floor(v) || v < lo || v > hi)
+        return hk_status_set(st, HK_INVALID_ARGUMENT, "%s.value %g is not an integer representable in dtype %s", what,
+                             v, hk_dtype_name(dtype));
+      return HK_OK;
     }
-    if (v != floor(v) || v < lo || v > hi)
-      return hk_status_set(st, HK_INVALID_ARGUMENT,
-                           "%s.value %g is not an integer representable in dtype %s", what, v,
-                           hk_dtype_name(dtype));
-    return HK_OK;
+    case HK_INIT_UNIFORM:
+      if (!is_float)
+        return hk_status_set(st, HK_INVALID_ARGUMENT, "%s.kind HK_INIT_UNIFORM needs a floating dtype, got %s", what,
+                             hk_dtype_name(dtype));
+      if (!isfinite(init->minval) || !isfinite(init->maxval) || !(init->minval < init->maxval) ||
+          !isfinite(init->maxval - init->minval))
+        return hk_status_set(st, HK_INVALID_ARGUMENT,
+                             "%s: minval (%g) and maxval (%g) must be finite with minval < maxval", what, init->minval,
+                             init->maxval);
+      return HK_OK;
+    case HK_INIT_NORMAL:
+      if (!is_float)
+        return hk_status_set(st, HK_INVALID_ARGUMENT, "%s.kind HK_INIT_NORMAL needs a floating dtype, got %s", what,
+                             hk_dtype_name(dtype));
+      if (!isfinite(init->mean) || !isfinite(init->stddev) || init->stddev < 0)
+        return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: mean (%g) must be finite and stddev (%g) finite and >= 0",
+                             what, init->mean, init->stddev);
+      return HK_OK;
   }
-  case HK_INIT_UNIFORM:
-    if (!is_float)
-      return hk_status_set(st, HK_INVALID_ARGUMENT,
-                           "%s.kind HK_INIT_UNIFORM needs a floating dtype, got %s", what,
-                           hk_dtype_name(dtype));
-    if (!isfinite(init->minval) || !isfinite(init->maxval) || !(init->minval < init->maxval) ||
-        !isfinite(init->maxval - init->minval))
-      return hk_status_set(st, HK_INVALID_ARGUMENT,
-                           "%s: minval (%g) and maxval (%g) must be finite with minval < maxval", what,
-                           init->minval, init->maxval);
-    return HK_OK;
-  case HK_INIT_NORMAL:
-    if (!is_float)
-      return hk_status_set(st, HK_INVALID_ARGUMENT,
-                           "%s.kind HK_INIT_NORMAL needs a floating dtype, got %s", what,
-                           hk_dtype_name(dtype));
-    if (!isfinite(init->mean) || !isfinite(init->stddev) || init->stddev < 0)
-      return hk_status_set(st, HK_INVALID_ARGUMENT,
-                           "%s: mean (%g) must be finite and stddev (%g) finite and >= 0", what,
-                           init->mean, init->stddev);
-    return HK_OK;
-  }
-  return hk_status_set(st, HK_INVALID_ARGUMENT, "%s.kind (%d) is not an hk_init_kind", what,
-                       (int)init->kind);
+  return hk_status_set(st, HK_INVALID_ARGUMENT, "%s.kind (%d) is not an hk_init_kind", what, (int)init->kind);
 }
 
-int hk__graph_dtype_addable(hk_dtype dtype) {
-  return hk_dtype_is_float(dtype) || hk_dtype_is_integer(dtype);
-}
+int hk__graph_dtype_addable(hk_dtype dtype) { return hk_dtype_is_float(dtype) || hk_dtype_is_integer(dtype); }
 
 /* ---- stock kernels -------------------------------------------------------------- */
 
@@ -278,14 +277,12 @@ static int same_shape(const hk_tensor *a, const hk_tensor *b) {
   return 1;
 }
 
-static hk_code check_operand(hk_kernel_context *ctx, const hk_tensor *in, const hk_tensor *var,
-                             hk_status *st) {
+static hk_code check_operand(hk_kernel_context *ctx, const hk_tensor *in, const hk_tensor *var, hk_status *st) {
   const hk__graph_op *op = hk__kernel_op(ctx);
   hk_graph *g = hk__kernel_graph(ctx);
   if (in->dtype != var->dtype || !same_shape(in, var)) {
     char a[96], b[96];
-    return hk_status_set(st, HK_INVALID_ARGUMENT,
-                         "%s: input %s %s does not match variable '%s' %s %s", op->name,
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: input %s %s does not match variable '%s' %s %s", op->name,
                          hk_dtype_name(in->dtype), hk__graph_shape_str(in->rank, in->dims, a, sizeof(a)),
                          g->ops[g->vars[op->mutates[0]].op].name, hk_dtype_name(var->dtype),
                          hk__graph_shape_str(var->rank, var->dims, b, sizeof(b)));
@@ -293,8 +290,8 @@ static hk_code check_operand(hk_kernel_context *ctx, const hk_tensor *in, const 
   return HK_OK;
 }
 
-hk_code hk__kernel_assign(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
-                          size_t ninputs, hk_tensor *outputs, size_t noutputs, hk_status *status) {
+hk_code hk__kernel_assign(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
+                          hk_tensor *outputs, size_t noutputs, hk_status *status) {
   hk_tensor *var = hk_kernel_variable(ctx, 0);
   hk_code rc;
   (void)user;
@@ -311,55 +308,49 @@ hk_code hk__kernel_assign(void *user, hk_kernel_context *ctx, const hk_tensor *i
 
 static void add_elements(hk_dtype dt, void *dst, const void *src, size_t n) {
   size_t i;
-#define HK__ADD_UNSIGNED(T)                                                        \
+#define HK__ADD_UNSIGNED(T)                                                         \
   for (i = 0; i < n; i++) ((T *)dst)[i] = (T)(((T *)dst)[i] + ((const T *)src)[i]); \
   break;
   switch (dt) {
-  case HK_DTYPE_F32:
-    for (i = 0; i < n; i++) ((float *)dst)[i] += ((const float *)src)[i];
-    break;
-  case HK_DTYPE_F64:
-    for (i = 0; i < n; i++) ((double *)dst)[i] += ((const double *)src)[i];
-    break;
-  case HK_DTYPE_F16:
-  case HK_DTYPE_BF16:
-    for (i = 0; i < n; i++) {
-      uint16_t a, b;
-      float s;
-      memcpy(&a, (unsigned char *)dst + 2 * i, 2);
-      memcpy(&b, (const unsigned char *)src + 2 * i, 2);
-      if (dt == HK_DTYPE_F16) {
-        s = f16_to_f32(a) + f16_to_f32(b);
-        a = f32_to_f16(s);
-      } else {
-        s = bf16_to_f32(a) + bf16_to_f32(b);
-        a = f32_to_bf16(s);
+    case HK_DTYPE_F32:
+      for (i = 0; i < n; i++) ((float *)dst)[i] += ((const float *)src)[i];
+      break;
+    case HK_DTYPE_F64:
+      for (i = 0; i < n; i++) ((double *)dst)[i] += ((const double *)src)[i];
+      break;
+    case HK_DTYPE_F16:
+    case HK_DTYPE_BF16:
+      for (i = 0; i < n; i++) {
+        uint16_t a, b;
+        float s;
+        memcpy(&a, (unsigned char *)dst + 2 * i, 2);
+        memcpy(&b, (const unsigned char *)src + 2 * i, 2);
+        if (dt == HK_DTYPE_F16) {
+          s = f16_to_f32(a) + f16_to_f32(b);
+          a = f32_to_f16(s);
+        } else {
+          s = bf16_to_f32(a) + bf16_to_f32(b);
+          a = f32_to_bf16(s);
+        }
+        memcpy((unsigned char *)dst + 2 * i, &a, 2);
       }
-      memcpy((unsigned char *)dst + 2 * i, &a, 2);
-    }
-    break;
-  /* two's complement: signed addition that wraps is unsigned addition */
-  case HK_DTYPE_I8:
-  case HK_DTYPE_U8:
-    HK__ADD_UNSIGNED(uint8_t)
-  case HK_DTYPE_I16:
-  case HK_DTYPE_U16:
-    HK__ADD_UNSIGNED(uint16_t)
-  case HK_DTYPE_I32:
-  case HK_DTYPE_U32:
-    HK__ADD_UNSIGNED(uint32_t)
-  case HK_DTYPE_I64:
-  case HK_DTYPE_U64:
-    HK__ADD_UNSIGNED(uint64_t)
-  default:
-    break;
+      break;
+    /* two's complement: signed addition that wraps is unsigned addition */
+    case HK_DTYPE_I8:
+    case HK_DTYPE_U8: HK__ADD_UNSIGNED(uint8_t)
+    case HK_DTYPE_I16:
+    case HK_DTYPE_U16: HK__ADD_UNSIGNED(uint16_t)
+    case HK_DTYPE_I32:
+    case HK_DTYPE_U32: HK__ADD_UNSIGNED(uint32_t)
+    case HK_DTYPE_I64:
+    case HK_DTYPE_U64: HK__ADD_UNSIGNED(uint64_t)
+    default: break;
   }
 #undef HK__ADD_UNSIGNED
 }
 
-hk_code hk__kernel_assign_add(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
-                              size_t ninputs, hk_tensor *outputs, size_t noutputs,
-                              hk_status *status) {
+hk_code hk__kernel_assign_add(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
+                              hk_tensor *outputs, size_t noutputs, hk_status *status) {
   hk_tensor *var = hk_kernel_variable(ctx, 0);
   size_t esize = hk_dtype_size(var->dtype);
   hk_code rc;
@@ -375,8 +366,8 @@ hk_code hk__kernel_assign_add(void *user, hk_kernel_context *ctx, const hk_tenso
   return HK_OK;
 }
 
-hk_code hk__kernel_init(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
-                        size_t ninputs, hk_tensor *outputs, size_t noutputs, hk_status *status) {
+hk_code hk__kernel_init(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs, hk_tensor *outputs,
+                        size_t noutputs, hk_status *status) {
   const hk__graph_op *op = hk__kernel_op(ctx);
   hk_graph *g = hk__kernel_graph(ctx);
   size_t i;
@@ -386,13 +377,12 @@ hk_code hk__kernel_init(void *user, hk_kernel_context *ctx, const hk_tensor *inp
   (void)outputs;
   (void)noutputs;
   (void)status;
-  for (i = 0; i < op->nmutates; i++)
-    hk__graph_initialize(&g->vars[op->mutates[i]], hk_kernel_variable(ctx, i)->data);
+  for (i = 0; i < op->nmutates; i++) hk__graph_initialize(&g->vars[op->mutates[i]], hk_kernel_variable(ctx, i)->data);
   return HK_OK;
 }
 
-hk_code hk__kernel_report(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
-                          size_t ninputs, hk_tensor *outputs, size_t noutputs, hk_status *status) {
+hk_code hk__kernel_report(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
+                          hk_tensor *outputs, size_t noutputs, hk_status *status) {
   const hk__graph_op *op = hk__kernel_op(ctx);
   hk_graph *g = hk__kernel_graph(ctx);
   const char **names = outputs[0].data;

@@ -45,7 +45,7 @@ typedef struct gsession {
   hk_graph *g;
   size_t nops, nslots, nvars, nin; /* graph sizes the arrays below cover */
   unsigned char *var_init;
-  void **var_data;    /* graph-owned buffer or the host's external_data */
+  void **var_data;     /* graph-owned buffer or the host's external_data */
   hk_tensor *var_view; /* what hk_kernel_variable hands out */
   hk_tensor *out;      /* per slot: the op output after its last execution */
   void **out_buf;      /* per slot: pre-sized buffer */
@@ -74,9 +74,7 @@ const hk__graph_op *hk__kernel_op(hk_kernel_context *ctx) { return ctx->op; }
 
 hk_graph *hk__kernel_graph(hk_kernel_context *ctx) { return ctx->g; }
 
-int hk__kernel_var_initialized(hk_kernel_context *ctx, size_t var) {
-  return ctx->s->var_init[var] != 0;
-}
+int hk__kernel_var_initialized(hk_kernel_context *ctx, size_t var) { return ctx->s->var_init[var] != 0; }
 
 /* ---- session state --------------------------------------------------------- */
 
@@ -121,9 +119,7 @@ static hk_code sync(gsession *s, hk_status *st) {
   hk_graph *g = s->g;
   const hk_env *env = &g->env;
   size_t v, k;
-  if (s->nops == g->nops && s->nslots == g->nslots && s->nvars == g->nvars &&
-      s->nin >= g->max_inputs)
-    return HK_OK;
+  if (s->nops == g->nops && s->nslots == g->nslots && s->nvars == g->nvars && s->nin >= g->max_inputs) return HK_OK;
   if (!grow(env, (void **)&s->var_init, g->nvars, sizeof(*s->var_init)) ||
       !grow(env, (void **)&s->var_data, g->nvars, sizeof(*s->var_data)) ||
       !grow(env, (void **)&s->var_view, g->nvars, sizeof(*s->var_view)) ||
@@ -171,8 +167,7 @@ undo:
     s->out_buf[k] = NULL;
   }
 oom:
-  return hk_status_set(st, HK_RESOURCE_EXHAUSTED,
-                       "hooked.graph: out of memory allocating session state");
+  return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hooked.graph: out of memory allocating session state");
 }
 
 static void plan_clear(const hk_graph *g, plan *p) {
@@ -234,9 +229,7 @@ hk_code hk__graph_close(void *self, void *session, hk_status *status) {
 static int plan_matches(const plan *p, const hk_run_args *a) {
   size_t i;
   const hk_handle *k = p->key;
-  if (!p->used || p->nfeeds != a->nfeeds || p->nfetches != a->nfetches ||
-      p->ntargets != a->ntargets)
-    return 0;
+  if (!p->used || p->nfeeds != a->nfeeds || p->nfetches != a->nfetches || p->ntargets != a->ntargets) return 0;
   for (i = 0; i < a->nfeeds; i++)
     if (k[i] != a->feeds[i].tensor) return 0;
   k += a->nfeeds;
@@ -246,8 +239,8 @@ static int plan_matches(const plan *p, const hk_run_args *a) {
   return 1;
 }
 
-static hk_code handle_error(const hk_graph *g, hk_status *st, const char *what, size_t i,
-                            hk_handle h, const char *expected) {
+static hk_code handle_error(const hk_graph *g, hk_status *st, const char *what, size_t i, hk_handle h,
+                            const char *expected) {
   char buf[40];
   return hk_status_set(st, HK_INVALID_ARGUMENT, "%s[%zu] (%s) is not %s of this graph", what, i,
                        hk__graph_handle_label(g, h, buf, sizeof(buf)), expected);
@@ -282,8 +275,7 @@ static hk_code plan_build(hk_graph *g, const hk_run_args *a, plan *p, hk_status 
       goto fail;
     }
     if (p->slot_feed[s] >= 0) {
-      rc = hk_status_set(st, HK_INVALID_ARGUMENT, "feeds[%zu]: tensor '%s' is fed more than once", i,
-                         g->slots[s].name);
+      rc = hk_status_set(st, HK_INVALID_ARGUMENT, "feeds[%zu]: tensor '%s' is fed more than once", i, g->slots[s].name);
       goto fail;
     }
     p->slot_feed[s] = (int32_t)i;
@@ -325,25 +317,24 @@ static hk_code plan_build(hk_graph *g, const hk_run_args *a, plan *p, hk_status 
     const hk__graph_op *op = &g->ops[i];
     if (!need[i]) continue;
     switch (op->kind) {
-    case HK__OP_PLACEHOLDER:
-      if (p->slot_feed[op->out_base] < 0) {
-        const hk__graph_slot *s = &g->slots[op->out_base];
-        char shape[128];
-        rc = hk_status_set(st, HK_INVALID_ARGUMENT,
-                           "You must feed a value for placeholder tensor '%s' with dtype %s and "
-                           "shape %s",
-                           op->name, hk_dtype_name(s->dtype),
-                           hk__graph_shape_str(s->rank, s->dims, shape, sizeof(shape)));
-        goto fail;
-      }
-      break;
-    case HK__OP_VARIABLE:
-    case HK__OP_CONSTANT:
-      break;
-    default:
-      p->exec[p->nexec++] = (uint32_t)i;
-      for (k = 0; k < op->nmutates; k++) mutated[op->mutates[k]] = 1;
-      break;
+      case HK__OP_PLACEHOLDER:
+        if (p->slot_feed[op->out_base] < 0) {
+          const hk__graph_slot *s = &g->slots[op->out_base];
+          char shape[128];
+          rc = hk_status_set(st, HK_INVALID_ARGUMENT,
+                             "You must feed a value for placeholder tensor '%s' with dtype %s and "
+                             "shape %s",
+                             op->name, hk_dtype_name(s->dtype),
+                             hk__graph_shape_str(s->rank, s->dims, shape, sizeof(shape)));
+          goto fail;
+        }
+        break;
+      case HK__OP_VARIABLE:
+      case HK__OP_CONSTANT: break;
+      default:
+        p->exec[p->nexec++] = (uint32_t)i;
+        for (k = 0; k < op->nmutates; k++) mutated[op->mutates[k]] = 1;
+        break;
     }
   }
 
@@ -428,23 +419,20 @@ static hk_code check_feed(const hk_graph *g, size_t i, const hk_feed *f, hk_stat
     return hk_status_set(st, HK_INVALID_ARGUMENT,
                          "feeds[%zu]: cannot feed a value of dtype %s and shape %s to tensor '%s', "
                          "which has dtype %s and shape %s",
-                         i, hk_dtype_name(v->dtype), hk__graph_shape_str(r, v->dims, a, sizeof(a)),
-                         s->name, hk_dtype_name(s->dtype),
-                         hk__graph_shape_str(s->rank, s->dims, b, sizeof(b)));
+                         i, hk_dtype_name(v->dtype), hk__graph_shape_str(r, v->dims, a, sizeof(a)), s->name,
+                         hk_dtype_name(s->dtype), hk__graph_shape_str(s->rank, s->dims, b, sizeof(b)));
   }
   nbytes = hk__graph_nbytes(v->dtype, v->rank, v->dims, &sized);
   if (!sized || nbytes != v->nbytes)
     return hk_status_set(st, HK_INVALID_ARGUMENT,
-                         "feeds[%zu]: value for tensor '%s' has nbytes %zu, its shape needs %zu", i,
-                         s->name, v->nbytes, nbytes);
+                         "feeds[%zu]: value for tensor '%s' has nbytes %zu, its shape needs %zu", i, s->name, v->nbytes,
+                         nbytes);
   if (nbytes && !v->data)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "feeds[%zu]: value for tensor '%s' has NULL data",
-                         i, s->name);
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "feeds[%zu]: value for tensor '%s' has NULL data", i, s->name);
   return HK_OK;
 }
 
-static hk_code run_op(hk_graph *g, gsession *s, const plan *p, const hk_run_args *a, uint32_t o,
-                      hk_status *st) {
+static hk_code run_op(hk_graph *g, gsession *s, const plan *p, const hk_run_args *a, uint32_t o, hk_status *st) {
   const hk__graph_op *op = &g->ops[o];
   hk_kernel_context ctx;
   hk_status ks = HK_STATUS_INIT;
@@ -475,11 +463,10 @@ static hk_code run_op(hk_graph *g, gsession *s, const plan *p, const hk_run_args
   ctx.s = s;
   ctx.op = op;
   /* s->out is NULL while the graph has no outputs at all. */
-  rc = op->kernel(op->kernel_user, &ctx, s->in, op->ninputs, op->noutputs ? s->out + op->out_base : NULL,
-                  op->noutputs, &ks);
+  rc = op->kernel(op->kernel_user, &ctx, s->in, op->ninputs, op->noutputs ? s->out + op->out_base : NULL, op->noutputs,
+                  &ks);
   if (rc != HK_OK) {
-    if (ks.code == rc && ks.message[0])
-      return hk_status_set(st, rc, "%s", ks.message);
+    if (ks.code == rc && ks.message[0]) return hk_status_set(st, rc, "%s", ks.message);
     return hk_status_set(st, rc, "kernel of op '%s' failed with %s", op->name, hk_code_name(rc));
   }
   if (op->initializes)
@@ -491,8 +478,8 @@ static void zero_results(hk_tensor *results, size_t n) {
   if (n) memset(results, 0, n * sizeof(*results));
 }
 
-hk_code hk__graph_run(void *self, void *session, const hk_run_args *args, hk_tensor *results,
-                      hk_run_metadata *metadata, hk_status *status) {
+hk_code hk__graph_run(void *self, void *session, const hk_run_args *args, hk_tensor *results, hk_run_metadata *metadata,
+                      hk_status *status) {
   hk_graph *g = self;
   gsession *s = session;
   plan *p;
@@ -503,17 +490,13 @@ hk_code hk__graph_run(void *self, void *session, const hk_run_args *args, hk_ten
   if (!s) return hk_status_set(status, HK_INVALID_ARGUMENT, "session is NULL");
   if (!args) return hk_status_set(status, HK_INVALID_ARGUMENT, "args is NULL");
   if (args->nfeeds && !args->feeds)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "args->feeds is NULL but nfeeds is %zu",
-                         args->nfeeds);
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "args->feeds is NULL but nfeeds is %zu", args->nfeeds);
   if (args->nfetches && !args->fetches)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "args->fetches is NULL but nfetches is %zu",
-                         args->nfetches);
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "args->fetches is NULL but nfetches is %zu", args->nfetches);
   if (args->ntargets && !args->targets)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "args->targets is NULL but ntargets is %zu",
-                         args->ntargets);
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "args->targets is NULL but ntargets is %zu", args->ntargets);
   if (args->nfetches && !results)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "results is NULL but nfetches is %zu",
-                         args->nfetches);
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "results is NULL but nfetches is %zu", args->nfetches);
   if (args->options) {
     if (args->options->version == 0 || args->options->version > HK_RUN_OPTIONS_VERSION)
       return hk_status_set(status, HK_INVALID_ARGUMENT, "args->options->version %u is not supported",
@@ -541,8 +524,7 @@ hk_code hk__graph_run(void *self, void *session, const hk_run_args *args, hk_ten
     const fetch_src *f = &p->fetch[i];
     if (f->kind != FETCH_VAR_VIEW && f->kind != FETCH_VAR_SNAP) continue;
     if (!s->var_init[f->index]) return uninitialized(status, g, f->index);
-    if (f->kind == FETCH_VAR_SNAP && f->snap)
-      memcpy(f->snap, s->var_data[f->index], g->vars[f->index].nbytes);
+    if (f->kind == FETCH_VAR_SNAP && f->snap) memcpy(f->snap, s->var_data[f->index], g->vars[f->index].nbytes);
   }
 
   for (i = 0; i < p->nexec; i++) {
@@ -563,22 +545,14 @@ hk_code hk__graph_run(void *self, void *session, const hk_run_args *args, hk_ten
   for (i = 0; i < p->nfetches; i++) {
     const fetch_src *f = &p->fetch[i];
     switch (f->kind) {
-    case FETCH_FEED:
-      results[i] = args->feeds[f->index].value;
-      break;
-    case FETCH_SLOT:
-      results[i] = s->out[f->index];
-      break;
-    case FETCH_CONST:
-      results[i] = g->ops[f->index].constant;
-      break;
-    case FETCH_VAR_VIEW:
-      var_tensor(g, s, f->index, &results[i]);
-      break;
-    case FETCH_VAR_SNAP:
-      var_tensor(g, s, f->index, &results[i]);
-      results[i].data = f->snap;
-      break;
+      case FETCH_FEED: results[i] = args->feeds[f->index].value; break;
+      case FETCH_SLOT: results[i] = s->out[f->index]; break;
+      case FETCH_CONST: results[i] = g->ops[f->index].constant; break;
+      case FETCH_VAR_VIEW: var_tensor(g, s, f->index, &results[i]); break;
+      case FETCH_VAR_SNAP:
+        var_tensor(g, s, f->index, &results[i]);
+        results[i].data = f->snap;
+        break;
     }
   }
   if (metadata && metadata->version >= 1 && traced) {
@@ -590,8 +564,7 @@ hk_code hk__graph_run(void *self, void *session, const hk_run_args *args, hk_ten
 
 /* ---- variables --------------------------------------------------------------------- */
 
-hk_code hk__graph_variable_read(void *self, void *session, size_t index, hk_tensor *out,
-                                hk_status *status) {
+hk_code hk__graph_variable_read(void *self, void *session, size_t index, hk_tensor *out, hk_status *status) {
   hk_graph *g = self;
   gsession *s = session;
   hk_code rc;
@@ -599,8 +572,8 @@ hk_code hk__graph_variable_read(void *self, void *session, size_t index, hk_tens
   if (!out) return hk_status_set(status, HK_INVALID_ARGUMENT, "out is NULL");
   memset(out, 0, sizeof(*out));
   if (index >= g->nvars)
-    return hk_status_set(status, HK_OUT_OF_RANGE,
-                         "variable index %zu is out of range (%zu variables)", index, g->nvars);
+    return hk_status_set(status, HK_OUT_OF_RANGE, "variable index %zu is out of range (%zu variables)", index,
+                         g->nvars);
   rc = sync(s, status);
   if (rc != HK_OK) return rc;
   if (!s->var_init[index]) return uninitialized(status, g, index);
@@ -608,8 +581,7 @@ hk_code hk__graph_variable_read(void *self, void *session, size_t index, hk_tens
   return HK_OK;
 }
 
-hk_code hk__graph_variable_assign(void *self, void *session, size_t index, const hk_tensor *value,
-                                  hk_status *status) {
+hk_code hk__graph_variable_assign(void *self, void *session, size_t index, const hk_tensor *value, hk_status *status) {
   hk_graph *g = self;
   gsession *s = session;
   const hk__graph_var *v;
@@ -618,8 +590,8 @@ hk_code hk__graph_variable_assign(void *self, void *session, size_t index, const
   if (!s) return hk_status_set(status, HK_INVALID_ARGUMENT, "session is NULL");
   if (!value) return hk_status_set(status, HK_INVALID_ARGUMENT, "value is NULL");
   if (index >= g->nvars)
-    return hk_status_set(status, HK_OUT_OF_RANGE,
-                         "variable index %zu is out of range (%zu variables)", index, g->nvars);
+    return hk_status_set(status, HK_OUT_OF_RANGE, "variable index %zu is out of range (%zu variables)", index,
+                         g->nvars);
   rc = sync(s, status);
   if (rc != HK_OK) return rc;
   v = &g->vars[index];
@@ -635,14 +607,11 @@ hk_code hk__graph_variable_assign(void *self, void *session, size_t index, const
                          hk__graph_shape_str(v->rank, v->dims, b, sizeof(b)));
   }
   if (value->nbytes != v->nbytes)
-    return hk_status_set(status, HK_INVALID_ARGUMENT,
-                         "value for variable '%s' has nbytes %zu, its shape needs %zu",
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "value for variable '%s' has nbytes %zu, its shape needs %zu",
                          g->ops[v->op].name, value->nbytes, v->nbytes);
   if (v->nbytes && !value->data)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "value for variable '%s' has NULL data",
-                         g->ops[v->op].name);
-  if (v->nbytes && value->data != s->var_data[index])
-    memmove(s->var_data[index], value->data, v->nbytes);
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "value for variable '%s' has NULL data", g->ops[v->op].name);
+  if (v->nbytes && value->data != s->var_data[index]) memmove(s->var_data[index], value->data, v->nbytes);
   s->var_init[index] = 1;
   return HK_OK;
 }

@@ -16,19 +16,18 @@
 #define PROGRESS_STEPS 1000
 
 typedef struct global_step_waiter {
-  hk_hook *hook;               /* the wrapper, for its env and log */
-  hk_env env;                  /* what the struct was allocated with */
+  hk_hook *hook; /* the wrapper, for its env and log */
+  hk_env env;    /* what the struct was allocated with */
   int has_env;
   int64_t wait_until_step;
   double poll_interval_secs;
-  double deadline_secs;        /* HK_UNSET_SECS: none */
+  double deadline_secs; /* HK_UNSET_SECS: none */
   /* Per-session state, reset by begin(). */
   int started;
-  hk_coordinator *coord;       /* kept from after_create_session (D1.2) */
+  hk_coordinator *coord; /* kept from after_create_session (D1.2) */
 } global_step_waiter;
 
-static hk_code gsw_begin(void *user, hk_executor *graph, hk_status *status)
-{
+static hk_code gsw_begin(void *user, hk_executor *graph, hk_status *status) {
   global_step_waiter *self = user;
   hk_code rc;
 
@@ -36,14 +35,12 @@ static hk_code gsw_begin(void *user, hk_executor *graph, hk_status *status)
   self->coord = NULL;
   rc = hk_executor_global_step(graph, NULL, NULL, status);
   if (rc == HK_NOT_FOUND)
-    return hk_status_set(status, HK_FAILED_PRECONDITION,
-                         "Global step should be created to use GlobalStepWaiterHook.");
+    return hk_status_set(status, HK_FAILED_PRECONDITION, "Global step should be created to use GlobalStepWaiterHook.");
   return rc;
 }
 
 static hk_code gsw_after_create_session(void *user, hk_raw_session *session, hk_coordinator *coord,
-                                        hk_creation_context *ctx, hk_status *status)
-{
+                                        hk_creation_context *ctx, hk_status *status) {
   global_step_waiter *self = user;
 
   (void)session;
@@ -55,8 +52,7 @@ static hk_code gsw_after_create_session(void *user, hk_raw_session *session, hk_
   return HK_OK;
 }
 
-static hk_code gsw_before_run(void *user, hk_run_context *ctx, hk_run_request *request, hk_status *status)
-{
+static hk_code gsw_before_run(void *user, hk_run_context *ctx, hk_run_request *request, hk_status *status) {
   global_step_waiter *self = user;
   const hk_env *env = hk_hook_env(self->hook);
   int deadline_given = !hk_secs_is_unset(self->deadline_secs);
@@ -64,8 +60,7 @@ static hk_code gsw_before_run(void *user, hk_run_context *ctx, hk_run_request *r
   double start;
 
   (void)request;
-  if (self->started)
-    return HK_OK;
+  if (self->started) return HK_OK;
   if (self->wait_until_step <= 0) {
     self->started = 1;
     return HK_OK;
@@ -85,8 +80,7 @@ static hk_code gsw_before_run(void *user, hk_run_context *ctx, hk_run_request *r
                            self->wait_until_step);
     /* (b) */
     rc = hk_raw_session_global_step(hk_run_context_session(ctx), &gs, status);
-    if (rc != HK_OK)
-      return rc;
+    if (rc != HK_OK) return rc;
     if (gs >= self->wait_until_step) {
       self->started = 1;
       return HK_OK;
@@ -106,8 +100,7 @@ static hk_code gsw_before_run(void *user, hk_run_context *ctx, hk_run_request *r
     }
     /* (e) */
     wait = self->poll_interval_secs;
-    if (deadline_given && self->deadline_secs - elapsed < wait)
-      wait = self->deadline_secs - elapsed;
+    if (deadline_given && self->deadline_secs - elapsed < wait) wait = self->deadline_secs - elapsed;
     if (self->coord != NULL) {
       (void)hk_coordinator_wait_for_stop(self->coord, wait);
     } else {
@@ -118,57 +111,42 @@ static hk_code gsw_before_run(void *user, hk_run_context *ctx, hk_run_request *r
   }
 }
 
-static void gsw_destroy(void *user)
-{
+static void gsw_destroy(void *user) {
   global_step_waiter *self = user;
   hk_env env;
   int has_env = self->has_env;
 
-  if (has_env)
-    env = self->env;
+  if (has_env) env = self->env;
   hk_env_free(has_env ? &env : NULL, self);
 }
 
 static const hk_hook_vtable global_step_waiter_vtable = {
-  HK_HOOK_VTABLE_VERSION,
-  gsw_begin,
-  gsw_after_create_session,
-  gsw_before_run,
-  NULL,
-  NULL,
-  gsw_destroy,
+    HK_HOOK_VTABLE_VERSION, gsw_begin, gsw_after_create_session, gsw_before_run, NULL, NULL, gsw_destroy,
 };
 
-hk_code hk_global_step_waiter_hook_new(hk_hook **out, const hk_global_step_waiter_options *opts,
-                                       hk_status *status)
-{
+hk_code hk_global_step_waiter_hook_new(hk_hook **out, const hk_global_step_waiter_options *opts, hk_status *status) {
   hk_global_step_waiter_options defaults = HK_GLOBAL_STEP_WAITER_OPTIONS_INIT;
   global_step_waiter *self;
   hk_code rc;
 
-  if (out == NULL)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "out: must not be NULL");
+  if (out == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "out: must not be NULL");
   *out = NULL;
-  if (opts == NULL)
-    opts = &defaults;
+  if (opts == NULL) opts = &defaults;
   if (opts->version != HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION)
     return hk_status_set(status, HK_INVALID_ARGUMENT,
-                         "opts->version: %u is not HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION (%u)",
-                         (unsigned)opts->version, (unsigned)HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION);
+                         "opts->version: %u is not HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION (%u)", (unsigned)opts->version,
+                         (unsigned)HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION);
   rc = hk_env_check(opts->env, "opts->env", status);
-  if (rc != HK_OK)
-    return rc;
+  if (rc != HK_OK) return rc;
   if (!(isfinite(opts->poll_interval_secs) && opts->poll_interval_secs > 0))
     return hk_status_set(status, HK_INVALID_ARGUMENT, "poll_interval_secs must be finite and > 0, got %g",
                          opts->poll_interval_secs);
-  if (!hk_secs_is_unset(opts->deadline_secs) &&
-      !(isfinite(opts->deadline_secs) && opts->deadline_secs >= 0))
+  if (!hk_secs_is_unset(opts->deadline_secs) && !(isfinite(opts->deadline_secs) && opts->deadline_secs >= 0))
     return hk_status_set(status, HK_INVALID_ARGUMENT, "deadline_secs must be finite and >= 0, got %g",
                          opts->deadline_secs);
 
   self = hk_env_calloc(opts->env, 1, sizeof(*self));
-  if (self == NULL)
-    return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "GlobalStepWaiterHook: out of memory");
+  if (self == NULL) return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "GlobalStepWaiterHook: out of memory");
   if (opts->env != NULL) {
     self->env = *opts->env;
     self->has_env = 1;
