@@ -362,6 +362,15 @@ void test_env_free(test_env *te)
   free(te);
 }
 
+int test_env_release(test_env *te)
+{
+  long live = test_alloc_live(&te->alloc);
+  if (live != 0)
+    fprintf(stderr, "teardown: %ld blocks leaked through the env allocator\n", live);
+  test_env_free(te);
+  return live == 0 ? 0 : -1;
+}
+
 /* ---- status ------------------------------------------------------------- */
 
 int test_status_is(hk_code rc, const hk_status *st, hk_code code, const char *substr)

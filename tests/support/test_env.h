@@ -90,6 +90,11 @@ typedef struct test_env {
 test_env *test_env_new(void);
 /** Free. NULL is a no-op. */
 void test_env_free(test_env *te);
+/**
+ * End of a fixture's teardown: free te and @return 0, or -1 (printing the
+ * count) when blocks allocated through te's allocator are still live.
+ */
+int test_env_release(test_env *te);
 /** An hk_env using only the log capture (system allocator and clock). */
 void test_env_log_only(test_env *te, hk_env *out);
 

@@ -3,125 +3,35 @@
  * (failed state), H21 (custom creators), and the singular session's refusal
  * to recover (C24). Delays are measured on the mock clock.
  */
-#include "test_env.h"
-#include "fake_executor.h"
-#include "spy_hook.h"
+#include "session_fixture.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct train_fault {
-  hk_handle train;
-  int remaining;      /* FAKE_FOREVER or count */
-  hk_code code;
-  int seen;           /* runs targeting train */
-} train_fault;
+typedef session_fixture fixture;
 
-typedef struct fixture {
-  test_env *te;
-  fake_executor *fx;
-  hk_executor *ex;
-  spy_log log;
-  spy_hook *a, *b;
-  hk_hook *hooks[2];
-  hk_handle gs, train;
-  hk_session_options opts;
-  hk_session *s;
-  hk_status st;
-  train_fault tf;
-} fixture;
-
-/* Fail runs whose first target is the train op: creation runs (init op,
- * readiness checks) are left alone. */
-static hk_code fail_train(void *user, fake_executor *fx, const hk_run_args *args, hk_status *st)
+static int setup_kind(void **state, hk_session_kind kind)
 {
-  train_fault *tf = user;
-  (void)fx;
-  if (args->ntargets == 0 || args->targets[0] != tf->train)
-    return HK_OK;
-  tf->seen++;
-  if (tf->remaining == 0)
-    return HK_OK;
-  if (tf->remaining > 0)
-    tf->remaining--;
-  return hk_status_set(st, tf->code, "train step %d preempted", tf->seen);
-}
-
-static void fixture_build(fixture *f, hk_session_kind kind)
-{
-  f->te = test_env_new();
-  f->fx = fake_executor_new(&f->te->env);
-  assert_non_null(f->fx);
-  f->ex = fake_executor_executor(f->fx);
-  f->gs = fake_executor_add_global_step(f->fx);
-  f->train = fake_executor_add_train_op(f->fx);
-  f->tf.train = f->train;
-  fake_executor_on_run(f->fx, fail_train, &f->tf);
-  f->a = spy_hook_new("a", &f->log, NULL);
-  f->b = spy_hook_new("b", &f->log, NULL);
-  assert_non_null(f->a);
-  assert_non_null(f->b);
+  fixture *f = session_fixture_new(kind, 2);
+  session_fixture_fail_train(f);
   spy_hook_fetch(f->a, f->gs);
-  f->hooks[0] = f->a->hook;
-  f->hooks[1] = f->b->hook;
-  hk_session_options_init(&f->opts, HK_SESSION_OPTIONS_VERSION);
-  f->opts.env = &f->te->env;
-  f->opts.kind = kind;
-  f->opts.executor = f->ex;
-  f->opts.hooks = f->hooks;
-  f->opts.nhooks = 2;
-}
-
-static int setup_ms(void **state)
-{
-  fixture *f = calloc(1, sizeof(*f));
-  fixture_build(f, HK_SESSION_MONITORED);
   *state = f;
   return 0;
 }
 
-static int setup_sms(void **state)
-{
-  fixture *f = calloc(1, sizeof(*f));
-  fixture_build(f, HK_SESSION_SINGULAR);
-  *state = f;
-  return 0;
-}
+static int setup_ms(void **state) { return setup_kind(state, HK_SESSION_MONITORED); }
+static int setup_sms(void **state) { return setup_kind(state, HK_SESSION_SINGULAR); }
 
-static int teardown(void **state)
-{
-  fixture *f = *state;
-  long live;
-  hk_session_free(f->s);
-  spy_hook_free(f->a);
-  spy_hook_free(f->b);
-  fake_executor_free(f->fx);
-  live = test_alloc_live(&f->te->alloc);
-  if (live != 0)
-    fprintf(stderr, "teardown: %ld blocks leaked through the env allocator\n", live);
-  test_env_free(f->te);
-  free(f);
-  return live == 0 ? 0 : -1;
-}
-
+/* Also forget the creation: spy counters, sleeps and log lines. */
 static void open_session(fixture *f)
 {
-  assert_ok(hk_session_new(&f->s, &f->opts, &f->st), &f->st);
-  assert_non_null(f->s);
-  spy_log_clear(&f->log);
+  session_fixture_open(f);
   spy_hook_reset(f->a);
   spy_hook_reset(f->b);
-  fake_executor_reset_calls(f->fx);
   test_clock_reset_sleeps(&f->te->clock);
   test_log_clear(&f->te->log);
-}
-
-static hk_code run_train(fixture *f)
-{
-  hk_run_args args = { NULL, 0, NULL, 0, &f->train, 1, NULL };
-  return hk_session_run(f->s, &args, NULL, NULL, &f->st);
 }
 
 static int near(double a, double b) { return fabs(a - b) < 1e-6; }
@@ -181,14 +91,14 @@ static void test_recovery__c38_run_preemption_recovers(void **state)
   hk_coordinator *first_coord;
   open_session(f);
   first_coord = hk_session_coordinator(f->s);
-  assert_ok(run_train(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_int_equal(fake_executor_get_i64(f->fx, NULL, f->gs), 1);
 
   f->tf.remaining = 1;
   f->tf.code = HK_ABORTED;
   spy_hook_reset(f->a);
   spy_hook_reset(f->b);
-  assert_ok(run_train(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_logged(f->te, HK_LOG_WARNING,
                 "An error was raised. This may be due to a preemption in a connected worker or parameter server. "
                 "The current session will be closed and a new session will be created. Error: ");
@@ -222,13 +132,13 @@ static void test_recovery__c38_preemption_from_hooks(void **state)
   fixture *f = *state;
   open_session(f);
   spy_hook_fail(f->b, SPY_BEFORE_RUN, 1, 1, HK_UNAVAILABLE, "b: ps unavailable");
-  assert_ok(run_train(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_int_equal(fake_executor_sessions_opened(f->fx), 2);
   assert_int_equal(f->tf.seen, 1); /* the executor ran only in the retried call */
   assert_logged(f->te, HK_LOG_WARNING, "b: ps unavailable");
 
   spy_hook_fail(f->a, SPY_AFTER_RUN, 1, 1, HK_ABORTED, "a: aborted in after_run");
-  assert_ok(run_train(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_int_equal(fake_executor_sessions_opened(f->fx), 3);
   assert_int_equal(f->tf.seen, 3); /* the step itself was executed twice */
   assert_int_equal(f->a->calls[SPY_BEGIN], 0);
@@ -241,7 +151,7 @@ static void test_recovery__c28_substituted_error_recovers(void **state)
   hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_ABORTED, "worker lost");
   f->tf.remaining = 1;
   f->tf.code = HK_INTERNAL;
-  assert_ok(run_train(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_int_equal(fake_executor_sessions_opened(f->fx), 2);
   assert_false(hk_session_should_stop(f->s));
 }
@@ -252,11 +162,11 @@ static void test_recovery__c24_singular_never_recovers(void **state)
   open_session(f);
   f->tf.remaining = 1;
   f->tf.code = HK_ABORTED;
-  assert_status(run_train(f), &f->st, HK_ABORTED, "train step 1 preempted");
+  assert_status(session_fixture_run_train(f), &f->st, HK_ABORTED, "train step 1 preempted");
   assert_int_equal(fake_executor_sessions_opened(f->fx), 1);
   assert_int_equal(test_clock_nsleeps(&f->te->clock), 0);
   /* The session is still usable. */
-  assert_ok(run_train(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
 }
 
 /* ---- D2.2, D2.3: back-off ----------------------------------------------- */
@@ -270,7 +180,7 @@ static void test_recovery__d2_backoff_doubles(void **state)
   open_session(f);
   f->tf.remaining = 5;
   f->tf.code = HK_UNAVAILABLE;
-  assert_ok(run_train(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_int_equal(fake_executor_sessions_opened(f->fx), 6);
   assert_true(near(test_clock_total_slept(&f->te->clock), 1 + 2 + 4 + 8 + 16));
   n = creation_gaps(&f->log, gaps, 8);
@@ -292,7 +202,7 @@ static void test_recovery__d2_backoff_capped(void **state)
   open_session(f);
   f->tf.remaining = 5;
   f->tf.code = HK_ABORTED;
-  assert_ok(run_train(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_true(near(test_clock_total_slept(&f->te->clock), 0.5 + 1 + 2 + 3 + 3));
 }
 
@@ -302,10 +212,10 @@ static void test_recovery__d2_episode_resets(void **state)
   open_session(f);
   f->tf.remaining = 2;
   f->tf.code = HK_ABORTED;
-  assert_ok(run_train(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_true(near(test_clock_total_slept(&f->te->clock), 1 + 2));
   f->tf.remaining = 1;
-  assert_ok(run_train(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_true(near(test_clock_total_slept(&f->te->clock), 1 + 2 + 1));
 }
 
@@ -324,7 +234,7 @@ static void test_recovery__d2_gives_up_after_max_attempts(void **state)
   open_session(f);
   f->tf.remaining = FAKE_FOREVER;
   f->tf.code = HK_ABORTED;
-  assert_status(run_train(f), &f->st, HK_ABORTED, " (gave up after 3 recovery attempts)");
+  assert_status(session_fixture_run_train(f), &f->st, HK_ABORTED, " (gave up after 3 recovery attempts)");
   assert_true(strstr(f->st.message, "preempted") != NULL); /* the last preemption error's message */
   assert_int_equal(fake_executor_sessions_opened(f->fx), 4);
   assert_true(near(test_clock_total_slept(&f->te->clock), 1 + 2 + 4));
@@ -333,7 +243,7 @@ static void test_recovery__d2_gives_up_after_max_attempts(void **state)
   assert_true(hk_session_should_stop(f->s));
   spy_hook_reset(f->a);
   fake_executor_reset_calls(f->fx);
-  assert_status(run_train(f), &f->st, HK_ABORTED, "gave up after 3 recovery attempts");
+  assert_status(session_fixture_run_train(f), &f->st, HK_ABORTED, "gave up after 3 recovery attempts");
   assert_int_equal(f->a->calls[SPY_BEFORE_RUN], 0);
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);
   {
@@ -357,7 +267,7 @@ static void test_recovery__d2_gives_up_after_max_secs(void **state)
   f->tf.remaining = FAKE_FOREVER;
   f->tf.code = HK_UNAVAILABLE;
   /* Delays 1, 2, 4 (7 s); the 4th would end at 7 + 8 > 10. */
-  assert_status(run_train(f), &f->st, HK_UNAVAILABLE, " (gave up after 3 recovery attempts)");
+  assert_status(session_fixture_run_train(f), &f->st, HK_UNAVAILABLE, " (gave up after 3 recovery attempts)");
   assert_true(near(test_clock_total_slept(&f->te->clock), 7));
   assert_true(hk_session_should_stop(f->s));
 }
@@ -371,12 +281,12 @@ static void test_recovery__d2_non_preemption_during_recreation(void **state)
   f->tf.remaining = 1;
   f->tf.code = HK_ABORTED;
   fake_executor_fail(f->fx, FAKE_OPEN, 1, 1, HK_PERMISSION_DENIED, "cannot open: no credentials");
-  assert_status(run_train(f), &f->st, HK_PERMISSION_DENIED, "cannot open: no credentials");
+  assert_status(session_fixture_run_train(f), &f->st, HK_PERMISSION_DENIED, "cannot open: no credentials");
   assert_int_equal(fake_executor_open_sessions(f->fx), 0);
   /* H18: no raw session remains: failed state. */
   assert_true(hk_session_should_stop(f->s));
   fake_executor_reset_calls(f->fx);
-  assert_status(run_train(f), &f->st, HK_PERMISSION_DENIED, "no credentials");
+  assert_status(session_fixture_run_train(f), &f->st, HK_PERMISSION_DENIED, "no credentials");
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN) + fake_executor_calls(f->fx, FAKE_OPEN), 0);
   assert_status(hk_session_close(f->s, HK_OK, &f->st), &f->st, HK_PERMISSION_DENIED, "no credentials");
   assert_int_equal(f->a->calls[SPY_END], 0);
@@ -389,7 +299,7 @@ static void test_recovery__d2_after_create_error_during_recreation(void **state)
   f->tf.remaining = 1;
   f->tf.code = HK_ABORTED;
   spy_hook_fail(f->b, SPY_AFTER_CREATE, 1, 1, HK_INTERNAL, "b cannot start its thread");
-  assert_status(run_train(f), &f->st, HK_INTERNAL, "b cannot start its thread");
+  assert_status(session_fixture_run_train(f), &f->st, HK_INTERNAL, "b cannot start its thread");
   assert_int_equal(fake_executor_open_sessions(f->fx), 0); /* the new raw session was closed (C4) */
   assert_true(hk_session_should_stop(f->s));
 }
@@ -474,7 +384,7 @@ static void test_recovery__c40_should_stop_recovers(void **state)
   assert_int_equal(f->a->calls[SPY_AFTER_CREATE], 1);
   assert_ptr_not_equal(hk_session_coordinator(f->s), old);
   assert_false(hk_session_should_stop(f->s));
-  assert_ok(run_train(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
 }
 
 static void test_recovery__c40_should_stop_gives_up(void **state)
@@ -485,7 +395,7 @@ static void test_recovery__c40_should_stop_gives_up(void **state)
   fake_executor_fail(f->fx, FAKE_OPEN, 1, FAKE_FOREVER, HK_ABORTED, "still down");
   hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_ABORTED, "ps down");
   assert_true(hk_session_should_stop(f->s));
-  assert_status(run_train(f), &f->st, HK_ABORTED, "(gave up after 1 recovery attempts)");
+  assert_status(session_fixture_run_train(f), &f->st, HK_ABORTED, "(gave up after 1 recovery attempts)");
 }
 
 static void test_recovery__c40_recreation_error_enters_failed_state(void **state)
@@ -497,7 +407,7 @@ static void test_recovery__c40_recreation_error_enters_failed_state(void **state
   /* D2.4: a non-preemption error during the attempt ends it; no raw session remains. */
   assert_true(hk_session_should_stop(f->s));
   assert_int_equal(fake_executor_open_sessions(f->fx), 0);
-  assert_status(run_train(f), &f->st, HK_INTERNAL, "cannot reopen");
+  assert_status(session_fixture_run_train(f), &f->st, HK_INTERNAL, "cannot reopen");
   assert_int_equal(f->a->calls[SPY_BEFORE_RUN], 0);
   assert_status(hk_session_close(f->s, HK_OK, &f->st), &f->st, HK_INTERNAL, "cannot reopen");
   assert_int_equal(f->a->calls[SPY_END], 0);
@@ -650,13 +560,13 @@ static void test_recovery__d2_no_preemption_during_recreation_sleep(void **state
   open_session(f);
   f->tf.remaining = 1;
   f->tf.code = HK_ABORTED;
-  assert_ok(run_train(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_false(hk_session_should_stop(f->s));
   assert_false(hk_coordinator_should_stop(hk_session_coordinator(f->s)));
 }
 
-#define MS(fn) cmocka_unit_test_setup_teardown(fn, setup_ms, teardown)
-#define SMS(fn) cmocka_unit_test_setup_teardown(fn, setup_sms, teardown)
+#define MS(fn) cmocka_unit_test_setup_teardown(fn, setup_ms, session_fixture_teardown)
+#define SMS(fn) cmocka_unit_test_setup_teardown(fn, setup_sms, session_fixture_teardown)
 
 int main(void)
 {

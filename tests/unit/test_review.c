@@ -7,9 +7,7 @@
  * code that deviates. Tests in the second part pin down behaviour the review
  * checked and found correct but that the other suites do not cover.
  */
-#include "test_env.h"
-#include "fake_executor.h"
-#include "spy_hook.h"
+#include "session_fixture.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -17,102 +15,18 @@
 #include <string.h>
 #include <time.h>
 
-typedef struct fixture {
-  test_env *te;
-  fake_executor *fx;
-  hk_executor *ex;
-  spy_log log;
-  spy_hook *a, *b, *c;
-  hk_hook *hooks[3];
-  hk_handle gs, train, x;
-  hk_session_options opts;
-  hk_session *s;
-  hk_scaffold *scaffold;
-  hk_session_manager *sm;   /* freed by teardown, so a failed assertion leaks nothing */
-  hk_raw_session *rs;
-  fake_executor *other;
-  hk_status st;
-  int aux;
-} fixture;
+typedef session_fixture fixture;
 
-static void fixture_build(fixture *f, hk_session_kind kind)
+static int setup_kind(void **state, hk_session_kind kind)
 {
-  f->te = test_env_new();
-  f->fx = fake_executor_new(&f->te->env);
-  assert_non_null(f->fx);
-  f->ex = fake_executor_executor(f->fx);
-  f->gs = fake_executor_add_global_step(f->fx);
-  f->train = fake_executor_add_train_op(f->fx);
+  fixture *f = session_fixture_new(kind, 3);
   f->x = fake_executor_add_i64(f->fx, "x", 7);
-  f->a = spy_hook_new("a", &f->log, NULL);
-  f->b = spy_hook_new("b", &f->log, NULL);
-  f->c = spy_hook_new("c", &f->log, NULL);
-  assert_non_null(f->a);
-  assert_non_null(f->b);
-  assert_non_null(f->c);
-  f->a->action_user = f->b->action_user = f->c->action_user = f;
-  f->hooks[0] = f->a->hook;
-  f->hooks[1] = f->b->hook;
-  f->hooks[2] = f->c->hook;
-  hk_session_options_init(&f->opts, HK_SESSION_OPTIONS_VERSION);
-  f->opts.env = &f->te->env;
-  f->opts.kind = kind;
-  f->opts.executor = f->ex;
-  f->opts.hooks = f->hooks;
-  f->opts.nhooks = 3;
-}
-
-static int setup_ms(void **state)
-{
-  fixture *f = calloc(1, sizeof(*f));
-  fixture_build(f, HK_SESSION_MONITORED);
   *state = f;
   return 0;
 }
 
-static int setup_sms(void **state)
-{
-  fixture *f = calloc(1, sizeof(*f));
-  fixture_build(f, HK_SESSION_SINGULAR);
-  *state = f;
-  return 0;
-}
-
-static int teardown(void **state)
-{
-  fixture *f = *state;
-  long live;
-  hk_session_free(f->s);
-  hk_raw_session_free(f->rs);
-  hk_session_manager_free(f->sm);
-  hk_scaffold_free(f->scaffold);
-  fake_executor_free(f->other);
-  spy_hook_free(f->a);
-  spy_hook_free(f->b);
-  spy_hook_free(f->c);
-  fake_executor_free(f->fx);
-  live = test_alloc_live(&f->te->alloc);
-  if (live != 0)
-    fprintf(stderr, "teardown: %ld blocks leaked through the env allocator\n", live);
-  test_env_free(f->te);
-  free(f);
-  return live == 0 ? 0 : -1;
-}
-
-static void open_session(fixture *f)
-{
-  hk_code rc = hk_session_new(&f->s, &f->opts, &f->st);
-  assert_ok(rc, &f->st);
-  assert_non_null(f->s);
-  spy_log_clear(&f->log);
-  fake_executor_reset_calls(f->fx);
-}
-
-static hk_code run_train(fixture *f)
-{
-  hk_run_args args = { NULL, 0, NULL, 0, &f->train, 1, NULL };
-  return hk_session_run(f->s, &args, NULL, NULL, &f->st);
-}
+static int setup_ms(void **state) { return setup_kind(state, HK_SESSION_MONITORED); }
+static int setup_sms(void **state) { return setup_kind(state, HK_SESSION_SINGULAR); }
 
 static void real_sleep_ms(long ms)
 {
@@ -226,7 +140,7 @@ static void test_review__d2_c39_init_fn_silent_preemption_gives_up(void **state)
   assert_int_equal(calls, 3);
   if (rc == HK_OK) {
     /* Show what the caller got: a "session" whose run() does nothing and says OK. */
-    hk_code run_rc = run_train(f);
+    hk_code run_rc = session_fixture_run_train(f);
     fprintf(stderr, "hk_session_new returned OK after giving up; run() returned %s, train op ran %d times\n",
             hk_code_name(run_rc), fake_executor_op_runs(f->fx, f->train));
   }
@@ -265,8 +179,8 @@ static void test_review__c29_h15_error_reported_during_join_is_returned(void **s
   fixture *f = *state;
   hk_code rc;
   f->a->action = start_failing_thread;
-  open_session(f);
-  assert_ok(run_train(f), &f->st);
+  session_fixture_open(f);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_false(hk_session_should_stop(f->s));
   rc = hk_session_close(f->s, HK_OK, &f->st);
   /* The error was recorded before close() returned. */
@@ -425,14 +339,14 @@ static void test_review__h1_scaffold_bad_feed_reason_kept(void **state)
 static void test_review__d8_c26_should_stop_true_after_recreation_stop(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   spy_hook_stop_at(f->a, SPY_AFTER_CREATE, 1, 1);
   hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_ABORTED, "worker preempted");
   {
     int stop = hk_session_should_stop(f->s);
     assert_int_equal(f->a->calls[SPY_AFTER_CREATE], 2); /* created, then re-created once */
     if (!stop) {
-      hk_code rc = run_train(f);
+      hk_code rc = session_fixture_run_train(f);
       fprintf(stderr, "should_stop() was false; the next run() returned %s \"%s\"\n", hk_code_name(rc),
               f->st.message);
     }
@@ -466,7 +380,7 @@ static void test_review__c10_all_conflicts_listed(void **state)
     caller[i].tensor = t[i];
     caller[i].value = hk_tensor_scalar_i64(&vals[i]);
   }
-  open_session(f);
+  session_fixture_open(f);
   memset(&args, 0, sizeof(args));
   args.feeds = caller;
   args.nfeeds = 17;
@@ -489,7 +403,7 @@ static void test_review__c10_all_conflicts_listed(void **state)
 static void test_review__h11_hook_freed_after_close_before_session_free(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
   spy_hook_release(f->a); /* hk_hook_free: the hook is no longer attached */
   hk_session_free(f->s);  /* must not touch the freed hook */
@@ -505,10 +419,10 @@ static void test_review__h15_failed_state_error_beats_given_status(void **state)
 {
   fixture *f = *state;
   f->opts.recovery_max_attempts = 1;
-  open_session(f);
+  session_fixture_open(f);
   fake_executor_fail(f->fx, FAKE_RUN, 1, FAKE_FOREVER, HK_ABORTED, "preempted forever");
   /* Attempt 1 re-creates (the default init runs through the executor: it fails too). */
-  assert_status(run_train(f), &f->st, HK_ABORTED, "gave up after");
+  assert_status(session_fixture_run_train(f), &f->st, HK_ABORTED, "gave up after");
   assert_true(hk_session_should_stop(f->s));
   assert_status(hk_session_close(f->s, HK_DATA_LOSS, &f->st), &f->st, HK_ABORTED, "gave up after");
   assert_int_equal(f->a->calls[SPY_END], 0);
@@ -518,10 +432,10 @@ static void test_review__h15_failed_state_error_beats_given_status(void **state)
 static void test_review__c28_before_run_error_substituted_and_recovered(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   spy_hook_fail(f->b, SPY_BEFORE_RUN, 1, 1, HK_INTERNAL, "b broke");
   hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_UNAVAILABLE, "ps went away");
-  assert_ok(run_train(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_int_equal(f->a->calls[SPY_AFTER_CREATE], 2);
   assert_int_equal(fake_executor_op_runs(f->fx, f->train), 1);
   assert_logged(f->te, HK_LOG_WARNING, "An error was raised. This may be due to a preemption");
@@ -545,8 +459,8 @@ static void test_review__h19_d7_close_from_hook_and_second_close(void **state)
   fixture *f = *state;
   size_t before;
   f->b->action = close_from_after_run;
-  open_session(f);
-  assert_ok(run_train(f), &f->st);
+  session_fixture_open(f);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_int_equal(f->aux, HK_FAILED_PRECONDITION);
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
   before = (size_t)test_log_count(&f->te->log, -1, NULL) - (size_t)test_log_count(&f->te->log, HK_LOG_DEBUG, NULL);
@@ -564,7 +478,7 @@ static void test_review__h3_run_arguments_validated(void **state)
   hk_run_options bad = HK_RUN_OPTIONS_INIT;
   hk_run_metadata md = HK_RUN_METADATA_INIT;
   hk_run_args args;
-  open_session(f);
+  session_fixture_open(f);
   memset(&args, 0, sizeof(args));
   args.nfetches = 1;
   assert_status(hk_session_run(f->s, &args, NULL, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "fetches");
@@ -602,34 +516,34 @@ static void test_review__h1_hook_failure_without_status_named(void **state)
 {
   fixture *f = *state;
   f->c->action = silent_after_run;
-  open_session(f);
-  assert_status(run_train(f), &f->st, HK_UNKNOWN, "'c'");
+  session_fixture_open(f);
+  assert_status(session_fixture_run_train(f), &f->st, HK_UNKNOWN, "'c'");
 }
 
 int main(void)
 {
   const struct CMUnitTest tests[] = {
     /* Part 1: deviations */
-    cmocka_unit_test_setup_teardown(test_review__h1_c59_init_fn_failure_without_status_prepare, setup_sms, teardown),
-    cmocka_unit_test_setup_teardown(test_review__h1_c59_init_fn_failure_without_status_session, setup_sms, teardown),
-    cmocka_unit_test_setup_teardown(test_review__d2_c39_init_fn_silent_preemption_gives_up, setup_ms, teardown),
-    cmocka_unit_test_setup_teardown(test_review__c29_h15_error_reported_during_join_is_returned, setup_sms, teardown),
-    cmocka_unit_test_setup_teardown(test_review__c29_h15_error_reported_during_join_is_returned, setup_ms, teardown),
-    cmocka_unit_test_setup_teardown(test_review__h3_scaffold_of_other_executor_refused_before_begin, setup_ms, teardown),
-    cmocka_unit_test_setup_teardown(test_review__c65_scaffold_ready_for_local_init_without_local_init, setup_sms, teardown),
-    cmocka_unit_test_setup_teardown(test_review__c73_deadline_message_large_max_wait, setup_sms, teardown),
-    cmocka_unit_test_setup_teardown(test_review__h4_prepare_max_wait_secs_validated, setup_sms, teardown),
-    cmocka_unit_test_setup_teardown(test_review__h1_scaffold_bad_feed_reason_kept, setup_sms, teardown),
-    cmocka_unit_test_setup_teardown(test_review__d8_c26_should_stop_true_after_recreation_stop, setup_ms, teardown),
-    cmocka_unit_test_setup_teardown(test_review__c10_all_conflicts_listed, setup_sms, teardown),
+    cmocka_unit_test_setup_teardown(test_review__h1_c59_init_fn_failure_without_status_prepare, setup_sms, session_fixture_teardown),
+    cmocka_unit_test_setup_teardown(test_review__h1_c59_init_fn_failure_without_status_session, setup_sms, session_fixture_teardown),
+    cmocka_unit_test_setup_teardown(test_review__d2_c39_init_fn_silent_preemption_gives_up, setup_ms, session_fixture_teardown),
+    cmocka_unit_test_setup_teardown(test_review__c29_h15_error_reported_during_join_is_returned, setup_sms, session_fixture_teardown),
+    cmocka_unit_test_setup_teardown(test_review__c29_h15_error_reported_during_join_is_returned, setup_ms, session_fixture_teardown),
+    cmocka_unit_test_setup_teardown(test_review__h3_scaffold_of_other_executor_refused_before_begin, setup_ms, session_fixture_teardown),
+    cmocka_unit_test_setup_teardown(test_review__c65_scaffold_ready_for_local_init_without_local_init, setup_sms, session_fixture_teardown),
+    cmocka_unit_test_setup_teardown(test_review__c73_deadline_message_large_max_wait, setup_sms, session_fixture_teardown),
+    cmocka_unit_test_setup_teardown(test_review__h4_prepare_max_wait_secs_validated, setup_sms, session_fixture_teardown),
+    cmocka_unit_test_setup_teardown(test_review__h1_scaffold_bad_feed_reason_kept, setup_sms, session_fixture_teardown),
+    cmocka_unit_test_setup_teardown(test_review__d8_c26_should_stop_true_after_recreation_stop, setup_ms, session_fixture_teardown),
+    cmocka_unit_test_setup_teardown(test_review__c10_all_conflicts_listed, setup_sms, session_fixture_teardown),
     /* Part 2: checked and correct */
-    cmocka_unit_test_setup_teardown(test_review__h15_failed_state_error_beats_given_status, setup_ms, teardown),
-    cmocka_unit_test_setup_teardown(test_review__c28_before_run_error_substituted_and_recovered, setup_ms, teardown),
-    cmocka_unit_test_setup_teardown(test_review__h19_d7_close_from_hook_and_second_close, setup_ms, teardown),
-    cmocka_unit_test_setup_teardown(test_review__h3_run_arguments_validated, setup_sms, teardown),
-    cmocka_unit_test_setup_teardown(test_review__h1_hook_failure_without_status_named, setup_ms, teardown),
+    cmocka_unit_test_setup_teardown(test_review__h15_failed_state_error_beats_given_status, setup_ms, session_fixture_teardown),
+    cmocka_unit_test_setup_teardown(test_review__c28_before_run_error_substituted_and_recovered, setup_ms, session_fixture_teardown),
+    cmocka_unit_test_setup_teardown(test_review__h19_d7_close_from_hook_and_second_close, setup_ms, session_fixture_teardown),
+    cmocka_unit_test_setup_teardown(test_review__h3_run_arguments_validated, setup_sms, session_fixture_teardown),
+    cmocka_unit_test_setup_teardown(test_review__h1_hook_failure_without_status_named, setup_ms, session_fixture_teardown),
     /* Last: under ASan this use-after-free aborts the program. */
-    cmocka_unit_test_setup_teardown(test_review__h11_hook_freed_after_close_before_session_free, setup_sms, teardown),
+    cmocka_unit_test_setup_teardown(test_review__h11_hook_freed_after_close_before_session_free, setup_sms, session_fixture_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,9 +6,7 @@
  * Most tests run twice, once per session kind (MS and SMS), through two
  * setups that share one fixture type.
  */
-#include "test_env.h"
-#include "fake_executor.h"
-#include "spy_hook.h"
+#include "session_fixture.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -16,100 +14,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct fixture {
-  test_env *te;
-  fake_executor *fx;
-  hk_executor *ex;
-  spy_log log;
-  spy_hook *a, *b, *c;
-  hk_hook *hooks[3];
-  hk_handle gs, train, x, y, p, q;
-  hk_session_options opts;
-  hk_session *s;
-  hk_status st;
-  int aux;           /* scratch for actions */
-  hk_code aux_rc;
-  hk_status aux_st;
-} fixture;
+typedef session_fixture fixture;
 
-static void fixture_build(fixture *f, hk_session_kind kind)
+static int setup_kind(void **state, hk_session_kind kind)
 {
-  f->te = test_env_new();
-  f->fx = fake_executor_new(&f->te->env);
-  assert_non_null(f->fx);
-  f->ex = fake_executor_executor(f->fx);
-  f->gs = fake_executor_add_global_step(f->fx);
-  f->train = fake_executor_add_train_op(f->fx);
+  fixture *f = session_fixture_new(kind, 3);
   f->x = fake_executor_add_i64(f->fx, "x", 7);
   f->y = fake_executor_add_i64(f->fx, "y:0", 8);
   f->p = fake_executor_add_i64(f->fx, "p", 0);
   f->q = fake_executor_add_i64(f->fx, "q", 0);
-  f->a = spy_hook_new("a", &f->log, NULL);
-  f->b = spy_hook_new("b", &f->log, NULL);
-  f->c = spy_hook_new("c", &f->log, NULL);
-  assert_non_null(f->a);
-  assert_non_null(f->b);
-  assert_non_null(f->c);
-  f->a->action_user = f->b->action_user = f->c->action_user = f;
-  f->hooks[0] = f->a->hook;
-  f->hooks[1] = f->b->hook;
-  f->hooks[2] = f->c->hook;
-  hk_session_options_init(&f->opts, HK_SESSION_OPTIONS_VERSION);
-  f->opts.env = &f->te->env;
-  f->opts.kind = kind;
-  f->opts.executor = f->ex;
-  f->opts.hooks = f->hooks;
-  f->opts.nhooks = 3;
-}
-
-static int setup_ms(void **state)
-{
-  fixture *f = calloc(1, sizeof(*f));
-  fixture_build(f, HK_SESSION_MONITORED);
   *state = f;
   return 0;
 }
 
-static int setup_sms(void **state)
-{
-  fixture *f = calloc(1, sizeof(*f));
-  fixture_build(f, HK_SESSION_SINGULAR);
-  *state = f;
-  return 0;
-}
-
-static int teardown(void **state)
-{
-  fixture *f = *state;
-  long live;
-  hk_session_free(f->s);
-  spy_hook_free(f->a);
-  spy_hook_free(f->b);
-  spy_hook_free(f->c);
-  fake_executor_free(f->fx);
-  live = test_alloc_live(&f->te->alloc);
-  if (live != 0)
-    fprintf(stderr, "teardown: %ld blocks leaked through the env allocator\n", live);
-  test_env_free(f->te);
-  free(f);
-  return live == 0 ? 0 : -1;
-}
-
-/* Create the session; clear call counters and logs so tests see only what follows. */
-static void open_session(fixture *f)
-{
-  hk_code rc = hk_session_new(&f->s, &f->opts, &f->st);
-  assert_ok(rc, &f->st);
-  assert_non_null(f->s);
-  spy_log_clear(&f->log);
-  fake_executor_reset_calls(f->fx);
-}
-
-static hk_code run_plain(fixture *f)
-{
-  hk_run_args args = { NULL, 0, NULL, 0, &f->train, 1, NULL };
-  return hk_session_run(f->s, &args, NULL, NULL, &f->st);
-}
+static int setup_ms(void **state) { return setup_kind(state, HK_SESSION_MONITORED); }
+static int setup_sms(void **state) { return setup_kind(state, HK_SESSION_SINGULAR); }
 
 /* ---- H3, H10, H11: construction arguments ------------------------------ */
 
@@ -160,7 +79,7 @@ static void test_session__h11_empty_hook_list(void **state)
   hk_run_args args = { NULL, 0, &f->x, 1, &f->train, 1, NULL };
   f->opts.hooks = NULL;
   f->opts.nhooks = 0;
-  open_session(f);
+  session_fixture_open(f);
   assert_ok(hk_session_run(f->s, &args, res, NULL, &f->st), &f->st);
   assert_int_equal(*(int64_t *)res[0].data, 7);
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
@@ -187,7 +106,7 @@ static void test_session__h11_hook_serves_one_session(void **state)
   fixture *f = *state;
   hk_session *other = NULL;
   hk_hook *just_b[1];
-  open_session(f);
+  session_fixture_open(f);
   spy_hook_reset(f->b);
   just_b[0] = f->b->hook;
   f->opts.hooks = just_b;
@@ -236,7 +155,7 @@ static void test_session__c1_null_slots_are_noops(void **state)
   list[1] = f->a->hook;
   f->opts.hooks = list;
   f->opts.nhooks = 2;
-  open_session(f);
+  session_fixture_open(f);
   assert_ok(hk_session_run(f->s, &args, res, NULL, &f->st), &f->st);
   assert_int_equal(*(int64_t *)res[0].data, 7);
   assert_int_equal(fake_executor_last_run(f->fx)->nfetches, 1);
@@ -303,14 +222,14 @@ static void test_session__c2_begin_failure(void **state)
   assert_int_equal(f->c->calls[SPY_END], 0);
   /* The hooks are free again. */
   spy_hook_reset(f->a);
-  open_session(f);
+  session_fixture_open(f);
 }
 
 static void test_session__c3_mutation_after_finalize_fails(void **state)
 {
   fixture *f = *state;
   hk_handle h = HK_NO_HANDLE;
-  open_session(f);
+  session_fixture_open(f);
   assert_status(hk_executor_role_add(f->ex, "init_op", f->train, &f->st), &f->st, HK_FAILED_PRECONDITION,
                 "Graph is finalized and cannot be modified.");
   assert_status(hk_executor_default_op(f->ex, HK_DEFAULT_INIT_OP, &h, &f->st), &f->st,
@@ -337,9 +256,9 @@ static void test_session__h12_stop_from_after_create(void **state)
 {
   fixture *f = *state;
   spy_hook_stop_at(f->b, SPY_AFTER_CREATE, 1, 1);
-  open_session(f);
+  session_fixture_open(f);
   assert_true(hk_session_should_stop(f->s));
-  assert_status(run_plain(f), &f->st, HK_FAILED_PRECONDITION, "Run called even after should_stop requested.");
+  assert_status(session_fixture_run_train(f), &f->st, HK_FAILED_PRECONDITION, "Run called even after should_stop requested.");
   assert_int_equal(f->a->calls[SPY_BEFORE_RUN], 0);
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);
   /* A hook stop is not a coordinator stop. */
@@ -351,27 +270,27 @@ static void test_session__h12_stop_from_after_create(void **state)
 static void test_session__c5_c20_run_after_stop_refused(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   spy_hook_stop_at(f->a, SPY_AFTER_RUN, 1, 1);
-  assert_ok(run_plain(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_true(hk_session_should_stop(f->s));
   spy_log_clear(&f->log);
   fake_executor_reset_calls(f->fx);
-  assert_status(run_plain(f), &f->st, HK_FAILED_PRECONDITION, "Run called even after should_stop requested.");
+  assert_status(session_fixture_run_train(f), &f->st, HK_FAILED_PRECONDITION, "Run called even after should_stop requested.");
   assert_int_equal(f->log.n, 0);
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);
   /* C20: sticky. */
   assert_true(hk_session_should_stop(f->s));
-  assert_status(run_plain(f), &f->st, HK_FAILED_PRECONDITION, "should_stop");
+  assert_status(session_fixture_run_train(f), &f->st, HK_FAILED_PRECONDITION, "should_stop");
 }
 
 static void test_session__c5_c27_coordinator_stop_does_not_block_run(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_OK, NULL);
   assert_true(hk_session_should_stop(f->s));
-  assert_ok(run_plain(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 1);
   assert_int_equal(f->c->calls[SPY_AFTER_RUN], 1);
 }
@@ -398,7 +317,7 @@ static void test_session__c6_c7_c21_run_order_and_context(void **state)
   hk_run_options opts = HK_RUN_OPTIONS_INIT;
   hk_run_args args = { NULL, 0, &f->x, 1, &f->train, 1, &opts };
   hk_tensor res[1];
-  open_session(f);
+  session_fixture_open(f);
   fake_executor_on_run(f->fx, mark_executor_run, f);
   assert_ok(hk_session_run(f->s, &args, res, NULL, &f->st), &f->st);
   assert_true(spy_log_equals(&f->log, expect, 7));
@@ -435,7 +354,7 @@ static void test_session__c8_merged_fetches_each_hook_gets_its_own(void **state)
   spy_hook_fetch(f->c, f->x);
   spy_hook_fetch(f->c, f->gs);
   spy_hook_fetch(f->c, f->y);
-  open_session(f);
+  session_fixture_open(f);
   assert_ok(hk_session_run(f->s, &args, res, NULL, &f->st), &f->st);
 
   r = fake_executor_last_run(f->fx);
@@ -485,11 +404,11 @@ static void test_session__c8_merged_fetches_each_hook_gets_its_own(void **state)
 static void test_session__c9_two_hooks_feed_same_tensor(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   spy_hook_feed_i64(f->a, f->p, 1);
   spy_hook_feed_i64(f->c, f->p, 2);
   spy_hook_stop_at(f->a, SPY_BEFORE_RUN, 1, 1);
-  assert_status(run_plain(f), &f->st, HK_INVALID_ARGUMENT,
+  assert_status(session_fixture_run_train(f), &f->st, HK_INVALID_ARGUMENT,
                 "Same tensor is fed by two hooks. Conflict(s): [p:0]");
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);
   assert_int_equal(f->a->calls[SPY_AFTER_RUN] + f->b->calls[SPY_AFTER_RUN] + f->c->calls[SPY_AFTER_RUN], 0);
@@ -500,12 +419,12 @@ static void test_session__c9_two_hooks_feed_same_tensor(void **state)
 static void test_session__c9_h13_conflict_list_order(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   spy_hook_feed_i64(f->a, f->q, 1);
   spy_hook_feed_i64(f->a, f->p, 1);
   spy_hook_feed_i64(f->b, f->p, 2);
   spy_hook_feed_i64(f->b, f->q, 2);
-  assert_status(run_plain(f), &f->st, HK_INVALID_ARGUMENT, "Conflict(s): [q:0, p:0]");
+  assert_status(session_fixture_run_train(f), &f->st, HK_INVALID_ARGUMENT, "Conflict(s): [q:0, p:0]");
 }
 
 static void test_session__c10_hook_and_user_feed_same_tensor(void **state)
@@ -516,7 +435,7 @@ static void test_session__c10_hook_and_user_feed_same_tensor(void **state)
   hk_run_args args = { feeds, 1, NULL, 0, &f->train, 1, NULL };
   feeds[0].tensor = f->p;
   feeds[0].value = hk_tensor_scalar_i64(&v);
-  open_session(f);
+  session_fixture_open(f);
   spy_hook_feed_i64(f->b, f->p, 9);
   assert_status(hk_session_run(f->s, &args, NULL, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT,
                 "Same tensor is fed by a SessionRunHook and user. Conflict(s): [p:0]");
@@ -556,7 +475,7 @@ static void test_session__c10_d10_feed_union_caller_untouched(void **state)
   spy_hook_feed_i64(f->b, f->p, 11);
   spy_hook_fetch(f->b, f->gs);
   spy_hook_target(f->c, f->train);
-  open_session(f);
+  session_fixture_open(f);
   assert_ok(hk_session_run(f->s, &args, res, NULL, &f->st), &f->st);
   r = fake_executor_last_run(f->fx);
   /* The union: the caller's pairs first, then each hook's in list order. */
@@ -586,7 +505,7 @@ static void test_session__c10_only_caller_or_only_hook_feeds(void **state)
   feeds[0].tensor = f->q;
   feeds[0].value = hk_tensor_scalar_i64(&v);
   spy_hook_fetch(f->a, f->gs); /* a request with no feeds */
-  open_session(f);
+  session_fixture_open(f);
   assert_ok(hk_session_run(f->s, &args, NULL, NULL, &f->st), &f->st);
   r = fake_executor_last_run(f->fx);
   assert_int_equal(r->nfeeds, 1);
@@ -613,14 +532,14 @@ static void test_session__h13_duplicate_in_one_list(void **state)
   feeds[0].tensor = f->q;
   feeds[0].value = hk_tensor_scalar_i64(&v);
   feeds[1] = feeds[0];
-  open_session(f);
+  session_fixture_open(f);
   assert_status(hk_session_run(f->s, &args, NULL, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "q:0");
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);
   assert_int_equal(f->a->calls[SPY_AFTER_RUN], 0);
 
   spy_hook_feed_i64(f->b, f->p, 1);
   spy_hook_feed_i64(f->b, f->p, 2);
-  assert_status(run_plain(f), &f->st, HK_INVALID_ARGUMENT, "p:0");
+  assert_status(session_fixture_run_train(f), &f->st, HK_INVALID_ARGUMENT, "p:0");
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);
   assert_int_equal(f->a->calls[SPY_AFTER_RUN], 0);
 }
@@ -640,7 +559,7 @@ static void test_session__c11_merged_options(void **state)
   copy = opts;
   spy_hook_options(f->a, 3, 50);
   spy_hook_options(f->b, 0, 500);
-  open_session(f);
+  session_fixture_open(f);
   assert_ok(hk_session_run(f->s, &args, NULL, NULL, &f->st), &f->st);
   r = fake_executor_last_run(f->fx);
   assert_true(r->had_options);
@@ -672,12 +591,12 @@ static void test_session__c12_metadata(void **state)
   fixture *f = *state;
   hk_run_metadata *first;
   hk_run_metadata mine = HK_RUN_METADATA_INIT;
-  open_session(f);
-  assert_ok(run_plain(f), &f->st);
+  session_fixture_open(f);
+  assert_ok(session_fixture_run_train(f), &f->st);
   first = fake_executor_last_run(f->fx)->metadata;
   assert_non_null(first); /* supplied by the session */
   assert_ptr_equal(f->a->last_metadata, first);
-  assert_ok(run_plain(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_ptr_equal(fake_executor_last_run(f->fx)->metadata, first); /* reused */
   {
     hk_run_args args = { NULL, 0, NULL, 0, &f->train, 1, NULL };
@@ -693,24 +612,24 @@ static void test_session__c12_metadata(void **state)
 static void test_session__c13_executor_failure(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   spy_hook_stop_at(f->a, SPY_BEFORE_RUN, 1, 1);
   fake_executor_fail(f->fx, FAKE_RUN, 1, 1, HK_INTERNAL, "kernel exploded in op train");
-  assert_status(run_plain(f), &f->st, HK_INTERNAL, "kernel exploded in op train");
+  assert_status(session_fixture_run_train(f), &f->st, HK_INTERNAL, "kernel exploded in op train");
   assert_int_equal(f->a->calls[SPY_AFTER_RUN] + f->b->calls[SPY_AFTER_RUN] + f->c->calls[SPY_AFTER_RUN], 0);
   /* The stop flag is not updated by a failed run. */
   assert_false(hk_session_should_stop(f->s));
   /* C28: a failing run never requests a coordinator stop by itself. */
   assert_false(hk_coordinator_should_stop(hk_session_coordinator(f->s)));
-  assert_ok(run_plain(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
 }
 
 static void test_session__c14_before_run_failure(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   spy_hook_fail(f->b, SPY_BEFORE_RUN, 1, 1, HK_PERMISSION_DENIED, "b refuses");
-  assert_status(run_plain(f), &f->st, HK_PERMISSION_DENIED, "b refuses");
+  assert_status(session_fixture_run_train(f), &f->st, HK_PERMISSION_DENIED, "b refuses");
   assert_int_equal(f->a->calls[SPY_BEFORE_RUN], 1);
   assert_int_equal(f->c->calls[SPY_BEFORE_RUN], 0);
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);
@@ -720,10 +639,10 @@ static void test_session__c14_before_run_failure(void **state)
 static void test_session__c14_after_run_failure(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   spy_hook_stop_at(f->a, SPY_AFTER_RUN, 1, 1);
   spy_hook_fail(f->b, SPY_AFTER_RUN, 1, 1, HK_DATA_LOSS, "b lost data");
-  assert_status(run_plain(f), &f->st, HK_DATA_LOSS, "b lost data");
+  assert_status(session_fixture_run_train(f), &f->st, HK_DATA_LOSS, "b lost data");
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 1);
   assert_int_equal(f->a->calls[SPY_AFTER_RUN], 1);
   assert_int_equal(f->c->calls[SPY_AFTER_RUN], 0);
@@ -739,9 +658,9 @@ static void test_session__c15_end_on_clean_close(void **state)
   fixture *f = *state;
   static const char *const expect[] = { "a.end", "b.end", "c.end" };
   hk_raw_session *created;
-  open_session(f);
+  session_fixture_open(f);
   created = f->a->created_session;
-  assert_ok(run_plain(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   spy_log_clear(&f->log);
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
   assert_true(spy_log_equals(&f->log, expect, 3));
@@ -753,7 +672,7 @@ static void test_session__c15_end_on_clean_close(void **state)
 static void test_session__c16_no_end_on_error_close(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   assert_status(hk_session_close(f->s, HK_INTERNAL, &f->st), &f->st, HK_INTERNAL, NULL);
   assert_int_equal(f->a->calls[SPY_END] + f->b->calls[SPY_END] + f->c->calls[SPY_END], 0);
   assert_int_equal(fake_executor_open_sessions(f->fx), 0);
@@ -762,7 +681,7 @@ static void test_session__c16_no_end_on_error_close(void **state)
 static void test_session__h16_end_failure(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   spy_hook_fail(f->b, SPY_END, 1, 1, HK_UNKNOWN, "b end broke");
   assert_status(hk_session_close(f->s, HK_OK, &f->st), &f->st, HK_UNKNOWN, "b end broke");
   assert_int_equal(f->a->calls[SPY_END], 1);
@@ -773,7 +692,7 @@ static void test_session__h16_end_failure(void **state)
   assert_true(hk_session_should_stop(f->s));
   assert_null(hk_session_graph(f->s));
   assert_null(hk_session_raw_session(f->s));
-  assert_status(run_plain(f), &f->st, HK_FAILED_PRECONDITION, "Session is closed.");
+  assert_status(session_fixture_run_train(f), &f->st, HK_FAILED_PRECONDITION, "Session is closed.");
 }
 
 /* ---- C18, C19, C20: run context stop ------------------------------------ */
@@ -781,9 +700,9 @@ static void test_session__h16_end_failure(void **state)
 static void test_session__c18_c19_stop_in_before_run(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   spy_hook_stop_at(f->a, SPY_BEFORE_RUN, 1, 1);
-  assert_ok(run_plain(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   /* The step still executed; every after_run saw the request. */
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 1);
   assert_int_equal(fake_executor_get_i64(f->fx, NULL, f->gs), 1);
@@ -796,11 +715,11 @@ static void test_session__c18_c19_stop_in_before_run(void **state)
 static void test_session__c19_stop_in_after_run_seen_by_later_hooks(void **state)
 {
   fixture *f = *state;
-  open_session(f);
-  assert_ok(run_plain(f), &f->st);
+  session_fixture_open(f);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_false(f->a->stop_seen_in_after_run); /* C18: a new context starts false */
   spy_hook_stop_at(f->b, SPY_AFTER_RUN, 1, 1);
-  assert_ok(run_plain(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_false(f->a->stop_seen_in_after_run);
   assert_false(f->b->stop_seen_in_after_run);
   assert_true(f->c->stop_seen_in_after_run);
@@ -812,7 +731,7 @@ static void test_session__c19_stop_in_after_run_seen_by_later_hooks(void **state
 static void test_session__c25_c46_accessors(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   assert_ptr_equal(hk_session_graph(f->s), f->ex);
   if (f->opts.kind == HK_SESSION_SINGULAR) {
     hk_raw_session *rs = hk_session_raw_session(f->s);
@@ -836,9 +755,9 @@ static void test_session__c25_c46_accessors(void **state)
 static void test_session__c26_should_stop(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   assert_false(hk_session_should_stop(f->s));
-  assert_ok(run_plain(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_false(hk_session_should_stop(f->s));
   hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_OK, NULL);
   assert_true(hk_session_should_stop(f->s));
@@ -847,7 +766,7 @@ static void test_session__c26_should_stop(void **state)
 static void test_session__c26_should_stop_after_close(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
   assert_true(hk_session_should_stop(f->s));
 }
@@ -857,9 +776,9 @@ static void test_session__c26_should_stop_after_close(void **state)
 static void test_session__c27_d11_coordinator_error(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_INTERNAL, "reader thread died");
-  assert_ok(run_plain(f), &f->st);  /* run still executes */
+  assert_ok(session_fixture_run_train(f), &f->st);  /* run still executes */
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 1);
   assert_true(hk_session_should_stop(f->s));
   /* A later error is ignored: the first one wins. */
@@ -870,14 +789,14 @@ static void test_session__c27_d11_coordinator_error(void **state)
 static void test_session__c28_substitution_singular(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   /* A non-preemption run error is replaced by a recorded preemption error. */
   hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_ABORTED, "worker 3 preempted");
   fake_executor_fail(f->fx, FAKE_RUN, 1, 1, HK_INTERNAL, "lost connection");
-  assert_status(run_plain(f), &f->st, HK_ABORTED, "worker 3 preempted");
+  assert_status(session_fixture_run_train(f), &f->st, HK_ABORTED, "worker 3 preempted");
   /* A preemption run error is returned unchanged. */
   fake_executor_fail(f->fx, FAKE_RUN, 1, 1, HK_UNAVAILABLE, "ps unreachable");
-  assert_status(run_plain(f), &f->st, HK_UNAVAILABLE, "ps unreachable");
+  assert_status(session_fixture_run_train(f), &f->st, HK_UNAVAILABLE, "ps unreachable");
   /* C24: SMS never recovers. */
   assert_int_equal(fake_executor_sessions_opened(f->fx), 1);
   /* D11: close returns the recorded error (SMS: any code). */
@@ -887,10 +806,10 @@ static void test_session__c28_substitution_singular(void **state)
 static void test_session__c28_non_preemption_recorded_not_substituted(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_INTERNAL, "recorded");
   fake_executor_fail(f->fx, FAKE_RUN, 1, 1, HK_UNKNOWN, "run failed");
-  assert_status(run_plain(f), &f->st, HK_UNKNOWN, "run failed");
+  assert_status(session_fixture_run_train(f), &f->st, HK_UNKNOWN, "run failed");
 }
 
 /* ---- C29, C30, C31, C32 ------------------------------------------------- */
@@ -911,7 +830,7 @@ static void test_session__c29_close_order(void **state)
 {
   fixture *f = *state;
   hk_coordinator *coord;
-  open_session(f);
+  session_fixture_open(f);
   f->a->action = f->c->action = check_close_order;
   coord = hk_session_coordinator(f->s);
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
@@ -927,7 +846,7 @@ static void test_session__c29_c30_stuck_thread(void **state)
   hk_coordinator_thread *tok = NULL;
   double before;
   f->opts.stop_grace_period_secs = 5;
-  open_session(f);
+  session_fixture_open(f);
   assert_ok(hk_coordinator_register_thread(hk_session_coordinator(f->s), "reader-7", &tok, &f->st), &f->st);
   before = test_clock_now(&f->te->clock);
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
@@ -945,7 +864,7 @@ static void test_session__c30_finished_threads_no_wait(void **state)
   hk_coordinator_thread *tok = NULL;
   double before;
   f->opts.stop_grace_period_secs = 100;
-  open_session(f);
+  session_fixture_open(f);
   assert_ok(hk_coordinator_register_thread(hk_session_coordinator(f->s), "done-thread", &tok, &f->st), &f->st);
   hk_coordinator_thread_done(tok);
   before = test_clock_now(&f->te->clock);
@@ -957,7 +876,7 @@ static void test_session__c30_finished_threads_no_wait(void **state)
 static void test_session__c31_raw_close_errors_logged(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   fake_executor_fail(f->fx, FAKE_CLOSE, 1, 1, HK_UNAVAILABLE, "ps gone");
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
   assert_logged(f->te, HK_LOG_WARNING, "An error occurred when attempting to close the session.");
@@ -967,7 +886,7 @@ static void test_session__c31_raw_close_errors_logged(void **state)
 static void test_session__c31_raw_close_other_error_logged_at_error(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   fake_executor_fail(f->fx, FAKE_CLOSE, 1, 1, HK_INTERNAL, "close exploded");
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
   assert_logged(f->te, HK_LOG_ERROR, "close exploded");
@@ -978,7 +897,7 @@ static void test_session__c31_raw_close_other_error_logged_at_error(void **state
 static void test_session__h15_out_of_range_is_clean(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   assert_ok(hk_session_close(f->s, HK_OUT_OF_RANGE, &f->st), &f->st);
   assert_int_equal(f->c->calls[SPY_END], 1);
 }
@@ -986,7 +905,7 @@ static void test_session__h15_out_of_range_is_clean(void **state)
 static void test_session__h15_cancelled_without_stop_not_clean(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   assert_status(hk_session_close(f->s, HK_CANCELLED, &f->st), &f->st, HK_CANCELLED, NULL);
   assert_int_equal(f->a->calls[SPY_END], 0);
 }
@@ -994,7 +913,7 @@ static void test_session__h15_cancelled_without_stop_not_clean(void **state)
 static void test_session__h15_cancelled_after_clean_stop_is_clean(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_OK, NULL);
   assert_ok(hk_session_close(f->s, HK_CANCELLED, &f->st), &f->st);
   assert_int_equal(f->a->calls[SPY_END], 1);
@@ -1005,7 +924,7 @@ static void test_session__h15_cancelled_after_hook_stop_not_clean(void **state)
   fixture *f = *state;
   /* Only a coordinator clean stop (or the signal helper) makes CANCELLED clean. */
   spy_hook_stop_at(f->a, SPY_AFTER_CREATE, 1, 1);
-  open_session(f);
+  session_fixture_open(f);
   assert_status(hk_session_close(f->s, HK_CANCELLED, &f->st), &f->st, HK_CANCELLED, NULL);
   assert_int_equal(f->a->calls[SPY_END], 0);
 }
@@ -1013,7 +932,7 @@ static void test_session__h15_cancelled_after_hook_stop_not_clean(void **state)
 static void test_session__h15_unknown_code_not_clean(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   assert_int_equal(hk_session_close(f->s, (hk_code)77, &f->st), 77);
   assert_int_equal(f->st.code, 77);
   assert_int_equal(f->b->calls[SPY_END], 0);
@@ -1022,7 +941,7 @@ static void test_session__h15_unknown_code_not_clean(void **state)
 static void test_session__h15_coordinator_error_beats_end_error(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_INTERNAL, "coordinator error");
   spy_hook_fail(f->a, SPY_END, 1, 1, HK_DATA_LOSS, "end error");
   assert_status(hk_session_close(f->s, HK_OK, &f->st), &f->st, HK_INTERNAL, "coordinator error");
@@ -1034,7 +953,7 @@ static void test_session__h15_coordinator_error_beats_end_error(void **state)
 static void test_session__h15_ms_recorded_preemption_not_returned(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_ABORTED, "preempted ps");
   if (f->opts.kind == HK_SESSION_MONITORED) {
     assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
@@ -1049,9 +968,9 @@ static void test_session__h15_ms_recorded_preemption_not_returned(void **state)
 static void test_session__c35_out_of_range_from_run(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   fake_executor_fail(f->fx, FAKE_RUN, 1, 1, HK_OUT_OF_RANGE, "End of sequence");
-  assert_status(run_plain(f), &f->st, HK_OUT_OF_RANGE, "End of sequence");
+  assert_status(session_fixture_run_train(f), &f->st, HK_OUT_OF_RANGE, "End of sequence");
   assert_int_equal(f->a->calls[SPY_AFTER_RUN], 0); /* C16 */
   assert_false(hk_session_should_stop(f->s));
   assert_int_equal(fake_executor_sessions_opened(f->fx), 1); /* not a preemption: no recovery */
@@ -1070,10 +989,10 @@ static hk_code step_noop(hk_step_context *ctx, void *user, hk_status *st)
 static void test_session__c37_d7_after_close(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   spy_hook_fail(f->a, SPY_END, 1, 1, HK_INTERNAL, "first close fails");
   assert_status(hk_session_close(f->s, HK_OK, &f->st), &f->st, HK_INTERNAL, "first close fails");
-  assert_status(run_plain(f), &f->st, HK_FAILED_PRECONDITION, "Session is closed.");
+  assert_status(session_fixture_run_train(f), &f->st, HK_FAILED_PRECONDITION, "Session is closed.");
   assert_status(hk_session_run_step_fn(f->s, step_noop, NULL, &f->st), &f->st, HK_FAILED_PRECONDITION,
                 "Session is closed.");
   assert_true(hk_session_should_stop(f->s));
@@ -1138,7 +1057,7 @@ static hk_code step_body(hk_step_context *ctx, void *user, hk_status *st)
 static void test_session__c42_null_step_fn(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   assert_status(hk_session_run_step_fn(f->s, NULL, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "step_fn");
 }
 
@@ -1148,7 +1067,7 @@ static void test_session__c43_step_fn(void **state)
   step_data d;
   memset(&d, 0, sizeof(d));
   d.f = f;
-  open_session(f);
+  session_fixture_open(f);
   assert_ok(hk_session_run_step_fn(f->s, step_body, &d, &f->st), &f->st);
   assert_int_equal(d.calls, 1);
   assert_int_equal(d.fetched, 7);
@@ -1169,7 +1088,7 @@ static void test_session__c44_request_stop(void **state)
   memset(&d, 0, sizeof(d));
   d.f = f;
   d.request_stop = 1;
-  open_session(f);
+  session_fixture_open(f);
   assert_status(hk_session_run_step_fn(f->s, step_body, &d, &f->st), &f->st, HK_OUT_OF_RANGE,
                 "step_fn has requested the iterations to stop.");
   /* After request_stop, run_with_hooks returns that status without hooks or executor. */
@@ -1203,7 +1122,7 @@ static hk_code step_two_runs(hk_step_context *ctx, void *user, hk_status *st)
 static void test_session__c5_run_with_hooks_after_hook_stop(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   spy_hook_stop_at(f->c, SPY_AFTER_RUN, 1, 1);
   /* C5 applies to run_with_hooks too: the second call in the step is refused. */
   assert_status(hk_session_run_step_fn(f->s, step_two_runs, f, &f->st), &f->st, HK_FAILED_PRECONDITION,
@@ -1232,7 +1151,7 @@ static void test_session__h17_stop_from_another_thread(void **state)
   fixture *f = *state;
   pthread_t th;
   stopper sp;
-  open_session(f);
+  session_fixture_open(f);
   sp.coord = hk_session_coordinator(f->s);
   sp.code = HK_OK;
   assert_int_equal(pthread_create(&th, NULL, stopper_main, &sp), 0);
@@ -1247,7 +1166,7 @@ static void test_session__h17_error_from_another_thread(void **state)
   fixture *f = *state;
   pthread_t th;
   stopper sp;
-  open_session(f);
+  session_fixture_open(f);
   sp.coord = hk_session_coordinator(f->s);
   sp.code = HK_INTERNAL;
   assert_int_equal(pthread_create(&th, NULL, stopper_main, &sp), 0);
@@ -1265,7 +1184,7 @@ static hk_code reenter(spy_hook *spy, spy_slot slot, void *arg, hk_status *st)
   (void)st;
   if (slot != SPY_AFTER_RUN && slot != SPY_BEFORE_RUN)
     return HK_OK;
-  f->aux_rc = run_plain(f);
+  f->aux_rc = session_fixture_run_train(f);
   f->aux_st = f->st;
   f->aux += hk_session_should_stop(f->s) ? 100 : 1; /* allowed anywhere */
   if (hk_session_run_step_fn(f->s, step_noop, NULL, &f->st) == HK_FAILED_PRECONDITION)
@@ -1278,9 +1197,9 @@ static hk_code reenter(spy_hook *spy, spy_slot slot, void *arg, hk_status *st)
 static void test_session__h19_reentrant_calls_refused(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   f->b->action = reenter;
-  assert_ok(run_plain(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_true(test_status_is(f->aux_rc, &f->aux_st, HK_FAILED_PRECONDITION,
                              "session is busy: called from a hook callback"));
   /* before_run and after_run each: should_stop false (1), step_fn refused (10), close refused (1000). */
@@ -1288,7 +1207,7 @@ static void test_session__h19_reentrant_calls_refused(void **state)
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 1);
   f->b->action = NULL;
   /* The session is still open and usable. */
-  assert_ok(run_plain(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
   assert_int_equal(f->b->calls[SPY_END], 1);
 }
@@ -1298,7 +1217,7 @@ static void test_session__h19_reentrant_calls_refused(void **state)
 static void test_session__h20_free_without_close(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   hk_session_free(f->s);
   f->s = NULL;
   assert_logged(f->te, HK_LOG_WARNING, "session destroyed without close");
@@ -1312,7 +1231,7 @@ static void test_session__h20_free_without_close(void **state)
 static void test_session__h20_free_after_clean_stop_runs_end(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_OK, NULL);
   hk_session_free(f->s);
   f->s = NULL;
@@ -1324,7 +1243,7 @@ static void test_session__h20_free_after_clean_stop_runs_end(void **state)
 static void test_session__hook_destroy_once(void **state)
 {
   fixture *f = *state;
-  open_session(f);
+  session_fixture_open(f);
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
   hk_session_free(f->s);
   f->s = NULL;
@@ -1465,14 +1384,14 @@ static void test_session__d12_signal_is_clean_stop(void **state)
 {
   fixture *f = *state;
   hk_status ist = HK_STATUS_INIT;
-  open_session(f);
+  session_fixture_open(f);
   assert_ok(hk_signal_install(&ist), &ist);
   assert_false(hk_session_should_stop(f->s));
   raise(SIGTERM);
   assert_true(hk_signal_fired() != 0);
   assert_true(hk_session_should_stop(f->s));
   /* A step in progress (or a new one) still runs: only hook stops block run(). */
-  assert_ok(run_plain(f), &f->st);
+  assert_ok(session_fixture_run_train(f), &f->st);
   /* H15: CANCELLED after the signal is clean, so end() runs. */
   assert_ok(hk_session_close(f->s, HK_CANCELLED, &f->st), &f->st);
   assert_int_equal(f->a->calls[SPY_END], 1);
@@ -1511,10 +1430,10 @@ static void test_session__options_init_defaults(void **state)
 
 /* ---- main --------------------------------------------------------------- */
 
-#define BOTH(fn) cmocka_unit_test_setup_teardown(fn, setup_ms, teardown), \
-                 cmocka_unit_test_setup_teardown(fn, setup_sms, teardown)
-#define MS(fn) cmocka_unit_test_setup_teardown(fn, setup_ms, teardown)
-#define SMS(fn) cmocka_unit_test_setup_teardown(fn, setup_sms, teardown)
+#define BOTH(fn) cmocka_unit_test_setup_teardown(fn, setup_ms, session_fixture_teardown), \
+                 cmocka_unit_test_setup_teardown(fn, setup_sms, session_fixture_teardown)
+#define MS(fn) cmocka_unit_test_setup_teardown(fn, setup_ms, session_fixture_teardown)
+#define SMS(fn) cmocka_unit_test_setup_teardown(fn, setup_sms, session_fixture_teardown)
 
 int main(void)
 {
