@@ -6,9 +6,7 @@
  * hk_session_new and the first run (every failure is RESOURCE_EXHAUSTED,
  * nothing leaks, the objects stay freeable).
  */
-#include "test_env.h"
-#include "fake_executor.h"
-#include "spy_hook.h"
+#include "session_fixture.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,11 +29,7 @@ typedef struct fixture {
 
 static void build_fake(fixture *f)
 {
-  f->fx = fake_executor_new(&f->te->env);
-  assert_non_null(f->fx);
-  f->ex = fake_executor_executor(f->fx);
-  f->gs = fake_executor_add_global_step(f->fx);
-  f->train = fake_executor_add_train_op(f->fx);
+  f->fx = fake_training_executor(f->te, &f->ex, &f->gs, &f->train);
   f->p = fake_executor_add_i64(f->fx, "p", 0);
   f->q = fake_executor_add_i64(f->fx, "q", 0);
   f->c = fake_executor_add_i64(f->fx, "c", 3);
@@ -60,9 +54,12 @@ static void build_graph(fixture *f)
   assert_ok(hk_graph_placeholder(f->g, &f->q, "q", HK_DTYPE_I64, 0, NULL, &f->st), &f->st);
 }
 
-static void fixture_build(fixture *f, int use_graph)
+static int setup_with(void **state, int use_graph)
 {
   hk_stop_at_step_options so = HK_STOP_AT_STEP_OPTIONS_INIT;
+  fixture *f = calloc(1, sizeof(*f));
+  assert_non_null(f);
+  *state = f;
   f->te = test_env_new();
   f->use_graph = use_graph;
   if (use_graph)
@@ -89,33 +86,17 @@ static void fixture_build(fixture *f, int use_graph)
   f->hooks[1] = f->b->hook;
   f->hooks[2] = f->stop;
   f->hooks[3] = f->d->hook;
-  hk_session_options_init(&f->opts, HK_SESSION_OPTIONS_VERSION);
-  f->opts.env = &f->te->env;
-  f->opts.executor = f->ex;
-  f->opts.hooks = f->hooks;
-  f->opts.nhooks = 4;
-}
-
-static int setup_fake(void **state)
-{
-  fixture *f = calloc(1, sizeof(*f));
-  fixture_build(f, 0);
-  *state = f;
+  test_session_options(&f->opts, f->te, HK_SESSION_MONITORED, f->ex, f->hooks, 4);
   return 0;
 }
 
-static int setup_graph(void **state)
-{
-  fixture *f = calloc(1, sizeof(*f));
-  fixture_build(f, 1);
-  *state = f;
-  return 0;
-}
+static int setup_fake(void **state) { return setup_with(state, 0); }
+static int setup_graph(void **state) { return setup_with(state, 1); }
 
 static int teardown(void **state)
 {
   fixture *f = *state;
-  long live;
+  test_env *te;
   hk_session_free(f->s);
   spy_hook_free(f->a);
   spy_hook_free(f->b);
@@ -123,12 +104,9 @@ static int teardown(void **state)
   hk_hook_free(f->stop);
   fake_executor_free(f->fx);
   hk_graph_free(f->g);
-  live = test_alloc_live(&f->te->alloc);
-  if (live != 0)
-    fprintf(stderr, "teardown: %ld blocks leaked through the env allocator\n", live);
-  test_env_free(f->te);
+  te = f->te;
   free(f);
-  return live == 0 ? 0 : -1;
+  return test_env_release(te);
 }
 
 static hk_code run_once(fixture *f, hk_session_kind kind, int64_t *fetched)

@@ -40,16 +40,13 @@ static int setup(void **state)
 static int teardown(void **state)
 {
   fixture *f = *state;
-  long live;
+  test_env *te;
   hk_scaffold_free(f->s);
   hk_scaffold_free(f->s2);
   fake_executor_free(f->fx);
-  live = test_alloc_live(&f->te->alloc);
-  if (live != 0)
-    fprintf(stderr, "teardown: %ld blocks leaked\n", live);
-  test_env_free(f->te);
+  te = f->te;
   free(f);
-  return live == 0 ? 0 : -1;
+  return test_env_release(te);
 }
 
 static hk_code my_init_fn(void *user, const hk_scaffold *scaffold, hk_raw_session *session, hk_status *st)

@@ -74,16 +74,13 @@ static int setup(void **state)
 static int teardown(void **state)
 {
   fixture *f = *state;
-  long live;
+  test_env *te;
   hk_raw_session_free(f->rs);
   hk_session_manager_free(f->sm);
   fake_executor_free(f->fx);
-  live = test_alloc_live(&f->te->alloc);
-  if (live != 0)
-    fprintf(stderr, "teardown: %ld blocks leaked\n", live);
-  test_env_free(f->te);
+  te = f->te;
   free(f);
-  return live == 0 ? 0 : -1;
+  return test_env_release(te);
 }
 
 static void make_sm(fixture *f)
