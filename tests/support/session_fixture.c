@@ -3,11 +3,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-void test_session_options(hk_session_options *o, test_env *te, hk_session_kind kind, hk_executor *ex,
+void test_session_options(hk_session_options *o, const hk_env *env, hk_session_kind kind, hk_executor *ex,
                           hk_hook **hooks, size_t nhooks)
 {
   hk_session_options_init(o, HK_SESSION_OPTIONS_VERSION);
-  o->env = &te->env;
+  o->env = env;
   o->kind = kind;
   o->executor = ex;
   o->hooks = hooks;
@@ -18,7 +18,8 @@ fake_executor *fake_training_executor(test_env *te, hk_executor **ex, hk_handle 
 {
   fake_executor *fx = fake_executor_new(&te->env);
   assert_non_null(fx);
-  *ex = fake_executor_executor(fx);
+  if (ex != NULL)
+    *ex = fake_executor_executor(fx);
   *gs = fake_executor_add_global_step(fx);
   *train = fake_executor_add_train_op(fx);
   return fx;
@@ -45,7 +46,7 @@ session_fixture *session_fixture_new(hk_session_kind kind, int nspies)
     (*spies[i])->action_user = f;
     f->hooks[i] = (*spies[i])->hook;
   }
-  test_session_options(&f->opts, f->te, kind, f->ex, f->hooks, (size_t)nspies);
+  test_session_options(&f->opts, &f->te->env, kind, f->ex, f->hooks, (size_t)nspies);
   return f;
 }
 
@@ -97,6 +98,39 @@ void session_fixture_open(session_fixture *f)
 
 hk_code session_fixture_run_train(session_fixture *f)
 {
-  hk_run_args args = { NULL, 0, NULL, 0, &f->train, 1, NULL };
-  return hk_session_run(f->s, &args, NULL, NULL, &f->st);
+  return session_run_train(f->s, f->train, &f->st);
+}
+
+hk_code one_hook_session_new(hk_session **out, const hk_env *env, hk_session_kind kind, hk_executor *ex,
+                             hk_hook **hook, hk_scaffold *scaffold, hk_status *st)
+{
+  hk_session_options so;
+  test_session_options(&so, env, kind, ex, hook, 1);
+  so.scaffold = scaffold;
+  return hk_session_new(out, &so, st);
+}
+
+void session_close_and_free(hk_session *s)
+{
+  if (s == NULL)
+    return;
+  hk_session_close(s, HK_OK, NULL);
+  hk_session_free(s);
+}
+
+hk_code session_run_train(hk_session *s, hk_handle train, hk_status *st)
+{
+  hk_run_args args = { NULL, 0, NULL, 0, &train, 1, NULL };
+  return hk_session_run(s, &args, NULL, NULL, st);
+}
+
+hk_code raw_session_assign_global_step(hk_raw_session *rs, int64_t value, hk_status *st)
+{
+  size_t index;
+  hk_tensor t;
+  hk_code rc = hk_executor_global_step(hk_raw_session_executor(rs), NULL, &index, st);
+  if (rc != HK_OK)
+    return rc;
+  t = hk_tensor_scalar_i64(&value);
+  return hk_raw_session_assign_variable(rs, index, &t, st);
 }

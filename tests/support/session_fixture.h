@@ -53,14 +53,32 @@ typedef struct session_fixture {
 } session_fixture;
 
 /**
- * Fill *o (after hk_session_options_init) with the env of te, kind, the
- * executor and the hook list.
+ * Fill *o (after hk_session_options_init) with env, kind, the executor and
+ * the hook list.
  */
-void test_session_options(hk_session_options *o, test_env *te, hk_session_kind kind, hk_executor *ex,
+void test_session_options(hk_session_options *o, const hk_env *env, hk_session_kind kind, hk_executor *ex,
                           hk_hook **hooks, size_t nhooks);
 
-/** A fake executor on te's env with a global step and a train op (asserts it was created). */
+/**
+ * A fake executor on te's env with a global step and a train op (asserts it
+ * was created). ex may be NULL when the caller does not keep the executor.
+ */
 fake_executor *fake_training_executor(test_env *te, hk_executor **ex, hk_handle *gs, hk_handle *train);
+
+/* ---- one-hook sessions (test_stop_at_step, test_global_step_waiter) ---- */
+
+/** hk_session_new of `kind` over ex, with *hook as the only hook and scaffold (may be NULL). */
+hk_code one_hook_session_new(hk_session **out, const hk_env *env, hk_session_kind kind, hk_executor *ex,
+                             hk_hook **hook, hk_scaffold *scaffold, hk_status *st);
+
+/** Close (ignoring the result: teardown of a test that may have failed half-way) and free; NULL is a no-op. */
+void session_close_and_free(hk_session *s);
+
+/** One hk_session_run of s with train as the only target and no fetches. */
+hk_code session_run_train(hk_session *s, hk_handle train, hk_status *st);
+
+/** Assign value to the executor's global step through rs (what an init_fn restoring a checkpoint does). */
+hk_code raw_session_assign_global_step(hk_raw_session *rs, int64_t value, hk_status *st);
 
 /**
  * calloc a fixture: env, fake training executor, nspies (2 or 3) spies "a",

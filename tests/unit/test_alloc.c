@@ -86,7 +86,7 @@ static int setup_with(void **state, int use_graph)
   f->hooks[1] = f->b->hook;
   f->hooks[2] = f->stop;
   f->hooks[3] = f->d->hook;
-  test_session_options(&f->opts, f->te, HK_SESSION_MONITORED, f->ex, f->hooks, 4);
+  test_session_options(&f->opts, &f->te->env, HK_SESSION_MONITORED, f->ex, f->hooks, 4);
   return 0;
 }
 

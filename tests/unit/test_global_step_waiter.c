@@ -6,8 +6,7 @@
  * hook is one); a real thread only ever publishes a value under a mutex or
  * requests a stop. cmocka assertions run on the main thread only.
  */
-#include "test_env.h"
-#include "fake_executor.h"
+#include "session_fixture.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -51,10 +50,7 @@ static int setup(void **state)
   assert_non_null(f);
   f->te = test_env_new();
   test_env_log_only(f->te, &f->real);
-  f->fx = fake_executor_new(&f->te->env);
-  assert_non_null(f->fx);
-  f->gs = fake_executor_add_global_step(f->fx);
-  f->train = fake_executor_add_train_op(f->fx);
+  f->fx = fake_training_executor(f->te, NULL, &f->gs, &f->train);
   pthread_mutex_init(&f->mu, NULL);
   *state = f;
   return 0;
@@ -64,10 +60,7 @@ static int teardown(void **state)
 {
   fixture *f = *state;
   (void)hk_signal_uninstall(NULL); /* in case a signal test failed half-way */
-  if (f->s != NULL) {
-    hk_session_close(f->s, HK_OK, NULL);
-    hk_session_free(f->s);
-  }
+  session_close_and_free(f->s);
   hk_scaffold_free(f->scaffold);
   hk_hook_free(f->hook);
   fake_executor_free(f->fx);
@@ -80,19 +73,11 @@ static int teardown(void **state)
 static hk_code init_fn(void *user, const hk_scaffold *scaffold, hk_raw_session *rs, hk_status *status)
 {
   fixture *f = user;
-  size_t index;
-  int64_t value = f->init_gs;
-  hk_tensor t;
-  hk_code rc;
 
   (void)scaffold;
   if (!f->have_init_gs)
     return HK_OK;
-  rc = hk_executor_global_step(hk_raw_session_executor(rs), NULL, &index, status);
-  if (rc != HK_OK)
-    return rc;
-  t = hk_tensor_scalar_i64(&value);
-  return hk_raw_session_assign_variable(rs, index, &t, status);
+  return raw_session_assign_global_step(rs, f->init_gs, status);
 }
 
 static hk_code on_run(void *user, fake_executor *fx, const hk_run_args *args, hk_status *status)
@@ -132,7 +117,6 @@ static void make_hook(fixture *f, int64_t wait_until_step, double poll, double d
 static void open_session_env(fixture *f, int64_t initial, const hk_env *env)
 {
   hk_scaffold_options sco = HK_SCAFFOLD_OPTIONS_INIT;
-  hk_session_options so = HK_SESSION_OPTIONS_INIT;
   hk_status st = HK_STATUS_INIT;
 
   f->init_gs = initial;
@@ -143,12 +127,9 @@ static void open_session_env(fixture *f, int64_t initial, const hk_env *env)
     sco.init_fn_user = f;
     assert_ok(hk_scaffold_new(&f->scaffold, &sco, &st), &st);
   }
-  so.env = env;
-  so.executor = fake_executor_executor(f->fx);
-  so.hooks = &f->hook;
-  so.nhooks = 1;
-  so.scaffold = f->scaffold;
-  assert_ok(hk_session_new(&f->s, &so, &st), &st);
+  assert_ok(one_hook_session_new(&f->s, env, HK_SESSION_MONITORED, fake_executor_executor(f->fx), &f->hook,
+                                 f->scaffold, &st),
+            &st);
   fake_executor_on_run(f->fx, on_run, f);
   fake_executor_reset_calls(f->fx);
   f->runs_seen = 0;
@@ -161,8 +142,7 @@ static void open_session(fixture *f, int64_t initial)
 
 static hk_code run_train(fixture *f, hk_status *st)
 {
-  hk_run_args args = { NULL, 0, NULL, 0, &f->train, 1, NULL };
-  return hk_session_run(f->s, &args, NULL, NULL, st);
+  return session_run_train(f->s, f->train, st);
 }
 
 static const char *const WAITING = "Waiting for global step";
@@ -211,16 +191,13 @@ static void test_global_step_waiter__c88_begin_without_global_step(void **state)
 {
   fixture *f = *state;
   fake_executor *bare = fake_executor_new(&f->te->env);
-  hk_session_options so = HK_SESSION_OPTIONS_INIT;
   hk_status st = HK_STATUS_INIT;
   hk_session *s = NULL;
 
   make_hook(f, 0, 0.5, HK_UNSET_SECS); /* begin() needs a GS even when it will never wait */
-  so.env = &f->te->env;
-  so.executor = fake_executor_executor(bare);
-  so.hooks = &f->hook;
-  so.nhooks = 1;
-  assert_status(hk_session_new(&s, &so, &st), &st, HK_FAILED_PRECONDITION,
+  assert_status(one_hook_session_new(&s, &f->te->env, HK_SESSION_MONITORED, fake_executor_executor(bare), &f->hook,
+                                     NULL, &st),
+                &st, HK_FAILED_PRECONDITION,
                 "Global step should be created to use GlobalStepWaiterHook.");
   assert_null(s);
   fake_executor_free(bare);

@@ -3,8 +3,7 @@
  * through real sessions over the scripted fake executor, whose runs evaluate
  * every fetch before any target (so a fetched GS is the stale value, H29).
  */
-#include "test_env.h"
-#include "fake_executor.h"
+#include "session_fixture.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +27,7 @@ static int setup(void **state)
   fixture *f = calloc(1, sizeof(*f));
   assert_non_null(f);
   f->te = test_env_new();
-  f->fx = fake_executor_new(&f->te->env);
-  assert_non_null(f->fx);
-  f->gs = fake_executor_add_global_step(f->fx);
-  f->train = fake_executor_add_train_op(f->fx);
+  f->fx = fake_training_executor(f->te, NULL, &f->gs, &f->train);
   *state = f;
   return 0;
 }
@@ -39,10 +35,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
   fixture *f = *state;
-  if (f->s != NULL) {
-    hk_session_close(f->s, HK_OK, NULL);
-    hk_session_free(f->s);
-  }
+  session_close_and_free(f->s);
   hk_scaffold_free(f->scaffold);
   hk_hook_free(f->hook);
   fake_executor_free(f->fx);
@@ -56,20 +49,11 @@ static hk_code scripted_init_fn(void *user, const hk_scaffold *scaffold, hk_raw_
 {
   fixture *f = user;
   int k = f->init_calls++;
-  size_t index;
-  int64_t value;
-  hk_tensor t;
-  hk_code rc;
 
   (void)scaffold;
   if (k >= f->ninit_gs)
     return HK_OK;
-  value = f->init_gs[k];
-  rc = hk_executor_global_step(hk_raw_session_executor(rs), NULL, &index, status);
-  if (rc != HK_OK)
-    return rc;
-  t = hk_tensor_scalar_i64(&value);
-  return hk_raw_session_assign_variable(rs, index, &t, status);
+  return raw_session_assign_global_step(rs, f->init_gs[k], status);
 }
 
 static void script_init_gs(fixture *f, const int64_t *values, int n)
@@ -98,20 +82,12 @@ static void make_hook(fixture *f, int64_t num_steps, int64_t last_step)
 
 static hk_code open_session(fixture *f, hk_session_kind kind, hk_status *st)
 {
-  hk_session_options so = HK_SESSION_OPTIONS_INIT;
-  so.env = &f->te->env;
-  so.kind = kind;
-  so.executor = fake_executor_executor(f->fx);
-  so.hooks = &f->hook;
-  so.nhooks = 1;
-  so.scaffold = f->scaffold;
-  return hk_session_new(&f->s, &so, st);
+  return one_hook_session_new(&f->s, &f->te->env, kind, fake_executor_executor(f->fx), &f->hook, f->scaffold, st);
 }
 
 static hk_code run_train(fixture *f, hk_status *st)
 {
-  hk_run_args args = { NULL, 0, NULL, 0, &f->train, 1, NULL };
-  return hk_session_run(f->s, &args, NULL, NULL, st);
+  return session_run_train(f->s, f->train, st);
 }
 
 static hk_code run_noop(fixture *f, hk_status *st)
@@ -177,16 +153,13 @@ static void test_stop_at_step__c81_begin_without_global_step(void **state)
 {
   fixture *f = *state;
   fake_executor *bare = fake_executor_new(&f->te->env);
-  hk_session_options so = HK_SESSION_OPTIONS_INIT;
   hk_status st = HK_STATUS_INIT;
   hk_session *s = (hk_session *)1;
 
   make_hook(f, 10, HK_UNSET_STEPS);
-  so.env = &f->te->env;
-  so.executor = fake_executor_executor(bare);
-  so.hooks = &f->hook;
-  so.nhooks = 1;
-  assert_status(hk_session_new(&s, &so, &st), &st, HK_FAILED_PRECONDITION,
+  assert_status(one_hook_session_new(&s, &f->te->env, HK_SESSION_MONITORED, fake_executor_executor(bare), &f->hook,
+                                     NULL, &st),
+                &st, HK_FAILED_PRECONDITION,
                 "Global step should be created to use StopAtStepHook.");
   assert_null(s);
   assert_int_equal(fake_executor_sessions_opened(bare), 0); /* C2 */
@@ -197,18 +170,15 @@ static void test_stop_at_step__c143_global_step_of_wrong_type(void **state)
 {
   fixture *f = *state;
   fake_executor *fx = fake_executor_new(&f->te->env);
-  hk_session_options so = HK_SESSION_OPTIONS_INIT;
   hk_status st = HK_STATUS_INIT;
   hk_session *s = NULL;
   hk_handle v = fake_executor_add_variable(fx, "global_step", HK_DTYPE_F32, 0, NULL, 0, NULL);
 
   (void)v;
   make_hook(f, 10, HK_UNSET_STEPS);
-  so.env = &f->te->env;
-  so.executor = fake_executor_executor(fx);
-  so.hooks = &f->hook;
-  so.nhooks = 1;
-  assert_status(hk_session_new(&s, &so, &st), &st, HK_INVALID_ARGUMENT,
+  assert_status(one_hook_session_new(&s, &f->te->env, HK_SESSION_MONITORED, fake_executor_executor(fx), &f->hook,
+                                     NULL, &st),
+                &st, HK_INVALID_ARGUMENT,
                 "Existing \"global_step\" does not have integer type");
   assert_null(s);
   fake_executor_free(fx);
