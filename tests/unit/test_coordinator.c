@@ -17,18 +17,9 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 /* ---- small helpers ------------------------------------------------------- */
-
-static void sleep_ms(long ms)
-{
-  struct timespec ts;
-  ts.tv_sec = ms / 1000;
-  ts.tv_nsec = (ms % 1000) * 1000000L;
-  nanosleep(&ts, NULL);
-}
 
 /* A latch a thread blocks on until the main thread opens it. */
 typedef struct gate {
@@ -106,6 +97,15 @@ static hk_env real_env(test_env *te)
   return env;
 }
 
+/* A coordinator on env, its creation checked like any other call. */
+static hk_coordinator *coordinator_on(const hk_env *env)
+{
+  hk_coordinator *c = NULL;
+  hk_status st = HK_STATUS_INIT;
+  assert_ok(hk_coordinator_new(&c, env, &st), &st);
+  return c;
+}
+
 /* ---- creation ------------------------------------------------------------ */
 
 /* H3 */
@@ -136,10 +136,9 @@ static void test_coordinator__h17_clean_stop(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c;
-  hk_status st = HK_STATUS_INIT;
   hk_status err = HK_STATUS_INIT;
 
-  assert_ok(hk_coordinator_new(&c, &te->env, &st), &st);
+  c = coordinator_on(&te->env);
   assert_false(hk_coordinator_should_stop(c));
   assert_false(hk_coordinator_clean_stop_requested(c));
   assert_false(hk_coordinator_wait_for_stop(c, 0));
@@ -157,10 +156,9 @@ static void test_coordinator__h17_d11_first_error_wins(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c;
-  hk_status st = HK_STATUS_INIT;
   hk_status err = HK_STATUS_INIT;
 
-  assert_ok(hk_coordinator_new(&c, &te->env, &st), &st);
+  c = coordinator_on(&te->env);
   hk_coordinator_request_stop(c, HK_ABORTED, "first failure");
   hk_coordinator_request_stop(c, HK_INTERNAL, "second failure");
   hk_coordinator_request_stop(c, HK_OK, NULL);
@@ -179,10 +177,9 @@ static void test_coordinator__h17_error_after_clean_stop(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c;
-  hk_status st = HK_STATUS_INIT;
   hk_status err = HK_STATUS_INIT;
 
-  assert_ok(hk_coordinator_new(&c, &te->env, &st), &st);
+  c = coordinator_on(&te->env);
   hk_coordinator_request_stop(c, HK_OK, NULL);
   assert_true(hk_coordinator_clean_stop_requested(c));
   hk_coordinator_request_stop(c, HK_DATA_LOSS, NULL); /* NULL message: still non-empty */
@@ -197,13 +194,12 @@ static void test_coordinator__h17_request_stop_allocates_nothing(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c;
-  hk_status st = HK_STATUS_INIT;
   hk_status err = HK_STATUS_INIT;
   char longmsg[2000];
 
   memset(longmsg, 'x', sizeof(longmsg) - 1);
   longmsg[sizeof(longmsg) - 1] = '\0';
-  assert_ok(hk_coordinator_new(&c, &te->env, &st), &st);
+  c = coordinator_on(&te->env);
   test_alloc_reset_counts(&te->alloc);
   hk_coordinator_request_stop(c, HK_UNAVAILABLE, longmsg);
   hk_coordinator_request_stop(c, HK_ABORTED, longmsg);
@@ -224,11 +220,10 @@ static void test_coordinator__h17_stop_from_other_thread(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c;
-  hk_status st = HK_STATUS_INIT;
   hk_status err = HK_STATUS_INIT;
   pthread_t tid;
 
-  assert_ok(hk_coordinator_new(&c, &te->env, &st), &st);
+  c = coordinator_on(&te->env);
   assert_int_equal(pthread_create(&tid, NULL, request_stop_thread, c), 0);
   pthread_join(tid, NULL);
   assert_true(hk_coordinator_should_stop(c));
@@ -244,10 +239,9 @@ static void test_coordinator__h17_wait_timeout_mock_clock(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c;
-  hk_status st = HK_STATUS_INIT;
   int i, n;
 
-  assert_ok(hk_coordinator_new(&c, &te->env, &st), &st);
+  c = coordinator_on(&te->env);
   assert_false(hk_coordinator_wait_for_stop(c, 5.0));
   assert_true(fabs(test_clock_total_slept(&te->clock) - 5.0) < 1e-9);
   n = test_clock_nsleeps(&te->clock);
@@ -262,9 +256,8 @@ static void test_coordinator__h17_wait_after_stop_returns_at_once(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c;
-  hk_status st = HK_STATUS_INIT;
 
-  assert_ok(hk_coordinator_new(&c, &te->env, &st), &st);
+  c = coordinator_on(&te->env);
   hk_coordinator_request_stop(c, HK_OK, NULL);
   assert_true(hk_coordinator_wait_for_stop(c, HK_UNSET_SECS));
   assert_true(hk_coordinator_wait_for_stop(c, 10.0));
@@ -274,7 +267,7 @@ static void test_coordinator__h17_wait_after_stop_returns_at_once(void **state)
 
 static void *delayed_stop_thread(void *arg)
 {
-  sleep_ms(20);
+  test_sleep_real_ms(20);
   hk_coordinator_request_stop(arg, HK_OK, NULL);
   return NULL;
 }
@@ -285,16 +278,15 @@ static void test_coordinator__h17_wait_woken_by_other_thread(void **state)
   test_env *te = *state;
   hk_env env = real_env(te);
   hk_coordinator *c;
-  hk_status st = HK_STATUS_INIT;
   pthread_t tid;
 
-  assert_ok(hk_coordinator_new(&c, &env, &st), &st);
+  c = coordinator_on(&env);
   assert_int_equal(pthread_create(&tid, NULL, delayed_stop_thread, c), 0);
   assert_true(hk_coordinator_wait_for_stop(c, HK_UNSET_SECS));
   pthread_join(tid, NULL);
   hk_coordinator_free(c);
 
-  assert_ok(hk_coordinator_new(&c, &env, &st), &st);
+  c = coordinator_on(&env);
   assert_int_equal(pthread_create(&tid, NULL, delayed_stop_thread, c), 0);
   assert_true(hk_coordinator_wait_for_stop(c, 120.0));
   pthread_join(tid, NULL);
@@ -307,9 +299,8 @@ static void test_coordinator__h17_wait_real_timeout(void **state)
   test_env *te = *state;
   hk_env env = real_env(te);
   hk_coordinator *c;
-  hk_status st = HK_STATUS_INIT;
 
-  assert_ok(hk_coordinator_new(&c, &env, &st), &st);
+  c = coordinator_on(&env);
   assert_false(hk_coordinator_wait_for_stop(c, 0.02));
   assert_false(hk_coordinator_wait_for_stop(c, -1.0));
   assert_false(hk_coordinator_wait_for_stop(c, NAN));
@@ -355,7 +346,7 @@ static void test_coordinator__c30_join_finished_threads(void **state)
   gate_init(&g1);
   gate_init(&g2);
   gate_init(&g3);
-  assert_ok(hk_coordinator_new(&c, &env, &st), &st);
+  c = coordinator_on(&env);
   assert_ok(hk_coordinator_start_thread(c, "waiter-1", wait_stop_body, &g1, &st), &st);
   assert_ok(hk_coordinator_start_thread(c, "waiter-2", wait_stop_body, &g2, &st), &st);
   w.c = c;
@@ -397,7 +388,7 @@ static void test_coordinator__c30_join_stuck_thread_grace_zero(void **state)
   gate g;
 
   gate_init(&g);
-  assert_ok(hk_coordinator_new(&c, &env, &st), &st);
+  c = coordinator_on(&env);
   assert_ok(hk_coordinator_register_thread(c, "stuck-worker", &stuck, &st), &st);
   assert_ok(hk_coordinator_register_thread(c, "done-worker", &done, &st), &st);
   hk_coordinator_thread_done(done);
@@ -426,7 +417,7 @@ static void test_coordinator__c30_join_grace_on_mock_clock(void **state)
   hk_coordinator_thread *stuck;
   hk_status st = HK_STATUS_INIT;
 
-  assert_ok(hk_coordinator_new(&c, &te->env, &st), &st);
+  c = coordinator_on(&te->env);
   assert_ok(hk_coordinator_register_thread(c, "slowpoke", &stuck, &st), &st);
   assert_ok(hk_coordinator_join(c, 3.0, &st), &st);
   assert_true(test_clock_total_slept(&te->clock) >= 3.0 - 1e-9);
@@ -444,7 +435,7 @@ static void test_coordinator__c30_join_bad_grace(void **state)
   const double bad[] = { -1.0, NAN, INFINITY };
   size_t i;
 
-  assert_ok(hk_coordinator_new(&c, &te->env, &st), &st);
+  c = coordinator_on(&te->env);
   for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
     assert_status(hk_coordinator_join(c, bad[i], &st), &st, HK_INVALID_ARGUMENT, "grace_secs");
   assert_false(hk_coordinator_should_stop(c)); /* a refused join requests nothing */
@@ -460,7 +451,7 @@ static void test_coordinator__h3_thread_arguments(void **state)
   hk_coordinator_thread *token = (hk_coordinator_thread *)1;
   hk_status st = HK_STATUS_INIT;
 
-  assert_ok(hk_coordinator_new(&c, &te->env, &st), &st);
+  c = coordinator_on(&te->env);
   assert_status(hk_coordinator_register_thread(c, NULL, &token, &st), &st, HK_INVALID_ARGUMENT, "name");
   assert_null(token);
   assert_status(hk_coordinator_register_thread(c, "x", NULL, &st), &st, HK_INVALID_ARGUMENT, "token");
@@ -481,7 +472,7 @@ static void test_coordinator__h17_valid_after_join(void **state)
   hk_status st = HK_STATUS_INIT;
   hk_status err = HK_STATUS_INIT;
 
-  assert_ok(hk_coordinator_new(&c, &te->env, &st), &st);
+  c = coordinator_on(&te->env);
   assert_ok(hk_coordinator_join(c, 0.0, &st), &st);
   hk_coordinator_request_stop(c, HK_INTERNAL, "late thread error");
   assert_int_equal(hk_coordinator_error(c, &err), HK_INTERNAL);
@@ -501,7 +492,7 @@ static void test_coordinator__h17_token_outlives_free(void **state)
   hk_status st = HK_STATUS_INIT;
   long live0 = test_alloc_live(&te->alloc);
 
-  assert_ok(hk_coordinator_new(&c, &te->env, &st), &st);
+  c = coordinator_on(&te->env);
   assert_ok(hk_coordinator_register_thread(c, "straggler", &token, &st), &st);
   hk_coordinator_free(c);
   assert_true(test_alloc_live(&te->alloc) > live0);
@@ -515,7 +506,7 @@ static void slow_exit_body(void *user, hk_coordinator *c)
 {
   gate *g = user;
   hk_coordinator_wait_for_stop(c, HK_UNSET_SECS);
-  sleep_ms(20);
+  test_sleep_real_ms(20);
   gate_set(g, &g->finished);
 }
 
@@ -529,7 +520,7 @@ static void test_coordinator__h17_free_joins_started_threads(void **state)
   gate g;
 
   gate_init(&g);
-  assert_ok(hk_coordinator_new(&c, &env, &st), &st);
+  c = coordinator_on(&env);
   assert_ok(hk_coordinator_start_thread(c, "slow-exit", slow_exit_body, &g, &st), &st);
   hk_coordinator_free(c);
   assert_true(gate_get(&g, &g.finished));
@@ -556,7 +547,7 @@ static void test_coordinator__started_thread_is_named(void **state)
   gate g;
 
   gate_init(&g);
-  assert_ok(hk_coordinator_new(&c, &te->env, &st), &st);
+  c = coordinator_on(&te->env);
   assert_ok(hk_coordinator_start_thread(c, "a-very-long-thread-name", name_body, &g, &st), &st);
   assert_ok(hk_coordinator_join(c, 60.0, &st), &st);
   assert_true(gate_get(&g, &g.finished));
@@ -613,7 +604,7 @@ static void test_coordinator__d12_signal_is_clean_stop(void **state)
   hk_status err = HK_STATUS_INIT;
   struct sigaction now;
 
-  assert_ok(hk_coordinator_new(&c, &te->env, &st), &st);
+  c = coordinator_on(&te->env);
   assert_ok(hk_signal_install(&st), &st);
   assert_status(hk_signal_install(&st), &st, HK_FAILED_PRECONDITION, "already installed");
   assert_int_equal(hk_signal_fired(), 0);
@@ -691,7 +682,7 @@ static void test_coordinator__d12_second_delivery_kills_with_default(void **stat
 static void *raise_thread(void *arg)
 {
   (void)arg;
-  sleep_ms(20);
+  test_sleep_real_ms(20);
   raise(SIGTERM); /* delivered to this thread; the handler only sets the flag */
   return NULL;
 }
@@ -705,7 +696,7 @@ static void test_coordinator__d12_signal_ends_real_wait(void **state)
   hk_status st = HK_STATUS_INIT;
   pthread_t tid;
 
-  assert_ok(hk_coordinator_new(&c, &env, &st), &st);
+  c = coordinator_on(&env);
   assert_ok(hk_signal_install(&st), &st);
   assert_int_equal(pthread_create(&tid, NULL, raise_thread, NULL), 0);
   assert_true(hk_coordinator_wait_for_stop(c, HK_UNSET_SECS));
