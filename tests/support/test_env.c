@@ -4,6 +4,7 @@
 #include "test_env.h"
 
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -369,6 +370,14 @@ int test_env_release(test_env *te)
     fprintf(stderr, "teardown: %ld blocks leaked through the env allocator\n", live);
   test_env_free(te);
   return live == 0 ? 0 : -1;
+}
+
+void test_sleep_real_ms(long ms)
+{
+  struct timespec ts;
+  ts.tv_sec = ms / 1000;
+  ts.tv_nsec = (ms % 1000) * 1000000L;
+  nanosleep(&ts, NULL);
 }
 
 /* ---- status ------------------------------------------------------------- */

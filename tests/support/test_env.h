@@ -133,6 +133,9 @@ int test_log_has(test_log *l, int level, const char *substr);
 void test_log_clear(test_log *l);
 void test_log_dump(test_log *l);
 
+/** Sleep ms milliseconds of real time (for tests that must let another thread run first). */
+void test_sleep_real_ms(long ms);
+
 /* ---- status helpers ----------------------------------------------------- */
 /**
  * @return nonzero when rc == code and, for a non-OK code, st->code == code

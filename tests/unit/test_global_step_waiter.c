@@ -13,7 +13,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct fixture {
   test_env *te;
@@ -35,14 +34,6 @@ typedef struct fixture {
   int64_t published;
   int has_published;
 } fixture;
-
-static void sleep_ms(long ms)
-{
-  struct timespec ts;
-  ts.tv_sec = ms / 1000;
-  ts.tv_nsec = (ms % 1000) * 1000000L;
-  nanosleep(&ts, NULL);
-}
 
 static int setup(void **state)
 {
@@ -258,7 +249,7 @@ typedef struct publisher {
 static void *publisher_main(void *arg)
 {
   publisher *p = arg;
-  sleep_ms(20);
+  test_sleep_real_ms(20);
   pthread_mutex_lock(&p->f->mu);
   p->f->published = p->value;
   p->f->has_published = 1;
@@ -288,7 +279,7 @@ static void test_global_step_waiter__d1_2_reached_by_another_thread(void **state
 
 static void *stop_requester_main(void *arg)
 {
-  sleep_ms(20);
+  test_sleep_real_ms(20);
   hk_coordinator_request_stop(arg, HK_OK, NULL);
   return NULL;
 }

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef session_fixture fixture;
 
@@ -27,14 +26,6 @@ static int setup_kind(void **state, hk_session_kind kind)
 
 static int setup_ms(void **state) { return setup_kind(state, HK_SESSION_MONITORED); }
 static int setup_sms(void **state) { return setup_kind(state, HK_SESSION_SINGULAR); }
-
-static void real_sleep_ms(long ms)
-{
-  struct timespec ts;
-  ts.tv_sec = ms / 1000;
-  ts.tv_nsec = (ms % 1000) * 1000000L;
-  nanosleep(&ts, NULL);
-}
 
 /* ======================================================================= */
 /* Part 1: deviations                                                       */
@@ -155,7 +146,7 @@ static void failing_on_stop_thread(void *user, hk_coordinator *c)
 {
   (void)user;
   while (!hk_coordinator_should_stop(c))
-    real_sleep_ms(1);
+    test_sleep_real_ms(1);
   hk_coordinator_request_stop(c, HK_INTERNAL, "worker thread failed while stopping");
 }
 
