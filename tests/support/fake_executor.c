@@ -615,6 +615,12 @@ static hk_code v_role_get(void *self, const char *role, hk_handle *out, size_t c
   return HK_OK;
 }
 
+/* What a finalized graph answers to every slot that would add to it. */
+static hk_code refuse_finalized(hk_status *status)
+{
+  return hk_status_set(status, HK_FAILED_PRECONDITION, "Graph is finalized and cannot be modified.");
+}
+
 static hk_code v_role_add(void *self, const char *role, hk_handle handle, hk_status *status)
 {
   fake_executor *fx = self;
@@ -622,7 +628,7 @@ static hk_code v_role_add(void *self, const char *role, hk_handle handle, hk_sta
   if (scripted(fx, FAKE_ROLE_ADD, status, &rc))
     return rc;
   if (fx->finalized)
-    return hk_status_set(status, HK_FAILED_PRECONDITION, "Graph is finalized and cannot be modified.");
+    return refuse_finalized(status);
   fake_executor_role_register(fx, role, handle);
   return HK_OK;
 }
@@ -637,7 +643,7 @@ static hk_code v_default_op(void *self, hk_default_op kind, hk_handle *out, hk_s
   if (fx->unimplemented_defaults)
     return hk_status_set(status, HK_UNIMPLEMENTED, "fake_executor: no default ops");
   if (fx->finalized)
-    return hk_status_set(status, HK_FAILED_PRECONDITION, "Graph is finalized and cannot be modified.");
+    return refuse_finalized(status);
   if ((int)kind < 1 || (int)kind > 4)
     return hk_status_set(status, HK_INVALID_ARGUMENT, "fake_executor: bad default op kind %d", (int)kind);
   if (fx->defaults[kind] != HK_NO_HANDLE) {

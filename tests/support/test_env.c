@@ -8,26 +8,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Library threads update the mocks' fields: every read takes the mock's mutex. */
+
+static double locked_double(pthread_mutex_t *mu, const double *field)
+{
+  double v;
+  pthread_mutex_lock(mu);
+  v = *field;
+  pthread_mutex_unlock(mu);
+  return v;
+}
+
+static long locked_long(pthread_mutex_t *mu, const long *field)
+{
+  long v;
+  pthread_mutex_lock(mu);
+  v = *field;
+  pthread_mutex_unlock(mu);
+  return v;
+}
+
 /* ---- clock -------------------------------------------------------------- */
 
 static double clock_monotonic(void *user)
 {
   test_clock *c = user;
-  double t;
-  pthread_mutex_lock(&c->mu);
-  t = c->now;
-  pthread_mutex_unlock(&c->mu);
-  return t;
+  return locked_double(&c->mu, &c->now);
 }
 
 static double clock_wall(void *user)
 {
   test_clock *c = user;
-  double t;
-  pthread_mutex_lock(&c->mu);
-  t = c->wall;
-  pthread_mutex_unlock(&c->mu);
-  return t;
+  return locked_double(&c->mu, &c->wall);
 }
 
 static void clock_sleep(void *user, double secs)
@@ -71,14 +83,7 @@ void test_clock_advance(test_clock *c, double secs)
   pthread_mutex_unlock(&c->mu);
 }
 
-double test_clock_total_slept(test_clock *c)
-{
-  double t;
-  pthread_mutex_lock(&c->mu);
-  t = c->total_slept;
-  pthread_mutex_unlock(&c->mu);
-  return t;
-}
+double test_clock_total_slept(test_clock *c) { return locked_double(&c->mu, &c->total_slept); }
 
 int test_clock_nsleeps(test_clock *c)
 {
@@ -233,14 +238,7 @@ long test_alloc_count(test_alloc *a)
   return n;
 }
 
-long test_alloc_live(test_alloc *a)
-{
-  long n;
-  pthread_mutex_lock(&a->mu);
-  n = a->live;
-  pthread_mutex_unlock(&a->mu);
-  return n;
-}
+long test_alloc_live(test_alloc *a) { return locked_long(&a->mu, &a->live); }
 
 /* ---- log ---------------------------------------------------------------- */
 
