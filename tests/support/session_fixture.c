@@ -14,13 +14,19 @@ void test_session_options(hk_session_options *o, const hk_env *env, hk_session_k
   o->nhooks = nhooks;
 }
 
-fake_executor *fake_training_executor(test_env *te, hk_executor **ex, hk_handle *gs, hk_handle *train)
+fake_executor *fake_gs_executor(test_env *te, hk_executor **ex, hk_handle *gs)
 {
   fake_executor *fx = fake_executor_new(&te->env);
   assert_non_null(fx);
   if (ex != NULL)
     *ex = fake_executor_executor(fx);
   *gs = fake_executor_add_global_step(fx);
+  return fx;
+}
+
+fake_executor *fake_training_executor(test_env *te, hk_executor **ex, hk_handle *gs, hk_handle *train)
+{
+  fake_executor *fx = fake_gs_executor(te, ex, gs);
   *train = fake_executor_add_train_op(fx);
   return fx;
 }
@@ -70,10 +76,16 @@ void session_fixture_fail_train(session_fixture *f)
   fake_executor_on_run(f->fx, fail_train, &f->tf);
 }
 
+int fixture_release(void *fixture, fake_executor *fx, test_env *te)
+{
+  fake_executor_free(fx);
+  free(fixture);
+  return test_env_release(te);
+}
+
 int session_fixture_teardown(void **state)
 {
   session_fixture *f = *state;
-  test_env *te = f->te;
   hk_session_free(f->s);
   hk_raw_session_free(f->rs);
   hk_session_manager_free(f->sm);
@@ -82,9 +94,7 @@ int session_fixture_teardown(void **state)
   spy_hook_free(f->a);
   spy_hook_free(f->b);
   spy_hook_free(f->c);
-  fake_executor_free(f->fx);
-  free(f);
-  return test_env_release(te);
+  return fixture_release(f, f->fx, f->te);
 }
 
 void session_fixture_open(session_fixture *f)

@@ -60,9 +60,12 @@ void test_session_options(hk_session_options *o, const hk_env *env, hk_session_k
                           hk_hook **hooks, size_t nhooks);
 
 /**
- * A fake executor on te's env with a global step and a train op (asserts it
- * was created). ex may be NULL when the caller does not keep the executor.
+ * A fake executor on te's env with a global step (asserts it was created).
+ * ex may be NULL when the caller does not keep the executor.
  */
+fake_executor *fake_gs_executor(test_env *te, hk_executor **ex, hk_handle *gs);
+
+/** fake_gs_executor() plus a train op. */
 fake_executor *fake_training_executor(test_env *te, hk_executor **ex, hk_handle *gs, hk_handle *train);
 
 /* ---- one-hook sessions (test_stop_at_step, test_global_step_waiter) ---- */
@@ -89,6 +92,12 @@ session_fixture *session_fixture_new(hk_session_kind kind, int nspies);
 
 /** Make the executor fail runs targeting the train op as f->tf scripts. */
 void session_fixture_fail_train(session_fixture *f);
+
+/**
+ * Last step of a teardown: free fx (may be NULL) and the calloc'd fixture,
+ * then release te. @return test_env_release()'s result.
+ */
+int fixture_release(void *fixture, fake_executor *fx, test_env *te);
 
 /** cmocka teardown: frees everything set, then fails when the env allocator leaked. */
 int session_fixture_teardown(void **state);

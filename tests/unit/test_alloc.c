@@ -96,17 +96,13 @@ static int setup_graph(void **state) { return setup_with(state, 1); }
 static int teardown(void **state)
 {
   fixture *f = *state;
-  test_env *te;
   hk_session_free(f->s);
   spy_hook_free(f->a);
   spy_hook_free(f->b);
   spy_hook_free(f->d);
   hk_hook_free(f->stop);
-  fake_executor_free(f->fx);
   hk_graph_free(f->g);
-  te = f->te;
-  free(f);
-  return test_env_release(te);
+  return fixture_release(f, f->fx, f->te);
 }
 
 static hk_code run_once(fixture *f, hk_session_kind kind, int64_t *fetched)

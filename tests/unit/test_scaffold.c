@@ -1,8 +1,7 @@
 /*
  * Scaffold (group F): C58–C64 over the fake executor's role registry.
  */
-#include "test_env.h"
-#include "fake_executor.h"
+#include "session_fixture.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,9 +22,7 @@ static int setup(void **state)
   fixture *f = calloc(1, sizeof(*f));
   float zero = 0;
   f->te = test_env_new();
-  f->fx = fake_executor_new(&f->te->env);
-  f->ex = fake_executor_executor(f->fx);
-  f->gs = fake_executor_add_global_step(f->fx);
+  f->fx = fake_gs_executor(f->te, &f->ex, &f->gs);
   f->local = fake_executor_add_variable(f->fx, "local_v", HK_DTYPE_F32, 0, NULL, HK_VAR_LOCAL, &zero);
   f->p = fake_executor_add_i64(f->fx, "p", 0);
   f->my_init = fake_executor_add_op(f->fx, "my_init");
@@ -40,13 +37,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
   fixture *f = *state;
-  test_env *te;
   hk_scaffold_free(f->s);
   hk_scaffold_free(f->s2);
-  fake_executor_free(f->fx);
-  te = f->te;
-  free(f);
-  return test_env_release(te);
+  return fixture_release(f, f->fx, f->te);
 }
 
 static hk_code my_init_fn(void *user, const hk_scaffold *scaffold, hk_raw_session *session, hk_status *st)

@@ -2,9 +2,7 @@
  * Session manager (group G): C65–C74 and H24, over the fake executor and
  * the mock clock.
  */
-#include "test_env.h"
-#include "fake_executor.h"
-#include "spy_hook.h"
+#include "session_fixture.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -47,9 +45,7 @@ static int setup(void **state)
   fixture *f = calloc(1, sizeof(*f));
   float zero = 0;
   f->te = test_env_new();
-  f->fx = fake_executor_new(&f->te->env);
-  f->ex = fake_executor_executor(f->fx);
-  f->gs = fake_executor_add_global_step(f->fx);
+  f->fx = fake_gs_executor(f->te, &f->ex, &f->gs);
   f->lv = fake_executor_add_variable(f->fx, "lv", HK_DTYPE_F32, 0, NULL, HK_VAR_LOCAL, &zero);
   f->p = fake_executor_add_i64(f->fx, "p", 0);
   f->init = fake_executor_add_op(f->fx, "init");
@@ -74,13 +70,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
   fixture *f = *state;
-  test_env *te;
   hk_raw_session_free(f->rs);
   hk_session_manager_free(f->sm);
-  fake_executor_free(f->fx);
-  te = f->te;
-  free(f);
-  return test_env_release(te);
+  return fixture_release(f, f->fx, f->te);
 }
 
 static void make_sm(fixture *f)
