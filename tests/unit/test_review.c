@@ -27,6 +27,14 @@ static int setup_kind(void **state, hk_session_kind kind)
 static int setup_ms(void **state) { return setup_kind(state, HK_SESSION_MONITORED); }
 static int setup_sms(void **state) { return setup_kind(state, HK_SESSION_SINGULAR); }
 
+/* Create f->scaffold from *so on the fixture's env and register it in the session options. */
+static void use_scaffold(fixture *f, hk_scaffold_options *so)
+{
+  so->env = &f->te->env;
+  assert_ok(hk_scaffold_new(&f->scaffold, so, &f->st), &f->st);
+  f->opts.scaffold = f->scaffold;
+}
+
 /* ======================================================================= */
 /* Part 1: deviations                                                       */
 /* ======================================================================= */
@@ -94,11 +102,9 @@ static void test_review__h1_c59_init_fn_failure_without_status_session(void **st
   fixture *f = *state;
   hk_scaffold_options so = HK_SCAFFOLD_OPTIONS_INIT;
   int calls = 0;
-  so.env = &f->te->env;
   so.init_fn = init_fn_silent_failure;
   so.init_fn_user = &calls;
-  assert_ok(hk_scaffold_new(&f->scaffold, &so, &f->st), &f->st);
-  f->opts.scaffold = f->scaffold;
+  use_scaffold(f, &so);
   assert_int_equal(hk_session_new(&f->s, &f->opts, &f->st), HK_INTERNAL);
   assert_null(f->s);
   assert_int_equal(calls, 1);
@@ -120,11 +126,9 @@ static void test_review__d2_c39_init_fn_silent_preemption_gives_up(void **state)
   hk_scaffold_options so = HK_SCAFFOLD_OPTIONS_INIT;
   int calls = 0;
   hk_code rc;
-  so.env = &f->te->env;
   so.init_fn = init_fn_silent_preemption;
   so.init_fn_user = &calls;
-  assert_ok(hk_scaffold_new(&f->scaffold, &so, &f->st), &f->st);
-  f->opts.scaffold = f->scaffold;
+  use_scaffold(f, &so);
   f->opts.recovery_max_attempts = 2;
   rc = hk_session_new(&f->s, &f->opts, &f->st);
   /* One creation plus two recovery attempts. */
@@ -189,12 +193,10 @@ static void test_review__h3_scaffold_of_other_executor_refused_before_begin(void
 {
   fixture *f = *state;
   hk_scaffold_options so = HK_SCAFFOLD_OPTIONS_INIT;
-  so.env = &f->te->env;
   f->other = fake_executor_new(&f->te->env);
   assert_non_null(f->other);
-  assert_ok(hk_scaffold_new(&f->scaffold, &so, &f->st), &f->st);
+  use_scaffold(f, &so);
   assert_ok(hk_scaffold_finalize(f->scaffold, fake_executor_executor(f->other), &f->st), &f->st);
-  f->opts.scaffold = f->scaffold;
   assert_status(hk_session_new(&f->s, &f->opts, &f->st), &f->st, HK_INVALID_ARGUMENT, NULL);
   assert_null(f->s);
   assert_int_equal(fake_executor_sessions_opened(f->fx), 0);
@@ -221,11 +223,9 @@ static void test_review__c65_scaffold_ready_for_local_init_without_local_init(vo
   fake_executor_op_initializes(f->fx, init, FAKE_INIT_GLOBAL);
   fake_executor_script_report(f->fx, rfli, not_ready, 1, FAKE_FOREVER);
   fake_executor_set_unimplemented_defaults(f->fx, 1);
-  so.env = &f->te->env;
   so.init_op = init;
   so.ready_for_local_init_op = rfli;
-  assert_ok(hk_scaffold_new(&f->scaffold, &so, &f->st), &f->st);
-  f->opts.scaffold = f->scaffold;
+  use_scaffold(f, &so);
   assert_status(hk_session_new(&f->s, &f->opts, &f->st), &f->st, HK_INVALID_ARGUMENT,
                 "If you pass a ready_for_local_init_op you must also pass a local_init_op");
   assert_null(f->s);
