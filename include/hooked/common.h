@@ -2,6 +2,25 @@
  * hooked — common definitions: export macro, version, status codes, the
  * caller-owned status object, the environment (allocator, log sink, clocks).
  *
+ * Reading the contract. Comments on public declarations are the API
+ * contract. Each function states, after its summary and parameters:
+ *   Ownership: borrowed (valid until the stated point), owned (the caller
+ *              frees it with the named hk_*_free), consumed (taken even on
+ *              failure) or copied; and what output slots hold on failure.
+ *   Threads:   which thread may call it. "The owner's" means one thread at a
+ *              time per object, the one that uses it.
+ *   Errors:    the codes a caller can act on. Any other code is an error
+ *              too, see the message. New codes may appear in later releases.
+ *   Allocates: whether the call may allocate through the env's allocator.
+ * Clause IDs such as (C5) or (H19) refer to the behaviour contract; those
+ * sentences are tested.
+ *
+ * Status rule. A function that returns hk_code writes the same code into
+ * its `hk_status *status` argument (when not NULL) on failure, together with
+ * a message. On success it MAY leave the status untouched: test the returned
+ * code, never a status you did not clear, and read the message only after a
+ * failure.
+ *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #ifndef HOOKED_COMMON_H
@@ -48,9 +67,19 @@ extern "C" {
 #define HK_VERSION_NUMBER (HK_VERSION_MAJOR * 10000 + HK_VERSION_MINOR * 100 + HK_VERSION_PATCH)
 #define HK_VERSION_STRING "0.1.0"
 
-/** @return the library's version string ("0.1.0"). Static storage. Threads: any. */
+/**
+ * The version of the library actually linked.
+ * @return its version string, e.g. "0.1.0" (HK_VERSION_STRING at build time).
+ * **Ownership:** static storage; never free it.
+ * **Threads:** any. **Errors:** none. **Allocates:** no.
+ */
 HK_API const char *hk_version(void);
-/** @return HK_VERSION_NUMBER of the library actually linked. Threads: any. */
+/**
+ * The version number of the library actually linked; compare it with
+ * HK_VERSION_NUMBER to check that header and library match.
+ * @return MAJOR*10000 + MINOR*100 + PATCH.
+ * **Threads:** any. **Errors:** none. **Allocates:** no.
+ */
 HK_API int hk_version_number(void);
 
 /* ---- status codes (contract H1: TensorFlow's numbering) ----------------- */
@@ -81,12 +110,21 @@ typedef enum hk_code {
   HK__CODE_FORCE_INT = 0x7fffffff
 } hk_code;
 
-/** @return "OK", "INVALID_ARGUMENT", ... or "UNKNOWN_CODE" for a number the
- *  library does not know. Static storage. Threads: any. Allocates: no. */
+/**
+ * Name of a status code.
+ * @return "OK", "INVALID_ARGUMENT", ... (the enum name without HK_), or
+ *         "UNKNOWN_CODE" for a number the library does not know.
+ * **Ownership:** static storage.
+ * **Threads:** any. **Errors:** none. **Allocates:** no.
+ */
 HK_API const char *hk_code_name(hk_code code);
 
-/** @return nonzero for ABORTED and UNAVAILABLE, the codes that make a
- *  monitored session recover (contract C38). Threads: any. */
+/**
+ * Whether `code` is a preemption error.
+ * @return nonzero for ABORTED and UNAVAILABLE, the codes that make a
+ *         monitored session recover (C38); 0 for every other value.
+ * **Threads:** any. **Errors:** none. **Allocates:** no.
+ */
 HK_API int hk_code_is_preemption(hk_code code);
 
 /* ---- status object ----------------------------------------------------- */
@@ -94,13 +132,15 @@ HK_API int hk_code_is_preemption(hk_code code);
 
 /**
  * Caller-owned status. Every fallible function returns an hk_code and takes a
- * trailing `hk_status *status` that may be NULL; when it is not NULL it
- * receives the same code and, for a non-OK code, a non-empty message that
- * names the offending argument, option, tensor, hook or file (H1). On
- * success a function may leave the status untouched: test the returned code,
- * and read the status only after a failure.
- * Reporting never allocates: the message lives inline (truncated to fit).
- * Initialize with HK_STATUS_INIT or hk_status_clear().
+ * trailing `hk_status *status` that may be NULL; when it is not NULL and the
+ * call fails it receives the same code and a non-empty message that names
+ * the offending argument, option, tensor, hook or file (H1).
+ * On success a function may leave the status untouched (some clear it, some
+ * do not): test the returned code, and read the status only after a failure.
+ * Reporting never allocates: the message lives inline and is truncated to
+ * HK_STATUS_MESSAGE_MAX - 1 bytes.
+ * Initialize with HK_STATUS_INIT or hk_status_clear(). A status is plain
+ * data: one thread at a time may use it.
  */
 typedef struct hk_status {
   hk_code code;
@@ -109,26 +149,45 @@ typedef struct hk_status {
 
 #define HK_STATUS_INIT { HK_OK, { 0 } }
 
-/** Set `st` to OK with an empty message. NULL is a no-op. Threads: the owner's. */
+/**
+ * Reset a status to OK with an empty message.
+ * @param st  may be NULL (no-op).
+ * **Threads:** the status owner's. **Errors:** none. **Allocates:** no.
+ */
 HK_API void hk_status_clear(hk_status *st);
 
 /**
- * Set `st` (may be NULL) to `code` with a printf-formatted message, and
- * return `code`, so implementers can write `return hk_status_set(st, ...)`.
- * Meant for hook, executor and callback implementers. Allocates: no.
+ * Set a status and return its code, so implementers can write
+ * `return hk_status_set(st, HK_NOT_FOUND, "no tensor '%s'", name);`.
+ * Meant for hook, executor and callback implementers.
+ * @param st    may be NULL: nothing is written and `code` is still returned.
+ * @param code  stored as given (HK_OK included).
+ * @param fmt   printf format for the message; may be NULL. The message is
+ *              truncated to fit. A non-OK code with an empty message gets
+ *              hk_code_name(code) as its message (H1).
+ * @return `code`.
+ * **Ownership:** the formatted text is copied into `st`.
+ * **Threads:** the status owner's. **Errors:** none. **Allocates:** no.
  */
 HK_API hk_code hk_status_set(hk_status *st, hk_code code, const char *fmt, ...) HK_PRINTF(3, 4);
-/** va_list variant of hk_status_set(). */
+/**
+ * va_list variant of hk_status_set(); same contract. `ap` is consumed as
+ * by vsnprintf.
+ */
 HK_API hk_code hk_status_setv(hk_status *st, hk_code code, const char *fmt, va_list ap);
 
 /* ---- allocator (house style 11) ---------------------------------------- */
 /**
  * A per-object allocator. All three functions NULL means the C library's
- * malloc/realloc/free. Otherwise all three must be set. The library copies
- * the struct. The functions must be thread-safe: background threads (a saver,
- * a coordinator-registered thread started by a hook) may allocate.
- * `alloc` and `realloc` return NULL on failure; the library then reports
- * RESOURCE_EXHAUSTED. `free` accepts NULL.
+ * malloc/realloc/free. Otherwise all three must be set (hk_env_check()). The
+ * library copies the struct; `user` is borrowed and must outlive every
+ * object created with it. The functions must be thread-safe: background
+ * threads (a saver, a coordinator thread, the last registered thread to
+ * leave a coordinator) may allocate or free. The library never calls them
+ * with size 0. `alloc` and `realloc` return NULL on failure; the library then
+ * reports RESOURCE_EXHAUSTED (H7). `free` may be passed NULL.
+ * Memory the library hands out is released by the matching hk_*_free, never
+ * by the host's own free ("do not mix allocators").
  */
 typedef struct hk_allocator {
   void *(*alloc)(void *user, size_t size);
@@ -146,9 +205,11 @@ typedef enum hk_log_level {
 } hk_log_level;
 
 /**
- * Log sink. `msg` is valid only during the call and has no trailing newline.
- * May be called from background threads the library starts (a checkpoint
- * writer), so a sink shared between threads must be thread-safe.
+ * Log sink (H8). `msg` is borrowed, valid only during the call, and has no
+ * trailing newline. Called on whatever thread logs: the training thread, a
+ * coordinator's caller, or a background thread the library starts (H6), so
+ * a sink shared between threads must be thread-safe. A sink must not call
+ * back into the object that is logging.
  */
 typedef void (*hk_log_fn)(void *user, hk_log_level level, const char *msg);
 
@@ -174,9 +235,10 @@ typedef struct hk_clock {
 /**
  * What the host program lends an object: allocator, log sink, clocks.
  * Options structs carry `const hk_env *env`; NULL means all defaults
- * (stdlib allocator, stderr sink at INFO and above, system clocks). The
- * library copies the struct at creation time; the `user` pointers are
- * borrowed and must outlive the object.
+ * (stdlib allocator, stderr sink at INFO and above, system clocks) unless
+ * the options say it falls back to another object's env. The library copies
+ * the struct at creation time; the `user` and `log_user` pointers are
+ * borrowed and must outlive the object (and everything created from it).
  */
 typedef struct hk_env {
   uint32_t version;           /**< HK_ENV_VERSION */
@@ -189,43 +251,98 @@ typedef struct hk_env {
 
 #define HK_ENV_INIT { HK_ENV_VERSION, { NULL, NULL, NULL, NULL }, NULL, NULL, HK_LOG_INFO, { NULL, NULL, NULL, NULL } }
 
-/** Initialize `env` to defaults. @return INVALID_ARGUMENT if env is NULL or
- *  version is not HK_ENV_VERSION. */
+/**
+ * Initialize `env` to the defaults of HK_ENV_INIT.
+ * @param version  must be HK_ENV_VERSION.
+ * @return HK_OK, or INVALID_ARGUMENT (no message: there is no status) when
+ *         env is NULL or version is not HK_ENV_VERSION; env is then untouched.
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API hk_code hk_env_init(hk_env *env, uint32_t version);
 
 /**
  * The default sink: writes "YYYY-MM-DD HH:MM:SS.uuuuuu: I hooked] msg\n"
- * (TensorFlow's level letters I/W/E, D for debug) to stderr. Exposed so a
- * custom sink can forward to it. Threads: any.
+ * (UTC; TensorFlow's level letters I/W/E, D for debug) to stderr with one
+ * fprintf. Exposed so a custom sink can forward to it. `user` is ignored;
+ * `msg` may be NULL.
+ * **Threads:** any. **Errors:** none. **Allocates:** no (stdio may buffer).
  */
 HK_API void hk_log_stderr(void *user, hk_log_level level, const char *msg);
 
 /* ---- environment helpers for implementers (hooks, executors) ---------- */
-/* Each takes the env an object was created with; NULL means defaults. */
+/* Each takes the env an object was created with (borrowed for the call);
+ * NULL means defaults. Each is safe on any thread as far as the env's own
+ * functions are (the allocator and sink must be thread-safe anyway). Memory
+ * from one env must be freed through an env with the same allocator. */
 
-/** Allocate through env's allocator. @return NULL on failure or size 0. Threads: any. */
+/**
+ * Allocate `size` bytes through env's allocator.
+ * @return the block, owned by the caller (hk_env_free() with the same env);
+ *         NULL on failure or when size is 0 (the allocator is not called).
+ * **Threads:** any. **Allocates:** yes.
+ */
 HK_API void *hk_env_alloc(const hk_env *env, size_t size);
-/** Zero-filled allocation; checks n*size for overflow. @return NULL on failure. */
+/**
+ * Zero-filled allocation of n * size bytes, checked for overflow.
+ * @return owned block; NULL on failure, on overflow, or when n or size is 0.
+ * **Threads:** any. **Allocates:** yes.
+ */
 HK_API void *hk_env_calloc(const hk_env *env, size_t n, size_t size);
-/** Reallocate through env's allocator. On failure returns NULL and `ptr` stays valid. */
+/**
+ * Reallocate through env's allocator (`ptr` NULL acts as an allocation).
+ * @return the new block; NULL on failure, and then `ptr` stays valid and
+ *         owned by the caller. Size 0 returns NULL WITHOUT freeing `ptr`.
+ * **Threads:** any. **Allocates:** yes.
+ */
 HK_API void *hk_env_realloc(const hk_env *env, void *ptr, size_t size);
-/** Free through env's allocator. NULL is a no-op. */
+/**
+ * Free a block obtained from the same env's allocator.
+ * @param ptr  consumed; NULL is a no-op.
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API void hk_env_free(const hk_env *env, void *ptr);
-/** Copy a string through env's allocator. @return NULL on failure or NULL s. */
+/**
+ * Copy a NUL-terminated string through env's allocator.
+ * @return owned copy (hk_env_free()); NULL on failure or when s is NULL.
+ * **Threads:** any. **Allocates:** yes.
+ */
 HK_API char *hk_env_strdup(const hk_env *env, const char *s);
-/** Format and send a message to env's sink, if level >= env->log_level.
- *  Messages longer than 1023 bytes are truncated. Allocates: no. Threads: any. */
+/**
+ * Format a message and send it to env's sink (the stderr sink when
+ * env->log is NULL) if level >= env->log_level. The text is formatted into a
+ * 1024-byte stack buffer, so longer messages are truncated to 1023 bytes.
+ * **Threads:** any (the sink is called on the calling thread).
+ * **Errors:** none. **Allocates:** no.
+ */
 HK_API void hk_env_log(const hk_env *env, hk_log_level level, const char *fmt, ...) HK_PRINTF(3, 4);
-/** Monotonic seconds from env's clock. */
+/**
+ * @return monotonic seconds from env's clock (CLOCK_MONOTONIC when
+ *         clock.monotonic is NULL). Only differences are meaningful.
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API double hk_env_monotonic(const hk_env *env);
-/** Wall-clock seconds since the epoch from env's clock. */
+/**
+ * @return wall-clock seconds since the Unix epoch from env's clock
+ *         (CLOCK_REALTIME when clock.wall is NULL).
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API double hk_env_wall(const hk_env *env);
-/** Sleep `secs` (<= 0 returns at once) through env's clock. */
+/**
+ * Sleep `secs` through env's clock.sleep, or nanosleep (restarted after a
+ * signal, capped at 1e9 s) when it is NULL. `secs` <= 0 or NaN returns at
+ * once without calling the clock.
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API void hk_env_sleep(const hk_env *env, double secs);
 /**
- * Validate an env given in options (NULL is valid). INVALID_ARGUMENT, naming
- * `what`, for a wrong version or an allocator with some but not all of
+ * Validate an env given in options, as every constructor does.
+ * @param env   borrowed; NULL is valid (defaults).
+ * @param what  prefix of the message, e.g. "opts->env"; NULL means "env".
+ * @return HK_OK or INVALID_ARGUMENT.
+ * **Errors:** INVALID_ARGUMENT, naming `what`, for a version that is 0 or
+ * newer than HK_ENV_VERSION, an allocator with some but not all of
  * alloc/realloc/free set, or a log_level outside DEBUG..ERROR.
+ * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_env_check(const hk_env *env, const char *what, hk_status *status);
 
@@ -234,7 +351,11 @@ HK_API hk_code hk_env_check(const hk_env *env, const char *what, hk_status *stat
  * unset value is INT64_MIN. Every other value is "given". */
 #define HK_UNSET_SECS (-HUGE_VAL)
 #define HK_UNSET_STEPS INT64_MIN
-/** @return nonzero if `secs` is the HK_UNSET_SECS sentinel. */
+/**
+ * @return nonzero if `secs` is the HK_UNSET_SECS sentinel (negative
+ *         infinity); 0 for every other value, NaN included.
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API int hk_secs_is_unset(double secs);
 
 /**

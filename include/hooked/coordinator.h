@@ -16,74 +16,150 @@ extern "C" {
 typedef struct hk_coordinator hk_coordinator;
 typedef struct hk_coordinator_thread hk_coordinator_thread;
 
+/*
+ * Every coordinator function is safe from any thread (H6, H17) and never
+ * calls back into user code except the log sink and, for
+ * hk_coordinator_start_thread(), the thread body.
+ */
+
 /**
  * Create a standalone coordinator (sessions make their own, C4).
- * Ownership: owned; hk_coordinator_free(). Errors: INVALID_ARGUMENT, RESOURCE_EXHAUSTED.
+ * @param out  receives it; NULL on failure.
+ * @param env  copied; NULL for defaults. Its clock paces the waits.
+ * **Ownership:** *out owned, hk_coordinator_free().
+ * **Errors:** INVALID_ARGUMENT (NULL out, bad env); RESOURCE_EXHAUSTED.
+ * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_coordinator_new(hk_coordinator **out, const hk_env *env, hk_status *status);
-/** Free. Threads started with hk_coordinator_start_thread() that are still
- *  running are requested to stop and joined first. NULL is a no-op. */
+/**
+ * Free: request a clean stop, then join (without time limit) every thread
+ * started with hk_coordinator_start_thread() that was not joined yet, so
+ * such a thread must return soon after a stop. A thread only registered
+ * with hk_coordinator_register_thread() keeps the memory alive: it may go on
+ * calling coordinator functions until its hk_coordinator_thread_done(), and
+ * the last of them frees the memory.
+ * @param c  consumed; NULL is a no-op. The owner must not use it afterwards.
+ * **Threads:** the owner's (not from a thread it started). **Allocates:** no.
+ */
 HK_API void hk_coordinator_free(hk_coordinator *c);
 
 /**
- * Request a stop. `code` HK_OK is a clean stop; the first non-OK code (with
- * `message`, copied, may be NULL) is recorded and later ones are ignored
- * (logged at DEBUG). Threads: any. Allocates: no.
+ * Request a stop; sets the stop flag and wakes every waiter (H17).
+ * `code` HK_OK is a clean stop; the first non-OK code is recorded with its
+ * message, and later ones are ignored (logged at DEBUG). A session counts a
+ * recorded error per D11, C28 and H15.
+ * @param message  copied (truncated to HK_STATUS_MESSAGE_MAX - 1 bytes);
+ *                 NULL or "": hk_code_name(code).
+ * NULL c is a no-op.
+ * **Threads:** any. **Allocates:** no.
  */
 HK_API void hk_coordinator_request_stop(hk_coordinator *c, hk_code code, const char *message);
-/** @return nonzero once a stop was requested (or the signal helper fired). Threads: any. */
+/** @return nonzero once a stop was requested (clean or not) or the signal
+ *  helper fired (D12); for a NULL c, only the latter.
+ *  **Threads:** any. **Allocates:** no. */
 HK_API int hk_coordinator_should_stop(hk_coordinator *c);
 /**
- * Wait until a stop is requested or `timeout_secs` passes (HK_UNSET_SECS:
- * no limit; <= 0: just test). @return nonzero when a stop was requested.
- * Threads: any. With an injected clock whose `sleep` is set the wait sleeps
- * through it in slices of at most 0.1 s.
+ * Wait until a stop is requested (or the signal helper fires) or
+ * `timeout_secs` passes.
+ * @param timeout_secs  HK_UNSET_SECS or +infinity: no limit; zero, negative
+ *                      or NaN: just test.
+ * @return nonzero when a stop was requested, 0 at the timeout (H17).
+ * With an injected clock whose `sleep` is set, the wait sleeps through it in
+ * slices of at most 0.1 s and measures time with its `monotonic`, so a mock
+ * clock makes it instant. Otherwise it waits on a condition variable and
+ * looks at the signal flag at least every 0.1 s.
+ * **Threads:** any. **Allocates:** no.
  */
 HK_API int hk_coordinator_wait_for_stop(hk_coordinator *c, double timeout_secs);
-/** The recorded error: returns its code (HK_OK when none) and copies it into `out` (may be NULL). Threads: any. */
+/**
+ * The recorded error.
+ * @param out  may be NULL; receives a copy of the recorded code and message
+ *             (HK_OK and "" when there is none).
+ * @return the recorded code, HK_OK when none; INVALID_ARGUMENT for a NULL c.
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API hk_code hk_coordinator_error(hk_coordinator *c, hk_status *out);
-/** @return nonzero when a clean stop (no error) was requested, or the signal helper fired. */
+/** @return nonzero when a stop was requested and no error is recorded, or
+ *  the signal helper fired (a clean stop for H15).
+ *  **Threads:** any. **Allocates:** no. */
 HK_API int hk_coordinator_clean_stop_requested(hk_coordinator *c);
 
 /**
- * Register a thread the join waits for (C30). The thread calls
- * hk_coordinator_thread_done(token) as the last thing it does with the
- * coordinator. `name` is copied. Threads: any.
+ * Register a thread that the join waits for (C30, H17). The thread calls
+ * hk_coordinator_thread_done(token) exactly once, as the last thing it does
+ * with the coordinator.
+ * @param name   copied; listed when the thread outlives a join.
+ * @param token  receives the registration; NULL on failure.
+ * **Ownership:** the token belongs to the coordinator; it is released by
+ * thread_done together with the thread's hold on the coordinator.
+ * **Errors:** INVALID_ARGUMENT (NULL c, name or token); RESOURCE_EXHAUSTED.
+ * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_coordinator_register_thread(hk_coordinator *c, const char *name,
                                               hk_coordinator_thread **token, hk_status *status);
-/** Report completion of a registered thread. Threads: any. */
+/**
+ * Report completion of a registered thread and wake the join. The token
+ * and, after hk_coordinator_free(), the coordinator may be gone when this
+ * returns. NULL is a no-op.
+ * **Threads:** any (normally the registered thread). **Allocates:** no.
+ */
 HK_API void hk_coordinator_thread_done(hk_coordinator_thread *token);
 
-/** Body of a thread started by the coordinator; it should return soon after
- *  hk_coordinator_should_stop() becomes true. */
+/** Body of a thread started by the coordinator. It runs on the new thread;
+ *  it should return soon after hk_coordinator_should_stop(c) becomes true,
+ *  because hk_coordinator_free() joins it. */
 typedef void (*hk_thread_fn)(void *user, hk_coordinator *c);
-/** Start a named, registered thread running fn(user, c). Threads: any. */
+/**
+ * Start a registered thread running fn(user, c); the thread is named after
+ * `name` (truncated to 15 bytes where names are supported) and reports its
+ * own completion when fn returns.
+ * @param name  copied.
+ * @param user  borrowed; must stay valid until the thread has finished.
+ * **Errors:** INVALID_ARGUMENT (NULL c, name or fn); RESOURCE_EXHAUSTED
+ * (memory, or the system's thread limit); INTERNAL (another pthread_create
+ * failure). On failure no thread runs.
+ * **Threads:** any. **Allocates:** yes.
+ */
 HK_API hk_code hk_coordinator_start_thread(hk_coordinator *c, const char *name, hk_thread_fn fn,
                                            void *user, hk_status *status);
 
 /**
- * Request a clean stop, then wait up to `grace_secs` (>= 0) for every
- * registered thread to report completion. Threads still running are logged
- * at WARNING "Coordinator stopped with threads still running: <names>" and do
- * not make the call fail (C29, C30). Errors: INVALID_ARGUMENT for a bad
- * grace. Threads: any one thread at a time.
+ * Request a clean stop, then wait up to `grace_secs` for every registered
+ * thread to report completion, returning as soon as all have (C30), and
+ * join the started threads that finished. Threads still running are logged
+ * at WARNING "Coordinator stopped with threads still running: <names>" and
+ * do not make the call fail (C29); started ones stay joinable for
+ * hk_coordinator_free().
+ * @param grace_secs  finite, >= 0.
+ * **Errors:** INVALID_ARGUMENT for a NULL c or a bad grace_secs.
+ * **Threads:** any, one thread at a time. **Allocates:** no.
  */
 HK_API hk_code hk_coordinator_join(hk_coordinator *c, double grace_secs, hk_status *status);
 
 /* ---- signal helper (D12) ---------------------------------------------- */
 /**
- * Install process-wide handlers for SIGINT and SIGTERM that only set a flag.
- * Every session, session manager and coordinator treats the flag as a clean
- * stop. A second delivery of the same signal restores the previous
- * disposition and re-raises it. Errors: FAILED_PRECONDITION if already
- * installed; UNIMPLEMENTED without POSIX signals. Threads: any, but install
- * and uninstall are not meant to race each other.
+ * Install process-wide handlers for SIGINT and SIGTERM that only set an
+ * async-signal-safe flag (D12; the library's one piece of global state,
+ * H7). Every session, session manager and coordinator treats the flag as a
+ * clean stop: should_stop() becomes true, waits end with CANCELLED within
+ * one poll interval (D1, H24), close(OK) or close(CANCELLED) is clean. A
+ * second delivery of the same signal restores the previous disposition and
+ * re-raises it. The flag is cleared at install.
+ * **Errors:** FAILED_PRECONDITION if already installed; UNIMPLEMENTED
+ * without POSIX signals; INTERNAL when sigaction fails (nothing installed).
+ * **Threads:** any (install and uninstall are serialized).
+ * **Allocates:** no.
  */
 HK_API hk_code hk_signal_install(hk_status *status);
-/** Restore the previous dispositions and clear the flag. FAILED_PRECONDITION if not installed. */
+/**
+ * Restore the previous dispositions and clear the flag.
+ * **Errors:** FAILED_PRECONDITION if not installed; UNIMPLEMENTED without
+ * POSIX signals.
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API hk_code hk_signal_uninstall(hk_status *status);
-/** @return the signal number received (SIGINT/SIGTERM) since install, or 0. Async-signal-safe. */
+/** @return the first signal received (SIGINT or SIGTERM) since install, or
+ *  0. **Threads:** any; async-signal-safe. **Allocates:** no. */
 HK_API int hk_signal_fired(void);
 
 #ifdef __cplusplus

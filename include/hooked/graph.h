@@ -5,7 +5,9 @@
  * Build a graph, hand hk_graph_executor(g) to a session, and the session
  * finalizes it. Names are resolved to handles once; a run executes exactly
  * the ops its fetches and targets need, each once, in dependency order
- * (contract H30), and allocates nothing after its first runs.
+ * (contract H30). A raw session caches the plans of its last 8 distinct
+ * (feed, fetch, target) handle lists: a run whose lists were seen before,
+ * on a graph that has not grown since, allocates nothing (H7).
  *
  * Thread-safety: a graph and its raw sessions are used from one thread at a
  * time, except that hk_raw_session_read_variable() may be called from another
@@ -34,26 +36,50 @@ typedef struct hk_graph_options {
 #define HK_GRAPH_OPTIONS_INIT { HK_GRAPH_OPTIONS_VERSION, NULL }
 
 /**
- * Create an empty graph. @param opts NULL for defaults.
- * Ownership: owned; free with hk_graph_free(). Errors: INVALID_ARGUMENT,
- * RESOURCE_EXHAUSTED. On failure *out is NULL.
+ * Create an empty graph and its executor.
+ * @param out   receives the graph; NULL on failure.
+ * @param opts  borrowed for the call; NULL for defaults. Its version must be
+ *              HK_GRAPH_OPTIONS_VERSION.
+ * **Ownership:** *out owned, hk_graph_free().
+ * **Errors:** INVALID_ARGUMENT (NULL out, wrong version, bad env);
+ * RESOURCE_EXHAUSTED.
+ * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_graph_new(hk_graph **out, const hk_graph_options *opts, hk_status *status);
-/** Free the graph and its executor. Every raw session and session using it
- *  must be freed first. NULL is a no-op. */
+/**
+ * Free the graph and its executor. Every raw session and session using it
+ * must be freed first.
+ * @param g  consumed; NULL is a no-op.
+ * **Threads:** the owner's. **Allocates:** no.
+ */
 HK_API void hk_graph_free(hk_graph *g);
-/** @return the graph's executor: borrowed, owned by the graph (do not
- *  hk_executor_free it). */
+/**
+ * @return the graph's executor, NULL for NULL.
+ * **Ownership:** borrowed, owned by the graph (never hk_executor_free it);
+ * valid until hk_graph_free().
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API hk_executor *hk_graph_executor(hk_graph *g);
-/** Equivalent to hk_executor_finalize(hk_graph_executor(g)). */
+/**
+ * Finalize: hk_executor_finalize(hk_graph_executor(g)). Idempotent; a
+ * session normally does this through its Scaffold (C3).
+ * **Errors:** INVALID_ARGUMENT for a NULL g.
+ * **Threads:** the owner's. **Allocates:** no.
+ */
 HK_API hk_code hk_graph_finalize(hk_graph *g, hk_status *status);
 
 /*
- * Every builder below fails with FAILED_PRECONDITION "Graph is finalized and
+ * Builders. Every builder below sets its output handle to HK_NO_HANDLE
+ * first and fills it on success only; a failed builder leaves the graph
+ * unchanged. It fails with FAILED_PRECONDITION "Graph is finalized and
  * cannot be modified." after finalization (C3), with ALREADY_EXISTS when the
- * name is taken, and with INVALID_ARGUMENT naming the bad argument. Names are
- * 1..255 bytes of [A-Za-z0-9_./-]. Op names double as tensor names: output k
- * of op "x" is "x:k" ("x" alone means "x:0").
+ * name is taken, with RESOURCE_EXHAUSTED when memory runs out, and with
+ * INVALID_ARGUMENT naming the bad argument (a NULL pointer, a handle that is
+ * not of this graph, a bad dtype or shape). Names are 1..255 bytes of
+ * [A-Za-z0-9_./-] and are copied. Op names double as tensor names: output k
+ * of op "x" is "x:k" ("x" alone means "x:0"). Builders may be used while
+ * raw sessions are open (they see the new ops at their next call). Builders
+ * run on the graph owner's thread, one at a time, and allocate.
  */
 
 /* ---- variables ---------------------------------------------------------- */
@@ -98,27 +124,58 @@ typedef struct hk_variable_def {
 #define HK_VARIABLE_DEF_INIT { HK_VARIABLE_DEF_VERSION, NULL, HK_DTYPE_INVALID, 0, NULL, \
   { HK_INIT_NONE, 0, 0, 0, 0, 0, 0 }, HK_VAR_TRAINABLE, NULL }
 
-/** Add a variable. @param out receives its value tensor handle ("name:0"). */
+/**
+ * Add a variable. A graph-owned variable starts uninitialized in every new
+ * raw session until an init op or assignment runs; an external one with
+ * HK_INIT_NONE counts as initialized.
+ * @param out  receives its value tensor handle ("name:0").
+ * @param def  borrowed for the call; version HK_VARIABLE_DEF_VERSION; dtype
+ *             not STRING; flags only HK_VAR_LOCAL, HK_VAR_TRAINABLE and
+ *             HK_VAR_EXTERNAL (which requires external_data, and is implied
+ *             by it); an initializer valid for the dtype.
+ * **Ownership:** name and dims copied; external_data borrowed for the
+ * graph's life.
+ */
 HK_API hk_code hk_graph_variable(hk_graph *g, hk_handle *out, const hk_variable_def *def,
                                  hk_status *status);
 
 /**
  * Create the global step (C144): an int64 scalar named "global_step",
  * initial value 0, non-trainable, global, registered under
- * HK_ROLE_GLOBAL_STEP. ALREADY_EXISTS '"global_step" already exists.' when
- * one exists.
+ * HK_ROLE_GLOBAL_STEP.
+ * @param out  receives its value tensor handle.
+ * **Errors:** ALREADY_EXISTS '"global_step" already exists.' when a GS is
+ * registered or an op named "global_step" exists; the builder errors.
  */
 HK_API hk_code hk_graph_create_global_step(hk_graph *g, hk_handle *out, hk_status *status);
-/** Return the existing global step, creating it if missing. */
+/**
+ * Return the existing global step's value tensor handle (C143, C144),
+ * creating it when there is none; an existing one is returned even after
+ * finalization.
+ * **Errors:** INVALID_ARGUMENT 'Existing "global_step" does not have integer
+ * type: %s' / 'Existing "global_step" is not scalar: %s'; ALREADY_EXISTS
+ * when several are registered (logged at WARNING "Multiple tensors in
+ * global_step collection.") or "global_step" names a non-variable op; the
+ * builder errors when it must create one.
+ */
 HK_API hk_code hk_graph_get_or_create_global_step(hk_graph *g, hk_handle *out, hk_status *status);
 
 /* ---- placeholders and constants ----------------------------------------- */
 
-/** Add a placeholder (fed at run time; fetching an unfed placeholder is
- *  INVALID_ARGUMENT "You must feed a value for placeholder tensor '<name>'"). */
+/**
+ * Add a placeholder, fed at run time. A dimension of -1 accepts any size in
+ * the feed. A run that needs an unfed placeholder fails with
+ * INVALID_ARGUMENT "You must feed a value for placeholder tensor '<name>'
+ * ..."; a feed of another dtype or shape with INVALID_ARGUMENT (H30).
+ * @param dims  rank entries, each >= -1, copied.
+ */
 HK_API hk_code hk_graph_placeholder(hk_graph *g, hk_handle *out, const char *name, hk_dtype dtype,
                                     int32_t rank, const int64_t *dims, hk_status *status);
-/** Add a constant; `value` (and its data) is copied. */
+/**
+ * Add a constant.
+ * @param value  copied, data included; dtype not STRING; its nbytes must
+ *               match dtype and shape.
+ */
 HK_API hk_code hk_graph_constant(hk_graph *g, hk_handle *out, const char *name,
                                  const hk_tensor *value, hk_status *status);
 
@@ -168,34 +225,80 @@ typedef struct hk_op_def {
 } hk_op_def;
 #define HK_OP_DEF_INIT { HK_OP_DEF_VERSION, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, 0, NULL, 0 }
 
-/** Add an op. @param out receives the op handle; its outputs are "name:k". */
+/**
+ * Add an op with a C kernel (or a no-op).
+ * @param out  receives the op handle; its outputs are "name:k" (see
+ *             hk_graph_op_output()).
+ * @param def  borrowed for the call; version HK_OP_DEF_VERSION. Inputs must
+ *             be tensors, control inputs ops (a tensor stands for its op),
+ *             mutates variables, all of this graph; output dims >= 0. A NULL
+ *             kernel may declare no outputs and no mutates.
+ * **Ownership:** arrays and name copied; kernel_user borrowed for the
+ * graph's life.
+ */
 HK_API hk_code hk_graph_op(hk_graph *g, hk_handle *out, const hk_op_def *def, hk_status *status);
-/** Handle of output `index` of `op`. NOT_FOUND / OUT_OF_RANGE. */
+/**
+ * Handle of output `index` of `op`. Works after finalization.
+ * @param out  set to HK_NO_HANDLE first, filled on success.
+ * **Errors:** NOT_FOUND when `op` is not an op handle of this graph;
+ * OUT_OF_RANGE for a bad index; INVALID_ARGUMENT for NULL g or out.
+ * **Threads:** the owner's. **Allocates:** no.
+ */
 HK_API hk_code hk_graph_op_output(hk_graph *g, hk_handle op, int32_t index, hk_handle *out,
                                   hk_status *status);
 
-/** Within a kernel: mutable view of the op's i-th `mutates` variable (storage
- *  owned by the graph or host). NULL for a bad index. */
+/**
+ * Within a kernel: a mutable view of the op's i-th `mutates` variable; its
+ * storage is owned by the raw session or, for an external variable, by the
+ * host. Writing it changes the variable.
+ * @return the view, valid during the kernel call only; NULL for a NULL ctx
+ *         or i >= def->nmutates.
+ * **Threads:** the kernel's (the run's). **Allocates:** no.
+ */
 HK_API hk_tensor *hk_kernel_variable(hk_kernel_context *ctx, size_t i);
-/** Within a kernel: the env of the graph (for logging). */
+/**
+ * Within a kernel: the graph's env (for logging, hk_env_log()). NULL for a
+ * NULL ctx.
+ * **Ownership:** borrowed; valid for the graph's life.
+ * **Threads:** the kernel's. **Allocates:** no.
+ */
 HK_API const hk_env *hk_kernel_env(hk_kernel_context *ctx);
 
 /* ---- stock ops ---------------------------------------------------------- */
 
-/** `var = value` (same dtype/shape). Output 0: the new value. Initializes var. */
+/**
+ * Add `var = value`: same dtype and shape (a -1 dimension of `value` is
+ * checked at run time). Output 0 is the new value. Running it initializes
+ * var.
+ * @param var    the variable's value or op handle.
+ * @param value  a tensor handle of this graph.
+ */
 HK_API hk_code hk_graph_assign(hk_graph *g, hk_handle *out_op, const char *name, hk_handle var,
                                hk_handle value, hk_status *status);
-/** `var += delta` (numeric dtype, same shape). Output 0: the new value. */
+/**
+ * Add `var += delta`: numeric dtype, same dtype and shape. Output 0 is the
+ * new value. Running it with var uninitialized fails with
+ * FAILED_PRECONDITION "Attempting to use uninitialized value <var>" (H30).
+ */
 HK_API hk_code hk_graph_assign_add(hk_graph *g, hk_handle *out_op, const char *name, hk_handle var,
                                    hk_handle delta, hk_status *status);
-/** A no-op that depends (control) on `ops`; n may be 0. */
+/** Add a no-op that depends (control) on `ops` (op or tensor handles,
+ *  copied); n may be 0. Use it as a target to run several ops at once. */
 HK_API hk_code hk_graph_group(hk_graph *g, hk_handle *out_op, const char *name,
                               const hk_handle *ops, size_t n, hk_status *status);
-/** An op running the initializers of `vars` (variable tensor handles); NULL/0: every global variable. */
+/**
+ * Add an op running the initializers of `vars` (variable handles, copied,
+ * duplicates ignored); NULL/0: every global variable. Variables without an
+ * initializer (HK_INIT_NONE) are skipped, except that a graph-owned one in
+ * an explicit list is INVALID_ARGUMENT (only an assignment can initialize
+ * it).
+ */
 HK_API hk_code hk_graph_init_op(hk_graph *g, hk_handle *out_op, const char *name,
                                 const hk_handle *vars, size_t n, hk_status *status);
-/** An op whose output 0 is a 1-D string tensor of the names of the
- *  uninitialized variables among `vars` (NULL/0: all variables). */
+/** Add an op whose output 0 is a 1-D string tensor of the names of the
+ *  uninitialized variables among `vars` (variable handles, copied; NULL/0:
+ *  all variables, global and local), for readiness checks (C72). The names
+ *  are borrowed from the graph. */
 HK_API hk_code hk_graph_report_uninitialized(hk_graph *g, hk_handle *out_op, const char *name,
                                              const hk_handle *vars, size_t n, hk_status *status);
 

@@ -17,14 +17,16 @@ extern "C" {
 typedef struct hk_scaffold hk_scaffold;
 typedef struct hk_session_manager hk_session_manager;
 
-/** init_fn (C59): called once per created session when nothing was restored. */
+/** init_fn (C59): called on the training thread, once per created raw
+ *  session when nothing was restored, after init_op (C66). `scaffold` and
+ *  `session` are borrowed for the call. A non-OK code fails the creation. */
 typedef hk_code (*hk_init_fn)(void *user, const hk_scaffold *scaffold, hk_raw_session *session,
                               hk_status *status);
 
 #define HK_SCAFFOLD_OPTIONS_VERSION 1
 typedef struct hk_scaffold_options {
   uint32_t version;                  /**< HK_SCAFFOLD_OPTIONS_VERSION */
-  const hk_env *env;                 /**< copied; NULL: defaults */
+  const hk_env *env;                 /**< copied; NULL: copy_from's env, else defaults */
   hk_handle init_op;                 /**< op; HK_NO_HANDLE = unset */
   const hk_feed *init_feed;          /**< copied, values included */
   size_t ninit_feed;
@@ -41,37 +43,77 @@ typedef struct hk_scaffold_options {
 #define HK_SCAFFOLD_OPTIONS_INIT { HK_SCAFFOLD_OPTIONS_VERSION, NULL, HK_NO_HANDLE, NULL, 0, NULL, NULL, \
   HK_NO_HANDLE, HK_NO_HANDLE, HK_NO_HANDLE, NULL, 0, NULL }
 
-/** Initialize options to defaults (every field unset). INVALID_ARGUMENT for a NULL or a wrong version. */
+/**
+ * Initialize options to HK_SCAFFOLD_OPTIONS_INIT (every field unset, C60).
+ * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or a
+ *         version other than HK_SCAFFOLD_OPTIONS_VERSION.
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API hk_code hk_scaffold_options_init(hk_scaffold_options *opts, uint32_t version);
 
 /**
- * Create a Scaffold. @param opts NULL: every field unset.
- * Ownership: owned; hk_scaffold_free(). Errors: INVALID_ARGUMENT (NULL
- * array with a count, bad feed tensors), RESOURCE_EXHAUSTED.
+ * Create a Scaffold (C58, C60). With copy_from, every field not given here
+ * (a handle that is unset, a feed list with count 0, a NULL init_fn, a NULL
+ * env) is copied from it, init_fn and its user included.
+ * @param out   receives the Scaffold; NULL on failure.
+ * @param opts  borrowed for the call; NULL: every field unset. Feed lists
+ *              are deep-copied, tensor data included.
+ * **Ownership:** *out owned, hk_scaffold_free(). init_fn_user stays
+ * borrowed for the Scaffold's life.
+ * **Errors:** INVALID_ARGUMENT (bad version or env, NULL array with a
+ * count, an invalid feed tensor, a STRING feed, an unset feed handle);
+ * RESOURCE_EXHAUSTED.
+ * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_scaffold_new(hk_scaffold **out, const hk_scaffold_options *opts, hk_status *status);
-/** Free. NULL is a no-op. */
+/**
+ * Free the Scaffold and its copied feeds. A session given this Scaffold must
+ * be freed first.
+ * @param s  consumed; NULL is a no-op.
+ * **Threads:** the owner's. **Allocates:** no.
+ */
 HK_API void hk_scaffold_free(hk_scaffold *s);
 
 /**
- * Finalize (C61, C64): fill every unset op field from the executor's role
- * registry (one op: used; none: the executor's default is built and
- * registered; several: FAILED_PRECONDITION 'More than one item in the
- * collection "<role>". ...'), finalize the graph, log "Graph was finalized.".
- * Idempotent for the same executor; a Scaffold serves one executor.
- * Errors: FAILED_PRECONDITION, INVALID_ARGUMENT (another executor), executor errors.
+ * Finalize (C61–C64). Each unset op field is filled from the executor's
+ * role registry: exactly one op registered for the role is used; several
+ * fail with FAILED_PRECONDITION 'More than one item in the collection
+ * "<role>". Please indicate which one to use by passing it to the Scaffold
+ * constructor as: <role>=<item to use>'; none: the executor's default
+ * (C62) is built and registered under the role, or the field stays unset
+ * when the executor cannot build defaults. Then the graph is finalized (C3)
+ * and "Graph was finalized." is logged.
+ * Idempotent for the same executor (C64); a Scaffold serves one executor.
+ * On failure the Scaffold is unchanged (defaults already built in the graph
+ * stay there).
+ * @param ex  borrowed; must outlive the Scaffold's use.
+ * **Errors:** FAILED_PRECONDITION (several ops for a role; a graph already
+ * finalized when a default had to be built); INVALID_ARGUMENT (NULL
+ * arguments, another executor than the first finalization's); executor
+ * errors.
+ * **Threads:** the owner's. **Allocates:** yes.
  */
 HK_API hk_code hk_scaffold_finalize(hk_scaffold *s, hk_executor *ex, hk_status *status);
-/** @return nonzero once finalized. */
+/** @return nonzero once finalized; 0 for NULL. **Threads:** the owner's. */
 HK_API int hk_scaffold_is_finalized(const hk_scaffold *s);
 
-/* Field getters (HK_NO_HANDLE / NULL when unset). Borrowed, valid for the Scaffold's life. */
+/* Field getters: HK_NO_HANDLE / NULL (count 0) when unset or for a NULL
+ * Scaffold; op fields read before finalization hold only what was given.
+ * `n` and `user` may be NULL. Returned feeds are borrowed, valid for the
+ * Scaffold's life. They never fail or allocate; the owner's thread. */
+/** @return the init op (C58, C62). */
 HK_API hk_handle hk_scaffold_init_op(const hk_scaffold *s);
+/** @return the copied init feeds, borrowed; @param n receives their count. */
 HK_API const hk_feed *hk_scaffold_init_feed(const hk_scaffold *s, size_t *n);
+/** @return init_fn; @param user receives init_fn_user (borrowed). */
 HK_API hk_init_fn hk_scaffold_init_fn(const hk_scaffold *s, void **user);
+/** @return the ready op: a 1-D string tensor (C62, C72). */
 HK_API hk_handle hk_scaffold_ready_op(const hk_scaffold *s);
+/** @return the ready-for-local-init op: a 1-D string tensor (C62, C70). */
 HK_API hk_handle hk_scaffold_ready_for_local_init_op(const hk_scaffold *s);
+/** @return the local init op (C62, C70). */
 HK_API hk_handle hk_scaffold_local_init_op(const hk_scaffold *s);
+/** @return the copied local init feeds, borrowed; @param n receives their count. */
 HK_API const hk_feed *hk_scaffold_local_init_feed(const hk_scaffold *s, size_t *n);
 
 /* ---- session manager (group G) ---------------------------------------- */
@@ -91,10 +133,33 @@ typedef struct hk_session_manager_options {
 #define HK_SESSION_MANAGER_OPTIONS_INIT { HK_SESSION_MANAGER_OPTIONS_VERSION, NULL, NULL, HK_NO_HANDLE, \
   HK_NO_HANDLE, HK_NO_HANDLE, NULL, 0, 30.0 }
 
+/**
+ * Initialize options to HK_SESSION_MANAGER_OPTIONS_INIT.
+ * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or a
+ *         version other than HK_SESSION_MANAGER_OPTIONS_VERSION.
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API hk_code hk_session_manager_options_init(hk_session_manager_options *opts, uint32_t version);
-/** Create (C65). Errors: INVALID_ARGUMENT (including C65's local-init message). Owned. */
+/**
+ * Create a session manager (C65).
+ * @param out   receives it; NULL on failure.
+ * @param opts  required (the executor is); borrowed for the call.
+ * **Ownership:** *out owned, hk_session_manager_free(); the executor is
+ * borrowed and must outlive it; local_init_feed is deep-copied.
+ * **Errors:** INVALID_ARGUMENT: a bad option, recovery_wait_secs not finite
+ * and > 0, or ready_for_local_init_op without local_init_op ("If you pass a
+ * ready_for_local_init_op you must also pass a local_init_op,
+ * ready_for_local_init_op [%s]", C65); RESOURCE_EXHAUSTED.
+ * **Threads:** any. **Allocates:** yes.
+ */
 HK_API hk_code hk_session_manager_new(hk_session_manager **out, const hk_session_manager_options *opts,
                                       hk_status *status);
+/**
+ * Free the manager. Raw sessions it handed out are the caller's and stay
+ * valid.
+ * @param sm  consumed; NULL is a no-op. No call on it may be in progress.
+ * **Threads:** the owner's. **Allocates:** no.
+ */
 HK_API void hk_session_manager_free(hk_session_manager *sm);
 
 #define HK_PREPARE_OPTIONS_VERSION 1
@@ -120,39 +185,87 @@ typedef struct hk_prepare_options {
   NULL, NULL, 0, 7200.0 }
 
 /**
- * C66: create a raw session; restore (when configured); if nothing was
- * restored run init_op with init_feed, then init_fn; local init (C70);
- * ready check (C71). The first failing step's error is returned and the raw
- * session is closed. Errors: FAILED_PRECONDITION (C69, C70, C71),
- * INVALID_ARGUMENT, CANCELLED (H24), executor errors.
- * Ownership: *out is owned by the caller (hk_raw_session_free()).
+ * Prepare a ready raw session (C66): create a raw session; restore (when
+ * configured: UNIMPLEMENTED in this build, see hk_prepare_options); since
+ * nothing was restored, run init_op with init_feed if set, then init_fn if
+ * set; local init (C70); ready check (C71). The first failing step's error
+ * is returned and the raw session is closed and freed.
+ * @param out   receives the raw session; NULL on failure.
+ * @param opts  borrowed for the call; NULL: HK_PREPARE_OPTIONS_INIT.
+ * **Ownership:** *out owned by the caller, hk_raw_session_free().
+ * **Errors:** FAILED_PRECONDITION "Model is not initialized and no init_op
+ * or init_fn or local_init_op was given" (C69), "Init operations did not
+ * make model ready for local_init. ..." (C70), "Init operations did not
+ * make model ready. ..." (C71); INVALID_ARGUMENT (bad options, both
+ * checkpoint paths, C67); UNIMPLEMENTED (a checkpoint path); init_fn's and
+ * the executor's errors unchanged.
+ * **Threads:** the owner's; init_fn runs on it. **Allocates:** yes.
  */
 HK_API hk_code hk_session_manager_prepare_session(hk_session_manager *sm, hk_raw_session **out,
                                                   const hk_prepare_options *opts, hk_status *status);
 /**
- * C74: create a raw session, try to restore, always run local init, check
- * readiness; *initialized tells whether the model is ready from the restore.
+ * Recover a raw session (C74): create a raw session, try to restore, always
+ * run local init; after a restore, check readiness. *initialized tells
+ * whether the model is ready from the restore: it is 0 when nothing was
+ * restored, which in this build is always the case (restoring is
+ * UNIMPLEMENTED). The caller then initializes the model itself.
+ * @param out          receives the raw session; NULL on failure.
+ * @param initialized  required; set to 0 first.
+ * @param opts         borrowed for the call; NULL: HK_PREPARE_OPTIONS_INIT.
+ * **Ownership:** *out owned by the caller, hk_raw_session_free().
+ * **Errors:** INVALID_ARGUMENT; UNIMPLEMENTED (a checkpoint path); an error
+ * running local init (the session is then freed). A ready_for_local_init_op
+ * that reports not ready is not an error: local init is skipped and
+ * *initialized stays 0.
+ * **Threads:** the owner's. **Allocates:** yes.
  */
 HK_API hk_code hk_session_manager_recover_session(hk_session_manager *sm, hk_raw_session **out,
                                                   int *initialized, const hk_prepare_options *opts,
                                                   hk_status *status);
 /**
- * C73: loop until a raw session is ready (local init + ready check), sleeping
- * recovery_wait_secs between tries. `max_wait_secs` HK_UNSET_SECS: no limit.
- * Errors: DEADLINE_EXCEEDED "Session was not ready after waiting %d secs.",
- * CANCELLED "wait cancelled: stop requested" (H24).
+ * Wait for a ready raw session (C73), as a worker does: loop creating a raw
+ * session, running local init and, if that could run, the ready check; a
+ * ready session is returned, another one is freed and, unless the time
+ * left minus recovery_wait_secs is negative, the manager logs "Waiting for
+ * model to be ready. ..." and sleeps recovery_wait_secs through its env's
+ * clock. Never runs init_op or init_fn (C48).
+ * @param out            receives the raw session; NULL on failure.
+ * @param max_wait_secs  finite >= 0, or HK_UNSET_SECS for no limit.
+ * **Ownership:** *out owned by the caller, hk_raw_session_free().
+ * **Errors:** DEADLINE_EXCEEDED "Session was not ready after waiting %d
+ * secs."; CANCELLED "wait cancelled: stop requested" when
+ * hk_session_manager_cancel() was called or the signal helper fired, within
+ * one recovery_wait_secs (H24); INVALID_ARGUMENT; errors of the executor
+ * and of running local init or the ready op, unchanged.
+ * **Threads:** the owner's. **Allocates:** yes.
  */
 HK_API hk_code hk_session_manager_wait_for_session(hk_session_manager *sm, hk_raw_session **out,
                                                    double max_wait_secs, hk_status *status);
-/** End a wait of C68/C73 early with CANCELLED (H24). Threads: any. Sticky until hk_session_manager_reset_cancel(). */
+/**
+ * End a wait of C68/C73 early with CANCELLED (H24). Sticky: every later
+ * wait_for_session() fails at once with CANCELLED until
+ * hk_session_manager_reset_cancel(). NULL is a no-op.
+ * **Threads:** any (an atomic flag). **Allocates:** no.
+ */
 HK_API void hk_session_manager_cancel(hk_session_manager *sm);
-/** Clear a cancel request. */
+/** Clear a cancel request. NULL is a no-op.
+ *  **Threads:** any (an atomic flag). **Allocates:** no. */
 HK_API void hk_session_manager_reset_cancel(hk_session_manager *sm);
 
 /**
- * Readiness (C72): run `ready_op` (HK_NO_HANDLE: ready). *ready is set; when
- * not ready `reason` (may be NULL) receives "Variables not initialized: a, b"
- * or the executor's "uninitialized" message. Other run errors are returned.
+ * Readiness check (C72): run `ready_op`, a 1-D string tensor of the names
+ * of uninitialized variables. Ready when ready_op is HK_NO_HANDLE or the
+ * tensor is empty. Not ready when it names variables (`reason` gets
+ * FAILED_PRECONDITION "Variables not initialized: a, b") or when the run
+ * fails with FAILED_PRECONDITION whose message contains "uninitialized"
+ * (`reason` gets that status). Both are HK_OK returns.
+ * @param rs      borrowed for the call.
+ * @param ready   required; meaningful only when HK_OK is returned.
+ * @param reason  may be NULL; cleared first, filled when not ready.
+ * **Errors:** any other run error (also logged at ERROR); INVALID_ARGUMENT
+ * for NULL sm/rs/ready or a ready_op that is not a 1-D string tensor.
+ * **Threads:** the owner's.
+ * **Allocates:** as hk_raw_session_run() (no, in steady state).
  */
 HK_API hk_code hk_session_manager_model_ready(hk_session_manager *sm, hk_raw_session *rs,
                                               hk_handle ready_op, int *ready, hk_status *reason,

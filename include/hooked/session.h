@@ -8,9 +8,13 @@
  * run_step_fn(), should_stop(), close(), free().
  *
  * Threads: every function is called from one thread at a time (the training
- * thread), except hk_session_should_stop(), which is also safe from hook
- * callbacks. Use the coordinator (hk_session_coordinator) to stop from
- * other threads.
+ * thread), and every callback (hooks, creator, init_fn, step_fn) runs on
+ * that thread (H6). From inside a hook, creator or init_fn callback only
+ * hk_session_should_stop() and the accessors may be called on the same
+ * session; run(), run_step_fn() and close() then fail with
+ * FAILED_PRECONDITION "session is busy: called from a hook callback" (H19).
+ * To stop from another thread, use the coordinator
+ * (hk_session_coordinator()).
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -40,8 +44,13 @@ typedef enum hk_session_kind {
 
 #define HK_SESSION_CREATOR_VTABLE_VERSION 1
 /**
- * A custom session creator: `create` must return a ready raw session (owned
- * by the session afterwards) or a status. Replaces the chief/worker creator.
+ * A custom session creator (H21): `create` must return a ready raw session
+ * in *out, owned by the session afterwards, or a non-OK code with a status.
+ * It replaces the chief/worker creator and is called for the first creation
+ * and for every re-creation, on the training thread. A raw session left in
+ * *out together with a non-OK code is freed by the session; OK with a NULL
+ * *out is reported as INTERNAL. In a monitored session ABORTED and
+ * UNAVAILABLE are retried per D2 (C39).
  */
 typedef struct hk_session_creator_vtable {
   uint32_t version;  /**< HK_SESSION_CREATOR_VTABLE_VERSION */
@@ -60,7 +69,7 @@ typedef struct hk_session_options {
   const hk_env *env;                /**< copied; NULL: the executor's env */
   hk_session_kind kind;             /**< default MONITORED */
   hk_executor *executor;            /**< required; borrowed for the session's life */
-  hk_hook *const *hooks;            /**< borrowed array of borrowed hooks; may be empty (H11) */
+  hk_hook *const *hooks;            /**< array copied, hooks borrowed; may be empty (H11) */
   size_t nhooks;
   hk_scaffold *scaffold;            /**< borrowed; NULL: the session owns a default one */
   int is_chief;                     /**< default 1: chief creator (C47); 0: worker (C48) */
@@ -68,8 +77,8 @@ typedef struct hk_session_options {
   void *creator_user;               /**< taken by the session when hk_session_new succeeds and
                                          released by creator->destroy at hk_session_free; on
                                          failure the caller keeps it */
-  const char *checkpoint_dir;       /**< see hk_prepare_options */
-  const char *checkpoint_filename_with_path;
+  const char *checkpoint_dir;       /**< must be NULL in this build (UNIMPLEMENTED); see hk_prepare_options */
+  const char *checkpoint_filename_with_path; /**< must be NULL in this build, as checkpoint_dir */
   double stop_grace_period_secs;    /**< >= 0, default 120 (C24, C30) */
   double max_wait_secs;             /**< worker wait, default 1800 (C48); HK_UNSET_SECS: no limit */
   double recovery_wait_secs;        /**< > 0, default 30 (C48, D9) */
@@ -82,86 +91,224 @@ typedef struct hk_session_options {
 #define HK_SESSION_OPTIONS_INIT { HK_SESSION_OPTIONS_VERSION, NULL, HK_SESSION_MONITORED, NULL, NULL, 0, \
   NULL, 1, NULL, NULL, NULL, NULL, 120.0, 1800.0, 30.0, 1.0, 60.0, 10, 0.0 }
 
-/** Initialize options to defaults. INVALID_ARGUMENT for NULL or a wrong version. */
+/**
+ * Initialize options to the defaults of HK_SESSION_OPTIONS_INIT.
+ * @param version  must be HK_SESSION_OPTIONS_VERSION.
+ * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or another
+ *         version; opts is then untouched.
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API hk_code hk_session_options_init(hk_session_options *opts, uint32_t version);
 
 /**
- * Create a session (contract C2–C4, C47, C48).
+ * Create a session (C2–C4, C23, C24, C47, C48).
  * Every option is validated before any side effect (H3): on an option error
- * no hook runs. Then begin() on each hook in order, Scaffold finalization,
- * creation and initialization of a raw session, after_create_session() on
- * each hook. In a monitored session preemption errors during creation are
- * retried per D2.
- * Ownership: *out owned, hk_session_close() then hk_session_free(). On
- * failure *out is NULL and no end() runs (C2).
- * Errors: INVALID_ARGUMENT (options, hooks: NULL entry, duplicate, already
- * serving another session), a hook's or the executor's error, CANCELLED
- * (worker wait interrupted), DEADLINE_EXCEEDED (worker wait timed out).
- * Allocates: yes.
+ * no hook runs and nothing is created. Then begin() on each hook in order,
+ * exactly once (C2); Scaffold finalization, which finalizes the graph (C3,
+ * C61–C64); creation and initialization of a raw session (chief: C66;
+ * worker: C73; or the custom creator); a fresh coordinator; and
+ * after_create_session() on each hook (C4). In a monitored session
+ * ABORTED/UNAVAILABLE during creation are retried per D2 (C39).
+ * @param out   receives the session; NULL on failure.
+ * @param opts  required (the executor is); borrowed for the call. The env,
+ *              durations and hooks array are copied; the executor, hooks,
+ *              scaffold, creator vtable and creator_user are borrowed as
+ *              the field comments say.
+ * **Ownership:** *out owned: hk_session_close() then hk_session_free(). On
+ * failure *out is NULL, no end() runs (C2), every hook is released for
+ * reuse, a raw session that was created is closed, and creator_user stays
+ * the caller's (creator->destroy is not called).
+ * **Errors:** INVALID_ARGUMENT for a bad option or hook list (NULL entry,
+ * the same hook twice, a hook serving another session, H11; a scaffold
+ * finalized with another executor); UNIMPLEMENTED for checkpoint_dir or
+ * checkpoint_filename_with_path; a hook's, the Scaffold's or the executor's
+ * error unchanged (e.g. FAILED_PRECONDITION, C69–C71); DEADLINE_EXCEEDED or
+ * CANCELLED from a worker's wait (C73, H24). Otherwise see the message.
+ * **Threads:** the training thread (it becomes the session's). The status is
+ * written on success too (cleared).
+ * **Allocates:** yes.
  */
 HK_API hk_code hk_session_new(hk_session **out, const hk_session_options *opts, hk_status *status);
 
 /**
- * Run once with hooks (C5–C14): before_run on each hook, one executor run
- * with the merged arguments, after_run on each hook.
- * @param args     the caller's arguments; never written (D10). NULL: nothing.
- * @param results  args->nfetches tensors, written in fetch order; views owned
- *                 by the raw session, valid until the next run or close.
- *                 May be NULL when there are no fetches.
- * @param metadata may be NULL (the session then supplies its own, C12).
- * Errors: FAILED_PRECONDITION "Run called even after should_stop requested."
- * (C5) / "Session is closed." (C37) / "session is busy: called from a hook
- * callback" (H19); INVALID_ARGUMENT for feed conflicts (C9, C10, H13);
- * OUT_OF_RANGE and other hook/executor errors, passed through.
- * Allocates: no, in steady state (H7).
+ * Run once with hooks (C5–C14): before_run on each hook in list order, one
+ * executor run with the merged arguments (C8–C11), after_run on each hook
+ * in list order, then the caller's results. In a monitored session an
+ * ABORTED/UNAVAILABLE error (from the executor, a hook, or substituted per
+ * C28) closes and re-creates the raw session and runs the whole call again,
+ * hooks included (C38, D2).
+ * @param args     the caller's arguments, borrowed for the call and never
+ *                 written (D10). NULL: an empty run.
+ * @param results  args->nfetches tensors, written in fetch order on success
+ *                 only (untouched on failure). May be NULL when there are no
+ *                 fetches.
+ * @param metadata may be NULL (the session then supplies its own, C12);
+ *                 when given its version must be HK_RUN_METADATA_VERSION and
+ *                 the executor fills it.
+ * **Ownership:** result views (and metadata arrays) are owned by the raw
+ * session, valid until the next run on this session or its close; copy
+ * what you keep.
+ * **Errors:** FAILED_PRECONDITION "Run called even after should_stop
+ * requested." (C5), "Session is closed." (C37) or "session is busy: called
+ * from a hook callback" (H19); INVALID_ARGUMENT for bad arguments and feed
+ * conflicts (C9, C10, H13); OUT_OF_RANGE (end of input, C35) and every
+ * other hook or executor error, passed through (H1). A session in the
+ * failed state returns its failure at once (H18). ABORTED/UNAVAILABLE
+ * reach the caller from a singular session, or from a monitored one when
+ * recovery gave up (message ending "(gave up after %d recovery attempts)",
+ * D2.3). Otherwise see the message.
+ * **Threads:** the training thread. The status is written on success too.
+ * **Allocates:** no, in steady state (H7): with the reference executor and
+ * built-in hooks, not after the first two runs unless a hook triggers or
+ * the merged arguments grow. Recovery allocates.
  */
 HK_API hk_code hk_session_run(hk_session *s, const hk_run_args *args, hk_tensor *results,
                               hk_run_metadata *metadata, hk_status *status);
 
-/** C26: nonzero when closed, failed, a hook requested a stop, the
- *  coordinator has a stop request, or the signal helper fired. Never fails.
- *  (In a monitored session a recorded preemption error triggers recovery, C40.) */
+/**
+ * Whether the training loop should end (C26): nonzero when s is NULL or
+ * closed, in the failed state (H18), a hook requested a stop (C20, H12), the
+ * coordinator has a stop request (clean or with an error, D11), or the
+ * signal helper fired (D12). A stop requested on the coordinator does not
+ * make run() fail (C27). OUT_OF_RANGE from run() does not set it (C35).
+ * In a monitored session, a recorded ABORTED/UNAVAILABLE on the coordinator
+ * instead re-creates the raw session per D2 and returns 0 (nonzero if
+ * recovery gives up or a hook stops the new session) (C40); inside a
+ * callback it just returns nonzero.
+ * @return a boolean; never an error.
+ * **Threads:** the training thread, also from inside this session's
+ * callbacks (H19).
+ * **Allocates:** no, except while recovering.
+ */
 HK_API int hk_session_should_stop(hk_session *s);
 
-/** step_fn (C42): results travel through `user`. */
+/**
+ * A step function (C42). It runs on the training thread; results travel
+ * through `user`. `ctx` is valid only during the call. Return a status as
+ * any callback does (H1).
+ */
 typedef hk_code (*hk_step_fn)(hk_step_context *ctx, void *user, hk_status *status);
 
-/** C43–C45: call step_fn once (again after recovery in a monitored session).
- *  Errors: INVALID_ARGUMENT for a NULL step_fn; step_fn's status. */
+/**
+ * Call step_fn once with a step context (C43). In a monitored session, when
+ * step_fn returns ABORTED/UNAVAILABLE the raw session is re-created and
+ * step_fn is called again from the start, repeating its side effects (C45,
+ * D2).
+ * @param user  borrowed; passed to step_fn.
+ * @return step_fn's code; after hk_step_context_request_stop(), OUT_OF_RANGE
+ *         "step_fn has requested the iterations to stop." unless step_fn
+ *         returned another non-OK code, which wins (C44).
+ * **Errors:** INVALID_ARGUMENT for a NULL step_fn (C42); FAILED_PRECONDITION
+ * "Session is closed." (C37) or the busy message (H19); the failure of a
+ * failed session (H18); step_fn's status otherwise.
+ * **Threads:** the training thread. The status is written on success too.
+ * **Allocates:** no by itself (step_fn and recovery may).
+ */
 HK_API hk_code hk_session_run_step_fn(hk_session *s, hk_step_fn step_fn, void *user,
                                       hk_status *status);
-/** Within step_fn: the raw session (no hooks). Borrowed. */
+/**
+ * Within step_fn: the current raw session; calls on it trigger no hooks
+ * (C43). NULL for a NULL ctx.
+ * **Ownership:** borrowed; valid during this step_fn call only.
+ * **Threads:** the training thread. **Allocates:** no.
+ */
 HK_API hk_raw_session *hk_step_context_session(hk_step_context *ctx);
-/** Within step_fn: exactly hk_session_run() semantics (C43). */
+/**
+ * Within step_fn: hk_session_run() semantics, hooks included, any number of
+ * times per step (C43), with one difference: ABORTED/UNAVAILABLE are
+ * returned to step_fn without recovery; run_step_fn recovers when step_fn
+ * returns them (C45). After hk_step_context_request_stop() it returns
+ * OUT_OF_RANGE "step_fn has requested the iterations to stop." without
+ * calling hooks or the executor (C44).
+ * **Ownership**, **Errors**, **Allocates:** as hk_session_run(), plus
+ * INVALID_ARGUMENT for a NULL ctx.
+ * **Threads:** the training thread, inside step_fn.
+ */
 HK_API hk_code hk_step_context_run_with_hooks(hk_step_context *ctx, const hk_run_args *args,
                                               hk_tensor *results, hk_run_metadata *metadata,
                                               hk_status *status);
-/** Within step_fn: mark the step as stopping; returns OUT_OF_RANGE
- *  "step_fn has requested the iterations to stop." (C44). */
+/**
+ * Within step_fn: mark the step as stopping (C44). should_stop() is not
+ * changed; close(OUT_OF_RANGE) is clean.
+ * @return OUT_OF_RANGE "step_fn has requested the iterations to stop.",
+ *         which step_fn is expected to return at once; INVALID_ARGUMENT for
+ *         a NULL ctx.
+ * **Threads:** the training thread, inside step_fn. **Allocates:** no.
+ */
 HK_API hk_code hk_step_context_request_stop(hk_step_context *ctx, hk_status *status);
 
 /**
- * Close (C29, H15, D7) with the status the training loop ended with
- * (HK_OK, OUT_OF_RANGE and, after a clean stop request, CANCELLED are clean:
- * end() runs on every hook). Then a clean coordinator stop, the join of
- * registered threads within the grace period, and the raw session's close.
- * @return by precedence: the coordinator's recorded error; the first end()
- * error; the failed-state error; `exit_code` when not clean; OK.
- * A second close does nothing and returns OK.
+ * Close (C29, H15, D7) with the status the training loop ended with.
+ * In order: end() on every hook in list order with the most recent raw
+ * session, only when `exit_code` is clean and the session is not failed
+ * (C15, C16; an end() error skips later ones, H16); a clean coordinator stop
+ * and the join of registered threads within stop_grace_period_secs (C30;
+ * stragglers are logged at WARNING and do not fail the close); the raw
+ * session's close (its errors are logged, never returned, C31). The hooks
+ * are then released for reuse. Clean codes: OK, OUT_OF_RANGE, and CANCELLED
+ * when the coordinator holds a clean stop request or the signal helper fired
+ * (H15, D12).
+ * @param exit_code  any code, unknown numbers included (not clean).
+ * @return by precedence (H15): the coordinator's recorded error (monitored:
+ *         not ABORTED/UNAVAILABLE, which are logged instead); the first
+ *         end() error; the failed-state error (H18); `exit_code` when not
+ *         clean; OK. Errors not returned are logged at ERROR.
+ * After the first close, whatever it returned, the session is closed (C32):
+ * should_stop() is true, hk_session_graph() and hk_session_raw_session()
+ * return NULL, run() fails (C37), and
+ * a further close does nothing and returns OK (D7).
+ * **Errors:** as @return; FAILED_PRECONDITION with the busy message from
+ * inside a callback (H19; the session stays open); INVALID_ARGUMENT for a
+ * NULL session.
+ * **Threads:** the training thread. The status is written on success too.
+ * **Allocates:** no (end() callbacks may).
  */
 HK_API hk_code hk_session_close(hk_session *s, hk_code exit_code, hk_status *status);
-/** Free. An open session is first closed as close(CANCELLED) with a WARNING
- *  (H20). Detaches the hooks (they are not freed). NULL is a no-op. */
+/**
+ * Free the session and everything it owns: its default Scaffold, its
+ * coordinators, and creator_user through creator->destroy. The hooks,
+ * executor and a caller's Scaffold are not freed. A session that was not
+ * closed is first closed as close(CANCELLED) after a WARNING "session
+ * destroyed without close" (H20). Called from inside one of the session's
+ * callbacks it logs an ERROR and does nothing.
+ * @param s  consumed; NULL is a no-op.
+ * **Threads:** the training thread. Coordinator threads still running must
+ * have been started with hk_coordinator_start_thread() (they are joined) or
+ * must only touch the coordinator until hk_coordinator_thread_done().
+ * **Allocates:** no (end() callbacks of an implicit close may).
+ */
 HK_API void hk_session_free(hk_session *s);
 
-/** C25: the raw session of a singular session while open; NULL for a
- *  monitored one or after close. Borrowed. */
+/**
+ * The raw session of a singular session while open (C25); NULL for a
+ * monitored session, after close, or for NULL.
+ * **Ownership:** borrowed; valid until the session is closed.
+ * **Threads:** the training thread. **Allocates:** no.
+ */
 HK_API hk_raw_session *hk_session_raw_session(hk_session *s);
-/** C46: the executor while open, NULL after close. Borrowed. */
+/**
+ * The executor while open, NULL after close (C46) or for NULL.
+ * **Ownership:** borrowed (the caller owns the executor).
+ * **Threads:** the training thread. **Allocates:** no.
+ */
 HK_API hk_executor *hk_session_graph(hk_session *s);
-/** The current coordinator (fresh after each creation, C4). Borrowed; valid until hk_session_free(). Threads: any. */
+/**
+ * The current coordinator: a fresh one after each (re-)creation (C4), so
+ * fetch it again after a recovery. Stop requests on it are seen by
+ * should_stop() (C26).
+ * **Ownership:** borrowed; valid until hk_session_free(), even after close
+ * or re-creation (H17). NULL for NULL.
+ * **Threads:** call this on the training thread; the coordinator it returns
+ * may then be used from any thread.
+ * **Allocates:** no.
+ */
 HK_API hk_coordinator *hk_session_coordinator(hk_session *s);
-/** The session's finalized Scaffold. Borrowed. */
+/**
+ * The session's Scaffold, finalized (the caller's, or the default one the
+ * session owns). Still returned after close; NULL for NULL.
+ * **Ownership:** borrowed; a default Scaffold lives until hk_session_free().
+ * **Threads:** the training thread. **Allocates:** no.
+ */
 HK_API hk_scaffold *hk_session_scaffold(hk_session *s);
 
 #ifdef __cplusplus

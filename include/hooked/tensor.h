@@ -61,42 +61,66 @@ typedef struct hk_tensor {
   size_t nbytes;
 } hk_tensor;
 
-/** @return the element size in bytes, 0 for an invalid dtype. Threads: any. */
+/* The dtype queries below never fail, accept any value (invalid ones
+ * included), may be called from any thread and do not allocate. */
+
+/** @return the element size in bytes (sizeof(const char *) for STRING), 0
+ *  for an invalid dtype. */
 HK_API size_t hk_dtype_size(hk_dtype dtype);
-/** @return "f32", "i64", ... or "invalid". Static storage. Threads: any. */
+/** @return "f32", "i64", "string", ... (the lower-case table name) or
+ *  "invalid". **Ownership:** static storage. */
 HK_API const char *hk_dtype_name(hk_dtype dtype);
 /** @return nonzero for f16, bf16, f32, f64. */
 HK_API int hk_dtype_is_float(hk_dtype dtype);
-/** @return nonzero for the signed and unsigned integer dtypes. */
+/** @return nonzero for the signed and unsigned integer dtypes (BOOL is not one). */
 HK_API int hk_dtype_is_integer(hk_dtype dtype);
 
 /**
- * Fill `out` as a view of `data` with the given dtype and shape.
- * @param out   written on success; zeroed on failure.
- * @param data  borrowed; may be NULL only when the shape has zero elements.
- * Errors: INVALID_ARGUMENT for a NULL out, an invalid dtype, rank outside
- * [0, HK_MAX_RANK], a NULL dims with rank > 0, a negative dimension, a byte
- * size that overflows size_t, or NULL data with a non-empty shape.
- * Allocates: no. Threads: any.
+ * Fill `out` as a view of `data` with the given dtype and shape, computing
+ * `nbytes`.
+ * @param out   written on success; zeroed on failure (when not NULL).
+ * @param rank  0..HK_MAX_RANK; 0 is a scalar.
+ * @param dims  rank entries, each >= 0, copied; may be NULL when rank is 0.
+ * @param data  borrowed, not copied: the caller keeps it valid as long as
+ *              the view is used. May be NULL only when the shape has zero
+ *              elements.
+ * @return HK_OK or INVALID_ARGUMENT.
+ * **Ownership:** `out` is a plain struct that owns nothing.
+ * **Errors:** INVALID_ARGUMENT for a NULL out, an invalid dtype, a rank
+ * outside [0, HK_MAX_RANK], NULL dims with rank > 0, a negative dimension, a
+ * byte size that overflows size_t, or NULL data with a non-empty shape.
+ * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_tensor_init(hk_tensor *out, hk_dtype dtype, int32_t rank, const int64_t *dims,
                               void *data, hk_status *status);
 
-/** @return the number of elements (1 for a scalar), or -1 when the shape is
- *  invalid or overflows. */
+/* The tensor helpers below never fail, accept NULL tensors, may be called
+ * from any thread and do not allocate. */
+
+/** @return the number of elements of `t`'s shape (1 for a scalar, 0 when a
+ *  dimension is 0), or -1 when t is NULL or the rank, a dimension or the
+ *  product is invalid or overflows int64. */
 HK_API int64_t hk_tensor_num_elements(const hk_tensor *t);
 
-/** @return nonzero when a and b have the same dtype and shape (data ignored). */
+/** @return nonzero when a and b are both non-NULL and have the same dtype,
+ *  rank and dimensions; data and nbytes are ignored. */
 HK_API int hk_tensor_same_spec(const hk_tensor *a, const hk_tensor *b);
 
 /**
- * Write "[64, 32]" style text for `t`'s shape into buf (always NUL-terminated
- * when cap > 0). @return buf.
+ * Write `t`'s shape as "[64, 32]" ("[]" for a scalar, "" for a NULL t) into
+ * buf, truncated to fit and NUL-terminated when cap > 0.
+ * @return buf (unchanged and unwritten when buf is NULL or cap is 0).
+ * **Ownership:** buf is the caller's.
  */
 HK_API const char *hk_shape_str(const hk_tensor *t, char *buf, size_t cap);
 
-/** Convenience scalar views. `value` is borrowed. */
+/**
+ * Scalar views of `*value` (rank 0, nbytes = the element size).
+ * **Ownership:** `value` is borrowed by the returned view: keep it alive as
+ * long as the view is used.
+ */
 HK_API hk_tensor hk_tensor_scalar_i64(int64_t *value);
+/** As hk_tensor_scalar_i64(), for f32. */
 HK_API hk_tensor hk_tensor_scalar_f32(float *value);
 
 #ifdef __cplusplus

@@ -6,9 +6,15 @@
  * hk_executor with hk_executor_new(). The library ships one (hooked/graph.h);
  * a program may write its own against this header alone.
  *
- * Stability: headers under hooked/sys/ are for implementers. Slots are only
- * ever appended under a new version; the library never reads a slot beyond
- * the version an implementer declares (contract H10).
+ * Stability: headers under hooked/sys/ are for implementers and carry a
+ * WEAKER promise than the other public headers. Until 1.0 they may change
+ * in any minor release; from 1.0 on, source compatibility is kept within a
+ * major version only by the versioned-vtable rule: slots are only ever
+ * appended under a new HK_EXECUTOR_VTABLE_VERSION, and the library never
+ * reads a slot beyond the version an implementer declares (H10). Helper
+ * functions here may gain arguments or change in a minor release; programs
+ * that only drive sessions need nothing from this header but the run
+ * arguments, which follow the ordinary promise.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -119,8 +125,11 @@ typedef hk_code (*hk_text_sink)(void *user, const char *text, size_t len, hk_sta
 /**
  * Executor implementation. `self` is the pointer given to hk_executor_new();
  * `session` is what `open` produced. Slots marked (required) must be set;
- * others may be NULL (no-op / UNIMPLEMENTED as stated). Every slot reports
- * errors through its status argument with a message naming what is wrong.
+ * others may be NULL, with the behaviour the matching hk_executor_* /
+ * hk_raw_session_* function states. The wrappers check NULL pointers, index
+ * ranges and closed raw sessions before calling a slot, then return the
+ * slot's code and status unchanged: a slot that fails must fill its status
+ * with a message naming what is wrong (H1).
  * Slots are called from one thread at a time (the training thread), except
  * `variable_read`, which a background saver may call while the training
  * thread is not running the same raw session.
@@ -185,111 +194,287 @@ typedef struct hk_executor_vtable {
 typedef struct hk_executor hk_executor;
 typedef struct hk_raw_session hk_raw_session;
 
+/*
+ * Unless stated otherwise, the functions below are called from one thread at
+ * a time per executor (the training thread), report INVALID_ARGUMENT naming
+ * a NULL required pointer, and pass a slot's code and status through
+ * unchanged. Their allocation behaviour is the slot's: the reference
+ * executor (hooked/graph.h) allocates only while building the graph and
+ * when a raw session meets a new set of run arguments.
+ */
+
 /**
- * Wrap an implementation.
+ * Wrap an implementation in an executor.
  * @param out     receives the executor; NULL on failure.
  * @param vtable  borrowed; must outlive the executor (make it static const).
- * @param self    borrowed; released by vtable->destroy at hk_executor_free().
+ * @param self    borrowed until hk_executor_free(), which releases it with
+ *                vtable->destroy (if set). On failure nothing is called and
+ *                `self` stays the caller's.
  * @param env     copied; NULL for defaults.
- * Errors: INVALID_ARGUMENT for NULL out/vtable, version 0 or newer than
- * HK_EXECUTOR_VTABLE_VERSION, or a missing required slot (named).
- * On failure `destroy` is not called. Threads: any. Allocates: yes.
+ * @return HK_OK or an error.
+ * **Ownership:** *out owned, hk_executor_free().
+ * **Errors:** INVALID_ARGUMENT for NULL out/vtable, a version that is 0 or
+ * newer than HK_EXECUTOR_VTABLE_VERSION, a missing required slot (named) or
+ * a bad env (H10); RESOURCE_EXHAUSTED.
+ * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_executor_new(hk_executor **out, const hk_executor_vtable *vtable, void *self,
                                const hk_env *env, hk_status *status);
-/** Free; calls destroy(self) once. NULL is a no-op. Raw sessions must be freed first. */
+/**
+ * Free the executor, calling vtable->destroy(self) exactly once (if set).
+ * Every raw session and session using it must be freed first.
+ * @param ex  consumed; NULL is a no-op.
+ * **Threads:** the owner's. **Allocates:** no.
+ */
 HK_API void hk_executor_free(hk_executor *ex);
-/** @return the env the executor was created with (borrowed). */
+/**
+ * @return the executor's copy of the env it was created with (defaults when
+ *         it was created with NULL, or when ex is NULL).
+ * **Ownership:** borrowed; valid until hk_executor_free().
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API const hk_env *hk_executor_env(const hk_executor *ex);
-/** @return the implementation's self pointer (borrowed). */
+/**
+ * @return the implementation's `self` pointer, NULL when ex is NULL.
+ * **Ownership:** borrowed. **Threads:** any. **Allocates:** no.
+ */
 HK_API void *hk_executor_self(const hk_executor *ex);
 
-/** Resolve a tensor name ("op:k" or "op"). Errors: NOT_FOUND, INVALID_ARGUMENT. Allocates: no. */
+/**
+ * Resolve a tensor name ("op:k", or "op" meaning "op:0") to a handle. Names
+ * are resolved once (in begin() or before a session exists), not per step.
+ * @param out  set to HK_NO_HANDLE first, then to the handle on success.
+ * **Errors:** NOT_FOUND naming the tensor (H30); INVALID_ARGUMENT.
+ * **Threads:** the owner's. **Allocates:** no (reference executor).
+ */
 HK_API hk_code hk_executor_resolve_tensor(hk_executor *ex, const char *name, hk_handle *out,
                                           hk_status *status);
-/** Resolve an op name. Errors: NOT_FOUND, INVALID_ARGUMENT. Allocates: no. */
+/**
+ * Resolve an op name to an op handle (for targets and init ops).
+ * @param out  set to HK_NO_HANDLE first, then to the handle on success.
+ * **Errors:** NOT_FOUND naming the op (H30); INVALID_ARGUMENT.
+ * **Threads:** the owner's. **Allocates:** no (reference executor).
+ */
 HK_API hk_code hk_executor_resolve_op(hk_executor *ex, const char *name, hk_handle *out,
                                       hk_status *status);
-/** Resolved name of a handle, or a stable "#<number>" form when the executor
- *  cannot name it. The result is valid until the next call on this executor.
- *  Allocates: no. */
+/**
+ * Name of a handle for messages: the executor's name for it ("op:k" or
+ * "op"), else "#<number>"; "(null executor)" when ex is NULL. Never NULL.
+ * **Ownership:** borrowed. A name from the executor lives as long as the
+ * executor; a "#<number>" form lives in the executor and is overwritten by
+ * the next call that needs one.
+ * **Threads:** the owner's. **Errors:** none. **Allocates:** no.
+ */
 HK_API const char *hk_executor_handle_name(hk_executor *ex, hk_handle handle);
-/** Finalize the graph (idempotent). */
+/**
+ * Finalize the graph: afterwards graph mutations fail with
+ * FAILED_PRECONDITION "Graph is finalized and cannot be modified." (C3).
+ * Idempotent (C64); OK without doing anything when the slot is NULL.
+ * **Errors:** INVALID_ARGUMENT; the slot's error.
+ * **Threads:** the owner's. **Allocates:** as the slot.
+ */
 HK_API hk_code hk_executor_finalize(hk_executor *ex, hk_status *status);
-/** @return nonzero once finalized. */
+/** @return nonzero once finalized; 0 when ex is NULL or the slot is NULL.
+ *  **Threads:** the owner's. **Allocates:** no. */
 HK_API int hk_executor_is_finalized(hk_executor *ex);
 
-/** @return the number of variables. */
+/** @return the number of variables; 0 when ex is NULL or the slot is NULL.
+ *  **Threads:** the owner's. **Allocates:** no. */
 HK_API size_t hk_executor_variable_count(hk_executor *ex);
-/** Describe variable `index`. Errors: OUT_OF_RANGE for a bad index. */
+/**
+ * Describe variable `index`.
+ * @param out  zeroed first (when not NULL), filled on success. Its `name`
+ *             is borrowed from the executor, valid for the executor's life.
+ * **Errors:** OUT_OF_RANGE for index >= hk_executor_variable_count();
+ * UNIMPLEMENTED when the executor has no variable_info slot; INVALID_ARGUMENT.
+ * **Threads:** the owner's. **Allocates:** no.
+ */
 HK_API hk_code hk_executor_variable_info(hk_executor *ex, size_t index, hk_variable_info *out,
                                          hk_status *status);
-/** Find a variable by name. Errors: NOT_FOUND naming it. */
+/**
+ * Find a variable by exact name (a linear scan).
+ * @param index  receives its index on success; untouched on failure.
+ * **Errors:** NOT_FOUND naming it; INVALID_ARGUMENT.
+ * **Threads:** the owner's. **Allocates:** no.
+ */
 HK_API hk_code hk_executor_find_variable(hk_executor *ex, const char *name, size_t *index,
                                          hk_status *status);
 /**
- * The global-step variable (contract C143): the one registered under
- * HK_ROLE_GLOBAL_STEP, else the variable named "global_step".
- * Errors: NOT_FOUND when there is none (or several registered, logged as
- * WARNING "Multiple tensors in global_step collection."); INVALID_ARGUMENT
- * 'Existing "global_step" does not have integer type: %s' or
- * 'Existing "global_step" is not scalar: %s'.
- * @param index  may be NULL. Allocates: no.
+ * The global-step variable (C143): the variable whose value tensor is
+ * registered under HK_ROLE_GLOBAL_STEP, else the variable named
+ * "global_step".
+ * @param out    may be NULL; filled on success only.
+ * @param index  may be NULL; filled on success only.
+ * **Errors:** NOT_FOUND when there is none, or when several are registered
+ * (also logged as WARNING "Multiple tensors in global_step collection.");
+ * INVALID_ARGUMENT 'Existing "global_step" does not have integer type: %s'
+ * or 'Existing "global_step" is not scalar: %s'.
+ * **Threads:** the owner's. **Allocates:** no.
  */
 HK_API hk_code hk_executor_global_step(hk_executor *ex, hk_variable_info *out, size_t *index,
                                        hk_status *status);
 
-/** Role registry (see the vtable). UNIMPLEMENTED when the executor has none. */
+/**
+ * Role registry (C61, C143): write up to `cap` handles registered under
+ * `role` into `out` and the total number into *count (which may exceed cap).
+ * An executor without a role_get slot has an empty registry: OK, count 0.
+ * @param out  may be NULL when cap is 0.
+ * **Errors:** INVALID_ARGUMENT (NULL role or count, NULL out with cap > 0).
+ * **Threads:** the owner's. **Allocates:** no.
+ */
 HK_API hk_code hk_executor_role_get(hk_executor *ex, const char *role, hk_handle *out, size_t cap,
                                     size_t *count, hk_status *status);
+/**
+ * Register `handle` under `role` (the reference executor copies the role
+ * name and accepts any op or tensor handle of its graph).
+ * **Errors:** UNIMPLEMENTED when the executor has no role_add slot;
+ * FAILED_PRECONDITION after finalization (C3); INVALID_ARGUMENT for a NULL
+ * role or an unset handle.
+ * **Threads:** the owner's. **Allocates:** yes (the registry grows).
+ */
 HK_API hk_code hk_executor_role_add(hk_executor *ex, const char *role, hk_handle handle,
                                     hk_status *status);
+/**
+ * Build one of the default ops of C62 (ops for INIT/LOCAL_INIT, 1-D string
+ * tensors for READY/READY_FOR_LOCAL_INIT). It is not registered: the
+ * Scaffold registers what it builds.
+ * @param out  set to HK_NO_HANDLE first, then to the handle on success.
+ * **Errors:** UNIMPLEMENTED when the executor has no default_op slot;
+ * FAILED_PRECONDITION after finalization; INVALID_ARGUMENT for a kind
+ * outside hk_default_op.
+ * **Threads:** the owner's. **Allocates:** yes (the graph grows).
+ */
 HK_API hk_code hk_executor_default_op(hk_executor *ex, hk_default_op kind, hk_handle *out,
                                       hk_status *status);
+/**
+ * Stream a text description of the graph to `sink` in consecutive chunks
+ * (H30). A non-OK return from the sink stops the stream and is returned.
+ * @param sink_user  borrowed for the call.
+ * **Errors:** UNIMPLEMENTED when the executor has no describe slot; the
+ * sink's error; INVALID_ARGUMENT for a NULL sink.
+ * **Threads:** the owner's; the sink runs on the calling thread.
+ * **Allocates:** no (reference executor).
+ */
 HK_API hk_code hk_executor_describe(hk_executor *ex, hk_text_sink sink, void *sink_user,
                                     hk_status *status);
+/**
+ * Executor-defined extension (house style 9). Ops 0..999 are reserved for
+ * hooked; `arg` is defined by the op.
+ * **Errors:** UNIMPLEMENTED for an op the executor does not know (always
+ * when it has no control slot); otherwise the slot's.
+ * **Threads:** the owner's. **Allocates:** as the op.
+ */
 HK_API hk_code hk_executor_control(hk_executor *ex, int op, void *arg, hk_status *status);
 
 /* ---- raw sessions ------------------------------------------------------- */
 
-/** Open a raw session of `ex` (TF's tf.Session). Owned: free with hk_raw_session_free(). */
+/**
+ * Open a raw session of `ex` (TF's tf.Session). With the reference executor
+ * every new raw session starts with its graph-owned variables uninitialized.
+ * @param out  receives the session; NULL on failure.
+ * **Ownership:** *out owned, hk_raw_session_free(); `ex` is borrowed and
+ * must outlive it.
+ * **Errors:** RESOURCE_EXHAUSTED; the open slot's error; INVALID_ARGUMENT.
+ * **Threads:** the owner's. **Allocates:** yes.
+ */
 HK_API hk_code hk_raw_session_open(hk_raw_session **out, hk_executor *ex, hk_status *status);
-/** Close (idempotent). Later runs fail with FAILED_PRECONDITION. The close error, if any, is returned. */
+/**
+ * Close the raw session: the session is closed even when the close slot
+ * reports an error, which is then returned. A second close returns OK at
+ * once. Afterwards runs, reads and assigns fail with FAILED_PRECONDITION
+ * (H30) and every view the session handed out is invalid.
+ * **Errors:** the close slot's error; INVALID_ARGUMENT for a NULL session.
+ * **Threads:** the owner's. **Allocates:** no.
+ */
 HK_API hk_code hk_raw_session_close(hk_raw_session *rs, hk_status *status);
-/** Close if open, then free. NULL is a no-op. */
+/**
+ * Close if open (a close error is logged at ERROR), then free.
+ * @param rs  consumed; NULL is a no-op.
+ * **Threads:** the owner's. **Allocates:** no.
+ */
 HK_API void hk_raw_session_free(hk_raw_session *rs);
-/** @return nonzero while open. */
+/** @return nonzero while open; 0 for NULL. **Threads:** the owner's. */
 HK_API int hk_raw_session_is_open(const hk_raw_session *rs);
-/** @return the executor (borrowed). */
+/** @return the executor, NULL for NULL. **Ownership:** borrowed.
+ *  **Threads:** any. */
 HK_API hk_executor *hk_raw_session_executor(const hk_raw_session *rs);
 
 /**
- * One executor run, no hooks (contract C17).
- * @param results  array of args->nfetches tensors, written (views owned by
- *                 the raw session, valid until its next run or close).
- * @param metadata may be NULL.
- * Errors: INVALID_ARGUMENT for bad arguments (NULL array with a count, a
- * feed that does not match its tensor), FAILED_PRECONDITION when closed, and
- * whatever the executor reports. Allocates: no (reference executor, steady
- * state). Threads: the owning thread.
+ * One executor run, no hooks (C17): feed, execute exactly the ops the
+ * fetches and targets need, each at most once (H30), fetch.
+ * @param args     borrowed for the call, never written (D10); NULL: an empty
+ *                 run. Options are checked: version 1, trace_level 0..3,
+ *                 timeout_ms >= 0.
+ * @param results  array of args->nfetches tensors, filled in fetch order; may
+ *                 be NULL when there are no fetches. Contents are unspecified
+ *                 on failure (the reference executor zeroes them).
+ * @param metadata may be NULL; when given its version must be
+ *                 HK_RUN_METADATA_VERSION, and the executor resets and fills
+ *                 it (C12).
+ * **Ownership:** result views and metadata arrays are owned by the raw
+ * session and valid until its next run, assign or close; copy what you keep.
+ * **Errors:** INVALID_ARGUMENT for bad arguments (NULL array with a count,
+ * bad options, a feed whose dtype or shape does not match its tensor, an
+ * unfed placeholder); FAILED_PRECONDITION when closed, or "Attempting to use
+ * uninitialized value <name>" (H30); whatever a kernel or the executor
+ * reports.
+ * **Threads:** the owner's.
+ * **Allocates:** executor-defined. The reference executor: not in steady
+ * state (H7), i.e. once it has seen the same feed/fetch/target handle lists
+ * before (it caches 8 such combinations per raw session) and the graph has
+ * not grown since.
  */
 HK_API hk_code hk_raw_session_run(hk_raw_session *rs, const hk_run_args *args, hk_tensor *results,
                                   hk_run_metadata *metadata, hk_status *status);
-/** Read variable `index` (view valid until the next run, assign or close). */
+/**
+ * Read variable `index`.
+ * @param out  a view of the variable's current value (the reference
+ *             executor returns its storage itself, so it changes with later
+ *             assignments).
+ * **Ownership:** the view is borrowed from the raw session, valid until its
+ * next run, assign or close.
+ * **Errors:** FAILED_PRECONDITION "Attempting to use uninitialized value
+ * <name>" (H30) or when closed; OUT_OF_RANGE for a bad index; UNIMPLEMENTED
+ * when the executor has no variable_read slot.
+ * **Threads:** the owner's, or another thread while no run is in progress on
+ * this raw session (a background saver).
+ * **Allocates:** no, in steady state (reference executor).
+ */
 HK_API hk_code hk_raw_session_read_variable(hk_raw_session *rs, size_t index, hk_tensor *out,
                                             hk_status *status);
-/** Assign variable `index` from `value` (copied). dtype/shape must match: INVALID_ARGUMENT naming it. */
+/**
+ * Assign variable `index` from `value`, which is copied, and mark the
+ * variable initialized.
+ * **Ownership:** `value` is borrowed for the call.
+ * **Errors:** INVALID_ARGUMENT naming the variable when dtype, shape or
+ * nbytes do not match; FAILED_PRECONDITION when closed; OUT_OF_RANGE for a
+ * bad index; UNIMPLEMENTED when the executor has no variable_assign slot.
+ * **Threads:** the owner's. **Allocates:** no, in steady state.
+ */
 HK_API hk_code hk_raw_session_assign_variable(hk_raw_session *rs, size_t index,
                                               const hk_tensor *value, hk_status *status);
 /**
  * Read the global step through a run that fetches it (works with any
- * executor). Errors: those of hk_executor_global_step() and of the run.
- * Allocates: no.
+ * executor that can run; C145).
+ * @param out  receives the value on success.
+ * **Errors:** those of hk_executor_global_step() (NOT_FOUND when there is
+ * no GS) and of hk_raw_session_run(); OUT_OF_RANGE for a u64 value above
+ * INT64_MAX.
+ * **Threads:** the owner's.
+ * **Allocates:** no, in steady state (its run's handle list is cached like
+ * any other).
  */
 HK_API hk_code hk_raw_session_global_step(hk_raw_session *rs, int64_t *out, hk_status *status);
 
-/** Convert a scalar integer tensor of any integer dtype to int64.
- *  INVALID_ARGUMENT, naming `what`, for a non-integer or non-scalar tensor. */
+/**
+ * Convert a scalar tensor of any integer dtype (i8..u64) to int64.
+ * @param what  names the tensor in messages; NULL means "tensor".
+ * @param out   receives the value on success.
+ * **Errors:** INVALID_ARGUMENT, naming `what`, for a non-integer or
+ * non-scalar tensor or one without data; OUT_OF_RANGE for a u64 value above
+ * INT64_MAX.
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API hk_code hk_tensor_to_i64(const hk_tensor *t, const char *what, int64_t *out, hk_status *status);
 
 #ifdef __cplusplus

@@ -5,7 +5,16 @@
  * hk_hook_new(). Every slot may be NULL ("no-op returning OK", and for
  * before_run "no request"). Callbacks run on the thread that called the
  * session function (H6). A callback that returns non-OK stops that dispatch,
- * and its code and message reach the caller unchanged (H1).
+ * and its code and message reach the caller unchanged (H1); a callback that
+ * returns non-OK without filling its status gets a message naming the hook.
+ *
+ * Stability: headers under hooked/sys/ are for implementers and carry a
+ * WEAKER promise than the other public headers. Until 1.0 they may change
+ * in any minor release; from 1.0 on, source compatibility is kept within a
+ * major version only by the versioned-vtable rule: slots are only ever
+ * appended under a new HK_HOOK_VTABLE_VERSION, and the library never reads a
+ * slot beyond the version a hook declares (H10). The context accessors may
+ * gain siblings in any release.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -28,7 +37,9 @@ typedef struct hk_creation_context hk_creation_context;
 /**
  * What before_run asks for (C8–C11). The session zeroes it before each
  * before_run. Arrays stay owned by the hook and must remain valid until that
- * hook's after_run for the same call returns (H14).
+ * hook's after_run for the same call returns (H14). An invalid request (NULL
+ * array with a count, trace_level outside 0..3, negative timeout_ms) fails
+ * the run with INVALID_ARGUMENT naming the hook. Feed conflicts: C9, C10, H13.
  */
 typedef struct hk_run_request {
   const hk_handle *fetches;
@@ -72,42 +83,97 @@ typedef struct hk_hook_vtable {
 } hk_hook_vtable;
 
 /**
- * Wrap an implementation.
+ * Wrap an implementation in a hook.
+ * @param out    receives the hook; NULL on failure.
  * @param vtable borrowed; must outlive the hook (make it static const).
- * @param user   borrowed; released by vtable->destroy in hk_hook_free().
+ * @param user   borrowed until hk_hook_free(), which releases it with
+ *               vtable->destroy (if set). On failure nothing is called and
+ *               `user` stays the caller's.
  * @param name   copied; used in messages. NULL: "hook".
- * @param env    copied; NULL: the env of the session the hook serves.
- * Errors: INVALID_ARGUMENT for NULL out/vtable or a version that is 0 or
- * newer than HK_HOOK_VTABLE_VERSION (naming the vtable). On failure
- * `destroy` is not called. Ownership: owned by the caller, hk_hook_free().
- * A session borrows its hooks: a hook must outlive the sessions using it,
- * and serves one session at a time (H11).
+ * @param env    copied; NULL: the hook is allocated with the default
+ *               allocator, and hk_hook_env() returns the env of the session
+ *               it serves (defaults while it serves none).
+ * @return HK_OK or an error.
+ * **Ownership:** *out owned by the caller, hk_hook_free(). A session borrows
+ * its hooks: a hook must outlive the sessions using it, and serves one
+ * session at a time (H11); it may serve a later session once the previous
+ * one is closed or freed (begin() resets it).
+ * **Errors:** INVALID_ARGUMENT for NULL out/vtable, a version that is 0 or
+ * newer than HK_HOOK_VTABLE_VERSION (naming the hook, H10) or a bad env;
+ * RESOURCE_EXHAUSTED.
+ * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_hook_new(hk_hook **out, const hk_hook_vtable *vtable, void *user,
                            const char *name, const hk_env *env, hk_status *status);
-/** Free: calls destroy(user) once. NULL is a no-op. Must not be attached to a live session. */
+/**
+ * Free the hook, calling vtable->destroy(user) exactly once (if set).
+ * @param hook  consumed; NULL is a no-op. It must not be attached to a
+ *              session that is still open: close or free the session first.
+ * **Threads:** the owner's. **Allocates:** no.
+ */
 HK_API void hk_hook_free(hk_hook *hook);
-/** @return the name given at creation (borrowed). */
+/**
+ * @return the name given at creation ("hook" when it was NULL; "(null hook)"
+ *         for a NULL hook).
+ * **Ownership:** borrowed; valid until hk_hook_free().
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API const char *hk_hook_name(const hk_hook *hook);
-/** @return the user pointer. */
+/** @return the user pointer given at creation (NULL for a NULL hook).
+ *  **Ownership:** borrowed. **Threads:** any. **Allocates:** no. */
 HK_API void *hk_hook_user(const hk_hook *hook);
-/** @return the env in force: the hook's own, else its session's, else defaults. */
+/**
+ * @return the env in force: the hook's own copy, else the env of the session
+ *         it currently serves, else the defaults. Never NULL.
+ * **Ownership:** borrowed; a session's env is valid only while the hook is
+ *         attached to it (until that session is closed), so do not keep it.
+ * **Threads:** the training thread. **Allocates:** no.
+ */
 HK_API const hk_env *hk_hook_env(const hk_hook *hook);
-/** Log through hk_hook_env(hook). Allocates: no. Threads: the training thread. */
+/**
+ * Format and log through hk_hook_env(hook), as hk_env_log() does.
+ * **Threads:** the training thread. **Errors:** none. **Allocates:** no.
+ */
 HK_API void hk_hook_log(const hk_hook *hook, hk_log_level level, const char *fmt, ...) HK_PRINTF(3, 4);
 
 /* ---- run context (group B) ---------------------------------------------- */
+/* A run context exists only during one run() call (C6): use it from
+ * before_run and after_run of that call, on the training thread, and do not
+ * keep it. These accessors never fail (NULL in, NULL / 0 out) and never
+ * allocate. */
 
-/** The caller's original arguments, exactly as passed (C6, C21). Borrowed. */
+/**
+ * @return the caller's original arguments, exactly as passed (C6, C21):
+ *         the caller's own pointer, possibly NULL for a run without
+ *         arguments. Read-only.
+ * **Ownership:** borrowed from the caller for the duration of the run.
+ */
 HK_API const hk_run_args *hk_run_context_args(const hk_run_context *ctx);
-/** The raw session; calls on it trigger no hooks (C17). Borrowed. */
+/**
+ * @return the raw session of this run; calls on it go straight to the
+ *         executor and trigger no hooks (C17).
+ * **Ownership:** borrowed; valid during the callback only (the session may
+ *         be re-created between runs).
+ */
 HK_API hk_raw_session *hk_run_context_session(const hk_run_context *ctx);
-/** Request a stop after this call's after_run hooks (C18–C20). */
+/**
+ * Request a stop. It takes effect after every after_run of this call has
+ * run: the current step still executes, later hooks see the request, and
+ * then should_stop() is true and run() fails per C5 (C18–C20). A request
+ * from a call that fails (C14) is dropped. Cannot be undone.
+ */
 HK_API void hk_run_context_request_stop(hk_run_context *ctx);
-/** @return nonzero once a stop was requested on this context. */
+/** @return nonzero once a stop was requested on this context, by this hook
+ *  or an earlier one (C18, C19). */
 HK_API int hk_run_context_stop_requested(const hk_run_context *ctx);
 
-/** Request a stop from after_create_session (H12): should_stop() is true before any step. */
+/**
+ * Request a stop from after_create_session (H12, D8): once every
+ * after_create_session of that creation succeeded, the session's stop flag
+ * is set, so should_stop() is true before any step and run() fails per C5.
+ * Dropped when the creation fails. Valid only during that callback.
+ * **Threads:** the training thread. **Allocates:** no.
+ */
 HK_API void hk_creation_context_request_stop(hk_creation_context *ctx);
 
 #ifdef __cplusplus
