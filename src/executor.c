@@ -303,7 +303,7 @@ hk_code hk_raw_session_run(hk_raw_session *rs, const hk_run_args *args, hk_tenso
   if (args->nfetches && !results)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_raw_session_run: results is NULL with %zu fetches",
                          args->nfetches);
-  if (md && md->version != HK_RUN_METADATA_VERSION)
+  if (md && (md->version == 0 || md->version > HK_RUN_METADATA_VERSION))
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_raw_session_run: run metadata version %u is not supported",
                          (unsigned)md->version);
   if (!rs->open) return hk_status_set(st, HK_FAILED_PRECONDITION, "hk_raw_session_run: the raw session is closed");

@@ -692,7 +692,7 @@ static hk_code session_run(hk_session *s, const hk_run_args *args, hk_tensor *re
                            hk_status *st) {
   hk_code rc = check_run_entry(s, args, results, "hk_session_run", st);
   if (rc != HK_OK) return rc;
-  if (md && md->version != HK_RUN_METADATA_VERSION)
+  if (md && (md->version == 0 || md->version > HK_RUN_METADATA_VERSION))
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_run: run metadata version %u is not supported",
                          (unsigned)md->version);
   if (!args) args = &empty_args;
@@ -743,7 +743,7 @@ hk_code hk_step_context_run_with_hooks(hk_step_context *ctx, const hk_run_args *
   if (ctx->stopping) return hk_status_set(st, HK_OUT_OF_RANGE, STEP_STOP_MESSAGE);
   hk_code rc = check_run_entry(ctx->s, args, results, "hk_step_context_run_with_hooks", st);
   if (rc != HK_OK) return rc;
-  if (md && md->version != HK_RUN_METADATA_VERSION)
+  if (md && (md->version == 0 || md->version > HK_RUN_METADATA_VERSION))
     return hk_status_set(st, HK_INVALID_ARGUMENT,
                          "hk_step_context_run_with_hooks: run metadata version %u is not supported",
                          (unsigned)md->version);

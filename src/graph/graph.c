@@ -407,7 +407,7 @@ hk_code hk_graph_new(hk_graph **out, const hk_graph_options *opts, hk_status *st
   hk_code rc;
   if (out) *out = NULL;
   if (!out) return hk_status_set(status, HK_INVALID_ARGUMENT, "out is NULL");
-  if (opts && opts->version != HK_GRAPH_OPTIONS_VERSION)
+  if (opts && (opts->version == 0 || opts->version > HK_GRAPH_OPTIONS_VERSION))
     return hk_status_set(status, HK_INVALID_ARGUMENT, "opts->version is %u, expected %u", (unsigned)opts->version,
                          (unsigned)HK_GRAPH_OPTIONS_VERSION);
   if (opts && opts->env) {
@@ -489,7 +489,7 @@ hk_code hk_graph_variable(hk_graph *g, hk_handle *out, const hk_variable_def *de
   rc = builder_entry(g, out, "out", NULL, NULL, status);
   if (rc != HK_OK) return rc;
   if (!def) return hk_status_set(status, HK_INVALID_ARGUMENT, "def is NULL");
-  if (def->version != HK_VARIABLE_DEF_VERSION)
+  if (def->version == 0 || def->version > HK_VARIABLE_DEF_VERSION)
     return hk_status_set(status, HK_INVALID_ARGUMENT, "def->version is %u, expected %u", (unsigned)def->version,
                          (unsigned)HK_VARIABLE_DEF_VERSION);
   rc = check_name(def->name, "def->name", status);
@@ -717,7 +717,7 @@ hk_code hk_graph_op(hk_graph *g, hk_handle *out, const hk_op_def *def, hk_status
   rc = builder_entry(g, out, "out", NULL, NULL, status);
   if (rc != HK_OK) return rc;
   if (!def) return hk_status_set(status, HK_INVALID_ARGUMENT, "def is NULL");
-  if (def->version != HK_OP_DEF_VERSION)
+  if (def->version == 0 || def->version > HK_OP_DEF_VERSION)
     return hk_status_set(status, HK_INVALID_ARGUMENT, "def->version is %u, expected %u", (unsigned)def->version,
                          (unsigned)HK_OP_DEF_VERSION);
   rc = check_name(def->name, "def->name", status);

@@ -132,7 +132,7 @@ hk_code hk_global_step_waiter_hook_new(hk_hook **out, const hk_global_step_waite
   if (out == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "out: must not be NULL");
   *out = NULL;
   if (opts == NULL) opts = &defaults;
-  if (opts->version != HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION)
+  if (opts->version == 0 || opts->version > HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION)
     return hk_status_set(status, HK_INVALID_ARGUMENT,
                          "opts->version: %u is not HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION (%u)", (unsigned)opts->version,
                          (unsigned)HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION);

@@ -123,7 +123,7 @@ hk_code hk_stop_at_step_hook_new(hk_hook **out, const hk_stop_at_step_options *o
   *out = NULL;
   if (opts == NULL)
     return hk_status_set(status, HK_INVALID_ARGUMENT, "opts is NULL: One of num_steps or last_step must be specified.");
-  if (opts->version != HK_STOP_AT_STEP_OPTIONS_VERSION)
+  if (opts->version == 0 || opts->version > HK_STOP_AT_STEP_OPTIONS_VERSION)
     return hk_status_set(status, HK_INVALID_ARGUMENT, "opts->version: %u is not HK_STOP_AT_STEP_OPTIONS_VERSION (%u)",
                          (unsigned)opts->version, (unsigned)HK_STOP_AT_STEP_OPTIONS_VERSION);
   rc = hk_env_check(opts->env, "opts->env", status);
