@@ -93,6 +93,7 @@ static void timed_wait_locked(hk_coordinator *c, double secs) {
 
   clock_gettime(HK__COND_CLOCK, &ts);
   if (secs < 0) secs = 0;
+  if (secs > 1e9) secs = 1e9; /* ~31 years: keeps the time_t conversion defined; callers loop anyway */
   frac = modf(secs, &whole);
   ts.tv_sec += (time_t)whole;
   ts.tv_nsec += (long)(frac * 1e9);

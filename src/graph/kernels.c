@@ -151,8 +151,10 @@ static void store_float(hk_dtype dt, void *data, size_t i, double v, double belo
 
 static void fill_integer(hk_dtype dt, void *data, size_t n, double value) {
   size_t i;
-  int64_t s = (int64_t)value;
-  uint64_t u = value < 0 ? (uint64_t)s : (uint64_t)value;
+  /* Convert only values the target can represent (the initializer check
+   * bounds them per dtype); anything else would be undefined behaviour. */
+  int64_t s = value >= -9223372036854775808.0 && value < 9223372036854775808.0 ? (int64_t)value : 0;
+  uint64_t u = value < 0 ? (uint64_t)s : (value < 18446744073709551616.0 ? (uint64_t)value : UINT64_MAX);
   for (i = 0; i < n; i++) {
     switch (dt) {
       case HK_DTYPE_I8: ((int8_t *)data)[i] = (int8_t)s; break;
@@ -280,6 +282,10 @@ static int same_shape(const hk_tensor *a, const hk_tensor *b) {
 static hk_code check_operand(hk_kernel_context *ctx, const hk_tensor *in, const hk_tensor *var, hk_status *st) {
   const hk__graph_op *op = hk__kernel_op(ctx);
   hk_graph *g = hk__kernel_graph(ctx);
+  /* A kernel may reshape its outputs; never trust an input's rank. */
+  if (in->rank < 0 || in->rank > HK_MAX_RANK)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: input has rank %d, outside [0, %d]", op->name, (int)in->rank,
+                         HK_MAX_RANK);
   if (in->dtype != var->dtype || !same_shape(in, var)) {
     char a[96], b[96];
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: input %s %s does not match variable '%s' %s %s", op->name,

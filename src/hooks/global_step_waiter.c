@@ -92,7 +92,8 @@ static hk_code gsw_before_run(void *user, hk_run_context *ctx, hk_run_request *r
                            "Global step %" PRId64 " not reached within %g secs (current step %" PRId64 ").",
                            self->wait_until_step, self->deadline_secs, gs);
     /* (d) */
-    if (gs - last_logged > PROGRESS_STEPS) {
+    /* gs > last_logged first, so the subtraction cannot overflow. */
+    if (gs > last_logged && (uint64_t)gs - (uint64_t)last_logged > (uint64_t)PROGRESS_STEPS) {
       hk_hook_log(self->hook, HK_LOG_INFO,
                   "Waiting for global step %" PRId64 " before starting training. Current step is %" PRId64 ".",
                   self->wait_until_step, gs);
