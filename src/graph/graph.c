@@ -311,67 +311,57 @@ static hk_code builder_entry(hk_graph *g, const void *out, const char *out_name,
   return HK_OK;
 }
 
-/* Resolve tensor handles to slots. */
-static hk_code tensor_slots(const hk_graph *g, const hk_handle *hs, size_t n, const char *what, uint32_t *slots,
-                            hk_status *st) {
-  size_t i;
-  if (n && !hs) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s is NULL but its count is %zu", what, n);
-  for (i = 0; i < n; i++) {
-    int64_t s = hk__graph_tensor_slot(g, hs[i]);
-    if (s < 0) {
-      char buf[40];
-      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s[%zu] (%s) is not a tensor of this graph", what, i,
-                           hk__graph_handle_label(g, hs[i], buf, sizeof(buf)));
-    }
-    slots[i] = (uint32_t)s;
-  }
-  return HK_OK;
-}
+/* Handle → index lookups, -1 when the handle is not of that kind. */
+static int64_t tensor_of_handle(const hk_graph *g, hk_handle h) { return hk__graph_tensor_slot(g, h); }
 
-/* Resolve op handles (a tensor handle stands for its op) to op indices. */
-static hk_code op_indices(const hk_graph *g, const hk_handle *hs, size_t n, const char *what, uint32_t *ops,
-                          hk_status *st) {
-  size_t i;
-  if (n && !hs) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s is NULL but its count is %zu", what, n);
-  for (i = 0; i < n; i++) {
-    int64_t o = hk__graph_op_index(g, hs[i]);
-    if (o < 0) {
-      int64_t s = hk__graph_tensor_slot(g, hs[i]);
-      if (s >= 0) o = g->slots[s].op;
-    }
-    if (o < 0)
-      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s[%zu] (#%" PRIx64 ") is not an op of this graph", what, i,
-                           (uint64_t)hs[i]);
-    ops[i] = (uint32_t)o;
+/* An op handle, or a tensor handle standing for the op that produces it. */
+static int64_t op_of_handle(const hk_graph *g, hk_handle h) {
+  int64_t o = hk__graph_op_index(g, h);
+  if (o < 0) {
+    int64_t s = hk__graph_tensor_slot(g, h);
+    if (s >= 0) o = g->slots[s].op;
   }
-  return HK_OK;
+  return o;
 }
 
 /* A variable's value handle or op handle → variable index, or -1. */
 static int64_t var_of_handle(const hk_graph *g, hk_handle h) {
-  int64_t o = hk__graph_op_index(g, h);
-  if (o < 0) {
-    int64_t s = hk__graph_tensor_slot(g, h);
-    if (s < 0) return -1;
-    o = g->slots[s].op;
-  }
-  return g->ops[o].kind == HK__OP_VARIABLE ? g->ops[o].var : -1;
+  int64_t o = op_of_handle(g, h);
+  return o >= 0 && g->ops[o].kind == HK__OP_VARIABLE ? g->ops[o].var : -1;
 }
 
-static hk_code var_indices(const hk_graph *g, const hk_handle *hs, size_t n, const char *what, uint32_t *vars,
+/* Resolve n handles with `lookup`; the error names the array, the entry and
+ * the kind of object (`noun`) it should have been. */
+static hk_code resolve_all(const hk_graph *g, const hk_handle *hs, size_t n, const char *what,
+                           int64_t (*lookup)(const hk_graph *, hk_handle), const char *noun, uint32_t *out,
                            hk_status *st) {
   size_t i;
   if (n && !hs) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s is NULL but its count is %zu", what, n);
   for (i = 0; i < n; i++) {
-    int64_t v = var_of_handle(g, hs[i]);
-    if (v < 0) {
+    int64_t x = lookup(g, hs[i]);
+    if (x < 0) {
       char buf[40];
-      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s[%zu] (%s) is not a variable of this graph", what, i,
-                           hk__graph_handle_label(g, hs[i], buf, sizeof(buf)));
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s[%zu] (%s) is not %s of this graph", what, i,
+                           hk__graph_handle_label(g, hs[i], buf, sizeof(buf)), noun);
     }
-    vars[i] = (uint32_t)v;
+    out[i] = (uint32_t)x;
   }
   return HK_OK;
+}
+
+static hk_code tensor_slots(const hk_graph *g, const hk_handle *hs, size_t n, const char *what, uint32_t *slots,
+                            hk_status *st) {
+  return resolve_all(g, hs, n, what, tensor_of_handle, "a tensor", slots, st);
+}
+
+static hk_code op_indices(const hk_graph *g, const hk_handle *hs, size_t n, const char *what, uint32_t *ops,
+                          hk_status *st) {
+  return resolve_all(g, hs, n, what, op_of_handle, "an op", ops, st);
+}
+
+static hk_code var_indices(const hk_graph *g, const hk_handle *hs, size_t n, const char *what, uint32_t *vars,
+                           hk_status *st) {
+  return resolve_all(g, hs, n, what, var_of_handle, "a variable", vars, st);
 }
 
 /* Scratch for handle → index conversions during a build. */
