@@ -4,6 +4,7 @@
  * H7 (steady-state runs allocate nothing). Everything goes through the
  * public API: the graph builders, the hk_executor wrappers and raw sessions.
  */
+#include "graph_fixture.h"
 #include "test_env.h"
 
 #include <math.h>
@@ -12,37 +13,7 @@
 
 /* ---- fixture ------------------------------------------------------------- */
 
-typedef struct fx {
-  test_env *te;
-  hk_graph *g;
-  hk_executor *ex;
-  hk_raw_session *rs;
-} fx;
-
-static int setup(void **state) {
-  fx *f = calloc(1, sizeof(*f));
-  hk_graph_options o = HK_GRAPH_OPTIONS_INIT;
-  hk_status st = HK_STATUS_INIT;
-  assert_non_null(f);
-  f->te = test_env_new();
-  o.env = &f->te->env;
-  assert_ok(hk_graph_new(&f->g, &o, &st), &st);
-  f->ex = hk_graph_executor(f->g);
-  assert_non_null(f->ex);
-  *state = f;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fx *f = *state;
-  hk_raw_session_free(f->rs);
-  hk_graph_free(f->g);
-  /* every block the graph and its sessions allocated was freed */
-  assert_int_equal(test_alloc_live(&f->te->alloc), 0);
-  test_env_free(f->te);
-  free(f);
-  return 0;
-}
+typedef graph_fixture fx;
 
 static void open_rs(fx *f) {
   hk_status st = HK_STATUS_INIT;
@@ -1613,7 +1584,7 @@ static void test_graph__oom_loop_reports_and_leaks_nothing(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, graph_fixture_setup, graph_fixture_teardown)
     T(test_graph__new_validates_arguments),
     T(test_graph__free_releases_everything),
     T(test_graph__h30_resolve_names_and_handles),

@@ -8,6 +8,7 @@
  * code reaches it through undefined behaviour or an out-of-bounds read, which
  * H3 ("no input makes hooked crash") does not allow.
  */
+#include "graph_fixture.h"
 #include "session_fixture.h"
 
 #include <math.h>
@@ -18,35 +19,7 @@
 
 /* ---- embedded executor ------------------------------------------------------ */
 
-typedef struct graph_fx {
-  test_env *te;
-  hk_graph *g;
-  hk_executor *ex;
-  hk_raw_session *rs;
-} graph_fx;
-
-static int graph_setup(void **state) {
-  graph_fx *f = calloc(1, sizeof(*f));
-  hk_graph_options o = HK_GRAPH_OPTIONS_INIT;
-  hk_status st = HK_STATUS_INIT;
-  assert_non_null(f);
-  f->te = test_env_new();
-  o.env = &f->te->env;
-  assert_ok(hk_graph_new(&f->g, &o, &st), &st);
-  f->ex = hk_graph_executor(f->g);
-  *state = f;
-  return 0;
-}
-
-static int graph_teardown(void **state) {
-  graph_fx *f = *state;
-  hk_raw_session_free(f->rs);
-  hk_graph_free(f->g);
-  assert_int_equal(test_alloc_live(&f->te->alloc), 0);
-  test_env_free(f->te);
-  free(f);
-  return 0;
-}
+typedef graph_fixture graph_fx;
 
 static hk_handle constant_var(graph_fx *f, const char *name, hk_dtype dtype, double value) {
   hk_variable_def d = HK_VARIABLE_DEF_INIT;
@@ -270,12 +243,12 @@ static void test_review2__c90_progress_log_difference_overflows(void **state) {
  * abort at the first report, so each deviation can be shown on its own. */
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_review2__h3_bool_constant_initializer_out_of_int64_range, graph_setup,
-                                      graph_teardown),
-      cmocka_unit_test_setup_teardown(test_review2__h3_u64_constant_initializer_above_int64_max, graph_setup,
-                                      graph_teardown),
-      cmocka_unit_test_setup_teardown(test_review2__h30_assign_from_kernel_output_with_rank_over_max, graph_setup,
-                                      graph_teardown),
+      cmocka_unit_test_setup_teardown(test_review2__h3_bool_constant_initializer_out_of_int64_range, graph_fixture_setup,
+                                      graph_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_review2__h3_u64_constant_initializer_above_int64_max, graph_fixture_setup,
+                                      graph_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_review2__h30_assign_from_kernel_output_with_rank_over_max, graph_fixture_setup,
+                                      graph_fixture_teardown),
       cmocka_unit_test(test_review2__c30_join_with_huge_grace_period),
       cmocka_unit_test_setup_teardown(test_review2__c90_progress_log_difference_overflows, gsw_setup, gsw_teardown),
   };

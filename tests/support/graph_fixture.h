@@ -1,0 +1,25 @@
+/*
+ * graph_fixture — a cmocka fixture holding an embedded graph on a test_env
+ * (mock clock, counting allocator, log capture) and an optional raw session.
+ * Teardown frees the session and the graph and fails the test if any block
+ * allocated through the env is still live.
+ */
+#ifndef HOOKED_TESTS_GRAPH_FIXTURE_H
+#define HOOKED_TESTS_GRAPH_FIXTURE_H
+
+#include "hooked/hooked.h"
+#include "test_env.h"
+
+typedef struct graph_fixture {
+  test_env *te;
+  hk_graph *g;
+  hk_executor *ex;
+  hk_raw_session *rs; /* set by the test when it opens one; freed by teardown */
+} graph_fixture;
+
+/** cmocka setup: *state becomes a graph_fixture with an empty graph. */
+int graph_fixture_setup(void **state);
+/** cmocka teardown: frees everything and asserts nothing leaked. */
+int graph_fixture_teardown(void **state);
+
+#endif
