@@ -70,11 +70,22 @@ static const hk_env default_env = HK_ENV_INIT;
 
 const hk_env *hk__env_or_default(const hk_env *env) { return env ? env : &default_env; }
 
+/* Size of the struct a caller of `version` has: fields are only appended. */
+static size_t env_size(uint32_t version) { return version >= 2 ? sizeof(hk_env) : offsetof(hk_env, fs); }
+
 hk_code hk_env_init(hk_env *env, uint32_t version) {
   if (!env) return HK_INVALID_ARGUMENT;
-  if (version != HK_ENV_VERSION) return HK_INVALID_ARGUMENT;
-  *env = default_env;
+  if (version == 0 || version > HK_ENV_VERSION) return HK_INVALID_ARGUMENT;
+  memcpy(env, &default_env, env_size(version));
+  env->version = version;
   return HK_OK;
+}
+
+void hk_env_copy(hk_env *dst, const hk_env *src) {
+  *dst = default_env;
+  if (!src) return;
+  memcpy(dst, src, env_size(src->version));
+  dst->version = HK_ENV_VERSION;
 }
 
 hk_code hk_env_check(const hk_env *env, const char *what, hk_status *st) {
@@ -90,6 +101,15 @@ hk_code hk_env_check(const hk_env *env, const char *what, hk_status *st) {
                          what);
   if ((int)env->log_level < (int)HK_LOG_DEBUG || (int)env->log_level > (int)HK_LOG_ERROR)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: log_level %d is not a hk_log_level", what, (int)env->log_level);
+  if (env->version >= 2 && env->fs) {
+    const hk_fs_vtable *fs = env->fs;
+    if (fs->version == 0 || fs->version > HK_FS_VTABLE_VERSION)
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: unsupported hk_fs_vtable version %u (this library knows %u)",
+                           what, (unsigned)fs->version, (unsigned)HK_FS_VTABLE_VERSION);
+    if (!fs->open_read || !fs->create_excl || !fs->read_at || !fs->write || !fs->size || !fs->sync || !fs->close ||
+        !fs->sync_dir || !fs->rename || !fs->unlink || !fs->stat || !fs->list || !fs->mkdir)
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: every slot of the hk_fs_vtable must be set", what);
+  }
   return HK_OK;
 }
 

@@ -46,7 +46,7 @@ hk_code hk_executor_new(hk_executor **out, const hk_executor_vtable *vt, void *s
   if (!ex) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_executor_new: out of memory");
   ex->vt = vt;
   ex->self = self;
-  ex->env = *hk__env_or_default(env);
+  hk_env_copy(&ex->env, env);
   *out = ex;
   return HK_OK;
 }

@@ -28,7 +28,7 @@ hk_code hk_hook_new(hk_hook **out, const hk_hook_vtable *vt, void *user, const c
   h->vt = vt;
   h->user = user;
   if (env) {
-    h->env = *env;
+    hk_env_copy(&h->env, env);
     h->has_env = 1;
   }
   *out = h;
@@ -51,6 +51,8 @@ const hk_env *hk_hook_env(const hk_hook *h) {
   if (h->has_env) return &h->env;
   return hk__env_or_default(h->session_env);
 }
+
+hk_scaffold *hk_hook_scaffold(const hk_hook *h) { return h ? h->session_scaffold : NULL; }
 
 void hk_hook_log(const hk_hook *h, hk_log_level level, const char *fmt, ...) {
   va_list ap;

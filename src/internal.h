@@ -31,6 +31,7 @@ struct hk_hook {
   hk_env env; /* valid when has_env */
   int has_env;
   const hk_env *session_env; /* borrowed from the attached session */
+  hk_scaffold *session_scaffold; /* borrowed from the attached session (C99) */
   const void *owner;         /* the session this hook serves, or NULL (H11) */
 };
 

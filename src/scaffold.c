@@ -97,7 +97,7 @@ hk_code hk_scaffold_new(hk_scaffold **out, const hk_scaffold_options *o, hk_stat
   const hk_env *env = o->env ? o->env : (from ? &from->env : NULL);
   hk_scaffold *s = hk_env_calloc(env, 1, sizeof *s);
   if (!s) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_scaffold_new: out of memory");
-  s->env = *hk__env_or_default(env);
+  hk_env_copy(&s->env, env);
   s->init_op = init_op;
   s->init_fn = o->init_fn ? o->init_fn : (from ? from->init_fn : NULL);
   s->init_fn_user = o->init_fn ? o->init_fn_user : (from ? from->init_fn_user : NULL);

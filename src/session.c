@@ -130,6 +130,7 @@ static void detach_hooks(hk_session *s) {
     if (s->hooks[i] && s->hooks[i]->owner == s) {
       s->hooks[i]->owner = NULL;
       s->hooks[i]->session_env = NULL;
+      s->hooks[i]->session_scaffold = NULL;
     }
   }
 }
@@ -396,7 +397,7 @@ static hk_code session_new(hk_session **out, const hk_session_options *o, hk_sta
   const hk_env *env = o->env ? o->env : hk_executor_env(o->executor);
   hk_session *s = hk_env_calloc(env, 1, sizeof *s);
   if (!s) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_session_new: out of memory");
-  s->env = *env;
+  hk_env_copy(&s->env, env);
   s->kind = o->kind;
   s->ex = o->executor;
   s->is_chief = o->kind == HK_SESSION_SINGULAR || o->is_chief != 0; /* C24: SMS always uses the chief creator */
@@ -437,6 +438,7 @@ static hk_code session_new(hk_session **out, const hk_session_options *o, hk_sta
   for (size_t i = 0; i < s->nhooks; i++) {
     s->hooks[i]->owner = s;
     s->hooks[i]->session_env = &s->env;
+    s->hooks[i]->session_scaffold = s->scaffold;
   }
   /* C2: begin on every hook, in order, once. */
   s->busy++;

@@ -57,7 +57,7 @@ hk_code hk_session_manager_new(hk_session_manager **out, const hk_session_manage
   const hk_env *env = o->env ? o->env : hk_executor_env(o->executor);
   hk_session_manager *sm = hk_env_calloc(env, 1, sizeof *sm);
   if (!sm) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_session_manager_new: out of memory");
-  sm->env = *env;
+  hk_env_copy(&sm->env, env);
   sm->ex = o->executor;
   sm->local_init_op = o->local_init_op;
   sm->ready_op = o->ready_op;

@@ -230,10 +230,13 @@ typedef struct hk_clock {
 } hk_clock;
 
 /* ---- environment ------------------------------------------------------- */
-#define HK_ENV_VERSION 1
+#define HK_ENV_VERSION 2
+
+struct hk_fs_vtable; /* hooked/sys/fs.h */
 
 /**
- * What the host program lends an object: allocator, log sink, clocks.
+ * What the host program lends an object: allocator, log sink, clocks and
+ * (version 2) the file system (H9).
  * Options structs carry `const hk_env *env`; NULL means all defaults
  * (stdlib allocator, stderr sink at INFO and above, system clocks) unless
  * the options say it falls back to another object's env. The library copies
@@ -247,15 +250,24 @@ typedef struct hk_env {
   void *log_user;
   hk_log_level log_level;     /**< messages below this level are dropped (default INFO) */
   hk_clock clock;
+  /* fields below: version 2 */
+  /** File system for every file the library reads or writes (H9); NULL:
+   *  POSIX (hk_fs_posix()). Borrowed, like `user`; all slots required and
+   *  thread-safe, see hooked/sys/fs.h. */
+  const struct hk_fs_vtable *fs;
+  void *fs_user;              /**< passed to every fs slot; borrowed */
 } hk_env;
 
-#define HK_ENV_INIT { HK_ENV_VERSION, { NULL, NULL, NULL, NULL }, NULL, NULL, HK_LOG_INFO, { NULL, NULL, NULL, NULL } }
+#define HK_ENV_INIT { HK_ENV_VERSION, { NULL, NULL, NULL, NULL }, NULL, NULL, HK_LOG_INFO, { NULL, NULL, NULL, NULL }, \
+  NULL, NULL }
 
 /**
  * Initialize `env` to the defaults of HK_ENV_INIT.
- * @param version  must be HK_ENV_VERSION.
+ * @param version  1..HK_ENV_VERSION: the version of the struct the caller
+ *                 has (version 1 has no fs fields, which are not written).
  * @return HK_OK, or INVALID_ARGUMENT (no message: there is no status) when
- *         env is NULL or version is not HK_ENV_VERSION; env is then untouched.
+ *         env is NULL or version is not in 1..HK_ENV_VERSION; env is then
+ *         untouched.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_env_init(hk_env *env, uint32_t version);
@@ -268,6 +280,16 @@ HK_API hk_code hk_env_init(hk_env *env, uint32_t version);
  * **Threads:** any. **Errors:** none. **Allocates:** no (stdio may buffer).
  */
 HK_API void hk_log_stderr(void *user, hk_log_level level, const char *msg);
+
+/**
+ * Copy an env of any supported version (1..HK_ENV_VERSION) into `dst`, a
+ * current-version struct: fields the source's version lacks get their
+ * defaults. Objects that keep an env use this instead of `*dst = *src`,
+ * which would read past a version-1 struct.
+ * @param dst  required. @param src  borrowed; NULL: the defaults.
+ * **Threads:** any. **Errors:** none. **Allocates:** no.
+ */
+HK_API void hk_env_copy(hk_env *dst, const hk_env *src);
 
 /* ---- environment helpers for implementers (hooks, executors) ---------- */
 /* Each takes the env an object was created with (borrowed for the call);
@@ -341,7 +363,8 @@ HK_API void hk_env_sleep(const hk_env *env, double secs);
  * @return HK_OK or INVALID_ARGUMENT.
  * **Errors:** INVALID_ARGUMENT, naming `what`, for a version that is 0 or
  * newer than HK_ENV_VERSION, an allocator with some but not all of
- * alloc/realloc/free set, or a log_level outside DEBUG..ERROR.
+ * alloc/realloc/free set, a log_level outside DEBUG..ERROR, or (version 2)
+ * an fs vtable with a bad version or a NULL slot.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_env_check(const hk_env *env, const char *what, hk_status *status);

@@ -15,6 +15,8 @@
 #include "hooked/scaffold.h"
 #include "hooked/session.h"
 #include "hooked/timer.h"
+#include "hooked/sys/fs.h"
+#include "hooked/checkpoint.h"
 #include "hooked/hooks.h"
 
 #endif /* HOOKED_HOOKED_H */

@@ -12,6 +12,8 @@
 
 #include "hooked/common.h"
 #include "hooked/sys/hook.h"
+#include "hooked/checkpoint.h"
+#include "hooked/scaffold.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -86,6 +88,111 @@ typedef struct hk_global_step_waiter_options {
  */
 HK_API hk_code hk_global_step_waiter_hook_new(hk_hook **out, const hk_global_step_waiter_options *opts,
                                               hk_status *status);
+
+
+/* ---- CheckpointSaverListener (C103) ----------------------------------- */
+#define HK_CHECKPOINT_LISTENER_VTABLE_VERSION 1
+/**
+ * Listener of a checkpoint saver hook (C103). Every slot may be NULL (no-op
+ * returning OK). Callbacks run on the training thread (H6, D3.6), also for
+ * the asynchronous hook. `session` is borrowed for the call. A non-OK
+ * return stops that sequence and fails the hook callback that ran it (C98).
+ */
+typedef struct hk_checkpoint_listener_vtable {
+  uint32_t version; /**< HK_CHECKPOINT_LISTENER_VTABLE_VERSION */
+  /* slots below: version 1 */
+  hk_code (*begin)(void *user, hk_status *status);
+  hk_code (*before_save)(void *user, hk_raw_session *session, int64_t step, hk_status *status);
+  /** Set *stop nonzero to request that training stop (C96, C98). */
+  hk_code (*after_save)(void *user, hk_raw_session *session, int64_t step, int *stop, hk_status *status);
+  hk_code (*end)(void *user, hk_raw_session *session, int64_t step, hk_status *status);
+} hk_checkpoint_listener_vtable;
+
+/** A listener: vtable and user, both borrowed for the hook's life. */
+typedef struct hk_checkpoint_listener {
+  const hk_checkpoint_listener_vtable *vtable; /**< required */
+  void *user;
+  const char *name;   /**< copied; NULL: "listener <index>" in messages */
+} hk_checkpoint_listener;
+
+/* ---- CheckpointSaverHook / AsyncCheckpointSaverHook (groups K, L, D3) - */
+#define HK_CHECKPOINT_SAVER_OPTIONS_VERSION 1
+typedef struct hk_checkpoint_saver_options {
+  uint32_t version;            /**< HK_CHECKPOINT_SAVER_OPTIONS_VERSION */
+  const hk_env *env;           /**< NULL: the session's (clock, log, fs) */
+  const char *checkpoint_dir;  /**< required; copied; created with parents in begin() */
+  double save_secs;            /**< HK_UNSET_SECS or finite > 0 (exactly one cadence, C75/H25/D9) */
+  int64_t save_steps;          /**< HK_UNSET_STEPS or >= 1 */
+  hk_saver *saver;             /**< borrowed; NULL: the scaffold's, else the session's Scaffold's (C99) */
+  hk_scaffold *scaffold;       /**< borrowed; not together with saver (C92) */
+  const char *checkpoint_basename; /**< copied; NULL: "model.ckpt"; a valid name (H32) */
+  const hk_checkpoint_listener *listeners; /**< array copied; vtables and users borrowed */
+  size_t nlisteners;
+  int save_graph_def;          /**< default 1: graph.pbtxt and one .meta per checkpoint (C102) */
+  int64_t steps_per_run;       /**< >= 1, default 1 */
+  int block_when_busy;         /**< asynchronous hook only (D3.3): default 0 defers */
+} hk_checkpoint_saver_options;
+#define HK_CHECKPOINT_SAVER_OPTIONS_INIT { HK_CHECKPOINT_SAVER_OPTIONS_VERSION, NULL, NULL, HK_UNSET_SECS, \
+  HK_UNSET_STEPS, NULL, NULL, NULL, NULL, 0, 1, 1, 0 }
+
+/**
+ * Initialize options to HK_CHECKPOINT_SAVER_OPTIONS_INIT.
+ * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
+ *         another version.
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opts, uint32_t version);
+
+/**
+ * CheckpointSaverHook (group K): saves at session creation (C94), when the
+ * timer fires after a run (C96) and at end() when the final step was not
+ * just saved (C97), each save running the listeners and logging TF's lines
+ * (C98), and writing a SessionLog CHECKPOINT event into an event file of
+ * checkpoint_dir (H26). Logs "Create CheckpointSaverHook.".
+ * @param opts  required (checkpoint_dir is); borrowed for the call.
+ * **Ownership:** *out owned, hk_hook_free().
+ * **Errors:** INVALID_ARGUMENT (C92): no checkpoint_dir; "You cannot
+ * provide both saver and scaffold."; "Either save_secs or save_steps should
+ * be provided." / "Can not provide both save_secs and save_steps." (D9); an
+ * invalid cadence (H25), steps_per_run < 1, a checkpoint_basename that is
+ * not a valid name (H32), a listener without vtable or with a bad version
+ * (H10); RESOURCE_EXHAUSTED. Nothing is created on failure (H3). Later:
+ * begin() fails with FAILED_PRECONDITION "Global step should be created to
+ * use CheckpointSaverHook." (C93) or a file-system error creating the
+ * directory; the first save without any saver with FAILED_PRECONDITION "No
+ * saver available: provide a saver or a scaffold." (C99).
+ * **Threads:** any; callbacks on the training thread. **Allocates:** yes
+ * (and at every save).
+ */
+HK_API hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts,
+                                            hk_status *status);
+
+/**
+ * AsyncCheckpointSaverHook (group L, D3): as the synchronous hook, but a
+ * save copies every variable of its Saver into one reusable snapshot buffer
+ * on the training thread, at the step boundary, and one background thread
+ * writes it (D3.1, D3.2): the training thread's stall is the copy. At most
+ * one save is in flight; when the timer fires during one, the save is
+ * deferred to the next after_run ("Saver thread still in progress,
+ * deferring checkpoint.") or, with block_when_busy, waited for (D3.3). The
+ * completion (log lines, CHECKPOINT event, listeners' after_save and their
+ * stop requests) is processed on the training thread at the next after_run
+ * or end(); a background error is returned from there, naming the
+ * checkpoint (D3.4). end() waits for the write in flight, then saves the
+ * final step synchronously unless it was already written (D3.5). Logs
+ * "Create AsyncCheckpointSaverHook saving to path\n%s" (C104).
+ * **Ownership**, **Errors:** as hk_checkpoint_saver_hook_new(); write
+ * errors of the background thread are returned by the after_run or end()
+ * that processes them. The writer thread is joined by end() or
+ * hk_hook_free() (completing the write in flight first).
+ * **Threads:** any; callbacks on the training thread; the writer thread
+ * only does file I/O, allocation and logging through the env.
+ * **Allocates:** the snapshot buffer at the first save (it grows only if
+ * the variables grow); after that a save allocates nothing for the
+ * snapshot.
+ */
+HK_API hk_code hk_async_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts,
+                                                  hk_status *status);
 
 #ifdef __cplusplus
 }

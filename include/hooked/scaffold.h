@@ -9,6 +9,7 @@
 
 #include "hooked/common.h"
 #include "hooked/sys/executor.h"
+#include "hooked/checkpoint.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -23,7 +24,7 @@ typedef struct hk_session_manager hk_session_manager;
 typedef hk_code (*hk_init_fn)(void *user, const hk_scaffold *scaffold, hk_raw_session *session,
                               hk_status *status);
 
-#define HK_SCAFFOLD_OPTIONS_VERSION 1
+#define HK_SCAFFOLD_OPTIONS_VERSION 2
 typedef struct hk_scaffold_options {
   uint32_t version;                  /**< HK_SCAFFOLD_OPTIONS_VERSION */
   const hk_env *env;                 /**< copied; NULL: copy_from's env, else defaults */
@@ -39,9 +40,14 @@ typedef struct hk_scaffold_options {
   size_t nlocal_init_feed;
   /** C58: copy every field not given here from this Scaffold (borrowed during the call). */
   const hk_scaffold *copy_from;
+  /* fields below: version 2 */
+  /** The Saver sessions restore with and checkpoint hooks save with (C58,
+   *  C99); borrowed, must outlive the Scaffold. NULL: finalization creates
+   *  a default one over every global variable, owned by the Scaffold. */
+  hk_saver *saver;
 } hk_scaffold_options;
 #define HK_SCAFFOLD_OPTIONS_INIT { HK_SCAFFOLD_OPTIONS_VERSION, NULL, HK_NO_HANDLE, NULL, 0, NULL, NULL, \
-  HK_NO_HANDLE, HK_NO_HANDLE, HK_NO_HANDLE, NULL, 0, NULL }
+  HK_NO_HANDLE, HK_NO_HANDLE, HK_NO_HANDLE, NULL, 0, NULL, NULL }
 
 /**
  * Initialize options to HK_SCAFFOLD_OPTIONS_INIT (every field unset, C60).
@@ -115,6 +121,10 @@ HK_API hk_handle hk_scaffold_ready_for_local_init_op(const hk_scaffold *s);
 HK_API hk_handle hk_scaffold_local_init_op(const hk_scaffold *s);
 /** @return the copied local init feeds, borrowed; @param n receives their count. */
 HK_API const hk_feed *hk_scaffold_local_init_feed(const hk_scaffold *s, size_t *n);
+/** @return the Saver (C58, C99): the one given, or after finalization the
+ *  default one the Scaffold owns (NULL when the executor has no variables
+ *  to save). Borrowed, valid for the Scaffold's life. */
+HK_API hk_saver *hk_scaffold_saver(const hk_scaffold *s);
 
 /* ---- session manager (group G) ---------------------------------------- */
 
@@ -162,7 +172,7 @@ HK_API hk_code hk_session_manager_new(hk_session_manager **out, const hk_session
  */
 HK_API void hk_session_manager_free(hk_session_manager *sm);
 
-#define HK_PREPARE_OPTIONS_VERSION 1
+#define HK_PREPARE_OPTIONS_VERSION 2
 /** What prepare_session / recover_session use (C66–C68). */
 typedef struct hk_prepare_options {
   uint32_t version;                  /**< HK_PREPARE_OPTIONS_VERSION */
@@ -172,24 +182,29 @@ typedef struct hk_prepare_options {
   hk_init_fn init_fn;
   void *init_fn_user;
   const hk_scaffold *scaffold;       /**< passed to init_fn; may be NULL */
-  /** Restoring from a checkpoint: both set → INVALID_ARGUMENT (C67). This
-   *  release has no checkpoint reader yet, so either one set → UNIMPLEMENTED
-   *  "restoring checkpoints is not supported by this build"; nothing is
-   *  created in that case. */
+  /** Restoring from a checkpoint (C67, C68, D5): both set →
+   *  INVALID_ARGUMENT, checked before anything is created. With
+   *  checkpoint_dir, the newest checkpoint that verifies (falling back past
+   *  missing or corrupt ones) is restored and the Saver adopts the
+   *  directory's managed list (C122); with checkpoint_filename_with_path,
+   *  that checkpoint (a prefix) is restored, without fallback. Nothing is
+   *  restored without a saver. */
   const char *checkpoint_dir;
   const char *checkpoint_filename_with_path;
-  int wait_for_checkpoint;
+  int wait_for_checkpoint;           /**< C68: wait for a state file to appear */
   double max_wait_secs;              /**< default 7200 */
+  /* fields below: version 2 */
+  hk_saver *saver;                   /**< borrowed for the call; NULL: nothing is restored (C67) */
 } hk_prepare_options;
 #define HK_PREPARE_OPTIONS_INIT { HK_PREPARE_OPTIONS_VERSION, HK_NO_HANDLE, NULL, 0, NULL, NULL, NULL, \
-  NULL, NULL, 0, 7200.0 }
+  NULL, NULL, 0, 7200.0, NULL }
 
 /**
- * Prepare a ready raw session (C66): create a raw session; restore (when
- * configured: UNIMPLEMENTED in this build, see hk_prepare_options); since
- * nothing was restored, run init_op with init_feed if set, then init_fn if
- * set; local init (C70); ready check (C71). The first failing step's error
- * is returned and the raw session is closed and freed.
+ * Prepare a ready raw session (C66): create a raw session; restore when
+ * configured (C67, C68, D5.3); only if nothing was restored, run init_op
+ * with init_feed if set, then init_fn if set; local init (C70); ready check
+ * (C71). The first failing step's error is returned and the raw session is
+ * closed and freed; a session whose restore failed is never handed out.
  * @param out   receives the raw session; NULL on failure.
  * @param opts  borrowed for the call; NULL: HK_PREPARE_OPTIONS_INIT.
  * **Ownership:** *out owned by the caller, hk_raw_session_free().
@@ -197,26 +212,33 @@ typedef struct hk_prepare_options {
  * or init_fn or local_init_op was given" (C69), "Init operations did not
  * make model ready for local_init. ..." (C70), "Init operations did not
  * make model ready. ..." (C71); INVALID_ARGUMENT (bad options, both
- * checkpoint paths, C67); UNIMPLEMENTED (a checkpoint path); init_fn's and
- * the executor's errors unchanged.
+ * checkpoint paths, C67; a variable whose dtype or shape differs from the
+ * checkpoint's, H27); NOT_FOUND (a variable missing from the checkpoint,
+ * H27; an explicit checkpoint that does not exist); DATA_LOSS when every
+ * candidate of checkpoint_dir is missing or corrupt, naming them (D5.3);
+ * CANCELLED "wait cancelled: stop requested" from the C68 wait (H24);
+ * init_fn's and the executor's errors unchanged.
  * **Threads:** the owner's; init_fn runs on it. **Allocates:** yes.
  */
 HK_API hk_code hk_session_manager_prepare_session(hk_session_manager *sm, hk_raw_session **out,
                                                   const hk_prepare_options *opts, hk_status *status);
 /**
- * Recover a raw session (C74): create a raw session, try to restore, always
- * run local init; after a restore, check readiness. *initialized tells
- * whether the model is ready from the restore: it is 0 when nothing was
- * restored, which in this build is always the case (restoring is
- * UNIMPLEMENTED). The caller then initializes the model itself.
+ * Recover a raw session (C74): create a raw session, try to restore (as
+ * prepare_session), always run local init; after a restore, check
+ * readiness. *initialized is 1 when a checkpoint was restored and local
+ * init and the ready check succeeded ("Restored model from %s"); 0 when
+ * nothing was restored, or when local init or the ready check failed after
+ * a restore ("Restoring model from %s did not make model ready for local
+ * init: %s" / "... did not make model ready: %s"). The caller then
+ * initializes the model itself.
  * @param out          receives the raw session; NULL on failure.
  * @param initialized  required; set to 0 first.
  * @param opts         borrowed for the call; NULL: HK_PREPARE_OPTIONS_INIT.
  * **Ownership:** *out owned by the caller, hk_raw_session_free().
- * **Errors:** INVALID_ARGUMENT; UNIMPLEMENTED (a checkpoint path); an error
- * running local init (the session is then freed). A ready_for_local_init_op
- * that reports not ready is not an error: local init is skipped and
- * *initialized stays 0.
+ * **Errors:** INVALID_ARGUMENT; restore errors as prepare_session; an
+ * error running local init when nothing was restored (the session is then
+ * freed). A ready_for_local_init_op that reports not ready is not an
+ * error: local init is skipped and *initialized stays 0.
  * **Threads:** the owner's. **Allocates:** yes.
  */
 HK_API hk_code hk_session_manager_recover_session(hk_session_manager *sm, hk_raw_session **out,

@@ -77,8 +77,13 @@ typedef struct hk_session_options {
   void *creator_user;               /**< taken by the session when hk_session_new succeeds and
                                          released by creator->destroy at hk_session_free; on
                                          failure the caller keeps it */
-  const char *checkpoint_dir;       /**< must be NULL in this build (UNIMPLEMENTED); see hk_prepare_options */
-  const char *checkpoint_filename_with_path; /**< must be NULL in this build, as checkpoint_dir */
+  /** Restore at every (re-)creation from the newest checkpoint of this
+   *  directory that verifies, with the Scaffold's Saver (C67, C68, D5);
+   *  copied. A chief also adopts the directory's managed list (C122). */
+  const char *checkpoint_dir;
+  /** Restore this checkpoint (a prefix), without fallback; not together
+   *  with checkpoint_dir (C67); copied. */
+  const char *checkpoint_filename_with_path;
   double stop_grace_period_secs;    /**< >= 0, default 120 (C24, C30) */
   double max_wait_secs;             /**< worker wait, default 1800 (C48); HK_UNSET_SECS: no limit */
   double recovery_wait_secs;        /**< > 0, default 30 (C48, D9) */
@@ -120,8 +125,9 @@ HK_API hk_code hk_session_options_init(hk_session_options *opts, uint32_t versio
  * the caller's (creator->destroy is not called).
  * **Errors:** INVALID_ARGUMENT for a bad option or hook list (NULL entry,
  * the same hook twice, a hook serving another session, H11; a scaffold
- * finalized with another executor); UNIMPLEMENTED for checkpoint_dir or
- * checkpoint_filename_with_path; a hook's, the Scaffold's or the executor's
+ * finalized with another executor; both checkpoint_dir and
+ * checkpoint_filename_with_path, C67); restore errors (NOT_FOUND,
+ * INVALID_ARGUMENT naming a variable, DATA_LOSS, H27, D5.3); a hook's, the Scaffold's or the executor's
  * error unchanged (e.g. FAILED_PRECONDITION, C69–C71); DEADLINE_EXCEEDED or
  * CANCELLED from a worker's wait (C73, H24). Otherwise see the message.
  * **Threads:** the training thread (it becomes the session's). The status is

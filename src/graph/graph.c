@@ -403,7 +403,7 @@ hk_code hk_graph_new(hk_graph **out, const hk_graph_options *opts, hk_status *st
   if (opts && opts->env) {
     rc = hk_env_check(opts->env, "opts->env", status);
     if (rc != HK_OK) return rc;
-    env = *opts->env;
+    hk_env_copy(&env, opts->env);
   } else {
     hk_env_init(&env, HK_ENV_VERSION);
   }

@@ -149,7 +149,7 @@ hk_code hk_global_step_waiter_hook_new(hk_hook **out, const hk_global_step_waite
   self = hk_env_calloc(opts->env, 1, sizeof(*self));
   if (self == NULL) return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "GlobalStepWaiterHook: out of memory");
   if (opts->env != NULL) {
-    self->env = *opts->env;
+    hk_env_copy(&self->env, opts->env);
     self->has_env = 1;
   }
   self->wait_until_step = opts->wait_until_step;

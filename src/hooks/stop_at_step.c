@@ -140,7 +140,7 @@ hk_code hk_stop_at_step_hook_new(hk_hook **out, const hk_stop_at_step_options *o
   self = hk_env_calloc(opts->env, 1, sizeof(*self));
   if (self == NULL) return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "StopAtStepHook: out of memory");
   if (opts->env != NULL) {
-    self->env = *opts->env;
+    hk_env_copy(&self->env, opts->env);
     self->has_env = 1;
   }
   self->num_steps = opts->num_steps;

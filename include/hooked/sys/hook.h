@@ -136,6 +136,14 @@ HK_API const hk_env *hk_hook_env(const hk_hook *hook);
  */
 HK_API void hk_hook_log(const hk_hook *hook, hk_log_level level, const char *fmt, ...) HK_PRINTF(3, 4);
 
+/**
+ * The finalized Scaffold of the session this hook currently serves (C99:
+ * the session makes it available to hooks), NULL while it serves none.
+ * **Ownership:** borrowed; valid while the hook is attached (until that
+ * session is closed). **Threads:** the training thread. **Allocates:** no.
+ */
+HK_API struct hk_scaffold *hk_hook_scaffold(const hk_hook *hook);
+
 /* ---- run context (group B) ---------------------------------------------- */
 /* A run context exists only during one run() call (C6): use it from
  * before_run and after_run of that call, on the training thread, and do not

@@ -1,0 +1,321 @@
+/*
+ * hooked — checkpoints (contract groups M and P, D4–D6; on-disk format in
+ * checkpoint-format.md): the Saver, a checkpoint reader, the state file and
+ * its helpers, and CRC-32C.
+ *
+ * A checkpoint is addressed by its PREFIX "<dir>/<name>" (e.g.
+ * "ckpt/model.ckpt-3000"); its data is the single safetensors file
+ * "<prefix>.safetensors", with a CRC-32C per tensor inside the format's own
+ * metadata, and an optional "<prefix>.meta" (the executor's text
+ * description of its graph). The state file "checkpoint" in the same
+ * directory lists the managed checkpoints, TensorFlow-style, with bare names.
+ * Every file is written to a temporary name, fsynced, renamed and the
+ * directory fsynced (D4), so a crash at any instant leaves the previous
+ * state file and every checkpoint it names whole.
+ *
+ * File access goes through hk_env.fs (hooked/sys/fs.h); paths are passed to
+ * it as given (relative paths are relative to the process's working
+ * directory).
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#ifndef HOOKED_CHECKPOINT_H
+#define HOOKED_CHECKPOINT_H
+
+#include "hooked/common.h"
+#include "hooked/tensor.h"
+#include "hooked/sys/executor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- CRC-32C ------------------------------------------------------------ */
+
+/**
+ * Extend a CRC-32C (Castagnoli, reflected, init and final xor 0xFFFFFFFF)
+ * with `n` more bytes: start with crc 0; hk_crc32c_extend(0, "123456789", 9)
+ * is 0xe3069283. Uses the SSE4.2 crc32 instruction when the CPU has it
+ * (detected once at run time), else a portable slicing-by-8 table.
+ * @param data  may be NULL when n is 0.
+ * **Threads:** any. **Errors:** none. **Allocates:** no.
+ */
+HK_API uint32_t hk_crc32c_extend(uint32_t crc, const void *data, size_t n);
+/** @return "sse4.2" or "portable": the implementation hk_crc32c_extend()
+ *  uses on this CPU. Static storage. **Threads:** any. */
+HK_API const char *hk_crc32c_implementation(void);
+
+/* ---- Saver (group M, D4, D6) ------------------------------------------- */
+
+typedef struct hk_saver hk_saver;
+
+#define HK_SAVER_OPTIONS_VERSION 1
+typedef struct hk_saver_options {
+  uint32_t version;             /**< HK_SAVER_OPTIONS_VERSION */
+  const hk_env *env;            /**< copied; NULL: the executor's env */
+  hk_executor *executor;        /**< required; borrowed for the Saver's life */
+  /** Names of the variables to save and restore, copied (C112). NULL with
+   *  count 0: every global variable of the executor, resolved at the first
+   *  save or restore. Each must name a variable; none twice. */
+  const char *const *var_list;
+  size_t nvar_list;
+  int64_t max_to_keep;          /**< >= 0, default 5; 0 keeps every checkpoint (D6) */
+  /** HK_UNSET_SECS or 0: off; > 0 and finite: keep one checkpoint per that
+   *  many hours forever (D6.2). */
+  double keep_checkpoint_every_n_hours;
+  int pad_step_number;          /**< nonzero: "<path>-%08d" (C113) */
+  const char *latest_filename;  /**< copied; NULL: "checkpoint"; a valid name (H32) */
+} hk_saver_options;
+#define HK_SAVER_OPTIONS_INIT { HK_SAVER_OPTIONS_VERSION, NULL, NULL, NULL, 0, 5, HK_UNSET_SECS, 0, NULL }
+
+/**
+ * Initialize options to HK_SAVER_OPTIONS_INIT.
+ * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or a
+ *         version other than HK_SAVER_OPTIONS_VERSION.
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_saver_options_init(hk_saver_options *opts, uint32_t version);
+
+/**
+ * Create a Saver (C112).
+ * @param out   receives it; NULL on failure.
+ * @param opts  required (the executor is); borrowed for the call.
+ * **Ownership:** *out owned, hk_saver_free(); the executor is borrowed.
+ * **Errors:** INVALID_ARGUMENT naming the option: a negative max_to_keep,
+ * a negative/NaN/infinite keep_checkpoint_every_n_hours, a latest_filename
+ * that is not a valid name ("'latest_filename' must not contain path
+ * components", C115), a NULL or duplicate var_list entry; NOT_FOUND for a
+ * var_list name the executor does not have; RESOURCE_EXHAUSTED.
+ * **Threads:** any. **Allocates:** yes.
+ */
+HK_API hk_code hk_saver_new(hk_saver **out, const hk_saver_options *opts, hk_status *status);
+/** Free the Saver. @param saver consumed; NULL is a no-op. No call on it may
+ *  be in progress. **Threads:** the owner's. **Allocates:** no. */
+HK_API void hk_saver_free(hk_saver *saver);
+
+/** Flags for hk_saver_save(). */
+typedef enum hk_save_flags {
+  HK_SAVE_DEFAULT = 0,
+  HK_SAVE_NO_STATE = 1u << 0,   /**< write_state false: unmanaged checkpoint, state file untouched (C116) */
+  HK_SAVE_META = 1u << 1        /**< also write <prefix>.meta when the executor describes its graph (C114) */
+} hk_save_flags;
+
+/**
+ * Save every variable of the Saver (C113–C116, D4, D6).
+ * The prefix is "<save_path>-<step>" ("%08d" with pad_step_number), or
+ * save_path itself when step is HK_UNSET_STEPS; the file records `step` as
+ * its global_step (without a step: the GS value, or 0 when there is none).
+ * Order: stale temporary files of ours removed; the data file (and meta
+ * file) written atomically; unless HK_SAVE_NO_STATE, the state file listing
+ * the new checkpoint last, then the checkpoints retention drops are deleted
+ * (removal errors are logged "Ignoring: %s", not returned). Before the
+ * first save into a directory the managed list is recovered from its state
+ * file (D6.1).
+ * @param rs         borrowed for the call; variables are read through it.
+ * @param save_path  "<dir>/<basename>"; the directory must exist.
+ * @param flags      hk_save_flags.
+ * @param prefix     may be NULL; receives the prefix, borrowed from the
+ *                   Saver until its next save, restore or free.
+ * **Errors:** INVALID_ARGUMENT: NULL arguments, a basename that is not a
+ * valid name (H32), "'latest_filename' collides with 'save_path': ..."
+ * (C115), a checkpoint name equal to latest_filename (C118); NOT_FOUND
+ * "Parent directory of %s doesn't exist, can't save." (C115); file-system
+ * errors (H9: RESOURCE_EXHAUSTED for a full disk, PERMISSION_DENIED, ...) —
+ * after which the directory holds exactly what it held before; executor
+ * errors reading a variable.
+ * **Threads:** the owner's. **Allocates:** yes.
+ */
+HK_API hk_code hk_saver_save(hk_saver *saver, hk_raw_session *rs, const char *save_path, int64_t step,
+                             unsigned flags, const char **prefix, hk_status *status);
+
+/**
+ * Restore every variable of the Saver from checkpoint `path` (C125, H27):
+ * a prefix, or the data file's path itself. Logs "Restoring parameters from
+ * %s". Every variable is checked against the file before any is assigned;
+ * every tensor read is CRC-verified. Never falls back (D5.4).
+ * **Errors:** INVALID_ARGUMENT "Can't load save_path when it is None." for
+ * a NULL path, or a variable whose dtype or shape differs (naming it, both
+ * dtypes or both shapes); NOT_FOUND "The passed save_path is not a valid
+ * checkpoint: %s" or "Key %s not found in checkpoint %s"; DATA_LOSS naming
+ * the file (and tensor) for a malformed or corrupt file — variables may
+ * then hold a mix of old and new values; FAILED_PRECONDITION for a file of
+ * a newer format; file-system and executor errors.
+ * **Threads:** the owner's. **Allocates:** yes (a read buffer per call).
+ */
+HK_API hk_code hk_saver_restore(hk_saver *saver, hk_raw_session *rs, const char *path, hk_status *status);
+
+/**
+ * Adopt the managed list of directory `dir` from its state file (D6.1,
+ * C122): listed names whose data file exists become the managed list, in
+ * order; timestamps from the file clamped to now, or the files' mtimes;
+ * last_preserved_timestamp from the file or now - 1 s; the clock-reset
+ * rule. A missing state file gives an empty list; a malformed one an empty
+ * list and a WARNING. hk_saver_save() calls this itself before its first
+ * save into a directory, and the session manager after restoring from one.
+ * **Errors:** INVALID_ARGUMENT for NULL arguments; RESOURCE_EXHAUSTED.
+ * **Threads:** the owner's. **Allocates:** yes.
+ */
+HK_API hk_code hk_saver_recover(hk_saver *saver, const char *dir, hk_status *status);
+
+/**
+ * The managed checkpoints, oldest first, as prefixes "<dir>/<name>".
+ * @param n  required; receives the count (0 for a NULL saver).
+ * @return borrowed array, valid until the next call on the Saver.
+ * **Threads:** the owner's. **Allocates:** no.
+ */
+HK_API const char *const *hk_saver_checkpoints(const hk_saver *saver, size_t *n);
+/** @return the Saver's executor (borrowed), NULL for NULL. */
+HK_API hk_executor *hk_saver_executor(const hk_saver *saver);
+/** @return the state file name in force (borrowed), NULL for NULL. */
+HK_API const char *hk_saver_latest_filename(const hk_saver *saver);
+
+/* ---- state file (C117, C123, H33, H34) ---------------------------------- */
+
+typedef struct hk_checkpoint_state hk_checkpoint_state;
+
+/**
+ * Read and parse the state file `<dir>/<latest_filename>` (C123, H33).
+ * Entries that are not bare valid names are dropped with a WARNING (and the
+ * newest remaining one becomes model_checkpoint_path when needed).
+ * @param env              borrowed for the call; NULL: defaults.
+ * @param latest_filename  NULL: "checkpoint".
+ * @param out              receives the state; NULL on failure.
+ * **Ownership:** *out owned, hk_checkpoint_state_free().
+ * **Errors:** NOT_FOUND when there is no state file; DATA_LOSS "Invalid
+ * checkpoint state loaded from %s: <reason> (line %d)" for a malformed
+ * one; INVALID_ARGUMENT; file-system errors (H9).
+ * **Threads:** any. **Allocates:** yes.
+ */
+HK_API hk_code hk_get_checkpoint_state(const hk_env *env, const char *dir, const char *latest_filename,
+                                       hk_checkpoint_state **out, hk_status *status);
+/** Free a state. @param cs consumed; NULL is a no-op. */
+HK_API void hk_checkpoint_state_free(hk_checkpoint_state *cs);
+/** @return "<dir>/<model_checkpoint_path>" (borrowed from cs), NULL for NULL. */
+HK_API const char *hk_checkpoint_state_model_path(const hk_checkpoint_state *cs);
+/** @return the number of all_model_checkpoint_paths entries (0 for NULL). */
+HK_API size_t hk_checkpoint_state_count(const hk_checkpoint_state *cs);
+/** @return entry i ("<dir>/<name>", oldest first; borrowed), NULL when out of range. */
+HK_API const char *hk_checkpoint_state_path(const hk_checkpoint_state *cs, size_t i);
+/** @return entry i's timestamp, or NaN when the file has none / out of range. */
+HK_API double hk_checkpoint_state_timestamp(const hk_checkpoint_state *cs, size_t i);
+/** @return last_preserved_timestamp, NaN when the file has none. */
+HK_API double hk_checkpoint_state_last_preserved(const hk_checkpoint_state *cs);
+
+/**
+ * Write the state file `<dir>/<latest_filename>` atomically (C117, D4, H34).
+ * @param newest      a checkpoint name or "<dir>/<name>" (required); appended
+ *                    to `names` with a log line when missing (C117).
+ * @param names       n names or "<dir>/<name>" paths, oldest first.
+ * @param timestamps  n wall-clock times, or NULL (no timestamps written).
+ * @param last_preserved  finite >= 0.
+ * **Errors:** INVALID_ARGUMENT: a name in another directory (C118), an
+ * invalid name (H32), a name equal to latest_filename ("Save path '%s'
+ * conflicts with path used for checkpoint state.  Please use a different
+ * save path."), a duplicate; file-system errors.
+ * **Threads:** any. **Allocates:** yes.
+ */
+HK_API hk_code hk_update_checkpoint_state(const hk_env *env, const char *dir, const char *newest,
+                                          const char *const *names, size_t n, const double *timestamps,
+                                          double last_preserved, const char *latest_filename,
+                                          hk_status *status);
+
+/**
+ * The newest checkpoint of `dir` that exists and verifies (D5.1, D5.2):
+ * candidates model_checkpoint_path, then the list newest to oldest, each
+ * skipped one logged "Checkpoint %s is missing or corrupt (%s); trying an
+ * older one."; a malformed or unreadable state file → directory scan.
+ * @param out  receives "<dir>/<name>" owned by the caller (hk_env_free()
+ *             with the same env); NULL on failure.
+ * **Errors:** NOT_FOUND (no state file and nothing found by a scan);
+ * DATA_LOSS naming every candidate and its reason when none verifies;
+ * INVALID_ARGUMENT; RESOURCE_EXHAUSTED.
+ * **Threads:** any. **Allocates:** yes.
+ */
+HK_API hk_code hk_latest_checkpoint(const hk_env *env, const char *dir, const char *latest_filename, char **out,
+                                    hk_status *status);
+
+/** @return nonzero iff "<prefix>.safetensors" exists (H34). **Threads:** any. */
+HK_API int hk_checkpoint_exists(const hk_env *env, const char *prefix);
+/**
+ * Remove "<prefix>.safetensors" and "<prefix>.meta" (H34).
+ * **Errors:** NOT_FOUND when neither exists; file-system errors.
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_remove_checkpoint(const hk_env *env, const char *prefix, hk_status *status);
+/**
+ * Modification times of n checkpoints' data files (H34).
+ * @param out  n doubles (seconds since the epoch).
+ * **Errors:** NOT_FOUND naming the first prefix without a data file.
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_checkpoint_mtimes(const hk_env *env, const char *const *prefixes, size_t n, double *out,
+                                    hk_status *status);
+
+/* ---- reader (checkpoint-format.md "Reading") ----------------------------- */
+
+typedef struct hk_checkpoint_reader hk_checkpoint_reader;
+
+/**
+ * Open a checkpoint: a prefix, or a path ending in ".safetensors". The
+ * header is read and validated completely (sizes, dtypes, shapes, offsets,
+ * gaps, overlaps, trailing bytes, duplicate names, format, every CRC
+ * present); tensor data is read only by hk_checkpoint_reader_read() and
+ * hk_checkpoint_reader_verify(). Memory is bounded by the header (at most
+ * 100 MiB, and never more than the file holds), never by a declared size.
+ * @param out  receives the reader; NULL on failure.
+ * **Ownership:** *out owned, hk_checkpoint_reader_free().
+ * **Errors:** NOT_FOUND when there is no such file; DATA_LOSS naming the
+ * file (and tensor) for anything the format refuses; FAILED_PRECONDITION
+ * for a "hooked/<n>" format newer than this library; file-system errors.
+ * **Threads:** any. **Allocates:** yes.
+ */
+HK_API hk_code hk_checkpoint_reader_open(hk_checkpoint_reader **out, const hk_env *env, const char *path,
+                                         hk_status *status);
+/** Close and free. @param r consumed; NULL is a no-op. */
+HK_API void hk_checkpoint_reader_free(hk_checkpoint_reader *r);
+/** @return the data file path (borrowed), NULL for NULL. */
+HK_API const char *hk_checkpoint_reader_path(const hk_checkpoint_reader *r);
+/** @return the global_step metadata. */
+HK_API int64_t hk_checkpoint_reader_step(const hk_checkpoint_reader *r);
+/** @return the number of tensors (0 for NULL). */
+HK_API size_t hk_checkpoint_reader_count(const hk_checkpoint_reader *r);
+/** One tensor of a checkpoint. */
+typedef struct hk_checkpoint_entry {
+  const char *name;          /**< borrowed from the reader */
+  hk_dtype dtype;
+  int32_t rank;
+  int64_t dims[HK_MAX_RANK];
+  uint64_t offset;           /**< of its bytes from the start of the file */
+  uint64_t nbytes;
+  uint32_t crc32c;           /**< the recorded CRC-32C */
+} hk_checkpoint_entry;
+/**
+ * Entry i, tensors in the file's (bytewise name) order.
+ * **Errors:** OUT_OF_RANGE for i >= count; INVALID_ARGUMENT.
+ */
+HK_API hk_code hk_checkpoint_reader_entry(const hk_checkpoint_reader *r, size_t i, hk_checkpoint_entry *out,
+                                          hk_status *status);
+/** Find a tensor by name. **Errors:** NOT_FOUND "Key %s not found in
+ *  checkpoint %s". */
+HK_API hk_code hk_checkpoint_reader_find(const hk_checkpoint_reader *r, const char *name, size_t *index,
+                                         hk_status *status);
+/**
+ * Read tensor i into `dst` (cap >= its nbytes) and verify its CRC.
+ * **Errors:** DATA_LOSS naming the file and tensor (CRC mismatch, file
+ * shorter than its header says); INVALID_ARGUMENT (cap too small);
+ * file-system errors.
+ * **Threads:** the owner's. **Allocates:** no.
+ */
+HK_API hk_code hk_checkpoint_reader_read(hk_checkpoint_reader *r, size_t i, void *dst, size_t cap,
+                                         hk_status *status);
+/**
+ * Read every tensor through a bounded buffer and verify every CRC.
+ * **Errors:** DATA_LOSS naming the file and the first bad tensor.
+ * **Threads:** the owner's. **Allocates:** yes (one buffer of at most 4 MiB).
+ */
+HK_API hk_code hk_checkpoint_reader_verify(hk_checkpoint_reader *r, hk_status *status);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HOOKED_CHECKPOINT_H */

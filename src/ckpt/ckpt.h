@@ -1,0 +1,212 @@
+/*
+ * Internal declarations of the checkpoint layer (hk__ names; not API).
+ *
+ *   fs.c          POSIX hk_fs, H9 errno mapping, atomic files (D4.1), stale
+ *                 temporary cleanup (D4.2 step 1), mkdirs, bounded reads,
+ *                 names and paths (H32)
+ *   crc32c.c      hk_crc32c_extend (SSE4.2 / portable, chosen at run time)
+ *   safetensors.c the data-file writer and the public reader
+ *   state.c       the state file: parse (H33), format (C117), public helpers
+ *   saver.c       hk_saver, latest_checkpoint, restore with fallback (D5)
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#ifndef HOOKED_CKPT_H
+#define HOOKED_CKPT_H
+
+#include "../internal.h"
+
+/* ---- file system (fs.c) ---------------------------------------------------- */
+
+/** An env's file system, resolved once: vt is never NULL. */
+typedef struct hk__fs {
+  const hk_fs_vtable *vt;
+  void *user;
+  const hk_env *env; /* borrowed: for allocation and logging; never NULL */
+} hk__fs;
+
+/** Resolve env->fs (POSIX when NULL or env version 1). `env` NULL: defaults. */
+void hk__fs_init(hk__fs *fs, const hk_env *env);
+
+/* Thin wrappers: call the slot and make sure a non-OK code comes with a
+ * message naming the path (implementations may forget). */
+hk_code hk__fs_open_read(const hk__fs *fs, const char *path, hk_fs_file **out, hk_status *st);
+hk_code hk__fs_read_full(const hk__fs *fs, hk_fs_file *f, const char *path, void *buf, size_t len, uint64_t offset,
+                         size_t *nread, hk_status *st); /* loops until len or EOF */
+hk_code hk__fs_size(const hk__fs *fs, hk_fs_file *f, const char *path, uint64_t *size, hk_status *st);
+hk_code hk__fs_close(const hk__fs *fs, hk_fs_file *f, const char *path, hk_status *st);
+hk_code hk__fs_stat(const hk__fs *fs, const char *path, hk_fs_stat *out, hk_status *st);
+hk_code hk__fs_unlink(const hk__fs *fs, const char *path, hk_status *st);
+hk_code hk__fs_list(const hk__fs *fs, const char *path, hk_fs_list_fn fn, void *fn_user, hk_status *st);
+hk_code hk__fs_sync_dir(const hk__fs *fs, const char *path, hk_status *st);
+/** nonzero when `path` exists (stat succeeds) and is not a directory. */
+int hk__fs_is_file(const hk__fs *fs, const char *path);
+
+/**
+ * A file written atomically (D4.1): created as "<final>.tmp-XXXXXX" (six
+ * random [A-Za-z0-9], exclusive, retried on ALREADY_EXISTS), appended to,
+ * then committed: fsync, close, rename over final, fsync of the directory.
+ * Any failure removes the temporary file (best effort). Write errors are
+ * sticky: after one, write() returns it again and commit() fails with it.
+ */
+typedef struct hk__atomic_file {
+  hk__fs fs;
+  hk_fs_file *f;        /* NULL once closed */
+  char *final_path;     /* owned (fs.env allocator) */
+  char *tmp_path;       /* owned */
+  char *dir;            /* owned: directory of final_path ("." when none) */
+  hk_code error;        /* sticky */
+  hk_status error_status;
+  uint64_t written;
+} hk__atomic_file;
+
+hk_code hk__atomic_begin(hk__atomic_file *af, const hk_env *env, const char *final_path, hk_status *st);
+/** Append all of buf, looping over short writes (a write of 0 bytes is an
+ *  UNKNOWN error naming the file). */
+hk_code hk__atomic_write(hk__atomic_file *af, const void *buf, size_t n, hk_status *st);
+/** fsync, close, rename, fsync dir; frees the struct's strings either way. */
+hk_code hk__atomic_commit(hk__atomic_file *af, hk_status *st);
+/** Close and unlink the temporary file; frees the strings. Safe after commit. */
+void hk__atomic_abort(hk__atomic_file *af);
+/** begin + write + commit. */
+hk_code hk__write_file_atomic(const hk_env *env, const char *path, const void *data, size_t n, hk_status *st);
+
+/**
+ * Read a whole small file, NUL-terminated, into an allocation of env.
+ * A file larger than `max` bytes → OUT_OF_RANGE naming it (nothing read).
+ * @param out  owned (hk_env_free) on success; NULL on failure.
+ */
+hk_code hk__read_file(const hk_env *env, const char *path, size_t max, char **out, size_t *len, hk_status *st);
+
+/**
+ * D4.2 step 1: remove "<F>.tmp-XXXXXX" entries of `dir` where F is
+ * `latest_filename`, "graph.pbtxt", or ends in ".safetensors" or ".meta".
+ * Failures to remove are logged at WARNING, not returned; a listing error
+ * is returned.
+ */
+hk_code hk__remove_stale_tmp(const hk_env *env, const char *dir, const char *latest_filename, hk_status *st);
+
+/** mkdir -p through the fs; an existing directory is OK, an existing
+ *  non-directory is FAILED_PRECONDITION naming it. */
+hk_code hk__mkdirs(const hk_env *env, const char *path, hk_status *st);
+
+/** H32: 1–255 bytes, no '/', '\\', '"', control bytes (0x01–0x1F, 0x7F),
+ *  no "..", not ".". */
+int hk__valid_name(const char *name);
+/** "dir/name" (no doubled '/'; just name when dir is "" or NULL), allocated
+ *  through env; NULL on OOM. */
+char *hk__path_join(const hk_env *env, const char *dir, const char *name);
+/** The directory part of path ("." when it has no '/', "/" for "/x"),
+ *  allocated through env; NULL on OOM. */
+char *hk__path_dirname(const hk_env *env, const char *path);
+/** Pointer to the last component of path (after the last '/'). */
+const char *hk__path_basename(const char *path);
+/** malloc-free printf into env's allocator; NULL on OOM. */
+char *hk__asprintf(const hk_env *env, const char *fmt, ...) HK_PRINTF(2, 3);
+
+/* ---- data files (safetensors.c) --------------------------------------------- */
+
+/** One tensor to write: `value.data` is borrowed for the call. */
+typedef struct hk__ckpt_tensor {
+  const char *name;
+  hk_tensor value;
+} hk__ckpt_tensor;
+
+/**
+ * Write "<prefix>.safetensors"-style data file `final_path` atomically per
+ * checkpoint-format.md: header (sorted bytewise by name, padded so data
+ * starts 64-byte aligned, "__metadata__" with format, global_step and a
+ * CRC-32C per tensor), then the data in the same order. Byte-identical for
+ * the same variables and step. Names must be unique and non-empty (else
+ * INVALID_ARGUMENT); STRING tensors are refused (INVALID_ARGUMENT).
+ * Allocates the header and an index array.
+ */
+hk_code hk__ckpt_write(const hk_env *env, const char *final_path, int64_t step, const hk__ckpt_tensor *tensors,
+                       size_t n, hk_status *st);
+
+/** The data-file path of a checkpoint reference: `path` itself when it ends
+ *  in ".safetensors", else "<path>.safetensors". Allocated through env. */
+char *hk__ckpt_data_path(const hk_env *env, const char *path);
+
+
+/* ---- state file (state.c) ----------------------------------------------------- */
+
+/** A parsed state file: bare names, oldest first. */
+typedef struct hk__state {
+  char **names;          /* n owned names (env allocator) */
+  double *timestamps;    /* n values, or NULL when the file has none */
+  size_t n;
+  char *model;           /* owned: model_checkpoint_path (a valid name; also the last of names) */
+  double last_preserved; /* NaN when absent */
+} hk__state;
+
+/**
+ * Parse a state file's text per H33. `what` names the file in messages.
+ * Malformed → DATA_LOSS "Invalid checkpoint state loaded from <what>:
+ * <reason> (line %d)". Entry-level refusals log the WARNING of H33 through
+ * env. On failure *out is zeroed.
+ */
+hk_code hk__state_parse(const hk_env *env, const char *what, const char *text, size_t len, hk__state *out,
+                        hk_status *st);
+/** Read and parse "<dir>/<latest_filename>"; NOT_FOUND when absent. */
+hk_code hk__state_read(const hk_env *env, const char *dir, const char *latest_filename, hk__state *out,
+                       hk_status *st);
+/** Free what a state holds; zeroes it. NULL is a no-op. */
+void hk__state_clear(const hk_env *env, hk__state *s);
+/**
+ * Write "<dir>/<latest_filename>" atomically (C117, D4): names are bare
+ * valid names, the last one is model_checkpoint_path; timestamps may be
+ * NULL. Checks H32 and C118 (a name equal to latest_filename).
+ */
+hk_code hk__state_write(const hk_env *env, const char *dir, const char *latest_filename, const char *const *names,
+                        const double *timestamps, size_t n, double last_preserved, hk_status *st);
+
+/* ---- saver (saver.c) ------------------------------------------------------------ */
+
+/**
+ * Restore from checkpoint directory `dir` with fallback (D5.3): candidates
+ * from the state file (or a directory scan, C123); a missing or corrupt one
+ * (before or during reading) is skipped with D5.1's warning; a model
+ * mismatch (H27) is returned at once. On success *restored receives the
+ * prefix used (owned, env allocator) and the Saver adopts dir's managed
+ * list (C122). NOT_FOUND when there is no state file and the scan finds
+ * nothing (the caller then initializes instead); DATA_LOSS when every
+ * candidate failed.
+ */
+hk_code hk__saver_restore_latest(hk_saver *saver, hk_raw_session *rs, const char *dir, char **restored,
+                                 hk_status *st);
+
+/** The Saver's env (borrowed). */
+const hk_env *hk__saver_env(const hk_saver *saver);
+
+/**
+ * The asynchronous hook's split save (D3). snapshot_size: total bytes the
+ * Saver's variables need (resolving var_list at the first call). snapshot:
+ * copy every variable, read through rs, into `buf` (size >= snapshot_size)
+ * and fill `tensors` (count = hk__saver_var_count) with views into buf.
+ * write: everything hk_saver_save does after reading the variables, from
+ * those tensors; safe on another thread while the training thread makes
+ * no other call on this Saver. prefix: as hk_saver_save's, owned by the
+ * caller (env allocator).
+ */
+hk_code hk__saver_snapshot_size(hk_saver *saver, size_t *nbytes, size_t *ntensors, hk_status *st);
+hk_code hk__saver_snapshot(hk_saver *saver, hk_raw_session *rs, void *buf, size_t cap, hk__ckpt_tensor *tensors,
+                           size_t ntensors, hk_status *st);
+hk_code hk__saver_write(hk_saver *saver, const char *save_path, int64_t step, unsigned flags,
+                        const hk__ckpt_tensor *tensors, size_t ntensors, const char *meta_text, size_t meta_len,
+                        char **prefix, hk_status *st);
+
+/* ---- event files (events.c, H26) ------------------------------------------------- */
+
+typedef struct hk__event_writer hk__event_writer;
+/** A writer for directory `dir`; the file is created at the first write:
+ *  "events.out.tfevents.<10-digit epoch seconds>.<hostname>", with the
+ *  file_version "brain.Event:2" event first. */
+hk_code hk__event_writer_new(hk__event_writer **out, const hk_env *env, const char *dir, hk_status *st);
+/** Append a SessionLog event (status 3 = CHECKPOINT) at `step`. */
+hk_code hk__event_writer_session_log(hk__event_writer *w, int64_t step, int status, const char *checkpoint_path,
+                                     hk_status *st);
+hk_code hk__event_writer_flush(hk__event_writer *w, hk_status *st);
+void hk__event_writer_free(hk__event_writer *w);
+
+#endif /* HOOKED_CKPT_H */
