@@ -169,9 +169,11 @@ hk_code hk__state_write(const hk_env *env, const char *dir, const char *latest_f
  * (before or during reading) is skipped with D5.1's warning; a model
  * mismatch (H27) is returned at once. On success *restored receives the
  * prefix used (owned, env allocator) and the Saver adopts dir's managed
- * list (C122). NOT_FOUND when there is no state file and the scan finds
- * nothing (the caller then initializes instead); DATA_LOSS when every
- * candidate failed.
+ * list (C122). HK_OK with *restored NULL when there is nothing to restore
+ * (no state file, or an unreadable one and a scan that finds no
+ * checkpoint): the caller then initializes instead — so NOT_FOUND always
+ * means a model mismatch ("Key %s not found in checkpoint %s"); DATA_LOSS
+ * when every candidate failed.
  */
 hk_code hk__saver_restore_latest(hk_saver *saver, hk_raw_session *rs, const char *dir, char **restored,
                                  hk_status *st);
