@@ -1,0 +1,866 @@
+/*
+ * hooked — CheckpointSaverHook and AsyncCheckpointSaverHook (contract groups
+ * K and L, D3), sharing one implementation.
+ *
+ * Both hooks fetch GS in every before_run (C95), save at every session
+ * creation (C94, C105), when the timer fires after a run (C96, C106) and at
+ * end() when the final step was not saved yet (C97, D3.5). A save runs the
+ * listeners around the Saver and appends a SessionLog CHECKPOINT event to an
+ * event file of checkpoint_dir (C98, H26).
+ *
+ * The asynchronous hook splits a save (D3): on the training thread it runs
+ * the listeners' before_save, copies every variable of its Saver into one
+ * snapshot buffer (allocated at the first save of a session, grown only when
+ * the variables grow) and hands (snapshot, step, path) to one writer thread,
+ * which only calls hk__saver_write. The result comes back through shared
+ * state guarded by one mutex and is processed on the training thread at the
+ * next after_run or end(): log lines, event, listeners' after_save and their
+ * stop requests, or the write's error. While a write is in flight the
+ * training thread touches neither the snapshot buffer nor the Saver.
+ *
+ * Per-session resources (event writer, snapshot buffer, graph text, writer
+ * thread) are allocated through a copy of the env in force at begin() (the
+ * hook's own, or the session's) and released by end(), by the next begin()
+ * when a session closed without end(), or by hk_hook_free().
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "../ckpt/ckpt.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#define DEFAULT_BASENAME "model.ckpt"
+#define GRAPH_FILE "graph.pbtxt"
+#define SESSION_LOG_CHECKPOINT 3
+
+typedef struct listener {
+  const hk_checkpoint_listener_vtable *vt;
+  void *user;
+  char *name; /* NULL: "listener <index>" */
+} listener;
+
+/* The graph description, captured once per session: the graph is finalized,
+ * so graph.pbtxt and every .meta of the session hold the same text. */
+enum { GRAPH_UNKNOWN = 0, GRAPH_CAPTURED, GRAPH_UNDESCRIBED };
+
+/*
+ * What the training thread and the writer thread share (D3). Every field
+ * below `mu` is read and written under it. The job's inputs (saver, step,
+ * flags, tensors, meta) are set by the training thread before it sets
+ * `pending`, and stay untouched until the writer reports `finished`.
+ */
+typedef struct writer {
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* broadcast when a job is handed over, finishes, or quit is set */
+  int quit;
+  int pending;  /* handed over, not yet taken by the writer */
+  int busy;     /* handed over and not finished */
+  int finished; /* finished, result not processed yet */
+  hk_saver *saver;
+  int64_t step;
+  unsigned flags;
+  const hk__ckpt_tensor *tensors;
+  size_t ntensors;
+  const char *meta;
+  size_t meta_len;
+  hk_code rc;
+  hk_status st;
+  double secs;
+} writer;
+
+typedef struct ckpt_hook {
+  hk_hook *hook;
+  hk_env env; /* what the struct and its options were allocated with */
+  int has_env;
+  int async;
+  const char *kind; /* "CheckpointSaverHook" or "AsyncCheckpointSaverHook" */
+
+  /* Options, copied. */
+  char *dir;
+  char *save_path;  /* dir/basename */
+  char *graph_path; /* dir/graph.pbtxt */
+  double save_secs;
+  int64_t save_steps;
+  hk_saver *opt_saver;
+  hk_scaffold *opt_scaffold;
+  listener *listeners;
+  size_t nlisteners;
+  int save_graph_def;
+  int64_t steps_per_run;
+  int block_when_busy;
+
+  /* Per-session state, reset by begin(). */
+  int in_session; /* begin() ran and its resources are held */
+  hk_env senv;    /* the env in force at begin(), for per-session resources */
+  hk_executor *graph;
+  hk_handle gs;
+  hk_timer timer;
+  hk_saver *saver; /* resolved at the first save (C99) */
+  hk__event_writer *events;
+  int graph_state;
+  char *graph_text;
+  size_t graph_len, graph_cap;
+
+  /* Asynchronous hook only. */
+  writer w;
+  int thread_started;
+  pthread_t tid;
+  unsigned char *buf; /* snapshot buffer (D3.2) */
+  size_t buf_cap;
+  hk__ckpt_tensor *tensors;
+  size_t tensors_cap;
+  int have_written; /* a checkpoint was written successfully this session */
+  int64_t last_written;
+  int deferring; /* the deferral line was logged for the current run of deferrals */
+} ckpt_hook;
+
+static const hk_env *own_env(const ckpt_hook *self) { return self->has_env ? &self->env : NULL; }
+
+static int64_t add_sat(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
+
+static const char *listener_name(const ckpt_hook *self, size_t i, char *buf, size_t cap) {
+  if (self->listeners[i].name != NULL) return self->listeners[i].name;
+  snprintf(buf, cap, "listener %zu", i);
+  return buf;
+}
+
+/* ---- listeners (C93, C97, C98, C103) ----------------------------------------- */
+
+static hk_code listeners_begin(ckpt_hook *self, hk_status *st) {
+  size_t i;
+  for (i = 0; i < self->nlisteners; i++) {
+    const listener *l = &self->listeners[i];
+    char nb[32];
+    hk_code rc;
+    if (l->vt->begin == NULL) continue;
+    rc = l->vt->begin(l->user, st);
+    if (rc != HK_OK)
+      return hk__callback_result(rc, st, "CheckpointSaverListener.begin", listener_name(self, i, nb, sizeof nb));
+  }
+  return HK_OK;
+}
+
+static hk_code listeners_before_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st) {
+  size_t i;
+  hk_hook_log(self->hook, HK_LOG_INFO, "Calling checkpoint listeners before saving checkpoint %" PRId64 "...", step);
+  for (i = 0; i < self->nlisteners; i++) {
+    const listener *l = &self->listeners[i];
+    char nb[32];
+    hk_code rc;
+    if (l->vt->before_save == NULL) continue;
+    rc = l->vt->before_save(l->user, rs, step, st);
+    if (rc != HK_OK)
+      return hk__callback_result(rc, st, "CheckpointSaverListener.before_save", listener_name(self, i, nb, sizeof nb));
+  }
+  return HK_OK;
+}
+
+/* Every listener is called even after one asked to stop (C98). */
+static hk_code listeners_after_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, int *stop, hk_status *st) {
+  size_t i;
+  hk_hook_log(self->hook, HK_LOG_INFO, "Calling checkpoint listeners after saving checkpoint %" PRId64 "...", step);
+  for (i = 0; i < self->nlisteners; i++) {
+    const listener *l = &self->listeners[i];
+    char nb[32];
+    int want_stop = 0;
+    hk_code rc;
+    if (l->vt->after_save == NULL) continue;
+    rc = l->vt->after_save(l->user, rs, step, &want_stop, st);
+    if (rc != HK_OK)
+      return hk__callback_result(rc, st, "CheckpointSaverListener.after_save", listener_name(self, i, nb, sizeof nb));
+    if (want_stop) {
+      hk_hook_log(self->hook, HK_LOG_INFO, "A CheckpointSaverListener requested that training be stopped. listener: %s",
+                  listener_name(self, i, nb, sizeof nb));
+      *stop = 1;
+    }
+  }
+  return HK_OK;
+}
+
+static hk_code listeners_end(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st) {
+  size_t i;
+  for (i = 0; i < self->nlisteners; i++) {
+    const listener *l = &self->listeners[i];
+    char nb[32];
+    hk_code rc;
+    if (l->vt->end == NULL) continue;
+    rc = l->vt->end(l->user, rs, step, st);
+    if (rc != HK_OK)
+      return hk__callback_result(rc, st, "CheckpointSaverListener.end", listener_name(self, i, nb, sizeof nb));
+  }
+  return HK_OK;
+}
+
+/* ---- shared pieces of a save ------------------------------------------------- */
+
+/* C99: the explicit saver, the given scaffold's, the session's Scaffold's. */
+static hk_code resolve_saver(ckpt_hook *self, hk_status *st) {
+  hk_saver *s = self->opt_saver;
+  hk_scaffold *session_scaffold;
+
+  if (self->saver != NULL) return HK_OK;
+  if (s == NULL && self->opt_scaffold != NULL) s = hk_scaffold_saver(self->opt_scaffold);
+  if (s == NULL && (session_scaffold = hk_hook_scaffold(self->hook)) != NULL) s = hk_scaffold_saver(session_scaffold);
+  if (s == NULL) return hk_status_set(st, HK_FAILED_PRECONDITION, "No saver available: provide a saver or a scaffold.");
+  self->saver = s;
+  return HK_OK;
+}
+
+static hk_code graph_sink(void *user, const char *text, size_t len, hk_status *st) {
+  ckpt_hook *self = user;
+
+  if (len == 0) return HK_OK;
+  if (len > SIZE_MAX / 2 - self->graph_len)
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: graph description too large", self->graph_path);
+  if (self->graph_len + len + 1 > self->graph_cap) {
+    size_t cap = self->graph_cap ? self->graph_cap : 4096;
+    char *p;
+    while (cap < self->graph_len + len + 1) cap *= 2;
+    p = hk_env_realloc(&self->senv, self->graph_text, cap);
+    if (p == NULL)
+      return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory describing the graph", self->graph_path);
+    self->graph_text = p;
+    self->graph_cap = cap;
+  }
+  memcpy(self->graph_text + self->graph_len, text, len);
+  self->graph_len += len;
+  self->graph_text[self->graph_len] = '\0';
+  return HK_OK;
+}
+
+/* Capture the graph description once per session; an executor that cannot
+ * describe its graph makes graph.pbtxt and .meta files be skipped (C94,
+ * C102), logged once. */
+static hk_code capture_graph(ckpt_hook *self, hk_status *st) {
+  hk_status local = HK_STATUS_INIT;
+  hk_code rc;
+
+  if (self->graph_state != GRAPH_UNKNOWN) return HK_OK;
+  self->graph_len = 0;
+  rc = hk_executor_describe(self->graph, graph_sink, self, &local);
+  if (rc == HK_UNIMPLEMENTED) {
+    self->graph_state = GRAPH_UNDESCRIBED;
+    hk_hook_log(self->hook, HK_LOG_INFO,
+                "%s: the executor does not describe its graph; %s and .meta files are not written (%s)", self->kind,
+                GRAPH_FILE, local.message);
+    return HK_OK;
+  }
+  if (rc != HK_OK) {
+    hk__status_copy(st, &local);
+    return rc;
+  }
+  self->graph_state = GRAPH_CAPTURED;
+  return HK_OK;
+}
+
+static hk_code write_graph_file(ckpt_hook *self, hk_status *st) {
+  hk_code rc = capture_graph(self, st);
+  if (rc != HK_OK || self->graph_state != GRAPH_CAPTURED) return rc;
+  return hk__write_file_atomic(&self->senv, self->graph_path, self->graph_text, self->graph_len, st);
+}
+
+static hk_code write_event(ckpt_hook *self, int64_t step, hk_status *st) {
+  return hk__event_writer_session_log(self->events, step, SESSION_LOG_CHECKPOINT, self->save_path, st);
+}
+
+/* C98: one synchronous save at `step`. */
+static hk_code save_sync(ckpt_hook *self, hk_raw_session *rs, int64_t step, int *stop, hk_status *st) {
+  hk_code rc = resolve_saver(self, st);
+
+  if (rc != HK_OK) return rc;
+  rc = listeners_before_save(self, rs, step, st);
+  if (rc != HK_OK) return rc;
+  hk_hook_log(self->hook, HK_LOG_INFO, "Saving checkpoints for %" PRId64 " into %s.", step, self->save_path);
+  rc = hk_saver_save(self->saver, rs, self->save_path, step, self->save_graph_def ? HK_SAVE_META : HK_SAVE_DEFAULT,
+                     NULL, st);
+  if (rc != HK_OK) return rc;
+  if (self->async) {
+    self->have_written = 1;
+    self->last_written = step;
+  }
+  rc = write_event(self, step, st);
+  if (rc != HK_OK) return rc;
+  return listeners_after_save(self, rs, step, stop, st);
+}
+
+/* ---- the writer thread (D3) ---------------------------------------------------- */
+
+static void *writer_main(void *arg) {
+  ckpt_hook *self = arg;
+  writer *w = &self->w;
+
+  pthread_mutex_lock(&w->mu);
+  for (;;) {
+    hk_saver *saver;
+    int64_t step;
+    unsigned flags;
+    const hk__ckpt_tensor *tensors;
+    size_t ntensors, meta_len;
+    const char *meta;
+    hk_status st = HK_STATUS_INIT;
+    char *prefix = NULL;
+    double t0, t1;
+    hk_code rc;
+
+    /* A job handed over before quit is written first (D3.2). */
+    while (!w->pending && !w->quit) pthread_cond_wait(&w->cv, &w->mu);
+    if (!w->pending) break;
+    w->pending = 0;
+    saver = w->saver;
+    step = w->step;
+    flags = w->flags;
+    tensors = w->tensors;
+    ntensors = w->ntensors;
+    meta = w->meta;
+    meta_len = w->meta_len;
+    pthread_mutex_unlock(&w->mu);
+
+    t0 = hk_env_monotonic(&self->senv);
+    rc = hk__saver_write(saver, self->save_path, step, flags, tensors, ntensors, meta, meta_len, &prefix, &st);
+    t1 = hk_env_monotonic(&self->senv);
+    hk_env_free(hk__saver_env(saver), prefix);
+
+    pthread_mutex_lock(&w->mu);
+    w->rc = rc;
+    w->st = st;
+    w->secs = t1 - t0;
+    w->busy = 0;
+    w->finished = 1;
+    pthread_cond_broadcast(&w->cv);
+  }
+  pthread_mutex_unlock(&w->mu);
+  return NULL;
+}
+
+static int writer_busy(ckpt_hook *self) {
+  int busy;
+  pthread_mutex_lock(&self->w.mu);
+  busy = self->w.busy;
+  pthread_mutex_unlock(&self->w.mu);
+  return busy;
+}
+
+static void writer_wait_idle(ckpt_hook *self) {
+  pthread_mutex_lock(&self->w.mu);
+  while (self->w.busy) pthread_cond_wait(&self->w.cv, &self->w.mu);
+  pthread_mutex_unlock(&self->w.mu);
+}
+
+/* Stop the writer thread after the job in flight, if any, and join it. */
+static void writer_join(ckpt_hook *self) {
+  if (!self->thread_started) return;
+  pthread_mutex_lock(&self->w.mu);
+  self->w.quit = 1;
+  pthread_cond_broadcast(&self->w.cv);
+  pthread_mutex_unlock(&self->w.mu);
+  pthread_join(self->tid, NULL);
+  self->thread_started = 0;
+  pthread_mutex_lock(&self->w.mu);
+  self->w.quit = 0;
+  pthread_mutex_unlock(&self->w.mu);
+}
+
+/* D3.4: process a finished write on the training thread. Nothing finished:
+ * OK. */
+static hk_code process_completion(ckpt_hook *self, hk_raw_session *rs, int *stop, hk_status *st) {
+  writer *w = &self->w;
+  int finished;
+  int64_t step = 0;
+  double secs = 0;
+  hk_code rc = HK_OK;
+  hk_status wst = HK_STATUS_INIT;
+
+  pthread_mutex_lock(&w->mu);
+  finished = w->finished;
+  if (finished) {
+    w->finished = 0;
+    step = w->step;
+    secs = w->secs;
+    rc = w->rc;
+    wst = w->st;
+  }
+  pthread_mutex_unlock(&w->mu);
+  if (!finished) return HK_OK;
+
+  if (rc != HK_OK)
+    return hk_status_set(st, rc, "Checkpoint for step %" PRId64 " into %s failed: %s", step, self->save_path,
+                         wst.message[0] != '\0' ? wst.message : hk_code_name(rc));
+  self->have_written = 1;
+  self->last_written = step;
+  hk_hook_log(self->hook, HK_LOG_INFO, "Checkpoint actual writing time: (%.3f sec)", secs);
+  hk_hook_log(self->hook, HK_LOG_INFO, "Checkpoint finished for %" PRId64 " into %s.", step, self->save_path);
+  rc = write_event(self, step, st);
+  if (rc != HK_OK) return rc;
+  return listeners_after_save(self, rs, step, stop, st);
+}
+
+/* Grow the snapshot buffer and the tensor array when the variables need more
+ * than they hold: after the first save of a session this allocates nothing
+ * (D3.2). */
+static hk_code reserve_snapshot(ckpt_hook *self, size_t nbytes, size_t ntensors, hk_status *st) {
+  if (nbytes > self->buf_cap || self->buf == NULL) {
+    size_t cap = nbytes > 0 ? nbytes : 1;
+    unsigned char *p = hk_env_alloc(&self->senv, cap);
+    if (p == NULL)
+      return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory for a %zu-byte checkpoint snapshot of %s",
+                           self->kind, nbytes, self->save_path);
+    hk_env_free(&self->senv, self->buf);
+    self->buf = p;
+    self->buf_cap = cap;
+  }
+  if (ntensors > self->tensors_cap || self->tensors == NULL) {
+    size_t cap = ntensors > 0 ? ntensors : 1;
+    hk__ckpt_tensor *t = hk_env_calloc(&self->senv, cap, sizeof(*t));
+    if (t == NULL)
+      return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory for the checkpoint snapshot of %s", self->kind,
+                           self->save_path);
+    hk_env_free(&self->senv, self->tensors);
+    self->tensors = t;
+    self->tensors_cap = cap;
+  }
+  return HK_OK;
+}
+
+/* D3.1: snapshot on the training thread and hand the write over. The writer
+ * must be idle. */
+static hk_code save_async(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st) {
+  size_t nbytes = 0, ntensors = 0;
+  unsigned flags = HK_SAVE_DEFAULT;
+  hk_code rc = resolve_saver(self, st);
+
+  if (rc != HK_OK) return rc;
+  rc = listeners_before_save(self, rs, step, st);
+  if (rc != HK_OK) return rc;
+  rc = hk__saver_snapshot_size(self->saver, &nbytes, &ntensors, st);
+  if (rc != HK_OK) return rc;
+  rc = reserve_snapshot(self, nbytes, ntensors, st);
+  if (rc != HK_OK) return rc;
+  rc = hk__saver_snapshot(self->saver, rs, self->buf, self->buf_cap, self->tensors, ntensors, st);
+  if (rc != HK_OK) return rc;
+  if (self->save_graph_def) {
+    rc = capture_graph(self, st);
+    if (rc != HK_OK) return rc;
+    if (self->graph_state == GRAPH_CAPTURED) flags |= HK_SAVE_META;
+  }
+  if (!self->thread_started) {
+    int err = pthread_create(&self->tid, NULL, writer_main, self);
+    if (err != 0)
+      return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: cannot start the checkpoint writer thread for %s (error %d)",
+                           self->kind, self->save_path, err);
+    self->thread_started = 1;
+  }
+  pthread_mutex_lock(&self->w.mu);
+  self->w.saver = self->saver;
+  self->w.step = step;
+  self->w.flags = flags;
+  self->w.tensors = self->tensors;
+  self->w.ntensors = ntensors;
+  self->w.meta = (flags & HK_SAVE_META) ? self->graph_text : NULL;
+  self->w.meta_len = (flags & HK_SAVE_META) ? self->graph_len : 0;
+  self->w.pending = 1;
+  self->w.busy = 1;
+  pthread_cond_broadcast(&self->w.cv);
+  pthread_mutex_unlock(&self->w.mu);
+  hk_hook_log(self->hook, HK_LOG_INFO, "Saving checkpoints for %" PRId64 " into %s.", step, self->save_path);
+  return HK_OK;
+}
+
+/* ---- per-session resources ---------------------------------------------------- */
+
+/* Release what begin() acquired. A write in flight is completed first and
+ * its result dropped (the session that wanted it is gone). */
+static void release_session(ckpt_hook *self) {
+  if (!self->in_session) return;
+  if (self->async) {
+    writer_join(self);
+    self->w.pending = 0;
+    self->w.busy = 0;
+    self->w.finished = 0;
+  }
+  hk__event_writer_free(self->events);
+  self->events = NULL;
+  hk_env_free(&self->senv, self->buf);
+  self->buf = NULL;
+  self->buf_cap = 0;
+  hk_env_free(&self->senv, self->tensors);
+  self->tensors = NULL;
+  self->tensors_cap = 0;
+  hk_env_free(&self->senv, self->graph_text);
+  self->graph_text = NULL;
+  self->graph_len = self->graph_cap = 0;
+  self->in_session = 0;
+}
+
+/* ---- hook callbacks ----------------------------------------------------------- */
+
+static hk_code cs_begin(void *user, hk_executor *graph, hk_status *status) {
+  ckpt_hook *self = user;
+  hk_variable_info info;
+  hk_code rc;
+
+  release_session(self);
+  hk_env_copy(&self->senv, hk_hook_env(self->hook));
+  self->in_session = 1;
+  self->graph = graph;
+  self->gs = HK_NO_HANDLE;
+  self->saver = NULL;
+  self->graph_state = GRAPH_UNKNOWN;
+  self->have_written = 0;
+  self->last_written = 0;
+  self->deferring = 0;
+  rc = hk_timer_init(&self->timer, self->save_secs, self->save_steps, "save_secs", "save_steps", &self->senv.clock,
+                     status);
+  if (rc != HK_OK) return rc;
+
+  rc = hk__mkdirs(&self->senv, self->dir, status);
+  if (rc != HK_OK) return rc;
+  rc = hk__event_writer_new(&self->events, &self->senv, self->dir, status);
+  if (rc != HK_OK) return rc;
+  rc = hk_executor_global_step(graph, &info, NULL, status);
+  if (rc == HK_NOT_FOUND)
+    return hk_status_set(status, HK_FAILED_PRECONDITION, "Global step should be created to use %s.", self->kind);
+  if (rc != HK_OK) return rc;
+  self->gs = info.tensor;
+  return listeners_begin(self, status);
+}
+
+static hk_code cs_after_create_session(void *user, hk_raw_session *session, hk_coordinator *coord,
+                                       hk_creation_context *ctx, hk_status *status) {
+  ckpt_hook *self = user;
+  int64_t gs;
+  int stop = 0;
+  hk_code rc;
+
+  (void)coord;
+  rc = hk_raw_session_global_step(session, &gs, status);
+  if (rc != HK_OK) return rc;
+  if (self->save_graph_def) {
+    rc = write_graph_file(self, status);
+    if (rc != HK_OK) return rc;
+  }
+  if (self->async) {
+    /* A re-creation while a write is in flight: finish it first, so at most
+     * one save is in flight (D3.2). */
+    writer_wait_idle(self);
+    rc = process_completion(self, session, &stop, status);
+    if (rc != HK_OK) return rc;
+    if (stop) hk_creation_context_request_stop(ctx);
+    self->deferring = 0;
+    rc = save_async(self, session, gs, status);
+  } else {
+    /* C94: the listeners' stop request from this save is ignored. */
+    rc = save_sync(self, session, gs, &stop, status);
+  }
+  if (rc != HK_OK) return rc;
+  hk_timer_update(&self->timer, gs, NULL, NULL);
+  return HK_OK;
+}
+
+static hk_code cs_before_run(void *user, hk_run_context *ctx, hk_run_request *request, hk_status *status) {
+  ckpt_hook *self = user;
+
+  (void)ctx;
+  (void)status;
+  request->fetches = &self->gs;
+  request->nfetches = 1;
+  return HK_OK;
+}
+
+static hk_code cs_after_run(void *user, hk_run_context *ctx, const hk_run_values *values, hk_status *status) {
+  ckpt_hook *self = user;
+  hk_raw_session *rs = hk_run_context_session(ctx);
+  int64_t stale, gs;
+  int stop = 0;
+  hk_code rc;
+
+  if (values == NULL || values->nresults < 1 || values->results == NULL)
+    return hk_status_set(status, HK_INTERNAL, "%s: the global step it fetched is missing from its run values",
+                         self->kind);
+  rc = hk_tensor_to_i64(&values->results[0], "global_step", &stale, status);
+  if (rc != HK_OK) return rc;
+
+  if (self->async) {
+    /* D3.4: a failed write fails this call, and no new save starts. */
+    rc = process_completion(self, rs, &stop, status);
+    if (stop) hk_run_context_request_stop(ctx);
+    if (rc != HK_OK) return rc;
+  }
+  /* C96: stale GS + steps_per_run is the post-run GS when every run adds
+   * steps_per_run (H29); the raw-session read confirms it. */
+  if (!hk_timer_should_trigger(&self->timer, add_sat(stale, self->steps_per_run))) return HK_OK;
+  rc = hk_raw_session_global_step(rs, &gs, status);
+  if (rc != HK_OK) return rc;
+  if (!hk_timer_should_trigger(&self->timer, gs)) return HK_OK;
+
+  if (!self->async) {
+    hk_timer_update(&self->timer, gs, NULL, NULL);
+    rc = save_sync(self, rs, gs, &stop, status);
+    if (rc != HK_OK) return rc;
+    if (stop) hk_run_context_request_stop(ctx);
+    return HK_OK;
+  }
+
+  if (writer_busy(self)) {
+    if (!self->block_when_busy) {
+      /* D3.3: no snapshot, timer unchanged, so the next after_run tries again. */
+      if (!self->deferring)
+        hk_hook_log(self->hook, HK_LOG_INFO, "Saver thread still in progress, deferring checkpoint.");
+      self->deferring = 1;
+      return HK_OK;
+    }
+    writer_wait_idle(self);
+    stop = 0;
+    rc = process_completion(self, rs, &stop, status);
+    if (stop) hk_run_context_request_stop(ctx);
+    if (rc != HK_OK) return rc;
+  }
+  self->deferring = 0;
+  hk_timer_update(&self->timer, gs, NULL, NULL);
+  return save_async(self, rs, gs, status);
+}
+
+/* C97: save unless the final step was just saved; listeners' end always. */
+static hk_code end_sync(ckpt_hook *self, hk_raw_session *session, hk_status *status) {
+  int64_t gs, last;
+  int stop = 0;
+  hk_code rc;
+
+  rc = hk_raw_session_global_step(session, &gs, status);
+  if (rc != HK_OK) return rc;
+  if (!hk_timer_last_triggered_step(&self->timer, &last) || last != gs) {
+    rc = save_sync(self, session, gs, &stop, status);
+    if (rc != HK_OK) return rc;
+  }
+  rc = listeners_end(self, session, gs, status);
+  if (rc != HK_OK) return rc;
+  return hk__event_writer_flush(self->events, status);
+}
+
+/* Remember the first error of end(). */
+static void keep_first(hk_code *first, hk_status *status, hk_code rc, const hk_status *st) {
+  if (rc == HK_OK || *first != HK_OK) return;
+  *first = rc;
+  hk__status_copy(status, st);
+}
+
+/* D3.5: drain, process, then save GS synchronously unless it was written;
+ * every step runs, and the first error is returned. */
+static hk_code end_async(ckpt_hook *self, hk_raw_session *session, hk_status *status) {
+  hk_code first = HK_OK, rc;
+  hk_status st = HK_STATUS_INIT;
+  int64_t gs;
+  int stop = 0;
+
+  hk_hook_log(self->hook, HK_LOG_INFO, "Waiting for any pending checkpoints to finish.");
+  writer_wait_idle(self);
+  writer_join(self);
+  rc = process_completion(self, session, &stop, &st);
+  keep_first(&first, status, rc, &st);
+
+  rc = hk_raw_session_global_step(session, &gs, &st);
+  if (rc != HK_OK) {
+    keep_first(&first, status, rc, &st);
+    return first;
+  }
+  if (!self->have_written || self->last_written != gs) {
+    /* The stop request of this save is moot: the session is ending. */
+    rc = save_sync(self, session, gs, &stop, &st);
+    keep_first(&first, status, rc, &st);
+  }
+  rc = listeners_end(self, session, gs, &st);
+  keep_first(&first, status, rc, &st);
+  rc = hk__event_writer_flush(self->events, &st);
+  keep_first(&first, status, rc, &st);
+  return first;
+}
+
+static hk_code cs_end(void *user, hk_raw_session *session, hk_status *status) {
+  ckpt_hook *self = user;
+  hk_code rc = self->async ? end_async(self, session, status) : end_sync(self, session, status);
+
+  release_session(self);
+  return rc;
+}
+
+static void free_options(ckpt_hook *self) {
+  const hk_env *env = own_env(self);
+  size_t i;
+
+  for (i = 0; i < self->nlisteners; i++) hk_env_free(env, self->listeners[i].name);
+  hk_env_free(env, self->listeners);
+  hk_env_free(env, self->dir);
+  hk_env_free(env, self->save_path);
+  hk_env_free(env, self->graph_path);
+}
+
+static void cs_destroy(void *user) {
+  ckpt_hook *self = user;
+  hk_env env;
+  int has_env = self->has_env;
+
+  release_session(self);
+  if (self->async) {
+    pthread_cond_destroy(&self->w.cv);
+    pthread_mutex_destroy(&self->w.mu);
+  }
+  free_options(self);
+  if (has_env) env = self->env;
+  hk_env_free(has_env ? &env : NULL, self);
+}
+
+static const hk_hook_vtable checkpoint_saver_vtable = {
+    HK_HOOK_VTABLE_VERSION, cs_begin, cs_after_create_session, cs_before_run, cs_after_run, cs_end, cs_destroy,
+};
+
+/* ---- construction (C92, C104) -------------------------------------------------- */
+
+hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opts, uint32_t version) {
+  static const hk_checkpoint_saver_options init = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
+
+  if (opts == NULL || version != HK_CHECKPOINT_SAVER_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
+  *opts = init;
+  return HK_OK;
+}
+
+/* Everything the options say, checked before anything is allocated (H3). */
+static hk_code validate(const hk_checkpoint_saver_options *opts, const char *kind, hk_status *st) {
+  hk_timer probe;
+  size_t i;
+  hk_code rc;
+
+  if (opts == NULL) return hk_status_set(st, HK_INVALID_ARGUMENT, "opts is NULL: %s needs a checkpoint_dir", kind);
+  if (opts->version == 0 || opts->version > HK_CHECKPOINT_SAVER_OPTIONS_VERSION)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "opts->version: %u is not HK_CHECKPOINT_SAVER_OPTIONS_VERSION (%u)",
+                         (unsigned)opts->version, (unsigned)HK_CHECKPOINT_SAVER_OPTIONS_VERSION);
+  rc = hk_env_check(opts->env, "opts->env", st);
+  if (rc != HK_OK) return rc;
+  if (opts->checkpoint_dir == NULL || opts->checkpoint_dir[0] == '\0')
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "checkpoint_dir: required by %s", kind);
+  if (opts->saver != NULL && opts->scaffold != NULL)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "You cannot provide both saver and scaffold.");
+  rc = hk_timer_init(&probe, opts->save_secs, opts->save_steps, "save_secs", "save_steps", NULL, st);
+  if (rc != HK_OK) return rc;
+  if (opts->steps_per_run < 1)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "steps_per_run: must be >= 1, got %" PRId64, opts->steps_per_run);
+  if (opts->checkpoint_basename != NULL && !hk__valid_name(opts->checkpoint_basename))
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "checkpoint_basename: '%s' is not a valid checkpoint name (1-255 bytes, no '/', '\\', "
+                         "'\"', control bytes or \"..\", not \".\")",
+                         opts->checkpoint_basename);
+  if (opts->listeners == NULL && opts->nlisteners > 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "listeners: NULL with nlisteners %zu", opts->nlisteners);
+  for (i = 0; i < opts->nlisteners; i++) {
+    const hk_checkpoint_listener_vtable *vt = opts->listeners[i].vtable;
+    if (vt == NULL) return hk_status_set(st, HK_INVALID_ARGUMENT, "listeners[%zu].vtable: must not be NULL", i);
+    if (vt->version == 0 || vt->version > HK_CHECKPOINT_LISTENER_VTABLE_VERSION)
+      return hk_status_set(st, HK_INVALID_ARGUMENT,
+                           "listeners[%zu].vtable->version: %u is not a listener vtable version this library knows "
+                           "(1..%u)",
+                           i, (unsigned)vt->version, (unsigned)HK_CHECKPOINT_LISTENER_VTABLE_VERSION);
+  }
+  return HK_OK;
+}
+
+static hk_code copy_options(ckpt_hook *self, const hk_checkpoint_saver_options *opts) {
+  const hk_env *env = own_env(self);
+  const char *base = opts->checkpoint_basename ? opts->checkpoint_basename : DEFAULT_BASENAME;
+  size_t i;
+
+  self->dir = hk_env_strdup(env, opts->checkpoint_dir);
+  self->save_path = hk__path_join(env, opts->checkpoint_dir, base);
+  self->graph_path = hk__path_join(env, opts->checkpoint_dir, GRAPH_FILE);
+  if (self->dir == NULL || self->save_path == NULL || self->graph_path == NULL) return HK_RESOURCE_EXHAUSTED;
+  if (opts->nlisteners > 0) {
+    self->listeners = hk_env_calloc(env, opts->nlisteners, sizeof(*self->listeners));
+    if (self->listeners == NULL) return HK_RESOURCE_EXHAUSTED;
+    self->nlisteners = opts->nlisteners;
+    for (i = 0; i < opts->nlisteners; i++) {
+      self->listeners[i].vt = opts->listeners[i].vtable;
+      self->listeners[i].user = opts->listeners[i].user;
+      if (opts->listeners[i].name != NULL) {
+        self->listeners[i].name = hk_env_strdup(env, opts->listeners[i].name);
+        if (self->listeners[i].name == NULL) return HK_RESOURCE_EXHAUSTED;
+      }
+    }
+  }
+  self->save_secs = opts->save_secs;
+  self->save_steps = opts->save_steps;
+  self->opt_saver = opts->saver;
+  self->opt_scaffold = opts->scaffold;
+  self->save_graph_def = opts->save_graph_def != 0;
+  self->steps_per_run = opts->steps_per_run;
+  self->block_when_busy = opts->block_when_busy != 0;
+  return HK_OK;
+}
+
+static hk_code hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, int async, hk_status *status) {
+  const char *kind = async ? "AsyncCheckpointSaverHook" : "CheckpointSaverHook";
+  ckpt_hook *self;
+  hk_code rc;
+
+  if (out == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "out: must not be NULL");
+  *out = NULL;
+  rc = validate(opts, kind, status);
+  if (rc != HK_OK) return rc;
+
+  self = hk_env_calloc(opts->env, 1, sizeof(*self));
+  if (self == NULL) return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "%s: out of memory", kind);
+  if (opts->env != NULL) {
+    hk_env_copy(&self->env, opts->env);
+    self->has_env = 1;
+  }
+  self->async = async;
+  self->kind = kind;
+  self->gs = HK_NO_HANDLE;
+  if (copy_options(self, opts) != HK_OK) {
+    free_options(self);
+    hk_env_free(own_env(self), self);
+    return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "%s: out of memory", kind);
+  }
+  if (async) {
+    if (pthread_mutex_init(&self->w.mu, NULL) != 0) {
+      free_options(self);
+      hk_env_free(own_env(self), self);
+      return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "%s: cannot create a mutex", kind);
+    }
+    if (pthread_cond_init(&self->w.cv, NULL) != 0) {
+      pthread_mutex_destroy(&self->w.mu);
+      free_options(self);
+      hk_env_free(own_env(self), self);
+      return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "%s: cannot create a condition variable", kind);
+    }
+  }
+  rc = hk_hook_new(out, &checkpoint_saver_vtable, self, kind, opts->env, status);
+  if (rc != HK_OK) {
+    if (async) {
+      pthread_cond_destroy(&self->w.cv);
+      pthread_mutex_destroy(&self->w.mu);
+    }
+    free_options(self);
+    hk_env_free(own_env(self), self);
+    return rc;
+  }
+  self->hook = *out;
+  if (!async)
+    hk_env_log(opts->env, HK_LOG_INFO, "Create CheckpointSaverHook.");
+  else if (self->nlisteners > 0)
+    hk_env_log(opts->env, HK_LOG_INFO, "Create AsyncCheckpointSaverHook saving to path\n%s with %zu listener(s).",
+               self->save_path, self->nlisteners);
+  else
+    hk_env_log(opts->env, HK_LOG_INFO, "Create AsyncCheckpointSaverHook saving to path\n%s", self->save_path);
+  hk_status_clear(status);
+  return HK_OK;
+}
+
+hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, hk_status *status) {
+  return hook_new(out, opts, 0, status);
+}
+
+hk_code hk_async_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, hk_status *status) {
+  return hook_new(out, opts, 1, status);
+}
