@@ -1,0 +1,1243 @@
+/*
+ * hooked — the Saver (contract group M, D4–D6), latest_checkpoint and
+ * restore with fallback (D5), and the checkpoint helpers of H34.
+ *
+ * Variables are reached only through the executor interface (count, info,
+ * read, assign), so any executor gets checkpoints. hk_saver_save() reads
+ * zero-copy views of the variables and hands them to the same write path
+ * the asynchronous hook uses from its writer thread (hk__saver_write), so
+ * both share one implementation of D4's order and D6's retention.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include "ckpt.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_LATEST "checkpoint"
+#define DATA_EXT ".safetensors"
+#define META_EXT ".meta"
+/* Stack room for "<prefix>.safetensors" in the helpers that do not allocate. */
+#define PATH_BUF 4096
+#define SNAPSHOT_ALIGN 64
+
+struct hk_saver {
+  hk_env env;
+  hk_executor *ex;
+  int64_t max_to_keep;
+  double keep_hours; /* 0: off */
+  int pad_step_number;
+  char *latest_filename;
+  /* Variables: resolved at hk_saver_new for a var_list, else at first use. */
+  int resolved;
+  size_t nvars;
+  size_t *var_index;
+  hk_variable_info *var_info;
+  hk__ckpt_tensor *views; /* scratch of nvars for hk_saver_save */
+  /* The managed list (D6) of directory `dir`; dir NULL until recovered. */
+  char *dir;
+  char **paths; /* "<dir>/<name>", oldest first */
+  double *stamps;
+  size_t n;
+  double last_preserved;
+  int state_seen; /* recovery found a state file, readable or not */
+  char *prefix;   /* the last hk_saver_save's prefix */
+  int meta_logged;
+};
+
+static const hk_env *senv(const hk_saver *s) { return &s->env; }
+
+/* ---- options and lifetime ----------------------------------------------------------- */
+
+hk_code hk_saver_options_init(hk_saver_options *opts, uint32_t version) {
+  static const hk_saver_options init = HK_SAVER_OPTIONS_INIT;
+  if (!opts || version != HK_SAVER_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
+  *opts = init;
+  return HK_OK;
+}
+
+static void free_list(hk_saver *s) {
+  for (size_t i = 0; i < s->n; i++) hk_env_free(senv(s), s->paths[i]);
+  hk_env_free(senv(s), s->paths);
+  hk_env_free(senv(s), s->stamps);
+  s->paths = NULL;
+  s->stamps = NULL;
+  s->n = 0;
+}
+
+void hk_saver_free(hk_saver *s) {
+  hk_env env;
+  if (!s) return;
+  env = s->env;
+  free_list(s);
+  hk_env_free(&env, s->dir);
+  hk_env_free(&env, s->prefix);
+  hk_env_free(&env, s->latest_filename);
+  hk_env_free(&env, s->var_index);
+  hk_env_free(&env, s->var_info);
+  hk_env_free(&env, s->views);
+  hk_env_free(&env, s);
+}
+
+static hk_code oom(hk_status *st, const char *what) {
+  return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory %s", what);
+}
+
+/* Fill var_info from var_index (already set) and size the views. */
+static hk_code describe_vars(hk_saver *s, hk_status *st) {
+  hk_code rc;
+  if (s->nvars > 0) {
+    s->var_info = hk_env_calloc(senv(s), s->nvars, sizeof *s->var_info);
+    s->views = hk_env_calloc(senv(s), s->nvars, sizeof *s->views);
+    if (!s->var_info || !s->views) return oom(st, "describing the Saver's variables");
+  }
+  for (size_t i = 0; i < s->nvars; i++) {
+    rc = hk_executor_variable_info(s->ex, s->var_index[i], &s->var_info[i], st);
+    if (rc != HK_OK) return rc;
+  }
+  return HK_OK;
+}
+
+static void unresolve(hk_saver *s) {
+  hk_env_free(senv(s), s->var_index);
+  hk_env_free(senv(s), s->var_info);
+  hk_env_free(senv(s), s->views);
+  s->var_index = NULL;
+  s->var_info = NULL;
+  s->views = NULL;
+  s->nvars = 0;
+  s->resolved = 0;
+}
+
+/* C112: without a var_list, every global variable, resolved at first use so
+ * variables built after the Saver are included. */
+static hk_code resolve_vars(hk_saver *s, hk_status *st) {
+  size_t count, k = 0;
+  hk_variable_info info;
+  hk_code rc;
+
+  if (s->resolved) return HK_OK;
+  count = hk_executor_variable_count(s->ex);
+  if (count > 0) {
+    s->var_index = hk_env_calloc(senv(s), count, sizeof *s->var_index);
+    if (!s->var_index) return oom(st, "listing the executor's variables");
+  }
+  for (size_t i = 0; i < count; i++) {
+    rc = hk_executor_variable_info(s->ex, i, &info, st);
+    if (rc != HK_OK) {
+      unresolve(s);
+      return rc;
+    }
+    if (!(info.flags & HK_VAR_LOCAL)) s->var_index[k++] = i;
+  }
+  s->nvars = k;
+  rc = describe_vars(s, st);
+  if (rc != HK_OK) {
+    unresolve(s);
+    return rc;
+  }
+  s->resolved = 1;
+  return HK_OK;
+}
+
+static hk_code check_options(const hk_saver_options *o, hk_status *st) {
+  double h = o->keep_checkpoint_every_n_hours;
+  if (o->version == 0 || o->version > HK_SAVER_OPTIONS_VERSION)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "opts->version %u is not supported (expected 1..%d)",
+                         (unsigned)o->version, HK_SAVER_OPTIONS_VERSION);
+  if (!o->executor) return hk_status_set(st, HK_INVALID_ARGUMENT, "opts->executor is required");
+  if (o->max_to_keep < 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "max_to_keep must be >= 0 (0 keeps every checkpoint), got %" PRId64,
+                         o->max_to_keep);
+  if (!hk_secs_is_unset(h) && !(h >= 0 && h < HUGE_VAL))
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "keep_checkpoint_every_n_hours must be finite and >= 0 (or unset), got %g", h);
+  if (o->latest_filename && !hk__valid_name(o->latest_filename))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "'latest_filename' must not contain path components (got '%s')",
+                         o->latest_filename);
+  if (!o->var_list && o->nvar_list > 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "opts->var_list is NULL but opts->nvar_list is %zu", o->nvar_list);
+  for (size_t i = 0; i < o->nvar_list; i++) {
+    if (!o->var_list[i]) return hk_status_set(st, HK_INVALID_ARGUMENT, "opts->var_list[%zu] is NULL", i);
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(o->var_list[i], o->var_list[j]) == 0)
+        return hk_status_set(st, HK_INVALID_ARGUMENT, "opts->var_list names variable '%s' twice", o->var_list[i]);
+  }
+  return HK_OK;
+}
+
+hk_code hk_saver_new(hk_saver **out, const hk_saver_options *opts, hk_status *status) {
+  hk_env env;
+  hk_saver *s;
+  hk_code rc;
+
+  if (out) *out = NULL;
+  if (!out) return hk_status_set(status, HK_INVALID_ARGUMENT, "out is NULL");
+  if (!opts) return hk_status_set(status, HK_INVALID_ARGUMENT, "opts is NULL (the executor is required)");
+  rc = check_options(opts, status);
+  if (rc != HK_OK) return rc;
+  rc = hk_env_check(opts->env, "opts->env", status);
+  if (rc != HK_OK) return rc;
+  hk_env_copy(&env, opts->env ? opts->env : hk_executor_env(opts->executor));
+
+  s = hk_env_calloc(&env, 1, sizeof *s);
+  if (!s) return oom(status, "creating a Saver");
+  s->env = env;
+  s->ex = opts->executor;
+  s->max_to_keep = opts->max_to_keep;
+  s->keep_hours = hk_secs_is_unset(opts->keep_checkpoint_every_n_hours) ? 0 : opts->keep_checkpoint_every_n_hours;
+  s->pad_step_number = opts->pad_step_number != 0;
+  s->latest_filename = hk_env_strdup(&s->env, opts->latest_filename ? opts->latest_filename : DEFAULT_LATEST);
+  if (!s->latest_filename) {
+    hk_saver_free(s);
+    return oom(status, "creating a Saver");
+  }
+  if (opts->var_list) {
+    if (opts->nvar_list > 0) {
+      s->var_index = hk_env_calloc(&s->env, opts->nvar_list, sizeof *s->var_index);
+      if (!s->var_index) {
+        hk_saver_free(s);
+        return oom(status, "creating a Saver");
+      }
+    }
+    for (size_t i = 0; i < opts->nvar_list; i++) {
+      hk_status why = HK_STATUS_INIT;
+      rc = hk_executor_find_variable(s->ex, opts->var_list[i], &s->var_index[i], &why);
+      if (rc != HK_OK) {
+        hk_saver_free(s);
+        if (rc == HK_NOT_FOUND)
+          return hk_status_set(status, rc, "opts->var_list[%zu]: the executor has no variable named '%s'", i,
+                               opts->var_list[i]);
+        hk__status_copy(status, &why);
+        return rc;
+      }
+    }
+    s->nvars = opts->nvar_list;
+    rc = describe_vars(s, status);
+    if (rc != HK_OK) {
+      hk_saver_free(s);
+      return rc;
+    }
+    s->resolved = 1;
+  }
+  *out = s;
+  return HK_OK;
+}
+
+const char *const *hk_saver_checkpoints(const hk_saver *saver, size_t *n) {
+  if (n) *n = saver ? saver->n : 0;
+  return saver ? (const char *const *)saver->paths : NULL;
+}
+
+hk_executor *hk_saver_executor(const hk_saver *saver) { return saver ? saver->ex : NULL; }
+
+const char *hk_saver_latest_filename(const hk_saver *saver) { return saver ? saver->latest_filename : NULL; }
+
+const hk_env *hk__saver_env(const hk_saver *saver) { return saver ? &saver->env : NULL; }
+
+/* ---- recovery of the managed list (D6.1, C122) ----------------------------------------- */
+
+static hk_code recover_impl(hk_saver *s, const char *dir, hk_status *st) {
+  const hk_env *env = senv(s);
+  hk__fs fs;
+  hk__state state;
+  hk_status why = HK_STATUS_INIT;
+  double now = hk_env_wall(env);
+  char **paths = NULL;
+  double *stamps = NULL;
+  size_t n = 0;
+  double lp = now - 1;
+  int seen = 1;
+  char *dircopy;
+  hk_code rc;
+
+  hk__fs_init(&fs, env);
+  memset(&state, 0, sizeof state);
+  dircopy = hk_env_strdup(env, dir);
+  if (!dircopy) return oom(st, "recovering the managed checkpoints");
+  rc = hk__state_read(env, dir, s->latest_filename, &state, &why);
+  if (rc == HK_RESOURCE_EXHAUSTED) {
+    hk_env_free(env, dircopy);
+    hk__status_copy(st, &why);
+    return rc;
+  }
+  if (rc == HK_NOT_FOUND) {
+    seen = 0;
+  } else if (rc != HK_OK) {
+    /* C123: treated as absent, so nothing is ever deleted because of it. */
+    hk_env_log(env, HK_LOG_WARNING, "Ignoring the checkpoint state file %s/%s: %s", dir, s->latest_filename,
+               why.message);
+  } else {
+    if (state.n > 0) {
+      paths = hk_env_calloc(env, state.n, sizeof *paths);
+      stamps = hk_env_calloc(env, state.n, sizeof *stamps);
+      if (!paths || !stamps) goto oom;
+    }
+    for (size_t i = 0; i < state.n; i++) {
+      hk_fs_stat sb;
+      char *path = hk__path_join(env, dir, state.names[i]);
+      char *data = path ? hk__asprintf(env, "%s" DATA_EXT, path) : NULL;
+      double t = now;
+      hk_status sw = HK_STATUS_INIT;
+      if (!data) {
+        hk_env_free(env, path);
+        goto oom;
+      }
+      memset(&sb, 0, sizeof sb);
+      rc = hk__fs_stat(&fs, data, &sb, &sw);
+      hk_env_free(env, data);
+      if (rc == HK_NOT_FOUND || (rc == HK_OK && sb.is_dir)) {
+        hk_env_log(env, HK_LOG_INFO, "Checkpoint %s listed in %s/%s has no data file; no longer managed.", path, dir,
+                   s->latest_filename);
+        hk_env_free(env, path);
+        continue;
+      }
+      /* Another stat error: keep the entry; it stays subject to retention. */
+      if (state.timestamps) {
+        t = state.timestamps[i];
+      } else if (rc == HK_OK) {
+        t = sb.mtime;
+      }
+      if (!(t <= now)) t = now;
+      paths[n] = path;
+      stamps[n] = t;
+      n++;
+    }
+    if (!isnan(state.last_preserved)) lp = state.last_preserved;
+    if (now < lp) {
+      hk_env_log(env, HK_LOG_WARNING,
+                 "Clock returned a value %f seconds behind the last preserved checkpoint timestamp.", lp - now);
+      lp = now;
+      /* Every recovered checkpoint counts as preserved: kept, unlisted. */
+      for (size_t i = 0; i < n; i++) hk_env_free(env, paths[i]);
+      n = 0;
+    }
+  }
+  hk__state_clear(env, &state);
+  free_list(s);
+  if (n == 0) {
+    hk_env_free(env, paths);
+    hk_env_free(env, stamps);
+    paths = NULL;
+    stamps = NULL;
+  }
+  s->paths = paths;
+  s->stamps = stamps;
+  s->n = n;
+  s->last_preserved = lp;
+  s->state_seen = seen;
+  hk_env_free(env, s->dir);
+  s->dir = dircopy;
+  return HK_OK;
+
+oom:
+  for (size_t i = 0; i < n; i++) hk_env_free(env, paths[i]);
+  hk_env_free(env, paths);
+  hk_env_free(env, stamps);
+  hk_env_free(env, dircopy);
+  hk__state_clear(env, &state);
+  return oom(st, "recovering the managed checkpoints");
+}
+
+hk_code hk_saver_recover(hk_saver *saver, const char *dir, hk_status *status) {
+  if (!saver) return hk_status_set(status, HK_INVALID_ARGUMENT, "saver is NULL");
+  if (!dir) return hk_status_set(status, HK_INVALID_ARGUMENT, "dir is NULL");
+  return recover_impl(saver, dir, status);
+}
+
+/* ---- save (C113–C116, D4, D6) ------------------------------------------------------------ */
+
+/* The managed list a save would leave, built before any file is touched so
+ * a failure (OOM included) changes nothing, and installed only after the
+ * state file naming it is durable (D4.3). */
+typedef struct plan {
+  char **paths; /* owned copies */
+  double *stamps;
+  size_t n;
+  const char **names; /* bare names of paths, for the state file */
+  const char **drop;  /* borrowed from the old list: files to delete */
+  size_t ndrop;
+  double last_preserved;
+} plan;
+
+static void plan_free(const hk_env *env, plan *p) {
+  for (size_t i = 0; i < p->n; i++) hk_env_free(env, p->paths[i]);
+  hk_env_free(env, p->paths);
+  hk_env_free(env, p->stamps);
+  hk_env_free(env, (void *)p->names);
+  hk_env_free(env, (void *)p->drop);
+  memset(p, 0, sizeof *p);
+}
+
+static hk_code plan_build(hk_saver *s, const char *name, plan *p, hk_status *st) {
+  const hk_env *env = senv(s);
+  size_t cap = s->n + 1, first = 0;
+  double now = hk_env_wall(env);
+
+  memset(p, 0, sizeof *p);
+  p->paths = hk_env_calloc(env, cap, sizeof *p->paths);
+  p->stamps = hk_env_calloc(env, cap, sizeof *p->stamps);
+  p->names = hk_env_calloc(env, cap, sizeof *p->names);
+  p->drop = hk_env_calloc(env, cap, sizeof *p->drop);
+  if (!p->paths || !p->stamps || !p->names || !p->drop) goto oom;
+  /* D6.2: X leaves its old place and is appended with timestamp now. */
+  for (size_t i = 0; i < s->n; i++) {
+    if (strcmp(hk__path_basename(s->paths[i]), name) == 0) continue;
+    p->paths[p->n] = hk_env_strdup(env, s->paths[i]);
+    if (!p->paths[p->n]) goto oom;
+    p->stamps[p->n++] = s->stamps[i];
+  }
+  p->paths[p->n] = hk__path_join(env, s->dir, name);
+  if (!p->paths[p->n]) goto oom;
+  p->stamps[p->n++] = now;
+  p->last_preserved = s->last_preserved;
+  while (s->max_to_keep > 0 && (int64_t)(p->n - first) > s->max_to_keep) {
+    double t = p->stamps[first];
+    if (s->keep_hours > 0 && t - s->keep_hours * 3600.0 >= p->last_preserved) {
+      p->last_preserved = t; /* preserved: kept forever, no longer listed */
+    } else {
+      /* Point at the old list's string: it outlives the deletions. */
+      for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->paths[i], p->paths[first]) == 0) p->drop[p->ndrop++] = s->paths[i];
+    }
+    hk_env_free(env, p->paths[first]);
+    p->paths[first] = NULL;
+    first++;
+  }
+  if (first > 0) {
+    memmove(p->paths, p->paths + first, (p->n - first) * sizeof *p->paths);
+    memmove(p->stamps, p->stamps + first, (p->n - first) * sizeof *p->stamps);
+    p->n -= first;
+  }
+  for (size_t i = 0; i < p->n; i++) p->names[i] = hk__path_basename(p->paths[i]);
+  return HK_OK;
+
+oom:
+  plan_free(env, p);
+  return oom(st, "planning checkpoint retention");
+}
+
+/* The old list's strings that the plan drops are freed after deletion. */
+static void plan_install(hk_saver *s, plan *p) {
+  free_list(s);
+  s->paths = p->paths;
+  s->stamps = p->stamps;
+  s->n = p->n;
+  s->last_preserved = p->last_preserved;
+  p->paths = NULL;
+  p->stamps = NULL;
+  p->n = 0;
+  plan_free(senv(s), p);
+}
+
+/* NOT_FOUND (absent) and OK (present) are answers; anything else is an
+ * error the save must not guess about, since it decides what a failure
+ * may remove. */
+static hk_code probe(const hk__fs *fs, const char *path, int *exists, hk_status *st) {
+  hk_fs_stat sb;
+  hk_status why = HK_STATUS_INIT;
+  hk_code rc = hk__fs_stat(fs, path, &sb, &why);
+  *exists = rc == HK_OK;
+  if (rc == HK_OK || rc == HK_NOT_FOUND) return HK_OK;
+  hk__status_copy(st, &why);
+  return rc;
+}
+
+/* Best-effort removal of a file this save created under a new name. */
+static void remove_created(const hk__fs *fs, const char *path) {
+  hk_status why = HK_STATUS_INIT;
+  if (hk__fs_unlink(fs, path, &why) != HK_OK && why.code != HK_NOT_FOUND)
+    hk_env_log(fs->env, HK_LOG_WARNING, "Could not remove %s after a failed save: %s", path, why.message);
+}
+
+static void remove_ignoring(const hk__fs *fs, const char *path, int quiet_missing) {
+  hk_status why = HK_STATUS_INIT;
+  if (hk__fs_unlink(fs, path, &why) == HK_OK) return;
+  if (quiet_missing && why.code == HK_NOT_FOUND) return;
+  hk_env_log(fs->env, HK_LOG_WARNING, "Ignoring: %s", why.message);
+}
+
+/* D4.3: a failed state write may have renamed the new state file into
+ * place before its directory fsync failed; put back the list it replaced so
+ * the directory holds what it held before. */
+static void rollback_state(hk_saver *s, const hk__fs *fs, const char *name) {
+  const hk_env *env = senv(s);
+  hk__state now;
+  hk_status why = HK_STATUS_INIT;
+  int replaced;
+
+  memset(&now, 0, sizeof now);
+  if (hk__state_read(env, s->dir, s->latest_filename, &now, &why) != HK_OK) return;
+  replaced = now.model && strcmp(now.model, name) == 0 &&
+             !(s->n > 0 && strcmp(hk__path_basename(s->paths[s->n - 1]), name) == 0);
+  hk__state_clear(env, &now);
+  if (!replaced) return;
+  if (s->n > 0) {
+    const char **names = hk_env_calloc(env, s->n, sizeof *names);
+    if (names) {
+      for (size_t i = 0; i < s->n; i++) names[i] = hk__path_basename(s->paths[i]);
+      if (hk__state_write(env, s->dir, s->latest_filename, names, s->stamps, s->n, s->last_preserved, &why) == HK_OK) {
+        hk_env_free(env, (void *)names);
+        return;
+      }
+      hk_env_free(env, (void *)names);
+    }
+  } else if (!s->state_seen) {
+    char *path = hk__path_join(env, s->dir, s->latest_filename);
+    if (path && hk__fs_unlink(fs, path, &why) == HK_OK) {
+      hk_env_free(env, path);
+      return;
+    }
+    hk_env_free(env, path);
+  }
+  hk_env_log(env, HK_LOG_WARNING, "The state file %s/%s may name %s, whose save failed; readers will skip it (D5).",
+             s->dir, s->latest_filename, name);
+}
+
+static hk_code check_save_path(hk_saver *s, const char *save_path, int64_t step, hk_status *st) {
+  const char *base = hk__path_basename(save_path);
+  if (!hk__valid_name(base))
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "The basename '%s' of save_path %s is not a valid checkpoint name (1-255 bytes, no '/', "
+                         "'\\', '\"', control bytes or '..', not '.')",
+                         base, save_path);
+  if (step == HK_UNSET_STEPS && strcmp(base, s->latest_filename) == 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "'latest_filename' collides with 'save_path': '%s' and '%s'",
+                         s->latest_filename, save_path);
+  return HK_OK;
+}
+
+static char *make_prefix(hk_saver *s, const char *save_path, int64_t step) {
+  if (step == HK_UNSET_STEPS) return hk_env_strdup(senv(s), save_path);
+  return s->pad_step_number ? hk__asprintf(senv(s), "%s-%08" PRId64, save_path, step)
+                            : hk__asprintf(senv(s), "%s-%" PRId64, save_path, step);
+}
+
+/* Everything a save does once the variables are in hand (D4.2 steps 1–4). */
+static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step, int64_t record_step, unsigned flags,
+                          const hk__ckpt_tensor *tensors, size_t ntensors, const char *meta, size_t meta_len,
+                          char **prefix_out, hk_status *st) {
+  const hk_env *env = senv(s);
+  int manage = !(flags & HK_SAVE_NO_STATE);
+  int write_meta = (flags & HK_SAVE_META) && meta;
+  char *prefix = NULL, *dir = NULL, *data = NULL, *metapath = NULL;
+  const char *name;
+  int data_existed = 0, meta_existed = 0, planned = 0;
+  hk_fs_stat sb;
+  hk__fs fs;
+  plan p;
+  hk_code rc;
+
+  if (prefix_out) *prefix_out = NULL;
+  memset(&p, 0, sizeof p);
+  hk__fs_init(&fs, env);
+  rc = check_save_path(s, save_path, name_step, st);
+  if (rc != HK_OK) return rc;
+  prefix = make_prefix(s, save_path, name_step);
+  dir = hk__path_dirname(env, save_path);
+  data = prefix ? hk__asprintf(env, "%s" DATA_EXT, prefix) : NULL;
+  metapath = prefix ? hk__asprintf(env, "%s" META_EXT, prefix) : NULL;
+  if (!prefix || !dir || !data || !metapath) {
+    rc = oom(st, "saving a checkpoint");
+    goto done;
+  }
+  name = hk__path_basename(prefix);
+  if (!hk__valid_name(name)) {
+    rc = hk_status_set(st, HK_INVALID_ARGUMENT, "Checkpoint name '%s' (from save_path %s) is not a valid name", name,
+                       save_path);
+    goto done;
+  }
+  if (strcmp(name, s->latest_filename) == 0) {
+    rc = hk_status_set(st, HK_INVALID_ARGUMENT,
+                       "Save path '%s' conflicts with path used for checkpoint state.  Please use a different save "
+                       "path.",
+                       prefix);
+    goto done;
+  }
+  /* C115: the Saver never creates directories. */
+  {
+    hk_status why = HK_STATUS_INIT;
+    memset(&sb, 0, sizeof sb);
+    rc = hk__fs_stat(&fs, dir, &sb, &why);
+    if (rc == HK_NOT_FOUND || (rc == HK_OK && !sb.is_dir)) {
+      rc = hk_status_set(st, HK_NOT_FOUND, "Parent directory of %s doesn't exist, can't save.", save_path);
+      goto done;
+    }
+    if (rc != HK_OK) {
+      hk__status_copy(st, &why);
+      goto done;
+    }
+  }
+  if (manage) {
+    if (!s->dir || strcmp(s->dir, dir) != 0) {
+      rc = recover_impl(s, dir, st);
+      if (rc != HK_OK) goto done;
+    }
+    rc = plan_build(s, name, &p, st);
+    if (rc != HK_OK) goto done;
+    planned = 1;
+  }
+
+  rc = hk__remove_stale_tmp(env, dir, s->latest_filename, st);
+  if (rc == HK_OK) rc = probe(&fs, data, &data_existed, st);
+  if (rc == HK_OK && write_meta) rc = probe(&fs, metapath, &meta_existed, st);
+  if (rc != HK_OK) goto done;
+
+  rc = hk__ckpt_write(env, data, record_step, tensors, ntensors, st);
+  if (rc != HK_OK) {
+    if (!data_existed) remove_created(&fs, data);
+    goto done;
+  }
+  if (write_meta) {
+    rc = hk__write_file_atomic(env, metapath, meta, meta_len, st);
+    if (rc != HK_OK) {
+      if (!meta_existed) remove_created(&fs, metapath);
+      if (!data_existed) remove_created(&fs, data);
+      goto done;
+    }
+  }
+  if (manage) {
+    rc = hk__state_write(env, dir, s->latest_filename, p.names, p.stamps, p.n, p.last_preserved, st);
+    if (rc != HK_OK) {
+      if (write_meta && !meta_existed) remove_created(&fs, metapath);
+      if (!data_existed) remove_created(&fs, data);
+      rollback_state(s, &fs, name);
+      goto done;
+    }
+    /* The new state is durable: now, and only now, retention deletes. */
+    for (size_t i = 0; i < p.ndrop; i++) {
+      char *d = hk__asprintf(env, "%s" DATA_EXT, p.drop[i]);
+      char *m = hk__asprintf(env, "%s" META_EXT, p.drop[i]);
+      if (d) remove_ignoring(&fs, d, 0);
+      if (m) remove_ignoring(&fs, m, 1);
+      if (!d || !m) hk_env_log(env, HK_LOG_WARNING, "Ignoring: out of memory deleting checkpoint %s", p.drop[i]);
+      hk_env_free(env, d);
+      hk_env_free(env, m);
+    }
+    if (p.ndrop > 0) {
+      hk_status why = HK_STATUS_INIT;
+      if (hk__fs_sync_dir(&fs, dir, &why) != HK_OK) hk_env_log(env, HK_LOG_WARNING, "Ignoring: %s", why.message);
+    }
+    plan_install(s, &p);
+    planned = 0;
+  }
+  if (prefix_out) {
+    *prefix_out = prefix;
+    prefix = NULL;
+  }
+
+done:
+  if (planned) plan_free(env, &p);
+  hk_env_free(env, prefix);
+  hk_env_free(env, dir);
+  hk_env_free(env, data);
+  hk_env_free(env, metapath);
+  return rc;
+}
+
+hk_code hk__saver_write(hk_saver *saver, const char *save_path, int64_t step, unsigned flags,
+                        const hk__ckpt_tensor *tensors, size_t ntensors, const char *meta_text, size_t meta_len,
+                        char **prefix, hk_status *st) {
+  if (prefix) *prefix = NULL;
+  if (!saver) return hk_status_set(st, HK_INVALID_ARGUMENT, "saver is NULL");
+  if (!save_path) return hk_status_set(st, HK_INVALID_ARGUMENT, "save_path is NULL");
+  if (!tensors && ntensors > 0) return hk_status_set(st, HK_INVALID_ARGUMENT, "tensors is NULL");
+  return write_impl(saver, save_path, step, step == HK_UNSET_STEPS ? 0 : step, flags, tensors, ntensors, meta_text,
+                    meta_len, prefix, st);
+}
+
+/* ---- reading variables ------------------------------------------------------------------ */
+
+static size_t info_nbytes(const hk_variable_info *info) {
+  size_t n = hk_dtype_size(info->dtype);
+  for (int32_t d = 0; d < info->rank; d++) {
+    size_t dim = (size_t)info->dims[d];
+    if (dim != 0 && n > SIZE_MAX / dim) return SIZE_MAX;
+    n *= dim;
+  }
+  return n;
+}
+
+static hk_code read_view(hk_saver *s, hk_raw_session *rs, size_t i, hk_tensor *out, hk_status *st) {
+  const hk_variable_info *info = &s->var_info[i];
+  hk_code rc = hk_raw_session_read_variable(rs, s->var_index[i], out, st);
+  if (rc != HK_OK) return rc;
+  if (out->dtype != info->dtype || out->rank != info->rank ||
+      memcmp(out->dims, info->dims, (size_t)info->rank * sizeof info->dims[0]) != 0 ||
+      out->nbytes != info_nbytes(info) || (!out->data && out->nbytes > 0))
+    return hk_status_set(st, HK_INTERNAL, "the executor's value of variable %s does not match its description",
+                         info->name);
+  return HK_OK;
+}
+
+hk_code hk__saver_snapshot_size(hk_saver *saver, size_t *nbytes, size_t *ntensors, hk_status *st) {
+  size_t total = 0;
+  hk_code rc;
+
+  if (nbytes) *nbytes = 0;
+  if (ntensors) *ntensors = 0;
+  if (!saver || !nbytes || !ntensors)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "saver, nbytes and ntensors are required");
+  rc = resolve_vars(saver, st);
+  if (rc != HK_OK) return rc;
+  for (size_t i = 0; i < saver->nvars; i++) {
+    size_t n = info_nbytes(&saver->var_info[i]);
+    size_t padded =
+        n > SIZE_MAX - (SNAPSHOT_ALIGN - 1) ? SIZE_MAX : (n + SNAPSHOT_ALIGN - 1) / SNAPSHOT_ALIGN * SNAPSHOT_ALIGN;
+    if (padded == SIZE_MAX || total > SIZE_MAX - padded)
+      return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "the Saver's variables do not fit in memory (at %s)",
+                           saver->var_info[i].name);
+    total += padded;
+  }
+  *nbytes = total;
+  *ntensors = saver->nvars;
+  return HK_OK;
+}
+
+hk_code hk__saver_snapshot(hk_saver *saver, hk_raw_session *rs, void *buf, size_t cap, hk__ckpt_tensor *tensors,
+                           size_t ntensors, hk_status *st) {
+  size_t off = 0;
+  hk_code rc;
+
+  if (!saver || !rs) return hk_status_set(st, HK_INVALID_ARGUMENT, "saver and rs are required");
+  rc = resolve_vars(saver, st);
+  if (rc != HK_OK) return rc;
+  if (ntensors != saver->nvars || (!tensors && ntensors > 0))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "snapshot of %zu tensors into room for %zu", saver->nvars, ntensors);
+  for (size_t i = 0; i < saver->nvars; i++) {
+    hk_tensor v;
+    rc = read_view(saver, rs, i, &v, st);
+    if (rc != HK_OK) return rc;
+    if (v.nbytes > cap || off > cap - v.nbytes || (!buf && v.nbytes > 0))
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "snapshot buffer of %zu bytes is too small (at %s)", cap,
+                           saver->var_info[i].name);
+    if (v.nbytes > 0) memcpy((char *)buf + off, v.data, v.nbytes);
+    tensors[i].name = saver->var_info[i].name;
+    tensors[i].value = v;
+    tensors[i].value.data = v.nbytes > 0 ? (char *)buf + off : NULL;
+    off += (v.nbytes + SNAPSHOT_ALIGN - 1) / SNAPSHOT_ALIGN * SNAPSHOT_ALIGN;
+  }
+  return HK_OK;
+}
+
+typedef struct text_buf {
+  const hk_env *env;
+  char *data;
+  size_t len, cap;
+} text_buf;
+
+static hk_code text_sink(void *user, const char *text, size_t len, hk_status *st) {
+  text_buf *b = user;
+  if (len > SIZE_MAX - b->len - 1) return oom(st, "describing the graph");
+  if (b->len + len + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 4096;
+    char *grown;
+    while (cap < b->len + len + 1) cap = cap > SIZE_MAX / 2 ? b->len + len + 1 : cap * 2;
+    grown = hk_env_realloc(b->env, b->data, cap);
+    if (!grown) return oom(st, "describing the graph for the .meta file");
+    b->data = grown;
+    b->cap = cap;
+  }
+  if (len > 0) memcpy(b->data + b->len, text, len);
+  b->len += len;
+  b->data[b->len] = '\0';
+  return HK_OK;
+}
+
+hk_code hk_saver_save(hk_saver *saver, hk_raw_session *rs, const char *save_path, int64_t step, unsigned flags,
+                      const char **prefix, hk_status *status) {
+  text_buf meta;
+  int64_t record = step;
+  char *out = NULL;
+  hk_code rc;
+
+  if (prefix) *prefix = NULL;
+  if (!saver) return hk_status_set(status, HK_INVALID_ARGUMENT, "saver is NULL");
+  if (!rs) return hk_status_set(status, HK_INVALID_ARGUMENT, "rs is NULL");
+  if (!save_path) return hk_status_set(status, HK_INVALID_ARGUMENT, "save_path is NULL");
+  if (flags & ~(unsigned)(HK_SAVE_NO_STATE | HK_SAVE_META))
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "flags 0x%x has bits that are not hk_save_flags", flags);
+  /* Refuse bad names before reading anything. */
+  rc = check_save_path(saver, save_path, step, status);
+  if (rc != HK_OK) return rc;
+  rc = resolve_vars(saver, status);
+  if (rc != HK_OK) return rc;
+  /* GS is read by a run, which would invalidate views taken before it. */
+  if (step == HK_UNSET_STEPS) {
+    hk_status why = HK_STATUS_INIT;
+    rc = hk_raw_session_global_step(rs, &record, &why);
+    if (rc == HK_NOT_FOUND) {
+      record = 0;
+    } else if (rc != HK_OK) {
+      hk__status_copy(status, &why);
+      return rc;
+    }
+  }
+  for (size_t i = 0; i < saver->nvars; i++) {
+    saver->views[i].name = saver->var_info[i].name;
+    rc = read_view(saver, rs, i, &saver->views[i].value, status);
+    if (rc != HK_OK) return rc;
+  }
+  memset(&meta, 0, sizeof meta);
+  meta.env = senv(saver);
+  if (flags & HK_SAVE_META) {
+    hk_status why = HK_STATUS_INIT;
+    rc = hk_executor_describe(saver->ex, text_sink, &meta, &why);
+    if (rc == HK_UNIMPLEMENTED) {
+      if (!saver->meta_logged)
+        hk_env_log(senv(saver), HK_LOG_INFO, "The executor cannot describe its graph: no .meta file is written.");
+      saver->meta_logged = 1;
+      hk_env_free(meta.env, meta.data);
+      memset(&meta, 0, sizeof meta);
+    } else if (rc != HK_OK) {
+      hk_env_free(meta.env, meta.data);
+      hk__status_copy(status, &why);
+      return rc;
+    } else if (!meta.data) {
+      meta.data = hk_env_strdup(meta.env, "");
+      if (!meta.data) return oom(status, "describing the graph for the .meta file");
+    }
+  }
+  rc = write_impl(saver, save_path, step, record, flags, saver->views, saver->nvars, meta.data, meta.len, &out, status);
+  hk_env_free(senv(saver), meta.data);
+  if (rc != HK_OK) return rc;
+  hk_env_free(senv(saver), saver->prefix);
+  saver->prefix = out;
+  if (prefix) *prefix = out;
+  return HK_OK;
+}
+
+/* ---- restore (C125, H27) -------------------------------------------------------------------- */
+
+static void spec_of(hk_tensor *t, hk_dtype dtype, int32_t rank, const int64_t *dims) {
+  memset(t, 0, sizeof *t);
+  t->dtype = dtype;
+  t->rank = rank;
+  if (rank > 0 && rank <= HK_MAX_RANK) memcpy(t->dims, dims, (size_t)rank * sizeof dims[0]);
+}
+
+/* *mismatch is set for H27's model errors, which restore_latest must
+ * return at once rather than fall back on. */
+static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, int *mismatch, hk_status *st) {
+  const hk_env *env = senv(s);
+  hk_checkpoint_reader *r = NULL;
+  size_t *where = NULL;
+  void *buf = NULL;
+  size_t biggest = 0;
+  hk_code rc;
+
+  *mismatch = 1; /* the executor's errors are not the file's */
+  rc = resolve_vars(s, st);
+  if (rc != HK_OK) return rc;
+  *mismatch = 0;
+  rc = hk_checkpoint_reader_open(&r, env, path, st);
+  if (rc == HK_NOT_FOUND) return hk_status_set(st, rc, "The passed save_path is not a valid checkpoint: %s", path);
+  if (rc != HK_OK) return rc;
+  hk_env_log(env, HK_LOG_INFO, "Restoring parameters from %s", path);
+  if (s->nvars > 0) {
+    where = hk_env_calloc(env, s->nvars, sizeof *where);
+    if (!where) {
+      rc = oom(st, "restoring a checkpoint");
+      goto done;
+    }
+  }
+  /* H27: every variable is checked before any is assigned. */
+  for (size_t i = 0; i < s->nvars; i++) {
+    const hk_variable_info *info = &s->var_info[i];
+    hk_checkpoint_entry e;
+    hk_tensor want, have;
+    hk_status why = HK_STATUS_INIT;
+    rc = hk_checkpoint_reader_find(r, info->name, &where[i], &why);
+    if (rc == HK_NOT_FOUND) {
+      *mismatch = 1;
+      rc = hk_status_set(st, HK_NOT_FOUND, "Key %s not found in checkpoint %s", info->name, path);
+      goto done;
+    }
+    if (rc == HK_OK) rc = hk_checkpoint_reader_entry(r, where[i], &e, &why);
+    if (rc != HK_OK) {
+      hk__status_copy(st, &why);
+      goto done;
+    }
+    spec_of(&want, info->dtype, info->rank, info->dims);
+    spec_of(&have, e.dtype, e.rank, e.dims);
+    if (e.dtype != info->dtype) {
+      *mismatch = 1;
+      rc = hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "Variable %s has dtype %s but checkpoint %s holds it as %s: dtypes differ", info->name,
+                         hk_dtype_name(info->dtype), path, hk_dtype_name(e.dtype));
+      goto done;
+    }
+    if (!hk_tensor_same_spec(&want, &have)) {
+      char a[160], b[160];
+      *mismatch = 1;
+      rc = hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "Variable %s has shape %s but checkpoint %s holds it with shape %s: shapes differ", info->name,
+                         hk_shape_str(&want, a, sizeof a), path, hk_shape_str(&have, b, sizeof b));
+      goto done;
+    }
+    if (e.nbytes > biggest) biggest = (size_t)e.nbytes;
+  }
+  /* One buffer, sized for the largest tensor, reused for every read. */
+  if (biggest > 0) {
+    buf = hk_env_alloc(env, biggest);
+    if (!buf) {
+      rc = hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory restoring from %s (%zu bytes for one tensor)", path,
+                         biggest);
+      goto done;
+    }
+  }
+  for (size_t i = 0; i < s->nvars; i++) {
+    const hk_variable_info *info = &s->var_info[i];
+    hk_tensor value;
+    rc = hk_checkpoint_reader_read(r, where[i], buf, biggest, st);
+    if (rc != HK_OK) goto done;
+    spec_of(&value, info->dtype, info->rank, info->dims);
+    value.nbytes = info_nbytes(info);
+    value.data = value.nbytes > 0 ? buf : NULL;
+    rc = hk_raw_session_assign_variable(rs, s->var_index[i], &value, st);
+    if (rc != HK_OK) {
+      *mismatch = 1; /* an executor error, not the file's: no fallback either */
+      goto done;
+    }
+  }
+
+done:
+  hk_env_free(env, buf);
+  hk_env_free(env, where);
+  hk_checkpoint_reader_free(r);
+  return rc;
+}
+
+hk_code hk_saver_restore(hk_saver *saver, hk_raw_session *rs, const char *path, hk_status *status) {
+  int mismatch;
+  if (!saver) return hk_status_set(status, HK_INVALID_ARGUMENT, "saver is NULL");
+  if (!rs) return hk_status_set(status, HK_INVALID_ARGUMENT, "rs is NULL");
+  if (!path) return hk_status_set(status, HK_INVALID_ARGUMENT, "Can't load save_path when it is None.");
+  return restore_impl(saver, rs, path, &mismatch, status);
+}
+
+/* ---- candidates (D5, C123) ----------------------------------------------------------------- */
+
+typedef struct cands {
+  const hk_env *env;
+  char **paths; /* "<dir>/<name>", in the order to try */
+  size_t n, cap;
+  int64_t *steps; /* scan only */
+  int oom;
+} cands;
+
+static void cands_free(cands *c) {
+  for (size_t i = 0; i < c->n; i++) hk_env_free(c->env, c->paths[i]);
+  hk_env_free(c->env, c->paths);
+  hk_env_free(c->env, c->steps);
+  c->paths = NULL;
+  c->steps = NULL;
+  c->n = c->cap = 0;
+}
+
+static int cands_add(cands *c, const char *dir, const char *name, int64_t step) {
+  char *path;
+  for (size_t i = 0; i < c->n; i++)
+    if (strcmp(hk__path_basename(c->paths[i]), name) == 0) return 1;
+  if (c->n == c->cap) {
+    size_t cap = c->cap ? c->cap * 2 : 8;
+    char **p = hk_env_realloc(c->env, c->paths, cap * sizeof *p);
+    int64_t *s;
+    if (!p) return 0;
+    c->paths = p;
+    s = hk_env_realloc(c->env, c->steps, cap * sizeof *s);
+    if (!s) return 0;
+    c->steps = s;
+    c->cap = cap;
+  }
+  path = hk__path_join(c->env, dir, name);
+  if (!path) return 0;
+  c->paths[c->n] = path;
+  c->steps[c->n++] = step;
+  return 1;
+}
+
+typedef struct scan_ctx {
+  cands *c;
+  const char *dir;
+} scan_ctx;
+
+/* "<name>-<step>.safetensors" with a valid name and a decimal step. */
+static hk_code scan_entry(void *user, const char *entry, hk_status *st) {
+  scan_ctx *x = user;
+  size_t n = strlen(entry), k = sizeof DATA_EXT - 1, stem, i;
+  int64_t step = 0;
+  char name[256];
+
+  (void)st;
+  if (x->c->oom || n <= k || n - k > 255 || strcmp(entry + n - k, DATA_EXT) != 0) return HK_OK;
+  stem = n - k;
+  memcpy(name, entry, stem);
+  name[stem] = '\0';
+  for (i = stem; i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9'; i--) {}
+  if (i == stem || i < 2 || name[i - 1] != '-' || !hk__valid_name(name)) return HK_OK;
+  for (size_t j = i; j < stem; j++) {
+    int d = name[j] - '0';
+    if (step > (INT64_MAX - d) / 10) return HK_OK;
+    step = step * 10 + d;
+  }
+  if (!cands_add(x->c, x->dir, name, step)) x->c->oom = 1;
+  return HK_OK;
+}
+
+static int newest_first(const void *a, const void *b, const cands *c) {
+  size_t i = *(const size_t *)a, j = *(const size_t *)b;
+  if (c->steps[i] != c->steps[j]) return c->steps[i] > c->steps[j] ? -1 : 1;
+  return -strcmp(c->paths[i], c->paths[j]);
+}
+
+/* Insertion sort: qsort has no user pointer, and scans are small. */
+static void sort_scan(cands *c) {
+  for (size_t i = 1; i < c->n; i++) {
+    for (size_t j = i; j > 0; j--) {
+      size_t a = j - 1, b = j;
+      char *tp;
+      int64_t ts;
+      if (newest_first(&a, &b, c) <= 0) break;
+      tp = c->paths[a];
+      c->paths[a] = c->paths[b];
+      c->paths[b] = tp;
+      ts = c->steps[a];
+      c->steps[a] = c->steps[b];
+      c->steps[b] = ts;
+    }
+  }
+}
+
+/*
+ * D5.1/D5.2: candidates from the state file, or from a directory scan when
+ * it is malformed or unreadable (*scanned then set). NOT_FOUND when there is
+ * no state file.
+ */
+static hk_code get_candidates(const hk_env *env, const char *dir, const char *latest, cands *c, int *scanned,
+                              hk_status *st) {
+  hk__state state;
+  hk_status why = HK_STATUS_INIT;
+  hk_code rc;
+
+  memset(c, 0, sizeof *c);
+  c->env = env;
+  *scanned = 0;
+  memset(&state, 0, sizeof state);
+  rc = hk__state_read(env, dir, latest, &state, &why);
+  if (rc == HK_NOT_FOUND || rc == HK_RESOURCE_EXHAUSTED) {
+    hk__status_copy(st, &why);
+    return rc;
+  }
+  if (rc == HK_OK) {
+    int ok = state.model ? cands_add(c, dir, state.model, 0) : 1;
+    for (size_t i = state.n; ok && i > 0; i--) ok = cands_add(c, dir, state.names[i - 1], 0);
+    hk__state_clear(env, &state);
+    if (!ok) {
+      cands_free(c);
+      return oom(st, "listing checkpoint candidates");
+    }
+    return HK_OK;
+  }
+  hk_env_log(env, HK_LOG_WARNING, "Ignoring the checkpoint state file %s/%s (%s); scanning %s for checkpoints.", dir,
+             latest, why.message, dir);
+  *scanned = 1;
+  {
+    hk__fs fs;
+    scan_ctx x;
+    hk__fs_init(&fs, env);
+    x.c = c;
+    x.dir = dir;
+    rc = hk__fs_list(&fs, dir, scan_entry, &x, st);
+    if (rc == HK_OK && c->oom) rc = oom(st, "scanning for checkpoints");
+    if (rc != HK_OK) {
+      cands_free(c);
+      return rc;
+    }
+  }
+  sort_scan(c);
+  return HK_OK;
+}
+
+/* Append "path (reason)" to the DATA_LOSS message, truncating. */
+static void note_failure(char *msg, size_t cap, const char *path, const char *reason) {
+  size_t len = strlen(msg);
+  if (len + 1 >= cap) return;
+  snprintf(msg + len, cap - len, "%s%s (%s)", len > 0 ? "; " : "", path, reason);
+}
+
+static void warn_skip(const hk_env *env, const char *path, const char *reason) {
+  hk_env_log(env, HK_LOG_WARNING, "Checkpoint %s is missing or corrupt (%s); trying an older one.", path, reason);
+}
+
+static const char *lf_or_default(const char *lf) { return lf ? lf : DEFAULT_LATEST; }
+
+hk_code hk_latest_checkpoint(const hk_env *env, const char *dir, const char *latest_filename, char **out,
+                             hk_status *status) {
+  char failures[HK_STATUS_MESSAGE_MAX] = "";
+  cands c;
+  int scanned;
+  hk_code rc;
+
+  if (out) *out = NULL;
+  if (!out) return hk_status_set(status, HK_INVALID_ARGUMENT, "out is NULL");
+  if (!dir) return hk_status_set(status, HK_INVALID_ARGUMENT, "dir is NULL");
+  rc = hk_env_check(env, "env", status);
+  if (rc != HK_OK) return rc;
+  if (!hk__valid_name(lf_or_default(latest_filename)))
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "'latest_filename' must not contain path components (got '%s')",
+                         latest_filename);
+  env = hk__env_or_default(env);
+  rc = get_candidates(env, dir, lf_or_default(latest_filename), &c, &scanned, status);
+  if (rc != HK_OK) return rc;
+  if (c.n == 0) {
+    cands_free(&c);
+    return hk_status_set(status, HK_NOT_FOUND, "No checkpoint found in %s (its state file is unreadable)", dir);
+  }
+  for (size_t i = 0; i < c.n; i++) {
+    hk_checkpoint_reader *r = NULL;
+    hk_status why = HK_STATUS_INIT;
+    rc = hk_checkpoint_reader_open(&r, env, c.paths[i], &why);
+    if (rc == HK_OK) rc = hk_checkpoint_reader_verify(r, &why);
+    hk_checkpoint_reader_free(r);
+    if (rc == HK_RESOURCE_EXHAUSTED) {
+      hk__status_copy(status, &why);
+      cands_free(&c);
+      return rc;
+    }
+    if (rc == HK_OK) {
+      *out = c.paths[i];
+      c.paths[i] = NULL;
+      cands_free(&c);
+      return HK_OK;
+    }
+    warn_skip(env, c.paths[i], why.message);
+    note_failure(failures, sizeof failures, c.paths[i], why.message);
+  }
+  cands_free(&c);
+  return hk_status_set(status, HK_DATA_LOSS, "No checkpoint in %s verifies: %s", dir, failures);
+}
+
+hk_code hk__saver_restore_latest(hk_saver *saver, hk_raw_session *rs, const char *dir, char **restored, hk_status *st) {
+  char failures[HK_STATUS_MESSAGE_MAX] = "";
+  const hk_env *env;
+  cands c;
+  int scanned;
+  hk_code rc;
+
+  if (restored) *restored = NULL;
+  if (!saver || !rs || !dir || !restored)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "saver, rs, dir and restored are required");
+  env = senv(saver);
+  rc = get_candidates(env, dir, saver->latest_filename, &c, &scanned, st);
+  if (rc == HK_NOT_FOUND) return HK_OK; /* nothing to restore: the caller initializes */
+  if (rc != HK_OK) return rc;
+  if (c.n == 0) {
+    cands_free(&c);
+    return HK_OK;
+  }
+  for (size_t i = 0; i < c.n; i++) {
+    hk_status why = HK_STATUS_INIT;
+    int mismatch = 0;
+    rc = restore_impl(saver, rs, c.paths[i], &mismatch, &why);
+    if (rc == HK_OK) {
+      *restored = hk_env_strdup(env, c.paths[i]);
+      cands_free(&c);
+      if (!*restored) return oom(st, "restoring a checkpoint");
+      /* C123: a list found by a scan is never adopted. */
+      if (!scanned) rc = recover_impl(saver, dir, st);
+      if (rc != HK_OK) {
+        hk_env_free(env, *restored);
+        *restored = NULL;
+      }
+      return rc;
+    }
+    if (mismatch || rc == HK_RESOURCE_EXHAUSTED) {
+      hk__status_copy(st, &why);
+      cands_free(&c);
+      return rc;
+    }
+    warn_skip(env, c.paths[i], why.message);
+    note_failure(failures, sizeof failures, c.paths[i], why.message);
+  }
+  cands_free(&c);
+  return hk_status_set(st, HK_DATA_LOSS, "No checkpoint in %s could be restored: %s", dir, failures);
+}
+
+/* ---- helpers (H34) ------------------------------------------------------------------------- */
+
+/* "<prefix><ext>" into buf; a prefix that already names the data file keeps
+ * its stem. 0 when it does not fit. */
+static int file_of(char *buf, size_t cap, const char *prefix, const char *ext) {
+  size_t n = strlen(prefix), k = sizeof DATA_EXT - 1;
+  int w;
+  if (n >= k && strcmp(prefix + n - k, DATA_EXT) == 0) n -= k;
+  if (n > INT32_MAX) return 0;
+  w = snprintf(buf, cap, "%.*s%s", (int)n, prefix, ext);
+  return w >= 0 && (size_t)w < cap;
+}
+
+int hk_checkpoint_exists(const hk_env *env, const char *prefix) {
+  char data[PATH_BUF];
+  hk__fs fs;
+  if (!prefix || !file_of(data, sizeof data, prefix, DATA_EXT)) return 0;
+  hk__fs_init(&fs, env);
+  return hk__fs_is_file(&fs, data);
+}
+
+hk_code hk_remove_checkpoint(const hk_env *env, const char *prefix, hk_status *status) {
+  char data[PATH_BUF], meta[PATH_BUF];
+  hk_status why = HK_STATUS_INIT;
+  hk__fs fs;
+  hk_code rd, rm;
+
+  if (!prefix) return hk_status_set(status, HK_INVALID_ARGUMENT, "prefix is NULL");
+  if (hk_env_check(env, "env", status) != HK_OK) return HK_INVALID_ARGUMENT;
+  if (!file_of(data, sizeof data, prefix, DATA_EXT) || !file_of(meta, sizeof meta, prefix, META_EXT))
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "checkpoint prefix is too long: %.200s...", prefix);
+  hk__fs_init(&fs, env);
+  rd = hk__fs_unlink(&fs, data, &why);
+  if (rd != HK_OK && rd != HK_NOT_FOUND) {
+    hk__status_copy(status, &why);
+    return rd;
+  }
+  rm = hk__fs_unlink(&fs, meta, &why);
+  if (rm != HK_OK && rm != HK_NOT_FOUND) {
+    hk__status_copy(status, &why);
+    return rm;
+  }
+  if (rd == HK_NOT_FOUND && rm == HK_NOT_FOUND)
+    return hk_status_set(status, HK_NOT_FOUND, "Checkpoint %s not found: neither %s nor %s exists", prefix, data, meta);
+  return HK_OK;
+}
+
+hk_code hk_checkpoint_mtimes(const hk_env *env, const char *const *prefixes, size_t n, double *out, hk_status *status) {
+  hk__fs fs;
+  if (n > 0 && !prefixes) return hk_status_set(status, HK_INVALID_ARGUMENT, "prefixes is NULL");
+  if (n > 0 && !out) return hk_status_set(status, HK_INVALID_ARGUMENT, "out is NULL");
+  if (hk_env_check(env, "env", status) != HK_OK) return HK_INVALID_ARGUMENT;
+  hk__fs_init(&fs, env);
+  for (size_t i = 0; i < n; i++) {
+    char data[PATH_BUF];
+    hk_fs_stat sb;
+    hk_status why = HK_STATUS_INIT;
+    hk_code rc;
+    if (!prefixes[i]) return hk_status_set(status, HK_INVALID_ARGUMENT, "prefixes[%zu] is NULL", i);
+    if (!file_of(data, sizeof data, prefixes[i], DATA_EXT))
+      return hk_status_set(status, HK_INVALID_ARGUMENT, "prefixes[%zu] is too long", i);
+    memset(&sb, 0, sizeof sb);
+    rc = hk__fs_stat(&fs, data, &sb, &why);
+    if (rc == HK_OK && sb.is_dir) rc = HK_NOT_FOUND;
+    if (rc == HK_NOT_FOUND)
+      return hk_status_set(status, HK_NOT_FOUND, "Checkpoint %s not found: %s does not exist", prefixes[i], data);
+    if (rc != HK_OK) {
+      hk__status_copy(status, &why);
+      return rc;
+    }
+    out[i] = sb.mtime;
+  }
+  return HK_OK;
+}
