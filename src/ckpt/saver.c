@@ -546,7 +546,7 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
   }
   name = hk__path_basename(prefix);
   if (!hk__valid_name(name)) {
-    rc = hk_status_set(st, HK_INVALID_ARGUMENT, "Checkpoint name '%s' (from save_path %s) is not a valid name", name,
+    rc = hk_status_set(st, HK_INVALID_ARGUMENT, "Checkpoint name is not a valid name: '%s' (from save_path %s)", name,
                        save_path);
     goto done;
   }

@@ -1,0 +1,980 @@
+/*
+ * test_saver — the Saver (contract group M: C112–C116, C125, H27; group P:
+ * H31, H32, C122; D4, D6): round trips, names, refusals, exact retention
+ * across saves and restarts, fault sweeps over the write sequence, restore
+ * errors and an OOM loop.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <errno.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <hooked/hooked.h>
+#include <hooked/checkpoint.h>
+#include <hooked/graph.h>
+
+#include "test_env.h"
+#include "tmpdir.h"
+#include "faulty_fs.h"
+
+#define NVARS 6
+
+/* The saved variables, in creation order; "loc" is local and never saved. */
+static const char *const var_names[NVARS] = {"w", "b", "i", "bytes", "flags", "global_step"};
+
+typedef struct fx {
+  test_env *te;
+  faulty_fs ff;
+  hk_graph *g;
+  hk_executor *ex;
+  hk_raw_session *rs;
+  char *root; /* temp tree */
+  char *dir;  /* root/ck: the checkpoint directory */
+  char *save_path;
+  hk_saver *saver;
+} fx;
+
+static void add_var(fx *f, const char *name, hk_dtype dt, int32_t rank, const int64_t *dims, uint32_t flags) {
+  hk_variable_def d = HK_VARIABLE_DEF_INIT;
+  hk_handle h;
+  hk_status st = HK_STATUS_INIT;
+  d.name = name;
+  d.dtype = dt;
+  d.rank = rank;
+  d.dims = dims;
+  d.flags = flags;
+  assert_ok(hk_graph_variable(f->g, &h, &d, &st), &st);
+}
+
+static fx *fx_build(int with_gs) {
+  static const int64_t w_dims[2] = {2, 3}, b_dims[1] = {4}, by_dims[1] = {5}, fl_dims[2] = {1, 2};
+  fx *f = calloc(1, sizeof *f);
+  hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
+  hk_status st = HK_STATUS_INIT;
+  hk_handle h;
+  assert_non_null(f);
+  f->te = test_env_new();
+  faulty_fs_init(&f->ff);
+  faulty_fs_bind(&f->ff, &f->te->env);
+  go.env = &f->te->env;
+  assert_ok(hk_graph_new(&f->g, &go, &st), &st);
+  f->ex = hk_graph_executor(f->g);
+  add_var(f, "w", HK_DTYPE_F32, 2, w_dims, HK_VAR_TRAINABLE);
+  add_var(f, "b", HK_DTYPE_F64, 1, b_dims, HK_VAR_TRAINABLE);
+  add_var(f, "i", HK_DTYPE_I32, 0, NULL, 0);
+  add_var(f, "bytes", HK_DTYPE_U8, 1, by_dims, 0);
+  add_var(f, "flags", HK_DTYPE_BOOL, 2, fl_dims, 0);
+  if (with_gs) assert_ok(hk_graph_create_global_step(f->g, &h, &st), &st);
+  add_var(f, "loc", HK_DTYPE_I64, 0, NULL, HK_VAR_LOCAL);
+  assert_ok(hk_raw_session_open(&f->rs, f->ex, &st), &st);
+  f->root = test_tmpdir_new("saver");
+  f->dir = test_path(f->root, "ck");
+  assert_int_equal(mkdir(f->dir, 0755), 0);
+  f->save_path = test_path(f->dir, "model.ckpt");
+  return f;
+}
+
+static int setup(void **state) {
+  *state = fx_build(1);
+  return 0;
+}
+
+static int teardown(void **state) {
+  fx *f = *state;
+  hk_saver_free(f->saver);
+  hk_raw_session_free(f->rs);
+  hk_graph_free(f->g);
+  test_tmpdir_free(f->root);
+  free(f->dir);
+  free(f->save_path);
+  faulty_fs_destroy(&f->ff);
+  assert_int_equal(test_env_release(f->te), 0);
+  free(f);
+  return 0;
+}
+
+/* Value of byte k of variable v for a given seed: distinct per seed. */
+static unsigned char pattern(int seed, size_t v, size_t k) { return (unsigned char)(seed * 31 + (int)v * 7 + (int)k); }
+
+static void set_var(fx *f, const char *name, int seed, size_t v) {
+  hk_status st = HK_STATUS_INIT;
+  size_t idx;
+  hk_variable_info info;
+  hk_tensor t;
+  unsigned char buf[256];
+  assert_ok(hk_executor_find_variable(f->ex, name, &idx, &st), &st);
+  assert_ok(hk_executor_variable_info(f->ex, idx, &info, &st), &st);
+  assert_ok(hk_tensor_init(&t, info.dtype, info.rank, info.dims, buf, &st), &st);
+  assert_true(t.nbytes <= sizeof buf);
+  for (size_t k = 0; k < t.nbytes; k++) {
+    buf[k] = pattern(seed, v, k);
+    if (info.dtype == HK_DTYPE_BOOL) buf[k] &= 1;
+  }
+  if (strcmp(name, "global_step") == 0) {
+    int64_t gs = seed;
+    memcpy(buf, &gs, sizeof gs);
+  }
+  assert_ok(hk_raw_session_assign_variable(f->rs, idx, &t, &st), &st);
+}
+
+static void set_values(fx *f, int seed) {
+  for (size_t v = 0; v < NVARS; v++) {
+    if (strcmp(var_names[v], "global_step") == 0 && hk_executor_find_variable(f->ex, "global_step", &(size_t){0}, NULL))
+      continue;
+    set_var(f, var_names[v], seed, v);
+  }
+  set_var(f, "loc", seed, 99);
+}
+
+/* nonzero when variable `name` holds seed's values */
+static int var_is(fx *f, const char *name, int seed, size_t v) {
+  hk_status st = HK_STATUS_INIT;
+  size_t idx;
+  hk_tensor t;
+  const unsigned char *p;
+  if (hk_executor_find_variable(f->ex, name, &idx, &st) != HK_OK) return 1; /* absent in this graph */
+  if (hk_raw_session_read_variable(f->rs, idx, &t, &st) != HK_OK) return 0;
+  p = t.data;
+  if (strcmp(name, "global_step") == 0) {
+    int64_t gs;
+    memcpy(&gs, p, sizeof gs);
+    return gs == seed;
+  }
+  for (size_t k = 0; k < t.nbytes; k++) {
+    unsigned char want = pattern(seed, v, k);
+    if (t.dtype == HK_DTYPE_BOOL) want &= 1;
+    if (p[k] != want) return 0;
+  }
+  return 1;
+}
+
+static void assert_values(fx *f, int seed) {
+  for (size_t v = 0; v < NVARS; v++) assert_true(var_is(f, var_names[v], seed, v));
+}
+
+static hk_saver *make_saver(fx *f, int64_t max_to_keep, double hours) {
+  hk_saver_options o = HK_SAVER_OPTIONS_INIT;
+  hk_status st = HK_STATUS_INIT;
+  hk_saver *s = NULL;
+  o.executor = f->ex;
+  o.env = &f->te->env;
+  o.max_to_keep = max_to_keep;
+  o.keep_checkpoint_every_n_hours = hours;
+  assert_ok(hk_saver_new(&s, &o, &st), &st);
+  return s;
+}
+
+static void save_step(fx *f, hk_saver *s, int64_t step) {
+  hk_status st = HK_STATUS_INIT;
+  set_values(f, (int)step);
+  assert_ok(hk_saver_save(s, f->rs, f->save_path, step, HK_SAVE_DEFAULT, NULL, &st), &st);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The directory's entries, sorted, joined with ','. malloc'd. */
+static char *listing(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  char *names[256];
+  size_t n = 0, len = 1;
+  char *out;
+  assert_non_null(d);
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    assert_true(n < 256);
+    names[n] = strdup(e->d_name);
+    len += strlen(e->d_name) + 1;
+    n++;
+  }
+  closedir(d);
+  qsort(names, n, sizeof names[0], cmp_str);
+  out = calloc(1, len);
+  for (size_t i = 0; i < n; i++) {
+    if (i) strcat(out, ",");
+    strcat(out, names[i]);
+    free(names[i]);
+  }
+  return out;
+}
+
+static void assert_listing(const char *dir, const char *want) {
+  char *got = listing(dir);
+  if (strcmp(got, want) != 0) fprintf(stderr, "directory %s holds: %s\n  expected: %s\n", dir, got, want);
+  assert_string_equal(got, want);
+  free(got);
+}
+
+/* The state file's bare names, joined with ','. */
+static void assert_state(fx *f, const char *want) {
+  hk_checkpoint_state *cs = NULL;
+  hk_status st = HK_STATUS_INIT;
+  char got[1024] = "";
+  assert_ok(hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &cs, &st), &st);
+  for (size_t i = 0; i < hk_checkpoint_state_count(cs); i++) {
+    const char *p = hk_checkpoint_state_path(cs, i);
+    const char *slash = strrchr(p, '/');
+    if (i) strcat(got, ",");
+    strcat(got, slash ? slash + 1 : p);
+  }
+  hk_checkpoint_state_free(cs);
+  assert_string_equal(got, want);
+}
+
+static char *ckpt_file(fx *f, const char *name) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s/%s", f->dir, name);
+  return strdup(buf);
+}
+
+/* ---- round trip and names (C113, C114, C125) ---------------------------------------- */
+
+static void test_saver__round_trip_several_dtypes_C113_C125(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  const char *prefix = NULL;
+  hk_checkpoint_reader *r = NULL;
+  size_t idx;
+  char want[1024];
+
+  f->saver = make_saver(f, 5, HK_UNSET_SECS);
+  set_values(f, 3);
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 7, HK_SAVE_DEFAULT, &prefix, &st), &st);
+  snprintf(want, sizeof want, "%s-7", f->save_path);
+  assert_string_equal(prefix, want);
+  assert_listing(f->dir, "checkpoint,model.ckpt-7.safetensors");
+
+  assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, prefix, &st), &st);
+  assert_int_equal(hk_checkpoint_reader_step(r), 7);
+  assert_int_equal(hk_checkpoint_reader_count(r), NVARS); /* the local variable is not saved (C112) */
+  assert_status(hk_checkpoint_reader_find(r, "loc", &idx, &st), &st, HK_NOT_FOUND, "loc");
+  hk_checkpoint_reader_free(r);
+
+  set_values(f, 11);
+  assert_ok(hk_saver_restore(f->saver, f->rs, want, &st), &st);
+  assert_values(f, 3);
+  assert_logged(f->te, HK_LOG_INFO, "Restoring parameters from");
+  assert_true(var_is(f, "loc", 11, 99)); /* local variables are left alone */
+
+  /* The data file's own path works as well. */
+  set_values(f, 12);
+  strcat(want, ".safetensors");
+  assert_ok(hk_saver_restore(f->saver, f->rs, want, &st), &st);
+  assert_values(f, 3);
+}
+
+static void test_saver__pad_step_number_C113(void **state) {
+  fx *f = *state;
+  hk_saver_options o = HK_SAVER_OPTIONS_INIT;
+  hk_status st = HK_STATUS_INIT;
+  const char *prefix = NULL;
+  char want[1024];
+  o.executor = f->ex;
+  o.pad_step_number = 1;
+  assert_ok(hk_saver_new(&f->saver, &o, &st), &st);
+  set_values(f, 1);
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 42, HK_SAVE_DEFAULT, &prefix, &st), &st);
+  snprintf(want, sizeof want, "%s-00000042", f->save_path);
+  assert_string_equal(prefix, want);
+  assert_listing(f->dir, "checkpoint,model.ckpt-00000042.safetensors");
+}
+
+static void test_saver__no_step_records_global_step_C113(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  const char *prefix = NULL;
+  hk_checkpoint_reader *r = NULL;
+  f->saver = make_saver(f, 5, HK_UNSET_SECS);
+  set_values(f, 17); /* GS = 17 */
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, HK_UNSET_STEPS, HK_SAVE_DEFAULT, &prefix, &st), &st);
+  assert_string_equal(prefix, f->save_path);
+  assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, prefix, &st), &st);
+  assert_int_equal(hk_checkpoint_reader_step(r), 17);
+  hk_checkpoint_reader_free(r);
+  assert_state(f, "model.ckpt");
+}
+
+static void test_saver__no_step_without_gs_records_zero_C113(void **state) {
+  fx *f = fx_build(0);
+  hk_status st = HK_STATUS_INIT;
+  const char *prefix = NULL;
+  hk_checkpoint_reader *r = NULL;
+  (void)state;
+  f->saver = make_saver(f, 5, HK_UNSET_SECS);
+  set_values(f, 2);
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, HK_UNSET_STEPS, HK_SAVE_DEFAULT, &prefix, &st), &st);
+  assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, prefix, &st), &st);
+  assert_int_equal(hk_checkpoint_reader_step(r), 0);
+  hk_checkpoint_reader_free(r);
+  teardown((void **)&f);
+}
+
+static void test_saver__meta_file_when_asked_C114(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  f->saver = make_saver(f, 5, HK_UNSET_SECS);
+  set_values(f, 1);
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, HK_SAVE_META, NULL, &st), &st);
+  assert_listing(f->dir, "checkpoint,model.ckpt-1.meta,model.ckpt-1.safetensors");
+  {
+    char *meta = ckpt_file(f, "model.ckpt-1.meta");
+    size_t n = 0;
+    char *text = test_read_file(meta, &n);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "global_step")); /* the executor's description of its graph */
+    free(text);
+    free(meta);
+  }
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 2, HK_SAVE_DEFAULT, NULL, &st), &st);
+  assert_listing(f->dir, "checkpoint,model.ckpt-1.meta,model.ckpt-1.safetensors,model.ckpt-2.safetensors");
+}
+
+static void test_saver__selected_var_list_C112(void **state) {
+  fx *f = *state;
+  hk_saver_options o = HK_SAVER_OPTIONS_INIT;
+  const char *vl[2] = {"b", "i"};
+  hk_status st = HK_STATUS_INIT;
+  hk_checkpoint_reader *r = NULL;
+  const char *prefix;
+  o.executor = f->ex;
+  o.var_list = vl;
+  o.nvar_list = 2;
+  assert_ok(hk_saver_new(&f->saver, &o, &st), &st);
+  set_values(f, 4);
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, 0, &prefix, &st), &st);
+  assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, prefix, &st), &st);
+  assert_int_equal(hk_checkpoint_reader_count(r), 2);
+  hk_checkpoint_reader_free(r);
+  set_values(f, 5);
+  assert_ok(hk_saver_restore(f->saver, f->rs, prefix, &st), &st);
+  assert_true(var_is(f, "b", 4, 1));
+  assert_true(var_is(f, "i", 4, 2));
+  assert_true(var_is(f, "w", 5, 0)); /* not in the list: untouched */
+}
+
+/* ---- refusals (C112, C115, C118, H32) ---------------------------------------------- */
+
+static void expect_new_refused(fx *f, hk_saver_options *o, hk_code code, const char *substr) {
+  hk_status st = HK_STATUS_INIT;
+  hk_saver *s = (hk_saver *)1;
+  assert_status(hk_saver_new(&s, o, &st), &st, code, substr);
+  assert_null(s);
+  (void)f;
+}
+
+static void test_saver__new_refusals_C112_C115(void **state) {
+  fx *f = *state;
+  hk_saver_options o;
+  const char *dup[2] = {"w", "w"};
+  const char *nul[1] = {NULL};
+  const char *unknown[2] = {"w", "nope"};
+  hk_status st = HK_STATUS_INIT;
+  hk_saver *s = NULL;
+
+  assert_int_equal(hk_saver_options_init(NULL, HK_SAVER_OPTIONS_VERSION), HK_INVALID_ARGUMENT);
+  assert_int_equal(hk_saver_options_init(&o, 99), HK_INVALID_ARGUMENT);
+  assert_ok(hk_saver_options_init(&o, HK_SAVER_OPTIONS_VERSION), NULL);
+  assert_int_equal(o.max_to_keep, 5);
+  assert_status(hk_saver_new(&s, NULL, &st), &st, HK_INVALID_ARGUMENT, "opts");
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "executor");
+  o.executor = f->ex;
+  assert_status(hk_saver_new(NULL, &o, &st), &st, HK_INVALID_ARGUMENT, "out");
+
+  o.max_to_keep = -1;
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "max_to_keep");
+  o.max_to_keep = 5;
+  o.keep_checkpoint_every_n_hours = -1;
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "keep_checkpoint_every_n_hours");
+  o.keep_checkpoint_every_n_hours = NAN;
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "keep_checkpoint_every_n_hours");
+  o.keep_checkpoint_every_n_hours = HUGE_VAL;
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "keep_checkpoint_every_n_hours");
+  o.keep_checkpoint_every_n_hours = 0;
+
+  o.latest_filename = "a/b";
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "'latest_filename' must not contain path components");
+  o.latest_filename = "..";
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "'latest_filename' must not contain path components");
+  o.latest_filename = "";
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "'latest_filename' must not contain path components");
+  o.latest_filename = NULL;
+
+  o.var_list = dup;
+  o.nvar_list = 2;
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "'w' twice");
+  o.var_list = nul;
+  o.nvar_list = 1;
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "var_list[0]");
+  o.var_list = unknown;
+  o.nvar_list = 2;
+  expect_new_refused(f, &o, HK_NOT_FOUND, "nope");
+  o.var_list = NULL;
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "var_list");
+  o.nvar_list = 0;
+  assert_ok(hk_saver_new(&s, &o, &st), &st);
+  assert_ptr_equal(hk_saver_executor(s), f->ex);
+  assert_string_equal(hk_saver_latest_filename(s), "checkpoint");
+  hk_saver_free(s);
+  hk_saver_free(NULL);
+}
+
+static void expect_save_refused(fx *f, const char *path, int64_t step, hk_code code, const char *substr) {
+  hk_status st = HK_STATUS_INIT;
+  const char *prefix = "x";
+  assert_status(hk_saver_save(f->saver, f->rs, path, step, 0, &prefix, &st), &st, code, substr);
+  assert_null(prefix);
+}
+
+static void test_saver__save_refusals_C115_C118_H32(void **state) {
+  fx *f = *state;
+  hk_saver_options o = HK_SAVER_OPTIONS_INIT;
+  hk_status st = HK_STATUS_INIT;
+  char path[2048], missing[1024], longname[256];
+  char *before;
+
+  o.executor = f->ex;
+  o.latest_filename = "model-5";
+  assert_ok(hk_saver_new(&f->saver, &o, &st), &st);
+  set_values(f, 1);
+  before = listing(f->dir);
+
+  assert_status(hk_saver_save(NULL, f->rs, f->save_path, 1, 0, NULL, &st), &st, HK_INVALID_ARGUMENT, "saver");
+  assert_status(hk_saver_save(f->saver, NULL, f->save_path, 1, 0, NULL, &st), &st, HK_INVALID_ARGUMENT, "rs");
+  assert_status(hk_saver_save(f->saver, f->rs, NULL, 1, 0, NULL, &st), &st, HK_INVALID_ARGUMENT, "save_path");
+  assert_status(hk_saver_save(f->saver, f->rs, f->save_path, 1, 1u << 7, NULL, &st), &st, HK_INVALID_ARGUMENT, "flags");
+
+  snprintf(path, sizeof path, "%s/", f->dir);
+  expect_save_refused(f, path, 1, HK_INVALID_ARGUMENT, "not a valid checkpoint name");
+  snprintf(path, sizeof path, "%s/a..b", f->dir);
+  expect_save_refused(f, path, 1, HK_INVALID_ARGUMENT, "a..b");
+  snprintf(path, sizeof path, "%s/q\"uote", f->dir);
+  expect_save_refused(f, path, 1, HK_INVALID_ARGUMENT, "not a valid checkpoint name");
+  /* C115: no step and the basename is the state file's name */
+  snprintf(path, sizeof path, "%s/model-5", f->dir);
+  expect_save_refused(f, path, HK_UNSET_STEPS, HK_INVALID_ARGUMENT, "'latest_filename' collides with 'save_path'");
+  /* C118: the checkpoint name equals the state file's name */
+  snprintf(path, sizeof path, "%s/model", f->dir);
+  expect_save_refused(f, path, 5, HK_INVALID_ARGUMENT, "conflicts with path used for checkpoint state");
+  /* H32: the name with its step is longer than 255 bytes */
+  memset(longname, 'n', 250);
+  longname[250] = '\0';
+  snprintf(path, sizeof path, "%s/%s", f->dir, longname);
+  expect_save_refused(f, path, 123456789, HK_INVALID_ARGUMENT, "not a valid name");
+  /* C115: a missing parent is NOT_FOUND and is not created */
+  snprintf(missing, sizeof missing, "%s/nodir/model.ckpt", f->dir);
+  expect_save_refused(f, missing, 1, HK_NOT_FOUND, "doesn't exist, can't save.");
+  snprintf(path, sizeof path, "%s/nodir", f->dir);
+  assert_false(test_path_exists(path));
+  /* a file where the directory should be */
+  snprintf(path, sizeof path, "%s/afile", f->root);
+  assert_int_equal(test_write_file(path, "x", 1), 0);
+  strcat(path, "/model.ckpt");
+  expect_save_refused(f, path, 1, HK_NOT_FOUND, "Parent directory of");
+
+  {
+    char *after = listing(f->dir);
+    assert_string_equal(before, after);
+    free(after);
+  }
+  free(before);
+}
+
+/* ---- retention (D6, C126) ------------------------------------------------------------ */
+
+static void test_saver__max_to_keep_2_over_5_saves_D6_2(void **state) {
+  fx *f = *state;
+  size_t n;
+  const char *const *paths;
+  f->saver = make_saver(f, 2, HK_UNSET_SECS);
+  for (int64_t s = 1; s <= 5; s++) save_step(f, f->saver, s);
+  assert_listing(f->dir, "checkpoint,model.ckpt-4.safetensors,model.ckpt-5.safetensors");
+  assert_state(f, "model.ckpt-4,model.ckpt-5");
+  paths = hk_saver_checkpoints(f->saver, &n);
+  assert_int_equal(n, 2);
+  assert_non_null(strstr(paths[0], "/ck/model.ckpt-4"));
+  assert_non_null(strstr(paths[1], "/ck/model.ckpt-5"));
+  assert_null(hk_saver_checkpoints(NULL, &n));
+  assert_int_equal(n, 0);
+}
+
+static void test_saver__meta_files_deleted_with_checkpoint_H31(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  f->saver = make_saver(f, 1, HK_UNSET_SECS);
+  set_values(f, 1);
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, HK_SAVE_META, NULL, &st), &st);
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 2, HK_SAVE_META, NULL, &st), &st);
+  assert_listing(f->dir, "checkpoint,model.ckpt-2.meta,model.ckpt-2.safetensors");
+}
+
+static void test_saver__max_to_keep_0_keeps_all_D6_3(void **state) {
+  fx *f = *state;
+  f->saver = make_saver(f, 0, HK_UNSET_SECS);
+  for (int64_t s = 1; s <= 5; s++) save_step(f, f->saver, s);
+  assert_listing(f->dir,
+                 "checkpoint,model.ckpt-1.safetensors,model.ckpt-2.safetensors,model.ckpt-3.safetensors,"
+                 "model.ckpt-4.safetensors,model.ckpt-5.safetensors");
+  assert_state(f, "model.ckpt-1,model.ckpt-2,model.ckpt-3,model.ckpt-4,model.ckpt-5");
+}
+
+static void test_saver__keep_every_n_hours_preserves_D6_2(void **state) {
+  fx *f = *state;
+  hk_checkpoint_state *cs = NULL;
+  hk_status st = HK_STATUS_INIT;
+  double t0 = hk_env_wall(&f->te->env);
+  f->saver = make_saver(f, 1, 1.0);
+  /* saves every 20 minutes: k = 0..7 at t0 + 1200 k; the first one at least an
+   * hour after last_preserved (t0 - 1) is k = 3, the next k = 6 */
+  for (int64_t k = 0; k <= 7; k++) {
+    save_step(f, f->saver, k);
+    test_clock_advance(&f->te->clock, 1200);
+  }
+  assert_listing(f->dir, "checkpoint,model.ckpt-3.safetensors,model.ckpt-6.safetensors,model.ckpt-7.safetensors");
+  assert_ok(hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &cs, &st), &st);
+  assert_int_equal(hk_checkpoint_state_count(cs), 1);
+  assert_true(hk_checkpoint_state_last_preserved(cs) == t0 + 7200);
+  assert_true(hk_checkpoint_state_timestamp(cs, 0) == t0 + 8400);
+  hk_checkpoint_state_free(cs);
+}
+
+static void test_saver__retention_across_restarts_D6_1(void **state) {
+  fx *f = *state;
+  hk_saver *a = make_saver(f, 2, HK_UNSET_SECS), *b;
+  size_t n;
+  for (int64_t s = 1; s <= 3; s++) save_step(f, a, s);
+  hk_saver_free(a);
+  assert_listing(f->dir, "checkpoint,model.ckpt-2.safetensors,model.ckpt-3.safetensors");
+  /* a new Saver continues the list: its first save deletes step 2 */
+  b = make_saver(f, 2, HK_UNSET_SECS);
+  save_step(f, b, 4);
+  assert_listing(f->dir, "checkpoint,model.ckpt-3.safetensors,model.ckpt-4.safetensors");
+  assert_state(f, "model.ckpt-3,model.ckpt-4");
+  hk_saver_checkpoints(b, &n);
+  assert_int_equal(n, 2);
+  hk_saver_free(b);
+}
+
+static void test_saver__recovery_drops_missing_entries_C122(void **state) {
+  fx *f = *state;
+  hk_saver *a = make_saver(f, 5, HK_UNSET_SECS), *b;
+  hk_status st = HK_STATUS_INIT;
+  const char *const *paths;
+  size_t n;
+  char *gone = ckpt_file(f, "model.ckpt-1.safetensors");
+  for (int64_t s = 1; s <= 2; s++) save_step(f, a, s);
+  hk_saver_free(a);
+  assert_int_equal(unlink(gone), 0);
+  free(gone);
+  b = make_saver(f, 5, HK_UNSET_SECS);
+  assert_ok(hk_saver_recover(b, f->dir, &st), &st);
+  paths = hk_saver_checkpoints(b, &n);
+  assert_int_equal(n, 1);
+  assert_non_null(strstr(paths[0], "model.ckpt-2"));
+  save_step(f, b, 3);
+  assert_state(f, "model.ckpt-2,model.ckpt-3");
+  assert_status(hk_saver_recover(NULL, f->dir, &st), &st, HK_INVALID_ARGUMENT, "saver");
+  assert_status(hk_saver_recover(b, NULL, &st), &st, HK_INVALID_ARGUMENT, "dir");
+  hk_saver_free(b);
+}
+
+static void test_saver__clock_reset_preserves_recovered_D6_1(void **state) {
+  fx *f = *state;
+  hk_saver *a = make_saver(f, 5, HK_UNSET_SECS), *b;
+  hk_status st = HK_STATUS_INIT;
+  const char *names[2] = {"model.ckpt-1", "model.ckpt-2"};
+  double now = hk_env_wall(&f->te->env);
+  double ts[2] = {now - 20, now - 10};
+  for (int64_t s = 1; s <= 2; s++) save_step(f, a, s);
+  hk_saver_free(a);
+  /* a state file whose last_preserved_timestamp is an hour ahead of the clock */
+  assert_ok(hk_update_checkpoint_state(&f->te->env, f->dir, "model.ckpt-2", names, 2, ts, now + 3600, NULL, &st), &st);
+  b = make_saver(f, 1, HK_UNSET_SECS);
+  save_step(f, b, 3);
+  assert_logged(f->te, HK_LOG_WARNING, "seconds behind the last preserved checkpoint timestamp.");
+  /* the recovered checkpoints count as preserved: kept, no longer listed */
+  assert_listing(f->dir, "checkpoint,model.ckpt-1.safetensors,model.ckpt-2.safetensors,model.ckpt-3.safetensors");
+  assert_state(f, "model.ckpt-3");
+  hk_saver_free(b);
+}
+
+static void test_saver__resave_moves_to_end_D6_2(void **state) {
+  fx *f = *state;
+  f->saver = make_saver(f, 3, HK_UNSET_SECS);
+  for (int64_t s = 1; s <= 3; s++) save_step(f, f->saver, s);
+  save_step(f, f->saver, 1);
+  assert_state(f, "model.ckpt-2,model.ckpt-3,model.ckpt-1");
+  save_step(f, f->saver, 4);
+  assert_state(f, "model.ckpt-3,model.ckpt-1,model.ckpt-4");
+  assert_listing(f->dir, "checkpoint,model.ckpt-1.safetensors,model.ckpt-3.safetensors,model.ckpt-4.safetensors");
+}
+
+static void test_saver__no_state_is_unmanaged_C116_D6_4(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  char *statefile = ckpt_file(f, "checkpoint");
+  char *before, *after;
+  size_t nb, na, n;
+  f->saver = make_saver(f, 2, HK_UNSET_SECS);
+  for (int64_t s = 1; s <= 2; s++) save_step(f, f->saver, s);
+  before = test_read_file(statefile, &nb);
+  set_values(f, 10);
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 10, HK_SAVE_NO_STATE, NULL, &st), &st);
+  after = test_read_file(statefile, &na);
+  assert_int_equal(nb, na);
+  assert_memory_equal(before, after, nb);
+  hk_saver_checkpoints(f->saver, &n);
+  assert_int_equal(n, 2);
+  for (int64_t s = 3; s <= 5; s++) save_step(f, f->saver, s);
+  assert_listing(f->dir, "checkpoint,model.ckpt-10.safetensors,model.ckpt-4.safetensors,model.ckpt-5.safetensors");
+  assert_state(f, "model.ckpt-4,model.ckpt-5");
+  free(before);
+  free(after);
+  free(statefile);
+}
+
+static void test_saver__unlisted_and_other_files_never_deleted_D6_4(void **state) {
+  fx *f = *state;
+  const char *others[] = {"model.ckpt-0.safetensors", "notes.txt", "other-1.safetensors", "model.ckpt-9.meta",
+                          "checkpoint.bak"};
+  for (size_t i = 0; i < 5; i++) {
+    char *p = ckpt_file(f, others[i]);
+    assert_int_equal(test_write_file(p, "keep", 4), 0);
+    free(p);
+  }
+  f->saver = make_saver(f, 1, HK_UNSET_SECS);
+  for (int64_t s = 1; s <= 5; s++) save_step(f, f->saver, s);
+  assert_listing(f->dir,
+                 "checkpoint,checkpoint.bak,model.ckpt-0.safetensors,model.ckpt-5.safetensors,model.ckpt-9.meta,"
+                 "notes.txt,other-1.safetensors");
+}
+
+static void test_saver__stale_temporaries_removed_D4_2(void **state) {
+  fx *f = *state;
+  const char *stale[] = {"model.ckpt-3.safetensors.tmp-AbC123", "checkpoint.tmp-zzzzzz", "x.meta.tmp-000000"};
+  const char *kept[] = {"notes.txt.tmp-AbC123", "model.ckpt-3.safetensors.tmp-short"};
+  for (size_t i = 0; i < 3; i++) {
+    char *p = ckpt_file(f, stale[i]);
+    assert_int_equal(test_write_file(p, "junk", 4), 0);
+    free(p);
+  }
+  for (size_t i = 0; i < 2; i++) {
+    char *p = ckpt_file(f, kept[i]);
+    assert_int_equal(test_write_file(p, "junk", 4), 0);
+    free(p);
+  }
+  f->saver = make_saver(f, 5, HK_UNSET_SECS);
+  save_step(f, f->saver, 1);
+  assert_listing(f->dir, "checkpoint,model.ckpt-1.safetensors,model.ckpt-3.safetensors.tmp-short,notes.txt.tmp-AbC123");
+}
+
+/* ---- fault sweep (D4, H9) -------------------------------------------------------------- */
+
+/* A fresh directory holding checkpoint 1 (managed, max_to_keep 1); then a new
+ * Saver saves step 2 — with HK_SAVE_META — while call n of the fs fails. */
+static void sweep(fx *f, int errnum, hk_code code) {
+  hk_status st = HK_STATUS_INIT;
+  long n;
+  for (n = 0;; n++) {
+    hk_saver *a, *b;
+    char *before, *prev, *got = NULL;
+    hk_code rc;
+    char prefix1[1024], prefix2[1024];
+
+    test_tmpdir_remove(f->dir);
+    assert_int_equal(mkdir(f->dir, 0755), 0);
+    faulty_fs_reset(&f->ff);
+    a = make_saver(f, 1, HK_UNSET_SECS);
+    save_step(f, a, 1);
+    hk_saver_free(a);
+    before = listing(f->dir);
+    snprintf(prefix1, sizeof prefix1, "%s-1", f->save_path);
+    snprintf(prefix2, sizeof prefix2, "%s-2", f->save_path);
+
+    b = make_saver(f, 1, HK_UNSET_SECS);
+    set_values(f, 2);
+    faulty_fs_fail_errno(&f->ff, FAULTY_FS_ANY, n, errnum, 0);
+    rc = hk_saver_save(b, f->rs, f->save_path, 2, HK_SAVE_META, NULL, &st);
+    if (faulty_fs_injected(&f->ff) == 0) {
+      assert_ok(rc, &st);
+      hk_saver_free(b);
+      free(before);
+      break;
+    }
+    faulty_fs_reset(&f->ff);
+    assert_int_equal(faulty_fs_open_handles(&f->ff), 0);
+    assert_int_equal(test_dir_count_matching(f->dir, ".tmp-"), 0);
+    prev = rc == HK_OK ? prefix2 : prefix1;
+    if (rc != HK_OK) {
+      /* the error is H9's mapping, and the directory is exactly as it was */
+      assert_status(rc, &st, code, NULL);
+      assert_listing(f->dir, before);
+    }
+    set_values(f, 77);
+    assert_ok(hk_saver_restore(b, f->rs, prev, &st), &st);
+    assert_values(f, rc == HK_OK ? 2 : 1);
+    assert_ok(hk_latest_checkpoint(&f->te->env, f->dir, NULL, &got, &st), &st);
+    assert_string_equal(got, prev);
+    hk_env_free(&f->te->env, got);
+    hk_saver_free(b);
+    free(before);
+  }
+  assert_true(n > 20); /* the sweep did cover the whole write sequence */
+}
+
+static void test_saver__fault_sweep_enospc_D4(void **state) {
+  fx *f = *state;
+  sweep(f, ENOSPC, HK_RESOURCE_EXHAUSTED);
+}
+
+static void test_saver__fault_sweep_eio_D4(void **state) {
+  fx *f = *state;
+  sweep(f, EIO, HK_UNKNOWN);
+}
+
+static void test_saver__short_writes_and_full_disk_D4_H9(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  char prefix[1024];
+  char *before;
+  f->saver = make_saver(f, 1, HK_UNSET_SECS);
+  faulty_fs_short_writes(&f->ff, 7);
+  save_step(f, f->saver, 1);
+  set_values(f, 9);
+  snprintf(prefix, sizeof prefix, "%s-1", f->save_path);
+  assert_ok(hk_saver_restore(f->saver, f->rs, prefix, &st), &st);
+  assert_values(f, 1);
+
+  faulty_fs_reset(&f->ff);
+  before = listing(f->dir);
+  faulty_fs_space(&f->ff, 100);
+  set_values(f, 2);
+  assert_status(hk_saver_save(f->saver, f->rs, f->save_path, 2, 0, NULL, &st), &st, HK_RESOURCE_EXHAUSTED, NULL);
+  faulty_fs_reset(&f->ff);
+  assert_listing(f->dir, before);
+  free(before);
+  set_values(f, 9);
+  assert_ok(hk_saver_restore(f->saver, f->rs, prefix, &st), &st);
+  assert_values(f, 1);
+}
+
+/* ---- restore errors (C125, H27) ---------------------------------------------------------- */
+
+static void test_saver__restore_errors_C125(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  char path[1024], *data;
+  size_t n;
+  f->saver = make_saver(f, 5, HK_UNSET_SECS);
+  save_step(f, f->saver, 1);
+  assert_status(hk_saver_restore(f->saver, f->rs, NULL, &st), &st, HK_INVALID_ARGUMENT,
+                "Can't load save_path when it is None.");
+  assert_status(hk_saver_restore(NULL, f->rs, "x", &st), &st, HK_INVALID_ARGUMENT, "saver");
+  assert_status(hk_saver_restore(f->saver, NULL, "x", &st), &st, HK_INVALID_ARGUMENT, "rs");
+  snprintf(path, sizeof path, "%s-9", f->save_path);
+  assert_status(hk_saver_restore(f->saver, f->rs, path, &st), &st, HK_NOT_FOUND,
+                "The passed save_path is not a valid checkpoint: ");
+  assert_non_null(strstr(st.message, "model.ckpt-9"));
+
+  /* truncated: DATA_LOSS naming the file, and nothing crashes */
+  snprintf(path, sizeof path, "%s-1.safetensors", f->save_path);
+  data = test_read_file(path, &n);
+  assert_non_null(data);
+  assert_int_equal(test_write_file(path, data, n - 3), 0);
+  assert_status(hk_saver_restore(f->saver, f->rs, path, &st), &st, HK_DATA_LOSS, "model.ckpt-1");
+  /* a flipped byte in the tensor data: the CRC names the tensor */
+  data[n - 1] ^= 0x55;
+  assert_int_equal(test_write_file(path, data, n), 0);
+  assert_status(hk_saver_restore(f->saver, f->rs, path, &st), &st, HK_DATA_LOSS, "model.ckpt-1");
+  free(data);
+}
+
+/* A second graph with the same names but one variable changed, restoring
+ * the first graph's checkpoint: the error names the variable and nothing
+ * is assigned (H27). */
+static void mismatch_case(fx *f, const char *prefix, hk_dtype dt, int32_t rank, const int64_t *dims, const char *drop,
+                          hk_code code, const char *s1, const char *s2) {
+  hk_graph *g;
+  hk_executor *ex;
+  hk_raw_session *rs;
+  hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
+  hk_saver_options o = HK_SAVER_OPTIONS_INIT;
+  hk_saver *s;
+  hk_status st = HK_STATUS_INIT;
+  hk_variable_def d = HK_VARIABLE_DEF_INIT;
+  static const int64_t b_dims[1] = {4};
+  hk_handle h;
+  double sentinel[4] = {-1, -1, -1, -1};
+  hk_tensor t;
+  size_t idx;
+
+  go.env = &f->te->env;
+  assert_ok(hk_graph_new(&g, &go, &st), &st);
+  ex = hk_graph_executor(g);
+  d.name = "b";
+  d.dtype = HK_DTYPE_F64;
+  d.rank = 1;
+  d.dims = b_dims;
+  assert_ok(hk_graph_variable(g, &h, &d, &st), &st);
+  d.name = "w";
+  d.dtype = dt;
+  d.rank = rank;
+  d.dims = dims;
+  assert_ok(hk_graph_variable(g, &h, &d, &st), &st);
+  if (drop) {
+    d.name = drop;
+    d.dtype = HK_DTYPE_I8;
+    d.rank = 0;
+    d.dims = NULL;
+    assert_ok(hk_graph_variable(g, &h, &d, &st), &st);
+  }
+  assert_ok(hk_raw_session_open(&rs, ex, &st), &st);
+  assert_ok(hk_executor_find_variable(ex, "b", &idx, &st), &st);
+  assert_ok(hk_tensor_init(&t, HK_DTYPE_F64, 1, b_dims, sentinel, &st), &st);
+  assert_ok(hk_raw_session_assign_variable(rs, idx, &t, &st), &st);
+  o.executor = ex;
+  assert_ok(hk_saver_new(&s, &o, &st), &st);
+  assert_status(hk_saver_restore(s, rs, prefix, &st), &st, code, s1);
+  if (s2) assert_non_null(strstr(st.message, s2));
+  /* "b" comes first and matches, yet it was not assigned */
+  assert_ok(hk_raw_session_read_variable(rs, idx, &t, &st), &st);
+  assert_true(((double *)t.data)[0] == -1);
+  hk_saver_free(s);
+  hk_raw_session_free(rs);
+  hk_graph_free(g);
+}
+
+static void test_saver__restore_model_mismatch_H27(void **state) {
+  fx *f = *state;
+  static const int64_t w_dims[2] = {2, 3}, w_t[2] = {3, 2};
+  char prefix[1024];
+  f->saver = make_saver(f, 5, HK_UNSET_SECS);
+  save_step(f, f->saver, 1);
+  snprintf(prefix, sizeof prefix, "%s-1", f->save_path);
+  mismatch_case(f, prefix, HK_DTYPE_F64, 2, w_dims, NULL, HK_INVALID_ARGUMENT, "w", "f64");
+  mismatch_case(f, prefix, HK_DTYPE_F64, 2, w_dims, NULL, HK_INVALID_ARGUMENT, "f32", NULL);
+  mismatch_case(f, prefix, HK_DTYPE_F32, 2, w_t, NULL, HK_INVALID_ARGUMENT, "[2, 3]", "[3, 2]");
+  mismatch_case(f, prefix, HK_DTYPE_F32, 2, w_dims, "zz_missing", HK_NOT_FOUND,
+                "Key zz_missing not found in checkpoint", "model.ckpt-1");
+}
+
+/* ---- helpers (H34) ---------------------------------------------------------------------- */
+
+static void test_saver__exists_remove_mtimes_H34(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  char p1[1024], p2[1024], p9[1024];
+  const char *prefixes[2];
+  double mt[2] = {0, 0};
+  f->saver = make_saver(f, 5, HK_UNSET_SECS);
+  set_values(f, 1);
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, HK_SAVE_META, NULL, &st), &st);
+  save_step(f, f->saver, 2);
+  snprintf(p1, sizeof p1, "%s-1", f->save_path);
+  snprintf(p2, sizeof p2, "%s-2", f->save_path);
+  snprintf(p9, sizeof p9, "%s-9", f->save_path);
+  assert_true(hk_checkpoint_exists(&f->te->env, p1));
+  assert_true(hk_checkpoint_exists(NULL, p2));
+  assert_false(hk_checkpoint_exists(&f->te->env, p9));
+  assert_false(hk_checkpoint_exists(&f->te->env, NULL));
+  assert_false(hk_checkpoint_exists(&f->te->env, f->dir)); /* a directory is no checkpoint */
+
+  prefixes[0] = p1;
+  prefixes[1] = p2;
+  assert_ok(hk_checkpoint_mtimes(&f->te->env, prefixes, 2, mt, &st), &st);
+  assert_true(mt[0] > 1e9 && mt[1] > 1e9);
+  prefixes[1] = p9;
+  assert_status(hk_checkpoint_mtimes(&f->te->env, prefixes, 2, mt, &st), &st, HK_NOT_FOUND, "model.ckpt-9");
+  assert_status(hk_checkpoint_mtimes(&f->te->env, NULL, 2, mt, &st), &st, HK_INVALID_ARGUMENT, "prefixes");
+
+  assert_ok(hk_remove_checkpoint(&f->te->env, p1, &st), &st);
+  assert_listing(f->dir, "checkpoint,model.ckpt-2.safetensors");
+  assert_status(hk_remove_checkpoint(&f->te->env, p1, &st), &st, HK_NOT_FOUND, "model.ckpt-1");
+  assert_status(hk_remove_checkpoint(&f->te->env, NULL, &st), &st, HK_INVALID_ARGUMENT, "prefix");
+}
+
+/* ---- OOM loop (H7, house style 22a) -------------------------------------------------------- */
+
+static void test_saver__oom_loop_save_and_restore_H7(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  char prefix[1024];
+  long n;
+  snprintf(prefix, sizeof prefix, "%s-3", f->save_path);
+  for (n = 0;; n++) {
+    long live = test_alloc_live(&f->te->alloc);
+    hk_saver *s = make_saver(f, 2, HK_UNSET_SECS);
+    hk_code rc;
+    set_values(f, 3);
+    long failed;
+    test_alloc_reset_counts(&f->te->alloc);
+    test_alloc_fail_at(&f->te->alloc, n, 0);
+    rc = hk_saver_save(s, f->rs, f->save_path, 3, HK_SAVE_META, NULL, &st);
+    failed = f->te->alloc.nfailed;
+    test_alloc_fail_at(&f->te->alloc, -1, 0);
+    if (rc != HK_OK) assert_status(rc, &st, HK_RESOURCE_EXHAUSTED, NULL);
+    hk_saver_free(s);
+    assert_int_equal(test_alloc_live(&f->te->alloc), live);
+    if (rc == HK_OK && failed == 0) break;
+    assert_int_equal(test_dir_count_matching(f->dir, ".tmp-"), 0);
+  }
+  assert_true(n > 5);
+  for (n = 0;; n++) {
+    long live = test_alloc_live(&f->te->alloc);
+    hk_saver *s = make_saver(f, 2, HK_UNSET_SECS);
+    hk_code rc;
+    set_values(f, 8);
+    long failed;
+    test_alloc_reset_counts(&f->te->alloc);
+    test_alloc_fail_at(&f->te->alloc, n, 0);
+    rc = hk_saver_restore(s, f->rs, prefix, &st);
+    failed = f->te->alloc.nfailed;
+    test_alloc_fail_at(&f->te->alloc, -1, 0);
+    if (rc != HK_OK) assert_status(rc, &st, HK_RESOURCE_EXHAUSTED, NULL);
+    hk_saver_free(s);
+    assert_int_equal(test_alloc_live(&f->te->alloc), live);
+    if (rc == HK_OK && failed == 0) {
+      assert_values(f, 3);
+      break;
+    }
+  }
+  assert_true(n > 2);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_saver__round_trip_several_dtypes_C113_C125, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__pad_step_number_C113, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__no_step_records_global_step_C113, setup, teardown),
+      cmocka_unit_test(test_saver__no_step_without_gs_records_zero_C113),
+      cmocka_unit_test_setup_teardown(test_saver__meta_file_when_asked_C114, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__selected_var_list_C112, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__new_refusals_C112_C115, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__save_refusals_C115_C118_H32, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__max_to_keep_2_over_5_saves_D6_2, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__meta_files_deleted_with_checkpoint_H31, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__max_to_keep_0_keeps_all_D6_3, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__keep_every_n_hours_preserves_D6_2, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__retention_across_restarts_D6_1, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__recovery_drops_missing_entries_C122, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__clock_reset_preserves_recovered_D6_1, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__resave_moves_to_end_D6_2, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__no_state_is_unmanaged_C116_D6_4, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__unlisted_and_other_files_never_deleted_D6_4, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__stale_temporaries_removed_D4_2, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__fault_sweep_enospc_D4, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__fault_sweep_eio_D4, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__short_writes_and_full_disk_D4_H9, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__restore_errors_C125, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__restore_model_mismatch_H27, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__exists_remove_mtimes_H34, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__oom_loop_save_and_restore_H7, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
