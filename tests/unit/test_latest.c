@@ -1,0 +1,338 @@
+/*
+ * test_latest — hk_latest_checkpoint (D5.1, D5.2, C123): fallback past a
+ * corrupt or missing newest checkpoint, DATA_LOSS naming every candidate,
+ * the directory scan for a malformed state file, and state entries that
+ * point outside the directory (H33, D6.4), which are never read or deleted.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <hooked/hooked.h>
+#include <hooked/checkpoint.h>
+#include <hooked/graph.h>
+
+#include "test_env.h"
+#include "tmpdir.h"
+#include "faulty_fs.h"
+
+typedef struct fx {
+  test_env *te;
+  faulty_fs ff;
+  hk_graph *g;
+  hk_executor *ex;
+  hk_raw_session *rs;
+  hk_saver *saver;
+  char *root;
+  char *dir;
+  char *save_path;
+} fx;
+
+static int setup(void **state) {
+  static const int64_t dims[1] = {300};
+  fx *f = calloc(1, sizeof *f);
+  hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
+  hk_variable_def d = HK_VARIABLE_DEF_INIT;
+  hk_saver_options so = HK_SAVER_OPTIONS_INIT;
+  hk_status st = HK_STATUS_INIT;
+  hk_handle h;
+  assert_non_null(f);
+  f->te = test_env_new();
+  faulty_fs_init(&f->ff);
+  faulty_fs_bind(&f->ff, &f->te->env);
+  go.env = &f->te->env;
+  assert_ok(hk_graph_new(&f->g, &go, &st), &st);
+  f->ex = hk_graph_executor(f->g);
+  d.name = "v";
+  d.dtype = HK_DTYPE_F32;
+  d.rank = 1;
+  d.dims = dims;
+  assert_ok(hk_graph_variable(f->g, &h, &d, &st), &st);
+  assert_ok(hk_graph_create_global_step(f->g, &h, &st), &st);
+  assert_ok(hk_raw_session_open(&f->rs, f->ex, &st), &st);
+  so.executor = f->ex;
+  so.max_to_keep = 0;
+  assert_ok(hk_saver_new(&f->saver, &so, &st), &st);
+  f->root = test_tmpdir_new("latest");
+  f->dir = test_path(f->root, "ck");
+  assert_int_equal(mkdir(f->dir, 0755), 0);
+  f->save_path = test_path(f->dir, "model.ckpt");
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fx *f = *state;
+  hk_saver_free(f->saver);
+  hk_raw_session_free(f->rs);
+  hk_graph_free(f->g);
+  test_tmpdir_free(f->root);
+  free(f->dir);
+  free(f->save_path);
+  faulty_fs_destroy(&f->ff);
+  assert_int_equal(test_env_release(f->te), 0);
+  free(f);
+  return 0;
+}
+
+static void set_v(fx *f, float x) {
+  static const int64_t dims[1] = {300};
+  float buf[300];
+  hk_tensor t;
+  hk_status st = HK_STATUS_INIT;
+  size_t idx;
+  for (int i = 0; i < 300; i++) buf[i] = x + (float)i;
+  assert_ok(hk_executor_find_variable(f->ex, "v", &idx, &st), &st);
+  assert_ok(hk_tensor_init(&t, HK_DTYPE_F32, 1, dims, buf, &st), &st);
+  assert_ok(hk_raw_session_assign_variable(f->rs, idx, &t, &st), &st);
+  {
+    int64_t gs = (int64_t)x;
+    hk_tensor g = hk_tensor_scalar_i64(&gs);
+    assert_ok(hk_executor_find_variable(f->ex, "global_step", &idx, &st), &st);
+    assert_ok(hk_raw_session_assign_variable(f->rs, idx, &g, &st), &st);
+  }
+}
+
+static void save(fx *f, int64_t step, hk_saver *s) {
+  hk_status st = HK_STATUS_INIT;
+  set_v(f, (float)step);
+  assert_ok(hk_saver_save(s ? s : f->saver, f->rs, f->save_path, step, 0, NULL, &st), &st);
+}
+
+static char *prefix(fx *f, int64_t step) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s-%lld", f->save_path, (long long)step);
+  return strdup(buf);
+}
+
+static char *file_in(const char *dir, const char *name) { return test_path(dir, name); }
+
+/* Flip one byte of the tensor data (the last byte of the file). */
+static void corrupt(fx *f, int64_t step) {
+  char name[256], *path, *data;
+  size_t n;
+  snprintf(name, sizeof name, "model.ckpt-%lld.safetensors", (long long)step);
+  path = file_in(f->dir, name);
+  data = test_read_file(path, &n);
+  assert_non_null(data);
+  data[n - 1] ^= 0x40;
+  assert_int_equal(test_write_file(path, data, n), 0);
+  free(data);
+  free(path);
+}
+
+static void remove_data(fx *f, int64_t step) {
+  char name[256], *path;
+  snprintf(name, sizeof name, "model.ckpt-%lld.safetensors", (long long)step);
+  path = file_in(f->dir, name);
+  assert_int_equal(unlink(path), 0);
+  free(path);
+}
+
+static void write_state_text(fx *f, const char *text) {
+  char *path = file_in(f->dir, "checkpoint");
+  assert_int_equal(test_write_file(path, text, strlen(text)), 0);
+  free(path);
+}
+
+static void expect_latest(fx *f, int64_t step) {
+  hk_status st = HK_STATUS_INIT;
+  char *got = NULL, *want = prefix(f, step);
+  assert_ok(hk_latest_checkpoint(&f->te->env, f->dir, NULL, &got, &st), &st);
+  assert_string_equal(got, want);
+  hk_env_free(&f->te->env, got);
+  free(want);
+}
+
+/* ---- D5.1 --------------------------------------------------------------------------------- */
+
+static void test_latest__newest_listed_D5_1(void **state) {
+  fx *f = *state;
+  for (int64_t s = 1; s <= 3; s++) save(f, s, NULL);
+  expect_latest(f, 3);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, "missing or corrupt"), 0);
+}
+
+static void test_latest__no_state_file_not_found_D5_2(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  char *got = (char *)"x";
+  /* even with a checkpoint in the directory: no state file, no scan */
+  save(f, 1, NULL);
+  {
+    char *p = file_in(f->dir, "checkpoint");
+    assert_int_equal(unlink(p), 0);
+    free(p);
+  }
+  assert_status(hk_latest_checkpoint(&f->te->env, f->dir, NULL, &got, &st), &st, HK_NOT_FOUND, NULL);
+  assert_null(got);
+  assert_status(hk_latest_checkpoint(&f->te->env, NULL, NULL, &got, &st), &st, HK_INVALID_ARGUMENT, "dir");
+  assert_status(hk_latest_checkpoint(&f->te->env, f->dir, NULL, NULL, &st), &st, HK_INVALID_ARGUMENT, "out");
+  assert_status(hk_latest_checkpoint(&f->te->env, f->dir, "a/b", &got, &st), &st, HK_INVALID_ARGUMENT,
+                "latest_filename");
+}
+
+static void test_latest__skips_corrupt_newest_D5_1(void **state) {
+  fx *f = *state;
+  for (int64_t s = 1; s <= 3; s++) save(f, s, NULL);
+  corrupt(f, 3);
+  expect_latest(f, 2);
+  assert_logged(f->te, HK_LOG_WARNING, "model.ckpt-3 is missing or corrupt (");
+  assert_logged(f->te, HK_LOG_WARNING, "trying an older one.");
+}
+
+static void test_latest__skips_missing_newest_D5_1(void **state) {
+  fx *f = *state;
+  for (int64_t s = 1; s <= 3; s++) save(f, s, NULL);
+  remove_data(f, 3);
+  remove_data(f, 2);
+  expect_latest(f, 1);
+  assert_logged(f->te, HK_LOG_WARNING, "model.ckpt-3 is missing or corrupt");
+  assert_logged(f->te, HK_LOG_WARNING, "model.ckpt-2 is missing or corrupt");
+}
+
+static void test_latest__all_corrupt_is_data_loss_naming_each_D5_2(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  char *got = NULL;
+  for (int64_t s = 1; s <= 3; s++) save(f, s, NULL);
+  corrupt(f, 1);
+  corrupt(f, 2);
+  remove_data(f, 3);
+  assert_status(hk_latest_checkpoint(&f->te->env, f->dir, NULL, &got, &st), &st, HK_DATA_LOSS, "model.ckpt-3");
+  assert_non_null(strstr(st.message, "model.ckpt-2"));
+  assert_non_null(strstr(st.message, "model.ckpt-1"));
+  assert_null(got);
+}
+
+/* ---- C123: malformed state file → scan ------------------------------------------------------ */
+
+static void test_latest__malformed_state_scans_newest_step_C123(void **state) {
+  fx *f = *state;
+  save(f, 9, NULL);
+  save(f, 10, NULL);
+  save(f, 2, NULL);
+  write_state_text(f, "this is not a state file\n");
+  expect_latest(f, 10); /* numerically newest, not the last written or bytewise last */
+  assert_logged(f->te, HK_LOG_WARNING, "checkpoint");
+  corrupt(f, 10);
+  expect_latest(f, 9);
+  assert_logged(f->te, HK_LOG_WARNING, "model.ckpt-10 is missing or corrupt");
+}
+
+static void test_latest__malformed_state_and_nothing_found_C123(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  char *got = NULL, *other = file_in(f->dir, "notes-1.txt");
+  assert_int_equal(test_write_file(other, "x", 1), 0);
+  write_state_text(f, "model_checkpoint_path: \"unterminated\n");
+  assert_status(hk_latest_checkpoint(&f->te->env, f->dir, NULL, &got, &st), &st, HK_NOT_FOUND, NULL);
+  assert_null(got);
+  free(other);
+}
+
+static void test_latest__unreadable_state_scans_C123(void **state) {
+  fx *f = *state;
+  save(f, 4, NULL);
+  save(f, 5, NULL);
+  faulty_fs_match(&f->ff, "/checkpoint");
+  faulty_fs_fail_errno(&f->ff, FAULTY_FS_ANY, 0, EIO, 1);
+  expect_latest(f, 5);
+  assert_true(faulty_fs_injected(&f->ff) > 0);
+  faulty_fs_reset(&f->ff);
+  faulty_fs_match(&f->ff, NULL);
+}
+
+/* ---- H33, D6.4: entries outside the directory ------------------------------------------------ */
+
+static void copy_file(const char *from, const char *to) {
+  size_t n;
+  char *data = test_read_file(from, &n);
+  assert_non_null(data);
+  assert_int_equal(test_write_file(to, data, n), 0);
+  free(data);
+}
+
+static void test_latest__state_entries_outside_dir_refused_H33_D6_4(void **state) {
+  fx *f = *state;
+  char text[4096], *good, *decoy_up, *decoy_abs, *decoy_sub, *subdir, *abs_prefix;
+  hk_saver_options so = HK_SAVER_OPTIONS_INIT;
+  hk_saver *s;
+  hk_status st = HK_STATUS_INIT;
+
+  save(f, 1, NULL);
+  good = file_in(f->dir, "model.ckpt-1.safetensors");
+  /* decoys that are valid checkpoints, so reading one would "succeed" */
+  decoy_up = file_in(f->root, "decoyx.safetensors");
+  decoy_abs = file_in(f->root, "decoyabs.safetensors");
+  subdir = file_in(f->dir, "a");
+  assert_int_equal(mkdir(subdir, 0755), 0);
+  decoy_sub = file_in(subdir, "decoyb.safetensors");
+  copy_file(good, decoy_up);
+  copy_file(good, decoy_abs);
+  copy_file(good, decoy_sub);
+  abs_prefix = file_in(f->root, "decoyabs");
+  snprintf(text, sizeof text,
+           "model_checkpoint_path: \"../decoyx\"\n"
+           "all_model_checkpoint_paths: \"model.ckpt-1\"\n"
+           "all_model_checkpoint_paths: \"/etc/passwd\"\n"
+           "all_model_checkpoint_paths: \"%s\"\n"
+           "all_model_checkpoint_paths: \"a/decoyb\"\n"
+           "all_model_checkpoint_paths: \"../decoyx\"\n",
+           abs_prefix);
+  write_state_text(f, text);
+
+  /* any fs call on a decoy path fails and is counted */
+  faulty_fs_match(&f->ff, "decoy");
+  faulty_fs_fail_errno(&f->ff, FAULTY_FS_ANY, 0, EIO, 1);
+  faulty_fs_match(&f->ff, "decoy");
+  expect_latest(f, 1);
+  assert_logged(f->te, HK_LOG_WARNING, "Ignoring checkpoint state entry");
+  assert_logged(f->te, HK_LOG_WARNING, "/etc/passwd");
+  assert_logged(f->te, HK_LOG_WARNING, "a/decoyb");
+
+  /* a retention pass over that state file: a Saver keeping one checkpoint */
+  so.executor = f->ex;
+  so.max_to_keep = 1;
+  assert_ok(hk_saver_new(&s, &so, &st), &st);
+  save(f, 2, s);
+  save(f, 3, s);
+  hk_saver_free(s);
+  assert_int_equal(faulty_fs_injected(&f->ff), 0); /* no decoy was ever touched */
+  faulty_fs_reset(&f->ff);
+  faulty_fs_match(&f->ff, NULL);
+  assert_true(test_path_exists(decoy_up));
+  assert_true(test_path_exists(decoy_abs));
+  assert_true(test_path_exists(decoy_sub));
+  assert_true(test_path_exists("/etc/passwd"));
+  expect_latest(f, 3);
+
+  free(good);
+  free(decoy_up);
+  free(decoy_abs);
+  free(decoy_sub);
+  free(subdir);
+  free(abs_prefix);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_latest__newest_listed_D5_1, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__no_state_file_not_found_D5_2, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__skips_corrupt_newest_D5_1, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__skips_missing_newest_D5_1, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__all_corrupt_is_data_loss_naming_each_D5_2, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__malformed_state_scans_newest_step_C123, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__malformed_state_and_nothing_found_C123, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__unreadable_state_scans_C123, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__state_entries_outside_dir_refused_H33_D6_4, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
