@@ -1,0 +1,990 @@
+/*
+ * Checkpoint data files (checkpoint-format.md): the writer, and the public
+ * reader with its bounded JSON header parser.
+ *
+ * The writer streams every tensor straight from its memory into an atomic
+ * file (D4.1) after a header whose bytes depend only on the names, dtypes,
+ * shapes, contents and step, so equal states give equal files.
+ *
+ * The reader trusts nothing in the file: the header length is checked
+ * against the 100 MiB limit and the file size before anything is
+ * allocated, the header is parsed by a fixed-grammar, non-recursive parser
+ * that decodes strings in place (names then point into the header buffer),
+ * and the tensors must tile the data exactly. Every refusal is DATA_LOSS
+ * naming the file and, when known, the tensor; a newer "hooked/N" format is
+ * FAILED_PRECONDITION.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include "ckpt.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DATA_EXT ".safetensors"
+#define HEADER_MAX ((uint64_t)100 << 20)
+#define FORMAT_PREFIX "hooked/"
+#define FORMAT_VERSION 1
+#define CRC_KEY_PREFIX "crc32c:"
+#define METADATA_KEY "__metadata__"
+#define DATA_ALIGN 64
+/* Writes and verification reads go in pieces of this size. */
+#define IO_CHUNK ((size_t)4 << 20)
+#define HK__STR2(x) #x
+#define HK__STR(x) HK__STR2(x)
+
+/* ---- dtypes -------------------------------------------------------------------------- */
+
+typedef struct dtype_name {
+  hk_dtype dtype;
+  const char *name;
+} dtype_name;
+
+/* STRING has no safetensors form: its data are pointers. */
+static const dtype_name dtype_names[] = {
+#define HK__DTYPE_NAME(lc, uc, size, st) {HK_DTYPE_##uc, st},
+    HK_DTYPE_TABLE(HK__DTYPE_NAME)
+#undef HK__DTYPE_NAME
+};
+
+static const char *dtype_to_name(hk_dtype dt) {
+  if (dt == HK_DTYPE_STRING) return NULL;
+  for (size_t i = 0; i < sizeof dtype_names / sizeof dtype_names[0]; i++)
+    if (dtype_names[i].dtype == dt) return dtype_names[i].name;
+  return NULL;
+}
+
+static hk_dtype dtype_from_name(const char *s) {
+  for (size_t i = 0; i < sizeof dtype_names / sizeof dtype_names[0]; i++)
+    if (dtype_names[i].dtype != HK_DTYPE_STRING && strcmp(dtype_names[i].name, s) == 0) return dtype_names[i].dtype;
+  return HK_DTYPE_INVALID;
+}
+
+/* Byte size of a shape, or 0 with *overflow set when it does not fit 64 bits. */
+static uint64_t shape_bytes(hk_dtype dt, int32_t rank, const int64_t *dims, int *overflow) {
+  uint64_t n = hk_dtype_size(dt);
+  *overflow = 0;
+  for (int32_t i = 0; i < rank; i++) {
+    uint64_t d = (uint64_t)dims[i];
+    if (d != 0 && n > UINT64_MAX / d) {
+      /* A zero dimension later still makes the product 0. */
+      for (int32_t j = i + 1; j < rank; j++)
+        if (dims[j] == 0) return 0;
+      *overflow = 1;
+      return 0;
+    }
+    n *= d;
+  }
+  return n;
+}
+
+char *hk__ckpt_data_path(const hk_env *env, const char *path) {
+  size_t n = strlen(path), k = sizeof DATA_EXT - 1;
+  if (n >= k && strcmp(path + n - k, DATA_EXT) == 0) return hk_env_strdup(env, path);
+  return hk__asprintf(env, "%s" DATA_EXT, path);
+}
+
+/* ---- writer ------------------------------------------------------------------------- */
+
+typedef struct strbuf {
+  const hk_env *env;
+  char *p;
+  size_t n, cap;
+  int oom;
+} strbuf;
+
+static void sb_append(strbuf *b, const char *s, size_t n) {
+  if (b->oom) return;
+  if (n > SIZE_MAX - b->n - 1) {
+    b->oom = 1;
+    return;
+  }
+  if (b->n + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->n + n + 1) cap = cap > SIZE_MAX / 2 ? b->n + n + 1 : cap * 2;
+    char *grown = hk_env_realloc(b->env, b->p, cap);
+    if (!grown) {
+      b->oom = 1;
+      return;
+    }
+    b->p = grown;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->n, s, n);
+  b->n += n;
+  b->p[b->n] = '\0';
+}
+
+static void sb_puts(strbuf *b, const char *s) { sb_append(b, s, strlen(s)); }
+
+static void sb_printf(strbuf *b, const char *fmt, ...) HK_PRINTF(2, 3);
+static void sb_printf(strbuf *b, const char *fmt, ...) {
+  char tmp[64];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= sizeof tmp) {
+    b->oom = 1;
+    return;
+  }
+  sb_append(b, tmp, (size_t)n);
+}
+
+/* A JSON string: '"' and '\\' escaped, control bytes as \u00XX; other
+ * bytes (UTF-8 included) as they are. */
+static void sb_json_string(strbuf *b, const char *prefix, const char *s) {
+  static const char hex[] = "0123456789abcdef";
+  sb_append(b, "\"", 1);
+  sb_puts(b, prefix);
+  for (const char *run = s;; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c != '\0' && c != '"' && c != '\\' && c >= 0x20) continue;
+    sb_append(b, run, (size_t)(s - run));
+    if (c == '\0') break;
+    if (c == '"' || c == '\\') {
+      char esc[2] = {'\\', (char)c};
+      sb_append(b, esc, 2);
+    } else {
+      char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+      sb_append(b, esc, 6);
+    }
+    run = s + 1;
+  }
+  sb_append(b, "\"", 1);
+}
+
+static int cmp_tensor_name(const void *a, const void *b) {
+  const hk__ckpt_tensor *x = *(const hk__ckpt_tensor *const *)a;
+  const hk__ckpt_tensor *y = *(const hk__ckpt_tensor *const *)b;
+  return strcmp(x->name, y->name); /* compares as unsigned char: bytewise */
+}
+
+static hk_code check_tensor(const hk__ckpt_tensor *t, size_t i, const char *path, hk_status *st) {
+  const hk_tensor *v = &t->value;
+  int overflow;
+  if (!t->name || !*t->name)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "writing %s: tensor %zu has an empty name", path, i);
+  if (strcmp(t->name, METADATA_KEY) == 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "writing %s: a tensor may not be named '%s'", path, METADATA_KEY);
+  if (v->dtype == HK_DTYPE_STRING)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "writing %s: tensor '%s' has dtype string, which cannot be saved",
+                         path, t->name);
+  if (!dtype_to_name(v->dtype))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "writing %s: tensor '%s' has an invalid dtype %d", path, t->name,
+                         (int)v->dtype);
+  if (v->rank < 0 || v->rank > HK_MAX_RANK)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "writing %s: tensor '%s' has rank %d", path, t->name, (int)v->rank);
+  for (int32_t d = 0; d < v->rank; d++)
+    if (v->dims[d] < 0)
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "writing %s: tensor '%s' has a negative dimension", path, t->name);
+  uint64_t nbytes = shape_bytes(v->dtype, v->rank, v->dims, &overflow);
+  if (overflow || nbytes != (uint64_t)v->nbytes)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "writing %s: tensor '%s' holds %zu bytes, its shape needs %" PRIu64,
+                         path, t->name, v->nbytes, nbytes);
+  if (!v->data && v->nbytes > 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "writing %s: tensor '%s' has no data", path, t->name);
+  return HK_OK;
+}
+
+/* The header, padded so 8 + length is a multiple of DATA_ALIGN. */
+static hk_code build_header(strbuf *b, const char *path, int64_t step, const hk__ckpt_tensor *const *sorted,
+                            const uint32_t *crcs, size_t n, hk_status *st) {
+  uint64_t offset = 0;
+  sb_puts(b, "{\"" METADATA_KEY "\":{\"format\":\"" FORMAT_PREFIX "1\",\"global_step\":");
+  sb_printf(b, "\"%" PRId64 "\"", step);
+  for (size_t i = 0; i < n; i++) {
+    sb_append(b, ",", 1);
+    sb_json_string(b, CRC_KEY_PREFIX, sorted[i]->name);
+    sb_printf(b, ":\"%08" PRIx32 "\"", crcs[i]);
+  }
+  sb_append(b, "}", 1);
+  for (size_t i = 0; i < n; i++) {
+    const hk_tensor *v = &sorted[i]->value;
+    sb_append(b, ",", 1);
+    sb_json_string(b, "", sorted[i]->name);
+    sb_puts(b, ":{\"dtype\":\"");
+    sb_puts(b, dtype_to_name(v->dtype));
+    sb_puts(b, "\",\"shape\":[");
+    for (int32_t d = 0; d < v->rank; d++) sb_printf(b, d ? ",%" PRId64 : "%" PRId64, v->dims[d]);
+    if (v->nbytes > UINT64_MAX - offset)
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "writing %s: the tensors hold more than 2^64 bytes", path);
+    sb_printf(b, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", offset, offset + (uint64_t)v->nbytes);
+    offset += v->nbytes;
+  }
+  sb_append(b, "}", 1);
+  while (!b->oom && (8 + b->n) % DATA_ALIGN != 0) sb_append(b, " ", 1);
+  if (b->oom) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory building the header of %s", path);
+  if (b->n > HEADER_MAX)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "writing %s: the header would be %zu bytes, more than 100 MiB", path,
+                         b->n);
+  return HK_OK;
+}
+
+hk_code hk__ckpt_write(const hk_env *env, const char *final_path, int64_t step, const hk__ckpt_tensor *tensors,
+                       size_t n, hk_status *st) {
+  const hk__ckpt_tensor **sorted = NULL;
+  uint32_t *crcs = NULL;
+  strbuf header;
+  hk__atomic_file af;
+  unsigned char len_le[8];
+  hk_code rc;
+
+  env = hk__env_or_default(env);
+  if (!final_path) return hk_status_set(st, HK_INVALID_ARGUMENT, "writing a checkpoint: the path is NULL");
+  if (n > 0 && !tensors)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "writing %s: NULL tensors with a count of %zu", final_path, n);
+  for (size_t i = 0; i < n; i++) {
+    rc = check_tensor(&tensors[i], i, final_path, st);
+    if (rc != HK_OK) return rc;
+  }
+  memset(&header, 0, sizeof header);
+  header.env = env;
+  if (n > 0) {
+    sorted = hk_env_calloc(env, n, sizeof *sorted);
+    crcs = hk_env_calloc(env, n, sizeof *crcs);
+    if (!sorted || !crcs) {
+      rc = hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory writing %s", final_path);
+      goto done;
+    }
+    for (size_t i = 0; i < n; i++) sorted[i] = &tensors[i];
+    qsort(sorted, n, sizeof *sorted, cmp_tensor_name);
+    for (size_t i = 1; i < n; i++)
+      if (strcmp(sorted[i - 1]->name, sorted[i]->name) == 0) {
+        rc = hk_status_set(st, HK_INVALID_ARGUMENT, "writing %s: tensor name '%s' appears twice", final_path,
+                           sorted[i]->name);
+        goto done;
+      }
+    /* The CRCs go in the header, which precedes the data. */
+    for (size_t i = 0; i < n; i++) crcs[i] = hk_crc32c_extend(0, sorted[i]->value.data, sorted[i]->value.nbytes);
+  }
+  rc = build_header(&header, final_path, step, sorted, crcs, n, st);
+  if (rc != HK_OK) goto done;
+
+  for (int i = 0; i < 8; i++) len_le[i] = (unsigned char)((uint64_t)header.n >> (8 * i));
+  rc = hk__atomic_begin(&af, env, final_path, st);
+  if (rc != HK_OK) goto done;
+  rc = hk__atomic_write(&af, len_le, sizeof len_le, st);
+  if (rc == HK_OK) rc = hk__atomic_write(&af, header.p, header.n, st);
+  for (size_t i = 0; i < n && rc == HK_OK; i++) {
+    const char *p = sorted[i]->value.data;
+    size_t left = sorted[i]->value.nbytes;
+    while (left > 0 && rc == HK_OK) {
+      size_t k = left < IO_CHUNK ? left : IO_CHUNK;
+      rc = hk__atomic_write(&af, p, k, st);
+      p += k;
+      left -= k;
+    }
+  }
+  if (rc == HK_OK)
+    rc = hk__atomic_commit(&af, st);
+  else
+    hk__atomic_abort(&af);
+
+done:
+  hk_env_free(env, header.p);
+  hk_env_free(env, sorted);
+  hk_env_free(env, crcs);
+  return rc;
+}
+
+/* ---- reader ---------------------------------------------------------------------------- */
+
+typedef struct entry {
+  char *name; /* points into the header buffer */
+  hk_dtype dtype;
+  int32_t rank;
+  int64_t dims[HK_MAX_RANK];
+  uint64_t begin, end; /* relative to the data */
+  uint32_t crc;
+  int has_crc;
+} entry;
+
+typedef struct crc_note {
+  const char *name;
+  uint32_t crc;
+} crc_note;
+
+struct hk_checkpoint_reader {
+  hk_env env;
+  hk__fs fs;
+  char *path;
+  hk_fs_file *f;
+  char *header; /* decoded in place; owns every entry name */
+  uint64_t data_start;
+  uint64_t data_size;
+  int64_t step;
+  entry *entries; /* sorted by name */
+  size_t n;
+};
+
+/* The parser's state; `r` receives entries, `notes` the CRCs until every
+ * name is known. */
+typedef struct parser {
+  hk_checkpoint_reader *r;
+  char *p, *end;
+  hk_status *st;
+  size_t cap;
+  crc_note *notes;
+  size_t nnotes, capnotes;
+  int seen_metadata, seen_format, seen_step;
+  int newer_format; /* "hooked/N", N > 1 */
+  const char *format;
+} parser;
+
+static hk_code corrupt(parser *ps, const char *tensor, const char *fmt, ...) HK_PRINTF(3, 4);
+static hk_code corrupt(parser *ps, const char *tensor, const char *fmt, ...) {
+  char reason[320];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(reason, sizeof reason, fmt, ap);
+  va_end(ap);
+  if (tensor)
+    return hk_status_set(ps->st, HK_DATA_LOSS, "Checkpoint %s is corrupt: tensor '%.200s': %s", ps->r->path, tensor,
+                         reason);
+  return hk_status_set(ps->st, HK_DATA_LOSS, "Checkpoint %s is corrupt: %s", ps->r->path, reason);
+}
+
+static void skip_ws(parser *ps) {
+  while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r')) ps->p++;
+}
+
+/* Skip whitespace and consume `c`. */
+static int eat(parser *ps, char c) {
+  skip_ws(ps);
+  if (ps->p < ps->end && *ps->p == c) {
+    ps->p++;
+    return 1;
+  }
+  return 0;
+}
+
+static int peek(parser *ps, char c) {
+  skip_ws(ps);
+  return ps->p < ps->end && *ps->p == c;
+}
+
+static int hex_val(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+static int read_hex4(const char *p, const char *end, unsigned *out) {
+  unsigned v = 0;
+  if (end - p < 4) return 0;
+  for (int i = 0; i < 4; i++) {
+    int h = hex_val(p[i]);
+    if (h < 0) return 0;
+    v = v << 4 | (unsigned)h;
+  }
+  *out = v;
+  return 1;
+}
+
+/* A JSON string, decoded in place and NUL-terminated (the decoded form is
+ * never longer than the escaped one). `tensor` names the context. */
+static hk_code parse_string(parser *ps, const char *tensor, char **out) {
+  char *w, *r, *start;
+  skip_ws(ps);
+  if (ps->p >= ps->end || *ps->p != '"')
+    return corrupt(ps, tensor, "expected a string at header byte %zu", (size_t)(ps->p - ps->r->header));
+  start = r = w = ++ps->p;
+  for (;;) {
+    if (r >= ps->end) return corrupt(ps, tensor, "unterminated string in the header");
+    unsigned char c = (unsigned char)*r;
+    if (c == '"') break;
+    if (c < 0x20) return corrupt(ps, tensor, "control byte 0x%02x inside a header string", c);
+    if (c != '\\') {
+      *w++ = *r++;
+      continue;
+    }
+    if (r + 1 >= ps->end) return corrupt(ps, tensor, "unterminated escape in the header");
+    char e = r[1];
+    r += 2;
+    switch (e) {
+      case '"': *w++ = '"'; break;
+      case '\\': *w++ = '\\'; break;
+      case '/': *w++ = '/'; break;
+      case 'b': *w++ = '\b'; break;
+      case 'f': *w++ = '\f'; break;
+      case 'n': *w++ = '\n'; break;
+      case 'r': *w++ = '\r'; break;
+      case 't': *w++ = '\t'; break;
+      case 'u': {
+        unsigned u, lo;
+        unsigned long cp;
+        if (!read_hex4(r, ps->end, &u)) return corrupt(ps, tensor, "bad \\u escape in the header");
+        r += 4;
+        if (u >= 0xD800 && u <= 0xDBFF) {
+          if (ps->end - r < 6 || r[0] != '\\' || r[1] != 'u' || !read_hex4(r + 2, ps->end, &lo) || lo < 0xDC00 ||
+              lo > 0xDFFF)
+            return corrupt(ps, tensor, "unpaired surrogate in a header string");
+          r += 6;
+          cp = 0x10000UL + (((unsigned long)u - 0xD800) << 10) + (lo - 0xDC00);
+        } else if (u >= 0xDC00 && u <= 0xDFFF) {
+          return corrupt(ps, tensor, "unpaired surrogate in a header string");
+        } else {
+          cp = u;
+        }
+        if (cp == 0) return corrupt(ps, tensor, "NUL character in a header string");
+        if (cp < 0x80) {
+          *w++ = (char)cp;
+        } else if (cp < 0x800) {
+          *w++ = (char)(0xC0 | (cp >> 6));
+          *w++ = (char)(0x80 | (cp & 0x3F));
+        } else if (cp < 0x10000) {
+          *w++ = (char)(0xE0 | (cp >> 12));
+          *w++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+          *w++ = (char)(0x80 | (cp & 0x3F));
+        } else {
+          *w++ = (char)(0xF0 | (cp >> 18));
+          *w++ = (char)(0x80 | ((cp >> 12) & 0x3F));
+          *w++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+          *w++ = (char)(0x80 | (cp & 0x3F));
+        }
+        break;
+      }
+      default: return corrupt(ps, tensor, "bad escape '\\%c' in the header", e);
+    }
+  }
+  *w = '\0'; /* w <= r, and *r is the closing quote, already recognized */
+  ps->p = r + 1;
+  *out = start;
+  return HK_OK;
+}
+
+/* A non-negative JSON integer (no sign, fraction or exponent). */
+static hk_code parse_uint(parser *ps, const char *tensor, const char *what, uint64_t max, uint64_t *out) {
+  uint64_t v = 0;
+  skip_ws(ps);
+  if (ps->p < ps->end && *ps->p == '-') return corrupt(ps, tensor, "negative %s", what);
+  if (ps->p >= ps->end || *ps->p < '0' || *ps->p > '9') return corrupt(ps, tensor, "%s is not an integer", what);
+  if (*ps->p == '0' && ps->p + 1 < ps->end && ps->p[1] >= '0' && ps->p[1] <= '9')
+    return corrupt(ps, tensor, "%s has a leading zero", what);
+  while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') {
+    unsigned d = (unsigned)(*ps->p - '0');
+    if (v > (max - d) / 10) return corrupt(ps, tensor, "%s is too large", what);
+    v = v * 10 + d;
+    ps->p++;
+  }
+  if (ps->p < ps->end && (*ps->p == '.' || *ps->p == 'e' || *ps->p == 'E'))
+    return corrupt(ps, tensor, "%s is not an integer", what);
+  *out = v;
+  return HK_OK;
+}
+
+static hk_code parse_uint_array(parser *ps, const char *tensor, const char *what, size_t max, const char *too_many,
+                                uint64_t limit, uint64_t *vals, size_t *count) {
+  hk_code rc;
+  *count = 0;
+  if (!eat(ps, '[')) return corrupt(ps, tensor, "%s is not an array", what);
+  if (eat(ps, ']')) return HK_OK;
+  for (;;) {
+    if (*count == max) return corrupt(ps, tensor, "%s", too_many);
+    rc = parse_uint(ps, tensor, what, limit, &vals[*count]);
+    if (rc != HK_OK) return rc;
+    (*count)++;
+    if (eat(ps, ']')) return HK_OK;
+    if (!eat(ps, ',')) return corrupt(ps, tensor, "malformed %s array", what);
+  }
+}
+
+static hk_code add_entry(parser *ps, entry **out) {
+  hk_checkpoint_reader *r = ps->r;
+  if (r->n == ps->cap) {
+    size_t cap = ps->cap ? ps->cap * 2 : 16;
+    entry *grown = hk_env_realloc(&r->env, r->entries, cap * sizeof *grown);
+    if (!grown) return hk_status_set(ps->st, HK_RESOURCE_EXHAUSTED, "out of memory reading %s", r->path);
+    r->entries = grown;
+    ps->cap = cap;
+  }
+  *out = &r->entries[r->n++];
+  memset(*out, 0, sizeof **out);
+  return HK_OK;
+}
+
+/* {"dtype": "F32", "shape": [..], "data_offsets": [b, e]} in any order. */
+static hk_code parse_tensor(parser *ps, char *name) {
+  entry *e;
+  hk_code rc;
+  int have_dtype = 0, have_shape = 0, have_offsets = 0;
+
+  if (!*name) return corrupt(ps, NULL, "a tensor has an empty name");
+  rc = add_entry(ps, &e);
+  if (rc != HK_OK) return rc;
+  e->name = name;
+  if (!eat(ps, '{')) return corrupt(ps, name, "its entry is not an object");
+  if (!eat(ps, '}')) {
+    for (;;) {
+      char *key;
+      rc = parse_string(ps, name, &key);
+      if (rc != HK_OK) return rc;
+      if (!eat(ps, ':')) return corrupt(ps, name, "expected ':' after \"%.40s\"", key);
+      if (strcmp(key, "dtype") == 0) {
+        char *dt;
+        if (have_dtype++) return corrupt(ps, name, "dtype given twice");
+        if (!peek(ps, '"')) return corrupt(ps, name, "dtype is not a string");
+        rc = parse_string(ps, name, &dt);
+        if (rc != HK_OK) return rc;
+        e->dtype = dtype_from_name(dt);
+        if (e->dtype == HK_DTYPE_INVALID) return corrupt(ps, name, "unknown dtype \"%.40s\"", dt);
+      } else if (strcmp(key, "shape") == 0) {
+        uint64_t dims[HK_MAX_RANK];
+        size_t rank;
+        if (have_shape++) return corrupt(ps, name, "shape given twice");
+        if (!peek(ps, '[')) return corrupt(ps, name, "shape is not an array");
+        rc = parse_uint_array(ps, name, "shape dimension", HK_MAX_RANK, "rank greater than " HK__STR(HK_MAX_RANK),
+                              (uint64_t)INT64_MAX, dims, &rank);
+        if (rc != HK_OK) return rc;
+        e->rank = (int32_t)rank;
+        for (size_t i = 0; i < rank; i++) e->dims[i] = (int64_t)dims[i];
+      } else if (strcmp(key, "data_offsets") == 0) {
+        uint64_t off[2];
+        size_t k;
+        if (have_offsets++) return corrupt(ps, name, "data_offsets given twice");
+        rc = parse_uint_array(ps, name, "data_offsets", 2, "data_offsets has more than 2 entries", UINT64_MAX, off, &k);
+        if (rc != HK_OK) return rc;
+        if (k != 2) return corrupt(ps, name, "data_offsets must have 2 entries, not %zu", k);
+        e->begin = off[0];
+        e->end = off[1];
+      } else {
+        return corrupt(ps, name, "unknown field \"%.40s\"", key);
+      }
+      if (eat(ps, '}')) break;
+      if (!eat(ps, ',')) return corrupt(ps, name, "malformed entry");
+    }
+  }
+  if (!have_dtype) return corrupt(ps, name, "missing dtype");
+  if (!have_shape) return corrupt(ps, name, "missing shape");
+  if (!have_offsets) return corrupt(ps, name, "missing data_offsets");
+  return HK_OK;
+}
+
+static int parse_crc_hex(const char *s, uint32_t *out) {
+  uint32_t v = 0;
+  for (int i = 0; i < 8; i++) {
+    char c = s[i];
+    int h = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+    if (h < 0) return 0;
+    v = v << 4 | (uint32_t)h;
+  }
+  if (s[8] != '\0') return 0;
+  *out = v;
+  return 1;
+}
+
+static int parse_step(const char *s, int64_t *out) {
+  int neg = *s == '-';
+  uint64_t v = 0, limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+  if (neg) s++;
+  if (*s < '0' || *s > '9') return 0;
+  if (*s == '0' && s[1] != '\0') return 0;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9') return 0;
+    unsigned d = (unsigned)(*s - '0');
+    if (v > (limit - d) / 10) return 0;
+    v = v * 10 + d;
+  }
+  *out = neg ? (v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v) : (int64_t)v;
+  return 1;
+}
+
+/* {"format": "hooked/1", "global_step": "N", "crc32c:<name>": "xxxxxxxx", ...}:
+ * every value a string; keys we do not know are ignored. */
+static hk_code parse_metadata(parser *ps) {
+  hk_code rc;
+  if (ps->seen_metadata++) return corrupt(ps, NULL, "\"" METADATA_KEY "\" appears twice");
+  if (!eat(ps, '{')) return corrupt(ps, NULL, "\"" METADATA_KEY "\" is not an object");
+  if (eat(ps, '}')) return HK_OK;
+  for (;;) {
+    char *key, *val;
+    rc = parse_string(ps, NULL, &key);
+    if (rc != HK_OK) return rc;
+    if (!eat(ps, ':')) return corrupt(ps, NULL, "expected ':' after metadata key \"%.40s\"", key);
+    if (!peek(ps, '"')) return corrupt(ps, NULL, "metadata value of \"%.60s\" is not a string", key);
+    rc = parse_string(ps, NULL, &val);
+    if (rc != HK_OK) return rc;
+    if (strcmp(key, "format") == 0) {
+      if (ps->seen_format++) return corrupt(ps, NULL, "metadata \"format\" appears twice");
+      ps->format = val;
+    } else if (strcmp(key, "global_step") == 0) {
+      if (ps->seen_step++) return corrupt(ps, NULL, "metadata \"global_step\" appears twice");
+      if (!parse_step(val, &ps->r->step))
+        return corrupt(ps, NULL, "global_step \"%.40s\" is not a 64-bit integer", val);
+    } else if (strncmp(key, CRC_KEY_PREFIX, sizeof CRC_KEY_PREFIX - 1) == 0) {
+      const char *name = key + sizeof CRC_KEY_PREFIX - 1;
+      uint32_t crc;
+      if (!parse_crc_hex(val, &crc)) return corrupt(ps, name, "CRC \"%.40s\" is not 8 lowercase hex digits", val);
+      if (ps->nnotes == ps->capnotes) {
+        size_t cap = ps->capnotes ? ps->capnotes * 2 : 16;
+        crc_note *grown = hk_env_realloc(&ps->r->env, ps->notes, cap * sizeof *grown);
+        if (!grown) return hk_status_set(ps->st, HK_RESOURCE_EXHAUSTED, "out of memory reading %s", ps->r->path);
+        ps->notes = grown;
+        ps->capnotes = cap;
+      }
+      ps->notes[ps->nnotes].name = name;
+      ps->notes[ps->nnotes].crc = crc;
+      ps->nnotes++;
+    }
+    if (eat(ps, '}')) return HK_OK;
+    if (!eat(ps, ',')) return corrupt(ps, NULL, "malformed \"" METADATA_KEY "\" object");
+  }
+}
+
+static hk_code check_format(parser *ps) {
+  const char *f = ps->format;
+  if (!ps->seen_metadata) return corrupt(ps, NULL, "no \"" METADATA_KEY "\" (not a hooked checkpoint)");
+  if (!f) return corrupt(ps, NULL, "metadata has no \"format\"");
+  if (strncmp(f, FORMAT_PREFIX, sizeof FORMAT_PREFIX - 1) == 0) {
+    int64_t v;
+    const char *num = f + sizeof FORMAT_PREFIX - 1;
+    if (*num != '-' && parse_step(num, &v) && v >= 1) {
+      if (v == FORMAT_VERSION) return HK_OK;
+      return hk_status_set(ps->st, HK_FAILED_PRECONDITION,
+                           "Checkpoint %s has format \"%.40s\", newer than this library reads (" FORMAT_PREFIX
+                           "%d); upgrade hooked to read it",
+                           ps->r->path, f, FORMAT_VERSION);
+    }
+  }
+  return corrupt(ps, NULL, "unknown format \"%.60s\"", f);
+}
+
+/* Well-formed UTF-8 (no overlongs, surrogates or code points past 0x10FFFF). */
+static int valid_utf8(const unsigned char *s, size_t n, size_t *bad) {
+  size_t i = 0;
+  while (i < n) {
+    unsigned char c = s[i];
+    size_t k;
+    uint32_t cp, min;
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    if ((c & 0xE0) == 0xC0) {
+      k = 1, cp = c & 0x1F, min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      k = 2, cp = c & 0x0F, min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      k = 3, cp = c & 0x07, min = 0x10000;
+    } else {
+      *bad = i;
+      return 0;
+    }
+    if (n - i <= k) {
+      *bad = i;
+      return 0;
+    }
+    for (size_t j = 1; j <= k; j++) {
+      if ((s[i + j] & 0xC0) != 0x80) {
+        *bad = i;
+        return 0;
+      }
+      cp = cp << 6 | (s[i + j] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      *bad = i;
+      return 0;
+    }
+    i += k + 1;
+  }
+  return 1;
+}
+
+static int cmp_entry_name(const void *a, const void *b) {
+  return strcmp(((const entry *)a)->name, ((const entry *)b)->name);
+}
+
+/* Ordering of entry indices by (begin, end), for the tiling check. */
+typedef struct span {
+  uint64_t begin, end;
+  size_t index;
+} span;
+
+static int cmp_span(const void *a, const void *b) {
+  const span *x = a, *y = b;
+  if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+  if (x->end != y->end) return x->end < y->end ? -1 : 1;
+  return 0;
+}
+
+static entry *find_entry(const hk_checkpoint_reader *r, const char *name) {
+  size_t lo = 0, hi = r->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(name, r->entries[mid].name);
+    if (c == 0) return &r->entries[mid];
+    if (c < 0)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return NULL;
+}
+
+/* Everything after the syntax: shapes, sizes, names, CRCs, tiling. */
+static hk_code validate(parser *ps) {
+  hk_checkpoint_reader *r = ps->r;
+  span *spans;
+  hk_code rc = HK_OK;
+
+  for (size_t i = 0; i < r->n; i++) {
+    entry *e = &r->entries[i];
+    int overflow;
+    uint64_t nbytes = shape_bytes(e->dtype, e->rank, e->dims, &overflow);
+    if (overflow) return corrupt(ps, e->name, "its shape's byte size overflows 64 bits");
+    if (e->begin > e->end)
+      return corrupt(ps, e->name, "data_offsets [%" PRIu64 ", %" PRIu64 "] are reversed", e->begin, e->end);
+    if (e->end > r->data_size)
+      return corrupt(ps, e->name, "data_offsets [%" PRIu64 ", %" PRIu64 "] lie outside the %" PRIu64 " data bytes",
+                     e->begin, e->end, r->data_size);
+    if (e->end - e->begin != nbytes)
+      return corrupt(ps, e->name,
+                     "data_offsets [%" PRIu64 ", %" PRIu64 "] hold %" PRIu64 " bytes, its shape needs %" PRIu64,
+                     e->begin, e->end, e->end - e->begin, nbytes);
+  }
+  if (r->n > 1) qsort(r->entries, r->n, sizeof *r->entries, cmp_entry_name);
+  for (size_t i = 1; i < r->n; i++)
+    if (strcmp(r->entries[i - 1].name, r->entries[i].name) == 0)
+      return corrupt(ps, r->entries[i].name, "the name appears twice");
+  for (size_t i = 0; i < ps->nnotes; i++) {
+    entry *e = find_entry(r, ps->notes[i].name);
+    if (!e) return corrupt(ps, ps->notes[i].name, "a CRC is recorded for a tensor the file does not have");
+    if (e->has_crc) return corrupt(ps, e->name, "its CRC is recorded twice");
+    e->has_crc = 1;
+    e->crc = ps->notes[i].crc;
+  }
+  for (size_t i = 0; i < r->n; i++)
+    if (!r->entries[i].has_crc)
+      return corrupt(ps, r->entries[i].name, "no CRC recorded (\"" CRC_KEY_PREFIX "%.200s\")", r->entries[i].name);
+
+  /* The tensors must tile [0, data_size) exactly. */
+  if (r->n == 0) {
+    if (r->data_size != 0)
+      return corrupt(ps, NULL, "%" PRIu64 " bytes after the header belong to no tensor", r->data_size);
+    return HK_OK;
+  }
+  spans = hk_env_calloc(&r->env, r->n, sizeof *spans);
+  if (!spans) return hk_status_set(ps->st, HK_RESOURCE_EXHAUSTED, "out of memory reading %s", r->path);
+  for (size_t i = 0; i < r->n; i++) {
+    spans[i].begin = r->entries[i].begin;
+    spans[i].end = r->entries[i].end;
+    spans[i].index = i;
+  }
+  qsort(spans, r->n, sizeof *spans, cmp_span);
+  uint64_t at = 0;
+  for (size_t i = 0; i < r->n && rc == HK_OK; i++) {
+    const entry *e = &r->entries[spans[i].index];
+    if (spans[i].begin > at)
+      rc = corrupt(ps, e->name, "a gap of %" PRIu64 " bytes precedes it (it starts at %" PRIu64 ")",
+                   spans[i].begin - at, spans[i].begin);
+    else if (spans[i].begin < at)
+      rc = corrupt(ps, e->name, "it overlaps another tensor (it starts at %" PRIu64 ", before byte %" PRIu64 ")",
+                   spans[i].begin, at);
+    at = spans[i].end;
+  }
+  if (rc == HK_OK && at != r->data_size)
+    rc = corrupt(ps, NULL, "%" PRIu64 " bytes after the last tensor", r->data_size - at);
+  hk_env_free(&r->env, spans);
+  return rc;
+}
+
+static hk_code parse_header(parser *ps) {
+  hk_code rc;
+  if (!eat(ps, '{')) return corrupt(ps, NULL, "the header is not a JSON object");
+  if (!eat(ps, '}')) {
+    for (;;) {
+      char *key;
+      rc = parse_string(ps, NULL, &key);
+      if (rc != HK_OK) return rc;
+      if (!eat(ps, ':')) return corrupt(ps, NULL, "expected ':' after \"%.60s\"", key);
+      if (strcmp(key, METADATA_KEY) == 0)
+        rc = parse_metadata(ps);
+      else
+        rc = parse_tensor(ps, key);
+      if (rc != HK_OK) return rc;
+      if (eat(ps, '}')) break;
+      if (!eat(ps, ',')) return corrupt(ps, NULL, "malformed header object");
+    }
+  }
+  skip_ws(ps);
+  if (ps->p != ps->end)
+    return corrupt(ps, NULL, "unexpected bytes after the header object (at header byte %zu)",
+                   (size_t)(ps->p - ps->r->header));
+  rc = check_format(ps);
+  if (rc != HK_OK) return rc;
+  if (!ps->seen_step) return corrupt(ps, NULL, "metadata has no \"global_step\"");
+  return validate(ps);
+}
+
+static hk_code reader_load(hk_checkpoint_reader *r, hk_status *st) {
+  unsigned char len_le[8];
+  uint64_t file_size = 0, hlen = 0;
+  size_t got = 0, bad = 0;
+  parser ps;
+  hk_code rc;
+
+  rc = hk__fs_open_read(&r->fs, r->path, &r->f, st);
+  if (rc != HK_OK) return rc;
+  rc = hk__fs_size(&r->fs, r->f, r->path, &file_size, st);
+  if (rc != HK_OK) return rc;
+  memset(&ps, 0, sizeof ps);
+  ps.r = r;
+  ps.st = st;
+  if (file_size < 8)
+    return corrupt(&ps, NULL, "the file is %" PRIu64 " bytes, shorter than the 8-byte header length", file_size);
+  rc = hk__fs_read_full(&r->fs, r->f, r->path, len_le, 8, 0, &got, st);
+  if (rc != HK_OK) return rc;
+  if (got < 8) return corrupt(&ps, NULL, "the file ends inside the 8-byte header length");
+  for (int i = 7; i >= 0; i--) hlen = hlen << 8 | len_le[i];
+  if (hlen > HEADER_MAX) return corrupt(&ps, NULL, "header length %" PRIu64 " exceeds the 100 MiB limit", hlen);
+  if (hlen > file_size - 8)
+    return corrupt(&ps, NULL, "header length %" PRIu64 " exceeds the %" PRIu64 " bytes after it", hlen, file_size - 8);
+  r->data_start = 8 + hlen;
+  r->data_size = file_size - r->data_start;
+  /* Bounded by both the limit and the file, so never by a mere claim. */
+  r->header = hk_env_alloc(&r->env, (size_t)hlen + 1);
+  if (!r->header) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory reading the header of %s", r->path);
+  rc = hk__fs_read_full(&r->fs, r->f, r->path, r->header, (size_t)hlen, 8, &got, st);
+  if (rc != HK_OK) return rc;
+  if (got < hlen) return corrupt(&ps, NULL, "the file ends inside its %" PRIu64 "-byte header", hlen);
+  r->header[hlen] = '\0';
+  if (!valid_utf8((const unsigned char *)r->header, (size_t)hlen, &bad))
+    return corrupt(&ps, NULL, "the header is not valid UTF-8 (at byte %zu)", bad);
+  ps.p = r->header;
+  ps.end = r->header + hlen;
+  rc = parse_header(&ps);
+  hk_env_free(&r->env, ps.notes);
+  return rc;
+}
+
+hk_code hk_checkpoint_reader_open(hk_checkpoint_reader **out, const hk_env *env, const char *path, hk_status *status) {
+  hk_checkpoint_reader *r;
+  hk_code rc;
+
+  if (!out) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_reader_open: 'out' is NULL");
+  *out = NULL;
+  if (!path) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_reader_open: 'path' is NULL");
+  rc = hk_env_check(env, "hk_checkpoint_reader_open: env", status);
+  if (rc != HK_OK) return rc;
+  r = hk_env_calloc(env, 1, sizeof *r);
+  if (!r) return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "out of memory opening checkpoint %s", path);
+  hk_env_copy(&r->env, env);
+  hk__fs_init(&r->fs, &r->env);
+  r->path = hk__ckpt_data_path(&r->env, path);
+  if (!r->path) {
+    hk_env_free(env, r);
+    return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "out of memory opening checkpoint %s", path);
+  }
+  rc = reader_load(r, status);
+  if (rc != HK_OK) {
+    hk_checkpoint_reader_free(r);
+    return rc;
+  }
+  *out = r;
+  return HK_OK;
+}
+
+void hk_checkpoint_reader_free(hk_checkpoint_reader *r) {
+  if (!r) return;
+  if (r->f) hk__fs_close(&r->fs, r->f, r->path, NULL);
+  hk_env_free(&r->env, r->entries);
+  hk_env_free(&r->env, r->header);
+  hk_env_free(&r->env, r->path);
+  hk_env env = r->env; /* r lives in memory from this allocator */
+  hk_env_free(&env, r);
+}
+
+const char *hk_checkpoint_reader_path(const hk_checkpoint_reader *r) { return r ? r->path : NULL; }
+int64_t hk_checkpoint_reader_step(const hk_checkpoint_reader *r) { return r ? r->step : 0; }
+size_t hk_checkpoint_reader_count(const hk_checkpoint_reader *r) { return r ? r->n : 0; }
+
+hk_code hk_checkpoint_reader_entry(const hk_checkpoint_reader *r, size_t i, hk_checkpoint_entry *out,
+                                   hk_status *status) {
+  if (!r) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_reader_entry: 'r' is NULL");
+  if (!out) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_reader_entry: 'out' is NULL");
+  if (i >= r->n)
+    return hk_status_set(status, HK_OUT_OF_RANGE, "entry %zu of checkpoint %s: it has %zu tensors", i, r->path, r->n);
+  const entry *e = &r->entries[i];
+  memset(out, 0, sizeof *out);
+  out->name = e->name;
+  out->dtype = e->dtype;
+  out->rank = e->rank;
+  memcpy(out->dims, e->dims, sizeof out->dims);
+  out->offset = r->data_start + e->begin;
+  out->nbytes = e->end - e->begin;
+  out->crc32c = e->crc;
+  return HK_OK;
+}
+
+hk_code hk_checkpoint_reader_find(const hk_checkpoint_reader *r, const char *name, size_t *index, hk_status *status) {
+  if (!r) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_reader_find: 'r' is NULL");
+  if (!name) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_reader_find: 'name' is NULL");
+  if (!index) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_reader_find: 'index' is NULL");
+  const entry *e = find_entry(r, name);
+  if (!e) return hk_status_set(status, HK_NOT_FOUND, "Key %s not found in checkpoint %s", name, r->path);
+  *index = (size_t)(e - r->entries);
+  return HK_OK;
+}
+
+/* Read entry e's bytes in pieces of at most `piece`, checking the CRC:
+ * into consecutive parts of buf, or (reuse) each piece into buf itself. */
+static hk_code read_checked(hk_checkpoint_reader *r, const entry *e, unsigned char *buf, size_t piece, int reuse,
+                            hk_status *status) {
+  uint64_t total = e->end - e->begin, done = 0;
+  uint32_t crc = 0;
+  while (done < total) {
+    size_t want = total - done < piece ? (size_t)(total - done) : piece, got = 0;
+    unsigned char *dst = reuse ? buf : buf + done;
+    hk_code rc = hk__fs_read_full(&r->fs, r->f, r->path, dst, want, r->data_start + e->begin + done, &got, status);
+    if (rc != HK_OK) return rc;
+    if (got < want)
+      return hk_status_set(status, HK_DATA_LOSS,
+                           "Checkpoint %s is corrupt: tensor '%.200s': the file ends %" PRIu64
+                           " bytes into its %" PRIu64 " bytes",
+                           r->path, e->name, done + got, total);
+    crc = hk_crc32c_extend(crc, dst, want);
+    done += want;
+  }
+  if (crc != e->crc)
+    return hk_status_set(status, HK_DATA_LOSS,
+                         "Checkpoint %s is corrupt: tensor '%.200s': CRC-32C mismatch (recorded %08" PRIx32
+                         ", computed %08" PRIx32 ")",
+                         r->path, e->name, e->crc, crc);
+  return HK_OK;
+}
+
+hk_code hk_checkpoint_reader_read(hk_checkpoint_reader *r, size_t i, void *dst, size_t cap, hk_status *status) {
+  if (!r) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_reader_read: 'r' is NULL");
+  if (i >= r->n)
+    return hk_status_set(status, HK_OUT_OF_RANGE, "entry %zu of checkpoint %s: it has %zu tensors", i, r->path, r->n);
+  const entry *e = &r->entries[i];
+  uint64_t nbytes = e->end - e->begin;
+  if (nbytes > cap)
+    return hk_status_set(status, HK_INVALID_ARGUMENT,
+                         "hk_checkpoint_reader_read: tensor '%s' of %s needs %" PRIu64 " bytes, 'cap' is %zu", e->name,
+                         r->path, nbytes, cap);
+  if (!dst && nbytes > 0) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_reader_read: 'dst' is NULL");
+  return read_checked(r, e, dst, IO_CHUNK, 0, status);
+}
+
+hk_code hk_checkpoint_reader_verify(hk_checkpoint_reader *r, hk_status *status) {
+  uint64_t biggest = 0;
+  size_t piece;
+  unsigned char *buf;
+  hk_code rc = HK_OK;
+
+  if (!r) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_reader_verify: 'r' is NULL");
+  for (size_t i = 0; i < r->n; i++)
+    if (r->entries[i].end - r->entries[i].begin > biggest) biggest = r->entries[i].end - r->entries[i].begin;
+  piece = biggest < IO_CHUNK ? (size_t)biggest : IO_CHUNK;
+  if (piece == 0) piece = 1;
+  buf = hk_env_alloc(&r->env, piece);
+  if (!buf) return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "out of memory verifying %s", r->path);
+  for (size_t i = 0; i < r->n && rc == HK_OK; i++) rc = read_checked(r, &r->entries[i], buf, piece, 1, status);
+  hk_env_free(&r->env, buf);
+  return rc;
+}

@@ -1,0 +1,804 @@
+/*
+ * Tests of the checkpoint reader (checkpoint-format.md "Reading", contract
+ * H31/H34 "verifies"): files are built byte by byte here (the internal
+ * writer is not public), so every field can be mangled; the Saver tests at
+ * the end check that the writer's files parse and are byte-identical.
+ */
+#include "faulty_fs.h"
+#include "test_env.h"
+#include "tmpdir.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct fixture {
+  test_env *te;
+  char *dir;
+  char *path; /* <dir>/ck.safetensors */
+} fixture;
+
+static int setup(void **state) {
+  fixture *f = calloc(1, sizeof *f);
+  assert_non_null(f);
+  f->te = test_env_new();
+  f->dir = test_tmpdir_new("reader");
+  f->path = test_path(f->dir, "ck.safetensors");
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  int rc = test_env_release(f->te);
+  test_tmpdir_free(f->dir);
+  free(f->path);
+  free(f);
+  return rc;
+}
+
+/* ---- a test-only writer ------------------------------------------------------- */
+
+/* 8-byte little-endian `hlen`, then the JSON, then the data. `hlen` may lie. */
+static void write_file_len(const char *path, uint64_t hlen, const char *json, const void *data, size_t n) {
+  size_t jl = strlen(json);
+  unsigned char *buf = malloc(8 + jl + n + 1);
+  assert_non_null(buf);
+  for (int i = 0; i < 8; i++) buf[i] = (unsigned char)(hlen >> (8 * i));
+  memcpy(buf + 8, json, jl);
+  if (n) memcpy(buf + 8 + jl, data, n);
+  assert_int_equal(test_write_file(path, buf, 8 + jl + n), 0);
+  free(buf);
+}
+
+static void write_file(const char *path, const char *json, const void *data, size_t n) {
+  write_file_len(path, strlen(json), json, data, n);
+}
+
+/* Replace every "{CA}" / "{CB}" in tmpl by the 8-hex-digit CRCs ca and cb. */
+static char *subst_crcs(const char *tmpl, uint32_t ca, uint32_t cb) {
+  size_t n = strlen(tmpl);
+  char *out = malloc(2 * n + 1), *w = out; /* each 4-byte placeholder becomes 8 bytes */
+  assert_non_null(out);
+  for (const char *p = tmpl; *p;) {
+    if (strncmp(p, "{CA}", 4) == 0 || strncmp(p, "{CB}", 4) == 0) {
+      char hex[9];
+      snprintf(hex, sizeof hex, "%08" PRIx32, p[2] == 'A' ? ca : cb);
+      memcpy(w, hex, 8);
+      w += 8;
+      p += 4;
+    } else {
+      *w++ = *p++;
+    }
+  }
+  *w = '\0';
+  return out;
+}
+
+static uint32_t crc(const void *p, size_t n) { return hk_crc32c_extend(0, p, n); }
+
+/* The base checkpoint: "a" F32 [2] = {1.5, -2}, "b" I64 [] = 42. */
+static const float A_VALS[2] = {1.5f, -2.0f};
+static const int64_t B_VAL = 42;
+
+#define META_AB \
+  "\"__metadata__\":{\"format\":\"hooked/1\",\"global_step\":\"7\",\"crc32c:a\":\"{CA}\",\"crc32c:b\":\"{CB}\"}"
+#define ENT_A "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}"
+#define ENT_B "\"b\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[8,16]}"
+
+static void base_data(unsigned char out[16]) {
+  memcpy(out, A_VALS, 8); /* the test assumes a little-endian host, as the format's data is */
+  memcpy(out + 8, &B_VAL, 8);
+}
+
+/* Write tmpl (with CRC placeholders) over the base data plus `extra` bytes. */
+static void write_variant(const char *path, const char *tmpl, size_t data_len) {
+  unsigned char data[64];
+  memset(data, 0, sizeof data);
+  base_data(data);
+  char *json = subst_crcs(tmpl, crc(data, 8), crc(data + 8, 8));
+  write_file(path, json, data, data_len);
+  free(json);
+}
+
+static hk_code open_reader(fixture *f, hk_checkpoint_reader **r, hk_status *st) {
+  return hk_checkpoint_reader_open(r, &f->te->env, f->path, st);
+}
+
+/* ---- valid files ---------------------------------------------------------------- */
+
+static void test_reader__opens_base_file(void **state) {
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  hk_checkpoint_reader *r = NULL;
+  hk_checkpoint_entry e;
+  float a[2];
+  int64_t b = 0;
+  size_t i;
+  const char *tmpl = "{" META_AB "," ENT_A "," ENT_B "}";
+  size_t hlen = strlen(tmpl) + 2 * 4; /* each CRC placeholder grows by 4 bytes */
+
+  write_variant(f->path, tmpl, 16);
+  assert_ok(open_reader(f, &r, &st), &st);
+  assert_string_equal(hk_checkpoint_reader_path(r), f->path);
+  assert_int_equal(hk_checkpoint_reader_step(r), 7);
+  assert_int_equal(hk_checkpoint_reader_count(r), 2);
+  assert_ok(hk_checkpoint_reader_entry(r, 0, &e, &st), &st);
+  assert_string_equal(e.name, "a");
+  assert_int_equal(e.dtype, HK_DTYPE_F32);
+  assert_int_equal(e.rank, 1);
+  assert_int_equal(e.dims[0], 2);
+  assert_int_equal(e.offset, 8 + hlen);
+  assert_int_equal(e.nbytes, 8);
+  assert_int_equal(e.crc32c, crc(A_VALS, 8));
+  assert_ok(hk_checkpoint_reader_entry(r, 1, &e, &st), &st);
+  assert_string_equal(e.name, "b");
+  assert_int_equal(e.rank, 0);
+  assert_int_equal(e.offset, 8 + hlen + 8);
+  assert_ok(hk_checkpoint_reader_find(r, "b", &i, &st), &st);
+  assert_int_equal(i, 1);
+  assert_ok(hk_checkpoint_reader_read(r, 0, a, sizeof a, &st), &st);
+  assert_memory_equal(a, A_VALS, 8);
+  assert_ok(hk_checkpoint_reader_read(r, 1, &b, sizeof b, &st), &st);
+  assert_int_equal(b, 42);
+  assert_ok(hk_checkpoint_reader_verify(r, &st), &st);
+  hk_checkpoint_reader_free(r);
+}
+
+static void test_reader__prefix_gets_the_extension(void **state) {
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  hk_checkpoint_reader *r = NULL;
+  char *prefix = test_path(f->dir, "ck");
+
+  write_variant(f->path, "{" META_AB "," ENT_A "," ENT_B "}", 16);
+  assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, prefix, &st), &st);
+  assert_string_equal(hk_checkpoint_reader_path(r), f->path);
+  hk_checkpoint_reader_free(r);
+  free(prefix);
+}
+
+/* Other writers: JSON whitespace, any member order, no padding, unknown
+ * metadata keys. */
+static void test_reader__accepts_whitespace_and_any_order(void **state) {
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  hk_checkpoint_reader *r = NULL;
+  hk_checkpoint_entry e;
+  const char *json =
+      "\n{ \"b\" : { \"data_offsets\" : [ 8 , 16 ] ,\t\"shape\": [ ], \"dtype\": \"I64\" },\r\n"
+      "  \"__metadata__\": {\"crc32c:b\": \"{CB}\", \"producer\": \"other\", \"global_step\": \"-3\",\n"
+      "     \"crc32c:a\": \"{CA}\", \"format\": \"hooked/1\"},\n"
+      "  \"a\": {\"shape\": [2], \"dtype\": \"F32\", \"data_offsets\": [0, 8]}\n}      ";
+
+  write_variant(f->path, json, 16);
+  assert_ok(open_reader(f, &r, &st), &st);
+  assert_int_equal(hk_checkpoint_reader_step(r), -3);
+  assert_ok(hk_checkpoint_reader_entry(r, 0, &e, &st), &st);
+  assert_string_equal(e.name, "a"); /* name order, not file order */
+  assert_ok(hk_checkpoint_reader_verify(r, &st), &st);
+  hk_checkpoint_reader_free(r);
+}
+
+/* The data may be laid out in an order other than the names'. */
+static void test_reader__tensors_in_any_data_order(void **state) {
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  hk_checkpoint_reader *r = NULL;
+  unsigned char data[16];
+  float a[2];
+  int64_t b;
+  memcpy(data, &B_VAL, 8);
+  memcpy(data + 8, A_VALS, 8);
+  char *json = subst_crcs(
+      "{" META_AB
+      ",\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]},\"b\":{\"dtype\":\"I64\",\"shape\":[],"
+      "\"data_offsets\":[0,8]}}",
+      crc(A_VALS, 8), crc(&B_VAL, 8));
+  write_file(f->path, json, data, 16);
+  free(json);
+  assert_ok(open_reader(f, &r, &st), &st);
+  assert_ok(hk_checkpoint_reader_read(r, 0, a, sizeof a, &st), &st);
+  assert_memory_equal(a, A_VALS, 8);
+  assert_ok(hk_checkpoint_reader_read(r, 1, &b, sizeof b, &st), &st);
+  assert_int_equal(b, 42);
+  hk_checkpoint_reader_free(r);
+}
+
+/* Every dtype, scalars and zero-size tensors, through a file assembled the
+ * way checkpoint-format.md describes (padded, sorted, 64-byte aligned). */
+static void test_reader__round_trip_every_dtype(void **state) {
+  static const struct {
+    const char *st;
+    hk_dtype dt;
+    size_t size;
+  } dts[] = {
+      {"BOOL", HK_DTYPE_BOOL, 1}, {"U8", HK_DTYPE_U8, 1},   {"I8", HK_DTYPE_I8, 1},     {"U16", HK_DTYPE_U16, 2},
+      {"I16", HK_DTYPE_I16, 2},   {"F16", HK_DTYPE_F16, 2}, {"BF16", HK_DTYPE_BF16, 2}, {"U32", HK_DTYPE_U32, 4},
+      {"I32", HK_DTYPE_I32, 4},   {"F32", HK_DTYPE_F32, 4}, {"U64", HK_DTYPE_U64, 8},   {"I64", HK_DTYPE_I64, 8},
+      {"F64", HK_DTYPE_F64, 8},
+  };
+  enum { ND = sizeof dts / sizeof dts[0] };
+  /* per dtype three tensors: "<D>_m" shape [2,3], "<D>_s" scalar, "<D>_z" shape [2,0] */
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  hk_checkpoint_reader *r = NULL;
+  char meta[8192], ents[8192], json[16384];
+  unsigned char data[ND * 7 * 8];
+  size_t dn = 0;
+  size_t ml = 0, el = 0;
+  char names[ND * 3][16];
+  size_t name_count = 0;
+
+  for (size_t i = 0; i < sizeof data; i++) data[i] = (unsigned char)(i * 37 + 11);
+  /* Names sort as "<D>_m" < "<D>_s" < "<D>_z", and the dtypes' names are
+   * laid out in the order of dts; the data follows that order too, which
+   * is not the name order across dtypes: the reader must not care. */
+  ml +=
+      (size_t)snprintf(meta + ml, sizeof meta - ml, "\"__metadata__\":{\"format\":\"hooked/1\",\"global_step\":\"5\"");
+  for (size_t d = 0; d < ND; d++) {
+    static const char *const suffix[3] = {"_m", "_s", "_z"};
+    static const size_t elems[3] = {6, 1, 0};
+    static const char *const shapes[3] = {"[2,3]", "[]", "[2,0]"};
+    for (int k = 0; k < 3; k++) {
+      size_t nb = elems[k] * dts[d].size;
+      snprintf(names[name_count], sizeof names[0], "%s%s", dts[d].st, suffix[k]);
+      ml += (size_t)snprintf(meta + ml, sizeof meta - ml, ",\"crc32c:%s\":\"%08" PRIx32 "\"", names[name_count],
+                             crc(data + dn, nb));
+      el += (size_t)snprintf(ents + el, sizeof ents - el,
+                             ",\"%s\":{\"dtype\":\"%s\",\"shape\":%s,\"data_offsets\":[%zu,%zu]}", names[name_count],
+                             dts[d].st, shapes[k], dn, dn + nb);
+      dn += nb;
+      name_count++;
+    }
+  }
+  assert_true(ml + el + 3 < sizeof json - 64);
+  json[0] = '{';
+  memcpy(json + 1, meta, ml);
+  json[1 + ml] = '}';
+  memcpy(json + 2 + ml, ents, el);
+  json[2 + ml + el] = '}';
+  size_t jl = 3 + ml + el;
+  while ((8 + jl) % 64) json[jl++] = ' ';
+  json[jl] = '\0';
+  write_file(f->path, json, data, dn);
+
+  assert_ok(open_reader(f, &r, &st), &st);
+  assert_int_equal(hk_checkpoint_reader_count(r), ND * 3);
+  assert_int_equal(hk_checkpoint_reader_step(r), 5);
+  dn = 0;
+  for (size_t d = 0; d < ND; d++) {
+    for (int k = 0; k < 3; k++) {
+      hk_checkpoint_entry e;
+      size_t idx;
+      unsigned char got[64];
+      const char *name = names[d * 3 + (size_t)k];
+      assert_ok(hk_checkpoint_reader_find(r, name, &idx, &st), &st);
+      assert_ok(hk_checkpoint_reader_entry(r, idx, &e, &st), &st);
+      assert_string_equal(e.name, name);
+      assert_int_equal(e.dtype, dts[d].dt);
+      assert_int_equal(e.rank, k == 1 ? 0 : 2);
+      assert_int_equal(e.offset % 64, dn % 64);
+      size_t nb = (k == 0 ? 6 : k == 1 ? 1 : 0) * dts[d].size;
+      assert_int_equal(e.nbytes, nb);
+      if (k == 2) assert_int_equal(e.dims[1], 0);
+      memset(got, 0xEE, sizeof got);
+      assert_ok(hk_checkpoint_reader_read(r, idx, nb ? (void *)got : NULL, nb, &st), &st);
+      assert_memory_equal(got, data + dn, nb);
+      dn += nb;
+    }
+  }
+  /* entries come in bytewise name order */
+  for (size_t i = 1; i < hk_checkpoint_reader_count(r); i++) {
+    hk_checkpoint_entry p, q;
+    assert_ok(hk_checkpoint_reader_entry(r, i - 1, &p, &st), &st);
+    assert_ok(hk_checkpoint_reader_entry(r, i, &q, &st), &st);
+    assert_true(strcmp(p.name, q.name) < 0);
+  }
+  assert_ok(hk_checkpoint_reader_verify(r, &st), &st);
+  hk_checkpoint_reader_free(r);
+}
+
+/* Golden file: bytes assembled by hand, CRC of "123456789" is e3069283. */
+static void test_reader__golden_small_checkpoint(void **state) {
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  hk_checkpoint_reader *r = NULL;
+  hk_checkpoint_entry e;
+  char got[9];
+  static const char header[] =
+      "{\"__metadata__\":{\"format\":\"hooked/1\",\"global_step\":\"3000\",\"crc32c:digits\":\"e3069283\","
+      "\"crc32c:empty\":\"00000000\"},\"digits\":{\"dtype\":\"U8\",\"shape\":[9],\"data_offsets\":[0,9]},"
+      "\"empty\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[9,9]}}";
+  unsigned char file[512];
+  size_t hl = sizeof header - 1, padded = hl;
+  while ((8 + padded) % 64) padded++;
+  memset(file, ' ', sizeof file);
+  for (int i = 0; i < 8; i++) file[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+  memcpy(file + 8, header, hl);
+  memcpy(file + 8 + padded, "123456789", 9);
+  assert_int_equal(test_write_file(f->path, file, 8 + padded + 9), 0);
+
+  assert_ok(open_reader(f, &r, &st), &st);
+  assert_int_equal(hk_checkpoint_reader_step(r), 3000);
+  assert_ok(hk_checkpoint_reader_entry(r, 0, &e, &st), &st);
+  assert_string_equal(e.name, "digits");
+  assert_int_equal(e.crc32c, 0xe3069283U);
+  assert_int_equal(e.offset, 8 + padded);
+  assert_int_equal(e.offset % 64, 0);
+  assert_ok(hk_checkpoint_reader_read(r, 0, got, sizeof got, &st), &st);
+  assert_memory_equal(got, "123456789", 9);
+  assert_ok(hk_checkpoint_reader_entry(r, 1, &e, &st), &st);
+  assert_string_equal(e.name, "empty");
+  assert_int_equal(e.crc32c, 0);
+  assert_int_equal(e.nbytes, 0);
+  assert_ok(hk_checkpoint_reader_verify(r, &st), &st);
+  hk_checkpoint_reader_free(r);
+}
+
+static void test_reader__escaped_names(void **state) {
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  hk_checkpoint_reader *r = NULL;
+  size_t i;
+  unsigned char v = 9;
+  char *json = subst_crcs(
+      "{\"__metadata__\":{\"format\":\"hooked/1\",\"global_step\":\"1\",\"crc32c:q\\\"b\\\\s\\u0001\\/"
+      "\\u00e9\\ud83d\\ude00\":"
+      "\"{CA}\"},\"q\\\"b\\\\s\\u0001/\\u00E9\\uD83D\\uDE00\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}",
+      crc(&v, 1), 0);
+  write_file(f->path, json, &v, 1);
+  free(json);
+  assert_ok(open_reader(f, &r, &st), &st);
+  assert_ok(hk_checkpoint_reader_find(r, "q\"b\\s\x01/\xc3\xa9\xf0\x9f\x98\x80", &i, &st), &st);
+  assert_ok(hk_checkpoint_reader_verify(r, &st), &st);
+  hk_checkpoint_reader_free(r);
+}
+
+/* ---- refusals ----------------------------------------------------------------------- */
+
+typedef struct bad_case {
+  const char *what;
+  const char *json;
+  size_t data_len;
+  hk_code code;
+  const char *substr; /* besides the file name */
+} bad_case;
+
+static const bad_case bad_cases[] = {
+    {"not an object", "[1,2]", 16, HK_DATA_LOSS, "not a JSON object"},
+    {"a string", "\"x\"", 16, HK_DATA_LOSS, "not a JSON object"},
+    {"empty header", "", 16, HK_DATA_LOSS, "not a JSON object"},
+    {"unterminated", "{" META_AB "," ENT_A "," ENT_B, 16, HK_DATA_LOSS, "malformed"},
+    {"trailing garbage", "{" META_AB "," ENT_A "," ENT_B "} x", 16, HK_DATA_LOSS, "after the header"},
+    {"two objects", "{" META_AB "," ENT_A "," ENT_B "}{}", 16, HK_DATA_LOSS, "after the header"},
+    {"missing dtype", "{" META_AB "," ENT_A ",\"b\":{\"shape\":[],\"data_offsets\":[8,16]}}", 16, HK_DATA_LOSS,
+     "'b': missing dtype"},
+    {"unknown dtype", "{" META_AB "," ENT_A ",\"b\":{\"dtype\":\"I65\",\"shape\":[],\"data_offsets\":[8,16]}}", 16,
+     HK_DATA_LOSS, "'b': unknown dtype"},
+    {"string dtype", "{" META_AB "," ENT_A ",\"b\":{\"dtype\":\"STRING\",\"shape\":[],\"data_offsets\":[8,16]}}", 16,
+     HK_DATA_LOSS, "'b': unknown dtype"},
+    {"dtype not a string", "{" META_AB "," ENT_A ",\"b\":{\"dtype\":8,\"shape\":[],\"data_offsets\":[8,16]}}", 16,
+     HK_DATA_LOSS, "'b': dtype is not a string"},
+    {"missing shape", "{" META_AB "," ENT_A ",\"b\":{\"dtype\":\"I64\",\"data_offsets\":[8,16]}}", 16, HK_DATA_LOSS,
+     "'b': missing shape"},
+    {"negative dim", "{" META_AB ",\"a\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}," ENT_B "}", 16,
+     HK_DATA_LOSS, "'a': negative"},
+    {"fractional dim", "{" META_AB ",\"a\":{\"dtype\":\"F32\",\"shape\":[2.0],\"data_offsets\":[0,8]}," ENT_B "}", 16,
+     HK_DATA_LOSS, "'a': shape dimension is not an integer"},
+    {"shape not an array", "{" META_AB ",\"a\":{\"dtype\":\"F32\",\"shape\":2,\"data_offsets\":[0,8]}," ENT_B "}", 16,
+     HK_DATA_LOSS, "'a': shape is not an array"},
+    {"rank 9", "{" META_AB ",\"a\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,2],\"data_offsets\":[0,8]}," ENT_B "}",
+     16, HK_DATA_LOSS, "'a': rank greater than 8"},
+    {"dim too large for int64",
+     "{" META_AB ",\"a\":{\"dtype\":\"F32\",\"shape\":[9223372036854775808],\"data_offsets\":[0,8]}," ENT_B "}", 16,
+     HK_DATA_LOSS, "'a': shape dimension is too large"},
+    {"byte size overflows",
+     "{" META_AB ",\"a\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904,2],\"data_offsets\":[0,8]}," ENT_B "}", 16,
+     HK_DATA_LOSS, "'a': its shape's byte size overflows"},
+    {"size mismatch", "{" META_AB ",\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}," ENT_B "}", 16,
+     HK_DATA_LOSS, "'a': data_offsets [0, 8] hold 8 bytes, its shape needs 12"},
+    {"missing offsets", "{" META_AB ",\"a\":{\"dtype\":\"F32\",\"shape\":[2]}," ENT_B "}", 16, HK_DATA_LOSS,
+     "'a': missing data_offsets"},
+    {"three offsets", "{" META_AB ",\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8,8]}," ENT_B "}", 16,
+     HK_DATA_LOSS, "'a': data_offsets has more than 2"},
+    {"one offset", "{" META_AB ",\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0]}," ENT_B "}", 16,
+     HK_DATA_LOSS, "'a': data_offsets must have 2"},
+    {"reversed offsets", "{" META_AB ",\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}," ENT_B "}", 16,
+     HK_DATA_LOSS, "'a': data_offsets [8, 0] are reversed"},
+    {"offset 2^64",
+     "{" META_AB ",\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,18446744073709551616]}," ENT_B "}", 16,
+     HK_DATA_LOSS, "'a': data_offsets is too large"},
+    {"offsets outside the data",
+     "{" META_AB "," ENT_A ",\"b\":{\"dtype\":\"U8\",\"shape\":[16],\"data_offsets\":[8,24]}}", 16, HK_DATA_LOSS,
+     "'b': data_offsets [8, 24] lie outside the 16 data bytes"},
+    {"overlap", "{" META_AB "," ENT_A ",\"b\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[4,12]}}", 16,
+     HK_DATA_LOSS, "overlaps"},
+    {"zero-size inside another",
+     "{" META_AB
+     ",\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},\"b\":{\"dtype\":\"I64\",\"shape\":[0],"
+     "\"data_offsets\":[8,8]}}",
+     16, HK_DATA_LOSS, "'b': it overlaps"},
+    {"gap", "{" META_AB "," ENT_A ",\"b\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[9,17]}}", 17, HK_DATA_LOSS,
+     "'b': a gap of 1 bytes"},
+    {"gap at start", "{" META_AB ",\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[1,9]}," ENT_B "}", 17,
+     HK_DATA_LOSS, "gap"},
+    {"trailing bytes", "{" META_AB "," ENT_A "," ENT_B "}", 17, HK_DATA_LOSS, "1 bytes after the last tensor"},
+    {"data without tensors", "{\"__metadata__\":{\"format\":\"hooked/1\",\"global_step\":\"1\"}}", 3, HK_DATA_LOSS,
+     "belong to no tensor"},
+    {"duplicate name",
+     "{" META_AB "," ENT_A "," ENT_B ",\"a\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[16,16]}}", 16,
+     HK_DATA_LOSS, "'a': the name appears twice"},
+    {"duplicate field",
+     "{" META_AB ",\"a\":{\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}," ENT_B "}", 16,
+     HK_DATA_LOSS, "'a': dtype given twice"},
+    {"unknown field", "{" META_AB ",\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8],\"x\":1}," ENT_B "}",
+     16, HK_DATA_LOSS, "'a': unknown field"},
+    {"entry not an object", "{" META_AB ",\"a\":[1]," ENT_B "}", 16, HK_DATA_LOSS, "'a': its entry is not an object"},
+    {"empty name", "{" META_AB ",\"\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}," ENT_B "}", 16,
+     HK_DATA_LOSS, "empty name"},
+    {"missing metadata", "{" ENT_A "," ENT_B "}", 16, HK_DATA_LOSS, "no \"__metadata__\""},
+    {"metadata not an object", "{\"__metadata__\":\"hooked/1\"," ENT_A "," ENT_B "}", 16, HK_DATA_LOSS,
+     "\"__metadata__\" is not an object"},
+    {"metadata twice", "{" META_AB "," META_AB "," ENT_A "," ENT_B "}", 16, HK_DATA_LOSS, "appears twice"},
+    {"metadata value not a string",
+     "{\"__metadata__\":{\"format\":\"hooked/1\",\"global_step\":7,\"crc32c:a\":\"{CA}\",\"crc32c:b\":\"{CB}\"}," ENT_A
+     "," ENT_B "}",
+     16, HK_DATA_LOSS, "metadata value of \"global_step\" is not a string"},
+    {"missing format",
+     "{\"__metadata__\":{\"global_step\":\"7\",\"crc32c:a\":\"{CA}\",\"crc32c:b\":\"{CB}\"}," ENT_A "," ENT_B "}", 16,
+     HK_DATA_LOSS, "no \"format\""},
+    {"foreign format",
+     "{\"__metadata__\":{\"format\":\"pt\",\"global_step\":\"7\",\"crc32c:a\":\"{CA}\",\"crc32c:b\":\"{CB}\"}," ENT_A
+     "," ENT_B "}",
+     16, HK_DATA_LOSS, "unknown format \"pt\""},
+    {"format hooked/0",
+     "{\"__metadata__\":{\"format\":\"hooked/"
+     "0\",\"global_step\":\"7\",\"crc32c:a\":\"{CA}\",\"crc32c:b\":\"{CB}\"}," ENT_A "," ENT_B "}",
+     16, HK_DATA_LOSS, "unknown format"},
+    {"format hooked/1.1",
+     "{\"__metadata__\":{\"format\":\"hooked/"
+     "1.1\",\"global_step\":\"7\",\"crc32c:a\":\"{CA}\",\"crc32c:b\":\"{CB}\"}," ENT_A "," ENT_B "}",
+     16, HK_DATA_LOSS, "unknown format"},
+    {"newer format",
+     "{\"__metadata__\":{\"format\":\"hooked/"
+     "2\",\"global_step\":\"7\",\"crc32c:a\":\"{CA}\",\"crc32c:b\":\"{CB}\"}," ENT_A "," ENT_B "}",
+     16, HK_FAILED_PRECONDITION, "hooked/2"},
+    {"missing step",
+     "{\"__metadata__\":{\"format\":\"hooked/1\",\"crc32c:a\":\"{CA}\",\"crc32c:b\":\"{CB}\"}," ENT_A "," ENT_B "}", 16,
+     HK_DATA_LOSS, "no \"global_step\""},
+    {"bad step",
+     "{\"__metadata__\":{\"format\":\"hooked/"
+     "1\",\"global_step\":\"7x\",\"crc32c:a\":\"{CA}\",\"crc32c:b\":\"{CB}\"}," ENT_A "," ENT_B "}",
+     16, HK_DATA_LOSS, "global_step"},
+    {"missing crc",
+     "{\"__metadata__\":{\"format\":\"hooked/1\",\"global_step\":\"7\",\"crc32c:a\":\"{CA}\"}," ENT_A "," ENT_B "}", 16,
+     HK_DATA_LOSS, "'b': no CRC"},
+    {"crc not hex",
+     "{\"__metadata__\":{\"format\":\"hooked/"
+     "1\",\"global_step\":\"7\",\"crc32c:a\":\"{CA}\",\"crc32c:b\":\"0123456g\"}," ENT_A "," ENT_B "}",
+     16, HK_DATA_LOSS, "'b': CRC \"0123456g\""},
+    {"crc too short",
+     "{\"__metadata__\":{\"format\":\"hooked/"
+     "1\",\"global_step\":\"7\",\"crc32c:a\":\"{CA}\",\"crc32c:b\":\"0123\"}," ENT_A "," ENT_B "}",
+     16, HK_DATA_LOSS, "'b': CRC"},
+    {"crc twice",
+     "{\"__metadata__\":{\"format\":\"hooked/1\",\"global_step\":\"7\",\"crc32c:a\":\"{CA}\",\"crc32c:b\":\"{CB}\","
+     "\"crc32c:a\":\"{CA}\"}," ENT_A "," ENT_B "}",
+     16, HK_DATA_LOSS, "'a': its CRC is recorded twice"},
+    {"crc for a stranger",
+     "{\"__metadata__\":{\"format\":\"hooked/1\",\"global_step\":\"7\",\"crc32c:a\":\"{CA}\",\"crc32c:b\":\"{CB}\","
+     "\"crc32c:c\":\"{CA}\"}," ENT_A "," ENT_B "}",
+     16, HK_DATA_LOSS, "'c': a CRC is recorded for a tensor the file does not have"},
+    {"raw control byte in a name", "{" META_AB ",\"a\x01\":{}}", 16, HK_DATA_LOSS, "control byte"},
+    {"bad escape", "{" META_AB ",\"a\\x\":{}}", 16, HK_DATA_LOSS, "bad escape"},
+    {"NUL escape", "{" META_AB ",\"a\\u0000\":{}}", 16, HK_DATA_LOSS, "NUL"},
+    {"lone surrogate", "{" META_AB ",\"a\\ud800\":{}}", 16, HK_DATA_LOSS, "surrogate"},
+    {"invalid UTF-8", "{" META_AB ",\"a\xc0\xaf\":{}}", 16, HK_DATA_LOSS, "UTF-8"},
+};
+
+static void test_reader__refuses_each_mangled_field(void **state) {
+  fixture *f = *state;
+  for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
+    const bad_case *c = &bad_cases[i];
+    hk_status st = HK_STATUS_INIT;
+    hk_checkpoint_reader *r = (hk_checkpoint_reader *)&st; /* must become NULL */
+    write_variant(f->path, c->json, c->data_len);
+    hk_code rc = open_reader(f, &r, &st);
+    if (rc != c->code || !strstr(st.message, c->substr) || !strstr(st.message, f->path))
+      fail_msg("case '%s': got %s \"%s\", want %s containing \"%s\"", c->what, hk_code_name(rc), st.message,
+               hk_code_name(c->code), c->substr);
+    assert_null(r);
+  }
+}
+
+/* A truncated file at every length is refused cleanly. */
+static void test_reader__truncated_at_every_length(void **state) {
+  fixture *f = *state;
+  size_t n = 0;
+  write_variant(f->path, "{" META_AB "," ENT_A "," ENT_B "}", 16);
+  char *whole = test_read_file(f->path, &n);
+  assert_non_null(whole);
+  for (size_t len = 0; len < n; len++) {
+    hk_status st = HK_STATUS_INIT;
+    hk_checkpoint_reader *r = NULL;
+    assert_int_equal(test_write_file(f->path, whole, len), 0);
+    hk_code rc = open_reader(f, &r, &st);
+    if (rc == HK_OK) rc = hk_checkpoint_reader_verify(r, &st);
+    if (rc != HK_DATA_LOSS || !strstr(st.message, f->path))
+      fail_msg("length %zu: got %s \"%s\"", len, hk_code_name(rc), st.message);
+    hk_checkpoint_reader_free(r);
+  }
+  free(whole);
+}
+
+static void test_reader__hostile_header_lengths(void **state) {
+  fixture *f = *state;
+  static const struct {
+    uint64_t len;
+    const char *substr;
+  } cases[] = {
+      {(uint64_t)1 << 63, "100 MiB"},
+      {UINT64_MAX, "100 MiB"},
+      {((uint64_t)100 << 20) + 1, "100 MiB"},
+      {1000, "exceeds the"},
+  };
+  const char *json = "{}";
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    hk_status st = HK_STATUS_INIT;
+    hk_checkpoint_reader *r = NULL;
+    write_file_len(f->path, cases[i].len, json, NULL, 0);
+    test_alloc_reset_counts(&f->te->alloc);
+    assert_status(open_reader(f, &r, &st), &st, HK_DATA_LOSS, cases[i].substr);
+    assert_non_null(strstr(st.message, f->path));
+    assert_null(r);
+    /* nothing was allocated from the claimed size: only the reader and its path */
+    assert_true(test_alloc_count(&f->te->alloc) <= 2);
+  }
+}
+
+static void test_reader__short_files(void **state) {
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  hk_checkpoint_reader *r = NULL;
+  assert_int_equal(test_write_file(f->path, "", 0), 0);
+  assert_status(open_reader(f, &r, &st), &st, HK_DATA_LOSS, "shorter than the 8-byte");
+  assert_int_equal(test_write_file(f->path, "\x02\0\0\0\0\0\0", 7), 0);
+  assert_status(open_reader(f, &r, &st), &st, HK_DATA_LOSS, "shorter than the 8-byte");
+  assert_null(r);
+}
+
+/* ---- data errors ------------------------------------------------------------------- */
+
+static void test_reader__crc_mismatch_found_by_read_and_verify(void **state) {
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  hk_checkpoint_reader *r = NULL;
+  size_t n = 0;
+  float a[2];
+  int64_t b;
+
+  write_variant(f->path, "{" META_AB "," ENT_A "," ENT_B "}", 16);
+  char *bytes = test_read_file(f->path, &n);
+  assert_non_null(bytes);
+  bytes[n - 3] ^= 0x10; /* inside "b" */
+  assert_int_equal(test_write_file(f->path, bytes, n), 0);
+  free(bytes);
+
+  assert_ok(open_reader(f, &r, &st), &st);
+  assert_ok(hk_checkpoint_reader_read(r, 0, a, sizeof a, &st), &st);
+  assert_status(hk_checkpoint_reader_read(r, 1, &b, sizeof b, &st), &st, HK_DATA_LOSS, "'b': CRC-32C mismatch");
+  assert_non_null(strstr(st.message, f->path));
+  assert_status(hk_checkpoint_reader_verify(r, &st), &st, HK_DATA_LOSS, "'b': CRC-32C mismatch");
+  assert_non_null(strstr(st.message, f->path));
+  hk_checkpoint_reader_free(r);
+}
+
+static void test_reader__recorded_crc_wrong(void **state) {
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  hk_checkpoint_reader *r = NULL;
+  float a[2];
+  unsigned char data[16];
+  base_data(data);
+  char *json = subst_crcs("{" META_AB "," ENT_A "," ENT_B "}", crc(data, 8) ^ 1, crc(data + 8, 8));
+  write_file(f->path, json, data, 16);
+  free(json);
+  assert_ok(open_reader(f, &r, &st), &st);
+  assert_status(hk_checkpoint_reader_read(r, 0, a, sizeof a, &st), &st, HK_DATA_LOSS, "'a': CRC-32C mismatch");
+  assert_status(hk_checkpoint_reader_verify(r, &st), &st, HK_DATA_LOSS, "'a'");
+  hk_checkpoint_reader_free(r);
+}
+
+static void test_reader__file_shrinks_after_open(void **state) {
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  hk_checkpoint_reader *r = NULL;
+  int64_t b;
+  size_t n = 0;
+  write_variant(f->path, "{" META_AB "," ENT_A "," ENT_B "}", 16);
+  char *bytes = test_read_file(f->path, &n);
+  assert_ok(open_reader(f, &r, &st), &st);
+  assert_int_equal(truncate(f->path, (off_t)(n - 4)), 0);
+  assert_status(hk_checkpoint_reader_read(r, 1, &b, sizeof b, &st), &st, HK_DATA_LOSS, "'b': the file ends");
+  assert_status(hk_checkpoint_reader_verify(r, &st), &st, HK_DATA_LOSS, "'b'");
+  hk_checkpoint_reader_free(r);
+  free(bytes);
+}
+
+/* verify reads through one buffer of at most 4 MiB, whatever the tensors' size. */
+typedef struct peak_alloc {
+  size_t biggest;
+} peak_alloc;
+static void *peak_malloc(void *u, size_t n) {
+  peak_alloc *p = u;
+  if (n > p->biggest) p->biggest = n;
+  return malloc(n);
+}
+static void *peak_realloc(void *u, void *q, size_t n) {
+  peak_alloc *p = u;
+  if (n > p->biggest) p->biggest = n;
+  return realloc(q, n);
+}
+static void peak_free(void *u, void *q) {
+  (void)u;
+  free(q);
+}
+
+static void test_reader__verify_uses_a_bounded_buffer(void **state) {
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  hk_checkpoint_reader *r = NULL;
+  peak_alloc peak = {0};
+  hk_env env = HK_ENV_INIT;
+  size_t big = (size_t)9 << 20;
+  unsigned char *data = malloc(big);
+  char json[512];
+  assert_non_null(data);
+  for (size_t i = 0; i < big; i++) data[i] = (unsigned char)(i * 7);
+  snprintf(json, sizeof json,
+           "{\"__metadata__\":{\"format\":\"hooked/1\",\"global_step\":\"1\",\"crc32c:big\":\"%08" PRIx32
+           "\"},\"big\":{\"dtype\":\"U8\",\"shape\":[%zu],\"data_offsets\":[0,%zu]}}",
+           crc(data, big), big, big);
+  write_file(f->path, json, data, big);
+  env.allocator.alloc = peak_malloc;
+  env.allocator.realloc = peak_realloc;
+  env.allocator.free = peak_free;
+  env.allocator.user = &peak;
+  assert_ok(hk_checkpoint_reader_open(&r, &env, f->path, &st), &st);
+  assert_ok(hk_checkpoint_reader_verify(r, &st), &st);
+  assert_true(peak.biggest <= ((size_t)4 << 20));
+  assert_true(peak.biggest >= ((size_t)1 << 20)); /* ... but a real buffer, not byte by byte */
+  /* a read of the whole tensor into a caller buffer also works */
+  unsigned char *back = malloc(big);
+  assert_non_null(back);
+  assert_ok(hk_checkpoint_reader_read(r, 0, back, big, &st), &st);
+  assert_memory_equal(back, data, big);
+  free(back);
+  /* corrupt the last byte: found across piece boundaries */
+  hk_checkpoint_reader_free(r);
+  data[big - 1] ^= 1;
+  write_file(f->path, json, data, big);
+  assert_ok(hk_checkpoint_reader_open(&r, &env, f->path, &st), &st);
+  assert_status(hk_checkpoint_reader_verify(r, &st), &st, HK_DATA_LOSS, "'big': CRC-32C mismatch");
+  hk_checkpoint_reader_free(r);
+  free(data);
+}
+
+/* ---- arguments and lookups ---------------------------------------------------------- */
+
+static void test_reader__arguments(void **state) {
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  hk_checkpoint_reader *r = NULL;
+  hk_checkpoint_entry e;
+  size_t i;
+  float small;
+  char *missing = test_path(f->dir, "nope");
+
+  assert_status(hk_checkpoint_reader_open(NULL, &f->te->env, f->path, &st), &st, HK_INVALID_ARGUMENT, "out");
+  assert_status(hk_checkpoint_reader_open(&r, &f->te->env, NULL, &st), &st, HK_INVALID_ARGUMENT, "path");
+  assert_status(hk_checkpoint_reader_open(&r, &f->te->env, missing, &st), &st, HK_NOT_FOUND, "nope.safetensors");
+  assert_null(r);
+
+  write_variant(f->path, "{" META_AB "," ENT_A "," ENT_B "}", 16);
+  assert_ok(open_reader(f, &r, &st), &st);
+  assert_status(hk_checkpoint_reader_entry(r, 2, &e, &st), &st, HK_OUT_OF_RANGE, f->path);
+  assert_status(hk_checkpoint_reader_entry(NULL, 0, &e, &st), &st, HK_INVALID_ARGUMENT, NULL);
+  assert_status(hk_checkpoint_reader_entry(r, 0, NULL, &st), &st, HK_INVALID_ARGUMENT, NULL);
+  assert_status(hk_checkpoint_reader_find(r, "zz", &i, &st), &st, HK_NOT_FOUND, "Key zz not found in checkpoint");
+  assert_non_null(strstr(st.message, f->path));
+  assert_status(hk_checkpoint_reader_find(r, NULL, &i, &st), &st, HK_INVALID_ARGUMENT, "name");
+  assert_status(hk_checkpoint_reader_read(r, 0, &small, sizeof small, &st), &st, HK_INVALID_ARGUMENT, "'a'");
+  assert_status(hk_checkpoint_reader_read(r, 5, &small, sizeof small, &st), &st, HK_OUT_OF_RANGE, NULL);
+  assert_status(hk_checkpoint_reader_verify(NULL, &st), &st, HK_INVALID_ARGUMENT, NULL);
+  assert_null(hk_checkpoint_reader_path(NULL));
+  assert_int_equal(hk_checkpoint_reader_count(NULL), 0);
+  hk_checkpoint_reader_free(r);
+  hk_checkpoint_reader_free(NULL);
+  free(missing);
+}
+
+/* ---- fault injection ----------------------------------------------------------------- */
+
+/* H7: an allocation failure anywhere is RESOURCE_EXHAUSTED with nothing leaked. */
+static void test_reader__oom_loop(void **state) {
+  fixture *f = *state;
+  write_variant(f->path, "{" META_AB "," ENT_A "," ENT_B "}", 16);
+  for (long n = 0;; n++) {
+    hk_status st = HK_STATUS_INIT;
+    hk_checkpoint_reader *r = NULL;
+    test_alloc_reset_counts(&f->te->alloc);
+    test_alloc_fail_at(&f->te->alloc, n, 0);
+    hk_code rc = open_reader(f, &r, &st);
+    if (rc == HK_OK) rc = hk_checkpoint_reader_verify(r, &st);
+    hk_checkpoint_reader_free(r);
+    long failed = f->te->alloc.nfailed;
+    test_alloc_fail_at(&f->te->alloc, -1, 0);
+    if (failed == 0) {
+      assert_ok(rc, &st);
+      assert_true(n > 2);
+      break;
+    }
+    assert_status(rc, &st, HK_RESOURCE_EXHAUSTED, NULL);
+    assert_int_equal(test_alloc_live(&f->te->alloc), 0);
+  }
+}
+
+/* H9: an fs error at any call is returned as mapped, naming the file, and
+ * every opened handle is closed. */
+static void test_reader__fs_fault_sweep(void **state) {
+  fixture *f = *state;
+  faulty_fs ff;
+  faulty_fs_init(&ff);
+  faulty_fs_bind(&ff, &f->te->env);
+  write_variant(f->path, "{" META_AB "," ENT_A "," ENT_B "}", 16);
+  for (long n = 0;; n++) {
+    hk_status st = HK_STATUS_INIT;
+    hk_checkpoint_reader *r = NULL;
+    faulty_fs_fail_errno(&ff, FAULTY_FS_ANY, n, EIO, 0);
+    hk_code rc = open_reader(f, &r, &st);
+    if (rc == HK_OK) rc = hk_checkpoint_reader_verify(r, &st);
+    hk_checkpoint_reader_free(r);
+    assert_int_equal(faulty_fs_open_handles(&ff), 0);
+    if (faulty_fs_injected(&ff) == 0) {
+      assert_ok(rc, &st);
+      assert_true(n >= 4); /* open, size, two reads, close at least */
+      break;
+    }
+    if (rc == HK_OK && ff.last_slot == FAULTY_FS_CLOSE) continue; /* free has no status to report it */
+    if (rc != HK_UNKNOWN || !strstr(st.message, f->path))
+      fail_msg("fault %ld (%s): got %s \"%s\"", n, faulty_fs_slot_name(ff.last_slot), hk_code_name(rc), st.message);
+  }
+  f->te->env.fs = NULL;
+  faulty_fs_destroy(&ff);
+}
+
+int main(void) {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+  const struct CMUnitTest tests[] = {
+      T(test_reader__opens_base_file),
+      T(test_reader__prefix_gets_the_extension),
+      T(test_reader__accepts_whitespace_and_any_order),
+      T(test_reader__tensors_in_any_data_order),
+      T(test_reader__round_trip_every_dtype),
+      T(test_reader__golden_small_checkpoint),
+      T(test_reader__escaped_names),
+      T(test_reader__refuses_each_mangled_field),
+      T(test_reader__truncated_at_every_length),
+      T(test_reader__hostile_header_lengths),
+      T(test_reader__short_files),
+      T(test_reader__crc_mismatch_found_by_read_and_verify),
+      T(test_reader__recorded_crc_wrong),
+      T(test_reader__file_shrinks_after_open),
+      T(test_reader__verify_uses_a_bounded_buffer),
+      T(test_reader__arguments),
+      T(test_reader__oom_loop),
+      T(test_reader__fs_fault_sweep),
+  };
+#undef T
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
