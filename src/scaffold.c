@@ -21,6 +21,9 @@ struct hk_scaffold {
   hk_feed *local_init_feed;
   size_t nlocal_init_feed;
   hk_executor *finalized_with;
+  hk_saver *saver; /* C58/C99: given (borrowed) or built by finalize (owned) */
+  hk_saver *given_saver;
+  int owns_saver;
 };
 
 hk_code hk__feeds_copy(const hk_env *env, const hk_feed *src, size_t n, hk_feed **out, const char *what,
@@ -105,6 +108,8 @@ hk_code hk_scaffold_new(hk_scaffold **out, const hk_scaffold_options *o, hk_stat
   s->ready_for_local_init_op =
       o->ready_for_local_init_op ? o->ready_for_local_init_op : (from ? from->ready_for_local_init_op : HK_NO_HANDLE);
   s->local_init_op = o->local_init_op ? o->local_init_op : (from ? from->local_init_op : HK_NO_HANDLE);
+  s->given_saver = o->version >= 2 && o->saver ? o->saver : (from ? from->given_saver : NULL);
+  s->saver = s->given_saver;
   rc = hk__feeds_copy(&s->env, init_feed, ninit_feed, &s->init_feed, "hk_scaffold_new: init_feed", st);
   if (rc == HK_OK)
     rc = hk__feeds_copy(&s->env, local_feed, nlocal_feed, &s->local_init_feed, "hk_scaffold_new: local_init_feed", st);
@@ -121,6 +126,7 @@ hk_code hk_scaffold_new(hk_scaffold **out, const hk_scaffold_options *o, hk_stat
 void hk_scaffold_free(hk_scaffold *s) {
   if (!s) return;
   hk_env env = s->env;
+  if (s->owns_saver) hk_saver_free(s->saver);
   hk_env_free(&env, s->init_feed);
   hk_env_free(&env, s->local_init_feed);
   hk_env_free(&env, s);
@@ -179,8 +185,24 @@ hk_code hk_scaffold_finalize(hk_scaffold *s, hk_executor *ex, hk_status *st) {
   if (rc == HK_OK)
     rc = fill_role(s, ex, &rfli, HK_ROLE_READY_FOR_LOCAL_INIT_OP, HK_DEFAULT_READY_FOR_LOCAL_INIT_OP, st);
   if (rc == HK_OK) rc = fill_role(s, ex, &local, HK_ROLE_LOCAL_INIT_OP, HK_DEFAULT_LOCAL_INIT_OP, st);
+  /* C99: the default Saver covers every global variable; an executor
+   * without variables has nothing to save and gets none. */
+  hk_saver *saver = s->saver;
+  if (rc == HK_OK && !saver && hk_executor_variable_count(ex) > 0) {
+    hk_saver_options so = HK_SAVER_OPTIONS_INIT;
+    so.env = &s->env;
+    so.executor = ex;
+    rc = hk_saver_new(&saver, &so, st);
+  }
   if (rc == HK_OK) rc = hk_executor_finalize(ex, st);
-  if (rc != HK_OK) return rc; /* fields stay as given: a failed finalize changes nothing */
+  if (rc != HK_OK) { /* fields stay as given: a failed finalize changes nothing */
+    if (saver != s->saver) hk_saver_free(saver);
+    return rc;
+  }
+  if (saver != s->saver) {
+    s->saver = saver;
+    s->owns_saver = 1;
+  }
   s->init_op = init_op;
   s->ready_op = ready;
   s->ready_for_local_init_op = rfli;
@@ -211,3 +233,4 @@ const hk_feed *hk_scaffold_local_init_feed(const hk_scaffold *s, size_t *n) {
   if (n) *n = s ? s->nlocal_init_feed : 0;
   return s ? s->local_init_feed : NULL;
 }
+hk_saver *hk_scaffold_saver(const hk_scaffold *s) { return s ? s->saver : NULL; }

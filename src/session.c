@@ -34,6 +34,7 @@ struct hk_session {
   void *creator_user;
   int owns_creator;
   int is_chief;
+  char *ckpt_dir, *ckpt_path; /* copied restore options (C67) */
   double grace_secs, max_wait_secs;
   double rec_initial, rec_max_delay, rec_max_secs;
   int64_t rec_max_attempts;
@@ -167,6 +168,9 @@ static hk_code make_raw_session(hk_session *s, hk_raw_session **out, hk_status *
   po.init_feed = hk_scaffold_init_feed(s->scaffold, &po.ninit_feed);
   po.init_fn = hk_scaffold_init_fn(s->scaffold, &po.init_fn_user);
   po.scaffold = s->scaffold;
+  po.checkpoint_dir = s->ckpt_dir;
+  po.checkpoint_filename_with_path = s->ckpt_path;
+  po.saver = hk_scaffold_saver(s->scaffold);
   s->busy++; /* init_fn runs inside (H19) */
   hk_code rc = hk_session_manager_prepare_session(s->sm, out, &po, st);
   s->busy--;
@@ -347,10 +351,6 @@ static hk_code validate_options(const hk_session_options *o, hk_status *st) {
   if (o->checkpoint_dir && o->checkpoint_filename_with_path)
     return hk_status_set(st, HK_INVALID_ARGUMENT,
                          "Can not provide both checkpoint_dir and checkpoint_filename_with_path.");
-  if (o->checkpoint_dir || o->checkpoint_filename_with_path)
-    return hk_status_set(st, HK_UNIMPLEMENTED,
-                         "hk_session_new: restoring checkpoints is not supported by this build (%s given)",
-                         o->checkpoint_dir ? "checkpoint_dir" : "checkpoint_filename_with_path");
   return HK_OK;
 }
 
@@ -367,6 +367,8 @@ static void destroy(hk_session *s) {
   if (s->owns_scaffold) hk_scaffold_free(s->scaffold);
   if (s->owns_creator && s->creator && s->creator->destroy) s->creator->destroy(s->creator_user);
   hk_env env = s->env;
+  hk_env_free(&env, s->ckpt_dir);
+  hk_env_free(&env, s->ckpt_path);
   hk_env_free(&env, s->old_coords);
   hk_env_free(&env, s->hooks);
   hk_env_free(&env, s->fetches);
@@ -408,6 +410,12 @@ static hk_code session_new(hk_session **out, const hk_session_options *o, hk_sta
   s->rec_max_attempts = o->recovery_max_attempts;
   s->rec_max_secs = o->recovery_max_secs;
   s->own_md.version = HK_RUN_METADATA_VERSION;
+  if ((o->checkpoint_dir && !(s->ckpt_dir = hk_env_strdup(&s->env, o->checkpoint_dir))) ||
+      (o->checkpoint_filename_with_path &&
+       !(s->ckpt_path = hk_env_strdup(&s->env, o->checkpoint_filename_with_path)))) {
+    destroy(s);
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_session_new: out of memory");
+  }
   if (o->nhooks) {
     s->hooks = hk_env_calloc(&s->env, o->nhooks, sizeof *s->hooks);
     s->requests = hk_env_calloc(&s->env, o->nhooks, sizeof *s->requests);

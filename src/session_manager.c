@@ -6,6 +6,7 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "internal.h"
+#include "ckpt/ckpt.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -185,23 +186,85 @@ static hk_code check_prepare(const hk_prepare_options *o, hk_status *st) {
   if (o->checkpoint_dir && o->checkpoint_filename_with_path)
     return hk_status_set(st, HK_INVALID_ARGUMENT,
                          "Can not provide both checkpoint_dir and checkpoint_filename_with_path.");
-  if (o->checkpoint_dir || o->checkpoint_filename_with_path)
-    return hk_status_set(st, HK_UNIMPLEMENTED, "restoring checkpoints is not supported by this build (%s given)",
-                         o->checkpoint_dir ? "checkpoint_dir" : "checkpoint_filename_with_path");
   if (!(hk_secs_is_unset(o->max_wait_secs) || hk__secs_valid(o->max_wait_secs)))
     return hk_status_set(st, HK_INVALID_ARGUMENT, "prepare options: max_wait_secs must be finite and >= 0, got %g",
                          o->max_wait_secs);
   return HK_OK;
 }
 
-/* Create a raw session and restore it when a checkpoint is configured.
- * Restoring arrives with the checkpoint reader; check_prepare() refuses the
- * options that would need it, so here nothing is ever restored. */
+static hk_code fail_closing(hk_raw_session **rs, hk_code rc);
+
+/* The Saver of the options, when restoring is configured at all (C67). */
+static hk_saver *restore_saver(const hk_prepare_options *o) {
+  hk_saver *saver = o->version >= 2 ? o->saver : NULL;
+  if (!saver || (!o->checkpoint_dir && !o->checkpoint_filename_with_path)) return NULL;
+  return saver;
+}
+
+/* C68: while checkpoint_dir has no state file, wait for one if asked.
+ * *present tells whether a state file (readable or not) exists now. */
+static hk_code wait_for_state_file(hk_session_manager *sm, const hk_prepare_options *o, hk_saver *saver, int *present,
+                                   hk_status *st) {
+  double waited = 0;
+  for (;;) {
+    hk_checkpoint_state *cs = NULL;
+    hk_status tmp = HK_STATUS_INIT;
+    hk_code rc = hk_get_checkpoint_state(&sm->env, o->checkpoint_dir, hk_saver_latest_filename(saver), &cs, &tmp);
+    hk_checkpoint_state_free(cs);
+    if (rc == HK_RESOURCE_EXHAUSTED) {
+      hk__status_copy(st, &tmp);
+      return rc;
+    }
+    /* Malformed or unreadable: present, and the restore scans (C123). */
+    *present = rc != HK_NOT_FOUND;
+    if (*present) return HK_OK;
+    int forever = hk_secs_is_unset(o->max_wait_secs);
+    if (!o->wait_for_checkpoint || !(forever || waited < o->max_wait_secs)) return HK_OK;
+    hk_env_log(&sm->env, HK_LOG_INFO, "Waiting for checkpoint to be available.");
+    rc = interruptible_sleep(sm, sm->recovery_wait_secs, st);
+    if (rc != HK_OK) return rc;
+    waited += sm->recovery_wait_secs;
+  }
+}
+
+/* Create a raw session and restore it when a checkpoint is configured
+ * (C66 step 1, C67, C68, D5.3). *restored_from receives the prefix that was
+ * restored (owned, sm->env), NULL when nothing was. A session whose restore
+ * failed is never handed out. */
 static hk_code create_and_restore(hk_session_manager *sm, const hk_prepare_options *o, hk_raw_session **out,
-                                  int *restored, hk_status *st) {
-  (void)o;
-  *restored = 0;
-  return hk_raw_session_open(out, sm->ex, st);
+                                  char **restored_from, hk_status *st) {
+  *restored_from = NULL;
+  hk_saver *saver = restore_saver(o);
+  int present = 0;
+  hk_code rc;
+  /* Waiting needs no raw session; do it first so none is held meanwhile. */
+  if (saver && o->checkpoint_dir) {
+    rc = wait_for_state_file(sm, o, saver, &present, st);
+    if (rc != HK_OK) return rc;
+  }
+  rc = hk_raw_session_open(out, sm->ex, st);
+  if (rc != HK_OK || !saver) return rc;
+  if (o->checkpoint_filename_with_path) {
+    /* C67, D5.4: restored unconditionally, no fallback. */
+    rc = hk_saver_restore(saver, *out, o->checkpoint_filename_with_path, st);
+    if (rc != HK_OK) return fail_closing(out, rc);
+    *restored_from = hk_env_strdup(&sm->env, o->checkpoint_filename_with_path);
+    if (!*restored_from)
+      return fail_closing(out, hk_status_set(st, HK_RESOURCE_EXHAUSTED, "session manager: out of memory"));
+    return HK_OK;
+  }
+  if (!present) return HK_OK;
+  char *from = NULL;
+  rc = hk__saver_restore_latest(saver, *out, o->checkpoint_dir, &from, st);
+  if (rc != HK_OK) return fail_closing(out, rc);
+  if (from) {
+    /* restore_latest allocates through the Saver's env; hand back a copy of ours. */
+    *restored_from = hk_env_strdup(&sm->env, from);
+    hk_env_free(hk__saver_env(saver), from);
+    if (!*restored_from)
+      return fail_closing(out, hk_status_set(st, HK_RESOURCE_EXHAUSTED, "session manager: out of memory"));
+  }
+  return HK_OK;
 }
 
 static hk_code fail_closing(hk_raw_session **rs, hk_code rc) {
@@ -219,9 +282,11 @@ hk_code hk_session_manager_prepare_session(hk_session_manager *sm, hk_raw_sessio
   hk_code rc = check_prepare(o, st);
   if (rc != HK_OK) return rc;
   hk_raw_session *rs = NULL;
-  int restored = 0;
-  rc = create_and_restore(sm, o, &rs, &restored, st);
+  char *restored_from = NULL;
+  rc = create_and_restore(sm, o, &rs, &restored_from, st);
   if (rc != HK_OK) return rc;
+  int restored = restored_from != NULL;
+  hk_env_free(&sm->env, restored_from);
   if (!restored) {
     if (o->init_op == HK_NO_HANDLE && !o->init_fn && sm->local_init_op == HK_NO_HANDLE)
       return fail_closing(
@@ -280,19 +345,35 @@ hk_code hk_session_manager_recover_session(hk_session_manager *sm, hk_raw_sessio
   hk_code rc = check_prepare(o, st);
   if (rc != HK_OK) return rc;
   hk_raw_session *rs = NULL;
-  int restored = 0;
-  rc = create_and_restore(sm, o, &rs, &restored, st);
+  char *from = NULL;
+  rc = create_and_restore(sm, o, &rs, &from, st);
   if (rc != HK_OK) return rc;
   /* C74: local init always runs, restored or not. */
   int ok = 1;
   hk_status why = HK_STATUS_INIT;
   rc = try_local_init(sm, rs, &ok, &why, st);
-  if (rc != HK_OK) return fail_closing(&rs, rc);
-  if (restored && ok) {
-    int ready = 0;
-    rc = hk_session_manager_model_ready(sm, rs, sm->ready_op, &ready, &why, st);
-    if (rc != HK_OK) return fail_closing(&rs, rc);
-    *initialized = ready;
+  if (rc != HK_OK) {
+    hk_env_free(&sm->env, from);
+    return fail_closing(&rs, rc);
+  }
+  if (from) {
+    if (!ok) {
+      hk_env_log(&sm->env, HK_LOG_INFO, "Restoring model from %s did not make model ready for local init: %s", from,
+                 why.message);
+    } else {
+      int ready = 0;
+      rc = hk_session_manager_model_ready(sm, rs, sm->ready_op, &ready, &why, st);
+      if (rc != HK_OK) {
+        hk_env_free(&sm->env, from);
+        return fail_closing(&rs, rc);
+      }
+      if (ready)
+        hk_env_log(&sm->env, HK_LOG_INFO, "Restored model from %s", from);
+      else
+        hk_env_log(&sm->env, HK_LOG_INFO, "Restoring model from %s did not make model ready: %s", from, why.message);
+      *initialized = ready;
+    }
+    hk_env_free(&sm->env, from);
   }
   *out = rs;
   return HK_OK;

@@ -240,20 +240,25 @@ static void test_session_manager__c67_both_paths(void **state)
   assert_int_equal(fake_executor_calls(f->fx, FAKE_OPEN), 0);
 }
 
-static void test_session_manager__c67_restore_unimplemented(void **state)
+/* C67: without a saver nothing is restored, whatever path is given; the
+ * model is initialized instead and recover_session reports it uninitialized.
+ * Restoring itself is covered by test_restore. */
+static void test_session_manager__c67_no_saver_restores_nothing(void **state)
 {
   fixture *f = *state;
-  int initialized = 0;
+  int initialized = 1;
   make_sm(f);
-  f->po.checkpoint_dir = "/tmp/ckpt";
-  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st, HK_UNIMPLEMENTED,
-                "restoring checkpoints is not supported by this build");
+  f->po.checkpoint_dir = "/nonexistent/ckpt";
+  assert_ok(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st);
+  assert_non_null(f->rs);
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_OPEN), 1);
+  hk_raw_session_free(f->rs);
+  f->rs = NULL;
   f->po.checkpoint_dir = NULL;
-  f->po.checkpoint_filename_with_path = "/tmp/ckpt/model.ckpt-1";
-  assert_status(hk_session_manager_recover_session(f->sm, &f->rs, &initialized, &f->po, &f->st), &f->st,
-                HK_UNIMPLEMENTED, "restoring checkpoints is not supported by this build");
-  assert_null(f->rs);
-  assert_int_equal(fake_executor_calls(f->fx, FAKE_OPEN), 0);
+  f->po.checkpoint_filename_with_path = "/nonexistent/ckpt/model.ckpt-1";
+  assert_ok(hk_session_manager_recover_session(f->sm, &f->rs, &initialized, &f->po, &f->st), &f->st);
+  assert_non_null(f->rs);
+  assert_int_equal(initialized, 0);
 }
 
 /* ---- C69, C70, C71, C72 ------------------------------------------------- */
@@ -497,7 +502,7 @@ int main(void)
     T(test_session_manager__c66_init_fn_failure),
     T(test_session_manager__c66_open_failure),
     T(test_session_manager__c67_both_paths),
-    T(test_session_manager__c67_restore_unimplemented),
+    T(test_session_manager__c67_no_saver_restores_nothing),
     T(test_session_manager__c69_nothing_to_initialize),
     T(test_session_manager__c70_not_ready_for_local_init),
     T(test_session_manager__c71_not_ready),
