@@ -96,12 +96,18 @@ typedef struct options {
   double lr;
   uint64_t seed;
   int64_t log_every;
+  const char *checkpoint_dir; /* NULL: no checkpoints */
+  int64_t save_steps;         /* HK_UNSET_STEPS when not given */
+  double save_secs;           /* HK_UNSET_SECS when not given */
+  int async;
+  int64_t keep;
 } options;
 
 static void usage(FILE *out) {
   fprintf(out,
           "usage: train_digits [--data PATH] [--steps N] [--batch N] [--lr X] [--seed N]\n"
-          "                    [--log-every N] [--help]\n"
+          "                    [--log-every N] [--checkpoint-dir DIR [--save-steps N | --save-secs S]\n"
+          "                    [--async] [--keep N]] [--help]\n"
           "\n"
           "Train a 64-32-10 MLP on the UCI digits data through a hooked monitored session.\n"
           "\n"
@@ -113,7 +119,17 @@ static void usage(FILE *out) {
           "  --lr X           SGD learning rate, > 0 (default 0.1)\n"
           "  --seed N         seed of the initializers and the per-epoch shuffle (default 42)\n"
           "  --log-every N    log the loss to stderr every N steps, 0 for never (default 500)\n"
+          "  --checkpoint-dir DIR\n"
+          "                   restore the newest checkpoint of DIR that verifies (if any),\n"
+          "                   save one at start, during training and at the end\n"
+          "  --save-steps N   save every N global steps (default: every 600 s, as TensorFlow)\n"
+          "  --save-secs S    save every S seconds instead\n"
+          "  --async          write checkpoints on a background thread\n"
+          "  --keep N         checkpoints to keep, 0 for all (default 5)\n"
           "  --help           show this text\n"
+          "\n"
+          "SIGINT or SIGTERM stops training after the current step; with --checkpoint-dir\n"
+          "the final checkpoint is written. The result line is printed either way.\n"
           "\n"
           "Prints one line on stdout: result: step=<N> loss=<x> test_accuracy=<y>\n");
 }
@@ -152,6 +168,12 @@ static int parse_args(int argc, char **argv, options *o) {
   o->lr = 0.1;
   o->seed = 42;
   o->log_every = 500;
+  o->checkpoint_dir = NULL;
+  o->save_steps = HK_UNSET_STEPS;
+  o->save_secs = HK_UNSET_SECS;
+  o->async = 0;
+  o->keep = 5;
+  int keep_given = 0;
 
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -163,6 +185,10 @@ static int parse_args(int argc, char **argv, options *o) {
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
       usage(stdout);
       return -1;
+    }
+    if (strcmp(arg, "--async") == 0) {
+      o->async = 1;
+      continue;
     }
     if (strncmp(arg, "--", 2) != 0) return usage_error("unexpected argument '%s'", arg);
     /* Both "--flag value" and "--flag=value". */
@@ -178,7 +204,9 @@ static int parse_args(int argc, char **argv, options *o) {
       strcpy(flag, arg);
     }
     if (strcmp(flag, "--data") != 0 && strcmp(flag, "--steps") != 0 && strcmp(flag, "--batch") != 0 &&
-        strcmp(flag, "--lr") != 0 && strcmp(flag, "--seed") != 0 && strcmp(flag, "--log-every") != 0)
+        strcmp(flag, "--lr") != 0 && strcmp(flag, "--seed") != 0 && strcmp(flag, "--log-every") != 0 &&
+        strcmp(flag, "--checkpoint-dir") != 0 && strcmp(flag, "--save-steps") != 0 &&
+        strcmp(flag, "--save-secs") != 0 && strcmp(flag, "--keep") != 0)
       return usage_error("unknown option '%s'", flag);
     if (value == NULL) {
       if (i + 1 >= argc) return usage_error("option '%s' needs a value", flag);
@@ -194,6 +222,22 @@ static int parse_args(int argc, char **argv, options *o) {
       if ((rc = parse_i64(flag, value, 1, 65536, &o->batch)) != 0) return rc;
     } else if (strcmp(flag, "--log-every") == 0) {
       if ((rc = parse_i64(flag, value, 0, INT64_MAX, &o->log_every)) != 0) return rc;
+    } else if (strcmp(flag, "--checkpoint-dir") == 0) {
+      if (*value == '\0') return usage_error("option '%s' needs a non-empty path", flag);
+      o->checkpoint_dir = value;
+    } else if (strcmp(flag, "--save-steps") == 0) {
+      if ((rc = parse_i64(flag, value, 1, INT64_MAX, &o->save_steps)) != 0) return rc;
+    } else if (strcmp(flag, "--keep") == 0) {
+      if ((rc = parse_i64(flag, value, 0, INT64_MAX, &o->keep)) != 0) return rc;
+      keep_given = 1;
+    } else if (strcmp(flag, "--save-secs") == 0) {
+      char *end;
+      double v;
+      errno = 0;
+      v = strtod(value, &end);
+      if (end == value || *end != '\0' || errno == ERANGE || !isfinite(v) || v <= 0.0)
+        return usage_error("invalid value '%s' for --save-secs: expected a finite number > 0", value);
+      o->save_secs = v;
     } else if (strcmp(flag, "--seed") == 0) {
       char *end;
       unsigned long long v;
@@ -212,6 +256,12 @@ static int parse_args(int argc, char **argv, options *o) {
       o->lr = v;
     }
   }
+  if (o->save_steps != HK_UNSET_STEPS && !hk_secs_is_unset(o->save_secs))
+    return usage_error("--save-steps and --save-secs cannot be combined");
+  if (!o->checkpoint_dir &&
+      (o->save_steps != HK_UNSET_STEPS || !hk_secs_is_unset(o->save_secs) || o->async || keep_given))
+    return usage_error("--save-steps, --save-secs, --async and --keep need --checkpoint-dir");
+  if (o->checkpoint_dir && o->save_steps == HK_UNSET_STEPS && hk_secs_is_unset(o->save_secs)) o->save_secs = 600.0;
   return 0;
 }
 
@@ -814,7 +864,10 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
   model m = {NULL, HK_NO_HANDLE, HK_NO_HANDLE};
   trainer t;
   feeder f;
-  hk_hook *feed_hook = NULL, *stop_hook = NULL, *hooks[2];
+  hk_hook *feed_hook = NULL, *stop_hook = NULL, *ckpt_hook = NULL, *hooks[3];
+  hk_saver *saver = NULL;
+  hk_scaffold *scaffold = NULL;
+  int signals_installed = 0;
   hk_session *s = NULL;
   hk_stop_at_step_options so = HK_STOP_AT_STEP_OPTIONS_INIT;
   hk_session_options sopts = HK_SESSION_OPTIONS_INIT;
@@ -875,6 +928,40 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
   sopts.executor = hk_graph_executor(m.g);
   sopts.hooks = hooks;
   sopts.nhooks = 2;
+  if (o->checkpoint_dir) {
+    /* One Saver restores (through the Scaffold and checkpoint_dir) and
+     * saves (through the hook), so retention continues across restarts. */
+    hk_saver_options svo = HK_SAVER_OPTIONS_INIT;
+    hk_scaffold_options sco = HK_SCAFFOLD_OPTIONS_INIT;
+    hk_checkpoint_saver_options co = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
+    svo.executor = hk_graph_executor(m.g);
+    svo.max_to_keep = o->keep;
+    co.checkpoint_dir = o->checkpoint_dir;
+    co.save_steps = o->save_steps;
+    co.save_secs = o->save_secs;
+    if (hk_saver_new(&saver, &svo, &st) != HK_OK) {
+      status = fail_status("creating the saver", &st);
+      goto out;
+    }
+    sco.saver = saver;
+    co.saver = saver;
+    if (hk_scaffold_new(&scaffold, &sco, &st) != HK_OK ||
+        (o->async ? hk_async_checkpoint_saver_hook_new(&ckpt_hook, &co, &st)
+                  : hk_checkpoint_saver_hook_new(&ckpt_hook, &co, &st)) != HK_OK) {
+      status = fail_status("setting up checkpoints", &st);
+      goto out;
+    }
+    hooks[2] = ckpt_hook;
+    sopts.nhooks = 3;
+    sopts.scaffold = scaffold;
+    sopts.checkpoint_dir = o->checkpoint_dir;
+  }
+  /* SIGINT/SIGTERM become a clean stop: the step in progress completes, the
+   * session closes normally, and the checkpoint hook writes the final step. */
+  if (hk_signal_install(&st) == HK_OK)
+    signals_installed = 1;
+  else
+    fprintf(stderr, "train_digits: signals will not stop training cleanly: %s\n", st.message);
   if (hk_session_new(&s, &sopts, &st) != HK_OK) {
     status = fail_status("creating the session", &st);
     goto out;
@@ -911,6 +998,7 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
     fputs("train_digits: the session closed without evaluating the test set\n", stderr);
     goto out;
   }
+  if (hk_signal_fired()) fputs("train_digits: stopped by a signal\n", stderr);
   fprintf(stderr, "training time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", t1 - t0, steps_run,
           steps_run ? (t1 - t0) * 1e6 / (double)steps_run : 0.0);
   printf("result: step=%" PRId64 " loss=%.6f test_accuracy=%.6f\n", f.final_step, (double)last_loss,
@@ -919,8 +1007,12 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
 
 out:
   hk_session_free(s);
+  if (signals_installed) hk_signal_uninstall(NULL);
   hk_hook_free(feed_hook);
   hk_hook_free(stop_hook);
+  hk_hook_free(ckpt_hook);
+  hk_scaffold_free(scaffold);
+  hk_saver_free(saver);
   hk_graph_free(m.g);
   free(t.hpre);
   free(t.h);
