@@ -1,0 +1,863 @@
+/*
+ * Tests of AsyncCheckpointSaverHook (contract group L: C104–C109, D3; D12
+ * for the final save after a signal stop), through real sessions and real
+ * temporary directories.
+ *
+ * Determinism: the background write is held by a "gate" file system that
+ * blocks writes to chosen checkpoint files until the test opens it, and
+ * reports when the writer thread has arrived there. Nothing here asserts on
+ * timing; where a test must wait for the writer thread it waits on the gate
+ * or polls (bounded) for an outcome that must come. Run under TSan
+ * (-DHOOKED_SANITIZE=thread) as well.
+ */
+#include "session_fixture.h"
+#include "tmpdir.h"
+#include "faulty_fs.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_STEPS 64
+#define POLL_LIMIT 5000 /* polls of 1 ms before a test gives up waiting for the writer */
+
+/* ---- the gate file system --------------------------------------------------------- */
+
+typedef struct gate_fs {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int closed;       /* writes to matching files block while set */
+  char block[128];  /* a matching path contains this ... */
+  char except[128]; /* ... and not this ("" : no exception) */
+  int arrivals;     /* writes that found the gate closed */
+  const hk_fs_vtable *base;
+  void *base_user;
+} gate_fs;
+
+typedef struct gate_file {
+  hk_fs_file *inner;
+  int gated;
+} gate_file;
+
+static int gate_matches(gate_fs *g, const char *path) {
+  return g->block[0] != '\0' && strstr(path, g->block) != NULL && (g->except[0] == '\0' || !strstr(path, g->except));
+}
+
+static hk_code g_open_read(void *user, const char *path, hk_fs_file **out, hk_status *st) {
+  gate_fs *g = user;
+  gate_file *gf = calloc(1, sizeof *gf);
+  hk_code rc;
+  assert_non_null(gf);
+  rc = g->base->open_read(g->base_user, path, &gf->inner, st);
+  if (rc != HK_OK) {
+    free(gf);
+    return rc;
+  }
+  *out = (hk_fs_file *)gf;
+  return HK_OK;
+}
+
+static hk_code g_create_excl(void *user, const char *path, hk_fs_file **out, hk_status *st) {
+  gate_fs *g = user;
+  gate_file *gf = calloc(1, sizeof *gf);
+  hk_code rc;
+  assert_non_null(gf);
+  rc = g->base->create_excl(g->base_user, path, &gf->inner, st);
+  if (rc != HK_OK) {
+    free(gf);
+    return rc;
+  }
+  pthread_mutex_lock(&g->mu);
+  gf->gated = gate_matches(g, path);
+  pthread_mutex_unlock(&g->mu);
+  *out = (hk_fs_file *)gf;
+  return HK_OK;
+}
+
+static hk_code g_read_at(void *user, hk_fs_file *f, void *buf, size_t len, uint64_t off, size_t *n, hk_status *st) {
+  gate_fs *g = user;
+  return g->base->read_at(g->base_user, ((gate_file *)f)->inner, buf, len, off, n, st);
+}
+
+static hk_code g_write(void *user, hk_fs_file *f, const void *buf, size_t len, size_t *n, hk_status *st) {
+  gate_fs *g = user;
+  gate_file *gf = (gate_file *)f;
+  if (gf->gated) {
+    pthread_mutex_lock(&g->mu);
+    if (g->closed) {
+      g->arrivals++;
+      pthread_cond_broadcast(&g->cv);
+      while (g->closed) pthread_cond_wait(&g->cv, &g->mu);
+    }
+    pthread_mutex_unlock(&g->mu);
+  }
+  return g->base->write(g->base_user, gf->inner, buf, len, n, st);
+}
+
+static hk_code g_size(void *user, hk_fs_file *f, uint64_t *size, hk_status *st) {
+  gate_fs *g = user;
+  return g->base->size(g->base_user, ((gate_file *)f)->inner, size, st);
+}
+
+static hk_code g_sync(void *user, hk_fs_file *f, hk_status *st) {
+  gate_fs *g = user;
+  return g->base->sync(g->base_user, ((gate_file *)f)->inner, st);
+}
+
+static hk_code g_close(void *user, hk_fs_file *f, hk_status *st) {
+  gate_fs *g = user;
+  gate_file *gf = (gate_file *)f;
+  hk_code rc = g->base->close(g->base_user, gf->inner, st);
+  free(gf);
+  return rc;
+}
+
+static hk_code g_sync_dir(void *user, const char *path, hk_status *st) {
+  gate_fs *g = user;
+  return g->base->sync_dir(g->base_user, path, st);
+}
+
+static hk_code g_rename(void *user, const char *from, const char *to, hk_status *st) {
+  gate_fs *g = user;
+  return g->base->rename(g->base_user, from, to, st);
+}
+
+static hk_code g_unlink(void *user, const char *path, hk_status *st) {
+  gate_fs *g = user;
+  return g->base->unlink(g->base_user, path, st);
+}
+
+static hk_code g_stat(void *user, const char *path, hk_fs_stat *out, hk_status *st) {
+  gate_fs *g = user;
+  return g->base->stat(g->base_user, path, out, st);
+}
+
+static hk_code g_list(void *user, const char *path, hk_fs_list_fn fn, void *fn_user, hk_status *st) {
+  gate_fs *g = user;
+  return g->base->list(g->base_user, path, fn, fn_user, st);
+}
+
+static hk_code g_mkdir(void *user, const char *path, hk_status *st) {
+  gate_fs *g = user;
+  return g->base->mkdir(g->base_user, path, st);
+}
+
+static const hk_fs_vtable gate_vtable = {
+    HK_FS_VTABLE_VERSION, g_open_read, g_create_excl, g_read_at, g_write, g_size,  g_sync, g_close,
+    g_sync_dir,           g_rename,    g_unlink,      g_stat,    g_list,  g_mkdir,
+};
+
+static void gate_init(gate_fs *g, const hk_fs_vtable *base, void *base_user) {
+  memset(g, 0, sizeof *g);
+  pthread_mutex_init(&g->mu, NULL);
+  pthread_cond_init(&g->cv, NULL);
+  g->base = base ? base : hk_fs_posix();
+  g->base_user = base_user;
+}
+
+static void gate_destroy(gate_fs *g) {
+  pthread_cond_destroy(&g->cv);
+  pthread_mutex_destroy(&g->mu);
+}
+
+/* Close the gate for files whose path contains `block` and not `except`. */
+static void gate_close(gate_fs *g, const char *block, const char *except) {
+  pthread_mutex_lock(&g->mu);
+  snprintf(g->block, sizeof g->block, "%s", block);
+  snprintf(g->except, sizeof g->except, "%s", except ? except : "");
+  g->closed = 1;
+  pthread_mutex_unlock(&g->mu);
+}
+
+static void gate_open(gate_fs *g) {
+  pthread_mutex_lock(&g->mu);
+  g->closed = 0;
+  pthread_cond_broadcast(&g->cv);
+  pthread_mutex_unlock(&g->mu);
+}
+
+/* Wait until the writer thread is held at the gate. */
+static void gate_wait_arrival(gate_fs *g) {
+  pthread_mutex_lock(&g->mu);
+  while (g->arrivals == 0) pthread_cond_wait(&g->cv, &g->mu);
+  pthread_mutex_unlock(&g->mu);
+}
+
+static int gate_arrivals(gate_fs *g) {
+  int n;
+  pthread_mutex_lock(&g->mu);
+  n = g->arrivals;
+  pthread_mutex_unlock(&g->mu);
+  return n;
+}
+
+/* Opens the gate from another thread after a short real-time pause, for the
+ * calls that block the test's own thread until the write completes. */
+static void *open_later(void *arg) {
+  test_sleep_real_ms(50);
+  gate_open(arg);
+  return NULL;
+}
+
+/* ---- a spy listener ---------------------------------------------------------------- */
+
+typedef struct spy_listener {
+  int begin, before, after, end;
+  int64_t after_steps[MAX_STEPS];
+  int64_t end_step;
+  int64_t stop_at;
+  pthread_t thread; /* where after_save last ran (D3.6) */
+} spy_listener;
+
+static hk_code l_begin(void *user, hk_status *st) {
+  (void)st;
+  ((spy_listener *)user)->begin++;
+  return HK_OK;
+}
+
+static hk_code l_before(void *user, hk_raw_session *rs, int64_t step, hk_status *st) {
+  (void)rs;
+  (void)step;
+  (void)st;
+  ((spy_listener *)user)->before++;
+  return HK_OK;
+}
+
+static hk_code l_after(void *user, hk_raw_session *rs, int64_t step, int *stop, hk_status *st) {
+  spy_listener *l = user;
+  (void)rs;
+  (void)st;
+  if (l->after < MAX_STEPS) l->after_steps[l->after] = step;
+  l->after++;
+  l->thread = pthread_self();
+  if (step == l->stop_at) *stop = 1;
+  return HK_OK;
+}
+
+static hk_code l_end(void *user, hk_raw_session *rs, int64_t step, hk_status *st) {
+  spy_listener *l = user;
+  (void)rs;
+  (void)st;
+  l->end++;
+  l->end_step = step;
+  return HK_OK;
+}
+
+static const hk_checkpoint_listener_vtable spy_vtable = {
+    HK_CHECKPOINT_LISTENER_VTABLE_VERSION, l_begin, l_before, l_after, l_end,
+};
+
+/* ---- fixture ----------------------------------------------------------------------- */
+
+typedef struct fixture {
+  test_env *te;
+  char *tmp;
+  char *dir;
+  fake_executor *fx;
+  hk_handle gs, train, v, bump;
+  hk_hook *hook;
+  hk_session *s;
+  hk_saver *saver;
+  spy_listener l;
+  hk_checkpoint_listener ls;
+  gate_fs gate;
+  faulty_fs ff;
+  hk_checkpoint_saver_options o;
+  hk_status st;
+} fixture;
+
+static int setup(void **state) {
+  fixture *f = calloc(1, sizeof(*f));
+  assert_non_null(f);
+  f->te = test_env_new();
+  f->tmp = test_tmpdir_new("async-ckpt");
+  f->dir = test_path(f->tmp, "ckpt");
+  f->fx = fake_training_executor(f->te, NULL, &f->gs, &f->train);
+  f->v = fake_executor_add_variable(f->fx, "v", HK_DTYPE_I64, 0, NULL, HK_VAR_TRAINABLE, NULL);
+  f->bump = fake_executor_add_op(f->fx, "bump");
+  fake_executor_op_increments(f->fx, f->bump, f->v, 5);
+  f->l.stop_at = -1;
+  f->ls.vtable = &spy_vtable;
+  f->ls.user = &f->l;
+  f->ls.name = "spy";
+  /* env -> gate -> faulty -> POSIX: the gate holds writes, faulty injects errors. */
+  faulty_fs_init(&f->ff);
+  gate_init(&f->gate, faulty_fs_vtable(), &f->ff);
+  f->te->env.fs = &gate_vtable;
+  f->te->env.fs_user = &f->gate;
+  hk_checkpoint_saver_options_init(&f->o, HK_CHECKPOINT_SAVER_OPTIONS_VERSION);
+  f->o.env = &f->te->env;
+  f->o.checkpoint_dir = f->dir;
+  f->o.save_steps = 1;
+  f->o.listeners = &f->ls;
+  f->o.nlisteners = 1;
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  gate_open(&f->gate);
+  session_close_and_free(f->s);
+  hk_hook_free(f->hook);
+  hk_saver_free(f->saver);
+  assert_int_equal(faulty_fs_open_handles(&f->ff), 0);
+  gate_destroy(&f->gate);
+  faulty_fs_destroy(&f->ff);
+  test_tmpdir_free(f->tmp);
+  free(f->dir);
+  return fixture_release(f, f->fx, f->te);
+}
+
+static void make_hook(fixture *f) { assert_ok(hk_async_checkpoint_saver_hook_new(&f->hook, &f->o, &f->st), &f->st); }
+
+static void open_ok(fixture *f) {
+  make_hook(f);
+  assert_ok(one_hook_session_new(&f->s, &f->te->env, HK_SESSION_MONITORED, fake_executor_executor(f->fx), &f->hook,
+                                 NULL, &f->st),
+            &f->st);
+}
+
+static hk_code step(fixture *f) {
+  hk_handle targets[2];
+  hk_run_args args;
+  targets[0] = f->train;
+  targets[1] = f->bump;
+  memset(&args, 0, sizeof args);
+  args.targets = targets;
+  args.ntargets = 2;
+  return hk_session_run(f->s, &args, NULL, NULL, &f->st);
+}
+
+static hk_code noop(fixture *f) { return hk_session_run(f->s, NULL, NULL, NULL, &f->st); }
+
+static hk_code close_session(fixture *f) {
+  hk_code rc = hk_session_close(f->s, HK_OK, &f->st);
+  hk_session_free(f->s);
+  f->s = NULL;
+  return rc;
+}
+
+static int64_t live(fixture *f, hk_handle var) { return fake_executor_get_i64(f->fx, NULL, var); }
+
+static int logged(fixture *f, const char *fmt, long long n) {
+  char line[256];
+  snprintf(line, sizeof line, fmt, n);
+  return test_log_count(&f->te->log, HK_LOG_INFO, line);
+}
+
+static int ckpt_exists(fixture *f, int64_t step) {
+  char name[128];
+  char *p;
+  int yes;
+  snprintf(name, sizeof name, "model.ckpt-%lld.safetensors", (long long)step);
+  p = test_path(f->dir, name);
+  yes = test_path_exists(p);
+  free(p);
+  return yes;
+}
+
+static void read_ckpt(fixture *f, int64_t step, int64_t *gs, int64_t *v) {
+  char name[128];
+  char *prefix;
+  hk_checkpoint_reader *r = NULL;
+  size_t i;
+
+  snprintf(name, sizeof name, "model.ckpt-%lld", (long long)step);
+  prefix = test_path(f->dir, name);
+  assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, prefix, &f->st), &f->st);
+  assert_ok(hk_checkpoint_reader_verify(r, &f->st), &f->st);
+  *gs = hk_checkpoint_reader_step(r);
+  assert_ok(hk_checkpoint_reader_find(r, "v", &i, &f->st), &f->st);
+  assert_ok(hk_checkpoint_reader_read(r, i, v, sizeof *v, &f->st), &f->st);
+  hk_checkpoint_reader_free(r);
+  free(prefix);
+}
+
+/* Run no-op steps until `fmt`/n is logged (the writer finished and its
+ * completion was processed). */
+static void poll_until_logged(fixture *f, const char *fmt, long long n) {
+  int i;
+  for (i = 0; i < POLL_LIMIT && logged(f, fmt, n) == 0; i++) {
+    test_sleep_real_ms(1);
+    assert_ok(noop(f), &f->st);
+  }
+  assert_true(logged(f, fmt, n) > 0);
+}
+
+/* ---- C104: options and the creation line ------------------------------------------ */
+
+static void test_async_checkpoint_saver_hook__c104_options_and_log(void **state) {
+  fixture *f = *state;
+  hk_hook *h = (hk_hook *)1;
+  char line[600];
+  char *save_path = test_path(f->dir, "model.ckpt");
+
+  f->o.save_secs = 5; /* with save_steps 1 */
+  assert_status(hk_async_checkpoint_saver_hook_new(&h, &f->o, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "Can not provide both save_secs and save_steps.");
+  assert_null(h);
+  f->o.save_secs = HK_UNSET_SECS;
+  f->o.save_steps = 0;
+  assert_status(hk_async_checkpoint_saver_hook_new(&h, &f->o, &f->st), &f->st, HK_INVALID_ARGUMENT, "save_steps");
+  f->o.save_steps = HK_UNSET_STEPS;
+  assert_status(hk_async_checkpoint_saver_hook_new(&h, &f->o, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "Either save_secs or save_steps should be provided.");
+  f->o.save_steps = 1;
+  f->o.checkpoint_basename = "x\001y";
+  assert_status(hk_async_checkpoint_saver_hook_new(&h, &f->o, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "checkpoint_basename");
+  f->o.checkpoint_basename = NULL;
+  assert_false(test_path_exists(f->dir));
+
+  make_hook(f);
+  snprintf(line, sizeof line, "Create AsyncCheckpointSaverHook saving to path\n%s with 1 listener(s).", save_path);
+  assert_logged(f->te, HK_LOG_INFO, line);
+  hk_hook_free(f->hook);
+  f->hook = NULL;
+  f->o.nlisteners = 0;
+  test_log_clear(&f->te->log);
+  make_hook(f);
+  snprintf(line, sizeof line, "Create AsyncCheckpointSaverHook saving to path\n%s", save_path);
+  assert_logged(f->te, HK_LOG_INFO, line);
+  assert_int_equal(test_log_count(&f->te->log, -1, "listener(s)"), 0);
+  assert_false(test_path_exists(f->dir)); /* H3: nothing created, no thread started by construction */
+  free(save_path);
+}
+
+/* ---- C105, C106, C108, C109: saves, completions, listeners ----------------------- */
+
+static void test_async_checkpoint_saver_hook__c105_saves_listeners_logs(void **state) {
+  fixture *f = *state;
+  char *save_path = test_path(f->dir, "model.ckpt");
+  char line[600];
+  int64_t gs, v;
+
+  f->o.block_when_busy = 1; /* every trigger saves: C101's example, asynchronously */
+  open_ok(f);
+  assert_ok(step(f), &f->st);
+  assert_ok(step(f), &f->st);
+  assert_ok(close_session(f), &f->st);
+
+  assert_true(ckpt_exists(f, 0) && ckpt_exists(f, 1) && ckpt_exists(f, 2));
+  assert_int_equal(f->l.begin, 1);
+  assert_int_equal(f->l.before, 3);
+  assert_int_equal(f->l.after, 3);
+  assert_int_equal(f->l.end, 1);
+  assert_true(f->l.after_steps[0] == 0 && f->l.after_steps[1] == 1 && f->l.after_steps[2] == 2);
+  assert_true(f->l.end_step == 2);
+  assert_true(pthread_equal(f->l.thread, pthread_self())); /* D3.6: on the training thread */
+  /* C108's lines, C109's wait, and no second save of step 2 at end (D3.5). */
+  snprintf(line, sizeof line, "Saving checkpoints for 2 into %s.", save_path);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, line), 1);
+  snprintf(line, sizeof line, "Checkpoint finished for 2 into %s.", save_path);
+  assert_logged(f->te, HK_LOG_INFO, line);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "Checkpoint actual writing time: ("), 3);
+  assert_logged(f->te, HK_LOG_INFO, "Waiting for any pending checkpoints to finish.");
+  assert_int_equal(test_log_count(&f->te->log, -1, "deferring"), 0);
+  /* graph.pbtxt and one .meta per checkpoint (C102 applies, C104). */
+  assert_int_equal(test_dir_count_matching(f->dir, "graph.pbtxt"), 1);
+  assert_int_equal(test_dir_count_matching(f->dir, ".meta"), 3);
+  assert_int_equal(test_dir_count_matching(f->dir, "tfevents"), 1);
+  read_ckpt(f, 2, &gs, &v);
+  assert_true(gs == 2 && v == 10);
+  free(save_path);
+}
+
+/* ---- D3.1: the checkpoint for step N holds exactly step N's values ---------------- */
+
+static void test_async_checkpoint_saver_hook__d3_snapshot_holds_step_values(void **state) {
+  fixture *f = *state;
+  int64_t n = -1, v_at_n = -1, gs, v, m;
+  int i, reads, deferrals, before;
+
+  /* Hold every checkpoint write after the creation one. */
+  gate_close(&f->gate, ".safetensors", "model.ckpt-0.");
+  open_ok(f);
+  /* Step until a save after the creation one starts (while the creation
+   * write is in flight the trigger is deferred), and record v at that step. */
+  for (i = 0; i < POLL_LIMIT && n < 0; i++) {
+    assert_ok(step(f), &f->st);
+    if (logged(f, "Saving checkpoints for %lld into", (long long)live(f, f->gs)) > 0) {
+      n = live(f, f->gs);
+      v_at_n = live(f, f->v);
+    } else {
+      test_sleep_real_ms(1);
+    }
+  }
+  assert_true(n > 0);
+  assert_true(v_at_n == 5 * n);
+  gate_wait_arrival(&f->gate);
+
+  /* Training continues while the write of N is held: no snapshot (no
+   * variable read), one deferral line for the whole run of deferrals. */
+  reads = fake_executor_calls(f->fx, FAKE_VARIABLE_READ);
+  before = f->l.before;
+  deferrals = test_log_count(&f->te->log, HK_LOG_INFO, "Saver thread still in progress, deferring checkpoint.");
+  for (i = 0; i < 3; i++) assert_ok(step(f), &f->st);
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_VARIABLE_READ), reads);
+  assert_int_equal(f->l.before, before);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "Saver thread still in progress, deferring checkpoint."),
+                   deferrals + 1);
+  assert_false(ckpt_exists(f, n));
+  assert_true(live(f, f->v) == v_at_n + 15);
+
+  /* Released: the completion is processed at the next after_run, which
+   * also takes the deferred snapshot at the current step (the timer did
+   * not move while deferring). */
+  m = live(f, f->gs);
+  gate_open(&f->gate);
+  poll_until_logged(f, "Checkpoint finished for %lld into", (long long)n);
+  assert_int_equal(logged(f, "Saving checkpoints for %lld into", (long long)m), 1);
+  assert_ok(close_session(f), &f->st);
+
+  read_ckpt(f, n, &gs, &v);
+  assert_true(gs == n);
+  assert_true(v == v_at_n);
+  read_ckpt(f, m, &gs, &v);
+  assert_true(gs == m && v == 5 * m);
+}
+
+/* ---- D3.3: block_when_busy ------------------------------------------------------- */
+
+static void test_async_checkpoint_saver_hook__d3_block_when_busy(void **state) {
+  fixture *f = *state;
+  pthread_t opener;
+
+  f->o.block_when_busy = 1;
+  gate_close(&f->gate, ".safetensors", "model.ckpt-0.");
+  open_ok(f);
+  assert_ok(step(f), &f->st); /* snapshot at 1; its write is held */
+  gate_wait_arrival(&f->gate);
+  assert_int_equal(pthread_create(&opener, NULL, open_later, &f->gate), 0);
+  /* This run's trigger waits for the write of 1, processes it, then snapshots 2. */
+  assert_ok(step(f), &f->st);
+  pthread_join(opener, NULL);
+  assert_int_equal(logged(f, "Checkpoint finished for %lld into", 1), 1);
+  assert_int_equal(logged(f, "Saving checkpoints for %lld into", 2), 1);
+  assert_int_equal(test_log_count(&f->te->log, -1, "deferring"), 0);
+  assert_int_equal(f->l.after, 2); /* 0 and 1 */
+  assert_ok(close_session(f), &f->st);
+  assert_true(ckpt_exists(f, 1) && ckpt_exists(f, 2));
+}
+
+/* ---- D3.4: background errors ----------------------------------------------------- */
+
+static void test_async_checkpoint_saver_hook__d3_error_reaches_next_after_run(void **state) {
+  fixture *f = *state;
+  int i, before;
+  hk_code rc = HK_OK;
+
+  f->o.save_steps = HK_UNSET_STEPS;
+  f->o.save_secs = 10;
+  open_ok(f);
+  poll_until_logged(f, "Checkpoint finished for %lld into", 0);
+  faulty_fs_match(&f->ff, "model.ckpt-1.safetensors");
+  faulty_fs_fail_errno(&f->ff, FAULTY_FS_WRITE, 0, ENOSPC, 1);
+  test_clock_advance(&f->te->clock, 10);
+  assert_ok(step(f), &f->st); /* snapshot at 1; the write will fail */
+  assert_int_equal(logged(f, "Saving checkpoints for %lld into", 1), 1);
+  /* The first after_run after the write finished returns its error. */
+  for (i = 0; i < POLL_LIMIT; i++) {
+    rc = noop(f);
+    if (rc != HK_OK) break;
+    test_sleep_real_ms(1);
+  }
+  assert_status(rc, &f->st, HK_RESOURCE_EXHAUSTED, "model.ckpt");
+  assert_non_null(strstr(f->st.message, "step 1"));
+  assert_false(ckpt_exists(f, 1));
+  assert_true(f->l.after == 1 && f->l.after_steps[0] == 0); /* no after_save for it */
+  /* The timer was not rolled back: no new save before the next 10 s. */
+  before = test_log_count(&f->te->log, HK_LOG_INFO, "Saving checkpoints for");
+  assert_ok(step(f), &f->st);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "Saving checkpoints for"), before);
+  faulty_fs_reset(&f->ff);
+  test_clock_advance(&f->te->clock, 10);
+  assert_ok(step(f), &f->st);
+  assert_int_equal(logged(f, "Saving checkpoints for %lld into", 3), 1);
+  assert_ok(close_session(f), &f->st);
+  assert_true(ckpt_exists(f, 3));
+}
+
+static void test_async_checkpoint_saver_hook__d3_error_fails_that_after_run_without_new_save(void **state) {
+  fixture *f = *state;
+
+  f->o.block_when_busy = 1;
+  open_ok(f);
+  faulty_fs_match(&f->ff, "model.ckpt-1.safetensors");
+  faulty_fs_fail_errno(&f->ff, FAULTY_FS_WRITE, 0, ENOSPC, 1);
+  assert_ok(step(f), &f->st);
+  assert_status(step(f), &f->st, HK_RESOURCE_EXHAUSTED, "Checkpoint for step 1 into");
+  assert_int_equal(logged(f, "Saving checkpoints for %lld into", 2), 0); /* no new save in that call */
+  assert_false(hk_session_should_stop(f->s));
+  assert_ok(close_session(f), &f->st); /* end: GS 2 was never written, so it is saved now */
+  assert_true(ckpt_exists(f, 2));
+  assert_false(ckpt_exists(f, 1));
+}
+
+static void test_async_checkpoint_saver_hook__d35_error_reaches_end_and_final_save_runs(void **state) {
+  fixture *f = *state;
+
+  f->o.block_when_busy = 1;
+  open_ok(f);
+  assert_ok(step(f), &f->st);
+  assert_ok(step(f), &f->st);
+  /* Hold and fail the write of 3: one failure only, so end()'s own save of
+   * GS 3 succeeds; end() still returns the first error. */
+  gate_close(&f->gate, "model.ckpt-3.safetensors", NULL);
+  faulty_fs_match(&f->ff, "model.ckpt-3.safetensors");
+  faulty_fs_fail_errno(&f->ff, FAULTY_FS_WRITE, 0, ENOSPC, 0);
+  assert_ok(step(f), &f->st);
+  gate_wait_arrival(&f->gate);
+  gate_open(&f->gate);
+  assert_status(close_session(f), &f->st, HK_RESOURCE_EXHAUSTED, "Checkpoint for step 3 into");
+  assert_true(ckpt_exists(f, 3)); /* the synchronous save at end */
+  assert_int_equal(f->l.end, 1);
+  assert_true(f->l.end_step == 3);
+  assert_true(f->l.after == 4 && f->l.after_steps[3] == 3);
+}
+
+/* ---- D3.5: end drains, then saves only if needed --------------------------------- */
+
+static void test_async_checkpoint_saver_hook__d35_end_drains_without_resave(void **state) {
+  fixture *f = *state;
+
+  f->o.block_when_busy = 1;
+  gate_close(&f->gate, "model.ckpt-2.safetensors", NULL);
+  open_ok(f);
+  assert_ok(step(f), &f->st);
+  assert_ok(step(f), &f->st); /* snapshot of 2, held */
+  gate_wait_arrival(&f->gate);
+  assert_false(ckpt_exists(f, 2));
+  {
+    pthread_t opener;
+    assert_int_equal(pthread_create(&opener, NULL, open_later, &f->gate), 0);
+    assert_ok(close_session(f), &f->st); /* waits for the held write */
+    pthread_join(opener, NULL);
+  }
+  assert_true(ckpt_exists(f, 2));
+  assert_int_equal(logged(f, "Saving checkpoints for %lld into", 2), 1);
+  assert_int_equal(logged(f, "Checkpoint finished for %lld into", 2), 1);
+  assert_int_equal(f->l.after, 3);
+  assert_true(f->l.end_step == 2);
+}
+
+static void test_async_checkpoint_saver_hook__d35_end_saves_final_step(void **state) {
+  fixture *f = *state;
+  int64_t gs, v;
+  int i;
+
+  f->o.save_steps = 100;
+  open_ok(f);
+  for (i = 0; i < 3; i++) assert_ok(step(f), &f->st);
+  assert_ok(close_session(f), &f->st);
+  assert_true(ckpt_exists(f, 0) && ckpt_exists(f, 3));
+  assert_int_equal(f->l.before, 2);
+  assert_int_equal(f->l.after, 2);
+  read_ckpt(f, 3, &gs, &v);
+  assert_true(gs == 3 && v == 15);
+}
+
+/* ---- D3.4, C105: a listener's stop request from the creation save is honoured ---- */
+
+static void test_async_checkpoint_saver_hook__c105_creation_stop_request_honoured(void **state) {
+  fixture *f = *state;
+
+  f->o.block_when_busy = 1;
+  f->l.stop_at = 0;
+  open_ok(f);
+  assert_false(hk_session_should_stop(f->s));
+  assert_ok(step(f), &f->st); /* processes the creation save's completion */
+  assert_true(hk_session_should_stop(f->s));
+  assert_logged(f->te, HK_LOG_INFO, "A CheckpointSaverListener requested that training be stopped. listener: spy");
+}
+
+/* ---- D12: a signal stop ends with the final checkpoint --------------------------- */
+
+static void test_async_checkpoint_saver_hook__d12_signal_stop_final_save(void **state) {
+  fixture *f = *state;
+  int i;
+
+  f->o.save_steps = 1000;
+  open_ok(f);
+  assert_ok(hk_signal_install(&f->st), &f->st);
+  for (i = 0; i < 3; i++) assert_ok(step(f), &f->st);
+  raise(SIGTERM);
+  assert_true(hk_session_should_stop(f->s));
+  assert_ok(close_session(f), &f->st);
+  assert_ok(hk_signal_uninstall(&f->st), &f->st);
+  assert_true(ckpt_exists(f, 3));
+  assert_true(f->l.end_step == 3);
+}
+
+/* ---- D3.2: the writer thread is joined by hk_hook_free without end() ------------- */
+
+static void test_async_checkpoint_saver_hook__d32_free_without_end_joins(void **state) {
+  fixture *f = *state;
+  hk_saver_options so = HK_SAVER_OPTIONS_INIT;
+  pthread_t opener;
+
+  /* The Saver must outlive the write the hook completes when freed. */
+  so.env = &f->te->env;
+  so.executor = fake_executor_executor(f->fx);
+  assert_ok(hk_saver_new(&f->saver, &so, &f->st), &f->st);
+  f->o.saver = f->saver;
+  gate_close(&f->gate, "model.ckpt-0.safetensors", NULL);
+  open_ok(f);
+  gate_wait_arrival(&f->gate);
+  assert_status(hk_session_close(f->s, HK_INTERNAL, &f->st), &f->st, HK_INTERNAL, NULL); /* no end() */
+  hk_session_free(f->s);
+  f->s = NULL;
+  assert_false(ckpt_exists(f, 0));
+  assert_int_equal(pthread_create(&opener, NULL, open_later, &f->gate), 0);
+  hk_hook_free(f->hook); /* completes the held write, then joins */
+  f->hook = NULL;
+  pthread_join(opener, NULL);
+  assert_true(ckpt_exists(f, 0));
+  assert_int_equal(gate_arrivals(&f->gate), 1);
+  assert_int_equal(f->l.end, 0);
+}
+
+/* ---- D3.2: one snapshot buffer, allocated once --------------------------------------- */
+
+/* Counts allocations of at least `big` bytes made on the test's thread,
+ * forwarding to the test_env allocator (which keeps counting leaks). */
+typedef struct big_alloc {
+  hk_allocator inner;
+  size_t big;
+  pthread_t main;
+  pthread_mutex_t mu;
+  long nbig;
+} big_alloc;
+
+static void count_big(big_alloc *b, size_t size) {
+  if (size >= b->big && pthread_equal(pthread_self(), b->main)) {
+    pthread_mutex_lock(&b->mu);
+    b->nbig++;
+    pthread_mutex_unlock(&b->mu);
+  }
+}
+
+static void *ba_alloc(void *user, size_t size) {
+  big_alloc *b = user;
+  count_big(b, size);
+  return b->inner.alloc(b->inner.user, size);
+}
+
+static void *ba_realloc(void *user, void *p, size_t size) {
+  big_alloc *b = user;
+  count_big(b, size);
+  return b->inner.realloc(b->inner.user, p, size);
+}
+
+static void ba_free(void *user, void *p) {
+  big_alloc *b = user;
+  b->inner.free(b->inner.user, p);
+}
+
+static long big_count(big_alloc *b) {
+  long n;
+  pthread_mutex_lock(&b->mu);
+  n = b->nbig;
+  pthread_mutex_unlock(&b->mu);
+  return n;
+}
+
+#define BIG_ELEMS 65536 /* a 256 KiB f32 variable */
+
+static void run_big_graph(fixture *f, int async, long *at_creation, long *in_steps) {
+  hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
+  hk_variable_def def = HK_VARIABLE_DEF_INIT;
+  int64_t one = 1, dims[1] = {BIG_ELEMS};
+  hk_graph *g = NULL;
+  hk_handle gs, one_h, train, big;
+  hk_tensor t;
+  big_alloc b;
+  hk_env env = f->te->env;
+  long base;
+  int i;
+
+  memset(&b, 0, sizeof b);
+  b.inner = f->te->env.allocator;
+  b.big = BIG_ELEMS * sizeof(float);
+  b.main = pthread_self();
+  pthread_mutex_init(&b.mu, NULL);
+  env.allocator.alloc = ba_alloc;
+  env.allocator.realloc = ba_realloc;
+  env.allocator.free = ba_free;
+  env.allocator.user = &b;
+
+  go.env = &env;
+  assert_ok(hk_graph_new(&g, &go, &f->st), &f->st);
+  assert_ok(hk_graph_get_or_create_global_step(g, &gs, &f->st), &f->st);
+  t = hk_tensor_scalar_i64(&one);
+  assert_ok(hk_graph_constant(g, &one_h, "one", &t, &f->st), &f->st);
+  assert_ok(hk_graph_assign_add(g, &train, "train", gs, one_h, &f->st), &f->st);
+  def.name = "big";
+  def.dtype = HK_DTYPE_F32;
+  def.rank = 1;
+  def.dims = dims;
+  def.init.kind = HK_INIT_CONSTANT;
+  def.init.value = 0.5;
+  assert_ok(hk_graph_variable(g, &big, &def, &f->st), &f->st);
+
+  f->o.env = &env;
+  f->o.block_when_busy = 1;
+  f->o.save_graph_def = 0;
+  f->o.nlisteners = 0;
+  if (async)
+    assert_ok(hk_async_checkpoint_saver_hook_new(&f->hook, &f->o, &f->st), &f->st);
+  else
+    assert_ok(hk_checkpoint_saver_hook_new(&f->hook, &f->o, &f->st), &f->st);
+  base = big_count(&b);
+  assert_ok(one_hook_session_new(&f->s, &env, HK_SESSION_MONITORED, hk_graph_executor(g), &f->hook, NULL, &f->st),
+            &f->st);
+  *at_creation = big_count(&b) - base;
+  base = big_count(&b);
+  for (i = 0; i < 4; i++) assert_ok(session_run_train(f->s, train, &f->st), &f->st);
+  *in_steps = big_count(&b) - base;
+  assert_ok(close_session(f), &f->st);
+  hk_hook_free(f->hook);
+  f->hook = NULL;
+  hk_graph_free(g);
+  pthread_mutex_destroy(&b.mu);
+  assert_true(ckpt_exists(f, 4));
+}
+
+static void test_async_checkpoint_saver_hook__d32_snapshot_buffer_allocated_once(void **state) {
+  fixture *f = *state;
+  long sync_creation, sync_steps, async_creation, async_steps;
+
+  run_big_graph(f, 0, &sync_creation, &sync_steps);
+  run_big_graph(f, 1, &async_creation, &async_steps);
+  /* The asynchronous hook allocates the snapshot buffer at its first save
+   * (one big block more than the synchronous hook), and the four later
+   * saves allocate no big block on the training thread, as synchronous ones. */
+  assert_int_equal(async_creation, sync_creation + 1);
+  assert_int_equal(async_steps, 0);
+  assert_int_equal(sync_steps, 0);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      T(test_async_checkpoint_saver_hook__c104_options_and_log),
+      T(test_async_checkpoint_saver_hook__c105_saves_listeners_logs),
+      T(test_async_checkpoint_saver_hook__d3_snapshot_holds_step_values),
+      T(test_async_checkpoint_saver_hook__d3_block_when_busy),
+      T(test_async_checkpoint_saver_hook__d3_error_reaches_next_after_run),
+      T(test_async_checkpoint_saver_hook__d3_error_fails_that_after_run_without_new_save),
+      T(test_async_checkpoint_saver_hook__d35_error_reaches_end_and_final_save_runs),
+      T(test_async_checkpoint_saver_hook__d35_end_drains_without_resave),
+      T(test_async_checkpoint_saver_hook__d35_end_saves_final_step),
+      T(test_async_checkpoint_saver_hook__c105_creation_stop_request_honoured),
+      T(test_async_checkpoint_saver_hook__d12_signal_stop_final_save),
+      T(test_async_checkpoint_saver_hook__d32_free_without_end_joins),
+      T(test_async_checkpoint_saver_hook__d32_snapshot_buffer_allocated_once),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
