@@ -4,6 +4,7 @@
  * writer is not public), so every field can be mangled; the Saver tests at
  * the end check that the writer's files parse and are byte-identical.
  */
+#include "fake_executor.h"
 #include "faulty_fs.h"
 #include "test_env.h"
 #include "tmpdir.h"
@@ -777,6 +778,172 @@ static void test_reader__fs_fault_sweep(void **state) {
   faulty_fs_destroy(&ff);
 }
 
+/* ---- files the Saver writes (hk__ckpt_write through hk_saver_save) -------------------- */
+
+typedef struct saved_graph {
+  hk_graph *g;
+  hk_raw_session *rs;
+  hk_saver *saver;
+} saved_graph;
+
+static void saved_graph_open(fixture *f, saved_graph *sg, const char *extra_name) {
+  static const int64_t b_dims[1] = {2};
+  hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
+  hk_saver_options so = HK_SAVER_OPTIONS_INIT;
+  hk_status st = HK_STATUS_INIT;
+  hk_variable_def d = HK_VARIABLE_DEF_INIT;
+  hk_handle h;
+  float bv[2] = {1.0f, 2.0f};
+  int32_t av = 7;
+  hk_tensor t;
+  size_t idx;
+
+  go.env = &f->te->env;
+  assert_ok(hk_graph_new(&sg->g, &go, &st), &st);
+  /* created out of name order: the file must still be sorted */
+  d.name = "b";
+  d.dtype = HK_DTYPE_F32;
+  d.rank = 1;
+  d.dims = b_dims;
+  assert_ok(hk_graph_variable(sg->g, &h, &d, &st), &st);
+  d.name = extra_name ? extra_name : "a";
+  d.dtype = HK_DTYPE_I32;
+  d.rank = 0;
+  d.dims = NULL;
+  assert_ok(hk_graph_variable(sg->g, &h, &d, &st), &st);
+  assert_ok(hk_raw_session_open(&sg->rs, hk_graph_executor(sg->g), &st), &st);
+  assert_ok(hk_executor_find_variable(hk_graph_executor(sg->g), "b", &idx, &st), &st);
+  assert_ok(hk_tensor_init(&t, HK_DTYPE_F32, 1, b_dims, bv, &st), &st);
+  assert_ok(hk_raw_session_assign_variable(sg->rs, idx, &t, &st), &st);
+  assert_ok(hk_executor_find_variable(hk_graph_executor(sg->g), d.name, &idx, &st), &st);
+  assert_ok(hk_tensor_init(&t, HK_DTYPE_I32, 0, NULL, &av, &st), &st);
+  assert_ok(hk_raw_session_assign_variable(sg->rs, idx, &t, &st), &st);
+  so.env = &f->te->env;
+  so.executor = hk_graph_executor(sg->g);
+  assert_ok(hk_saver_new(&sg->saver, &so, &st), &st);
+}
+
+static void saved_graph_close(saved_graph *sg) {
+  hk_saver_free(sg->saver);
+  hk_raw_session_free(sg->rs);
+  hk_graph_free(sg->g);
+}
+
+/* The writer's exact bytes for a known state, assembled by hand per
+ * checkpoint-format.md; the second save of the same state is identical. */
+static void test_reader__saver_file_is_golden_and_deterministic(void **state) {
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  saved_graph sg;
+  const char *prefix = NULL;
+  char *save_path = test_path(f->dir, "model.ckpt");
+  char *data_path = test_path(f->dir, "model.ckpt-5.safetensors");
+  char *copy_path = test_path(f->dir, "first.bin");
+  const float bv[2] = {1.0f, 2.0f};
+  const int32_t av = 7;
+  char header[512], expect[1024];
+  size_t hl, n1 = 0, n2 = 0;
+
+  saved_graph_open(f, &sg, NULL);
+  assert_ok(hk_saver_save(sg.saver, sg.rs, save_path, 5, HK_SAVE_NO_STATE, &prefix, &st), &st);
+  char *first = test_read_file(data_path, &n1);
+  assert_non_null(first);
+
+  hl = (size_t)snprintf(header, sizeof header,
+                        "{\"__metadata__\":{\"format\":\"hooked/1\",\"global_step\":\"5\",\"crc32c:a\":\"%08" PRIx32
+                        "\",\"crc32c:b\":\"%08" PRIx32
+                        "\"},\"a\":{\"dtype\":\"I32\",\"shape\":[],\"data_offsets\":[0,4]},"
+                        "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+                        crc(&av, 4), crc(bv, 8));
+  while ((8 + hl) % 64) header[hl++] = ' ';
+  for (int i = 0; i < 8; i++) expect[i] = (char)((uint64_t)hl >> (8 * i));
+  memcpy(expect + 8, header, hl);
+  memcpy(expect + 8 + hl, &av, 4);
+  memcpy(expect + 8 + hl + 4, bv, 8);
+  if (n1 != 8 + hl + 12 || memcmp(first, expect, n1) != 0)
+    fail_msg("writer output differs from the expected bytes:\n got  %.*s\n want %.*s", (int)(n1 > 8 ? n1 - 8 : 0),
+             first + 8, (int)hl, expect + 8);
+
+  /* the same state again: byte-identical */
+  assert_int_equal(rename(data_path, copy_path), 0);
+  assert_ok(hk_saver_save(sg.saver, sg.rs, save_path, 5, HK_SAVE_NO_STATE, &prefix, &st), &st);
+  char *second = test_read_file(data_path, &n2);
+  assert_non_null(second);
+  assert_int_equal(n1, n2);
+  assert_memory_equal(first, second, n1);
+
+  /* and it reads back */
+  hk_checkpoint_reader *r = NULL;
+  int32_t a = 0;
+  assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, prefix, &st), &st);
+  assert_int_equal(hk_checkpoint_reader_step(r), 5);
+  assert_ok(hk_checkpoint_reader_verify(r, &st), &st);
+  assert_ok(hk_checkpoint_reader_read(r, 0, &a, sizeof a, &st), &st);
+  assert_int_equal(a, 7);
+  hk_checkpoint_reader_free(r);
+  /* no temporary file is left behind */
+  assert_int_equal(test_dir_count_matching(f->dir, ".tmp-"), 0);
+
+  free(first);
+  free(second);
+  free(save_path);
+  free(data_path);
+  free(copy_path);
+  saved_graph_close(&sg);
+}
+
+/* A variable name that needs JSON escaping survives the writer and reader
+ * (the fake executor accepts any name; the embedded graph would not). */
+static void test_reader__saver_escapes_names(void **state) {
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  const char *prefix = NULL;
+  char *save_path = test_path(f->dir, "model.ckpt");
+  const char *odd = "scope/q\"uote\\back\x01\x1f\x7f\xc3\xa9";
+  const int32_t av = 7;
+  fake_executor *fx = fake_executor_new(&f->te->env);
+  hk_raw_session *rs = NULL;
+  hk_saver *saver = NULL;
+  hk_saver_options so = HK_SAVER_OPTIONS_INIT;
+
+  fake_executor_add_variable(fx, odd, HK_DTYPE_I32, 0, NULL, 0, &av);
+  assert_ok(hk_raw_session_open(&rs, fake_executor_executor(fx), &st), &st);
+  {
+    size_t idx;
+    hk_tensor t;
+    assert_ok(hk_executor_find_variable(fake_executor_executor(fx), odd, &idx, &st), &st);
+    assert_ok(hk_tensor_init(&t, HK_DTYPE_I32, 0, NULL, (void *)&av, &st), &st);
+    assert_ok(hk_raw_session_assign_variable(rs, idx, &t, &st), &st);
+  }
+  so.env = &f->te->env;
+  so.executor = fake_executor_executor(fx);
+  assert_ok(hk_saver_new(&saver, &so, &st), &st);
+  assert_ok(hk_saver_save(saver, rs, save_path, 9, HK_SAVE_NO_STATE, &prefix, &st), &st);
+
+  hk_checkpoint_reader *r = NULL;
+  size_t i;
+  int32_t a = 0;
+  assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, prefix, &st), &st);
+  assert_ok(hk_checkpoint_reader_find(r, odd, &i, &st), &st);
+  assert_ok(hk_checkpoint_reader_read(r, i, &a, sizeof a, &st), &st);
+  assert_int_equal(a, 7);
+  assert_ok(hk_checkpoint_reader_verify(r, &st), &st);
+  hk_checkpoint_reader_free(r);
+  /* the header holds the escapes, never the raw control bytes */
+  char *data_path = test_path(f->dir, "model.ckpt-9.safetensors");
+  size_t n = 0;
+  char *bytes = test_read_file(data_path, &n);
+  assert_non_null(bytes);
+  assert_non_null(strstr(bytes + 8, "\"scope/q\\\"uote\\\\back\\u0001\\u001f\x7f\xc3\xa9\":{"));
+  assert_null(memchr(bytes + 8, '\x01', n - 8 - 4));
+  free(bytes);
+  free(data_path);
+  free(save_path);
+  hk_saver_free(saver);
+  hk_raw_session_free(rs);
+  fake_executor_free(fx);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
   const struct CMUnitTest tests[] = {
@@ -798,6 +965,8 @@ int main(void) {
       T(test_reader__arguments),
       T(test_reader__oom_loop),
       T(test_reader__fs_fault_sweep),
+      T(test_reader__saver_file_is_golden_and_deterministic),
+      T(test_reader__saver_escapes_names),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);
