@@ -104,9 +104,22 @@ static hk_code mem_mkdir(void *u, const char *p, hk_status *st) {
   return denied(st, "mkdir");
 }
 
-static const hk_fs_vtable mem_fs = {HK_FS_VTABLE_VERSION, mem_open_read, mem_create_excl, mem_read_at, mem_write,
-                                    mem_size,             mem_sync,      mem_close,       mem_sync_dir, mem_rename,
-                                    mem_unlink,           mem_stat,      mem_list,        mem_mkdir};
+static const hk_fs_vtable mem_fs = {
+    .version = HK_FS_VTABLE_VERSION,
+    .open_read = mem_open_read,
+    .create_excl = mem_create_excl,
+    .read_at = mem_read_at,
+    .write = mem_write,
+    .size = mem_size,
+    .sync = mem_sync,
+    .close = mem_close,
+    .sync_dir = mem_sync_dir,
+    .rename = mem_rename,
+    .unlink = mem_unlink,
+    .stat = mem_stat,
+    .list = mem_list,
+    .mkdir = mem_mkdir,
+};
 
 static void quiet_log(void *user, hk_log_level level, const char *msg) {
   (void)user;

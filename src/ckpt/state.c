@@ -188,6 +188,9 @@ static void format_number(double v, char *out, size_t cap) {
   out[o] = '\0';
 }
 
+/* Echoed tokens are cut short so "(line N)" fits in the status. */
+static int shown_len(size_t n) { return n > 64 ? 64 : (int)n; }
+
 static int number_ok(double v) { return isfinite(v) && v >= 0; }
 
 /* ---- parser ----------------------------------------------------------------------- */
@@ -334,12 +337,12 @@ static hk_code parse_number(parser *p, int line, const char *key, const char *s,
     if (digits == 0) return malformed(p, line, "malformed number for %s: exponent without digits", key);
   }
   if (j < n && !is_ws(s[j]))
-    return malformed(p, line, "malformed number for %s: unexpected text after '%.*s'", key, (int)(j - start),
+    return malformed(p, line, "malformed number for %s: unexpected text after '%.*s'", key, shown_len(j - start),
                      s + start);
   if (!convert_decimal(s + start, j - start, out))
-    return malformed(p, line, "malformed number for %s: '%.*s'", key, (int)(j - start), s + start);
+    return malformed(p, line, "malformed number for %s: '%.*s'", key, shown_len(j - start), s + start);
   if (!number_ok(*out))
-    return malformed(p, line, "malformed number for %s: '%.*s' is not finite", key, (int)(j - start), s + start);
+    return malformed(p, line, "malformed number for %s: '%.*s' is not finite", key, shown_len(j - start), s + start);
   *i = j;
   return HK_OK;
 }
@@ -469,8 +472,11 @@ static hk_code finish(parser *p, int eof_line, hk__state *out) {
   rc = find_duplicate(p, &dup_line, &dup);
   if (rc != HK_OK) return rc;
   if (dup) {
-    char buf[600];
-    return malformed(p, dup_line, "duplicate all_model_checkpoint_paths %s", printable(dup->name, dup->len, buf, 300));
+    /* Short, so that "(line N)" survives the status's 512 bytes after a
+     * long path. */
+    char buf[80];
+    return malformed(p, dup_line, "duplicate all_model_checkpoint_paths %s",
+                     printable(dup->name, dup->len, buf, sizeof buf));
   }
   if (p->nts != 0 && p->nts != p->npaths)
     return malformed(p, eof_line, "%zu all_model_checkpoint_timestamps for %zu all_model_checkpoint_paths", p->nts,

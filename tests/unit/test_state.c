@@ -310,6 +310,14 @@ static void test_state__refuses_malformed_numbers_H33(void **state) {
     assert_malformed(f, text, 3, "all_model_checkpoint_timestamps");
   }
   assert_malformed(f, "model_checkpoint_path: \"a\"\nlast_preserved_timestamp: 1e999\n", 2, "not finite");
+  /* A 4000-digit number: refused as infinite, its line still in the message. */
+  char *big = malloc(4100);
+  assert_non_null(big);
+  int k = sprintf(big, "model_checkpoint_path: \"a\"\nlast_preserved_timestamp: 1");
+  memset(big + k, '0', 4000);
+  strcpy(big + k + 4000, "\n");
+  assert_malformed(f, big, 2, "not finite");
+  free(big);
 }
 
 static void test_state__refuses_malformed_quoted_strings_H33(void **state) {
