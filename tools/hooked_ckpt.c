@@ -306,7 +306,11 @@ static int cmd_ls(const hk_env *env, const char *path) {
   }
   rc = d.state_problem;
   if (d.state_found) {
-    printf("%s: the state file lists %zu checkpoint%s\n", path, d.n, d.n == 1 ? "" : "s");
+    size_t listed = 0;
+    for (size_t i = 0; i < d.n; i++) listed += (size_t)d.c[i].listed;
+    printf("%s: the state file lists %zu checkpoint%s", path, listed, listed == 1 ? "" : "s");
+    if (listed < d.n) printf("; %zu more not in it", d.n - listed);
+    printf("\n");
   } else {
     printf("%s: no state file; %zu checkpoint%s found\n", path, d.n, d.n == 1 ? "" : "s");
   }

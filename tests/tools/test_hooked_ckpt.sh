@@ -382,6 +382,21 @@ run ls "$STALE"
 expect_rc 1
 expect_err "hooked-ckpt: $STALE/model.ckpt-10"
 
+# A checkpoint the state file does not list is shown and verified too.
+EXTRA=$W/extra
+cp -r "$CK" "$EXTRA"
+"$MAKE" --no-state "$EXTRA" 7 >/dev/null || exit 1
+run ls "$EXTRA"
+expect_rc 0
+expect_out "$EXTRA: the state file lists 3 checkpoints; 1 more not in it"
+expect_out "$EXTRA/model.ckpt-7.safetensors: global step 7, 18 tensors, 1095 bytes (not in the state file)"
+run verify "$EXTRA"
+expect_rc 0
+expect_out "4 checkpoints: 4 OK, 0 FAILED"
+run latest "$EXTRA" # the state file decides, not the scan
+expect_rc 0
+expect_out_is "$EXTRA/model.ckpt-20"
+
 MALFORMED=$W/malformed
 cp -r "$NOSTATE" "$MALFORMED"
 printf 'this is not a state file\n' >"$MALFORMED/checkpoint"
