@@ -92,7 +92,8 @@ static hk_code posix_read_at(void *user, hk_fs_file *f, void *buf, size_t len, u
   size_t done = 0;
   (void)user;
   *nread = 0;
-  if (offset > (uint64_t)INT64_MAX - len) return fd_error(st, EOVERFLOW, "read", fd);
+  if ((uint64_t)len > (uint64_t)INT64_MAX || offset > (uint64_t)INT64_MAX - len)
+    return fd_error(st, EOVERFLOW, "read", fd);
   while (done < len) {
     size_t want = len - done < POSIX_IO_CHUNK ? len - done : POSIX_IO_CHUNK;
     ssize_t n = pread(fd, (char *)buf + done, want, (off_t)(offset + done));
@@ -574,7 +575,11 @@ hk_code hk__atomic_commit(hk__atomic_file *af, hk_status *st) {
    * not be durable yet. The temporary name no longer exists, so there is
    * nothing to remove; the caller decides about the final file (D4.3). */
   rc = hk__fs_sync_dir(&af->fs, af->dir, &why);
-  if (rc != HK_OK) af_fail(af, rc, &why, st);
+  if (rc != HK_OK) {
+    hk_status named;
+    hk_status_set(&named, rc, "writing %s: %s", af->final_path, why.message);
+    af_fail(af, rc, &named, st);
+  }
   free_af_strings(af);
   return rc;
 }

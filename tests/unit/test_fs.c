@@ -371,6 +371,55 @@ static void test_fs__faulty_binds_into_an_env(void **state) {
   faulty_fs_destroy(&ff);
 }
 
+/* D4.1 through a public writer (the state file is written atomically by
+ * the fs layer): at every injected failure the previous file stays whole,
+ * no temporary file or handle is left, and short writes are looped over. */
+static void test_fs__atomic_write_sweep_d4_1(void **state) {
+  fixture *f = *state;
+  faulty_fs ff;
+  hk_env env = HK_ENV_INIT;
+  hk_status st = HK_STATUS_INIT;
+  const char *names[1] = {"model.ckpt-2"};
+  char *state_path = test_path(f->dir, "checkpoint");
+  size_t n = 0;
+
+  assert_int_equal(test_write_file(state_path, "model_checkpoint_path: \"old\"\n", 29), 0);
+  faulty_fs_init(&ff);
+  faulty_fs_bind(&ff, &env);
+  for (long k = 0;; k++) {
+    faulty_fs_fail_errno(&ff, FAULTY_FS_ANY, k, ENOSPC, 0);
+    hk_code rc = hk_update_checkpoint_state(&env, f->dir, "model.ckpt-2", names, 1, NULL, 0, NULL, &st);
+    assert_int_equal(faulty_fs_open_handles(&ff), 0);
+    assert_int_equal(test_dir_count_matching(f->dir, ".tmp-"), 0);
+    if (faulty_fs_injected(&ff) == 0) {
+      assert_ok(rc, &st);
+      break;
+    }
+    char *text = test_read_file(state_path, &n);
+    assert_non_null(text);
+    if (rc != HK_OK) {
+      assert_status(rc, &st, HK_RESOURCE_EXHAUSTED, "checkpoint");
+      /* failed before the rename: the old file; after it (directory
+       * fsync): the new one, whole either way */
+      assert_true(strstr(text, "\"old\"") || strstr(text, "model.ckpt-2"));
+    }
+    free(text);
+  }
+  /* one byte per write call still writes the whole file */
+  faulty_fs_reset(&ff);
+  faulty_fs_short_writes(&ff, 1);
+  names[0] = "model.ckpt-3";
+  assert_ok(hk_update_checkpoint_state(&env, f->dir, "model.ckpt-3", names, 1, NULL, 0, NULL, &st), &st);
+  assert_true(faulty_fs_calls(&ff, FAULTY_FS_WRITE) > 20);
+  char *text = test_read_file(state_path, &n);
+  assert_non_null(text);
+  assert_non_null(strstr(text, "model_checkpoint_path: \"model.ckpt-3\"\n"));
+  free(text);
+  assert_int_equal(test_dir_count_matching(f->dir, ".tmp-"), 0);
+  faulty_fs_destroy(&ff);
+  free(state_path);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fs__errno_mapping_h9),
@@ -386,6 +435,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_fs__faulty_counts_across_slots_with_a_path_filter, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fs__faulty_short_writes_and_disk_full, setup, teardown),
       cmocka_unit_test(test_fs__faulty_binds_into_an_env),
+      cmocka_unit_test_setup_teardown(test_fs__atomic_write_sweep_d4_1, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
