@@ -614,11 +614,13 @@ static hk_code cs_after_run(void *user, hk_run_context *ctx, const hk_run_values
       return HK_OK;
     }
     writer_wait_idle(self);
-    stop = 0;
-    rc = process_completion(self, rs, &stop, status);
-    if (stop) hk_run_context_request_stop(ctx);
-    if (rc != HK_OK) return rc;
   }
+  /* The writer is idle, but it may have finished since the top of this
+   * call: its result is processed before a new job replaces it. */
+  stop = 0;
+  rc = process_completion(self, rs, &stop, status);
+  if (stop) hk_run_context_request_stop(ctx);
+  if (rc != HK_OK) return rc;
   self->deferring = 0;
   hk_timer_update(&self->timer, gs, NULL, NULL);
   return save_async(self, rs, gs, status);
