@@ -23,6 +23,13 @@
  * hook's own, or the session's) and released by end(), by the next begin()
  * when a session closed without end(), or by hk_hook_free().
  *
+ * A write still in flight when a session closes without end() (an unclean
+ * close calls no hook) is completed by the next begin() or hk_hook_free(),
+ * so the Saver must outlive that call. The Saver of a session's default
+ * Scaffold is freed with the session: free the hook after closing the
+ * session and before freeing it, or give the hook (or the session) a Saver
+ * the caller owns.
+ *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #define _POSIX_C_SOURCE 200809L

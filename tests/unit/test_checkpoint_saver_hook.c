@@ -99,6 +99,7 @@ typedef struct fixture {
   spy_listener l[2];
   hk_checkpoint_listener ls[2];
   char order[2048];
+  int preempted; /* preempt_first_train fired */
   hk_checkpoint_saver_options o;
   hk_status st;
 } fixture;
@@ -868,6 +869,31 @@ static void test_checkpoint_saver_hook__h11_reuse_across_sessions(void **state) 
   assert_int_equal(count_files(f, "events.out.tfevents."), 2);
 }
 
+/* C94: a re-creation (MS recovery, D2) runs after_create_session again:
+ * another save at the GS of the new raw session; begin() does not rerun. */
+static hk_code preempt_first_train(void *user, fake_executor *fx, const hk_run_args *args, hk_status *st) {
+  fixture *f = user;
+  (void)fx;
+  if (args->ntargets == 0 || args->targets[0] != f->train || f->preempted) return HK_OK;
+  f->preempted = 1;
+  return hk_status_set(st, HK_ABORTED, "preempted");
+}
+
+static void test_checkpoint_saver_hook__c94_saves_again_after_recreation(void **state) {
+  fixture *f = *state;
+
+  f->o.save_steps = 1000;
+  open_ok(f);
+  assert_int_equal(f->l[0].before, 1);
+  fake_executor_on_run(f->fx, preempt_first_train, f);
+  assert_ok(step(f), &f->st); /* preempted, recovered, re-run */
+  fake_executor_on_run(f->fx, NULL, NULL);
+  assert_int_equal(fake_executor_sessions_opened(f->fx), 2);
+  assert_int_equal(f->l[0].begin, 1);
+  assert_int_equal(f->l[0].before, 2);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "Saving checkpoints for 0 into"), 2);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -902,6 +928,7 @@ int main(void) {
       T(test_checkpoint_saver_hook__d12_coordinator_clean_stop),
       T(test_checkpoint_saver_hook__c16_unclean_close_no_final_save),
       T(test_checkpoint_saver_hook__h11_reuse_across_sessions),
+      T(test_checkpoint_saver_hook__c94_saves_again_after_recreation),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
