@@ -1,0 +1,1241 @@
+/*
+ * test_restore — restoring a model from checkpoints through the session
+ * manager and sessions: C66–C68, C74, H24 (the C68 wait), D5.3/D5.4
+ * (fallback past missing or corrupt checkpoints, none for an explicit one or
+ * a model mismatch), H27, C122/C123/D6.1 (the managed list recovered, never
+ * adopted from a scan), C99 (the Scaffold's Saver), D13 (num_steps counts
+ * from the restored step), and an end-to-end train / save / resume.
+ *
+ * Checkpoints are written by a "writer" raw session whose variables hold
+ * values derived from a seed (the step), so a restored session shows which
+ * checkpoint it came from; the initializers give other values, so a session
+ * that was initialized instead of restored is told apart.
+ */
+#include <stdarg.h>
+#include <errno.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <hooked/hooked.h>
+#include <hooked/checkpoint.h>
+#include <hooked/graph.h>
+#include <hooked/hooks.h>
+
+#include "test_env.h"
+#include "tmpdir.h"
+#include "spy_hook.h"
+#include "faulty_fs.h"
+
+#define WAIT_LINE "Waiting for checkpoint to be available."
+#define NW 6 /* elements of w */
+
+/* ---- the model ------------------------------------------------------------------- */
+
+/* Variants of "b", for H27's mismatches. */
+enum { B_F64_4, B_F64_5, B_F32_4 };
+
+typedef struct model {
+  hk_graph *g;
+  hk_executor *ex;
+  hk_handle w, b, gs, loc;
+  hk_handle init, local_init, ready, train;
+} model;
+
+static void model_build(model *m, test_env *te, int b_variant, uint64_t seed) {
+  static const int64_t w_dims[2] = {2, 3}, b4[1] = {4}, b5[1] = {5};
+  static const float ones[NW] = {1, 1, 1, 1, 1, 1};
+  static const int64_t one = 1;
+  hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
+  hk_variable_def d = HK_VARIABLE_DEF_INIT;
+  hk_status st = HK_STATUS_INIT;
+  hk_handle ones_h, one_h, add_w, add_gs, rep, parts[2];
+  hk_tensor t;
+
+  memset(m, 0, sizeof *m);
+  go.env = &te->env;
+  assert_ok(hk_graph_new(&m->g, &go, &st), &st);
+  m->ex = hk_graph_executor(m->g);
+
+  d.name = "w";
+  d.dtype = HK_DTYPE_F32;
+  d.rank = 2;
+  d.dims = w_dims;
+  d.init.kind = HK_INIT_UNIFORM;
+  d.init.minval = -1;
+  d.init.maxval = 1;
+  d.init.seed = seed;
+  assert_ok(hk_graph_variable(m->g, &m->w, &d, &st), &st);
+
+  d = (hk_variable_def)HK_VARIABLE_DEF_INIT;
+  d.name = "b";
+  d.dtype = b_variant == B_F32_4 ? HK_DTYPE_F32 : HK_DTYPE_F64;
+  d.rank = 1;
+  d.dims = b_variant == B_F64_5 ? b5 : b4;
+  d.init.kind = HK_INIT_CONSTANT;
+  d.init.value = 0.25;
+  assert_ok(hk_graph_variable(m->g, &m->b, &d, &st), &st);
+
+  assert_ok(hk_graph_create_global_step(m->g, &m->gs, &st), &st);
+
+  d = (hk_variable_def)HK_VARIABLE_DEF_INIT;
+  d.name = "loc";
+  d.dtype = HK_DTYPE_I64;
+  d.init.kind = HK_INIT_ZEROS;
+  d.flags = HK_VAR_LOCAL;
+  assert_ok(hk_graph_variable(m->g, &m->loc, &d, &st), &st);
+
+  assert_ok(hk_graph_init_op(m->g, &m->init, "my_init", NULL, 0, &st), &st);
+  assert_ok(hk_graph_init_op(m->g, &m->local_init, "my_local_init", &m->loc, 1, &st), &st);
+  assert_ok(hk_graph_report_uninitialized(m->g, &rep, "my_ready", NULL, 0, &st), &st);
+  assert_ok(hk_graph_op_output(m->g, rep, 0, &m->ready, &st), &st);
+
+  /* train: w += 1 and global_step += 1 */
+  assert_ok(hk_tensor_init(&t, HK_DTYPE_F32, 2, w_dims, (void *)ones, &st), &st);
+  assert_ok(hk_graph_constant(m->g, &ones_h, "ones", &t, &st), &st);
+  assert_ok(hk_tensor_init(&t, HK_DTYPE_I64, 0, NULL, (void *)&one, &st), &st);
+  assert_ok(hk_graph_constant(m->g, &one_h, "one", &t, &st), &st);
+  assert_ok(hk_graph_assign_add(m->g, &add_w, "add_w", m->w, ones_h, &st), &st);
+  assert_ok(hk_graph_assign_add(m->g, &add_gs, "add_gs", m->gs, one_h, &st), &st);
+  parts[0] = add_w;
+  parts[1] = add_gs;
+  assert_ok(hk_graph_group(m->g, &m->train, "train", parts, 2, &st), &st);
+}
+
+static size_t var_index(model *m, const char *name) {
+  hk_status st = HK_STATUS_INIT;
+  size_t idx = 0;
+  assert_ok(hk_executor_find_variable(m->ex, name, &idx, &st), &st);
+  return idx;
+}
+
+/* The seed's values: w[k] = 10 seed + k, b[k] = 100 seed + k + 0.5, GS = seed. */
+static float w_of(int seed, size_t k) { return (float)(10 * seed) + (float)k; }
+static double b_of(int seed, size_t k) { return 100.0 * seed + (double)k + 0.5; }
+
+static void set_values(model *m, hk_raw_session *rs, int seed) {
+  static const int64_t w_dims[2] = {2, 3}, b_dims[1] = {4};
+  hk_status st = HK_STATUS_INIT;
+  float w[NW];
+  double b[4];
+  int64_t gs = seed;
+  hk_tensor t;
+  for (size_t k = 0; k < NW; k++) w[k] = w_of(seed, k);
+  for (size_t k = 0; k < 4; k++) b[k] = b_of(seed, k);
+  assert_ok(hk_tensor_init(&t, HK_DTYPE_F32, 2, w_dims, w, &st), &st);
+  assert_ok(hk_raw_session_assign_variable(rs, var_index(m, "w"), &t, &st), &st);
+  assert_ok(hk_tensor_init(&t, HK_DTYPE_F64, 1, b_dims, b, &st), &st);
+  assert_ok(hk_raw_session_assign_variable(rs, var_index(m, "b"), &t, &st), &st);
+  assert_ok(hk_tensor_init(&t, HK_DTYPE_I64, 0, NULL, &gs, &st), &st);
+  assert_ok(hk_raw_session_assign_variable(rs, var_index(m, "global_step"), &t, &st), &st);
+}
+
+/* Copy variable `name` of rs into out (n bytes); nonzero when it is initialized. */
+static int read_var(model *m, hk_raw_session *rs, const char *name, void *out, size_t n) {
+  hk_status st = HK_STATUS_INIT;
+  hk_tensor t;
+  if (hk_raw_session_read_variable(rs, var_index(m, name), &t, &st) != HK_OK) return 0;
+  assert_int_equal(t.nbytes, n);
+  memcpy(out, t.data, n);
+  return 1;
+}
+
+static int64_t gs_of(model *m, hk_raw_session *rs) {
+  int64_t gs = -1;
+  assert_true(read_var(m, rs, "global_step", &gs, sizeof gs));
+  return gs;
+}
+
+/* Nonzero when w, b and the GS of rs hold the seed's values. */
+static int holds(model *m, hk_raw_session *rs, int seed) {
+  float w[NW];
+  double b[4];
+  if (!read_var(m, rs, "w", w, sizeof w) || !read_var(m, rs, "b", b, sizeof b)) return 0;
+  for (size_t k = 0; k < NW; k++)
+    if (w[k] != w_of(seed, k)) return 0;
+  for (size_t k = 0; k < 4; k++)
+    if (b[k] != b_of(seed, k)) return 0;
+  return gs_of(m, rs) == seed;
+}
+
+/* What m's init op gives w, computed in a scratch raw session. */
+static void initial_w(model *m, float *w) {
+  hk_status st = HK_STATUS_INIT;
+  hk_raw_session *rs = NULL;
+  hk_run_args args = {NULL, 0, NULL, 0, &m->init, 1, NULL};
+  assert_ok(hk_raw_session_open(&rs, m->ex, &st), &st);
+  assert_ok(hk_raw_session_run(rs, &args, NULL, NULL, &st), &st);
+  assert_true(read_var(m, rs, "w", w, NW * sizeof *w));
+  hk_raw_session_free(rs);
+}
+
+/* Nonzero when rs was initialized by m's init op (and not restored). */
+static int initialized_by_init_op(model *m, hk_raw_session *rs) {
+  float want[NW], w[NW];
+  double b[4];
+  initial_w(m, want);
+  if (!read_var(m, rs, "w", w, sizeof w) || memcmp(w, want, sizeof w) != 0) return 0;
+  if (!read_var(m, rs, "b", b, sizeof b)) return 0;
+  for (size_t k = 0; k < 4; k++)
+    if (b[k] != 0.25) return 0;
+  return gs_of(m, rs) == 0;
+}
+
+/* ---- fixture --------------------------------------------------------------------- */
+
+/* A log sink in front of the capture: at the `at`-th C68 wait line it
+ * renames `from` to `to` (a state file appearing) or cancels `sm`. */
+typedef struct wait_hook {
+  test_env *te;
+  int count, at;
+  const char *from, *to;
+  hk_session_manager *sm;
+} wait_hook;
+
+static void wait_log(void *user, hk_log_level level, const char *msg) {
+  wait_hook *w = user;
+  test_log_sink(&w->te->log, level, msg);
+  if (strstr(msg, WAIT_LINE) && ++w->count == w->at) {
+    if (w->from) assert_int_equal(rename(w->from, w->to), 0);
+    if (w->sm) hk_session_manager_cancel(w->sm);
+  }
+}
+
+typedef struct fx {
+  test_env *te;
+  model m, m2;
+  hk_raw_session *rs, *rs2; /* writers of m and m2 */
+  char *root, *dir, *save_path;
+  hk_saver *writer, *writer2, *saver;
+  hk_env wenv; /* te->env with wait_log */
+  wait_hook wh;
+  hk_session_manager_options mo;
+  hk_session_manager *sm;
+  hk_prepare_options po;
+  hk_raw_session *out;
+  /* sessions */
+  hk_scaffold *scaffold;
+  hk_session *s;
+  hk_hook *hooks[2];
+  spy_hook *spy;
+  hk_status st;
+} fx;
+
+static hk_saver *saver_new(fx *f, model *m, int64_t max_to_keep, const char *const *names, size_t n) {
+  hk_saver_options o = HK_SAVER_OPTIONS_INIT;
+  hk_saver *s = NULL;
+  o.env = &f->te->env;
+  o.executor = m->ex;
+  o.max_to_keep = max_to_keep;
+  o.var_list = names;
+  o.nvar_list = n;
+  assert_ok(hk_saver_new(&s, &o, &f->st), &f->st);
+  return s;
+}
+
+static const char *const all_vars[3] = {"w", "b", "global_step"};
+
+static int setup(void **state) {
+  fx *f = calloc(1, sizeof *f);
+  assert_non_null(f);
+  f->te = test_env_new();
+  model_build(&f->m, f->te, B_F64_4, 1);
+  assert_ok(hk_raw_session_open(&f->rs, f->m.ex, &f->st), &f->st);
+  f->root = test_tmpdir_new("restore");
+  f->dir = test_path(f->root, "ck");
+  assert_int_equal(mkdir(f->dir, 0755), 0);
+  f->save_path = test_path(f->dir, "model.ckpt");
+  f->writer = saver_new(f, &f->m, 5, NULL, 0);
+  /* An explicit var_list is resolved at creation, so restoring allocates
+   * nothing that outlives the call (the leak checks below rely on it). */
+  f->saver = saver_new(f, &f->m, 5, all_vars, 3);
+  f->wenv = f->te->env;
+  f->wenv.log = wait_log;
+  f->wenv.log_user = &f->wh;
+  f->wh.te = f->te;
+  hk_session_manager_options_init(&f->mo, HK_SESSION_MANAGER_OPTIONS_VERSION);
+  f->mo.env = &f->wenv;
+  f->mo.executor = f->m.ex;
+  f->mo.local_init_op = f->m.local_init;
+  f->mo.ready_op = f->m.ready;
+  f->mo.recovery_wait_secs = 10;
+  f->po = (hk_prepare_options)HK_PREPARE_OPTIONS_INIT;
+  f->po.init_op = f->m.init;
+  f->po.saver = f->saver;
+  f->po.checkpoint_dir = f->dir;
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fx *f = *state;
+  if (f->s) {
+    hk_session_close(f->s, HK_OK, NULL);
+    hk_session_free(f->s);
+  }
+  for (size_t i = 0; i < 2; i++) hk_hook_free(f->hooks[i]);
+  spy_hook_free(f->spy);
+  hk_scaffold_free(f->scaffold);
+  hk_raw_session_free(f->out);
+  hk_session_manager_free(f->sm);
+  hk_saver_free(f->saver);
+  hk_saver_free(f->writer);
+  hk_saver_free(f->writer2);
+  hk_raw_session_free(f->rs);
+  hk_raw_session_free(f->rs2);
+  hk_graph_free(f->m.g);
+  hk_graph_free(f->m2.g);
+  test_tmpdir_free(f->root);
+  free(f->dir);
+  free(f->save_path);
+  assert_int_equal(test_env_release(f->te), 0);
+  free(f);
+  return 0;
+}
+
+static void make_sm(fx *f) { assert_ok(hk_session_manager_new(&f->sm, &f->mo, &f->st), &f->st); }
+
+/* Write checkpoint model.ckpt-<step> holding the values of seed `step`. */
+static void save_with(fx *f, hk_saver *s, model *m, hk_raw_session *rs, int step) {
+  set_values(m, rs, step);
+  assert_ok(hk_saver_save(s, rs, f->save_path, step, HK_SAVE_DEFAULT, NULL, &f->st), &f->st);
+}
+static void save(fx *f, int step) { save_with(f, f->writer, &f->m, f->rs, step); }
+
+/* "<dir>/model.ckpt-<step>" (malloc) */
+static char *prefix_of(fx *f, int step) {
+  char name[64];
+  snprintf(name, sizeof name, "model.ckpt-%d", step);
+  return test_path(f->dir, name);
+}
+
+static char *data_of(fx *f, int step) {
+  char name[64];
+  snprintf(name, sizeof name, "model.ckpt-%d.safetensors", step);
+  return test_path(f->dir, name);
+}
+
+/* Flip the last byte of a checkpoint's data file: it lies in the data of its
+ * last tensor (the format allows no trailing bytes), so the header still
+ * validates and only the CRC of that tensor fails, while it is read. */
+static void corrupt(fx *f, int step) {
+  char *path = data_of(f, step);
+  size_t n = 0;
+  char *data = test_read_file(path, &n);
+  assert_non_null(data);
+  assert_true(n > 0);
+  data[n - 1] ^= 0x5a;
+  assert_int_equal(test_write_file(path, data, n), 0);
+  free(data);
+  free(path);
+}
+
+static void remove_data(fx *f, int step) {
+  char *path = data_of(f, step);
+  assert_int_equal(unlink(path), 0);
+  free(path);
+}
+
+static int ckpt_exists(fx *f, int step) {
+  char *path = data_of(f, step);
+  int yes = test_path_exists(path);
+  free(path);
+  return yes;
+}
+
+/* The Saver's managed list is exactly the given steps, oldest first. */
+static void assert_managed(fx *f, hk_saver *s, const int *steps, size_t n) {
+  size_t got = 99;
+  const char *const *list = hk_saver_checkpoints(s, &got);
+  assert_int_equal(got, n);
+  for (size_t i = 0; i < n; i++) {
+    char *p = prefix_of(f, steps[i]);
+    assert_string_equal(list[i], p);
+    free(p);
+  }
+}
+
+/* The state file of dir lists exactly the given steps, oldest first. */
+static void assert_state_lists(fx *f, const int *steps, size_t n) {
+  hk_checkpoint_state *cs = NULL;
+  assert_ok(hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &cs, &f->st), &f->st);
+  assert_int_equal(hk_checkpoint_state_count(cs), n);
+  for (size_t i = 0; i < n; i++) {
+    char *p = prefix_of(f, steps[i]);
+    assert_string_equal(hk_checkpoint_state_path(cs, i), p);
+    free(p);
+  }
+  hk_checkpoint_state_free(cs);
+}
+
+static hk_code prepare(fx *f) { return hk_session_manager_prepare_session(f->sm, &f->out, &f->po, &f->st); }
+
+static void drop_out(fx *f) {
+  hk_raw_session_free(f->out);
+  f->out = NULL;
+}
+
+static int skipped_logged(fx *f) { return test_log_count(&f->te->log, HK_LOG_WARNING, "; trying an older one."); }
+
+/* ---- C67: an explicit checkpoint ------------------------------------------------------ */
+
+/* C66/C67: the explicit checkpoint is restored, even when it is not the
+ * newest, and init_op does not run (it would overwrite w with its uniform
+ * values and the GS with 0); local init still runs (C66 step 3). */
+static void test_restore__c67_explicit_path_restores_without_init_op(void **state) {
+  fx *f = *state;
+  char *p3;
+  int64_t loc = -1;
+  save(f, 3);
+  save(f, 7);
+  p3 = prefix_of(f, 3);
+  make_sm(f);
+  f->po.checkpoint_dir = NULL;
+  f->po.checkpoint_filename_with_path = p3;
+  assert_ok(prepare(f), &f->st);
+  assert_non_null(f->out);
+  assert_true(holds(&f->m, f->out, 3));
+  assert_int_equal(gs_of(&f->m, f->out), 3);
+  assert_true(read_var(&f->m, f->out, "loc", &loc, sizeof loc));
+  assert_int_equal(loc, 0);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "Restoring parameters from"), 1);
+  assert_logged(f->te, HK_LOG_INFO, p3);
+  /* C67 adopts no list for an explicit checkpoint */
+  assert_managed(f, f->saver, NULL, 0);
+  free(p3);
+}
+
+/* C67, C125: a missing explicit checkpoint is NOT_FOUND; no session is
+ * handed out and the one opened for it is freed (repeating the call leaves
+ * no block behind). */
+static void test_restore__c67_missing_path_not_found_no_session(void **state) {
+  fx *f = *state;
+  char *p = prefix_of(f, 99);
+  int initialized = 7;
+  long live;
+  save(f, 1);
+  make_sm(f);
+  f->po.checkpoint_dir = NULL;
+  f->po.checkpoint_filename_with_path = p;
+  assert_status(prepare(f), &f->st, HK_NOT_FOUND, "The passed save_path is not a valid checkpoint");
+  assert_non_null(strstr(f->st.message, p));
+  assert_null(f->out);
+  live = test_alloc_live(&f->te->alloc);
+  assert_status(prepare(f), &f->st, HK_NOT_FOUND, "The passed save_path is not a valid checkpoint");
+  assert_null(f->out);
+  assert_int_equal(test_alloc_live(&f->te->alloc), live);
+  assert_status(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st, HK_NOT_FOUND,
+                "The passed save_path is not a valid checkpoint");
+  assert_null(f->out);
+  assert_int_equal(initialized, 0);
+  assert_int_equal(test_alloc_live(&f->te->alloc), live);
+  /* no fallback to model.ckpt-1 and no init instead */
+  assert_int_equal(skipped_logged(f), 0);
+  free(p);
+}
+
+/* D5.4: a corrupt explicit checkpoint is DATA_LOSS naming its file, with no
+ * fallback even though an older good one exists. */
+static void test_restore__d5_4_corrupt_explicit_path_no_fallback(void **state) {
+  fx *f = *state;
+  char *p2 = prefix_of(f, 2);
+  long live;
+  save(f, 1);
+  save(f, 2);
+  corrupt(f, 2);
+  make_sm(f);
+  f->po.checkpoint_dir = NULL;
+  f->po.checkpoint_filename_with_path = p2;
+  live = test_alloc_live(&f->te->alloc);
+  assert_status(prepare(f), &f->st, HK_DATA_LOSS, "model.ckpt-2");
+  assert_null(f->out);
+  assert_int_equal(test_alloc_live(&f->te->alloc), live);
+  assert_int_equal(skipped_logged(f), 0);
+  assert_int_equal(test_log_count(&f->te->log, -1, "model.ckpt-1"), 0);
+  free(p2);
+}
+
+/* C67: both paths are INVALID_ARGUMENT before any raw session opens (opening
+ * one allocates; nothing is allocated) and before anything is read. */
+static void test_restore__c67_both_paths_before_raw_session(void **state) {
+  fx *f = *state;
+  char *p = prefix_of(f, 1);
+  int initialized = 7;
+  save(f, 1);
+  make_sm(f);
+  f->po.checkpoint_filename_with_path = p;
+  test_log_clear(&f->te->log);
+  test_alloc_reset_counts(&f->te->alloc);
+  assert_status(prepare(f), &f->st, HK_INVALID_ARGUMENT,
+                "Can not provide both checkpoint_dir and checkpoint_filename_with_path.");
+  assert_null(f->out);
+  assert_status(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st,
+                HK_INVALID_ARGUMENT, "Can not provide both checkpoint_dir and checkpoint_filename_with_path.");
+  assert_null(f->out);
+  assert_int_equal(test_alloc_count(&f->te->alloc), 0);
+  assert_int_equal(test_log_count(&f->te->log, -1, "Restoring"), 0);
+  free(p);
+}
+
+/* C67: without a saver nothing is restored, from a directory or an explicit
+ * path; the model is initialized. A version-1 options struct has no saver
+ * field, so one left in memory after it is not read. */
+static void test_restore__c67_no_saver_restores_nothing(void **state) {
+  fx *f = *state;
+  char *p = prefix_of(f, 4);
+  save(f, 4);
+  make_sm(f);
+  f->po.saver = NULL;
+  assert_ok(prepare(f), &f->st);
+  assert_true(initialized_by_init_op(&f->m, f->out));
+  drop_out(f);
+  f->po.checkpoint_dir = NULL;
+  f->po.checkpoint_filename_with_path = p;
+  assert_ok(prepare(f), &f->st);
+  assert_true(initialized_by_init_op(&f->m, f->out));
+  drop_out(f);
+  f->po.saver = f->saver;
+  f->po.version = 1;
+  assert_ok(prepare(f), &f->st);
+  assert_true(initialized_by_init_op(&f->m, f->out));
+  assert_int_equal(test_log_count(&f->te->log, -1, "Restoring parameters"), 0);
+  free(p);
+}
+
+/* ---- C68: checkpoint_dir and the wait ---------------------------------------------- */
+
+/* C68: a directory without a state file restores nothing: init_op runs. */
+static void test_restore__c68_no_state_file_initializes(void **state) {
+  fx *f = *state;
+  int initialized = 7;
+  make_sm(f);
+  assert_ok(prepare(f), &f->st);
+  assert_true(initialized_by_init_op(&f->m, f->out));
+  drop_out(f);
+  /* a checkpoint data file without a state file is not looked at */
+  save(f, 2);
+  {
+    char *sf = test_path(f->dir, "checkpoint");
+    assert_int_equal(unlink(sf), 0);
+    free(sf);
+  }
+  assert_ok(prepare(f), &f->st);
+  assert_true(initialized_by_init_op(&f->m, f->out));
+  drop_out(f);
+  assert_ok(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st);
+  assert_int_equal(initialized, 0);
+  assert_int_equal(test_log_count(&f->te->log, -1, "Restoring parameters"), 0);
+  assert_int_equal(test_log_count(&f->te->log, -1, WAIT_LINE), 0);
+}
+
+/* C68: with wait_for_checkpoint, the manager logs and sleeps
+ * recovery_wait_secs per try while the time waited is < max_wait_secs
+ * (0, 10, 20, 30 < 35: four sleeps), then initializes. */
+static void test_restore__c68_wait_times_out_then_initializes(void **state) {
+  fx *f = *state;
+  make_sm(f);
+  f->po.wait_for_checkpoint = 1;
+  f->po.max_wait_secs = 35;
+  assert_ok(prepare(f), &f->st);
+  assert_true(initialized_by_init_op(&f->m, f->out));
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, WAIT_LINE), 4);
+  assert_int_equal(test_clock_nsleeps(&f->te->clock), 4);
+  for (int i = 0; i < 4; i++) assert_true(f->te->clock.sleeps[i] == 10.0);
+  drop_out(f);
+  /* max_wait_secs 0: no wait at all */
+  test_clock_reset_sleeps(&f->te->clock);
+  test_log_clear(&f->te->log);
+  f->po.max_wait_secs = 0;
+  assert_ok(prepare(f), &f->st);
+  assert_int_equal(test_clock_nsleeps(&f->te->clock), 0);
+  assert_int_equal(test_log_count(&f->te->log, -1, WAIT_LINE), 0);
+}
+
+/* C68: a state file appearing during the wait (after the third wait line's
+ * sleep) is restored; the wait ends there. */
+static void test_restore__c68_state_file_appears_during_wait(void **state) {
+  fx *f = *state;
+  char *sf = test_path(f->dir, "checkpoint");
+  char *hidden = test_path(f->root, "checkpoint.hidden");
+  save(f, 6);
+  assert_int_equal(rename(sf, hidden), 0);
+  f->wh.at = 3;
+  f->wh.from = hidden;
+  f->wh.to = sf;
+  make_sm(f);
+  f->po.wait_for_checkpoint = 1;
+  assert_ok(prepare(f), &f->st);
+  assert_true(holds(&f->m, f->out, 6));
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, WAIT_LINE), 3);
+  assert_int_equal(test_clock_nsleeps(&f->te->clock), 3);
+  free(sf);
+  free(hidden);
+}
+
+/* H24: a cancel during the C68 wait ends it with CANCELLED within one
+ * recovery_wait_secs, before any raw session exists; after
+ * reset_cancel the manager prepares again. */
+static void test_restore__h24_cancel_during_wait(void **state) {
+  fx *f = *state;
+  make_sm(f);
+  f->wh.at = 2;
+  f->wh.sm = f->sm;
+  f->po.wait_for_checkpoint = 1;
+  /* finite, so an ignored cancel fails the test instead of hanging it */
+  f->po.max_wait_secs = 1000;
+  save(f, 1); /* present but never reached: the state file is hidden */
+  {
+    char *sf = test_path(f->dir, "checkpoint"), *hidden = test_path(f->root, "checkpoint.hidden");
+    assert_int_equal(rename(sf, hidden), 0);
+    free(sf);
+    free(hidden);
+  }
+  assert_status(prepare(f), &f->st, HK_CANCELLED, "wait cancelled: stop requested");
+  assert_null(f->out);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, WAIT_LINE), 2);
+  assert_int_equal(test_clock_nsleeps(&f->te->clock), 1);
+  assert_int_equal(test_log_count(&f->te->log, -1, "Restoring"), 0);
+  hk_session_manager_reset_cancel(f->sm);
+  f->po.wait_for_checkpoint = 0;
+  assert_ok(prepare(f), &f->st);
+  assert_true(initialized_by_init_op(&f->m, f->out));
+}
+
+/* ---- D5.3: fallback past missing or corrupt checkpoints ---------------------------------- */
+
+/* D5.3: a corrupt newest checkpoint (found while reading its tensors) is
+ * skipped with D5.1's warning naming it, and the older one is restored. */
+static void test_restore__d5_3_newest_corrupt_falls_back(void **state) {
+  fx *f = *state;
+  char *p2 = prefix_of(f, 2), *p3 = prefix_of(f, 3), line[1200];
+  int initialized = 0;
+  save(f, 1);
+  save(f, 2);
+  save(f, 3);
+  corrupt(f, 3);
+  make_sm(f);
+  assert_ok(prepare(f), &f->st);
+  assert_true(holds(&f->m, f->out, 2));
+  snprintf(line, sizeof line, "Checkpoint %s is missing or corrupt (", p3);
+  assert_logged(f->te, HK_LOG_WARNING, line);
+  assert_int_equal(skipped_logged(f), 1);
+  drop_out(f);
+  /* C74 reports the checkpoint actually restored */
+  assert_ok(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st);
+  assert_int_equal(initialized, 1);
+  assert_true(holds(&f->m, f->out, 2));
+  snprintf(line, sizeof line, "Restored model from %s", p2);
+  assert_logged(f->te, HK_LOG_INFO, line);
+  free(p2);
+  free(p3);
+}
+
+/* D5.3: a missing newest checkpoint is skipped; the recovered list drops it
+ * (C122: entries without a data file). */
+static void test_restore__d5_3_newest_missing_falls_back(void **state) {
+  fx *f = *state;
+  char *p3 = prefix_of(f, 3), line[1200];
+  static const int kept[2] = {1, 2};
+  save(f, 1);
+  save(f, 2);
+  save(f, 3);
+  remove_data(f, 3);
+  make_sm(f);
+  assert_ok(prepare(f), &f->st);
+  assert_true(holds(&f->m, f->out, 2));
+  snprintf(line, sizeof line, "Checkpoint %s is missing or corrupt (", p3);
+  assert_logged(f->te, HK_LOG_WARNING, line);
+  assert_managed(f, f->saver, kept, 2);
+  free(p3);
+}
+
+/* D5.3: when every candidate fails → DATA_LOSS naming each file; no
+ * session is handed out, none stays allocated, nothing is initialized. */
+static void test_restore__d5_3_all_corrupt_data_loss_no_session(void **state) {
+  fx *f = *state;
+  char *p1 = prefix_of(f, 1), *p2 = prefix_of(f, 2);
+  int initialized = 7;
+  long live;
+  save(f, 1);
+  save(f, 2);
+  corrupt(f, 1);
+  corrupt(f, 2);
+  make_sm(f);
+  assert_status(prepare(f), &f->st, HK_DATA_LOSS, p1);
+  assert_non_null(strstr(f->st.message, p2));
+  assert_null(f->out);
+  live = test_alloc_live(&f->te->alloc);
+  assert_status(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st, HK_DATA_LOSS,
+                p2);
+  assert_null(f->out);
+  assert_int_equal(initialized, 0);
+  assert_int_equal(test_alloc_live(&f->te->alloc), live);
+  /* the list of a directory nothing could be restored from is not adopted */
+  assert_managed(f, f->saver, NULL, 0);
+  free(p1);
+  free(p2);
+}
+
+/* C123, D5.2: a malformed state file → the directory scan restores the
+ * newest checkpoint that verifies; the Saver adopts nothing, so its next
+ * save deletes none of the scanned checkpoints (D6.4) and writes a state
+ * file listing only its own. */
+static void test_restore__c123_malformed_state_file_scans_without_adopting(void **state) {
+  fx *f = *state;
+  char *sf = test_path(f->dir, "checkpoint");
+  static const char garbage[] = "model_checkpoint_path: \"model.ckpt-3\n\x01\x02 not a state file {\n";
+  static const int only4[1] = {4};
+  save(f, 1);
+  save(f, 2);
+  save(f, 3);
+  corrupt(f, 3);
+  assert_int_equal(test_write_file(sf, garbage, sizeof garbage - 1), 0);
+  hk_saver_free(f->saver);
+  f->saver = saver_new(f, &f->m, 1, all_vars, 3);
+  f->po.saver = f->saver;
+  make_sm(f);
+  assert_ok(prepare(f), &f->st);
+  assert_true(holds(&f->m, f->out, 2));
+  assert_logged(f->te, HK_LOG_WARNING, "Ignoring the checkpoint state file");
+  assert_managed(f, f->saver, NULL, 0);
+  save_with(f, f->saver, &f->m, f->out, 4);
+  assert_true(ckpt_exists(f, 1));
+  assert_true(ckpt_exists(f, 2));
+  assert_true(ckpt_exists(f, 3));
+  assert_true(ckpt_exists(f, 4));
+  assert_state_lists(f, only4, 1);
+  free(sf);
+}
+
+/* H27, D5.3: the newest checkpoint lacks a variable → NOT_FOUND "Key %s not
+ * found in checkpoint %s" at once, although the older one would restore. */
+static void test_restore__h27_missing_variable_no_fallback(void **state) {
+  fx *f = *state;
+  static const char *const no_b[2] = {"w", "global_step"};
+  char *p2 = prefix_of(f, 2), want[1200];
+  save(f, 1);
+  f->writer2 = saver_new(f, &f->m, 5, no_b, 2);
+  save_with(f, f->writer2, &f->m, f->rs, 2);
+  make_sm(f);
+  snprintf(want, sizeof want, "Key b not found in checkpoint %s", p2);
+  assert_status(prepare(f), &f->st, HK_NOT_FOUND, want);
+  assert_null(f->out);
+  assert_int_equal(skipped_logged(f), 0);
+  /* the older checkpoint is compatible: an explicit restore of it works */
+  {
+    char *p1 = prefix_of(f, 1);
+    f->po.checkpoint_dir = NULL;
+    f->po.checkpoint_filename_with_path = p1;
+    assert_ok(prepare(f), &f->st);
+    assert_true(holds(&f->m, f->out, 1));
+    free(p1);
+  }
+  free(p2);
+}
+
+/* Write model.ckpt-2 from a model whose "b" differs (variant), after a
+ * compatible model.ckpt-1, then check prepare fails at once with
+ * INVALID_ARGUMENT naming b, both specs and the file. */
+static void mismatch_case(fx *f, int variant, const char *mine, const char *theirs) {
+  char *p2 = prefix_of(f, 2);
+  save(f, 1);
+  model_build(&f->m2, f->te, variant, 1);
+  assert_ok(hk_raw_session_open(&f->rs2, f->m2.ex, &f->st), &f->st);
+  {
+    hk_run_args args = {NULL, 0, NULL, 0, &f->m2.init, 1, NULL};
+    int64_t gs = 2;
+    hk_tensor t;
+    assert_ok(hk_raw_session_run(f->rs2, &args, NULL, NULL, &f->st), &f->st);
+    assert_ok(hk_tensor_init(&t, HK_DTYPE_I64, 0, NULL, &gs, &f->st), &f->st);
+    assert_ok(hk_raw_session_assign_variable(f->rs2, var_index(&f->m2, "global_step"), &t, &f->st), &f->st);
+  }
+  f->writer2 = saver_new(f, &f->m2, 5, NULL, 0);
+  assert_ok(hk_saver_save(f->writer2, f->rs2, f->save_path, 2, HK_SAVE_DEFAULT, NULL, &f->st), &f->st);
+  make_sm(f);
+  assert_status(prepare(f), &f->st, HK_INVALID_ARGUMENT, "b");
+  assert_non_null(strstr(f->st.message, mine));
+  assert_non_null(strstr(f->st.message, theirs));
+  assert_non_null(strstr(f->st.message, p2));
+  assert_null(f->out);
+  assert_int_equal(skipped_logged(f), 0);
+  free(p2);
+}
+
+static void test_restore__h27_shape_mismatch_no_fallback(void **state) { mismatch_case(*state, B_F64_5, "[4]", "[5]"); }
+
+static void test_restore__h27_dtype_mismatch_no_fallback(void **state) {
+  mismatch_case(*state, B_F32_4, hk_dtype_name(HK_DTYPE_F64), hk_dtype_name(HK_DTYPE_F32));
+}
+
+/* ---- C122 / D6.1: the managed list after a restore ------------------------------------------ */
+
+/* C122, D6.1: restoring from checkpoint_dir gives the Saver the state
+ * file's list; its next save continues retention (max_to_keep 2: saving 4
+ * deletes 2, the oldest listed). */
+static void test_restore__c122_recovers_list_and_retention_continues(void **state) {
+  fx *f = *state;
+  static const int listed[2] = {2, 3}, after[2] = {3, 4};
+  hk_saver_free(f->writer);
+  f->writer = saver_new(f, &f->m, 2, NULL, 0);
+  save(f, 1);
+  save(f, 2);
+  save(f, 3);
+  assert_false(ckpt_exists(f, 1));
+  hk_saver_free(f->saver);
+  f->saver = saver_new(f, &f->m, 2, all_vars, 3);
+  f->po.saver = f->saver;
+  make_sm(f);
+  assert_ok(prepare(f), &f->st);
+  assert_true(holds(&f->m, f->out, 3));
+  assert_managed(f, f->saver, listed, 2);
+  save_with(f, f->saver, &f->m, f->out, 4);
+  assert_false(ckpt_exists(f, 2));
+  assert_true(ckpt_exists(f, 3));
+  assert_true(ckpt_exists(f, 4));
+  assert_managed(f, f->saver, after, 2);
+  assert_state_lists(f, after, 2);
+}
+
+/* ---- C74: recover_session ------------------------------------------------------------ */
+
+static void test_restore__c74_restored_initialized(void **state) {
+  fx *f = *state;
+  char *p5 = prefix_of(f, 5), line[1200];
+  int initialized = 0;
+  int64_t loc = -1;
+  save(f, 5);
+  make_sm(f);
+  assert_ok(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st);
+  assert_int_equal(initialized, 1);
+  assert_true(holds(&f->m, f->out, 5));
+  assert_true(read_var(&f->m, f->out, "loc", &loc, sizeof loc));
+  snprintf(line, sizeof line, "Restored model from %s", p5);
+  assert_logged(f->te, HK_LOG_INFO, line);
+  free(p5);
+}
+
+/* C74: nothing to restore → initialized 0; local init ran, init_op did not. */
+static void test_restore__c74_nothing_to_restore(void **state) {
+  fx *f = *state;
+  int initialized = 1;
+  int64_t loc = -1;
+  float w[NW];
+  make_sm(f);
+  assert_ok(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st);
+  assert_non_null(f->out);
+  assert_int_equal(initialized, 0);
+  assert_true(read_var(&f->m, f->out, "loc", &loc, sizeof loc));
+  assert_false(read_var(&f->m, f->out, "w", w, sizeof w));
+  assert_int_equal(test_log_count(&f->te->log, -1, "Restored model from"), 0);
+}
+
+/* C74: a restore that leaves a variable uninitialized (the Saver's var_list
+ * omits b) is not ready: initialized 0 and the reason logged. prepare_session
+ * fails the ready check instead (C71), init_op not being run after a
+ * restore (C66). */
+static void test_restore__c74_restore_not_ready(void **state) {
+  fx *f = *state;
+  static const char *const no_b[2] = {"w", "global_step"};
+  char *p5 = prefix_of(f, 5), line[1200];
+  int initialized = 1;
+  save(f, 5);
+  hk_saver_free(f->saver);
+  f->saver = saver_new(f, &f->m, 5, no_b, 2);
+  f->po.saver = f->saver;
+  make_sm(f);
+  assert_ok(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st);
+  assert_non_null(f->out);
+  assert_int_equal(initialized, 0);
+  assert_int_equal(gs_of(&f->m, f->out), 5);
+  snprintf(line, sizeof line, "Restoring model from %s did not make model ready:", p5);
+  assert_logged(f->te, HK_LOG_INFO, line);
+  assert_logged(f->te, HK_LOG_INFO, "Variables not initialized: b");
+  assert_int_equal(test_log_count(&f->te->log, -1, "Restored model from"), 0);
+  drop_out(f);
+  assert_status(prepare(f), &f->st, HK_FAILED_PRECONDITION, "Init operations did not make model ready.");
+  assert_non_null(strstr(f->st.message, "b"));
+  assert_null(f->out);
+  free(p5);
+}
+
+/* C74: after a restore, a ready_for_local_init_op that is not ready (b was
+ * not restored) skips local init: initialized 0 and the reason logged. */
+static void test_restore__c74_restore_not_ready_for_local_init(void **state) {
+  fx *f = *state;
+  static const char *const no_b[2] = {"w", "global_step"};
+  hk_handle globals[3], rep;
+  char *p5 = prefix_of(f, 5), line[1200];
+  int initialized = 1;
+  int64_t loc;
+  globals[0] = f->m.w;
+  globals[1] = f->m.b;
+  globals[2] = f->m.gs;
+  assert_ok(hk_graph_report_uninitialized(f->m.g, &rep, "globals_ready", globals, 3, &f->st), &f->st);
+  assert_ok(hk_graph_op_output(f->m.g, rep, 0, &f->mo.ready_for_local_init_op, &f->st), &f->st);
+  save(f, 5);
+  hk_saver_free(f->saver);
+  f->saver = saver_new(f, &f->m, 5, no_b, 2);
+  f->po.saver = f->saver;
+  make_sm(f);
+  assert_ok(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st);
+  assert_non_null(f->out);
+  assert_int_equal(initialized, 0);
+  assert_false(read_var(&f->m, f->out, "loc", &loc, sizeof loc));
+  snprintf(line, sizeof line, "Restoring model from %s did not make model ready for local init:", p5);
+  assert_logged(f->te, HK_LOG_INFO, line);
+  assert_int_equal(test_log_count(&f->te->log, -1, "Running local_init_op."), 0);
+  free(p5);
+}
+
+/* C69 does not apply after a restore: with no init_op, init_fn or
+ * local_init_op a restored model is ready. */
+static void test_restore__c69_restored_needs_no_init(void **state) {
+  fx *f = *state;
+  save(f, 4);
+  f->mo.local_init_op = HK_NO_HANDLE;
+  f->mo.ready_op = HK_NO_HANDLE;
+  make_sm(f);
+  f->po.init_op = HK_NO_HANDLE;
+  assert_ok(prepare(f), &f->st);
+  assert_true(holds(&f->m, f->out, 4));
+  drop_out(f);
+  /* a checkpoint_dir that does not exist restores nothing: C69 then applies */
+  {
+    char *missing = test_path(f->root, "nowhere");
+    f->po.checkpoint_dir = missing;
+    assert_status(prepare(f), &f->st, HK_FAILED_PRECONDITION,
+                  "Model is not initialized and no init_op or init_fn or local_init_op was given");
+    assert_null(f->out);
+    free(missing);
+  }
+}
+
+/* D5.3: a newest checkpoint that fails before reading (truncated: its
+ * header does not validate) is skipped like one that fails while reading. */
+static void test_restore__d5_3_newest_truncated_falls_back(void **state) {
+  fx *f = *state;
+  char *d3 = data_of(f, 3), line[1200];
+  char *p3 = prefix_of(f, 3);
+  save(f, 2);
+  save(f, 3);
+  assert_int_equal(truncate(d3, 12), 0);
+  make_sm(f);
+  assert_ok(prepare(f), &f->st);
+  assert_true(holds(&f->m, f->out, 2));
+  snprintf(line, sizeof line, "Checkpoint %s is missing or corrupt (", p3);
+  assert_logged(f->te, HK_LOG_WARNING, line);
+  free(d3);
+  free(p3);
+}
+
+/* House style 22a: every allocation of a restoring prepare_session failing
+ * in turn gives RESOURCE_EXHAUSTED, no session and no leak, and never a
+ * silent fallback to the older checkpoint or an init instead. */
+static void test_restore__oom_loop(void **state) {
+  fx *f = *state;
+  hk_code rc;
+  long n;
+  save(f, 1);
+  save(f, 2);
+  make_sm(f);
+  /* warm-up: the first restore adopts the list and the graph caches its plans */
+  assert_ok(prepare(f), &f->st);
+  drop_out(f);
+  for (n = 0;; n++) {
+    long live = test_alloc_live(&f->te->alloc);
+    test_alloc_fail_at(&f->te->alloc, n, 0);
+    rc = prepare(f);
+    test_alloc_fail_at(&f->te->alloc, -1, 0);
+    if (rc == HK_OK) break;
+    assert_status(rc, &f->st, HK_RESOURCE_EXHAUSTED, NULL);
+    assert_null(f->out);
+    if (test_alloc_live(&f->te->alloc) != live) fprintf(stderr, "leak at n=%ld: %s\n", n, f->st.message);
+    assert_int_equal(test_alloc_live(&f->te->alloc), live);
+    assert_true(n < 10000);
+  }
+  assert_true(n > 0);
+  assert_true(holds(&f->m, f->out, 2));
+  assert_int_equal(skipped_logged(f), 0);
+}
+
+/* House style 22c: each file-system call of a restoring prepare_session
+ * failing in turn (EIO) leaves no file open and no block allocated; a
+ * failure is returned without a session, and a success holds a
+ * checkpoint's values, never the initializers'. */
+static void test_restore__fs_fault_sweep(void **state) {
+  fx *f = *state;
+  faulty_fs ff;
+  hk_code rc;
+  long n, ok = 0;
+  save(f, 1);
+  save(f, 2);
+  faulty_fs_init(&ff);
+  faulty_fs_bind(&ff, &f->te->env);
+  faulty_fs_bind(&ff, &f->wenv);
+  hk_saver_free(f->saver);
+  f->saver = saver_new(f, &f->m, 5, all_vars, 3);
+  f->po.saver = f->saver;
+  make_sm(f);
+  assert_ok(prepare(f), &f->st); /* warm-up, as in the OOM loop */
+  drop_out(f);
+  for (n = 0;; n++) {
+    long live = test_alloc_live(&f->te->alloc);
+    faulty_fs_fail_errno(&ff, FAULTY_FS_ANY, n, EIO, 0);
+    rc = prepare(f);
+    if (faulty_fs_injected(&ff) == 0) break;
+    assert_int_equal(faulty_fs_open_handles(&ff), 0);
+    if (rc == HK_OK) {
+      size_t k;
+      ok++;
+      assert_true(holds(&f->m, f->out, 2) || holds(&f->m, f->out, 1));
+      drop_out(f);
+      /* an unreadable state file at recovery gives an empty list (C123) */
+      hk_saver_checkpoints(f->saver, &k);
+      assert_true(k == 0 || k == 2);
+    } else {
+      assert_null(f->out);
+      assert_int_equal(test_alloc_live(&f->te->alloc), live);
+    }
+    assert_true(n < 1000);
+  }
+  assert_ok(rc, &f->st);
+  assert_true(holds(&f->m, f->out, 2));
+  assert_true(n > 3);
+  faulty_fs_reset(&ff);
+  drop_out(f);
+  hk_session_manager_free(f->sm);
+  f->sm = NULL;
+  hk_saver_free(f->saver);
+  f->saver = NULL;
+  f->te->env.fs = NULL;
+  f->te->env.fs_user = NULL;
+  faulty_fs_destroy(&ff);
+  assert_true(ok > 0);
+}
+
+/* ---- sessions ---------------------------------------------------------------------- */
+
+static void session_options(fx *f, hk_session_options *o, hk_session_kind kind, size_t nhooks) {
+  hk_session_options_init(o, HK_SESSION_OPTIONS_VERSION);
+  o->env = &f->te->env;
+  o->kind = kind;
+  o->executor = f->m.ex;
+  o->hooks = f->hooks;
+  o->nhooks = nhooks;
+  o->checkpoint_dir = f->dir;
+}
+
+static hk_code run_train(hk_session *s, model *m, hk_status *st) {
+  hk_run_args args = {NULL, 0, NULL, 0, &m->train, 1, NULL};
+  return hk_session_run(s, &args, NULL, NULL, st);
+}
+
+static hk_hook *stop_after(int64_t num_steps) {
+  hk_stop_at_step_options o = HK_STOP_AT_STEP_OPTIONS_INIT;
+  hk_status st = HK_STATUS_INIT;
+  hk_hook *h = NULL;
+  o.num_steps = num_steps;
+  assert_ok(hk_stop_at_step_hook_new(&h, &o, &st), &st);
+  return h;
+}
+
+/* C47, C99: the default Scaffold's default Saver (every global variable)
+ * restores the newest checkpoint and adopts the directory's list; D13:
+ * StopAtStep's num_steps counts from the restored GS (5 + 3). */
+static void test_restore__session_default_scaffold_restores(void **state) {
+  fx *f = *state;
+  static const int listed[2] = {3, 5};
+  hk_session_options o;
+  hk_raw_session *rs;
+  hk_saver *sv;
+  int runs = 0;
+  save(f, 3);
+  save(f, 5);
+  f->hooks[0] = stop_after(3);
+  session_options(f, &o, HK_SESSION_SINGULAR, 1);
+  assert_ok(hk_session_new(&f->s, &o, &f->st), &f->st);
+  rs = hk_session_raw_session(f->s);
+  assert_non_null(rs);
+  assert_true(holds(&f->m, rs, 5));
+  sv = hk_scaffold_saver(hk_session_scaffold(f->s));
+  assert_non_null(sv);
+  assert_ptr_not_equal(sv, f->saver);
+  assert_managed(f, sv, listed, 2);
+  while (!hk_session_should_stop(f->s)) {
+    assert_ok(run_train(f->s, &f->m, &f->st), &f->st);
+    assert_true(++runs <= 10);
+  }
+  assert_int_equal(runs, 3);
+  assert_int_equal(gs_of(&f->m, rs), 8);
+}
+
+/* C99: an explicit Scaffold's given Saver is the one used: it restores and
+ * recovers the directory's list; no default Saver is built. */
+static void test_restore__session_explicit_scaffold_saver_used(void **state) {
+  fx *f = *state;
+  static const int listed[2] = {1, 2};
+  hk_scaffold_options so = HK_SCAFFOLD_OPTIONS_INIT;
+  hk_session_options o;
+  save(f, 1);
+  save(f, 2);
+  so.env = &f->te->env;
+  so.saver = f->saver;
+  assert_ok(hk_scaffold_new(&f->scaffold, &so, &f->st), &f->st);
+  session_options(f, &o, HK_SESSION_SINGULAR, 0);
+  o.scaffold = f->scaffold;
+  assert_managed(f, f->saver, NULL, 0);
+  assert_ok(hk_session_new(&f->s, &o, &f->st), &f->st);
+  assert_true(holds(&f->m, hk_session_raw_session(f->s), 2));
+  assert_ptr_equal(hk_scaffold_saver(f->scaffold), f->saver);
+  assert_managed(f, f->saver, listed, 2);
+}
+
+/* D5.3 through a session: a restore that fails fails hk_session_new with
+ * DATA_LOSS; begin ran, after_create_session never did. */
+static void test_restore__session_restore_failure_no_after_create(void **state) {
+  fx *f = *state;
+  hk_session_options o;
+  save(f, 1);
+  save(f, 2);
+  corrupt(f, 1);
+  corrupt(f, 2);
+  f->spy = spy_hook_new("spy", NULL, NULL);
+  assert_non_null(f->spy);
+  f->hooks[0] = f->spy->hook;
+  session_options(f, &o, HK_SESSION_MONITORED, 1);
+  assert_status(hk_session_new(&f->s, &o, &f->st), &f->st, HK_DATA_LOSS, "model.ckpt-2");
+  assert_null(f->s);
+  f->hooks[0] = NULL;
+  assert_int_equal(f->spy->calls[SPY_BEGIN], 1);
+  assert_int_equal(f->spy->calls[SPY_AFTER_CREATE], 0);
+  assert_null(f->spy->created_session);
+}
+
+/* ---- end to end ----------------------------------------------------------------------- */
+
+/* Fetch w and the GS through a monitored session (a run without targets). */
+static void fetch_state(hk_session *s, model *m, float *w, int64_t *gs) {
+  hk_status st = HK_STATUS_INIT;
+  hk_handle fetches[2];
+  hk_tensor res[2];
+  hk_run_args args = {NULL, 0, fetches, 2, NULL, 0, NULL};
+  fetches[0] = m->w;
+  fetches[1] = m->gs;
+  assert_ok(hk_session_run(s, &args, res, NULL, &st), &st);
+  assert_int_equal(res[0].nbytes, NW * sizeof *w);
+  memcpy(w, res[0].data, NW * sizeof *w);
+  assert_ok(hk_tensor_to_i64(&res[1], "global_step", gs, &st), &st);
+}
+
+static hk_hook *ckpt_hook(fx *f, int64_t save_steps) {
+  hk_checkpoint_saver_options o = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
+  hk_hook *h = NULL;
+  o.env = &f->te->env;
+  o.checkpoint_dir = f->dir;
+  o.save_steps = save_steps;
+  assert_ok(hk_checkpoint_saver_hook_new(&h, &o, &f->st), &f->st);
+  return h;
+}
+
+static void close_session(fx *f) {
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  hk_session_free(f->s);
+  f->s = NULL;
+  for (size_t i = 0; i < 2; i++) {
+    hk_hook_free(f->hooks[i]);
+    f->hooks[i] = NULL;
+  }
+}
+
+/* Train 5 steps with a CheckpointSaverHook (save_steps 2), close; a new
+ * session over a new graph of the same structure but another initializer
+ * seed resumes from the last checkpoint (step 5, the final save at end)
+ * with the trained values, then keeps training and saving from there. */
+static void test_restore__e2e_train_save_resume(void **state) {
+  fx *f = *state;
+  hk_session_options o;
+  float w0[NW], w[NW], want[NW], init2[NW];
+  int64_t gs = -1;
+  int runs = 0;
+  static const int listed[5] = {0, 2, 4, 5, 7};
+
+  f->hooks[0] = ckpt_hook(f, 2);
+  f->hooks[1] = stop_after(5);
+  session_options(f, &o, HK_SESSION_MONITORED, 2);
+  assert_ok(hk_session_new(&f->s, &o, &f->st), &f->st);
+  fetch_state(f->s, &f->m, w0, &gs);
+  assert_int_equal(gs, 0); /* nothing to restore: initialized */
+  while (!hk_session_should_stop(f->s)) {
+    assert_ok(run_train(f->s, &f->m, &f->st), &f->st);
+    assert_true(++runs <= 10);
+  }
+  assert_int_equal(runs, 5);
+  close_session(f);
+  assert_true(ckpt_exists(f, 5));
+  for (size_t k = 0; k < NW; k++) {
+    want[k] = w0[k];
+    for (int i = 0; i < 5; i++) want[k] += 1.0f;
+  }
+
+  /* a new process: same structure, another seed */
+  model_build(&f->m2, f->te, B_F64_4, 2);
+  initial_w(&f->m2, init2);
+  assert_memory_not_equal(init2, want, sizeof want);
+  f->hooks[0] = ckpt_hook(f, 2);
+  f->hooks[1] = stop_after(2);
+  session_options(f, &o, HK_SESSION_MONITORED, 2);
+  o.executor = f->m2.ex;
+  assert_ok(hk_session_new(&f->s, &o, &f->st), &f->st);
+  fetch_state(f->s, &f->m2, w, &gs);
+  assert_int_equal(gs, 5);
+  assert_memory_equal(w, want, sizeof want);
+  runs = 0;
+  while (!hk_session_should_stop(f->s)) {
+    assert_ok(run_train(f->s, &f->m2, &f->st), &f->st);
+    assert_true(++runs <= 10);
+  }
+  assert_int_equal(runs, 2);
+  close_session(f);
+  /* the resumed run's default Saver adopted the list and kept extending it */
+  assert_state_lists(f, listed, 5);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_restore__c67_explicit_path_restores_without_init_op, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__c67_missing_path_not_found_no_session, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__d5_4_corrupt_explicit_path_no_fallback, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__c67_both_paths_before_raw_session, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__c67_no_saver_restores_nothing, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__c68_no_state_file_initializes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__c68_wait_times_out_then_initializes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__c68_state_file_appears_during_wait, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__h24_cancel_during_wait, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__d5_3_newest_corrupt_falls_back, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__d5_3_newest_missing_falls_back, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__d5_3_all_corrupt_data_loss_no_session, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__c123_malformed_state_file_scans_without_adopting, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__h27_missing_variable_no_fallback, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__h27_shape_mismatch_no_fallback, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__h27_dtype_mismatch_no_fallback, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__c122_recovers_list_and_retention_continues, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__c74_restored_initialized, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__c74_nothing_to_restore, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__c74_restore_not_ready, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__c74_restore_not_ready_for_local_init, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__c69_restored_needs_no_init, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__d5_3_newest_truncated_falls_back, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__oom_loop, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__fs_fault_sweep, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__session_default_scaffold_restores, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__session_explicit_scaffold_saver_used, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__session_restore_failure_no_after_create, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__e2e_train_save_resume, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
