@@ -52,6 +52,10 @@ const hk_env *hk_hook_env(const hk_hook *h) {
   return hk__env_or_default(h->session_env);
 }
 
+void hk__hook_set_on_detach(hk_hook *h, void (*fn)(void *user)) {
+  if (h) h->on_detach = fn;
+}
+
 hk_scaffold *hk_hook_scaffold(const hk_hook *h) { return h ? h->session_scaffold : NULL; }
 
 void hk_hook_log(const hk_hook *h, hk_log_level level, const char *fmt, ...) {

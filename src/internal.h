@@ -32,8 +32,15 @@ struct hk_hook {
   int has_env;
   const hk_env *session_env; /* borrowed from the attached session */
   hk_scaffold *session_scaffold; /* borrowed from the attached session (C99) */
+  /* Built-in hooks with background work: called when the session lets go
+   * (close, free without close, failed construction), before it frees its
+   * Scaffold, so work using the session's Saver can finish first. */
+  void (*on_detach)(void *user);
   const void *owner;         /* the session this hook serves, or NULL (H11) */
 };
+
+/** Register a built-in hook's detach callback (see struct hk_hook). */
+void hk__hook_set_on_detach(hk_hook *hook, void (*fn)(void *user));
 
 struct hk_run_context {
   const hk_run_args *args;

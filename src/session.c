@@ -129,6 +129,8 @@ static void stop_coordinator(hk_session *s) {
 static void detach_hooks(hk_session *s) {
   for (size_t i = 0; i < s->nhooks; i++) {
     if (s->hooks[i] && s->hooks[i]->owner == s) {
+      hk_hook *h = s->hooks[i];
+      if (h->on_detach) h->on_detach(h->user);
       s->hooks[i]->owner = NULL;
       s->hooks[i]->session_env = NULL;
       s->hooks[i]->session_scaffold = NULL;

@@ -23,12 +23,10 @@
  * hook's own, or the session's) and released by end(), by the next begin()
  * when a session closed without end(), or by hk_hook_free().
  *
- * A write still in flight when a session closes without end() (an unclean
- * close calls no hook) is completed by the next begin() or hk_hook_free(),
- * so the Saver must outlive that call. The Saver of a session's default
- * Scaffold is freed with the session: free the hook after closing the
- * session and before freeing it, or give the hook (or the session) a Saver
- * the caller owns.
+ * A write still in flight when a session lets go of the hook without end()
+ * (an unclean close calls no hook; a session freed without close) is
+ * completed when the session detaches its hooks, before it frees its
+ * Scaffold and that Scaffold's Saver; its result is then dropped.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -722,6 +720,11 @@ static void cs_destroy(void *user) {
   hk_env_free(has_env ? &env : NULL, self);
 }
 
+/* The session is letting go: its Scaffold and Saver may be freed next, so a
+ * write in flight must finish now (its result is dropped when end() did not
+ * process it: the session that wanted it is gone). */
+static void cs_detach(void *user) { release_session(user); }
+
 static const hk_hook_vtable checkpoint_saver_vtable = {
     HK_HOOK_VTABLE_VERSION, cs_begin, cs_after_create_session, cs_before_run, cs_after_run, cs_end, cs_destroy,
 };
@@ -855,6 +858,7 @@ static hk_code hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, 
     return rc;
   }
   self->hook = *out;
+  hk__hook_set_on_detach(*out, cs_detach);
   if (!async)
     hk_env_log(opts->env, HK_LOG_INFO, "Create CheckpointSaverHook.");
   else if (self->nlisteners > 0)

@@ -695,30 +695,48 @@ static void test_async_checkpoint_saver_hook__d12_signal_stop_final_save(void **
 
 /* ---- D3.2: the writer thread is joined by hk_hook_free without end() ------------- */
 
-static void test_async_checkpoint_saver_hook__d32_free_without_end_joins(void **state) {
+/* D3.2, H20: a session that lets go of the hook without end() (an unclean
+ * close) completes the write in flight before close returns — the hook
+ * uses the session's default Scaffold's Saver (C99), which the session frees
+ * with itself, so the write must be over by then (under ASan a late write
+ * is a use-after-free). The result is dropped: no after_save, no end. */
+static void test_async_checkpoint_saver_hook__d32_unclean_close_completes_write(void **state) {
   fixture *f = *state;
-  hk_saver_options so = HK_SAVER_OPTIONS_INIT;
   pthread_t opener;
 
-  /* The Saver must outlive the write the hook completes when freed. */
-  so.env = &f->te->env;
-  so.executor = fake_executor_executor(f->fx);
-  assert_ok(hk_saver_new(&f->saver, &so, &f->st), &f->st);
-  f->o.saver = f->saver;
+  gate_close(&f->gate, "model.ckpt-0.safetensors", NULL);
+  open_ok(f); /* no saver, no scaffold: the session's Scaffold's Saver */
+  gate_wait_arrival(&f->gate);
+  assert_false(ckpt_exists(f, 0));
+  assert_int_equal(pthread_create(&opener, NULL, open_later, &f->gate), 0);
+  assert_status(hk_session_close(f->s, HK_INTERNAL, &f->st), &f->st, HK_INTERNAL, NULL); /* no end() */
+  pthread_join(opener, NULL);
+  assert_true(ckpt_exists(f, 0)); /* completed during close */
+  hk_session_free(f->s);          /* frees the default Scaffold and its Saver */
+  f->s = NULL;
+  hk_hook_free(f->hook);
+  f->hook = NULL;
+  assert_int_equal(gate_arrivals(&f->gate), 1);
+  assert_int_equal(f->l.after, 0);
+  assert_int_equal(f->l.end, 0);
+}
+
+/* Freed without close (H20): the implicit close detaches the hook, which
+ * finishes the write before the session's Saver goes away. */
+static void test_async_checkpoint_saver_hook__d32_free_without_close_completes_write(void **state) {
+  fixture *f = *state;
+  pthread_t opener;
+
   gate_close(&f->gate, "model.ckpt-0.safetensors", NULL);
   open_ok(f);
   gate_wait_arrival(&f->gate);
-  assert_status(hk_session_close(f->s, HK_INTERNAL, &f->st), &f->st, HK_INTERNAL, NULL); /* no end() */
+  assert_int_equal(pthread_create(&opener, NULL, open_later, &f->gate), 0);
   hk_session_free(f->s);
   f->s = NULL;
-  assert_false(ckpt_exists(f, 0));
-  assert_int_equal(pthread_create(&opener, NULL, open_later, &f->gate), 0);
-  hk_hook_free(f->hook); /* completes the held write, then joins */
-  f->hook = NULL;
   pthread_join(opener, NULL);
   assert_true(ckpt_exists(f, 0));
-  assert_int_equal(gate_arrivals(&f->gate), 1);
-  assert_int_equal(f->l.end, 0);
+  hk_hook_free(f->hook);
+  f->hook = NULL;
 }
 
 /* ---- D3.2: one snapshot buffer, allocated once --------------------------------------- */
@@ -856,7 +874,8 @@ int main(void) {
       T(test_async_checkpoint_saver_hook__d35_end_saves_final_step),
       T(test_async_checkpoint_saver_hook__c105_creation_stop_request_honoured),
       T(test_async_checkpoint_saver_hook__d12_signal_stop_final_save),
-      T(test_async_checkpoint_saver_hook__d32_free_without_end_joins),
+      T(test_async_checkpoint_saver_hook__d32_unclean_close_completes_write),
+      T(test_async_checkpoint_saver_hook__d32_free_without_close_completes_write),
       T(test_async_checkpoint_saver_hook__d32_snapshot_buffer_allocated_once),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
