@@ -228,6 +228,20 @@ def main():
         check_file(c, prefix + ".safetensors", step)
     check_state(c, first, prefixes)
 
+    # The README's short loader (hooked_numpy.py, shown verbatim there) must
+    # agree with this careful reader on every tensor (BF16 as raw bits).
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from hooked_numpy import load_checkpoint
+    for prefix, step in zip(prefixes, STEPS):
+        meta, arrays = load_checkpoint(prefix + ".safetensors")
+        c.check(meta.get("global_step") == str(step), "README loader: global_step %r" % meta.get("global_step"))
+        for name, (dtype, shape, want) in expected_tensors(step).items():
+            got = arrays.get(name)
+            if got is not None and dtype == "BF16":
+                got = bf16_to_f32(got)
+            same = got is not None and got.shape == want.shape and got.tobytes() == want.astype(got.dtype).tobytes()
+            c.check(same, "README loader: %s holds %s" % (name, None if got is None else got.tolist()))
+
     second = os.path.join(args.workdir, "b")
     again = make(args.make_checkpoint, second, STEPS[1:2])
     with open(prefixes[1] + ".safetensors", "rb") as f1, open(again[0] + ".safetensors", "rb") as f2:
