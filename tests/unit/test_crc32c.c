@@ -27,6 +27,20 @@ static uint32_t reference_crc(uint32_t crc, const unsigned char *p, size_t n) {
   return ~crc;
 }
 
+/* A byte table built from reference_crc, for the multi-MiB cases where the
+ * bitwise loop would dominate the run time under sanitizers. */
+static uint32_t reference_table_crc(uint32_t crc, const unsigned char *p, size_t n) {
+  uint32_t table[256];
+  for (uint32_t i = 0; i < 256; i++) {
+    unsigned char b = (unsigned char)i;
+    /* one byte from a pre-inverted zero state: the classic table entry */
+    table[i] = ~reference_crc(0xffffffffU, &b, 1);
+  }
+  crc = ~crc;
+  for (size_t i = 0; i < n; i++) crc = (crc >> 8) ^ table[(crc ^ p[i]) & 0xff];
+  return ~crc;
+}
+
 static uint64_t rng_next(uint64_t *s) {
   *s ^= *s << 13;
   *s ^= *s >> 7;
@@ -113,6 +127,68 @@ static void test_crc32c__large_buffer(void **state) {
   free(buf);
 }
 
+static void test_crc32c__every_small_length_at_every_offset(void **state) {
+  enum { MAX = 1024 };
+  unsigned char *buf = malloc(MAX + 16);
+  (void)state;
+  assert_non_null(buf);
+  fill_random(buf, MAX + 16, 0xc0ffee);
+  for (size_t off = 0; off < 16; off++)
+    for (size_t n = 0; n <= MAX; n++)
+      assert_int_equal(hk_crc32c_extend(0, buf + off, n), reference_crc(0, buf + off, n));
+  free(buf);
+}
+
+/* The SSE4.2 path switches from one crc32q chain to three streams over
+ * blocks of 3 x 256 and 3 x 8192 bytes after aligning the start to 8 bytes:
+ * lengths just around one or more of each block group, at every start
+ * alignment, with a nonzero incoming crc so the first stream's start value
+ * matters. */
+static void test_crc32c__lengths_around_block_thresholds(void **state) {
+  static const size_t bases[] = {768, 2 * 768, 5 * 768, 24576, 2 * 24576, 24576 + 768, 2 * 24576 + 3 * 768, 65536};
+  static const int deltas[] = {-9, -8, -7, -1, 0, 1, 7, 8, 9, 15, 16, 17};
+  size_t max = 65536 + 32;
+  unsigned char *buf = malloc(max);
+  (void)state;
+  assert_non_null(buf);
+  fill_random(buf, max, 0xdecafbad);
+  for (size_t b = 0; b < sizeof bases / sizeof bases[0]; b++)
+    for (size_t d = 0; d < sizeof deltas / sizeof deltas[0]; d++) {
+      size_t n = (size_t)((long)bases[b] + deltas[d]);
+      for (size_t off = 0; off < 9; off++) {
+        uint32_t want = reference_table_crc(0x12345678U, buf + off, n);
+        assert_int_equal(hk_crc32c_extend(0x12345678U, buf + off, n), want);
+      }
+    }
+  free(buf);
+}
+
+static void test_crc32c__multi_mebibyte_buffers(void **state) {
+  size_t n = ((size_t)5 << 20) + 12345;
+  unsigned char *buf = malloc(n + 8);
+  (void)state;
+  assert_non_null(buf);
+  fill_random(buf, n + 8, 0x5eed);
+  for (size_t off = 0; off < 8; off += 3) {
+    uint32_t want = reference_table_crc(0, buf + off, n);
+    assert_int_equal(hk_crc32c_extend(0, buf + off, n), want);
+    /* the same bytes in pieces that each cross block boundaries */
+    uint32_t c = 0;
+    for (size_t at = 0, piece = 1; at < n; piece = piece * 7 + 3) {
+      size_t len = piece % 100003 < n - at ? piece % 100003 : n - at;
+      c = hk_crc32c_extend(c, buf + off + at, len);
+      at += len;
+    }
+    assert_int_equal(c, want);
+  }
+  /* a one-bit change anywhere changes the result */
+  uint32_t before = hk_crc32c_extend(0, buf, n);
+  buf[n / 2 + 1] ^= 0x10;
+  assert_int_not_equal(hk_crc32c_extend(0, buf, n), before);
+  assert_int_equal(hk_crc32c_extend(0, buf, n), reference_table_crc(0, buf, n));
+  free(buf);
+}
+
 static void test_crc32c__implementation_name(void **state) {
   const char *impl = hk_crc32c_implementation();
   (void)state;
@@ -138,6 +214,9 @@ int main(void) {
       cmocka_unit_test(test_crc32c__matches_bitwise_reference),
       cmocka_unit_test(test_crc32c__pieces_equal_one_shot_at_every_split),
       cmocka_unit_test(test_crc32c__large_buffer),
+      cmocka_unit_test(test_crc32c__every_small_length_at_every_offset),
+      cmocka_unit_test(test_crc32c__lengths_around_block_thresholds),
+      cmocka_unit_test(test_crc32c__multi_mebibyte_buffers),
       cmocka_unit_test(test_crc32c__implementation_name),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
