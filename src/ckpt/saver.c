@@ -460,41 +460,55 @@ static void remove_ignoring(const hk__fs *fs, const char *path, int quiet_missin
   hk_env_log(fs->env, HK_LOG_WARNING, "Ignoring: %s", why.message);
 }
 
-/* D4.3: a failed state write may have renamed the new state file into
+/* D4.3/D4.4: a failed state write may have renamed the new state file into
  * place before its directory fsync failed; put back the list it replaced so
- * the directory holds what it held before. */
-static void rollback_state(hk_saver *s, const hk__fs *fs, const char *name) {
+ * the directory holds what it held before. Returns nonzero when the state
+ * file on disk is known not to name `name` any more, durably: only then may
+ * the caller remove the files of `name`. On zero they stay, so whatever
+ * state file survives names a checkpoint that exists. */
+static int rollback_state(hk_saver *s, const hk__fs *fs, const char *name) {
   const hk_env *env = senv(s);
   hk__state now;
   hk_status why = HK_STATUS_INIT;
+  hk_code rc;
   int replaced;
 
   memset(&now, 0, sizeof now);
-  if (hk__state_read(env, s->dir, s->latest_filename, &now, &why) != HK_OK) return;
+  rc = hk__state_read(env, s->dir, s->latest_filename, &now, &why);
+  /* Absent, or malformed (the save writes only well-formed files): the
+   * new state file is not in place. Other errors leave it unknown. */
+  if (rc == HK_NOT_FOUND || rc == HK_DATA_LOSS) return 1;
+  if (rc != HK_OK) {
+    hk_env_log(env, HK_LOG_WARNING,
+               "Keeping checkpoint %s after its failed save: cannot tell whether the state file %s/%s names it: %s",
+               name, s->dir, s->latest_filename, why.message);
+    return 0;
+  }
   replaced = now.model && strcmp(now.model, name) == 0 &&
              !(s->n > 0 && strcmp(hk__path_basename(s->paths[s->n - 1]), name) == 0);
   hk__state_clear(env, &now);
-  if (!replaced) return;
+  if (!replaced) return 1;
   if (s->n > 0) {
     const char **names = hk_env_calloc(env, s->n, sizeof *names);
     if (names) {
       for (size_t i = 0; i < s->n; i++) names[i] = hk__path_basename(s->paths[i]);
-      if (hk__state_write(env, s->dir, s->latest_filename, names, s->stamps, s->n, s->last_preserved, &why) == HK_OK) {
-        hk_env_free(env, (void *)names);
-        return;
-      }
+      rc = hk__state_write(env, s->dir, s->latest_filename, names, s->stamps, s->n, s->last_preserved, &why);
       hk_env_free(env, (void *)names);
+      if (rc == HK_OK) return 1; /* written atomically, directory synced */
     }
   } else if (!s->state_seen) {
     char *path = hk__path_join(env, s->dir, s->latest_filename);
-    if (path && hk__fs_unlink(fs, path, &why) == HK_OK) {
-      hk_env_free(env, path);
-      return;
-    }
+    /* The removal is durable only once the directory is synced. */
+    rc = path ? hk__fs_unlink(fs, path, &why) : HK_RESOURCE_EXHAUSTED;
+    if (rc == HK_OK) rc = hk__fs_sync_dir(fs, s->dir, &why);
     hk_env_free(env, path);
+    if (rc == HK_OK) return 1;
   }
-  hk_env_log(env, HK_LOG_WARNING, "The state file %s/%s may name %s, whose save failed; readers will skip it (D5).",
+  hk_env_log(env, HK_LOG_WARNING,
+             "The state file %s/%s may name %s, whose save failed; its files are kept so every checkpoint the state "
+             "file names exists (D4.4).",
              s->dir, s->latest_filename, name);
+  return 0;
 }
 
 static hk_code check_save_path(hk_saver *s, const char *save_path, int64_t step, hk_status *st) {
@@ -602,9 +616,11 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
   if (manage) {
     rc = hk__state_write(env, dir, s->latest_filename, p.names, p.stamps, p.n, p.last_preserved, st);
     if (rc != HK_OK) {
-      if (write_meta && !meta_existed) remove_created(&fs, metapath);
-      if (!data_existed) remove_created(&fs, data);
-      rollback_state(s, &fs, name);
+      /* D4.4: the previous state file first, then the new files. */
+      if (rollback_state(s, &fs, name)) {
+        if (write_meta && !meta_existed) remove_created(&fs, metapath);
+        if (!data_existed) remove_created(&fs, data);
+      }
       goto done;
     }
     /* The new state is durable: now, and only now, retention deletes. */
