@@ -188,13 +188,17 @@ const hk_env *hk__saver_env(const hk_saver *saver);
  * and fill `tensors` (count = hk__saver_var_count) with views into buf.
  * write: everything hk_saver_save does after reading the variables, from
  * those tensors; safe on another thread while the training thread makes
- * no other call on this Saver. prefix: as hk_saver_save's, owned by the
- * caller (env allocator).
+ * no other call on this Saver. now: the wall time (hk_env_wall of the
+ * Saver's env) read by the caller on the training thread at snapshot time;
+ * it is the new checkpoint's timestamp and the "now" of any recovery and
+ * clock-reset check (D6.1, D6.2) in the call, which reads no clock itself
+ * (H6: the writer thread calls only the allocator, the log sink and the
+ * fs). prefix: as hk_saver_save's, owned by the caller (env allocator).
  */
 hk_code hk__saver_snapshot_size(hk_saver *saver, size_t *nbytes, size_t *ntensors, hk_status *st);
 hk_code hk__saver_snapshot(hk_saver *saver, hk_raw_session *rs, void *buf, size_t cap, hk__ckpt_tensor *tensors,
                            size_t ntensors, hk_status *st);
-hk_code hk__saver_write(hk_saver *saver, const char *save_path, int64_t step, unsigned flags,
+hk_code hk__saver_write(hk_saver *saver, const char *save_path, int64_t step, unsigned flags, double now,
                         const hk__ckpt_tensor *tensors, size_t ntensors, const char *meta_text, size_t meta_len,
                         char **prefix, hk_status *st);
 

@@ -240,12 +240,14 @@ const hk_env *hk__saver_env(const hk_saver *saver) { return saver ? &saver->env 
 
 /* ---- recovery of the managed list (D6.1, C122) ----------------------------------------- */
 
-static hk_code recover_impl(hk_saver *s, const char *dir, hk_status *st) {
+/* `now` is the wall time the caller read: recovery may run on the
+ * asynchronous hook's writer thread, which must not call the env's clocks
+ * (H6). */
+static hk_code recover_impl(hk_saver *s, const char *dir, double now, hk_status *st) {
   const hk_env *env = senv(s);
   hk__fs fs;
   hk__state state;
   hk_status why = HK_STATUS_INIT;
-  double now = hk_env_wall(env);
   char **paths = NULL;
   double *stamps = NULL;
   size_t n = 0;
@@ -345,7 +347,7 @@ oom:
 hk_code hk_saver_recover(hk_saver *saver, const char *dir, hk_status *status) {
   if (!saver) return hk_status_set(status, HK_INVALID_ARGUMENT, "saver is NULL");
   if (!dir) return hk_status_set(status, HK_INVALID_ARGUMENT, "dir is NULL");
-  return recover_impl(saver, dir, status);
+  return recover_impl(saver, dir, hk_env_wall(senv(saver)), status);
 }
 
 /* ---- save (C113–C116, D4, D6) ------------------------------------------------------------ */
@@ -372,10 +374,9 @@ static void plan_free(const hk_env *env, plan *p) {
   memset(p, 0, sizeof *p);
 }
 
-static hk_code plan_build(hk_saver *s, const char *name, plan *p, hk_status *st) {
+static hk_code plan_build(hk_saver *s, const char *name, double now, plan *p, hk_status *st) {
   const hk_env *env = senv(s);
   size_t cap = s->n + 1, first = 0;
-  double now = hk_env_wall(env);
 
   memset(p, 0, sizeof *p);
   p->paths = hk_env_calloc(env, cap, sizeof *p->paths);
@@ -532,8 +533,8 @@ static char *make_prefix(hk_saver *s, const char *save_path, int64_t step) {
 
 /* Everything a save does once the variables are in hand (D4.2 steps 1–4). */
 static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step, int64_t record_step, unsigned flags,
-                          const hk__ckpt_tensor *tensors, size_t ntensors, const char *meta, size_t meta_len,
-                          char **prefix_out, hk_status *st) {
+                          double now, const hk__ckpt_tensor *tensors, size_t ntensors, const char *meta,
+                          size_t meta_len, char **prefix_out, hk_status *st) {
   const hk_env *env = senv(s);
   int manage = !(flags & HK_SAVE_NO_STATE);
   int write_meta = (flags & HK_SAVE_META) && meta;
@@ -587,10 +588,10 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
   }
   if (manage) {
     if (!s->dir || strcmp(s->dir, dir) != 0) {
-      rc = recover_impl(s, dir, st);
+      rc = recover_impl(s, dir, now, st);
       if (rc != HK_OK) goto done;
     }
-    rc = plan_build(s, name, &p, st);
+    rc = plan_build(s, name, now, &p, st);
     if (rc != HK_OK) goto done;
     planned = 1;
   }
@@ -654,14 +655,14 @@ done:
   return rc;
 }
 
-hk_code hk__saver_write(hk_saver *saver, const char *save_path, int64_t step, unsigned flags,
+hk_code hk__saver_write(hk_saver *saver, const char *save_path, int64_t step, unsigned flags, double now,
                         const hk__ckpt_tensor *tensors, size_t ntensors, const char *meta_text, size_t meta_len,
                         char **prefix, hk_status *st) {
   if (prefix) *prefix = NULL;
   if (!saver) return hk_status_set(st, HK_INVALID_ARGUMENT, "saver is NULL");
   if (!save_path) return hk_status_set(st, HK_INVALID_ARGUMENT, "save_path is NULL");
   if (!tensors && ntensors > 0) return hk_status_set(st, HK_INVALID_ARGUMENT, "tensors is NULL");
-  return write_impl(saver, save_path, step, step == HK_UNSET_STEPS ? 0 : step, flags, tensors, ntensors, meta_text,
+  return write_impl(saver, save_path, step, step == HK_UNSET_STEPS ? 0 : step, flags, now, tensors, ntensors, meta_text,
                     meta_len, prefix, st);
 }
 
@@ -817,7 +818,8 @@ hk_code hk_saver_save(hk_saver *saver, hk_raw_session *rs, const char *save_path
       if (!meta.data) return oom(status, "describing the graph for the .meta file");
     }
   }
-  rc = write_impl(saver, save_path, step, record, flags, saver->views, saver->nvars, meta.data, meta.len, &out, status);
+  rc = write_impl(saver, save_path, step, record, flags, hk_env_wall(senv(saver)), saver->views, saver->nvars,
+                  meta.data, meta.len, &out, status);
   hk_env_free(senv(saver), meta.data);
   if (rc != HK_OK) return rc;
   hk_env_free(senv(saver), saver->prefix);
@@ -1164,7 +1166,7 @@ hk_code hk__saver_restore_latest(hk_saver *saver, hk_raw_session *rs, const char
       cands_free(&c);
       if (!*restored) return oom(st, "restoring a checkpoint");
       /* C123: a list found by a scan is never adopted. */
-      if (!scanned) rc = recover_impl(saver, dir, st);
+      if (!scanned) rc = recover_impl(saver, dir, hk_env_wall(env), st);
       if (rc != HK_OK) {
         hk_env_free(env, *restored);
         *restored = NULL;

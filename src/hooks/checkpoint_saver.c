@@ -38,6 +38,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define DEFAULT_BASENAME "model.ckpt"
 #define GRAPH_FILE "graph.pbtxt"
@@ -69,6 +70,7 @@ typedef struct writer {
   hk_saver *saver;
   int64_t step;
   unsigned flags;
+  double now; /* wall time at the snapshot: the checkpoint's timestamp */
   const hk__ckpt_tensor *tensors;
   size_t ntensors;
   const char *meta;
@@ -295,6 +297,15 @@ static hk_code save_sync(ckpt_hook *self, hk_raw_session *rs, int64_t step, int 
 
 /* ---- the writer thread (D3) ---------------------------------------------------- */
 
+/* The writer thread may call only the allocator, the log sink and the fs
+ * (H6): the env's clocks are the caller's and need not be thread-safe, so
+ * the write is timed with the system's monotonic clock. */
+static double system_monotonic(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) return 0;
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static void *writer_main(void *arg) {
   ckpt_hook *self = arg;
   writer *w = &self->w;
@@ -304,6 +315,7 @@ static void *writer_main(void *arg) {
     hk_saver *saver;
     int64_t step;
     unsigned flags;
+    double now;
     const hk__ckpt_tensor *tensors;
     size_t ntensors, meta_len;
     const char *meta;
@@ -319,15 +331,16 @@ static void *writer_main(void *arg) {
     saver = w->saver;
     step = w->step;
     flags = w->flags;
+    now = w->now;
     tensors = w->tensors;
     ntensors = w->ntensors;
     meta = w->meta;
     meta_len = w->meta_len;
     pthread_mutex_unlock(&w->mu);
 
-    t0 = hk_env_monotonic(&self->senv);
-    rc = hk__saver_write(saver, self->save_path, step, flags, tensors, ntensors, meta, meta_len, &prefix, &st);
-    t1 = hk_env_monotonic(&self->senv);
+    t0 = system_monotonic();
+    rc = hk__saver_write(saver, self->save_path, step, flags, now, tensors, ntensors, meta, meta_len, &prefix, &st);
+    t1 = system_monotonic();
     hk_env_free(hk__saver_env(saver), prefix);
 
     pthread_mutex_lock(&w->mu);
@@ -463,6 +476,7 @@ static hk_code save_async(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_
   self->w.saver = self->saver;
   self->w.step = step;
   self->w.flags = flags;
+  self->w.now = hk_env_wall(hk__saver_env(self->saver));
   self->w.tensors = self->tensors;
   self->w.ntensors = ntensors;
   self->w.meta = (flags & HK_SAVE_META) ? self->graph_text : NULL;
