@@ -209,7 +209,8 @@ static hk_code wait_for_state_file(hk_session_manager *sm, const hk_prepare_opti
   for (;;) {
     hk_checkpoint_state *cs = NULL;
     hk_status tmp = HK_STATUS_INIT;
-    hk_code rc = hk_get_checkpoint_state(&sm->env, o->checkpoint_dir, hk_saver_latest_filename(saver), &cs, &tmp);
+    hk_code rc =
+        hk_get_checkpoint_state(hk__saver_env(saver), o->checkpoint_dir, hk_saver_latest_filename(saver), &cs, &tmp);
     hk_checkpoint_state_free(cs);
     if (rc == HK_RESOURCE_EXHAUSTED) {
       hk__status_copy(st, &tmp);
