@@ -183,7 +183,8 @@ typedef struct hk_checkpoint_state hk_checkpoint_state;
  * **Ownership:** *out owned, hk_checkpoint_state_free().
  * **Errors:** NOT_FOUND when there is no state file; DATA_LOSS "Invalid
  * checkpoint state loaded from %s: <reason> (line %d)" for a malformed
- * one; INVALID_ARGUMENT; file-system errors (H9).
+ * one, and for a file larger than 256 MiB (refused unread, with its size,
+ * as "(line 0)"); INVALID_ARGUMENT; file-system errors (H9).
  * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_get_checkpoint_state(const hk_env *env, const char *dir, const char *latest_filename,
@@ -211,7 +212,9 @@ HK_API double hk_checkpoint_state_last_preserved(const hk_checkpoint_state *cs);
  * **Errors:** INVALID_ARGUMENT: a name in another directory (C118), an
  * invalid name (H32), a name equal to latest_filename ("Save path '%s'
  * conflicts with path used for checkpoint state.  Please use a different
- * save path."), a duplicate; file-system errors.
+ * save path."), a duplicate, a file that would be larger than the 256 MiB
+ * hk_get_checkpoint_state() reads (some 750,000 255-byte names with
+ * timestamps); file-system errors.
  * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_update_checkpoint_state(const hk_env *env, const char *dir, const char *newest,

@@ -30,8 +30,11 @@
  * offending line, the second occurrence of a repeated key or duplicate
  * name, and for problems only visible at the end (missing
  * model_checkpoint_path, timestamp count, no valid entry) the line of the
- * end of file (1 + the number of '\n'). A file over 16 MiB is refused
- * before it is read, as "(line 0)": the whole file. A line longer than
+ * end of file (1 + the number of '\n'). A file over 256 MiB is refused
+ * before it is read, as "(line 0)": the whole file. The bound keeps a
+ * hostile file from costing unbounded memory while staying out of D6.3's
+ * reach: max_to_keep 0 lists every checkpoint, and ~750k entries of 255-byte
+ * names with timestamps fit. A line longer than
  * 4096 bytes is reported before a NUL byte in the same line. The first
  * problem of the line-by-line pass wins; duplicates and counts are checked
  * after it.
@@ -58,13 +61,14 @@
  */
 #include "ckpt.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define STATE_MAX_BYTES ((size_t)16 << 20)
+#define STATE_MAX_BYTES ((size_t)256 << 20)
 #define STATE_MAX_LINE 4096
 #define DEFAULT_LATEST_FILENAME "checkpoint"
 /* Enough for any locale's decimal point (at most a few bytes in practice). */
@@ -599,13 +603,19 @@ hk_code hk__state_read(const hk_env *env, const char *dir, const char *latest_fi
   path = hk__path_join(env, dir, latest_filename ? latest_filename : DEFAULT_LATEST_FILENAME);
   if (!path) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory reading the checkpoint state of %s", dir);
   hk__fs_init(&fs, env);
+  memset(&sb, 0, sizeof sb);
   /* A directory would open on POSIX and then fail to read with an errno
    * H9 maps to UNKNOWN; say what it is instead (TensorFlow maps EISDIR to
    * FAILED_PRECONDITION too). */
   rc = hk__fs_stat(&fs, path, &sb, st);
   if (rc == HK_OK && sb.is_dir)
     rc = hk_status_set(st, HK_FAILED_PRECONDITION, "Checkpoint state file %s is a directory", path);
+  if (rc == HK_OK && sb.size > STATE_MAX_BYTES)
+    rc = hk_status_set(st, HK_DATA_LOSS,
+                       "Invalid checkpoint state loaded from %s: %" PRIu64 " bytes, larger than %zu bytes (line 0)",
+                       path, sb.size, STATE_MAX_BYTES);
   if (rc == HK_OK) {
+    /* The file may have grown since the stat (or the fs not report sizes). */
     rc = hk__read_file(env, path, STATE_MAX_BYTES, &text, &len, st);
     if (rc == HK_OUT_OF_RANGE)
       rc = hk_status_set(st, HK_DATA_LOSS, "Invalid checkpoint state loaded from %s: larger than %zu bytes (line 0)",
