@@ -493,18 +493,23 @@ static hk_code parse_uint_array(parser *ps, const char *tensor, const char *what
   }
 }
 
-static hk_code add_entry(parser *ps, entry **out) {
+/* A new zeroed entry; NULL (status set) when out of memory. */
+static entry *add_entry(parser *ps) {
   hk_checkpoint_reader *r = ps->r;
+  entry *e;
   if (r->n == ps->cap) {
     size_t cap = ps->cap ? ps->cap * 2 : 16;
     entry *grown = hk_env_realloc(&r->env, r->entries, cap * sizeof *grown);
-    if (!grown) return hk_status_set(ps->st, HK_RESOURCE_EXHAUSTED, "out of memory reading %s", r->path);
+    if (!grown) {
+      hk_status_set(ps->st, HK_RESOURCE_EXHAUSTED, "out of memory reading %s", r->path);
+      return NULL;
+    }
     r->entries = grown;
     ps->cap = cap;
   }
-  *out = &r->entries[r->n++];
-  memset(*out, 0, sizeof **out);
-  return HK_OK;
+  e = &r->entries[r->n++];
+  memset(e, 0, sizeof *e);
+  return e;
 }
 
 /* {"dtype": "F32", "shape": [..], "data_offsets": [b, e]} in any order. */
@@ -514,8 +519,8 @@ static hk_code parse_tensor(parser *ps, char *name) {
   int have_dtype = 0, have_shape = 0, have_offsets = 0;
 
   if (!*name) return corrupt(ps, NULL, "a tensor has an empty name");
-  rc = add_entry(ps, &e);
-  if (rc != HK_OK) return rc;
+  e = add_entry(ps);
+  if (!e) return HK_RESOURCE_EXHAUSTED;
   e->name = name;
   if (!eat(ps, '{')) return corrupt(ps, name, "its entry is not an object");
   if (!eat(ps, '}')) {

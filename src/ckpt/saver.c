@@ -1080,11 +1080,25 @@ static hk_code get_candidates(const hk_env *env, const char *dir, const char *la
   return HK_OK;
 }
 
-/* Append "path (reason)" to the DATA_LOSS message, truncating. */
+/* Append as much of s as fits (msg holds *len bytes and a NUL). */
+static void append_cut(char *msg, size_t cap, size_t *len, const char *s) {
+  size_t n = strlen(s), room = cap - 1 - *len;
+  if (n > room) n = room;
+  memcpy(msg + *len, s, n);
+  *len += n;
+  msg[*len] = '\0';
+}
+
+/* Append "path (reason)" to the DATA_LOSS message, truncating: the first
+ * candidates, the newest, matter most. */
 static void note_failure(char *msg, size_t cap, const char *path, const char *reason) {
   size_t len = strlen(msg);
   if (len + 1 >= cap) return;
-  snprintf(msg + len, cap - len, "%s%s (%s)", len > 0 ? "; " : "", path, reason);
+  if (len > 0) append_cut(msg, cap, &len, "; ");
+  append_cut(msg, cap, &len, path);
+  append_cut(msg, cap, &len, " (");
+  append_cut(msg, cap, &len, reason);
+  append_cut(msg, cap, &len, ")");
 }
 
 static void warn_skip(const hk_env *env, const char *path, const char *reason) {
