@@ -86,6 +86,68 @@ char *hk__ckpt_data_path(const hk_env *env, const char *path) {
   return hk__asprintf(env, "%s" DATA_EXT, path);
 }
 
+/* Well-formed UTF-8 (no overlongs, surrogates or code points past 0x10FFFF). */
+static int valid_utf8(const unsigned char *s, size_t n, size_t *bad) {
+  size_t i = 0;
+  while (i < n) {
+    unsigned char c = s[i];
+    size_t k;
+    uint32_t cp, min;
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    if ((c & 0xE0) == 0xC0) {
+      k = 1, cp = c & 0x1F, min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      k = 2, cp = c & 0x0F, min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      k = 3, cp = c & 0x07, min = 0x10000;
+    } else {
+      *bad = i;
+      return 0;
+    }
+    if (n - i <= k) {
+      *bad = i;
+      return 0;
+    }
+    for (size_t j = 1; j <= k; j++) {
+      if ((s[i + j] & 0xC0) != 0x80) {
+        *bad = i;
+        return 0;
+      }
+      cp = cp << 6 | (s[i + j] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      *bad = i;
+      return 0;
+    }
+    i += k + 1;
+  }
+  return 1;
+}
+
+/* A name for a message: printable ASCII as is, every other byte as \xHH,
+ * cut to fit `cap` (the name may be what is wrong with it). */
+static const char *escaped_name(const char *name, char *buf, size_t cap) {
+  static const char hex[] = "0123456789abcdef";
+  size_t n = 0;
+  for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+    if (*c >= 0x20 && *c < 0x7F && *c != '\\') {
+      if (n + 1 >= cap) break;
+      buf[n++] = (char)*c;
+    } else {
+      if (n + 4 >= cap) break;
+      buf[n++] = '\\';
+      buf[n++] = 'x';
+      buf[n++] = hex[*c >> 4];
+      buf[n++] = hex[*c & 15];
+    }
+  }
+  buf[n] = '\0';
+  return buf;
+}
+
 /* ---- writer ------------------------------------------------------------------------- */
 
 typedef struct strbuf {
@@ -164,9 +226,19 @@ static int cmp_tensor_name(const void *a, const void *b) {
 
 static hk_code check_tensor(const hk__ckpt_tensor *t, size_t i, const char *path, hk_status *st) {
   const hk_tensor *v = &t->value;
+  size_t bad = 0;
   int overflow;
   if (!t->name || !*t->name)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "writing %s: tensor %zu has an empty name", path, i);
+  /* The header is UTF-8 JSON: a file holding another name could never be
+   * read back (checkpoint-format.md). */
+  if (!valid_utf8((const unsigned char *)t->name, strlen(t->name), &bad)) {
+    char shown[160];
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "writing %s: tensor name '%s' is not well-formed UTF-8 (at byte %zu), which the format "
+                         "requires",
+                         path, escaped_name(t->name, shown, sizeof shown), bad);
+  }
   if (strcmp(t->name, METADATA_KEY) == 0)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "writing %s: a tensor may not be named '%s'", path, METADATA_KEY);
   if (v->dtype == HK_DTYPE_STRING)
@@ -330,9 +402,17 @@ typedef struct parser {
   crc_note *notes;
   size_t nnotes, capnotes;
   int seen_metadata, seen_format, seen_step;
-  int newer_format; /* "hooked/N", N > 1 */
+  int newer_format; /* the metadata names "hooked/N", N > FORMAT_VERSION */
+  char newer[48];   /* that format, for messages */
   const char *format;
 } parser;
+
+static hk_code newer_format(parser *ps, const char *format, const char *detail) {
+  return hk_status_set(ps->st, HK_FAILED_PRECONDITION,
+                       "Checkpoint %s has format \"%.40s\", newer than this library reads (" FORMAT_PREFIX
+                       "%d); upgrade hooked to read it%s%s",
+                       ps->r->path, format, FORMAT_VERSION, detail ? ": " : "", detail ? detail : "");
+}
 
 static hk_code corrupt(parser *ps, const char *tensor, const char *fmt, ...) HK_PRINTF(3, 4);
 static hk_code corrupt(parser *ps, const char *tensor, const char *fmt, ...) {
@@ -341,6 +421,15 @@ static hk_code corrupt(parser *ps, const char *tensor, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(reason, sizeof reason, fmt, ap);
   va_end(ap);
+  /* What version 1 cannot parse may be version N's grammar: not damage. */
+  if (ps->newer_format) {
+    char detail[400];
+    if (tensor)
+      snprintf(detail, sizeof detail, "tensor '%.60s': %.300s", tensor, reason);
+    else
+      snprintf(detail, sizeof detail, "%.300s", reason);
+    return newer_format(ps, ps->newer, detail);
+  }
   if (tensor)
     return hk_status_set(ps->st, HK_DATA_LOSS, "Checkpoint %s is corrupt: tensor '%.200s': %s", ps->r->path, tensor,
                          reason);
@@ -649,54 +738,151 @@ static hk_code check_format(parser *ps) {
     const char *num = f + sizeof FORMAT_PREFIX - 1;
     if (*num != '-' && parse_step(num, &v) && v >= 1) {
       if (v == FORMAT_VERSION) return HK_OK;
-      return hk_status_set(ps->st, HK_FAILED_PRECONDITION,
-                           "Checkpoint %s has format \"%.40s\", newer than this library reads (" FORMAT_PREFIX
-                           "%d); upgrade hooked to read it",
-                           ps->r->path, f, FORMAT_VERSION);
+      return newer_format(ps, f, NULL);
     }
   }
   return corrupt(ps, NULL, "unknown format \"%.60s\"", f);
 }
 
-/* Well-formed UTF-8 (no overlongs, surrogates or code points past 0x10FFFF). */
-static int valid_utf8(const unsigned char *s, size_t n, size_t *bad) {
-  size_t i = 0;
-  while (i < n) {
-    unsigned char c = s[i];
-    size_t k;
-    uint32_t cp, min;
-    if (c < 0x80) {
-      i++;
-      continue;
-    }
-    if ((c & 0xE0) == 0xC0) {
-      k = 1, cp = c & 0x1F, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      k = 2, cp = c & 0x0F, min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      k = 3, cp = c & 0x07, min = 0x10000;
-    } else {
-      *bad = i;
-      return 0;
-    }
-    if (n - i <= k) {
-      *bad = i;
-      return 0;
-    }
-    for (size_t j = 1; j <= k; j++) {
-      if ((s[i + j] & 0xC0) != 0x80) {
-        *bad = i;
-        return 0;
+static int is_newer_format(const char *f) {
+  int64_t v;
+  const char *num = f + sizeof FORMAT_PREFIX - 1;
+  return strncmp(f, FORMAT_PREFIX, sizeof FORMAT_PREFIX - 1) == 0 && *num != '-' && parse_step(num, &v) &&
+         v > FORMAT_VERSION;
+}
+
+/* ---- the format, found before the grammar is applied ------------------------ */
+
+/*
+ * A newer "hooked/N" may use fields, dtypes or metadata values version 1
+ * does not know; refusing them must read "upgrade", not "corrupt". So the
+ * metadata's format is found first, by a skim of the top-level object that
+ * decodes nothing in place (the parse proper does) — JSON written by other
+ * tools may put "__metadata__" after the tensors. Whatever the skim cannot
+ * follow ends it without an answer; the parse then reports it.
+ */
+
+/* NULL (a failed skim) stays NULL. */
+static const char *skim_ws(const char *p, const char *end) {
+  if (!p) return NULL;
+  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+  return p;
+}
+
+/* The string at p: its bytes into out (NUL-terminated; *fits 0 when they
+ * do not fit in cap). A \u escape past ASCII becomes 0x01: none of the
+ * strings looked for has one. Returns the byte after the closing quote,
+ * NULL when malformed. */
+static const char *skim_string(const char *p, const char *end, char *out, size_t cap, int *fits) {
+  size_t n = 0;
+  *fits = 1;
+  if (p >= end || *p != '"') return NULL;
+  for (p++; p < end && *p != '"';) {
+    char c = *p++;
+    if (c == '\\') {
+      unsigned u;
+      if (p >= end) return NULL;
+      c = *p++;
+      if (c == 'u') {
+        if (!read_hex4(p, end, &u)) return NULL;
+        p += 4;
+        c = u > 0 && u < 0x80 ? (char)u : '\x01';
+      } else if (c != '"' && c != '\\' && c != '/') {
+        c = '\x01';
       }
-      cp = cp << 6 | (s[i + j] & 0x3F);
     }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      *bad = i;
-      return 0;
-    }
-    i += k + 1;
+    if (n + 1 < cap)
+      out[n++] = c;
+    else
+      *fits = 0;
   }
-  return 1;
+  if (p >= end) return NULL;
+  out[n] = '\0';
+  return p + 1;
+}
+
+static int skim_delim(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == ':' || c == '[' || c == ']' || c == '{' ||
+         c == '}' || c == '"';
+}
+
+/* Past one JSON value (brackets counted, not matched), NULL when malformed. */
+static const char *skim_value(const char *p, const char *end) {
+  size_t depth = 0;
+  char none[1];
+  int fits;
+  do {
+    p = skim_ws(p, end);
+    if (p >= end) return NULL;
+    if (*p == '"') {
+      p = skim_string(p, end, none, sizeof none, &fits);
+      if (!p) return NULL;
+    } else if (*p == '{' || *p == '[') {
+      depth++;
+      p++;
+    } else if (*p == '}' || *p == ']') {
+      if (depth == 0) return NULL;
+      depth--;
+      p++;
+    } else if (*p == ',' || *p == ':') {
+      if (depth == 0) return NULL;
+      p++;
+    } else {
+      while (p < end && !skim_delim(*p)) p++; /* a number or literal */
+    }
+  } while (depth > 0);
+  return p;
+}
+
+/* In the "__metadata__" object at p: a string "format" naming a newer
+ * version sets ps->newer_format. */
+static void skim_metadata(parser *ps, const char *p, const char *end) {
+  char key[sizeof "format" + 1];
+  int fits;
+  p = skim_ws(p, end);
+  if (p >= end || *p != '{') return;
+  p++;
+  for (;;) {
+    p = skim_string(skim_ws(p, end), end, key, sizeof key, &fits);
+    if (!p) return;
+    p = skim_ws(p, end);
+    if (p >= end || *p != ':') return;
+    p = skim_ws(p + 1, end);
+    if (fits && strcmp(key, "format") == 0) {
+      char f[sizeof ps->newer];
+      if (skim_string(p, end, f, sizeof f, &fits) && fits && is_newer_format(f)) {
+        memcpy(ps->newer, f, sizeof f);
+        ps->newer_format = 1;
+      }
+      return;
+    }
+    p = skim_ws(skim_value(p, end), end);
+    if (!p || p >= end || *p != ',') return;
+    p++;
+  }
+}
+
+static void find_newer_format(parser *ps) {
+  const char *p = skim_ws(ps->p, ps->end), *end = ps->end;
+  char key[sizeof METADATA_KEY + 1];
+  int fits;
+  if (p >= end || *p != '{') return;
+  p = skim_ws(p + 1, end);
+  if (p < end && *p == '}') return;
+  for (;;) {
+    p = skim_string(p, end, key, sizeof key, &fits);
+    if (!p) return;
+    p = skim_ws(p, end);
+    if (p >= end || *p != ':') return;
+    p++;
+    if (fits && strcmp(key, METADATA_KEY) == 0) {
+      skim_metadata(ps, p, end);
+      return;
+    }
+    p = skim_ws(skim_value(p, end), end);
+    if (!p || p >= end || *p != ',') return;
+    p = skim_ws(p + 1, end);
+  }
 }
 
 static int cmp_entry_name(const void *a, const void *b) {
@@ -861,6 +1047,7 @@ static hk_code reader_load(hk_checkpoint_reader *r, hk_status *st) {
     return corrupt(&ps, NULL, "the header is not valid UTF-8 (at byte %zu)", bad);
   ps.p = r->header;
   ps.end = r->header + hlen;
+  find_newer_format(&ps);
   rc = parse_header(&ps);
   hk_env_free(&r->env, ps.notes);
   return rc;
