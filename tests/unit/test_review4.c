@@ -54,12 +54,14 @@ typedef struct rfs {
   int race;             /* arm the graph.pbtxt interleaving */
   int writer_made_data; /* the writer created a .safetensors temporary */
   int graph_while_held; /* the training thread wrote graph.pbtxt while the writer was held */
+  int event_syncs;      /* fsyncs of event files */
 } rfs;
 
 typedef struct rfile {
   hk_fs_file *inner;
   int wgated;
   int graph_tmp;
+  int event;
 } rfile;
 
 static int on_main(rfs *r) { return pthread_equal(pthread_self(), r->main); }
@@ -91,6 +93,7 @@ static hk_code rf_create_excl(void *u, const char *path, hk_fs_file **out, hk_st
   pthread_mutex_lock(&r->mu);
   f->wgated = !on_main(r) && r->wblock[0] != '\0' && strstr(path, r->wblock) != NULL;
   f->graph_tmp = on_main(r) && strstr(path, "graph.pbtxt.tmp-") != NULL;
+  f->event = strstr(path, "tfevents") != NULL;
   if (!on_main(r) && strstr(path, ".safetensors.tmp-") != NULL) {
     r->writer_made_data = 1;
     pthread_cond_broadcast(&r->cv);
@@ -131,6 +134,11 @@ static hk_code rf_size(void *u, hk_fs_file *f, uint64_t *size, hk_status *st) {
 
 static hk_code rf_sync(void *u, hk_fs_file *f, hk_status *st) {
   rfs *r = u;
+  if (((rfile *)f)->event) {
+    pthread_mutex_lock(&r->mu);
+    r->event_syncs++;
+    pthread_mutex_unlock(&r->mu);
+  }
   return r->base->sync(r->base_user, ((rfile *)f)->inner, st);
 }
 
@@ -617,6 +625,30 @@ static void test_review4__d32_restore_at_recreation_races_the_writer(void **stat
   assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, "Ignoring:"), 0);
 }
 
+/* ---- H26: event files flushed at close ------------------------------------------------ */
+
+/*
+ * DEVIATION: H26 event files are "flushed by end() and at close". The hook
+ * flushes (fsyncs) its event file only in end(); a close whose status is not
+ * clean calls no end() (C16), and the session's detach then frees the event
+ * writer, which closes the file without flushing it. The CHECKPOINT event
+ * of the creation save is never made durable. Fix: flush in release_session
+ * (or hk__event_writer_free) as well, ignoring/logging its error.
+ */
+static void test_review4__h26_event_file_flushed_at_unclean_close(void **state) {
+  fixture *f = *state;
+
+  f->o.save_graph_def = 0;
+  assert_ok(hk_checkpoint_saver_hook_new(&f->hooks[0], &f->o, &f->st), &f->st);
+  assert_ok(open_session(f, 1, NULL), &f->st); /* file_version + CHECKPOINT at 0 written */
+  assert_ok(step(f), &f->st);
+  assert_int_equal(event_files(f->dir, NULL, 0), 1);
+  assert_status(hk_session_close(f->s, HK_INTERNAL, &f->st), &f->st, HK_INTERNAL, NULL); /* no end() (C16) */
+  hk_session_free(f->s);
+  f->s = NULL;
+  assert_true(f->fs.event_syncs >= 1);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -626,6 +658,7 @@ int main(void) {
       T(test_review4__d34_write_error_met_at_recreation_kills_session),
       T(test_review4__d32_graph_pbtxt_written_beside_write_in_flight),
       T(test_review4__d32_restore_at_recreation_races_the_writer),
+      T(test_review4__h26_event_file_flushed_at_unclean_close),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
