@@ -788,7 +788,7 @@ hk_handle fake_executor_add_variable(fake_executor *fx, const char *name, hk_dty
                                      const int64_t *dims, uint32_t flags, const void *initial)
 {
   hk_handle h = new_entity(fx, K_VAR, name);
-  entity *e = ent(fx, h);
+  entity *e = &fx->ents[h - 1]; /* new_entity never fails (ent() may return NULL) */
   snprintf(e->var_name, sizeof(e->var_name), "%s", name);
   set_shape(e, dtype, rank, dims);
   e->flags = flags;
