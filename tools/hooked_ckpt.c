@@ -234,7 +234,7 @@ static int list_dir(const hk_env *env, const char *dir, dir_listing *d) {
   hk_status_clear(&st);
   if (hk_fs_posix()->list(NULL, dir, on_dir_entry, d, &st) != HK_OK) return problem(dir, &st);
   if (d->oom) return out_of_memory();
-  qsort(d->c + nlisted, d->n - nlisted, sizeof *d->c, cmp_unlisted);
+  if (d->n > nlisted) qsort(d->c + nlisted, d->n - nlisted, sizeof *d->c, cmp_unlisted); /* c may be NULL */
   return 0;
 }
 
@@ -290,9 +290,12 @@ static int ls_checkpoint(const hk_env *env, const char *path, const char *note) 
 
 static void format_time(double t, char *buf, size_t cap) {
   struct tm tm;
-  time_t secs = (time_t)t;
+  time_t secs;
   buf[0] = '\0';
-  if (!isfinite(t) || gmtime_r(&secs, &tm) == NULL) return;
+  /* Converting NaN or an out-of-range value to time_t is undefined. */
+  if (!isfinite(t) || t < 0 || t > 253402300799.0) return; /* up to 9999-12-31 */
+  secs = (time_t)t;
+  if (gmtime_r(&secs, &tm) == NULL) return;
   strftime(buf, cap, ", saved %Y-%m-%d %H:%M:%S UTC", &tm);
 }
 
