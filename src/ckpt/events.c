@@ -13,8 +13,9 @@
  * uint64 little-endian, the masked CRC-32C of those 8 bytes, the payload, the
  * masked CRC-32C of the payload. The payload is an Event protocol buffer,
  * encoded here by hand (fields wall_time = 1 double, step = 2 int64,
- * file_version = 3 string, session_log = 6 SessionLog{status = 1 enum,
- * checkpoint_path = 2 string}).
+ * file_version = 3 string, session_log = 7 SessionLog{status = 1 enum,
+ * checkpoint_path = 2 string}; field 6 is log_message, which TensorBoard would
+ * read a SessionLog under as a LogMessage).
  *
  * Event files are append-only and exempt from D4: each record goes out in
  * one buffer (one write call unless the file system writes short), and a
@@ -41,7 +42,7 @@
 #define TAG_WALL_TIME 0x09u    /* 1, fixed64 */
 #define TAG_STEP 0x10u         /* 2, varint */
 #define TAG_FILE_VERSION 0x1au /* 3, length-delimited */
-#define TAG_SESSION_LOG 0x32u  /* 6, length-delimited */
+#define TAG_SESSION_LOG 0x3au  /* 7, length-delimited */
 #define TAG_SL_STATUS 0x08u    /* SessionLog 1, varint */
 #define TAG_SL_PATH 0x12u      /* SessionLog 2, length-delimited */
 

@@ -5,8 +5,8 @@
  * the library: TensorFlow's record framing (uint64 LE length, masked CRC-32C
  * of the length, payload, masked CRC-32C of the payload, CRCs recomputed with
  * a bitwise reference) and the Event protocol buffer (wall_time = 1 double,
- * step = 2 int64, file_version = 3 string, session_log = 6 SessionLog{status
- * = 1, checkpoint_path = 2}).
+ * step = 2 int64, file_version = 3 string, session_log = 7 SessionLog{status
+ * = 1, checkpoint_path = 2}; 6 is log_message, which must never appear).
  */
 #include "session_fixture.h"
 #include "tmpdir.h"
@@ -115,7 +115,7 @@ static void decode_event(const unsigned char *p, size_t len, event *e) {
         e->has_version = 1;
         p += n;
         break;
-      case 0x32:
+      case 0x3a: /* C98: session_log is field 7 of tensorflow/core/util/event.proto */
         n = get_varint(&p, end);
         assert_true(n <= (uint64_t)(end - p));
         decode_session_log(p, p + n, e);
