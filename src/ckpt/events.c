@@ -54,6 +54,7 @@ struct hk__event_writer {
   char *dir;
   char *path; /* NULL until the file exists */
   hk_fs_file *f;
+  int unsynced; /* records written since the last fsync: end() and close both flush (H26) */
 };
 
 static uint32_t masked_crc(const void *data, size_t n) {
@@ -134,6 +135,7 @@ static hk_code write_record(hk__event_writer *w, const unsigned char *payload, s
   put_u32_le(rec + 8, masked_crc(rec, 8));
   memcpy(rec + 12, payload, len);
   put_u32_le(rec + 12 + len, masked_crc(payload, len));
+  w->unsynced = 1;
   rc = write_all(w, rec, total, st);
   hk_env_free(&w->env, rec);
   return rc;
@@ -269,9 +271,12 @@ hk_code hk__event_writer_flush(hk__event_writer *w, hk_status *st) {
 
   if (w == NULL) return hk_status_set(st, HK_INVALID_ARGUMENT, "event writer: must not be NULL");
   /* Records are handed to the file system as they are made; flushing makes
-   * them durable. Nothing written yet: nothing to do, no file created. */
-  if (w->f == NULL) return HK_OK;
+   * them durable. Nothing written yet: nothing to do, no file created.
+   * Nothing written since the last flush: the close after end() costs no
+   * second fsync. */
+  if (w->f == NULL || !w->unsynced) return HK_OK;
   rc = w->fs.vt->sync(w->fs.user, w->f, &local);
+  if (rc == HK_OK) w->unsynced = 0;
   if (rc != HK_OK) {
     if (local.message[0] == '\0') return hk_status_set(st, rc, "fsync %s: %s", w->path, hk_code_name(rc));
     hk__status_copy(st, &local);
