@@ -30,17 +30,37 @@ struct hk_hook {
   char *name;
   hk_env env; /* valid when has_env */
   int has_env;
-  const hk_env *session_env; /* borrowed from the attached session */
+  const hk_env *session_env;     /* borrowed from the attached session */
   hk_scaffold *session_scaffold; /* borrowed from the attached session (C99) */
   /* Built-in hooks with background work: called when the session lets go
    * (close, free without close, failed construction), before it frees its
    * Scaffold, so work using the session's Saver can finish first. */
   void (*on_detach)(void *user);
-  const void *owner;         /* the session this hook serves, or NULL (H11) */
+  /* Built-in hooks with background work: called before every re-creation
+   * (D2), before the session restores through the Scaffold's Saver, so no
+   * background work uses that Saver meanwhile (D3.2). Results stay where
+   * the hook keeps them: the callback only waits. */
+  void (*on_quiesce)(void *user);
+  const void *owner; /* the session this hook serves, or NULL (H11) */
 };
 
 /** Register a built-in hook's detach callback (see struct hk_hook). */
 void hk__hook_set_on_detach(hk_hook *hook, void (*fn)(void *user));
+/** Register a built-in hook's quiesce callback (see struct hk_hook). */
+void hk__hook_set_on_quiesce(hk_hook *hook, void (*fn)(void *user));
+
+typedef struct hk__event_writer hk__event_writer; /* src/ckpt/events.c */
+/**
+ * H26: the event writer for directory `dir` of the session `hook` serves
+ * (hook->owner), shared by every hook asking for the same directory in that
+ * session. The first request makes it, through hk_hook_env(hook) of the hook
+ * asking; the session owns it, flushes it at close (after end(), clean or
+ * not) and frees it when it is freed, so a hook must drop the pointer when
+ * the session detaches it (on_detach). A hook serving no session (driven
+ * directly, C100) gets a writer of its own: *caller_owns is then 1 and the
+ * hook frees it.
+ */
+hk_code hk__hook_event_writer(hk_hook *hook, const char *dir, hk__event_writer **out, int *caller_owns, hk_status *st);
 
 struct hk_run_context {
   const hk_run_args *args;

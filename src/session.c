@@ -8,6 +8,7 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "internal.h"
+#include "ckpt/ckpt.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -20,6 +21,12 @@ struct hk_step_context {
   hk_session *s;
   int stopping;
 };
+
+/* H26: one event writer per directory, shared by the hooks writing there. */
+typedef struct event_dir {
+  char *dir;
+  hk__event_writer *w;
+} event_dir;
 
 struct hk_session {
   hk_env env;
@@ -62,6 +69,9 @@ struct hk_session {
   hk_run_request *requests; /* nhooks */
   size_t *offsets;          /* nhooks: where each hook's results start */
   hk_run_metadata own_md;
+
+  event_dir *evw; /* made at the hooks' requests, freed with the session */
+  size_t nevw, capevw;
 };
 
 /* ---- helpers --------------------------------------------------------------- */
@@ -136,6 +146,85 @@ static void detach_hooks(hk_session *s) {
       s->hooks[i]->session_scaffold = NULL;
     }
   }
+}
+
+/* D3.2: before a re-creation restores through the Scaffold's Saver, built-in
+ * hooks finish background work that uses it. */
+static void quiesce_hooks(hk_session *s) {
+  for (size_t i = 0; i < s->nhooks; i++) {
+    hk_hook *h = s->hooks[i];
+    if (h && h->owner == s && h->on_quiesce) h->on_quiesce(h->user);
+  }
+}
+
+/* ---- event writers (H26) ----------------------------------------------------- */
+
+/* "a/b", "a/b/" and "a/b//" name one directory. */
+static size_t dir_key_len(const char *dir) {
+  size_t n = strlen(dir);
+  while (n > 1 && dir[n - 1] == '/') n--;
+  return n;
+}
+
+static hk_code session_event_writer(hk_session *s, const hk_env *env, const char *dir, hk__event_writer **out,
+                                    hk_status *st) {
+  size_t k = dir_key_len(dir);
+  for (size_t i = 0; i < s->nevw; i++) {
+    if (dir_key_len(s->evw[i].dir) == k && memcmp(s->evw[i].dir, dir, k) == 0) {
+      *out = s->evw[i].w;
+      return HK_OK;
+    }
+  }
+  if (!grow(s, (void **)&s->evw, &s->capevw, s->nevw + 1, sizeof *s->evw))
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "event writer for %s: out of memory", dir);
+  char *copy = hk_env_strdup(&s->env, dir);
+  if (!copy) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "event writer for %s: out of memory", dir);
+  hk__event_writer *w = NULL;
+  hk_code rc = hk__event_writer_new(&w, env, dir, st);
+  if (rc != HK_OK) {
+    hk_env_free(&s->env, copy);
+    return rc;
+  }
+  s->evw[s->nevw].dir = copy;
+  s->evw[s->nevw].w = w;
+  s->nevw++;
+  *out = w;
+  return HK_OK;
+}
+
+hk_code hk__hook_event_writer(hk_hook *hook, const char *dir, hk__event_writer **out, int *caller_owns, hk_status *st) {
+  if (out) *out = NULL;
+  if (caller_owns) *caller_owns = 0;
+  if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk__hook_event_writer: out is NULL");
+  if (!caller_owns) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk__hook_event_writer: caller_owns is NULL");
+  if (!hook) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk__hook_event_writer: hook is NULL");
+  if (!dir) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk__hook_event_writer: dir is NULL");
+  if (!hook->owner) {
+    hk_code rc = hk__event_writer_new(out, hk_hook_env(hook), dir, st);
+    if (rc == HK_OK) *caller_owns = 1;
+    return rc;
+  }
+  return session_event_writer((hk_session *)hook->owner, hk_hook_env(hook), dir, out, st);
+}
+
+/* H26: flushed at close, clean or not (an unclean close calls no end()).
+ * Logged, not returned: the records were handed to the file system. */
+static void flush_event_writers(hk_session *s) {
+  for (size_t i = 0; i < s->nevw; i++) {
+    hk_status tmp = HK_STATUS_INIT;
+    if (hk__event_writer_flush(s->evw[i].w, &tmp) != HK_OK)
+      log_status(s, HK_LOG_ERROR, "event file flush at close (not returned)", &tmp);
+  }
+}
+
+static void free_event_writers(hk_session *s) {
+  for (size_t i = 0; i < s->nevw; i++) {
+    hk__event_writer_free(s->evw[i].w);
+    hk_env_free(&s->env, s->evw[i].dir);
+  }
+  hk_env_free(&s->env, s->evw);
+  s->evw = NULL;
+  s->nevw = s->capevw = 0;
 }
 
 static void enter_failed(hk_session *s, const hk_status *why) {
@@ -268,6 +357,7 @@ static hk_code recover(hk_session *s, episode *ep, const char *text, hk_code cod
     hk_env_sleep(&s->env, d);
     stop_coordinator(s);
     close_raw(s);
+    quiesce_hooks(s);
     hk_status cst = HK_STATUS_INIT;
     hk_code rc = create_once(s, &cst);
     if (rc == HK_OK) return HK_OK;
@@ -358,7 +448,11 @@ static hk_code validate_options(const hk_session_options *o, hk_status *st) {
 
 /* Free everything; the session must not be in a hook callback. */
 static void destroy(hk_session *s) {
-  if (!s->closed) detach_hooks(s); /* close() detached them; they may be freed since */
+  if (!s->closed) {
+    detach_hooks(s); /* close() detached them; they may be freed since */
+    flush_event_writers(s);
+  }
+  free_event_writers(s);
   close_raw(s);
   if (s->coord) {
     hk_coordinator_free(s->coord);
@@ -834,6 +928,7 @@ hk_code hk_session_close(hk_session *s, hk_code exit_code, hk_status *st) {
   close_raw(s);
   s->closed = 1;
   detach_hooks(s);
+  flush_event_writers(s);
 
   hk_status result = HK_STATUS_INIT;
   if (cc != HK_OK && !(s->kind == HK_SESSION_MONITORED && hk_code_is_preemption(cc))) {
