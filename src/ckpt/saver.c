@@ -360,7 +360,7 @@ typedef struct plan {
   double *stamps;
   size_t n;
   const char **names; /* bare names of paths, for the state file */
-  const char **drop;  /* borrowed from the old list: files to delete */
+  char **drop;        /* owned copies: files to delete */
   size_t ndrop;
   double last_preserved;
 } plan;
@@ -370,7 +370,8 @@ static void plan_free(const hk_env *env, plan *p) {
   hk_env_free(env, p->paths);
   hk_env_free(env, p->stamps);
   hk_env_free(env, (void *)p->names);
-  hk_env_free(env, (void *)p->drop);
+  for (size_t i = 0; i < p->ndrop; i++) hk_env_free(env, p->drop[i]);
+  hk_env_free(env, p->drop);
   memset(p, 0, sizeof *p);
 }
 
@@ -400,9 +401,11 @@ static hk_code plan_build(hk_saver *s, const char *name, double now, plan *p, hk
     if (s->keep_hours > 0 && t - s->keep_hours * 3600.0 >= p->last_preserved) {
       p->last_preserved = t; /* preserved: kept forever, no longer listed */
     } else {
-      /* Point at the old list's string: it outlives the deletions. */
-      for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->paths[i], p->paths[first]) == 0) p->drop[p->ndrop++] = s->paths[i];
+      /* Owned, not borrowed from the list: after planning, a write reads
+       * nothing of the managed list, which a restore elsewhere may replace
+       * (D6.1, D3.2). The plan's own copy changes hands. */
+      p->drop[p->ndrop++] = p->paths[first];
+      p->paths[first] = NULL;
     }
     hk_env_free(env, p->paths[first]);
     p->paths[first] = NULL;
@@ -421,7 +424,6 @@ oom:
   return oom(st, "planning checkpoint retention");
 }
 
-/* The old list's strings that the plan drops are freed after deletion. */
 static void plan_install(hk_saver *s, plan *p) {
   free_list(s);
   s->paths = p->paths;
