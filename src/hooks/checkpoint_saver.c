@@ -5,8 +5,9 @@
  * Both hooks fetch GS in every before_run (C95), save at every session
  * creation (C94, C105), when the timer fires after a run (C96, C106) and at
  * end() when the final step was not saved yet (C97, D3.5). A save runs the
- * listeners around the Saver and appends a SessionLog CHECKPOINT event to an
- * event file of checkpoint_dir (C98, H26).
+ * listeners around the Saver and appends a SessionLog CHECKPOINT event to the
+ * event file of checkpoint_dir (C98), through the writer the session keeps
+ * for that directory and shares with every hook writing there (H26).
  *
  * The asynchronous hook splits a save (D3): on the training thread it runs
  * the listeners' before_save, copies every variable of its Saver into one
@@ -16,7 +17,12 @@
  * state guarded by one mutex and is processed on the training thread at the
  * next after_run or end(): log lines, event, listeners' after_save and their
  * stop requests, or the write's error. While a write is in flight the
- * training thread touches neither the snapshot buffer nor the Saver.
+ * training thread touches neither the snapshot buffer nor the Saver, and
+ * the session, before it re-creates (and restores through that Saver),
+ * waits for the writer through the hook's quiesce callback. A result found
+ * at a re-creation is kept for the next after_run or end() (D3.4): an
+ * error returned by after_create_session would fail the session (D2.4,
+ * H18) where an after_run's leaves it usable.
  *
  * Per-session resources (event writer, snapshot buffer, graph text, writer
  * thread) are allocated through a copy of the env in force at begin() (the
@@ -109,6 +115,7 @@ typedef struct ckpt_hook {
   hk_timer timer;
   hk_saver *saver; /* resolved at the first save (C99) */
   hk__event_writer *events;
+  int owns_events; /* no session: a writer of our own (H26) */
   int graph_state;
   char *graph_text;
   size_t graph_len, graph_cap;
@@ -124,6 +131,12 @@ typedef struct ckpt_hook {
   int have_written; /* a checkpoint was written successfully this session */
   int64_t last_written;
   int deferring; /* the deferral line was logged for the current run of deferrals */
+  /* Results met at re-creations, kept for the next after_run or end() (D3.4)
+   * apart from the writer's slot, which the creation's own save reuses. */
+  int held_ok; /* a successful write whose completion is not processed yet */
+  int64_t held_ok_step;
+  double held_ok_secs;
+  hk_status held_err; /* code HK_OK: none; else the first error to return */
 } ckpt_hook;
 
 static const hk_env *own_env(const ckpt_hook *self) { return self->has_env ? &self->env : NULL; }
@@ -383,31 +396,33 @@ static void writer_join(ckpt_hook *self) {
   pthread_mutex_unlock(&self->w.mu);
 }
 
-/* D3.4: process a finished write on the training thread. Nothing finished:
- * OK. */
-static hk_code process_completion(ckpt_hook *self, hk_raw_session *rs, int *stop, hk_status *st) {
+/* Take the writer's finished result, if any, out of its slot. */
+static int take_finished(ckpt_hook *self, int64_t *step, double *secs, hk_code *rc, hk_status *wst) {
   writer *w = &self->w;
   int finished;
-  int64_t step = 0;
-  double secs = 0;
-  hk_code rc = HK_OK;
-  hk_status wst = HK_STATUS_INIT;
 
   pthread_mutex_lock(&w->mu);
   finished = w->finished;
   if (finished) {
     w->finished = 0;
-    step = w->step;
-    secs = w->secs;
-    rc = w->rc;
-    wst = w->st;
+    *step = w->step;
+    *secs = w->secs;
+    *rc = w->rc;
+    *wst = w->st;
   }
   pthread_mutex_unlock(&w->mu);
-  if (!finished) return HK_OK;
+  return finished;
+}
 
-  if (rc != HK_OK)
-    return hk_status_set(st, rc, "Checkpoint for step %" PRId64 " into %s failed: %s", step, self->save_path,
-                         wst.message[0] != '\0' ? wst.message : hk_code_name(rc));
+static hk_code write_failed(const ckpt_hook *self, int64_t step, hk_code rc, const hk_status *wst, hk_status *st) {
+  return hk_status_set(st, rc, "Checkpoint for step %" PRId64 " into %s failed: %s", step, self->save_path,
+                       wst->message[0] != '\0' ? wst->message : hk_code_name(rc));
+}
+
+/* D3.4 success: log lines, event, listeners' after_save. */
+static hk_code complete_ok(ckpt_hook *self, hk_raw_session *rs, int64_t step, double secs, int *stop, hk_status *st) {
+  hk_code rc;
+
   self->have_written = 1;
   self->last_written = step;
   hk_hook_log(self->hook, HK_LOG_INFO, "Checkpoint actual writing time: (%.3f sec)", secs);
@@ -415,6 +430,73 @@ static hk_code process_completion(ckpt_hook *self, hk_raw_session *rs, int *stop
   rc = write_event(self, step, st);
   if (rc != HK_OK) return rc;
   return listeners_after_save(self, rs, step, stop, st);
+}
+
+/* Keep the first error for the next after_run or end(); a later one is
+ * logged, since a call returns one error. */
+static void hold_error(ckpt_hook *self, hk_code rc, const hk_status *st) {
+  if (self->held_err.code == HK_OK) {
+    hk__status_copy(&self->held_err, st);
+    self->held_err.code = rc;
+    return;
+  }
+  hk_hook_log(self->hook, HK_LOG_ERROR, "%s: %s (not returned: an earlier checkpoint error of %s is pending)",
+              self->kind, st->message, self->save_path);
+}
+
+/* D3.4 at a re-creation (the writer is idle): nothing is processed that can
+ * fail the creation. The finished result moves out of the writer's slot,
+ * which the creation's own save is about to reuse, and waits for the next
+ * after_run or end(). Only when a result from an earlier re-creation is
+ * still waiting (no after_run came between) is that older success
+ * processed here, its errors held in turn, so what is kept stays bounded. */
+static void hold_completion(ckpt_hook *self, hk_raw_session *rs, hk_creation_context *ctx) {
+  hk_status wst = HK_STATUS_INIT, st = HK_STATUS_INIT;
+  int64_t step = 0;
+  double secs = 0;
+  int stop = 0;
+  hk_code rc = HK_OK;
+
+  if (!take_finished(self, &step, &secs, &rc, &wst)) return;
+  if (rc != HK_OK) {
+    write_failed(self, step, rc, &wst, &st);
+    hold_error(self, rc, &st);
+    return;
+  }
+  if (self->held_ok) {
+    self->held_ok = 0;
+    rc = complete_ok(self, rs, self->held_ok_step, self->held_ok_secs, &stop, &st);
+    if (stop) hk_creation_context_request_stop(ctx);
+    if (rc != HK_OK) hold_error(self, rc, &st);
+  }
+  self->held_ok = 1;
+  self->held_ok_step = step;
+  self->held_ok_secs = secs;
+}
+
+/* D3.4: process on the training thread what a re-creation held, then a
+ * finished write. Nothing finished: OK. An error returns at once; what
+ * remains waits for the next call. */
+static hk_code process_completion(ckpt_hook *self, hk_raw_session *rs, int *stop, hk_status *st) {
+  hk_status wst = HK_STATUS_INIT;
+  int64_t step = 0;
+  double secs = 0;
+  hk_code rc = HK_OK;
+
+  if (self->held_err.code != HK_OK) {
+    rc = self->held_err.code;
+    hk__status_copy(st, &self->held_err);
+    hk_status_clear(&self->held_err);
+    return rc;
+  }
+  if (self->held_ok) {
+    self->held_ok = 0;
+    rc = complete_ok(self, rs, self->held_ok_step, self->held_ok_secs, stop, st);
+    if (rc != HK_OK) return rc;
+  }
+  if (!take_finished(self, &step, &secs, &rc, &wst)) return HK_OK;
+  if (rc != HK_OK) return write_failed(self, step, rc, &wst, st);
+  return complete_ok(self, rs, step, secs, stop, st);
 }
 
 /* Grow the snapshot buffer and the tensor array when the variables need more
@@ -501,8 +583,18 @@ static void release_session(ckpt_hook *self) {
     self->w.busy = 0;
     self->w.finished = 0;
   }
-  hk__event_writer_free(self->events);
+  self->held_ok = 0;
+  hk_status_clear(&self->held_err);
+  if (self->owns_events) {
+    /* H26: flushed at close, also when no end() ran; the session flushes
+     * the writers it owns itself. */
+    hk_status st = HK_STATUS_INIT;
+    if (hk__event_writer_flush(self->events, &st) != HK_OK)
+      hk_hook_log(self->hook, HK_LOG_ERROR, "%s: %s (not returned)", self->kind, st.message);
+    hk__event_writer_free(self->events);
+  }
   self->events = NULL;
+  self->owns_events = 0;
   hk_env_free(&self->senv, self->buf);
   self->buf = NULL;
   self->buf_cap = 0;
@@ -538,7 +630,7 @@ static hk_code cs_begin(void *user, hk_executor *graph, hk_status *status) {
 
   rc = hk__mkdirs(&self->senv, self->dir, status);
   if (rc != HK_OK) return rc;
-  rc = hk__event_writer_new(&self->events, &self->senv, self->dir, status);
+  rc = hk__hook_event_writer(self->hook, self->dir, &self->events, &self->owns_events, status);
   if (rc != HK_OK) return rc;
   rc = hk_executor_global_step(graph, &info, NULL, status);
   if (rc == HK_NOT_FOUND)
@@ -558,17 +650,19 @@ static hk_code cs_after_create_session(void *user, hk_raw_session *session, hk_c
   (void)coord;
   rc = hk_raw_session_global_step(session, &gs, status);
   if (rc != HK_OK) return rc;
+  if (self->async) {
+    /* A re-creation while a write is in flight (a hook driven outside a
+     * session; a session has quiesced it already): finish it first, so at
+     * most one save is in flight (D3.2) and the writer's stale-temporary
+     * cleanup (D4.2) cannot remove graph.pbtxt's temporary file below. */
+    writer_wait_idle(self);
+    hold_completion(self, session, ctx);
+  }
   if (self->save_graph_def) {
     rc = write_graph_file(self, status);
     if (rc != HK_OK) return rc;
   }
   if (self->async) {
-    /* A re-creation while a write is in flight: finish it first, so at most
-     * one save is in flight (D3.2). */
-    writer_wait_idle(self);
-    rc = process_completion(self, session, &stop, status);
-    if (rc != HK_OK) return rc;
-    if (stop) hk_creation_context_request_stop(ctx);
     self->deferring = 0;
     rc = save_async(self, session, gs, status);
   } else {
@@ -680,8 +774,12 @@ static hk_code end_async(ckpt_hook *self, hk_raw_session *session, hk_status *st
   hk_hook_log(self->hook, HK_LOG_INFO, "Waiting for any pending checkpoints to finish.");
   writer_wait_idle(self);
   writer_join(self);
-  rc = process_completion(self, session, &stop, &st);
-  keep_first(&first, status, rc, &st);
+  /* A held error, a held success and the writer's result: each call
+   * processes at least one of what remains, stopping at an error. */
+  for (int i = 0; i < 3; i++) {
+    rc = process_completion(self, session, &stop, &st);
+    keep_first(&first, status, rc, &st);
+  }
 
   rc = hk_raw_session_global_step(session, &gs, &st);
   if (rc != HK_OK) {
@@ -738,6 +836,14 @@ static void cs_destroy(void *user) {
  * write in flight must finish now (its result is dropped when end() did not
  * process it: the session that wanted it is gone). */
 static void cs_detach(void *user) { release_session(user); }
+
+/* A re-creation is about to restore through the Saver the writer may be
+ * using (D3.2, D6.1): wait for it. Its result stays in the writer's slot
+ * for after_create_session to hold (D3.4). */
+static void cs_quiesce(void *user) {
+  ckpt_hook *self = user;
+  if (self->async && self->in_session) writer_wait_idle(self);
+}
 
 static const hk_hook_vtable checkpoint_saver_vtable = {
     HK_HOOK_VTABLE_VERSION, cs_begin, cs_after_create_session, cs_before_run, cs_after_run, cs_end, cs_destroy,
@@ -873,6 +979,7 @@ static hk_code hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, 
   }
   self->hook = *out;
   hk__hook_set_on_detach(*out, cs_detach);
+  hk__hook_set_on_quiesce(*out, cs_quiesce);
   if (!async)
     hk_env_log(opts->env, HK_LOG_INFO, "Create CheckpointSaverHook.");
   else if (self->nlisteners > 0)
