@@ -147,8 +147,18 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * CheckpointSaverHook (group K): saves at session creation (C94), when the
  * timer fires after a run (C96) and at end() when the final step was not
  * just saved (C97), each save running the listeners and logging TF's lines
- * (C98), and writing a SessionLog CHECKPOINT event into an event file of
- * checkpoint_dir (H26). Logs "Create CheckpointSaverHook.".
+ * (C98), and writing a SessionLog CHECKPOINT event into the event file of
+ * checkpoint_dir (H26; in a session, one file per directory, shared by the
+ * hooks writing there and flushed by end() and at close, clean or not).
+ * Logs "Create CheckpointSaverHook.".
+ * **One saver per directory (D4.2):** every save first removes stale
+ * "<file>.tmp-XXXXXX" temporaries of checkpoint_dir (data, .meta,
+ * graph.pbtxt, state file), so two savers writing into the same directory
+ * at the same time (two hooks, a hook and a hk_saver_save() elsewhere, two
+ * processes) remove each other's temporary files and fail each other's
+ * saves. Give each saver its own directory. Hooks of one session with
+ * different basenames in one directory are safe only while no two of their
+ * saves overlap, which the asynchronous hook does not ensure.
  * @param opts  required (checkpoint_dir is); borrowed for the call.
  * **Ownership:** *out owned, hk_hook_free().
  * **Errors:** INVALID_ARGUMENT (C92): no checkpoint_dir; "You cannot
