@@ -24,10 +24,11 @@
  * error returned by after_create_session would fail the session (D2.4,
  * H18) where an after_run's leaves it usable.
  *
- * Per-session resources (event writer, snapshot buffer, graph text, writer
- * thread) are allocated through a copy of the env in force at begin() (the
- * hook's own, or the session's) and released by end(), by the next begin()
- * when a session closed without end(), or by hk_hook_free().
+ * Per-session resources (snapshot buffer, graph text, writer thread, and
+ * the event writer of a hook driven outside a session) are allocated through
+ * a copy of the env in force at begin() (the hook's own, or the session's)
+ * and released by end(), when the session detaches the hook, by the next
+ * begin(), or by hk_hook_free(). A session's event writers are its own.
  *
  * A write still in flight when a session lets go of the hook without end()
  * (an unclean close calls no hook; a session freed without close) is
