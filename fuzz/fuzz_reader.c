@@ -118,6 +118,8 @@ static const hk_fs_vtable mem_fs = {
     mem_stat,
     deny_list,
     deny_path,
+    NULL, /* map: not supported, so the read path is what gets fuzzed */
+    NULL,
 };
 
 static void quiet(void *user, hk_log_level level, const char *msg) {

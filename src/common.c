@@ -108,7 +108,12 @@ hk_code hk_env_check(const hk_env *env, const char *what, hk_status *st) {
                            what, (unsigned)fs->version, (unsigned)HK_FS_VTABLE_VERSION);
     if (!fs->open_read || !fs->create_excl || !fs->read_at || !fs->write || !fs->size || !fs->sync || !fs->close ||
         !fs->sync_dir || !fs->rename || !fs->unlink || !fs->stat || !fs->list || !fs->mkdir)
-      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: every slot of the hk_fs_vtable must be set", what);
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: every slot of the hk_fs_vtable but map and unmap must be set",
+                           what);
+    /* A mapping that could not be released would leak for the process's life. */
+    if ((fs->map == NULL) != (fs->unmap == NULL))
+      return hk_status_set(st, HK_INVALID_ARGUMENT,
+                           "%s: the hk_fs_vtable sets one of map and unmap: set both or neither", what);
   }
   return HK_OK;
 }

@@ -35,6 +35,11 @@ hk_code hk__fs_read_full(const hk__fs *fs, hk_fs_file *f, const char *path, void
                          size_t *nread, hk_status *st); /* loops until len or EOF */
 hk_code hk__fs_size(const hk__fs *fs, hk_fs_file *f, const char *path, uint64_t *size, hk_status *st);
 hk_code hk__fs_close(const hk__fs *fs, hk_fs_file *f, const char *path, hk_status *st);
+/** The optional map slot: UNIMPLEMENTED when the fs has none. On failure
+ *  *addr and *token are NULL. */
+hk_code hk__fs_map(const hk__fs *fs, hk_fs_file *f, const char *path, uint64_t offset, size_t len,
+                   const void **addr, void **token, hk_status *st);
+hk_code hk__fs_unmap(const hk__fs *fs, void *token, const char *path, hk_status *st);
 hk_code hk__fs_stat(const hk__fs *fs, const char *path, hk_fs_stat *out, hk_status *st);
 hk_code hk__fs_unlink(const hk__fs *fs, const char *path, hk_status *st);
 hk_code hk__fs_list(const hk__fs *fs, const char *path, hk_fs_list_fn fn, void *fn_user, hk_status *st);
@@ -123,6 +128,23 @@ typedef struct hk__ckpt_tensor {
  */
 hk_code hk__ckpt_write(const hk_env *env, const char *final_path, int64_t step, const hk__ckpt_tensor *tensors,
                        size_t n, hk_status *st);
+
+/**
+ * A tensor's bytes, checked against their CRC-32C, for a restore to assign
+ * without another copy. The reader maps its whole data region at the first
+ * view when the fs can map (a failure to map falls back, logged at DEBUG);
+ * else the tensor is read in pieces of at most 1 MiB, each CRC'd while
+ * cache-hot, into a scratch buffer the reader keeps. `data` is valid until
+ * the next view or hk_checkpoint_reader_free.
+ */
+typedef struct hk__tensor_view {
+  const void *data; /* NULL for an empty tensor */
+  size_t nbytes;
+} hk__tensor_view;
+
+/** DATA_LOSS naming the file and tensor for a short file or a CRC
+ *  mismatch; fs errors as mapped (H9). On failure *v is zeroed. */
+hk_code hk__reader_view(hk_checkpoint_reader *r, size_t i, hk__tensor_view *v, hk_status *st);
 
 /** The data-file path of a checkpoint reference: `path` itself when it ends
  *  in ".safetensors", else "<path>.safetensors". Allocated through env. */

@@ -13,7 +13,9 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -229,9 +231,86 @@ static hk_code posix_mkdir(void *user, const char *path, hk_status *st) {
   return HK_OK;
 }
 
+/* munmap needs the page-aligned start and length the caller never sees. */
+typedef struct posix_mapping {
+  void *base;
+  size_t span;
+} posix_mapping;
+
+static hk_code posix_map(void *user, hk_fs_file *f, uint64_t offset, size_t len, const void **addr, void **token,
+                         hk_status *st) {
+  int fd = file_to_fd(f);
+  struct stat sb;
+  long page = sysconf(_SC_PAGESIZE);
+  uint64_t start, size;
+  size_t lead, span;
+  posix_mapping *m;
+  void *p;
+  (void)user;
+  *addr = NULL;
+  *token = NULL;
+  if (len == 0 || page <= 0) return fd_error(st, EINVAL, "map", fd);
+  /* Touching a mapped page past the end of the file raises SIGBUS: map only
+   * what the file holds now (a read reports a short file properly). */
+  if (fstat(fd, &sb) != 0) return fd_error(st, errno, "map", fd);
+  size = sb.st_size < 0 ? 0 : (uint64_t)sb.st_size;
+  if (offset > size || len > size - offset) {
+    char what[32];
+    snprintf(what, sizeof what, "(descriptor %d)", fd);
+    return hk_status_set(st, HK_OUT_OF_RANGE, "map %s: %zu bytes at offset %llu pass the end of the file (%llu bytes)",
+                         what, len, (unsigned long long)offset, (unsigned long long)size);
+  }
+  start = offset / (uint64_t)page * (uint64_t)page;
+  lead = (size_t)(offset - start);
+  if (len > SIZE_MAX - lead || start > (uint64_t)INT64_MAX) return fd_error(st, EOVERFLOW, "map", fd);
+  span = lead + len;
+  m = malloc(sizeof *m);
+  if (!m) return fd_error(st, ENOMEM, "map", fd);
+  p = mmap(NULL, span, PROT_READ, MAP_SHARED, fd, (off_t)start);
+  if (p == MAP_FAILED) {
+    int err = errno;
+    free(m);
+    return fd_error(st, err, "map", fd);
+  }
+  /* Advice only: a kernel that ignores it still maps correctly. */
+  (void)posix_madvise(p, span, POSIX_MADV_SEQUENTIAL);
+  (void)posix_madvise(p, span, POSIX_MADV_WILLNEED);
+  m->base = p;
+  m->span = span;
+  *addr = (const unsigned char *)p + lead;
+  *token = m;
+  return HK_OK;
+}
+
+static hk_code posix_unmap(void *user, void *token, hk_status *st) {
+  posix_mapping *m = token;
+  int rc, err;
+  (void)user;
+  if (!m) return hk_status_set(st, HK_INVALID_ARGUMENT, "unmap: the token is NULL");
+  rc = munmap(m->base, m->span);
+  err = errno;
+  free(m);
+  if (rc != 0) return hk_fs_status_from_errno(st, err, "unmap", "(a mapping)");
+  return HK_OK;
+}
+
 static const hk_fs_vtable posix_vtable = {
-    HK_FS_VTABLE_VERSION, posix_open_read, posix_create_excl, posix_read_at, posix_write, posix_size, posix_sync,
-    posix_close,          posix_sync_dir,  posix_rename,      posix_unlink,  posix_stat,  posix_list, posix_mkdir,
+    .version = HK_FS_VTABLE_VERSION,
+    .open_read = posix_open_read,
+    .create_excl = posix_create_excl,
+    .read_at = posix_read_at,
+    .write = posix_write,
+    .size = posix_size,
+    .sync = posix_sync,
+    .close = posix_close,
+    .sync_dir = posix_sync_dir,
+    .rename = posix_rename,
+    .unlink = posix_unlink,
+    .stat = posix_stat,
+    .list = posix_list,
+    .mkdir = posix_mkdir,
+    .map = posix_map,
+    .unmap = posix_unmap,
 };
 
 const hk_fs_vtable *hk_fs_posix(void) { return &posix_vtable; }
@@ -327,6 +406,33 @@ static hk_code fs_write(const hk__fs *fs, hk_fs_file *f, const char *path, const
 static hk_code fs_sync(const hk__fs *fs, hk_fs_file *f, const char *path, hk_status *st) {
   hk_status local = HK_STATUS_INIT;
   return fs_result(fs->vt->sync(fs->user, f, &local), &local, st, "fsync", path);
+}
+
+hk_code hk__fs_map(const hk__fs *fs, hk_fs_file *f, const char *path, uint64_t offset, size_t len, const void **addr,
+                   void **token, hk_status *st) {
+  hk_status local = HK_STATUS_INIT;
+  hk_code rc;
+  *addr = NULL;
+  *token = NULL;
+  if (!fs->vt->map || !fs->vt->unmap) return hk_status_set(st, HK_UNIMPLEMENTED, "map %s: not supported", path);
+  rc = fs->vt->map(fs->user, f, offset, len, addr, token, &local);
+  if (rc == HK_OK && !*addr) {
+    /* A NULL address could be neither read nor handed to an executor; the
+     * mapping is released, and the caller reads instead. */
+    fs->vt->unmap(fs->user, *token, &local);
+    *token = NULL;
+    return hk_status_set(st, HK_INTERNAL, "map %s: the file system returned no address", path);
+  }
+  if (rc != HK_OK) {
+    *addr = NULL;
+    *token = NULL;
+  }
+  return fs_result(rc, &local, st, "map", path);
+}
+
+hk_code hk__fs_unmap(const hk__fs *fs, void *token, const char *path, hk_status *st) {
+  hk_status local = HK_STATUS_INIT;
+  return fs_result(fs->vt->unmap(fs->user, token, &local), &local, st, "unmap", path);
 }
 
 hk_code hk__fs_close(const hk__fs *fs, hk_fs_file *f, const char *path, hk_status *st) {

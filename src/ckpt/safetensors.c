@@ -32,6 +32,9 @@
 #define DATA_ALIGN 64
 /* Writes and verification reads go in pieces of this size. */
 #define IO_CHUNK ((size_t)4 << 20)
+/* Reads into a caller's memory go in pieces small enough to stay in cache
+ * for the CRC that follows each one. */
+#define READ_PIECE ((size_t)1 << 20)
 #define HK__STR2(x) #x
 #define HK__STR(x) HK__STR2(x)
 
@@ -390,6 +393,12 @@ struct hk_checkpoint_reader {
   int64_t step;
   entry *entries; /* sorted by name */
   size_t n;
+  /* hk__reader_view's: the data region mapped, or a read buffer. */
+  const void *map_addr;
+  void *map_token;
+  int map_tried;
+  unsigned char *scratch;
+  size_t scratch_cap;
 };
 
 /* The parser's state; `r` receives entries, `notes` the CRCs until every
@@ -1082,7 +1091,13 @@ hk_code hk_checkpoint_reader_open(hk_checkpoint_reader **out, const hk_env *env,
 
 void hk_checkpoint_reader_free(hk_checkpoint_reader *r) {
   if (!r) return;
+  if (r->map_addr) {
+    hk_status why = HK_STATUS_INIT;
+    if (hk__fs_unmap(&r->fs, r->map_token, r->path, &why) != HK_OK)
+      hk_env_log(&r->env, HK_LOG_WARNING, "Releasing the mapping of checkpoint %s failed: %s", r->path, why.message);
+  }
   if (r->f) hk__fs_close(&r->fs, r->f, r->path, NULL);
+  hk_env_free(&r->env, r->scratch);
   hk_env_free(&r->env, r->entries);
   hk_env_free(&r->env, r->header);
   hk_env_free(&r->env, r->path);
@@ -1122,6 +1137,13 @@ hk_code hk_checkpoint_reader_find(const hk_checkpoint_reader *r, const char *nam
   return HK_OK;
 }
 
+static hk_code crc_mismatch(const hk_checkpoint_reader *r, const entry *e, uint32_t crc, hk_status *status) {
+  return hk_status_set(status, HK_DATA_LOSS,
+                       "Checkpoint %s is corrupt: tensor '%.200s': CRC-32C mismatch (recorded %08" PRIx32
+                       ", computed %08" PRIx32 ")",
+                       r->path, e->name, e->crc, crc);
+}
+
 /* Read entry e's bytes in pieces of at most `piece`, checking the CRC:
  * into consecutive parts of buf, or (reuse) each piece into buf itself. */
 static hk_code read_checked(hk_checkpoint_reader *r, const entry *e, unsigned char *buf, size_t piece, int reuse,
@@ -1141,11 +1163,7 @@ static hk_code read_checked(hk_checkpoint_reader *r, const entry *e, unsigned ch
     crc = hk_crc32c_extend(crc, dst, want);
     done += want;
   }
-  if (crc != e->crc)
-    return hk_status_set(status, HK_DATA_LOSS,
-                         "Checkpoint %s is corrupt: tensor '%.200s': CRC-32C mismatch (recorded %08" PRIx32
-                         ", computed %08" PRIx32 ")",
-                         r->path, e->name, e->crc, crc);
+  if (crc != e->crc) return crc_mismatch(r, e, crc, status);
   return HK_OK;
 }
 
@@ -1160,7 +1178,64 @@ hk_code hk_checkpoint_reader_read(hk_checkpoint_reader *r, size_t i, void *dst, 
                          "hk_checkpoint_reader_read: tensor '%s' of %s needs %" PRIu64 " bytes, 'cap' is %zu", e->name,
                          r->path, nbytes, cap);
   if (!dst && nbytes > 0) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_reader_read: 'dst' is NULL");
-  return read_checked(r, e, dst, IO_CHUNK, 0, status);
+  return read_checked(r, e, dst, READ_PIECE, 0, status);
+}
+
+/* Map the whole data region once: one mapping costs a restore far less
+ * than one per tensor (a system call pair and a TLB flush each), and it is
+ * address space, not memory. Tried once; a failure means reading. */
+static void map_data(hk_checkpoint_reader *r) {
+  hk_status why = HK_STATUS_INIT;
+  r->map_tried = 1;
+  if (r->data_size == 0 || r->data_size > SIZE_MAX) return;
+  if (hk__fs_map(&r->fs, r->f, r->path, r->data_start, (size_t)r->data_size, &r->map_addr, &r->map_token, &why) ==
+      HK_OK)
+    return;
+  r->map_addr = NULL;
+  r->map_token = NULL;
+  if (why.code != HK_UNIMPLEMENTED)
+    hk_env_log(&r->env, HK_LOG_DEBUG, "Reading checkpoint %s instead of mapping it: %s", r->path, why.message);
+}
+
+hk_code hk__reader_view(hk_checkpoint_reader *r, size_t i, hk__tensor_view *v, hk_status *st) {
+  const entry *e;
+  uint64_t nbytes;
+  hk_code rc;
+
+  memset(v, 0, sizeof *v);
+  if (i >= r->n)
+    return hk_status_set(st, HK_OUT_OF_RANGE, "entry %zu of checkpoint %s: it has %zu tensors", i, r->path, r->n);
+  e = &r->entries[i];
+  nbytes = e->end - e->begin;
+  if (nbytes == 0) return e->crc == 0 ? HK_OK : crc_mismatch(r, e, 0, st);
+  if (nbytes > SIZE_MAX)
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "tensor '%.200s' of %s (%" PRIu64 " bytes) does not fit in memory",
+                         e->name, r->path, nbytes);
+  if (!r->map_tried) map_data(r);
+  if (r->map_addr) {
+    /* The parser keeps every tensor inside [0, data_size), all mapped. */
+    const unsigned char *p = (const unsigned char *)r->map_addr + e->begin;
+    uint32_t crc = hk_crc32c_extend(0, p, (size_t)nbytes);
+    if (crc != e->crc) return crc_mismatch(r, e, crc, st);
+    v->data = p;
+    v->nbytes = (size_t)nbytes;
+    return HK_OK;
+  }
+  if (nbytes > r->scratch_cap) {
+    /* Grown, never shrunk: a restore views every tensor of one reader. */
+    hk_env_free(&r->env, r->scratch);
+    r->scratch_cap = 0;
+    r->scratch = hk_env_alloc(&r->env, (size_t)nbytes);
+    if (!r->scratch)
+      return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory reading tensor '%.200s' of %s (%" PRIu64 " bytes)",
+                           e->name, r->path, nbytes);
+    r->scratch_cap = (size_t)nbytes;
+  }
+  rc = read_checked(r, e, r->scratch, READ_PIECE, 0, st);
+  if (rc != HK_OK) return rc;
+  v->data = r->scratch;
+  v->nbytes = (size_t)nbytes;
+  return HK_OK;
 }
 
 hk_code hk_checkpoint_reader_verify(hk_checkpoint_reader *r, hk_status *status) {

@@ -845,8 +845,6 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
   const hk_env *env = senv(s);
   hk_checkpoint_reader *r = NULL;
   size_t *where = NULL;
-  void *buf = NULL;
-  size_t biggest = 0;
   hk_code rc;
 
   *mismatch = 1; /* the executor's errors are not the file's */
@@ -898,25 +896,17 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
                          hk_shape_str(&want, a, sizeof a), path, hk_shape_str(&have, b, sizeof b));
       goto done;
     }
-    if (e.nbytes > biggest) biggest = (size_t)e.nbytes;
   }
-  /* One buffer, sized for the largest tensor, reused for every read. */
-  if (biggest > 0) {
-    buf = hk_env_alloc(env, biggest);
-    if (!buf) {
-      rc = hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory restoring from %s (%zu bytes for one tensor)", path,
-                         biggest);
-      goto done;
-    }
-  }
+  /* Assigned straight from the checked view: mapped, no copy in between. */
   for (size_t i = 0; i < s->nvars; i++) {
     const hk_variable_info *info = &s->var_info[i];
+    hk__tensor_view view;
     hk_tensor value;
-    rc = hk_checkpoint_reader_read(r, where[i], buf, biggest, st);
+    rc = hk__reader_view(r, where[i], &view, st);
     if (rc != HK_OK) goto done;
     spec_of(&value, info->dtype, info->rank, info->dims);
     value.nbytes = info_nbytes(info);
-    value.data = value.nbytes > 0 ? buf : NULL;
+    value.data = value.nbytes > 0 ? (void *)(uintptr_t)view.data : NULL;
     rc = hk_raw_session_assign_variable(rs, s->var_index[i], &value, st);
     if (rc != HK_OK) {
       *mismatch = 1; /* an executor error, not the file's: no fallback either */
@@ -925,7 +915,6 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
   }
 
 done:
-  hk_env_free(env, buf);
   hk_env_free(env, where);
   hk_checkpoint_reader_free(r);
   return rc;

@@ -15,9 +15,14 @@ typedef struct faulty_file {
 } faulty_file;
 
 static const char *const slot_names[FAULTY_FS_NSLOTS] = {
-    "open_read", "create_excl", "read_at", "write", "size", "sync",  "close",
-    "sync_dir",  "rename",      "unlink",  "stat",  "list", "mkdir",
+    "open_read", "create_excl", "read_at", "write", "size",  "sync", "close", "sync_dir",
+    "rename",    "unlink",      "stat",    "list",  "mkdir", "map",  "unmap",
 };
+
+typedef struct faulty_map {
+  void *inner;
+  char path[FAULTY_FS_PATH_MAX];
+} faulty_map;
 
 const char *faulty_fs_slot_name(int slot) {
   if (slot == FAULTY_FS_ANY) return "any";
@@ -309,9 +314,85 @@ static hk_code ff_mkdir(void *user, const char *path, hk_status *st) {
   return hk_fs_posix()->mkdir(NULL, path, st);
 }
 
+long faulty_fs_open_maps(faulty_fs *ff) {
+  long n;
+  pthread_mutex_lock(&ff->mu);
+  n = ff->open_maps;
+  pthread_mutex_unlock(&ff->mu);
+  return n;
+}
+
+void faulty_fs_no_map(faulty_fs *ff, int on) {
+  pthread_mutex_lock(&ff->mu);
+  ff->no_map = on;
+  pthread_mutex_unlock(&ff->mu);
+}
+
+static hk_code ff_map(void *user, hk_fs_file *f, uint64_t offset, size_t len, const void **addr, void **token,
+                      hk_status *st) {
+  faulty_fs *ff = user;
+  faulty_file *w = (faulty_file *)f;
+  faulty_map *m;
+  int no_map;
+  hk_code rc;
+
+  *addr = NULL;
+  *token = NULL;
+  pthread_mutex_lock(&ff->mu);
+  no_map = ff->no_map;
+  pthread_mutex_unlock(&ff->mu);
+  if (no_map) return hk_status_set(st, HK_UNIMPLEMENTED, "map %s: faulty_fs_no_map is set", w->path);
+  rc = intercept(ff, FAULTY_FS_MAP, w->path, st);
+  if (rc != HK_OK) return rc;
+  m = malloc(sizeof *m);
+  if (!m) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "faulty_fs: out of memory mapping %s", w->path);
+  rc = hk_fs_posix()->map(NULL, w->inner, offset, len, addr, &m->inner, st);
+  if (rc != HK_OK) {
+    free(m);
+    return rc;
+  }
+  strncpy(m->path, w->path, sizeof m->path - 1);
+  m->path[sizeof m->path - 1] = '\0';
+  pthread_mutex_lock(&ff->mu);
+  ff->open_maps++;
+  pthread_mutex_unlock(&ff->mu);
+  *token = m;
+  return HK_OK;
+}
+
+static hk_code ff_unmap(void *user, void *token, hk_status *st) {
+  faulty_fs *ff = user;
+  faulty_map *m = token;
+  hk_status inner_st = HK_STATUS_INIT;
+  hk_code injected = intercept(ff, FAULTY_FS_UNMAP, m->path, st);
+  /* The real mapping is released whatever is injected, as the slot says. */
+  hk_code rc = hk_fs_posix()->unmap(NULL, m->inner, &inner_st);
+  pthread_mutex_lock(&ff->mu);
+  ff->open_maps--;
+  pthread_mutex_unlock(&ff->mu);
+  free(m);
+  if (injected != HK_OK) return injected;
+  if (rc != HK_OK && st) *st = inner_st;
+  return rc;
+}
+
 static const hk_fs_vtable faulty_vtable = {
-    HK_FS_VTABLE_VERSION, ff_open_read, ff_create_excl, ff_read_at, ff_write, ff_size,  ff_sync, ff_close,
-    ff_sync_dir,          ff_rename,    ff_unlink,      ff_stat,    ff_list,  ff_mkdir,
+    .version = HK_FS_VTABLE_VERSION,
+    .open_read = ff_open_read,
+    .create_excl = ff_create_excl,
+    .read_at = ff_read_at,
+    .write = ff_write,
+    .size = ff_size,
+    .sync = ff_sync,
+    .close = ff_close,
+    .sync_dir = ff_sync_dir,
+    .rename = ff_rename,
+    .unlink = ff_unlink,
+    .stat = ff_stat,
+    .list = ff_list,
+    .mkdir = ff_mkdir,
+    .map = ff_map,
+    .unmap = ff_unmap,
 };
 
 const hk_fs_vtable *faulty_fs_vtable(void) { return &faulty_vtable; }

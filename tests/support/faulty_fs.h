@@ -33,7 +33,9 @@
  *   faulty_fs_destroy(&ff);
  *
  * Handles are wrapped (malloc), so faulty_fs_open_handles() tells whether
- * every opened file was closed. Thread-safe (one mutex), like any hk_fs must
+ * every opened file was closed; mappings too (faulty_fs_open_maps()). An
+ * injected map failure maps nothing; an injected unmap failure still
+ * releases the real mapping, as close does. Thread-safe (one mutex), like any hk_fs must
  * be. Use cmocka only on the main thread.
  */
 #ifndef HOOKED_TEST_FAULTY_FS_H
@@ -65,6 +67,8 @@ typedef enum faulty_fs_slot {
   FAULTY_FS_STAT,
   FAULTY_FS_LIST,
   FAULTY_FS_MKDIR,
+  FAULTY_FS_MAP,
+  FAULTY_FS_UNMAP,
   FAULTY_FS_NSLOTS
 } faulty_fs_slot;
 /** Slot argument meaning "every slot" (counted together). */
@@ -80,6 +84,8 @@ typedef struct faulty_fs {
   long injected;                /* failures injected */
   uint64_t bytes_written;       /* through write, to the real files */
   long open_handles;            /* opened and not yet closed (not reset) */
+  long open_maps;               /* mapped and not yet unmapped (not reset) */
+  int no_map;                   /* map answers UNIMPLEMENTED, uncounted */
   /* the failure rule */
   int fail_slot;  /* a faulty_fs_slot or FAULTY_FS_ANY */
   long fail_at;   /* -1: off */
@@ -128,6 +134,11 @@ long faulty_fs_calls(faulty_fs *ff, int slot);
 long faulty_fs_injected(faulty_fs *ff);
 /** Files opened (open_read or create_excl) and not closed. */
 long faulty_fs_open_handles(faulty_fs *ff);
+/** Mappings made (map) and not released (unmap). */
+long faulty_fs_open_maps(faulty_fs *ff);
+/** Nonzero: behave as an fs without mapping (map fails UNIMPLEMENTED and
+ *  is not counted), so the library's read path runs. Not cleared by reset. */
+void faulty_fs_no_map(faulty_fs *ff, int on);
 /** "open_read", "write", ... ; "any" for FAULTY_FS_ANY. */
 const char *faulty_fs_slot_name(int slot);
 

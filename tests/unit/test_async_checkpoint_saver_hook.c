@@ -148,6 +148,7 @@ static hk_code g_mkdir(void *user, const char *path, hk_status *st) {
 static const hk_fs_vtable gate_vtable = {
     HK_FS_VTABLE_VERSION, g_open_read, g_create_excl, g_read_at, g_write, g_size,  g_sync, g_close,
     g_sync_dir,           g_rename,    g_unlink,      g_stat,    g_list,  g_mkdir,
+    NULL, NULL, /* map, unmap: optional, not supported */
 };
 
 static void gate_init(gate_fs *g, const hk_fs_vtable *base, void *base_user) {

@@ -192,6 +192,7 @@ static hk_code rf_mkdir(void *u, const char *path, hk_status *st) {
 static const hk_fs_vtable rfs_vtable = {
     HK_FS_VTABLE_VERSION, rf_open_read, rf_create_excl, rf_read_at, rf_write, rf_size,  rf_sync, rf_close,
     rf_sync_dir,          rf_rename,    rf_unlink,      rf_stat,    rf_list,  rf_mkdir,
+    NULL, NULL, /* map, unmap: optional, not supported */
 };
 
 static void rfs_open_all(rfs *r) {

@@ -11,7 +11,7 @@
  *
  * Rules for implementers:
  * - Every slot is required (hk_env_check() refuses a vtable with a NULL
- *   slot). Return HK_OK or an error code with a message naming the path; map
+ *   slot) except the optional pair map/unmap: set both or neither. Return HK_OK or an error code with a message naming the path; map
  *   OS errors as H9 says (hk_fs_status_from_errno() does it): ENOSPC/EDQUOT →
  *   RESOURCE_EXHAUSTED; EACCES/EPERM/EROFS → PERMISSION_DENIED;
  *   ENOENT/ENOTDIR → NOT_FOUND; EEXIST → ALREADY_EXISTS; else UNKNOWN. Never
@@ -85,14 +85,37 @@ typedef struct hk_fs_vtable {
   /** Create one directory level (mode 0755 before umask); ALREADY_EXISTS
    *  when the name exists. */
   hk_code (*mkdir)(void *user, const char *path, hk_status *status);
+  /* Optional slots, still version 1: NULL means "not supported", and the
+   * library then reads the bytes with read_at. Set both or neither. */
+  /**
+   * Map `len` (> 0) bytes of open file `f` from `offset`, read-only, so
+   * that a restore can verify and assign a tensor without copying it out
+   * first. On success *addr is the address of the byte at `offset` and
+   * *token whatever unmap needs. The library only reads the bytes, and
+   * calls unmap exactly once for every successful map, before it closes
+   * `f`. Any failure is not an error of the operation: the library reads
+   * the same bytes with read_at instead.
+   * - Fail when the range is not wholly inside the file as it is now: a
+   *   process that touches a mapped page past the end of a file gets
+   *   SIGBUS. (A file that shrinks while mapped still does that: checkpoint
+   *   files are replaced by rename, never truncated in place.)
+   * - The bytes are read twice (checked, then copied out): a file modified
+   *   in place while mapped can slip unchecked bytes past the CRC.
+   */
+  hk_code (*map)(void *user, hk_fs_file *f, uint64_t offset, size_t len, const void **addr, void **token,
+                 hk_status *status);
+  /** Release a mapping made by map, even when reporting an error (the
+   *  library logs the error as a warning and goes on). */
+  hk_code (*unmap)(void *user, void *token, hk_status *status);
 } hk_fs_vtable;
 
 /**
  * The built-in POSIX implementation (pread/write/fsync/rename/...; EINTR is
- * retried). Its `user` is ignored.
+ * retried; map is mmap(PROT_READ, MAP_SHARED) of the page-aligned range
+ * with sequential and will-need advice). Its `user` is ignored.
  * @return a static vtable; never NULL.
  * **Threads:** any; the implementation is thread-safe. **Allocates:** its
- * open_read/create_excl allocate a small handle with malloc.
+ * map allocates a small record with malloc (freed by unmap).
  */
 HK_API const hk_fs_vtable *hk_fs_posix(void);
 
