@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct fixture {
   char *dir;
@@ -123,6 +124,115 @@ static void test_fs__posix_write_then_read_back(void **state) {
   assert_ok(f->fs->read_at(NULL, fh, buf, sizeof buf, 100, &n, &st), &st);
   assert_int_equal(n, 0);
   assert_ok(f->fs->close(NULL, fh, &st), &st);
+  free(path);
+}
+
+/* H9: map and unmap are the only optional slots, and come as a pair: a
+ * vtable without both is accepted (the library reads instead), one with
+ * only one of them is refused naming the env. */
+static void test_fs__map_slots_optional_as_a_pair_h9(void **state) {
+  hk_fs_vtable vt = *hk_fs_posix();
+  hk_env env = HK_ENV_INIT;
+  hk_status st = HK_STATUS_INIT;
+  (void)state;
+  assert_non_null(vt.map);
+  assert_non_null(vt.unmap);
+  env.fs = &vt;
+  vt.map = NULL;
+  vt.unmap = NULL;
+  assert_ok(hk_env_check(&env, "env", &st), &st);
+  vt.map = hk_fs_posix()->map;
+  assert_status(hk_env_check(&env, "opts.env", &st), &st, HK_INVALID_ARGUMENT, "opts.env");
+  assert_non_null(strstr(st.message, "map and unmap"));
+  vt.map = NULL;
+  vt.unmap = hk_fs_posix()->unmap;
+  assert_status(hk_env_check(&env, "opts.env", &st), &st, HK_INVALID_ARGUMENT, "map and unmap");
+  /* a required slot is still required */
+  vt = *hk_fs_posix();
+  vt.read_at = NULL;
+  assert_status(hk_env_check(&env, "opts.env", &st), &st, HK_INVALID_ARGUMENT, "opts.env");
+}
+
+/* H9: the POSIX map gives the bytes at any offset (not page-aligned), and
+ * refuses a range past the end of the file as it is now, also when the
+ * file shrank after it was opened, rather than map pages whose touch
+ * would raise SIGBUS. */
+static void test_fs__posix_map_reads_range_and_refuses_past_eof_h9(void **state) {
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  hk_fs_file *fh = NULL;
+  char *path = test_path(f->dir, "m.bin");
+  char *data = malloc(10000 + 1);
+  const void *addr = NULL;
+  void *token = NULL;
+
+  assert_non_null(data);
+  for (size_t i = 0; i < 10000; i++) data[i] = (char)('a' + i % 26 + (i / 4096));
+  data[10000] = '\0';
+  create_file(f->fs, NULL, path, data);
+  assert_ok(f->fs->open_read(NULL, path, &fh, &st), &st);
+  assert_ok(f->fs->map(NULL, fh, 4097, 5000, &addr, &token, &st), &st);
+  assert_non_null(addr);
+  assert_memory_equal(addr, data + 4097, 5000);
+  assert_ok(f->fs->unmap(NULL, token, &st), &st);
+  /* up to the last byte exactly */
+  assert_ok(f->fs->map(NULL, fh, 9999, 1, &addr, &token, &st), &st);
+  assert_memory_equal(addr, data + 9999, 1);
+  assert_ok(f->fs->unmap(NULL, token, &st), &st);
+  /* one past it, an empty range and an offset past the end */
+  assert_status(f->fs->map(NULL, fh, 9999, 2, &addr, &token, &st), &st, HK_OUT_OF_RANGE, "end of the file");
+  assert_null(addr);
+  assert_null(token);
+  assert_int_not_equal(f->fs->map(NULL, fh, 0, 0, &addr, &token, &st), HK_OK);
+  assert_int_not_equal(f->fs->map(NULL, fh, 20000, 1, &addr, &token, &st), HK_OK);
+  /* the file shrinks under the open handle */
+  assert_int_equal(truncate(path, 5000), 0);
+  assert_status(f->fs->map(NULL, fh, 4097, 5000, &addr, &token, &st), &st, HK_OUT_OF_RANGE, "5000 bytes");
+  assert_null(addr);
+  assert_ok(f->fs->map(NULL, fh, 4097, 903, &addr, &token, &st), &st);
+  assert_memory_equal(addr, data + 4097, 903);
+  assert_ok(f->fs->unmap(NULL, token, &st), &st);
+  assert_ok(f->fs->close(NULL, fh, &st), &st);
+  free(data);
+  free(path);
+}
+
+/* faulty_fs passes map/unmap through, counts them, can fail either (an
+ * injected unmap failure still releases the mapping, as close does) and
+ * can act as an fs without mapping. */
+static void test_fs__faulty_map_and_unmap(void **state) {
+  fixture *f = *state;
+  const hk_fs_vtable *vt = faulty_fs_vtable();
+  faulty_fs ff;
+  hk_status st = HK_STATUS_INIT;
+  hk_fs_file *fh = NULL;
+  char *path = test_path(f->dir, "m.bin");
+  const void *addr = NULL;
+  void *token = NULL;
+
+  faulty_fs_init(&ff);
+  create_file(vt, &ff, path, "0123456789");
+  assert_ok(vt->open_read(&ff, path, &fh, &st), &st);
+  assert_ok(vt->map(&ff, fh, 2, 5, &addr, &token, &st), &st);
+  assert_memory_equal(addr, "23456", 5);
+  assert_int_equal(faulty_fs_open_maps(&ff), 1);
+  faulty_fs_fail_errno(&ff, FAULTY_FS_UNMAP, 0, EIO, 0);
+  assert_status(vt->unmap(&ff, token, &st), &st, HK_UNKNOWN, "m.bin");
+  assert_int_equal(faulty_fs_open_maps(&ff), 0);
+  faulty_fs_fail_errno(&ff, FAULTY_FS_MAP, 0, ENOMEM, 0);
+  assert_status(vt->map(&ff, fh, 2, 5, &addr, &token, &st), &st, HK_UNKNOWN, "m.bin");
+  assert_null(addr);
+  assert_int_equal(faulty_fs_calls(&ff, FAULTY_FS_MAP), 1);
+  assert_int_equal(faulty_fs_injected(&ff), 1);
+  assert_string_equal(faulty_fs_slot_name(FAULTY_FS_MAP), "map");
+  assert_string_equal(faulty_fs_slot_name(FAULTY_FS_UNMAP), "unmap");
+  faulty_fs_reset(&ff);
+  faulty_fs_no_map(&ff, 1);
+  assert_status(vt->map(&ff, fh, 2, 5, &addr, &token, &st), &st, HK_UNIMPLEMENTED, "m.bin");
+  assert_int_equal(faulty_fs_calls(&ff, FAULTY_FS_ANY), 0);
+  assert_int_equal(faulty_fs_open_maps(&ff), 0);
+  assert_ok(vt->close(&ff, fh, &st), &st);
+  faulty_fs_destroy(&ff);
   free(path);
 }
 
@@ -425,6 +535,9 @@ int main(void) {
       cmocka_unit_test(test_fs__errno_mapping_h9),
       cmocka_unit_test(test_fs__posix_vtable_is_complete),
       cmocka_unit_test_setup_teardown(test_fs__posix_write_then_read_back, setup, teardown),
+      cmocka_unit_test(test_fs__map_slots_optional_as_a_pair_h9),
+      cmocka_unit_test_setup_teardown(test_fs__posix_map_reads_range_and_refuses_past_eof_h9, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fs__faulty_map_and_unmap, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fs__posix_create_excl_refuses_existing, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fs__posix_missing_file_is_not_found_naming_it, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fs__posix_stat_reports_size_type_and_mtime, setup, teardown),
