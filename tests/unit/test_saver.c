@@ -795,6 +795,299 @@ static void test_saver__restore_errors_C125(void **state) {
   free(data);
 }
 
+/* ---- restore's two read paths: mapped and read (C125) ----------------------------------------- */
+
+/* Restore through the fs's map when it has one (one mapping of the file,
+ * released by the end) and through reads when it has none: the same
+ * values either way. */
+static void test_saver__restore_mapped_or_read_same_values_C125(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  char prefix[1024];
+  f->saver = make_saver(f, 5, HK_UNSET_SECS);
+  save_step(f, f->saver, 4);
+  snprintf(prefix, sizeof prefix, "%s-4", f->save_path);
+
+  set_values(f, 40);
+  faulty_fs_reset(&f->ff);
+  assert_ok(hk_saver_restore(f->saver, f->rs, prefix, &st), &st);
+  assert_values(f, 4);
+  assert_int_equal(faulty_fs_calls(&f->ff, FAULTY_FS_MAP), 1);
+  assert_int_equal(faulty_fs_calls(&f->ff, FAULTY_FS_UNMAP), 1);
+  assert_int_equal(faulty_fs_open_maps(&f->ff), 0);
+  assert_int_equal(faulty_fs_open_handles(&f->ff), 0);
+
+  set_values(f, 41);
+  faulty_fs_no_map(&f->ff, 1);
+  faulty_fs_reset(&f->ff);
+  assert_ok(hk_saver_restore(f->saver, f->rs, prefix, &st), &st);
+  assert_values(f, 4);
+  assert_int_equal(faulty_fs_calls(&f->ff, FAULTY_FS_MAP), 0);
+  assert_true(faulty_fs_calls(&f->ff, FAULTY_FS_READ_AT) > 2); /* header length, header, tensors */
+  assert_int_equal(faulty_fs_open_handles(&f->ff), 0);
+  faulty_fs_no_map(&f->ff, 1);
+}
+
+/* A failing map is no error: restore reads instead (logged at DEBUG
+ * naming the file). A failing unmap is logged as a WARNING naming the
+ * file, the values are restored and no mapping is left. */
+static void test_saver__restore_map_or_unmap_failure_C125_H9(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  char prefix[1024];
+  f->saver = make_saver(f, 5, HK_UNSET_SECS);
+  save_step(f, f->saver, 5);
+  snprintf(prefix, sizeof prefix, "%s-5", f->save_path);
+
+  set_values(f, 50);
+  faulty_fs_fail_errno(&f->ff, FAULTY_FS_MAP, 0, ENOMEM, 1);
+  assert_ok(hk_saver_restore(f->saver, f->rs, prefix, &st), &st);
+  assert_values(f, 5);
+  assert_int_equal(faulty_fs_injected(&f->ff), 1);
+  assert_true(faulty_fs_calls(&f->ff, FAULTY_FS_READ_AT) > 2);
+  assert_logged(f->te, HK_LOG_DEBUG, "instead of mapping it");
+  assert_logged(f->te, HK_LOG_DEBUG, "model.ckpt-5.safetensors");
+
+  set_values(f, 51);
+  faulty_fs_fail_errno(&f->ff, FAULTY_FS_UNMAP, 0, EIO, 1);
+  assert_ok(hk_saver_restore(f->saver, f->rs, prefix, &st), &st);
+  assert_values(f, 5);
+  assert_int_equal(faulty_fs_injected(&f->ff), 1);
+  assert_int_equal(faulty_fs_open_maps(&f->ff), 0);
+  assert_int_equal(faulty_fs_open_handles(&f->ff), 0);
+  assert_logged(f->te, HK_LOG_WARNING, "Releasing the mapping of checkpoint");
+  assert_logged(f->te, HK_LOG_WARNING, "model.ckpt-5.safetensors");
+  faulty_fs_reset(&f->ff);
+}
+
+/* A graph of one U8 variable "big" of n bytes (more than one 1 MiB read
+ * piece), saved with byte k = k * 7 + seed. */
+typedef struct big_graph {
+  hk_graph *g;
+  hk_raw_session *rs;
+  hk_saver *saver;
+  size_t idx, n;
+} big_graph;
+
+static void big_open(fx *f, big_graph *bg, size_t n) {
+  hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
+  hk_saver_options o = HK_SAVER_OPTIONS_INIT;
+  hk_variable_def d = HK_VARIABLE_DEF_INIT;
+  hk_status st = HK_STATUS_INIT;
+  int64_t dims[1];
+  hk_handle h;
+  dims[0] = (int64_t)n;
+  bg->n = n;
+  go.env = &f->te->env;
+  assert_ok(hk_graph_new(&bg->g, &go, &st), &st);
+  d.name = "big";
+  d.dtype = HK_DTYPE_U8;
+  d.rank = 1;
+  d.dims = dims;
+  assert_ok(hk_graph_variable(bg->g, &h, &d, &st), &st);
+  assert_ok(hk_raw_session_open(&bg->rs, hk_graph_executor(bg->g), &st), &st);
+  assert_ok(hk_executor_find_variable(hk_graph_executor(bg->g), "big", &bg->idx, &st), &st);
+  o.executor = hk_graph_executor(bg->g);
+  o.env = &f->te->env;
+  assert_ok(hk_saver_new(&bg->saver, &o, &st), &st);
+}
+
+static void big_set(big_graph *bg, int seed) {
+  hk_status st = HK_STATUS_INIT;
+  int64_t dims[1];
+  hk_tensor t;
+  unsigned char *buf = malloc(bg->n);
+  assert_non_null(buf);
+  dims[0] = (int64_t)bg->n;
+  for (size_t k = 0; k < bg->n; k++) buf[k] = (unsigned char)(k * 7 + (size_t)seed);
+  assert_ok(hk_tensor_init(&t, HK_DTYPE_U8, 1, dims, buf, &st), &st);
+  assert_ok(hk_raw_session_assign_variable(bg->rs, bg->idx, &t, &st), &st);
+  free(buf);
+}
+
+static int big_is(big_graph *bg, int seed) {
+  hk_status st = HK_STATUS_INIT;
+  hk_tensor t;
+  const unsigned char *p;
+  if (hk_raw_session_read_variable(bg->rs, bg->idx, &t, &st) != HK_OK || t.nbytes != bg->n) return 0;
+  p = t.data;
+  for (size_t k = 0; k < bg->n; k++)
+    if (p[k] != (unsigned char)(k * 7 + (size_t)seed)) return 0;
+  return 1;
+}
+
+static void big_close(big_graph *bg) {
+  hk_saver_free(bg->saver);
+  hk_raw_session_free(bg->rs);
+  hk_graph_free(bg->g);
+}
+
+/* A tensor of several read pieces round-trips by both paths, and one
+ * flipped byte in its second MiB is DATA_LOSS naming the file and the
+ * tensor by both paths (the mapped bytes are checked before they are
+ * assigned, the read ones piece by piece). */
+static void test_saver__restore_big_tensor_crc_both_paths_C125(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  big_graph bg;
+  const char *prefix = NULL;
+  char path[1024], *data;
+  size_t n;
+  big_open(f, &bg, ((size_t)3 << 20) + 5);
+  big_set(&bg, 1);
+  assert_ok(hk_saver_save(bg.saver, bg.rs, f->save_path, 1, HK_SAVE_DEFAULT, &prefix, &st), &st);
+  for (int no_map = 0; no_map < 2; no_map++) {
+    faulty_fs_no_map(&f->ff, no_map);
+    big_set(&bg, 2);
+    assert_ok(hk_saver_restore(bg.saver, bg.rs, prefix, &st), &st);
+    assert_true(big_is(&bg, 1));
+  }
+  snprintf(path, sizeof path, "%s.safetensors", prefix);
+  data = test_read_file(path, &n);
+  assert_non_null(data);
+  data[n - bg.n + ((size_t)3 << 19)] ^= 0x01;
+  assert_int_equal(test_write_file(path, data, n), 0);
+  free(data);
+  for (int no_map = 0; no_map < 2; no_map++) {
+    faulty_fs_no_map(&f->ff, no_map);
+    faulty_fs_reset(&f->ff);
+    assert_status(hk_saver_restore(bg.saver, bg.rs, prefix, &st), &st, HK_DATA_LOSS, "CRC-32C mismatch");
+    assert_non_null(strstr(st.message, "'big'"));
+    assert_non_null(strstr(st.message, "model.ckpt-1.safetensors"));
+    assert_int_equal(faulty_fs_calls(&f->ff, FAULTY_FS_MAP), no_map ? 0 : 1);
+    assert_int_equal(faulty_fs_open_maps(&f->ff), 0);
+    assert_int_equal(faulty_fs_open_handles(&f->ff), 0);
+  }
+  faulty_fs_no_map(&f->ff, 0);
+  big_close(&bg);
+}
+
+/* An fs that truncates the data file just before forwarding its first
+ * map to POSIX: the file shrinks after the reader opened it. */
+typedef struct shrink_fs {
+  char path[1024];
+  uint64_t keep;
+  int maps;
+} shrink_fs;
+
+static hk_code sh_open_read(void *user, const char *path, hk_fs_file **out, hk_status *st) {
+  shrink_fs *s = user;
+  if (strstr(path, ".safetensors")) snprintf(s->path, sizeof s->path, "%s", path);
+  return hk_fs_posix()->open_read(NULL, path, out, st);
+}
+static hk_code sh_create_excl(void *user, const char *path, hk_fs_file **out, hk_status *st) {
+  (void)user;
+  return hk_fs_posix()->create_excl(NULL, path, out, st);
+}
+static hk_code sh_read_at(void *user, hk_fs_file *f, void *buf, size_t len, uint64_t offset, size_t *nread,
+                          hk_status *st) {
+  (void)user;
+  return hk_fs_posix()->read_at(NULL, f, buf, len, offset, nread, st);
+}
+static hk_code sh_write(void *user, hk_fs_file *f, const void *buf, size_t len, size_t *nwritten, hk_status *st) {
+  (void)user;
+  return hk_fs_posix()->write(NULL, f, buf, len, nwritten, st);
+}
+static hk_code sh_size(void *user, hk_fs_file *f, uint64_t *size, hk_status *st) {
+  (void)user;
+  return hk_fs_posix()->size(NULL, f, size, st);
+}
+static hk_code sh_sync(void *user, hk_fs_file *f, hk_status *st) {
+  (void)user;
+  return hk_fs_posix()->sync(NULL, f, st);
+}
+static hk_code sh_close(void *user, hk_fs_file *f, hk_status *st) {
+  (void)user;
+  return hk_fs_posix()->close(NULL, f, st);
+}
+static hk_code sh_sync_dir(void *user, const char *path, hk_status *st) {
+  (void)user;
+  return hk_fs_posix()->sync_dir(NULL, path, st);
+}
+static hk_code sh_rename(void *user, const char *from, const char *to, hk_status *st) {
+  (void)user;
+  return hk_fs_posix()->rename(NULL, from, to, st);
+}
+static hk_code sh_unlink(void *user, const char *path, hk_status *st) {
+  (void)user;
+  return hk_fs_posix()->unlink(NULL, path, st);
+}
+static hk_code sh_stat(void *user, const char *path, hk_fs_stat *out, hk_status *st) {
+  (void)user;
+  return hk_fs_posix()->stat(NULL, path, out, st);
+}
+static hk_code sh_list(void *user, const char *path, hk_fs_list_fn fn, void *fn_user, hk_status *st) {
+  (void)user;
+  return hk_fs_posix()->list(NULL, path, fn, fn_user, st);
+}
+static hk_code sh_mkdir(void *user, const char *path, hk_status *st) {
+  (void)user;
+  return hk_fs_posix()->mkdir(NULL, path, st);
+}
+static hk_code sh_map(void *user, hk_fs_file *f, uint64_t offset, size_t len, const void **addr, void **token,
+                      hk_status *st) {
+  shrink_fs *s = user;
+  if (s->maps++ == 0) assert_int_equal(truncate(s->path, (off_t)s->keep), 0);
+  return hk_fs_posix()->map(NULL, f, offset, len, addr, token, st);
+}
+static hk_code sh_unmap(void *user, void *token, hk_status *st) {
+  (void)user;
+  return hk_fs_posix()->unmap(NULL, token, st);
+}
+
+static const hk_fs_vtable shrink_vtable = {
+    .version = HK_FS_VTABLE_VERSION,
+    .open_read = sh_open_read,
+    .create_excl = sh_create_excl,
+    .read_at = sh_read_at,
+    .write = sh_write,
+    .size = sh_size,
+    .sync = sh_sync,
+    .close = sh_close,
+    .sync_dir = sh_sync_dir,
+    .rename = sh_rename,
+    .unlink = sh_unlink,
+    .stat = sh_stat,
+    .list = sh_list,
+    .mkdir = sh_mkdir,
+    .map = sh_map,
+    .unmap = sh_unmap,
+};
+
+/* A data file that shrinks after the reader opened it is never touched
+ * past its end (which would raise SIGBUS): the mapping is refused, the
+ * read finds the file short, and restore fails with DATA_LOSS naming the
+ * file and the tensor. */
+static void test_saver__restore_file_shrunk_after_open_no_sigbus_C125(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  big_graph bg;
+  shrink_fs sh;
+  const char *prefix = NULL;
+  char path[1024];
+  size_t n;
+  char *data;
+  memset(&sh, 0, sizeof sh);
+  f->te->env.fs = &shrink_vtable; /* before the Saver copies the env */
+  f->te->env.fs_user = &sh;
+  big_open(f, &bg, (size_t)1 << 16);
+  big_set(&bg, 3);
+  assert_ok(hk_saver_save(bg.saver, bg.rs, f->save_path, 2, HK_SAVE_DEFAULT, &prefix, &st), &st);
+  snprintf(path, sizeof path, "%s.safetensors", prefix);
+  data = test_read_file(path, &n);
+  assert_non_null(data);
+  free(data);
+  sh.keep = n - 8192 - 100; /* two pages and more short of the end */
+  big_set(&bg, 4);
+  assert_status(hk_saver_restore(bg.saver, bg.rs, prefix, &st), &st, HK_DATA_LOSS, "model.ckpt-2.safetensors");
+  assert_non_null(strstr(st.message, "'big'"));
+  assert_non_null(strstr(st.message, "the file ends"));
+  assert_int_equal(sh.maps, 1);
+  assert_true(big_is(&bg, 4)); /* nothing assigned */
+  faulty_fs_bind(&f->ff, &f->te->env);
+  big_close(&bg);
+}
+
 /* A second graph with the same names but one variable changed, restoring
  * the first graph's checkpoint: the error names the variable and nothing
  * is assigned (H27). */
@@ -973,6 +1266,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_saver__short_writes_and_full_disk_D4_H9, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__restore_errors_C125, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__restore_model_mismatch_H27, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__restore_mapped_or_read_same_values_C125, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__restore_map_or_unmap_failure_C125_H9, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__restore_big_tensor_crc_both_paths_C125, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__restore_file_shrunk_after_open_no_sigbus_C125, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__exists_remove_mtimes_H34, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__oom_loop_save_and_restore_H7, setup, teardown),
   };
