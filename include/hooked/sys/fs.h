@@ -11,7 +11,8 @@
  *
  * Rules for implementers:
  * - Every slot is required (hk_env_check() refuses a vtable with a NULL
- *   slot) except the optional pair map/unmap: set both or neither. Return HK_OK or an error code with a message naming the path; map
+ *   slot) except the optional pair map/unmap: set both or neither.
+ *   Return HK_OK or an error code with a message naming the path; map
  *   OS errors as H9 says (hk_fs_status_from_errno() does it): ENOSPC/EDQUOT →
  *   RESOURCE_EXHAUSTED; EACCES/EPERM/EROFS → PERMISSION_DENIED;
  *   ENOENT/ENOTDIR → NOT_FOUND; EEXIST → ALREADY_EXISTS; else UNKNOWN. Never
