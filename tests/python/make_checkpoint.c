@@ -61,7 +61,8 @@ static const uint16_t bhalf_bits[3] = {0x3F80, 0xC040, 0x4049};
 static void fill_constant(values *v) {
   for (int i = 0; i < 8; i++) v->z_upper[i] = (uint8_t)((i * 37 + 11) & 0xff);
   for (int i = 0; i < 7; i++) v->mask[i] = i % 3 == 0;
-  for (int i = 0; i < 4; i++) v->bias[i] = i * 0.1 - 0.15;
+  /* Exact binary fractions: an optimizer may evaluate i * 0.1 - 0.15 differently from Python. */
+  for (int i = 0; i < 4; i++) v->bias[i] = i * 0.125 - 0.25;
   for (int i = 0; i < 12; i++) v->kernel[i] = (float)((i - 5) * 0.25);
   for (int i = 0; i < 5; i++) v->counts[i] = i * 7919 - 20000;
   memcpy(v->half, half_bits, sizeof half_bits);

@@ -85,7 +85,7 @@ def expected_tensors(step):
     wide = np.array([i * 0.5 for i in range(3 * 70)], dtype=np.float32).reshape(3, 70)
     return {
         "dense/kernel": ("F32", [3, 4], np.array([(i - 5) * 0.25 for i in range(12)], np.float32).reshape(3, 4)),
-        "dense/bias": ("F64", [4], np.array([i * 0.1 - 0.15 for i in range(4)], np.float64)),
+        "dense/bias": ("F64", [4], np.array([i * 0.125 - 0.25 for i in range(4)], np.float64)),
         "Z_upper": ("U8", [2, 2, 2], np.array([(i * 37 + 11) & 0xFF for i in range(8)], np.uint8).reshape(2, 2, 2)),
         "mask": ("BOOL", [7], np.array([i % 3 == 0 for i in range(7)], np.bool_)),
         "embedding/ids": ("I64", [2, 3], np.array([(i - 3) * 4000000000 + step for i in range(6)], np.int64).reshape(2, 3)),

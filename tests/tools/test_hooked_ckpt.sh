@@ -230,7 +230,7 @@ expect_out_is "[[-1.25 -1.   -0.75 -0.5 ]
  [ 0.75  1.    1.25  1.5 ]]"
 run dump "$P20.safetensors" dense/bias
 expect_rc 0
-expect_out_is "[-0.15 -0.05  0.05  0.15]"
+expect_out_is "[-0.25  -0.125  0.     0.125]"
 run dump "$P20" counts
 expect_rc 0
 expect_out_is "[-20000 -12081  -4162   3757  11676]"
