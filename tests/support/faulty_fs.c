@@ -351,8 +351,12 @@ static hk_code ff_map(void *user, hk_fs_file *f, uint64_t offset, size_t len, co
     free(m);
     return rc;
   }
-  strncpy(m->path, w->path, sizeof m->path - 1);
-  m->path[sizeof m->path - 1] = '\0';
+  {
+    size_t n = strlen(w->path);
+    if (n >= sizeof m->path) n = sizeof m->path - 1;
+    memcpy(m->path, w->path, n);
+    m->path[n] = '\0';
+  }
   pthread_mutex_lock(&ff->mu);
   ff->open_maps++;
   pthread_mutex_unlock(&ff->mu);
