@@ -7,6 +7,7 @@
  * nothing leaks, the objects stay freeable).
  */
 #include "session_fixture.h"
+#include "tmpdir.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,16 +28,14 @@ typedef struct fixture {
   hk_status st;
 } fixture;
 
-static void build_fake(fixture *f)
-{
+static void build_fake(fixture *f) {
   f->fx = fake_training_executor(f->te, &f->ex, &f->gs, &f->train);
   f->p = fake_executor_add_i64(f->fx, "p", 0);
   f->q = fake_executor_add_i64(f->fx, "q", 0);
   f->c = fake_executor_add_i64(f->fx, "c", 3);
 }
 
-static void build_graph(fixture *f)
-{
+static void build_graph(fixture *f) {
   hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
   int64_t one = 1, three = 3;
   hk_tensor t;
@@ -54,8 +53,7 @@ static void build_graph(fixture *f)
   assert_ok(hk_graph_placeholder(f->g, &f->q, "q", HK_DTYPE_I64, 0, NULL, &f->st), &f->st);
 }
 
-static int setup_with(void **state, int use_graph)
-{
+static int setup_with(void **state, int use_graph) {
   hk_stop_at_step_options so = HK_STOP_AT_STEP_OPTIONS_INIT;
   fixture *f = calloc(1, sizeof(*f));
   assert_non_null(f);
@@ -93,8 +91,7 @@ static int setup_with(void **state, int use_graph)
 static int setup_fake(void **state) { return setup_with(state, 0); }
 static int setup_graph(void **state) { return setup_with(state, 1); }
 
-static int teardown(void **state)
-{
+static int teardown(void **state) {
   fixture *f = *state;
   hk_session_free(f->s);
   spy_hook_free(f->a);
@@ -105,8 +102,7 @@ static int teardown(void **state)
   return fixture_release(f, f->fx, f->te);
 }
 
-static hk_code run_once(fixture *f, hk_session_kind kind, int64_t *fetched)
-{
+static hk_code run_once(fixture *f, hk_session_kind kind, int64_t *fetched) {
   hk_tensor res[2];
   hk_handle fetches[2];
   hk_run_options ro = HK_RUN_OPTIONS_INIT;
@@ -124,15 +120,13 @@ static hk_code run_once(fixture *f, hk_session_kind kind, int64_t *fetched)
   args.ntargets = 1;
   args.options = &ro;
   rc = hk_session_run(f->s, &args, res, NULL, &f->st);
-  if (rc == HK_OK && fetched)
-    *fetched = *(int64_t *)res[0].data;
+  if (rc == HK_OK && fetched) *fetched = *(int64_t *)res[0].data;
   return rc;
 }
 
 /* ---- H7: zero allocations in steady state -------------------------------- */
 
-static void zero_alloc_check(fixture *f, hk_session_kind kind)
-{
+static void zero_alloc_check(fixture *f, hk_session_kind kind) {
   int i;
   int64_t gs = -1;
   f->opts.kind = kind;
@@ -144,8 +138,8 @@ static void zero_alloc_check(fixture *f, hk_session_kind kind)
     assert_ok(run_once(f, kind, &gs), &f->st);
   }
   if (test_alloc_count(&f->te->alloc) != 0)
-    fprintf(stderr, "steady-state runs allocated %ld times (%ld alloc, %ld realloc)\n",
-            test_alloc_count(&f->te->alloc), f->te->alloc.nalloc, f->te->alloc.nrealloc);
+    fprintf(stderr, "steady-state runs allocated %ld times (%ld alloc, %ld realloc)\n", test_alloc_count(&f->te->alloc),
+            f->te->alloc.nalloc, f->te->alloc.nrealloc);
   assert_int_equal(test_alloc_count(&f->te->alloc), 0);
   assert_int_equal(f->te->alloc.nfree, 0);
   /* The runs did real work: hooks saw their values, the step advanced. */
@@ -159,22 +153,76 @@ static void zero_alloc_check(fixture *f, hk_session_kind kind)
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
 }
 
-static void test_alloc__h7_steady_state_run_monitored(void **state)
-{
-  zero_alloc_check(*state, HK_SESSION_MONITORED);
-}
+static void test_alloc__h7_steady_state_run_monitored(void **state) { zero_alloc_check(*state, HK_SESSION_MONITORED); }
 
-static void test_alloc__h7_steady_state_run_singular(void **state)
-{
-  zero_alloc_check(*state, HK_SESSION_SINGULAR);
+static void test_alloc__h7_steady_state_run_singular(void **state) { zero_alloc_check(*state, HK_SESSION_SINGULAR); }
+
+/* H7 with the checkpoint saver hooks (sync and async) in the list: they
+ * save at creation (which allocates), then a run on which neither triggers
+ * allocates nothing (C95 fetches GS, C96's stale-step test). */
+static void test_alloc__h7_steady_state_with_checkpoint_hooks(void **state) {
+  fixture *f = *state;
+  char *root = test_tmpdir_new("alloc-ckpt");
+  char *dirs[2] = {test_path(root, "sync"), test_path(root, "async")};
+  hk_hook *ck[2] = {NULL, NULL};
+  hk_hook *hooks[6];
+  int64_t gs = -1;
+  for (int k = 0; k < 2; k++) {
+    hk_checkpoint_saver_options co = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
+    co.checkpoint_dir = dirs[k];
+    co.save_steps = 1000000;
+    assert_ok(
+        k ? hk_async_checkpoint_saver_hook_new(&ck[k], &co, &f->st) : hk_checkpoint_saver_hook_new(&ck[k], &co, &f->st),
+        &f->st);
+  }
+  memcpy(hooks, f->hooks, sizeof f->hooks);
+  hooks[4] = ck[0];
+  hooks[5] = ck[1];
+  f->opts.hooks = hooks;
+  f->opts.nhooks = 6;
+  assert_ok(hk_session_new(&f->s, &f->opts, &f->st), &f->st);
+  assert_ok(run_once(f, f->opts.kind, &gs), &f->st);
+  assert_ok(run_once(f, f->opts.kind, &gs), &f->st);
+  /* The async creation save completes in the background; processing its
+   * completion (log lines, the event) is a hook triggering, which may
+   * allocate. Run until it has been processed (bounded), then count. */
+  for (int i = 0; i < 1000 && test_log_count(&f->te->log, HK_LOG_INFO, "Checkpoint finished for 0 into") == 0; i++) {
+    test_sleep_real_ms(5);
+    assert_ok(run_once(f, f->opts.kind, &gs), &f->st);
+  }
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "Checkpoint finished for 0 into"), 1);
+  int64_t before = gs;
+  test_alloc_reset_counts(&f->te->alloc);
+  for (int i = 0; i < 50; i++) assert_ok(run_once(f, f->opts.kind, &gs), &f->st);
+  if (test_alloc_count(&f->te->alloc) != 0)
+    fprintf(stderr, "steady-state runs allocated %ld times\n", test_alloc_count(&f->te->alloc));
+  assert_int_equal(test_alloc_count(&f->te->alloc), 0);
+  assert_int_equal(gs, before + 50);
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  /* Both saved at creation and at the end: the hooks were live. */
+  for (int k = 0; k < 2; k++) {
+    char name[64];
+    snprintf(name, sizeof name, "model.ckpt-%lld.safetensors", (long long)gs + 1);
+    char *p0 = test_path(dirs[k], "model.ckpt-0.safetensors"), *p1 = test_path(dirs[k], name);
+    assert_true(test_path_exists(p0));
+    assert_true(test_path_exists(p1));
+    free(p0);
+    free(p1);
+  }
+  hk_session_free(f->s);
+  f->s = NULL;
+  hk_hook_free(ck[0]);
+  hk_hook_free(ck[1]);
+  free(dirs[0]);
+  free(dirs[1]);
+  test_tmpdir_free(root);
 }
 
 /* ---- 22a: OOM loops ------------------------------------------------------- */
 
 /* One full session first: the Scaffold registers default ops in the graph and
  * an executor may cache plans; those belong to the graph, not to a session. */
-static long warm_up(fixture *f)
-{
+static long warm_up(fixture *f) {
   assert_ok(hk_session_new(&f->s, &f->opts, &f->st), &f->st);
   assert_ok(run_once(f, f->opts.kind, NULL), &f->st);
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
@@ -184,8 +232,7 @@ static long warm_up(fixture *f)
   return test_alloc_live(&f->te->alloc);
 }
 
-static void test_alloc__oom_loop_session_new(void **state)
-{
+static void test_alloc__oom_loop_session_new(void **state) {
   fixture *f = *state;
   long n, base = warm_up(f);
   hk_code rc = HK_INTERNAL;
@@ -194,8 +241,7 @@ static void test_alloc__oom_loop_session_new(void **state)
     f->s = (hk_session *)f;
     rc = hk_session_new(&f->s, &f->opts, &f->st);
     test_alloc_fail_at(&f->te->alloc, -1, 0);
-    if (rc == HK_OK)
-      break;
+    if (rc == HK_OK) break;
     if (rc != HK_RESOURCE_EXHAUSTED)
       fprintf(stderr, "allocation %ld failed: %s %s\n", n, hk_code_name(rc), f->st.message);
     assert_status(rc, &f->st, HK_RESOURCE_EXHAUSTED, NULL);
@@ -214,8 +260,7 @@ static void test_alloc__oom_loop_session_new(void **state)
   assert_int_equal(test_alloc_live(&f->te->alloc), base);
 }
 
-static void test_alloc__oom_loop_first_run(void **state)
-{
+static void test_alloc__oom_loop_first_run(void **state) {
   fixture *f = *state;
   long n, attempts, base = warm_up(f);
   hk_code rc;
@@ -230,8 +275,7 @@ static void test_alloc__oom_loop_first_run(void **state)
       assert_ok(rc, &f->st);
       assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
     } else {
-      if (rc != HK_OK)
-        assert_status(rc, &f->st, HK_RESOURCE_EXHAUSTED, NULL);
+      if (rc != HK_OK) assert_status(rc, &f->st, HK_RESOURCE_EXHAUSTED, NULL);
       /* Usable or freeable: a later run either works or reports an error, no crash. */
       (void)run_once(f, f->opts.kind, NULL);
       (void)hk_session_close(f->s, rc, NULL);
@@ -239,8 +283,7 @@ static void test_alloc__oom_loop_first_run(void **state)
     hk_session_free(f->s);
     f->s = NULL;
     assert_int_equal(test_alloc_live(&f->te->alloc), base);
-    if (attempts <= n)
-      break;
+    if (attempts <= n) break;
   }
   assert_true(n < 2000);
 }
@@ -248,17 +291,17 @@ static void test_alloc__oom_loop_first_run(void **state)
 #define FAKE(fn) cmocka_unit_test_setup_teardown(fn, setup_fake, teardown)
 #define GRAPH(fn) cmocka_unit_test_setup_teardown(fn, setup_graph, teardown)
 
-int main(void)
-{
+int main(void) {
   const struct CMUnitTest tests[] = {
-    FAKE(test_alloc__h7_steady_state_run_monitored),
-    FAKE(test_alloc__h7_steady_state_run_singular),
-    GRAPH(test_alloc__h7_steady_state_run_monitored),
-    GRAPH(test_alloc__h7_steady_state_run_singular),
-    FAKE(test_alloc__oom_loop_session_new),
-    GRAPH(test_alloc__oom_loop_session_new),
-    FAKE(test_alloc__oom_loop_first_run),
-    GRAPH(test_alloc__oom_loop_first_run),
+      FAKE(test_alloc__h7_steady_state_run_monitored),
+      FAKE(test_alloc__h7_steady_state_run_singular),
+      GRAPH(test_alloc__h7_steady_state_run_monitored),
+      GRAPH(test_alloc__h7_steady_state_run_singular),
+      GRAPH(test_alloc__h7_steady_state_with_checkpoint_hooks),
+      FAKE(test_alloc__oom_loop_session_new),
+      GRAPH(test_alloc__oom_loop_session_new),
+      FAKE(test_alloc__oom_loop_first_run),
+      GRAPH(test_alloc__oom_loop_first_run),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
