@@ -399,6 +399,28 @@ static void test_events__h9_create_failure(void **state) {
   faulty_fs_destroy(&ff);
 }
 
+/* H9: a file system that answers ABORTED or UNAVAILABLE for an event file
+ * must not trigger session recovery: the event writer reports UNKNOWN,
+ * naming the file, as every other checkpoint file does. */
+static void test_events__h9_preemption_code_becomes_unknown(void **state) {
+  fixture *f = *state;
+  faulty_fs ff;
+
+  faulty_fs_init(&ff);
+  faulty_fs_bind(&ff, &f->te->env);
+  faulty_fs_match(&ff, "tfevents");
+  faulty_fs_fail_code(&ff, FAULTY_FS_CREATE_EXCL, 0, HK_ABORTED, 0);
+  assert_ok(hk_checkpoint_saver_hook_new(&f->hook, &f->o, &f->st), &f->st);
+  assert_status(one_hook_session_new(&f->s, &f->te->env, HK_SESSION_MONITORED, fake_executor_executor(f->fx), &f->hook,
+                                     NULL, &f->st),
+                &f->st, HK_UNKNOWN, "events.out.tfevents.");
+  assert_non_null(strstr(f->st.message, "ABORTED"));
+  hk_hook_free(f->hook);
+  f->hook = NULL;
+  assert_int_equal(faulty_fs_open_handles(&ff), 0);
+  faulty_fs_destroy(&ff);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -408,6 +430,7 @@ int main(void) {
       T(test_events__h26_name_collision_gets_suffix),
       T(test_events__h26_write_error_starts_new_file),
       T(test_events__h9_create_failure),
+      T(test_events__h9_preemption_code_becomes_unknown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
