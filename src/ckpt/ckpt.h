@@ -35,6 +35,11 @@ hk_code hk__fs_read_full(const hk__fs *fs, hk_fs_file *f, const char *path, void
                          size_t *nread, hk_status *st); /* loops until len or EOF */
 hk_code hk__fs_size(const hk__fs *fs, hk_fs_file *f, const char *path, uint64_t *size, hk_status *st);
 hk_code hk__fs_close(const hk__fs *fs, hk_fs_file *f, const char *path, hk_status *st);
+hk_code hk__fs_create_excl(const hk__fs *fs, const char *path, hk_fs_file **out, hk_status *st);
+/** One write call; *nwritten is at most len. */
+hk_code hk__fs_write(const hk__fs *fs, hk_fs_file *f, const char *path, const void *buf, size_t len, size_t *nwritten,
+                     hk_status *st);
+hk_code hk__fs_sync(const hk__fs *fs, hk_fs_file *f, const char *path, hk_status *st);
 /** The optional map slot: UNIMPLEMENTED when the fs has none. On failure
  *  *addr and *token are NULL. */
 hk_code hk__fs_map(const hk__fs *fs, hk_fs_file *f, const char *path, uint64_t offset, size_t len,

@@ -109,14 +109,9 @@ static unsigned char *put_double(unsigned char *p, double v) {
 static hk_code write_all(hk__event_writer *w, const unsigned char *buf, size_t n, hk_status *st) {
   while (n > 0) {
     size_t wrote = 0;
-    hk_status local = HK_STATUS_INIT;
-    hk_code rc = w->fs.vt->write(w->fs.user, w->f, buf, n, &wrote, &local);
-    if (rc != HK_OK) {
-      if (local.message[0] == '\0') return hk_status_set(st, rc, "write %s: %s", w->path, hk_code_name(rc));
-      hk__status_copy(st, &local);
-      return rc;
-    }
-    if (wrote == 0 || wrote > n) return hk_status_set(st, HK_UNKNOWN, "write %s: no progress", w->path);
+    hk_code rc = hk__fs_write(&w->fs, w->f, w->path, buf, n, &wrote, st);
+    if (rc != HK_OK) return rc;
+    if (wrote == 0) return hk_status_set(st, HK_UNKNOWN, "write %s: no progress", w->path);
     buf += wrote;
     n -= wrote;
   }
@@ -167,8 +162,7 @@ static hk_code write_file_version(hk__event_writer *w, hk_status *st) {
  * a failed write the file is closed (and left in place, append-only), and
  * the next event starts a new file. */
 static void close_after_error(hk__event_writer *w) {
-  hk_status ignored = HK_STATUS_INIT;
-  (void)w->fs.vt->close(w->fs.user, w->f, &ignored);
+  hk__fs_close(&w->fs, w->f, w->path, NULL);
   w->f = NULL;
   hk_env_free(&w->env, w->path);
   w->path = NULL;
@@ -184,24 +178,18 @@ static hk_code open_file(hk__event_writer *w, hk_status *st) {
 
   host_name(host, sizeof(host));
   for (k = 0; k <= MAX_NAME_SUFFIX; k++) {
-    hk_status local = HK_STATUS_INIT;
     char *name = k == 0 ? hk__asprintf(&w->env, "%s%010" PRId64 ".%s", EVENT_FILE_PREFIX, secs, host)
                         : hk__asprintf(&w->env, "%s%010" PRId64 ".%s.%d", EVENT_FILE_PREFIX, secs, host, k);
     char *path = name == NULL ? NULL : hk__path_join(&w->env, w->dir, name);
 
     hk_env_free(&w->env, name);
     if (path == NULL) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "event file in %s: out of memory", w->dir);
-    rc = w->fs.vt->create_excl(w->fs.user, path, &w->f, &local);
+    rc = hk__fs_create_excl(&w->fs, path, &w->f, st);
     if (rc == HK_OK) {
       w->path = path;
       break;
     }
-    w->f = NULL;
     if (rc != HK_ALREADY_EXISTS || k == MAX_NAME_SUFFIX) {
-      if (local.message[0] == '\0')
-        hk_status_set(st, rc, "create event file %s: %s", path, hk_code_name(rc));
-      else
-        hk__status_copy(st, &local);
       hk_env_free(&w->env, path);
       return rc;
     }
@@ -266,7 +254,6 @@ hk_code hk__event_writer_session_log(hk__event_writer *w, int64_t step, int stat
 }
 
 hk_code hk__event_writer_flush(hk__event_writer *w, hk_status *st) {
-  hk_status local = HK_STATUS_INIT;
   hk_code rc;
 
   if (w == NULL) return hk_status_set(st, HK_INVALID_ARGUMENT, "event writer: must not be NULL");
@@ -275,12 +262,8 @@ hk_code hk__event_writer_flush(hk__event_writer *w, hk_status *st) {
    * Nothing written since the last flush: the close after end() costs no
    * second fsync. */
   if (w->f == NULL || !w->unsynced) return HK_OK;
-  rc = w->fs.vt->sync(w->fs.user, w->f, &local);
+  rc = hk__fs_sync(&w->fs, w->f, w->path, st);
   if (rc == HK_OK) w->unsynced = 0;
-  if (rc != HK_OK) {
-    if (local.message[0] == '\0') return hk_status_set(st, rc, "fsync %s: %s", w->path, hk_code_name(rc));
-    hk__status_copy(st, &local);
-  }
   return rc;
 }
 
@@ -288,10 +271,7 @@ void hk__event_writer_free(hk__event_writer *w) {
   hk_env env;
 
   if (w == NULL) return;
-  if (w->f != NULL) {
-    hk_status ignored = HK_STATUS_INIT;
-    (void)w->fs.vt->close(w->fs.user, w->f, &ignored);
-  }
+  if (w->f != NULL) hk__fs_close(&w->fs, w->f, w->path, NULL);
   env = w->env;
   hk_env_free(&env, w->path);
   hk_env_free(&env, w->dir);

@@ -359,7 +359,7 @@ hk_code hk__fs_open_read(const hk__fs *fs, const char *path, hk_fs_file **out, h
   return fs_result(rc, &local, st, "open", path);
 }
 
-static hk_code fs_create_excl(const hk__fs *fs, const char *path, hk_fs_file **out, hk_status *st) {
+hk_code hk__fs_create_excl(const hk__fs *fs, const char *path, hk_fs_file **out, hk_status *st) {
   hk_status local = HK_STATUS_INIT;
   *out = NULL;
   hk_code rc = fs->vt->create_excl(fs->user, path, out, &local);
@@ -394,8 +394,8 @@ hk_code hk__fs_size(const hk__fs *fs, hk_fs_file *f, const char *path, uint64_t 
   return fs_result(fs->vt->size(fs->user, f, size, &local), &local, st, "size of", path);
 }
 
-static hk_code fs_write(const hk__fs *fs, hk_fs_file *f, const char *path, const void *buf, size_t len,
-                        size_t *nwritten, hk_status *st) {
+hk_code hk__fs_write(const hk__fs *fs, hk_fs_file *f, const char *path, const void *buf, size_t len, size_t *nwritten,
+                     hk_status *st) {
   hk_status local = HK_STATUS_INIT;
   *nwritten = 0;
   hk_code rc = fs->vt->write(fs->user, f, buf, len, nwritten, &local);
@@ -403,7 +403,7 @@ static hk_code fs_write(const hk__fs *fs, hk_fs_file *f, const char *path, const
   return fs_result(rc, &local, st, "write", path);
 }
 
-static hk_code fs_sync(const hk__fs *fs, hk_fs_file *f, const char *path, hk_status *st) {
+hk_code hk__fs_sync(const hk__fs *fs, hk_fs_file *f, const char *path, hk_status *st) {
   hk_status local = HK_STATUS_INIT;
   return fs_result(fs->vt->sync(fs->user, f, &local), &local, st, "fsync", path);
 }
@@ -593,7 +593,7 @@ hk_code hk__atomic_begin(hk__atomic_file *af, const hk_env *env, const char *fin
       bits /= sizeof tmp_alphabet - 1;
     }
     r[TMP_RANDOM_CHARS] = '\0';
-    rc = fs_create_excl(&af->fs, af->tmp_path, &af->f, st);
+    rc = hk__fs_create_excl(&af->fs, af->tmp_path, &af->f, st);
     if (rc != HK_ALREADY_EXISTS) break;
   }
   if (rc != HK_OK) {
@@ -628,7 +628,7 @@ hk_code hk__atomic_write(hk__atomic_file *af, const void *buf, size_t n, hk_stat
   while (n > 0) {
     hk_status why = HK_STATUS_INIT;
     size_t w = 0;
-    hk_code rc = fs_write(&af->fs, af->f, af->tmp_path, p, n, &w, &why);
+    hk_code rc = hk__fs_write(&af->fs, af->f, af->tmp_path, p, n, &w, &why);
     if (rc != HK_OK) return af_fail(af, rc, &why, st);
     if (w == 0) {
       hk_status_set(&why, HK_UNKNOWN, "write %s: no progress (0 bytes written)", af->tmp_path);
@@ -663,7 +663,7 @@ hk_code hk__atomic_commit(hk__atomic_file *af, hk_status *st) {
     hk__atomic_abort(af);
     return rc;
   }
-  rc = fs_sync(&af->fs, af->f, af->tmp_path, &why);
+  rc = hk__fs_sync(&af->fs, af->f, af->tmp_path, &why);
   f = af->f;
   af->f = NULL;
   if (rc != HK_OK) {
