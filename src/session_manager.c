@@ -202,30 +202,35 @@ static hk_saver *restore_saver(const hk_prepare_options *o) {
 }
 
 /* C68: while checkpoint_dir has no state file, wait for one if asked.
- * *present tells whether a state file (readable or not) exists now. */
+ * *present tells whether a state file (readable or not) exists now. Only
+ * its existence matters here (the restore reads it), so each poll is a
+ * stat. */
 static hk_code wait_for_state_file(hk_session_manager *sm, const hk_prepare_options *o, hk_saver *saver, int *present,
                                    hk_status *st) {
+  const hk_env *env = hk__saver_env(saver);
+  char *path = hk__path_join(env, o->checkpoint_dir, hk_saver_latest_filename(saver));
   double waited = 0;
+  hk_code rc = HK_OK;
+  hk__fs fs;
+
+  if (!path)
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "session manager: out of memory looking for the state file in %s",
+                         o->checkpoint_dir);
+  hk__fs_init(&fs, env);
   for (;;) {
-    hk_checkpoint_state *cs = NULL;
-    hk_status tmp = HK_STATUS_INIT;
-    hk_code rc =
-        hk_get_checkpoint_state(hk__saver_env(saver), o->checkpoint_dir, hk_saver_latest_filename(saver), &cs, &tmp);
-    hk_checkpoint_state_free(cs);
-    if (rc == HK_RESOURCE_EXHAUSTED) {
-      hk__status_copy(st, &tmp);
-      return rc;
-    }
+    hk_fs_stat sb;
     /* Malformed or unreadable: present, and the restore scans (C123). */
-    *present = rc != HK_NOT_FOUND;
-    if (*present) return HK_OK;
+    *present = hk__fs_stat(&fs, path, &sb, NULL) != HK_NOT_FOUND;
+    if (*present) break;
     int forever = hk_secs_is_unset(o->max_wait_secs);
-    if (!o->wait_for_checkpoint || !(forever || waited < o->max_wait_secs)) return HK_OK;
+    if (!o->wait_for_checkpoint || !(forever || waited < o->max_wait_secs)) break;
     hk_env_log(&sm->env, HK_LOG_INFO, "Waiting for checkpoint to be available.");
     rc = interruptible_sleep(sm, sm->recovery_wait_secs, st);
-    if (rc != HK_OK) return rc;
+    if (rc != HK_OK) break;
     waited += sm->recovery_wait_secs;
   }
+  hk_env_free(env, path);
+  return rc;
 }
 
 /* Create a raw session and restore it when a checkpoint is configured
