@@ -951,21 +951,18 @@ static hk_code hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, 
   self->kind = kind;
   self->gs = HK_NO_HANDLE;
   if (copy_options(self, opts) != HK_OK) {
-    free_options(self);
-    hk_env_free(own_env(self), self);
-    return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "%s: out of memory", kind);
+    rc = hk_status_set(status, HK_RESOURCE_EXHAUSTED, "%s: out of memory", kind);
+    goto fail;
   }
   if (async) {
     if (pthread_mutex_init(&self->w.mu, NULL) != 0) {
-      free_options(self);
-      hk_env_free(own_env(self), self);
-      return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "%s: cannot create a mutex", kind);
+      rc = hk_status_set(status, HK_RESOURCE_EXHAUSTED, "%s: cannot create a mutex", kind);
+      goto fail;
     }
     if (pthread_cond_init(&self->w.cv, NULL) != 0) {
       pthread_mutex_destroy(&self->w.mu);
-      free_options(self);
-      hk_env_free(own_env(self), self);
-      return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "%s: cannot create a condition variable", kind);
+      rc = hk_status_set(status, HK_RESOURCE_EXHAUSTED, "%s: cannot create a condition variable", kind);
+      goto fail;
     }
   }
   rc = hk_hook_new(out, &checkpoint_saver_vtable, self, kind, opts->env, status);
@@ -974,9 +971,7 @@ static hk_code hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, 
       pthread_cond_destroy(&self->w.cv);
       pthread_mutex_destroy(&self->w.mu);
     }
-    free_options(self);
-    hk_env_free(own_env(self), self);
-    return rc;
+    goto fail;
   }
   self->hook = *out;
   hk__hook_set_on_detach(*out, cs_detach);
@@ -990,6 +985,11 @@ static hk_code hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, 
     hk_env_log(opts->env, HK_LOG_INFO, "Create AsyncCheckpointSaverHook saving to path\n%s", self->save_path);
   hk_status_clear(status);
   return HK_OK;
+
+fail:
+  free_options(self);
+  hk_env_free(own_env(self), self);
+  return rc;
 }
 
 hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, hk_status *status) {
