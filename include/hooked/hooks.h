@@ -190,11 +190,14 @@ HK_API hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_s
  * or end(); a background error is returned from there, naming the
  * checkpoint (D3.4). end() waits for the write in flight, then saves the
  * final step synchronously unless it was already written (D3.5). Logs
- * "Create AsyncCheckpointSaverHook saving to path\n%s" (C104).
+ * "Create AsyncCheckpointSaverHook saving to path\n%s", followed by
+ * " with %zu listener(s)." when it has listeners (C104).
  * **Ownership**, **Errors:** as hk_checkpoint_saver_hook_new(); write
  * errors of the background thread are returned by the after_run or end()
- * that processes them. The writer thread is joined by end() or
- * hk_hook_free() (completing the write in flight first).
+ * that processes them. The writer thread is joined by end(), when the
+ * session lets go of the hook (close or free without end()), or by
+ * hk_hook_free() (completing the write in flight first; a result no end()
+ * processed is then dropped).
  * **Threads:** any; callbacks on the training thread; the writer thread
  * only does file I/O, allocation and logging through the env.
  * **Allocates:** the snapshot buffer at the first save (it grows only if
