@@ -13,6 +13,7 @@
 #include "session_fixture.h"
 #include "tmpdir.h"
 #include "faulty_fs.h"
+#include "gate_fs.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -24,182 +25,13 @@
 #define MAX_STEPS 64
 #define POLL_LIMIT 5000 /* polls of 1 ms before a test gives up waiting for the writer */
 
-/* ---- the gate file system --------------------------------------------------------- */
-
-typedef struct gate_fs {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int closed;       /* writes to matching files block while set */
-  char block[128];  /* a matching path contains this ... */
-  char except[128]; /* ... and not this ("" : no exception) */
-  int arrivals;     /* writes that found the gate closed */
-  const hk_fs_vtable *base;
-  void *base_user;
-} gate_fs;
-
-typedef struct gate_file {
-  hk_fs_file *inner;
-  int gated;
-} gate_file;
-
-static int gate_matches(gate_fs *g, const char *path) {
-  return g->block[0] != '\0' && strstr(path, g->block) != NULL && (g->except[0] == '\0' || !strstr(path, g->except));
-}
-
-static hk_code g_open_read(void *user, const char *path, hk_fs_file **out, hk_status *st) {
-  gate_fs *g = user;
-  gate_file *gf = calloc(1, sizeof *gf);
-  hk_code rc;
-  assert_non_null(gf);
-  rc = g->base->open_read(g->base_user, path, &gf->inner, st);
-  if (rc != HK_OK) {
-    free(gf);
-    return rc;
-  }
-  *out = (hk_fs_file *)gf;
-  return HK_OK;
-}
-
-static hk_code g_create_excl(void *user, const char *path, hk_fs_file **out, hk_status *st) {
-  gate_fs *g = user;
-  gate_file *gf = calloc(1, sizeof *gf);
-  hk_code rc;
-  assert_non_null(gf);
-  rc = g->base->create_excl(g->base_user, path, &gf->inner, st);
-  if (rc != HK_OK) {
-    free(gf);
-    return rc;
-  }
-  pthread_mutex_lock(&g->mu);
-  gf->gated = gate_matches(g, path);
-  pthread_mutex_unlock(&g->mu);
-  *out = (hk_fs_file *)gf;
-  return HK_OK;
-}
-
-static hk_code g_read_at(void *user, hk_fs_file *f, void *buf, size_t len, uint64_t off, size_t *n, hk_status *st) {
-  gate_fs *g = user;
-  return g->base->read_at(g->base_user, ((gate_file *)f)->inner, buf, len, off, n, st);
-}
-
-static hk_code g_write(void *user, hk_fs_file *f, const void *buf, size_t len, size_t *n, hk_status *st) {
-  gate_fs *g = user;
-  gate_file *gf = (gate_file *)f;
-  if (gf->gated) {
-    pthread_mutex_lock(&g->mu);
-    if (g->closed) {
-      g->arrivals++;
-      pthread_cond_broadcast(&g->cv);
-      while (g->closed) pthread_cond_wait(&g->cv, &g->mu);
-    }
-    pthread_mutex_unlock(&g->mu);
-  }
-  return g->base->write(g->base_user, gf->inner, buf, len, n, st);
-}
-
-static hk_code g_size(void *user, hk_fs_file *f, uint64_t *size, hk_status *st) {
-  gate_fs *g = user;
-  return g->base->size(g->base_user, ((gate_file *)f)->inner, size, st);
-}
-
-static hk_code g_sync(void *user, hk_fs_file *f, hk_status *st) {
-  gate_fs *g = user;
-  return g->base->sync(g->base_user, ((gate_file *)f)->inner, st);
-}
-
-static hk_code g_close(void *user, hk_fs_file *f, hk_status *st) {
-  gate_fs *g = user;
-  gate_file *gf = (gate_file *)f;
-  hk_code rc = g->base->close(g->base_user, gf->inner, st);
-  free(gf);
-  return rc;
-}
-
-static hk_code g_sync_dir(void *user, const char *path, hk_status *st) {
-  gate_fs *g = user;
-  return g->base->sync_dir(g->base_user, path, st);
-}
-
-static hk_code g_rename(void *user, const char *from, const char *to, hk_status *st) {
-  gate_fs *g = user;
-  return g->base->rename(g->base_user, from, to, st);
-}
-
-static hk_code g_unlink(void *user, const char *path, hk_status *st) {
-  gate_fs *g = user;
-  return g->base->unlink(g->base_user, path, st);
-}
-
-static hk_code g_stat(void *user, const char *path, hk_fs_stat *out, hk_status *st) {
-  gate_fs *g = user;
-  return g->base->stat(g->base_user, path, out, st);
-}
-
-static hk_code g_list(void *user, const char *path, hk_fs_list_fn fn, void *fn_user, hk_status *st) {
-  gate_fs *g = user;
-  return g->base->list(g->base_user, path, fn, fn_user, st);
-}
-
-static hk_code g_mkdir(void *user, const char *path, hk_status *st) {
-  gate_fs *g = user;
-  return g->base->mkdir(g->base_user, path, st);
-}
-
-static const hk_fs_vtable gate_vtable = {
-    HK_FS_VTABLE_VERSION, g_open_read, g_create_excl, g_read_at, g_write, g_size,  g_sync, g_close,
-    g_sync_dir,           g_rename,    g_unlink,      g_stat,    g_list,  g_mkdir,
-    NULL, NULL, /* map, unmap: optional, not supported */
-};
-
-static void gate_init(gate_fs *g, const hk_fs_vtable *base, void *base_user) {
-  memset(g, 0, sizeof *g);
-  pthread_mutex_init(&g->mu, NULL);
-  pthread_cond_init(&g->cv, NULL);
-  g->base = base ? base : hk_fs_posix();
-  g->base_user = base_user;
-}
-
-static void gate_destroy(gate_fs *g) {
-  pthread_cond_destroy(&g->cv);
-  pthread_mutex_destroy(&g->mu);
-}
-
-/* Close the gate for files whose path contains `block` and not `except`. */
-static void gate_close(gate_fs *g, const char *block, const char *except) {
-  pthread_mutex_lock(&g->mu);
-  snprintf(g->block, sizeof g->block, "%s", block);
-  snprintf(g->except, sizeof g->except, "%s", except ? except : "");
-  g->closed = 1;
-  pthread_mutex_unlock(&g->mu);
-}
-
-static void gate_open(gate_fs *g) {
-  pthread_mutex_lock(&g->mu);
-  g->closed = 0;
-  pthread_cond_broadcast(&g->cv);
-  pthread_mutex_unlock(&g->mu);
-}
-
-/* Wait until the writer thread is held at the gate. */
-static void gate_wait_arrival(gate_fs *g) {
-  pthread_mutex_lock(&g->mu);
-  while (g->arrivals == 0) pthread_cond_wait(&g->cv, &g->mu);
-  pthread_mutex_unlock(&g->mu);
-}
-
-static int gate_arrivals(gate_fs *g) {
-  int n;
-  pthread_mutex_lock(&g->mu);
-  n = g->arrivals;
-  pthread_mutex_unlock(&g->mu);
-  return n;
-}
+/* ---- the gate file system (tests/support/gate_fs.h) ---------------------------------- */
 
 /* Opens the gate from another thread after a short real-time pause, for the
  * calls that block the test's own thread until the write completes. */
 static void *open_later(void *arg) {
   test_sleep_real_ms(50);
-  gate_open(arg);
+  gate_fs_open(arg);
   return NULL;
 }
 
@@ -286,8 +118,8 @@ static int setup(void **state) {
   f->ls.name = "spy";
   /* env -> gate -> faulty -> POSIX: the gate holds writes, faulty injects errors. */
   faulty_fs_init(&f->ff);
-  gate_init(&f->gate, faulty_fs_vtable(), &f->ff);
-  f->te->env.fs = &gate_vtable;
+  gate_fs_init(&f->gate, faulty_fs_vtable(), &f->ff);
+  f->te->env.fs = gate_fs_vtable();
   f->te->env.fs_user = &f->gate;
   hk_checkpoint_saver_options_init(&f->o, HK_CHECKPOINT_SAVER_OPTIONS_VERSION);
   f->o.env = &f->te->env;
@@ -301,12 +133,12 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   fixture *f = *state;
-  gate_open(&f->gate);
+  gate_fs_open(&f->gate);
   session_close_and_free(f->s);
   hk_hook_free(f->hook);
   hk_saver_free(f->saver);
   assert_int_equal(faulty_fs_open_handles(&f->ff), 0);
-  gate_destroy(&f->gate);
+  gate_fs_destroy(&f->gate);
   faulty_fs_destroy(&f->ff);
   test_tmpdir_free(f->tmp);
   free(f->dir);
@@ -476,7 +308,7 @@ static void test_async_checkpoint_saver_hook__d3_snapshot_holds_step_values(void
   int i, reads, deferrals, before;
 
   /* Hold every checkpoint write after the creation one. */
-  gate_close(&f->gate, ".safetensors", "model.ckpt-0.");
+  gate_fs_close(&f->gate, ".safetensors", "model.ckpt-0.");
   open_ok(f);
   /* Step until a save after the creation one starts (while the creation
    * write is in flight the trigger is deferred), and record v at that step. */
@@ -491,7 +323,7 @@ static void test_async_checkpoint_saver_hook__d3_snapshot_holds_step_values(void
   }
   assert_true(n > 0);
   assert_true(v_at_n == 5 * n);
-  gate_wait_arrival(&f->gate);
+  gate_fs_wait_arrival(&f->gate);
 
   /* Training continues while the write of N is held: no snapshot (no
    * variable read), one deferral line for the whole run of deferrals. */
@@ -510,7 +342,7 @@ static void test_async_checkpoint_saver_hook__d3_snapshot_holds_step_values(void
    * also takes the deferred snapshot at the current step (the timer did
    * not move while deferring). */
   m = live(f, f->gs);
-  gate_open(&f->gate);
+  gate_fs_open(&f->gate);
   poll_until_logged(f, "Checkpoint finished for %lld into", (long long)n);
   assert_int_equal(logged(f, "Saving checkpoints for %lld into", (long long)m), 1);
   assert_ok(close_session(f), &f->st);
@@ -529,10 +361,10 @@ static void test_async_checkpoint_saver_hook__d3_block_when_busy(void **state) {
   pthread_t opener;
 
   f->o.block_when_busy = 1;
-  gate_close(&f->gate, ".safetensors", "model.ckpt-0.");
+  gate_fs_close(&f->gate, ".safetensors", "model.ckpt-0.");
   open_ok(f);
   assert_ok(step(f), &f->st); /* snapshot at 1; its write is held */
-  gate_wait_arrival(&f->gate);
+  gate_fs_wait_arrival(&f->gate);
   assert_int_equal(pthread_create(&opener, NULL, open_later, &f->gate), 0);
   /* This run's trigger waits for the write of 1, processes it, then snapshots 2. */
   assert_ok(step(f), &f->st);
@@ -608,12 +440,12 @@ static void test_async_checkpoint_saver_hook__d35_error_reaches_end_and_final_sa
   assert_ok(step(f), &f->st);
   /* Hold and fail the write of 3: one failure only, so end()'s own save of
    * GS 3 succeeds; end() still returns the first error. */
-  gate_close(&f->gate, "model.ckpt-3.safetensors", NULL);
+  gate_fs_close(&f->gate, "model.ckpt-3.safetensors", NULL);
   faulty_fs_match(&f->ff, "model.ckpt-3.safetensors");
   faulty_fs_fail_errno(&f->ff, FAULTY_FS_WRITE, 0, ENOSPC, 0);
   assert_ok(step(f), &f->st);
-  gate_wait_arrival(&f->gate);
-  gate_open(&f->gate);
+  gate_fs_wait_arrival(&f->gate);
+  gate_fs_open(&f->gate);
   assert_status(close_session(f), &f->st, HK_RESOURCE_EXHAUSTED, "Checkpoint for step 3 into");
   assert_true(ckpt_exists(f, 3)); /* the synchronous save at end */
   assert_int_equal(f->l.end, 1);
@@ -627,11 +459,11 @@ static void test_async_checkpoint_saver_hook__d35_end_drains_without_resave(void
   fixture *f = *state;
 
   f->o.block_when_busy = 1;
-  gate_close(&f->gate, "model.ckpt-2.safetensors", NULL);
+  gate_fs_close(&f->gate, "model.ckpt-2.safetensors", NULL);
   open_ok(f);
   assert_ok(step(f), &f->st);
   assert_ok(step(f), &f->st); /* snapshot of 2, held */
-  gate_wait_arrival(&f->gate);
+  gate_fs_wait_arrival(&f->gate);
   assert_false(ckpt_exists(f, 2));
   {
     pthread_t opener;
@@ -705,9 +537,9 @@ static void test_async_checkpoint_saver_hook__d32_unclean_close_completes_write(
   fixture *f = *state;
   pthread_t opener;
 
-  gate_close(&f->gate, "model.ckpt-0.safetensors", NULL);
+  gate_fs_close(&f->gate, "model.ckpt-0.safetensors", NULL);
   open_ok(f); /* no saver, no scaffold: the session's Scaffold's Saver */
-  gate_wait_arrival(&f->gate);
+  gate_fs_wait_arrival(&f->gate);
   assert_false(ckpt_exists(f, 0));
   assert_int_equal(pthread_create(&opener, NULL, open_later, &f->gate), 0);
   assert_status(hk_session_close(f->s, HK_INTERNAL, &f->st), &f->st, HK_INTERNAL, NULL); /* no end() */
@@ -717,7 +549,7 @@ static void test_async_checkpoint_saver_hook__d32_unclean_close_completes_write(
   f->s = NULL;
   hk_hook_free(f->hook);
   f->hook = NULL;
-  assert_int_equal(gate_arrivals(&f->gate), 1);
+  assert_int_equal(gate_fs_arrivals(&f->gate), 1);
   assert_int_equal(f->l.after, 0);
   assert_int_equal(f->l.end, 0);
 }
@@ -728,9 +560,9 @@ static void test_async_checkpoint_saver_hook__d32_free_without_close_completes_w
   fixture *f = *state;
   pthread_t opener;
 
-  gate_close(&f->gate, "model.ckpt-0.safetensors", NULL);
+  gate_fs_close(&f->gate, "model.ckpt-0.safetensors", NULL);
   open_ok(f);
-  gate_wait_arrival(&f->gate);
+  gate_fs_wait_arrival(&f->gate);
   assert_int_equal(pthread_create(&opener, NULL, open_later, &f->gate), 0);
   hk_session_free(f->s);
   f->s = NULL;

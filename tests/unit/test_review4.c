@@ -15,6 +15,7 @@
  */
 #include "session_fixture.h"
 #include "faulty_fs.h"
+#include "gate_fs.h"
 #include "test_env.h"
 #include "tmpdir.h"
 
@@ -33,193 +34,61 @@
 /* ---- a gating file system ------------------------------------------------------------ */
 
 /*
- * Delegates to `base` (a faulty_fs, itself over POSIX). Off the test's own
- * thread (that is, on the asynchronous hook's writer thread) it can hold
- * `list` calls, or writes to files whose path contains `wblock`, while the
- * matching gate is closed. On the test's thread, when `race` is armed, a
- * write to a graph.pbtxt temporary file made while the writer is held at the
- * list gate opens that gate and waits until the writer has gone past its
- * stale-temporary cleanup (it creates its data file's temporary next): the
- * interleaving a concurrent writer thread can always produce.
+ * A gate_fs over `base` (a faulty_fs, itself over POSIX) that holds only the
+ * asynchronous hook's writer thread: the test's own thread is exempt. Its
+ * list gate holds the writer's stale-temporary cleanup; its write gate holds
+ * writes to a chosen data file. The observer below adds, on the test's
+ * thread, when `race` is armed: a write to a graph.pbtxt temporary file made
+ * while the writer is held at the list gate opens that gate and waits until
+ * the writer has gone past its stale-temporary cleanup (it creates its data
+ * file's temporary next): the interleaving a concurrent writer thread can
+ * always produce. Fields below are guarded by gate.mu.
  */
 typedef struct rfs {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  const hk_fs_vtable *base;
-  void *base_user;
-  pthread_t main;
-  int lclosed, larrivals; /* list gate */
-  int wclosed, warrivals; /* write gate */
-  char wblock[128];
+  gate_fs gate;
   int race;             /* arm the graph.pbtxt interleaving */
   int writer_made_data; /* the writer created a .safetensors temporary */
   int graph_while_held; /* the training thread wrote graph.pbtxt while the writer was held */
   int event_syncs;      /* fsyncs of event files */
 } rfs;
 
-typedef struct rfile {
-  hk_fs_file *inner;
-  int wgated;
-  int graph_tmp;
-  int event;
-} rfile;
+enum { TAG_GRAPH_TMP = 1, TAG_EVENT = 2 };
 
-static int on_main(rfs *r) { return pthread_equal(pthread_self(), r->main); }
-
-static hk_code rf_open_read(void *u, const char *path, hk_fs_file **out, hk_status *st) {
-  rfs *r = u;
-  rfile *f = calloc(1, sizeof *f);
-  hk_code rc;
-  assert_non_null(f);
-  rc = r->base->open_read(r->base_user, path, &f->inner, st);
-  if (rc != HK_OK) {
-    free(f);
-    return rc;
-  }
-  *out = (hk_fs_file *)f;
-  return HK_OK;
-}
-
-static hk_code rf_create_excl(void *u, const char *path, hk_fs_file **out, hk_status *st) {
-  rfs *r = u;
-  rfile *f = calloc(1, sizeof *f);
-  hk_code rc;
-  assert_non_null(f);
-  rc = r->base->create_excl(r->base_user, path, &f->inner, st);
-  if (rc != HK_OK) {
-    free(f);
-    return rc;
-  }
-  pthread_mutex_lock(&r->mu);
-  f->wgated = !on_main(r) && r->wblock[0] != '\0' && strstr(path, r->wblock) != NULL;
-  f->graph_tmp = on_main(r) && strstr(path, "graph.pbtxt.tmp-") != NULL;
-  f->event = strstr(path, "tfevents") != NULL;
-  if (!on_main(r) && strstr(path, ".safetensors.tmp-") != NULL) {
+static unsigned rfs_created(void *user, gate_fs *g, const char *path) {
+  rfs *r = user;
+  unsigned tag = 0;
+  if (gate_fs_exempt_here(g) && strstr(path, "graph.pbtxt.tmp-") != NULL) tag |= TAG_GRAPH_TMP;
+  if (strstr(path, "tfevents") != NULL) tag |= TAG_EVENT;
+  if (!gate_fs_exempt_here(g) && strstr(path, ".safetensors.tmp-") != NULL) {
     r->writer_made_data = 1;
-    pthread_cond_broadcast(&r->cv);
+    pthread_cond_broadcast(&g->cv);
   }
-  pthread_mutex_unlock(&r->mu);
-  *out = (hk_fs_file *)f;
-  return HK_OK;
+  return tag;
 }
 
-static hk_code rf_read_at(void *u, hk_fs_file *f, void *buf, size_t len, uint64_t off, size_t *n, hk_status *st) {
-  rfs *r = u;
-  return r->base->read_at(r->base_user, ((rfile *)f)->inner, buf, len, off, n, st);
-}
-
-static hk_code rf_write(void *u, hk_fs_file *fh, const void *buf, size_t len, size_t *n, hk_status *st) {
-  rfs *r = u;
-  rfile *f = (rfile *)fh;
-  pthread_mutex_lock(&r->mu);
-  if (f->wgated && r->wclosed) {
-    r->warrivals++;
-    pthread_cond_broadcast(&r->cv);
-    while (r->wclosed) pthread_cond_wait(&r->cv, &r->mu);
-  }
-  if (f->graph_tmp && r->race && r->lclosed && r->larrivals > 0) {
+static void rfs_writing(void *user, gate_fs *g, unsigned tag) {
+  rfs *r = user;
+  if ((tag & TAG_GRAPH_TMP) && r->race && g->list_closed && g->list_arrivals > 0) {
     r->graph_while_held = 1;
-    r->lclosed = 0;
-    pthread_cond_broadcast(&r->cv);
-    while (!r->writer_made_data) pthread_cond_wait(&r->cv, &r->mu);
+    g->list_closed = 0;
+    pthread_cond_broadcast(&g->cv);
+    while (!r->writer_made_data) pthread_cond_wait(&g->cv, &g->mu);
   }
-  pthread_mutex_unlock(&r->mu);
-  return r->base->write(r->base_user, f->inner, buf, len, n, st);
 }
 
-static hk_code rf_size(void *u, hk_fs_file *f, uint64_t *size, hk_status *st) {
-  rfs *r = u;
-  return r->base->size(r->base_user, ((rfile *)f)->inner, size, st);
+static void rfs_syncing(void *user, gate_fs *g, unsigned tag) {
+  rfs *r = user;
+  (void)g;
+  if (tag & TAG_EVENT) r->event_syncs++;
 }
 
-static hk_code rf_sync(void *u, hk_fs_file *f, hk_status *st) {
-  rfs *r = u;
-  if (((rfile *)f)->event) {
-    pthread_mutex_lock(&r->mu);
-    r->event_syncs++;
-    pthread_mutex_unlock(&r->mu);
-  }
-  return r->base->sync(r->base_user, ((rfile *)f)->inner, st);
-}
-
-static hk_code rf_close(void *u, hk_fs_file *fh, hk_status *st) {
-  rfs *r = u;
-  rfile *f = (rfile *)fh;
-  hk_code rc = r->base->close(r->base_user, f->inner, st);
-  free(f);
-  return rc;
-}
-
-static hk_code rf_sync_dir(void *u, const char *path, hk_status *st) {
-  rfs *r = u;
-  return r->base->sync_dir(r->base_user, path, st);
-}
-
-static hk_code rf_rename(void *u, const char *from, const char *to, hk_status *st) {
-  rfs *r = u;
-  return r->base->rename(r->base_user, from, to, st);
-}
-
-static hk_code rf_unlink(void *u, const char *path, hk_status *st) {
-  rfs *r = u;
-  return r->base->unlink(r->base_user, path, st);
-}
-
-static hk_code rf_stat(void *u, const char *path, hk_fs_stat *out, hk_status *st) {
-  rfs *r = u;
-  return r->base->stat(r->base_user, path, out, st);
-}
-
-static hk_code rf_list(void *u, const char *path, hk_fs_list_fn fn, void *fn_user, hk_status *st) {
-  rfs *r = u;
-  if (!on_main(r)) {
-    pthread_mutex_lock(&r->mu);
-    if (r->lclosed) {
-      r->larrivals++;
-      pthread_cond_broadcast(&r->cv);
-      while (r->lclosed) pthread_cond_wait(&r->cv, &r->mu);
-    }
-    pthread_mutex_unlock(&r->mu);
-  }
-  return r->base->list(r->base_user, path, fn, fn_user, st);
-}
-
-static hk_code rf_mkdir(void *u, const char *path, hk_status *st) {
-  rfs *r = u;
-  return r->base->mkdir(r->base_user, path, st);
-}
-
-static const hk_fs_vtable rfs_vtable = {
-    HK_FS_VTABLE_VERSION, rf_open_read, rf_create_excl, rf_read_at, rf_write, rf_size,  rf_sync, rf_close,
-    rf_sync_dir,          rf_rename,    rf_unlink,      rf_stat,    rf_list,  rf_mkdir,
-    NULL, NULL, /* map, unmap: optional, not supported */
-};
-
-static void rfs_open_all(rfs *r) {
-  pthread_mutex_lock(&r->mu);
-  r->lclosed = 0;
-  r->wclosed = 0;
-  pthread_cond_broadcast(&r->cv);
-  pthread_mutex_unlock(&r->mu);
-}
-
-static void rfs_wait_warrival(rfs *r) {
-  pthread_mutex_lock(&r->mu);
-  while (r->warrivals == 0) pthread_cond_wait(&r->cv, &r->mu);
-  pthread_mutex_unlock(&r->mu);
-}
-
-static void rfs_wait_larrival(rfs *r) {
-  pthread_mutex_lock(&r->mu);
-  while (r->larrivals == 0) pthread_cond_wait(&r->cv, &r->mu);
-  pthread_mutex_unlock(&r->mu);
-}
+static const gate_fs_observer rfs_observer = {rfs_created, rfs_writing, rfs_syncing};
 
 /* Opens every gate after a pause, for a training thread that (correctly)
  * waits for the writer while the writer is held. */
 static void *open_later(void *arg) {
   test_sleep_real_ms(300);
-  rfs_open_all(arg);
+  gate_fs_open(arg);
   return NULL;
 }
 
@@ -250,13 +119,11 @@ static int setup(void **state) {
   f->dir = test_path(f->tmp, "ckpt");
   f->fx = fake_training_executor(f->te, NULL, &f->gs, &f->train);
   faulty_fs_init(&f->ff);
-  pthread_mutex_init(&f->fs.mu, NULL);
-  pthread_cond_init(&f->fs.cv, NULL);
-  f->fs.base = faulty_fs_vtable();
-  f->fs.base_user = &f->ff;
-  f->fs.main = pthread_self();
-  f->te->env.fs = &rfs_vtable;
-  f->te->env.fs_user = &f->fs;
+  gate_fs_init(&f->fs.gate, faulty_fs_vtable(), &f->ff);
+  gate_fs_exempt(&f->fs.gate, pthread_self());
+  gate_fs_observe(&f->fs.gate, &rfs_observer, &f->fs);
+  f->te->env.fs = gate_fs_vtable();
+  f->te->env.fs_user = &f->fs.gate;
   hk_checkpoint_saver_options_init(&f->o, HK_CHECKPOINT_SAVER_OPTIONS_VERSION);
   f->o.env = &f->te->env;
   f->o.checkpoint_dir = f->dir;
@@ -267,7 +134,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   fixture *f = *state;
-  rfs_open_all(&f->fs);
+  gate_fs_open(&f->fs.gate);
   session_close_and_free(f->s);
   hk_hook_free(f->hooks[0]);
   hk_hook_free(f->hooks[1]);
@@ -275,8 +142,7 @@ static int teardown(void **state) {
   hk_saver_free(f->saver);
   assert_int_equal(faulty_fs_open_handles(&f->ff), 0);
   faulty_fs_destroy(&f->ff);
-  pthread_cond_destroy(&f->fs.cv);
-  pthread_mutex_destroy(&f->fs.mu);
+  gate_fs_destroy(&f->fs.gate);
   test_tmpdir_free(f->tmp);
   free(f->dir);
   return fixture_release(f, f->fx, f->te);
@@ -475,15 +341,13 @@ static void test_review4__d32_graph_pbtxt_written_beside_write_in_flight(void **
   hk_code rc;
 
   assert_ok(hk_async_checkpoint_saver_hook_new(&f->hooks[0], &f->o, &f->st), &f->st); /* save_graph_def 1 */
-  pthread_mutex_lock(&f->fs.mu);
-  f->fs.lclosed = 1; /* hold the creation save's writer before its stale-file cleanup */
-  pthread_mutex_unlock(&f->fs.mu);
+  gate_fs_close_list(&f->fs.gate); /* hold the creation save's writer before its stale-file cleanup */
   assert_ok(open_session(f, 1, NULL), &f->st);
-  rfs_wait_larrival(&f->fs);
-  pthread_mutex_lock(&f->fs.mu);
+  gate_fs_wait_list_arrival(&f->fs.gate);
+  pthread_mutex_lock(&f->fs.gate.mu);
   f->fs.race = 1;
-  pthread_mutex_unlock(&f->fs.mu);
-  assert_int_equal(pthread_create(&opener, NULL, open_later, &f->fs), 0);
+  pthread_mutex_unlock(&f->fs.gate.mu);
+  assert_int_equal(pthread_create(&opener, NULL, open_later, &f->fs.gate), 0);
   f->preempt = 1;
   rc = step(f); /* preempted, re-created, run again */
   pthread_join(opener, NULL);
@@ -602,14 +466,11 @@ static void test_review4__d32_restore_at_recreation_races_the_writer(void **stat
   f->o.block_when_busy = 1;
   f->o.save_graph_def = 0;
   assert_ok(hk_async_checkpoint_saver_hook_new(&f->hooks[0], &f->o, &f->st), &f->st);
-  pthread_mutex_lock(&f->fs.mu);
-  snprintf(f->fs.wblock, sizeof f->fs.wblock, "%s", "model.ckpt-1.safetensors");
-  f->fs.wclosed = 1;
-  pthread_mutex_unlock(&f->fs.mu);
+  gate_fs_close(&f->fs.gate, "model.ckpt-1.safetensors", NULL);
   assert_ok(open_session(f, 1, f->dir), &f->st); /* save of 0 */
   assert_ok(step(f), &f->st);                    /* 0 processed; save of 1 planned (drops 0), held */
-  rfs_wait_warrival(&f->fs);
-  assert_int_equal(pthread_create(&opener, NULL, open_later, &f->fs), 0);
+  gate_fs_wait_arrival(&f->fs.gate);
+  assert_int_equal(pthread_create(&opener, NULL, open_later, &f->fs.gate), 0);
   f->preempt = 1;
   rc = step(f); /* preempted; the re-creation restores model.ckpt-0 with the same Saver */
   pthread_join(opener, NULL);
