@@ -10,8 +10,9 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
+#include "mem_fs.h"
+
 #include <hooked/hooked.h>
-#include <hooked/sys/fs.h>
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,107 +21,6 @@
 #define FUZZ_PATH "ckpt/model.safetensors"
 /* Reads of tensors larger than this are skipped (verify still covers them). */
 #define FUZZ_READ_MAX ((size_t)1 << 20)
-
-typedef struct mem_file {
-  const uint8_t *data;
-  size_t size;
-} mem_file;
-
-static hk_code mem_open_read(void *user, const char *path, hk_fs_file **out, hk_status *st) {
-  if (strcmp(path, FUZZ_PATH) != 0) return hk_status_set(st, HK_NOT_FOUND, "open %s: no such file", path);
-  *out = (hk_fs_file *)user;
-  return HK_OK;
-}
-
-static hk_code mem_read_at(void *user, hk_fs_file *f, void *buf, size_t len, uint64_t offset, size_t *nread,
-                           hk_status *st) {
-  const mem_file *m = (const mem_file *)f;
-  (void)user;
-  (void)st;
-  *nread = 0;
-  if (offset >= m->size) return HK_OK;
-  if (len > m->size - offset) len = (size_t)(m->size - offset);
-  memcpy(buf, m->data + offset, len);
-  *nread = len;
-  return HK_OK;
-}
-
-static hk_code mem_size(void *user, hk_fs_file *f, uint64_t *size, hk_status *st) {
-  (void)user;
-  (void)st;
-  *size = ((const mem_file *)f)->size;
-  return HK_OK;
-}
-
-static hk_code mem_close(void *user, hk_fs_file *f, hk_status *st) {
-  (void)user;
-  (void)f;
-  (void)st;
-  return HK_OK;
-}
-
-static hk_code mem_stat(void *user, const char *path, hk_fs_stat *out, hk_status *st) {
-  const mem_file *m = user;
-  if (strcmp(path, FUZZ_PATH) != 0) return hk_status_set(st, HK_NOT_FOUND, "stat %s: no such file", path);
-  memset(out, 0, sizeof *out);
-  out->size = m->size;
-  return HK_OK;
-}
-
-static hk_code deny_path(void *user, const char *path, hk_status *st) {
-  (void)user;
-  return hk_status_set(st, HK_PERMISSION_DENIED, "%s: read-only file system", path);
-}
-
-static hk_code deny_create(void *user, const char *path, hk_fs_file **out, hk_status *st) {
-  (void)out;
-  return deny_path(user, path, st);
-}
-
-static hk_code deny_write(void *user, hk_fs_file *f, const void *buf, size_t len, size_t *nwritten, hk_status *st) {
-  (void)user;
-  (void)f;
-  (void)buf;
-  (void)len;
-  *nwritten = 0;
-  return hk_status_set(st, HK_PERMISSION_DENIED, "write: read-only file system");
-}
-
-static hk_code deny_sync(void *user, hk_fs_file *f, hk_status *st) {
-  (void)user;
-  (void)f;
-  return hk_status_set(st, HK_PERMISSION_DENIED, "fsync: read-only file system");
-}
-
-static hk_code deny_rename(void *user, const char *from, const char *to, hk_status *st) {
-  (void)to;
-  return deny_path(user, from, st);
-}
-
-static hk_code deny_list(void *user, const char *path, hk_fs_list_fn fn, void *fn_user, hk_status *st) {
-  (void)fn;
-  (void)fn_user;
-  return deny_path(user, path, st);
-}
-
-static const hk_fs_vtable mem_fs = {
-    HK_FS_VTABLE_VERSION,
-    mem_open_read,
-    deny_create,
-    mem_read_at,
-    deny_write,
-    mem_size,
-    deny_sync,
-    mem_close,
-    deny_path,
-    deny_rename,
-    deny_path,
-    mem_stat,
-    deny_list,
-    deny_path,
-    NULL, /* map: not supported, so the read path is what gets fuzzed */
-    NULL,
-};
 
 static void quiet(void *user, hk_log_level level, const char *msg) {
   (void)user;
@@ -137,14 +37,14 @@ static int is_refusal(hk_code rc, const hk_status *st) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  mem_file m = {data, size};
+  mem_fs m = {FUZZ_PATH, data, size};
   hk_env env = HK_ENV_INIT;
   hk_status st = HK_STATUS_INIT;
   hk_checkpoint_reader *r = NULL;
   hk_code rc;
 
   env.log = quiet;
-  env.fs = &mem_fs;
+  env.fs = mem_fs_vtable();
   env.fs_user = &m;
   rc = hk_checkpoint_reader_open(&r, &env, FUZZ_PATH, &st);
   if (rc != HK_OK) {

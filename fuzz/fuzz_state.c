@@ -9,8 +9,9 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
+#include "mem_fs.h"
+
 #include <hooked/hooked.h>
-#include <hooked/sys/fs.h>
 
 #include <math.h>
 #include <stdint.h>
@@ -19,107 +20,6 @@
 
 #define FUZZ_DIR "ckpt"
 #define FUZZ_STATE_PATH FUZZ_DIR "/checkpoint"
-
-typedef struct mem_file {
-  const uint8_t *data;
-  size_t size;
-} mem_file;
-
-static hk_code mem_open_read(void *user, const char *path, hk_fs_file **out, hk_status *st) {
-  if (strcmp(path, FUZZ_STATE_PATH) != 0) return hk_status_set(st, HK_NOT_FOUND, "open %s: no such file", path);
-  *out = (hk_fs_file *)user;
-  return HK_OK;
-}
-
-static hk_code mem_read_at(void *user, hk_fs_file *f, void *buf, size_t len, uint64_t offset, size_t *nread,
-                           hk_status *st) {
-  const mem_file *m = (const mem_file *)f;
-  (void)user;
-  (void)st;
-  *nread = 0;
-  if (offset >= m->size) return HK_OK;
-  if (len > m->size - offset) len = (size_t)(m->size - offset);
-  memcpy(buf, m->data + offset, len);
-  *nread = len;
-  return HK_OK;
-}
-
-static hk_code mem_size(void *user, hk_fs_file *f, uint64_t *size, hk_status *st) {
-  (void)user;
-  (void)st;
-  *size = ((const mem_file *)f)->size;
-  return HK_OK;
-}
-
-static hk_code mem_close(void *user, hk_fs_file *f, hk_status *st) {
-  (void)user;
-  (void)f;
-  (void)st;
-  return HK_OK;
-}
-
-static hk_code mem_stat(void *user, const char *path, hk_fs_stat *out, hk_status *st) {
-  const mem_file *m = user;
-  if (strcmp(path, FUZZ_STATE_PATH) != 0) return hk_status_set(st, HK_NOT_FOUND, "stat %s: no such file", path);
-  out->is_dir = 0;
-  out->size = m->size;
-  out->mtime = 0;
-  return HK_OK;
-}
-
-/* The parser must never write, list or remove anything. */
-static hk_code denied(hk_status *st, const char *op) {
-  return hk_status_set(st, HK_PERMISSION_DENIED, "%s: the fuzzing file system is read-only", op);
-}
-static hk_code mem_create_excl(void *u, const char *p, hk_fs_file **o, hk_status *st) {
-  (void)u, (void)p, (void)o;
-  return denied(st, "create_excl");
-}
-static hk_code mem_write(void *u, hk_fs_file *f, const void *b, size_t l, size_t *n, hk_status *st) {
-  (void)u, (void)f, (void)b, (void)l, (void)n;
-  return denied(st, "write");
-}
-static hk_code mem_sync(void *u, hk_fs_file *f, hk_status *st) {
-  (void)u, (void)f;
-  return denied(st, "sync");
-}
-static hk_code mem_sync_dir(void *u, const char *p, hk_status *st) {
-  (void)u, (void)p;
-  return denied(st, "sync_dir");
-}
-static hk_code mem_rename(void *u, const char *a, const char *b, hk_status *st) {
-  (void)u, (void)a, (void)b;
-  return denied(st, "rename");
-}
-static hk_code mem_unlink(void *u, const char *p, hk_status *st) {
-  (void)u, (void)p;
-  return denied(st, "unlink");
-}
-static hk_code mem_list(void *u, const char *p, hk_fs_list_fn fn, void *fu, hk_status *st) {
-  (void)u, (void)p, (void)fn, (void)fu;
-  return denied(st, "list");
-}
-static hk_code mem_mkdir(void *u, const char *p, hk_status *st) {
-  (void)u, (void)p;
-  return denied(st, "mkdir");
-}
-
-static const hk_fs_vtable mem_fs = {
-    .version = HK_FS_VTABLE_VERSION,
-    .open_read = mem_open_read,
-    .create_excl = mem_create_excl,
-    .read_at = mem_read_at,
-    .write = mem_write,
-    .size = mem_size,
-    .sync = mem_sync,
-    .close = mem_close,
-    .sync_dir = mem_sync_dir,
-    .rename = mem_rename,
-    .unlink = mem_unlink,
-    .stat = mem_stat,
-    .list = mem_list,
-    .mkdir = mem_mkdir,
-};
 
 static void quiet_log(void *user, hk_log_level level, const char *msg) {
   (void)user;
@@ -147,14 +47,14 @@ static const char *name_in_dir(const char *path) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  mem_file m = {data, size};
+  mem_fs m = {FUZZ_STATE_PATH, data, size};
   hk_env env = HK_ENV_INIT;
   hk_status st = HK_STATUS_INIT;
   hk_checkpoint_state *cs = NULL;
   hk_code rc;
 
   env.log = quiet_log;
-  env.fs = &mem_fs;
+  env.fs = mem_fs_vtable();
   env.fs_user = &m;
   rc = hk_get_checkpoint_state(&env, FUZZ_DIR, NULL, &cs, &st);
   if (rc != HK_OK) {
