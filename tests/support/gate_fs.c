@@ -139,22 +139,21 @@ static hk_code g_mkdir(void *user, const char *path, hk_status *st) {
 }
 
 static const hk_fs_vtable gate_vtable = {
-    HK_FS_VTABLE_VERSION,
-    g_open_read,
-    g_create_excl,
-    g_read_at,
-    g_write,
-    g_size,
-    g_sync,
-    g_close,
-    g_sync_dir,
-    g_rename,
-    g_unlink,
-    g_stat,
-    g_list,
-    g_mkdir,
-    NULL,
-    NULL, /* map, unmap: optional, not supported */
+    .version = HK_FS_VTABLE_VERSION,
+    .open_read = g_open_read,
+    .create_excl = g_create_excl,
+    .read_at = g_read_at,
+    .write = g_write,
+    .size = g_size,
+    .sync = g_sync,
+    .close = g_close,
+    .sync_dir = g_sync_dir,
+    .rename = g_rename,
+    .unlink = g_unlink,
+    .stat = g_stat,
+    .list = g_list,
+    .mkdir = g_mkdir,
+    /* map, unmap: optional, not supported */
 };
 
 const hk_fs_vtable *gate_fs_vtable(void) { return &gate_vtable; }
