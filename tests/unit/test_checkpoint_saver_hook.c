@@ -7,6 +7,7 @@
  */
 #include "session_fixture.h"
 #include "tmpdir.h"
+#include "ckpt_fixture.h"
 #include "faulty_fs.h"
 
 /* C100 drives the callbacks without a session: the struct layouts of a hook
@@ -177,32 +178,11 @@ static hk_code close_session(fixture *f) {
   return rc;
 }
 
-static int ckpt_exists(fixture *f, const char *base, int64_t step) {
-  char name[128];
-  char *p;
-  int yes;
-  snprintf(name, sizeof name, "%s-%lld.safetensors", base, (long long)step);
-  p = test_path(f->dir, name);
-  yes = test_path_exists(p);
-  free(p);
-  return yes;
-}
+static int ckpt_exists(fixture *f, const char *base, int64_t step) { return ckpt_data_exists(f->dir, base, step); }
 
 /* The step and value of "v" recorded in checkpoint model.ckpt-<step>. */
 static void read_ckpt(fixture *f, int64_t step, int64_t *gs, int64_t *v) {
-  char name[128];
-  char *prefix;
-  hk_checkpoint_reader *r = NULL;
-  size_t i;
-
-  snprintf(name, sizeof name, "model.ckpt-%lld", (long long)step);
-  prefix = test_path(f->dir, name);
-  assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, prefix, &f->st), &f->st);
-  *gs = hk_checkpoint_reader_step(r);
-  assert_ok(hk_checkpoint_reader_find(r, "v", &i, &f->st), &f->st);
-  assert_ok(hk_checkpoint_reader_read(r, i, v, sizeof *v, &f->st), &f->st);
-  hk_checkpoint_reader_free(r);
-  free(prefix);
+  ckpt_read_i64(&f->te->env, f->dir, step, 0, "v", gs, v, &f->st);
 }
 
 static int count_files(fixture *f, const char *substr) { return test_dir_count_matching(f->dir, substr); }

@@ -21,6 +21,7 @@
 
 #include "test_env.h"
 #include "tmpdir.h"
+#include "ckpt_fixture.h"
 #include "faulty_fs.h"
 
 typedef struct fx {
@@ -60,10 +61,7 @@ static int setup(void **state) {
   so.executor = f->ex;
   so.max_to_keep = 0;
   assert_ok(hk_saver_new(&f->saver, &so, &st), &st);
-  f->root = test_tmpdir_new("latest");
-  f->dir = test_path(f->root, "ck");
-  assert_int_equal(mkdir(f->dir, 0755), 0);
-  f->save_path = test_path(f->dir, "model.ckpt");
+  ckpt_dir_new("latest", &f->root, &f->dir, &f->save_path);
   *state = f;
   return 0;
 }
@@ -73,9 +71,7 @@ static int teardown(void **state) {
   hk_saver_free(f->saver);
   hk_raw_session_free(f->rs);
   hk_graph_free(f->g);
-  test_tmpdir_free(f->root);
-  free(f->dir);
-  free(f->save_path);
+  ckpt_dir_free(f->root, f->dir, f->save_path);
   faulty_fs_destroy(&f->ff);
   assert_int_equal(test_env_release(f->te), 0);
   free(f);

@@ -29,6 +29,7 @@
 
 #include "test_env.h"
 #include "tmpdir.h"
+#include "ckpt_fixture.h"
 #include "spy_hook.h"
 #include "faulty_fs.h"
 
@@ -246,10 +247,7 @@ static int setup(void **state) {
   f->te = test_env_new();
   model_build(&f->m, f->te, B_F64_4, 1);
   assert_ok(hk_raw_session_open(&f->rs, f->m.ex, &f->st), &f->st);
-  f->root = test_tmpdir_new("restore");
-  f->dir = test_path(f->root, "ck");
-  assert_int_equal(mkdir(f->dir, 0755), 0);
-  f->save_path = test_path(f->dir, "model.ckpt");
+  ckpt_dir_new("restore", &f->root, &f->dir, &f->save_path);
   f->writer = saver_new(f, &f->m, 5, NULL, 0);
   /* An explicit var_list is resolved at creation, so restoring allocates
    * nothing that outlives the call (the leak checks below rely on it). */
@@ -290,9 +288,7 @@ static int teardown(void **state) {
   hk_raw_session_free(f->rs2);
   hk_graph_free(f->m.g);
   hk_graph_free(f->m2.g);
-  test_tmpdir_free(f->root);
-  free(f->dir);
-  free(f->save_path);
+  ckpt_dir_free(f->root, f->dir, f->save_path);
   assert_int_equal(test_env_release(f->te), 0);
   free(f);
   return 0;

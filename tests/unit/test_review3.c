@@ -13,6 +13,7 @@
 #include "faulty_fs.h"
 #include "test_env.h"
 #include "tmpdir.h"
+#include "ckpt_fixture.h"
 
 #include <hooked/checkpoint.h>
 #include <hooked/graph.h>
@@ -150,10 +151,7 @@ static fx *fx_new(void) {
   f->ex = hk_graph_executor(f->g);
   assert_ok(add_var(f, "w", HK_DTYPE_F32, 1, dims, &f->st), &f->st);
   assert_ok(hk_graph_create_global_step(f->g, &h, &f->st), &f->st);
-  f->root = test_tmpdir_new("review3");
-  f->dir = test_path(f->root, "ck");
-  assert_int_equal(mkdir(f->dir, 0755), 0);
-  f->save_path = test_path(f->dir, "model.ckpt");
+  ckpt_dir_new("review3", &f->root, &f->dir, &f->save_path);
   snprintf(f->rfs.state_path, sizeof f->rfs.state_path, "%s/checkpoint", f->dir);
   return f;
 }
@@ -197,9 +195,7 @@ static int teardown(void **state) {
   hk_saver_free(f->saver);
   hk_raw_session_free(f->rs);
   hk_graph_free(f->g);
-  test_tmpdir_free(f->root);
-  free(f->dir);
-  free(f->save_path);
+  ckpt_dir_free(f->root, f->dir, f->save_path);
   assert_int_equal(test_env_release(f->te), 0);
   free(f);
   return 0;

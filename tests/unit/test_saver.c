@@ -22,6 +22,7 @@
 
 #include "test_env.h"
 #include "tmpdir.h"
+#include "ckpt_fixture.h"
 #include "faulty_fs.h"
 
 #define NVARS 6
@@ -74,10 +75,7 @@ static fx *fx_build(int with_gs) {
   if (with_gs) assert_ok(hk_graph_create_global_step(f->g, &h, &st), &st);
   add_var(f, "loc", HK_DTYPE_I64, 0, NULL, HK_VAR_LOCAL);
   assert_ok(hk_raw_session_open(&f->rs, f->ex, &st), &st);
-  f->root = test_tmpdir_new("saver");
-  f->dir = test_path(f->root, "ck");
-  assert_int_equal(mkdir(f->dir, 0755), 0);
-  f->save_path = test_path(f->dir, "model.ckpt");
+  ckpt_dir_new("saver", &f->root, &f->dir, &f->save_path);
   return f;
 }
 
@@ -91,9 +89,7 @@ static int teardown(void **state) {
   hk_saver_free(f->saver);
   hk_raw_session_free(f->rs);
   hk_graph_free(f->g);
-  test_tmpdir_free(f->root);
-  free(f->dir);
-  free(f->save_path);
+  ckpt_dir_free(f->root, f->dir, f->save_path);
   faulty_fs_destroy(&f->ff);
   assert_int_equal(test_env_release(f->te), 0);
   free(f);
