@@ -205,6 +205,15 @@ hk_code hk__state_write(const hk_env *env, const char *dir, const char *latest_f
 hk_code hk__saver_restore_latest(hk_saver *saver, hk_raw_session *rs, const char *dir, char **restored,
                                  hk_status *st);
 
+/**
+ * hk_saver_save() with the graph description for the .meta file supplied
+ * by the caller (borrowed for the call; used only with HK_SAVE_META) instead
+ * of asking the executor at every save. meta_text NULL: as hk_saver_save().
+ */
+hk_code hk__saver_save_with_meta(hk_saver *saver, hk_raw_session *rs, const char *save_path, int64_t step,
+                                 unsigned flags, const char *meta_text, size_t meta_len, const char **prefix,
+                                 hk_status *st);
+
 /** The Saver's env (borrowed). */
 const hk_env *hk__saver_env(const hk_saver *saver);
 

@@ -841,6 +841,12 @@ static hk_code text_sink(void *user, const char *text, size_t len, hk_status *st
 
 hk_code hk_saver_save(hk_saver *saver, hk_raw_session *rs, const char *save_path, int64_t step, unsigned flags,
                       const char **prefix, hk_status *status) {
+  return hk__saver_save_with_meta(saver, rs, save_path, step, flags, NULL, 0, prefix, status);
+}
+
+hk_code hk__saver_save_with_meta(hk_saver *saver, hk_raw_session *rs, const char *save_path, int64_t step,
+                                 unsigned flags, const char *meta_text, size_t meta_len, const char **prefix,
+                                 hk_status *status) {
   text_buf meta;
   int64_t record = step;
   char *out = NULL;
@@ -875,7 +881,9 @@ hk_code hk_saver_save(hk_saver *saver, hk_raw_session *rs, const char *save_path
   }
   memset(&meta, 0, sizeof meta);
   meta.env = senv(saver);
-  if (flags & HK_SAVE_META) {
+  /* A caller that described the graph already (a hook, once per session)
+   * passes the text; otherwise the executor describes it now. */
+  if ((flags & HK_SAVE_META) && !meta_text) {
     hk_status why = HK_STATUS_INIT;
     rc = hk_executor_describe(saver->ex, text_sink, &meta, &why);
     if (rc == HK_UNIMPLEMENTED) {
@@ -893,8 +901,12 @@ hk_code hk_saver_save(hk_saver *saver, hk_raw_session *rs, const char *save_path
       if (!meta.data) return oom(status, "describing the graph for the .meta file");
     }
   }
+  if (!meta_text) {
+    meta_text = meta.data;
+    meta_len = meta.len;
+  }
   rc = write_impl(saver, save_path, step, record, flags, hk_env_wall(senv(saver)), saver->views, saver->nvars,
-                  meta.data, meta.len, &out, status);
+                  meta_text, meta_len, &out, status);
   hk_env_free(senv(saver), meta.data);
   if (rc != HK_OK) return rc;
   hk_env_free(senv(saver), saver->prefix);

@@ -297,8 +297,16 @@ static hk_code save_sync(ckpt_hook *self, hk_raw_session *rs, int64_t step, int 
   rc = listeners_before_save(self, rs, step, st);
   if (rc != HK_OK) return rc;
   hk_hook_log(self->hook, HK_LOG_INFO, "Saving checkpoints for %" PRId64 " into %s.", step, self->save_path);
-  rc = hk_saver_save(self->saver, rs, self->save_path, step, self->save_graph_def ? HK_SAVE_META : HK_SAVE_DEFAULT,
-                     NULL, st);
+  /* The graph was described once for graph.pbtxt (C94); the .meta files
+   * reuse that text. An executor that cannot describe it gets none (C102). */
+  if (self->save_graph_def) {
+    rc = capture_graph(self, st);
+    if (rc != HK_OK) return rc;
+  }
+  rc = hk__saver_save_with_meta(
+      self->saver, rs, self->save_path, step,
+      self->save_graph_def && self->graph_state == GRAPH_CAPTURED ? HK_SAVE_META : HK_SAVE_DEFAULT,
+      self->graph_text ? self->graph_text : "", self->graph_len, NULL, st);
   if (rc != HK_OK) return rc;
   if (self->async) {
     self->have_written = 1;
