@@ -87,7 +87,12 @@ typedef struct hk_run_args {
 typedef enum hk_variable_flags {
   HK_VAR_LOCAL = 1u << 0,       /**< local (not global) variable */
   HK_VAR_TRAINABLE = 1u << 1,   /**< trainable */
-  HK_VAR_EXTERNAL = 1u << 2     /**< backed by a buffer the host program owns */
+  HK_VAR_EXTERNAL = 1u << 2,    /**< backed by a buffer the host program owns */
+  /** Optional on restore (H27): a checkpoint without it restores the other
+   *  variables and keeps this one's current value, with a WARNING naming it
+   *  (state added to a model later must not make its old checkpoints
+   *  unrestorable). */
+  HK_VAR_OPTIONAL = 1u << 3
 } hk_variable_flags;
 
 /** Description of variable `index` of an executor. */
