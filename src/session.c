@@ -16,11 +16,19 @@
 #define BUSY_MESSAGE "session is busy: called from a hook callback"
 #define CLOSED_MESSAGE "Session is closed."
 #define STEP_STOP_MESSAGE "step_fn has requested the iterations to stop."
+#define OPEN_MESSAGE "a run begun with hk_session_run_begin() is still open: end or abandon it first"
 
 struct hk_step_context {
   hk_session *s;
   int stopping;
 };
+
+/* The merged arguments of one run, between its two halves. */
+typedef struct merged_run {
+  hk_run_context ctx;
+  hk_run_args args;
+  hk_run_options opts;
+} merged_run;
 
 /* H26: one event writer per directory, shared by the hooks writing there. */
 typedef struct event_dir {
@@ -56,6 +64,11 @@ struct hk_session {
   int failed; /* H18 */
   hk_status failed_status;
   int busy; /* H19: inside a hook callback or init_fn */
+  /* A run split by hk_session_run_begin/run_end: its caller's arguments
+   * (borrowed until run_end) and merged arguments. */
+  int open;
+  const hk_run_args *open_args;
+  merged_run open_run;
 
   /* per-run scratch, grown on demand */
   hk_handle *fetches;
@@ -697,12 +710,22 @@ static hk_code substitute(hk_session *s, hk_code rc, hk_status *st) {
   return rc;
 }
 
-static hk_code run_once(hk_session *s, const hk_run_args *a, hk_tensor *results, hk_run_metadata *md, hk_status *st) {
+/* First half of a run (C5, C7, C8–C11, C14, H13): before_run on every hook,
+ * then the merge. On failure no after_run follows and the stop flag is
+ * unchanged. */
+/* The state checks before a run (C5, H18); their errors are never
+ * substituted (C28 applies to what the hooks and the executor return). */
+static hk_code run_precheck(hk_session *s, hk_status *st) {
   if (s->failed) return report_failed(s, st);
   if (s->hook_stop) return hk_status_set(st, HK_FAILED_PRECONDITION, "Run called even after should_stop requested.");
   if (!s->rs) return hk_status_set(st, HK_FAILED_PRECONDITION, "session has no raw session");
+  return HK_OK;
+}
 
-  hk_run_context ctx = {a, s->rs, 0};
+static hk_code run_before(hk_session *s, const hk_run_args *a, merged_run *m, hk_status *st) {
+  m->ctx.args = a;
+  m->ctx.session = s->rs;
+  m->ctx.stop_requested = 0;
   hk_code rc = HK_OK;
   s->busy++;
   size_t nfetch = a->nfetches, ntarget = a->ntargets;
@@ -713,7 +736,7 @@ static hk_code run_once(hk_session *s, const hk_run_args *a, hk_tensor *results,
     hk_run_request *r = &s->requests[i];
     memset(r, 0, sizeof *r);
     if (h->vt->before_run) {
-      rc = callback_result(h->vt->before_run(h->user, &ctx, r, st), st, "before_run", h->name);
+      rc = callback_result(h->vt->before_run(h->user, &m->ctx, r, st), st, "before_run", h->name);
       if (rc == HK_OK) rc = check_request(s, i, st);
       if (rc != HK_OK) goto done; /* C14 */
     }
@@ -742,44 +765,69 @@ static hk_code run_once(hk_session *s, const hk_run_args *a, hk_tensor *results,
     for (size_t k = 0; k < r->ntargets; k++)
       if (!handles_contain(s->targets, nt, r->targets[k])) s->targets[nt++] = r->targets[k];
   }
-  hk_run_args merged;
-  rc = merge_feeds(s, a, &merged.nfeeds, &merged.feeds, st);
+  rc = merge_feeds(s, a, &m->args.nfeeds, &m->args.feeds, st);
   if (rc != HK_OK) goto done; /* H13: no after_run, stop flag unchanged */
   /* C11: a session-owned merged copy of the options. */
-  hk_run_options opts = HK_RUN_OPTIONS_INIT;
-  opts.trace_level = trace;
-  opts.timeout_ms = timeout;
-  opts.executor_options = a->options ? a->options->executor_options : NULL;
-  merged.fetches = s->fetches;
-  merged.nfetches = nf;
-  merged.targets = s->targets;
-  merged.ntargets = nt;
-  merged.options = &opts;
+  m->opts.version = HK_RUN_OPTIONS_VERSION;
+  m->opts.trace_level = trace;
+  m->opts.timeout_ms = timeout;
+  m->opts.executor_options = a->options ? a->options->executor_options : NULL;
+  m->args.fetches = s->fetches;
+  m->args.nfetches = nf;
+  m->args.targets = s->targets;
+  m->args.ntargets = nt;
+  m->args.options = &m->opts;
+done:
+  s->busy--;
+  return rc;
+}
+
+/* Second half (C7, C12–C14, C19, C20): one executor run with the merged
+ * arguments, then after_run on every hook, then the caller's results. */
+static hk_code run_after(hk_session *s, const hk_run_args *a, merged_run *m, hk_tensor *results, hk_run_metadata *md,
+                         hk_status *st) {
+  hk_code rc;
+  s->busy++;
+  m->args.options = &m->opts; /* m may have moved since run_before */
+  m->ctx.session = s->rs;
   hk_run_metadata *used_md = md ? md : &s->own_md;
-  rc = hk_raw_session_run(s->rs, &merged, s->results, used_md, st);
+  rc = hk_raw_session_run(s->rs, &m->args, s->results, used_md, st);
   if (rc != HK_OK) goto done; /* C13 */
   for (size_t i = 0; i < s->nhooks; i++) {
     hk_hook *h = s->hooks[i];
     if (!h->vt->after_run) continue;
     const hk_run_request *r = &s->requests[i];
-    hk_run_values v = {r->nfetches ? s->results + s->offsets[i] : NULL, r->nfetches, &opts, used_md};
-    rc = callback_result(h->vt->after_run(h->user, &ctx, &v, st), st, "after_run", h->name);
+    hk_run_values v = {r->nfetches ? s->results + s->offsets[i] : NULL, r->nfetches, &m->opts, used_md};
+    rc = callback_result(h->vt->after_run(h->user, &m->ctx, &v, st), st, "after_run", h->name);
     if (rc != HK_OK) goto done; /* C14: this call's stop requests are dropped */
   }
-  if (ctx.stop_requested) s->hook_stop = 1; /* C19, C20 */
+  if (m->ctx.stop_requested) s->hook_stop = 1; /* C19, C20 */
   if (a->nfetches) memcpy(results, s->results, a->nfetches * sizeof *results);
 done:
   s->busy--;
+  return rc;
+}
+
+static hk_code run_once(hk_session *s, const hk_run_args *a, hk_tensor *results, hk_run_metadata *md, hk_status *st) {
+  merged_run m;
+  hk_code rc = run_precheck(s, st);
+  if (rc != HK_OK) return rc;
+  rc = run_before(s, a, &m, st);
+  if (rc == HK_OK) rc = run_after(s, a, &m, results, md, st);
   return substitute(s, rc, st);
 }
 
-static hk_code check_run_entry(hk_session *s, const hk_run_args *a, hk_tensor *results, const char *fn, hk_status *st) {
+/* `results` is checked only when `check_results` is set (run_begin gets its
+ * results at run_end). */
+static hk_code check_run_entry(hk_session *s, const hk_run_args *a, hk_tensor *results, int check_results,
+                               const char *fn, hk_status *st) {
   if (!s) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: session is NULL", fn);
   if (s->closed) return hk_status_set(st, HK_FAILED_PRECONDITION, CLOSED_MESSAGE);
   if (s->busy) return hk_status_set(st, HK_FAILED_PRECONDITION, BUSY_MESSAGE);
+  if (s->open) return hk_status_set(st, HK_FAILED_PRECONDITION, "%s: " OPEN_MESSAGE, fn);
   hk_code rc = hk__run_args_check(a, fn, st);
   if (rc != HK_OK) return rc;
-  if (a && a->nfetches && !results)
+  if (check_results && a && a->nfetches && !results)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: results is NULL with %zu fetches", fn, a->nfetches);
   return HK_OK;
 }
@@ -796,7 +844,7 @@ hk_code hk_session_run(hk_session *s, const hk_run_args *args, hk_tensor *result
 
 static hk_code session_run(hk_session *s, const hk_run_args *args, hk_tensor *results, hk_run_metadata *md,
                            hk_status *st) {
-  hk_code rc = check_run_entry(s, args, results, "hk_session_run", st);
+  hk_code rc = check_run_entry(s, args, results, 1, "hk_session_run", st);
   if (rc != HK_OK) return rc;
   if (md && (md->version == 0 || md->version > HK_RUN_METADATA_VERSION))
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_run: run metadata version %u is not supported",
@@ -817,6 +865,61 @@ static hk_code session_run(hk_session *s, const hk_run_args *args, hk_tensor *re
   }
 }
 
+/* ---- split runs ---------------------------------------------------------------- */
+
+static hk_code session_run_begin(hk_session *s, const hk_run_args *args, hk_status *st) {
+  hk_code rc = check_run_entry(s, args, NULL, 0, "hk_session_run_begin", st);
+  if (rc != HK_OK) return rc;
+  if (!args) args = &empty_args;
+  hk_status_clear(st);
+  rc = run_precheck(s, st);
+  if (rc != HK_OK) return rc;
+  rc = run_before(s, args, &s->open_run, st);
+  if (rc != HK_OK) return substitute(s, rc, st);
+  s->open = 1;
+  s->open_args = args;
+  return HK_OK;
+}
+
+hk_code hk_session_run_begin(hk_session *s, const hk_run_args *args, hk_status *st) {
+  hk_status local;
+  local.code = HK_OK;
+  local.message[0] = '\0';
+  return finish(session_run_begin(s, args, &local), &local, st);
+}
+
+static hk_code session_run_end(hk_session *s, hk_tensor *results, hk_run_metadata *md, hk_status *st) {
+  if (!s) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_run_end: session is NULL");
+  if (s->busy) return hk_status_set(st, HK_FAILED_PRECONDITION, BUSY_MESSAGE);
+  if (s->closed) return hk_status_set(st, HK_FAILED_PRECONDITION, CLOSED_MESSAGE);
+  if (!s->open)
+    return hk_status_set(st, HK_FAILED_PRECONDITION, "hk_session_run_end: no run is open (call hk_session_run_begin first)");
+  const hk_run_args *a = s->open_args;
+  if (a->nfetches && !results)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_run_end: results is NULL with %zu fetches", a->nfetches);
+  if (md && (md->version == 0 || md->version > HK_RUN_METADATA_VERSION))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_run_end: run metadata version %u is not supported",
+                         (unsigned)md->version);
+  s->open = 0;
+  s->open_args = NULL;
+  hk_status_clear(st);
+  if (s->failed) return report_failed(s, st);
+  return substitute(s, run_after(s, a, &s->open_run, results, md, st), st);
+}
+
+hk_code hk_session_run_end(hk_session *s, hk_tensor *results, hk_run_metadata *md, hk_status *st) {
+  hk_status local;
+  local.code = HK_OK;
+  local.message[0] = '\0';
+  return finish(session_run_end(s, results, md, &local), &local, st);
+}
+
+void hk_session_run_abandon(hk_session *s) {
+  if (!s || !s->open || s->busy) return;
+  s->open = 0;
+  s->open_args = NULL;
+}
+
 /* ---- should_stop (C26, C40) -------------------------------------------------- */
 
 int hk_session_should_stop(hk_session *s) {
@@ -825,7 +928,7 @@ int hk_session_should_stop(hk_session *s) {
   if (!hk_coordinator_should_stop(s->coord)) return 0;
   hk_status rec = HK_STATUS_INIT;
   hk_code c = hk_coordinator_error(s->coord, &rec);
-  if (s->kind == HK_SESSION_MONITORED && hk_code_is_preemption(c) && !s->busy) {
+  if (s->kind == HK_SESSION_MONITORED && hk_code_is_preemption(c) && !s->busy && !s->open) {
     episode ep = {0, 0, 0};
     /* D8, C26: a stop requested while re-creating still counts. */
     return recover(s, &ep, TEXT_SHOULD_STOP, c, &rec) != HK_OK || s->hook_stop;
@@ -847,7 +950,7 @@ hk_code hk_step_context_run_with_hooks(hk_step_context *ctx, const hk_run_args *
                                        hk_run_metadata *md, hk_status *st) {
   if (!ctx) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_step_context_run_with_hooks: context is NULL");
   if (ctx->stopping) return hk_status_set(st, HK_OUT_OF_RANGE, STEP_STOP_MESSAGE);
-  hk_code rc = check_run_entry(ctx->s, args, results, "hk_step_context_run_with_hooks", st);
+  hk_code rc = check_run_entry(ctx->s, args, results, 1, "hk_step_context_run_with_hooks", st);
   if (rc != HK_OK) return rc;
   if (md && (md->version == 0 || md->version > HK_RUN_METADATA_VERSION))
     return hk_status_set(st, HK_INVALID_ARGUMENT,
@@ -874,6 +977,7 @@ static hk_code session_run_step_fn(hk_session *s, hk_step_fn fn, void *user, hk_
   if (!fn) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_run_step_fn: step_fn is NULL");
   if (s->closed) return hk_status_set(st, HK_FAILED_PRECONDITION, CLOSED_MESSAGE);
   if (s->busy) return hk_status_set(st, HK_FAILED_PRECONDITION, BUSY_MESSAGE);
+  if (s->open) return hk_status_set(st, HK_FAILED_PRECONDITION, "hk_session_run_step_fn: " OPEN_MESSAGE);
   if (s->failed) return report_failed(s, st);
   episode ep = {0, 0, 0};
   for (;;) {
@@ -909,6 +1013,11 @@ hk_code hk_session_close(hk_session *s, hk_code exit_code, hk_status *st) {
     return HK_OK; /* D7 */
   }
   if (s->busy) return hk_status_set(st, HK_FAILED_PRECONDITION, BUSY_MESSAGE);
+  if (s->open) {
+    hk_env_log(&s->env, HK_LOG_DEBUG, "close(): abandoning the open run (no after_run)");
+    s->open = 0;
+    s->open_args = NULL;
+  }
   int clean = is_clean(s, exit_code);
   hk_status end_err = HK_STATUS_INIT;
   if (clean && !s->failed && s->rs) {

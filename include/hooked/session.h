@@ -172,6 +172,57 @@ HK_API hk_code hk_session_run(hk_session *s, const hk_run_args *args, hk_tensor 
                               hk_run_metadata *metadata, hk_status *status);
 
 /**
+ * The first half of a run whose work the caller does itself between the
+ * hooks' before_run and after_run (a training loop that owns its math, such
+ * as the host loop of hooked/loop.h). It does what hk_session_run() does
+ * up to the executor run: the C5/C37/H18/H19 checks, before_run on every
+ * hook in list order (C7, C14) and the merge of the caller's and the hooks'
+ * arguments (C8–C11, H13). On success the run is OPEN: the caller does its
+ * work, then calls hk_session_run_end() (or hk_session_run_abandon()).
+ * While a run is open, hk_session_run(), hk_session_run_step_fn() and a
+ * second hk_session_run_begin() fail with FAILED_PRECONDITION "a run begun
+ * with hk_session_run_begin() is still open: ..."; should_stop() and the
+ * accessors work; hk_session_close() abandons the open run first.
+ * Split runs never recover: an ABORTED/UNAVAILABLE error is returned as a
+ * singular session returns it, since the caller's work cannot be repeated.
+ * @param args  the caller's arguments, BORROWED until hk_session_run_end()
+ *              or hk_session_run_abandon() returns, never written (D10).
+ *              NULL: an empty run.
+ * **Errors:** as hk_session_run() for its first half; on failure no run is
+ * open, no after_run runs and the stop flag is unchanged (C14, H13).
+ * **Threads:** the training thread. The status is written on success too.
+ * **Allocates:** no, in steady state (as hk_session_run()).
+ */
+HK_API hk_code hk_session_run_begin(hk_session *s, const hk_run_args *args, hk_status *status);
+/**
+ * The second half of an open run: one executor run with the merged
+ * arguments (whose fetched values therefore reflect the caller's work),
+ * after_run on every hook in list order, then the caller's results (C7,
+ * C12–C14, C19, C20). The run is closed whatever the result.
+ * @param results   the open run's args->nfetches tensors, written on success
+ *                  only; may be NULL when there are no fetches.
+ * @param metadata  as hk_session_run().
+ * **Ownership:** as hk_session_run().
+ * **Errors:** FAILED_PRECONDITION "hk_session_run_end: no run is open ..."
+ * when none is (nothing else happens), "Session is closed." (C37) or the
+ * busy message (H19); INVALID_ARGUMENT for NULL results with fetches or a
+ * bad metadata version (the run stays open); the executor's or an
+ * after_run's error, passed through (C13, C14).
+ * **Threads:** the training thread. The status is written on success too.
+ * **Allocates:** no, in steady state (as hk_session_run()).
+ */
+HK_API hk_code hk_session_run_end(hk_session *s, hk_tensor *results, hk_run_metadata *metadata,
+                                  hk_status *status);
+/**
+ * Close an open run without its second half, as when the caller's work
+ * failed: no executor run and no after_run; the run's stop requests are
+ * dropped (C14). No-op for NULL, for a session with no open run, and from
+ * inside a callback.
+ * **Threads:** the training thread. **Allocates:** no.
+ */
+HK_API void hk_session_run_abandon(hk_session *s);
+
+/**
  * Whether the training loop should end (C26): nonzero when s is NULL or
  * closed, in the failed state (H18), a hook requested a stop (C20, H12), the
  * coordinator has a stop request (clean or with an error, D11), or the
