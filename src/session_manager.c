@@ -201,12 +201,12 @@ static hk_saver *restore_saver(const hk_prepare_options *o) {
   return saver;
 }
 
-/* C68: while checkpoint_dir has no state file, wait for one if asked.
- * *present tells whether a state file (readable or not) exists now. Only
- * its existence matters here (the restore reads it), so each poll is a
- * stat. */
-static hk_code wait_for_state_file(hk_session_manager *sm, const hk_prepare_options *o, hk_saver *saver, int *present,
-                                   hk_status *st) {
+/* C68: while checkpoint_dir has neither a state file nor a checkpoint data
+ * file (D5.2), wait for one if asked. *present tells whether either exists
+ * now. Only existence matters here (the restore reads and verifies), so
+ * each poll is a stat, and a listing when there is no state file. */
+static hk_code wait_for_checkpoint_files(hk_session_manager *sm, const hk_prepare_options *o, hk_saver *saver,
+                                         int *present, hk_status *st) {
   const hk_env *env = hk__saver_env(saver);
   char *path = hk__path_join(env, o->checkpoint_dir, hk_saver_latest_filename(saver));
   double waited = 0;
@@ -221,6 +221,13 @@ static hk_code wait_for_state_file(hk_session_manager *sm, const hk_prepare_opti
     hk_fs_stat sb;
     /* Malformed or unreadable: present, and the restore scans (C123). */
     *present = hk__fs_stat(&fs, path, &sb, NULL) != HK_NOT_FOUND;
+    if (!*present) {
+      /* No state file but checkpoints (D5.2): the restore scans, with a
+       * WARNING. A directory it cannot list counts as present, so the
+       * restore reports why. */
+      int found = 0;
+      *present = hk__dir_has_checkpoints(env, o->checkpoint_dir, &found, NULL) != HK_OK || found;
+    }
     if (*present) break;
     int forever = hk_secs_is_unset(o->max_wait_secs);
     if (!o->wait_for_checkpoint || !(forever || waited < o->max_wait_secs)) break;
@@ -245,7 +252,7 @@ static hk_code create_and_restore(hk_session_manager *sm, const hk_prepare_optio
   hk_code rc;
   /* Waiting needs no raw session; do it first so none is held meanwhile. */
   if (saver && o->checkpoint_dir) {
-    rc = wait_for_state_file(sm, o, saver, &present, st);
+    rc = wait_for_checkpoint_files(sm, o, saver, &present, st);
     if (rc != HK_OK) return rc;
   }
   rc = hk_raw_session_open(out, sm->ex, st);

@@ -226,7 +226,10 @@ HK_API hk_code hk_update_checkpoint_state(const hk_env *env, const char *dir, co
  * The newest checkpoint of `dir` that exists and verifies (D5.1, D5.2):
  * candidates model_checkpoint_path, then the list newest to oldest, each
  * skipped one logged "Checkpoint %s is missing or corrupt (%s); trying an
- * older one."; a malformed or unreadable state file → directory scan.
+ * older one."; a malformed or unreadable state file → directory scan of
+ * "<name>-<step>.safetensors" files, newest step first (C123); a missing
+ * state file with such files present → the same scan, after a WARNING
+ * naming the directory and saying the state file is missing.
  * @param out  receives "<dir>/<name>" owned by the caller (hk_env_free()
  *             with the same env); NULL on failure.
  * **Errors:** NOT_FOUND (no state file and nothing found by a scan);

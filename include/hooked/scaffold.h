@@ -186,12 +186,16 @@ typedef struct hk_prepare_options {
    *  INVALID_ARGUMENT, checked before anything is created. With
    *  checkpoint_dir, the newest checkpoint that verifies (falling back past
    *  missing or corrupt ones) is restored and the Saver adopts the
-   *  directory's managed list (C122); with checkpoint_filename_with_path,
-   *  that checkpoint (a prefix) is restored, without fallback. Nothing is
-   *  restored without a saver. */
+   *  directory's managed list (C122); without a state file, or with an
+   *  unreadable one, the directory is scanned for "<name>-<step>.safetensors"
+   *  files (with a WARNING, D5.2) and what a scan finds is never adopted
+   *  (C123). With checkpoint_filename_with_path, that checkpoint (a prefix)
+   *  is restored, without fallback. Nothing is restored without a saver. */
   const char *checkpoint_dir;
   const char *checkpoint_filename_with_path;
-  int wait_for_checkpoint;           /**< C68: wait for a state file to appear */
+  /** C68: wait while checkpoint_dir holds neither a state file nor a
+   *  checkpoint data file */
+  int wait_for_checkpoint;
   double max_wait_secs;              /**< default 7200 */
   /* fields below: version 2 */
   hk_saver *saver;                   /**< borrowed for the call; NULL: nothing is restored (C67) */

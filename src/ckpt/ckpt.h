@@ -192,18 +192,26 @@ hk_code hk__state_write(const hk_env *env, const char *dir, const char *latest_f
 
 /**
  * Restore from checkpoint directory `dir` with fallback (D5.3): candidates
- * from the state file (or a directory scan, C123); a missing or corrupt one
- * (before or during reading) is skipped with D5.1's warning; a model
- * mismatch (H27) is returned at once. On success *restored receives the
- * prefix used (owned, env allocator) and the Saver adopts dir's managed
+ * from the state file, or from a directory scan (C123) when the state file
+ * is missing (D5.2: with a WARNING naming the directory), malformed or
+ * unreadable; a missing or corrupt one (before or during reading) is
+ * skipped with D5.1's warning; a model mismatch (H27) is returned at once.
+ * On success *restored receives the prefix used (owned, env allocator) and,
+ * unless the candidates came from a scan, the Saver adopts dir's managed
  * list (C122). HK_OK with *restored NULL when there is nothing to restore
- * (no state file, or an unreadable one and a scan that finds no
- * checkpoint): the caller then initializes instead — so NOT_FOUND always
- * means a model mismatch ("Key %s not found in checkpoint %s"); DATA_LOSS
- * when every candidate failed.
+ * (the scan finds no checkpoint, or no directory): the caller then
+ * initializes instead — so NOT_FOUND always means a model mismatch ("Key %s
+ * not found in checkpoint %s"); DATA_LOSS when every candidate failed.
  */
 hk_code hk__saver_restore_latest(hk_saver *saver, hk_raw_session *rs, const char *dir, char **restored,
                                  hk_status *st);
+
+/**
+ * C68, D5.2: *found is 1 when `dir` holds a "<name>-<step>.safetensors"
+ * file a directory scan would try (C123), else 0 (a missing directory
+ * included). List errors other than NOT_FOUND are returned.
+ */
+hk_code hk__dir_has_checkpoints(const hk_env *env, const char *dir, int *found, hk_status *st);
 
 /**
  * hk_saver_save() with the graph description for the .meta file supplied

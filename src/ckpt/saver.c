@@ -1106,10 +1106,45 @@ static void sort_scan(cands *c) {
   }
 }
 
+/* C123: every "<name>-<step>.safetensors" of dir (valid names), newest step
+ * first. A directory that does not exist is NOT_FOUND. */
+static hk_code scan_dir(const hk_env *env, const char *dir, cands *c, hk_status *st) {
+  hk__fs fs;
+  scan_ctx x;
+  hk_code rc;
+
+  hk__fs_init(&fs, env);
+  x.c = c;
+  x.dir = dir;
+  rc = hk__fs_list(&fs, dir, scan_entry, &x, st);
+  if (rc == HK_OK && c->oom) rc = oom(st, "scanning for checkpoints");
+  if (rc != HK_OK) {
+    cands_free(c);
+    return rc;
+  }
+  sort_scan(c);
+  return HK_OK;
+}
+
+hk_code hk__dir_has_checkpoints(const hk_env *env, const char *dir, int *found, hk_status *st) {
+  cands c;
+  hk_code rc;
+
+  *found = 0;
+  memset(&c, 0, sizeof c);
+  c.env = hk__env_or_default(env);
+  rc = scan_dir(c.env, dir, &c, st);
+  if (rc == HK_NOT_FOUND) return HK_OK;
+  if (rc != HK_OK) return rc;
+  *found = c.n > 0;
+  cands_free(&c);
+  return HK_OK;
+}
+
 /*
  * D5.1/D5.2: candidates from the state file, or from a directory scan when
- * it is malformed or unreadable (*scanned then set). NOT_FOUND when there is
- * no state file.
+ * it is missing, malformed or unreadable (*scanned then set). NOT_FOUND when
+ * there is no state file and the scan finds no checkpoint (or no directory).
  */
 static hk_code get_candidates(const hk_env *env, const char *dir, const char *latest, cands *c, int *scanned,
                               hk_status *st) {
@@ -1122,7 +1157,7 @@ static hk_code get_candidates(const hk_env *env, const char *dir, const char *la
   *scanned = 0;
   memset(&state, 0, sizeof state);
   rc = hk__state_read(env, dir, latest, &state, &why);
-  if (rc == HK_NOT_FOUND || rc == HK_RESOURCE_EXHAUSTED) {
+  if (rc == HK_RESOURCE_EXHAUSTED) {
     hk__status_copy(st, &why);
     return rc;
   }
@@ -1136,24 +1171,31 @@ static hk_code get_candidates(const hk_env *env, const char *dir, const char *la
     }
     return HK_OK;
   }
+  if (rc == HK_NOT_FOUND) {
+    /* D5.2: a state file deleted by hand, or lost with a copied directory,
+     * must not turn into a silent fresh start that later overwrites the
+     * checkpoints still there. */
+    hk_status scan_st = HK_STATUS_INIT;
+    rc = scan_dir(env, dir, c, &scan_st);
+    if (rc == HK_NOT_FOUND || (rc == HK_OK && c->n == 0)) {
+      cands_free(c);
+      hk__status_copy(st, &why);
+      return HK_NOT_FOUND;
+    }
+    if (rc != HK_OK) {
+      hk__status_copy(st, &scan_st);
+      return rc;
+    }
+    hk_env_log(env, HK_LOG_WARNING,
+               "The checkpoint state file %s/%s is missing; scanning %s for checkpoints (found %zu).", dir, latest, dir,
+               c->n);
+    *scanned = 1;
+    return HK_OK;
+  }
   hk_env_log(env, HK_LOG_WARNING, "Ignoring the checkpoint state file %s/%s (%s); scanning %s for checkpoints.", dir,
              latest, why.message, dir);
   *scanned = 1;
-  {
-    hk__fs fs;
-    scan_ctx x;
-    hk__fs_init(&fs, env);
-    x.c = c;
-    x.dir = dir;
-    rc = hk__fs_list(&fs, dir, scan_entry, &x, st);
-    if (rc == HK_OK && c->oom) rc = oom(st, "scanning for checkpoints");
-    if (rc != HK_OK) {
-      cands_free(c);
-      return rc;
-    }
-  }
-  sort_scan(c);
-  return HK_OK;
+  return scan_dir(env, dir, c, st);
 }
 
 /* Append as much of s as fits (msg holds *len bytes and a NUL). */
@@ -1241,7 +1283,9 @@ hk_code hk__saver_restore_latest(hk_saver *saver, hk_raw_session *rs, const char
     return hk_status_set(st, HK_INVALID_ARGUMENT, "saver, rs, dir and restored are required");
   env = senv(saver);
   rc = get_candidates(env, dir, saver->latest_filename, &c, &scanned, st);
-  if (rc == HK_NOT_FOUND) return HK_OK; /* nothing to restore: the caller initializes */
+  /* No state file and no checkpoint in dir: nothing to restore, the caller
+   * initializes. */
+  if (rc == HK_NOT_FOUND) return HK_OK;
   if (rc != HK_OK) return rc;
   if (c.n == 0) {
     cands_free(&c);

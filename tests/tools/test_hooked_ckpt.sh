@@ -208,11 +208,13 @@ expect_err "hooked-ckpt: $W/nope: "
 run latest "$CK"
 expect_rc 0
 expect_out_is "$P20"
-# No state file is NOT_FOUND (D5.2): only a malformed one leads to a scan.
+# No state file but checkpoints (D5.2): a warning naming the directory and
+# the missing state file, then the directory scan's newest.
 run latest "$NOSTATE"
-expect_rc 1
-expect_err "hooked-ckpt: $NOSTATE: "
-expect_err "$NOSTATE/checkpoint"
+expect_rc 0
+expect_out_is "$NOSTATE/model.ckpt-30"
+expect_err "hooked-ckpt: warning: "
+expect_err "$NOSTATE/checkpoint is missing; scanning $NOSTATE"
 run latest "$EMPTY"
 expect_rc 1
 expect_err "hooked-ckpt: $EMPTY: "

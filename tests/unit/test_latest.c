@@ -1,8 +1,9 @@
 /*
  * test_latest — hk_latest_checkpoint (D5.1, D5.2, C123): fallback past a
  * corrupt or missing newest checkpoint, DATA_LOSS naming every candidate,
- * the directory scan for a malformed state file, and state entries that
- * point outside the directory (H33, D6.4), which are never read or deleted.
+ * the directory scan for a missing or malformed state file, and state
+ * entries that point outside the directory (H33, D6.4), which are never
+ * read or deleted.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -160,19 +161,51 @@ static void test_latest__no_state_file_not_found_D5_2(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   char *got = (char *)"x";
-  /* even with a checkpoint in the directory: no state file, no scan */
-  save(f, 1, NULL);
-  {
-    char *p = file_in(f->dir, "checkpoint");
-    assert_int_equal(unlink(p), 0);
-    free(p);
-  }
+  /* no state file and no checkpoint: NOT_FOUND, and nothing to warn about */
   assert_status(hk_latest_checkpoint(&f->te->env, f->dir, NULL, &got, &st), &st, HK_NOT_FOUND, NULL);
   assert_null(got);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, ""), 0);
+  /* nor a directory that does not exist */
+  {
+    char *missing = file_in(f->dir, "nowhere");
+    got = (char *)"x";
+    assert_status(hk_latest_checkpoint(&f->te->env, missing, NULL, &got, &st), &st, HK_NOT_FOUND, NULL);
+    assert_null(got);
+    free(missing);
+  }
   assert_status(hk_latest_checkpoint(&f->te->env, NULL, NULL, &got, &st), &st, HK_INVALID_ARGUMENT, "dir");
   assert_status(hk_latest_checkpoint(&f->te->env, f->dir, NULL, NULL, &st), &st, HK_INVALID_ARGUMENT, "out");
   assert_status(hk_latest_checkpoint(&f->te->env, f->dir, "a/b", &got, &st), &st, HK_INVALID_ARGUMENT,
                 "latest_filename");
+}
+
+/* D5.2: a state file deleted by hand, checkpoints still there → WARNING
+ * naming the directory and the missing state file, then the directory scan
+ * of C123: the newest step that verifies, falling back past a corrupt one
+ * with D5.1's warning; DATA_LOSS naming each when none verifies. */
+static void test_latest__no_state_file_scans_D5_2(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  char *got = NULL, *sf = file_in(f->dir, "checkpoint"), line[1200];
+  save(f, 9, NULL);
+  save(f, 10, NULL);
+  save(f, 2, NULL);
+  assert_int_equal(unlink(sf), 0);
+  expect_latest(f, 10);
+  snprintf(line, sizeof line, "The checkpoint state file %s is missing; scanning %s for checkpoints", sf, f->dir);
+  assert_logged(f->te, HK_LOG_WARNING, line);
+  assert_false(test_path_exists(sf)); /* looking writes nothing */
+  corrupt(f, 10);
+  expect_latest(f, 9);
+  assert_logged(f->te, HK_LOG_WARNING, "model.ckpt-10 is missing or corrupt (");
+  assert_logged(f->te, HK_LOG_WARNING, "trying an older one.");
+  corrupt(f, 9);
+  corrupt(f, 2);
+  assert_status(hk_latest_checkpoint(&f->te->env, f->dir, NULL, &got, &st), &st, HK_DATA_LOSS, "model.ckpt-10");
+  assert_non_null(strstr(st.message, "model.ckpt-9"));
+  assert_non_null(strstr(st.message, "model.ckpt-2"));
+  assert_null(got);
+  free(sf);
 }
 
 static void test_latest__skips_corrupt_newest_D5_1(void **state) {
@@ -322,6 +355,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_latest__newest_listed_D5_1, setup, teardown),
       cmocka_unit_test_setup_teardown(test_latest__no_state_file_not_found_D5_2, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__no_state_file_scans_D5_2, setup, teardown),
       cmocka_unit_test_setup_teardown(test_latest__skips_corrupt_newest_D5_1, setup, teardown),
       cmocka_unit_test_setup_teardown(test_latest__skips_missing_newest_D5_1, setup, teardown),
       cmocka_unit_test_setup_teardown(test_latest__all_corrupt_is_data_loss_naming_each_D5_2, setup, teardown),

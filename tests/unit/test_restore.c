@@ -505,21 +505,15 @@ static void test_restore__c67_no_saver_restores_nothing(void **state) {
 
 /* ---- C68: checkpoint_dir and the wait ---------------------------------------------- */
 
-/* C68: a directory without a state file restores nothing: init_op runs. */
+/* C68, D5.2: a directory with neither a state file nor a checkpoint data
+ * file restores nothing: init_op runs, and nothing is warned about (other
+ * files do not count). */
 static void test_restore__c68_no_state_file_initializes(void **state) {
   fx *f = *state;
   int initialized = 7;
+  char *notes = test_path(f->dir, "notes-1.txt");
+  assert_int_equal(test_write_file(notes, "x", 1), 0);
   make_sm(f);
-  assert_ok(prepare(f), &f->st);
-  assert_true(initialized_by_init_op(&f->m, f->out));
-  drop_out(f);
-  /* a checkpoint data file without a state file is not looked at */
-  save(f, 2);
-  {
-    char *sf = test_path(f->dir, "checkpoint");
-    assert_int_equal(unlink(sf), 0);
-    free(sf);
-  }
   assert_ok(prepare(f), &f->st);
   assert_true(initialized_by_init_op(&f->m, f->out));
   drop_out(f);
@@ -527,6 +521,50 @@ static void test_restore__c68_no_state_file_initializes(void **state) {
   assert_int_equal(initialized, 0);
   assert_int_equal(test_log_count(&f->te->log, -1, "Restoring parameters"), 0);
   assert_int_equal(test_log_count(&f->te->log, -1, WAIT_LINE), 0);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, ""), 0);
+  free(notes);
+}
+
+/* D5.2, C68, C123: checkpoints without a state file (deleted by hand) are
+ * restored from a directory scan — the newest that verifies — after a
+ * WARNING naming the directory and saying the state file is missing; never
+ * a silent fresh start. A corrupt newest one is skipped with D5.1's warning.
+ * What a scan finds is not adopted (C123), so the next save deletes none of
+ * it (D6.4) and writes a state file listing only its own checkpoint. */
+static void test_restore__d5_2_no_state_file_restores_from_scan(void **state) {
+  fx *f = *state;
+  char *sf = test_path(f->dir, "checkpoint"), *p3 = prefix_of(f, 3), line[1200];
+  static const int only4[1] = {4};
+  int initialized = 0;
+  save(f, 2);
+  save(f, 3);
+  assert_int_equal(unlink(sf), 0);
+  hk_saver_free(f->saver);
+  f->saver = saver_new(f, &f->m, 1, all_vars, 3);
+  f->po.saver = f->saver;
+  make_sm(f);
+  assert_ok(prepare(f), &f->st);
+  assert_true(holds(&f->m, f->out, 3));
+  snprintf(line, sizeof line, "The checkpoint state file %s is missing; scanning %s for checkpoints", sf, f->dir);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, line), 1);
+  assert_managed(f, f->saver, NULL, 0);
+  assert_false(test_path_exists(sf));
+  drop_out(f);
+  /* the newest is corrupt: the older one, with D5.1's warning */
+  corrupt(f, 3);
+  assert_ok(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st);
+  assert_int_equal(initialized, 1);
+  assert_true(holds(&f->m, f->out, 2));
+  snprintf(line, sizeof line, "Checkpoint %s is missing or corrupt (", p3);
+  assert_logged(f->te, HK_LOG_WARNING, line);
+  assert_managed(f, f->saver, NULL, 0);
+  /* max_to_keep 1, yet the scanned checkpoints stay */
+  save_with(f, f->saver, &f->m, f->out, 4);
+  assert_true(ckpt_exists(f, 2));
+  assert_true(ckpt_exists(f, 3));
+  assert_state_lists(f, only4, 1);
+  free(sf);
+  free(p3);
 }
 
 /* C68: with wait_for_checkpoint, the manager logs and sleeps
@@ -553,23 +591,55 @@ static void test_restore__c68_wait_times_out_then_initializes(void **state) {
 }
 
 /* C68: a state file appearing during the wait (after the third wait line's
- * sleep) is restored; the wait ends there. */
+ * sleep, with its checkpoint: the whole directory appears) is restored; the
+ * wait ends there. */
 static void test_restore__c68_state_file_appears_during_wait(void **state) {
   fx *f = *state;
-  char *sf = test_path(f->dir, "checkpoint");
-  char *hidden = test_path(f->root, "checkpoint.hidden");
+  char *hidden = test_path(f->root, "ck.hidden");
   save(f, 6);
-  assert_int_equal(rename(sf, hidden), 0);
+  assert_int_equal(rename(f->dir, hidden), 0);
   f->wh.at = 3;
   f->wh.from = hidden;
-  f->wh.to = sf;
+  f->wh.to = f->dir;
   make_sm(f);
   f->po.wait_for_checkpoint = 1;
   assert_ok(prepare(f), &f->st);
   assert_true(holds(&f->m, f->out, 6));
   assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, WAIT_LINE), 3);
   assert_int_equal(test_clock_nsleeps(&f->te->clock), 3);
+  free(hidden);
+}
+
+/* C68, D5.2: the wait is for a state file OR a checkpoint data file: a data
+ * file appearing without a state file ends it, and is restored from the
+ * scan (with the D5.2 warning); a data file present from the start means no
+ * wait at all. */
+static void test_restore__c68_data_file_ends_wait(void **state) {
+  fx *f = *state;
+  char *sf = test_path(f->dir, "checkpoint");
+  char *data = data_of(f, 6);
+  char *hidden = test_path(f->root, "model.ckpt-6.hidden");
+  save(f, 6);
+  assert_int_equal(unlink(sf), 0);
+  assert_int_equal(rename(data, hidden), 0);
+  f->wh.at = 2;
+  f->wh.from = hidden;
+  f->wh.to = data;
+  make_sm(f);
+  f->po.wait_for_checkpoint = 1;
+  assert_ok(prepare(f), &f->st);
+  assert_true(holds(&f->m, f->out, 6));
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, WAIT_LINE), 2);
+  assert_int_equal(test_clock_nsleeps(&f->te->clock), 2);
+  assert_logged(f->te, HK_LOG_WARNING, "checkpoint is missing; scanning");
+  drop_out(f);
+  test_clock_reset_sleeps(&f->te->clock);
+  assert_ok(prepare(f), &f->st);
+  assert_true(holds(&f->m, f->out, 6));
+  assert_int_equal(test_clock_nsleeps(&f->te->clock), 0);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, WAIT_LINE), 2);
   free(sf);
+  free(data);
   free(hidden);
 }
 
@@ -584,11 +654,10 @@ static void test_restore__h24_cancel_during_wait(void **state) {
   f->po.wait_for_checkpoint = 1;
   /* finite, so an ignored cancel fails the test instead of hanging it */
   f->po.max_wait_secs = 1000;
-  save(f, 1); /* present but never reached: the state file is hidden */
+  save(f, 1); /* present but never reached: its directory is hidden */
   {
-    char *sf = test_path(f->dir, "checkpoint"), *hidden = test_path(f->root, "checkpoint.hidden");
-    assert_int_equal(rename(sf, hidden), 0);
-    free(sf);
+    char *hidden = test_path(f->root, "ck.hidden");
+    assert_int_equal(rename(f->dir, hidden), 0);
     free(hidden);
   }
   assert_status(prepare(f), &f->st, HK_CANCELLED, "wait cancelled: stop requested");
@@ -1128,6 +1197,29 @@ static void fetch_state(hk_session *s, model *m, float *w, int64_t *gs) {
   assert_ok(hk_tensor_to_i64(&res[1], "global_step", gs, &st), &st);
 }
 
+/* D5.2 through a session: a new session on a directory whose state file is
+ * gone resumes from the newest checkpoint, the hooks' after_create_session
+ * sees the restored GS. */
+static void test_restore__d5_2_session_without_state_file_resumes(void **state) {
+  fx *f = *state;
+  hk_session_options o;
+  char *sf = test_path(f->dir, "checkpoint");
+  save(f, 4);
+  save(f, 6);
+  assert_int_equal(unlink(sf), 0);
+  session_options(f, &o, HK_SESSION_MONITORED, 0);
+  assert_ok(hk_session_new(&f->s, &o, &f->st), &f->st);
+  {
+    float w[NW];
+    int64_t gs = -1;
+    fetch_state(f->s, &f->m, w, &gs);
+    assert_int_equal(gs, 6);
+    for (size_t k = 0; k < NW; k++) assert_true(w[k] == w_of(6, k));
+  }
+  assert_logged(f->te, HK_LOG_WARNING, "checkpoint is missing; scanning");
+  free(sf);
+}
+
 static hk_hook *ckpt_hook(fx *f, int64_t save_steps) {
   hk_checkpoint_saver_options o = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
   hk_hook *h = NULL;
@@ -1209,8 +1301,11 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_restore__c67_both_paths_before_raw_session, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__c67_no_saver_restores_nothing, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__c68_no_state_file_initializes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__d5_2_no_state_file_restores_from_scan, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__d5_2_session_without_state_file_resumes, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__c68_wait_times_out_then_initializes, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__c68_state_file_appears_during_wait, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__c68_data_file_ends_wait, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__h24_cancel_during_wait, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__d5_3_newest_corrupt_falls_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__d5_3_newest_missing_falls_back, setup, teardown),
