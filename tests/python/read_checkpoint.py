@@ -229,7 +229,8 @@ def main():
     check_state(c, first, prefixes)
 
     # The README's short loader (hooked_numpy.py, shown verbatim there) must
-    # agree with this careful reader on every tensor (BF16 as raw bits).
+    # agree with this careful reader on every tensor (BF16 as raw bits) and
+    # return writable arrays.
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from hooked_numpy import load_checkpoint
     for prefix, step in zip(prefixes, STEPS):
@@ -241,6 +242,17 @@ def main():
                 got = bf16_to_f32(got)
             same = got is not None and got.shape == want.shape and got.tobytes() == want.astype(got.dtype).tobytes()
             c.check(same, "README loader: %s holds %s" % (name, None if got is None else got.tolist()))
+        # Writable arrays that own their memory: torch.from_numpy warns on
+        # read-only ones, and writing one must not change another.
+        for name, arr in arrays.items():
+            c.check(arr.flags.writeable, "README loader: %s is read-only" % name)
+            c.check(arr.flags.owndata, "README loader: %s is a view, not a copy" % name)
+        counts = arrays.get("counts")
+        if c.check(counts is not None and counts.size > 0, "README loader: no counts to write"):
+            before = {name: arr.tobytes() for name, arr in arrays.items()}
+            counts[...] = 0
+            changed = sorted(name for name, arr in arrays.items() if arr.tobytes() != before[name])
+            c.check(changed == ["counts"], "README loader: writing counts changed %s" % changed)
 
     second = os.path.join(args.workdir, "b")
     again = make(args.make_checkpoint, second, STEPS[1:2])
