@@ -14,6 +14,7 @@ endif()
 
 set(HOOKED_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/hooked)
 
+
 install(TARGETS hooked
   EXPORT hookedTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -58,10 +59,18 @@ foreach(dir LIBDIR INCLUDEDIR)
     set(HOOKED_PC_${dir} "\${prefix}/${CMAKE_INSTALL_${dir}}")
   endif()
 endforeach()
+# What libhooked itself links (Threads::Threads m). A shared libhooked
+# carries them as its own dependencies, so they are private; a static one
+# (the default) cannot, so they go into Libs and the plain
+# `pkg-config --cflags --libs hooked` links either variant without --static.
 if(BUILD_SHARED_LIBS)
   set(HOOKED_PC_CFLAGS " -DHK_SHARED")
+  set(HOOKED_PC_LIBS "")
+  set(HOOKED_PC_LIBS_PRIVATE " -pthread -lm")
 else()
   set(HOOKED_PC_CFLAGS "")
+  set(HOOKED_PC_LIBS " -pthread -lm")
+  set(HOOKED_PC_LIBS_PRIVATE "")
 endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/hooked.pc.in ${PROJECT_BINARY_DIR}/hooked.pc.stage @ONLY)
 install(CODE "configure_file(\"${PROJECT_BINARY_DIR}/hooked.pc.stage\" \"${PROJECT_BINARY_DIR}/hooked.pc\" @ONLY)")

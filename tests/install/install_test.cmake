@@ -1,11 +1,12 @@
 # Install-consumer test, run with `cmake -P` by ctest. It installs the
 # current build into a fresh prefix under the build tree, then builds and
 # runs tests/install/consumer: with find_package(hooked) against the
-# prefix, with find_package(hooked) against the build tree, and with
-# `cc $(pkg-config --cflags --libs hooked)`.
+# prefix, with find_package(hooked) against the build tree, and with the
+# README's `cc main.c $(pkg-config --cflags --libs hooked) -o main`.
 #
 # Inputs (-D): HOOKED_BINARY_DIR, CONSUMER_DIR, WORK_DIR, CONFIG,
-# GENERATOR, C_COMPILER, CXX_COMPILER, LIBDIR, SHARED, SANITIZE, PKG_CONFIG.
+# GENERATOR, C_COMPILER, CXX_COMPILER, LIBDIR, SHARED, SANITIZE, PKG_CONFIG,
+# README.
 
 cmake_minimum_required(VERSION 3.20)
 
@@ -77,22 +78,50 @@ consumer(prefix ${WORK_DIR}/consumer-build -DCMAKE_PREFIX_PATH=${prefix}
 # 2. The build tree's export, without installing: -Dhooked_DIR=<build dir>.
 consumer(build-tree ${WORK_DIR}/consumer-build-tree -Dhooked_DIR=${HOOKED_BINARY_DIR} consumer_main)
 
-# 3. pkg-config, as a Makefile would use it.
+# 3. pkg-config: the README's command, exactly as written there (between
+#    its <!-- pkg-config-command --> markers), run by sh in a directory
+#    holding main.c. The same plain line must work for the static (default)
+#    and the shared library. `cc` is this build's C compiler with strict
+#    warnings (and the sanitizer flags), found first on PATH.
 if(NOT PKG_CONFIG)
   message(FATAL_ERROR "install test: pkg-config was not found; install it (apt-get install -y pkg-config)")
 endif()
-set(ENV{PKG_CONFIG_PATH} ${prefix}/${LIBDIR}/pkgconfig)
-set(static "")
-if(NOT SHARED)
-  set(static --static)
+file(STRINGS ${README} readme_lines)
+set(inside FALSE)
+set(pc_command "")
+foreach(line IN LISTS readme_lines)
+  if(line STREQUAL "<!-- pkg-config-command -->")
+    set(inside TRUE)
+  elseif(line STREQUAL "<!-- /pkg-config-command -->")
+    set(inside FALSE)
+  elseif(inside AND NOT line MATCHES "^```")
+    list(APPEND pc_command "${line}")
+  endif()
+endforeach()
+list(LENGTH pc_command n)
+if(NOT n EQUAL 1 OR NOT pc_command MATCHES "pkg-config --cflags --libs hooked")
+  message(FATAL_ERROR "install test: README.md must hold one pkg-config line between its "
+                      "<!-- pkg-config-command --> markers, found: ${pc_command}")
 endif()
-run(pkg-config ${PKG_CONFIG} --cflags --libs ${static} hooked)
-string(STRIP "${run_output}" pc_flags)
-separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
-separate_arguments(san_flags UNIX_COMMAND "${flags}")
-set(exe ${WORK_DIR}/consumer_pkgconfig)
-run(cc ${C_COMPILER} -std=c11 -Wall -Wextra -Wpedantic -Werror ${san_flags}
-    ${CONSUMER_DIR}/main.c -o ${exe} ${pc_flags})
+if(pc_command MATCHES "--static")
+  message(FATAL_ERROR "install test: the README's pkg-config line must work without --static: ${pc_command}")
+endif()
+
+set(pc_dir ${WORK_DIR}/pkgconfig)
+set(tool_dir ${WORK_DIR}/pkgconfig-bin)
+file(MAKE_DIRECTORY ${pc_dir} ${tool_dir})
+file(COPY ${CONSUMER_DIR}/main.c DESTINATION ${pc_dir})
+file(WRITE ${tool_dir}/cc "#!/bin/sh\nexec '${C_COMPILER}' -std=c11 -Wall -Wextra -Wpedantic -Werror ${flags} \"$@\"\n")
+file(WRITE ${tool_dir}/pkg-config "#!/bin/sh\nexec '${PKG_CONFIG}' \"$@\"\n")
+file(CHMOD ${tool_dir}/cc ${tool_dir}/pkg-config PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
+set(pc_env PATH=${tool_dir}:$ENV{PATH} PKG_CONFIG_PATH=${prefix}/${LIBDIR}/pkgconfig)
+# Against a static libhooked the plain line carries what the library needs
+# (glibc may resolve some of it without, so this is checked directly too).
+run(pkg-config ${CMAKE_COMMAND} -E env ${pc_env} pkg-config --cflags --libs hooked)
+if(NOT SHARED AND NOT run_output MATCHES "-lhooked -pthread -lm( |\n|$)")
+  message(FATAL_ERROR "install test: a static hooked.pc must list -pthread -lm in Libs: ${run_output}")
+endif()
+run(readme-pkg-config ${CMAKE_COMMAND} -E chdir ${pc_dir} ${CMAKE_COMMAND} -E env ${pc_env} sh -c "${pc_command}")
 # A shared libhooked is found through LD_LIBRARY_PATH, as pkg-config users
 # outside the default library path do.
-run(consumer_pkgconfig ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${prefix}/${LIBDIR} ${exe})
+run(consumer_pkgconfig ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${prefix}/${LIBDIR} ${pc_dir}/main)
