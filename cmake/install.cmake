@@ -14,6 +14,24 @@ endif()
 
 set(HOOKED_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/hooked)
 
+# ---- RPATH of the installed programs ------------------------------------------
+# hooked-ckpt, train_digits and any program installed alongside them find a
+# shared libhooked through an RPATH relative to their own location
+# ($ORIGIN/../lib), so they start without LD_LIBRARY_PATH in any prefix,
+# including one chosen with `cmake --install --prefix` and one moved after
+# installing. CMAKE_INSTALL_RPATH initializes the INSTALL_RPATH of every
+# target created after this point in hooked's directory scope (tools/,
+# examples/, ...); libhooked itself exists already and keeps none, and a
+# parent project that vendors hooked is not affected. One given on the
+# command line wins.
+if(BUILD_SHARED_LIBS AND NOT DEFINED CMAKE_INSTALL_RPATH)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}" OR IS_ABSOLUTE "${CMAKE_INSTALL_BINDIR}")
+    set(CMAKE_INSTALL_RPATH "${CMAKE_INSTALL_FULL_LIBDIR}")
+  else()
+    file(RELATIVE_PATH hooked_bin_to_lib /p/${CMAKE_INSTALL_BINDIR} /p/${CMAKE_INSTALL_LIBDIR})
+    set(CMAKE_INSTALL_RPATH "$ORIGIN/${hooked_bin_to_lib}")
+  endif()
+endif()
 
 install(TARGETS hooked
   EXPORT hookedTargets

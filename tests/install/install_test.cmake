@@ -2,11 +2,12 @@
 # current build into a fresh prefix under the build tree, then builds and
 # runs tests/install/consumer: with find_package(hooked) against the
 # prefix, with find_package(hooked) against the build tree, and with the
-# README's `cc main.c $(pkg-config --cflags --libs hooked) -o main`.
+# README's `cc main.c $(pkg-config --cflags --libs hooked) -o main`; then
+# runs every installed program without LD_LIBRARY_PATH (RPATH).
 #
 # Inputs (-D): HOOKED_BINARY_DIR, CONSUMER_DIR, WORK_DIR, CONFIG,
 # GENERATOR, C_COMPILER, CXX_COMPILER, LIBDIR, SHARED, SANITIZE, PKG_CONFIG,
-# README.
+# README, READELF, TOOLS (hooked-ckpt is built).
 
 cmake_minimum_required(VERSION 3.20)
 
@@ -125,3 +126,34 @@ run(readme-pkg-config ${CMAKE_COMMAND} -E chdir ${pc_dir} ${CMAKE_COMMAND} -E en
 # A shared libhooked is found through LD_LIBRARY_PATH, as pkg-config users
 # outside the default library path do.
 run(consumer_pkgconfig ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${prefix}/${LIBDIR} ${pc_dir}/main)
+
+# 4. The installed programs (hooked-ckpt, train_digits, whatever else lands
+#    in bin/) start with LD_LIBRARY_PATH unset: a shared libhooked is found
+#    through their $ORIGIN-relative RPATH, also after the prefix has moved.
+#    Every installed program answers --help with exit status 0.
+file(GLOB programs ${prefix}/bin/*)
+if(TOOLS AND NOT EXISTS ${prefix}/bin/hooked-ckpt)
+  message(FATAL_ERROR "install test: bin/hooked-ckpt was not installed")
+endif()
+set(moved ${WORK_DIR}/prefix-moved)
+if(SHARED)
+  if(NOT READELF)
+    message(FATAL_ERROR "install test: readelf was not found (binutils)")
+  endif()
+  foreach(exe IN LISTS programs)
+    execute_process(COMMAND ${READELF} -d ${exe} RESULT_VARIABLE rc OUTPUT_VARIABLE dyn)
+    if(NOT rc EQUAL 0 OR NOT dyn MATCHES "\\(RUNPATH\\)|\\(RPATH\\)")
+      message(FATAL_ERROR "install test: ${exe} has no RUNPATH:\n${dyn}")
+    endif()
+    if(NOT dyn MATCHES "\\[\\$ORIGIN/\\.\\./${LIBDIR}\\]" OR dyn MATCHES "${HOOKED_BINARY_DIR}")
+      message(FATAL_ERROR "install test: the RUNPATH of ${exe} is not $ORIGIN/../${LIBDIR}:\n${dyn}")
+    endif()
+  endforeach()
+  file(RENAME ${prefix} ${moved})
+  set(prefix ${moved})
+  file(GLOB programs ${prefix}/bin/*)
+endif()
+foreach(exe IN LISTS programs)
+  get_filename_component(name ${exe} NAME)
+  run(${name}-help ${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH ${exe} --help)
+endforeach()
