@@ -133,10 +133,17 @@ HK_API hk_code hk_saver_save(hk_saver *saver, hk_raw_session *rs, const char *sa
  * a prefix, or the data file's path itself. Logs "Restoring parameters from
  * %s". Every variable is checked against the file before any is assigned;
  * every tensor read is CRC-verified. Never falls back (D5.4).
+ * A variable flagged HK_VAR_OPTIONAL that the file lacks is not assigned:
+ * it keeps its current value, and a WARNING names it and the checkpoint.
+ * After a restore, each tensor of the file that no variable of the Saver
+ * asks for is named in a line "Checkpoint %s holds %s, which this program
+ * does not restore." — a WARNING for a Saver over every global variable
+ * (no var_list), DEBUG for one with a var_list.
  * **Errors:** INVALID_ARGUMENT "Can't load save_path when it is None." for
  * a NULL path, or a variable whose dtype or shape differs (naming it, both
- * dtypes or both shapes); NOT_FOUND "The passed save_path is not a valid
- * checkpoint: %s" or "Key %s not found in checkpoint %s"; DATA_LOSS naming
+ * dtypes or both shapes; optional variables included); NOT_FOUND "The
+ * passed save_path is not a valid checkpoint: %s" or "Key %s not found in
+ * checkpoint %s" (a variable that is not optional); DATA_LOSS naming
  * the file (and tensor) for a malformed or corrupt file — variables may
  * then hold a mix of old and new values; FAILED_PRECONDITION for a file of
  * a newer format; file-system and executor errors.

@@ -115,7 +115,7 @@ typedef struct hk_variable_def {
   int32_t rank;
   const int64_t *dims;    /**< copied; rank entries, each >= 0 */
   hk_initializer init;
-  uint32_t flags;         /**< HK_VAR_LOCAL, HK_VAR_TRAINABLE */
+  uint32_t flags;         /**< HK_VAR_LOCAL, HK_VAR_TRAINABLE, HK_VAR_EXTERNAL, HK_VAR_OPTIONAL */
   /** Optional host-owned storage of exactly the variable's byte size:
    *  borrowed for the graph's life, used in place (zero copy). Reads, kernels
    *  and assignments work on it directly. NULL: the graph owns storage. */
@@ -130,9 +130,17 @@ typedef struct hk_variable_def {
  * HK_INIT_NONE counts as initialized.
  * @param out  receives its value tensor handle ("name:0").
  * @param def  borrowed for the call; version HK_VARIABLE_DEF_VERSION; dtype
- *             not STRING; flags only HK_VAR_LOCAL, HK_VAR_TRAINABLE and
+ *             not STRING; flags only HK_VAR_LOCAL, HK_VAR_TRAINABLE,
  *             HK_VAR_EXTERNAL (which requires external_data, and is implied
- *             by it); an initializer valid for the dtype.
+ *             by it) and HK_VAR_OPTIONAL (H27: a restore from a
+ *             checkpoint that lacks the variable keeps its current value,
+ *             with a WARNING, instead of failing with NOT_FOUND — for state
+ *             added to a model after checkpoints of it were written; a
+ *             session that restores runs no init op (C66), so a graph-owned
+ *             optional variable missing from the checkpoint stays
+ *             uninitialized and the ready check reports it (C71): give such
+ *             a variable external_data, which counts as initialized); an
+ *             initializer valid for the dtype.
  * **Ownership:** name and dims copied; external_data borrowed for the
  * graph's life.
  */

@@ -48,8 +48,9 @@ struct hk_saver {
   double *stamps;
   size_t n;
   double last_preserved;
-  int state_seen; /* recovery found a state file, readable or not */
-  char *prefix;   /* the last hk_saver_save's prefix */
+  int state_seen;    /* recovery found a state file, readable or not */
+  int explicit_vars; /* a var_list was given (C112): H27's unrestored tensors are logged at DEBUG */
+  char *prefix;      /* the last hk_saver_save's prefix */
   int meta_logged;
 };
 
@@ -201,6 +202,7 @@ hk_code hk_saver_new(hk_saver **out, const hk_saver_options *opts, hk_status *st
     return oom(status, "creating a Saver");
   }
   if (opts->var_list) {
+    s->explicit_vars = 1;
     if (opts->nvar_list > 0) {
       s->var_index = hk_env_calloc(&s->env, opts->nvar_list, sizeof *s->var_index);
       if (!s->var_index) {
@@ -924,6 +926,40 @@ static void spec_of(hk_tensor *t, hk_dtype dtype, int32_t rank, const int64_t *d
   if (rank > 0 && rank <= HK_MAX_RANK) memcpy(t->dims, dims, (size_t)rank * sizeof dims[0]);
 }
 
+/* No tensor of the checkpoint for this variable (an optional one, H27). */
+#define NOT_IN_CHECKPOINT SIZE_MAX
+
+/* H27, after a restore succeeded: what it did not do. Each optional variable
+ * the checkpoint lacks kept its value; each tensor no variable asked for was
+ * not read — a WARNING when the Saver covers every global variable (a
+ * variable renamed or dropped from the program shows up here), DEBUG when
+ * its var_list chose the variables on purpose. */
+static hk_code report_unrestored(hk_saver *s, hk_checkpoint_reader *r, const char *path, const size_t *where,
+                                 hk_status *st) {
+  const hk_env *env = senv(s);
+  size_t count = hk_checkpoint_reader_count(r);
+  unsigned char *used = NULL;
+
+  for (size_t i = 0; i < s->nvars; i++)
+    if (where[i] == NOT_IN_CHECKPOINT)
+      hk_env_log(env, HK_LOG_WARNING,
+                 "Variable %s is not in checkpoint %s; it is optional (HK_VAR_OPTIONAL), so its current value is kept.",
+                 s->var_info[i].name, path);
+  if (count == 0) return HK_OK;
+  used = hk_env_calloc(env, count, 1);
+  if (!used) return oom(st, "restoring a checkpoint");
+  for (size_t i = 0; i < s->nvars; i++)
+    if (where[i] != NOT_IN_CHECKPOINT) used[where[i]] = 1;
+  for (size_t j = 0; j < count; j++) {
+    hk_checkpoint_entry e;
+    if (used[j] || hk_checkpoint_reader_entry(r, j, &e, NULL) != HK_OK) continue;
+    hk_env_log(env, s->explicit_vars ? HK_LOG_DEBUG : HK_LOG_WARNING,
+               "Checkpoint %s holds %s, which this program does not restore.", path, e.name);
+  }
+  hk_env_free(env, used);
+  return HK_OK;
+}
+
 /* *mismatch is set for H27's model errors, which restore_latest must
  * return at once rather than fall back on. */
 static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, int *mismatch, hk_status *st) {
@@ -954,6 +990,10 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
     hk_tensor want, have;
     hk_status why = HK_STATUS_INIT;
     rc = hk_checkpoint_reader_find(r, info->name, &where[i], &why);
+    if (rc == HK_NOT_FOUND && (info->flags & HK_VAR_OPTIONAL)) {
+      where[i] = NOT_IN_CHECKPOINT; /* kept as it is, reported once the restore succeeded */
+      continue;
+    }
     if (rc == HK_NOT_FOUND) {
       *mismatch = 1;
       rc = hk_status_set(st, HK_NOT_FOUND, "Key %s not found in checkpoint %s", info->name, path);
@@ -987,6 +1027,7 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
     const hk_variable_info *info = &s->var_info[i];
     hk__tensor_view view;
     hk_tensor value;
+    if (where[i] == NOT_IN_CHECKPOINT) continue;
     rc = hk__reader_view(r, where[i], &view, st);
     if (rc != HK_OK) goto done;
     spec_of(&value, info->dtype, info->rank, info->dims);
@@ -998,6 +1039,7 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
       goto done;
     }
   }
+  rc = report_unrestored(s, r, path, where, st);
 
 done:
   hk_env_free(env, where);

@@ -449,7 +449,7 @@ static hk_code add_variable(hk_graph *g, hk_handle *out, const hk_variable_def *
   var.nbytes = hk__graph_nbytes(def->dtype, def->rank, def->dims, &ok);
   if (!ok) return hk_status_set(st, HK_INVALID_ARGUMENT, "def->dims: the byte size of '%s' overflows", def->name);
   var.init = def->init;
-  var.flags = def->flags & (HK_VAR_LOCAL | HK_VAR_TRAINABLE);
+  var.flags = def->flags & (HK_VAR_LOCAL | HK_VAR_TRAINABLE | HK_VAR_OPTIONAL);
   if (def->external_data) var.flags |= HK_VAR_EXTERNAL;
   var.external = def->external_data;
 
@@ -489,7 +489,7 @@ hk_code hk_graph_variable(hk_graph *g, hk_handle *out, const hk_variable_def *de
                          (int)def->dtype, def->name);
   rc = check_shape(def->rank, def->dims, 0, "def", status);
   if (rc != HK_OK) return rc;
-  if (def->flags & ~(uint32_t)(HK_VAR_LOCAL | HK_VAR_TRAINABLE | HK_VAR_EXTERNAL))
+  if (def->flags & ~(uint32_t)(HK_VAR_LOCAL | HK_VAR_TRAINABLE | HK_VAR_EXTERNAL | HK_VAR_OPTIONAL))
     return hk_status_set(status, HK_INVALID_ARGUMENT, "def->flags 0x%x of '%s' has unknown bits", (unsigned)def->flags,
                          def->name);
   if ((def->flags & HK_VAR_EXTERNAL) && !def->external_data)
@@ -1243,9 +1243,9 @@ static hk_code graph_describe(void *self, hk_text_sink sink, void *sink_user, hk
     text_put(&t, ")");
     if (op->kind == HK__OP_VARIABLE) {
       const hk__graph_var *v = &g->vars[op->var];
-      snprintf(line, sizeof(line), " {%s%s%s, init=%s}", (v->flags & HK_VAR_LOCAL) ? "local" : "global",
+      snprintf(line, sizeof(line), " {%s%s%s%s, init=%s}", (v->flags & HK_VAR_LOCAL) ? "local" : "global",
                (v->flags & HK_VAR_TRAINABLE) ? ", trainable" : "", (v->flags & HK_VAR_EXTERNAL) ? ", external" : "",
-               init_name(v->init.kind));
+               (v->flags & HK_VAR_OPTIONAL) ? ", optional" : "", init_name(v->init.kind));
       text_put(&t, line);
     }
     text_put(&t, "\n");

@@ -38,14 +38,17 @@
 
 /* ---- the model ------------------------------------------------------------------- */
 
-/* Variants of "b", for H27's mismatches. */
-enum { B_F64_4, B_F64_5, B_F32_4 };
+/* Variants of "b", for H27's mismatches, optional variables and tensors
+ * no variable asks for: a shape, or no "b" at all, OR'ed with flags. */
+enum { B_F64_4, B_F64_5, B_F32_4, B_NONE, B_SHAPE = 0x0f, B_OPTIONAL = 0x10, B_EXTERNAL = 0x20 };
+#define B_EXTERNAL_VALUE 7.5 /* what an external "b" holds before any restore */
 
 typedef struct model {
   hk_graph *g;
   hk_executor *ex;
   hk_handle w, b, gs, loc;
   hk_handle init, local_init, ready, train;
+  double b_ext[5]; /* B_EXTERNAL (F64 only): the host's storage of "b" */
 } model;
 
 static void model_build(model *m, test_env *te, int b_variant, uint64_t seed) {
@@ -75,12 +78,19 @@ static void model_build(model *m, test_env *te, int b_variant, uint64_t seed) {
 
   d = (hk_variable_def)HK_VARIABLE_DEF_INIT;
   d.name = "b";
-  d.dtype = b_variant == B_F32_4 ? HK_DTYPE_F32 : HK_DTYPE_F64;
+  d.dtype = (b_variant & B_SHAPE) == B_F32_4 ? HK_DTYPE_F32 : HK_DTYPE_F64;
   d.rank = 1;
-  d.dims = b_variant == B_F64_5 ? b5 : b4;
+  d.dims = (b_variant & B_SHAPE) == B_F64_5 ? b5 : b4;
   d.init.kind = HK_INIT_CONSTANT;
   d.init.value = 0.25;
-  assert_ok(hk_graph_variable(m->g, &m->b, &d, &st), &st);
+  if (b_variant & B_OPTIONAL) d.flags |= HK_VAR_OPTIONAL;
+  if (b_variant & B_EXTERNAL) {
+    for (size_t k = 0; k < 5; k++) m->b_ext[k] = B_EXTERNAL_VALUE;
+    d.external_data = m->b_ext;
+    d.init.kind = HK_INIT_NONE; /* host memory counts as initialized */
+  }
+  m->b = HK_NO_HANDLE;
+  if ((b_variant & B_SHAPE) != B_NONE) assert_ok(hk_graph_variable(m->g, &m->b, &d, &st), &st);
 
   assert_ok(hk_graph_create_global_step(m->g, &m->gs, &st), &st);
 
@@ -837,6 +847,138 @@ static void test_restore__h27_dtype_mismatch_no_fallback(void **state) {
   mismatch_case(*state, B_F32_4, hk_dtype_name(HK_DTYPE_F64), hk_dtype_name(HK_DTYPE_F32));
 }
 
+static void session_options(fx *f, hk_session_options *o, hk_session_kind kind, size_t nhooks);
+
+/* f->m2 built with `variant` (seed 1) and an initialized raw session of it
+ * in f->rs2; f->saver becomes a Saver of f->m2 over every global variable
+ * (names NULL) or the given ones. */
+static void m2_open(fx *f, int variant, const char *const *names, size_t n) {
+  hk_run_args args = {NULL, 0, NULL, 0, NULL, 1, NULL};
+  model_build(&f->m2, f->te, variant, 1);
+  assert_ok(hk_raw_session_open(&f->rs2, f->m2.ex, &f->st), &f->st);
+  args.targets = &f->m2.init;
+  assert_ok(hk_raw_session_run(f->rs2, &args, NULL, NULL, &f->st), &f->st);
+  hk_saver_free(f->saver);
+  f->saver = saver_new(f, &f->m2, 5, names, n);
+}
+
+/* Nonzero when w and the GS of m2's raw session hold the seed's values. */
+static int m2_holds_w_gs(fx *f, int seed) {
+  float w[NW];
+  if (!read_var(&f->m2, f->rs2, "w", w, sizeof w)) return 0;
+  for (size_t k = 0; k < NW; k++)
+    if (w[k] != w_of(seed, k)) return 0;
+  return gs_of(&f->m2, f->rs2) == seed;
+}
+
+/* H27: a variable flagged HK_VAR_OPTIONAL that the checkpoint lacks does not
+ * fail the restore: the other variables are restored, it keeps its value,
+ * and a WARNING names it and the checkpoint. Without the flag the same
+ * checkpoint is NOT_FOUND "Key %s not found in checkpoint %s". */
+static void test_restore__h27_optional_variable_missing_keeps_value(void **state) {
+  fx *f = *state;
+  static const char *const no_b[2] = {"w", "global_step"};
+  char *p2 = prefix_of(f, 2), line[1200];
+  double b[4];
+  f->writer2 = saver_new(f, &f->m, 5, no_b, 2);
+  save_with(f, f->writer2, &f->m, f->rs, 2);
+  m2_open(f, B_F64_4 | B_OPTIONAL, NULL, 0);
+  assert_ok(hk_saver_restore(f->saver, f->rs2, p2, &f->st), &f->st);
+  assert_true(m2_holds_w_gs(f, 2));
+  assert_true(read_var(&f->m2, f->rs2, "b", b, sizeof b));
+  for (size_t k = 0; k < 4; k++) assert_true(b[k] == 0.25); /* what init_op gave it */
+  snprintf(line, sizeof line,
+           "Variable b is not in checkpoint %s; it is optional (HK_VAR_OPTIONAL), so its current value is kept.", p2);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, line), 1);
+  /* the graph describes the flag */
+  {
+    hk_variable_info info;
+    assert_ok(hk_executor_variable_info(f->m2.ex, var_index(&f->m2, "b"), &info, &f->st), &f->st);
+    assert_true(info.flags & HK_VAR_OPTIONAL);
+  }
+  /* f->m's "b" is not optional */
+  {
+    hk_saver *plain = saver_new(f, &f->m, 5, NULL, 0);
+    snprintf(line, sizeof line, "Key b not found in checkpoint %s", p2);
+    assert_status(hk_saver_restore(plain, f->rs, p2, &f->st), &f->st, HK_NOT_FOUND, line);
+    hk_saver_free(plain);
+  }
+  free(p2);
+}
+
+/* H27: optional or not, a variable whose dtype or shape differs from the
+ * checkpoint's is INVALID_ARGUMENT, and nothing is assigned. */
+static void test_restore__h27_optional_variable_mismatch_is_error(void **state) {
+  fx *f = *state;
+  char *p1 = prefix_of(f, 1);
+  save(f, 1);
+  m2_open(f, B_F32_4 | B_OPTIONAL, NULL, 0);
+  assert_status(hk_saver_restore(f->saver, f->rs2, p1, &f->st), &f->st, HK_INVALID_ARGUMENT, "Variable b has dtype");
+  assert_non_null(strstr(f->st.message, hk_dtype_name(HK_DTYPE_F32)));
+  assert_non_null(strstr(f->st.message, hk_dtype_name(HK_DTYPE_F64)));
+  assert_false(m2_holds_w_gs(f, 1));
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, "HK_VAR_OPTIONAL"), 0);
+  hk_raw_session_free(f->rs2);
+  f->rs2 = NULL;
+  hk_graph_free(f->m2.g);
+  m2_open(f, B_F64_5 | B_OPTIONAL, NULL, 0);
+  assert_status(hk_saver_restore(f->saver, f->rs2, p1, &f->st), &f->st, HK_INVALID_ARGUMENT, "Variable b has shape");
+  assert_false(m2_holds_w_gs(f, 1));
+  free(p1);
+}
+
+/* H27 through a session: a model that added an optional, host-owned "b"
+ * resumes from checkpoints written before it existed; "b" keeps the host's
+ * values and the session is ready (external storage counts as
+ * initialized). */
+static void test_restore__h27_session_resumes_without_optional_variable(void **state) {
+  fx *f = *state;
+  static const char *const no_b[2] = {"w", "global_step"};
+  hk_session_options o;
+  hk_raw_session *rs;
+  f->writer2 = saver_new(f, &f->m, 5, no_b, 2);
+  save_with(f, f->writer2, &f->m, f->rs, 3);
+  model_build(&f->m2, f->te, B_F64_4 | B_OPTIONAL | B_EXTERNAL, 1);
+  session_options(f, &o, HK_SESSION_SINGULAR, 0);
+  o.executor = f->m2.ex;
+  assert_ok(hk_session_new(&f->s, &o, &f->st), &f->st);
+  rs = hk_session_raw_session(f->s);
+  assert_int_equal(gs_of(&f->m2, rs), 3);
+  for (size_t k = 0; k < 4; k++) assert_true(f->m2.b_ext[k] == B_EXTERNAL_VALUE);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, "Variable b is not in checkpoint"), 1);
+}
+
+/* H27: a tensor of the checkpoint that no variable asks for (a variable the
+ * program dropped) is named in a WARNING with the checkpoint when the Saver
+ * covers every global variable, at DEBUG when its var_list was chosen; the
+ * restore succeeds either way. */
+static void test_restore__h27_unrestored_tensor_is_named(void **state) {
+  fx *f = *state;
+  static const char *const w_gs[2] = {"w", "global_step"};
+  char *p3 = prefix_of(f, 3), line[1200];
+  hk_session_options o;
+  save(f, 3);
+  snprintf(line, sizeof line, "Checkpoint %s holds b, which this program does not restore.", p3);
+  m2_open(f, B_NONE, NULL, 0);
+  assert_ok(hk_saver_restore(f->saver, f->rs2, p3, &f->st), &f->st);
+  assert_true(m2_holds_w_gs(f, 3));
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, line), 1);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, "which this program does not restore"), 1);
+  /* an explicit var_list: DEBUG only */
+  hk_saver_free(f->saver);
+  f->saver = saver_new(f, &f->m2, 5, w_gs, 2);
+  assert_ok(hk_saver_restore(f->saver, f->rs2, p3, &f->st), &f->st);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, line), 1);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_DEBUG, line), 1);
+  /* a session's default Saver covers every global variable */
+  session_options(f, &o, HK_SESSION_SINGULAR, 0);
+  o.executor = f->m2.ex;
+  assert_ok(hk_session_new(&f->s, &o, &f->st), &f->st);
+  assert_int_equal(gs_of(&f->m2, hk_session_raw_session(f->s)), 3);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, line), 2);
+  free(p3);
+}
+
 /* ---- C122 / D6.1: the managed list after a restore ------------------------------------------ */
 
 /* C122, D6.1: restoring from checkpoint_dir gives the Saver the state
@@ -1314,6 +1456,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_restore__h27_missing_variable_no_fallback, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__h27_shape_mismatch_no_fallback, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__h27_dtype_mismatch_no_fallback, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__h27_optional_variable_missing_keeps_value, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__h27_optional_variable_mismatch_is_error, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__h27_session_resumes_without_optional_variable, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__h27_unrestored_tensor_is_named, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__c122_recovers_list_and_retention_continues, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__c74_restored_initialized, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__c74_nothing_to_restore, setup, teardown),
