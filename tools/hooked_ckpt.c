@@ -5,17 +5,21 @@
  *   hooked-ckpt verify FILE|DIR         every CRC-32C; exit 0 only if all verify
  *   hooked-ckpt dump [--limit N] FILE NAME   the values of one tensor
  *   hooked-ckpt latest DIR              the newest checkpoint that verifies
+ *   hooked-ckpt diff A B                compare two checkpoints tensor by tensor
  *
  * FILE is a checkpoint prefix ("ckpt/model.ckpt-3000") or its data file
  * ("ckpt/model.ckpt-3000.safetensors"). For a DIR, ls and verify take the
  * checkpoints its state file lists, oldest first, plus any other
- * "<name>-<step>.safetensors" in it.
+ * "<name>-<step>.safetensors" in it; diff takes its latest checkpoint (the
+ * one `latest` prints).
  *
  * Written only against the public API (hooked/checkpoint.h and the POSIX
  * hk_fs of hooked/sys/fs.h), as any third-party tool could be.
  *
  * Exit status: 0 success; 1 any problem (one line on stderr,
- * "hooked-ckpt: <file>: <message>"); 2 bad usage.
+ * "hooked-ckpt: <file>: <message>"); 2 bad usage. diff follows cmp(1) and
+ * diff(1) instead, so that "different" and "could not tell" stay apart:
+ * 0 identical, 1 different, 2 bad usage or a checkpoint that cannot be read.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -56,12 +60,21 @@ static const char usage_text[] = "usage: " TOOL
                                  "                              elements (default 1000; 0: all)\n"
                                  "  latest DIR                  print the prefix of the newest checkpoint of DIR\n"
                                  "                              that verifies\n"
+                                 "  diff A B                    compare two checkpoints (each a FILE, or a DIR for\n"
+                                 "                              its latest checkpoint): every tensor, equal\n"
+                                 "                              (bytewise) or not; where values differ, the first\n"
+                                 "                              differing element and the largest absolute\n"
+                                 "                              difference; tensors only in A or B, dtypes or\n"
+                                 "                              shapes that differ, a different global step.\n"
+                                 "                              Every tensor is read and CRC-verified\n"
                                  "\n"
                                  "options:\n"
                                  "  -h, --help                  show this help\n"
                                  "  --version                   show the hooked version\n"
                                  "\n"
-                                 "exit status: 0 success, 1 any problem (a message on stderr), 2 bad usage\n";
+                                 "exit status: 0 success, 1 any problem (a message on stderr), 2 bad usage;\n"
+                                 "diff: 0 identical (same tensors, dtypes, shapes, bytes and global step),\n"
+                                 "1 different, 2 bad usage or a checkpoint that cannot be read\n";
 
 /* safetensors names by hk_dtype (the format's dtype strings). */
 static const char *dtype_st_name(hk_dtype dtype) {
@@ -694,6 +707,310 @@ out:
   return rc;
 }
 
+/* ---- diff ----------------------------------------------------------------- */
+
+/* One checkpoint of a diff, its tensors read one at a time into `buf`. */
+typedef struct diff_side {
+  const char *arg; /* as given */
+  char *latest;    /* for a directory: its latest checkpoint (hk_env_free) */
+  hk_checkpoint_reader *r;
+  unsigned char *buf;
+  size_t cap;
+} diff_side;
+
+/* What the elements of two same-shaped tensors whose bytes differ have in
+ * common. */
+typedef struct elem_diff {
+  uint64_t count;   /* elements whose bytes differ */
+  uint64_t first;   /* flat index of the first of them */
+  double max_abs;   /* float dtypes: the largest |a - b|, in double */
+  int nan;          /* float dtypes: some differing pair has a NaN */
+  uint64_t max_int; /* the others: the largest |a - b|, exact */
+} elem_diff;
+
+/* diff's exit status for trouble: 1 means "different". */
+#define DIFF_TROUBLE 2
+
+static int diff_problem(const char *file, const hk_status *st) {
+  problem(file, st);
+  return DIFF_TROUBLE;
+}
+
+/* Open side `s`: a checkpoint, or a directory's latest one. @return 0, or
+ * DIFF_TROUBLE after a message. */
+static int diff_open(const hk_env *env, diff_side *s) {
+  hk_status st = HK_STATUS_INIT;
+  const char *path = s->arg;
+  if (is_directory(s->arg)) {
+    if (hk_latest_checkpoint(env, s->arg, NULL, &s->latest, &st) != HK_OK) return diff_problem(s->arg, &st);
+    path = s->latest;
+  }
+  if (hk_checkpoint_reader_open(&s->r, env, path, &st) != HK_OK) return diff_problem(path, &st);
+  return 0;
+}
+
+static void diff_close(const hk_env *env, diff_side *s) {
+  hk_checkpoint_reader_free(s->r);
+  hk_env_free(env, s->latest);
+  free(s->buf);
+}
+
+/* Read and CRC-verify tensor i of side `s` into s->buf, which grows to the
+ * largest tensor read so far: one tensor per side in memory, never a whole
+ * checkpoint. @return 0, or DIFF_TROUBLE after a message. */
+static int diff_read(diff_side *s, size_t i, const hk_checkpoint_entry *e) {
+  hk_status st = HK_STATUS_INIT;
+  const char *path = hk_checkpoint_reader_path(s->r);
+  if (e->nbytes > SIZE_MAX) {
+    fprintf(stderr, TOOL ": %s: tensor %s: %" PRIu64 " bytes do not fit in memory\n", path, e->name, e->nbytes);
+    return DIFF_TROUBLE;
+  }
+  if (s->buf == NULL || e->nbytes > s->cap) {
+    size_t n = e->nbytes ? (size_t)e->nbytes : 1;
+    free(s->buf); /* nothing in it is kept: no realloc copy */
+    s->buf = malloc(n);
+    s->cap = s->buf != NULL ? n : 0;
+    if (s->buf == NULL) {
+      fprintf(stderr, TOOL ": %s: tensor %s: out of memory for %" PRIu64 " bytes\n", path, e->name, e->nbytes);
+      return DIFF_TROUBLE;
+    }
+  }
+  if (hk_checkpoint_reader_read(s->r, i, s->buf, s->cap, &st) != HK_OK) return diff_problem(path, &st);
+  return 0;
+}
+
+static int same_type(const hk_checkpoint_entry *a, const hk_checkpoint_entry *b) {
+  if (a->dtype != b->dtype || a->rank != b->rank) return 0;
+  for (int32_t k = 0; k < a->rank; k++)
+    if (a->dims[k] != b->dims[k]) return 0;
+  return 1;
+}
+
+static int64_t signed_value(hk_dtype dtype, uint64_t u) {
+  switch (dtype) {
+    case HK_DTYPE_I8: return (int8_t)u;
+    case HK_DTYPE_I16: return (int16_t)u;
+    case HK_DTYPE_I32: return (int32_t)u;
+    default: return (int64_t)u;
+  }
+}
+
+/* |a - b| of two integer (or BOOL) elements, exact: at most 2^64 - 1. */
+static uint64_t int_abs_diff(hk_dtype dtype, uint64_t ua, uint64_t ub) {
+  if (dtype == HK_DTYPE_I8 || dtype == HK_DTYPE_I16 || dtype == HK_DTYPE_I32 || dtype == HK_DTYPE_I64) {
+    int64_t a = signed_value(dtype, ua), b = signed_value(dtype, ub);
+    return a >= b ? (uint64_t)a - (uint64_t)b : (uint64_t)b - (uint64_t)a;
+  }
+  return ua >= ub ? ua - ub : ub - ua;
+}
+
+/* Compare n elements of `dtype` bytewise (so NaNs with the same bits are
+ * equal, 0 and -0 are not). */
+static void compare_elements(hk_dtype dtype, const unsigned char *a, const unsigned char *b, uint64_t n, elem_diff *d) {
+  size_t size = hk_dtype_size(dtype);
+  int is_float = hk_dtype_is_float(dtype);
+  memset(d, 0, sizeof *d);
+  for (uint64_t i = 0; i < n; i++, a += size, b += size) {
+    uint64_t ua, ub;
+    if (memcmp(a, b, size) == 0) continue;
+    if (d->count++ == 0) d->first = i;
+    ua = load_le(a, size);
+    ub = load_le(b, size);
+    if (is_float) {
+      double x = fabs(float_value(dtype, ua) - float_value(dtype, ub));
+      if (isnan(x)) {
+        d->nan = 1;
+      } else if (x > d->max_abs) {
+        d->max_abs = x;
+      }
+    } else {
+      uint64_t x = int_abs_diff(dtype, ua, ub);
+      if (x > d->max_int) d->max_int = x;
+    }
+  }
+}
+
+/* A float element as the shortest text that reads back to its bits. */
+static void format_shortest(hk_dtype dtype, uint64_t bits, char *buf, size_t cap) {
+  double v = float_value(dtype, bits);
+  if (isnan(v) || isinf(v)) {
+    snprintf(buf, cap, "%s", isnan(v) ? "nan" : v < 0 ? "-inf" : "inf");
+    return;
+  }
+  for (int p = 1; p <= 17; p++) {
+    snprintf(buf, cap, "%.*g", p, v);
+    if (reads_back(dtype, bits, buf)) return;
+  }
+}
+
+static void format_double(double v, char *buf, size_t cap) {
+  uint64_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  format_shortest(HK_DTYPE_F64, bits, buf, cap);
+}
+
+static void format_value(hk_dtype dtype, const unsigned char *p, char *buf, size_t cap) {
+  static const float_style unused = {0, 0};
+  if (hk_dtype_is_float(dtype)) {
+    format_shortest(dtype, load_le(p, hk_dtype_size(dtype)), buf, cap);
+  } else {
+    format_element(dtype, p, &unused, buf, cap);
+  }
+}
+
+/* The row-major multi-dimensional index of flat index i: "[1, 2]". */
+static void format_index(const hk_checkpoint_entry *e, uint64_t i, char *buf, size_t cap) {
+  int64_t idx[HK_MAX_RANK];
+  size_t len = 0;
+  for (int32_t k = e->rank - 1; k >= 0; k--) {
+    uint64_t d = (uint64_t)e->dims[k]; /* > 0: the tensor has element i */
+    idx[k] = (int64_t)(i % d);
+    i /= d;
+  }
+  len += (size_t)snprintf(buf, cap, "[");
+  for (int32_t k = 0; k < e->rank && len < cap; k++)
+    len += (size_t)snprintf(buf + len, cap - len, "%s%" PRId64, k ? ", " : "", idx[k]);
+  if (len < cap) snprintf(buf + len, cap - len, "]");
+}
+
+/* A tensor line "  NAME  STATUS     DETAILS", the status column as wide as
+ * "only in A"; without details, "  NAME  STATUS". */
+static void diff_line_start(const char *name, size_t wname, const char *status) {
+  printf("  %-*s  %-9s  ", (int)wname, name, status);
+}
+
+/* Compare the values of a tensor both sides hold with one dtype and shape,
+ * read into a->buf and b->buf. @return 1 when they differ. */
+static int diff_values(const hk_checkpoint_entry *e, const diff_side *a, const diff_side *b, size_t wname) {
+  char shape[HK_MAX_RANK * 22 + 3], index[HK_MAX_RANK * 22 + 3], va[ELEMENT_MAX], vb[ELEMENT_MAX], max[ELEMENT_MAX];
+  size_t size = hk_dtype_size(e->dtype);
+  uint64_t count = 1;
+  elem_diff d;
+
+  if (memcmp(a->buf, b->buf, (size_t)e->nbytes) == 0) {
+    printf("  %-*s  equal\n", (int)wname, e->name);
+    return 0;
+  }
+  for (int32_t k = 0; k < e->rank; k++) count *= (uint64_t)e->dims[k];
+  compare_elements(e->dtype, a->buf, b->buf, count, &d);
+  format_shape(e, shape, sizeof shape);
+  format_index(e, d.first, index, sizeof index);
+  format_value(e->dtype, a->buf + d.first * size, va, sizeof va);
+  format_value(e->dtype, b->buf + d.first * size, vb, sizeof vb);
+  if (!hk_dtype_is_float(e->dtype)) {
+    snprintf(max, sizeof max, "%" PRIu64, d.max_int);
+  } else if (d.nan) {
+    snprintf(max, sizeof max, "nan");
+  } else {
+    format_double(d.max_abs, max, sizeof max);
+  }
+  diff_line_start(e->name, wname, "differs");
+  printf("%s %s: %" PRIu64 " of %" PRIu64 " element%s differ%s; first at %s (flat %" PRIu64
+         "): %s vs %s; max abs diff %s\n",
+         dtype_st_name(e->dtype), shape, d.count, count, count == 1 ? "" : "s", d.count == 1 ? "s" : "", index, d.first,
+         va, vb, max);
+  return 1;
+}
+
+/* "A: <data file>: global step S, N tensors, B bytes" */
+static void diff_header(const char *label, const diff_side *s) {
+  hk_checkpoint_entry e;
+  size_t n = hk_checkpoint_reader_count(s->r);
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; i++)
+    if (hk_checkpoint_reader_entry(s->r, i, &e, NULL) == HK_OK) total += e.nbytes;
+  printf("%s: %s: global step %" PRId64 ", %zu tensor%s, %" PRIu64 " bytes", label, hk_checkpoint_reader_path(s->r),
+         hk_checkpoint_reader_step(s->r), n, n == 1 ? "" : "s", total);
+  if (s->latest != NULL) printf(" (latest in %s)", s->arg);
+  printf("\n");
+}
+
+static int cmd_diff(const hk_env *env, const char *path_a, const char *path_b) {
+  hk_status st = HK_STATUS_INIT;
+  diff_side a, b;
+  hk_checkpoint_entry ea, eb;
+  size_t na, nb, i = 0, j = 0, wname = 4, total = 0, differ = 0, only_a = 0, only_b = 0;
+  int64_t step_a, step_b;
+  int rc;
+
+  memset(&a, 0, sizeof a);
+  memset(&b, 0, sizeof b);
+  a.arg = path_a;
+  b.arg = path_b;
+  if ((rc = diff_open(env, &a)) != 0 || (rc = diff_open(env, &b)) != 0) goto out;
+  na = hk_checkpoint_reader_count(a.r);
+  nb = hk_checkpoint_reader_count(b.r);
+  for (size_t k = 0; k < na + nb; k++) {
+    diff_side *s = k < na ? &a : &b;
+    if (hk_checkpoint_reader_entry(s->r, k < na ? k : k - na, &ea, &st) != HK_OK) {
+      rc = diff_problem(hk_checkpoint_reader_path(s->r), &st);
+      goto out;
+    }
+    if (strlen(ea.name) > wname) wname = strlen(ea.name);
+  }
+  step_a = hk_checkpoint_reader_step(a.r);
+  step_b = hk_checkpoint_reader_step(b.r);
+  diff_header("A", &a);
+  diff_header("B", &b);
+  if (step_a != step_b) printf("global step differs: %" PRId64 " in A, %" PRId64 " in B\n", step_a, step_b);
+
+  /* Both files list their tensors in bytewise name order: a merge. Every
+   * tensor of both is read, so every CRC is verified. */
+  while (i < na || j < nb) {
+    char shape_a[HK_MAX_RANK * 22 + 3], shape_b[HK_MAX_RANK * 22 + 3];
+    int c;
+    if (i < na) hk_checkpoint_reader_entry(a.r, i, &ea, NULL);
+    if (j < nb) hk_checkpoint_reader_entry(b.r, j, &eb, NULL);
+    c = i == na ? 1 : j == nb ? -1 : strcmp(ea.name, eb.name);
+    total++;
+    if (c < 0) {
+      if ((rc = diff_read(&a, i, &ea)) != 0) goto out;
+      format_shape(&ea, shape_a, sizeof shape_a);
+      diff_line_start(ea.name, wname, "only in A");
+      printf("%s %s\n", dtype_st_name(ea.dtype), shape_a);
+      only_a++;
+      i++;
+      continue;
+    }
+    if (c > 0) {
+      if ((rc = diff_read(&b, j, &eb)) != 0) goto out;
+      format_shape(&eb, shape_b, sizeof shape_b);
+      diff_line_start(eb.name, wname, "only in B");
+      printf("%s %s\n", dtype_st_name(eb.dtype), shape_b);
+      only_b++;
+      j++;
+      continue;
+    }
+    if ((rc = diff_read(&a, i, &ea)) != 0 || (rc = diff_read(&b, j, &eb)) != 0) goto out;
+    if (same_type(&ea, &eb)) {
+      differ += (size_t)diff_values(&ea, &a, &b, wname);
+    } else {
+      format_shape(&ea, shape_a, sizeof shape_a);
+      format_shape(&eb, shape_b, sizeof shape_b);
+      diff_line_start(ea.name, wname, "mismatch");
+      printf("%s %s in A, %s %s in B\n", dtype_st_name(ea.dtype), shape_a, dtype_st_name(eb.dtype), shape_b);
+      differ++;
+    }
+    i++;
+    j++;
+  }
+
+  if (differ == 0 && only_a == 0 && only_b == 0 && step_a == step_b) {
+    printf("identical: %zu tensor%s\n", total, total == 1 ? "" : "s");
+    rc = 0;
+  } else {
+    printf("differ: %zu of %zu tensor%s differ%s, %zu only in A, %zu only in B", differ, total, total == 1 ? "" : "s",
+           differ == 1 ? "s" : "", only_a, only_b);
+    if (step_a != step_b) printf("; global step differs (%" PRId64 " vs %" PRId64 ")", step_a, step_b);
+    printf("\n");
+    rc = 1;
+  }
+out:
+  diff_close(env, &a);
+  diff_close(env, &b);
+  return rc;
+}
+
 /* ---- latest --------------------------------------------------------------- */
 
 static int cmd_latest(const hk_env *env, const char *dir) {
@@ -707,12 +1024,24 @@ static int cmd_latest(const hk_env *env, const char *dir) {
 
 /* ---- main ----------------------------------------------------------------- */
 
+/* "dir/" and "dir" name the same checkpoints: the prefixes built from the
+ * directory must compare equal to the state file's. @return `arg`, or
+ * *copy (to free) without its trailing slashes; NULL when out of memory. */
+static const char *strip_dir_slashes(const char *arg, char **copy) {
+  for (size_t len = strlen(arg); len > 1 && arg[len - 1] == '/' && is_directory(arg); len--) {
+    if (*copy == NULL && (*copy = join(arg, "", "")) == NULL) return NULL;
+    (*copy)[len - 1] = '\0';
+    arg = *copy;
+  }
+  return arg;
+}
+
 int main(int argc, char **argv) {
   const char *args[3];
-  int nargs = 0;
+  int nargs = 0, wanted;
   uint64_t limit = DEFAULT_LIMIT;
   const char *cmd;
-  char *path_copy = NULL;
+  char *path_copy[2] = {NULL, NULL};
   hk_env env;
   int rc;
 
@@ -731,7 +1060,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   cmd = argv[1];
-  if (strcmp(cmd, "ls") != 0 && strcmp(cmd, "verify") != 0 && strcmp(cmd, "dump") != 0 && strcmp(cmd, "latest") != 0)
+  if (strcmp(cmd, "ls") != 0 && strcmp(cmd, "verify") != 0 && strcmp(cmd, "dump") != 0 && strcmp(cmd, "latest") != 0 &&
+      strcmp(cmd, "diff") != 0)
     return usage_error("unknown command '%s'", cmd);
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i];
@@ -752,15 +1082,20 @@ int main(int argc, char **argv) {
     if (nargs == 3) return usage_error("too many arguments for '%s'", cmd);
     args[nargs++] = a;
   }
-  if (nargs != (strcmp(cmd, "dump") == 0 ? 2 : 1))
-    return usage_error(strcmp(cmd, "dump") == 0 ? "'%s' needs FILE and NAME" : "'%s' needs exactly one path", cmd);
+  wanted = strcmp(cmd, "dump") == 0 || strcmp(cmd, "diff") == 0 ? 2 : 1;
+  if (nargs != wanted)
+    return usage_error(strcmp(cmd, "dump") == 0   ? "'%s' needs FILE and NAME"
+                       : strcmp(cmd, "diff") == 0 ? "'%s' needs two checkpoints, A and B"
+                                                  : "'%s' needs exactly one path",
+                       cmd);
 
-  /* "dir/" and "dir" name the same checkpoints: the prefixes built from
-   * the directory must compare equal to the state file's. */
-  for (size_t len = strlen(args[0]); len > 1 && args[0][len - 1] == '/' && is_directory(args[0]); len--) {
-    if (path_copy == NULL && (path_copy = join(args[0], "", "")) == NULL) return out_of_memory();
-    path_copy[len - 1] = '\0';
-    args[0] = path_copy;
+  /* dump's second argument is a tensor name, diff's a path. */
+  for (int k = 0; k < (strcmp(cmd, "diff") == 0 ? 2 : 1); k++) {
+    if ((args[k] = strip_dir_slashes(args[k], &path_copy[k])) == NULL) {
+      free(path_copy[0]);
+      out_of_memory();
+      return strcmp(cmd, "diff") == 0 ? DIFF_TROUBLE : 1;
+    }
   }
 
   hk_env_init(&env, HK_ENV_VERSION);
@@ -772,9 +1107,12 @@ int main(int argc, char **argv) {
     rc = cmd_verify(&env, args[0]);
   } else if (strcmp(cmd, "dump") == 0) {
     rc = cmd_dump(&env, args[0], args[1], limit);
+  } else if (strcmp(cmd, "diff") == 0) {
+    rc = cmd_diff(&env, args[0], args[1]);
   } else {
     rc = cmd_latest(&env, args[0]);
   }
-  free(path_copy);
+  free(path_copy[0]);
+  free(path_copy[1]);
   return rc;
 }

@@ -2,7 +2,9 @@
 # Tests of the hooked-ckpt tool: every command's output and exit status on
 # checkpoints written by make_checkpoint (tests/python/make_checkpoint.c, whose
 # values are known), on corrupted, truncated and missing files, on a directory
-# with a malformed or stale state file, and on bad usage.
+# with a malformed or stale state file, and on bad usage. diff also runs on
+# small checkpoints written here byte by byte (write_st), whose tensors only
+# one file has, or differ in dtype, shape, NaNs, signed zeros or extremes.
 #
 #   test_hooked_ckpt.sh HOOKED_CKPT MAKE_CHECKPOINT WORKDIR
 #
@@ -69,6 +71,52 @@ data_start() {
   echo $((8 + n))
 }
 
+# crc32c HEX: the CRC-32C (checkpoint-format.md) of the bytes HEX spells, as
+# 8 lowercase hex digits; bitwise, for the few bytes of the fixtures below.
+crc32c() {
+  local hex=$1 crc=$((0xffffffff)) k b
+  for ((k = 0; k < ${#hex}; k += 2)); do
+    crc=$((crc ^ 16#${hex:k:2}))
+    for ((b = 0; b < 8; b++)); do
+      crc=$(((crc >> 1) ^ (0x82f63b78 & -(crc & 1))))
+    done
+  done
+  printf '%08x' $((crc ^ 0xffffffff))
+}
+
+# write_st FILE STEP [NAME DTYPE SHAPE HEX]...: a hooked checkpoint data file
+# written without the library: one tensor per quadruple, SHAPE as JSON
+# ("[2, 3]"), HEX its little-endian bytes (spaces allowed), with its CRC.
+write_st() {
+  local file=$1 step=$2 tensors="" meta="" data="" esc="" off=0 hex n k oct header len
+  shift 2
+  while [ $# -ge 4 ]; do
+    hex=${4// /}
+    n=$((${#hex} / 2))
+    tensors+="\"$1\":{\"dtype\":\"$2\",\"shape\":$3,\"data_offsets\":[$off,$((off + n))]},"
+    meta+=",\"crc32c:$1\":\"$(crc32c "$hex")\""
+    data+=$hex
+    off=$((off + n))
+    shift 4
+  done
+  header="{$tensors\"__metadata__\":{\"format\":\"hooked/1\",\"global_step\":\"$step\"$meta}}"
+  len=${#header}
+  for ((k = 0; k < 8; k++)); do
+    printf -v oct '\\%03o' $(((len >> (8 * k)) & 0xff))
+    esc+=$oct
+  done
+  for ((k = 0; k < ${#data}; k += 2)); do
+    printf -v oct '\\%03o' $((16#${data:k:2}))
+    esc+=$oct
+  done
+  # The 8-byte length, the header, the data.
+  {
+    printf "${esc:0:32}"
+    printf '%s' "$header"
+    printf "${esc:32}"
+  } >"$file"
+}
+
 # ---- fixtures -------------------------------------------------------------------
 
 CK=$W/ck
@@ -126,6 +174,21 @@ expect_rc 2
 expect_err "unknown option '--bogus'"
 run ls --limit 3 "$CK"
 expect_rc 2
+run --help
+expect_out "diff A B"
+run diff
+expect_rc 2
+expect_err "'diff' needs two checkpoints, A and B"
+run diff "$P5"
+expect_rc 2
+expect_err "'diff' needs two checkpoints, A and B"
+expect_err "Try 'hooked-ckpt --help'."
+run diff "$P5" "$P10" "$P20"
+expect_rc 2
+expect_err "'diff' needs two checkpoints, A and B"
+run diff --limit 3 "$P5" "$P10"
+expect_rc 2
+expect_err "unknown option '--limit'"
 
 # ---- ls -------------------------------------------------------------------------
 
@@ -370,6 +433,180 @@ expect_out "FAILED  $TINY"
 run dump "$TINY" lr
 expect_rc 1
 expect_err "hooked-ckpt: $TINY: "
+
+# ---- diff ---------------------------------------------------------------------
+
+# make_checkpoint's files are byte-identical for the same step (D-format:
+# no timestamps inside), wherever they are written.
+TWIN=$W/twin
+mkdir -p "$TWIN"
+"$MAKE" --no-state "$TWIN" 20 >/dev/null || exit 1
+run diff "$P20" "$TWIN/model.ckpt-20"
+expect_rc 0
+expect_err_empty
+expect_out "A: $P20.safetensors: global step 20, 18 tensors, 1095 bytes"
+expect_out "B: $TWIN/model.ckpt-20.safetensors: global step 20, 18 tensors, 1095 bytes"
+expect_out "  Z_upper        equal"
+expect_out "  wide           equal"
+expect_no_out "differs"
+expect_no_out "global step differs"
+if [ "$(tail -n 1 "$W/out")" = "identical: 18 tensors" ]; then pass; else fail "the last line is not the summary"; fi
+if [ "$(grep -c ' equal$' "$W/out")" -eq 18 ]; then pass; else fail "not 18 tensors listed equal"; fi
+# A directory stands for its latest checkpoint; "dir/" is "dir".
+run diff "$CK/" "$TWIN/model.ckpt-20.safetensors"
+expect_rc 0
+expect_out "A: $P20.safetensors: global step 20, 18 tensors, 1095 bytes (latest in $CK)"
+expect_out "identical: 18 tensors"
+# ... the latest that verifies: BAD's newest is corrupt, so its step 10.
+run diff "$BAD" "$P10"
+expect_rc 0
+expect_out "(latest in $BAD)"
+expect_out "identical: 18 tensors"
+expect_err "model.ckpt-20"
+
+# Steps 5 and 10: embedding/ids, scaled and global_step change with the step.
+run diff "$P5" "$P10"
+expect_rc 1
+expect_err_empty
+expect_out "global step differs: 5 in A, 10 in B"
+expect_out "  embedding/ids  differs    I64 [2, 3]: 6 of 6 elements differ; first at [0, 0] (flat 0): -11999999995 vs -11999999990; max abs diff 5"
+expect_out "  scaled         differs    F64 [3]: 3 of 3 elements differ; first at [0] (flat 0): 5.5 vs 10.5; max abs diff 15"
+expect_out "  global_step    differs    I64 []: 1 of 1 element differs; first at [] (flat 0): 5 vs 10; max abs diff 5"
+expect_out "  dense/kernel   equal"
+if [ "$(grep -c ' equal$' "$W/out")" -eq 15 ]; then pass; else fail "not 15 tensors listed equal"; fi
+if [ "$(tail -n 1 "$W/out")" = "differ: 3 of 18 tensors differ, 0 only in A, 0 only in B; global step differs (5 vs 10)" ]; then
+  pass
+else
+  fail "the summary is not the last line"
+fi
+# The tensor lines come in bytewise name order: Z_upper (0x5A) first.
+if [ "$(sed -n 4p "$W/out")" = "  Z_upper        equal" ]; then pass; else fail "Z_upper is not listed first"; fi
+
+# Files written here: every dtype family, NaN, -0, extremes, a tensor only in
+# A, one only in B, one whose dtype and one whose shape differ (bytes LE).
+DA=$W/diff_a.safetensors
+DB=$W/diff_b.safetensors
+write_st "$DA" 7 \
+  a/f16 F16 "[2, 3]" "003c 0040 00c0 0038 0000 ff7b" \
+  b/bf16 BF16 "[3]" "803f 4940 40c0" \
+  c/f32 F32 "[2, 2]" "0000803f 0000c07f 00000040 00004040" \
+  d/nan F32 "[2]" "0000c07f 0000803f" \
+  e/i64 I64 "[1]" "0000000000000080" \
+  e/i8 I8 "[2]" "807f" \
+  e/mask BOOL "[4]" "01000100" \
+  e/u64 U64 "[2]" "0500000000000000 0000000000000000" \
+  e/u8 U8 "[3]" "00ff10" \
+  f/dtype I32 "[2]" "01000000 02000000" \
+  f/shape F32 "[4]" "0000803f 00000040 00004040 00008040" \
+  g/only_a F32 "[]" "0000803f" \
+  h/same F64 "[2]" "000000000000f03f 0000000000000040" \
+  z/neg0 F32 "[1]" "00000000"
+write_st "$DB" 7 \
+  a/f16 F16 "[2, 3]" "003c 0040 00c0 0038 0034 fffb" \
+  b/bf16 BF16 "[3]" "803f 4a40 40c0" \
+  c/f32 F32 "[2, 2]" "0000803f 0000803f 00000040 00006040" \
+  d/nan F32 "[2]" "0000c07f 0000803f" \
+  e/i64 I64 "[1]" "ffffffffffffff7f" \
+  e/i8 I8 "[2]" "7f80" \
+  e/mask BOOL "[4]" "01010100" \
+  e/u64 U64 "[2]" "0500000000000000 ffffffffffffffff" \
+  e/u8 U8 "[3]" "ff0010" \
+  f/dtype U32 "[2]" "01000000 02000000" \
+  f/shape F32 "[2, 2]" "0000803f 00000040 00004040 00008040" \
+  g/only_b I64 "[1]" "0100000000000000" \
+  h/same F64 "[2]" "000000000000f03f 0000000000000040" \
+  z/neg0 F32 "[1]" "00000080"
+run verify "$DA" # the fixture writer itself
+expect_rc 0
+run verify "$DB"
+expect_rc 0
+run diff "$DA" "$DB"
+expect_rc 1
+expect_err_empty
+expect_no_out "global step differs"
+# F16 and BF16 converted exactly: 65504 - (-65504), 3.15625 - 3.140625.
+expect_out "  a/f16     differs    F16 [2, 3]: 2 of 6 elements differ; first at [1, 1] (flat 4): 0 vs 0.25; max abs diff 131008"
+expect_out "  b/bf16    differs    BF16 [3]: 1 of 3 elements differs; first at [1] (flat 1): 3.14 vs 3.16; max abs diff 0.015625"
+expect_out "  c/f32     differs    F32 [2, 2]: 2 of 4 elements differ; first at [0, 1] (flat 1): nan vs 1; max abs diff nan"
+expect_out "  d/nan     equal" # the same NaN bits: equal bytewise
+expect_out "  e/i64     differs    I64 [1]: 1 of 1 element differs; first at [0] (flat 0): -9223372036854775808 vs 9223372036854775807; max abs diff 18446744073709551615"
+expect_out "  e/i8      differs    I8 [2]: 2 of 2 elements differ; first at [0] (flat 0): -128 vs 127; max abs diff 255"
+expect_out "  e/mask    differs    BOOL [4]: 1 of 4 elements differs; first at [1] (flat 1): False vs True; max abs diff 1"
+expect_out "  e/u64     differs    U64 [2]: 1 of 2 elements differs; first at [1] (flat 1): 0 vs 18446744073709551615; max abs diff 18446744073709551615"
+expect_out "  e/u8      differs    U8 [3]: 2 of 3 elements differ; first at [0] (flat 0): 0 vs 255; max abs diff 255"
+expect_out "  f/dtype   mismatch   I32 [2] in A, U32 [2] in B"
+expect_out "  f/shape   mismatch   F32 [4] in A, F32 [2, 2] in B"
+expect_out "  g/only_a  only in A  F32 []"
+expect_out "  g/only_b  only in B  I64 [1]"
+expect_out "  h/same    equal"
+expect_out "  z/neg0    differs    F32 [1]: 1 of 1 element differs; first at [0] (flat 0): 0 vs -0; max abs diff 0"
+if [ "$(tail -n 1 "$W/out")" = "differ: 11 of 15 tensors differ, 1 only in A, 1 only in B" ]; then
+  pass
+else
+  fail "the summary is not the last line"
+fi
+if [ "$(sed -n '3,17p' "$W/out" | cut -c3-10 | tr -d ' ' | tr '\n' ' ')" = "a/f16 b/bf16 c/f32 d/nan e/i64 e/i8 e/mask e/u64 e/u8 f/dtype f/shape g/only_a g/only_b h/same z/neg0 " ]; then
+  pass
+else
+  fail "the tensors are not listed once each in bytewise name order"
+fi
+run diff "$DB" "$DA" # the other way round
+expect_rc 1
+expect_out "  a/f16     differs    F16 [2, 3]: 2 of 6 elements differ; first at [1, 1] (flat 4): 0.25 vs 0; max abs diff 131008"
+expect_out "  g/only_a  only in B  F32 []"
+expect_out "differ: 11 of 15 tensors differ, 1 only in A, 1 only in B"
+run diff "$DA" "$DA"
+expect_rc 0
+expect_out "identical: 14 tensors"
+
+# Only the global step differs: different all the same.
+S7=$W/step7.safetensors
+S8=$W/step8.safetensors
+write_st "$S7" 7 w F32 "[2]" "0000803f 00000040"
+write_st "$S8" 8 w F32 "[2]" "0000803f 00000040"
+run diff "$S7" "$S8"
+expect_rc 1
+expect_out_is "A: $S7: global step 7, 1 tensor, 8 bytes
+B: $S8: global step 8, 1 tensor, 8 bytes
+global step differs: 7 in A, 8 in B
+  w     equal
+differ: 0 of 1 tensor differ, 0 only in A, 0 only in B; global step differs (7 vs 8)"
+
+# Unreadable: exit status 2 (1 means "different"), the file named.
+run diff "$P20" "$B20" # a corrupt tensor (Z_upper)
+expect_rc 2
+expect_err "hooked-ckpt: $B20.safetensors: "
+expect_err "Z_upper"
+expect_err_lines_prefixed
+expect_no_out "identical"
+expect_no_out "differ:"
+run diff "$B20" "$P20"
+expect_rc 2
+expect_err "hooked-ckpt: $B20.safetensors: "
+run diff "$HDR" "$P5" # a corrupt header
+expect_rc 2
+expect_err "hooked-ckpt: $HDR: "
+expect_out_is ""
+run diff "$P5" "$TRUNC"
+expect_rc 2
+expect_err "hooked-ckpt: $TRUNC: "
+run diff "$P5" "$W/nope"
+expect_rc 2
+expect_err "hooked-ckpt: $W/nope: "
+run diff "$EMPTY" "$P5" # a directory without a checkpoint
+expect_rc 2
+expect_err "hooked-ckpt: $EMPTY: "
+# A corrupt tensor only one file has is found too: every tensor is read.
+C1=$W/only_corrupt.safetensors
+C2=$W/only_ok.safetensors
+write_st "$C1" 1 a U8 "[1]" "01" zz U8 "[2]" "0203"
+write_st "$C2" 1 a U8 "[1]" "01"
+flip_byte "$C1" $(($(stat -c %s "$C1") - 1))
+run diff "$C1" "$C2"
+expect_rc 2
+expect_err "hooked-ckpt: $C1: "
+expect_err "zz"
+expect_no_out "differ:"
 
 # ---- stale and malformed state files --------------------------------------------
 
