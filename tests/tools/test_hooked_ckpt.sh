@@ -436,7 +436,7 @@ expect_err "hooked-ckpt: $TINY: "
 
 # ---- diff ---------------------------------------------------------------------
 
-# make_checkpoint's files are byte-identical for the same step (D-format:
+# make_checkpoint's files are byte-identical for the same step (checkpoint-format.md:
 # no timestamps inside), wherever they are written.
 TWIN=$W/twin
 mkdir -p "$TWIN"
