@@ -313,14 +313,23 @@ struct HookFunctions {
   std::function<void(hk_run_context *, const hk_run_values *)> after_run;
   std::function<void(hk_raw_session *)> end;
 
-  template <class F> HookFunctions &&on_begin(F &&f) && { begin = std::forward<F>(f); return std::move(*this); }
-  template <class F> HookFunctions &&on_after_create_session(F &&f) && {
+  /* On a temporary (HookFunctions{}.on_...) they return it as an rvalue, so
+   * the chain moves into Hook::from(); on a named object, a reference. */
+  template <class F> HookFunctions &on_begin(F &&f) & { begin = std::forward<F>(f); return *this; }
+  template <class F> HookFunctions &on_after_create_session(F &&f) & {
     after_create_session = std::forward<F>(f);
-    return std::move(*this);
+    return *this;
   }
-  template <class F> HookFunctions &&on_before_run(F &&f) && { before_run = std::forward<F>(f); return std::move(*this); }
-  template <class F> HookFunctions &&on_after_run(F &&f) && { after_run = std::forward<F>(f); return std::move(*this); }
-  template <class F> HookFunctions &&on_end(F &&f) && { end = std::forward<F>(f); return std::move(*this); }
+  template <class F> HookFunctions &on_before_run(F &&f) & { before_run = std::forward<F>(f); return *this; }
+  template <class F> HookFunctions &on_after_run(F &&f) & { after_run = std::forward<F>(f); return *this; }
+  template <class F> HookFunctions &on_end(F &&f) & { end = std::forward<F>(f); return *this; }
+  template <class F> HookFunctions &&on_begin(F &&f) && { return std::move(on_begin(std::forward<F>(f))); }
+  template <class F> HookFunctions &&on_after_create_session(F &&f) && {
+    return std::move(on_after_create_session(std::forward<F>(f)));
+  }
+  template <class F> HookFunctions &&on_before_run(F &&f) && { return std::move(on_before_run(std::forward<F>(f))); }
+  template <class F> HookFunctions &&on_after_run(F &&f) && { return std::move(on_after_run(std::forward<F>(f))); }
+  template <class F> HookFunctions &&on_end(F &&f) && { return std::move(on_end(std::forward<F>(f))); }
 };
 
 namespace detail {
