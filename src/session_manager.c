@@ -224,9 +224,16 @@ static hk_code wait_for_checkpoint_files(hk_session_manager *sm, const hk_prepar
     if (!*present) {
       /* No state file but checkpoints (D5.2): the restore scans, with a
        * WARNING. A directory it cannot list counts as present, so the
-       * restore reports why. */
+       * restore reports why; running out of memory is reported now. */
       int found = 0;
-      *present = hk__dir_has_checkpoints(env, o->checkpoint_dir, &found, NULL) != HK_OK || found;
+      hk_status why = HK_STATUS_INIT;
+      rc = hk__dir_has_checkpoints(env, o->checkpoint_dir, &found, &why);
+      if (rc == HK_RESOURCE_EXHAUSTED) {
+        hk__status_copy(st, &why);
+        break;
+      }
+      *present = rc != HK_OK || found;
+      rc = HK_OK;
     }
     if (*present) break;
     int forever = hk_secs_is_unset(o->max_wait_secs);
