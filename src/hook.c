@@ -79,3 +79,6 @@ int hk_run_context_stop_requested(const hk_run_context *ctx) { return ctx ? ctx-
 void hk_creation_context_request_stop(hk_creation_context *ctx) {
   if (ctx) ctx->stop_requested = 1;
 }
+const char *hk_creation_context_restored_checkpoint(const hk_creation_context *ctx) {
+  return ctx ? ctx->restored_checkpoint : NULL;
+}

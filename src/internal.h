@@ -70,6 +70,10 @@ struct hk_run_context {
 
 struct hk_creation_context {
   int stop_requested;
+  /* The prefix this creation restored (borrowed from the session manager),
+   * NULL when the model was initialized, or created by a custom creator or
+   * a worker. */
+  const char *restored_checkpoint;
 };
 
 /* ---- executor (executor.c) ---------------------------------------------- */

@@ -302,6 +302,10 @@ static hk_code create_once(hk_session *s, hk_status *st) {
   s->coord = coord;
   s->rs = rs;
   hk_creation_context cctx = {0};
+  /* C94, C105: what the chief's session manager restored, for hooks that
+   * would otherwise save the same checkpoint again. A custom creator or a
+   * worker's wait restores nothing the session knows of. */
+  if (!s->creator && s->is_chief) cctx.restored_checkpoint = hk_session_manager_restored_checkpoint(s->sm);
   s->busy++;
   for (size_t i = 0; i < s->nhooks && rc == HK_OK; i++) {
     hk_hook *h = s->hooks[i];

@@ -22,6 +22,9 @@ struct hk_session_manager {
   size_t nlocal_init_feed;
   double recovery_wait_secs;
   atomic_int cancelled;
+  /* The prefix the last prepare/recover call restored (owned), NULL when it
+   * initialized or failed: hk_session_manager_restored_checkpoint(). */
+  char *restored;
 };
 
 static const hk_session_manager_options default_sm_options = HK_SESSION_MANAGER_OPTIONS_INIT;
@@ -79,8 +82,17 @@ hk_code hk_session_manager_new(hk_session_manager **out, const hk_session_manage
 void hk_session_manager_free(hk_session_manager *sm) {
   if (!sm) return;
   hk_env env = sm->env;
+  hk_env_free(&env, sm->restored);
   hk_env_free(&env, sm->local_init_feed);
   hk_env_free(&env, sm);
+}
+
+const char *hk_session_manager_restored_checkpoint(const hk_session_manager *sm) { return sm ? sm->restored : NULL; }
+
+/* A new prepare/recover/wait call forgets what the previous one restored. */
+static void forget_restored(hk_session_manager *sm) {
+  hk_env_free(&sm->env, sm->restored);
+  sm->restored = NULL;
 }
 
 void hk_session_manager_cancel(hk_session_manager *sm) {
@@ -293,21 +305,14 @@ static hk_code fail_closing(hk_raw_session **rs, hk_code rc) {
   return rc;
 }
 
-hk_code hk_session_manager_prepare_session(hk_session_manager *sm, hk_raw_session **out, const hk_prepare_options *o,
-                                           hk_status *st) {
-  if (out) *out = NULL;
-  if (!sm) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_prepare_session: manager is NULL");
-  if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_prepare_session: out is NULL");
-  if (!o) o = &default_prepare;
-  hk_code rc = check_prepare(o, st);
-  if (rc != HK_OK) return rc;
+/* C66 after the checks; *restored_from as create_and_restore's, owned by
+ * the caller whatever the result. */
+static hk_code prepare_impl(hk_session_manager *sm, hk_raw_session **out, const hk_prepare_options *o,
+                            char **restored_from, hk_status *st) {
   hk_raw_session *rs = NULL;
-  char *restored_from = NULL;
-  rc = create_and_restore(sm, o, &rs, &restored_from, st);
+  hk_code rc = create_and_restore(sm, o, &rs, restored_from, st);
   if (rc != HK_OK) return rc;
-  int restored = restored_from != NULL;
-  hk_env_free(&sm->env, restored_from);
-  if (!restored) {
+  if (!*restored_from) {
     if (o->init_op == HK_NO_HANDLE && !o->init_fn && sm->local_init_op == HK_NO_HANDLE)
       return fail_closing(
           &rs, hk_status_set(st, HK_FAILED_PRECONDITION,
@@ -353,11 +358,31 @@ hk_code hk_session_manager_prepare_session(hk_session_manager *sm, hk_raw_sessio
   return HK_OK;
 }
 
+hk_code hk_session_manager_prepare_session(hk_session_manager *sm, hk_raw_session **out, const hk_prepare_options *o,
+                                           hk_status *st) {
+  if (out) *out = NULL;
+  if (!sm) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_prepare_session: manager is NULL");
+  forget_restored(sm);
+  if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_prepare_session: out is NULL");
+  if (!o) o = &default_prepare;
+  hk_code rc = check_prepare(o, st);
+  if (rc != HK_OK) return rc;
+  char *restored_from = NULL;
+  rc = prepare_impl(sm, out, o, &restored_from, st);
+  if (rc == HK_OK) {
+    sm->restored = restored_from;
+  } else {
+    hk_env_free(&sm->env, restored_from);
+  }
+  return rc;
+}
+
 hk_code hk_session_manager_recover_session(hk_session_manager *sm, hk_raw_session **out, int *initialized,
                                            const hk_prepare_options *o, hk_status *st) {
   if (out) *out = NULL;
   if (initialized) *initialized = 0;
   if (!sm) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_recover_session: manager is NULL");
+  forget_restored(sm);
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_recover_session: out is NULL");
   if (!initialized)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_recover_session: initialized is NULL");
@@ -393,7 +418,13 @@ hk_code hk_session_manager_recover_session(hk_session_manager *sm, hk_raw_sessio
         hk_env_log(&sm->env, HK_LOG_INFO, "Restoring model from %s did not make model ready: %s", from, why.message);
       *initialized = ready;
     }
-    hk_env_free(&sm->env, from);
+    /* Only a session that holds what was restored reports it: when
+     * *initialized is 0 the caller initializes the model itself. */
+    if (*initialized) {
+      sm->restored = from;
+    } else {
+      hk_env_free(&sm->env, from);
+    }
   }
   *out = rs;
   return HK_OK;
@@ -403,6 +434,7 @@ hk_code hk_session_manager_wait_for_session(hk_session_manager *sm, hk_raw_sessi
                                             hk_status *st) {
   if (out) *out = NULL;
   if (!sm) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_wait_for_session: manager is NULL");
+  forget_restored(sm); /* a worker never restores (C48) */
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_wait_for_session: out is NULL");
   int unlimited = hk_secs_is_unset(max_wait_secs);
   if (!unlimited && !hk__secs_valid(max_wait_secs))

@@ -150,6 +150,10 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * (C98), and writing a SessionLog CHECKPOINT event into the event file of
  * checkpoint_dir (H26; in a session, one file per directory, shared by the
  * hooks writing there and flushed by end() and at close, clean or not).
+ * A creation that restored the checkpoint of the current step from
+ * checkpoint_dir (hk_creation_context_restored_checkpoint()) is not saved
+ * again: nothing is written and no listener runs for it, so a resume works
+ * on a full disk; it counts as the step just saved (C94, C97).
  * Logs "Create CheckpointSaverHook.".
  * **One saver per directory (D4.2):** every save first removes stale
  * "<file>.tmp-XXXXXX" temporaries of checkpoint_dir (data, .meta,
@@ -189,7 +193,9 @@ HK_API hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_s
  * stop requests) is processed on the training thread at the next after_run
  * or end(); a background error is returned from there, naming the
  * checkpoint (D3.4). end() waits for the write in flight, then saves the
- * final step synchronously unless it was already written (D3.5). Logs
+ * final step synchronously unless it was already written, or restored at
+ * creation (C105: like the synchronous hook, it does not save again the
+ * checkpoint a creation just restored) (D3.5). Logs
  * "Create AsyncCheckpointSaverHook saving to path\n%s", followed by
  * " with %zu listener(s)." when it has listeners (C104).
  * **Ownership**, **Errors:** as hk_checkpoint_saver_hook_new(); write

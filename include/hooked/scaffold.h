@@ -268,6 +268,22 @@ HK_API hk_code hk_session_manager_recover_session(hk_session_manager *sm, hk_raw
 HK_API hk_code hk_session_manager_wait_for_session(hk_session_manager *sm, hk_raw_session **out,
                                                    double max_wait_secs, hk_status *status);
 /**
+ * What the last hk_session_manager_prepare_session() or
+ * hk_session_manager_recover_session() call restored: the checkpoint prefix
+ * ("<dir>/<name>", as the restore named it: the state file's entry or the
+ * scan's find joined to checkpoint_dir, or checkpoint_filename_with_path as
+ * given). NULL when that call initialized the model instead (nothing to
+ * restore, or recover_session returned *initialized 0), when it failed,
+ * after hk_session_manager_wait_for_session() (a worker never restores),
+ * before any call, and for a NULL manager. Sessions hand it to the hooks'
+ * after_create_session (hk_creation_context_restored_checkpoint()).
+ * **Ownership:** borrowed; valid until the next prepare_session,
+ * recover_session or wait_for_session call on this manager, or its free.
+ * **Threads:** the owner's. **Errors:** none. **Allocates:** no.
+ */
+HK_API const char *hk_session_manager_restored_checkpoint(const hk_session_manager *sm);
+
+/**
  * End a wait of C68/C73 early with CANCELLED (H24). Sticky: every later
  * wait_for_session() fails at once with CANCELLED until
  * hk_session_manager_reset_cancel(). NULL is a no-op.

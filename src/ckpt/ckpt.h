@@ -222,6 +222,12 @@ hk_code hk__saver_save_with_meta(hk_saver *saver, hk_raw_session *rs, const char
                                  unsigned flags, const char *meta_text, size_t meta_len, const char **prefix,
                                  hk_status *st);
 
+/** The prefix hk_saver_save(saver, rs, save_path, step, ...) would write
+ *  (C113: "<save_path>-<step>", "%08d" with pad_step_number; save_path
+ *  itself for HK_UNSET_STEPS), allocated through the Saver's env; NULL on
+ *  OOM or a NULL argument. */
+char *hk__saver_prefix(hk_saver *saver, const char *save_path, int64_t step);
+
 /** The Saver's env (borrowed). */
 const hk_env *hk__saver_env(const hk_saver *saver);
 

@@ -540,6 +540,10 @@ static char *make_prefix(hk_saver *s, const char *save_path, int64_t step) {
                             : hk__asprintf(senv(s), "%s-%" PRId64, save_path, step);
 }
 
+char *hk__saver_prefix(hk_saver *saver, const char *save_path, int64_t step) {
+  return saver && save_path ? make_prefix(saver, save_path, step) : NULL;
+}
+
 /* Everything a save does once the variables are in hand (D4.2 steps 1–4). */
 static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step, int64_t record_step, unsigned flags,
                           double now, const hk__ckpt_tensor *tensors, size_t ntensors, const char *meta,

@@ -649,11 +649,71 @@ static hk_code cs_begin(void *user, hk_executor *graph, hk_status *status) {
   return listeners_begin(self, status);
 }
 
+/* The length of a directory name without its trailing slashes ("a/b",
+ * "a/b/" and "a/b//" name one directory; "/" stays "/"). */
+static size_t dir_len(const char *dir, size_t n) {
+  while (n > 1 && dir[n - 1] == '/') n--;
+  return n;
+}
+
+/* C94, C105: whether this creation restored the very checkpoint the hook
+ * would write for `step`: `restored`'s directory is checkpoint_dir (trailing
+ * slashes aside) and its name is the one the Saver gives step (C113), so
+ * the checkpoint holds step. */
+static hk_code restored_own_checkpoint(ckpt_hook *self, const char *restored, int64_t step, int *same, hk_status *st) {
+  static const char data_ext[] = ".safetensors";
+  size_t n = strlen(restored), k = sizeof data_ext - 1, cut, dn;
+  const char *slash;
+  char *mine;
+  hk_code rc;
+
+  *same = 0;
+  rc = resolve_saver(self, st);
+  if (rc != HK_OK) return rc;
+  mine = hk__saver_prefix(self->saver, self->save_path, step);
+  if (mine == NULL)
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory naming the checkpoint of %s", self->kind,
+                         self->save_path);
+  /* A checkpoint_filename_with_path may name the data file itself. */
+  if (n > k && strcmp(restored + n - k, data_ext) == 0) n -= k;
+  for (cut = n; cut > 0 && restored[cut - 1] != '/'; cut--) {}
+  slash = strrchr(mine, '/');
+  if (slash != NULL && cut > 0 && strlen(slash + 1) == n - cut && memcmp(slash + 1, restored + cut, n - cut) == 0) {
+    dn = dir_len(self->dir, strlen(self->dir));
+    /* restored[0, cut) is its directory with the separating slash. */
+    *same = dir_len(restored, cut) == dn && memcmp(restored, self->dir, dn) == 0;
+  }
+  hk_env_free(hk__saver_env(self->saver), mine);
+  return HK_OK;
+}
+
+/* *same: the graph file already holds this session's description, read
+ * back, so a resume that rewrites nothing (C94) needs no room on the disk.
+ * A file that is missing, larger or unreadable is not the same; running
+ * out of memory is an error. */
+static hk_code graph_file_current(ckpt_hook *self, int *same, hk_status *st) {
+  hk_status why = HK_STATUS_INIT;
+  char *text = NULL;
+  size_t len = 0;
+  hk_code rc = hk__read_file(&self->senv, self->graph_path, self->graph_len, &text, &len, &why);
+
+  *same = 0;
+  if (rc == HK_RESOURCE_EXHAUSTED) {
+    hk__status_copy(st, &why);
+    return rc;
+  }
+  if (rc != HK_OK) return HK_OK;
+  *same = len == self->graph_len && (len == 0 || memcmp(text, self->graph_text, len) == 0);
+  hk_env_free(&self->senv, text);
+  return HK_OK;
+}
+
 static hk_code cs_after_create_session(void *user, hk_raw_session *session, hk_coordinator *coord,
                                        hk_creation_context *ctx, hk_status *status) {
   ckpt_hook *self = user;
+  const char *restored = hk_creation_context_restored_checkpoint(ctx);
   int64_t gs;
-  int stop = 0;
+  int stop = 0, skip = 0;
   hk_code rc;
 
   (void)coord;
@@ -667,11 +727,35 @@ static hk_code cs_after_create_session(void *user, hk_raw_session *session, hk_c
     writer_wait_idle(self);
     hold_completion(self, session, ctx);
   }
-  if (self->save_graph_def) {
-    rc = write_graph_file(self, status);
+  if (restored != NULL) {
+    rc = restored_own_checkpoint(self, restored, gs, &skip, status);
     if (rc != HK_OK) return rc;
   }
-  if (self->async) {
+  if (self->save_graph_def) {
+    if (skip) {
+      int same = 0;
+      rc = capture_graph(self, status);
+      if (rc == HK_OK && self->graph_state == GRAPH_CAPTURED) rc = graph_file_current(self, &same, status);
+      if (rc == HK_OK && self->graph_state == GRAPH_CAPTURED && !same) rc = write_graph_file(self, status);
+    } else {
+      rc = write_graph_file(self, status);
+    }
+    if (rc != HK_OK) return rc;
+  }
+  if (skip) {
+    /* C94, C105: the checkpoint of GS is the one just read: rewriting it
+     * would change nothing but could fail (a resume on a full disk), and
+     * its listeners' callbacks would announce a save that did not happen.
+     * It counts as written for end() (C97, D3.5). */
+    hk_hook_log(self->hook, HK_LOG_INFO,
+                "Not saving checkpoint %" PRId64 " into %s at session creation: %s was just restored from it.", gs,
+                self->save_path, restored);
+    if (self->async) {
+      self->deferring = 0;
+      self->have_written = 1;
+      self->last_written = gs;
+    }
+  } else if (self->async) {
     self->deferring = 0;
     rc = save_async(self, session, gs, status);
   } else {

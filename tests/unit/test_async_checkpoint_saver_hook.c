@@ -672,6 +672,83 @@ static void test_async_checkpoint_saver_hook__d32_snapshot_buffer_allocated_once
   assert_int_equal(sync_steps, 0);
 }
 
+/* ---- C105, D3.5: the checkpoint a session just restored is not saved again ---------- */
+
+/* A monitored session with the hook that restores from the hook's
+ * directory at creation (C47, C68). */
+static hk_code open_restoring(fixture *f) {
+  hk_session_options o;
+  test_session_options(&o, &f->te->env, HK_SESSION_MONITORED, fake_executor_executor(f->fx), &f->hook, 1);
+  o.checkpoint_dir = f->dir;
+  return hk_session_new(&f->s, &o, &f->st);
+}
+
+/* File-system calls that change something, made through f->ff. */
+static long mutating_calls(fixture *f) {
+  static const int slots[] = {FAULTY_FS_CREATE_EXCL, FAULTY_FS_WRITE,  FAULTY_FS_SYNC, FAULTY_FS_SYNC_DIR,
+                              FAULTY_FS_RENAME,      FAULTY_FS_UNLINK, FAULTY_FS_MKDIR};
+  long n = 0;
+  for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++) n += faulty_fs_calls(&f->ff, slots[i]);
+  return n;
+}
+
+/* C105 (revised), D3.5: as C94 for the synchronous hook — a session that
+ * restored the checkpoint of GS from this directory starts no snapshot and
+ * no write for it (a full disk does not fail the resume), runs no
+ * before_save/after_save for it, and end() before any step does not save
+ * GS synchronously either: it counts as written. The next save comes after
+ * the cadence. */
+static void test_async_checkpoint_saver_hook__c105_restored_checkpoint_not_saved_again(void **state) {
+  fixture *f = *state;
+  char line[1200];
+  char *save_path = test_path(f->dir, "model.ckpt");
+  int i;
+
+  f->o.save_steps = 2;
+  f->o.block_when_busy = 1; /* saves exactly at 0, 2, 4 */
+  make_hook(f);
+  assert_ok(open_restoring(f), &f->st);
+  for (i = 0; i < 4; i++) assert_ok(step(f), &f->st);
+  assert_ok(close_session(f), &f->st);
+  assert_true(ckpt_exists(f, 4));
+  assert_int_equal(f->l.before, 3);
+  assert_int_equal(f->l.after, 3);
+
+  faulty_fs_reset(&f->ff);
+  faulty_fs_space(&f->ff, 0); /* a full disk */
+  test_log_clear(&f->te->log);
+  assert_ok(open_restoring(f), &f->st);
+  assert_int_equal(live(f, f->gs), 4);
+  assert_int_equal(live(f, f->v), 20);
+  assert_int_equal(mutating_calls(f), 0);
+  assert_int_equal(f->l.before, 3);
+  assert_int_equal(f->l.after, 3);
+  snprintf(line, sizeof line, "Not saving checkpoint 4 into %s at session creation: %s-4 was just restored from it.",
+           save_path, save_path);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, line), 1);
+  assert_int_equal(test_log_count(&f->te->log, -1, "Saving checkpoints for"), 0);
+  assert_ok(close_session(f), &f->st); /* D3.5: GS 4 counts as written */
+  assert_int_equal(mutating_calls(f), 0);
+  assert_int_equal(f->l.before, 3);
+  assert_int_equal(f->l.after, 3);
+  assert_int_equal(f->l.end, 2);
+  assert_true(f->l.end_step == 4);
+  assert_int_equal(test_log_count(&f->te->log, -1, "Saving checkpoints for"), 0);
+
+  /* room again: the next save is at 6, not at 5 */
+  faulty_fs_reset(&f->ff);
+  assert_ok(open_restoring(f), &f->st);
+  assert_ok(step(f), &f->st);
+  assert_int_equal(logged(f, "Saving checkpoints for %lld into", 5), 0);
+  assert_ok(step(f), &f->st);
+  assert_int_equal(logged(f, "Saving checkpoints for %lld into", 6), 1);
+  assert_ok(close_session(f), &f->st);
+  assert_true(ckpt_exists(f, 6));
+  assert_false(ckpt_exists(f, 5));
+  assert_int_equal(f->l.before, 4);
+  free(save_path);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -690,6 +767,7 @@ int main(void) {
       T(test_async_checkpoint_saver_hook__d32_unclean_close_completes_write),
       T(test_async_checkpoint_saver_hook__d32_free_without_close_completes_write),
       T(test_async_checkpoint_saver_hook__d32_snapshot_buffer_allocated_once),
+      T(test_async_checkpoint_saver_hook__c105_restored_checkpoint_not_saved_again),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -874,6 +874,137 @@ static void test_checkpoint_saver_hook__c94_saves_again_after_recreation(void **
   assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "Saving checkpoints for 0 into"), 2);
 }
 
+/* ---- C94, C97: the checkpoint a session just restored is not saved again ------------ */
+
+/* A monitored session with the hook that restores from the hook's
+ * directory at creation (C47, C68). */
+static hk_code open_restoring(fixture *f) {
+  hk_session_options o;
+  test_session_options(&o, &f->te->env, HK_SESSION_MONITORED, fake_executor_executor(f->fx), &f->hook, 1);
+  o.checkpoint_dir = f->dir;
+  return hk_session_new(&f->s, &o, &f->st);
+}
+
+/* File-system calls that change something. */
+static long mutating_calls(faulty_fs *ff) {
+  static const int slots[] = {FAULTY_FS_CREATE_EXCL, FAULTY_FS_WRITE,  FAULTY_FS_SYNC, FAULTY_FS_SYNC_DIR,
+                              FAULTY_FS_RENAME,      FAULTY_FS_UNLINK, FAULTY_FS_MKDIR};
+  long n = 0;
+  for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++) n += faulty_fs_calls(ff, slots[i]);
+  return n;
+}
+
+/* C94 (revised), C97: a session that restored the checkpoint of GS from
+ * this hook's directory does not save it again at creation: no file is
+ * written or synced (graph.pbtxt already holds the description), no
+ * listener's before_save/after_save runs for it, an INFO line says why — so
+ * a resume succeeds on a full disk. The timer is at GS: closing before any
+ * step saves nothing either (the listeners' end still runs), and the next
+ * save comes after the cadence. */
+static void test_checkpoint_saver_hook__c94_restored_checkpoint_not_saved_again(void **state) {
+  fixture *f = *state;
+  faulty_fs ff;
+  char line[1200];
+  char *save_path = test_path(f->dir, "model.ckpt");
+  int i;
+
+  faulty_fs_init(&ff);
+  faulty_fs_bind(&ff, &f->te->env); /* before the hook and the sessions copy the env */
+  f->o.save_steps = 2;
+  make_hook(f);
+  assert_ok(open_restoring(f), &f->st); /* an empty directory: initialized */
+  for (i = 0; i < 4; i++) assert_ok(step(f), &f->st);
+  assert_ok(close_session(f), &f->st);
+  assert_true(ckpt_exists(f, "model.ckpt", 4));
+  assert_int_equal(f->l[0].before, 3); /* 0, 2, 4 */
+  assert_int_equal(f->l[0].after, 3);
+
+  /* a new session on a full disk restores step 4 */
+  faulty_fs_reset(&ff);
+  faulty_fs_space(&ff, 0);
+  test_log_clear(&f->te->log);
+  assert_ok(open_restoring(f), &f->st);
+  assert_int_equal(fake_executor_get_i64(f->fx, NULL, f->gs), 4);
+  assert_int_equal(fake_executor_get_i64(f->fx, NULL, f->v), 20);
+  assert_int_equal(mutating_calls(&ff), 0);
+  for (i = 0; i < 2; i++) {
+    assert_int_equal(f->l[i].begin, 2);
+    assert_int_equal(f->l[i].before, 3);
+    assert_int_equal(f->l[i].after, 3);
+  }
+  snprintf(line, sizeof line, "Not saving checkpoint 4 into %s at session creation: %s-4 was just restored from it.",
+           save_path, save_path);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, line), 1);
+  assert_int_equal(test_log_count(&f->te->log, -1, "Saving checkpoints for"), 0);
+  /* closing at once: GS 4 is not saved again (C97) */
+  assert_ok(close_session(f), &f->st);
+  assert_int_equal(mutating_calls(&ff), 0);
+  assert_int_equal(f->l[0].before, 3);
+  assert_int_equal(f->l[0].end, 2);
+  assert_true(f->l[0].end_step == 4);
+  assert_int_equal(count_files(f, ".safetensors"), 3);
+
+  /* room again: the next save is at 6, the cadence after 4, not at 5 */
+  faulty_fs_reset(&ff);
+  assert_ok(open_restoring(f), &f->st);
+  assert_int_equal(f->l[0].before, 3);
+  assert_ok(step(f), &f->st);
+  assert_false(ckpt_exists(f, "model.ckpt", 5));
+  assert_ok(step(f), &f->st);
+  assert_true(ckpt_exists(f, "model.ckpt", 6));
+  assert_int_equal(f->l[0].before, 4);
+  assert_ok(close_session(f), &f->st);
+  assert_int_equal(f->l[0].before, 4); /* 6 was just saved (C97) */
+
+  hk_hook_free(f->hook);
+  f->hook = NULL;
+  f->te->env.fs = NULL;
+  f->te->env.fs_user = NULL;
+  assert_int_equal(faulty_fs_open_handles(&ff), 0);
+  faulty_fs_destroy(&ff);
+  free(save_path);
+}
+
+/* C94: only the checkpoint of GS from this hook's own directory counts. A
+ * hook saving elsewhere saves as usual at creation; so does one whose
+ * directory is spelled with a trailing slash, then recognized as the same. */
+static void test_checkpoint_saver_hook__c94_other_directory_still_saves(void **state) {
+  fixture *f = *state;
+  char *other = test_path(f->tmp, "other");
+  char *slashed = malloc(strlen(f->dir) + 3);
+
+  assert_non_null(slashed);
+  f->o.save_steps = 100;
+  f->o.nlisteners = 0;
+  make_hook(f);
+  assert_ok(open_restoring(f), &f->st);
+  assert_ok(step(f), &f->st);
+  assert_ok(close_session(f), &f->st); /* saved 0 and 1 */
+  hk_hook_free(f->hook);
+  f->hook = NULL;
+
+  /* the session restores step 1 from f->dir; this hook writes into `other` */
+  f->o.checkpoint_dir = other;
+  make_hook(f);
+  assert_ok(open_restoring(f), &f->st);
+  assert_true(ckpt_data_exists(other, "model.ckpt", 1));
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "Not saving checkpoint"), 0);
+  assert_ok(close_session(f), &f->st);
+  hk_hook_free(f->hook);
+  f->hook = NULL;
+
+  /* "<dir>//" is the same directory */
+  strcpy(slashed, f->dir);
+  strcat(slashed, "//");
+  f->o.checkpoint_dir = slashed;
+  make_hook(f);
+  assert_ok(open_restoring(f), &f->st);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "Not saving checkpoint 1 into"), 1);
+  assert_ok(close_session(f), &f->st);
+  free(other);
+  free(slashed);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -909,6 +1040,8 @@ int main(void) {
       T(test_checkpoint_saver_hook__c16_unclean_close_no_final_save),
       T(test_checkpoint_saver_hook__h11_reuse_across_sessions),
       T(test_checkpoint_saver_hook__c94_saves_again_after_recreation),
+      T(test_checkpoint_saver_hook__c94_restored_checkpoint_not_saved_again),
+      T(test_checkpoint_saver_hook__c94_other_directory_still_saves),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1154,7 +1154,9 @@ static void test_restore__oom_loop(void **state) {
   assert_ok(prepare(f), &f->st);
   drop_out(f);
   for (n = 0;; n++) {
-    long live = test_alloc_live(&f->te->alloc);
+    /* a call releases the prefix the previous one restored, and a failed
+     * one keeps none */
+    long live = test_alloc_live(&f->te->alloc) - (hk_session_manager_restored_checkpoint(f->sm) != NULL);
     test_alloc_fail_at(&f->te->alloc, n, 0);
     rc = prepare(f);
     test_alloc_fail_at(&f->te->alloc, -1, 0);
@@ -1362,6 +1364,134 @@ static void test_restore__d5_2_session_without_state_file_resumes(void **state) 
   free(sf);
 }
 
+/* What hk_creation_context_restored_checkpoint() said at each
+ * after_create_session of a spy (C94, C105's public half). */
+typedef struct seen_restored {
+  int calls;
+  int null_seen;
+  char last[1024];
+} seen_restored;
+
+static hk_code note_restored(spy_hook *spy, spy_slot slot, void *arg, hk_status *st) {
+  seen_restored *seen = spy->action_user;
+  const char *from;
+  (void)st;
+  if (slot != SPY_AFTER_CREATE) return HK_OK;
+  from = hk_creation_context_restored_checkpoint(arg);
+  seen->calls++;
+  seen->null_seen = from == NULL;
+  snprintf(seen->last, sizeof seen->last, "%s", from ? from : "");
+  return HK_OK;
+}
+
+/* A custom creator (H21) that restores by itself: the session cannot know. */
+static hk_code restoring_creator(void *user, hk_executor *ex, hk_raw_session **out, hk_status *st) {
+  fx *f = user;
+  char *p = prefix_of(f, 5);
+  hk_code rc = hk_raw_session_open(out, ex, st);
+  if (rc == HK_OK) rc = hk_saver_restore(f->saver, *out, p, st);
+  free(p);
+  return rc;
+}
+
+static const hk_session_creator_vtable restoring_creator_vtable = {HK_SESSION_CREATOR_VTABLE_VERSION,
+                                                                   restoring_creator, NULL};
+
+/* C94, C105: hooks learn through the creation context which checkpoint the
+ * creation restored — its prefix "<dir>/<name>" — and NULL when the model
+ * was initialized, when a custom creator made the raw session, or for a
+ * NULL context. */
+static void test_restore__c94_creation_context_names_restored_checkpoint(void **state) {
+  fx *f = *state;
+  hk_session_options o;
+  seen_restored seen;
+  char *p5 = prefix_of(f, 5);
+
+  memset(&seen, 0, sizeof seen);
+  assert_null(hk_creation_context_restored_checkpoint(NULL));
+  f->spy = spy_hook_new("spy", NULL, NULL);
+  assert_non_null(f->spy);
+  f->spy->action = note_restored;
+  f->spy->action_user = &seen;
+  f->hooks[0] = f->spy->hook;
+  /* nothing to restore: initialized */
+  session_options(f, &o, HK_SESSION_MONITORED, 1);
+  assert_ok(hk_session_new(&f->s, &o, &f->st), &f->st);
+  assert_int_equal(seen.calls, 1);
+  assert_true(seen.null_seen);
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  hk_session_free(f->s);
+  f->s = NULL;
+  /* restored: the prefix */
+  save(f, 3);
+  save(f, 5);
+  assert_ok(hk_session_new(&f->s, &o, &f->st), &f->st);
+  assert_int_equal(seen.calls, 2);
+  assert_false(seen.null_seen);
+  assert_string_equal(seen.last, p5);
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  hk_session_free(f->s);
+  f->s = NULL;
+  /* a custom creator restores what it likes; the session reports nothing */
+  o.kind = HK_SESSION_SINGULAR;
+  o.creator = &restoring_creator_vtable;
+  o.creator_user = f;
+  assert_ok(hk_session_new(&f->s, &o, &f->st), &f->st);
+  assert_true(holds(&f->m, hk_session_raw_session(f->s), 5));
+  assert_int_equal(seen.calls, 3);
+  assert_true(seen.null_seen);
+  f->hooks[0] = NULL;
+  free(p5);
+}
+
+/* The session manager's half: hk_session_manager_restored_checkpoint()
+ * names what the last prepare_session / recover_session restored; NULL
+ * when it initialized, failed, or was a wait_for_session. */
+static void test_restore__sm_restored_checkpoint_reports_last_call(void **state) {
+  fx *f = *state;
+  char *p2 = prefix_of(f, 2), *missing = test_path(f->root, "nowhere");
+  int initialized = 0;
+  make_sm(f);
+  assert_null(hk_session_manager_restored_checkpoint(NULL));
+  assert_null(hk_session_manager_restored_checkpoint(f->sm));
+  save(f, 1);
+  save(f, 2);
+  assert_ok(prepare(f), &f->st);
+  assert_string_equal(hk_session_manager_restored_checkpoint(f->sm), p2);
+  drop_out(f);
+  /* nothing to restore: initialized */
+  f->po.checkpoint_dir = missing;
+  assert_ok(prepare(f), &f->st);
+  assert_null(hk_session_manager_restored_checkpoint(f->sm));
+  drop_out(f);
+  /* recover_session: restored and ready */
+  f->po.checkpoint_dir = f->dir;
+  assert_ok(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st);
+  assert_int_equal(initialized, 1);
+  assert_string_equal(hk_session_manager_restored_checkpoint(f->sm), p2);
+  drop_out(f);
+  /* an explicit checkpoint, as given */
+  f->po.checkpoint_dir = NULL;
+  f->po.checkpoint_filename_with_path = p2;
+  assert_ok(prepare(f), &f->st);
+  assert_string_equal(hk_session_manager_restored_checkpoint(f->sm), p2);
+  drop_out(f);
+  /* a failed call reports nothing */
+  f->po.checkpoint_filename_with_path = missing;
+  assert_status(prepare(f), &f->st, HK_NOT_FOUND, NULL);
+  assert_null(hk_session_manager_restored_checkpoint(f->sm));
+  f->po.checkpoint_filename_with_path = p2;
+  assert_ok(prepare(f), &f->st);
+  drop_out(f);
+  assert_non_null(hk_session_manager_restored_checkpoint(f->sm));
+  /* a worker's wait never restores (here it gives up at once: nothing is
+   * initialized) */
+  assert_status(hk_session_manager_wait_for_session(f->sm, &f->out, 0, &f->st), &f->st, HK_DEADLINE_EXCEEDED, NULL);
+  assert_null(hk_session_manager_restored_checkpoint(f->sm));
+  free(p2);
+  free(missing);
+}
+
 static hk_hook *ckpt_hook(fx *f, int64_t save_steps) {
   hk_checkpoint_saver_options o = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
   hk_hook *h = NULL;
@@ -1473,6 +1603,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_restore__session_explicit_scaffold_saver_used, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__session_restore_failure_no_after_create, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__e2e_train_save_resume, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__c94_creation_context_names_restored_checkpoint, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__sm_restored_checkpoint_reports_last_call, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -183,6 +183,20 @@ HK_API int hk_run_context_stop_requested(const hk_run_context *ctx);
  * **Threads:** the training thread. **Allocates:** no.
  */
 HK_API void hk_creation_context_request_stop(hk_creation_context *ctx);
+/**
+ * The checkpoint this creation restored the model from (C66–C68, D5): its
+ * prefix "<dir>/<name>", as hk_session_manager_restored_checkpoint() gives
+ * it. A hook that writes checkpoints can tell from it that the checkpoint
+ * of the current step is already on disk (C94, C105: the checkpoint saver
+ * hooks do not save it again).
+ * @return NULL when the model was initialized rather than restored, when
+ *         the raw session came from a custom session creator (H21) or a
+ *         worker's wait (C48), and for a NULL ctx.
+ * **Ownership:** borrowed; valid only during that after_create_session
+ * callback: copy it to keep it.
+ * **Threads:** the training thread. **Allocates:** no.
+ */
+HK_API const char *hk_creation_context_restored_checkpoint(const hk_creation_context *ctx);
 
 #ifdef __cplusplus
 }
