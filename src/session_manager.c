@@ -305,6 +305,24 @@ static hk_code fail_closing(hk_raw_session **rs, hk_code rc) {
   return rc;
 }
 
+/* C69: *needs is 0 when no variable of the executor needs initializing:
+ * every one is host-owned (HK_VAR_EXTERNAL: the host's memory counts as
+ * initialized), or there is none. */
+static hk_code needs_init(hk_session_manager *sm, int *needs, hk_status *st) {
+  size_t n = hk_executor_variable_count(sm->ex);
+  *needs = 0;
+  for (size_t i = 0; i < n; i++) {
+    hk_variable_info info;
+    hk_code rc = hk_executor_variable_info(sm->ex, i, &info, st);
+    if (rc != HK_OK) return rc;
+    if (!(info.flags & HK_VAR_EXTERNAL)) {
+      *needs = 1;
+      return HK_OK;
+    }
+  }
+  return HK_OK;
+}
+
 /* C66 after the checks; *restored_from as create_and_restore's, owned by
  * the caller whatever the result. */
 static hk_code prepare_impl(hk_session_manager *sm, hk_raw_session **out, const hk_prepare_options *o,
@@ -313,10 +331,18 @@ static hk_code prepare_impl(hk_session_manager *sm, hk_raw_session **out, const 
   hk_code rc = create_and_restore(sm, o, &rs, restored_from, st);
   if (rc != HK_OK) return rc;
   if (!*restored_from) {
-    if (o->init_op == HK_NO_HANDLE && !o->init_fn && sm->local_init_op == HK_NO_HANDLE)
-      return fail_closing(
-          &rs, hk_status_set(st, HK_FAILED_PRECONDITION,
-                             "Model is not initialized and no init_op or init_fn or local_init_op was given"));
+    if (o->init_op == HK_NO_HANDLE && !o->init_fn && sm->local_init_op == HK_NO_HANDLE) {
+      int needs = 1;
+      rc = needs_init(sm, &needs, st);
+      if (rc != HK_OK) return fail_closing(&rs, rc);
+      if (needs)
+        return fail_closing(
+            &rs, hk_status_set(st, HK_FAILED_PRECONDITION,
+                               "Model is not initialized and no init_op or init_fn or local_init_op was given"));
+      hk_env_log(&sm->env, HK_LOG_DEBUG,
+                 "No init_op, init_fn or local_init_op, and none needed: every variable of the executor is "
+                 "host-owned (HK_VAR_EXTERNAL), so the model counts as initialized.");
+    }
     if (o->init_op != HK_NO_HANDLE) {
       hk_run_args args = {o->init_feed, o->ninit_feed, NULL, 0, &o->init_op, 1, NULL};
       rc = hk_raw_session_run(rs, &args, NULL, NULL, st);

@@ -213,7 +213,9 @@ typedef struct hk_prepare_options {
  * @param opts  borrowed for the call; NULL: HK_PREPARE_OPTIONS_INIT.
  * **Ownership:** *out owned by the caller, hk_raw_session_free().
  * **Errors:** FAILED_PRECONDITION "Model is not initialized and no init_op
- * or init_fn or local_init_op was given" (C69), "Init operations did not
+ * or init_fn or local_init_op was given" (C69: not when every variable of
+ * the executor is host-owned, HK_VAR_EXTERNAL, or there is none — such a
+ * model needs no init op), "Init operations did not
  * make model ready for local_init. ..." (C70), "Init operations did not
  * make model ready. ..." (C71); INVALID_ARGUMENT (bad options, both
  * checkpoint paths, C67; a variable whose dtype or shape differs from the

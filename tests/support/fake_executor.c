@@ -291,6 +291,14 @@ static hk_code v_open(void *self, void **out_session, hk_status *status)
   if (s == NULL)
     return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "fake_executor: out of memory opening a session");
   s->id = ++fx->nopened;
+  /* Host-owned memory (HK_VAR_EXTERNAL) holds its value in every session. */
+  for (size_t i = 0; i < fx->nents; i++) {
+    const entity *e = &fx->ents[i];
+    if (e->kind == K_VAR && (e->flags & HK_VAR_EXTERNAL)) {
+      memcpy(s->values[i], e->value, e->nbytes);
+      s->init[i] = 1;
+    }
+  }
   s->next = fx->sessions;
   fx->sessions = s;
   fx->nopen++;

@@ -11,7 +11,9 @@
  *     that init ops install; each raw session has its own values and its own
  *     "initialized" flags, so C69–C72 can be exercised. Fetching or mutating an
  *     uninitialized variable fails with FAILED_PRECONDITION "Attempting to use
- *     uninitialized value <name>" (H30);
+ *     uninitialized value <name>" (H30). A variable flagged HK_VAR_EXTERNAL
+ *     stands for host-owned memory: every raw session starts with it
+ *     initialized to its initial value;
  *   - ops (run as targets) that may add a delta to an integer variable (the
  *     train op incrementing "global_step"), initialize every global and/or
  *     local variable, or fail;

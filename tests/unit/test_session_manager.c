@@ -276,6 +276,86 @@ static void test_session_manager__c69_nothing_to_initialize(void **state)
   assert_int_equal(fake_executor_open_sessions(f->fx), 0);
 }
 
+/* C69 revised: a model whose every variable is host-owned (HK_VAR_EXTERNAL)
+ * needs no init op. The executor here has no default ops, as a third-party
+ * one may not: with no init_op, init_fn or local_init_op, prepare_session
+ * hands out the session, logged at DEBUG — also with no variable at all —
+ * and one variable that is not host-owned brings C69 back. */
+static void test_session_manager__c69_host_owned_variables_need_no_init(void **state)
+{
+  fixture *f = *state;
+  fake_executor *host = fake_executor_new(&f->te->env);
+  hk_session_manager_options mo;
+  hk_prepare_options po = HK_PREPARE_OPTIONS_INIT;
+  hk_session_manager *sm = NULL;
+  hk_raw_session *rs = NULL;
+  const float w0[2] = {1.5f, -2.0f};
+  const int64_t gs0 = 7, zero = 0, two = 2;
+  hk_handle w, gs;
+
+  assert_non_null(host);
+  fake_executor_set_unimplemented_defaults(host, 1);
+  hk_session_manager_options_init(&mo, HK_SESSION_MANAGER_OPTIONS_VERSION);
+  mo.env = &f->te->env;
+  mo.executor = fake_executor_executor(host);
+  assert_ok(hk_session_manager_new(&sm, &mo, &f->st), &f->st);
+
+  /* no variable needs initializing: none at all */
+  assert_ok(hk_session_manager_prepare_session(sm, &rs, &po, &f->st), &f->st);
+  assert_non_null(rs);
+  hk_raw_session_free(rs);
+  rs = NULL;
+
+  /* every variable host-owned */
+  w = fake_executor_add_variable(host, "w", HK_DTYPE_F32, 1, &two, HK_VAR_EXTERNAL | HK_VAR_TRAINABLE, w0);
+  gs = fake_executor_add_variable(host, "global_step", HK_DTYPE_I64, 0, NULL, HK_VAR_EXTERNAL, &gs0);
+  test_log_clear(&f->te->log);
+  assert_ok(hk_session_manager_prepare_session(sm, &rs, &po, &f->st), &f->st);
+  assert_non_null(rs);
+  assert_true(fake_executor_is_initialized(host, NULL, w));
+  assert_int_equal(fake_executor_get_i64(host, NULL, gs), 7);
+  assert_logged(f->te, HK_LOG_DEBUG, "every variable of the executor is host-owned (HK_VAR_EXTERNAL)");
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, ""), 0);
+  hk_raw_session_free(rs);
+  rs = NULL;
+
+  /* one variable that is not: C69 */
+  (void)fake_executor_add_variable(host, "inner", HK_DTYPE_I64, 0, NULL, HK_VAR_TRAINABLE, &zero);
+  assert_status(hk_session_manager_prepare_session(sm, &rs, &po, &f->st), &f->st, HK_FAILED_PRECONDITION,
+                "Model is not initialized and no init_op or init_fn or local_init_op was given");
+  assert_null(rs);
+  assert_int_equal(fake_executor_open_sessions(host), 0);
+  hk_session_manager_free(sm);
+  fake_executor_free(host);
+}
+
+/* C69 revised, through a session: an executor without default ops whose
+ * variables are all host-owned starts (C47: the chief's prepare_session
+ * with the Scaffold's unset init ops) and trains. */
+static void test_session_manager__c69_host_owned_session_starts(void **state)
+{
+  fixture *f = *state;
+  fake_executor *host = fake_executor_new(&f->te->env);
+  const int64_t gs0 = 3;
+  hk_session_options o;
+  hk_session *s = NULL;
+  hk_handle gs, train;
+
+  assert_non_null(host);
+  fake_executor_set_unimplemented_defaults(host, 1);
+  gs = fake_executor_add_variable(host, "global_step", HK_DTYPE_I64, 0, NULL, HK_VAR_EXTERNAL, &gs0);
+  fake_executor_role_register(host, HK_ROLE_GLOBAL_STEP, gs);
+  train = fake_executor_add_op(host, "train");
+  fake_executor_op_increments(host, train, gs, 1);
+  test_session_options(&o, &f->te->env, HK_SESSION_MONITORED, fake_executor_executor(host), NULL, 0);
+  assert_ok(hk_session_new(&s, &o, &f->st), &f->st);
+  assert_ok(session_run_train(s, train, &f->st), &f->st);
+  assert_int_equal(fake_executor_get_i64(host, NULL, gs), 4);
+  assert_ok(hk_session_close(s, HK_OK, &f->st), &f->st);
+  hk_session_free(s);
+  fake_executor_free(host);
+}
+
 static void test_session_manager__c70_not_ready_for_local_init(void **state)
 {
   fixture *f = *state;
@@ -504,6 +584,8 @@ int main(void)
     T(test_session_manager__c67_both_paths),
     T(test_session_manager__c67_no_saver_restores_nothing),
     T(test_session_manager__c69_nothing_to_initialize),
+    T(test_session_manager__c69_host_owned_variables_need_no_init),
+    T(test_session_manager__c69_host_owned_session_starts),
     T(test_session_manager__c70_not_ready_for_local_init),
     T(test_session_manager__c71_not_ready),
     T(test_session_manager__c72_unguarded_local_init_reads_uninitialized),
