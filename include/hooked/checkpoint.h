@@ -6,8 +6,9 @@
  * A checkpoint is addressed by its PREFIX "<dir>/<name>" (e.g.
  * "ckpt/model.ckpt-3000"); its data is the single safetensors file
  * "<prefix>.safetensors", with a CRC-32C per tensor inside the format's own
- * metadata, and an optional "<prefix>.meta" (the executor's text
- * description of its graph). The state file "checkpoint" in the same
+ * metadata, and an optional "<prefix>.graph.txt" (the executor's own text
+ * description of its graph — not a TensorFlow MetaGraphDef, so not named
+ * ".meta"). The state file "checkpoint" in the same
  * directory lists the managed checkpoints, TensorFlow-style, with bare names.
  * Every file is written to a temporary name, fsynced, renamed and the
  * directory fsynced (D4), so a crash at any instant leaves the previous
@@ -97,7 +98,8 @@ HK_API void hk_saver_free(hk_saver *saver);
 typedef enum hk_save_flags {
   HK_SAVE_DEFAULT = 0,
   HK_SAVE_NO_STATE = 1u << 0,   /**< write_state false: unmanaged checkpoint, state file untouched (C116) */
-  HK_SAVE_META = 1u << 1        /**< also write <prefix>.meta when the executor describes its graph (C114) */
+  /** also write <prefix>.graph.txt, the executor's text description of its graph, when it has one (C114) */
+  HK_SAVE_META = 1u << 1
 } hk_save_flags;
 
 /**
@@ -105,8 +107,8 @@ typedef enum hk_save_flags {
  * The prefix is "<save_path>-<step>" ("%08d" with pad_step_number), or
  * save_path itself when step is HK_UNSET_STEPS; the file records `step` as
  * its global_step (without a step: the GS value, or 0 when there is none).
- * Order: stale temporary files of ours removed; the data file (and meta
- * file) written atomically; unless HK_SAVE_NO_STATE, the state file listing
+ * Order: stale temporary files of ours removed; the data file (and, with
+ * HK_SAVE_META, "<prefix>.graph.txt") written atomically; unless HK_SAVE_NO_STATE, the state file listing
  * the new checkpoint last, then the checkpoints retention drops are deleted
  * (removal errors are logged "Ignoring: %s", not returned). Before the
  * first save into a directory the managed list is recovered from its state
@@ -250,8 +252,9 @@ HK_API hk_code hk_latest_checkpoint(const hk_env *env, const char *dir, const ch
 /** @return nonzero iff "<prefix>.safetensors" exists (H34). **Threads:** any. */
 HK_API int hk_checkpoint_exists(const hk_env *env, const char *prefix);
 /**
- * Remove "<prefix>.safetensors" and "<prefix>.meta" (H34).
- * **Errors:** NOT_FOUND when neither exists; file-system errors.
+ * Remove "<prefix>.safetensors", "<prefix>.graph.txt" and, from older
+ * versions, "<prefix>.meta" (H31, H34).
+ * **Errors:** NOT_FOUND when none of them exists; file-system errors.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_remove_checkpoint(const hk_env *env, const char *prefix, hk_status *status);

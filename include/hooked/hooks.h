@@ -128,7 +128,7 @@ typedef struct hk_checkpoint_saver_options {
   const char *checkpoint_basename; /**< copied; NULL: "model.ckpt"; a valid name (H32) */
   const hk_checkpoint_listener *listeners; /**< array copied; vtables and users borrowed */
   size_t nlisteners;
-  int save_graph_def;          /**< default 1: graph.pbtxt and one .meta per checkpoint (C102) */
+  int save_graph_def;          /**< default 1: graph.txt in checkpoint_dir at each creation (C94, C102) */
   int64_t steps_per_run;       /**< >= 1, default 1 */
   int block_when_busy;         /**< asynchronous hook only (D3.3): default 0 defers */
 } hk_checkpoint_saver_options;
@@ -156,8 +156,8 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * on a full disk; it counts as the step just saved (C94, C97).
  * Logs "Create CheckpointSaverHook.".
  * **One saver per directory (D4.2):** every save first removes stale
- * "<file>.tmp-XXXXXX" temporaries of checkpoint_dir (data, .meta,
- * graph.pbtxt, state file), so two savers writing into the same directory
+ * "<file>.tmp-XXXXXX" temporaries of checkpoint_dir (data, graph
+ * descriptions, state file), so two savers writing into the same directory
  * at the same time (two hooks, a hook and a hk_saver_save() elsewhere, two
  * processes) remove each other's temporary files and fail each other's
  * saves. Give each saver its own directory. Hooks of one session with

@@ -90,7 +90,8 @@ hk_code hk__read_file(const hk_env *env, const char *path, size_t max, char **ou
 
 /**
  * D4.2 step 1: remove "<F>.tmp-XXXXXX" entries of `dir` where F is
- * `latest_filename`, "graph.pbtxt", or ends in ".safetensors" or ".meta".
+ * `latest_filename`, "graph.txt", or ends in ".safetensors" or ".graph.txt"
+ * — or, as named before, is "graph.pbtxt" or ends in ".meta".
  * Failures to remove are logged at WARNING, not returned; a listing error
  * is returned.
  */
@@ -213,15 +214,6 @@ hk_code hk__saver_restore_latest(hk_saver *saver, hk_raw_session *rs, const char
  */
 hk_code hk__dir_has_checkpoints(const hk_env *env, const char *dir, int *found, hk_status *st);
 
-/**
- * hk_saver_save() with the graph description for the .meta file supplied
- * by the caller (borrowed for the call; used only with HK_SAVE_META) instead
- * of asking the executor at every save. meta_text NULL: as hk_saver_save().
- */
-hk_code hk__saver_save_with_meta(hk_saver *saver, hk_raw_session *rs, const char *save_path, int64_t step,
-                                 unsigned flags, const char *meta_text, size_t meta_len, const char **prefix,
-                                 hk_status *st);
-
 /** The prefix hk_saver_save(saver, rs, save_path, step, ...) would write
  *  (C113: "<save_path>-<step>", "%08d" with pad_step_number; save_path
  *  itself for HK_UNSET_STEPS), allocated through the Saver's env; NULL on
@@ -237,8 +229,10 @@ const hk_env *hk__saver_env(const hk_saver *saver);
  * copy every variable, read through rs, into `buf` (size >= snapshot_size)
  * and fill `tensors` (count = hk__saver_var_count) with views into buf.
  * write: everything hk_saver_save does after reading the variables, from
- * those tensors; safe on another thread while the training thread makes
- * no other call on this Saver. now: the wall time (hk_env_wall of the
+ * those tensors, except the graph description (HK_SAVE_META is ignored:
+ * describing the graph is the executor's, on the training thread); safe on
+ * another thread while the training thread makes no other call on this
+ * Saver. now: the wall time (hk_env_wall of the
  * Saver's env) read by the caller on the training thread at snapshot time;
  * it is the new checkpoint's timestamp and the "now" of any recovery and
  * clock-reset check (D6.1, D6.2) in the call, which reads no clock itself
@@ -249,8 +243,7 @@ hk_code hk__saver_snapshot_size(hk_saver *saver, size_t *nbytes, size_t *ntensor
 hk_code hk__saver_snapshot(hk_saver *saver, hk_raw_session *rs, void *buf, size_t cap, hk__ckpt_tensor *tensors,
                            size_t ntensors, hk_status *st);
 hk_code hk__saver_write(hk_saver *saver, const char *save_path, int64_t step, unsigned flags, double now,
-                        const hk__ckpt_tensor *tensors, size_t ntensors, const char *meta_text, size_t meta_len,
-                        char **prefix, hk_status *st);
+                        const hk__ckpt_tensor *tensors, size_t ntensors, char **prefix, hk_status *st);
 
 /* ---- event files (events.c, H26) ------------------------------------------------- */
 

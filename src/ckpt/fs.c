@@ -776,8 +776,11 @@ static int is_our_tmp(const char *name, const char *latest) {
     if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return 0;
   }
   if (fl == strlen(latest) && memcmp(name, latest, fl) == 0) return 1;
+  if (fl == strlen("graph.txt") && memcmp(name, "graph.txt", fl) == 0) return 1;
+  if (ends_with(name, fl, ".safetensors") || ends_with(name, fl, ".graph.txt")) return 1;
+  /* The names these files had before: a crashed save of an older version. */
   if (fl == strlen("graph.pbtxt") && memcmp(name, "graph.pbtxt", fl) == 0) return 1;
-  return ends_with(name, fl, ".safetensors") || ends_with(name, fl, ".meta");
+  return ends_with(name, fl, ".meta");
 }
 
 static hk_code collect_stale(void *user, const char *name, hk_status *st) {

@@ -24,7 +24,12 @@
 
 #define DEFAULT_LATEST "checkpoint"
 #define DATA_EXT ".safetensors"
-#define META_EXT ".meta"
+/* HK_SAVE_META's companion: hooked's own text description of the graph (not
+ * a TensorFlow MetaGraphDef, so not named like one). */
+#define GRAPH_EXT ".graph.txt"
+/* What that companion was called before; retention and
+ * hk_remove_checkpoint still remove it. */
+#define LEGACY_META_EXT ".meta"
 /* Stack room for "<prefix>.safetensors" in the helpers that do not allocate. */
 #define PATH_BUF 4096
 #define SNAPSHOT_ALIGN 64
@@ -51,7 +56,7 @@ struct hk_saver {
   int state_seen;    /* recovery found a state file, readable or not */
   int explicit_vars; /* a var_list was given (C112): H27's unrestored tensors are logged at DEBUG */
   char *prefix;      /* the last hk_saver_save's prefix */
-  int meta_logged;
+  int graph_logged;  /* "cannot describe its graph" was logged */
 };
 
 static const hk_env *senv(const hk_saver *s) { return &s->env; }
@@ -546,14 +551,14 @@ char *hk__saver_prefix(hk_saver *saver, const char *save_path, int64_t step) {
 
 /* Everything a save does once the variables are in hand (D4.2 steps 1–4). */
 static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step, int64_t record_step, unsigned flags,
-                          double now, const hk__ckpt_tensor *tensors, size_t ntensors, const char *meta,
-                          size_t meta_len, char **prefix_out, hk_status *st) {
+                          double now, const hk__ckpt_tensor *tensors, size_t ntensors, const char *graph,
+                          size_t graph_len, char **prefix_out, hk_status *st) {
   const hk_env *env = senv(s);
   int manage = !(flags & HK_SAVE_NO_STATE);
-  int write_meta = (flags & HK_SAVE_META) && meta;
-  char *prefix = NULL, *dir = NULL, *data = NULL, *metapath = NULL;
+  int write_graph = (flags & HK_SAVE_META) && graph;
+  char *prefix = NULL, *dir = NULL, *data = NULL, *graphpath = NULL; /* graphpath: <prefix>.graph.txt */
   const char *name;
-  int data_existed = 0, meta_existed = 0, planned = 0;
+  int data_existed = 0, graph_existed = 0, planned = 0;
   hk_fs_stat sb;
   hk__fs fs;
   plan p;
@@ -567,8 +572,8 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
   prefix = make_prefix(s, save_path, name_step);
   dir = hk__path_dirname(env, save_path);
   data = prefix ? hk__asprintf(env, "%s" DATA_EXT, prefix) : NULL;
-  metapath = prefix ? hk__asprintf(env, "%s" META_EXT, prefix) : NULL;
-  if (!prefix || !dir || !data || !metapath) {
+  graphpath = prefix ? hk__asprintf(env, "%s" GRAPH_EXT, prefix) : NULL;
+  if (!prefix || !dir || !data || !graphpath) {
     rc = oom(st, "saving a checkpoint");
     goto done;
   }
@@ -611,7 +616,7 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
 
   rc = hk__remove_stale_tmp(env, dir, s->latest_filename, st);
   if (rc == HK_OK) rc = probe(&fs, data, &data_existed, st);
-  if (rc == HK_OK && write_meta) rc = probe(&fs, metapath, &meta_existed, st);
+  if (rc == HK_OK && write_graph) rc = probe(&fs, graphpath, &graph_existed, st);
   if (rc != HK_OK) goto done;
 
   rc = hk__ckpt_write(env, data, record_step, tensors, ntensors, st);
@@ -619,10 +624,10 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
     if (!data_existed) remove_created(&fs, data);
     goto done;
   }
-  if (write_meta) {
-    rc = hk__write_file_atomic(env, metapath, meta, meta_len, st);
+  if (write_graph) {
+    rc = hk__write_file_atomic(env, graphpath, graph, graph_len, st);
     if (rc != HK_OK) {
-      if (!meta_existed) remove_created(&fs, metapath);
+      if (!graph_existed) remove_created(&fs, graphpath);
       if (!data_existed) remove_created(&fs, data);
       goto done;
     }
@@ -632,7 +637,7 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
     if (rc != HK_OK) {
       /* D4.4: the previous state file first, then the new files. */
       if (rollback_state(s, &fs, name)) {
-        if (write_meta && !meta_existed) remove_created(&fs, metapath);
+        if (write_graph && !graph_existed) remove_created(&fs, graphpath);
         if (!data_existed) remove_created(&fs, data);
       }
       goto done;
@@ -640,11 +645,14 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
     /* The new state is durable: now, and only now, retention deletes. */
     for (size_t i = 0; i < p.ndrop; i++) {
       char *d = hk__asprintf(env, "%s" DATA_EXT, p.drop[i]);
-      char *m = hk__asprintf(env, "%s" META_EXT, p.drop[i]);
+      char *g = hk__asprintf(env, "%s" GRAPH_EXT, p.drop[i]);
+      char *m = hk__asprintf(env, "%s" LEGACY_META_EXT, p.drop[i]);
       if (d) remove_ignoring(&fs, d, 0);
+      if (g) remove_ignoring(&fs, g, 1);
       if (m) remove_ignoring(&fs, m, 1);
-      if (!d || !m) hk_env_log(env, HK_LOG_WARNING, "Ignoring: out of memory deleting checkpoint %s", p.drop[i]);
+      if (!d || !g || !m) hk_env_log(env, HK_LOG_WARNING, "Ignoring: out of memory deleting checkpoint %s", p.drop[i]);
       hk_env_free(env, d);
+      hk_env_free(env, g);
       hk_env_free(env, m);
     }
     if (p.ndrop > 0) {
@@ -664,19 +672,20 @@ done:
   hk_env_free(env, prefix);
   hk_env_free(env, dir);
   hk_env_free(env, data);
-  hk_env_free(env, metapath);
+  hk_env_free(env, graphpath);
   return rc;
 }
 
 hk_code hk__saver_write(hk_saver *saver, const char *save_path, int64_t step, unsigned flags, double now,
-                        const hk__ckpt_tensor *tensors, size_t ntensors, const char *meta_text, size_t meta_len,
-                        char **prefix, hk_status *st) {
+                        const hk__ckpt_tensor *tensors, size_t ntensors, char **prefix, hk_status *st) {
   if (prefix) *prefix = NULL;
   if (!saver) return hk_status_set(st, HK_INVALID_ARGUMENT, "saver is NULL");
   if (!save_path) return hk_status_set(st, HK_INVALID_ARGUMENT, "save_path is NULL");
   if (!tensors && ntensors > 0) return hk_status_set(st, HK_INVALID_ARGUMENT, "tensors is NULL");
-  return write_impl(saver, save_path, step, step == HK_UNSET_STEPS ? 0 : step, flags, now, tensors, ntensors, meta_text,
-                    meta_len, prefix, st);
+  /* The writer thread writes no graph description: it would have to ask
+   * the executor from a thread other than the training thread. */
+  return write_impl(saver, save_path, step, step == HK_UNSET_STEPS ? 0 : step, flags & ~(unsigned)HK_SAVE_META, now,
+                    tensors, ntensors, NULL, 0, prefix, st);
 }
 
 /* ---- reading variables ------------------------------------------------------------------ */
@@ -835,7 +844,7 @@ static hk_code text_sink(void *user, const char *text, size_t len, hk_status *st
     char *grown;
     while (cap < b->len + len + 1) cap = cap > SIZE_MAX / 2 ? b->len + len + 1 : cap * 2;
     grown = hk_env_realloc(b->env, b->data, cap);
-    if (!grown) return oom(st, "describing the graph for the .meta file");
+    if (!grown) return oom(st, "describing the graph for the " GRAPH_EXT " file");
     b->data = grown;
     b->cap = cap;
   }
@@ -847,13 +856,7 @@ static hk_code text_sink(void *user, const char *text, size_t len, hk_status *st
 
 hk_code hk_saver_save(hk_saver *saver, hk_raw_session *rs, const char *save_path, int64_t step, unsigned flags,
                       const char **prefix, hk_status *status) {
-  return hk__saver_save_with_meta(saver, rs, save_path, step, flags, NULL, 0, prefix, status);
-}
-
-hk_code hk__saver_save_with_meta(hk_saver *saver, hk_raw_session *rs, const char *save_path, int64_t step,
-                                 unsigned flags, const char *meta_text, size_t meta_len, const char **prefix,
-                                 hk_status *status) {
-  text_buf meta;
+  text_buf graph;
   int64_t record = step;
   char *out = NULL;
   hk_code rc;
@@ -885,35 +888,32 @@ hk_code hk__saver_save_with_meta(hk_saver *saver, hk_raw_session *rs, const char
     rc = read_view(saver, rs, i, &saver->views[i].value, status);
     if (rc != HK_OK) return rc;
   }
-  memset(&meta, 0, sizeof meta);
-  meta.env = senv(saver);
-  /* A caller that described the graph already (a hook, once per session)
-   * passes the text; otherwise the executor describes it now. */
-  if ((flags & HK_SAVE_META) && !meta_text) {
+  memset(&graph, 0, sizeof graph);
+  graph.env = senv(saver);
+  /* HK_SAVE_META: the executor's description of its graph, beside the data
+   * file as <prefix>.graph.txt. */
+  if (flags & HK_SAVE_META) {
     hk_status why = HK_STATUS_INIT;
-    rc = hk_executor_describe(saver->ex, text_sink, &meta, &why);
+    rc = hk_executor_describe(saver->ex, text_sink, &graph, &why);
     if (rc == HK_UNIMPLEMENTED) {
-      if (!saver->meta_logged)
-        hk_env_log(senv(saver), HK_LOG_INFO, "The executor cannot describe its graph: no .meta file is written.");
-      saver->meta_logged = 1;
-      hk_env_free(meta.env, meta.data);
-      memset(&meta, 0, sizeof meta);
+      if (!saver->graph_logged)
+        hk_env_log(senv(saver), HK_LOG_INFO,
+                   "The executor cannot describe its graph: no " GRAPH_EXT " file is written.");
+      saver->graph_logged = 1;
+      hk_env_free(graph.env, graph.data);
+      memset(&graph, 0, sizeof graph);
     } else if (rc != HK_OK) {
-      hk_env_free(meta.env, meta.data);
+      hk_env_free(graph.env, graph.data);
       hk__status_copy(status, &why);
       return rc;
-    } else if (!meta.data) {
-      meta.data = hk_env_strdup(meta.env, "");
-      if (!meta.data) return oom(status, "describing the graph for the .meta file");
+    } else if (!graph.data) {
+      graph.data = hk_env_strdup(graph.env, "");
+      if (!graph.data) return oom(status, "describing the graph for the " GRAPH_EXT " file");
     }
   }
-  if (!meta_text) {
-    meta_text = meta.data;
-    meta_len = meta.len;
-  }
   rc = write_impl(saver, save_path, step, record, flags, hk_env_wall(senv(saver)), saver->views, saver->nvars,
-                  meta_text, meta_len, &out, status);
-  hk_env_free(senv(saver), meta.data);
+                  graph.data, graph.len, &out, status);
+  hk_env_free(senv(saver), graph.data);
   if (rc != HK_OK) return rc;
   hk_env_free(senv(saver), saver->prefix);
   saver->prefix = out;
@@ -1387,28 +1387,30 @@ int hk_checkpoint_exists(const hk_env *env, const char *prefix) {
 }
 
 hk_code hk_remove_checkpoint(const hk_env *env, const char *prefix, hk_status *status) {
-  char data[PATH_BUF], meta[PATH_BUF];
-  hk_status why = HK_STATUS_INIT;
+  /* The data file, the graph description and its legacy name (H31). */
+  static const char *const exts[3] = {DATA_EXT, GRAPH_EXT, LEGACY_META_EXT};
+  char paths[3][PATH_BUF];
+  int removed = 0;
   hk__fs fs;
-  hk_code rd, rm;
 
   if (!prefix) return hk_status_set(status, HK_INVALID_ARGUMENT, "prefix is NULL");
   if (hk_env_check(env, "env", status) != HK_OK) return HK_INVALID_ARGUMENT;
-  if (!file_of(data, sizeof data, prefix, DATA_EXT) || !file_of(meta, sizeof meta, prefix, META_EXT))
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "checkpoint prefix is too long: %.200s...", prefix);
+  for (size_t i = 0; i < 3; i++)
+    if (!file_of(paths[i], sizeof paths[i], prefix, exts[i]))
+      return hk_status_set(status, HK_INVALID_ARGUMENT, "checkpoint prefix is too long: %.200s...", prefix);
   hk__fs_init(&fs, env);
-  rd = hk__fs_unlink(&fs, data, &why);
-  if (rd != HK_OK && rd != HK_NOT_FOUND) {
-    hk__status_copy(status, &why);
-    return rd;
+  for (size_t i = 0; i < 3; i++) {
+    hk_status why = HK_STATUS_INIT;
+    hk_code rc = hk__fs_unlink(&fs, paths[i], &why);
+    if (rc == HK_OK) removed = 1;
+    if (rc != HK_OK && rc != HK_NOT_FOUND) {
+      hk__status_copy(status, &why);
+      return rc;
+    }
   }
-  rm = hk__fs_unlink(&fs, meta, &why);
-  if (rm != HK_OK && rm != HK_NOT_FOUND) {
-    hk__status_copy(status, &why);
-    return rm;
-  }
-  if (rd == HK_NOT_FOUND && rm == HK_NOT_FOUND)
-    return hk_status_set(status, HK_NOT_FOUND, "Checkpoint %s not found: neither %s nor %s exists", prefix, data, meta);
+  if (!removed)
+    return hk_status_set(status, HK_NOT_FOUND, "Checkpoint %s not found: none of %s, %s, %s exists", prefix, paths[0],
+                         paths[1], paths[2]);
   return HK_OK;
 }
 

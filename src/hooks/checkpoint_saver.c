@@ -48,7 +48,9 @@
 #include <time.h>
 
 #define DEFAULT_BASENAME "model.ckpt"
-#define GRAPH_FILE "graph.pbtxt"
+/* hooked's own text description of the graph (H30): not a TensorFlow
+ * GraphDef, so not named like one. */
+#define GRAPH_FILE "graph.txt"
 #define SESSION_LOG_CHECKPOINT 3
 
 typedef struct listener {
@@ -58,13 +60,13 @@ typedef struct listener {
 } listener;
 
 /* The graph description, captured once per session: the graph is finalized,
- * so graph.pbtxt and every .meta of the session hold the same text. */
+ * so every creation of the session writes the same graph.txt. */
 enum { GRAPH_UNKNOWN = 0, GRAPH_CAPTURED, GRAPH_UNDESCRIBED };
 
 /*
  * What the training thread and the writer thread share (D3). Every field
  * below `mu` is read and written under it. The job's inputs (saver, step,
- * flags, tensors, meta) are set by the training thread before it sets
+ * flags, now, tensors) are set by the training thread before it sets
  * `pending`, and stay untouched until the writer reports `finished`.
  */
 typedef struct writer {
@@ -80,8 +82,6 @@ typedef struct writer {
   double now; /* wall time at the snapshot: the checkpoint's timestamp */
   const hk__ckpt_tensor *tensors;
   size_t ntensors;
-  const char *meta;
-  size_t meta_len;
   hk_code rc;
   hk_status st;
   double secs;
@@ -97,7 +97,7 @@ typedef struct ckpt_hook {
   /* Options, copied. */
   char *dir;
   char *save_path;  /* dir/basename */
-  char *graph_path; /* dir/graph.pbtxt */
+  char *graph_path; /* dir/graph.txt */
   double save_secs;
   int64_t save_steps;
   hk_saver *opt_saver;
@@ -255,8 +255,7 @@ static hk_code graph_sink(void *user, const char *text, size_t len, hk_status *s
 }
 
 /* Capture the graph description once per session; an executor that cannot
- * describe its graph makes graph.pbtxt and .meta files be skipped (C94,
- * C102), logged once. */
+ * describe its graph makes graph.txt be skipped (C94, C102), logged once. */
 static hk_code capture_graph(ckpt_hook *self, hk_status *st) {
   hk_status local = HK_STATUS_INIT;
   hk_code rc;
@@ -266,9 +265,8 @@ static hk_code capture_graph(ckpt_hook *self, hk_status *st) {
   rc = hk_executor_describe(self->graph, graph_sink, self, &local);
   if (rc == HK_UNIMPLEMENTED) {
     self->graph_state = GRAPH_UNDESCRIBED;
-    hk_hook_log(self->hook, HK_LOG_INFO,
-                "%s: the executor does not describe its graph; %s and .meta files are not written (%s)", self->kind,
-                GRAPH_FILE, local.message);
+    hk_hook_log(self->hook, HK_LOG_INFO, "%s: the executor does not describe its graph; %s is not written (%s)",
+                self->kind, GRAPH_FILE, local.message);
     return HK_OK;
   }
   if (rc != HK_OK) {
@@ -297,16 +295,9 @@ static hk_code save_sync(ckpt_hook *self, hk_raw_session *rs, int64_t step, int 
   rc = listeners_before_save(self, rs, step, st);
   if (rc != HK_OK) return rc;
   hk_hook_log(self->hook, HK_LOG_INFO, "Saving checkpoints for %" PRId64 " into %s.", step, self->save_path);
-  /* The graph was described once for graph.pbtxt (C94); the .meta files
-   * reuse that text. An executor that cannot describe it gets none (C102). */
-  if (self->save_graph_def) {
-    rc = capture_graph(self, st);
-    if (rc != HK_OK) return rc;
-  }
-  rc = hk__saver_save_with_meta(
-      self->saver, rs, self->save_path, step,
-      self->save_graph_def && self->graph_state == GRAPH_CAPTURED ? HK_SAVE_META : HK_SAVE_DEFAULT,
-      self->graph_text ? self->graph_text : "", self->graph_len, NULL, st);
+  /* The graph is described once per creation, in graph.txt (C94); no file
+   * beside the checkpoint repeats it (C102). */
+  rc = hk_saver_save(self->saver, rs, self->save_path, step, HK_SAVE_DEFAULT, NULL, st);
   if (rc != HK_OK) return rc;
   if (self->async) {
     self->have_written = 1;
@@ -339,8 +330,7 @@ static void *writer_main(void *arg) {
     unsigned flags;
     double now;
     const hk__ckpt_tensor *tensors;
-    size_t ntensors, meta_len;
-    const char *meta;
+    size_t ntensors;
     hk_status st = HK_STATUS_INIT;
     char *prefix = NULL;
     double t0, t1;
@@ -356,12 +346,10 @@ static void *writer_main(void *arg) {
     now = w->now;
     tensors = w->tensors;
     ntensors = w->ntensors;
-    meta = w->meta;
-    meta_len = w->meta_len;
     pthread_mutex_unlock(&w->mu);
 
     t0 = system_monotonic();
-    rc = hk__saver_write(saver, self->save_path, step, flags, now, tensors, ntensors, meta, meta_len, &prefix, &st);
+    rc = hk__saver_write(saver, self->save_path, step, flags, now, tensors, ntensors, &prefix, &st);
     t1 = system_monotonic();
     hk_env_free(hk__saver_env(saver), prefix);
 
@@ -539,7 +527,6 @@ static hk_code reserve_snapshot(ckpt_hook *self, size_t nbytes, size_t ntensors,
  * must be idle. */
 static hk_code save_async(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st) {
   size_t nbytes = 0, ntensors = 0;
-  unsigned flags = HK_SAVE_DEFAULT;
   hk_code rc = resolve_saver(self, st);
 
   if (rc != HK_OK) return rc;
@@ -551,11 +538,6 @@ static hk_code save_async(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_
   if (rc != HK_OK) return rc;
   rc = hk__saver_snapshot(self->saver, rs, self->buf, self->buf_cap, self->tensors, ntensors, st);
   if (rc != HK_OK) return rc;
-  if (self->save_graph_def) {
-    rc = capture_graph(self, st);
-    if (rc != HK_OK) return rc;
-    if (self->graph_state == GRAPH_CAPTURED) flags |= HK_SAVE_META;
-  }
   if (!self->thread_started) {
     int err = pthread_create(&self->tid, NULL, writer_main, self);
     if (err != 0)
@@ -566,12 +548,10 @@ static hk_code save_async(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_
   pthread_mutex_lock(&self->w.mu);
   self->w.saver = self->saver;
   self->w.step = step;
-  self->w.flags = flags;
+  self->w.flags = HK_SAVE_DEFAULT;
   self->w.now = hk_env_wall(hk__saver_env(self->saver));
   self->w.tensors = self->tensors;
   self->w.ntensors = ntensors;
-  self->w.meta = (flags & HK_SAVE_META) ? self->graph_text : NULL;
-  self->w.meta_len = (flags & HK_SAVE_META) ? self->graph_len : 0;
   self->w.pending = 1;
   self->w.busy = 1;
   pthread_cond_broadcast(&self->w.cv);
@@ -723,7 +703,7 @@ static hk_code cs_after_create_session(void *user, hk_raw_session *session, hk_c
     /* A re-creation while a write is in flight (a hook driven outside a
      * session; a session has quiesced it already): finish it first, so at
      * most one save is in flight (D3.2) and the writer's stale-temporary
-     * cleanup (D4.2) cannot remove graph.pbtxt's temporary file below. */
+     * cleanup (D4.2) cannot remove graph.txt's temporary file below. */
     writer_wait_idle(self);
     hold_completion(self, session, ctx);
   }

@@ -271,9 +271,10 @@ static void test_async_checkpoint_saver_hook__c105_saves_listeners_logs(void **s
   assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "Checkpoint actual writing time: ("), 3);
   assert_logged(f->te, HK_LOG_INFO, "Waiting for any pending checkpoints to finish.");
   assert_int_equal(test_log_count(&f->te->log, -1, "deferring"), 0);
-  /* graph.pbtxt and one .meta per checkpoint (C102 applies, C104). */
-  assert_int_equal(test_dir_count_matching(f->dir, "graph.pbtxt"), 1);
-  assert_int_equal(test_dir_count_matching(f->dir, ".meta"), 3);
+  /* graph.txt once, nothing beside each checkpoint (C102 applies, C104). */
+  assert_int_equal(test_dir_count_matching(f->dir, "graph.txt"), 1);
+  assert_int_equal(test_dir_count_matching(f->dir, ".meta"), 0);
+  assert_int_equal(test_dir_count_matching(f->dir, "graph.pbtxt"), 0);
   assert_int_equal(test_dir_count_matching(f->dir, "tfevents"), 1);
   read_ckpt(f, 2, &gs, &v);
   assert_true(gs == 2 && v == 10);

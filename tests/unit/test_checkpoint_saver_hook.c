@@ -689,17 +689,32 @@ static void test_checkpoint_saver_hook__c99_no_saver_available(void **state) {
   harness_end(f, &h);
 }
 
-/* ---- C102: graph.pbtxt and .meta ---------------------------------------------------- */
+/* ---- C102: graph.txt, and no per-checkpoint companion ------------------------------ */
 
+/* C94, C102: save_graph_def writes the executor's description once, as
+ * graph.txt (hooked's own text, not a TensorFlow GraphDef, so not
+ * graph.pbtxt), and nothing beside each checkpoint (no .meta: it would not
+ * be a MetaGraphDef either). */
 static void test_checkpoint_saver_hook__c102_graph_def_files(void **state) {
   fixture *f = *state;
-  char *graph = test_path(f->dir, "graph.pbtxt");
+  char *graph = test_path(f->dir, "graph.txt");
+  char *text;
+  size_t n = 0;
 
   open_ok(f);
   assert_ok(step(f), &f->st);
+  assert_ok(close_session(f), &f->st);
   assert_true(test_path_exists(graph));
-  assert_int_equal(count_files(f, ".meta"), 2); /* one per checkpoint */
+  text = test_read_file(graph, &n);
+  assert_non_null(text);
+  assert_non_null(strstr(text, "global_step")); /* the executor's description */
+  free(text);
+  assert_int_equal(count_files(f, "graph.pbtxt"), 0);
+  assert_int_equal(count_files(f, ".meta"), 0);
+  assert_int_equal(count_files(f, ".graph.txt"), 0);
+  assert_int_equal(count_files(f, "graph.txt"), 1);
   assert_true(ckpt_exists(f, "model.ckpt", 1));
+  assert_int_equal(count_files(f, ".safetensors"), 2);
   free(graph);
 }
 
@@ -710,7 +725,7 @@ static void test_checkpoint_saver_hook__c102_no_graph_def(void **state) {
   open_ok(f);
   assert_ok(step(f), &f->st);
   assert_ok(close_session(f), &f->st);
-  assert_int_equal(count_files(f, "graph.pbtxt"), 0);
+  assert_int_equal(count_files(f, "graph.txt"), 0);
   assert_int_equal(count_files(f, ".meta"), 0);
   assert_int_equal(count_files(f, ".safetensors"), 2);
 }
@@ -736,7 +751,7 @@ static void test_checkpoint_saver_hook__c94_undescribed_graph_logged_once(void *
   open_ok(f);
   assert_ok(step(f), &f->st);
   assert_ok(close_session(f), &f->st);
-  assert_int_equal(count_files(f, "graph.pbtxt"), 0);
+  assert_int_equal(count_files(f, "graph.txt"), 0);
   assert_int_equal(count_files(f, ".meta"), 0);
   assert_int_equal(count_files(f, ".safetensors"), 2);
   assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "does not describe its graph"), 1);
@@ -896,7 +911,7 @@ static long mutating_calls(faulty_fs *ff) {
 
 /* C94 (revised), C97: a session that restored the checkpoint of GS from
  * this hook's directory does not save it again at creation: no file is
- * written or synced (graph.pbtxt already holds the description), no
+ * written or synced (graph.txt already holds the description), no
  * listener's before_save/after_save runs for it, an INFO line says why — so
  * a resume succeeds on a full disk. The timer is at GS: closing before any
  * step saves nothing either (the listeners' end still runs), and the next

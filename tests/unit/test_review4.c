@@ -38,7 +38,7 @@
  * asynchronous hook's writer thread: the test's own thread is exempt. Its
  * list gate holds the writer's stale-temporary cleanup; its write gate holds
  * writes to a chosen data file. The observer below adds, on the test's
- * thread, when `race` is armed: a write to a graph.pbtxt temporary file made
+ * thread, when `race` is armed: a write to a graph.txt temporary file made
  * while the writer is held at the list gate opens that gate and waits until
  * the writer has gone past its stale-temporary cleanup (it creates its data
  * file's temporary next): the interleaving a concurrent writer thread can
@@ -46,9 +46,9 @@
  */
 typedef struct rfs {
   gate_fs gate;
-  int race;             /* arm the graph.pbtxt interleaving */
+  int race;             /* arm the graph.txt interleaving */
   int writer_made_data; /* the writer created a .safetensors temporary */
-  int graph_while_held; /* the training thread wrote graph.pbtxt while the writer was held */
+  int graph_while_held; /* the training thread wrote graph.txt while the writer was held */
   int event_syncs;      /* fsyncs of event files */
 } rfs;
 
@@ -57,7 +57,7 @@ enum { TAG_GRAPH_TMP = 1, TAG_EVENT = 2 };
 static unsigned rfs_created(void *user, gate_fs *g, const char *path) {
   rfs *r = user;
   unsigned tag = 0;
-  if (gate_fs_exempt_here(g) && strstr(path, "graph.pbtxt.tmp-") != NULL) tag |= TAG_GRAPH_TMP;
+  if (gate_fs_exempt_here(g) && strstr(path, "graph.txt.tmp-") != NULL) tag |= TAG_GRAPH_TMP;
   if (strstr(path, "tfevents") != NULL) tag |= TAG_EVENT;
   if (!gate_fs_exempt_here(g) && strstr(path, ".safetensors.tmp-") != NULL) {
     r->writer_made_data = 1;
@@ -320,22 +320,23 @@ static void test_review4__d34_write_error_met_at_recreation_kills_session(void *
   assert_ok(close_session(f), &f->st);
 }
 
-/* ---- D3.2, D4.2: graph.pbtxt written beside a write in flight --------------------------- */
+/* ---- D3.2, D4.2: graph.txt written beside a write in flight --------------------------- */
 
 /*
  * DEVIATION: D3.2 "at most one save in flight" and D4.2's "one writer per
  * directory is assumed" (step 1 of every save removes stale
- * "graph.pbtxt.tmp-XXXXXX" files). At a re-creation (C94: "All of this runs
- * again"), the asynchronous hook writes graph.pbtxt on the training thread
+ * "graph.txt.tmp-XXXXXX" files). At a re-creation (C94: "All of this runs
+ * again"), the asynchronous hook writes graph.txt on the training thread
  * BEFORE it waits for the write in flight (cs_after_create_session calls
  * write_graph_file, then writer_wait_idle). The writer thread's stale-file
- * cleanup then deletes the training thread's graph.pbtxt temporary, the
+ * cleanup then deletes the training thread's graph.txt temporary, the
  * rename fails with NOT_FOUND, after_create_session fails, and the MS —
  * which was only recovering from a preemption — enters the failed state.
- * Fix: wait for the writer (writer_wait_idle) before write_graph_file, or
- * hand graph.pbtxt to the writer thread (C105 allows it).
+ * Fix: wait for the writer (writer_wait_idle) before write_graph_file (what
+ * C105 now says: graph.txt is written on the training thread once any write
+ * in flight has finished).
  */
-static void test_review4__d32_graph_pbtxt_written_beside_write_in_flight(void **state) {
+static void test_review4__d32_graph_txt_written_beside_write_in_flight(void **state) {
   fixture *f = *state;
   pthread_t opener;
   hk_code rc;
@@ -351,7 +352,7 @@ static void test_review4__d32_graph_pbtxt_written_beside_write_in_flight(void **
   f->preempt = 1;
   rc = step(f); /* preempted, re-created, run again */
   pthread_join(opener, NULL);
-  assert_ok(rc, &f->st); /* current code: NOT_FOUND renaming graph.pbtxt.tmp-XXXXXX */
+  assert_ok(rc, &f->st); /* current code: NOT_FOUND renaming graph.txt.tmp-XXXXXX */
   assert_false(hk_session_should_stop(f->s));
   assert_false(f->fs.graph_while_held);
   assert_ok(close_session(f), &f->st);
@@ -518,7 +519,7 @@ int main(void) {
       T(test_review4__h26_c98_session_log_is_event_field_7),
       T(test_review4__h26_one_event_file_per_directory_per_session),
       T(test_review4__d34_write_error_met_at_recreation_kills_session),
-      T(test_review4__d32_graph_pbtxt_written_beside_write_in_flight),
+      T(test_review4__d32_graph_txt_written_beside_write_in_flight),
       T(test_review4__d32_restore_at_recreation_races_the_writer),
       T(test_review4__h26_event_file_flushed_at_unclean_close),
   };

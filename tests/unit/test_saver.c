@@ -312,15 +312,18 @@ static void test_saver__no_step_without_gs_records_zero_C113(void **state) {
   teardown((void **)&f);
 }
 
-static void test_saver__meta_file_when_asked_C114(void **state) {
+/* C114: HK_SAVE_META writes the executor's description of its graph as
+ * <prefix>.graph.txt (hooked's own text, not a TensorFlow MetaGraphDef, so
+ * not <prefix>.meta). */
+static void test_saver__graph_file_when_asked_C114(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   f->saver = make_saver(f, 5, HK_UNSET_SECS);
   set_values(f, 1);
   assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, HK_SAVE_META, NULL, &st), &st);
-  assert_listing(f->dir, "checkpoint,model.ckpt-1.meta,model.ckpt-1.safetensors");
+  assert_listing(f->dir, "checkpoint,model.ckpt-1.graph.txt,model.ckpt-1.safetensors");
   {
-    char *meta = ckpt_file(f, "model.ckpt-1.meta");
+    char *meta = ckpt_file(f, "model.ckpt-1.graph.txt");
     size_t n = 0;
     char *text = test_read_file(meta, &n);
     assert_non_null(text);
@@ -329,7 +332,7 @@ static void test_saver__meta_file_when_asked_C114(void **state) {
     free(meta);
   }
   assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 2, HK_SAVE_DEFAULT, NULL, &st), &st);
-  assert_listing(f->dir, "checkpoint,model.ckpt-1.meta,model.ckpt-1.safetensors,model.ckpt-2.safetensors");
+  assert_listing(f->dir, "checkpoint,model.ckpt-1.graph.txt,model.ckpt-1.safetensors,model.ckpt-2.safetensors");
 }
 
 static void test_saver__selected_var_list_C112(void **state) {
@@ -500,14 +503,21 @@ static void test_saver__max_to_keep_2_over_5_saves_D6_2(void **state) {
   assert_int_equal(n, 0);
 }
 
-static void test_saver__meta_files_deleted_with_checkpoint_H31(void **state) {
+/* H31, D6.2: retention deletes a checkpoint's graph description with it,
+ * and the <prefix>.meta an older version wrote for it too. */
+static void test_saver__graph_files_deleted_with_checkpoint_H31(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
+  char *legacy = ckpt_file(f, "model.ckpt-2.meta");
   f->saver = make_saver(f, 1, HK_UNSET_SECS);
   set_values(f, 1);
   assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, HK_SAVE_META, NULL, &st), &st);
   assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 2, HK_SAVE_META, NULL, &st), &st);
-  assert_listing(f->dir, "checkpoint,model.ckpt-2.meta,model.ckpt-2.safetensors");
+  assert_listing(f->dir, "checkpoint,model.ckpt-2.graph.txt,model.ckpt-2.safetensors");
+  assert_int_equal(test_write_file(legacy, "old graph text", 14), 0);
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 3, HK_SAVE_DEFAULT, NULL, &st), &st);
+  assert_listing(f->dir, "checkpoint,model.ckpt-3.safetensors");
+  free(legacy);
 }
 
 static void test_saver__max_to_keep_0_keeps_all_D6_3(void **state) {
@@ -653,9 +663,11 @@ static void test_saver__unlisted_and_other_files_never_deleted_D6_4(void **state
 
 static void test_saver__stale_temporaries_removed_D4_2(void **state) {
   fx *f = *state;
-  const char *stale[] = {"model.ckpt-3.safetensors.tmp-AbC123", "checkpoint.tmp-zzzzzz", "x.meta.tmp-000000"};
+  /* today's names, and the names older versions gave the graph descriptions */
+  const char *stale[] = {"model.ckpt-3.safetensors.tmp-AbC123", "checkpoint.tmp-zzzzzz", "x.graph.txt.tmp-000000",
+                         "graph.txt.tmp-a1B2c3", "x.meta.tmp-000000", "graph.pbtxt.tmp-Zz9Yy8"};
   const char *kept[] = {"notes.txt.tmp-AbC123", "model.ckpt-3.safetensors.tmp-short"};
-  for (size_t i = 0; i < 3; i++) {
+  for (size_t i = 0; i < 6; i++) {
     char *p = ckpt_file(f, stale[i]);
     assert_int_equal(test_write_file(p, "junk", 4), 0);
     free(p);
@@ -1182,9 +1194,27 @@ static void test_saver__exists_remove_mtimes_H34(void **state) {
   assert_status(hk_checkpoint_mtimes(&f->te->env, prefixes, 2, mt, &st), &st, HK_NOT_FOUND, "model.ckpt-9");
   assert_status(hk_checkpoint_mtimes(&f->te->env, NULL, 2, mt, &st), &st, HK_INVALID_ARGUMENT, "prefixes");
 
+  /* H31: with its graph description, and an older version's .meta */
+  {
+    char *legacy = ckpt_file(f, "model.ckpt-1.meta");
+    assert_int_equal(test_write_file(legacy, "old", 3), 0);
+    free(legacy);
+  }
+  assert_listing(f->dir, "checkpoint,model.ckpt-1.graph.txt,model.ckpt-1.meta,model.ckpt-1.safetensors,"
+                         "model.ckpt-2.safetensors");
   assert_ok(hk_remove_checkpoint(&f->te->env, p1, &st), &st);
   assert_listing(f->dir, "checkpoint,model.ckpt-2.safetensors");
   assert_status(hk_remove_checkpoint(&f->te->env, p1, &st), &st, HK_NOT_FOUND, "model.ckpt-1");
+  /* a lone legacy .meta is still removed */
+  {
+    char *legacy = ckpt_file(f, "model.ckpt-7.meta");
+    char p7[1024];
+    snprintf(p7, sizeof p7, "%s-7", f->save_path);
+    assert_int_equal(test_write_file(legacy, "old", 3), 0);
+    assert_ok(hk_remove_checkpoint(&f->te->env, p7, &st), &st);
+    assert_false(test_path_exists(legacy));
+    free(legacy);
+  }
   assert_status(hk_remove_checkpoint(&f->te->env, NULL, &st), &st, HK_INVALID_ARGUMENT, "prefix");
 }
 
@@ -1242,12 +1272,12 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_saver__pad_step_number_C113, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__no_step_records_global_step_C113, setup, teardown),
       cmocka_unit_test(test_saver__no_step_without_gs_records_zero_C113),
-      cmocka_unit_test_setup_teardown(test_saver__meta_file_when_asked_C114, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__graph_file_when_asked_C114, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__selected_var_list_C112, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__new_refusals_C112_C115, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__save_refusals_C115_C118_H32, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__max_to_keep_2_over_5_saves_D6_2, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__meta_files_deleted_with_checkpoint_H31, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__graph_files_deleted_with_checkpoint_H31, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__max_to_keep_0_keeps_all_D6_3, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__keep_every_n_hours_preserves_D6_2, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__retention_across_restarts_D6_1, setup, teardown),

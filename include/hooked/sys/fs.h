@@ -1,8 +1,8 @@
 /*
  * hooked — the file-system interface (contract H9).
  *
- * Every file the library touches (checkpoint data files, meta files, the
- * checkpoint state file, graph.pbtxt, event files) goes through an hk_fs:
+ * Every file the library touches (checkpoint data files, graph
+ * descriptions, the checkpoint state file, event files) goes through an hk_fs:
  * a `static const hk_fs_vtable` plus a `void *user`, set in hk_env.fs /
  * hk_env.fs_user. NULL means the built-in POSIX implementation
  * (hk_fs_posix()). Replace it to run checkpoints on another storage, to
