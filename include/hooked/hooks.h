@@ -154,7 +154,10 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * checkpoint_dir (hk_creation_context_restored_checkpoint()) is not saved
  * again: nothing is written and no listener runs for it, so a resume works
  * on a full disk; it counts as the step just saved (C94, C97).
- * Logs "Create CheckpointSaverHook.".
+ * Logs "Create CheckpointSaverHook." (C92): at construction through
+ * opts->env when it is given; otherwise at the hook's first begin(),
+ * through the env of the session it serves, so that session's log sink and
+ * log_level apply.
  * **One saver per directory (D4.2):** every save first removes stale
  * "<file>.tmp-XXXXXX" temporaries of checkpoint_dir (data, graph
  * descriptions, state file), so two savers writing into the same directory
@@ -197,7 +200,8 @@ HK_API hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_s
  * creation (C105: like the synchronous hook, it does not save again the
  * checkpoint a creation just restored) (D3.5). Logs
  * "Create AsyncCheckpointSaverHook saving to path\n%s", followed by
- * " with %zu listener(s)." when it has listeners (C104).
+ * " with %zu listener(s)." when it has listeners (C104), when and where
+ * the synchronous hook logs its line.
  * **Ownership**, **Errors:** as hk_checkpoint_saver_hook_new(); write
  * errors of the background thread are returned by the after_run or end()
  * that processes them. The writer thread is joined by end(), when the

@@ -107,6 +107,9 @@ typedef struct ckpt_hook {
   int save_graph_def;
   int64_t steps_per_run;
   int block_when_busy;
+  /* Created without an env: the creation line waits for the first begin(),
+   * to go through the session's env (its sink and log level, C92, C104). */
+  int creation_unlogged;
 
   /* Per-session state, reset by begin(). */
   int in_session; /* begin() ran and its resources are held */
@@ -598,11 +601,27 @@ static void release_session(ckpt_hook *self) {
 
 /* ---- hook callbacks ----------------------------------------------------------- */
 
+/* C92, C104: "Create ..." through hk_hook_env(): the hook's own env, or in
+ * begin() the session's. */
+static void log_created(ckpt_hook *self) {
+  if (!self->async)
+    hk_hook_log(self->hook, HK_LOG_INFO, "Create CheckpointSaverHook.");
+  else if (self->nlisteners > 0)
+    hk_hook_log(self->hook, HK_LOG_INFO, "Create AsyncCheckpointSaverHook saving to path\n%s with %zu listener(s).",
+                self->save_path, self->nlisteners);
+  else
+    hk_hook_log(self->hook, HK_LOG_INFO, "Create AsyncCheckpointSaverHook saving to path\n%s", self->save_path);
+}
+
 static hk_code cs_begin(void *user, hk_executor *graph, hk_status *status) {
   ckpt_hook *self = user;
   hk_variable_info info;
   hk_code rc;
 
+  if (self->creation_unlogged) {
+    self->creation_unlogged = 0;
+    log_created(self);
+  }
   release_session(self);
   hk_env_copy(&self->senv, hk_hook_env(self->hook));
   self->in_session = 1;
@@ -1048,13 +1067,13 @@ static hk_code hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, 
   self->hook = *out;
   hk__hook_set_on_detach(*out, cs_detach);
   hk__hook_set_on_quiesce(*out, cs_quiesce);
-  if (!async)
-    hk_env_log(opts->env, HK_LOG_INFO, "Create CheckpointSaverHook.");
-  else if (self->nlisteners > 0)
-    hk_env_log(opts->env, HK_LOG_INFO, "Create AsyncCheckpointSaverHook saving to path\n%s with %zu listener(s).",
-               self->save_path, self->nlisteners);
+  /* With an env, it says how to log now; without one, the session's env
+   * will, at the first begin(): logging through the default stderr sink
+   * here would ignore the log level the session is given (C92, C104). */
+  if (opts->env != NULL)
+    log_created(self);
   else
-    hk_env_log(opts->env, HK_LOG_INFO, "Create AsyncCheckpointSaverHook saving to path\n%s", self->save_path);
+    self->creation_unlogged = 1;
   hk_status_clear(status);
   return HK_OK;
 

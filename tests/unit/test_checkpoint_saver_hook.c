@@ -283,6 +283,54 @@ static void test_checkpoint_saver_hook__c92_validation(void **state) {
   assert_false(test_path_exists(f->dir)); /* created by begin(), not by the constructor */
 }
 
+/* C92, C104: a hook created without an env logs its creation line at its
+ * first begin(), through the env of the session it serves, so one log level
+ * set there reaches it: at WARNING no INFO line arrives; at INFO the line
+ * arrives once, at begin() and not at construction, and a later session
+ * of the same hook does not repeat it. */
+static void test_checkpoint_saver_hook__c92_creation_line_through_session_env(void **state) {
+  fixture *f = *state;
+  hk_env warn = f->te->env;
+  hk_hook *async = NULL;
+  char line[700];
+
+  warn.log_level = HK_LOG_WARNING;
+  f->o.env = NULL;
+  make_hook(f);
+  assert_int_equal(test_log_count(&f->te->log, -1, "Create CheckpointSaverHook."), 0);
+  assert_ok(one_hook_session_new(&f->s, &warn, HK_SESSION_MONITORED, fake_executor_executor(f->fx), &f->hook, NULL,
+                                 &f->st),
+            &f->st);
+  assert_int_equal(test_log_count(&f->te->log, -1, "Create CheckpointSaverHook."), 0);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, ""), 0); /* not one INFO line of the session's */
+  assert_ok(close_session(f), &f->st);
+  hk_hook_free(f->hook);
+  f->hook = NULL;
+
+  /* at INFO (the test env logs everything): once, at begin() */
+  make_hook(f);
+  assert_int_equal(test_log_count(&f->te->log, -1, "Create CheckpointSaverHook."), 0);
+  assert_ok(open_session(f), &f->st);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "Create CheckpointSaverHook."), 1);
+  assert_ok(close_session(f), &f->st);
+  assert_ok(open_session(f), &f->st);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "Create CheckpointSaverHook."), 1);
+  assert_ok(close_session(f), &f->st);
+
+  /* the asynchronous hook's line, with its listener count (C104) */
+  f->o.nlisteners = 1;
+  assert_ok(hk_async_checkpoint_saver_hook_new(&async, &f->o, &f->st), &f->st);
+  snprintf(line, sizeof line, "Create AsyncCheckpointSaverHook saving to path\n%s/model.ckpt with 1 listener(s).",
+           f->dir);
+  assert_int_equal(test_log_count(&f->te->log, -1, line), 0);
+  assert_ok(one_hook_session_new(&f->s, &f->te->env, HK_SESSION_MONITORED, fake_executor_executor(f->fx), &async,
+                                 NULL, &f->st),
+            &f->st);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, line), 1);
+  assert_ok(close_session(f), &f->st);
+  hk_hook_free(async);
+}
+
 static void test_checkpoint_saver_hook__options_init(void **state) {
   hk_checkpoint_saver_options o;
   (void)state;
@@ -1026,6 +1074,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_checkpoint_saver_hook__c92_validation),
       T(test_checkpoint_saver_hook__options_init),
+      T(test_checkpoint_saver_hook__c92_creation_line_through_session_env),
       T(test_checkpoint_saver_hook__c93_begin_creates_dir_and_runs_listeners),
       T(test_checkpoint_saver_hook__c93_no_global_step),
       T(test_checkpoint_saver_hook__c93_listener_begin_failure),
