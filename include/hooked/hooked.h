@@ -18,5 +18,6 @@
 #include "hooked/sys/fs.h"
 #include "hooked/checkpoint.h"
 #include "hooked/hooks.h"
+#include "hooked/loop.h"
 
 #endif /* HOOKED_HOOKED_H */

@@ -1,0 +1,390 @@
+/*
+ * hooked — the host loop: hooks, stops and checkpoints around the training
+ * loop a program already has.
+ *
+ * Most trainers own their parameter arrays, their math, their optimizer and
+ * their random state. The host loop borrows that memory in place (zero
+ * copy) and drives hooked's sessions, hooks and checkpoints around the
+ * program's own step:
+ *
+ *     hk_loop *loop = NULL;
+ *     hk_loop_options o = HK_LOOP_OPTIONS_INIT;
+ *     o.checkpoint_dir = "ckpt";              // restore at start, save ...
+ *     o.save_steps = 500;                     // ... every 500 steps and at the end
+ *     o.last_step = 3000;                     // stop at global step 3000
+ *     hk_loop_new(&loop, &o, &st);
+ *     hk_loop_add_array(loop, "w", HK_DTYPE_F32, 2, (int64_t[]){64, 32}, w, 0, &st);
+ *     hk_loop_add_state(loop, "rng", sizeof rng, save_rng, load_rng, &rng, 0, &st);
+ *     hk_loop_start(loop, &step, &st);        // restores into w and rng, or keeps them
+ *     while (!hk_loop_should_stop(loop)) {
+ *       hk_loop_step_begin(loop, &step, &st); // every hook's before_run
+ *       train_one_step(w, &rng);              // the program's own math
+ *       hk_loop_step_end(loop, &st);          // the global step moves; every after_run
+ *     }
+ *     hk_loop_finish(loop, &st);              // final checkpoint, every end()
+ *     hk_loop_free(loop);
+ *
+ * Errors are sticky: after the first failure the loop is failed,
+ * hk_loop_should_stop() is true, every later call returns that first error
+ * again, and hk_loop_finish() returns it. A program that checks only
+ * hk_loop_finish() therefore still stops at the first error and learns it.
+ *
+ * How it is built: the loop is an executor over the registered host memory
+ * (hooked/sys/executor.h), a singular session over that executor
+ * (hooked/session.h) with the built-in StopAtStep and checkpoint hooks
+ * followed by the program's hooks, and the Scaffold's Saver — written
+ * against the public headers only. Every hook, built-in or the program's,
+ * works with it: registered arrays are the executor's variables, fetchable
+ * by name ("w" or "w:0") from before_run; checkpoints are ordinary hooked
+ * checkpoints (hooked-ckpt reads them). Hooks see, in after_run, the values
+ * the program's step left in its arrays, and the global step after the
+ * step.
+ *
+ * The global step. By default the loop owns it: a variable "global_step"
+ * (int64) that hk_loop_step_end() advances by one, saved with every
+ * checkpoint. A program with its own step counter registers it instead
+ * (an integer scalar with HK_LOOP_GLOBAL_STEP) and advances it itself in
+ * each step; a step that leaves it unchanged is logged at WARNING (the first
+ * five times), and 100 consecutive such steps fail the loop with
+ * FAILED_PRECONDITION rather than loop forever.
+ *
+ * Threads: one thread at a time calls the loop (the training thread), and
+ * every callback (hooks, state save/restore, the step function) runs on it,
+ * also with asynchronous checkpoints (only file I/O runs on the writer
+ * thread). hk_loop_request_stop() may be called from any thread.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#ifndef HOOKED_LOOP_H
+#define HOOKED_LOOP_H
+
+#include "hooked/common.h"
+#include "hooked/tensor.h"
+#include "hooked/sys/executor.h"
+#include "hooked/sys/hook.h"
+#include "hooked/session.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hk_loop hk_loop;
+
+/** Flags of hk_loop_add_array() and hk_loop_add_state(). */
+typedef enum hk_loop_flags {
+  HK_LOOP_DEFAULT = 0,
+  /** Visible to hooks (fetchable by name) but not checkpointed: a loss, a
+   *  learning rate, an accuracy. Arrays only. */
+  HK_LOOP_NO_CHECKPOINT = 1u << 0,
+  /** Optional on restore: a checkpoint written before this was registered
+   *  restores everything else and keeps the program's value of this one,
+   *  with a WARNING naming it. Without the flag such a checkpoint fails the
+   *  start with NOT_FOUND naming it. */
+  HK_LOOP_OPTIONAL = 1u << 1,
+  /** This integer scalar is the global step, owned and advanced by the
+   *  program (see the file comment). At most one. Arrays only. */
+  HK_LOOP_GLOBAL_STEP = 1u << 2
+} hk_loop_flags;
+
+#define HK_LOOP_OPTIONS_VERSION 1
+typedef struct hk_loop_options {
+  uint32_t version;              /**< HK_LOOP_OPTIONS_VERSION */
+  /** Copied. Everything the loop creates (its executor, session, Saver and
+   *  hooks) uses it, and hooks the program creates with env NULL log
+   *  through it: one log_level reaches them all. NULL: defaults. */
+  const hk_env *env;
+  /** Checkpoint directory, copied; created with its parents at start. At
+   *  start the newest checkpoint in it that verifies is restored into the
+   *  registered memory (D5; with a WARNING when the state file is missing
+   *  and the directory is scanned); with none, the program's own initial
+   *  values are kept — nothing is zeroed or re-initialized. NULL: no
+   *  checkpoints at all. */
+  const char *checkpoint_dir;
+  /** Cadence of managed checkpoints (C50, C54, D9): at most one of the two;
+   *  both unset: every 600 s. 0 (either) disables periodic and final saves
+   *  (the directory is still restored from; hk_loop_save() still works).
+   *  The start does not re-save the checkpoint it just restored (C94). */
+  double save_secs;              /**< HK_UNSET_SECS, 0, or finite > 0 */
+  int64_t save_steps;            /**< HK_UNSET_STEPS, 0, or >= 1 */
+  int64_t max_to_keep;           /**< managed checkpoints kept, >= 0 (0 = all); default 5 (D6) */
+  double keep_checkpoint_every_n_hours; /**< HK_UNSET_SECS or 0: off; > 0 (D6.2) */
+  const char *checkpoint_basename; /**< copied; NULL: "model.ckpt" (H32) */
+  int async_checkpoint;          /**< nonzero: AsyncCheckpointSaverHook (D3); default 0 */
+  /** Stop conditions (StopAtStepHook, C80–C85, D8): at most one; both
+   *  HK_UNSET_STEPS (the default): the loop stops only when asked (a hook,
+   *  hk_loop_request_stop(), a signal, a step returning OUT_OF_RANGE).
+   *  num_steps counts from the step the start resumed at (D13). */
+  int64_t num_steps;
+  int64_t last_step;
+  /** The program's hooks, run after the loop's own (StopAtStep, then the
+   *  checkpoint saver) in this order. Array copied, hooks borrowed: they
+   *  must outlive the loop (hk_loop_free() first, then hk_hook_free()). */
+  hk_hook *const *hooks;
+  size_t nhooks;
+  /** Default 1: SIGINT/SIGTERM stop the loop cleanly (the step in progress
+   *  completes, the final checkpoint is written, hk_loop_finish() returns
+   *  OK; a second signal acts as without hooked) through the process-wide
+   *  helper of D12, installed by hk_loop_start() and uninstalled by
+   *  hk_loop_finish() (a helper the program installed itself is used and
+   *  left installed). 0: the loop leaves signals alone. */
+  int handle_signals;
+} hk_loop_options;
+
+#define HK_LOOP_OPTIONS_INIT { HK_LOOP_OPTIONS_VERSION, NULL, NULL, HK_UNSET_SECS, HK_UNSET_STEPS, 5, \
+  HK_UNSET_SECS, NULL, 0, HK_UNSET_STEPS, HK_UNSET_STEPS, NULL, 0, 1 }
+
+/**
+ * Initialize options to HK_LOOP_OPTIONS_INIT.
+ * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or a
+ *         version other than HK_LOOP_OPTIONS_VERSION.
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_loop_options_init(hk_loop_options *opts, uint32_t version);
+
+/**
+ * Create a loop. Every option is validated here, before any side effect
+ * (H3, H23): nothing is created on disk, no hook runs, no signal handler is
+ * installed until hk_loop_start().
+ * @param out   receives the loop; NULL on failure.
+ * @param opts  borrowed for the call; NULL: HK_LOOP_OPTIONS_INIT (no
+ *              checkpoints, no stop condition).
+ * **Ownership:** *out owned: hk_loop_finish(), then hk_loop_free().
+ * **Errors:** INVALID_ARGUMENT naming the option: a bad version or env; a
+ * cadence that is negative, NaN or both given ("Can not provide both
+ * save_secs and save_steps.", D9); a negative max_to_keep or
+ * keep_checkpoint_every_n_hours; a checkpoint_basename that is not a valid
+ * name (H32); num_steps and last_step both given ("Only one of num_steps or
+ * last_step can be specified.", C80) or negative; a NULL hooks array with a
+ * count, a NULL hook or the same hook twice (H11); a cadence without a
+ * checkpoint_dir. RESOURCE_EXHAUSTED.
+ * **Threads:** any. **Allocates:** yes.
+ */
+HK_API hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *status);
+
+/**
+ * Register an array of the program's: `data` is borrowed, zero copy, and
+ * read and written in place by checkpoints, restores and hooks' fetches.
+ * Only before hk_loop_start().
+ * @param name   copied; 1..255 bytes of [A-Za-z0-9_./-], unique among the
+ *               loop's arrays and states, not "global_step" unless this is
+ *               the global step. It is the tensor's name in checkpoints.
+ * @param dtype  any dtype but STRING.
+ * @param rank   0..HK_MAX_RANK; @param dims rank entries >= 0, copied (NULL
+ *               when rank is 0).
+ * @param data   borrowed until hk_loop_free(); holds product(dims) * element
+ *               size bytes; may be NULL only for an empty shape.
+ * @param flags  hk_loop_flags: HK_LOOP_NO_CHECKPOINT, HK_LOOP_OPTIONAL,
+ *               HK_LOOP_GLOBAL_STEP (an integer scalar, not with
+ *               NO_CHECKPOINT or OPTIONAL).
+ * **Errors:** INVALID_ARGUMENT naming the array for each rule above (and
+ * unknown flags); ALREADY_EXISTS for a name taken, or a second global step;
+ * FAILED_PRECONDITION after start; the loop's sticky error.
+ * RESOURCE_EXHAUSTED.
+ * **Threads:** the training thread. **Allocates:** yes.
+ */
+HK_API hk_code hk_loop_add_array(hk_loop *loop, const char *name, hk_dtype dtype, int32_t rank,
+                                 const int64_t *dims, void *data, unsigned flags, hk_status *status);
+
+/**
+ * Save callback of an opaque state: write exactly `size` bytes describing
+ * the state into `dst` (which is suitably aligned for any type). Called on
+ * the training thread whenever the state is read: by every checkpoint save
+ * (at the step boundary, also for asynchronous saves) and by a hook that
+ * fetches it. A non-OK return fails that save or run with its status.
+ */
+typedef hk_code (*hk_loop_state_save_fn)(void *user, void *dst, size_t size, hk_status *status);
+/**
+ * Restore callback of an opaque state: rebuild the state from the `size`
+ * bytes at `src` (borrowed for the call), as written by the save callback
+ * of a run of the same program. Called on the training thread by
+ * hk_loop_start() when it restores a checkpoint that holds the state. A
+ * non-OK return fails the start with its status.
+ */
+typedef hk_code (*hk_loop_state_restore_fn)(void *user, const void *src, size_t size, hk_status *status);
+
+/**
+ * Register opaque state that is not a flat array — an RNG object, an
+ * optimizer's private struct, a data iterator's position — by a byte size
+ * and two callbacks. Its bytes go into every checkpoint as a tensor of
+ * their own (U8, shape [size], named `name`) and come back through
+ * `restore`. Only before hk_loop_start().
+ * @param name     as hk_loop_add_array().
+ * @param size     the byte size, >= 1, the same in every run of the program
+ *                 (a checkpoint whose tensor has another size fails the
+ *                 start with INVALID_ARGUMENT naming it, H27).
+ * @param save, restore  required; @param user  borrowed, passed to both.
+ * @param flags    HK_LOOP_DEFAULT or HK_LOOP_OPTIONAL.
+ * **Errors:** INVALID_ARGUMENT naming the state (NULL callback, size 0,
+ * another flag, a bad name); ALREADY_EXISTS; FAILED_PRECONDITION after
+ * start; the loop's sticky error. RESOURCE_EXHAUSTED.
+ * **Threads:** the training thread. **Allocates:** yes (a buffer of `size`
+ * bytes that the callbacks' bytes pass through).
+ */
+HK_API hk_code hk_loop_add_state(hk_loop *loop, const char *name, size_t size, hk_loop_state_save_fn save,
+                                 hk_loop_state_restore_fn restore, void *user, unsigned flags, hk_status *status);
+
+/**
+ * Start: create the checkpoint directory, build the session (every hook's
+ * begin() and after_create_session()), restore the newest checkpoint of
+ * checkpoint_dir that verifies into the registered memory or keep the
+ * program's values, install the signal helper, and report the step to
+ * resume at. A resumed start logs by name every tensor of the checkpoint
+ * that the program did not register (it was not restored) and every
+ * optional array or state the checkpoint lacks (its value was kept).
+ * @param step  may be NULL; receives the global step after the restore
+ *              (0, or the program's own global step's value, on a fresh
+ *              start).
+ * **Errors:** FAILED_PRECONDITION when called twice or after finish;
+ * restore errors (H27: NOT_FOUND naming a registered array the checkpoint
+ * lacks, INVALID_ARGUMENT naming one whose dtype or shape differs;
+ * DATA_LOSS naming every candidate when none verifies, D5.3); a hook's
+ * begin()/after_create_session() error; file-system errors creating the
+ * directory (H9). The loop is then failed (sticky).
+ * **Threads:** the training thread. **Allocates:** yes.
+ */
+HK_API hk_code hk_loop_start(hk_loop *loop, int64_t *step, hk_status *status);
+
+/**
+ * Whether the loop should end: nonzero after a stop request (a hook, the
+ * StopAtStep condition, hk_loop_request_stop(), a signal), after a step
+ * returned OUT_OF_RANGE, when the loop is failed, finished, not started,
+ * or NULL.
+ * **Threads:** the training thread. **Errors:** none. **Allocates:** no.
+ */
+HK_API int hk_loop_should_stop(hk_loop *loop);
+
+/**
+ * Open a step: every hook's before_run, in order, runs now, before the
+ * program's math (a step timer or profiler hook times what follows).
+ * @param step  may be NULL; receives the global step the step starts at.
+ * **Errors:** FAILED_PRECONDITION when not started, after finish, when a
+ * step is already open, or when the loop should stop ("Run called even
+ * after should_stop requested.", C5); a hook's error. The loop is then
+ * failed (sticky), except for the "already open" and "not started" misuse.
+ * **Threads:** the training thread. **Allocates:** no, in steady state.
+ */
+HK_API hk_code hk_loop_step_begin(hk_loop *loop, int64_t *step, hk_status *status);
+
+/**
+ * Close the step opened by hk_loop_step_begin(): the loop-owned global step
+ * advances by one (a program-owned one must have been advanced by the
+ * program), then every hook's after_run, in order, sees the arrays as the
+ * step left them; a save that is due happens here.
+ * **Errors:** FAILED_PRECONDITION when no step is open; FAILED_PRECONDITION
+ * "the global step has not moved in 100 steps ..." (a program-owned global
+ * step); a hook's or a save's error. The loop is then failed (sticky).
+ * **Threads:** the training thread. **Allocates:** no, in steady state (a
+ * step on which no hook triggers).
+ */
+HK_API hk_code hk_loop_step_end(hk_loop *loop, hk_status *status);
+
+/**
+ * One step of the program's, as a callback: `step` is the global step it
+ * starts at; return HK_OK, OUT_OF_RANGE when the data is exhausted (a clean
+ * end: the loop stops, hk_loop_finish() writes the final checkpoint and
+ * returns OK, C35/H15), or an error (the loop fails; the step's after_run
+ * does not run and no final checkpoint is written).
+ */
+typedef hk_code (*hk_loop_step_fn)(void *user, int64_t step, hk_status *status);
+
+/**
+ * One bracketed step: hk_loop_step_begin(), fn, hk_loop_step_end().
+ * @param fn  required; @param user  borrowed, passed to fn.
+ * **Errors:** those of the three parts; fn's own code and message
+ * unchanged (H1), after which the step's after_run does not run (C13).
+ * OUT_OF_RANGE from fn is returned and ends the loop cleanly.
+ * **Threads:** the training thread. **Allocates:** no, in steady state.
+ */
+HK_API hk_code hk_loop_step(hk_loop *loop, hk_loop_step_fn fn, void *user, hk_status *status);
+
+/**
+ * hk_loop_step() until hk_loop_should_stop().
+ * @return HK_OK when the loop stopped cleanly (a stop request, a signal,
+ *         OUT_OF_RANGE from fn); otherwise the first error.
+ * **Threads:** the training thread. **Allocates:** no, in steady state.
+ */
+HK_API hk_code hk_loop_run(hk_loop *loop, hk_loop_step_fn fn, void *user, hk_status *status);
+
+/**
+ * Save a checkpoint now, between steps, synchronously (it is durable when
+ * this returns; with asynchronous checkpoints the write in flight is
+ * finished first).
+ * @param name  NULL: a managed checkpoint "<dir>/<basename>-<step>" at the
+ *              current global step, exactly like a periodic save (listeners,
+ *              retention, the state file), and the cadence restarts from
+ *              it. Given: an unmanaged checkpoint "<dir>/<name>" (a valid
+ *              name, H32, e.g. "best"), written atomically over any earlier
+ *              one of that name and never deleted by retention (D6.4); the
+ *              state file is untouched.
+ * @param prefix  may be NULL; receives the checkpoint's prefix, borrowed
+ *              until the next call on the loop.
+ * **Errors:** FAILED_PRECONDITION when not started, after finish, inside
+ * an open step, or without a checkpoint_dir; INVALID_ARGUMENT for a bad
+ * name; file-system errors (H9: RESOURCE_EXHAUSTED for a full disk), after
+ * which the directory holds what it held before. A failed save fails the
+ * loop (sticky).
+ * **Threads:** the training thread. **Allocates:** yes.
+ */
+HK_API hk_code hk_loop_save(hk_loop *loop, const char *name, const char **prefix, hk_status *status);
+
+/**
+ * Ask the loop to stop after the step in progress (a clean stop: the final
+ * checkpoint is written). Safe from any thread and from a signal-free
+ * context; NULL is a no-op.
+ * **Allocates:** no.
+ */
+HK_API void hk_loop_request_stop(hk_loop *loop);
+
+/**
+ * Finish: abandon a step left open, then close the session — on a clean
+ * end (a stop, a signal, OUT_OF_RANGE, or the program simply finishing)
+ * every hook's end() runs, which writes the final checkpoint unless the
+ * last step was just saved (C97) and joins the asynchronous writer; after
+ * an error no end() runs and nothing more is written (C16). Uninstalls the
+ * signal helper the loop installed. Idempotent: a second call returns the
+ * first call's result.
+ * @return the loop's first error, else the first end() error, else OK.
+ * **Threads:** the training thread. **Allocates:** no (end() may).
+ */
+HK_API hk_code hk_loop_finish(hk_loop *loop, hk_status *status);
+
+/**
+ * Free the loop and everything it created. The program's arrays, states
+ * and hooks are not touched. A loop that was started but not finished is
+ * first finished as after an error (no end(), no final checkpoint) with a
+ * WARNING "loop freed without hk_loop_finish()".
+ * @param loop  consumed; NULL is a no-op.
+ * **Threads:** the training thread. **Allocates:** no.
+ */
+HK_API void hk_loop_free(hk_loop *loop);
+
+/** @return the current global step (the value a checkpoint would record);
+ *  0 for NULL. **Threads:** the training thread. **Allocates:** no. */
+HK_API int64_t hk_loop_global_step(const hk_loop *loop);
+/**
+ * @return the checkpoint prefix hk_loop_start() restored, NULL when it kept
+ *         the program's values (or before start, or for NULL).
+ * **Ownership:** borrowed, valid until hk_loop_free().
+ * **Threads:** the training thread. **Allocates:** no.
+ */
+HK_API const char *hk_loop_restored_checkpoint(const hk_loop *loop);
+/**
+ * @return the loop's executor: a program's hook resolves the registered
+ *         names through it (as in begin()). NULL for NULL.
+ * **Ownership:** borrowed, owned by the loop, valid until hk_loop_free().
+ * **Threads:** the training thread. **Allocates:** no.
+ */
+HK_API hk_executor *hk_loop_executor(hk_loop *loop);
+/**
+ * @return the loop's session after start (NULL before, and for NULL), for
+ *         what the loop does not wrap (its coordinator, its Scaffold).
+ *         Do not run, close or free it: the loop does.
+ * **Ownership:** borrowed, valid until hk_loop_free().
+ * **Threads:** the training thread. **Allocates:** no.
+ */
+HK_API hk_session *hk_loop_session(hk_loop *loop);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HOOKED_LOOP_H */

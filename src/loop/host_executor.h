@@ -1,0 +1,44 @@
+/*
+ * The host loop's executor: an hk_executor whose variables are the arrays
+ * and opaque states a program registers, read and written in place. Built
+ * on hooked/sys/executor.h only, like any third-party executor. Private to
+ * the loop (src/loop/); nothing here is exported.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#ifndef HOOKED_LOOP_HOST_EXECUTOR_H
+#define HOOKED_LOOP_HOST_EXECUTOR_H
+
+#include "hooked/loop.h"
+
+typedef struct hk__host hk__host;
+
+/** A new, empty registry. @return NULL when out of memory. */
+hk__host *hk__host_new(const hk_env *env);
+/** Free a registry that was never wrapped in an executor. */
+void hk__host_free(hk__host *h);
+
+/**
+ * Register an array (state == NULL) or an opaque state of `nbytes` bytes.
+ * `var_flags` are hk_variable_flags (HK_VAR_EXTERNAL is added). Names are
+ * checked by the caller. ALREADY_EXISTS for a taken name.
+ */
+hk_code hk__host_add(hk__host *h, const char *name, hk_dtype dtype, int32_t rank, const int64_t *dims, void *data,
+                     size_t nbytes, uint32_t var_flags, hk_loop_state_save_fn save, hk_loop_state_restore_fn restore,
+                     void *user, hk_status *st);
+/** Make entry `index` the global step (registered under HK_ROLE_GLOBAL_STEP). */
+void hk__host_set_global_step(hk__host *h, size_t index);
+/** The number of entries (the next index hk__host_add uses). */
+size_t hk__host_count(const hk__host *h);
+/** The global step's current value (0 when there is none). */
+int64_t hk__host_global_step(const hk__host *h);
+
+/** The monotonic times of the program's last step, traced as op "step" by
+ *  runs with trace_level >= 1 (H30). */
+void hk__host_set_step_times(hk__host *h, double start, double end);
+
+/** Wrap the registry in an executor that owns it from then on (also on
+ *  failure: the registry is freed). */
+hk_code hk__host_executor_new(hk_executor **out, hk__host *h, const hk_env *env, hk_status *st);
+
+#endif /* HOOKED_LOOP_HOST_EXECUTOR_H */

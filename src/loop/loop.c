@@ -1,0 +1,661 @@
+/*
+ * The host loop (hooked/loop.h): a singular session over the host executor
+ * (host_executor.c) with the built-in StopAtStep and checkpoint hooks ahead
+ * of the program's, each step split by hk_session_run_begin/run_end around
+ * the program's own math. Written against the public headers only, as any
+ * third party could.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include "loop/host_executor.h"
+#include "hooked/hooked.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A program-owned global step that stays put for this many consecutive
+ * steps fails the loop: it would never reach a step-based stop. */
+#define STALL_LIMIT 100
+#define STALL_WARNINGS 5
+
+struct hk_loop {
+  hk_env env;
+  /* options, copied */
+  char *ckpt_dir, *basename;
+  double save_secs;
+  int64_t save_steps, max_to_keep;
+  double keep_hours;
+  int async;
+  int64_t num_steps, last_step;
+  int handle_signals;
+  hk_hook **hooks; /* the program's */
+  size_t nhooks;
+
+  hk__host *host;     /* the registry, until start hands it to the executor */
+  hk_executor *ex;
+  int64_t own_gs;     /* the loop-owned global step */
+  int program_gs;     /* the program registered its own */
+  hk_saver *saver;
+  hk_scaffold *scaffold;
+  hk_hook *watch;     /* the loop's own hook: what the creation restored */
+  hk_hook *stop_hook, *ckpt_hook;
+  hk_hook **all;      /* watch, stop, checkpoint, then the program's */
+  hk_session *session;
+  char *restored;
+
+  int started, finished, step_open, ended_by_range;
+  int failed;
+  hk_status error; /* the first error (sticky) */
+  hk_code finish_rc;
+  hk_status finish_status;
+  int installed_signals;
+  atomic_int stop_requested;
+  _Atomic(hk_coordinator *) coord;
+
+  int64_t gs_at_begin;
+  int64_t stalled;
+  int stall_warnings;
+  double step_start;
+};
+
+/* ---- errors --------------------------------------------------------------------- */
+
+/* Enter the failed state with the first error; later ones are logged. */
+static hk_code fail(hk_loop *l, hk_code rc, const hk_status *st) {
+  if (!l->failed) {
+    l->failed = 1;
+    l->error.code = rc;
+    if (st && st->message[0])
+      memcpy(l->error.message, st->message, sizeof l->error.message);
+    else
+      hk_status_set(&l->error, rc, "%s", hk_code_name(rc));
+    l->error.code = rc;
+  }
+  return rc;
+}
+
+static hk_code report(const hk_loop *l, hk_status *st) {
+  if (st) *st = l->error;
+  return l->error.code;
+}
+
+/* Misuse that leaves the loop as it was (not sticky). */
+#define MISUSE(st, ...) hk_status_set((st), HK_FAILED_PRECONDITION, __VA_ARGS__)
+
+/* ---- options -------------------------------------------------------------------- */
+
+static const hk_loop_options default_options = HK_LOOP_OPTIONS_INIT;
+
+hk_code hk_loop_options_init(hk_loop_options *opts, uint32_t version) {
+  if (!opts || version != HK_LOOP_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
+  *opts = default_options;
+  return HK_OK;
+}
+
+static int valid_secs_option(double v) { return hk_secs_is_unset(v) || (isfinite(v) && v >= 0); }
+
+static hk_code validate(const hk_loop_options *o, hk_status *st) {
+  if (o->version == 0 || o->version > HK_LOOP_OPTIONS_VERSION)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: options version %u is not supported",
+                         (unsigned)o->version);
+  hk_code rc = hk_env_check(o->env, "hk_loop_new: env", st);
+  if (rc != HK_OK) return rc;
+  if (!valid_secs_option(o->save_secs))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: save_secs must be finite and >= 0, got %g",
+                         o->save_secs);
+  if (o->save_steps != HK_UNSET_STEPS && o->save_steps < 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: save_steps must be >= 0, got %lld",
+                         (long long)o->save_steps);
+  if (!hk_secs_is_unset(o->save_secs) && o->save_steps != HK_UNSET_STEPS)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "Can not provide both save_secs and save_steps.");
+  if (!o->checkpoint_dir && (!hk_secs_is_unset(o->save_secs) || o->save_steps != HK_UNSET_STEPS))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: a save cadence needs a checkpoint_dir");
+  if (o->max_to_keep < 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: max_to_keep must be >= 0, got %lld",
+                         (long long)o->max_to_keep);
+  if (!valid_secs_option(o->keep_checkpoint_every_n_hours))
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_loop_new: keep_checkpoint_every_n_hours must be finite and >= 0, got %g",
+                         o->keep_checkpoint_every_n_hours);
+  if (o->checkpoint_dir && o->checkpoint_dir[0] == '\0')
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: checkpoint_dir is empty");
+  if (o->num_steps != HK_UNSET_STEPS && o->last_step != HK_UNSET_STEPS)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "Only one of num_steps or last_step can be specified.");
+  if (o->num_steps != HK_UNSET_STEPS && o->num_steps < 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: num_steps must be >= 0, got %lld",
+                         (long long)o->num_steps);
+  if (o->last_step != HK_UNSET_STEPS && o->last_step < 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: last_step must be >= 0, got %lld",
+                         (long long)o->last_step);
+  if (!o->hooks && o->nhooks)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: hooks is NULL with nhooks %zu", o->nhooks);
+  for (size_t i = 0; i < o->nhooks; i++) {
+    if (!o->hooks[i]) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: hooks[%zu] is NULL", i);
+    for (size_t j = 0; j < i; j++)
+      if (o->hooks[j] == o->hooks[i])
+        return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: hook '%s' appears twice (hooks[%zu] and hooks[%zu])",
+                             hk_hook_name(o->hooks[i]), j, i);
+  }
+  return HK_OK;
+}
+
+/* H32, checked here so a bad basename fails before any side effect. */
+static int valid_file_name(const char *name) {
+  size_t n = strlen(name);
+  if (n == 0 || n > 255 || strcmp(name, ".") == 0 || strstr(name, "..")) return 0;
+  for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+    if (*p < 0x20 || *p == 0x7f || *p == '/' || *p == '\\' || *p == '"') return 0;
+  return 1;
+}
+
+void hk_loop_free(hk_loop *l);
+
+hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *st) {
+  if (out) *out = NULL;
+  if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: out is NULL");
+  const hk_loop_options *o = opts ? opts : &default_options;
+  hk_code rc = validate(o, st);
+  if (rc != HK_OK) return rc;
+  if (o->checkpoint_basename && !valid_file_name(o->checkpoint_basename))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: checkpoint_basename '%s' is not a valid name",
+                         o->checkpoint_basename);
+  hk_loop *l = hk_env_calloc(o->env, 1, sizeof *l);
+  if (!l) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_loop_new: out of memory");
+  hk_env_copy(&l->env, o->env);
+  l->save_secs = o->save_secs;
+  l->save_steps = o->save_steps;
+  l->max_to_keep = o->max_to_keep;
+  l->keep_hours = o->keep_checkpoint_every_n_hours;
+  l->async = o->async_checkpoint != 0;
+  l->num_steps = o->num_steps;
+  l->last_step = o->last_step;
+  l->handle_signals = o->handle_signals != 0;
+  atomic_init(&l->stop_requested, 0);
+  atomic_init(&l->coord, NULL);
+  l->host = hk__host_new(&l->env);
+  int oom = !l->host;
+  if (!oom && o->checkpoint_dir) oom = !(l->ckpt_dir = hk_env_strdup(&l->env, o->checkpoint_dir));
+  if (!oom && o->checkpoint_basename) oom = !(l->basename = hk_env_strdup(&l->env, o->checkpoint_basename));
+  if (!oom && o->nhooks) {
+    l->hooks = hk_env_calloc(&l->env, o->nhooks, sizeof *l->hooks);
+    oom = !l->hooks;
+    if (!oom) memcpy(l->hooks, o->hooks, o->nhooks * sizeof *l->hooks);
+  }
+  l->nhooks = o->nhooks;
+  if (oom) {
+    hk_loop_free(l);
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_loop_new: out of memory");
+  }
+  *out = l;
+  return HK_OK;
+}
+
+/* ---- registration ------------------------------------------------------------------ */
+
+static int valid_tensor_name(const char *name) {
+  size_t n = strlen(name);
+  if (n == 0 || n > 255) return 0;
+  for (const char *p = name; *p; p++) {
+    char c = *p;
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+          c == '/' || c == '-'))
+      return 0;
+  }
+  return 1;
+}
+
+static hk_code check_registration(hk_loop *l, const char *fn, const char *name, hk_status *st) {
+  if (!l) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: loop is NULL", fn);
+  if (l->failed) return report(l, st);
+  if (l->started || l->finished)
+    return MISUSE(st, "%s: '%s' registered after hk_loop_start(): register everything before the start", fn,
+                  name ? name : "(null)");
+  if (!name) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: name is NULL", fn);
+  if (!valid_tensor_name(name))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: name '%s' is not 1..255 bytes of [A-Za-z0-9_./-]", fn, name);
+  return HK_OK;
+}
+
+hk_code hk_loop_add_array(hk_loop *l, const char *name, hk_dtype dtype, int32_t rank, const int64_t *dims, void *data,
+                          unsigned flags, hk_status *st) {
+  static const char fn[] = "hk_loop_add_array";
+  hk_code rc = check_registration(l, fn, name, st);
+  if (rc != HK_OK) return rc;
+  if (flags & ~(unsigned)(HK_LOOP_NO_CHECKPOINT | HK_LOOP_OPTIONAL | HK_LOOP_GLOBAL_STEP))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: '%s': unknown flags 0x%x", fn, name, flags);
+  if (dtype == HK_DTYPE_STRING)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: '%s': dtype string cannot be checkpointed", fn, name);
+  hk_tensor t;
+  hk_status why = HK_STATUS_INIT;
+  if (hk_tensor_init(&t, dtype, rank, dims, data, &why) != HK_OK)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: '%s': %s", fn, name, why.message);
+  int is_gs = (flags & HK_LOOP_GLOBAL_STEP) != 0;
+  if (is_gs) {
+    if (!hk_dtype_is_integer(dtype) || rank != 0)
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: global step '%s' must be an integer scalar, not %s of rank %d",
+                           fn, name, hk_dtype_name(dtype), (int)rank);
+    if (flags & (HK_LOOP_NO_CHECKPOINT | HK_LOOP_OPTIONAL))
+      return hk_status_set(st, HK_INVALID_ARGUMENT,
+                           "%s: global step '%s' is always checkpointed and required: no NO_CHECKPOINT or OPTIONAL", fn,
+                           name);
+    if (l->program_gs)
+      return hk_status_set(st, HK_ALREADY_EXISTS, "%s: '%s': the loop already has a global step", fn, name);
+  } else if (strcmp(name, "global_step") == 0) {
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "%s: 'global_step' names the loop's own global step; register a program-owned one with "
+                         "HK_LOOP_GLOBAL_STEP",
+                         fn);
+  }
+  uint32_t vf = 0;
+  if (flags & HK_LOOP_NO_CHECKPOINT) vf |= HK_VAR_LOCAL;
+  else if (!is_gs) vf |= HK_VAR_TRAINABLE;
+  if (flags & HK_LOOP_OPTIONAL) vf |= HK_VAR_OPTIONAL;
+  size_t index = hk__host_count(l->host);
+  rc = hk__host_add(l->host, name, dtype, rank, dims, data, t.nbytes, vf, NULL, NULL, NULL, st);
+  if (rc != HK_OK) return rc == HK_RESOURCE_EXHAUSTED ? fail(l, rc, st) : rc;
+  if (is_gs) {
+    hk__host_set_global_step(l->host, index);
+    l->program_gs = 1;
+  }
+  return HK_OK;
+}
+
+hk_code hk_loop_add_state(hk_loop *l, const char *name, size_t size, hk_loop_state_save_fn save,
+                          hk_loop_state_restore_fn restore, void *user, unsigned flags, hk_status *st) {
+  static const char fn[] = "hk_loop_add_state";
+  hk_code rc = check_registration(l, fn, name, st);
+  if (rc != HK_OK) return rc;
+  if (!save || !restore)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: state '%s': the %s callback is NULL", fn, name,
+                         !save ? "save" : "restore");
+  if (size == 0) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: state '%s': size is 0", fn, name);
+  if (size > (size_t)INT64_MAX)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: state '%s': size %zu is too large", fn, name, size);
+  if (flags & ~(unsigned)HK_LOOP_OPTIONAL)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: state '%s': only HK_LOOP_OPTIONAL applies to a state (flags 0x%x)",
+                         fn, name, flags);
+  if (strcmp(name, "global_step") == 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: 'global_step' names the loop's global step", fn);
+  int64_t dims[1] = {(int64_t)size};
+  uint32_t vf = (flags & HK_LOOP_OPTIONAL) ? HK_VAR_OPTIONAL : 0;
+  rc = hk__host_add(l->host, name, HK_DTYPE_U8, 1, dims, NULL, size, vf, save, restore, user, st);
+  if (rc != HK_OK) return rc == HK_RESOURCE_EXHAUSTED ? fail(l, rc, st) : rc;
+  return HK_OK;
+}
+
+/* ---- the loop's own hook: what each creation restored -------------------------------- */
+
+static hk_code watch_after_create_session(void *user, hk_raw_session *session, hk_coordinator *coord,
+                                          hk_creation_context *ctx, hk_status *st) {
+  hk_loop *l = user;
+  (void)session;
+  atomic_store(&l->coord, coord);
+  if (atomic_load(&l->stop_requested)) hk_coordinator_request_stop(coord, HK_OK, NULL);
+  const char *from = hk_creation_context_restored_checkpoint(ctx);
+  hk_env_free(&l->env, l->restored);
+  l->restored = NULL;
+  if (from && !(l->restored = hk_env_strdup(&l->env, from)))
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "host loop: out of memory");
+  return HK_OK;
+}
+
+static const hk_hook_vtable watch_vtable = {
+    .version = HK_HOOK_VTABLE_VERSION,
+    .after_create_session = watch_after_create_session,
+};
+
+/* ---- start -------------------------------------------------------------------------- */
+
+static hk_code make_hooks(hk_loop *l, hk_status *st) {
+  hk_code rc = hk_hook_new(&l->watch, &watch_vtable, l, "host loop", &l->env, st);
+  if (rc != HK_OK) return rc;
+  if (l->num_steps != HK_UNSET_STEPS || l->last_step != HK_UNSET_STEPS) {
+    hk_stop_at_step_options so = HK_STOP_AT_STEP_OPTIONS_INIT;
+    so.env = &l->env;
+    so.num_steps = l->num_steps;
+    so.last_step = l->last_step;
+    rc = hk_stop_at_step_hook_new(&l->stop_hook, &so, st);
+    if (rc != HK_OK) return rc;
+  }
+  int disabled = l->save_secs == 0 || l->save_steps == 0; /* C54 */
+  if (l->ckpt_dir && !disabled) {
+    hk_checkpoint_saver_options co = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
+    co.env = &l->env;
+    co.checkpoint_dir = l->ckpt_dir;
+    co.save_secs = l->save_secs;
+    co.save_steps = l->save_steps;
+    if (hk_secs_is_unset(co.save_secs) && co.save_steps == HK_UNSET_STEPS) co.save_secs = 600; /* C50 */
+    co.saver = l->saver;
+    co.checkpoint_basename = l->basename;
+    co.save_graph_def = 0; /* nothing per save that was not asked for */
+    rc = l->async ? hk_async_checkpoint_saver_hook_new(&l->ckpt_hook, &co, st)
+                  : hk_checkpoint_saver_hook_new(&l->ckpt_hook, &co, st);
+    if (rc != HK_OK) return rc;
+  }
+  l->all = hk_env_calloc(&l->env, 3 + l->nhooks, sizeof *l->all);
+  if (!l->all) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_loop_start: out of memory");
+  return HK_OK;
+}
+
+static hk_code start(hk_loop *l, hk_status *st) {
+  if (!l->program_gs) {
+    size_t index = hk__host_count(l->host);
+    hk_code rc = hk__host_add(l->host, "global_step", HK_DTYPE_I64, 0, NULL, &l->own_gs, sizeof l->own_gs, 0, NULL,
+                              NULL, NULL, st);
+    if (rc != HK_OK) return rc;
+    hk__host_set_global_step(l->host, index);
+  }
+  hk__host *host = l->host;
+  l->host = NULL; /* the executor owns it from here, also on failure */
+  hk_code rc = hk__host_executor_new(&l->ex, host, &l->env, st);
+  if (rc != HK_OK) return rc;
+
+  hk_saver_options vo = HK_SAVER_OPTIONS_INIT;
+  vo.env = &l->env;
+  vo.executor = l->ex;
+  vo.max_to_keep = l->max_to_keep;
+  vo.keep_checkpoint_every_n_hours = l->keep_hours;
+  rc = hk_saver_new(&l->saver, &vo, st);
+  if (rc != HK_OK) return rc;
+  hk_scaffold_options fo = HK_SCAFFOLD_OPTIONS_INIT;
+  fo.env = &l->env;
+  fo.saver = l->saver;
+  rc = hk_scaffold_new(&l->scaffold, &fo, st);
+  if (rc != HK_OK) return rc;
+  rc = make_hooks(l, st);
+  if (rc != HK_OK) return rc;
+
+  size_t n = 0;
+  l->all[n++] = l->watch;
+  if (l->stop_hook) l->all[n++] = l->stop_hook;
+  if (l->ckpt_hook) l->all[n++] = l->ckpt_hook;
+  for (size_t i = 0; i < l->nhooks; i++) l->all[n++] = l->hooks[i];
+  hk_session_options so = HK_SESSION_OPTIONS_INIT;
+  so.env = &l->env;
+  so.kind = HK_SESSION_SINGULAR; /* the program's step cannot be replayed by a recovery */
+  so.executor = l->ex;
+  so.hooks = l->all;
+  so.nhooks = n;
+  so.scaffold = l->scaffold;
+  so.checkpoint_dir = l->ckpt_dir;
+  rc = hk_session_new(&l->session, &so, st);
+  if (rc != HK_OK) return rc;
+
+  if (l->handle_signals) {
+    hk_status sst = HK_STATUS_INIT;
+    hk_code src = hk_signal_install(&sst);
+    if (src == HK_OK)
+      l->installed_signals = 1;
+    else
+      hk_env_log(&l->env, HK_LOG_DEBUG, "host loop: using the signal helper as it is (%s: %s)", hk_code_name(src),
+                 sst.message);
+  }
+  int64_t gs = hk__host_global_step(hk_executor_self(l->ex));
+  if (l->restored)
+    hk_env_log(&l->env, HK_LOG_INFO, "Host loop resumes at global step %lld from %s", (long long)gs, l->restored);
+  else
+    hk_env_log(&l->env, HK_LOG_INFO, "Host loop starts at global step %lld with the program's own values",
+               (long long)gs);
+  return HK_OK;
+}
+
+hk_code hk_loop_start(hk_loop *l, int64_t *step, hk_status *st) {
+  if (step) *step = 0;
+  if (!l) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_start: loop is NULL");
+  if (l->failed) return report(l, st);
+  if (l->started || l->finished) return MISUSE(st, "hk_loop_start: the loop was already started");
+  hk_status local = HK_STATUS_INIT;
+  hk_code rc = start(l, &local);
+  l->started = 1;
+  if (rc != HK_OK) {
+    fail(l, rc, &local);
+    return report(l, st);
+  }
+  if (step) *step = hk__host_global_step(hk_executor_self(l->ex));
+  hk_status_clear(st);
+  return HK_OK;
+}
+
+/* ---- steps --------------------------------------------------------------------------- */
+
+static int64_t global_step(const hk_loop *l) {
+  if (l->ex) return hk__host_global_step(hk_executor_self(l->ex));
+  return l->program_gs ? hk__host_global_step(l->host) : 0;
+}
+
+int hk_loop_should_stop(hk_loop *l) {
+  if (!l || !l->started || l->finished || l->failed || l->ended_by_range) return 1;
+  if (atomic_load(&l->stop_requested)) return 1;
+  return hk_session_should_stop(l->session);
+}
+
+static hk_code check_running(hk_loop *l, const char *fn, hk_status *st) {
+  if (!l) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: loop is NULL", fn);
+  if (l->failed) return report(l, st);
+  if (l->finished) return MISUSE(st, "%s: the loop is finished", fn);
+  if (!l->started) return MISUSE(st, "%s: the loop is not started (call hk_loop_start first)", fn);
+  return HK_OK;
+}
+
+static hk_code step_begin(hk_loop *l, int64_t *step, hk_status *st) {
+  if (l->step_open) return MISUSE(st, "hk_loop_step_begin: a step is already open (call hk_loop_step_end first)");
+  if (l->ended_by_range)
+    return hk_status_set(st, HK_FAILED_PRECONDITION, "Run called even after should_stop requested.");
+  l->gs_at_begin = global_step(l);
+  hk_status local = HK_STATUS_INIT;
+  hk_code rc = hk_session_run_begin(l->session, NULL, &local);
+  if (rc != HK_OK) {
+    fail(l, rc, &local);
+    return report(l, st);
+  }
+  l->step_open = 1;
+  if (step) *step = l->gs_at_begin;
+  l->step_start = hk_env_monotonic(&l->env);
+  return HK_OK;
+}
+
+hk_code hk_loop_step_begin(hk_loop *l, int64_t *step, hk_status *st) {
+  if (step) *step = 0;
+  hk_code rc = check_running(l, "hk_loop_step_begin", st);
+  if (rc != HK_OK) return rc;
+  return step_begin(l, step, st);
+}
+
+/* A program-owned global step must move in every step. */
+static hk_code check_moved(hk_loop *l, int64_t gs, hk_status *st) {
+  if (gs != l->gs_at_begin) {
+    l->stalled = 0;
+    return HK_OK;
+  }
+  l->stalled++;
+  if (l->stall_warnings < STALL_WARNINGS) {
+    l->stall_warnings++;
+    hk_env_log(&l->env, HK_LOG_WARNING,
+               "The global step did not move during this step (still %lld): a program that registers its own global "
+               "step (HK_LOOP_GLOBAL_STEP) must advance it in every step.",
+               (long long)gs);
+  }
+  if (l->stalled >= STALL_LIMIT)
+    return hk_status_set(st, HK_FAILED_PRECONDITION,
+                         "the global step has not moved in %d steps (still %lld): advance the program's global step "
+                         "in every step, or let the loop own it",
+                         STALL_LIMIT, (long long)gs);
+  return HK_OK;
+}
+
+static hk_code step_end(hk_loop *l, hk_status *st) {
+  hk__host *h = hk_executor_self(l->ex);
+  hk__host_set_step_times(h, l->step_start, hk_env_monotonic(&l->env));
+  l->step_open = 0;
+  hk_status local = HK_STATUS_INIT;
+  hk_code rc = HK_OK;
+  if (l->program_gs)
+    rc = check_moved(l, global_step(l), &local);
+  else
+    l->own_gs++;
+  if (rc != HK_OK) {
+    hk_session_run_abandon(l->session);
+  } else {
+    rc = hk_session_run_end(l->session, NULL, NULL, &local);
+  }
+  if (rc != HK_OK) {
+    fail(l, rc, &local);
+    return report(l, st);
+  }
+  return HK_OK;
+}
+
+hk_code hk_loop_step_end(hk_loop *l, hk_status *st) {
+  hk_code rc = check_running(l, "hk_loop_step_end", st);
+  if (rc != HK_OK) return rc;
+  if (!l->step_open) return MISUSE(st, "hk_loop_step_end: no step is open (call hk_loop_step_begin first)");
+  return step_end(l, st);
+}
+
+hk_code hk_loop_step(hk_loop *l, hk_loop_step_fn fn, void *user, hk_status *st) {
+  hk_code rc = check_running(l, "hk_loop_step", st);
+  if (rc != HK_OK) return rc;
+  if (!fn) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_step: fn is NULL");
+  int64_t step = 0;
+  rc = step_begin(l, &step, st);
+  if (rc != HK_OK) return rc;
+  hk_status local = HK_STATUS_INIT;
+  rc = fn(user, step, &local);
+  if (rc == HK_OK) return step_end(l, st);
+  l->step_open = 0;
+  hk_session_run_abandon(l->session); /* C13: no after_run for a failed step */
+  if (local.code != rc || local.message[0] == '\0')
+    hk_status_set(&local, rc, "the step function failed with %s at global step %lld", hk_code_name(rc),
+                  (long long)step);
+  if (rc == HK_OUT_OF_RANGE) { /* C35, H15: the end of the data is a clean end */
+    l->ended_by_range = 1;
+    if (st) *st = local;
+    return rc;
+  }
+  fail(l, rc, &local);
+  return report(l, st);
+}
+
+hk_code hk_loop_run(hk_loop *l, hk_loop_step_fn fn, void *user, hk_status *st) {
+  hk_code rc = check_running(l, "hk_loop_run", st);
+  if (rc != HK_OK) return rc;
+  if (!fn) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_run: fn is NULL");
+  while (!hk_loop_should_stop(l)) {
+    rc = hk_loop_step(l, fn, user, st);
+    if (rc == HK_OUT_OF_RANGE) break;
+    if (rc != HK_OK) return rc;
+  }
+  if (l->failed) return report(l, st);
+  hk_status_clear(st);
+  return HK_OK;
+}
+
+/* ---- save now, stop, finish ------------------------------------------------------------ */
+
+hk_code hk_loop_save(hk_loop *l, const char *name, const char **prefix, hk_status *st) {
+  if (prefix) *prefix = NULL;
+  hk_code rc = check_running(l, "hk_loop_save", st);
+  if (rc != HK_OK) return rc;
+  if (l->step_open) return MISUSE(st, "hk_loop_save: a step is open: save between steps");
+  if (!l->ckpt_dir) return MISUSE(st, "hk_loop_save: the loop has no checkpoint_dir");
+  if (name && !valid_file_name(name))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_save: '%s' is not a valid checkpoint name", name);
+  hk_status local = HK_STATUS_INIT;
+  if (l->ckpt_hook) {
+    rc = hk_checkpoint_saver_hook_save(l->ckpt_hook, name, prefix, &local);
+  } else {
+    /* No hook (saves disabled): nothing runs in the background, so the
+     * Saver is ours to use. */
+    hk_raw_session *rs = hk_session_raw_session(l->session);
+    char path[4096];
+    int n = snprintf(path, sizeof path, "%s/%s", l->ckpt_dir,
+                     name ? name : (l->basename ? l->basename : "model.ckpt"));
+    if (n < 0 || (size_t)n >= sizeof path)
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_save: the checkpoint path is too long");
+    rc = hk_saver_save(l->saver, rs, path, name ? HK_UNSET_STEPS : global_step(l), name ? HK_SAVE_NO_STATE : 0, prefix,
+                       &local);
+  }
+  if (rc != HK_OK) {
+    fail(l, rc, &local);
+    return report(l, st);
+  }
+  return HK_OK;
+}
+
+void hk_loop_request_stop(hk_loop *l) {
+  if (!l) return;
+  atomic_store(&l->stop_requested, 1);
+  hk_coordinator *c = atomic_load(&l->coord);
+  if (c) hk_coordinator_request_stop(c, HK_OK, NULL);
+}
+
+hk_code hk_loop_finish(hk_loop *l, hk_status *st) {
+  if (!l) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_finish: loop is NULL");
+  if (l->finished) {
+    if (st) *st = l->finish_status;
+    return l->finish_rc;
+  }
+  hk_status result = HK_STATUS_INIT;
+  if (l->step_open) {
+    hk_env_log(&l->env, HK_LOG_WARNING, "hk_loop_finish: the open step is abandoned (no after_run)");
+    hk_session_run_abandon(l->session);
+    l->step_open = 0;
+  }
+  if (l->session) {
+    /* A clean end runs every end(), which writes the final checkpoint
+     * (C97, D3.5); after an error nothing more is written (C16). */
+    hk_code exit_code = l->failed ? l->error.code : (l->ended_by_range ? HK_OUT_OF_RANGE : HK_OK);
+    hk_status cst = HK_STATUS_INIT;
+    hk_code rc = hk_session_close(l->session, exit_code, &cst);
+    if (rc != HK_OK && !l->failed) fail(l, rc, &cst);
+  }
+  if (l->installed_signals) {
+    hk_status sst = HK_STATUS_INIT;
+    if (hk_signal_uninstall(&sst) != HK_OK)
+      hk_env_log(&l->env, HK_LOG_WARNING, "host loop: uninstalling the signal helper: %s", sst.message);
+    l->installed_signals = 0;
+  }
+  if (l->failed) result = l->error;
+  l->finished = 1;
+  l->finish_rc = result.code;
+  l->finish_status = result;
+  if (st) *st = result;
+  return result.code;
+}
+
+void hk_loop_free(hk_loop *l) {
+  if (!l) return;
+  if (l->started && !l->finished) {
+    hk_env_log(&l->env, HK_LOG_WARNING, "loop freed without hk_loop_finish()");
+    if (!l->failed) {
+      /* Not a clean code (H15): no end(), no final checkpoint. */
+      hk_status why = HK_STATUS_INIT;
+      hk_status_set(&why, HK_FAILED_PRECONDITION, "loop freed without hk_loop_finish()");
+      fail(l, HK_FAILED_PRECONDITION, &why);
+    }
+    hk_loop_finish(l, NULL);
+  }
+  hk_env env = l->env;
+  hk_session_free(l->session);
+  hk_hook_free(l->watch);
+  hk_hook_free(l->stop_hook);
+  hk_hook_free(l->ckpt_hook);
+  hk_scaffold_free(l->scaffold);
+  hk_saver_free(l->saver);
+  hk_executor_free(l->ex);
+  hk__host_free(l->host);
+  hk_env_free(&env, l->all);
+  hk_env_free(&env, l->hooks);
+  hk_env_free(&env, l->restored);
+  hk_env_free(&env, l->ckpt_dir);
+  hk_env_free(&env, l->basename);
+  hk_env_free(&env, l);
+}
+
+/* ---- accessors ------------------------------------------------------------------------- */
+
+int64_t hk_loop_global_step(const hk_loop *l) { return l ? global_step(l) : 0; }
+const char *hk_loop_restored_checkpoint(const hk_loop *l) { return l ? l->restored : NULL; }
+hk_executor *hk_loop_executor(hk_loop *l) { return l ? l->ex : NULL; }
+hk_session *hk_loop_session(hk_loop *l) { return l ? l->session : NULL; }
