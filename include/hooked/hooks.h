@@ -217,6 +217,33 @@ HK_API hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_s
 HK_API hk_code hk_async_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts,
                                                   hk_status *status);
 
+/**
+ * Save now, between runs, through a CheckpointSaverHook or an
+ * AsyncCheckpointSaverHook attached to an open session, with its Saver and
+ * the raw session of its last after_create_session. Synchronous: the
+ * checkpoint is durable when this returns; the asynchronous hook first
+ * waits for its write in flight and processes its completion (D3.4).
+ * @param name  NULL: a managed checkpoint at the current global step,
+ *              exactly like a timer-triggered save (listeners, log lines,
+ *              event, retention, state file; C98), and the timer restarts
+ *              from it; a listener's stop request is ignored, as at creation
+ *              (C94). Given: an unmanaged checkpoint "<checkpoint_dir>/<name>"
+ *              (a valid name, H32), written atomically over an earlier one of
+ *              that name, never listed in the state file nor deleted by
+ *              retention (C116, D6.4); no listener runs.
+ * @param prefix  may be NULL; receives the checkpoint's prefix, borrowed
+ *              from the hook until its next save on demand or its session
+ *              ends.
+ * **Errors:** INVALID_ARGUMENT for a NULL hook, a hook that is not a
+ * checkpoint saver hook, a bad name; FAILED_PRECONDITION when the hook
+ * serves no session; the processed write error of the asynchronous hook
+ * (D3.4); the Saver's and the listeners' errors (file-system errors per H9,
+ * after which the directory holds what it held before).
+ * **Threads:** the training thread, between runs (never from inside a hook
+ * callback of the same session). **Allocates:** yes.
+ */
+HK_API hk_code hk_checkpoint_saver_hook_save(hk_hook *hook, const char *name, const char **prefix, hk_status *status);
+
 #ifdef __cplusplus
 }
 #endif

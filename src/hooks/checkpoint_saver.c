@@ -141,6 +141,10 @@ typedef struct ckpt_hook {
   int64_t held_ok_step;
   double held_ok_secs;
   hk_status held_err; /* code HK_OK: none; else the first error to return */
+
+  /* For saves on demand (hk_checkpoint_saver_hook_save). */
+  hk_raw_session *rs; /* of the last after_create_session; NULL outside a session */
+  char *last_prefix;  /* the last save on demand's prefix (senv) */
 } ckpt_hook;
 
 static const hk_env *own_env(const ckpt_hook *self) { return self->has_env ? &self->env : NULL; }
@@ -596,6 +600,9 @@ static void release_session(ckpt_hook *self) {
   hk_env_free(&self->senv, self->graph_text);
   self->graph_text = NULL;
   self->graph_len = self->graph_cap = 0;
+  hk_env_free(&self->senv, self->last_prefix);
+  self->last_prefix = NULL;
+  self->rs = NULL;
   self->in_session = 0;
 }
 
@@ -716,6 +723,7 @@ static hk_code cs_after_create_session(void *user, hk_raw_session *session, hk_c
   hk_code rc;
 
   (void)coord;
+  self->rs = session;
   rc = hk_raw_session_global_step(session, &gs, status);
   if (rc != HK_OK) return rc;
   if (self->async) {
@@ -1089,4 +1097,78 @@ hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_saver_op
 
 hk_code hk_async_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, hk_status *status) {
   return hook_new(out, opts, 1, status);
+}
+
+/* ---- saves on demand ----------------------------------------------------------- */
+
+/* Keep a copy of `prefix` for the caller to borrow until the next call. */
+static hk_code keep_prefix(ckpt_hook *self, const char *prefix, const char **out, hk_status *st) {
+  char *copy = hk_env_strdup(&self->senv, prefix);
+  if (copy == NULL) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory", self->kind);
+  hk_env_free(&self->senv, self->last_prefix);
+  self->last_prefix = copy;
+  if (out != NULL) *out = copy;
+  return HK_OK;
+}
+
+static hk_code save_now(ckpt_hook *self, const char *name, const char **prefix, hk_status *st) {
+  hk_raw_session *rs = self->rs;
+  int stop = 0;
+  int64_t gs;
+  hk_code rc;
+
+  if (self->async) {
+    /* The Saver is the writer's while a write is in flight (D3.2). */
+    writer_wait_idle(self);
+    rc = process_completion(self, rs, &stop, st);
+    if (rc != HK_OK) return rc;
+  }
+  rc = resolve_saver(self, st);
+  if (rc != HK_OK) return rc;
+  rc = hk_raw_session_global_step(rs, &gs, st);
+  if (rc != HK_OK) return rc;
+  if (name == NULL) {
+    char *mine;
+    /* A managed save at GS, as the timer's (C98); the cadence restarts. */
+    hk_timer_update(&self->timer, gs, NULL, NULL);
+    rc = save_sync(self, rs, gs, &stop, st);
+    if (rc != HK_OK) return rc;
+    if (self->async) {
+      self->have_written = 1;
+      self->last_written = gs;
+    }
+    mine = hk__saver_prefix(self->saver, self->save_path, gs);
+    if (mine == NULL) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory", self->kind);
+    rc = keep_prefix(self, mine, prefix, st);
+    hk_env_free(hk__saver_env(self->saver), mine);
+    return rc;
+  } else {
+    const char *written = NULL;
+    char *path = hk__path_join(&self->senv, self->dir, name);
+    if (path == NULL) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory", self->kind);
+    hk_hook_log(self->hook, HK_LOG_INFO, "Saving unmanaged checkpoint %s at step %" PRId64 ".", path, gs);
+    rc = hk_saver_save(self->saver, rs, path, HK_UNSET_STEPS, HK_SAVE_NO_STATE, &written, st);
+    hk_env_free(&self->senv, path);
+    if (rc != HK_OK) return rc;
+    return keep_prefix(self, written, prefix, st);
+  }
+}
+
+hk_code hk_checkpoint_saver_hook_save(hk_hook *hook, const char *name, const char **prefix, hk_status *status) {
+  ckpt_hook *self;
+
+  if (prefix != NULL) *prefix = NULL;
+  if (hook == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_saver_hook_save: hook is NULL");
+  if (hook->vt != &checkpoint_saver_vtable)
+    return hk_status_set(status, HK_INVALID_ARGUMENT,
+                         "hk_checkpoint_saver_hook_save: hook '%s' is not a checkpoint saver hook", hk_hook_name(hook));
+  self = hook->user;
+  if (name != NULL && !hk__valid_name(name))
+    return hk_status_set(status, HK_INVALID_ARGUMENT,
+                         "hk_checkpoint_saver_hook_save: '%s' is not a valid checkpoint name", name);
+  if (!self->in_session || self->rs == NULL)
+    return hk_status_set(status, HK_FAILED_PRECONDITION,
+                         "hk_checkpoint_saver_hook_save: %s '%s' serves no session with a raw session", self->kind,
+                         hk_hook_name(hook));
+  return save_now(self, name, prefix, status);
 }
