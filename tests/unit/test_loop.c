@@ -733,6 +733,31 @@ static void test_loop__save_now(void **state) {
   free(c2);
 }
 
+/* hk_checkpoint_saver_hook_save refuses what it cannot do, naming it. */
+static void test_loop__hook_save_refuses_bad_calls(void **state) {
+  fx *f = *state;
+  const char *prefix = "untouched";
+  assert_status(hk_checkpoint_saver_hook_save(NULL, NULL, &prefix, &f->st), &f->st, HK_INVALID_ARGUMENT, "hook");
+  assert_null(prefix);
+  spy_hook *h = spy_hook_new("not-a-saver", NULL, NULL);
+  assert_status(hk_checkpoint_saver_hook_save(h->hook, NULL, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "not-a-saver");
+  spy_hook_free(h);
+  hk_hook *ck = NULL;
+  hk_checkpoint_saver_options co = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
+  co.checkpoint_dir = f->ck;
+  co.save_steps = 1;
+  for (int async = 0; async <= 1; async++) {
+    assert_ok(async ? hk_async_checkpoint_saver_hook_new(&ck, &co, &f->st) : hk_checkpoint_saver_hook_new(&ck, &co, &f->st),
+              &f->st);
+    assert_status(hk_checkpoint_saver_hook_save(ck, NULL, NULL, &f->st), &f->st, HK_FAILED_PRECONDITION,
+                  "serves no session");
+    assert_status(hk_checkpoint_saver_hook_save(ck, "../x", NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "../x");
+    hk_hook_free(ck);
+  }
+  assert_false(test_path_exists(f->ck));
+}
+
 /* A cadence of 0 disables periodic and final saves (C54); the directory is
  * still restored from. */
 static void test_loop__zero_cadence_saves_nothing(void **state) {
@@ -1065,6 +1090,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_loop__missing_state_file_restores_newest, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__async_checkpoints_equal_sync, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__save_now, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_loop__hook_save_refuses_bad_calls, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__zero_cadence_saves_nothing, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__sigterm_stops_cleanly, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__request_stop_from_another_thread, setup, teardown),

@@ -1428,6 +1428,95 @@ static void test_session__options_init_defaults(void **state)
   assert_true(o.recovery_max_secs == 0.0);
 }
 
+/* ---- split runs (hk_session_run_begin / run_end / run_abandon) -------- */
+
+/* C7 across the split: every before_run at begin, the caller's own work in
+ * between, then one executor run and every after_run at end; the caller's
+ * fetches come back from end. */
+static void test_session__c7_split_run_brackets_the_callers_work(void **state)
+{
+  fixture *f = *state;
+  static const char *const expect[] = {
+    "a.before_run", "b.before_run", "c.before_run", "caller.work", "executor.run",
+    "a.after_run", "b.after_run", "c.after_run",
+  };
+  hk_run_args args = { NULL, 0, &f->x, 1, &f->train, 1, NULL };
+  hk_tensor res[1];
+  session_fixture_open(f);
+  fake_executor_on_run(f->fx, mark_executor_run, f);
+  assert_ok(hk_session_run_begin(f->s, &args, &f->st), &f->st);
+  spy_log_add(&f->log, "caller.work", 0);
+  assert_ok(hk_session_run_end(f->s, res, NULL, &f->st), &f->st);
+  assert_true(spy_log_equals(&f->log, expect, 8));
+  assert_int_equal(*(int64_t *)res[0].data, 7);
+  assert_ptr_equal(f->b->last_ctx_args, &args); /* C6 */
+  /* a whole run after it works as before */
+  assert_ok(hk_session_run(f->s, &args, res, NULL, &f->st), &f->st);
+}
+
+/* While a split run is open, other runs are refused and change nothing; end
+ * without an open run is refused; abandon drops the run's after_run and its
+ * stop requests (C14); close abandons an open run. */
+static void test_session__split_run_misuse(void **state)
+{
+  fixture *f = *state;
+  hk_run_args args = { NULL, 0, &f->x, 1, &f->train, 1, NULL };
+  hk_tensor res[1];
+  session_fixture_open(f);
+  assert_status(hk_session_run_end(f->s, res, NULL, &f->st), &f->st, HK_FAILED_PRECONDITION, "no run is open");
+  assert_status(hk_session_run_begin(NULL, &args, &f->st), &f->st, HK_INVALID_ARGUMENT, "session");
+  assert_status(hk_session_run_end(NULL, res, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "session");
+  hk_session_run_abandon(NULL);
+  hk_session_run_abandon(f->s); /* nothing open: no-op */
+
+  int runs = fake_executor_calls(f->fx, FAKE_RUN);
+  spy_hook_stop_at(f->a, SPY_BEFORE_RUN, 1, 1);
+  assert_ok(hk_session_run_begin(f->s, &args, &f->st), &f->st);
+  assert_status(hk_session_run(f->s, &args, res, NULL, &f->st), &f->st, HK_FAILED_PRECONDITION, "still open");
+  assert_status(hk_session_run_begin(f->s, &args, &f->st), &f->st, HK_FAILED_PRECONDITION, "still open");
+  assert_status(hk_session_run_end(f->s, NULL, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "results");
+  assert_int_equal(f->a->calls[SPY_BEFORE_RUN], 1);
+  hk_session_run_abandon(f->s);
+  assert_int_equal(f->a->calls[SPY_AFTER_RUN], 0);
+  assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), runs); /* no executor run */
+  assert_false(hk_session_should_stop(f->s)); /* the abandoned run's stop request is dropped */
+  assert_status(hk_session_run_end(f->s, res, NULL, &f->st), &f->st, HK_FAILED_PRECONDITION, "no run is open");
+
+  /* C14 in the first half: a failing before_run leaves no run open. */
+  spy_hook_fail(f->b, SPY_BEFORE_RUN, 1, 1, HK_UNAVAILABLE, "b is down");
+  assert_status(hk_session_run_begin(f->s, &args, &f->st), &f->st, HK_UNAVAILABLE, "b is down");
+  assert_status(hk_session_run_end(f->s, res, NULL, &f->st), &f->st, HK_FAILED_PRECONDITION, "no run is open");
+
+  /* close abandons an open run: no after_run, end() runs */
+  assert_ok(hk_session_run_begin(f->s, &args, &f->st), &f->st);
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  assert_int_equal(f->a->calls[SPY_AFTER_RUN], 0);
+  assert_int_equal(f->a->calls[SPY_END], 1);
+  assert_status(hk_session_run_end(f->s, res, NULL, &f->st), &f->st, HK_FAILED_PRECONDITION, "closed");
+}
+
+/* C13, C19, C20 in the second half: an executor failure skips every
+ * after_run; a stop requested in before_run takes effect after end. */
+static void test_session__split_run_end_failure_and_stop(void **state)
+{
+  fixture *f = *state;
+  hk_run_args args = { NULL, 0, &f->x, 1, &f->train, 1, NULL };
+  hk_tensor res[1];
+  session_fixture_open(f);
+  fake_executor_fail(f->fx, FAKE_RUN, 1, 1, HK_INTERNAL, "kernel exploded");
+  assert_ok(hk_session_run_begin(f->s, &args, &f->st), &f->st);
+  assert_status(hk_session_run_end(f->s, res, NULL, &f->st), &f->st, HK_INTERNAL, "kernel exploded");
+  assert_int_equal(f->a->calls[SPY_AFTER_RUN], 0);
+  spy_hook_stop_at(f->b, SPY_BEFORE_RUN, 1, 1);
+  assert_ok(hk_session_run_begin(f->s, &args, &f->st), &f->st);
+  assert_false(hk_session_should_stop(f->s));
+  assert_ok(hk_session_run_end(f->s, res, NULL, &f->st), &f->st);
+  assert_true(hk_session_should_stop(f->s));
+  assert_true(f->c->stop_seen_in_after_run);
+  assert_status(hk_session_run_begin(f->s, &args, &f->st), &f->st, HK_FAILED_PRECONDITION,
+                "Run called even after should_stop requested.");
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 #define BOTH(fn) cmocka_unit_test_setup_teardown(fn, setup_ms, session_fixture_teardown), \
@@ -1504,6 +1593,9 @@ int main(void)
     MS(test_session__c48_c73_worker_waits_until_ready),
     MS(test_session__c73_worker_deadline),
     MS(test_session__h24_worker_wait_cancelled_by_signal),
+    BOTH(test_session__c7_split_run_brackets_the_callers_work),
+    BOTH(test_session__split_run_misuse),
+    BOTH(test_session__split_run_end_failure_and_stop),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
