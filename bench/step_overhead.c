@@ -7,7 +7,10 @@
  *   - the floor fetching global_step (what StopAtStep adds to the run itself);
  *   - hk_session_run with 0, 1 and 10 no-op hooks, both hooks whose slots
  *     are all NULL and hooks with empty before_run/after_run callbacks;
- *   - hk_session_run with the StopAtStep hook (last_step never reached).
+ *   - hk_session_run with the StopAtStep hook (last_step never reached);
+ *   - the host loop (hooked/loop.h) around a program's own step: the bare
+ *     step alone in a plain loop (its floor), then hk_loop_step_begin/end
+ *     around the same step with 0, 1 and 10 empty hooks.
  * Every case is measured --reps times, interleaved so that clock drift hits
  * all cases alike; the best repetition is reported. Allocations are counted
  * by a counting allocator in the env of the graph and of every session,
@@ -93,9 +96,11 @@ static const hk_hook_vtable empty_hook_vtable = {
 
 typedef enum hook_kind { HOOKS_NONE, HOOKS_NULL, HOOKS_EMPTY, HOOKS_STOP } hook_kind;
 
+typedef enum case_kind { SESSION = 0, RAW = 1, BARE_STEP = 2, HOST_LOOP = 3 } case_kind;
+
 typedef struct bench_case {
   const char *label;
-  int raw;      /* 1: hk_raw_session_run, no session */
+  int raw;      /* a case_kind: 1 (RAW) is hk_raw_session_run, no session */
   int fetch_gs; /* raw only: also fetch global_step */
   hook_kind kind;
   size_t nhooks;
@@ -103,6 +108,8 @@ typedef struct bench_case {
   hk_raw_session *rs;
   hk_session *s;
   hk_hook *hooks[MAX_HOOKS];
+  hk_loop *loop;
+  float user[16]; /* the program's own state, stepped by user_step */
   double best_ns;
   unsigned long long allocs;
 } bench_case;
@@ -142,6 +149,23 @@ static int open_case(bench *b, bench_case *c) {
   hk_status st = HK_STATUS_INIT;
   hk_session_options so = HK_SESSION_OPTIONS_INIT;
 
+  if (c->raw == BARE_STEP) return 0;
+  if (c->raw == HOST_LOOP) {
+    hk_loop_options lo = HK_LOOP_OPTIONS_INIT;
+    static const int64_t dims[1] = {16};
+    for (size_t i = 0; i < c->nhooks; i++)
+      if (hk_hook_new(&c->hooks[i], &empty_hook_vtable, NULL, "empty", NULL, &st) != HK_OK)
+        return fail("creating a hook", &st);
+    lo.env = &b->env;
+    lo.hooks = c->hooks;
+    lo.nhooks = c->nhooks;
+    lo.handle_signals = 0;
+    if (hk_loop_new(&c->loop, &lo, &st) != HK_OK ||
+        hk_loop_add_array(c->loop, "user", HK_DTYPE_F32, 1, dims, c->user, 0, &st) != HK_OK ||
+        hk_loop_start(c->loop, NULL, &st) != HK_OK)
+      return fail("starting a host loop", &st);
+    return 0;
+  }
   if (c->raw) {
     /* The sessions opened before finalized the graph and initialized
      * nothing this raw session needs: the no-op reads no variable; the
@@ -177,6 +201,11 @@ static int open_case(bench *b, bench_case *c) {
 }
 
 static void close_case(bench_case *c) {
+  if (c->loop != NULL) {
+    hk_loop_finish(c->loop, NULL);
+    hk_loop_free(c->loop);
+    c->loop = NULL;
+  }
   if (c->s != NULL) {
     hk_session_close(c->s, HK_OK, NULL);
     hk_session_free(c->s);
@@ -190,9 +219,30 @@ static void close_case(bench_case *c) {
   }
 }
 
+/* The program's own step of the host-loop cases: a few dozen ns of work the
+ * compiler cannot drop (the state lives in the case and is registered). */
+static void user_step(float *x) {
+  for (int i = 0; i < 16; i++) x[i] = x[i] * 0.999f + 0.001f * (float)i;
+}
+
 /* `n` runs of the case. @return 0 or 1 after printing the error. */
 static int run_case(bench *b, bench_case *c, uint64_t n) {
   hk_status st = HK_STATUS_INIT;
+  if (c->raw == BARE_STEP) {
+    for (uint64_t i = 0; i < n; i++) {
+      user_step(c->user);
+      __asm__ volatile("" ::: "memory"); /* as opaque as the loop's calls */
+    }
+    return 0;
+  }
+  if (c->raw == HOST_LOOP) {
+    for (uint64_t i = 0; i < n; i++) {
+      if (hk_loop_step_begin(c->loop, NULL, &st) != HK_OK) return fail(c->label, &st);
+      user_step(c->user);
+      if (hk_loop_step_end(c->loop, &st) != HK_OK) return fail(c->label, &st);
+    }
+    return 0;
+  }
   hk_run_args args = {NULL, 0, NULL, 0, &b->noop, 1, NULL};
   hk_tensor result;
   if (c->raw && c->fetch_gs) {
@@ -254,7 +304,7 @@ static void report(const bench *b, uint64_t iters, uint64_t reps) {
   for (size_t i = 0; i < b->ncases; i++) {
     const bench_case *c = &b->cases[i];
     char over_floor[32] = "-", over_s0[32] = "-";
-    if (!c->raw && c->nhooks > 0) {
+    if (c->raw == SESSION && c->nhooks > 0) {
       snprintf(over_floor, sizeof over_floor, "%.1f", (c->best_ns - floor_ns) / (double)c->nhooks);
       snprintf(over_s0, sizeof over_s0, "%.1f", (c->best_ns - s0) / (double)c->nhooks);
     }
@@ -262,7 +312,16 @@ static void report(const bench *b, uint64_t iters, uint64_t reps) {
            c->allocs);
     allocs += c->allocs;
   }
-  printf("\nsession with no hooks: %.1f ns/step over the floor\n", s0 - floor_ns);
+  {
+    const double bare = find(b, "bare program step")->best_ns;
+    const double l0 = find(b, "host loop, 0 hooks")->best_ns;
+    const double l1 = find(b, "host loop, 1 empty hook")->best_ns;
+    const double l10 = find(b, "host loop, 10 empty hooks")->best_ns;
+    printf("\nhost loop around the program's step: %.1f ns/step with 0 hooks, %.1f with 1, %.1f with 10 "
+           "(%.2fx, %.2fx, %.2fx the bare step's %.1f ns)\n",
+           l0 - bare, l1 - bare, l10 - bare, l0 / bare, l1 / bare, l10 / bare, bare);
+  }
+  printf("session with no hooks: %.1f ns/step over the floor\n", s0 - floor_ns);
   printf(
       "per-hook overhead (10 hooks, over 0 hooks): %.1f ns NULL-slot, %.1f ns empty "
       "callbacks (goal <= %.0f): %s\n",
@@ -277,14 +336,18 @@ static void report(const bench *b, uint64_t iters, uint64_t reps) {
 
 int main(int argc, char **argv) {
   bench_case cases[] = {
-      {"floor", 1, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, -1, 0},
-      {"floor + fetch global_step", 1, 1, HOOKS_NONE, 0, NULL, NULL, {NULL}, -1, 0},
-      {"session, 0 hooks", 0, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, -1, 0},
-      {"session, 1 NULL-slot hook", 0, 0, HOOKS_NULL, 1, NULL, NULL, {NULL}, -1, 0},
-      {"session, 10 NULL-slot hooks", 0, 0, HOOKS_NULL, 10, NULL, NULL, {NULL}, -1, 0},
-      {"session, 1 empty hook", 0, 0, HOOKS_EMPTY, 1, NULL, NULL, {NULL}, -1, 0},
-      {"session, 10 empty hooks", 0, 0, HOOKS_EMPTY, 10, NULL, NULL, {NULL}, -1, 0},
-      {"session, StopAtStep hook", 0, 0, HOOKS_STOP, 1, NULL, NULL, {NULL}, -1, 0},
+      {"floor", 1, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0},
+      {"floor + fetch global_step", 1, 1, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0},
+      {"session, 0 hooks", 0, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0},
+      {"session, 1 NULL-slot hook", 0, 0, HOOKS_NULL, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0},
+      {"session, 10 NULL-slot hooks", 0, 0, HOOKS_NULL, 10, NULL, NULL, {NULL}, NULL, {0}, -1, 0},
+      {"session, 1 empty hook", 0, 0, HOOKS_EMPTY, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0},
+      {"session, 10 empty hooks", 0, 0, HOOKS_EMPTY, 10, NULL, NULL, {NULL}, NULL, {0}, -1, 0},
+      {"session, StopAtStep hook", 0, 0, HOOKS_STOP, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0},
+      {"bare program step", BARE_STEP, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0},
+      {"host loop, 0 hooks", HOST_LOOP, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0},
+      {"host loop, 1 empty hook", HOST_LOOP, 0, HOOKS_EMPTY, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0},
+      {"host loop, 10 empty hooks", HOST_LOOP, 0, HOOKS_EMPTY, 10, NULL, NULL, {NULL}, NULL, {0}, -1, 0},
   };
   const size_t ncases = sizeof cases / sizeof cases[0];
   bench b;
@@ -324,9 +387,9 @@ int main(int argc, char **argv) {
   /* Sessions first: the first one's Scaffold finalizes the graph, which the
    * raw sessions of the floor cases then open as is. */
   for (size_t i = 0; i < ncases; i++)
-    if (!cases[i].raw && open_case(&b, &cases[i]) != 0) goto out;
+    if (cases[i].raw == SESSION && open_case(&b, &cases[i]) != 0) goto out;
   for (size_t i = 0; i < ncases; i++)
-    if (cases[i].raw && open_case(&b, &cases[i]) != 0) goto out;
+    if (cases[i].raw != SESSION && open_case(&b, &cases[i]) != 0) goto out;
   for (size_t i = 0; i < ncases; i++)
     if (run_case(&b, &cases[i], WARMUP_RUNS) != 0) goto out;
   b.setup_allocs = atomic_load(&b.count.allocs);

@@ -918,6 +918,10 @@ hk_code hk_session_run_end(hk_session *s, hk_tensor *results, hk_run_metadata *m
   return finish(session_run_end(s, results, md, &local), &local, st);
 }
 
+const hk_run_options *hk_session_open_run_options(const hk_session *s) {
+  return s && s->open ? &s->open_run.opts : NULL;
+}
+
 void hk_session_run_abandon(hk_session *s) {
   if (!s || !s->open || s->busy) return;
   s->open = 0;

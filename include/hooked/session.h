@@ -214,6 +214,16 @@ HK_API hk_code hk_session_run_begin(hk_session *s, const hk_run_args *args, hk_s
 HK_API hk_code hk_session_run_end(hk_session *s, hk_tensor *results, hk_run_metadata *metadata,
                                   hk_status *status);
 /**
+ * The merged run options (C11: the caller's and every hook's trace_level
+ * and timeout_ms) of the run open between hk_session_run_begin() and its
+ * end, so a caller doing the work itself can honour them — e.g. time its
+ * work only when a hook asked for a trace.
+ * @return borrowed, valid until the run ends or is abandoned; NULL when no
+ *         run is open or for NULL.
+ * **Threads:** the training thread. **Errors:** none. **Allocates:** no.
+ */
+HK_API const hk_run_options *hk_session_open_run_options(const hk_session *s);
+/**
  * Close an open run without its second half, as when the caller's work
  * failed: no executor run and no after_run; the run's stop requests are
  * dropped (C14). No-op for NULL, for a session with no open run, and from

@@ -128,6 +128,8 @@ void hk__host_set_step_times(hk__host *h, double start, double end) {
   h->has_trace = 1;
 }
 
+void hk__host_clear_step_times(hk__host *h) { h->has_trace = 0; }
+
 /* ---- reading and writing entries ----------------------------------------------- */
 
 /* A callback may fail without a message (H1): name it. */

@@ -36,6 +36,8 @@ int64_t hk__host_global_step(const hk__host *h);
 /** The monotonic times of the program's last step, traced as op "step" by
  *  runs with trace_level >= 1 (H30). */
 void hk__host_set_step_times(hk__host *h, double start, double end);
+/** The last step was not timed: traced runs record no "step" op. */
+void hk__host_clear_step_times(hk__host *h);
 
 /** Wrap the registry in an executor that owns it from then on (also on
  *  failure: the registry is freed). */
