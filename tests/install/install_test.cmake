@@ -74,7 +74,13 @@ endfunction()
 
 # 1. find_package(hooked CONFIG REQUIRED) against the installed prefix.
 consumer(prefix ${WORK_DIR}/consumer-build -DCMAKE_PREFIX_PATH=${prefix}
-         consumer_main consumer_custom_hook consumer_cpp_hook)
+         consumer_main consumer_own_loop consumer_custom_hook consumer_cpp_hook)
+# The README's host-loop program resumes: a second run starts at step 500.
+run(own_loop-resume ${WORK_DIR}/consumer-build/consumer_own_loop ${WORK_DIR}/own_loop_ckpt)
+run(own_loop-resume ${WORK_DIR}/consumer-build/consumer_own_loop ${WORK_DIR}/own_loop_ckpt)
+if(NOT run_output MATCHES "starting at step 500\n")
+  message(FATAL_ERROR "install test: the README's host-loop program did not resume at step 500:\n${run_output}")
+endif()
 
 # 2. The build tree's export, without installing: -Dhooked_DIR=<build dir>.
 consumer(build-tree ${WORK_DIR}/consumer-build-tree -Dhooked_DIR=${HOOKED_BINARY_DIR} consumer_main)
