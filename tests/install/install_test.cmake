@@ -31,7 +31,7 @@ if(CONFIG)
 endif()
 run(install ${CMAKE_COMMAND} --install ${HOOKED_BINARY_DIR} --prefix ${prefix} ${config_args})
 
-foreach(f include/hooked/hooked.h include/hooked/sys/hook.h include/hooked/sys/executor.h
+foreach(f include/hooked/hooked.h include/hooked/hooked.hpp include/hooked/loop.h include/hooked/sys/hook.h include/hooked/sys/executor.h
           ${LIBDIR}/cmake/hooked/hookedConfig.cmake ${LIBDIR}/cmake/hooked/hookedConfigVersion.cmake
           ${LIBDIR}/cmake/hooked/hookedTargets.cmake ${LIBDIR}/pkgconfig/hooked.pc)
   if(NOT EXISTS ${prefix}/${f})
