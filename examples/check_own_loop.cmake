@@ -1,0 +1,91 @@
+# ctest driver for digits_own_loop. Usage:
+#   cmake -DEXE=<digits_own_loop> -DMODE=<default|bad_flags> -DWORK_DIR=<dir> -P check_own_loop.cmake
+# The SIGKILL/resume and SIGTERM checks are in check_own_loop.sh.
+
+foreach(var EXE MODE WORK_DIR)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "check_own_loop: ${var} is not set")
+  endif()
+endforeach()
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+
+# run(<expected exit status> <args>...): sets OUT, ERR.
+function(run expected)
+  execute_process(COMMAND "${EXE}" ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
+                  WORKING_DIRECTORY "${WORK_DIR}")
+  if(NOT rc STREQUAL "${expected}")
+    message(FATAL_ERROR "digits_own_loop ${ARGN}: exit status '${rc}', expected ${expected}\n"
+                        "stdout:\n${out}\nstderr:\n${err}")
+  endif()
+  set(OUT "${out}" PARENT_SCOPE)
+  set(ERR "${err}" PARENT_SCOPE)
+endfunction()
+
+function(expect_match text regex what)
+  if(NOT text MATCHES "${regex}")
+    message(FATAL_ERROR "${what}: no match for '${regex}' in:\n${text}")
+  endif()
+endfunction()
+
+# check_result(<step>): the single stdout line; sets LOSS, ACC.
+function(check_result step)
+  set(num "-?(nan|[0-9]+\\.[0-9]+)")
+  if(NOT OUT MATCHES "^result: step=${step} loss=${num} test_accuracy=([0-9]+\\.[0-9]+)\n$")
+    message(FATAL_ERROR "no 'result: step=${step} loss=<x> test_accuracy=<y>' line in:\n${OUT}")
+  endif()
+  set(LOSS "${CMAKE_MATCH_1}" PARENT_SCOPE)
+  set(ACC "${CMAKE_MATCH_2}" PARENT_SCOPE)
+endfunction()
+
+if(MODE STREQUAL "default")
+  # Default flags: 3000 steps, no checkpoints; the accuracy train_digits reaches (>= 0.95).
+  run(0)
+  check_result(3000)
+  if(LOSS STREQUAL "nan" OR NOT ACC GREATER_EQUAL 0.95)
+    message(FATAL_ERROR "loss ${LOSS}, test accuracy ${ACC}: expected a finite loss and accuracy >= 0.95\n${ERR}")
+  endif()
+  expect_match("${ERR}" "step 3000: loss = [0-9]" "loss log")
+  expect_match("${ERR}" "training time: [0-9.]+ s for 3000 steps" "timing line")
+  message(STATUS "digits_own_loop: loss ${LOSS}, test accuracy ${ACC}")
+  # --help, and the same flags give the same run (the initialization and
+  # the batches are pure functions of --seed).
+  run(0 --help)
+  expect_match("${OUT}" "usage: digits_own_loop" "--help")
+  run(0 --steps=200 --log-every 100 --batch 16 --lr 0.05 --seed 7)
+  check_result(200)
+  expect_match("${ERR}" "step 100: loss = [0-9.]+\nstep 200: loss = [0-9.]+\n" "loss log")
+  set(first "${OUT}")
+  run(0 --steps 200 --log-every 0 --batch 16 --lr 0.05 --seed 7)
+  if(NOT OUT STREQUAL first)
+    message(FATAL_ERROR "two runs with the same flags differ:\n${first}${OUT}")
+  endif()
+  # --steps 0 stops before the first step; the initial model is still evaluated.
+  run(0 --steps 0)
+  check_result(0)
+
+elseif(MODE STREQUAL "bad_flags")
+  foreach(args IN ITEMS "--bogus" "--steps" "--steps;abc" "--steps;-1" "--steps;12x" "--batch;0"
+                        "--lr;0" "--lr;nan" "--lr;-0.1" "--seed;-3" "--log-every;-1" "extra" "--data="
+                        "--save-steps;5" "--async" "--keep;2" "--checkpoint-dir=" "--checkpoint-dir;d;--save-steps;0"
+                        "--checkpoint-dir;d;--save-secs;-1" "--checkpoint-dir;d;--keep;-1"
+                        "--checkpoint-dir;d;--save-steps;5;--save-secs;5")
+    run(2 ${args})
+    list(GET args 0 flag)
+    if(flag STREQUAL "--checkpoint-dir" AND NOT args STREQUAL "--checkpoint-dir=")
+      list(GET args 2 flag)
+    endif()
+    string(REGEX REPLACE "=.*" "" flag "${flag}")
+    expect_match("${ERR}" "^digits_own_loop: .*${flag}" "message for '${args}'")
+    if(NOT OUT STREQUAL "")
+      message(FATAL_ERROR "'${args}' printed on stdout:\n${OUT}")
+    endif()
+  endforeach()
+  # Nothing was created for the rejected --checkpoint-dir d.
+  if(EXISTS "${WORK_DIR}/d")
+    message(FATAL_ERROR "a rejected command line created its checkpoint directory")
+  endif()
+
+else()
+  message(FATAL_ERROR "check_own_loop: unknown MODE '${MODE}'")
+endif()
