@@ -66,7 +66,13 @@ struct hk_run_context {
   const hk_run_args *args;
   hk_raw_session *session;
   int stop_requested;
+  const void *owner; /* the hk_session of the run (H41) */
 };
+
+/** The spans of the last completed traced run of session `s` (H41). */
+const hk_span *hk__session_last_spans(const void *s, size_t *n);
+/** An id of the calling thread for trace viewers (the kernel's tid on Linux). */
+uint64_t hk__thread_id(void);
 
 struct hk_creation_context {
   int stop_requested;

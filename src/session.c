@@ -79,6 +79,15 @@ struct hk_session {
   size_t cap_feeds;
   hk_tensor *results;
   size_t cap_results;
+  /* H41: spans of traced runs, two buffers of 2 * nhooks + 2: the run being
+   * traced and the last completed one. */
+  hk_span *spans[2];
+  size_t nspans[2];
+  int span_cur;     /* the buffer the current run writes */
+  int span_last;    /* the last completed traced run's buffer, -1: none */
+  int tracing;      /* the current run is traced */
+  double trace_t0;  /* when its tracing began */
+  uint64_t tid;     /* the training thread, for spans */
   hk_run_request *requests; /* nhooks */
   size_t *offsets;          /* nhooks: where each hook's results start */
   hk_run_metadata own_md;
@@ -489,6 +498,8 @@ static void destroy(hk_session *s) {
   hk_env_free(&env, s->feeds);
   hk_env_free(&env, s->results);
   hk_env_free(&env, s->requests);
+  hk_env_free(&env, s->spans[0]);
+  hk_env_free(&env, s->spans[1]);
   hk_env_free(&env, s->offsets);
   hk_env_free(&env, s);
 }
@@ -528,6 +539,14 @@ static hk_code session_new(hk_session **out, const hk_session_options *o, hk_sta
        !(s->ckpt_path = hk_env_strdup(&s->env, o->checkpoint_filename_with_path)))) {
     destroy(s);
     return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_session_new: out of memory");
+  }
+  s->span_last = -1;
+  for (int b = 0; b < 2; b++) {
+    s->spans[b] = hk_env_calloc(&s->env, 2 * o->nhooks + 2, sizeof *s->spans[b]);
+    if (!s->spans[b]) {
+      destroy(s);
+      return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_session_new: out of memory");
+    }
   }
   if (o->nhooks) {
     s->hooks = hk_env_calloc(&s->env, o->nhooks, sizeof *s->hooks);
@@ -717,6 +736,40 @@ static hk_code substitute(hk_session *s, hk_code rc, hk_status *st) {
 /* First half of a run (C5, C7, C8–C11, C14, H13): before_run on every hook,
  * then the merge. On failure no after_run follows and the stop flag is
  * unchanged. */
+/* ---- traced runs (H41) ----------------------------------------------------- */
+
+static void trace_begin(hk_session *s, double t0) {
+  s->tracing = 1;
+  s->trace_t0 = t0;
+  s->nspans[s->span_cur] = 0;
+  if (!s->tid) s->tid = hk__thread_id();
+}
+
+static void add_span(hk_session *s, const char *hook, const char *what, double t0, double t1) {
+  hk_span *sp = &s->spans[s->span_cur][s->nspans[s->span_cur]++];
+  sp->hook = hook;
+  sp->what = what;
+  sp->start_secs = t0;
+  sp->end_secs = t1;
+  sp->thread = s->tid;
+}
+
+/* The traced run completed: its buffer becomes the last one. */
+static void trace_complete(hk_session *s) {
+  if (!s->tracing) return;
+  add_span(s, "session", "session.run", s->trace_t0, hk_env_monotonic(&s->env));
+  s->tracing = 0;
+  s->span_last = s->span_cur;
+  s->span_cur ^= 1;
+}
+
+const hk_span *hk__session_last_spans(const void *owner, size_t *n) {
+  const hk_session *s = owner;
+  if (s->span_last < 0) return NULL;
+  *n = s->nspans[s->span_last];
+  return s->spans[s->span_last];
+}
+
 /* The state checks before a run (C5, H18); their errors are never
  * substituted (C28 applies to what the hooks and the executor return). */
 static hk_code run_precheck(hk_session *s, hk_status *st) {
@@ -730,19 +783,30 @@ static hk_code run_before(hk_session *s, const hk_run_args *a, merged_run *m, hk
   m->ctx.args = a;
   m->ctx.session = s->rs;
   m->ctx.stop_requested = 0;
+  m->ctx.owner = s;
   hk_code rc = HK_OK;
   s->busy++;
   size_t nfetch = a->nfetches, ntarget = a->ntargets;
   int32_t trace = a->options ? a->options->trace_level : 0;
   int64_t timeout = a->options ? a->options->timeout_ms : 0;
+  s->tracing = 0;
+  if (trace >= 1) trace_begin(s, hk_env_monotonic(&s->env));
   for (size_t i = 0; i < s->nhooks; i++) {
     hk_hook *h = s->hooks[i];
     hk_run_request *r = &s->requests[i];
     memset(r, 0, sizeof *r);
     if (h->vt->before_run) {
+      double t0 = s->tracing ? hk_env_monotonic(&s->env) : 0;
       rc = callback_result(h->vt->before_run(h->user, &m->ctx, r, st), st, "before_run", h->name);
       if (rc == HK_OK) rc = check_request(s, i, st);
-      if (rc != HK_OK) goto done; /* C14 */
+      if (rc != HK_OK) {
+        s->tracing = 0;
+        goto done; /* C14 */
+      }
+      if (s->tracing)
+        add_span(s, h->name, "before_run", t0, hk_env_monotonic(&s->env));
+      else if (r->trace_level >= 1) /* traced from here on (H41) */
+        trace_begin(s, hk_env_monotonic(&s->env));
     }
     nfetch += r->nfetches;
     ntarget += r->ntargets;
@@ -770,7 +834,10 @@ static hk_code run_before(hk_session *s, const hk_run_args *a, merged_run *m, hk
       if (!handles_contain(s->targets, nt, r->targets[k])) s->targets[nt++] = r->targets[k];
   }
   rc = merge_feeds(s, a, &m->args.nfeeds, &m->args.feeds, st);
-  if (rc != HK_OK) goto done; /* H13: no after_run, stop flag unchanged */
+  if (rc != HK_OK) {
+    s->tracing = 0;
+    goto done; /* H13: no after_run, stop flag unchanged */
+  }
   /* C11: a session-owned merged copy of the options. */
   m->opts.version = HK_RUN_OPTIONS_VERSION;
   m->opts.trace_level = trace;
@@ -795,19 +862,25 @@ static hk_code run_after(hk_session *s, const hk_run_args *a, merged_run *m, hk_
   m->args.options = &m->opts; /* m may have moved since run_before */
   m->ctx.session = s->rs;
   hk_run_metadata *used_md = md ? md : &s->own_md;
+  double t0 = s->tracing ? hk_env_monotonic(&s->env) : 0;
   rc = hk_raw_session_run(s->rs, &m->args, s->results, used_md, st);
   if (rc != HK_OK) goto done; /* C13 */
+  if (s->tracing) add_span(s, "executor", "run", t0, hk_env_monotonic(&s->env));
   for (size_t i = 0; i < s->nhooks; i++) {
     hk_hook *h = s->hooks[i];
     if (!h->vt->after_run) continue;
     const hk_run_request *r = &s->requests[i];
     hk_run_values v = {r->nfetches ? s->results + s->offsets[i] : NULL, r->nfetches, &m->opts, used_md};
+    t0 = s->tracing ? hk_env_monotonic(&s->env) : 0;
     rc = callback_result(h->vt->after_run(h->user, &m->ctx, &v, st), st, "after_run", h->name);
     if (rc != HK_OK) goto done; /* C14: this call's stop requests are dropped */
+    if (s->tracing) add_span(s, h->name, "after_run", t0, hk_env_monotonic(&s->env));
   }
+  trace_complete(s);
   if (m->ctx.stop_requested) s->hook_stop = 1; /* C19, C20 */
   if (a->nfetches) memcpy(results, s->results, a->nfetches * sizeof *results);
 done:
+  s->tracing = 0; /* a failed run's spans are dropped */
   s->busy--;
   return rc;
 }

@@ -1517,6 +1517,67 @@ static void test_session__split_run_end_failure_and_stop(void **state)
                 "Run called even after should_stop requested.");
 }
 
+/* ---- traced runs (H41) ----------------------------------------------------- */
+
+typedef struct span_probe {
+  size_t n;
+  hk_span spans[16];
+  int calls;
+} span_probe;
+
+/* b's before_run copies the spans of the last traced run. */
+static hk_code copy_spans(spy_hook *spy, spy_slot slot, void *arg, hk_status *st)
+{
+  span_probe *p = spy->action_user;
+  (void)st;
+  if (slot != SPY_BEFORE_RUN) return HK_OK;
+  size_t n = 0;
+  const hk_span *sp = hk_run_context_last_traced_spans(arg, &n);
+  p->n = n < 16 ? n : 16;
+  if (n) memcpy(p->spans, sp, p->n * sizeof *sp);
+  p->calls++;
+  return HK_OK;
+}
+
+/* H41: a run becomes traced from the hook that asks for it: its spans cover
+ * every later before_run, the executor run, every after_run and the whole
+ * call, in order and nested in time; an untraced run records nothing. */
+static void test_session__h41_traced_run_spans(void **state)
+{
+  fixture *f = *state;
+  span_probe probe;
+  hk_run_args args = { NULL, 0, NULL, 0, &f->train, 1, NULL };
+  memset(&probe, 0, sizeof probe);
+  f->b->action = copy_spans;
+  f->b->action_user = &probe;
+  session_fixture_open(f);
+  assert_ok(hk_session_run(f->s, &args, NULL, NULL, &f->st), &f->st);
+  assert_int_equal(probe.n, 0); /* nothing traced yet */
+  assert_null(hk_run_context_last_traced_spans(NULL, &probe.n));
+  spy_hook_options(f->a, 1, 0); /* a asks for a trace */
+  assert_ok(hk_session_run(f->s, &args, NULL, NULL, &f->st), &f->st);
+  spy_hook_clear_request(f->a);
+  assert_ok(hk_session_run(f->s, &args, NULL, NULL, &f->st), &f->st);
+  /* the traced run: b and c before_run, executor, a b c after_run, session */
+  static const char *const want[][2] = {
+    { "b", "before_run" }, { "c", "before_run" }, { "executor", "run" }, { "a", "after_run" },
+    { "b", "after_run" }, { "c", "after_run" }, { "session", "session.run" },
+  };
+  assert_int_equal(probe.n, 7);
+  for (size_t i = 0; i < 7; i++) {
+    assert_string_equal(probe.spans[i].hook, want[i][0]);
+    assert_string_equal(probe.spans[i].what, want[i][1]);
+    assert_true(probe.spans[i].end_secs >= probe.spans[i].start_secs);
+    assert_true(probe.spans[i].start_secs >= probe.spans[6].start_secs);
+    assert_true(probe.spans[i].end_secs <= probe.spans[6].end_secs);
+    if (i > 0 && i < 6) assert_true(probe.spans[i].start_secs >= probe.spans[i - 1].end_secs);
+    assert_true(probe.spans[i].thread != 0);
+  }
+  /* an untraced run leaves the last traced one in place */
+  assert_ok(hk_session_run(f->s, &args, NULL, NULL, &f->st), &f->st);
+  assert_int_equal(probe.n, 7);
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 #define BOTH(fn) cmocka_unit_test_setup_teardown(fn, setup_ms, session_fixture_teardown), \
@@ -1596,6 +1657,7 @@ int main(void)
     BOTH(test_session__c7_split_run_brackets_the_callers_work),
     BOTH(test_session__split_run_misuse),
     BOTH(test_session__split_run_end_failure_and_stop),
+    BOTH(test_session__h41_traced_run_spans),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

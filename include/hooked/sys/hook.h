@@ -176,6 +176,35 @@ HK_API void hk_run_context_request_stop(hk_run_context *ctx);
 HK_API int hk_run_context_stop_requested(const hk_run_context *ctx);
 
 /**
+ * One timed part of a traced run (H41): a hook callback, the executor run,
+ * or the whole run. Times are monotonic seconds from the session env's
+ * clock; `thread` identifies the thread it ran on (the kernel's thread id
+ * on Linux), for trace viewers.
+ */
+typedef struct hk_span {
+  const char *hook;   /**< the hook's name; "executor" or "session" for those spans */
+  const char *what;   /**< "before_run", "after_run", "run" (executor) or "session.run" (the whole call) */
+  double start_secs;
+  double end_secs;
+  uint64_t thread;
+} hk_span;
+
+/**
+ * The spans of this session's most recent completed traced run (H41): a
+ * run is traced from the moment the caller's options or a hook's request
+ * set trace_level >= 1 (so a profiler placed first in the hook list sees
+ * every other hook's before_run), and its spans cover every later
+ * before_run, the executor run, every after_run and the whole call. A hook
+ * reads them in a later callback (its next before_run, or end()) because
+ * after_run callbacks after its own have not run yet in its own after_run.
+ * @param n  required; receives the count (0 when no run was traced yet, or
+ *           for a NULL ctx).
+ * @return borrowed array, valid during the callback; NULL when none.
+ * **Threads:** the training thread. **Allocates:** no.
+ */
+HK_API const hk_span *hk_run_context_last_traced_spans(const hk_run_context *ctx, size_t *n);
+
+/**
  * Request a stop from after_create_session (H12, D8): once every
  * after_create_session of that creation succeeded, the session's stop flag
  * is set, so should_stop() is true before any step and run() fails per C5.
