@@ -76,6 +76,12 @@ void hk_run_context_request_stop(hk_run_context *ctx) {
 }
 int hk_run_context_stop_requested(const hk_run_context *ctx) { return ctx ? ctx->stop_requested : 0; }
 
+const hk_span *hk_hook_last_traced_spans(const hk_hook *hook, size_t *n) {
+  if (n) *n = 0;
+  if (!hook || !n || !hook->owner) return NULL;
+  return hk__session_last_spans(hook->owner, n);
+}
+
 const hk_span *hk_run_context_last_traced_spans(const hk_run_context *ctx, size_t *n) {
   if (n) *n = 0;
   if (!ctx || !n || !ctx->owner) return NULL;

@@ -244,6 +244,51 @@ HK_API hk_code hk_async_checkpoint_saver_hook_new(hk_hook **out, const hk_checkp
  */
 HK_API hk_code hk_checkpoint_saver_hook_save(hk_hook *hook, const char *name, const char **prefix, hk_status *status);
 
+/* ---- ProfilerHook (C140–C142, H41) ---------------------------------- */
+#define HK_PROFILER_OPTIONS_VERSION 1
+typedef struct hk_profiler_options {
+  uint32_t version;        /**< HK_PROFILER_OPTIONS_VERSION */
+  const hk_env *env;       /**< NULL: the session's (clock, log, fs) */
+  double save_secs;        /**< HK_UNSET_SECS or finite > 0 (exactly one cadence, C75/H25/D9) */
+  int64_t save_steps;      /**< HK_UNSET_STEPS or >= 1 */
+  const char *output_dir;  /**< copied; NULL or "": the current directory; created with parents in begin() */
+} hk_profiler_options;
+#define HK_PROFILER_OPTIONS_INIT { HK_PROFILER_OPTIONS_VERSION, NULL, HK_UNSET_SECS, HK_UNSET_STEPS, NULL }
+
+/**
+ * Initialize options to HK_PROFILER_OPTIONS_INIT.
+ * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
+ *         another version. **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_profiler_options_init(hk_profiler_options *opts, uint32_t version);
+
+/**
+ * ProfilerHook (C140–C142): every save_steps steps or save_secs seconds
+ * (never on the first run, C141) it asks for a traced run (trace_level 3)
+ * and writes "<output_dir>/timeline-<GS>.json" (D4-atomic; logs "Saving
+ * timeline for %d into '%s'."): Chrome trace-event JSON that Perfetto and
+ * chrome://tracing open, with one span for the run ("step <GS>"), one per
+ * hook callback and for the executor run (the session's spans, H41), and
+ * one per op the executor traced — every op of the graph executor, the
+ * program's "step" of the host loop — each with its thread id. Place it
+ * FIRST in the hook list to see every other hook's before_run (a run is
+ * traced from the hook that asks). The file of a traced run is written at
+ * the next before_run or at end(), once the run's after_run spans exist.
+ * @param opts  required (a cadence is); borrowed for the call.
+ * **Ownership:** *out owned, hk_hook_free().
+ * **Errors:** INVALID_ARGUMENT: a NULL out or opts, a bad version or env,
+ * "Either save_secs or save_steps should be provided." / "Can not provide
+ * both save_secs and save_steps." (D9) or an invalid cadence (H25);
+ * RESOURCE_EXHAUSTED. Later: begin() fails with FAILED_PRECONDITION
+ * "Global step should be created to use ProfilerHook." (C140) or a
+ * file-system error creating output_dir; a failed timeline write fails the
+ * callback that writes it (H9).
+ * **Threads:** any; callbacks on the training thread.
+ * **Allocates:** at creation, and on traced steps (the timeline text; its
+ * buffers are reused); an untraced step allocates nothing.
+ */
+HK_API hk_code hk_profiler_hook_new(hk_hook **out, const hk_profiler_options *opts, hk_status *status);
+
 #ifdef __cplusplus
 }
 #endif

@@ -885,3 +885,16 @@ hk_code hk__mkdirs(const hk_env *env, const char *path, hk_status *st) {
   hk_env_free(fs.env, buf);
   return rc;
 }
+
+/* ---- public helpers (hooked/sys/fs.h) ------------------------------------------------ */
+
+hk_code hk_fs_write_file_atomic(const hk_env *env, const char *path, const void *data, size_t n, hk_status *st) {
+  if (!path) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_fs_write_file_atomic: path is NULL");
+  if (!data && n > 0) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_fs_write_file_atomic: data is NULL for %s", path);
+  return hk__write_file_atomic(env, path, data ? data : "", n, st);
+}
+
+hk_code hk_fs_make_dirs(const hk_env *env, const char *path, hk_status *st) {
+  if (!path || !*path) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_fs_make_dirs: path is NULL or empty");
+  return hk__mkdirs(env, path, st);
+}

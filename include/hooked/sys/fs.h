@@ -129,6 +129,31 @@ HK_API const hk_fs_vtable *hk_fs_posix(void);
  */
 HK_API hk_code hk_fs_status_from_errno(hk_status *status, int errnum, const char *op, const char *path);
 
+/**
+ * Write a whole file the way hooked writes its own (D4): to
+ * "<path>.tmp-XXXXXX" in the same directory (created exclusively), fsynced,
+ * closed, renamed over `path`, then the directory fsynced; on failure the
+ * temporary file is removed and `path` is untouched. Through env's file
+ * system. For hooks that write files of their own (a profiler's timeline).
+ * @param env   borrowed; NULL: defaults (POSIX).
+ * @param data  n bytes, borrowed for the call; may be NULL when n is 0.
+ * **Errors:** INVALID_ARGUMENT for a NULL path or NULL data with n > 0;
+ * the file system's errors (H9), naming the path.
+ * **Threads:** any. **Allocates:** yes (the temporary name).
+ */
+HK_API hk_code hk_fs_write_file_atomic(const hk_env *env, const char *path, const void *data, size_t n,
+                                       hk_status *status);
+
+/**
+ * Create directory `path` and its missing parents, as the checkpoint hooks
+ * do for their directory (C93, D4.5). An existing directory is OK.
+ * @param env  borrowed; NULL: defaults (POSIX).
+ * **Errors:** INVALID_ARGUMENT for a NULL or empty path; the file system's
+ * errors (H9), e.g. ALREADY_EXISTS when a component is a file.
+ * **Threads:** any. **Allocates:** yes.
+ */
+HK_API hk_code hk_fs_make_dirs(const hk_env *env, const char *path, hk_status *status);
+
 #ifdef __cplusplus
 }
 #endif

@@ -203,6 +203,16 @@ typedef struct hk_span {
  * **Threads:** the training thread. **Allocates:** no.
  */
 HK_API const hk_span *hk_run_context_last_traced_spans(const hk_run_context *ctx, size_t *n);
+/**
+ * As hk_run_context_last_traced_spans(), from any callback of a hook (end()
+ * included): the spans of the most recent completed traced run of the
+ * session the hook serves.
+ * @param n  required; receives the count (0 when the hook serves no session
+ *           or none was traced).
+ * @return borrowed, valid during the callback; NULL when none.
+ * **Threads:** the training thread. **Allocates:** no.
+ */
+HK_API const hk_span *hk_hook_last_traced_spans(const hk_hook *hook, size_t *n);
 
 /**
  * Request a stop from after_create_session (H12, D8): once every
