@@ -98,7 +98,9 @@ hk_code hk__read_file(const hk_env *env, const char *path, size_t max, char **ou
 hk_code hk__remove_stale_tmp(const hk_env *env, const char *dir, const char *latest_filename, hk_status *st);
 
 /** mkdir -p through the fs; an existing directory is OK, an existing
- *  non-directory is FAILED_PRECONDITION naming it. */
+ *  non-directory is FAILED_PRECONDITION naming it. Every level it creates
+ *  is made durable (D4.5): its parent is fsynced before the next level is
+ *  made, so one sync_dir per directory created, none when all exist. */
 hk_code hk__mkdirs(const hk_env *env, const char *path, hk_status *st);
 
 /** H32: 1–255 bytes, no '/', '\\', '"', control bytes (0x01–0x1F, 0x7F),

@@ -843,6 +843,7 @@ hk_code hk__remove_stale_tmp(const hk_env *env, const char *dir, const char *lat
 static hk_code mkdir_one(const hk__fs *fs, const char *path, hk_status *st) {
   hk_fs_stat sb;
   hk_status why = HK_STATUS_INIT;
+  char *parent;
   hk_code rc = hk__fs_stat(fs, path, &sb, &why);
   if (rc == HK_OK) {
     if (sb.is_dir) return HK_OK;
@@ -858,7 +859,18 @@ static hk_code mkdir_one(const hk__fs *fs, const char *path, hk_status *st) {
     if (hk__fs_stat(fs, path, &sb, NULL) == HK_OK && sb.is_dir) return HK_OK;
     return hk_status_set(st, HK_FAILED_PRECONDITION, "%s exists and is not a directory", path);
   }
-  if (rc != HK_OK) hk__status_copy(st, &why);
+  if (rc != HK_OK) {
+    hk__status_copy(st, &why);
+    return rc;
+  }
+  /* D4.5: the new directory's entry is durable once its parent is synced.
+   * Levels are made parent first, each synced before the next is made, so
+   * no directory entry hangs from one that a crash could still take away. */
+  parent = hk__path_dirname(fs->env, path);
+  if (!parent) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory creating directory %s", path);
+  rc = hk__fs_sync_dir(fs, parent, &why);
+  if (rc != HK_OK) hk_status_set(st, rc, "creating directory %s: %s", path, why.message);
+  hk_env_free(fs->env, parent);
   return rc;
 }
 

@@ -360,6 +360,60 @@ static void test_checkpoint_saver_hook__c93_begin_creates_dir_and_runs_listeners
   free(nested);
 }
 
+/* D4.5: begin() makes each directory level it creates durable, parent
+ * first: one directory fsync per level created, on its parent, before the
+ * next level is made; a failing fsync fails begin() naming the directory
+ * created and the one synced. Levels that exist cost nothing. */
+static void test_checkpoint_saver_hook__d4_5_created_directories_are_made_durable(void **state) {
+  fixture *f = *state;
+  faulty_fs ff;
+  char *levels[3], *parents[3];
+  long fresh, existing;
+
+  faulty_fs_init(&ff);
+  faulty_fs_bind(&ff, &f->te->env); /* before the hook copies the env */
+  levels[0] = strdup(f->dir);       /* tmp/ckpt */
+  levels[1] = test_path(f->dir, "a");
+  levels[2] = test_path(f->dir, "a/b");
+  parents[0] = strdup(f->tmp);
+  parents[1] = strdup(levels[0]);
+  parents[2] = strdup(levels[1]);
+  f->o.checkpoint_dir = levels[2];
+  for (int k = 0; k < 3; k++) {
+    char want[600], synced[600];
+    assert_int_equal(test_tmpdir_remove(f->dir), 0);
+    faulty_fs_fail_errno(&ff, FAULTY_FS_SYNC_DIR, k, EIO, 0);
+    make_hook(f);
+    assert_status(open_session(f), &f->st, HK_UNKNOWN, NULL);
+    snprintf(want, sizeof want, "creating directory %s: ", levels[k]);
+    snprintf(synced, sizeof synced, " %s: ", parents[k]); /* the fsync that failed names its directory */
+    if (!strstr(f->st.message, want) || !strstr(f->st.message, synced))
+      fail_msg("message '%s' lacks '%s' or '%s'", f->st.message, want, synced);
+    assert_int_equal(faulty_fs_calls(&ff, FAULTY_FS_MKDIR), k + 1); /* level k+1 was never made */
+    assert_int_equal(f->l[0].begin, 0);
+    hk_hook_free(f->hook);
+    f->hook = NULL;
+  }
+
+  /* Every level created: 3 more directory fsyncs than when they all exist. */
+  assert_int_equal(test_tmpdir_remove(f->dir), 0);
+  faulty_fs_reset(&ff);
+  open_ok(f);
+  fresh = faulty_fs_calls(&ff, FAULTY_FS_SYNC_DIR);
+  assert_int_equal(faulty_fs_calls(&ff, FAULTY_FS_MKDIR), 3);
+  assert_ok(close_session(f), &f->st);
+  faulty_fs_reset(&ff);
+  assert_ok(open_session(f), &f->st);
+  existing = faulty_fs_calls(&ff, FAULTY_FS_SYNC_DIR);
+  assert_int_equal(faulty_fs_calls(&ff, FAULTY_FS_MKDIR), 0);
+  assert_int_equal(fresh - existing, 3);
+  for (int k = 0; k < 3; k++) {
+    free(levels[k]);
+    free(parents[k]);
+  }
+  faulty_fs_destroy(&ff);
+}
+
 static void test_checkpoint_saver_hook__c93_no_global_step(void **state) {
   fixture *f = *state;
   fake_executor *plain = fake_executor_new(&f->te->env);
@@ -1076,6 +1130,7 @@ int main(void) {
       T(test_checkpoint_saver_hook__options_init),
       T(test_checkpoint_saver_hook__c92_creation_line_through_session_env),
       T(test_checkpoint_saver_hook__c93_begin_creates_dir_and_runs_listeners),
+      T(test_checkpoint_saver_hook__d4_5_created_directories_are_made_durable),
       T(test_checkpoint_saver_hook__c93_no_global_step),
       T(test_checkpoint_saver_hook__c93_listener_begin_failure),
       T(test_checkpoint_saver_hook__c101_example),
