@@ -68,6 +68,10 @@ typedef struct hk__atomic_file {
   hk_code error;        /* sticky */
   hk_status error_status;
   uint64_t written;
+  /* Set by the caller before commit: skip the directory fsync after the
+   * rename, because the caller's next step fsyncs the same directory before
+   * anything depends on the new name (D6.5's record). */
+  int defer_dir_sync;
 } hk__atomic_file;
 
 hk_code hk__atomic_begin(hk__atomic_file *af, const hk_env *env, const char *final_path, hk_status *st);
@@ -90,8 +94,9 @@ hk_code hk__read_file(const hk_env *env, const char *path, size_t max, char **ou
 
 /**
  * D4.2 step 1: remove "<F>.tmp-XXXXXX" entries of `dir` where F is
- * `latest_filename`, "graph.txt", or ends in ".safetensors" or ".graph.txt"
- * — or, as named before, is "graph.pbtxt" or ends in ".meta".
+ * `latest_filename`, its pending-deletion record (latest_filename +
+ * HK__PENDING_SUFFIX, D6.5), "graph.txt", or ends in ".safetensors" or
+ * ".graph.txt" — or, as named before, is "graph.pbtxt" or ends in ".meta".
  * Failures to remove are logged at WARNING, not returned; a listing error
  * is returned.
  */
@@ -190,6 +195,57 @@ void hk__state_clear(const hk_env *env, hk__state *s);
  */
 hk_code hk__state_write(const hk_env *env, const char *dir, const char *latest_filename, const char *const *names,
                         const double *timestamps, size_t n, double last_preserved, hk_status *st);
+
+/** A state file larger than this is refused unread (H33, "line 0"). */
+#define HK__STATE_MAX_BYTES ((size_t)256 << 20)
+
+/**
+ * The text hk__state_write writes for these arguments (C117), after the
+ * same checks; *text is owned (env allocator), NUL-terminated, *len bytes.
+ */
+hk_code hk__state_format(const hk_env *env, const char *dir, const char *latest_filename, const char *const *names,
+                         const double *timestamps, size_t n, double last_preserved, char **text, size_t *len,
+                         hk_status *st);
+
+/* ---- pending deletions (pending.c, D6.5) ------------------------------------------ */
+
+/** The record's name is the state file's name plus this suffix, in the
+ *  same directory: "checkpoint.pending-deletions". */
+#define HK__PENDING_SUFFIX ".pending-deletions"
+
+/**
+ * Record durably, before the state file that drops them, the checkpoints a
+ * save's retention is about to delete (`drop`: their prefixes, "<dir>/<name>"
+ * or bare names), bound to the exact state file the save then writes (the
+ * CRC-32C of hk__state_format's text for the same arguments). Written as
+ * D4.1 says except for the directory fsync: the data file's commit that
+ * follows (D4.2) fsyncs the same directory before the state file is
+ * written, so the record costs one file fsync. ndrop 0: nothing is written.
+ */
+hk_code hk__pending_write(const hk_env *env, const char *dir, const char *latest_filename, const char *const *names,
+                          const double *timestamps, size_t n, double last_preserved, char *const *drop, size_t ndrop,
+                          hk_status *st);
+
+/** Remove the record once the deletions it lists are durable (best
+ *  effort, no fsync: a record that survives a crash is bound to a state
+ *  file and found by the next save). A missing one is fine; other failures
+ *  are logged at WARNING. */
+void hk__pending_remove(const hk_env *env, const char *dir, const char *latest_filename);
+
+/**
+ * Before a save's own work: finish the deletions a record left by an
+ * interrupted save lists, fsync the directory (when one was deleted), then
+ * remove the record durably (one more directory fsync; none of this when
+ * no record exists). Only while the state file is the
+ * very one the record was written for (its CRC-32C), and never a name that
+ * state file lists; a malformed record (WARNING), or one for another
+ * state file (INFO), deletes nothing and is removed: what a record says is
+ * never a reason to fail. The save fails (before writing anything) only
+ * when memory runs out, or when a record that may exist cannot be read,
+ * removed or its removal made durable — the save must not write what such
+ * a record could later delete. No record: one open attempt, nothing else.
+ */
+hk_code hk__pending_finish(const hk_env *env, const char *dir, const char *latest_filename, hk_status *st);
 
 /* ---- saver (saver.c) ------------------------------------------------------------ */
 

@@ -679,7 +679,13 @@ hk_code hk__atomic_commit(hk__atomic_file *af, hk_status *st) {
   }
   /* The file is in place under its final name; only its directory entry may
    * not be durable yet. The temporary name no longer exists, so there is
-   * nothing to remove; the caller decides about the final file (D4.3). */
+   * nothing to remove; the caller decides about the final file (D4.3). A
+   * caller whose next step fsyncs this directory anyway may leave that
+   * fsync to it (defer_dir_sync). */
+  if (af->defer_dir_sync) {
+    free_af_strings(af);
+    return HK_OK;
+  }
   rc = hk__fs_sync_dir(&af->fs, af->dir, &why);
   if (rc != HK_OK) {
     hk_status named;
@@ -776,6 +782,10 @@ static int is_our_tmp(const char *name, const char *latest) {
     if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return 0;
   }
   if (fl == strlen(latest) && memcmp(name, latest, fl) == 0) return 1;
+  /* The pending-deletion record beside the state file (D6.5). */
+  if (fl == strlen(latest) + sizeof HK__PENDING_SUFFIX - 1 && memcmp(name, latest, strlen(latest)) == 0 &&
+      memcmp(name + strlen(latest), HK__PENDING_SUFFIX, sizeof HK__PENDING_SUFFIX - 1) == 0)
+    return 1;
   if (fl == strlen("graph.txt") && memcmp(name, "graph.txt", fl) == 0) return 1;
   if (ends_with(name, fl, ".safetensors") || ends_with(name, fl, ".graph.txt")) return 1;
   /* The names these files had before: a crashed save of an older version. */

@@ -468,11 +468,13 @@ static void remove_created(const hk__fs *fs, const char *path) {
     hk_env_log(fs->env, HK_LOG_WARNING, "Could not remove %s after a failed save: %s", path, why.message);
 }
 
-static void remove_ignoring(const hk__fs *fs, const char *path, int quiet_missing) {
+/* Nonzero when the file is gone (removed, or missing). */
+static int remove_ignoring(const hk__fs *fs, const char *path, int quiet_missing) {
   hk_status why = HK_STATUS_INIT;
-  if (hk__fs_unlink(fs, path, &why) == HK_OK) return;
-  if (quiet_missing && why.code == HK_NOT_FOUND) return;
+  if (hk__fs_unlink(fs, path, &why) == HK_OK) return 1;
+  if (quiet_missing && why.code == HK_NOT_FOUND) return 1;
   hk_env_log(fs->env, HK_LOG_WARNING, "Ignoring: %s", why.message);
+  return why.code == HK_NOT_FOUND;
 }
 
 /* D4.3/D4.4: a failed state write may have renamed the new state file into
@@ -614,14 +616,21 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
     planned = 1;
   }
 
-  rc = hk__remove_stale_tmp(env, dir, s->latest_filename, st);
+  /* D6.5: deletions an interrupted save recorded, before our own work. */
+  rc = hk__pending_finish(env, dir, s->latest_filename, st);
+  if (rc == HK_OK) rc = hk__remove_stale_tmp(env, dir, s->latest_filename, st);
   if (rc == HK_OK) rc = probe(&fs, data, &data_existed, st);
   if (rc == HK_OK && write_graph) rc = probe(&fs, graphpath, &graph_existed, st);
+  /* D6.5: what retention will delete, recorded before the state file that
+   * drops it; the data file's directory fsync below makes it durable. */
+  if (rc == HK_OK && planned)
+    rc = hk__pending_write(env, dir, s->latest_filename, p.names, p.stamps, p.n, p.last_preserved, p.drop, p.ndrop, st);
   if (rc != HK_OK) goto done;
 
   rc = hk__ckpt_write(env, data, record_step, tensors, ntensors, st);
   if (rc != HK_OK) {
     if (!data_existed) remove_created(&fs, data);
+    if (p.ndrop > 0) hk__pending_remove(env, dir, s->latest_filename);
     goto done;
   }
   if (write_graph) {
@@ -629,6 +638,7 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
     if (rc != HK_OK) {
       if (!graph_existed) remove_created(&fs, graphpath);
       if (!data_existed) remove_created(&fs, data);
+      if (p.ndrop > 0) hk__pending_remove(env, dir, s->latest_filename);
       goto done;
     }
   }
@@ -640,24 +650,39 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
         if (write_graph && !graph_existed) remove_created(&fs, graphpath);
         if (!data_existed) remove_created(&fs, data);
       }
+      /* Bound to the state file that failed: harmless if it stays. */
+      if (p.ndrop > 0) hk__pending_remove(env, dir, s->latest_filename);
       goto done;
     }
     /* The new state is durable: now, and only now, retention deletes. */
+    int all_gone = 1;
     for (size_t i = 0; i < p.ndrop; i++) {
       char *d = hk__asprintf(env, "%s" DATA_EXT, p.drop[i]);
       char *g = hk__asprintf(env, "%s" GRAPH_EXT, p.drop[i]);
       char *m = hk__asprintf(env, "%s" LEGACY_META_EXT, p.drop[i]);
-      if (d) remove_ignoring(&fs, d, 0);
-      if (g) remove_ignoring(&fs, g, 1);
-      if (m) remove_ignoring(&fs, m, 1);
-      if (!d || !g || !m) hk_env_log(env, HK_LOG_WARNING, "Ignoring: out of memory deleting checkpoint %s", p.drop[i]);
+      if (d) all_gone &= remove_ignoring(&fs, d, 0);
+      if (g) all_gone &= remove_ignoring(&fs, g, 1);
+      if (m) all_gone &= remove_ignoring(&fs, m, 1);
+      if (!d || !g || !m) {
+        all_gone = 0;
+        hk_env_log(env, HK_LOG_WARNING, "Ignoring: out of memory deleting checkpoint %s", p.drop[i]);
+      }
       hk_env_free(env, d);
       hk_env_free(env, g);
       hk_env_free(env, m);
     }
     if (p.ndrop > 0) {
       hk_status why = HK_STATUS_INIT;
-      if (hk__fs_sync_dir(&fs, dir, &why) != HK_OK) hk_env_log(env, HK_LOG_WARNING, "Ignoring: %s", why.message);
+      if (hk__fs_sync_dir(&fs, dir, &why) != HK_OK) {
+        all_gone = 0;
+        hk_env_log(env, HK_LOG_WARNING, "Ignoring: %s", why.message);
+      }
+      /* D6.5: only once the deletions are durable may the record go (its
+       * removal first could leave unlisted checkpoints nothing deletes).
+       * Its removal needs no fsync: a record that survives is bound to
+       * this state file, and the next save removes it durably. A deletion
+       * that failed keeps the record, so the next save tries it again. */
+      if (all_gone) hk__pending_remove(env, dir, s->latest_filename);
     }
     plan_install(s, &p);
     planned = 0;

@@ -68,7 +68,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STATE_MAX_BYTES ((size_t)256 << 20)
+#define STATE_MAX_BYTES HK__STATE_MAX_BYTES
 #define STATE_MAX_LINE 4096
 #define DEFAULT_LATEST_FILENAME "checkpoint"
 /* Enough for any locale's decimal point (at most a few bytes in practice). */
@@ -713,13 +713,15 @@ static hk_code check_names(const hk_env *env, const char *dir, const char *lates
 }
 
 /* last_preserved NaN leaves its line out (callers that track none). */
-hk_code hk__state_write(const hk_env *env, const char *dir, const char *latest_filename, const char *const *names,
-                        const double *timestamps, size_t n, double last_preserved, hk_status *st) {
+hk_code hk__state_format(const hk_env *env, const char *dir, const char *latest_filename, const char *const *names,
+                         const double *timestamps, size_t n, double last_preserved, char **text, size_t *len,
+                         hk_status *st) {
   char buf[600];
   sbuf b;
-  char *path;
   hk_code rc;
 
+  *text = NULL;
+  *len = 0;
   if (!dir) return hk_status_set(st, HK_INVALID_ARGUMENT, "checkpoint state: 'dir' is NULL");
   if (!latest_filename) latest_filename = DEFAULT_LATEST_FILENAME;
   if (!hk__valid_name(latest_filename))
@@ -756,14 +758,26 @@ hk_code hk__state_write(const hk_env *env, const char *dir, const char *latest_f
                          "checkpoint state of %s would be %zu bytes, more than the %zu a reader accepts", dir, b.len,
                          STATE_MAX_BYTES);
   }
-  path = hk__path_join(env, dir, latest_filename);
+  *text = b.p;
+  *len = b.len;
+  return HK_OK;
+}
+
+hk_code hk__state_write(const hk_env *env, const char *dir, const char *latest_filename, const char *const *names,
+                        const double *timestamps, size_t n, double last_preserved, hk_status *st) {
+  char *text = NULL, *path;
+  size_t len = 0;
+  hk_code rc = hk__state_format(env, dir, latest_filename, names, timestamps, n, last_preserved, &text, &len, st);
+
+  if (rc != HK_OK) return rc;
+  path = hk__path_join(env, dir, latest_filename ? latest_filename : DEFAULT_LATEST_FILENAME);
   if (!path) {
-    hk_env_free(env, b.p);
+    hk_env_free(env, text);
     return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory writing the checkpoint state of %s", dir);
   }
-  rc = hk__write_file_atomic(env, path, b.p, b.len, st);
+  rc = hk__write_file_atomic(env, path, text, len, st);
   hk_env_free(env, path);
-  hk_env_free(env, b.p);
+  hk_env_free(env, text);
   return rc;
 }
 
