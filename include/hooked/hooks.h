@@ -89,6 +89,122 @@ typedef struct hk_global_step_waiter_options {
 HK_API hk_code hk_global_step_waiter_hook_new(hk_hook **out, const hk_global_step_waiter_options *opts,
                                               hk_status *status);
 
+/* ---- LoggingTensorHook (group N: C127–C130, H28) --------------------- */
+
+/** One (tag, name) pair of hk_logging_tensor_options.tagged (C127). */
+typedef struct hk_tagged_tensor {
+  const char *tag;   /**< required; copied; the text logged before " = " */
+  const char *name;  /**< required; copied; a tensor name, "op:k" or "op" (C128) */
+} hk_tagged_tensor;
+
+/**
+ * Formatter of a LoggingTensorHook (C129): makes the line to log from the
+ * values of one log. It runs on the training thread, in the after_run (or
+ * end()) that logs (H6).
+ * @param user    the options' formatter_user.
+ * @param tags    n tags, in logging order (C129); borrowed for the call.
+ * @param values  n tensors, values[i] for tags[i]; borrowed for the call
+ *                (hk_logging_tensor_format_value() writes one as H28).
+ * @param line    receives the text to log at INFO, verbatim: the hook adds
+ *                nothing to it, not even the seconds (C129). It must stay
+ *                valid until the formatter returns control to the hook's
+ *                callback that called it (a buffer the formatter reuses will
+ *                do). NULL: nothing is logged for this trigger.
+ * @return HK_OK, or an error, which that after_run or end() returns
+ *         unchanged (H1).
+ */
+typedef hk_code (*hk_logging_tensor_formatter)(void *user, const char *const *tags, const hk_tensor *values,
+                                               size_t n, const char **line, hk_status *status);
+
+/** The longest line the hook formats itself, terminating NUL included; a
+ *  longer one is cut and ends with " (truncated)" before the seconds. */
+#define HK_LOGGING_TENSOR_LINE_MAX 4096
+
+#define HK_LOGGING_TENSOR_OPTIONS_VERSION 1
+typedef struct hk_logging_tensor_options {
+  uint32_t version;            /**< HK_LOGGING_TENSOR_OPTIONS_VERSION */
+  const hk_env *env;           /**< NULL: the session's (its clock times every_n_secs, its sink logs) */
+  /** Tensor names, logged in this order, each name its own tag. Array and
+   *  names copied. Exactly one of tensors and tagged is non-empty. */
+  const char *const *tensors;
+  size_t ntensors;
+  /** (tag, name) pairs, logged sorted by tag bytewise, as TF sorts a
+   *  dict's keys; tags unique. Array and strings copied. */
+  const hk_tagged_tensor *tagged;
+  size_t ntagged;
+  int64_t every_n_iter;        /**< HK_UNSET_STEPS or >= 1: log every n of this hook's runs */
+  double every_n_secs;         /**< HK_UNSET_SECS or finite > 0: log when n seconds passed */
+  int at_end;                  /**< nonzero: log once more in end() (C130); default 0 */
+  hk_logging_tensor_formatter formatter; /**< NULL: the line of C129 */
+  void *formatter_user;        /**< borrowed for the hook's life; passed to formatter */
+} hk_logging_tensor_options;
+#define HK_LOGGING_TENSOR_OPTIONS_INIT { HK_LOGGING_TENSOR_OPTIONS_VERSION, NULL, NULL, 0, NULL, 0, HK_UNSET_STEPS, \
+  HK_UNSET_SECS, 0, NULL, NULL }
+
+/**
+ * Initialize options to HK_LOGGING_TENSOR_OPTIONS_INIT.
+ * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
+ *         another version.
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_logging_tensor_options_init(hk_logging_tensor_options *opts, uint32_t version);
+
+/**
+ * LoggingTensorHook: log the values of some tensors every every_n_iter of
+ * its runs or every every_n_secs seconds, and/or at the end (C127–C130).
+ * Its timer counts this hook's own runs from 0, not the global step, and
+ * begin() resets it and resolves the names: "op:k" is that output, a bare
+ * "op" is output 0 (C128). On a triggering run it fetches the tensors and
+ * logs at INFO one line "tag1 = v1, tag2 = v2", followed by
+ * " (%.3f sec)" with the seconds since its previous log except on the
+ * first (C129); each value is written as hk_logging_tensor_format_value()
+ * says (H28). A formatter's line replaces the whole line. With at_end,
+ * end() fetches the tensors once more through the raw session and logs
+ * them the same way (C130). Works with any executor that resolves the
+ * names: graph tensors, or the arrays and states a host loop registered
+ * (hooked/loop.h).
+ * @param opts  required (the tensors are); borrowed for the call.
+ * **Ownership:** *out owned, hk_hook_free().
+ * **Errors:** INVALID_ARGUMENT (C127): "either at_end and/or exactly one
+ * of every_n_iter and every_n_secs must be provided." (neither cadence
+ * without at_end, or both cadences); "invalid every_n_iter=%d." for
+ * every_n_iter <= 0; every_n_secs not finite and > 0, named; a NULL opts,
+ * no tensors, both tensors and tagged, a NULL array with a count, a NULL
+ * or empty name or a NULL tag (named by index), a tag given twice; a
+ * version other than HK_LOGGING_TENSOR_OPTIONS_VERSION or a bad env;
+ * RESOURCE_EXHAUSTED. Later, begin() fails with NOT_FOUND naming a tensor
+ * the executor does not know, or INVALID_ARGUMENT "Name %s is ambiguous,
+ * as this Operation has multiple outputs (at least 2)." for a bare name
+ * whose op has an output 1 (C128); after_run and end() return the
+ * formatter's error, end() a failed run's.
+ * **Threads:** any; callbacks and the formatter on the training thread
+ * (H6). **Allocates:** at creation only (the line buffer included): a run
+ * allocates nothing, also when it logs (H7); end() with at_end runs the
+ * executor once more, which may allocate for that new fetch list.
+ */
+HK_API hk_code hk_logging_tensor_hook_new(hk_hook **out, const hk_logging_tensor_options *opts,
+                                          hk_status *status);
+
+/**
+ * Write a tensor's value as text (H28), as LoggingTensorHook logs it:
+ * booleans "true"/"false"; integers in decimal; f16, bf16, f32, f64 with
+ * "%g" ("nan", "inf", "-inf" included); strings in double quotes, with '"'
+ * and '\' escaped by a backslash and other bytes below 0x20 or 0x7f as
+ * "\xHH"; a tensor of rank >= 1 in brackets, its elements separated by one
+ * space and nested per dimension ("[[1 2] [3 4]]"); a dimension longer
+ * than 6 shows its first 3 and last 3 entries with "..." between
+ * ("[0 1 2 ... 7 8 9]"); an empty dimension "[]". A NULL tensor, an invalid
+ * dtype or rank, or data missing or shorter than the shape needs gives
+ * "<invalid tensor>".
+ * @param buf    receives the text, cut to cap - 1 bytes and NUL-terminated
+ *               when cap > 0; may be NULL when cap is 0.
+ * @param value  borrowed for the call.
+ * @return the length of the whole text (without the NUL), as snprintf: it
+ *         was cut when the return is >= cap.
+ * **Threads:** any. **Errors:** none. **Allocates:** no.
+ */
+HK_API size_t hk_logging_tensor_format_value(char *buf, size_t cap, const hk_tensor *value);
+
 
 /* ---- CheckpointSaverListener (C103) ----------------------------------- */
 #define HK_CHECKPOINT_LISTENER_VTABLE_VERSION 1
