@@ -271,6 +271,8 @@ void hk_raw_session_free(hk_raw_session *rs) {
 int hk_raw_session_is_open(const hk_raw_session *rs) { return rs ? rs->open : 0; }
 hk_executor *hk_raw_session_executor(const hk_raw_session *rs) { return rs ? rs->ex : NULL; }
 
+void *hk__raw_session_impl(const hk_raw_session *rs) { return rs ? rs->session : NULL; }
+
 hk_code hk__run_args_check(const hk_run_args *a, const char *what, hk_status *st) {
   if (!a) return HK_OK;
   if (!a->feeds && a->nfeeds)

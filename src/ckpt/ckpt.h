@@ -302,6 +302,17 @@ hk_code hk__saver_snapshot(hk_saver *saver, hk_raw_session *rs, void *buf, size_
                            size_t ntensors, hk_status *st);
 hk_code hk__saver_write(hk_saver *saver, const char *save_path, int64_t step, unsigned flags, double now,
                         const hk__ckpt_tensor *tensors, size_t ntensors, char **prefix, hk_status *st);
+/**
+ * The copy-before-write snapshot's read (D3.7): views of every variable of
+ * the Saver read through rs, without copying: tensors[i] names variable i
+ * and views its live value (valid until the next run, assign or close of
+ * rs), index[i] is its executor index. ntensors as hk__saver_snapshot.
+ */
+hk_code hk__saver_snapshot_views(hk_saver *saver, hk_raw_session *rs, hk__ckpt_tensor *tensors, size_t *index,
+                                 size_t ntensors, hk_status *st);
+/** The snapshot's copy: memcpy, or streaming stores for large copies then a
+ *  store fence, so a later release store publishes the bytes. Any thread. */
+void hk__snapshot_copy(void *dst, const void *src, size_t n);
 
 /* ---- event files (events.c, H26) ------------------------------------------------- */
 

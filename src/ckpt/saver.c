@@ -855,6 +855,35 @@ hk_code hk__saver_snapshot(hk_saver *saver, hk_raw_session *rs, void *buf, size_
   return rc;
 }
 
+/* The asynchronous hook's copy-before-write snapshot (D3.7) reads the views
+ * here and copies them itself, possibly on its writer thread, with the same
+ * copy as above. */
+hk_code hk__saver_snapshot_views(hk_saver *saver, hk_raw_session *rs, hk__ckpt_tensor *tensors, size_t *index,
+                                 size_t ntensors, hk_status *st) {
+  hk_code rc;
+
+  if (!saver || !rs) return hk_status_set(st, HK_INVALID_ARGUMENT, "saver and rs are required");
+  rc = resolve_vars(saver, st);
+  if (rc != HK_OK) return rc;
+  if (ntensors != saver->nvars || ((!tensors || !index) && ntensors > 0))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "snapshot of %zu tensors into room for %zu", saver->nvars, ntensors);
+  for (size_t i = 0; i < saver->nvars; i++) {
+    rc = read_view(saver, rs, i, &tensors[i].value, st);
+    if (rc != HK_OK) return rc;
+    tensors[i].name = saver->var_info[i].name;
+    index[i] = saver->var_index[i];
+  }
+  return HK_OK;
+}
+
+void hk__snapshot_copy(void *dst, const void *src, size_t n) {
+#ifdef HAVE_STREAM_COPY
+  if (snapshot_copy(dst, src, n)) _mm_sfence();
+#else
+  (void)snapshot_copy(dst, src, n);
+#endif
+}
+
 typedef struct text_buf {
   const hk_env *env;
   char *data;

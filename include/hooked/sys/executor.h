@@ -482,6 +482,79 @@ HK_API hk_code hk_raw_session_global_step(hk_raw_session *rs, int64_t *out, hk_s
  */
 HK_API hk_code hk_tensor_to_i64(const hk_tensor *t, const char *what, int64_t *out, hk_status *status);
 
+/* ---- copy-before-write snapshots: control ops 100..101 ------------------ */
+
+/**
+ * A checkpoint snapshot whose copy is still being made while training goes
+ * on (contract D3.7). The asynchronous checkpoint hook snapshots its Saver's
+ * variables at a step boundary; rather than copying every byte there, on
+ * the training thread, it can let its writer thread copy them while the
+ * next step runs — provided no variable is written before its copy is
+ * made. An executor takes part by handling the two control ops below. One
+ * that does not (any error, UNIMPLEMENTED included) keeps the whole copy at
+ * the step boundary, on the training thread, as before.
+ *
+ * While a snapshot is attached to one of its sessions, the executor:
+ *   - calls hk_snapshot_before_write(snapshot, index) before anything
+ *     writes variable `index` of that session: a kernel that mutates it, an
+ *     assignment or restore, storage handed out for writing, a read that
+ *     regenerates its bytes (a callback filling a buffer);
+ *   - calls hk_snapshot_complete(snapshot) before its close slot frees or
+ *     reuses that session's storage;
+ *   - while handling HK_CONTROL_SNAPSHOT_ATTACH, calls
+ *     hk_snapshot_before_write() for every variable it cannot guard
+ *     (memory another party writes without telling the executor, such as
+ *     host-owned buffers): that copies it at once, on the training thread.
+ * Reading variables needs nothing: the copy only reads them too. The
+ * reference executor (hooked/graph.h) guards the variables it owns and
+ * copies external ones at attach; the host loop (hooked/loop.h) takes part
+ * only for programs that call hk_loop_updates_begin().
+ */
+typedef struct hk_snapshot hk_snapshot;
+
+/**
+ * Control op (arg: hk_control_snapshot *): attach `snapshot` to `session`
+ * and keep the pointer until HK_CONTROL_SNAPSHOT_DETACH or the close of
+ * that session, whichever comes first. A snapshot attached before is
+ * completed (hk_snapshot_complete) and replaced. INVALID_ARGUMENT for a
+ * NULL arg, session or snapshot or an unknown version.
+ */
+#define HK_CONTROL_SNAPSHOT_ATTACH 100
+/**
+ * Control op (arg: hk_control_snapshot *): forget `snapshot`, completing it
+ * first if it is still pending. `session` is not used (it may be closed).
+ * A snapshot that is not attached (any more): OK, nothing to do.
+ */
+#define HK_CONTROL_SNAPSHOT_DETACH 101
+
+#define HK_CONTROL_SNAPSHOT_VERSION 1
+/** The argument of HK_CONTROL_SNAPSHOT_ATTACH and _DETACH. */
+typedef struct hk_control_snapshot {
+  uint32_t version;        /**< HK_CONTROL_SNAPSHOT_VERSION */
+  void *session;           /**< the executor's own session, as its open slot produced it */
+  hk_snapshot *snapshot;   /**< borrowed until DETACH or that session's close */
+} hk_control_snapshot;
+#define HK_CONTROL_SNAPSHOT_INIT { HK_CONTROL_SNAPSHOT_VERSION, NULL, NULL }
+
+/**
+ * Copy-before-write barrier: returns once variable `index` (the executor's
+ * index) of the snapshot's session has been copied — at once when it was,
+ * or when the snapshot does not hold it, is complete or is NULL; otherwise
+ * after copying it on the calling thread, or after waiting for the writer
+ * thread that is copying it. The variable may then be written.
+ * **Threads:** the executor's (the training thread). **Errors:** none.
+ * **Allocates:** no.
+ */
+HK_API void hk_snapshot_before_write(hk_snapshot *snapshot, size_t index);
+/**
+ * Finish the copy: every variable not copied yet is copied on the calling
+ * thread (those the writer thread is copying are waited for). Afterwards
+ * nothing is pending; NULL or a complete snapshot: nothing to do.
+ * **Threads:** the executor's (the training thread). **Errors:** none.
+ * **Allocates:** no.
+ */
+HK_API void hk_snapshot_complete(hk_snapshot *snapshot);
+
 #ifdef __cplusplus
 }
 #endif
