@@ -1255,8 +1255,8 @@ static hk_code graph_describe(void *self, hk_text_sink sink, void *sink_user, hk
 }
 
 static hk_code graph_control(void *self, int op, void *arg, hk_status *st) {
-  (void)self;
-  (void)arg;
+  if (op == HK_CONTROL_SNAPSHOT_ATTACH || op == HK_CONTROL_SNAPSHOT_DETACH)
+    return hk__graph_snapshot_control(self, op, arg, st);
   return hk_status_set(st, HK_UNIMPLEMENTED, "hooked.graph: unknown control op %d", op);
 }
 

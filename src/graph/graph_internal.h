@@ -103,6 +103,12 @@ struct hk_graph {
   size_t capnames; /* power of two */
 
   size_t max_inputs; /* largest ninputs, for the session's input scratch */
+
+  /* The checkpoint snapshot attached to one raw session (D3.7, control ops
+   * HK_CONTROL_SNAPSHOT_*): ops that mutate a variable of that session, and
+   * assignments to it, copy the variable into it first. NULL: none. */
+  hk_snapshot *snap;
+  void *snap_session; /* the gsession it was attached to */
 };
 
 /* ---- graph.c ------------------------------------------------------------ */
@@ -128,6 +134,8 @@ hk_code hk__graph_run(void *self, void *session, const hk_run_args *args, hk_ten
                       hk_status *status);
 hk_code hk__graph_variable_read(void *self, void *session, size_t index, hk_tensor *out, hk_status *status);
 hk_code hk__graph_variable_assign(void *self, void *session, size_t index, const hk_tensor *value, hk_status *status);
+/** HK_CONTROL_SNAPSHOT_ATTACH and _DETACH (hooked/sys/executor.h). */
+hk_code hk__graph_snapshot_control(hk_graph *g, int op, void *arg, hk_status *status);
 
 /** What a stock kernel may see of its context. */
 const hk__graph_op *hk__kernel_op(hk_kernel_context *ctx);

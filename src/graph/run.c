@@ -218,8 +218,14 @@ hk_code hk__graph_open(void *self, void **out_session, hk_status *status) {
 }
 
 hk_code hk__graph_close(void *self, void *session, hk_status *status) {
-  (void)self;
+  hk_graph *g = self;
   (void)status;
+  if (session && g->snap && g->snap_session == session) {
+    /* D3.7: the snapshot's copy reads this session's storage. */
+    hk_snapshot_complete(g->snap);
+    g->snap = NULL;
+    g->snap_session = NULL;
+  }
   if (session) session_free(session);
   return HK_OK;
 }
@@ -432,7 +438,8 @@ static hk_code check_feed(const hk_graph *g, size_t i, const hk_feed *f, hk_stat
   return HK_OK;
 }
 
-static hk_code run_op(hk_graph *g, gsession *s, const plan *p, const hk_run_args *a, uint32_t o, hk_status *st) {
+static hk_code run_op(hk_graph *g, gsession *s, const plan *p, const hk_run_args *a, uint32_t o, hk_snapshot *snap,
+                      hk_status *st) {
   const hk__graph_op *op = &g->ops[o];
   hk_kernel_context ctx;
   hk_status ks = HK_STATUS_INIT;
@@ -455,6 +462,8 @@ static hk_code run_op(hk_graph *g, gsession *s, const plan *p, const hk_run_args
   for (k = 0; k < op->nmutates; k++) {
     uint32_t v = op->mutates[k];
     if (!s->var_init[v] && !op->initializes) return uninitialized(st, g, v);
+    /* D3.7: copy-before-write, once a pending snapshot holds v */
+    if (snap) hk_snapshot_before_write(snap, v);
     var_tensor(g, s, v, &s->var_view[v]);
   }
   for (k = 0; k < op->noutputs; k++) reset_output(g, s, op->out_base + k);
@@ -485,6 +494,7 @@ hk_code hk__graph_run(void *self, void *session, const hk_run_args *args, hk_ten
   plan *p;
   size_t i, ntrace = 0;
   int traced = 0;
+  hk_snapshot *snap = g->snap_session == session ? g->snap : NULL;
   hk_code rc;
 
   if (!s) return hk_status_set(status, HK_INVALID_ARGUMENT, "session is NULL");
@@ -529,7 +539,7 @@ hk_code hk__graph_run(void *self, void *session, const hk_run_args *args, hk_ten
 
   for (i = 0; i < p->nexec; i++) {
     double t0 = traced ? hk_env_monotonic(&g->env) : 0;
-    rc = run_op(g, s, p, args, p->exec[i], status);
+    rc = run_op(g, s, p, args, p->exec[i], snap, status);
     if (rc != HK_OK) {
       zero_results(results, args->nfetches);
       return rc;
@@ -611,7 +621,37 @@ hk_code hk__graph_variable_assign(void *self, void *session, size_t index, const
                          g->ops[v->op].name, value->nbytes, v->nbytes);
   if (v->nbytes && !value->data)
     return hk_status_set(status, HK_INVALID_ARGUMENT, "value for variable '%s' has NULL data", g->ops[v->op].name);
+  if (g->snap && g->snap_session == s) hk_snapshot_before_write(g->snap, index); /* D3.7 */
   if (v->nbytes && value->data != s->var_data[index]) memmove(s->var_data[index], value->data, v->nbytes);
   s->var_init[index] = 1;
+  return HK_OK;
+}
+
+/* ---- copy-before-write snapshots (D3.7) -------------------------------------------- */
+
+hk_code hk__graph_snapshot_control(hk_graph *g, int op, void *arg, hk_status *status) {
+  const hk_control_snapshot *a = arg;
+  const char *what = op == HK_CONTROL_SNAPSHOT_ATTACH ? "HK_CONTROL_SNAPSHOT_ATTACH" : "HK_CONTROL_SNAPSHOT_DETACH";
+  if (!a) return hk_status_set(status, HK_INVALID_ARGUMENT, "hooked.graph: %s: arg is NULL", what);
+  if (a->version != HK_CONTROL_SNAPSHOT_VERSION)
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "hooked.graph: %s: arg->version %u is not %u", what,
+                         (unsigned)a->version, (unsigned)HK_CONTROL_SNAPSHOT_VERSION);
+  if (!a->snapshot) return hk_status_set(status, HK_INVALID_ARGUMENT, "hooked.graph: %s: arg->snapshot is NULL", what);
+  if (op == HK_CONTROL_SNAPSHOT_DETACH) {
+    if (g->snap == a->snapshot) {
+      hk_snapshot_complete(g->snap);
+      g->snap = NULL;
+      g->snap_session = NULL;
+    }
+    return HK_OK;
+  }
+  if (!a->session) return hk_status_set(status, HK_INVALID_ARGUMENT, "hooked.graph: %s: arg->session is NULL", what);
+  if (g->snap && g->snap != a->snapshot) hk_snapshot_complete(g->snap);
+  g->snap = a->snapshot;
+  g->snap_session = a->session;
+  /* The host writes external buffers without telling the graph: their
+   * copies cannot wait for a barrier, so they are made now. */
+  for (size_t v = 0; v < g->nvars; v++)
+    if (g->vars[v].external) hk_snapshot_before_write(g->snap, v);
   return HK_OK;
 }
