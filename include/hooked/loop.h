@@ -50,8 +50,9 @@
  *
  * Threads: one thread at a time calls the loop (the training thread), and
  * every callback (hooks, state save/restore, the step function) runs on it,
- * also with asynchronous checkpoints (only file I/O runs on the writer
- * thread). hk_loop_request_stop() may be called from any thread.
+ * also with asynchronous checkpoints (the writer thread only copies arrays,
+ * see hk_loop_updates_begin(), and does file I/O). hk_loop_request_stop()
+ * may be called from any thread.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -277,6 +278,38 @@ HK_API hk_code hk_loop_step_begin(hk_loop *loop, int64_t *step, hk_status *statu
  * step on which no hook triggers).
  */
 HK_API hk_code hk_loop_step_end(hk_loop *loop, hk_status *status);
+
+/**
+ * Say, inside an open step, that the step's read-only work is over and the
+ * program is about to write its registered arrays. Optional: it makes
+ * asynchronous checkpoints (async_checkpoint) cost the training thread
+ * almost nothing. Without it, an asynchronous save copies every checkpointed
+ * array at the step boundary, on the training thread, before the next step
+ * starts. With it, the save at the end of a step that called it copies the
+ * arrays on the writer thread while the next step reads them (its forward
+ * and backward passes), and that step's call waits for the copy to finish
+ * — copying on this thread whatever the writer has not copied yet — so the
+ * checkpoint still holds exactly the values of the step it is named after.
+ * Opaque states and the global step are always copied at the step boundary,
+ * on this thread (their save callbacks run there).
+ *
+ *     hk_loop_step_begin(loop, &step, &st);
+ *     forward_backward(w, grads);          // reads w, writes grads (not registered)
+ *     hk_loop_updates_begin(loop, &st);    // the copy of the last checkpoint ends here
+ *     sgd_update(w, grads);                // writes w
+ *     hk_loop_step_end(loop, &st);
+ *
+ * The rule it relies on: once a step calls it, the next step calls it too,
+ * before its first write of a checkpointed array (the global step
+ * included). A step that ends without it after one that called it logs a
+ * WARNING once (that checkpoint may hold values of the later step) and the
+ * loop falls back to copying at the step boundary until a step calls it
+ * again. A second call in one step does nothing.
+ * **Errors:** FAILED_PRECONDITION when no step is open, when not started
+ * or after finish (none of these change the loop); the loop's sticky error.
+ * **Threads:** the training thread. **Allocates:** no.
+ */
+HK_API hk_code hk_loop_updates_begin(hk_loop *loop, hk_status *status);
 
 /**
  * One step of the program's, as a callback: `step` is the global step it

@@ -10,10 +10,16 @@
  * for that directory and shares with every hook writing there (H26).
  *
  * The asynchronous hook splits a save (D3): on the training thread it runs
- * the listeners' before_save, copies every variable of its Saver into one
+ * the listeners' before_save, lays out every variable of its Saver in one
  * snapshot buffer (allocated at the first save of a session, grown only when
- * the variables grow) and hands (snapshot, step, path) to one writer thread,
- * which only calls hk__saver_write. The result comes back through shared
+ * the variables grow) and hands (snapshot, step, path) to one writer thread.
+ * Where the executor takes part in copy-before-write snapshots (D3.7, the
+ * control ops of hooked/sys/executor.h), the training thread only reads the
+ * variables' views and attaches the snapshot to the executor; the writer
+ * thread copies the variables while the next step runs, and the executor
+ * copies a variable itself before it mutates one not copied yet. Otherwise
+ * the training thread copies everything before it hands over. The writer
+ * then calls hk__saver_write. The result comes back through shared
  * state guarded by one mutex and is processed on the training thread at the
  * next after_run or end(): log lines, event, listeners' after_save and their
  * stop requests, or the write's error. While a write is in flight the
@@ -40,6 +46,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "../ckpt/ckpt.h"
+#include "../ckpt/snapshot.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -82,6 +89,7 @@ typedef struct writer {
   double now; /* wall time at the snapshot: the checkpoint's timestamp */
   const hk__ckpt_tensor *tensors;
   size_t ntensors;
+  hk_snapshot *snap; /* copied by the writer before the write (D3.7) */
   hk_code rc;
   hk_status st;
   double secs;
@@ -132,6 +140,17 @@ typedef struct ckpt_hook {
   size_t buf_cap;
   hk__ckpt_tensor *tensors;
   size_t tensors_cap;
+  /* Copy-before-write (D3.7): the copies of the snapshot in flight, each
+   * tensor's executor index, and the executor the snapshot is attached to
+   * (NULL: not attached). Detached on the training thread once the writer
+   * is idle, so every copy is made. */
+  hk_snapshot *snap;
+  size_t *var_index;
+  size_t var_index_cap;
+  hk_executor *attached;
+  int64_t snap_step; /* the attached snapshot's step and tensor count */
+  size_t snap_n;
+  int overlap_refused; /* the executor declined: logged once per session */
   int have_written; /* a checkpoint was written successfully this session */
   int64_t last_written;
   int deferring; /* the deferral line was logged for the current run of deferrals */
@@ -338,6 +357,7 @@ static void *writer_main(void *arg) {
     double now;
     const hk__ckpt_tensor *tensors;
     size_t ntensors;
+    hk_snapshot *snap;
     hk_status st = HK_STATUS_INIT;
     char *prefix = NULL;
     double t0, t1;
@@ -353,8 +373,11 @@ static void *writer_main(void *arg) {
     now = w->now;
     tensors = w->tensors;
     ntensors = w->ntensors;
+    snap = w->snap;
     pthread_mutex_unlock(&w->mu);
 
+    /* D3.7: the copies nobody made yet, while the training thread runs on. */
+    hk__snapshot_run(snap);
     t0 = system_monotonic();
     rc = hk__saver_write(saver, self->save_path, step, flags, now, tensors, ntensors, &prefix, &st);
     t1 = system_monotonic();
@@ -398,6 +421,24 @@ static void writer_join(ckpt_hook *self) {
   pthread_mutex_lock(&self->w.mu);
   self->w.quit = 0;
   pthread_mutex_unlock(&self->w.mu);
+}
+
+/* D3.7: the executor forgets the snapshot once the writer is idle (every
+ * copy made; the executor would complete a pending one first anyway). */
+static void detach_snapshot(ckpt_hook *self) {
+  hk_control_snapshot a = HK_CONTROL_SNAPSHOT_INIT;
+  hk_status st = HK_STATUS_INIT;
+
+  if (self->attached == NULL) return;
+  a.snapshot = self->snap;
+  if (hk_executor_control(self->attached, HK_CONTROL_SNAPSHOT_DETACH, &a, &st) != HK_OK)
+    hk_hook_log(self->hook, HK_LOG_WARNING, "%s: detaching the checkpoint snapshot of %s from the executor: %s",
+                self->kind, self->save_path, st.message);
+  self->attached = NULL;
+  hk_hook_log(self->hook, HK_LOG_DEBUG,
+              "Checkpoint snapshot for %" PRId64 " copied in the background; the training thread copied %zu of its "
+              "%zu tensors itself.",
+              self->snap_step, hk__snapshot_copied_here(self->snap), self->snap_n);
 }
 
 /* Take the writer's finished result, if any, out of its slot. */
@@ -461,6 +502,7 @@ static void hold_completion(ckpt_hook *self, hk_raw_session *rs, hk_creation_con
   int stop = 0;
   hk_code rc = HK_OK;
 
+  detach_snapshot(self); /* the writer is idle */
   if (!take_finished(self, &step, &secs, &rc, &wst)) return;
   if (rc != HK_OK) {
     write_failed(self, step, rc, &wst, &st);
@@ -487,6 +529,7 @@ static hk_code process_completion(ckpt_hook *self, hk_raw_session *rs, int *stop
   double secs = 0;
   hk_code rc = HK_OK;
 
+  if (self->attached != NULL && !writer_busy(self)) detach_snapshot(self);
   if (self->held_err.code != HK_OK) {
     rc = self->held_err.code;
     hk__status_copy(st, &self->held_err);
@@ -527,13 +570,33 @@ static hk_code reserve_snapshot(ckpt_hook *self, size_t nbytes, size_t ntensors,
     self->tensors = t;
     self->tensors_cap = cap;
   }
+  if (ntensors > self->var_index_cap || self->var_index == NULL) {
+    size_t cap = ntensors > 0 ? ntensors : 1;
+    size_t *ix = hk_env_calloc(&self->senv, cap, sizeof(*ix));
+    if (ix == NULL)
+      return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory for the checkpoint snapshot of %s", self->kind,
+                           self->save_path);
+    hk_env_free(&self->senv, self->var_index);
+    self->var_index = ix;
+    self->var_index_cap = cap;
+  }
+  if (self->snap == NULL) {
+    hk_code rc = hk__snapshot_new(&self->snap, &self->senv, st);
+    if (rc != HK_OK) return rc;
+  }
   return HK_OK;
 }
 
-/* D3.1: snapshot on the training thread and hand the write over. The writer
- * must be idle. */
+/* D3.1, D3.7: snapshot at the step boundary and hand the write over. The
+ * writer must be idle. The training thread reads every variable's view and
+ * lays the snapshot out; an executor that takes part gets it attached, and
+ * the writer copies what the executor has not copied before a write; any
+ * other executor's variables are all copied here, now. */
 static hk_code save_async(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st) {
-  size_t nbytes = 0, ntensors = 0;
+  hk_executor *ex = hk_raw_session_executor(rs);
+  hk_control_snapshot attach = HK_CONTROL_SNAPSHOT_INIT;
+  hk_status why = HK_STATUS_INIT;
+  size_t nbytes = 0, ntensors = 0, off = 0;
   hk_code rc = resolve_saver(self, st);
 
   if (rc != HK_OK) return rc;
@@ -543,7 +606,10 @@ static hk_code save_async(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_
   if (rc != HK_OK) return rc;
   rc = reserve_snapshot(self, nbytes, ntensors, st);
   if (rc != HK_OK) return rc;
-  rc = hk__saver_snapshot(self->saver, rs, self->buf, self->buf_cap, self->tensors, ntensors, st);
+  detach_snapshot(self); /* the last one is complete: the writer is idle */
+  rc = hk__snapshot_reset(self->snap, ntensors, hk_executor_variable_count(ex), st);
+  if (rc != HK_OK) return rc;
+  rc = hk__saver_snapshot_views(self->saver, rs, self->tensors, self->var_index, ntensors, st);
   if (rc != HK_OK) return rc;
   if (!self->thread_started) {
     int err = pthread_create(&self->tid, NULL, writer_main, self);
@@ -552,6 +618,33 @@ static hk_code save_async(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_
                            self->kind, self->save_path, err);
     self->thread_started = 1;
   }
+  for (size_t i = 0; i < ntensors; i++) {
+    hk_tensor *v = &self->tensors[i].value;
+    unsigned char *dst = self->buf + off;
+    if (v->nbytes > self->buf_cap - off)
+      return hk_status_set(st, HK_INTERNAL, "%s: the snapshot of %s does not fit its %zu-byte buffer (at %s)",
+                           self->kind, self->save_path, self->buf_cap, self->tensors[i].name);
+    hk__snapshot_add(self->snap, self->var_index[i], v->data, dst, v->nbytes);
+    v->data = v->nbytes > 0 ? dst : NULL;
+    off += (v->nbytes + 63) / 64 * 64;
+    if (off > self->buf_cap) off = self->buf_cap;
+  }
+  hk__snapshot_arm(self->snap);
+  attach.session = hk__raw_session_impl(rs);
+  attach.snapshot = self->snap;
+  if (hk_executor_control(ex, HK_CONTROL_SNAPSHOT_ATTACH, &attach, &why) == HK_OK) {
+    self->attached = ex;
+    self->snap_step = step;
+    self->snap_n = ntensors;
+  } else {
+    if (!self->overlap_refused)
+      hk_hook_log(self->hook, HK_LOG_DEBUG,
+                  "%s: the executor copies no snapshot in the background (%s): every checkpoint snapshot of %s is "
+                  "copied at the step boundary",
+                  self->kind, why.message, self->save_path);
+    self->overlap_refused = 1;
+    hk_snapshot_complete(self->snap);
+  }
   pthread_mutex_lock(&self->w.mu);
   self->w.saver = self->saver;
   self->w.step = step;
@@ -559,6 +652,7 @@ static hk_code save_async(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_
   self->w.now = hk_env_wall(hk__saver_env(self->saver));
   self->w.tensors = self->tensors;
   self->w.ntensors = ntensors;
+  self->w.snap = self->snap;
   self->w.pending = 1;
   self->w.busy = 1;
   pthread_cond_broadcast(&self->w.cv);
@@ -578,6 +672,7 @@ static void release_session(ckpt_hook *self) {
     self->w.pending = 0;
     self->w.busy = 0;
     self->w.finished = 0;
+    detach_snapshot(self);
   }
   self->held_ok = 0;
   hk_status_clear(&self->held_err);
@@ -597,6 +692,12 @@ static void release_session(ckpt_hook *self) {
   hk_env_free(&self->senv, self->tensors);
   self->tensors = NULL;
   self->tensors_cap = 0;
+  hk__snapshot_free(self->snap);
+  self->snap = NULL;
+  hk_env_free(&self->senv, self->var_index);
+  self->var_index = NULL;
+  self->var_index_cap = 0;
+  self->overlap_refused = 0;
   hk_env_free(&self->senv, self->graph_text);
   self->graph_text = NULL;
   self->graph_len = self->graph_cap = 0;

@@ -7,6 +7,13 @@
  * see the values the step produced. Written against hooked/sys/executor.h
  * alone.
  *
+ * Copy-before-write snapshots (D3.7, H42): the executor accepts one only
+ * when the loop allows it (the program called hk_loop_updates_begin() in
+ * the step just ended). Opaque states and the global step are copied at
+ * attach, on the training thread (H6: a state's bytes come from its save
+ * callback); arrays are copied by the writer thread until the program's
+ * next hk_loop_updates_begin() completes the copy, before its writes.
+ *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "loop/host_executor.h"
@@ -36,6 +43,8 @@ struct hk__host {
   int finalized;
   hk_op_trace trace; /* the last step, for traced runs */
   int has_trace;
+  int overlap;       /* the loop allows a snapshot to be attached (H42) */
+  hk_snapshot *snap; /* the attached snapshot (D3.7), NULL: none */
 };
 
 /* Handles: tensor handle of entry i is i + 1; there are no op handles. */
@@ -150,8 +159,11 @@ static hk_tensor spec_of(const entry *e) {
   return t;
 }
 
-static hk_code view(entry *e, hk_tensor *out, hk_status *st) {
+/* A state's save callback rewrites its buffer: copy-before-write first. */
+static hk_code view(hk__host *h, size_t index, hk_tensor *out, hk_status *st) {
+  entry *e = &h->e[index];
   if (e->save) {
+    hk_snapshot_before_write(h->snap, index);
     hk_code rc = callback_status(e->save(e->user, e->data, e->nbytes, st), st, "save", e->name);
     if (rc != HK_OK) return rc;
   }
@@ -234,7 +246,7 @@ static hk_code x_run(void *self, void *session, const hk_run_args *args, hk_tens
     if (!e)
       return hk_status_set(st, HK_INVALID_ARGUMENT, "fetch %zu: #%llu is not a tensor of the host loop", i,
                            (unsigned long long)args->fetches[i]);
-    hk_code rc = view(e, &results[i], st);
+    hk_code rc = view(h, (size_t)(e - h->e), &results[i], st);
     if (rc != HK_OK) return rc;
   }
   if (md && h->has_trace && args->options && args->options->trace_level >= 1) {
@@ -260,7 +272,7 @@ static hk_code x_variable_info(void *self, size_t index, hk_variable_info *out, 
 
 static hk_code x_variable_read(void *self, void *session, size_t index, hk_tensor *out, hk_status *st) {
   (void)session;
-  return view(&((hk__host *)self)->e[index], out, st);
+  return view(self, index, out, st);
 }
 
 static hk_code x_variable_assign(void *self, void *session, size_t index, const hk_tensor *value, hk_status *st) {
@@ -275,6 +287,7 @@ static hk_code x_variable_assign(void *self, void *session, size_t index, const 
                          hk_dtype_name(value->dtype), hk_shape_str(value, got, sizeof got), e->name,
                          hk_dtype_name(e->dtype), hk_shape_str(&spec, want, sizeof want));
   }
+  hk_snapshot_before_write(((hk__host *)self)->snap, index); /* D3.7 */
   if (e->save)
     return callback_status(e->restore(e->user, value->data, e->nbytes, st), st, "restore", e->name);
   if (e->nbytes && value->data != e->data) memcpy(e->data, value->data, e->nbytes);
@@ -309,6 +322,35 @@ static hk_code x_describe(void *self, hk_text_sink sink, void *sink_user, hk_sta
   return HK_OK;
 }
 
+/* D3.7: HK_CONTROL_SNAPSHOT_ATTACH and _DETACH. */
+static hk_code x_control(void *self, int op, void *arg, hk_status *st) {
+  hk__host *h = self;
+  const hk_control_snapshot *a = arg;
+  if (op != HK_CONTROL_SNAPSHOT_ATTACH && op != HK_CONTROL_SNAPSHOT_DETACH)
+    return hk_status_set(st, HK_UNIMPLEMENTED, "the host loop has no control op %d", op);
+  if (!a || a->version != HK_CONTROL_SNAPSHOT_VERSION || !a->snapshot)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "the host loop's control op %d needs an hk_control_snapshot (version %u) "
+                         "with a snapshot", op, (unsigned)HK_CONTROL_SNAPSHOT_VERSION);
+  if (op == HK_CONTROL_SNAPSHOT_DETACH) {
+    if (h->snap == a->snapshot) {
+      hk_snapshot_complete(h->snap);
+      h->snap = NULL;
+    }
+    return HK_OK;
+  }
+  if (!h->overlap)
+    return hk_status_set(st, HK_UNIMPLEMENTED,
+                         "the host loop copies a checkpoint at the step boundary unless the program calls "
+                         "hk_loop_updates_begin() in its steps");
+  if (h->snap && h->snap != a->snapshot) hk_snapshot_complete(h->snap);
+  h->snap = a->snapshot;
+  /* H6: a state's bytes are its save callback's, on this thread; the
+   * global step is cheap, and a program may advance it early in a step. */
+  for (size_t i = 0; i < h->n; i++)
+    if (h->e[i].save || (h->has_gs && i == h->gs)) hk_snapshot_before_write(h->snap, i);
+  return HK_OK;
+}
+
 static void x_destroy(void *self) { hk__host_free(self); }
 
 static const hk_executor_vtable host_vtable = {
@@ -330,9 +372,20 @@ static const hk_executor_vtable host_vtable = {
     .role_add = NULL,
     .default_op = NULL,
     .describe = x_describe,
-    .control = NULL,
+    .control = x_control,
     .destroy = x_destroy,
 };
+
+void hk__host_allow_overlap(hk__host *h, int allow) { h->overlap = allow != 0; }
+
+int hk__host_snapshot_attached(const hk__host *h) { return h->snap != NULL; }
+
+void hk__host_updates_begin(hk__host *h) {
+  hk_snapshot_complete(h->snap);
+  h->snap = NULL;
+}
+
+void hk__host_before_write(hk__host *h, size_t index) { hk_snapshot_before_write(h->snap, index); }
 
 hk_code hk__host_executor_new(hk_executor **out, hk__host *h, const hk_env *env, hk_status *st) {
   hk_code rc = hk_executor_new(out, &host_vtable, h, env, st);

@@ -39,6 +39,18 @@ void hk__host_set_step_times(hk__host *h, double start, double end);
 /** The last step was not timed: traced runs record no "step" op. */
 void hk__host_clear_step_times(hk__host *h);
 
+/** Whether the executor accepts a copy-before-write snapshot (D3.7) from
+ *  now on: the loop allows it after a step in which the program called
+ *  hk_loop_updates_begin() (H42). */
+void hk__host_allow_overlap(hk__host *h, int allow);
+/** Nonzero while a snapshot is attached (its copy may still be running). */
+int hk__host_snapshot_attached(const hk__host *h);
+/** Complete the attached snapshot's copy on this thread (waiting for the
+ *  writer's copy in progress) and forget it; none: nothing to do. */
+void hk__host_updates_begin(hk__host *h);
+/** Copy-before-write for entry `index`, before the loop writes it. */
+void hk__host_before_write(hk__host *h, size_t index);
+
 /** Wrap the registry in an executor that owns it from then on (also on
  *  failure: the registry is freed). */
 hk_code hk__host_executor_new(hk_executor **out, hk__host *h, const hk_env *env, hk_status *st);

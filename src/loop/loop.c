@@ -53,6 +53,10 @@ struct hk_loop {
   atomic_int stop_requested;
   _Atomic(hk_coordinator *) coord;
 
+  size_t gs_index;   /* the global step's entry in the executor */
+  int updates_called; /* hk_loop_updates_begin() ran in the open step (H42) */
+  int overlap_warned;
+
   int64_t gs_at_begin;
   int64_t stalled;
   int stall_warnings;
@@ -353,6 +357,7 @@ static hk_code start(hk_loop *l, hk_status *st) {
                               NULL, NULL, st);
     if (rc != HK_OK) return rc;
     hk__host_set_global_step(l->host, index);
+    l->gs_index = index;
   }
   hk__host *host = l->host;
   l->host = NULL; /* the executor owns it from here, also on failure */
@@ -451,6 +456,7 @@ static hk_code step_begin(hk_loop *l, int64_t *step, hk_status *st) {
   if (l->ended_by_range)
     return hk_status_set(st, HK_FAILED_PRECONDITION, "Run called even after should_stop requested.");
   l->gs_at_begin = global_step(l);
+  l->updates_called = 0;
   STEP_STATUS(local);
   hk_code rc = hk_session_run_begin(l->session, NULL, &local);
   if (rc != HK_OK) {
@@ -472,6 +478,38 @@ hk_code hk_loop_step_begin(hk_loop *l, int64_t *step, hk_status *st) {
   hk_code rc = check_running(l, "hk_loop_step_begin", st);
   if (rc != HK_OK) return rc;
   return step_begin(l, step, st);
+}
+
+hk_code hk_loop_updates_begin(hk_loop *l, hk_status *st) {
+  hk_code rc = check_running(l, "hk_loop_updates_begin", st);
+  if (rc != HK_OK) return rc;
+  if (!l->step_open)
+    return MISUSE(st, "hk_loop_updates_begin: no step is open (call it inside a step, before writing its arrays)");
+  /* H42: the snapshot of the step before is copied in full before the
+   * program writes: what the writer thread has not copied, this thread does. */
+  hk__host_updates_begin(hk_executor_self(l->ex));
+  l->updates_called = 1;
+  return HK_OK;
+}
+
+/* H42, at the end of a step (or when it is abandoned): a snapshot still
+ * attached means the program wrote without hk_loop_updates_begin(), which
+ * the step before promised; it is completed now, and the step's end says
+ * whether the next snapshot may be copied in the background. */
+static void settle_snapshot(hk_loop *l) {
+  hk__host *h = hk_executor_self(l->ex);
+  if (!l->updates_called && hk__host_snapshot_attached(h)) {
+    if (!l->overlap_warned) {
+      l->overlap_warned = 1;
+      hk_env_log(&l->env, HK_LOG_WARNING,
+                 "hk_loop_updates_begin() was not called in the step from global step %lld, after the step before "
+                 "called it: the checkpoint of global step %lld was still being copied and may hold values this "
+                 "step wrote. A program that calls it must call it in every step, before writing its arrays.",
+                 (long long)l->gs_at_begin, (long long)l->gs_at_begin);
+    }
+    hk__host_updates_begin(h);
+  }
+  hk__host_allow_overlap(h, l->updates_called);
 }
 
 /* A program-owned global step must move in every step. */
@@ -502,12 +540,15 @@ static hk_code step_end(hk_loop *l, hk_status *st) {
   else
     hk__host_clear_step_times(hk_executor_self(l->ex));
   l->step_open = 0;
+  settle_snapshot(l);
   STEP_STATUS(local);
   hk_code rc = HK_OK;
-  if (l->program_gs)
+  if (l->program_gs) {
     rc = check_moved(l, global_step(l), &local);
-  else
+  } else {
+    hk__host_before_write(hk_executor_self(l->ex), l->gs_index); /* D3.7 */
     l->own_gs++;
+  }
   if (rc != HK_OK) {
     hk_session_run_abandon(l->session);
   } else {
@@ -538,6 +579,7 @@ hk_code hk_loop_step(hk_loop *l, hk_loop_step_fn fn, void *user, hk_status *st) 
   rc = fn(user, step, &local);
   if (rc == HK_OK) return step_end(l, st);
   l->step_open = 0;
+  settle_snapshot(l);
   hk_session_run_abandon(l->session); /* C13: no after_run for a failed step */
   if (local.code != rc || local.message[0] == '\0')
     hk_status_set(&local, rc, "the step function failed with %s at global step %lld", hk_code_name(rc),
@@ -613,6 +655,7 @@ hk_code hk_loop_finish(hk_loop *l, hk_status *st) {
   hk_status result = HK_STATUS_INIT;
   if (l->step_open) {
     hk_env_log(&l->env, HK_LOG_WARNING, "hk_loop_finish: the open step is abandoned (no after_run)");
+    settle_snapshot(l);
     hk_session_run_abandon(l->session);
     l->step_open = 0;
   }
