@@ -751,6 +751,12 @@ class Loop {
     check(hk_loop_step_begin(loop_, &step, &st), st);
     return step;
   }
+  /** hk_loop_updates_begin(): the step's read-only work is over; the copy of
+   *  the last asynchronous checkpoint ends here, before the program writes. */
+  void updates_begin() {
+    hk_status st = HK_STATUS_INIT;
+    check(hk_loop_updates_begin(loop_, &st), st);
+  }
   /** hk_loop_step_end(): the global step moves, every hook's after_run, a due save. */
   void step_end() {
     hk_status st = HK_STATUS_INIT;

@@ -237,9 +237,12 @@ void test_cxx_loop__lambda_hook_brackets_step(void **state) {
   loop.start();
   /* step(fn): fn sees the step it starts at. */
   assert_true(loop.step([&](int64_t step) { log.push_back("step " + std::to_string(step)); }));
-  /* step_begin()/step_end() around the program's own code. */
+  /* step_begin()/step_end() around the program's own code, updates_begin()
+   * between its reads and its writes (H42). */
   int64_t s = loop.step_begin();
   log.push_back("step " + std::to_string(s));
+  loop.updates_begin();
+  w = 1;
   loop.step_end();
   /* run(fn) until last_step. */
   loop.run([&] { log.push_back("step"); });
