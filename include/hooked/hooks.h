@@ -205,6 +205,85 @@ HK_API hk_code hk_logging_tensor_hook_new(hk_hook **out, const hk_logging_tensor
  */
 HK_API size_t hk_logging_tensor_format_value(char *buf, size_t cap, const hk_tensor *value);
 
+/* ---- NanTensorHook (group N: C134) ----------------------------------- */
+#define HK_NAN_TENSOR_OPTIONS_VERSION 1
+typedef struct hk_nan_tensor_options {
+  uint32_t version;         /**< HK_NAN_TENSOR_OPTIONS_VERSION */
+  const hk_env *env;        /**< NULL: the session's */
+  /** The loss: a tensor name ("op:k", or "op" for output 0), copied and
+   *  resolved in begin() ... */
+  const char *loss;
+  /** ... or a tensor handle of the session's executor. Exactly one of the
+   *  two is given. */
+  hk_handle loss_tensor;
+  /** Default 1: a divergent loss fails the run; 0: it requests a stop. */
+  int fail_on_nan_loss;
+  /**
+   * Default 1: +Inf and -Inf count as divergence too, not only NaN. TF's
+   * hook checks NaN alone ("Infinity is not NaN"); set 0 for exactly that.
+   * The default departs from TF because this hook is the guard that keeps
+   * non-finite values out of checkpoints (see hk_nan_tensor_hook_new()):
+   * an infinite loss means infinite or NaN gradients, so the step that
+   * produced it has already left non-finite weights (or will at the next
+   * update), and a checkpoint of them would be no better than a NaN one —
+   * and, once written, it rotates a good checkpoint out (D6). A training
+   * that recovers from an infinite loss is not a case worth that risk;
+   * a program that has one (say, a loss scaled in f16 that overflows and
+   * whose step it skips) passes 0.
+   */
+  int non_finite;
+} hk_nan_tensor_options;
+#define HK_NAN_TENSOR_OPTIONS_INIT { HK_NAN_TENSOR_OPTIONS_VERSION, NULL, NULL, HK_NO_HANDLE, 1, 1 }
+
+/**
+ * Initialize options to HK_NAN_TENSOR_OPTIONS_INIT.
+ * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
+ *         another version.
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_nan_tensor_options_init(hk_nan_tensor_options *opts, uint32_t version);
+
+/**
+ * NanTensorHook (C134): fetch the loss on every run and watch it for
+ * divergence: any element that is NaN (f16, bf16, f32 or f64; half and
+ * bfloat16 NaNs are decoded from their bits), or, with non_finite (the
+ * default), +Inf or -Inf. With fail_on_nan_loss (the default) the hook
+ * logs at ERROR "Model diverged with loss = NaN." and its after_run
+ * returns INVALID_ARGUMENT "NaN loss during training." (H2); otherwise it
+ * logs the same text at WARNING and requests a stop (the step's later
+ * hooks still run, C19). For an infinite loss the texts read "Inf" or
+ * "-Inf" instead of "NaN" ("Model diverged with loss = -Inf.", "Inf loss
+ * during training."); a loss with both reports NaN.
+ *
+ * **No divergent checkpoints.** In fail mode, place this hook BEFORE the
+ * checkpoint saver hooks in the session's list: when its after_run fails,
+ * the later hooks' after_run do not run (C14), so the checkpoint saver
+ * does not save that step, and the session closed with that error runs no
+ * end() (C16), so no final checkpoint is written either. Every checkpoint
+ * then holds a step whose loss was finite, and none is rotated out by a
+ * divergent one. What the guard sees is the loss tensor: a loss the
+ * executor computes before the step's update (H29) reaches it one step
+ * late, so fetch a loss computed from the updated values (the output of
+ * the update op, or the host loop's array the program's step writes).
+ * The host loop (hooked/loop.h) runs its own checkpoint hook BEFORE the
+ * program's hooks, so its saves escape this guard: give the loop a zero
+ * cadence (save_steps 0: it still restores from checkpoint_dir) and pass
+ * a CheckpointSaverHook on the same directory after this hook.
+ * @param opts  required (the loss is); borrowed for the call.
+ * **Ownership:** *out owned, hk_hook_free().
+ * **Errors:** INVALID_ARGUMENT for a NULL opts, neither or both of loss and
+ * loss_tensor, an empty loss name, a version other than
+ * HK_NAN_TENSOR_OPTIONS_VERSION or a bad env; RESOURCE_EXHAUSTED. Later,
+ * begin() fails with NOT_FOUND naming a loss the executor does not know,
+ * or INVALID_ARGUMENT when the loss is a variable of a dtype that is not
+ * floating; the first after_run with INVALID_ARGUMENT naming the loss when
+ * the fetched loss is not of a floating dtype; every after_run with
+ * "NaN loss during training." as above.
+ * **Threads:** any; callbacks on the training thread.
+ * **Allocates:** at creation only.
+ */
+HK_API hk_code hk_nan_tensor_hook_new(hk_hook **out, const hk_nan_tensor_options *opts, hk_status *status);
+
 
 /* ---- CheckpointSaverListener (C103) ----------------------------------- */
 #define HK_CHECKPOINT_LISTENER_VTABLE_VERSION 1
