@@ -284,6 +284,78 @@ HK_API hk_code hk_nan_tensor_options_init(hk_nan_tensor_options *opts, uint32_t 
  */
 HK_API hk_code hk_nan_tensor_hook_new(hk_hook **out, const hk_nan_tensor_options *opts, hk_status *status);
 
+/* ---- FinalOpsHook (group N: C138) ------------------------------------ */
+
+/** A named feed of hk_final_ops_options.final_feed. */
+typedef struct hk_final_feed {
+  const char *name;  /**< required; copied; resolved in begin() */
+  hk_tensor value;   /**< copied, data included; any dtype but STRING */
+} hk_final_feed;
+
+#define HK_FINAL_OPS_OPTIONS_VERSION 1
+typedef struct hk_final_ops_options {
+  uint32_t version;                /**< HK_FINAL_OPS_OPTIONS_VERSION */
+  const hk_env *env;               /**< NULL: the session's */
+  /** Names to evaluate in end(), non-empty; array and names copied. "op:k"
+   *  is a tensor; a bare "op" is its output 0 when it has one, else the
+   *  op itself, run as a target (its value is an empty tensor of dtype
+   *  HK_DTYPE_INVALID, TF's None). */
+  const char *const *final_ops;
+  size_t nfinal_ops;
+  const hk_final_feed *final_feed; /**< array, names and values copied; may be empty */
+  size_t nfinal_feed;
+} hk_final_ops_options;
+#define HK_FINAL_OPS_OPTIONS_INIT { HK_FINAL_OPS_OPTIONS_VERSION, NULL, NULL, 0, NULL, 0 }
+
+/**
+ * Initialize options to HK_FINAL_OPS_OPTIONS_INIT.
+ * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
+ *         another version.
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_final_ops_options_init(hk_final_ops_options *opts, uint32_t version);
+
+/**
+ * FinalOpsHook (C138): in end(session) only — so at a clean close (C15) —
+ * run final_ops with final_feed through the raw session, once, and keep
+ * the values (hk_final_ops_hook_values()). When that run fails with
+ * OUT_OF_RANGE it logs a WARNING that starts "An OutOfRangeError or
+ * StopIteration exception is raised by the code in FinalOpsHook." and
+ * explains that final ops must read variables only, never an input source,
+ * and end() returns that OUT_OF_RANGE error; any other error is returned
+ * as is. Either way no values are kept.
+ * @param opts  required (final_ops is); borrowed for the call.
+ * **Ownership:** *out owned, hk_hook_free().
+ * **Errors:** INVALID_ARGUMENT for a NULL opts, an empty final_ops, a NULL
+ * array with a count, a NULL or empty name, a feed value that is not a
+ * valid tensor (hk_tensor_init()'s rules) or is STRING (named by index), a
+ * version other than HK_FINAL_OPS_OPTIONS_VERSION or a bad env;
+ * RESOURCE_EXHAUSTED. Later, begin() fails with NOT_FOUND naming a name the
+ * executor knows neither as a tensor nor as an op, and end() with the
+ * run's error or RESOURCE_EXHAUSTED while copying the values.
+ * **Threads:** any; callbacks on the training thread.
+ * **Allocates:** at creation, and in end() (the run, the copies).
+ */
+HK_API hk_code hk_final_ops_hook_new(hk_hook **out, const hk_final_ops_options *opts, hk_status *status);
+
+/**
+ * The values the last end() of a FinalOpsHook computed (C138): one per
+ * final_ops name, in that order.
+ * @param hook    one made by hk_final_ops_hook_new() (it is recognised by
+ *                its name "FinalOpsHook" and a tag in its state; do not
+ *                give a hook of your own that name).
+ * @param values  receives the array, NULL on failure. The tensors and their
+ *                data are owned by the hook, valid until its next begin()
+ *                (a new session) or hk_hook_free().
+ * @param count   receives the number of values, 0 on failure.
+ * **Errors:** INVALID_ARGUMENT for NULL arguments or another kind of hook;
+ * FAILED_PRECONDITION "FinalOpsHook: no final values: end() has not run
+ * successfully since begin()".
+ * **Threads:** the training thread. **Allocates:** no.
+ */
+HK_API hk_code hk_final_ops_hook_values(const hk_hook *hook, const hk_tensor **values, size_t *count,
+                                        hk_status *status);
+
 
 /* ---- CheckpointSaverListener (C103) ----------------------------------- */
 #define HK_CHECKPOINT_LISTENER_VTABLE_VERSION 1
