@@ -356,6 +356,58 @@ HK_API hk_code hk_final_ops_hook_new(hk_hook **out, const hk_final_ops_options *
 HK_API hk_code hk_final_ops_hook_values(const hk_hook *hook, const hk_tensor **values, size_t *count,
                                         hk_status *status);
 
+/* ---- FeedFnHook (group N: C139) -------------------------------------- */
+
+/**
+ * Feed callback of a FeedFnHook (C139), called in every before_run on the
+ * training thread (H6).
+ * @param feeds   receives the feeds to request for this run: the array and
+ *                the tensors' data are the callback's, and stay valid until
+ *                the hook's after_run of the same run returns, or until the
+ *                run returns when no after_run follows (H14). NULL with 0:
+ *                no feeds this run.
+ * @param nfeeds  receives their number.
+ * @return HK_OK, or an error, which before_run returns unchanged, so the
+ *         step does not run (C14).
+ */
+typedef hk_code (*hk_feed_fn)(void *user, const hk_feed **feeds, size_t *nfeeds, hk_status *status);
+
+#define HK_FEED_FN_OPTIONS_VERSION 1
+typedef struct hk_feed_fn_options {
+  uint32_t version;     /**< HK_FEED_FN_OPTIONS_VERSION */
+  const hk_env *env;    /**< NULL: the session's */
+  hk_feed_fn feed_fn;   /**< required */
+  void *feed_fn_user;   /**< borrowed for the hook's life; passed to feed_fn */
+} hk_feed_fn_options;
+#define HK_FEED_FN_OPTIONS_INIT { HK_FEED_FN_OPTIONS_VERSION, NULL, NULL, NULL }
+
+/**
+ * Initialize options to HK_FEED_FN_OPTIONS_INIT.
+ * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
+ *         another version.
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_feed_fn_options_init(hk_feed_fn_options *opts, uint32_t version);
+
+/**
+ * FeedFnHook (C139): in every before_run, call feed_fn and request exactly
+ * the feeds it returns, and nothing else (no fetches, no targets). The
+ * feeds are merged with the caller's and the other hooks' (C9, C10, H13).
+ * For graph executors: an executor over memory the program owns takes no
+ * feeds — the host loop (hooked/loop.h) refuses them when the step ends,
+ * with INVALID_ARGUMENT "the host loop takes no feeds (tensor '%s' is
+ * fed) ...", which fails the loop.
+ * @param opts  required (feed_fn is); borrowed for the call.
+ * **Ownership:** *out owned, hk_hook_free().
+ * **Errors:** INVALID_ARGUMENT for a NULL opts or feed_fn, a version other
+ * than HK_FEED_FN_OPTIONS_VERSION or a bad env; RESOURCE_EXHAUSTED. Later,
+ * before_run returns feed_fn's error unchanged, or INVALID_ARGUMENT when
+ * feed_fn returns a NULL array with a count.
+ * **Threads:** any; feed_fn on the training thread.
+ * **Allocates:** at creation only (feed_fn's allocations are its own).
+ */
+HK_API hk_code hk_feed_fn_hook_new(hk_hook **out, const hk_feed_fn_options *opts, hk_status *status);
+
 
 /* ---- CheckpointSaverListener (C103) ----------------------------------- */
 #define HK_CHECKPOINT_LISTENER_VTABLE_VERSION 1
