@@ -218,6 +218,88 @@ static void test_alloc__h7_steady_state_with_checkpoint_hooks(void **state) {
   test_tmpdir_free(root);
 }
 
+/* H7 with the group-N hooks in the list (LoggingTensor, NanTensor, FeedFn,
+ * FinalOps): once the session has seen both fetch lists, a run allocates
+ * nothing — also a run on which LoggingTensor logs, since it formats into
+ * a buffer it allocated at creation; FinalOps works only in end(). */
+typedef struct n_feeder {
+  float value;
+  hk_feed feed;
+} n_feeder;
+
+static hk_code n_feed_fn(void *user, const hk_feed **feeds, size_t *nfeeds, hk_status *status) {
+  n_feeder *fd = user;
+  (void)status;
+  fd->value += 1.0f;
+  *feeds = &fd->feed;
+  *nfeeds = 1;
+  return HK_OK;
+}
+
+static void test_alloc__h7_steady_state_with_group_n_hooks(void **state) {
+  fixture *f = *state;
+  static const char *const logged[3] = {"global_step", "c", "loss"};
+  static const char *const finals[2] = {"loss", "ff"};
+  float lossv = 0.25f, fed_at_end = -2.0f;
+  n_feeder fd;
+  hk_tensor t;
+  hk_handle loss;
+  hk_hook *n[4] = {NULL, NULL, NULL, NULL}, *hooks[8];
+  hk_logging_tensor_options lo = HK_LOGGING_TENSOR_OPTIONS_INIT;
+  hk_nan_tensor_options no = HK_NAN_TENSOR_OPTIONS_INIT;
+  hk_feed_fn_options fo = HK_FEED_FN_OPTIONS_INIT;
+  hk_final_ops_options xo = HK_FINAL_OPS_OPTIONS_INIT;
+  hk_final_feed final_feed;
+  const hk_tensor *values = NULL;
+  size_t nvalues = 0;
+  int64_t gs = -1;
+
+  t = hk_tensor_scalar_f32(&lossv);
+  assert_ok(hk_graph_constant(f->g, &loss, "loss", &t, &f->st), &f->st);
+  memset(&fd, 0, sizeof fd);
+  assert_ok(hk_graph_placeholder(f->g, &fd.feed.tensor, "ff", HK_DTYPE_F32, 0, NULL, &f->st), &f->st);
+  fd.feed.value = hk_tensor_scalar_f32(&fd.value);
+  lo.tensors = logged;
+  lo.ntensors = 3;
+  lo.every_n_iter = 5;
+  assert_ok(hk_logging_tensor_hook_new(&n[0], &lo, &f->st), &f->st);
+  no.loss = "loss";
+  assert_ok(hk_nan_tensor_hook_new(&n[1], &no, &f->st), &f->st);
+  fo.feed_fn = n_feed_fn;
+  fo.feed_fn_user = &fd;
+  assert_ok(hk_feed_fn_hook_new(&n[2], &fo, &f->st), &f->st);
+  final_feed.name = "ff";
+  final_feed.value = hk_tensor_scalar_f32(&fed_at_end);
+  xo.final_ops = finals;
+  xo.nfinal_ops = 2;
+  xo.final_feed = &final_feed;
+  xo.nfinal_feed = 1;
+  assert_ok(hk_final_ops_hook_new(&n[3], &xo, &f->st), &f->st);
+  memcpy(hooks, f->hooks, sizeof f->hooks);
+  memcpy(hooks + 4, n, sizeof n);
+  f->opts.hooks = hooks;
+  f->opts.nhooks = 8;
+  assert_ok(hk_session_new(&f->s, &f->opts, &f->st), &f->st);
+  for (int i = 0; i < 6; i++) assert_ok(run_once(f, f->opts.kind, &gs), &f->st); /* logs at 0 and 5 */
+  test_alloc_reset_counts(&f->te->alloc);
+  test_log_clear(&f->te->log);
+  for (int i = 0; i < 50; i++) assert_ok(run_once(f, f->opts.kind, &gs), &f->st);
+  if (test_alloc_count(&f->te->alloc) != 0)
+    fprintf(stderr, "steady-state runs allocated %ld times\n", test_alloc_count(&f->te->alloc));
+  assert_int_equal(test_alloc_count(&f->te->alloc), 0);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "global_step = "), 10);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "global_step = 10, c = 3, loss = 0.25"), 1);
+  assert_true(fd.value == 56.0f);
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  assert_ok(hk_final_ops_hook_values(n[3], &values, &nvalues, &f->st), &f->st);
+  assert_int_equal(nvalues, 2);
+  assert_true(*(const float *)values[0].data == 0.25f);
+  assert_true(*(const float *)values[1].data == -2.0f);
+  hk_session_free(f->s);
+  f->s = NULL;
+  for (int i = 0; i < 4; i++) hk_hook_free(n[i]);
+}
+
 /* ---- 22a: OOM loops ------------------------------------------------------- */
 
 /* One full session first: the Scaffold registers default ops in the graph and
@@ -298,6 +380,7 @@ int main(void) {
       GRAPH(test_alloc__h7_steady_state_run_monitored),
       GRAPH(test_alloc__h7_steady_state_run_singular),
       GRAPH(test_alloc__h7_steady_state_with_checkpoint_hooks),
+      GRAPH(test_alloc__h7_steady_state_with_group_n_hooks),
       FAKE(test_alloc__oom_loop_session_new),
       GRAPH(test_alloc__oom_loop_session_new),
       FAKE(test_alloc__oom_loop_first_run),
