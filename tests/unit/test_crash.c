@@ -1,0 +1,1110 @@
+/*
+ * test_crash — crash consistency of checkpoint saves, proven by exhaustive
+ * power-loss exploration (D4.1–D4.5, D5, D6.2–D6.5, H31, C123; D3.3/D3.6 for
+ * the asynchronous hook's writer thread).
+ *
+ * Each scenario runs once over tests/support/crash_fs, which forwards every
+ * call to a fresh directory and records every operation of every thread in
+ * one order. Then EVERY crash point of that recording is replayed under the
+ * strict power-loss model of crash_fs.h (unsynced data lost, torn, zeroed or
+ * kept; any subset of the directory changes no directory fsync has made
+ * durable yet), and each distinct state is written into a fresh directory
+ * and checked:
+ *
+ *   - no file appears that the run never wrote;
+ *   - files no save may touch (an unmanaged checkpoint, a foreign file: D6.4)
+ *     are there, unchanged;
+ *   - the state file is, byte for byte, the previous one or one the run
+ *     renamed into place, complete; every checkpoint it names exists and
+ *     verifies (D4.4, H31), so hk_latest_checkpoint() returns its
+ *     model_checkpoint_path, with no fallback;
+ *   - hk_latest_checkpoint() returns the previous checkpoint or one the run
+ *     wrote, never nothing or one older than the last save reported done
+ *     (D4.5: "a save that returned is never lost"; the Saver's return, a
+ *     listener's after_save for the hooks), and a Saver restores it
+ *     COMPLETE: every CRC verifies, the recorded global step is the one in
+ *     its name, and every variable holds what was saved at that step;
+ *   - the NEXT save in that directory (a fresh Saver, as after a restart)
+ *     succeeds, leaves no temporary file (D4.1, D4.2 step 1), only names it
+ *     or the crashed run wrote, and a directory whose newest checkpoint is
+ *     the new one, complete, with the same checks.
+ *
+ * Scenario 4 adds D6.5: after a crash between the state file and the
+ * retention deletions, the next save deletes what the crashed one was about
+ * to delete. Where the crash left D6.5 something to do (that window, or a
+ * record of hooked's own the crashed save wrote), every crash point of the
+ * next save is explored too, each followed by one more save that must still
+ * finish the deletions.
+ *
+ * The checker is tested as well: the same scenarios over a crash_fs whose
+ * file fsync (or directory fsync) lies must produce violations, of the
+ * clause the lie breaks.
+ *
+ * Bounds: three small tensors (a data file is about 600 bytes); at most
+ * CRASH_SUBSET_BITS pending directory changes explored as subsets (in-order
+ * prefixes and all-but-one beyond); per-file data outcomes for at most two
+ * unsynced files; every distinct (tree, last acknowledged save) checked
+ * once. The trees live in /dev/shm when it exists ($HOOKED_CRASH_DIR
+ * overrides). Each scenario prints its counts; HOOKED_CRASH_DUMP=1 also
+ * prints every recorded operation.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <hooked/hooked.h>
+#include <hooked/checkpoint.h>
+
+#include "test_env.h"
+#include "tmpdir.h"
+#include "fake_executor.h"
+#include "session_fixture.h"
+#include "crash_fs.h"
+
+#define W_N 64         /* "w" is F32[64]: 256 bytes, the fake executor's limit */
+#define NEXT_STEP 1000 /* the step of the save after a crash */
+#define MAX_MSGS 6     /* violations printed per scenario */
+#define MAX_ALLOWED 64
+#define CK "ck"          /* the checkpoint directory, relative to the scenario's root ... */
+#define CK_MADE "run/ck" /* ... and where the hook must create it and its parent (D4.5) */
+#define ASYNC_STEPS 4    /* steps of the asynchronous scenario, each saved */
+
+/* ---- the model: global_step, v = 5 * step, w a fixed pattern ------------------------- */
+
+typedef struct model_vars {
+  fake_executor *fx;
+  hk_executor *ex;
+  hk_handle gs, train, v, bump, w;
+} model_vars;
+
+static float w_value(size_t i) { return (float)i * 0.25f - 7.5f; }
+
+static void make_executor(test_env *te, model_vars *mv) {
+  static const int64_t dims[1] = {W_N};
+  float w[W_N];
+  for (size_t i = 0; i < W_N; i++) w[i] = w_value(i);
+  mv->fx = fake_training_executor(te, &mv->ex, &mv->gs, &mv->train);
+  /* "v" += 5 per training step, so a checkpoint's contents show its step. */
+  mv->v = fake_executor_add_variable(mv->fx, "v", HK_DTYPE_I64, 0, NULL, HK_VAR_TRAINABLE, NULL);
+  mv->bump = fake_executor_add_op(mv->fx, "bump");
+  fake_executor_op_increments(mv->fx, mv->bump, mv->v, 5);
+  mv->w = fake_executor_add_variable(mv->fx, "w", HK_DTYPE_F32, 1, dims, HK_VAR_TRAINABLE, w);
+}
+
+static size_t var_index(hk_executor *ex, const char *name) {
+  hk_status st = HK_STATUS_INIT;
+  size_t idx = 0;
+  assert_ok(hk_executor_find_variable(ex, name, &idx, &st), &st);
+  return idx;
+}
+
+static void assign(hk_raw_session *rs, hk_executor *ex, const char *name, hk_dtype dt, int32_t rank,
+                   const int64_t *dims, void *data) {
+  hk_status st = HK_STATUS_INIT;
+  hk_tensor t;
+  assert_ok(hk_tensor_init(&t, dt, rank, dims, data, &st), &st);
+  assert_ok(hk_raw_session_assign_variable(rs, var_index(ex, name), &t, &st), &st);
+}
+
+/* What a training program holds at `step`. */
+static void assign_step(hk_raw_session *rs, hk_executor *ex, int64_t step) {
+  static const int64_t dims[1] = {W_N};
+  int64_t gs = step, v = 5 * step;
+  float w[W_N];
+  for (size_t i = 0; i < W_N; i++) w[i] = w_value(i);
+  assign(rs, ex, "global_step", HK_DTYPE_I64, 0, NULL, &gs);
+  assign(rs, ex, "v", HK_DTYPE_I64, 0, NULL, &v);
+  assign(rs, ex, "w", HK_DTYPE_F32, 1, dims, w);
+}
+
+static hk_saver *saver_new(const hk_env *env, hk_executor *ex, int64_t max_to_keep) {
+  hk_saver_options so = HK_SAVER_OPTIONS_INIT;
+  hk_status st = HK_STATUS_INIT;
+  hk_saver *sv = NULL;
+  so.env = env;
+  so.executor = ex;
+  so.max_to_keep = max_to_keep;
+  assert_ok(hk_saver_new(&sv, &so, &st), &st);
+  return sv;
+}
+
+static int64_t step_of(const char *prefix) {
+  const char *dash = strrchr(prefix, '-');
+  return dash ? strtoll(dash + 1, NULL, 10) : -1;
+}
+
+/* A fresh directory for a recording or for the crash states: in memory
+ * (/dev/shm) when there is one, since thousands of small trees are written
+ * and removed and nothing here needs a disk; $HOOKED_CRASH_DIR overrides. */
+static char *fast_tmpdir(const char *tag) {
+  const char *base = getenv("HOOKED_CRASH_DIR");
+  struct stat sb;
+  size_t n;
+  char *path;
+  if (!base || !*base)
+    base = stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode) && access("/dev/shm", W_OK) == 0 ? "/dev/shm" : NULL;
+  if (!base) return test_tmpdir_new(tag);
+  n = strlen(base) + strlen(tag) + 32;
+  path = malloc(n);
+  assert_non_null(path);
+  snprintf(path, n, "%s/hooked-%s-XXXXXX", base, tag);
+  assert_non_null(mkdtemp(path));
+  return path;
+}
+
+/* mkdir -p, directly (the hooks' own is what the scenarios test). */
+static void mkdir_p(const char *path) {
+  char *p = strdup(path);
+  assert_non_null(p);
+  for (char *s = p + 1; *s; s++) {
+    if (*s != '/') continue;
+    *s = '\0';
+    if (!test_path_exists(p)) assert_int_equal(mkdir(p, 0755), 0);
+    *s = '/';
+  }
+  if (!test_path_exists(p)) assert_int_equal(mkdir(p, 0755), 0);
+  free(p);
+}
+
+static double now_secs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- the checker ------------------------------------------------------------------- */
+
+typedef struct expect {
+  const char *ck;          /* the checkpoint directory, relative to the root */
+  int64_t prev;            /* newest checkpoint before the recording; -1: none */
+  int64_t max_to_keep;     /* of the Saver that makes the next save */
+  int64_t next;            /* step of the next save */
+  const char *const *keep; /* files (relative to the root) no save may touch (D6.4) */
+  size_t nkeep;
+  int64_t vanish; /* D6.5: model.ckpt-<vanish> is gone after the next save; -1: unchecked */
+  int nest;       /* explore the crash points of the next save too, where D6.5 has work (nests()) */
+} expect;
+
+typedef struct checker {
+  test_env *te;  /* env of the checks: its fs is replaced per use */
+  model_vars mv; /* an executor with the model's variables, to restore into */
+  char *scratch; /* states are materialized below it */
+  unsigned long seq;
+  long checked;     /* states checked, nested ones included */
+  long nested;      /* of which in a nested exploration */
+  long bad;         /* states with at least one violation */
+  long windows;     /* first-level states in D6.5's window */
+  const char *want; /* count the violations whose message contains this */
+  long want_hits;
+  int nmsgs;
+  char msgs[MAX_MSGS][1536];
+  crash_explore_opts opts, nested_opts;
+} checker;
+
+typedef struct run_ctx {
+  checker *ck;
+  const crash_fs *cf; /* the recording being explored */
+  const expect *ex;
+  int64_t allowed[MAX_ALLOWED];
+  size_t nallowed;
+  int depth;
+  int state_bad; /* the current state already counted as bad */
+  const crash_state *cs;
+} run_ctx;
+
+static void violation(run_ctx *rc, const char *fmt, ...) {
+  checker *ck = rc->ck;
+  va_list ap;
+  char what[768];
+  if (!rc->state_bad) {
+    rc->state_bad = 1;
+    ck->bad++;
+  }
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  if (ck->want && strstr(what, ck->want)) ck->want_hits++;
+  if (ck->nmsgs < MAX_MSGS) {
+    snprintf(ck->msgs[ck->nmsgs++], sizeof ck->msgs[0], "%s%s\n      in: %s", rc->depth ? "" : "[nested] ", what,
+             crash_state_describe(rc->cs));
+  }
+}
+
+static int allowed(const run_ctx *rc, int64_t step) {
+  for (size_t i = 0; i < rc->nallowed; i++)
+    if (rc->allowed[i] == step) return 1;
+  return 0;
+}
+
+/* The steps a crash may restore: the previous one and every one the run wrote. */
+static void collect_allowed(run_ctx *rc) {
+  rc->nallowed = 0;
+  if (rc->ex->prev >= 0) rc->allowed[rc->nallowed++] = rc->ex->prev;
+  for (size_t i = 0; i < crash_fs_nops(rc->cf); i++) {
+    const crash_op *op = crash_fs_op(rc->cf, i);
+    const char *suf = ".safetensors";
+    char pre[128];
+    size_t n;
+    snprintf(pre, sizeof pre, "%s/model.ckpt-", rc->ex->ck);
+    if (op->kind != CRASH_OP_RENAME || strncmp(op->path2, pre, strlen(pre)) != 0) continue;
+    n = strlen(op->path2);
+    if (n < strlen(suf) || strcmp(op->path2 + n - strlen(suf), suf) != 0) continue;
+    if (rc->nallowed < MAX_ALLOWED) rc->allowed[rc->nallowed++] = strtoll(op->path2 + strlen(pre), NULL, 10);
+  }
+}
+
+/* Open, verify every CRC, check the recorded step; then restore through a
+ * fresh Saver and compare every variable with the model at that step.
+ * @return 0, or -1 with the reason in why. */
+static int check_checkpoint(checker *ck, const hk_env *env, const char *prefix, int64_t step, int restore, char *why,
+                            size_t cap) {
+  hk_status st = HK_STATUS_INIT;
+  hk_checkpoint_reader *r = NULL;
+  hk_saver *sv;
+  hk_raw_session *rs = NULL;
+  hk_tensor t;
+  int64_t gs, v;
+  int ok = 0;
+
+  if (hk_checkpoint_reader_open(&r, env, prefix, &st) != HK_OK) {
+    snprintf(why, cap, "does not open: %s", st.message);
+    return -1;
+  }
+  if (hk_checkpoint_reader_verify(r, &st) != HK_OK) {
+    snprintf(why, cap, "does not verify: %s", st.message);
+    hk_checkpoint_reader_free(r);
+    return -1;
+  }
+  if (hk_checkpoint_reader_step(r) != step) {
+    snprintf(why, cap, "records global_step %" PRId64 ", not %" PRId64, hk_checkpoint_reader_step(r), step);
+    hk_checkpoint_reader_free(r);
+    return -1;
+  }
+  hk_checkpoint_reader_free(r);
+  if (!restore) return 0;
+
+  sv = saver_new(env, ck->mv.ex, 5);
+  assert_ok(hk_raw_session_open(&rs, ck->mv.ex, &st), &st);
+  if (hk_saver_restore(sv, rs, prefix, &st) != HK_OK) {
+    snprintf(why, cap, "does not restore: %s", st.message);
+    ok = -1;
+  }
+  if (ok == 0) {
+    assert_ok(hk_raw_session_read_variable(rs, var_index(ck->mv.ex, "global_step"), &t, &st), &st);
+    memcpy(&gs, t.data, sizeof gs);
+    assert_ok(hk_raw_session_read_variable(rs, var_index(ck->mv.ex, "v"), &t, &st), &st);
+    memcpy(&v, t.data, sizeof v);
+    if (gs != step || v != 5 * step) {
+      snprintf(why, cap, "restores global_step %" PRId64 " and v %" PRId64 ", saved were %" PRId64 " and %" PRId64, gs,
+               v, step, 5 * step);
+      ok = -1;
+    }
+  }
+  if (ok == 0) {
+    assert_ok(hk_raw_session_read_variable(rs, var_index(ck->mv.ex, "w"), &t, &st), &st);
+    assert_int_equal(t.nbytes, W_N * sizeof(float));
+    for (size_t i = 0; i < W_N && ok == 0; i++) {
+      float x;
+      memcpy(&x, (const char *)t.data + i * sizeof x, sizeof x);
+      if (x != w_value(i)) {
+        snprintf(why, cap, "restores w[%zu] = %g, saved was %g", i, (double)x, (double)w_value(i));
+        ok = -1;
+      }
+    }
+  }
+  hk_raw_session_free(rs);
+  hk_saver_free(sv);
+  return ok;
+}
+
+/*
+ * The invariants of a directory a crash (or a save) left (D4.4, D4.5, D5).
+ * `must`: the step the newest checkpoint must have (-1: any allowed one).
+ * @return the step restored, -1 when there was nothing to restore.
+ */
+static int64_t check_restorable(run_ctx *rc, const hk_env *env, const char *dir, int64_t acked, int64_t must,
+                                const char *when) {
+  checker *ck = rc->ck;
+  hk_status st = HK_STATUS_INIT;
+  hk_checkpoint_state *cs = NULL;
+  char *latest = NULL;
+  char why[512];
+  int64_t state_step = -1, restored = -1;
+  hk_code code;
+
+  code = hk_get_checkpoint_state(env, dir, NULL, &cs, &st);
+  if (code == HK_OK) {
+    state_step = step_of(hk_checkpoint_state_model_path(cs));
+    for (size_t i = 0; i < hk_checkpoint_state_count(cs); i++) {
+      const char *p = hk_checkpoint_state_path(cs, i);
+      if (check_checkpoint(ck, env, p, step_of(p), 0, why, sizeof why) != 0)
+        violation(rc, "%s: the state file names %s, which %s (D4.4)", when, p, why);
+    }
+    hk_checkpoint_state_free(cs);
+  } else if (code != HK_NOT_FOUND) {
+    violation(rc, "%s: the state file is not the previous or the new one, complete: %s (D4.4)", when, st.message);
+  }
+
+  st = (hk_status)HK_STATUS_INIT;
+  code = hk_latest_checkpoint(env, dir, NULL, &latest, &st);
+  if (code == HK_NOT_FOUND) {
+    if (acked != CRASH_NO_MARK)
+      violation(rc, "%s: nothing to restore, but the save of step %" PRId64 " had returned (D4.5)", when, acked);
+    else if (rc->ex->prev >= 0 || must >= 0)
+      violation(rc, "%s: nothing to restore, but checkpoint %" PRId64 " was there before (D4.4)", when,
+                must >= 0 ? must : rc->ex->prev);
+  } else if (code != HK_OK) {
+    violation(rc, "%s: hk_latest_checkpoint fails: %s (D4.4, D5)", when, st.message);
+  } else {
+    restored = step_of(latest);
+    if (state_step >= 0 && restored != state_step)
+      violation(
+          rc, "%s: hk_latest_checkpoint falls back to %s: the state file's newest, %" PRId64 ", does not verify (D4.4)",
+          when, latest, state_step);
+    if (must >= 0 && restored != must)
+      violation(rc, "%s: the newest checkpoint is %s, not step %" PRId64, when, latest, must);
+    else if (must < 0 && !allowed(rc, restored))
+      violation(rc, "%s: restores %s, neither the previous checkpoint nor one the run wrote (D4.4)", when, latest);
+    if (acked != CRASH_NO_MARK && restored < acked)
+      violation(rc, "%s: restores %s, older than the save of step %" PRId64 " that had returned (D4.5)", when, latest,
+                acked);
+    if (check_checkpoint(ck, env, latest, restored, 1, why, sizeof why) != 0)
+      violation(rc, "%s: the checkpoint to restore, %s, %s (H31, D4.4)", when, latest, why);
+    hk_env_free(env, latest);
+  }
+  return restored;
+}
+
+/* D4.4, byte for byte: the state file a crash left is the one the
+ * recording started with, or one the run renamed into place, complete. */
+static void check_state_file_whole(run_ctx *rc, const crash_state *cs) {
+  char name[128];
+  const unsigned char *data = NULL, *init;
+  size_t len = 0, init_len = 0;
+  int found = 0, match = 0;
+  snprintf(name, sizeof name, "%s/checkpoint", rc->ex->ck);
+  for (size_t i = 0; i < crash_state_count(cs) && !found; i++) {
+    const unsigned char *d = NULL;
+    size_t n = 0;
+    if (strcmp(crash_state_entry(cs, i, NULL, &d, &n), name) == 0) {
+      found = 1;
+      data = d;
+      len = n;
+    }
+  }
+  if (!found) return; /* its absence is judged by check_restorable() */
+  init = crash_fs_initial(rc->cf, name, &init_len);
+  if (init && init_len == len && (len == 0 || memcmp(init, data, len) == 0)) match = 1;
+  for (size_t i = 0; i < crash_fs_nops(rc->cf) && !match; i++) {
+    const crash_op *op = crash_fs_op(rc->cf, i);
+    if (op->kind == CRASH_OP_RENAME && strcmp(op->path2, name) == 0) {
+      size_t n = 0;
+      unsigned char *whole = crash_fs_content_at(rc->cf, i, &n);
+      match = whole && n == len && (len == 0 || memcmp(whole, data, len) == 0);
+      free(whole);
+    }
+  }
+  if (!match)
+    violation(rc,
+              "after the crash: the state file (%zu bytes) is neither the previous one nor a new one, complete (D4.4)",
+              len);
+}
+
+static int tree_has(const crash_state *cs, const char *rel) {
+  for (size_t i = 0; i < crash_state_count(cs); i++)
+    if (strcmp(crash_state_entry(cs, i, NULL, NULL, NULL), rel) == 0) return 1;
+  return 0;
+}
+
+/* D6.5's window: the state file durable without model.ckpt-<vanish>, whose data file is still there. */
+static int in_d6_5_window(const run_ctx *rc, const crash_state *cs) {
+  char name[128], quoted[80], state_name[128];
+  const unsigned char *data = NULL;
+  size_t len = 0;
+  int state = 0;
+  if (rc->ex->vanish < 0) return 0;
+  snprintf(name, sizeof name, "%s/model.ckpt-%" PRId64 ".safetensors", rc->ex->ck, rc->ex->vanish);
+  snprintf(state_name, sizeof state_name, "%s/checkpoint", rc->ex->ck);
+  snprintf(quoted, sizeof quoted, "\"model.ckpt-%" PRId64 "\"", rc->ex->vanish);
+  if (!tree_has(cs, name)) return 0;
+  for (size_t i = 0; i < crash_state_count(cs); i++) {
+    const char *p = crash_state_entry(cs, i, NULL, &data, &len);
+    if (strcmp(p, state_name) == 0) {
+      char *text = malloc(len + 1);
+      assert_non_null(text);
+      memcpy(text, data, len);
+      text[len] = '\0';
+      state = strstr(text, quoted) == NULL && strstr(text, "model_checkpoint_path") != NULL;
+      free(text);
+    }
+  }
+  return state;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* A file the crashed save wrote that is none of the files D4 names (data
+ * file, graph description, state file, their temporaries, the event file):
+ * D6.5's record of pending deletions, whatever its name. */
+static int has_own_record(const run_ctx *rc, const crash_state *cs) {
+  for (size_t i = 0; i < crash_state_count(cs); i++) {
+    int is_dir;
+    const char *p = crash_state_entry(cs, i, &is_dir, NULL, NULL);
+    const char *base = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+    if (is_dir || crash_fs_initial(rc->cf, p, &(size_t){0}) != NULL) continue;
+    if (strstr(base, ".tmp-") || ends_with(base, ".safetensors") || ends_with(base, ".graph.txt") ||
+        strcmp(base, "checkpoint") == 0 || strcmp(base, "graph.txt") == 0 || strncmp(base, "events.", 7) == 0)
+      continue;
+    return 1;
+  }
+  return 0;
+}
+
+/* Where the next save's own crash points are explored too: D6.5's window,
+ * and wherever the crashed save left a record of pending deletions. */
+static int nests(const run_ctx *rc, const crash_state *cs) { return in_d6_5_window(rc, cs) || has_own_record(rc, cs); }
+
+static void check_keep(run_ctx *rc, const char *root, const char *when) {
+  for (size_t i = 0; i < rc->ex->nkeep; i++) {
+    size_t want_len = 0, got_len = 0;
+    const unsigned char *want = crash_fs_initial(rc->cf, rc->ex->keep[i], &want_len);
+    char *p = test_path(root, rc->ex->keep[i]);
+    char *got = test_read_file(p, &got_len);
+    if (!want) {
+      /* the state this recording started from had already lost it: reported there */
+      free(p);
+      free(got);
+      continue;
+    }
+    if (!got)
+      violation(rc, "%s: %s, which no save may touch, is gone (D6.4)", when, rc->ex->keep[i]);
+    else if (got_len != want_len || (want_len && memcmp(got, want, want_len) != 0))
+      violation(rc, "%s: %s, which no save may touch, changed (D6.4)", when, rc->ex->keep[i]);
+    free(got);
+    free(p);
+  }
+}
+
+/* Names created by the operations of a recording (not its initial tree). */
+static int created_by(const crash_fs *cf, const char *rel) {
+  for (size_t i = 0; i < crash_fs_nops(cf); i++) {
+    const crash_op *op = crash_fs_op(cf, i);
+    if ((op->kind == CRASH_OP_CREATE || op->kind == CRASH_OP_MKDIR) && strcmp(op->path, rel) == 0) return 1;
+    if (op->kind == CRASH_OP_RENAME && strcmp(op->path2, rel) == 0) return 1;
+  }
+  return 0;
+}
+
+typedef struct walk_ctx {
+  run_ctx *rc;
+  const crash_fs *next;
+  const char *when;
+} walk_ctx;
+
+static void walk_names(walk_ctx *w, const char *abs, const char *rel) {
+  DIR *d = opendir(abs);
+  assert_non_null(d);
+  for (struct dirent *e = readdir(d); e; e = readdir(d)) {
+    char *a, *r;
+    struct stat sb;
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    a = test_path(abs, e->d_name);
+    r = *rel ? test_path(rel, e->d_name) : strdup(e->d_name);
+    assert_non_null(r);
+    if (!crash_fs_known_name(w->rc->cf, r) && !(w->next && created_by(w->next, r)))
+      violation(w->rc, "%s: %s appeared, a file no save wrote", w->when, r);
+    if (strstr(e->d_name, ".tmp-") && w->next)
+      violation(w->rc, "%s: the temporary file %s is left over (D4.1, D4.2 step 1)", w->when, r);
+    if (lstat(a, &sb) == 0 && S_ISDIR(sb.st_mode)) walk_names(w, a, r);
+    free(a);
+    free(r);
+  }
+  closedir(d);
+}
+
+static int visit(void *user, const crash_state *cs);
+
+static void explore(checker *ck, const crash_fs *cf, const expect *ex, int depth, const crash_explore_opts *opts,
+                    crash_explore_stats *stats) {
+  run_ctx rc;
+  memset(&rc, 0, sizeof rc);
+  rc.ck = ck;
+  rc.cf = cf;
+  rc.ex = ex;
+  rc.depth = depth;
+  collect_allowed(&rc);
+  crash_fs_explore(cf, opts, visit, &rc, stats);
+}
+
+/* Check one crash state (see the file comment). */
+static int visit(void *user, const crash_state *cs) {
+  run_ctx *rc = user;
+  checker *ck = rc->ck;
+  hk_env posix = ck->te->env, next_env = ck->te->env;
+  hk_status st = HK_STATUS_INIT;
+  char name[64];
+  char *root, *dir, *save_path;
+  crash_fs *next;
+  hk_saver *sv;
+  hk_raw_session *rs = NULL;
+  int64_t acked = crash_state_mark(cs), restored;
+  hk_code code;
+  walk_ctx w;
+
+  rc->cs = cs;
+  rc->state_bad = 0;
+  ck->checked++;
+  if (rc->depth == 0) ck->nested++;
+  test_log_clear(&ck->te->log);
+  posix.fs = NULL;
+  posix.fs_user = NULL;
+  snprintf(name, sizeof name, "s%lu", ck->seq++);
+  root = test_path(ck->scratch, name);
+  assert_int_equal(mkdir(root, 0755), 0);
+  crash_state_materialize(cs, root);
+  dir = test_path(root, rc->ex->ck);
+  save_path = test_path(dir, "model.ckpt");
+
+  if (rc->depth > 0 && in_d6_5_window(rc, cs)) ck->windows++;
+  /* What the crash left. */
+  w.rc = rc;
+  w.next = NULL;
+  w.when = "after the crash";
+  walk_names(&w, root, "");
+  check_keep(rc, root, "after the crash");
+  check_state_file_whole(rc, cs);
+  restored = check_restorable(rc, &posix, dir, acked, -1, "after the crash");
+
+  /* The next save: a fresh Saver, as a restarted program has. A hook would
+   * create a missing checkpoint directory first (C92); so does the test. */
+  mkdir_p(dir);
+  next = crash_fs_new(root);
+  crash_fs_bind(next, &next_env);
+  sv = saver_new(&next_env, ck->mv.ex, rc->ex->max_to_keep);
+  assert_ok(hk_raw_session_open(&rs, ck->mv.ex, &st), &st);
+  assign_step(rs, ck->mv.ex, rc->ex->next);
+  code = hk_saver_save(sv, rs, save_path, rc->ex->next, HK_SAVE_DEFAULT, NULL, &st);
+  hk_raw_session_free(rs);
+  hk_saver_free(sv);
+  if (code != HK_OK) {
+    violation(rc, "the next save fails: %s", st.message);
+  } else {
+    char msg[512];
+    crash_fs_mark(next, rc->ex->next);
+    assert_int_equal(crash_fs_unmodeled(next), 0);
+    if (crash_fs_check_model(next, msg, sizeof msg) != 0) fail_msg("crash_fs lost track of the next save: %s", msg);
+    w.next = next;
+    w.when = "after the next save";
+    walk_names(&w, root, "");
+    check_keep(rc, root, "after the next save");
+    check_restorable(rc, &posix, dir, rc->ex->next, rc->ex->next, "after the next save");
+    for (int k = 0; rc->ex->vanish >= 0 && k < 2; k++) {
+      char *p;
+      snprintf(name, sizeof name, "model.ckpt-%" PRId64 "%s", rc->ex->vanish, k == 0 ? ".safetensors" : ".graph.txt");
+      p = test_path(dir, name);
+      if (test_path_exists(p))
+        violation(rc,
+                  "after the next save: %s is still there; retention was about to delete it when the crash "
+                  "came, and the next save must finish that (D6.5, H31)",
+                  name);
+      free(p);
+    }
+    /* D6.5's recovery save is crash-tested too: every crash point of it. */
+    if (rc->depth > 0 && rc->ex->nest && nests(rc, cs)) {
+      expect nested = *rc->ex;
+      nested.prev = restored;
+      nested.next = rc->ex->next + 1;
+      nested.nest = 0;
+      explore(ck, next, &nested, rc->depth - 1, &ck->nested_opts, NULL);
+    }
+  }
+  assert_int_equal(crash_fs_open_handles(next), 0);
+  crash_fs_free(next);
+  assert_int_equal(test_tmpdir_remove(root), 0);
+  free(save_path);
+  free(dir);
+  free(root);
+  return 0;
+}
+
+static checker *checker_new(void) {
+  checker *ck = calloc(1, sizeof *ck);
+  assert_non_null(ck);
+  ck->te = test_env_new();
+  make_executor(ck->te, &ck->mv);
+  ck->scratch = fast_tmpdir("crash-states");
+  /* The next saves' own crash points: every subset of directory changes,
+   * but only the lost and the complete outcome of unsynced data (their
+   * torn and zeroed files are temporaries, as in the first run). */
+  ck->nested_opts.no_data_modes = 1;
+  return ck;
+}
+
+static void checker_free(checker *ck) {
+  test_tmpdir_free(ck->scratch);
+  fake_executor_free(ck->mv.fx);
+  assert_int_equal(test_env_release(ck->te), 0);
+  free(ck);
+}
+
+static void print_msgs(const checker *ck) {
+  for (int i = 0; i < ck->nmsgs; i++) printf("  violation: %s\n", ck->msgs[i]);
+  if (ck->bad > ck->nmsgs) printf("  ... %ld violating states in all\n", ck->bad);
+}
+
+/* ---- scenarios ------------------------------------------------------------------------ */
+
+typedef enum scenario {
+  S_SAVER_FIRST,    /* (1) a first save, Saver, into an empty directory */
+  S_HOOK_FIRST,     /* (1) a first save, CheckpointSaverHook, into an empty directory */
+  S_HOOK_MKDIR,     /* (1) the same, into a directory the hook creates (D4.5) */
+  S_RETENTION,      /* (2) max_to_keep 2: the third save deletes the first */
+  S_ASYNC,          /* (3) AsyncCheckpointSaverHook, retention on its writer thread */
+  S_PENDING_DELETES /* (4) D6.5 */
+} scenario;
+
+static const char *const scenario_names[] = {
+    "1 first save, Saver",         "1 first save, CheckpointSaverHook", "1 first save, directory made by the hook",
+    "2 retention (max_to_keep 2)", "3 AsyncCheckpointSaverHook",        "4 pending deletions (D6.5)",
+};
+
+static const char *const keep_files[] = {CK "/best.safetensors", CK "/notes.txt"};
+
+typedef struct result {
+  crash_explore_stats stats;
+  long checked, nested, bad, windows, want_hits;
+  double secs;
+} result;
+
+static hk_code run_steps(hk_session *s, const model_vars *mv, int n, hk_status *st) {
+  hk_handle targets[2];
+  hk_run_args args;
+  targets[0] = mv->train;
+  targets[1] = mv->bump;
+  memset(&args, 0, sizeof args);
+  args.targets = targets;
+  args.ntargets = 2;
+  for (int i = 0; i < n; i++) {
+    hk_code rc = hk_session_run(s, &args, NULL, NULL, st);
+    if (rc != HK_OK) return rc;
+  }
+  return HK_OK;
+}
+
+/* A listener whose after_save marks the recording: the hook reported the
+ * save of `step` done (for the asynchronous hook, D3.4: the writer finished
+ * and the training thread processed it). */
+static hk_code mark_after_save(void *user, hk_raw_session *rs, int64_t step, int *stop, hk_status *st) {
+  (void)rs;
+  (void)stop;
+  (void)st;
+  crash_fs_mark(user, step);
+  return HK_OK;
+}
+
+static const hk_checkpoint_listener_vtable marker_vtable = {
+    HK_CHECKPOINT_LISTENER_VTABLE_VERSION, NULL, NULL, mark_after_save, NULL,
+};
+
+static int64_t last_mark(const crash_fs *cf) {
+  int64_t m = CRASH_NO_MARK;
+  for (size_t i = 0; i < crash_fs_nops(cf); i++)
+    if (crash_fs_op(cf, i)->kind == CRASH_OP_MARK) m = crash_fs_op(cf, i)->mark;
+  return m;
+}
+
+typedef struct run_opts {
+  int lie_sync, lie_sync_dir; /* crash_fs_lie() */
+  int append_only;            /* crash_fs_append_only(): no write_at */
+  int quiet;                  /* do not print the violations */
+  const char *want;           /* count the violations whose message contains it */
+} run_opts;
+
+/* Record the scenario, then explore every crash point of it. */
+static result run_scenario(scenario sc, run_opts ro) {
+  test_env *te = test_env_new();
+  hk_env plain;
+  model_vars mv;
+  checker *ck = checker_new();
+  char *root = fast_tmpdir("crash");
+  const char *ck_rel = sc == S_HOOK_MKDIR ? CK_MADE : CK;
+  char *dir = test_path(root, ck_rel);
+  char *save_path = test_path(dir, "model.ckpt");
+  crash_fs *cf = NULL;
+  hk_status st = HK_STATUS_INIT;
+  hk_raw_session *rs = NULL;
+  hk_saver *sv = NULL;
+  expect ex;
+  result res;
+  char msg[512];
+  double t0 = now_secs();
+
+  memset(&ex, 0, sizeof ex);
+  memset(&res, 0, sizeof res);
+  ck->want = ro.want;
+  ex.ck = ck_rel;
+  ex.prev = -1;
+  ex.max_to_keep = 5;
+  ex.next = NEXT_STEP;
+  ex.vanish = -1;
+  plain = te->env;
+  plain.fs = NULL;
+  plain.fs_user = NULL;
+  if (sc != S_HOOK_MKDIR) assert_int_equal(mkdir(dir, 0755), 0);
+
+  if (sc == S_RETENTION || sc == S_PENDING_DELETES) {
+    /* Before the recording: checkpoints 1 and 2 (managed, max_to_keep 2), an
+     * unmanaged checkpoint and a foreign file, none of which retention may
+     * touch but checkpoint 1 (D6.4). */
+    make_executor(te, &mv);
+    sv = saver_new(&plain, mv.ex, 2);
+    assert_ok(hk_raw_session_open(&rs, mv.ex, &st), &st);
+    for (int64_t step = 1; step <= 2; step++) {
+      assign_step(rs, mv.ex, step);
+      assert_ok(hk_saver_save(sv, rs, save_path, step, HK_SAVE_META, NULL, &st), &st);
+    }
+    {
+      char *best = test_path(dir, "best");
+      assign_step(rs, mv.ex, 2);
+      assert_ok(hk_saver_save(sv, rs, best, HK_UNSET_STEPS, HK_SAVE_NO_STATE, NULL, &st), &st);
+      free(best);
+    }
+    {
+      char *notes = test_path(dir, "notes.txt");
+      assert_int_equal(test_write_file(notes, "not a checkpoint\n", 17), 0);
+      free(notes);
+    }
+    hk_saver_free(sv);
+    ex.prev = 2;
+    ex.max_to_keep = 2;
+    ex.keep = keep_files;
+    ex.nkeep = 2;
+    if (sc == S_PENDING_DELETES) {
+      ex.vanish = 1;
+      ex.nest = 1;
+    }
+    cf = crash_fs_new(root);
+    crash_fs_lie(cf, ro.lie_sync, ro.lie_sync_dir);
+    crash_fs_append_only(cf, ro.append_only);
+    crash_fs_bind(cf, &te->env);
+    /* A restarted program: a fresh Saver, which recovers [1, 2] (D6.1). */
+    sv = saver_new(&te->env, mv.ex, 2);
+    assign_step(rs, mv.ex, 3);
+    assert_ok(hk_saver_save(sv, rs, save_path, 3, HK_SAVE_META, NULL, &st), &st);
+    crash_fs_mark(cf, 3);
+    hk_saver_free(sv);
+    hk_raw_session_free(rs);
+  } else {
+    cf = crash_fs_new(root);
+    crash_fs_lie(cf, ro.lie_sync, ro.lie_sync_dir);
+    crash_fs_append_only(cf, ro.append_only);
+    crash_fs_bind(cf, &te->env);
+    make_executor(te, &mv); /* after the bind: the executor's env (the Scaffold's Saver) records too */
+    if (sc == S_SAVER_FIRST) {
+      sv = saver_new(&te->env, mv.ex, 5);
+      assert_ok(hk_raw_session_open(&rs, mv.ex, &st), &st);
+      assign_step(rs, mv.ex, 1);
+      assert_ok(hk_saver_save(sv, rs, save_path, 1, HK_SAVE_DEFAULT, NULL, &st), &st);
+      crash_fs_mark(cf, 1);
+      hk_raw_session_free(rs);
+      hk_saver_free(sv);
+    } else {
+      hk_checkpoint_saver_options o;
+      hk_hook *hook = NULL;
+      hk_session *s = NULL;
+      hk_checkpoint_listener marker;
+      marker.vtable = &marker_vtable;
+      marker.user = cf;
+      marker.name = "crash marker";
+      hk_checkpoint_saver_options_init(&o, HK_CHECKPOINT_SAVER_OPTIONS_VERSION);
+      o.env = &te->env;
+      o.checkpoint_dir = dir;
+      o.listeners = &marker;
+      o.nlisteners = 1;
+      if (sc == S_ASYNC) {
+        /* Every step saves, waiting for the write in flight (D3.3), so each
+         * save but the last goes through the writer thread, retention
+         * (max_to_keep 2) included. */
+        sv = saver_new(&te->env, mv.ex, 2);
+        o.saver = sv;
+        o.save_steps = 1;
+        o.block_when_busy = 1;
+        ex.max_to_keep = 2;
+        assert_ok(hk_async_checkpoint_saver_hook_new(&hook, &o, &st), &st);
+      } else {
+        o.save_steps = 1000; /* only the save at creation (C94) */
+        assert_ok(hk_checkpoint_saver_hook_new(&hook, &o, &st), &st);
+      }
+      assert_ok(one_hook_session_new(&s, &te->env, HK_SESSION_MONITORED, mv.ex, &hook, NULL, &st), &st);
+      if (sc == S_ASYNC) assert_ok(run_steps(s, &mv, ASYNC_STEPS, &st), &st);
+      assert_ok(hk_session_close(s, HK_OK, &st), &st);
+      hk_session_free(s);
+      hk_hook_free(hook);
+      hk_saver_free(sv);
+      /* The listener marked every save the hook reported: the one at
+       * creation, and for the asynchronous hook each step's, up to the last. */
+      assert_int_equal(last_mark(cf), sc == S_ASYNC ? ASYNC_STEPS : 0);
+    }
+  }
+  /* The recording covers everything the run did. */
+  assert_int_equal(crash_fs_open_handles(cf), 0);
+  assert_int_equal(crash_fs_unmodeled(cf), 0);
+  if (crash_fs_check_model(cf, msg, sizeof msg) != 0) fail_msg("crash_fs lost track of the run: %s", msg);
+
+  if (getenv("HOOKED_CRASH_DUMP")) {
+    char line[512];
+    for (size_t i = 0; i < crash_fs_nops(cf); i++) printf("    %s\n", crash_fs_op_describe(cf, i, line, sizeof line));
+  }
+  explore(ck, cf, &ex, 1, &ck->opts, &res.stats);
+  res.checked = ck->checked;
+  res.nested = ck->nested;
+  res.bad = ck->bad;
+  res.windows = ck->windows;
+  res.want_hits = ck->want_hits;
+  res.secs = now_secs() - t0;
+  printf("[ crash    ] scenario %s%s%s: %zu operations, %zu crash points, %zu crash states, %zu distinct checked",
+         scenario_names[sc], ro.append_only ? " [appends only]" : "",
+         ro.lie_sync       ? " [lying fsync]"
+         : ro.lie_sync_dir ? " [lying directory fsync]"
+                           : "",
+         crash_fs_nops(cf), res.stats.points, res.stats.variants, res.stats.distinct);
+  if (res.nested) printf(" + %ld in the next saves", res.nested);
+  if (ex.vanish >= 0) printf(" (%ld in D6.5's window)", ck->windows);
+  printf(", %ld violating, %.2f s\n", res.bad, res.secs);
+  if (!ro.quiet) print_msgs(ck);
+  fflush(stdout);
+
+  crash_fs_free(cf);
+  fake_executor_free(mv.fx);
+  test_tmpdir_free(root);
+  free(dir);
+  free(save_path);
+  checker_free(ck);
+  assert_int_equal(test_env_release(te), 0);
+  return res;
+}
+
+/* ---- tests ------------------------------------------------------------------------------ */
+
+/* (1) A first save with the Saver into an empty directory: every crash
+ * leaves nothing or checkpoint 1, complete (D4.1, D4.4, D4.5). */
+static void test_crash__first_save_saver_D4_4(void **state) {
+  result r = run_scenario(S_SAVER_FIRST, (run_opts){0});
+  (void)state;
+  assert_true(r.stats.points >= 14);
+  assert_true(r.stats.distinct >= 15);
+  assert_int_equal(r.bad, 0);
+  /* Over a file system without write_at, every file is appended. */
+  r = run_scenario(S_SAVER_FIRST, (run_opts){.append_only = 1});
+  assert_true(r.stats.points >= 14);
+  assert_true(r.stats.distinct >= 15);
+  assert_int_equal(r.bad, 0);
+}
+
+/* (1) The same through CheckpointSaverHook: its save at creation (C94), the
+ * graph description and the event file (D4.1, D4.4, H26). */
+static void test_crash__first_save_hook_D4_4(void **state) {
+  result r = run_scenario(S_HOOK_FIRST, (run_opts){0});
+  (void)state;
+  assert_true(r.stats.points >= 20);
+  assert_true(r.stats.distinct >= 30);
+  assert_int_equal(r.bad, 0);
+}
+
+/* (1) With a checkpoint directory the hook creates: D4.5 requires its
+ * parent to be fsynced before the save at creation is reported. */
+static void test_crash__hook_created_directory_is_durable_D4_5(void **state) {
+  result r = run_scenario(S_HOOK_MKDIR, (run_opts){0});
+  (void)state;
+  assert_true(r.stats.points >= 20);
+  assert_int_equal(r.bad, 0);
+}
+
+/* (2) Retention: the third save (max_to_keep 2) deletes the first, only
+ * after the state file without it is durable (D4.2, D6.2), and never
+ * touches an unmanaged checkpoint or a foreign file (D6.4). */
+static void test_crash__retention_deletes_after_state_D4_2_D6_2(void **state) {
+  result r = run_scenario(S_RETENTION, (run_opts){0});
+  (void)state;
+  assert_true(r.stats.points >= 18);
+  assert_true(r.stats.distinct >= 20);
+  assert_int_equal(r.bad, 0);
+}
+
+/* (3) AsyncCheckpointSaverHook: saves at creation and at every step written
+ * by its writer thread, retention there too; operations of both threads in
+ * one order (D3.6, D4, D6). */
+static void test_crash__async_hook_D3_6_D4_4(void **state) {
+  result r = run_scenario(S_ASYNC, (run_opts){0});
+  (void)state;
+  assert_true(r.stats.points >= 30);
+  assert_true(r.stats.distinct >= 60);
+  assert_int_equal(r.bad, 0);
+}
+
+/* (4) D6.5: a crash after the state file that drops checkpoint 1 and before
+ * its deletion; the next save of a fresh Saver deletes it. Every crash point
+ * of that next save is explored as well, and after each the save after it
+ * must still finish the deletion. */
+static void test_crash__pending_deletions_finished_D6_5(void **state) {
+  result r = run_scenario(S_PENDING_DELETES, (run_opts){0});
+  (void)state;
+  assert_true(r.stats.points >= 18);
+  assert_true(r.windows >= 1);
+  assert_true(r.nested >= 20);
+  assert_int_equal(r.bad, 0);
+}
+
+/* The checker can fail: over a file system whose file fsync lies (OK,
+ * nothing durable), states appear where a data file or the state file
+ * renamed into place has lost its bytes, and the checker reports them
+ * (D4.1, D4.4). */
+static void test_crash__lying_file_fsync_is_caught(void **state) {
+  result r;
+  (void)state;
+  r = run_scenario(S_SAVER_FIRST, (run_opts){.lie_sync = 1, .quiet = 1, .want = "(D4.4"});
+  assert_true(r.bad > 0);
+  assert_true(r.want_hits > 0);
+  r = run_scenario(S_RETENTION, (run_opts){.lie_sync = 1, .quiet = 1, .want = "(D4.4"});
+  assert_true(r.bad > 0);
+  assert_true(r.want_hits > 0);
+}
+
+/* ... and over one whose directory fsync lies: a state file renamed into
+ * place without the data file it names (D4.4), an acknowledged save lost
+ * (D4.5). */
+static void test_crash__lying_directory_fsync_is_caught(void **state) {
+  result r;
+  (void)state;
+  r = run_scenario(S_SAVER_FIRST, (run_opts){.lie_sync_dir = 1, .quiet = 1, .want = "(D4.5)"});
+  assert_true(r.bad > 0);
+  assert_true(r.want_hits > 0);
+  r = run_scenario(S_RETENTION, (run_opts){.lie_sync_dir = 1, .quiet = 1, .want = "which does not open"});
+  assert_true(r.bad > 0);
+  assert_true(r.want_hits > 0);
+}
+
+/* ---- the model itself ------------------------------------------------------------- */
+
+#define MODEL_MAX_TREES 64
+
+typedef struct trees {
+  char text[MODEL_MAX_TREES][96]; /* "name=content;" per entry, '0' for a zero byte */
+  int64_t mark[MODEL_MAX_TREES];
+  int n;
+} trees;
+
+static int collect_tree(void *user, const crash_state *cs) {
+  trees *t = user;
+  char *out;
+  assert_true(t->n < MODEL_MAX_TREES);
+  out = t->text[t->n];
+  out[0] = '\0';
+  for (size_t i = 0; i < crash_state_count(cs); i++) {
+    const unsigned char *d;
+    size_t len, at = strlen(out);
+    const char *p = crash_state_entry(cs, i, NULL, &d, &len);
+    at += (size_t)snprintf(out + at, 96 - at, "%s=", p);
+    for (size_t k = 0; k < len && at + 2 < 96; k++) out[at++] = d[k] ? (char)d[k] : '0';
+    out[at] = '\0';
+    strncat(out, ";", 95 - strlen(out));
+  }
+  t->mark[t->n++] = crash_state_mark(cs);
+  return 0;
+}
+
+static int trees_have(const trees *t, const char *text) {
+  for (int i = 0; i < t->n; i++)
+    if (strcmp(t->text[i], text) == 0) return 1;
+  return 0;
+}
+
+/* create a, write 12 bytes, fsync, close, rename a -> b, fsync the
+ * directory, mark 1: the states crash_fs.h promises, and only those. */
+static void record_rename(trees *t, int lie_sync) {
+  char *root = fast_tmpdir("crash-model");
+  char *a = test_path(root, "a"), *b = test_path(root, "b");
+  crash_fs *cf = crash_fs_new(root);
+  const hk_fs_vtable *vt = crash_fs_vtable();
+  hk_status st = HK_STATUS_INIT;
+  hk_fs_file *f = NULL;
+  size_t n = 0;
+  char msg[256];
+  crash_fs_lie(cf, lie_sync, 0);
+  assert_ok(vt->create_excl(cf, a, &f, &st), &st);
+  assert_ok(vt->write(cf, f, "hello world!", 12, &n, &st), &st);
+  assert_int_equal(n, 12);
+  assert_ok(vt->sync(cf, f, &st), &st);
+  assert_ok(vt->close(cf, f, &st), &st);
+  assert_ok(vt->rename(cf, a, b, &st), &st);
+  assert_ok(vt->sync_dir(cf, root, &st), &st);
+  crash_fs_mark(cf, 1);
+  assert_int_equal(crash_fs_nops(cf), 7);
+  assert_int_equal(crash_fs_check_model(cf, msg, sizeof msg), 0);
+  memset(t, 0, sizeof *t);
+  crash_fs_explore(cf, NULL, collect_tree, t, NULL);
+  crash_fs_free(cf);
+  free(a);
+  free(b);
+  test_tmpdir_free(root);
+}
+
+static void test_crash__model_outcomes_of_a_rename(void **state) {
+  trees t;
+  int after_mark = 0;
+  (void)state;
+  record_rename(&t, 0);
+  /* Before the directory fsync: no name, or a, or b (each change alone) ... */
+  assert_true(trees_have(&t, ""));
+  /* ... and a's unsynced bytes lost, torn (half), zeroed or all there. */
+  assert_true(trees_have(&t, "a=;"));
+  assert_true(trees_have(&t, "a=hello ;"));
+  assert_true(trees_have(&t, "a=000000000000;"));
+  assert_true(trees_have(&t, "a=hello world!;"));
+  /* After the fsync b has its bytes in every outcome: b is never torn. */
+  assert_true(trees_have(&t, "b=hello world!;"));
+  assert_false(trees_have(&t, "b=;"));
+  assert_false(trees_have(&t, "b=hello ;"));
+  for (int i = 0; i < t.n; i++) {
+    assert_null(strstr(t.text[i], "a=hello world!;b=")); /* one inode, one name */
+    if (t.mark[i] == 1) {
+      /* Once the directory fsync returned, the one state left is b, whole. */
+      assert_string_equal(t.text[i], "b=hello world!;");
+      after_mark++;
+    }
+  }
+  assert_int_equal(after_mark, 1);
+  assert_int_equal(t.n, 7);
+
+  /* With a lying fsync, b can be empty even after everything returned. */
+  record_rename(&t, 1);
+  assert_true(trees_have(&t, "b=;"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_crash__model_outcomes_of_a_rename),
+      cmocka_unit_test(test_crash__first_save_saver_D4_4),
+      cmocka_unit_test(test_crash__first_save_hook_D4_4),
+      cmocka_unit_test(test_crash__hook_created_directory_is_durable_D4_5),
+      cmocka_unit_test(test_crash__retention_deletes_after_state_D4_2_D6_2),
+      cmocka_unit_test(test_crash__async_hook_D3_6_D4_4),
+      cmocka_unit_test(test_crash__pending_deletions_finished_D6_5),
+      cmocka_unit_test(test_crash__lying_file_fsync_is_caught),
+      cmocka_unit_test(test_crash__lying_directory_fsync_is_caught),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
