@@ -9,6 +9,7 @@
  */
 #include "internal.h"
 #include "ckpt/ckpt.h"
+#include "events/events.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -212,6 +213,13 @@ static hk_code session_event_writer(hk_session *s, const hk_env *env, const char
   s->nevw++;
   *out = w;
   return HK_OK;
+}
+
+hk_code hk__session_event_writer(hk_session *s, const hk_env *env, const char *dir, hk__event_writer **out,
+                                 hk_status *st) {
+  *out = NULL;
+  if (s->closed) return hk_status_set(st, HK_FAILED_PRECONDITION, CLOSED_MESSAGE);
+  return session_event_writer(s, env ? env : &s->env, dir, out, st);
 }
 
 hk_code hk__hook_event_writer(hk_hook *hook, const char *dir, hk__event_writer **out, int *caller_owns, hk_status *st) {

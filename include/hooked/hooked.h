@@ -18,6 +18,7 @@
 #include "hooked/sys/fs.h"
 #include "hooked/checkpoint.h"
 #include "hooked/hooks.h"
+#include "hooked/summary.h"
 #include "hooked/loop.h"
 
 #endif /* HOOKED_HOOKED_H */
