@@ -10,6 +10,8 @@
 #ifndef HOOKED_HOOKS_H
 #define HOOKED_HOOKS_H
 
+#include <stdio.h>
+
 #include "hooked/common.h"
 #include "hooked/sys/hook.h"
 #include "hooked/checkpoint.h"
@@ -53,6 +55,103 @@ typedef struct hk_stop_at_step_options {
  */
 HK_API hk_code hk_stop_at_step_hook_new(hk_hook **out, const hk_stop_at_step_options *opts,
                                         hk_status *status);
+
+/* ---- ProgressHook: a progress display --------------------------------- */
+/** Where and how a ProgressHook draws. */
+typedef enum hk_progress_mode {
+  /** TERMINAL when the stream's file descriptor is a terminal (isatty),
+   *  PLAIN otherwise (a pipe, a file, a CI log). */
+  HK_PROGRESS_AUTO = 0,
+  /** One line redrawn in place: "\r", the text, "\033[K" (erase to the end
+   *  of the line), cut to the terminal's width; the final line ends with
+   *  "\n". */
+  HK_PROGRESS_TERMINAL = 1,
+  /** One line ending with "\n" per redraw, so a log stays readable. */
+  HK_PROGRESS_PLAIN = 2
+} hk_progress_mode;
+
+#define HK_PROGRESS_OPTIONS_VERSION 1
+typedef struct hk_progress_options {
+  uint32_t version;      /**< HK_PROGRESS_OPTIONS_VERSION */
+  const hk_env *env;     /**< NULL: the session's (its monotonic clock paces redraws and measures rates) */
+  /** Where to draw; borrowed: it must stay open until hk_hook_free(). The
+   *  _INIT macro and hk_progress_options_init() set stderr (so the macro is
+   *  an initializer for automatic variables, not for static ones). NULL: the
+   *  hook draws nothing, fetches nothing and reads no clock. */
+  FILE *stream;
+  int64_t last_step;     /**< HK_UNSET_STEPS (unknown: no "/ last", no percentage, no ETA) or >= 0 */
+  /** A tensor to fetch at every run and show as "loss": any name the
+   *  executor resolves (a graph's "loss:0", a host loop's registered array
+   *  "loss"), a scalar of any float or integer dtype. Copied. NULL: none. */
+  const char *loss;
+  /** Seconds between redraws: HK_UNSET_SECS (0.1 on a terminal, 10
+   *  otherwise) or finite >= 0 (0: after every run). */
+  double every_n_secs;
+  hk_progress_mode mode; /**< default HK_PROGRESS_AUTO */
+} hk_progress_options;
+#define HK_PROGRESS_OPTIONS_INIT { HK_PROGRESS_OPTIONS_VERSION, NULL, stderr, HK_UNSET_STEPS, NULL, HK_UNSET_SECS, \
+  HK_PROGRESS_AUTO }
+
+/**
+ * Initialize options to HK_PROGRESS_OPTIONS_INIT (stream = stderr).
+ * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
+ *         another version.
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_progress_options_init(hk_progress_options *opts, uint32_t version);
+
+/**
+ * ProgressHook: a progress display, like tqdm, for a terminal or a log.
+ * Every every_n_secs, after a run, it draws
+ *     step 1234/3000 (41.1%)  256 steps/s  ETA 0:07  loss 0.4321
+ * where the step is the global step after the run (read through the raw
+ * session at each redraw, so it is exact with any executor; without a
+ * global step, the number of runs since begin()), the rate is smoothed
+ * exponentially with a 5-second time constant ("s/step" below one step a
+ * second), the ETA is (last_step - step) / rate, and the loss is the value
+ * fetched in the last run ("nan" and "inf" shown as such). Parts it cannot
+ * know yet are "--". end() draws a final line,
+ *     step 3000/3000 (100.0%)  done in 0:12  250 steps/s avg  loss 0.1234
+ * with the average rate since the first run, and ends it with "\n".
+ * On a terminal the line is redrawn in place (HK_PROGRESS_TERMINAL); else
+ * each redraw is a line of its own (HK_PROGRESS_PLAIN).
+ *
+ * A display, not a log: it writes to the stream the program chose, with
+ * fputs and fflush, and not through the env's log sink, because a sink
+ * takes whole messages, one per line, and adds timestamps: it cannot
+ * redraw a line in place. Nothing else of the library writes to a stream.
+ * Log lines reaching the same terminal while the line is drawn would be
+ * appended to it; hk_progress_hook_log() is a sink that erases it first.
+ * Write errors on the stream are ignored: a display never stops training.
+ * @param opts  borrowed for the call; NULL: HK_PROGRESS_OPTIONS_INIT.
+ * **Ownership:** *out owned, hk_hook_free().
+ * **Errors:** INVALID_ARGUMENT naming the option: a wrong version or a bad
+ * env, last_step < 0 (other than HK_UNSET_STEPS), every_n_secs negative or
+ * not finite (other than HK_UNSET_SECS), an unknown mode; RESOURCE_EXHAUSTED.
+ * Later, begin() fails with NOT_FOUND naming the loss tensor when the
+ * executor has none of that name, and an after_run with INVALID_ARGUMENT
+ * naming it when it is not a numeric scalar; a global step read error is
+ * returned by the after_run or end() that read it.
+ * **Threads:** any; callbacks on the training thread. **Allocates:** at
+ * creation only: its callbacks format into the hook's own buffer.
+ */
+HK_API hk_code hk_progress_hook_new(hk_hook **out, const hk_progress_options *opts, hk_status *status);
+
+/**
+ * A log sink (hk_log_fn) that keeps log lines and a ProgressHook's line
+ * apart on a terminal: when the hook has a line drawn in TERMINAL mode it
+ * erases it ("\r\033[K" on the hook's stream) before passing the message to
+ * hk_log_stderr(); the hook draws again at its next redraw. Install it in
+ * the env of the session or loop the hook serves: env.log =
+ * hk_progress_hook_log, env.log_user = the hook.
+ * @param hook  an hk_hook * from hk_progress_hook_new(), borrowed: it must
+ *              outlive every object logging through this sink. NULL, or a
+ *              hook that is not a ProgressHook, only forwards to
+ *              hk_log_stderr().
+ * **Threads:** any (the sink may be called from library threads; it and
+ * the hook's redraws take turns on the stream). **Allocates:** no.
+ */
+HK_API void hk_progress_hook_log(void *hook, hk_log_level level, const char *msg);
 
 /* ---- GlobalStepWaiterHook (group J, D1) ------------------------------ */
 #define HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION 1
