@@ -24,6 +24,8 @@ struct hk_scaffold {
   hk_saver *saver; /* C58/C99: given (borrowed) or built by finalize (owned) */
   hk_saver *given_saver;
   int owns_saver;
+  hk_handle *summary_op; /* owned copy; NULL/0 = unset */
+  size_t nsummary_op;
 };
 
 hk_code hk__feeds_copy(const hk_env *env, const hk_feed *src, size_t n, hk_feed **out, const char *what,
@@ -66,6 +68,36 @@ const char *hk__handle_label(hk_executor *ex, hk_handle h) {
 }
 
 static const hk_scaffold_options default_options = HK_SCAFFOLD_OPTIONS_INIT;
+
+static hk_handle *dup_handles(const hk_env *env, const hk_handle *src, size_t n) {
+  hk_handle *p = hk_env_calloc(env, n, sizeof *p);
+  if (p) memcpy(p, src, n * sizeof *p);
+  return p;
+}
+
+/* C58: summary_op given (version 3), else copy_from's. */
+static hk_code copy_summary_op(hk_scaffold *s, const hk_scaffold_options *o, const hk_scaffold *from, hk_status *st) {
+  const hk_handle *src = NULL;
+  size_t n = 0;
+  if (o->version >= 3 && o->nsummary_op) {
+    if (!o->summary_op)
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_scaffold_new: summary_op is NULL with nsummary_op %zu",
+                           o->nsummary_op);
+    for (size_t i = 0; i < o->nsummary_op; i++)
+      if (o->summary_op[i] == HK_NO_HANDLE)
+        return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_scaffold_new: summary_op[%zu] is unset", i);
+    src = o->summary_op;
+    n = o->nsummary_op;
+  } else if (from && from->nsummary_op) {
+    src = from->summary_op;
+    n = from->nsummary_op;
+  }
+  if (!n) return HK_OK;
+  s->summary_op = dup_handles(&s->env, src, n);
+  if (!s->summary_op) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_scaffold_new: out of memory");
+  s->nsummary_op = n;
+  return HK_OK;
+}
 
 hk_code hk_scaffold_options_init(hk_scaffold_options *o, uint32_t version) {
   if (!o) return HK_INVALID_ARGUMENT;
@@ -110,7 +142,8 @@ hk_code hk_scaffold_new(hk_scaffold **out, const hk_scaffold_options *o, hk_stat
   s->local_init_op = o->local_init_op ? o->local_init_op : (from ? from->local_init_op : HK_NO_HANDLE);
   s->given_saver = o->version >= 2 && o->saver ? o->saver : (from ? from->given_saver : NULL);
   s->saver = s->given_saver;
-  rc = hk__feeds_copy(&s->env, init_feed, ninit_feed, &s->init_feed, "hk_scaffold_new: init_feed", st);
+  rc = copy_summary_op(s, o, from, st);
+  if (rc == HK_OK) rc = hk__feeds_copy(&s->env, init_feed, ninit_feed, &s->init_feed, "hk_scaffold_new: init_feed", st);
   if (rc == HK_OK)
     rc = hk__feeds_copy(&s->env, local_feed, nlocal_feed, &s->local_init_feed, "hk_scaffold_new: local_init_feed", st);
   if (rc != HK_OK) {
@@ -129,6 +162,7 @@ void hk_scaffold_free(hk_scaffold *s) {
   if (s->owns_saver) hk_saver_free(s->saver);
   hk_env_free(&env, s->init_feed);
   hk_env_free(&env, s->local_init_feed);
+  hk_env_free(&env, s->summary_op);
   hk_env_free(&env, s);
 }
 
@@ -170,6 +204,63 @@ static hk_code fill_role(hk_scaffold *s, hk_executor *ex, hk_handle *field, cons
   return HK_OK;
 }
 
+/* C61, C62 for summary_op: the one op registered under the role, else a
+ * merge of every registered summary (registered under the role), else —
+ * an executor that cannot merge — the registered summaries themselves.
+ * *out is owned (NULL with *n 0 when unset); the Scaffold is not touched. */
+static hk_code fill_summary_op(hk_scaffold *s, hk_executor *ex, hk_handle **out, size_t *n, hk_status *st) {
+  *out = NULL;
+  *n = 0;
+  if (s->nsummary_op) return HK_OK;
+  hk_handle found[2];
+  size_t count = 0;
+  hk_code rc = hk_executor_role_get(ex, HK_ROLE_SUMMARY_OP, found, 2, &count, st);
+  if (rc != HK_OK) return rc;
+  if (count > 1)
+    return hk_status_set(st, HK_FAILED_PRECONDITION,
+                         "More than one item in the collection \"%s\". Please indicate which one to use by passing it "
+                         "to the Scaffold constructor as: %s=<item to use>",
+                         HK_ROLE_SUMMARY_OP, HK_ROLE_SUMMARY_OP);
+  if (count == 1) {
+    if (!(*out = dup_handles(&s->env, found, 1)))
+      return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_scaffold_finalize: out of memory");
+    *n = 1;
+    return HK_OK;
+  }
+  rc = hk_executor_role_get(ex, HK_ROLE_SUMMARIES, NULL, 0, &count, st);
+  if (rc != HK_OK || count == 0) return rc; /* no summaries: unset (C62) */
+  hk_handle *all = hk_env_calloc(&s->env, count, sizeof *all);
+  if (!all) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_scaffold_finalize: out of memory");
+  size_t got = 0;
+  rc = hk_executor_role_get(ex, HK_ROLE_SUMMARIES, all, count, &got, st);
+  if (rc == HK_OK && got != count)
+    rc = hk_status_set(st, HK_INTERNAL, "hk_scaffold_finalize: role \"%s\" changed size while read", HK_ROLE_SUMMARIES);
+  if (rc != HK_OK) {
+    hk_env_free(&s->env, all);
+    return rc;
+  }
+  hk_merge_summaries_request req = {all, count, HK_NO_HANDLE};
+  hk_status tmp = HK_STATUS_INIT;
+  rc = hk_executor_control(ex, HK_CONTROL_MERGE_SUMMARIES, &req, &tmp);
+  if (rc == HK_UNIMPLEMENTED) {
+    hk_env_log(&s->env, HK_LOG_DEBUG, "Scaffold: executor cannot merge summaries (%s); summary_op is the %zu of them",
+               tmp.message, count);
+    *out = all;
+    *n = count;
+    return HK_OK;
+  }
+  if (rc == HK_OK) rc = hk_executor_role_add(ex, HK_ROLE_SUMMARY_OP, req.out, &tmp);
+  if (rc != HK_OK && rc != HK_UNIMPLEMENTED) {
+    hk_env_free(&s->env, all);
+    hk__status_copy(st, &tmp);
+    return rc;
+  }
+  all[0] = req.out;
+  *out = all;
+  *n = 1;
+  return HK_OK;
+}
+
 hk_code hk_scaffold_finalize(hk_scaffold *s, hk_executor *ex, hk_status *st) {
   if (!s) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_scaffold_finalize: scaffold is NULL");
   if (!ex) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_scaffold_finalize: executor is NULL");
@@ -185,6 +276,9 @@ hk_code hk_scaffold_finalize(hk_scaffold *s, hk_executor *ex, hk_status *st) {
   if (rc == HK_OK)
     rc = fill_role(s, ex, &rfli, HK_ROLE_READY_FOR_LOCAL_INIT_OP, HK_DEFAULT_READY_FOR_LOCAL_INIT_OP, st);
   if (rc == HK_OK) rc = fill_role(s, ex, &local, HK_ROLE_LOCAL_INIT_OP, HK_DEFAULT_LOCAL_INIT_OP, st);
+  hk_handle *summary_op = NULL;
+  size_t nsummary_op = 0;
+  if (rc == HK_OK) rc = fill_summary_op(s, ex, &summary_op, &nsummary_op, st);
   /* C99: the default Saver covers every global variable; an executor
    * without variables has nothing to save and gets none. */
   hk_saver *saver = s->saver;
@@ -197,7 +291,12 @@ hk_code hk_scaffold_finalize(hk_scaffold *s, hk_executor *ex, hk_status *st) {
   if (rc == HK_OK) rc = hk_executor_finalize(ex, st);
   if (rc != HK_OK) { /* fields stay as given: a failed finalize changes nothing */
     if (saver != s->saver) hk_saver_free(saver);
+    hk_env_free(&s->env, summary_op);
     return rc;
+  }
+  if (nsummary_op) {
+    s->summary_op = summary_op;
+    s->nsummary_op = nsummary_op;
   }
   if (saver != s->saver) {
     s->saver = saver;
@@ -234,3 +333,7 @@ const hk_feed *hk_scaffold_local_init_feed(const hk_scaffold *s, size_t *n) {
   return s ? s->local_init_feed : NULL;
 }
 hk_saver *hk_scaffold_saver(const hk_scaffold *s) { return s ? s->saver : NULL; }
+const hk_handle *hk_scaffold_summary_op(const hk_scaffold *s, size_t *n) {
+  if (n) *n = s ? s->nsummary_op : 0;
+  return s && s->nsummary_op ? s->summary_op : NULL;
+}

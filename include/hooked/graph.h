@@ -310,6 +310,65 @@ HK_API hk_code hk_graph_init_op(hk_graph *g, hk_handle *out_op, const char *name
 HK_API hk_code hk_graph_report_uninitialized(hk_graph *g, hk_handle *out_op, const char *name,
                                              const hk_handle *vars, size_t n, hk_status *status);
 
+/* ---- summary ops (hooked/summary.h; C61, C62, C135–C137) ----------------- */
+/*
+ * A summary op's output 0 is a serialized Summary protocol buffer, as a 1-D
+ * U8 tensor (its bytes contain NULs, so not a string): what
+ * SummarySaverHook fetches and writes verbatim, and what
+ * hk_summary_writer_summary() accepts. The declared length of the output is
+ * the largest the op can produce; a run gives the actual length (dims[0]
+ * and nbytes). The bytes live in the raw session's output buffer of the
+ * op, valid until its next run. Tags are 1..HK_SUMMARY_TAG_MAX bytes of
+ * UTF-8, copied (the op name keeps the naming rules of every builder).
+ * The builders below follow the rules of every builder (see "Builders"),
+ * and the graph's errors of a failing run name the op.
+ */
+
+/**
+ * Add a scalar summary op (TensorFlow's ScalarSummary): its output is a
+ * Summary with one Value, `tag` and simple_value = the value of `tensor`
+ * rounded to float. Its output is registered under HK_ROLE_SUMMARIES, so a
+ * Scaffold's default summary_op includes it (C62).
+ * @param out     receives the Summary tensor handle ("name:0").
+ * @param tensor  a scalar of any integer or floating dtype of this graph.
+ * **Errors:** the builder errors; INVALID_ARGUMENT for a tag that is NULL,
+ * empty, too long or not UTF-8, or a tensor that is not a numeric scalar.
+ */
+HK_API hk_code hk_graph_scalar_summary(hk_graph *g, hk_handle *out, const char *name, const char *tag,
+                                       hk_handle tensor, hk_status *status);
+
+/**
+ * Add a histogram summary op (TensorFlow's HistogramSummary): its output is
+ * a Summary with one Value, `tag` and a HistogramProto of every element of
+ * `values`, as hk_summary_writer_histogram() makes it. Registered under
+ * HK_ROLE_SUMMARIES. A run in which an element is NaN or infinite fails with
+ * INVALID_ARGUMENT "Nan in summary histogram for: <tag>" / "Infinity in
+ * summary histogram for: <tag>".
+ * @param values  a tensor of any integer or floating dtype and any shape
+ *                (a placeholder's -1 dimensions included).
+ * **Errors:** the builder errors; INVALID_ARGUMENT for a bad tag or a BOOL
+ * or STRING values tensor.
+ */
+HK_API hk_code hk_graph_histogram_summary(hk_graph *g, hk_handle *out, const char *name, const char *tag,
+                                          hk_handle values, hk_status *status);
+
+/**
+ * Add an op merging summaries (TensorFlow's MergeSummary): its output is
+ * one Summary holding every Value of its inputs, in input order. A run in
+ * which two Values have the same tag fails with INVALID_ARGUMENT "Duplicate
+ * tag <tag> found in summary inputs"; an input that is not a serialized
+ * Summary, with INVALID_ARGUMENT naming it. Not registered under any role.
+ * @param inputs  n Summary tensors (1-D U8 of a known length: the output of
+ *                a summary op or of another merge), copied; NULL and n 0:
+ *                every tensor registered under HK_ROLE_SUMMARIES now
+ *                (TensorFlow's merge_all).
+ * **Errors:** the builder errors; INVALID_ARGUMENT for an input that is not
+ * a 1-D U8 tensor of a known length; FAILED_PRECONDITION for merge_all
+ * with no summary registered.
+ */
+HK_API hk_code hk_graph_merge_summary(hk_graph *g, hk_handle *out, const char *name, const hk_handle *inputs,
+                                      size_t n, hk_status *status);
+
 #ifdef __cplusplus
 }
 #endif

@@ -24,7 +24,7 @@ typedef struct hk_session_manager hk_session_manager;
 typedef hk_code (*hk_init_fn)(void *user, const hk_scaffold *scaffold, hk_raw_session *session,
                               hk_status *status);
 
-#define HK_SCAFFOLD_OPTIONS_VERSION 2
+#define HK_SCAFFOLD_OPTIONS_VERSION 3
 typedef struct hk_scaffold_options {
   uint32_t version;                  /**< HK_SCAFFOLD_OPTIONS_VERSION */
   const hk_env *env;                 /**< copied; NULL: copy_from's env, else defaults */
@@ -45,9 +45,15 @@ typedef struct hk_scaffold_options {
    *  C99); borrowed, must outlive the Scaffold. NULL: finalization creates
    *  a default one over every global variable, owned by the Scaffold. */
   hk_saver *saver;
+  /* fields below: version 3 */
+  /** The summaries SummarySaverHook writes (C58, C135): tensor handles of
+   *  serialized Summary messages (1-D U8), array copied; count 0 = unset:
+   *  finalization fills it (C61, C62, hk_scaffold_summary_op()). */
+  const hk_handle *summary_op;
+  size_t nsummary_op;
 } hk_scaffold_options;
 #define HK_SCAFFOLD_OPTIONS_INIT { HK_SCAFFOLD_OPTIONS_VERSION, NULL, HK_NO_HANDLE, NULL, 0, NULL, NULL, \
-  HK_NO_HANDLE, HK_NO_HANDLE, HK_NO_HANDLE, NULL, 0, NULL, NULL }
+  HK_NO_HANDLE, HK_NO_HANDLE, HK_NO_HANDLE, NULL, 0, NULL, NULL, NULL, 0 }
 
 /**
  * Initialize options to HK_SCAFFOLD_OPTIONS_INIT (every field unset, C60).
@@ -67,7 +73,8 @@ HK_API hk_code hk_scaffold_options_init(hk_scaffold_options *opts, uint32_t vers
  * **Ownership:** *out owned, hk_scaffold_free(). init_fn_user stays
  * borrowed for the Scaffold's life.
  * **Errors:** INVALID_ARGUMENT (bad version or env, NULL array with a
- * count, an invalid feed tensor, a STRING feed, an unset feed handle);
+ * count, an invalid feed tensor, a STRING feed, an unset feed or
+ * summary_op handle);
  * RESOURCE_EXHAUSTED.
  * **Threads:** any. **Allocates:** yes.
  */
@@ -87,8 +94,14 @@ HK_API void hk_scaffold_free(hk_scaffold *s);
  * "<role>". Please indicate which one to use by passing it to the Scaffold
  * constructor as: <role>=<item to use>'; none: the executor's default
  * (C62) is built and registered under the role, or the field stays unset
- * when the executor cannot build defaults. Then the graph is finalized (C3)
- * and "Graph was finalized." is logged.
+ * when the executor cannot build defaults. An unset summary_op is filled
+ * the same way from HK_ROLE_SUMMARY_OP (hooked/summary.h); with none
+ * registered there it merges every tensor registered under
+ * HK_ROLE_SUMMARIES (the graph's summary ops register theirs) into one op
+ * (HK_CONTROL_MERGE_SUMMARIES), registered under HK_ROLE_SUMMARY_OP — or,
+ * with an executor that cannot merge, takes those tensors themselves — and
+ * stays unset when no summary is registered (C62). Then the graph is
+ * finalized (C3) and "Graph was finalized." is logged.
  * Idempotent for the same executor (C64); a Scaffold serves one executor.
  * On failure the Scaffold is unchanged (defaults already built in the graph
  * stay there).
@@ -121,6 +134,13 @@ HK_API hk_handle hk_scaffold_ready_for_local_init_op(const hk_scaffold *s);
 HK_API hk_handle hk_scaffold_local_init_op(const hk_scaffold *s);
 /** @return the copied local init feeds, borrowed; @param n receives their count. */
 HK_API const hk_feed *hk_scaffold_local_init_feed(const hk_scaffold *s, size_t *n);
+/**
+ * @return the summary_op (C58, C62, C135): the handles given, or after
+ * finalization the registered or default ones (NULL and a count of 0 when
+ * unset); borrowed, valid for the Scaffold's life. @param n receives their
+ * count.
+ */
+HK_API const hk_handle *hk_scaffold_summary_op(const hk_scaffold *s, size_t *n);
 /** @return the Saver (C58, C99): the one given, or after finalization the
  *  default one the Scaffold owns (NULL when the executor has no variables
  *  to save). Borrowed, valid for the Scaffold's life. */

@@ -6,6 +6,7 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "graph/graph_internal.h"
+#include "graph/summary_ops.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -1257,6 +1258,7 @@ static hk_code graph_describe(void *self, hk_text_sink sink, void *sink_user, hk
 static hk_code graph_control(void *self, int op, void *arg, hk_status *st) {
   if (op == HK_CONTROL_SNAPSHOT_ATTACH || op == HK_CONTROL_SNAPSHOT_DETACH)
     return hk__graph_snapshot_control(self, op, arg, st);
+  if (op == HK_CONTROL_MERGE_SUMMARIES) return hk__graph_merge_summaries_control(self, arg, st);
   return hk_status_set(st, HK_UNIMPLEMENTED, "hooked.graph: unknown control op %d", op);
 }
 

@@ -310,17 +310,30 @@ ev_file *event_file_read(const char *path, int allow_torn) {
   return f;
 }
 
-void event_file_free(ev_file *f) {
-  size_t i, j;
-  if (!f) return;
-  for (i = 0; i < f->n; i++) {
-    for (j = 0; j < f->events[i].nvalues; j++) {
-      free(f->events[i].values[j].limits);
-      free(f->events[i].values[j].counts);
-      free(f->events[i].values[j].string_val);
-    }
-    free(f->events[i].values);
+void event_summary_decode(const void *data, size_t n, ev_event *e) {
+  const unsigned char *p = data;
+  memset(e, 0, sizeof *e);
+  e->kind = EV_SUMMARY;
+  assert_true(n == 0 || p != NULL);
+  decode_summary(p, p + n, e);
+}
+
+void event_values_free(ev_event *e) {
+  size_t j;
+  for (j = 0; j < e->nvalues; j++) {
+    free(e->values[j].limits);
+    free(e->values[j].counts);
+    free(e->values[j].string_val);
   }
+  free(e->values);
+  e->values = NULL;
+  e->nvalues = 0;
+}
+
+void event_file_free(ev_file *f) {
+  size_t i;
+  if (!f) return;
+  for (i = 0; i < f->n; i++) event_values_free(&f->events[i]);
   free(f->events);
   free(f);
 }

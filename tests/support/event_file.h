@@ -84,6 +84,11 @@ int event_file_list(const char *dir, char names[][600], int cap);
  *  exactly one). */
 ev_file *event_file_only(const char *dir);
 
+/** Decode n bytes holding a serialized Summary (what a summary op produces)
+ *  into e's values (e->kind EV_SUMMARY); release with event_values_free(). */
+void event_summary_decode(const void *data, size_t n, ev_event *e);
+void event_values_free(ev_event *e);
+
 /** The first value tagged `tag` in the file's summaries (and its event in
  *  *ev when not NULL), from event index `from` on; NULL when none. */
 const ev_value *event_file_find(const ev_file *f, const char *tag, size_t from, const ev_event **ev);
