@@ -39,6 +39,11 @@ hk_code hk__fs_create_excl(const hk__fs *fs, const char *path, hk_fs_file **out,
 /** One write call; *nwritten is at most len. */
 hk_code hk__fs_write(const hk__fs *fs, hk_fs_file *f, const char *path, const void *buf, size_t len, size_t *nwritten,
                      hk_status *st);
+/** The optional write_at slot (version 2, H10): nonzero when the fs has
+ *  one; hk__fs_write_at is UNIMPLEMENTED otherwise. One call, like write. */
+int hk__fs_has_write_at(const hk__fs *fs);
+hk_code hk__fs_write_at(const hk__fs *fs, hk_fs_file *f, const char *path, const void *buf, size_t len,
+                        uint64_t offset, size_t *nwritten, hk_status *st);
 hk_code hk__fs_sync(const hk__fs *fs, hk_fs_file *f, const char *path, hk_status *st);
 /** The optional map slot: UNIMPLEMENTED when the fs has none. On failure
  *  *addr and *token are NULL. */
@@ -78,6 +83,10 @@ hk_code hk__atomic_begin(hk__atomic_file *af, const hk_env *env, const char *fin
 /** Append all of buf, looping over short writes (a write of 0 bytes is an
  *  UNKNOWN error naming the file). */
 hk_code hk__atomic_write(hk__atomic_file *af, const void *buf, size_t n, hk_status *st);
+/** Write all of buf at `offset` through the fs's write_at (the caller
+ *  checked hk__fs_has_write_at), looping over short writes; errors are
+ *  sticky as for hk__atomic_write. Never mixed with it on one file. */
+hk_code hk__atomic_write_at(hk__atomic_file *af, const void *buf, size_t n, uint64_t offset, hk_status *st);
 /** fsync, close, rename, fsync dir; frees the struct's strings either way. */
 hk_code hk__atomic_commit(hk__atomic_file *af, hk_status *st);
 /** Close and unlink the temporary file; frees the strings. Safe after commit. */
