@@ -4,7 +4,8 @@
  *   fs.c          POSIX hk_fs, H9 errno mapping, atomic files (D4.1), stale
  *                 temporary cleanup (D4.2 step 1), mkdirs, bounded reads,
  *                 names and paths (H32)
- *   crc32c.c      hk_crc32c_extend (SSE4.2 / portable, chosen at run time)
+ *   crc32c.c      hk_crc32c_extend (SSE4.2 / portable, chosen at run time),
+ *                 the fused copy + CRC and the CRC join (crc32c.h)
  *   safetensors.c the data-file writer and the public reader
  *   state.c       the state file: parse (H33), format (C117), public helpers
  *   saver.c       hk_saver, latest_checkpoint, restore with fallback (D5)
@@ -15,6 +16,7 @@
 #define HOOKED_CKPT_H
 
 #include "../internal.h"
+#include "crc32c.h"
 
 /* ---- file system (fs.c) ---------------------------------------------------- */
 
