@@ -300,7 +300,6 @@ HK_API hk_code hk_logging_tensor_hook_new(hk_hook **out, const hk_logging_tensor
  * @param value  borrowed for the call.
  * @return the length of the whole text (without the NUL), as snprintf: it
  *         was cut when the return is >= cap.
- * **Ownership:** buf is the caller's; nothing is kept.
  * **Threads:** any. **Errors:** none. **Allocates:** no.
  */
 HK_API size_t hk_logging_tensor_format_value(char *buf, size_t cap, const hk_tensor *value);

@@ -908,6 +908,39 @@ static hk_code text_sink(void *user, const char *text, size_t len, hk_status *st
   return HK_OK;
 }
 
+/* A failed save says what failed: the checkpoint, its step and where, then
+ * the cause — whose paths are shown relative to the directory the first
+ * part names, so the cause's own text (the OS's) still fits the status.
+ * A refused argument, or C115's missing directory, is already about the
+ * save: passed on as it is. */
+static hk_code save_failed(const char *save_path, int64_t step, hk_code rc, const hk_status *why, hk_status *status) {
+  const char *slash = strrchr(save_path, '/');
+  size_t dl = slash ? (size_t)(slash - save_path) + 1 : 0; /* "<dir>/" */
+  char cause[HK_STATUS_MESSAGE_MAX];
+  size_t o = 0;
+  int as_is = rc == HK_INVALID_ARGUMENT;
+
+  if (rc == HK_NOT_FOUND) {
+    hk_status c115;
+    hk_status_set(&c115, rc, "Parent directory of %s doesn't exist, can't save.", save_path);
+    as_is = strcmp(c115.message, why->message) == 0;
+  }
+  if (as_is) {
+    hk__status_copy(status, why);
+    return rc;
+  }
+  for (const char *p = why->message[0] ? why->message : hk_code_name(rc); *p && o + 1 < sizeof cause;) {
+    if (dl > 1 && strncmp(p, save_path, dl) == 0) {
+      p += dl;
+      continue;
+    }
+    cause[o++] = *p++;
+  }
+  cause[o] = '\0';
+  if (step == HK_UNSET_STEPS) return hk_status_set(status, rc, "Saving checkpoint into %s failed: %s", save_path, cause);
+  return hk_status_set(status, rc, "Saving checkpoint for step %" PRId64 " into %s failed: %s", step, save_path, cause);
+}
+
 hk_code hk_saver_save(hk_saver *saver, hk_raw_session *rs, const char *save_path, int64_t step, unsigned flags,
                       const char **prefix, hk_status *status) {
   text_buf graph;
@@ -965,10 +998,13 @@ hk_code hk_saver_save(hk_saver *saver, hk_raw_session *rs, const char *save_path
       if (!graph.data) return oom(status, "describing the graph for the " GRAPH_EXT " file");
     }
   }
-  rc = write_impl(saver, save_path, step, record, flags, hk_env_wall(senv(saver)), saver->views, saver->nvars,
-                  graph.data, graph.len, &out, status);
-  hk_env_free(senv(saver), graph.data);
-  if (rc != HK_OK) return rc;
+  {
+    hk_status why = HK_STATUS_INIT;
+    rc = write_impl(saver, save_path, step, record, flags, hk_env_wall(senv(saver)), saver->views, saver->nvars,
+                    graph.data, graph.len, &out, &why);
+    hk_env_free(senv(saver), graph.data);
+    if (rc != HK_OK) return save_failed(save_path, step, rc, &why, status);
+  }
   hk_env_free(senv(saver), saver->prefix);
   saver->prefix = out;
   if (prefix) *prefix = out;

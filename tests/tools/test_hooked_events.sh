@@ -7,20 +7,22 @@
 # extremes present, NaN/Inf marked, runs overlaid with a legend, thousands of
 # points reduced); a torn last record (warning, exit 0), damaged records and
 # files that are not event files (exit 1 naming file and offset); bad usage
-# (exit 2).
+# (exit 2). With WRITER (test_hooked_events.c), also files that hooked's own
+# summary writer wrote: the tool reads them back value for value.
 #
-#   test_hooked_events.sh HOOKED_EVENTS PYTHON3 WORKDIR
+#   test_hooked_events.sh HOOKED_EVENTS PYTHON3 WORKDIR [WRITER]
 #
 # Exit status 0 when every check passes.
 set -u
 
-if [ $# -ne 3 ]; then
-  echo "usage: $0 HOOKED_EVENTS PYTHON3 WORKDIR" >&2
+if [ $# -ne 3 ] && [ $# -ne 4 ]; then
+  echo "usage: $0 HOOKED_EVENTS PYTHON3 WORKDIR [WRITER]" >&2
   exit 2
 fi
 TOOL=$1
 PY=$2
 W=$3
+WRITER=${4:-}
 FIX="$(cd "$(dirname "$0")" && pwd)/test_hooked_events.py"
 
 rm -rf "$W"
@@ -284,6 +286,42 @@ if cmp -s "$W/runs.html" "$W/runs2.html"; then pass; else fail "--output= wrote 
 run plot "$W/runs" -o "$W/no/such/dir/x.html"
 expect_rc 1
 expect_err "hooked-events: $W/no/such/dir/x.html: cannot create"
+
+# ---- what hooked's summary writer wrote -----------------------------------------
+if [ -n "$WRITER" ]; then
+  "$WRITER" "$W/written" || { echo "$WRITER failed" >&2; exit 1; }
+  run csv "$W/written"
+  expect_rc 0
+  expect_err_empty
+  # Wall times come from the writer's clock: checked for order, not value.
+  if [ "$(cut -d, -f1,2,4 "$W/out")" = 'tag,step,value
+loss,1,1
+loss,2,0.5
+loss,3,0.33333334
+loss,4,0.25
+loss,5,0.2
+loss,6,nan
+lr,1,0.1
+lr,2,0.1
+lr,3,0.1
+lr,4,0.1
+lr,5,0.1' ]; then pass; else fail "the summary writer's scalars do not read back"; fi
+  if tail -n +2 "$W/out" | grep '^loss,' | cut -d, -f3 | sort -c -g; then pass; else fail "wall times out of order"; fi
+  run csv "$W/written/eval"
+  expect_rc 0
+  if [ "$(cut -d, -f1,2,4 "$W/out")" = 'tag,step,value
+accuracy,2,0.2
+accuracy,4,0.4' ]; then pass; else fail "eval's scalars do not read back"; fi
+  run plot "$W/written" -o "$W/written.html"
+  expect_rc 0
+  expect_err_empty
+  html_count "$W/written.html" "<svg " 3 # accuracy, loss, lr: not the histogram nor the text
+  html_lacks "$W/written.html" "<h2>weights</h2>"
+  html_lacks "$W/written.html" "<h2>notes</h2>"
+  html_has "$W/written.html" "</span>eval</span>"
+  html_has "$W/written.html" "NaN at step 6"
+  self_contained "$W/written.html"
+fi
 
 # ---- usage ----------------------------------------------------------------------
 run

@@ -407,10 +407,46 @@ static void test_checkpoint_saver_hook__d4_5_created_directories_are_made_durabl
   existing = faulty_fs_calls(&ff, FAULTY_FS_SYNC_DIR);
   assert_int_equal(faulty_fs_calls(&ff, FAULTY_FS_MKDIR), 0);
   assert_int_equal(fresh - existing, 3);
+  assert_ok(close_session(f), &f->st);
+  hk_hook_free(f->hook);
+  f->hook = NULL;
+  f->o.checkpoint_dir = f->dir;
+  f->te->env.fs = NULL;
+  f->te->env.fs_user = NULL;
   for (int k = 0; k < 3; k++) {
     free(levels[k]);
     free(parents[k]);
   }
+  faulty_fs_destroy(&ff);
+}
+
+/* C98, H1: a save that fails says that saving the checkpoint failed, for
+ * which step and into which save path, then the file system's message. */
+static void test_checkpoint_saver_hook__c98_failed_save_names_step_and_path(void **state) {
+  fixture *f = *state;
+  faulty_fs ff;
+  char want[1200];
+
+  faulty_fs_init(&ff);
+  faulty_fs_bind(&ff, &f->te->env); /* before the hook and the session copy the env */
+  open_ok(f);                        /* saves 0 at creation */
+  assert_ok(step(f), &f->st);        /* and 1 */
+  faulty_fs_fail_errno(&ff, FAULTY_FS_WRITE, 0, ENOSPC, 1);
+  assert_status(step(f), &f->st, HK_RESOURCE_EXHAUSTED, NULL);
+  snprintf(want, sizeof want, "Saving checkpoint for step 2 into %s/model.ckpt failed: write model.ckpt-2.safetensors.tmp-",
+           f->dir);
+  if (!strstr(f->st.message, want)) fail_msg("message '%s' lacks '%s'", f->st.message, want);
+  assert_non_null(strstr(f->st.message, strerror(ENOSPC)));
+  assert_int_equal(f->l[0].after, 2); /* no after_save for the failed one */
+  faulty_fs_reset(&ff);
+  assert_int_equal(count_files(f, ".tmp-"), 0);
+  session_close_and_free(f->s);
+  f->s = NULL;
+  hk_hook_free(f->hook);
+  f->hook = NULL;
+  f->te->env.fs = NULL;
+  f->te->env.fs_user = NULL;
+  assert_int_equal(faulty_fs_open_handles(&ff), 0);
   faulty_fs_destroy(&ff);
 }
 
@@ -1131,6 +1167,7 @@ int main(void) {
       T(test_checkpoint_saver_hook__c92_creation_line_through_session_env),
       T(test_checkpoint_saver_hook__c93_begin_creates_dir_and_runs_listeners),
       T(test_checkpoint_saver_hook__d4_5_created_directories_are_made_durable),
+      T(test_checkpoint_saver_hook__c98_failed_save_names_step_and_path),
       T(test_checkpoint_saver_hook__c93_no_global_step),
       T(test_checkpoint_saver_hook__c93_listener_begin_failure),
       T(test_checkpoint_saver_hook__c101_example),

@@ -772,6 +772,35 @@ static void test_saver__short_writes_and_full_disk_D4_H9(void **state) {
   assert_values(f, 1);
 }
 
+/* H1: a failed save says that a checkpoint save failed, for which step and
+ * where, then the file system's message, with the paths inside it relative
+ * to that directory — so the OS's text survives even a long directory. */
+static void test_saver__failed_save_names_checkpoint_and_step_H1(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  char want[1200];
+  f->saver = make_saver(f, 5, HK_UNSET_SECS);
+  set_values(f, 40);
+  faulty_fs_fail_errno(&f->ff, FAULTY_FS_WRITE, 0, ENOSPC, 1);
+  assert_status(hk_saver_save(f->saver, f->rs, f->save_path, 40, 0, NULL, &st), &st, HK_RESOURCE_EXHAUSTED, NULL);
+  snprintf(want, sizeof want, "Saving checkpoint for step 40 into %s failed: write model.ckpt-40.safetensors.tmp-",
+           f->save_path);
+  if (!strstr(st.message, want)) fail_msg("message '%s' lacks '%s'", st.message, want);
+  assert_non_null(strstr(st.message, strerror(ENOSPC)));
+  /* without a step: the save path is the checkpoint */
+  assert_status(hk_saver_save(f->saver, f->rs, f->save_path, HK_UNSET_STEPS, 0, NULL, &st), &st,
+                HK_RESOURCE_EXHAUSTED, NULL);
+  snprintf(want, sizeof want, "Saving checkpoint into %s failed: write model.ckpt.safetensors.tmp-", f->save_path);
+  if (!strstr(st.message, want)) fail_msg("message '%s' lacks '%s'", st.message, want);
+  /* a refused argument is about the save already: unchanged (C115) */
+  assert_status(hk_saver_save(f->saver, f->rs, "/nonexistent-dir-9a/x/model.ckpt", 1, 0, NULL, &st), &st,
+                HK_NOT_FOUND, "Parent directory of /nonexistent-dir-9a/x/model.ckpt doesn't exist, can't save.");
+  assert_status(hk_saver_save(f->saver, f->rs, "bad\"name", 1, 0, NULL, &st), &st, HK_INVALID_ARGUMENT, NULL);
+  assert_null(strstr(st.message, "Saving checkpoint"));
+  faulty_fs_reset(&f->ff);
+  assert_int_equal(test_dir_count_matching(f->dir, ".tmp-"), 0);
+}
+
 /* ---- restore errors (C125, H27) ---------------------------------------------------------- */
 
 static void test_saver__restore_errors_C125(void **state) {
@@ -1290,6 +1319,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_saver__fault_sweep_enospc_D4, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__fault_sweep_eio_D4, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__short_writes_and_full_disk_D4_H9, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__failed_save_names_checkpoint_and_step_H1, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__restore_errors_C125, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__restore_model_mismatch_H27, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__restore_mapped_or_read_same_values_C125, setup, teardown),
