@@ -11,6 +11,7 @@
 #include "ckpt/ckpt.h"
 #include "events/events.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,6 +50,8 @@ struct hk_session {
   const hk_session_creator_vtable *creator;
   void *creator_user;
   int owns_creator;
+  void (*on_free)(void *user); /* options v2 */
+  void *on_free_user;
   int is_chief;
   char *ckpt_dir, *ckpt_path; /* copied restore options (C67) */
   double grace_secs, max_wait_secs;
@@ -411,8 +414,12 @@ static hk_code recover(hk_session *s, episode *ep, const char *text, hk_code cod
 static const hk_session_options default_options = HK_SESSION_OPTIONS_INIT;
 
 hk_code hk_session_options_init(hk_session_options *o, uint32_t version) {
-  if (!o || version != HK_SESSION_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  *o = default_options;
+  if (!o || version == 0 || version > HK_SESSION_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
+  if (version == 1)
+    memcpy(o, &default_options, offsetof(hk_session_options, on_free));
+  else
+    *o = default_options;
+  o->version = version;
   return HK_OK;
 }
 
@@ -623,6 +630,10 @@ static hk_code session_new(hk_session **out, const hk_session_options *o, hk_sta
     return rc;
   }
   s->owns_creator = 1;
+  if (o->version >= 2) {
+    s->on_free = o->on_free;
+    s->on_free_user = o->on_free_user;
+  }
   *out = s;
   return HK_OK;
 }
@@ -1173,7 +1184,10 @@ void hk_session_free(hk_session *s) {
     hk_status tmp = HK_STATUS_INIT;
     if (hk_session_close(s, HK_CANCELLED, &tmp) != HK_OK) log_status(s, HK_LOG_ERROR, "close at free", &tmp);
   }
+  void (*on_free)(void *) = s->on_free;
+  void *on_free_user = s->on_free_user;
   destroy(s);
+  if (on_free) on_free(on_free_user);
 }
 
 /* ---- accessors -------------------------------------------------------------- */
@@ -1184,3 +1198,5 @@ hk_raw_session *hk_session_raw_session(hk_session *s) {
 hk_executor *hk_session_graph(hk_session *s) { return s && !s->closed ? s->ex : NULL; }
 hk_coordinator *hk_session_coordinator(hk_session *s) { return s ? s->coord : NULL; }
 hk_scaffold *hk_session_scaffold(hk_session *s) { return s ? s->scaffold : NULL; }
+size_t hk_session_hook_count(const hk_session *s) { return s ? s->nhooks : 0; }
+hk_hook *hk_session_hook(const hk_session *s, size_t i) { return s && i < s->nhooks ? s->hooks[i] : NULL; }

@@ -20,5 +20,6 @@
 #include "hooked/hooks.h"
 #include "hooked/summary.h"
 #include "hooked/loop.h"
+#include "hooked/training_session.h"
 
 #endif /* HOOKED_HOOKED_H */

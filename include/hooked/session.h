@@ -63,7 +63,7 @@ typedef struct hk_session_creator_vtable {
 
 /* ---- options ----------------------------------------------------------- */
 
-#define HK_SESSION_OPTIONS_VERSION 1
+#define HK_SESSION_OPTIONS_VERSION 2
 typedef struct hk_session_options {
   uint32_t version;                 /**< HK_SESSION_OPTIONS_VERSION */
   const hk_env *env;                /**< copied; NULL: the executor's env */
@@ -91,14 +91,21 @@ typedef struct hk_session_options {
   double recovery_max_delay_secs;   /**< >= initial, default 60 */
   int64_t recovery_max_attempts;    /**< >= 0, default 10; 0 = unlimited */
   double recovery_max_secs;         /**< >= 0, default 0 = unlimited */
+  /* fields below: version 2 */
+  /** Called once, last, by hk_session_free() of a session that was created
+   *  (never when hk_session_new() fails): a layer that made resources for
+   *  the session (hooks, a Scaffold) releases them with it. NULL: none. */
+  void (*on_free)(void *user);
+  void *on_free_user;               /**< passed to on_free; borrowed */
 } hk_session_options;
 
 #define HK_SESSION_OPTIONS_INIT { HK_SESSION_OPTIONS_VERSION, NULL, HK_SESSION_MONITORED, NULL, NULL, 0, \
-  NULL, 1, NULL, NULL, NULL, NULL, 120.0, 1800.0, 30.0, 1.0, 60.0, 10, 0.0 }
+  NULL, 1, NULL, NULL, NULL, NULL, 120.0, 1800.0, 30.0, 1.0, 60.0, 10, 0.0, NULL, NULL }
 
 /**
  * Initialize options to the defaults of HK_SESSION_OPTIONS_INIT.
- * @param version  must be HK_SESSION_OPTIONS_VERSION.
+ * @param version  1..HK_SESSION_OPTIONS_VERSION: the version of the struct
+ *                 the caller has (fields of later versions are not written).
  * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or another
  *         version; opts is then untouched.
  * **Threads:** any. **Allocates:** no.
@@ -377,6 +384,15 @@ HK_API hk_coordinator *hk_session_coordinator(hk_session *s);
  * **Threads:** the training thread. **Allocates:** no.
  */
 HK_API hk_scaffold *hk_session_scaffold(hk_session *s);
+/** @return the number of hooks the session drives (0 for NULL).
+ *  **Threads:** the training thread. **Allocates:** no. */
+HK_API size_t hk_session_hook_count(const hk_session *s);
+/**
+ * @return hook `i` in dispatch order (C7), NULL when out of range or for
+ *         NULL. **Ownership:** borrowed, as the session borrows it.
+ * **Threads:** the training thread. **Allocates:** no.
+ */
+HK_API hk_hook *hk_session_hook(const hk_session *s, size_t i);
 
 #ifdef __cplusplus
 }

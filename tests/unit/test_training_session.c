@@ -1,0 +1,288 @@
+/*
+ * MonitoredTrainingSession (contract group E: C49–C56, H22, H23): defaults,
+ * the hook order for chief and worker, zero disabling a default hook, both
+ * cadences refused, and options validated before any side effect.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hooked/hooked.h>
+
+#include "spy_hook.h"
+#include "test_env.h"
+#include "tmpdir.h"
+
+typedef struct fx {
+  test_env *te;
+  char *dir, *ck;
+  hk_status st;
+  hk_graph *g;
+  hk_handle train;
+  spy_hook *chief, *user;
+  hk_training_session_options o;
+} fx;
+
+static hk_code add_one(void *user, hk_kernel_context *ctx, const hk_tensor *in, size_t nin, hk_tensor *out,
+                       size_t nout, hk_status *st) {
+  (void)user, (void)in, (void)nin, (void)out, (void)nout, (void)st;
+  *(int64_t *)hk_kernel_variable(ctx, 0)->data += 1;
+  return HK_OK;
+}
+
+static int setup(void **state) {
+  fx *f = calloc(1, sizeof *f);
+  f->te = test_env_new();
+  f->dir = test_tmpdir_new("mts");
+  f->ck = test_path(f->dir, "run");
+  hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
+  go.env = &f->te->env;
+  hk_handle gs;
+  assert_ok(hk_graph_new(&f->g, &go, &f->st), &f->st);
+  assert_ok(hk_graph_create_global_step(f->g, &gs, &f->st), &f->st);
+  hk_op_def op = HK_OP_DEF_INIT;
+  op.name = "train_op";
+  op.kernel = add_one;
+  op.mutates = &gs;
+  op.nmutates = 1;
+  assert_ok(hk_graph_op(f->g, &f->train, &op, &f->st), &f->st);
+  f->chief = spy_hook_new("chief_only", NULL, NULL);
+  f->user = spy_hook_new("user", NULL, NULL);
+  assert_int_equal(hk_training_session_options_init(&f->o, HK_TRAINING_SESSION_OPTIONS_VERSION), HK_OK);
+  f->o.executor = hk_graph_executor(f->g);
+  f->o.hooks = &f->user->hook;
+  f->o.nhooks = 1;
+  f->o.chief_only_hooks = &f->chief->hook;
+  f->o.nchief_only_hooks = 1;
+  f->o.checkpoint_dir = f->ck;
+  f->o.recovery_wait_secs = 0.01;
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fx *f = *state;
+  spy_hook_free(f->chief);
+  spy_hook_free(f->user);
+  hk_graph_free(f->g);
+  free(f->ck);
+  test_tmpdir_free(f->dir);
+  int rc = test_env_release(f->te);
+  free(f);
+  return rc;
+}
+
+/* The names of the session's hooks, "a,b,c". */
+static void hook_names(hk_session *s, char *buf, size_t cap) {
+  buf[0] = '\0';
+  for (size_t i = 0; i < hk_session_hook_count(s); i++) {
+    size_t len = strlen(buf);
+    snprintf(buf + len, cap - len, "%s%s", i ? "," : "", hk_hook_name(hk_session_hook(s, i)));
+  }
+}
+
+/* C49: every default. */
+static void test_training_session__c49_defaults(void **state) {
+  fx *f = *state;
+  hk_training_session_options o = HK_TRAINING_SESSION_OPTIONS_INIT;
+  assert_int_equal(o.is_chief, 1);
+  assert_null(o.checkpoint_dir);
+  assert_null(o.scaffold);
+  assert_true(hk_secs_is_unset(o.save_checkpoint_secs));
+  assert_true(o.save_checkpoint_steps == HK_UNSET_STEPS);
+  assert_true(o.save_summaries_steps == HK_UNSET_STEPS);
+  assert_true(hk_secs_is_unset(o.save_summaries_secs));
+  assert_true(o.stop_grace_period_secs == 120.0);
+  assert_int_equal(o.log_step_count_steps, 100);
+  assert_true(o.max_wait_secs == 7200.0);
+  assert_null(o.summary_dir);
+  assert_int_equal(o.save_graph_def, 1);
+  assert_true(o.recovery_wait_secs == 30.0);
+  assert_int_equal(o.async_checkpoint, 0);
+  assert_int_equal(hk_training_session_options_init(NULL, HK_TRAINING_SESSION_OPTIONS_VERSION), HK_INVALID_ARGUMENT);
+  assert_int_equal(hk_training_session_options_init(&o, 9), HK_INVALID_ARGUMENT);
+  (void)f;
+}
+
+/* C53, C52, C50, C51: the chief's order, summary_dir defaulting to
+ * checkpoint_dir, a checkpoint at creation, summaries and steps/sec. */
+static void test_training_session__c53_chief_hook_order(void **state) {
+  fx *f = *state;
+  hk_session *s = NULL;
+  char names[512];
+  assert_ok(hk_training_session_new(&s, &f->o, &f->st), &f->st);
+  hook_names(s, names, sizeof names);
+  assert_string_equal(names, "chief_only,StepCounterHook,SummarySaverHook,CheckpointSaverHook,user");
+  hk_run_args args = {NULL, 0, NULL, 0, &f->train, 1, NULL};
+  for (int i = 0; i < 3; i++) assert_ok(hk_session_run(s, &args, NULL, NULL, &f->st), &f->st);
+  assert_ok(hk_session_close(s, HK_OK, &f->st), &f->st);
+  hk_session_free(s);
+  char *c0 = test_path(f->ck, "model.ckpt-0.safetensors"), *c3 = test_path(f->ck, "model.ckpt-3.safetensors");
+  assert_true(test_path_exists(c0)); /* C94 at creation */
+  assert_true(test_path_exists(c3)); /* C97 at end */
+  free(c0);
+  free(c3);
+  assert_int_equal(test_dir_count_matching(f->ck, "events.out.tfevents."), 1); /* H26: one file */
+  assert_int_equal(f->chief->calls[SPY_BEFORE_RUN], 3);
+  assert_int_equal(f->user->calls[SPY_END], 1);
+}
+
+/* H22: async_checkpoint puts the asynchronous saver in the same place. */
+static void test_training_session__h22_async_checkpoint(void **state) {
+  fx *f = *state;
+  hk_session *s = NULL;
+  char names[512];
+  f->o.async_checkpoint = 1;
+  f->o.summary_dir = NULL;
+  f->o.log_step_count_steps = 0;
+  f->o.save_summaries_steps = 0;
+  assert_ok(hk_training_session_new(&s, &f->o, &f->st), &f->st);
+  hook_names(s, names, sizeof names);
+  assert_string_equal(names, "chief_only,AsyncCheckpointSaverHook,user");
+  assert_ok(hk_session_close(s, HK_OK, &f->st), &f->st);
+  hk_session_free(s);
+}
+
+/* C54: a cadence of 0 (or log_step_count_steps 0) disables its default
+ * hook; without checkpoint_dir and summary_dir there are none. */
+static void test_training_session__c54_zero_disables(void **state) {
+  fx *f = *state;
+  hk_session *s = NULL;
+  char names[512];
+  f->o.save_checkpoint_secs = 0;
+  f->o.log_step_count_steps = 0;
+  assert_ok(hk_training_session_new(&s, &f->o, &f->st), &f->st);
+  hook_names(s, names, sizeof names);
+  assert_string_equal(names, "chief_only,SummarySaverHook,user");
+  assert_ok(hk_session_close(s, HK_OK, &f->st), &f->st);
+  hk_session_free(s);
+  assert_int_equal(test_dir_count_matching(f->ck, ".safetensors"), 0);
+
+  f->o.checkpoint_dir = NULL;
+  f->o.save_checkpoint_secs = HK_UNSET_SECS;
+  f->o.log_step_count_steps = 100;
+  assert_ok(hk_training_session_new(&s, &f->o, &f->st), &f->st);
+  hook_names(s, names, sizeof names);
+  assert_string_equal(names, "chief_only,user");
+  assert_ok(hk_session_close(s, HK_OK, &f->st), &f->st);
+  hk_session_free(s);
+}
+
+/* C56: a worker runs only the user hooks and waits for a ready model. */
+static void test_training_session__c56_worker_hooks(void **state) {
+  fx *f = *state;
+  hk_session *s = NULL;
+  char names[512];
+  f->o.is_chief = 0;
+  f->o.checkpoint_dir = NULL;
+  f->o.max_wait_secs = 0.05;
+  /* The graph's variables are graph-owned: a worker never initializes
+   * them, so it times out waiting (C48, C73). */
+  assert_status(hk_training_session_new(&s, &f->o, &f->st), &f->st, HK_DEADLINE_EXCEEDED, "not ready");
+  assert_null(s);
+  assert_int_equal(f->chief->calls[SPY_BEGIN], 0);
+  assert_int_equal(f->user->calls[SPY_BEGIN], 1);
+  (void)names;
+}
+
+/* C50, C51, D9: both cadences; C54: negative; H23: nothing created. */
+static void test_training_session__h23_bad_options_no_side_effect(void **state) {
+  fx *f = *state;
+  hk_session *s = (hk_session *)f;
+  hk_training_session_options o = f->o;
+  o.save_checkpoint_secs = 10;
+  o.save_checkpoint_steps = 10;
+  assert_status(hk_training_session_new(&s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "Can not provide both save_checkpoint_secs and save_checkpoint_steps.");
+  assert_null(s);
+  o = f->o;
+  o.save_summaries_secs = 1;
+  o.save_summaries_steps = 1;
+  assert_status(hk_training_session_new(&s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "Can not provide both save_summaries_secs and save_summaries_steps.");
+  o = f->o;
+  o.save_checkpoint_steps = -1;
+  assert_status(hk_training_session_new(&s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "save_checkpoint_steps");
+  o = f->o;
+  o.save_summaries_secs = NAN;
+  assert_status(hk_training_session_new(&s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "save_summaries_secs");
+  o = f->o;
+  o.log_step_count_steps = -5;
+  assert_status(hk_training_session_new(&s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "log_step_count_steps");
+  o = f->o;
+  o.nhooks = 2;
+  o.hooks = NULL;
+  assert_status(hk_training_session_new(&s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "hooks");
+  o = f->o;
+  o.executor = NULL;
+  assert_status(hk_training_session_new(&s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "executor");
+  o = f->o;
+  o.recovery_wait_secs = 0;
+  assert_status(hk_training_session_new(&s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "recovery_wait_secs");
+  o = f->o;
+  o.version = 0;
+  assert_status(hk_training_session_new(&s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "version");
+  assert_status(hk_training_session_new(&s, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "options");
+  assert_status(hk_training_session_new(NULL, &f->o, &f->st), &f->st, HK_INVALID_ARGUMENT, "out");
+  /* the same hook as chief-only and user hook (H11) */
+  o = f->o;
+  o.chief_only_hooks = &f->user->hook;
+  assert_status(hk_training_session_new(&s, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "twice");
+  assert_int_equal(f->user->calls[SPY_BEGIN], 0);
+  assert_int_equal(f->chief->calls[SPY_BEGIN], 0);
+  assert_false(test_path_exists(f->ck));
+}
+
+/* House style 22a: an allocation failure anywhere in the constructor is
+ * RESOURCE_EXHAUSTED and leaks nothing. */
+static void test_training_session__oom_is_clean(void **state) {
+  fx *f = *state;
+  /* The graph keeps what it builds (the Scaffold's default ops) across
+   * attempts: give it the system allocator, so that only what the MTS,
+   * the session and the hooks allocate is failed and counted. */
+  hk_graph *g = NULL;
+  hk_handle gs;
+  assert_ok(hk_graph_new(&g, NULL, &f->st), &f->st);
+  assert_ok(hk_graph_create_global_step(g, &gs, &f->st), &f->st);
+  f->o.executor = hk_graph_executor(g);
+  f->o.env = &f->te->env;
+  for (long n = 0;; n++) {
+    hk_session *s = NULL;
+    long live = test_alloc_live(&f->te->alloc), before = f->te->alloc.nfailed;
+    test_alloc_fail_at(&f->te->alloc, n, 0);
+    hk_code rc = hk_training_session_new(&s, &f->o, &f->st);
+    long injected = f->te->alloc.nfailed - before;
+    test_alloc_fail_at(&f->te->alloc, -1, 0);
+    if (rc == HK_OK) {
+      assert_ok(hk_session_close(s, HK_OK, &f->st), &f->st);
+      hk_session_free(s);
+    }
+    test_tmpdir_remove(f->ck);
+    assert_int_equal(test_alloc_live(&f->te->alloc), live);
+    if (injected == 0) {
+      assert_ok(rc, &f->st);
+      break;
+    }
+    if (rc != HK_OK) assert_status(rc, &f->st, HK_RESOURCE_EXHAUSTED, NULL);
+  }
+  hk_graph_free(g);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_training_session__c49_defaults, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_training_session__c53_chief_hook_order, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_training_session__h22_async_checkpoint, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_training_session__c54_zero_disables, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_training_session__c56_worker_hooks, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_training_session__h23_bad_options_no_side_effect, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_training_session__oom_is_clean, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
