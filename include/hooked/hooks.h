@@ -77,7 +77,8 @@ typedef struct hk_progress_options {
   /** Where to draw; borrowed: it must stay open until hk_hook_free(). The
    *  _INIT macro and hk_progress_options_init() set stderr (so the macro is
    *  an initializer for automatic variables, not for static ones). NULL: the
-   *  hook draws nothing, fetches nothing and reads no clock. */
+   *  hook does nothing at all: it draws nothing, resolves and fetches no
+   *  loss, reads no clock. */
   FILE *stream;
   int64_t last_step;     /**< HK_UNSET_STEPS (unknown: no "/ last", no percentage, no ETA) or >= 0 */
   /** A tensor to fetch at every run and show as "loss": any name the
@@ -119,7 +120,7 @@ HK_API hk_code hk_progress_options_init(hk_progress_options *opts, uint32_t vers
  * A display, not a log: it writes to the stream the program chose, with
  * fputs and fflush, and not through the env's log sink, because a sink
  * takes whole messages, one per line, and adds timestamps: it cannot
- * redraw a line in place. Nothing else of the library writes to a stream.
+ * redraw a line in place.
  * Log lines reaching the same terminal while the line is drawn would be
  * appended to it; hk_progress_hook_log() is a sink that erases it first.
  * Write errors on the stream are ignored: a display never stops training.
