@@ -16,6 +16,7 @@
 #include "hooked/sys/hook.h"
 #include "hooked/checkpoint.h"
 #include "hooked/scaffold.h"
+#include "hooked/summary.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -635,6 +636,125 @@ HK_API hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_s
  */
 HK_API hk_code hk_async_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts,
                                                   hk_status *status);
+
+/* ---- StepCounterHook (group N: C131–C133) ---------------------------- */
+#define HK_STEP_COUNTER_OPTIONS_VERSION 1
+typedef struct hk_step_counter_options {
+  uint32_t version;        /**< HK_STEP_COUNTER_OPTIONS_VERSION */
+  const hk_env *env;       /**< NULL: the session's (its clock times the rate, its sink logs) */
+  /** HK_UNSET_STEPS: 100, unless every_n_secs is given (C131); else >= 1. */
+  int64_t every_n_steps;
+  double every_n_secs;     /**< HK_UNSET_SECS or finite > 0; not with every_n_steps (D9) */
+  /** Copied; NULL: no summaries unless summary_writer. The session's shared
+   *  writer of this directory (H26), created with its parents in begin(). */
+  const char *output_dir;
+  /** Borrowed, must outlive the hook's sessions; wins over output_dir, as in
+   *  TF. NULL: output_dir's. */
+  hk_summary_writer *summary_writer;
+  int64_t steps_per_run;   /**< >= 1, default 1 */
+} hk_step_counter_options;
+#define HK_STEP_COUNTER_OPTIONS_INIT { HK_STEP_COUNTER_OPTIONS_VERSION, NULL, HK_UNSET_STEPS, HK_UNSET_SECS, \
+  NULL, NULL, 1 }
+
+/**
+ * Initialize options to HK_STEP_COUNTER_OPTIONS_INIT.
+ * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
+ *         another version. **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_step_counter_options_init(hk_step_counter_options *opts, uint32_t version);
+
+/**
+ * StepCounterHook (C131–C133): measures training speed. It fetches GS in
+ * every before_run; in after_run, when the timer may trigger at the stale GS
+ * + steps_per_run, it reads GS through the raw session and, when the timer
+ * triggers at it, updates the timer and — except at the first update —
+ * logs "<GS name>/sec: %g" (e.g. "global_step/sec: 12.5", the GS variable's
+ * name without ":0") with elapsed steps / elapsed seconds of the hook's
+ * clock, and writes that value as a scalar summary of that tag at GS into
+ * the writer (C132). A zero elapsed time writes and logs nothing (C132).
+ * When the stale GS equals the previous run's, it logs WARNING "It seems
+ * that global step has not been increased. Current value (could be stable):
+ * %d vs previous value: %d." at most 5 times per hook (C133). Timer and
+ * previous step restart at begin() and at every session creation.
+ * @param opts  borrowed for the call; NULL: HK_STEP_COUNTER_OPTIONS_INIT
+ *              (every 100 steps, logging only).
+ * **Ownership:** *out owned, hk_hook_free().
+ * **Errors:** INVALID_ARGUMENT naming the option: a bad version or env, "Can
+ * not provide both every_n_secs and every_n_steps." (D9), every_n_steps < 1
+ * or every_n_secs not finite and > 0 (H25), steps_per_run < 1, an empty
+ * output_dir; RESOURCE_EXHAUSTED. Later: begin() fails with
+ * FAILED_PRECONDITION "Global step should be created to use
+ * StepCounterHook." (C131), C143's INVALID_ARGUMENT for a GS of the wrong
+ * dtype or shape, or a file-system error creating output_dir; an after_run
+ * that writes returns the writer's error (H9).
+ * **Threads:** any; callbacks on the training thread.
+ * **Allocates:** at creation and in begin(); a run on which it does not
+ * trigger allocates nothing (H7).
+ */
+HK_API hk_code hk_step_counter_hook_new(hk_hook **out, const hk_step_counter_options *opts, hk_status *status);
+
+/* ---- SummarySaverHook (group N: C135–C137) --------------------------- */
+#define HK_SUMMARY_SAVER_OPTIONS_VERSION 1
+typedef struct hk_summary_saver_options {
+  uint32_t version;        /**< HK_SUMMARY_SAVER_OPTIONS_VERSION */
+  const hk_env *env;       /**< NULL: the session's (its clock times save_secs) */
+  double save_secs;        /**< HK_UNSET_SECS or finite > 0 (exactly one cadence, C75/H25/D9) */
+  int64_t save_steps;      /**< HK_UNSET_STEPS or >= 1 */
+  /** Copied; the session's shared writer of this directory (H26), created
+   *  with its parents in begin(). NULL and no summary_writer: nothing is
+   *  written and no summary op runs (C136, C137). */
+  const char *output_dir;
+  /** Borrowed, must outlive the hook's sessions; wins over output_dir. */
+  hk_summary_writer *summary_writer;
+  /** Borrowed; its summary_op (hk_scaffold_summary_op(), read once it is
+   *  finalized). Exactly one of scaffold and summary_op (C135). */
+  hk_scaffold *scaffold;
+  /** Tensor handles of serialized Summary messages (1-D U8 tensors, e.g.
+   *  from hk_graph_merge_summary()); array copied. */
+  const hk_handle *summary_op;
+  size_t nsummary_op;
+} hk_summary_saver_options;
+#define HK_SUMMARY_SAVER_OPTIONS_INIT { HK_SUMMARY_SAVER_OPTIONS_VERSION, NULL, HK_UNSET_SECS, HK_UNSET_STEPS, \
+  NULL, NULL, NULL, NULL, 0 }
+
+/**
+ * Initialize options to HK_SUMMARY_SAVER_OPTIONS_INIT.
+ * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
+ *         another version. **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_summary_saver_options_init(hk_summary_saver_options *opts, uint32_t version);
+
+/**
+ * SummarySaverHook (C135–C137): saves summaries every save_steps steps or
+ * save_secs seconds. before_run fetches GS on every run and, on the first
+ * run after begin() and whenever the timer may trigger at the next step,
+ * the summary ops too (none when the Scaffold has no summary_op) (C136).
+ * after_run, when there is a writer: GS is the stale GS + 1, read through
+ * the raw session on the first run and on summary runs; on the first run it
+ * writes SessionLog START at GS; on a summary run it updates the timer and
+ * writes each fetched Summary verbatim at GS (C137). end() flushes the
+ * writer. The fetched tensors must be 1-D U8 tensors holding serialized
+ * Summary messages (what the summary ops of hooked/graph.h produce).
+ * @param opts  required (a cadence and the summaries are); borrowed for the
+ *              call.
+ * **Ownership:** *out owned, hk_hook_free().
+ * **Errors:** INVALID_ARGUMENT naming the option: a NULL out or opts, a bad
+ * version or env, "Exactly one of scaffold or summary_op must be provided."
+ * (C135), "Either save_secs or save_steps should be provided." / "Can not
+ * provide both save_secs and save_steps." (D9) or an invalid cadence (H25),
+ * a NULL summary_op with a count or an unset handle in it, an empty
+ * output_dir; RESOURCE_EXHAUSTED. Later: begin() fails with
+ * FAILED_PRECONDITION "Global step should be created to use
+ * SummarySaverHook." (C135), C143's INVALID_ARGUMENT, or a file-system
+ * error creating output_dir; after_run returns INVALID_ARGUMENT naming a
+ * fetched summary that is not a 1-D U8 serialized Summary, and the writer's
+ * errors (H9); end() the flush's.
+ * **Threads:** any; callbacks on the training thread.
+ * **Allocates:** at creation, in begin() and at the first run after a
+ * Scaffold is finalized; on summary runs (the records); a run that fetches
+ * only GS allocates nothing (H7).
+ */
+HK_API hk_code hk_summary_saver_hook_new(hk_hook **out, const hk_summary_saver_options *opts, hk_status *status);
 
 /**
  * Save now, between runs, through a CheckpointSaverHook or an

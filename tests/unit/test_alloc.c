@@ -300,6 +300,59 @@ static void test_alloc__h7_steady_state_with_group_n_hooks(void **state) {
   for (int i = 0; i < 4; i++) hk_hook_free(n[i]);
 }
 
+/* H7 with StepCounter and SummarySaver (summaries from the graph's summary
+ * ops through the Scaffold's default merge, C62) writing into one directory
+ * (H26): their first runs trigger (SessionLog START, the summaries, the
+ * timer's start), which may allocate; a run on which neither triggers
+ * fetches the global step alone and allocates nothing. */
+static void test_alloc__h7_steady_state_with_summary_hooks(void **state) {
+  fixture *f = *state;
+  char *root = test_tmpdir_new("alloc-summary");
+  hk_step_counter_options sco = HK_STEP_COUNTER_OPTIONS_INIT;
+  hk_summary_saver_options sso = HK_SUMMARY_SAVER_OPTIONS_INIT;
+  hk_scaffold_options sfo = HK_SCAFFOLD_OPTIONS_INIT;
+  hk_scaffold *scaffold = NULL;
+  hk_hook *counter = NULL, *saver = NULL;
+  hk_hook *hooks[6];
+  hk_handle s_gs, h_c;
+  int64_t gs = -1;
+  assert_ok(hk_graph_scalar_summary(f->g, &s_gs, "gs_summary", "gs", f->gs, &f->st), &f->st);
+  assert_ok(hk_graph_histogram_summary(f->g, &h_c, "c_summary", "c", f->c, &f->st), &f->st);
+  sfo.env = &f->te->env;
+  assert_ok(hk_scaffold_new(&scaffold, &sfo, &f->st), &f->st);
+  sco.every_n_steps = 1000000;
+  sco.output_dir = root;
+  assert_ok(hk_step_counter_hook_new(&counter, &sco, &f->st), &f->st);
+  sso.save_steps = 1000000;
+  sso.output_dir = root;
+  sso.scaffold = scaffold;
+  assert_ok(hk_summary_saver_hook_new(&saver, &sso, &f->st), &f->st);
+  memcpy(hooks, f->hooks, sizeof f->hooks);
+  hooks[4] = counter;
+  hooks[5] = saver;
+  f->opts.hooks = hooks;
+  f->opts.nhooks = 6;
+  f->opts.scaffold = scaffold;
+  assert_ok(hk_session_new(&f->s, &f->opts, &f->st), &f->st);
+  assert_ok(run_once(f, f->opts.kind, &gs), &f->st);
+  assert_ok(run_once(f, f->opts.kind, &gs), &f->st);
+  test_alloc_reset_counts(&f->te->alloc);
+  for (int i = 0; i < 50; i++) assert_ok(run_once(f, f->opts.kind, &gs), &f->st);
+  if (test_alloc_count(&f->te->alloc) != 0)
+    fprintf(stderr, "steady-state runs allocated %ld times\n", test_alloc_count(&f->te->alloc));
+  assert_int_equal(test_alloc_count(&f->te->alloc), 0);
+  assert_int_equal(gs, 51); /* the stale GS of the 52nd run */
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  hk_session_free(f->s);
+  f->s = NULL;
+  /* The hooks were live: START and one merged summary were written. */
+  assert_int_equal(test_dir_count_matching(root, "tfevents"), 1);
+  hk_hook_free(counter);
+  hk_hook_free(saver);
+  hk_scaffold_free(scaffold);
+  test_tmpdir_free(root);
+}
+
 /* ---- 22a: OOM loops ------------------------------------------------------- */
 
 /* One full session first: the Scaffold registers default ops in the graph and
@@ -380,6 +433,7 @@ int main(void) {
       GRAPH(test_alloc__h7_steady_state_run_monitored),
       GRAPH(test_alloc__h7_steady_state_run_singular),
       GRAPH(test_alloc__h7_steady_state_with_checkpoint_hooks),
+      GRAPH(test_alloc__h7_steady_state_with_summary_hooks),
       GRAPH(test_alloc__h7_steady_state_with_group_n_hooks),
       FAKE(test_alloc__oom_loop_session_new),
       GRAPH(test_alloc__oom_loop_session_new),
