@@ -4,7 +4,8 @@
  *   fs.c          POSIX hk_fs, H9 errno mapping, atomic files (D4.1), stale
  *                 temporary cleanup (D4.2 step 1), mkdirs, bounded reads,
  *                 names and paths (H32)
- *   crc32c.c      hk_crc32c_extend (SSE4.2 / portable, chosen at run time)
+ *   crc32c.c      hk_crc32c_extend (SSE4.2 / portable, chosen at run time),
+ *                 the fused copy + CRC and the CRC join (crc32c.h)
  *   safetensors.c the data-file writer and the public reader
  *   state.c       the state file: parse (H33), format (C117), public helpers
  *   saver.c       hk_saver, latest_checkpoint, restore with fallback (D5)
@@ -15,6 +16,7 @@
 #define HOOKED_CKPT_H
 
 #include "../internal.h"
+#include "crc32c.h"
 
 /* ---- file system (fs.c) ---------------------------------------------------- */
 
@@ -39,6 +41,11 @@ hk_code hk__fs_create_excl(const hk__fs *fs, const char *path, hk_fs_file **out,
 /** One write call; *nwritten is at most len. */
 hk_code hk__fs_write(const hk__fs *fs, hk_fs_file *f, const char *path, const void *buf, size_t len, size_t *nwritten,
                      hk_status *st);
+/** The optional write_at slot (version 2, H10): nonzero when the fs has
+ *  one; hk__fs_write_at is UNIMPLEMENTED otherwise. One call, like write. */
+int hk__fs_has_write_at(const hk__fs *fs);
+hk_code hk__fs_write_at(const hk__fs *fs, hk_fs_file *f, const char *path, const void *buf, size_t len,
+                        uint64_t offset, size_t *nwritten, hk_status *st);
 hk_code hk__fs_sync(const hk__fs *fs, hk_fs_file *f, const char *path, hk_status *st);
 /** The optional map slot: UNIMPLEMENTED when the fs has none. On failure
  *  *addr and *token are NULL. */
@@ -78,6 +85,10 @@ hk_code hk__atomic_begin(hk__atomic_file *af, const hk_env *env, const char *fin
 /** Append all of buf, looping over short writes (a write of 0 bytes is an
  *  UNKNOWN error naming the file). */
 hk_code hk__atomic_write(hk__atomic_file *af, const void *buf, size_t n, hk_status *st);
+/** Write all of buf at `offset` through the fs's write_at (the caller
+ *  checked hk__fs_has_write_at), looping over short writes; errors are
+ *  sticky as for hk__atomic_write. Never mixed with it on one file. */
+hk_code hk__atomic_write_at(hk__atomic_file *af, const void *buf, size_t n, uint64_t offset, hk_status *st);
 /** fsync, close, rename, fsync dir; frees the struct's strings either way. */
 hk_code hk__atomic_commit(hk__atomic_file *af, hk_status *st);
 /** Close and unlink the temporary file; frees the strings. Safe after commit. */

@@ -11,19 +11,26 @@
  * Build with -DHK_CRC32C_FORCE_PORTABLE to compile the portable path only
  * (the test_crc32c_portable executable does, to test it on any CPU).
  *
+ * hk__crc32c_copy() is the same CRC fused with a copy, for a restore that
+ * moves a tensor from the page cache into a variable: one pass over the
+ * source, each word checked while it is in a register on its way to the
+ * destination. hk__crc32c_combine() joins the CRCs of adjacent pieces, so
+ * pieces of one tensor can be checked on different threads.
+ *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "hooked/checkpoint.h"
+#include "crc32c.h"
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #if !defined(HK_CRC32C_FORCE_PORTABLE) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define CRC32C_HAVE_SSE42 1
 #include <nmmintrin.h>
 #include <wmmintrin.h>
 #include <stdatomic.h>
-#include <string.h>
 #endif
 
 static const uint32_t crc32c_table[8][256] = {
@@ -321,6 +328,33 @@ static uint32_t crc32c_portable(uint32_t crc, const unsigned char *p, size_t n) 
   return crc;
 }
 
+
+/* crc32c_portable with a copy: each group of 8 bytes is stored to dst as
+ * it is folded in. */
+static uint32_t crc32c_copy_portable(uint32_t crc, unsigned char *d, const unsigned char *p, size_t n) {
+  while (n > 0 && ((uintptr_t)p & 7) != 0) {
+    crc = (crc >> 8) ^ crc32c_table[0][(crc ^ *p) & 0xff];
+    *d++ = *p++;
+    n--;
+  }
+  while (n >= 8) {
+    uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+    uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+    memcpy(d, p, 8);
+    crc = crc32c_table[7][lo & 0xff] ^ crc32c_table[6][(lo >> 8) & 0xff] ^ crc32c_table[5][(lo >> 16) & 0xff] ^
+          crc32c_table[4][lo >> 24] ^ crc32c_table[3][hi & 0xff] ^ crc32c_table[2][(hi >> 8) & 0xff] ^
+          crc32c_table[1][(hi >> 16) & 0xff] ^ crc32c_table[0][hi >> 24];
+    p += 8;
+    d += 8;
+    n -= 8;
+  }
+  while (n-- > 0) {
+    crc = (crc >> 8) ^ crc32c_table[0][(crc ^ *p) & 0xff];
+    *d++ = *p++;
+  }
+  return crc;
+}
+
 #ifdef CRC32C_HAVE_SSE42
 /* One dependent chain of crc32q: 8 bytes per instruction latency (3
  * cycles). Used for short inputs, for the tail after the three-stream
@@ -416,6 +450,104 @@ __attribute__((target("sse4.2,pclmul"))) static uint32_t crc32c_sse42_pclmul(uin
   return (uint32_t)crc32c_sse42_chain(c, p, n);
 }
 
+/* ---- fused copy ---- */
+
+/* crc32c_sse42_chain with a copy. Each word is loaded once, folded in and
+ * stored. */
+__attribute__((target("sse4.2"))) static uint64_t crc32c_copy_sse42_chain(uint64_t c, unsigned char *d,
+                                                                         const unsigned char *p, size_t n) {
+  while (n >= 8) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    memcpy(d, &w, 8);
+    c = _mm_crc32_u64(c, w);
+    p += 8;
+    d += 8;
+    n -= 8;
+  }
+  while (n-- > 0) {
+    c = _mm_crc32_u8((uint32_t)c, *p);
+    *d++ = *p++;
+  }
+  return c;
+}
+
+__attribute__((target("sse4.2"))) static uint32_t crc32c_copy_sse42(uint32_t crc, unsigned char *d,
+                                                                   const unsigned char *p, size_t n) {
+  uint64_t c = crc;
+  while (n > 0 && ((uintptr_t)p & 7) != 0) {
+    c = _mm_crc32_u8((uint32_t)c, *p);
+    *d++ = *p++;
+    n--;
+  }
+  return (uint32_t)crc32c_copy_sse42_chain(c, d, p, n);
+}
+
+/* 64 bytes from s to d in four 16-byte moves (SSE2, baseline on x86-64). */
+__attribute__((always_inline)) static inline void copy_line(unsigned char *d, const unsigned char *s) {
+  __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
+  __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
+  __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
+  __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
+  _mm_storeu_si128((__m128i *)(void *)d, a);
+  _mm_storeu_si128((__m128i *)(void *)(d + 16), b);
+  _mm_storeu_si128((__m128i *)(void *)(d + 32), c);
+  _mm_storeu_si128((__m128i *)(void *)(d + 48), e);
+}
+
+/*
+ * crc32c_three_blocks with a copy, a line (64 bytes) of each stream at a
+ * time: the line's words are folded in first, then the line is copied
+ * (vector moves, from L1 by then). The loads of a line come before the
+ * stores of that line: a load that follows a store to an address equal in
+ * its low 12 bits waits on a false dependency (4K aliasing), and a source
+ * and a destination that are both page-aligned are exactly that.
+ */
+__attribute__((target("sse4.2,pclmul"), always_inline)) static inline uint64_t crc32c_copy_three_blocks(
+    uint64_t c0, unsigned char *d, const unsigned char *p, size_t block, uint32_t k_a, uint32_t k_b) {
+  uint64_t c1 = 0, c2 = 0;
+  for (size_t i = 0; i < block; i += 64) {
+    for (size_t k = 0; k < 64; k += 8) {
+      uint64_t w0, w1, w2;
+      memcpy(&w0, p + i + k, 8);
+      memcpy(&w1, p + block + i + k, 8);
+      memcpy(&w2, p + 2 * block + i + k, 8);
+      c0 = _mm_crc32_u64(c0, w0);
+      c1 = _mm_crc32_u64(c1, w1);
+      c2 = _mm_crc32_u64(c2, w2);
+    }
+    copy_line(d + i, p + i);
+    copy_line(d + block + i, p + block + i);
+    copy_line(d + 2 * block + i, p + 2 * block + i);
+  }
+  __m128i a = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)(uint32_t)c0), _mm_cvtsi32_si128((int)k_a), 0x00);
+  __m128i b = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)(uint32_t)c1), _mm_cvtsi32_si128((int)k_b), 0x00);
+  return _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(_mm_xor_si128(a, b))) ^ c2;
+}
+
+__attribute__((target("sse4.2,pclmul"))) static uint32_t crc32c_copy_sse42_pclmul(uint32_t crc, unsigned char *d,
+                                                                                  const unsigned char *p, size_t n) {
+  uint64_t c = crc;
+  while (n > 0 && ((uintptr_t)p & 7) != 0) {
+    c = _mm_crc32_u8((uint32_t)c, *p);
+    *d++ = *p++;
+    n--;
+  }
+  while (n >= 3 * CRC32C_LONG) {
+    c = crc32c_copy_three_blocks(c, d, p, CRC32C_LONG, CRC32C_LONG_K_A, CRC32C_LONG_K_B);
+    p += 3 * CRC32C_LONG;
+    d += 3 * CRC32C_LONG;
+    n -= 3 * CRC32C_LONG;
+  }
+  while (n >= 3 * CRC32C_SHORT) {
+    c = crc32c_copy_three_blocks(c, d, p, CRC32C_SHORT, CRC32C_SHORT_K_A, CRC32C_SHORT_K_B);
+    p += 3 * CRC32C_SHORT;
+    d += 3 * CRC32C_SHORT;
+    n -= 3 * CRC32C_SHORT;
+  }
+  return (uint32_t)crc32c_copy_sse42_chain(c, d, p, n);
+}
+
 /* 0: not yet asked, 1: portable, 2: SSE4.2, 3: SSE4.2 and PCLMULQDQ.
  * Racing first callers store the same answer. */
 static atomic_int crc32c_cpu;
@@ -442,6 +574,47 @@ uint32_t hk_crc32c_extend(uint32_t crc, const void *data, size_t n) {
   }
 #endif
   return ~crc32c_portable(crc, data, n);
+}
+
+uint32_t hk__crc32c_copy(uint32_t crc, void *dst, const void *src, size_t n) {
+  if (n == 0 || !dst || !src) return crc;
+  crc = ~crc;
+#ifdef CRC32C_HAVE_SSE42
+  switch (crc32c_cpu_level()) {
+    case 3: return ~crc32c_copy_sse42_pclmul(crc, dst, src, n);
+    case 2: return ~crc32c_copy_sse42(crc, dst, src, n);
+    default: break;
+  }
+#endif
+  return ~crc32c_copy_portable(crc, dst, src, n);
+}
+
+/* a * b modulo the polynomial, in the reflected order of the CRC register
+ * (bit 31 is x^0, bit 0 is x^31). */
+static uint32_t gf_multiply(uint32_t a, uint32_t b) {
+  uint32_t product = 0;
+  for (int i = 0; i < 32; i++) {
+    if (a & 0x80000000U) product ^= b;
+    a <<= 1;
+    b = (b >> 1) ^ (0x82F63B78U & (0U - (b & 1U))); /* b *= x */
+  }
+  return product;
+}
+
+/*
+ * Feeding n zero bytes to the (uninverted) register multiplies it by
+ * x^(8n), and the pre- and post-inversions of two CRCs cancel, so
+ * crc(A B) = crc(A) * x^(8 len(B)) + crc(B). x^(8n) by squaring: at most
+ * 64 squarings and 64 products, a microsecond or so, per join.
+ */
+uint32_t hk__crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
+  uint32_t power = 0x00800000U; /* x^8 */
+  uint32_t shift = 0x80000000U; /* x^0 */
+  for (; len_b != 0; len_b >>= 1) {
+    if (len_b & 1) shift = gf_multiply(shift, power);
+    power = gf_multiply(power, power);
+  }
+  return gf_multiply(crc_a, shift) ^ crc_b;
 }
 
 /* The PCLMULQDQ path still reports "sse4.2": include/hooked/checkpoint.h

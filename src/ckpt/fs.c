@@ -124,6 +124,22 @@ static hk_code posix_write(void *user, hk_fs_file *f, const void *buf, size_t le
   return HK_OK;
 }
 
+static hk_code posix_write_at(void *user, hk_fs_file *f, const void *buf, size_t len, uint64_t offset,
+                              size_t *nwritten, hk_status *st) {
+  int fd = file_to_fd(f);
+  size_t want = len < POSIX_IO_CHUNK ? len : POSIX_IO_CHUNK;
+  ssize_t n;
+  (void)user;
+  *nwritten = 0;
+  if (offset > (uint64_t)INT64_MAX - want) return fd_error(st, EOVERFLOW, "write", fd);
+  do {
+    n = pwrite(fd, buf, want, (off_t)offset);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return fd_error(st, errno, "write", fd);
+  *nwritten = (size_t)n;
+  return HK_OK;
+}
+
 static hk_code posix_size(void *user, hk_fs_file *f, uint64_t *size, hk_status *st) {
   struct stat sb;
   (void)user;
@@ -311,6 +327,7 @@ static const hk_fs_vtable posix_vtable = {
     .mkdir = posix_mkdir,
     .map = posix_map,
     .unmap = posix_unmap,
+    .write_at = posix_write_at,
 };
 
 const hk_fs_vtable *hk_fs_posix(void) { return &posix_vtable; }
@@ -399,6 +416,20 @@ hk_code hk__fs_write(const hk__fs *fs, hk_fs_file *f, const char *path, const vo
   hk_status local = HK_STATUS_INIT;
   *nwritten = 0;
   hk_code rc = fs->vt->write(fs->user, f, buf, len, nwritten, &local);
+  if (rc == HK_OK && *nwritten > len) *nwritten = len;
+  return fs_result(rc, &local, st, "write", path);
+}
+
+int hk__fs_has_write_at(const hk__fs *fs) { return fs->vt->version >= 2 && fs->vt->write_at != NULL; }
+
+hk_code hk__fs_write_at(const hk__fs *fs, hk_fs_file *f, const char *path, const void *buf, size_t len,
+                        uint64_t offset, size_t *nwritten, hk_status *st) {
+  hk_status local = HK_STATUS_INIT;
+  hk_code rc;
+  *nwritten = 0;
+  /* H10: a version-1 vtable ends before this slot. */
+  if (!hk__fs_has_write_at(fs)) return hk_status_set(st, HK_UNIMPLEMENTED, "write %s at an offset: not supported", path);
+  rc = fs->vt->write_at(fs->user, f, buf, len, offset, nwritten, &local);
   if (rc == HK_OK && *nwritten > len) *nwritten = len;
   return fs_result(rc, &local, st, "write", path);
 }
@@ -649,6 +680,41 @@ void hk__atomic_abort(hk__atomic_file *af) {
   }
   if (af->tmp_path) hk__fs_unlink(&af->fs, af->tmp_path, NULL);
   free_af_strings(af);
+}
+
+hk_code hk__atomic_write_at(hk__atomic_file *af, const void *buf, size_t n, uint64_t offset, hk_status *st) {
+  const char *p = buf;
+  if (af->error != HK_OK) {
+    hk__status_copy(st, &af->error_status);
+    return af->error;
+  }
+  if (!af->f) {
+    hk_status why;
+    hk_status_set(&why, HK_FAILED_PRECONDITION, "write to %s after it was closed",
+                  af->final_path ? af->final_path : "a file");
+    return af_fail(af, HK_FAILED_PRECONDITION, &why, st);
+  }
+  while (n > 0) {
+    hk_status why = HK_STATUS_INIT;
+    size_t w = 0;
+    hk_code rc;
+    if (offset > UINT64_MAX - n) {
+      hk_status_set(&why, HK_INVALID_ARGUMENT, "write %s: offset %llu + %zu bytes overflows", af->tmp_path,
+                    (unsigned long long)offset, n);
+      return af_fail(af, HK_INVALID_ARGUMENT, &why, st);
+    }
+    rc = hk__fs_write_at(&af->fs, af->f, af->tmp_path, p, n, offset, &w, &why);
+    if (rc != HK_OK) return af_fail(af, rc, &why, st);
+    if (w == 0) {
+      hk_status_set(&why, HK_UNKNOWN, "write %s: no progress (0 bytes written)", af->tmp_path);
+      return af_fail(af, HK_UNKNOWN, &why, st);
+    }
+    p += w;
+    n -= w;
+    offset += w;
+    af->written += w;
+  }
+  return HK_OK;
 }
 
 hk_code hk__atomic_commit(hk__atomic_file *af, hk_status *st) {

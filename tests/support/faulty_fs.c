@@ -248,6 +248,38 @@ static hk_code ff_write(void *user, hk_fs_file *f, const void *buf, size_t len, 
   return rc;
 }
 
+/* Counted, failed, shortened and space-limited exactly as a write: to the
+ * tests it is one (the library writes a data file with it). */
+static hk_code ff_write_at(void *user, hk_fs_file *f, const void *buf, size_t len, uint64_t offset,
+                           size_t *nwritten, hk_status *st) {
+  faulty_fs *ff = user;
+  faulty_file *w = (faulty_file *)f;
+  size_t want = len;
+  hk_code rc;
+
+  *nwritten = 0;
+  rc = intercept(ff, FAULTY_FS_WRITE, w->path, st);
+  if (rc != HK_OK) return rc;
+  pthread_mutex_lock(&ff->mu);
+  if (ff->max_write && want > ff->max_write) want = ff->max_write;
+  if (ff->space_limited) {
+    uint64_t left = ff->space > ff->bytes_written ? ff->space - ff->bytes_written : 0;
+    if (left == 0) {
+      pthread_mutex_unlock(&ff->mu);
+      return hk_fs_status_from_errno(st, ENOSPC, "write", w->path);
+    }
+    if (want > left) want = (size_t)left;
+  }
+  pthread_mutex_unlock(&ff->mu);
+  rc = hk_fs_posix()->write_at(NULL, w->inner, buf, want, offset, nwritten, st);
+  if (rc == HK_OK) {
+    pthread_mutex_lock(&ff->mu);
+    ff->bytes_written += *nwritten;
+    pthread_mutex_unlock(&ff->mu);
+  }
+  return rc;
+}
+
 static hk_code ff_size(void *user, hk_fs_file *f, uint64_t *size, hk_status *st) {
   faulty_file *w = (faulty_file *)f;
   hk_code rc = intercept(user, FAULTY_FS_SIZE, w->path, st);
@@ -397,6 +429,7 @@ static const hk_fs_vtable faulty_vtable = {
     .mkdir = ff_mkdir,
     .map = ff_map,
     .unmap = ff_unmap,
+    .write_at = ff_write_at,
 };
 
 const hk_fs_vtable *faulty_fs_vtable(void) { return &faulty_vtable; }

@@ -10,7 +10,9 @@
  *   - a full disk: ENOSPC once B bytes have been written in total (the write
  *     that crosses the limit is short, the next one fails).
  * A failure can be restricted to paths containing a substring (handle slots
- * use the path the file was opened with).
+ * use the path the file was opened with). write_at (hk_fs version 2) is a
+ * write to all of this: counted, failed, shortened and limited under
+ * FAULTY_FS_WRITE.
  *
  * Counting: faulty_fs_init(), faulty_fs_reset() and every faulty_fs_fail_*()
  * call zero all counters, so "N" counts the calls made after arming. An

@@ -108,6 +108,7 @@ static const hk_fs_vtable rec_vtable = {
     HK_FS_VTABLE_VERSION, r_open_read, r_create_excl, r_read_at, r_write, r_size,  r_sync, r_close,
     r_sync_dir,           r_rename,    r_unlink,      r_stat,    r_list,  r_mkdir,
     NULL, NULL, /* map, unmap: optional, not supported */
+    NULL,       /* write_at (version 2): optional, not supported */
 };
 
 /* ---- fixture: a graph with two variables and a checkpoint directory ------------------- */

@@ -11,7 +11,8 @@
  *
  * Rules for implementers:
  * - Every slot is required (hk_env_check() refuses a vtable with a NULL
- *   slot) except the optional pair map/unmap: set both or neither.
+ *   slot) except the optional pair map/unmap (set both or neither) and the
+ *   optional write_at of version 2.
  *   Return HK_OK or an error code with a message naming the path; map
  *   OS errors as H9 says (hk_fs_status_from_errno() does it): ENOSPC/EDQUOT →
  *   RESOURCE_EXHAUSTED; EACCES/EPERM/EROFS → PERMISSION_DENIED;
@@ -51,7 +52,7 @@ typedef struct hk_fs_stat {
  *  is returned by `list`. */
 typedef hk_code (*hk_fs_list_fn)(void *user, const char *name, hk_status *status);
 
-#define HK_FS_VTABLE_VERSION 1
+#define HK_FS_VTABLE_VERSION 2
 
 typedef struct hk_fs_vtable {
   uint32_t version; /**< HK_FS_VTABLE_VERSION */
@@ -108,10 +109,24 @@ typedef struct hk_fs_vtable {
   /** Release a mapping made by map, even when reporting an error (the
    *  library logs the error as a warning and goes on). */
   hk_code (*unmap)(void *user, void *token, hk_status *status);
+  /* slots below: version 2 (never read from a version-1 vtable, H10) */
+  /**
+   * Optional (NULL: not supported). Write up to `len` bytes at `offset` of
+   * a file opened by create_excl, as pwrite(): *nwritten may be short (the
+   * library loops), the position `write` appends at does not move, and a
+   * write past the end extends the file (bytes never written read as
+   * zeros). The library uses either write or write_at on one file, never
+   * both. With it, a checkpoint's data is written before its header, whose
+   * CRCs are then computed while the data is written; without it they take
+   * a pass of their own before the file is written (checkpoint-format.md,
+   * the same bytes either way).
+   */
+  hk_code (*write_at)(void *user, hk_fs_file *f, const void *buf, size_t len, uint64_t offset, size_t *nwritten,
+                      hk_status *status);
 } hk_fs_vtable;
 
 /**
- * The built-in POSIX implementation (pread/write/fsync/rename/...; EINTR is
+ * The built-in POSIX implementation (pread/write/pwrite/fsync/rename/...; EINTR is
  * retried; map is mmap(PROT_READ, MAP_SHARED) of the page-aligned range
  * with sequential and will-need advice). Its `user` is ignored.
  * @return a static vtable; never NULL.
