@@ -1334,25 +1334,166 @@ static hk_code get_candidates(const hk_env *env, const char *dir, const char *la
   return scan_dir(env, dir, c, st);
 }
 
-/* Append as much of s as fits (msg holds *len bytes and a NUL). */
-static void append_cut(char *msg, size_t cap, size_t *len, const char *s) {
-  size_t n = strlen(s), room = cap - 1 - *len;
-  if (n > room) n = room;
-  memcpy(msg + *len, s, n);
-  *len += n;
-  msg[*len] = '\0';
+/* ---- the DATA_LOSS of D5.2/D5.3: every candidate named ------------------------------------ */
+
+/* What each failed candidate gets in the message: its name relative to the
+ * directory (a valid name, H32: at most 255 bytes) and its reason. */
+#define FAIL_REASON_MAX 200
+/* What each reason gets before the directory is shown in full. */
+#define REASON_FIRST 64
+typedef struct failure {
+  char name[256];
+  char reason[FAIL_REASON_MAX];
+} failure;
+
+typedef struct failures {
+  const hk_env *env;
+  failure *e;
+  size_t n, cap;
+  size_t lost; /* candidates not kept: out of memory */
+} failures;
+
+/* s with every occurrence of prefix taken out, into out (cap bytes). */
+static void strip_into(char *out, size_t cap, const char *s, const char *prefix, size_t pl) {
+  size_t o = 0;
+  while (*s && o + 1 < cap) {
+    if (pl > 0 && strncmp(s, prefix, pl) == 0) {
+      s += pl;
+      continue;
+    }
+    out[o++] = *s++;
+  }
+  out[o] = '\0';
 }
 
-/* Append "path (reason)" to the DATA_LOSS message, truncating: the first
- * candidates, the newest, matter most. */
-static void note_failure(char *msg, size_t cap, const char *path, const char *reason) {
-  size_t len = strlen(msg);
-  if (len + 1 >= cap) return;
-  if (len > 0) append_cut(msg, cap, &len, "; ");
-  append_cut(msg, cap, &len, path);
-  append_cut(msg, cap, &len, " (");
-  append_cut(msg, cap, &len, reason);
-  append_cut(msg, cap, &len, ")");
+/* Record that candidate `path` ("<dir>/<name>") failed for `reason`: the
+ * name alone, and the reason with the directory taken out of its paths and
+ * without a leading "Checkpoint <name>.safetensors is " that would only
+ * repeat the name. */
+static void note_failure(failures *f, const char *path, const char *reason) {
+  const char *name = hk__path_basename(path);
+  size_t pl = (size_t)(name - path), nl = strlen(name);
+  failure *e;
+  char *r;
+
+  if (f->n == f->cap) {
+    size_t cap = f->cap ? f->cap * 2 : 8;
+    failure *grown = hk_env_realloc(f->env, f->e, cap * sizeof *grown);
+    if (!grown) {
+      f->lost++;
+      return;
+    }
+    f->e = grown;
+    f->cap = cap;
+  }
+  e = &f->e[f->n++];
+  snprintf(e->name, sizeof e->name, "%s", name);
+  strip_into(e->reason, sizeof e->reason, reason, path, pl);
+  r = e->reason;
+  if (strncmp(r, "Checkpoint ", 11) == 0 && strncmp(r + 11, name, nl) == 0) {
+    const char *rest = r + 11 + nl;
+    if (strncmp(rest, DATA_EXT, sizeof DATA_EXT - 1) == 0) rest += sizeof DATA_EXT - 1;
+    if (strncmp(rest, " is ", 4) == 0) memmove(r, rest + 4, strlen(rest + 4) + 1);
+  }
+}
+
+static void failures_free(failures *f) {
+  hk_env_free(f->env, f->e);
+  memset(f, 0, sizeof *f);
+}
+
+/* Append s, cut to at most n bytes (with "..." when cut and n allows). */
+static void put(char *out, size_t cap, size_t *len, const char *s, size_t n) {
+  size_t k = strlen(s);
+  int cut = k > n;
+  if (cut) k = n >= 3 ? n - 3 : n;
+  if (k > cap - 1 - *len) k = cap - 1 - *len;
+  memcpy(out + *len, s, k);
+  *len += k;
+  if (cut && n >= 3 && *len + 3 <= cap - 1) {
+    memcpy(out + *len, "...", 3);
+    *len += 3;
+  }
+  out[*len] = '\0';
+}
+
+/*
+ * "No checkpoint in <dir> <what>: <name> (<reason>); ..." in one status:
+ * every candidate's name first of all (relative to dir, which is shown once
+ * and, when long, by its end only), then the reasons sharing what room is
+ * left evenly, each cut short with "..." when it must be. Only when the
+ * names alone overflow the status do the last ones become "and %zu more".
+ * The file's own paths are never needed: a reason's were made relative.
+ */
+static hk_code failure_status(hk_status *st, const failures *f, const char *dir, const char *what) {
+  char msg[HK_STATUS_MESSAGE_MAX];
+  const size_t cap = sizeof msg - 1;
+  size_t n = f->n, names = 0, reasons = 0, head_fixed, dir_room, dl = strlen(dir), len = 0, shown = n, room, left;
+  size_t share[64];
+  char more[48] = "";
+
+  /* "No checkpoint in " + dir + " " + what + ": " */
+  head_fixed = strlen("No checkpoint in ") + 1 + strlen(what) + 2;
+  for (size_t i = 0; i < n; i++) names += strlen(f->e[i].name) + (i ? 2 : 0);
+  if (f->lost > 0) snprintf(more, sizeof more, "; and %zu more", f->lost);
+  /* Room goes to the names first, then to each reason up to REASON_FIRST
+   * bytes, then to the directory (at least its last 40 bytes), then to the
+   * rest of the reasons. */
+  for (size_t i = 0; i < n && i < 64; i++) {
+    size_t r = strlen(f->e[i].reason);
+    reasons += 3 + (r < REASON_FIRST ? r : REASON_FIRST);
+  }
+  dir_room = dl;
+  if (head_fixed + dl + names + strlen(more) + reasons > cap) {
+    size_t need = head_fixed + names + strlen(more) + reasons + 3;
+    dir_room = need < cap && cap - need > 40 ? cap - need : 40;
+    if (dir_room > dl) dir_room = dl;
+  }
+  while (shown > 0 && head_fixed + dir_room + (dir_room < dl ? 3 : 0) + names + strlen(more) > cap) {
+    shown--;
+    names -= strlen(f->e[shown].name) + (shown ? 2 : 0);
+    snprintf(more, sizeof more, "; and %zu more", n - shown + f->lost);
+  }
+  put(msg, sizeof msg, &len, "No checkpoint in ", cap);
+  if (dir_room < dl) put(msg, sizeof msg, &len, "...", cap);
+  put(msg, sizeof msg, &len, dir + (dl - dir_room), cap);
+  put(msg, sizeof msg, &len, " ", cap);
+  put(msg, sizeof msg, &len, what, cap);
+  put(msg, sizeof msg, &len, ": ", cap);
+  /* Water-fill the reasons: each " (reason)" costs 3 bytes more. */
+  room = cap > len + names + strlen(more) ? cap - len - names - strlen(more) : 0;
+  left = shown < 64 ? shown : 64;
+  for (size_t i = 0; i < left; i++) share[i] = 0;
+  if (left > 0 && room > 3 * left) {
+    size_t pool = room - 3 * left, open = left;
+    int grew = 1;
+    while (pool > 0 && open > 0 && grew) {
+      size_t each = pool / open;
+      grew = 0;
+      if (each == 0) each = 1;
+      for (size_t i = 0; i < left && pool > 0; i++) {
+        size_t want = strlen(f->e[i].reason), give;
+        if (share[i] >= want) continue;
+        give = want - share[i] < each ? want - share[i] : each;
+        if (give > pool) give = pool;
+        share[i] += give;
+        pool -= give;
+        grew = 1;
+        if (share[i] >= want) open--;
+      }
+    }
+  }
+  for (size_t i = 0; i < shown; i++) {
+    if (i) put(msg, sizeof msg, &len, "; ", cap);
+    put(msg, sizeof msg, &len, f->e[i].name, cap);
+    if (i < left && share[i] > 0) {
+      put(msg, sizeof msg, &len, " (", cap);
+      put(msg, sizeof msg, &len, f->e[i].reason, share[i]);
+      put(msg, sizeof msg, &len, ")", cap);
+    }
+  }
+  put(msg, sizeof msg, &len, more, cap);
+  return hk_status_set(st, HK_DATA_LOSS, "%s", msg);
 }
 
 static void warn_skip(const hk_env *env, const char *path, const char *reason) {
@@ -1363,7 +1504,7 @@ static const char *lf_or_default(const char *lf) { return lf ? lf : DEFAULT_LATE
 
 hk_code hk_latest_checkpoint(const hk_env *env, const char *dir, const char *latest_filename, char **out,
                              hk_status *status) {
-  char failures[HK_STATUS_MESSAGE_MAX] = "";
+  failures fl;
   cands c;
   int scanned;
   hk_code rc;
@@ -1383,6 +1524,8 @@ hk_code hk_latest_checkpoint(const hk_env *env, const char *dir, const char *lat
     cands_free(&c);
     return hk_status_set(status, HK_NOT_FOUND, "No checkpoint found in %s (its state file is unreadable)", dir);
   }
+  memset(&fl, 0, sizeof fl);
+  fl.env = env;
   for (size_t i = 0; i < c.n; i++) {
     hk_checkpoint_reader *r = NULL;
     hk_status why = HK_STATUS_INIT;
@@ -1392,23 +1535,27 @@ hk_code hk_latest_checkpoint(const hk_env *env, const char *dir, const char *lat
     if (rc == HK_RESOURCE_EXHAUSTED) {
       hk__status_copy(status, &why);
       cands_free(&c);
+      failures_free(&fl);
       return rc;
     }
     if (rc == HK_OK) {
       *out = c.paths[i];
       c.paths[i] = NULL;
       cands_free(&c);
+      failures_free(&fl);
       return HK_OK;
     }
     warn_skip(env, c.paths[i], why.message);
-    note_failure(failures, sizeof failures, c.paths[i], why.message);
+    note_failure(&fl, c.paths[i], why.message);
   }
   cands_free(&c);
-  return hk_status_set(status, HK_DATA_LOSS, "No checkpoint in %s verifies: %s", dir, failures);
+  rc = failure_status(status, &fl, dir, "verifies");
+  failures_free(&fl);
+  return rc;
 }
 
 hk_code hk__saver_restore_latest(hk_saver *saver, hk_raw_session *rs, const char *dir, char **restored, hk_status *st) {
-  char failures[HK_STATUS_MESSAGE_MAX] = "";
+  failures fl;
   const hk_env *env;
   cands c;
   int scanned;
@@ -1427,11 +1574,14 @@ hk_code hk__saver_restore_latest(hk_saver *saver, hk_raw_session *rs, const char
     cands_free(&c);
     return HK_OK;
   }
+  memset(&fl, 0, sizeof fl);
+  fl.env = env;
   for (size_t i = 0; i < c.n; i++) {
     hk_status why = HK_STATUS_INIT;
     int mismatch = 0;
     rc = restore_impl(saver, rs, c.paths[i], &mismatch, &why);
     if (rc == HK_OK) {
+      failures_free(&fl);
       *restored = hk_env_strdup(env, c.paths[i]);
       cands_free(&c);
       if (!*restored) return oom(st, "restoring a checkpoint");
@@ -1446,13 +1596,16 @@ hk_code hk__saver_restore_latest(hk_saver *saver, hk_raw_session *rs, const char
     if (mismatch || rc == HK_RESOURCE_EXHAUSTED) {
       hk__status_copy(st, &why);
       cands_free(&c);
+      failures_free(&fl);
       return rc;
     }
     warn_skip(env, c.paths[i], why.message);
-    note_failure(failures, sizeof failures, c.paths[i], why.message);
+    note_failure(&fl, c.paths[i], why.message);
   }
   cands_free(&c);
-  return hk_status_set(st, HK_DATA_LOSS, "No checkpoint in %s could be restored: %s", dir, failures);
+  rc = failure_status(st, &fl, dir, "could be restored");
+  failures_free(&fl);
+  return rc;
 }
 
 /* ---- helpers (H34) ------------------------------------------------------------------------- */

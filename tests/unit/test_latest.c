@@ -241,6 +241,98 @@ static void test_latest__all_corrupt_is_data_loss_naming_each_D5_2(void **state)
   assert_null(got);
 }
 
+/* A directory whose path is about `len` bytes long, below f->root. */
+static char *long_dir(fx *f, size_t len) {
+  char part[121], *dir = strdup(f->root);
+  memset(part, 'd', 120);
+  part[120] = '\0';
+  while (strlen(dir) + 1 + 120 < len) {
+    char *next = test_path(dir, part);
+    free(dir);
+    dir = next;
+    assert_int_equal(mkdir(dir, 0755), 0);
+  }
+  {
+    size_t k = len - strlen(dir) - 1;
+    char *next;
+    part[k] = '\0';
+    next = test_path(dir, part);
+    free(dir);
+    dir = next;
+    assert_int_equal(mkdir(dir, 0755), 0);
+  }
+  return dir;
+}
+
+/* n corrupt checkpoints model.ckpt-1..n in dir, all listed. */
+static void corrupt_checkpoints_in(fx *f, const char *dir, int64_t n) {
+  hk_status st = HK_STATUS_INIT;
+  char *save_path = test_path(dir, "model.ckpt");
+  hk_saver *s;
+  hk_saver_options so = HK_SAVER_OPTIONS_INIT;
+  so.executor = f->ex;
+  so.max_to_keep = 0;
+  assert_ok(hk_saver_new(&s, &so, &st), &st);
+  for (int64_t k = 1; k <= n; k++) {
+    char name[64], *path, *data;
+    size_t len;
+    set_v(f, (float)k);
+    assert_ok(hk_saver_save(s, f->rs, save_path, k, 0, NULL, &st), &st);
+    snprintf(name, sizeof name, "model.ckpt-%lld.safetensors", (long long)k);
+    path = test_path(dir, name);
+    data = test_read_file(path, &len);
+    data[len - 1] ^= 0x40;
+    assert_int_equal(test_write_file(path, data, len), 0);
+    free(data);
+    free(path);
+  }
+  hk_saver_free(s);
+  free(save_path);
+}
+
+/* D5.2: the DATA_LOSS names every candidate even under a long directory:
+ * the directory once, each candidate by its name in it, newest first, each
+ * with (a share of) its reason — all within the 512-byte status. */
+static void test_latest__all_corrupt_long_dir_names_every_candidate_D5_2(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  char *dir = long_dir(f, 300), *got = NULL;
+  const char *at;
+  assert_int_equal(strlen(dir), 300);
+  corrupt_checkpoints_in(f, dir, 5);
+  assert_status(hk_latest_checkpoint(&f->te->env, dir, NULL, &got, &st), &st, HK_DATA_LOSS, "No checkpoint in ");
+  assert_null(got);
+  assert_true(strlen(st.message) < HK_STATUS_MESSAGE_MAX);
+  at = st.message;
+  for (int64_t k = 5; k >= 1; k--) {
+    char name[64];
+    snprintf(name, sizeof name, "model.ckpt-%lld (", (long long)k);
+    at = strstr(at, name);
+    if (!at) fail_msg("'%s' is not named (after the newer ones) in: %s", name, st.message);
+  }
+  assert_non_null(strstr(st.message, dir + 300 - 40)); /* the directory, by its end at least */
+  assert_non_null(strstr(st.message, " verifies: model.ckpt-5 (c")); /* a reason, not just a name */
+  free(dir);
+}
+
+/* So many candidates that their names alone overflow the status: as many
+ * as fit, newest first, then how many more there are. */
+static void test_latest__all_corrupt_too_many_to_name_D5_2(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  char *dir = long_dir(f, 300), *got = NULL, *more;
+  size_t named = 0, rest = 0;
+  corrupt_checkpoints_in(f, dir, 40);
+  assert_status(hk_latest_checkpoint(&f->te->env, dir, NULL, &got, &st), &st, HK_DATA_LOSS, "model.ckpt-40");
+  for (const char *p = strstr(st.message, "model.ckpt-"); p; p = strstr(p + 1, "model.ckpt-")) named++;
+  more = strstr(st.message, "; and ");
+  assert_non_null(more);
+  assert_int_equal(sscanf(more, "; and %zu more", &rest), 1);
+  assert_int_equal(named + rest, 40);
+  assert_true(named >= 10);
+  free(dir);
+}
+
 /* ---- C123: malformed state file → scan ------------------------------------------------------ */
 
 static void test_latest__malformed_state_scans_newest_step_C123(void **state) {
@@ -359,6 +451,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_latest__skips_corrupt_newest_D5_1, setup, teardown),
       cmocka_unit_test_setup_teardown(test_latest__skips_missing_newest_D5_1, setup, teardown),
       cmocka_unit_test_setup_teardown(test_latest__all_corrupt_is_data_loss_naming_each_D5_2, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__all_corrupt_long_dir_names_every_candidate_D5_2, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__all_corrupt_too_many_to_name_D5_2, setup, teardown),
       cmocka_unit_test_setup_teardown(test_latest__malformed_state_scans_newest_step_C123, setup, teardown),
       cmocka_unit_test_setup_teardown(test_latest__malformed_state_and_nothing_found_C123, setup, teardown),
       cmocka_unit_test_setup_teardown(test_latest__unreadable_state_scans_C123, setup, teardown),

@@ -729,11 +729,12 @@ static void test_restore__d5_3_newest_missing_falls_back(void **state) {
   free(p3);
 }
 
-/* D5.3: when every candidate fails → DATA_LOSS naming each file; no
- * session is handed out, none stays allocated, nothing is initialized. */
+/* D5.3: when every candidate fails → DATA_LOSS naming the directory and
+ * each candidate in it, newest first, with its reason; no session is
+ * handed out, none stays allocated, nothing is initialized. */
 static void test_restore__d5_3_all_corrupt_data_loss_no_session(void **state) {
   fx *f = *state;
-  char *p1 = prefix_of(f, 1), *p2 = prefix_of(f, 2);
+  char *p1 = prefix_of(f, 1), *p2 = prefix_of(f, 2), want[1200];
   int initialized = 7;
   long live;
   save(f, 1);
@@ -741,12 +742,14 @@ static void test_restore__d5_3_all_corrupt_data_loss_no_session(void **state) {
   corrupt(f, 1);
   corrupt(f, 2);
   make_sm(f);
-  assert_status(prepare(f), &f->st, HK_DATA_LOSS, p1);
-  assert_non_null(strstr(f->st.message, p2));
+  snprintf(want, sizeof want, "No checkpoint in %.*s could be restored: model.ckpt-2 (corrupt: tensor ",
+           (int)(strlen(p1) - strlen("/model.ckpt-1")), p1);
+  assert_status(prepare(f), &f->st, HK_DATA_LOSS, want);
+  assert_non_null(strstr(f->st.message, "; model.ckpt-1 (corrupt: tensor "));
   assert_null(f->out);
   live = test_alloc_live(&f->te->alloc);
   assert_status(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st, HK_DATA_LOSS,
-                p2);
+                want);
   assert_null(f->out);
   assert_int_equal(initialized, 0);
   assert_int_equal(test_alloc_live(&f->te->alloc), live);
