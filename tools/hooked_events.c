@@ -1087,8 +1087,9 @@ static void y_axis(axis *a, double lo, double hi) {
   span = hi - lo;
   a->spacing = nice_spacing(span, Y_TICKS);
   if (!isfinite(a->spacing) || a->spacing <= 0) a->spacing = span / Y_TICKS;
-  a->lo = floor(lo / a->spacing) * a->spacing;
-  a->hi = ceil(hi / a->spacing) * a->spacing;
+  /* A float's rounding (0.1f is 0.100000001) must not add a whole tick. */
+  a->lo = floor(lo / a->spacing + 1e-6) * a->spacing;
+  a->hi = ceil(hi / a->spacing - 1e-6) * a->spacing;
   if (!(a->hi > a->lo)) a->hi = a->lo + a->spacing;
   {
     double big = fmax(fabs(a->lo), fabs(a->hi));
