@@ -302,6 +302,7 @@ HK_API hk_code hk_logging_tensor_hook_new(hk_hook **out, const hk_logging_tensor
  * @param value  borrowed for the call.
  * @return the length of the whole text (without the NUL), as snprintf: it
  *         was cut when the return is >= cap.
+ * **Ownership:** buf is the caller's; nothing is kept.
  * **Threads:** any. **Errors:** none. **Allocates:** no.
  */
 HK_API size_t hk_logging_tensor_format_value(char *buf, size_t cap, const hk_tensor *value);
@@ -369,7 +370,10 @@ HK_API hk_code hk_nan_tensor_options_init(hk_nan_tensor_options *opts, uint32_t 
  * The host loop (hooked/loop.h) runs its own checkpoint hook BEFORE the
  * program's hooks, so its saves escape this guard: give the loop a zero
  * cadence (save_steps 0: it still restores from checkpoint_dir) and pass
- * a CheckpointSaverHook on the same directory after this hook.
+ * a CheckpointSaverHook on the same directory after this hook. A
+ * MonitoredTrainingSession (hooked/training_session.h) runs its `hooks`
+ * after its CheckpointSaver too: pass the guard in chief_only_hooks, which
+ * run before it (C53; only the chief saves).
  * @param opts  required (the loss is); borrowed for the call.
  * **Ownership:** *out owned, hk_hook_free().
  * **Errors:** INVALID_ARGUMENT for a NULL opts, neither or both of loss and
