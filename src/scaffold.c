@@ -279,10 +279,11 @@ hk_code hk_scaffold_finalize(hk_scaffold *s, hk_executor *ex, hk_status *st) {
   hk_handle *summary_op = NULL;
   size_t nsummary_op = 0;
   if (rc == HK_OK) rc = fill_summary_op(s, ex, &summary_op, &nsummary_op, st);
-  /* C99: the default Saver covers every global variable; an executor
-   * without variables has nothing to save and gets none. */
+  /* C63, C99: the default Saver covers every global variable — none
+   * included: an executor without variables still saves (an empty
+   * checkpoint, with its global step) and restores as one with them. */
   hk_saver *saver = s->saver;
-  if (rc == HK_OK && !saver && hk_executor_variable_count(ex) > 0) {
+  if (rc == HK_OK && !saver) {
     hk_saver_options so = HK_SAVER_OPTIONS_INIT;
     so.env = &s->env;
     so.executor = ex;

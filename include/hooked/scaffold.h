@@ -141,9 +141,11 @@ HK_API const hk_feed *hk_scaffold_local_init_feed(const hk_scaffold *s, size_t *
  * count.
  */
 HK_API const hk_handle *hk_scaffold_summary_op(const hk_scaffold *s, size_t *n);
-/** @return the Saver (C58, C99): the one given, or after finalization the
- *  default one the Scaffold owns (NULL when the executor has no variables
- *  to save). Borrowed, valid for the Scaffold's life. */
+/** @return the Saver (C58, C63, C99): the one given, or after finalization
+ *  the default one the Scaffold owns, over every global variable (also when
+ *  there are none: it then saves checkpoints that hold no tensor); NULL
+ *  only before finalization when none was given. Borrowed, valid for the
+ *  Scaffold's life. */
 HK_API hk_saver *hk_scaffold_saver(const hk_scaffold *s);
 
 /* ---- session manager (group G) ---------------------------------------- */

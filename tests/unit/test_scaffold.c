@@ -2,6 +2,10 @@
  * Scaffold (group F): C58–C64 over the fake executor's role registry.
  */
 #include "session_fixture.h"
+#include "tmpdir.h"
+#include "ckpt_fixture.h"
+
+#include <hooked/graph.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -358,6 +362,88 @@ static void test_scaffold__oom_loop(void **state)
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
+/* ---- C63: a default Saver with no variables ----------------------------- */
+
+/* An executor without a single variable gets a default Saver all the same:
+ * it saves a checkpoint that holds no tensor (a valid one, with its global
+ * step), lists it, verifies and restores it. */
+static void test_scaffold__c63_default_saver_without_variables(void **state)
+{
+  fixture *f = *state;
+  hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
+  hk_graph *g = NULL;
+  hk_raw_session *rs = NULL;
+  hk_checkpoint_reader *r = NULL;
+  hk_saver *saver;
+  char *root, *dir, *save_path, *latest = NULL;
+  const char *prefix = NULL;
+
+  go.env = &f->te->env;
+  assert_ok(hk_graph_new(&g, &go, &f->st), &f->st);
+  assert_int_equal(hk_executor_variable_count(hk_graph_executor(g)), 0);
+  assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
+  assert_null(hk_scaffold_saver(f->s)); /* C60: unset before finalization */
+  assert_ok(hk_scaffold_finalize(f->s, hk_graph_executor(g), &f->st), &f->st);
+  saver = hk_scaffold_saver(f->s);
+  assert_non_null(saver);
+
+  ckpt_dir_new("scaffold-empty", &root, &dir, &save_path);
+  assert_ok(hk_raw_session_open(&rs, hk_graph_executor(g), &f->st), &f->st);
+  assert_ok(hk_saver_save(saver, rs, save_path, 7, HK_SAVE_DEFAULT, &prefix, &f->st), &f->st);
+  assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, prefix, &f->st), &f->st);
+  assert_int_equal(hk_checkpoint_reader_count(r), 0);
+  assert_int_equal(hk_checkpoint_reader_step(r), 7);
+  assert_ok(hk_checkpoint_reader_verify(r, &f->st), &f->st);
+  hk_checkpoint_reader_free(r);
+  assert_ok(hk_latest_checkpoint(&f->te->env, dir, NULL, &latest, &f->st), &f->st);
+  assert_string_equal(latest, prefix);
+  hk_env_free(&f->te->env, latest);
+  assert_ok(hk_saver_restore(saver, rs, prefix, &f->st), &f->st);
+
+  hk_raw_session_free(rs);
+  hk_scaffold_free(f->s);
+  f->s = NULL;
+  hk_graph_free(g);
+  ckpt_dir_free(root, dir, save_path);
+}
+
+/* A session over such an executor restores from checkpoint_dir as any other
+ * (C68): the Scaffold's default Saver reads the empty checkpoint. */
+static void test_scaffold__c63_session_without_variables_restores(void **state)
+{
+  fixture *f = *state;
+  hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
+  hk_session_options o = HK_SESSION_OPTIONS_INIT;
+  hk_graph *g = NULL;
+  hk_session *s = NULL;
+  hk_raw_session *rs = NULL;
+  char *root, *dir, *save_path, line[1200];
+  const char *prefix = NULL;
+
+  go.env = &f->te->env;
+  assert_ok(hk_graph_new(&g, &go, &f->st), &f->st);
+  ckpt_dir_new("scaffold-empty-session", &root, &dir, &save_path);
+  assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
+  assert_ok(hk_scaffold_finalize(f->s, hk_graph_executor(g), &f->st), &f->st);
+  assert_ok(hk_raw_session_open(&rs, hk_graph_executor(g), &f->st), &f->st);
+  assert_ok(hk_saver_save(hk_scaffold_saver(f->s), rs, save_path, 3, HK_SAVE_DEFAULT, &prefix, &f->st), &f->st);
+  hk_raw_session_free(rs);
+
+  o.env = &f->te->env;
+  o.executor = hk_graph_executor(g);
+  o.scaffold = f->s;
+  o.checkpoint_dir = dir;
+  assert_ok(hk_session_new(&s, &o, &f->st), &f->st);
+  snprintf(line, sizeof line, "Restoring parameters from %s", prefix);
+  assert_logged(f->te, HK_LOG_INFO, line);
+  assert_ok(hk_session_close(s, HK_OK, &f->st), &f->st);
+  hk_session_free(s);
+  hk_scaffold_free(f->s);
+  f->s = NULL;
+  hk_graph_free(g);
+  ckpt_dir_free(root, dir, save_path);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -375,6 +461,8 @@ int main(void)
     T(test_scaffold__c64_other_executor_refused),
     T(test_scaffold__c61_executor_error_propagates),
     T(test_scaffold__oom_loop),
+    T(test_scaffold__c63_default_saver_without_variables),
+    T(test_scaffold__c63_session_without_variables_restores),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
