@@ -411,12 +411,14 @@ int hk__summary_next_value(const unsigned char **p, const unsigned char *end, co
 }
 
 hk_code hk__summary_check(const void *data, size_t n, const char *what, size_t *nvalues, hk_status *st) {
-  const unsigned char *p = data, *end = p + n, *tag;
+  const unsigned char *p = data, *end, *tag;
   size_t taglen, count = 0;
   int r;
 
   if (nvalues) *nvalues = 0;
-  if (n > 0 && data == NULL) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: NULL with %zu bytes", what, n);
+  if (n == 0) return HK_OK; /* an empty Summary (data may be NULL) */
+  if (data == NULL) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: NULL with %zu bytes", what, n);
+  end = p + n;
   while ((r = hk__summary_next_value(&p, end, &tag, &taglen)) == 1) count++;
   if (r < 0)
     return hk_status_set(st, HK_INVALID_ARGUMENT,
