@@ -331,8 +331,10 @@ HK_API hk_code hk_graph_report_uninitialized(hk_graph *g, hk_handle *out_op, con
  * Scaffold's default summary_op includes it (C62).
  * @param out     receives the Summary tensor handle ("name:0").
  * @param tensor  a scalar of any integer or floating dtype of this graph.
+ * **Ownership:** name and tag copied.
  * **Errors:** the builder errors; INVALID_ARGUMENT for a tag that is NULL,
  * empty, too long or not UTF-8, or a tensor that is not a numeric scalar.
+ * **Threads:** the graph owner's. **Allocates:** yes (its run does not).
  */
 HK_API hk_code hk_graph_scalar_summary(hk_graph *g, hk_handle *out, const char *name, const char *tag,
                                        hk_handle tensor, hk_status *status);
@@ -346,8 +348,11 @@ HK_API hk_code hk_graph_scalar_summary(hk_graph *g, hk_handle *out, const char *
  * summary histogram for: <tag>".
  * @param values  a tensor of any integer or floating dtype and any shape
  *                (a placeholder's -1 dimensions included).
+ * **Ownership:** name and tag copied.
  * **Errors:** the builder errors; INVALID_ARGUMENT for a bad tag or a BOOL
  * or STRING values tensor.
+ * **Threads:** the graph owner's. **Allocates:** yes, with the op a 25 KB
+ * block for its buckets (its run does not).
  */
 HK_API hk_code hk_graph_histogram_summary(hk_graph *g, hk_handle *out, const char *name, const char *tag,
                                           hk_handle values, hk_status *status);
@@ -362,9 +367,11 @@ HK_API hk_code hk_graph_histogram_summary(hk_graph *g, hk_handle *out, const cha
  *                a summary op or of another merge), copied; NULL and n 0:
  *                every tensor registered under HK_ROLE_SUMMARIES now
  *                (TensorFlow's merge_all).
+ * **Ownership:** name and the inputs array copied.
  * **Errors:** the builder errors; INVALID_ARGUMENT for an input that is not
  * a 1-D U8 tensor of a known length; FAILED_PRECONDITION for merge_all
  * with no summary registered.
+ * **Threads:** the graph owner's. **Allocates:** yes (its run does not).
  */
 HK_API hk_code hk_graph_merge_summary(hk_graph *g, hk_handle *out, const char *name, const hk_handle *inputs,
                                       size_t n, hk_status *status);

@@ -430,9 +430,10 @@ HK_API hk_session *hk_loop_session(hk_loop *loop);
  * the program makes them, at the step it gives (H43).
  * @param logdir  1 or more bytes, copied; created with its parents at the
  *                first write when missing.
- * @param out     receives the writer, borrowed until hk_loop_finish(): do
- *                not close or free it (the loop's session flushes it when
- *                the loop finishes, and frees it with the loop).
+ * @param out     receives the writer; NULL on failure.
+ * **Ownership:** the writer is borrowed until hk_loop_finish(): do not
+ * close or free it (the loop's session flushes it when the loop finishes,
+ * and frees it with the loop). `logdir` is copied.
  * **Errors:** INVALID_ARGUMENT for a NULL loop, logdir or out, or an empty
  * logdir; FAILED_PRECONDITION before hk_loop_start() or after
  * hk_loop_finish(); RESOURCE_EXHAUSTED. The loop is not failed by them.
@@ -451,6 +452,7 @@ HK_API hk_code hk_loop_summary_writer(hk_loop *loop, const char *logdir, hk_summ
  * wants a value every n steps calls it every n steps.
  * @param logdir, tag  as hk_loop_summary_writer() and
  *                hk_summary_writer_scalar(); `value` is written as a float.
+ * **Ownership:** logdir and tag are copied; nothing is kept from the call.
  * **Errors:** those of hk_loop_summary_writer() and of
  * hk_summary_writer_scalar() (a bad tag, file-system errors per H9 naming
  * the event file). The loop is not failed by them.

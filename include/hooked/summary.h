@@ -117,6 +117,7 @@ HK_API hk_code hk_summary_writer_new(hk_summary_writer **out, const hk_summary_w
  * as they are).
  * @param tag   1..HK_SUMMARY_TAG_MAX bytes of UTF-8; copied into the record.
  * @param step  any value; the x axis of the plot.
+ * **Ownership:** `tag` is copied into the record; nothing is kept.
  * **Errors:** INVALID_ARGUMENT naming the writer or the tag (NULL, empty,
  * too long, not UTF-8); FAILED_PRECONDITION after hk_summary_writer_close();
  * file-system errors per H9 (RESOURCE_EXHAUSTED for a full disk) naming the
@@ -140,7 +141,8 @@ HK_API hk_code hk_summary_writer_scalar(hk_summary_writer *w, const char *tag, i
  * i counts the values v with bucket_limit[i-1] <= v < bucket_limit[i]), runs
  * of empty buckets collapsed into one as TensorFlow encodes them. An empty
  * tensor gives num 0, min DBL_MAX, max -DBL_MAX and one empty bucket.
- * @param values  borrowed for the call; its data is read, not kept.
+ * @param values  its data is read, not kept.
+ * **Ownership:** `tag` and `values` are borrowed for the call.
  * **Errors:** as hk_summary_writer_scalar(), and INVALID_ARGUMENT for a NULL
  * values, a BOOL or STRING dtype, a shape or nbytes that do not match, and
  * "Nan in summary histogram for: <tag>" / "Infinity in summary histogram
@@ -157,7 +159,8 @@ HK_API hk_code hk_summary_writer_histogram(hk_summary_writer *w, const char *tag
  * Value with SummaryMetadata plugin_data.plugin_name "text" and data_class
  * DATA_CLASS_TENSOR, holding a scalar DT_STRING TensorProto whose string_val
  * is the bytes of `text`.
- * @param text  NUL-terminated, copied into the record; may be "".
+ * @param text  NUL-terminated; may be "".
+ * **Ownership:** `tag` and `text` are copied into the record; nothing kept.
  * **Errors:** as hk_summary_writer_scalar(), and INVALID_ARGUMENT for a NULL
  * text. **Threads:** any (serialized). **Allocates:** as
  * hk_summary_writer_scalar().
@@ -172,6 +175,8 @@ HK_API hk_code hk_summary_writer_text(hk_summary_writer *w, const char *tag, int
  * @param summary  `nbytes` bytes, borrowed for the call; checked to parse as
  *                 a Summary (every field well-formed) before anything is
  *                 written. nbytes 0 is an empty Summary.
+ * **Ownership:** `summary` is borrowed for the call and copied into the
+ * record.
  * **Errors:** as hk_summary_writer_scalar(), and INVALID_ARGUMENT "...: not
  * a serialized Summary protocol buffer ..." for bytes that do not parse or
  * a NULL summary with nbytes > 0.
@@ -231,8 +236,9 @@ HK_API const char *hk_summary_writer_path(const hk_summary_writer *w);
  * with trailing slashes is the same directory), flushed when the session
  * closes, freed with the session. Its events go into the same file as the
  * built-in hooks' for that directory.
- * @param out  receives the writer, borrowed: valid until the session is
- *             closed. Do not close or free it.
+ * @param out  receives the writer; NULL on failure.
+ * **Ownership:** the writer is borrowed from the session: valid until the
+ * session is closed; do not close or free it. `logdir` is copied.
  * **Errors:** INVALID_ARGUMENT for a NULL s, out or logdir, or an empty
  * logdir; FAILED_PRECONDITION "Session is closed." after
  * hk_session_close(); RESOURCE_EXHAUSTED.
@@ -246,9 +252,10 @@ HK_API hk_code hk_session_summary_writer(hk_session *s, const char *logdir, hk_s
  * From a hook's callbacks (begin() onwards): the writer the session this
  * hook serves shares for `logdir`, as hk_session_summary_writer() gives it,
  * so a third-party hook writes into the same file as the built-in ones.
- * @param out  receives the writer, borrowed until the session lets go of
- *             the hook (its close): drop it then (after end(), or when the
- *             next begin() runs).
+ * @param out  receives the writer; NULL on failure.
+ * **Ownership:** the writer is borrowed until the session lets go of the
+ * hook (its close): drop it then (after end(), or when the next begin()
+ * runs). `logdir` is copied.
  * **Errors:** INVALID_ARGUMENT for a NULL hook, out or logdir, or an empty
  * logdir; FAILED_PRECONDITION when the hook serves no session (a writer of
  * one's own then comes from hk_summary_writer_new()); RESOURCE_EXHAUSTED.
