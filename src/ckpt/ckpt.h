@@ -146,12 +146,18 @@ typedef struct hk__ckpt_tensor {
  * checkpoint-format.md: header (sorted bytewise by name, padded so data
  * starts 64-byte aligned, "__metadata__" with format, global_step and a
  * CRC-32C per tensor), then the data in the same order. Byte-identical for
- * the same variables and step. Names must be unique and non-empty (else
- * INVALID_ARGUMENT); STRING tensors are refused (INVALID_ARGUMENT).
- * Allocates the header and an index array.
+ * the same variables and step, whichever way it is written. Names must be
+ * unique and non-empty (else INVALID_ARGUMENT); STRING tensors are refused
+ * (INVALID_ARGUMENT).
+ * With an fs that has write_at (version 2) the data is written first, at
+ * its offsets, each tensor's CRC computed while it is written, and the
+ * header last; with `may_use_thread` and at least 8 MiB of data the CRCs
+ * are computed on a second thread (joined before returning) beside the
+ * writes. Without write_at: a CRC pass, then header and data in order.
+ * Allocates the header and index arrays.
  */
 hk_code hk__ckpt_write(const hk_env *env, const char *final_path, int64_t step, const hk__ckpt_tensor *tensors,
-                       size_t n, hk_status *st);
+                       size_t n, int may_use_thread, hk_status *st);
 
 /**
  * A tensor's bytes, checked against their CRC-32C, for a restore to assign

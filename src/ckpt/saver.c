@@ -33,6 +33,9 @@
 /* Stack room for "<prefix>.safetensors" in the helpers that do not allocate. */
 #define PATH_BUF 4096
 #define SNAPSHOT_ALIGN 64
+/* Internal flag of write_impl: the call runs on the asynchronous hook's
+ * writer thread, beside training, so it computes CRCs on no second thread. */
+#define SAVE__ON_WRITER_THREAD 0x80000000u
 
 struct hk_saver {
   hk_env env;
@@ -627,7 +630,7 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
     rc = hk__pending_write(env, dir, s->latest_filename, p.names, p.stamps, p.n, p.last_preserved, p.drop, p.ndrop, st);
   if (rc != HK_OK) goto done;
 
-  rc = hk__ckpt_write(env, data, record_step, tensors, ntensors, st);
+  rc = hk__ckpt_write(env, data, record_step, tensors, ntensors, !(flags & SAVE__ON_WRITER_THREAD), st);
   if (rc != HK_OK) {
     if (!data_existed) remove_created(&fs, data);
     if (p.ndrop > 0) hk__pending_remove(env, dir, s->latest_filename);
@@ -709,8 +712,9 @@ hk_code hk__saver_write(hk_saver *saver, const char *save_path, int64_t step, un
   if (!tensors && ntensors > 0) return hk_status_set(st, HK_INVALID_ARGUMENT, "tensors is NULL");
   /* The writer thread writes no graph description: it would have to ask
    * the executor from a thread other than the training thread. */
-  return write_impl(saver, save_path, step, step == HK_UNSET_STEPS ? 0 : step, flags & ~(unsigned)HK_SAVE_META, now,
-                    tensors, ntensors, NULL, 0, prefix, st);
+  return write_impl(saver, save_path, step, step == HK_UNSET_STEPS ? 0 : step,
+                    (flags & ~(unsigned)HK_SAVE_META) | SAVE__ON_WRITER_THREAD, now, tensors, ntensors, NULL, 0, prefix,
+                    st);
 }
 
 /* ---- reading variables ------------------------------------------------------------------ */

@@ -999,6 +999,172 @@ static void test_saver__restore_big_tensor_crc_both_paths_C125(void **state) {
   big_close(&bg);
 }
 
+static int poison_write_at_calls;
+
+static hk_code poison_write_at(void *user, hk_fs_file *f, const void *buf, size_t len, uint64_t offset,
+                               size_t *nwritten, hk_status *st) {
+  (void)user, (void)f, (void)buf, (void)len, (void)offset, (void)st;
+  poison_write_at_calls++;
+  *nwritten = 0;
+  return HK_INTERNAL;
+}
+
+/* Save the big graph's state at `step` with a Saver over env, unmanaged;
+ * returns the data file's bytes (malloc) and their count. */
+static char *big_save_with(fx *f, big_graph *bg, const hk_env *env, int64_t step, size_t *n) {
+  hk_saver_options o = HK_SAVER_OPTIONS_INIT;
+  hk_status st = HK_STATUS_INIT;
+  hk_saver *s = NULL;
+  const char *prefix = NULL;
+  char path[1024], *bytes;
+  o.executor = hk_graph_executor(bg->g);
+  o.env = env;
+  assert_ok(hk_saver_new(&s, &o, &st), &st);
+  assert_ok(hk_saver_save(s, bg->rs, f->save_path, step, HK_SAVE_NO_STATE, &prefix, &st), &st);
+  snprintf(path, sizeof path, "%s.safetensors", prefix);
+  bytes = test_read_file(path, n);
+  assert_non_null(bytes);
+  assert_int_equal(unlink(path), 0);
+  hk_saver_free(s);
+  return bytes;
+}
+
+/* checkpoint-format.md: the same variables and step give the same bytes
+ * whichever way the file is written: data first with write_at (CRCs on a
+ * second thread from 8 MiB on, else while writing), or in order through an
+ * fs without write_at; and a version-1 fs vtable is never asked for
+ * write_at (H10), whatever follows its last slot. */
+static void test_saver__same_bytes_by_every_write_path_D4_H10(void **state) {
+  fx *f = *state;
+  static const size_t sizes[2] = {(size_t)40 << 10, ((size_t)9 << 20) + 17};
+  static hk_fs_vtable append_only, v1;
+  for (size_t k = 0; k < 2; k++) {
+    big_graph bg;
+    hk_env env = f->te->env;
+    size_t na = 0, nb = 0, nc = 0;
+    char *a, *b, *c;
+    big_open(f, &bg, sizes[k]);
+    big_set(&bg, 3);
+    a = big_save_with(f, &bg, &env, 7, &na); /* faulty_fs: write_at */
+    append_only = *faulty_fs_vtable();
+    append_only.write_at = NULL;
+    env.fs = &append_only;
+    b = big_save_with(f, &bg, &env, 7, &nb);
+    v1 = *faulty_fs_vtable();
+    v1.version = 1;
+    v1.write_at = poison_write_at;
+    env.fs = &v1;
+    poison_write_at_calls = 0;
+    c = big_save_with(f, &bg, &env, 7, &nc);
+    assert_int_equal(poison_write_at_calls, 0);
+    assert_int_equal(na, nb);
+    assert_int_equal(na, nc);
+    assert_memory_equal(a, b, na);
+    assert_memory_equal(a, c, na);
+    assert_int_equal((na - sizes[k]) % 64, 0); /* length and padded header, then the data */
+    free(a);
+    free(b);
+    free(c);
+    big_close(&bg);
+  }
+}
+
+/* What a save does to its data file, recorded: every write_at to a
+ * ".safetensors" temporary file, and the fsyncs of files and directories. */
+typedef struct order_fs {
+  hk_fs_file *data; /* the data file's temporary, once created */
+  int writes;       /* write_at calls to it */
+  uint64_t last_offset;
+  size_t last_len;
+  uint64_t first_offset;
+  int appends; /* write calls to it */
+  int syncs, dir_syncs;
+} order_fs;
+
+static hk_code of_create_excl(void *user, const char *path, hk_fs_file **out, hk_status *st) {
+  order_fs *o = user;
+  hk_code rc = hk_fs_posix()->create_excl(NULL, path, out, st);
+  if (rc == HK_OK && strstr(path, ".safetensors.tmp-")) o->data = *out;
+  return rc;
+}
+static hk_code of_write(void *user, hk_fs_file *f, const void *buf, size_t len, size_t *n, hk_status *st) {
+  order_fs *o = user;
+  if (f == o->data) o->appends++;
+  return hk_fs_posix()->write(NULL, f, buf, len, n, st);
+}
+static hk_code of_write_at(void *user, hk_fs_file *f, const void *buf, size_t len, uint64_t offset, size_t *n,
+                           hk_status *st) {
+  order_fs *o = user;
+  if (f == o->data) {
+    if (o->writes++ == 0) o->first_offset = offset;
+    o->last_offset = offset;
+    o->last_len = len;
+  }
+  return hk_fs_posix()->write_at(NULL, f, buf, len, offset, n, st);
+}
+static hk_code of_sync(void *user, hk_fs_file *f, hk_status *st) {
+  ((order_fs *)user)->syncs++;
+  return hk_fs_posix()->sync(NULL, f, st);
+}
+static hk_code of_close(void *user, hk_fs_file *f, hk_status *st) {
+  order_fs *o = user;
+  if (f == o->data) o->data = NULL;
+  return hk_fs_posix()->close(NULL, f, st);
+}
+static hk_code of_sync_dir(void *user, const char *path, hk_status *st) {
+  ((order_fs *)user)->dir_syncs++;
+  return hk_fs_posix()->sync_dir(NULL, path, st);
+}
+
+/* D4.1, D4.2: one managed save writes its data file data first (at its
+ * final offsets) and its header last, at offset 0, in one write; it makes
+ * exactly four fsyncs: the data file, its directory, the state file, its
+ * directory. */
+static void test_saver__data_first_header_last_and_four_fsyncs_D4(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  static hk_fs_vtable vt;
+  order_fs o;
+  hk_saver_options so = HK_SAVER_OPTIONS_INIT;
+  hk_saver *s = NULL;
+  hk_checkpoint_reader *r = NULL;
+  const char *prefix = NULL;
+  hk_env env = f->te->env;
+  vt = *hk_fs_posix();
+  vt.create_excl = of_create_excl;
+  vt.write = of_write;
+  vt.write_at = of_write_at;
+  vt.sync = of_sync;
+  vt.close = of_close;
+  vt.sync_dir = of_sync_dir;
+  memset(&o, 0, sizeof o);
+  env.fs = &vt;
+  env.fs_user = &o;
+  for (size_t i = 0; i < NVARS; i++) set_var(f, var_names[i], 4, i);
+  so.executor = f->ex;
+  so.env = &env;
+  so.max_to_keep = 3;
+  assert_ok(hk_saver_new(&s, &so, &st), &st);
+  assert_ok(hk_saver_save(s, f->rs, f->save_path, 1, HK_SAVE_DEFAULT, NULL, &st), &st); /* a state file exists */
+  memset(&o, 0, sizeof o);
+  assert_ok(hk_saver_save(s, f->rs, f->save_path, 2, HK_SAVE_DEFAULT, &prefix, &st), &st);
+  assert_int_equal(o.appends, 0);
+  assert_true(o.writes >= 2);
+  assert_true(o.first_offset > 0); /* the data, first */
+  assert_int_equal(o.last_offset, 0);
+  assert_int_equal(o.syncs, 2);
+  assert_int_equal(o.dir_syncs, 2);
+  assert_ok(hk_checkpoint_reader_open(&r, &env, prefix, &st), &st);
+  {
+    hk_checkpoint_entry e;
+    assert_ok(hk_checkpoint_reader_entry(r, 0, &e, &st), &st);
+    assert_int_equal(o.last_len, e.offset); /* length and header, exactly what precedes the data */
+  }
+  assert_ok(hk_checkpoint_reader_verify(r, &st), &st);
+  hk_checkpoint_reader_free(r);
+  hk_saver_free(s);
+}
+
 /* An fs that truncates the data file just before forwarding its first
  * map to POSIX: the file shrinks after the reader opened it. */
 typedef struct shrink_fs {
@@ -1326,6 +1492,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_saver__restore_map_or_unmap_failure_C125_H9, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__restore_big_tensor_crc_both_paths_C125, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__restore_file_shrunk_after_open_no_sigbus_C125, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__same_bytes_by_every_write_path_D4_H10, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__data_first_header_last_and_four_fsyncs_D4, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__exists_remove_mtimes_H34, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__oom_loop_save_and_restore_H7, setup, teardown),
   };
