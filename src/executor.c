@@ -340,6 +340,51 @@ hk_code hk_raw_session_assign_variable(hk_raw_session *rs, size_t index, const h
   return rs->ex->vt->variable_assign(rs->ex->self, rs->session, index, value, st);
 }
 
+hk_code hk_raw_session_variable_storage(hk_raw_session *rs, size_t index, hk_tensor *out, hk_status *st) {
+  hk_variable_info info;
+  hk_tensor want;
+  hk_code rc;
+  if (out) memset(out, 0, sizeof *out);
+  if (!rs) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_raw_session_variable_storage: session is NULL");
+  if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_raw_session_variable_storage: out is NULL");
+  if (!rs->open)
+    return hk_status_set(st, HK_FAILED_PRECONDITION, "hk_raw_session_variable_storage: the raw session is closed");
+  size_t n = hk_executor_variable_count(rs->ex);
+  if (index >= n)
+    return hk_status_set(st, HK_OUT_OF_RANGE, "hk_raw_session_variable_storage: index %zu >= variable count %zu",
+                         index, n);
+  /* H10: a version-1 vtable ends before this slot; it is never read. */
+  if (rs->ex->vt->version < 2 || !rs->ex->vt->variable_storage)
+    return hk_status_set(st, HK_UNIMPLEMENTED, "executor '%s' does not hand out variable storage", vt_name(rs->ex->vt));
+  rc = hk_executor_variable_info(rs->ex, index, &info, st);
+  if (rc != HK_OK) return rc;
+  rc = rs->ex->vt->variable_storage(rs->ex->self, rs->session, index, out, st);
+  if (rc != HK_OK) {
+    memset(out, 0, sizeof *out);
+    return rc;
+  }
+  memset(&want, 0, sizeof want);
+  want.dtype = info.dtype;
+  want.rank = info.rank;
+  memcpy(want.dims, info.dims, sizeof want.dims);
+  {
+    size_t bytes = hk_dtype_size(info.dtype);
+    int ok = info.rank >= 0 && info.rank <= HK_MAX_RANK;
+    for (int32_t d = 0; ok && d < info.rank; d++) {
+      size_t dim = (size_t)info.dims[d];
+      if (info.dims[d] < 0 || (dim != 0 && bytes > SIZE_MAX / dim)) ok = 0;
+      else bytes *= dim;
+    }
+    if (!ok || !hk_tensor_same_spec(out, &want) || out->nbytes != bytes || (out->nbytes > 0 && !out->data)) {
+      memset(out, 0, sizeof *out);
+      return hk_status_set(st, HK_INTERNAL,
+                           "executor '%s' handed out storage for variable %s that does not match its description",
+                           vt_name(rs->ex->vt), info.name ? info.name : "?");
+    }
+  }
+  return HK_OK;
+}
+
 hk_code hk_raw_session_global_step(hk_raw_session *rs, int64_t *out, hk_status *st) {
   if (!rs) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_raw_session_global_step: session is NULL");
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_raw_session_global_step: out is NULL");

@@ -176,6 +176,28 @@ typedef struct hk__tensor_view {
  *  mismatch; fs errors as mapped (H9). On failure *v is zeroed. */
 hk_code hk__reader_view(hk_checkpoint_reader *r, size_t i, hk__tensor_view *v, hk_status *st);
 
+/** A tensor of the reader (`entry`) to read into the caller's memory
+ *  (`dst`, writable, the entry's byte size; NULL only for 0 bytes). */
+typedef struct hk__read_target {
+  size_t entry;
+  void *dst;
+} hk__read_target;
+
+/**
+ * Read every target tensor straight into its dst, each checked against its
+ * CRC-32C in the same pass: from the mapped data region (mapped at the
+ * first use, as hk__reader_view) in 2 MiB pieces, each copied and CRC'd at
+ * once (hk__crc32c_copy), the pieces' CRCs joined per tensor; with
+ * `may_use_thread`, at least 16 MiB and the pages in memory (mincore), by
+ * two threads moving through the file together. Without a mapping: read in
+ * 1 MiB pieces into dst, each CRC'd while cache-hot. Tensors are read in
+ * file order. DATA_LOSS naming the file and the tensor for a CRC mismatch
+ * (the first in file order) or a short file; every dst may then hold
+ * unverified bytes. fs errors as mapped (H9).
+ */
+hk_code hk__reader_read_into(hk_checkpoint_reader *r, const hk__read_target *targets, size_t n, int may_use_thread,
+                             hk_status *st);
+
 /** The data-file path of a checkpoint reference: `path` itself when it ends
  *  in ".safetensors", else "<path>.safetensors". Allocated through env. */
 char *hk__ckpt_data_path(const hk_env *env, const char *path);

@@ -3,7 +3,8 @@
  * restore with fallback (D5), and the checkpoint helpers of H34.
  *
  * Variables are reached only through the executor interface (count, info,
- * read, assign), so any executor gets checkpoints. hk_saver_save() reads
+ * read, assign, and the optional storage a restore reads straight into),
+ * so any executor gets checkpoints. hk_saver_save() reads
  * zero-copy views of the variables and hands them to the same write path
  * the asynchronous hook uses from its writer thread (hk__saver_write), so
  * both share one implementation of D4's order and D6's retention.
@@ -1064,6 +1065,9 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
   const hk_env *env = senv(s);
   hk_checkpoint_reader *r = NULL;
   size_t *where = NULL;
+  hk__read_target *targets = NULL; /* read in place */
+  size_t *assign = NULL;           /* assigned: Saver indices */
+  size_t ntargets = 0, nassign = 0;
   hk_code rc;
 
   *mismatch = 1; /* the executor's errors are not the file's */
@@ -1120,12 +1124,49 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
       goto done;
     }
   }
-  /* Assigned straight from the checked view: mapped, no copy in between. */
+  /* Two ways in. A variable whose storage the executor hands out (H30) is
+   * read straight into it, its CRC computed in the same pass; every other
+   * one gets a checked view assigned (executors without the slot, host-loop
+   * states, and optional variables: an older candidate (D5.3) may lack one,
+   * which must then keep a value that was verified, not a corrupt
+   * tensor's unverified bytes). The storage is all handed out and filled
+   * before the first assign, which would end its validity. */
+  if (s->nvars > 0) {
+    targets = hk_env_calloc(env, s->nvars, sizeof *targets);
+    assign = hk_env_calloc(env, s->nvars, sizeof *assign);
+    if (!targets || !assign) {
+      rc = oom(st, "restoring a checkpoint");
+      goto done;
+    }
+  }
   for (size_t i = 0; i < s->nvars; i++) {
+    hk_tensor storage;
+    hk_status why = HK_STATUS_INIT;
+    if (where[i] == NOT_IN_CHECKPOINT) continue;
+    rc = (s->var_info[i].flags & HK_VAR_OPTIONAL)
+             ? HK_UNIMPLEMENTED
+             : hk_raw_session_variable_storage(rs, s->var_index[i], &storage, &why);
+    if (rc == HK_UNIMPLEMENTED) {
+      assign[nassign++] = i;
+      continue;
+    }
+    if (rc != HK_OK) {
+      *mismatch = 1; /* an executor error, not the file's: no fallback either */
+      hk__status_copy(st, &why);
+      goto done;
+    }
+    targets[ntargets].entry = where[i];
+    targets[ntargets].dst = storage.data;
+    ntargets++;
+  }
+  rc = hk__reader_read_into(r, targets, ntargets, 1, st);
+  if (rc != HK_OK) goto done;
+  /* Assigned straight from the checked view: mapped, no copy in between. */
+  for (size_t k = 0; k < nassign; k++) {
+    size_t i = assign[k];
     const hk_variable_info *info = &s->var_info[i];
     hk__tensor_view view;
     hk_tensor value;
-    if (where[i] == NOT_IN_CHECKPOINT) continue;
     rc = hk__reader_view(r, where[i], &view, st);
     if (rc != HK_OK) goto done;
     spec_of(&value, info->dtype, info->rank, info->dims);
@@ -1141,6 +1182,8 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
 
 done:
   hk_env_free(env, where);
+  hk_env_free(env, targets);
+  hk_env_free(env, assign);
   hk_checkpoint_reader_free(r);
   return rc;
 }

@@ -1283,4 +1283,5 @@ static const hk_executor_vtable graph_vtable = {
     graph_describe,
     graph_control,
     graph_destroy,
+    hk__graph_variable_storage,
 };

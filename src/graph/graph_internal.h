@@ -134,6 +134,9 @@ hk_code hk__graph_run(void *self, void *session, const hk_run_args *args, hk_ten
                       hk_status *status);
 hk_code hk__graph_variable_read(void *self, void *session, size_t index, hk_tensor *out, hk_status *status);
 hk_code hk__graph_variable_assign(void *self, void *session, size_t index, const hk_tensor *value, hk_status *status);
+/** The executor's variable_storage slot (version 2): the variable's buffer,
+ *  marked initialized. */
+hk_code hk__graph_variable_storage(void *self, void *session, size_t index, hk_tensor *out, hk_status *status);
 /** HK_CONTROL_SNAPSHOT_ATTACH and _DETACH (hooked/sys/executor.h). */
 hk_code hk__graph_snapshot_control(hk_graph *g, int op, void *arg, hk_status *status);
 

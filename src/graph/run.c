@@ -627,6 +627,26 @@ hk_code hk__graph_variable_assign(void *self, void *session, size_t index, const
   return HK_OK;
 }
 
+/* The variable's own buffer (graph-owned, or the host's external_data) for
+ * a restore to fill in place; the caller writes it whole. */
+hk_code hk__graph_variable_storage(void *self, void *session, size_t index, hk_tensor *out, hk_status *status) {
+  hk_graph *g = self;
+  gsession *s = session;
+  hk_code rc;
+  if (!s) return hk_status_set(status, HK_INVALID_ARGUMENT, "session is NULL");
+  if (!out) return hk_status_set(status, HK_INVALID_ARGUMENT, "out is NULL");
+  memset(out, 0, sizeof(*out));
+  if (index >= g->nvars)
+    return hk_status_set(status, HK_OUT_OF_RANGE, "variable index %zu is out of range (%zu variables)", index,
+                         g->nvars);
+  rc = sync(s, status);
+  if (rc != HK_OK) return rc;
+  if (g->snap && g->snap_session == s) hk_snapshot_before_write(g->snap, index); /* D3.7 */
+  var_tensor(g, s, index, out);
+  s->var_init[index] = 1;
+  return HK_OK;
+}
+
 /* ---- copy-before-write snapshots (D3.7) -------------------------------------------- */
 
 hk_code hk__graph_snapshot_control(hk_graph *g, int op, void *arg, hk_status *status) {

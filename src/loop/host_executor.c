@@ -1,6 +1,7 @@
 /*
  * The host loop's executor (see host_executor.h). Every variable is memory
- * the program owns: an array is viewed in place, an opaque state passes
+ * the program owns: an array is viewed in place (and handed out as storage,
+ * so a restore reads the checkpoint straight into it), an opaque state passes
  * through a buffer of its own that its save callback fills whenever the
  * state is read and its restore callback empties whenever it is assigned.
  * There are no ops: a run only fetches, after the program's step, so hooks
@@ -294,6 +295,22 @@ static hk_code x_variable_assign(void *self, void *session, size_t index, const 
   return HK_OK;
 }
 
+/* An array is the program's own memory: a restore reads the checkpoint
+ * straight into it. A state has only its callbacks: no storage, so it is
+ * assigned, and its restore callback runs. */
+static hk_code x_variable_storage(void *self, void *session, size_t index, hk_tensor *out, hk_status *st) {
+  hk__host *h = self;
+  entry *e = &h->e[index];
+  (void)session;
+  if (e->save)
+    return hk_status_set(st, HK_UNIMPLEMENTED, "'%s' is a state: its bytes go through its restore callback", e->name);
+  hk_snapshot_before_write(h->snap, index); /* D3.7 */
+  *out = spec_of(e);
+  out->data = e->data;
+  out->nbytes = e->nbytes;
+  return HK_OK;
+}
+
 static hk_code x_role_get(void *self, const char *role, hk_handle *out, size_t cap, size_t *count, hk_status *st) {
   hk__host *h = self;
   (void)st;
@@ -374,6 +391,7 @@ static const hk_executor_vtable host_vtable = {
     .describe = x_describe,
     .control = x_control,
     .destroy = x_destroy,
+    .variable_storage = x_variable_storage,
 };
 
 void hk__host_allow_overlap(hk__host *h, int allow) { h->overlap = allow != 0; }

@@ -604,6 +604,22 @@ static hk_code v_variable_assign(void *self, void *session, size_t index, const 
   return HK_OK;
 }
 
+static hk_code v_variable_storage(void *self, void *session, size_t index, hk_tensor *out, hk_status *status)
+{
+  fake_executor *fx = self;
+  fsession *s = find_session(fx, session);
+  entity *e;
+  hk_code rc;
+  if (scripted(fx, FAKE_VARIABLE_STORAGE, status, &rc))
+    return rc;
+  e = var_by_index(fx, index);
+  if (e == NULL || s == NULL || session == NULL)
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "fake_executor: bad variable %zu or session", index);
+  view(out, e, s->values[e - fx->ents]);
+  s->init[e - fx->ents] = 1;
+  return HK_OK;
+}
+
 static hk_code v_role_get(void *self, const char *role, hk_handle *out, size_t cap, size_t *count,
                           hk_status *status)
 {
@@ -735,25 +751,54 @@ static const hk_executor_vtable fake_vtable = {
   v_describe,
   v_control,
   v_destroy,
+  NULL, /* variable_storage (version 2): none, so a restore assigns every variable */
+};
+
+static const hk_executor_vtable fake_vtable_storage = {
+  HK_EXECUTOR_VTABLE_VERSION,
+  "fake_executor",
+  v_resolve_tensor,
+  v_resolve_op,
+  v_handle_name,
+  v_finalize,
+  v_is_finalized,
+  v_open,
+  v_close,
+  v_run,
+  v_variable_count,
+  v_variable_info,
+  v_variable_read,
+  v_variable_assign,
+  v_role_get,
+  v_role_add,
+  v_default_op,
+  v_describe,
+  v_control,
+  v_destroy,
+  v_variable_storage,
 };
 
 /* ---- public test API ---------------------------------------------------- */
 
 const hk_executor_vtable *fake_executor_vtable(void) { return &fake_vtable; }
 
-fake_executor *fake_executor_new(const hk_env *env)
+static fake_executor *fake_new(const hk_env *env, const hk_executor_vtable *vt)
 {
   hk_status st = HK_STATUS_INIT;
   fake_executor *fx = calloc(1, sizeof(*fx));
   if (fx == NULL)
     return NULL;
-  if (hk_executor_new(&fx->ex, &fake_vtable, fx, env, &st) != HK_OK) {
+  if (hk_executor_new(&fx->ex, vt, fx, env, &st) != HK_OK) {
     fprintf(stderr, "fake_executor_new: %s: %s\n", hk_code_name(st.code), st.message);
     free(fx);
     return NULL;
   }
   return fx;
 }
+
+fake_executor *fake_executor_new(const hk_env *env) { return fake_new(env, &fake_vtable); }
+
+fake_executor *fake_executor_new_with_storage(const hk_env *env) { return fake_new(env, &fake_vtable_storage); }
 
 void fake_executor_free(fake_executor *fx)
 {

@@ -75,6 +75,7 @@ typedef enum fake_slot {
   FAKE_DESCRIBE,
   FAKE_CONTROL,
   FAKE_DESTROY,
+  FAKE_VARIABLE_STORAGE, /* version 2; only with fake_executor_new_with_storage() */
   FAKE__NSLOTS
 } fake_slot;
 
@@ -126,6 +127,14 @@ typedef hk_code (*fake_run_fn)(void *user, fake_executor *fx, const hk_run_args 
  * which the caller asserts on.
  */
 fake_executor *fake_executor_new(const hk_env *env);
+/**
+ * The same fake with the version-2 variable_storage slot: it hands out each
+ * variable's value buffer of the raw session and marks it initialized, so
+ * a restore writes into it in place (counted as FAKE_VARIABLE_STORAGE;
+ * fake_executor_fail() on that slot with HK_UNIMPLEMENTED makes a variable
+ * take the assign path). fake_executor_new()'s vtable leaves the slot NULL.
+ */
+fake_executor *fake_executor_new_with_storage(const hk_env *env);
 /** Free the hk_executor (its destroy slot is counted) and the fake. NULL ok. */
 void fake_executor_free(fake_executor *fx);
 /** The wrapped executor (borrowed, owned by the fake). */

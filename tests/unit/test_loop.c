@@ -269,6 +269,94 @@ static void test_loop__opaque_state_round_trips(void **state) {
   hk_loop_free(l);
 }
 
+/* H30: the loop's executor hands out each array's own memory as its
+ * storage (so a restore reads the checkpoint straight into the program's
+ * array), and none for an opaque state, which only its callbacks reach. */
+static void test_loop__arrays_are_storage_states_are_not_H30(void **state) {
+  fx *f = *state;
+  model m;
+  model_init(&m);
+  hk_loop_options o = opts_for(f);
+  hk_loop *l = NULL;
+  hk_raw_session *rs = NULL;
+  hk_tensor t;
+  size_t iw = 0, ib = 0, ir = 0;
+  assert_ok(hk_loop_new(&l, &o, &f->st), &f->st);
+  add_model(l, &m, f);
+  assert_ok(hk_loop_start(l, NULL, &f->st), &f->st); /* the executor exists from here on */
+  hk_executor *ex = hk_loop_executor(l);
+  assert_non_null(ex);
+  assert_ok(hk_executor_find_variable(ex, "w", &iw, &f->st), &f->st);
+  assert_ok(hk_executor_find_variable(ex, "b", &ib, &f->st), &f->st);
+  assert_ok(hk_executor_find_variable(ex, "rng", &ir, &f->st), &f->st);
+  assert_ok(hk_raw_session_open(&rs, ex, &f->st), &f->st);
+  assert_ok(hk_raw_session_variable_storage(rs, iw, &t, &f->st), &f->st);
+  assert_ptr_equal(t.data, m.w);
+  assert_int_equal(t.nbytes, sizeof m.w);
+  assert_int_equal(t.dtype, HK_DTYPE_F32);
+  assert_int_equal(t.rank, 2);
+  assert_ok(hk_raw_session_variable_storage(rs, ib, &t, &f->st), &f->st);
+  assert_ptr_equal(t.data, m.b);
+  assert_status(hk_raw_session_variable_storage(rs, ir, &t, &f->st), &f->st, HK_UNIMPLEMENTED, "rng");
+  assert_null(t.data);
+  hk_raw_session_free(rs);
+  assert_ok(hk_loop_finish(l, &f->st), &f->st);
+  hk_loop_free(l);
+}
+
+/* H27 through the storage: a restore writes the program's arrays in place
+ * and the state through its restore callback, bit for bit; a tensor whose
+ * bytes no longer match their CRC fails the start with DATA_LOSS naming
+ * the file and the tensor. */
+static void test_loop__restore_in_place_and_corrupt_tensor_H27(void **state) {
+  fx *f = *state;
+  model m, n;
+  model_init(&m);
+  hk_loop_options o = opts_for(f);
+  o.last_step = 4;
+  run_to(f, &m, &o);
+
+  model_init(&n);
+  for (int i = 0; i < 6; i++) n.w[i] = -7.0f;
+  n.b[0] = n.b[1] = 99.0;
+  hk_loop *l = NULL;
+  assert_ok(hk_loop_new(&l, &o, &f->st), &f->st);
+  add_model(l, &n, f);
+  int64_t step = -1;
+  assert_ok(hk_loop_start(l, &step, &f->st), &f->st);
+  assert_int_equal(step, 4);
+  assert_memory_equal(n.w, m.w, sizeof m.w);
+  assert_memory_equal(n.b, m.b, sizeof m.b);
+  assert_memory_equal(&n.r, &m.r, sizeof m.r);
+  assert_ok(hk_loop_finish(l, &f->st), &f->st);
+  hk_loop_free(l);
+
+  /* "w" sorts last, so the file's last byte is one of its bytes. */
+  char *p = ckpt_file(f, "model.ckpt-4");
+  size_t len = 0;
+  char *bytes = test_read_file(p, &len);
+  assert_non_null(bytes);
+  bytes[len - 1] ^= 0x40;
+  assert_int_equal(test_write_file(p, bytes, len), 0);
+  free(bytes);
+  /* Only that checkpoint: nothing to fall back to. */
+  for (int k = 0; k < 4; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "model.ckpt-%d", k);
+    char *q = ckpt_file(f, name);
+    unlink(q);
+    free(q);
+  }
+  model_init(&n);
+  assert_ok(hk_loop_new(&l, &o, &f->st), &f->st);
+  add_model(l, &n, f);
+  assert_status(hk_loop_start(l, NULL, &f->st), &f->st, HK_DATA_LOSS, "model.ckpt-4");
+  assert_non_null(strstr(f->st.message, "'w'"));
+  assert_non_null(strstr(f->st.message, "CRC-32C mismatch"));
+  hk_loop_free(l);
+  free(p);
+}
+
 static hk_code failing_restore(void *user, const void *src, size_t size, hk_status *st) {
   (void)user;
   (void)src;
@@ -1075,6 +1163,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_loop__resume_is_bit_exact, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__fresh_start_keeps_program_values, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__opaque_state_round_trips, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_loop__arrays_are_storage_states_are_not_H30, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_loop__restore_in_place_and_corrupt_tensor_H27, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__state_callback_errors_propagate, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__optional_state_missing_keeps_value, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__unrestored_tensor_is_named, setup, teardown),

@@ -999,6 +999,46 @@ static void test_saver__restore_big_tensor_crc_both_paths_C125(void **state) {
   big_close(&bg);
 }
 
+/* A restore large enough for two threads (>= 16 MiB, just written, so in
+ * the page cache): exact bytes by both paths, and a flipped byte in the
+ * middle is DATA_LOSS naming the file and the tensor (H27). */
+static void test_saver__restore_two_threads_in_place_C125_H27(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  big_graph bg;
+  const char *prefix = NULL;
+  char path[1024], *data;
+  size_t n;
+  big_open(f, &bg, ((size_t)20 << 20) + 333);
+  big_set(&bg, 5);
+  assert_ok(hk_saver_save(bg.saver, bg.rs, f->save_path, 1, HK_SAVE_DEFAULT, &prefix, &st), &st);
+  for (int no_map = 0; no_map < 2; no_map++) {
+    faulty_fs_no_map(&f->ff, no_map);
+    big_set(&bg, 6);
+    test_log_clear(&f->te->log);
+    assert_ok(hk_saver_restore(bg.saver, bg.rs, prefix, &st), &st);
+    assert_true(big_is(&bg, 5));
+    /* mapped and in the page cache (it was just written): two threads */
+    assert_int_equal(test_log_count(&f->te->log, HK_LOG_DEBUG, "in place, on two threads"), no_map ? 0 : 1);
+  }
+  snprintf(path, sizeof path, "%s.safetensors", prefix);
+  data = test_read_file(path, &n);
+  assert_non_null(data);
+  data[n - bg.n + bg.n / 2] ^= 0x20;
+  assert_int_equal(test_write_file(path, data, n), 0);
+  free(data);
+  for (int no_map = 0; no_map < 2; no_map++) {
+    faulty_fs_no_map(&f->ff, no_map);
+    assert_status(hk_saver_restore(bg.saver, bg.rs, prefix, &st), &st, HK_DATA_LOSS, "CRC-32C mismatch");
+    assert_non_null(strstr(st.message, "'big'"));
+    assert_non_null(strstr(st.message, "model.ckpt-1.safetensors"));
+  }
+  faulty_fs_no_map(&f->ff, 0);
+  assert_int_equal(faulty_fs_open_maps(&f->ff), 0);
+  assert_int_equal(faulty_fs_open_handles(&f->ff), 0);
+  big_close(&bg);
+}
+
 static int poison_write_at_calls;
 
 static hk_code poison_write_at(void *user, hk_fs_file *f, const void *buf, size_t len, uint64_t offset,
@@ -1492,6 +1532,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_saver__restore_map_or_unmap_failure_C125_H9, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__restore_big_tensor_crc_both_paths_C125, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__restore_file_shrunk_after_open_no_sigbus_C125, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__restore_two_threads_in_place_C125_H27, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__same_bytes_by_every_write_path_D4_H10, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__data_first_header_last_and_four_fsyncs_D4, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__exists_remove_mtimes_H34, setup, teardown),

@@ -125,7 +125,7 @@ typedef hk_code (*hk_text_sink)(void *user, const char *text, size_t len, hk_sta
 
 /* ---- the vtable --------------------------------------------------------- */
 
-#define HK_EXECUTOR_VTABLE_VERSION 1
+#define HK_EXECUTOR_VTABLE_VERSION 2
 
 /**
  * Executor implementation. `self` is the pointer given to hk_executor_new();
@@ -138,6 +138,8 @@ typedef hk_code (*hk_text_sink)(void *user, const char *text, size_t len, hk_sta
  * Slots are called from one thread at a time (the training thread), except
  * `variable_read`, which a background saver may call while the training
  * thread is not running the same raw session.
+ * Slots of a version are read only from a vtable that declares that
+ * version or a later one (H10): a version-1 table may end at `destroy`.
  */
 typedef struct hk_executor_vtable {
   uint32_t version;   /**< HK_EXECUTOR_VTABLE_VERSION */
@@ -192,6 +194,25 @@ typedef struct hk_executor_vtable {
   hk_code (*control)(void *self, int op, void *arg, hk_status *status);
   /** Release `self`; called exactly once by hk_executor_free(). */
   void (*destroy)(void *self);
+
+  /* slots below: version 2 */
+
+  /**
+   * The memory that holds variable `index` of `session`, handed out for the
+   * caller to write the variable's value in place (a restore reads a
+   * checkpoint straight into it, H27). Fill `out` as variable_info
+   * describes the variable (dtype, rank, dims), with `nbytes` its byte size
+   * and `data` that memory, writable (non-NULL when nbytes > 0). From this
+   * call on the variable counts as initialized and its value is whatever
+   * the caller writes there. The memory stays valid until the session's
+   * next run, assign or close. Call hk_snapshot_before_write() first when a
+   * copy-before-write snapshot holds the session (D3.7).
+   * A variable whose value lives in no such memory (reached through
+   * callbacks, on a device, computed) → UNIMPLEMENTED, changing nothing:
+   * the caller then assigns it (variable_assign). NULL: UNIMPLEMENTED for
+   * every variable. Must not allocate in steady state.
+   */
+  hk_code (*variable_storage)(void *self, void *session, size_t index, hk_tensor *out, hk_status *status);
 } hk_executor_vtable;
 
 /* ---- the executor object ------------------------------------------------ */
@@ -458,6 +479,32 @@ HK_API hk_code hk_raw_session_read_variable(hk_raw_session *rs, size_t index, hk
  */
 HK_API hk_code hk_raw_session_assign_variable(hk_raw_session *rs, size_t index,
                                               const hk_tensor *value, hk_status *status);
+/**
+ * The memory that holds variable `index`, for the caller to write the
+ * variable's value in place (the executor's variable_storage slot, vtable
+ * version 2; contract H30). Restore (H27) reads checkpoint data straight
+ * into it, computing the CRC in the same pass.
+ * @param out  zeroed first; on success the variable's dtype and shape,
+ *             `nbytes` its byte size and `data` its memory, writable
+ *             (non-NULL when nbytes > 0).
+ * Semantics: on success the variable counts as initialized, and its value
+ * is whatever the caller writes into out->data: write all of it before the
+ * next run, read, assign or close (stopping halfway leaves a mix of old
+ * and new bytes).
+ * **Ownership:** the memory is the raw session's, borrowed until its next
+ * run, assign or close.
+ * **Errors:** UNIMPLEMENTED when the executor offers no memory for this
+ * variable (a version-1 vtable, no slot, or a variable reached through
+ * callbacks such as a host-loop state): nothing changed; assign it with
+ * hk_raw_session_assign_variable() instead. FAILED_PRECONDITION when
+ * closed; OUT_OF_RANGE for a bad index; INTERNAL, naming the variable,
+ * when what the executor returned does not match the variable's
+ * description; INVALID_ARGUMENT.
+ * **Threads:** the owner's; the memory may be written from other threads
+ * until the call that invalidates it.
+ * **Allocates:** no, in steady state (reference executor, host loop).
+ */
+HK_API hk_code hk_raw_session_variable_storage(hk_raw_session *rs, size_t index, hk_tensor *out, hk_status *status);
 /**
  * Read the global step through a run that fetches it (works with any
  * executor that can run; C145).
