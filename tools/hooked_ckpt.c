@@ -54,8 +54,10 @@ static const char usage_text[] = "usage: " TOOL
                                  "  ls FILE|DIR                 the global step and every tensor: name, dtype,\n"
                                  "                              shape, bytes\n"
                                  "  verify FILE|DIR             check the header and every CRC-32C of each\n"
-                                 "                              checkpoint; prints OK or FAILED per file; exit\n"
-                                 "                              status 0 only if all verify and one was found\n"
+                                 "                              checkpoint, and that a name <base>-<step> says\n"
+                                 "                              the global step it holds; prints OK or FAILED\n"
+                                 "                              per file; exit status 0 only if all verify and\n"
+                                 "                              one was found\n"
                                  "  dump [--limit N] FILE NAME  print the values of tensor NAME, at most N\n"
                                  "                              elements (default 1000; 0: all)\n"
                                  "  latest DIR                  print the prefix of the newest checkpoint of DIR\n"
@@ -348,16 +350,39 @@ static int cmd_ls(const hk_env *env, const char *path) {
 
 /* ---- verify --------------------------------------------------------------- */
 
-/* @return 0 when it verifies; prints OK or FAILED either way. */
+/* The step a data file's name says, "<basename>-<step>.safetensors" as the
+ * Saver names it (C113, negative steps included: "model.ckpt--5"); 0 when
+ * the name says none (a checkpoint saved without a step). */
+static int name_says_step(const char *data_path, int64_t *step) {
+  const char *slash = strrchr(data_path, '/'), *name = slash ? slash + 1 : data_path;
+  int64_t s = scan_name_step(name);
+  size_t dash;
+  if (s < 0) return 0;
+  dash = strlen(name) - strlen(DATA_SUFFIX);
+  while (dash > 0 && name[dash - 1] != '-') dash--;
+  *step = dash >= 3 && name[dash - 2] == '-' ? -s : s;
+  return 1;
+}
+
+/* @return 0 when it verifies; prints OK or FAILED either way. Beyond the
+ * reader's checks, a name "<basename>-<step>" must say the global step the
+ * file holds: "model.ckpt-300" holding step 301 is not checkpoint 300. */
 static int verify_checkpoint(const hk_env *env, const char *path) {
   hk_status st = HK_STATUS_INIT;
   hk_checkpoint_reader *r = NULL;
   hk_checkpoint_entry e;
   uint64_t total = 0;
+  int64_t named;
   size_t n;
   if (hk_checkpoint_reader_open(&r, env, path, &st) != HK_OK || hk_checkpoint_reader_verify(r, &st) != HK_OK) {
     const char *shown = r != NULL ? hk_checkpoint_reader_path(r) : path;
     printf("FAILED  %s: %s\n", shown, st.message);
+    hk_checkpoint_reader_free(r);
+    return 1;
+  }
+  if (name_says_step(hk_checkpoint_reader_path(r), &named) && named != hk_checkpoint_reader_step(r)) {
+    printf("FAILED  %s: its name says step %" PRId64 " but it holds global step %" PRId64 "\n",
+           hk_checkpoint_reader_path(r), named, hk_checkpoint_reader_step(r));
     hk_checkpoint_reader_free(r);
     return 1;
   }

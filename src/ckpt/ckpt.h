@@ -144,8 +144,11 @@ typedef struct hk__ckpt_tensor {
 /**
  * Write "<prefix>.safetensors"-style data file `final_path` atomically per
  * checkpoint-format.md: header (sorted bytewise by name, padded so data
- * starts 64-byte aligned, "__metadata__" with format, global_step and a
- * CRC-32C per tensor), then the data in the same order. Byte-identical for
+ * starts 64-byte aligned, "__metadata__" with format, global_step, the
+ * CRC-32C of global_step's text, "global_step_tensor" = `gs_tensor` when
+ * that tensor is among them, an integer scalar holding `step` (NULL: no
+ * tensor is the global step), and a CRC-32C per tensor), then the data in
+ * the same order. Byte-identical for
  * the same variables and step, whichever way it is written. Names must be
  * unique and non-empty (else INVALID_ARGUMENT); STRING tensors are refused
  * (INVALID_ARGUMENT).
@@ -156,8 +159,8 @@ typedef struct hk__ckpt_tensor {
  * writes. Without write_at: a CRC pass, then header and data in order.
  * Allocates the header and index arrays.
  */
-hk_code hk__ckpt_write(const hk_env *env, const char *final_path, int64_t step, const hk__ckpt_tensor *tensors,
-                       size_t n, int may_use_thread, hk_status *st);
+hk_code hk__ckpt_write(const hk_env *env, const char *final_path, int64_t step, const char *gs_tensor,
+                       const hk__ckpt_tensor *tensors, size_t n, int may_use_thread, hk_status *st);
 
 /**
  * A tensor's bytes, checked against their CRC-32C, for a restore to assign

@@ -43,6 +43,9 @@
 #define FORMAT_VERSION 1
 #define CRC_KEY_PREFIX "crc32c:"
 #define METADATA_KEY "__metadata__"
+/* Optional (checkpoint-format.md): checked when present. */
+#define STEP_CRC_KEY "global_step_crc32c"
+#define STEP_TENSOR_KEY "global_step_tensor"
 #define DATA_ALIGN 64
 /* Writes and verification reads go in pieces of this size. */
 #define IO_CHUNK ((size_t)4 << 20)
@@ -297,13 +300,22 @@ static hk_code check_tensor(const hk__ckpt_tensor *t, size_t i, const char *path
  * that 8 + its length is a multiple of DATA_ALIGN. Every CRC is written as
  * "00000000" and its position kept in crc_at[i]: the length never depends
  * on the CRCs, which set_crcs() fills in later. */
-static hk_code build_header(strbuf *b, const char *path, int64_t step, const hk__ckpt_tensor *const *sorted,
-                            size_t *crc_at, size_t n, hk_status *st) {
+static hk_code build_header(strbuf *b, const char *path, int64_t step, const char *gs_tensor,
+                            const hk__ckpt_tensor *const *sorted, size_t *crc_at, size_t n, hk_status *st) {
   static const char zero_len[LEN_BYTES] = {0};
   uint64_t offset = 0;
+  char step_text[24];
+  int k = snprintf(step_text, sizeof step_text, "%" PRId64, step);
   sb_append(b, zero_len, LEN_BYTES);
   sb_puts(b, "{\"" METADATA_KEY "\":{\"format\":\"" FORMAT_PREFIX "1\",\"global_step\":");
-  sb_printf(b, "\"%" PRId64 "\"", step);
+  sb_printf(b, "\"%s\"", step_text);
+  /* The step's text has a CRC of its own (checkpoint-format.md), and the
+   * tensor holding the global step, when there is one, is named. */
+  sb_printf(b, ",\"" STEP_CRC_KEY "\":\"%08" PRIx32 "\"", hk_crc32c_extend(0, step_text, (size_t)k));
+  if (gs_tensor) {
+    sb_puts(b, ",\"" STEP_TENSOR_KEY "\":");
+    sb_json_string(b, "", gs_tensor);
+  }
   for (size_t i = 0; i < n; i++) {
     sb_append(b, ",", 1);
     sb_json_string(b, CRC_KEY_PREFIX, sorted[i]->name);
@@ -410,8 +422,56 @@ static hk_code write_in_order(hk__atomic_file *af, strbuf *header, const size_t 
   return rc;
 }
 
-hk_code hk__ckpt_write(const hk_env *env, const char *final_path, int64_t step, const hk__ckpt_tensor *tensors,
-                       size_t n, int may_use_thread, hk_status *st) {
+/* The integer dtypes (a global step's, C143), and whether one is signed. */
+static int int_dtype(hk_dtype dtype, int *is_signed) {
+  int sign;
+  switch (dtype) {
+    case HK_DTYPE_I8:
+    case HK_DTYPE_I16:
+    case HK_DTYPE_I32:
+    case HK_DTYPE_I64: sign = 1; break;
+    case HK_DTYPE_U8:
+    case HK_DTYPE_U16:
+    case HK_DTYPE_U32:
+    case HK_DTYPE_U64: sign = 0; break;
+    default: return 0;
+  }
+  if (is_signed) *is_signed = sign;
+  return 1;
+}
+
+/* An integer scalar's value, sign- or zero-extended from its little-endian
+ * bytes (the file's order, checkpoint-format.md); 0 when it is not one of
+ * the global step's dtypes or does not fit int64. */
+static int int_scalar_value(hk_dtype dtype, const unsigned char *p, size_t nbytes, int64_t *out) {
+  uint64_t u = 0;
+  int is_signed;
+  if (!int_dtype(dtype, &is_signed)) return 0;
+  if (nbytes != hk_dtype_size(dtype) || nbytes == 0 || nbytes > 8) return 0;
+  for (size_t i = nbytes; i > 0; i--) u = u << 8 | p[i - 1];
+  if (is_signed && nbytes < 8 && (u >> (8 * nbytes - 1)) & 1) u |= ~(uint64_t)0 << (8 * nbytes);
+  if (!is_signed && u > (uint64_t)INT64_MAX) return 0;
+  memcpy(out, &u, sizeof *out);
+  return 1;
+}
+
+/* The tensor the header names as the global step: `gs_tensor` when it is
+ * one of the tensors, an integer scalar, and holds `step` — so a reader
+ * can hold the header's step against it. NULL otherwise (no such tensor,
+ * or a save given another step than the variable holds, C113). */
+static const char *global_step_tensor(const char *gs_tensor, int64_t step, const hk__ckpt_tensor *tensors, size_t n) {
+  for (size_t i = 0; gs_tensor && i < n; i++) {
+    int64_t v;
+    const hk_tensor *t = &tensors[i].value;
+    if (strcmp(tensors[i].name, gs_tensor) != 0) continue;
+    if (t->rank != 0 || !t->data) return NULL;
+    return int_scalar_value(t->dtype, t->data, t->nbytes, &v) && v == step ? tensors[i].name : NULL;
+  }
+  return NULL;
+}
+
+hk_code hk__ckpt_write(const hk_env *env, const char *final_path, int64_t step, const char *gs_tensor,
+                       const hk__ckpt_tensor *tensors, size_t n, int may_use_thread, hk_status *st) {
   const hk__ckpt_tensor **sorted = NULL;
   uint32_t *crcs = NULL;
   size_t *crc_at = NULL;
@@ -448,7 +508,8 @@ hk_code hk__ckpt_write(const hk_env *env, const char *final_path, int64_t step, 
         goto done;
       }
   }
-  rc = build_header(&header, final_path, step, sorted, crc_at, n, st);
+  rc = build_header(&header, final_path, step, global_step_tensor(gs_tensor, step, tensors, n), sorted, crc_at, n,
+                    st);
   if (rc != HK_OK) goto done;
 
   rc = hk__atomic_begin(&af, env, final_path, st);
@@ -519,6 +580,10 @@ typedef struct parser {
   int newer_format; /* the metadata names "hooked/N", N > FORMAT_VERSION */
   char newer[48];   /* that format, for messages */
   const char *format;
+  const char *step_text; /* global_step's value as written */
+  int seen_step_crc;     /* global_step_crc32c, and its value */
+  uint32_t step_crc;
+  const char *gs_tensor; /* global_step_tensor, NULL when absent */
 } parser;
 
 static hk_code newer_format(parser *ps, const char *format, const char *detail) {
@@ -823,6 +888,14 @@ static hk_code parse_metadata(parser *ps) {
       if (ps->seen_step++) return corrupt(ps, NULL, "metadata \"global_step\" appears twice");
       if (!parse_step(val, &ps->r->step))
         return corrupt(ps, NULL, "global_step \"%.40s\" is not a 64-bit integer", val);
+      ps->step_text = val;
+    } else if (strcmp(key, STEP_CRC_KEY) == 0) {
+      if (ps->seen_step_crc++) return corrupt(ps, NULL, "metadata \"" STEP_CRC_KEY "\" appears twice");
+      if (!parse_crc_hex(val, &ps->step_crc))
+        return corrupt(ps, NULL, "metadata \"" STEP_CRC_KEY "\" \"%.40s\" is not 8 lowercase hex digits", val);
+    } else if (strcmp(key, STEP_TENSOR_KEY) == 0) {
+      if (ps->gs_tensor) return corrupt(ps, NULL, "metadata \"" STEP_TENSOR_KEY "\" appears twice");
+      ps->gs_tensor = val;
     } else if (strncmp(key, CRC_KEY_PREFIX, sizeof CRC_KEY_PREFIX - 1) == 0) {
       const char *name = key + sizeof CRC_KEY_PREFIX - 1;
       uint32_t crc;
@@ -1125,6 +1198,51 @@ static hk_code parse_header(parser *ps) {
   return validate(ps);
 }
 
+/* The header's global step against what covers it (checkpoint-format.md):
+ * its own CRC-32C when recorded, and the value of the tensor that
+ * global_step_tensor names, read (and CRC-checked) here, at open, so a
+ * checkpoint whose step and global-step tensor disagree never verifies and
+ * never starts a restore. */
+static hk_code read_checked(hk_checkpoint_reader *r, const entry *e, unsigned char *buf, size_t piece, int reuse,
+                            hk_status *status);
+
+static hk_code check_global_step(parser *ps) {
+  hk_checkpoint_reader *r = ps->r;
+  if (ps->seen_step_crc) {
+    uint32_t got = hk_crc32c_extend(0, ps->step_text, strlen(ps->step_text));
+    if (got != ps->step_crc)
+      return corrupt(ps, NULL,
+                     "its global_step \"%.40s\" does not match its CRC-32C (recorded %08" PRIx32 ", computed %08" PRIx32
+                     ")",
+                     ps->step_text, ps->step_crc, got);
+  }
+  if (ps->gs_tensor) {
+    const entry *e = find_entry(r, ps->gs_tensor);
+    unsigned char buf[8];
+    int64_t v = 0;
+    uint64_t nbytes;
+    hk_code rc;
+    if (!e) return corrupt(ps, ps->gs_tensor, "\"" STEP_TENSOR_KEY "\" names it, but the file holds no such tensor");
+    nbytes = e->end - e->begin;
+    if (e->rank != 0 || !int_dtype(e->dtype, NULL))
+      return corrupt(ps, e->name, "\"" STEP_TENSOR_KEY "\" names it, but it is not an integer scalar (%s, rank %d)",
+                     dtype_to_name(e->dtype), (int)e->rank);
+    rc = read_checked(r, e, buf, sizeof buf, 0, ps->st);
+    if (rc != HK_OK) return rc;
+    if (!int_scalar_value(e->dtype, buf, (size_t)nbytes, &v))
+      return corrupt(ps, NULL,
+                     "its global_step is %" PRId64 " but tensor '%.200s', its global-step tensor (" STEP_TENSOR_KEY
+                     "), holds a value past int64",
+                     r->step, e->name);
+    if (v != r->step)
+      return corrupt(ps, NULL,
+                     "its global_step is %" PRId64 " but tensor '%.200s', its global-step tensor (" STEP_TENSOR_KEY
+                     "), holds %" PRId64,
+                     r->step, e->name, v);
+  }
+  return HK_OK;
+}
+
 static hk_code reader_load(hk_checkpoint_reader *r, hk_status *st) {
   unsigned char len_le[8];
   uint64_t file_size = 0, hlen = 0;
@@ -1163,6 +1281,7 @@ static hk_code reader_load(hk_checkpoint_reader *r, hk_status *st) {
   ps.end = r->header + hlen;
   find_newer_format(&ps);
   rc = parse_header(&ps);
+  if (rc == HK_OK) rc = check_global_step(&ps);
   hk_env_free(&r->env, ps.notes);
   return rc;
 }

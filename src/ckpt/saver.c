@@ -61,6 +61,10 @@ struct hk_saver {
   int explicit_vars; /* a var_list was given (C112): H27's unrestored tensors are logged at DEBUG */
   char *prefix;      /* the last hk_saver_save's prefix */
   int graph_logged;  /* "cannot describe its graph" was logged */
+  /* The executor's global step (C143) when it is one of the variables:
+   * its name (var_info's), which a checkpoint's header names as the tensor
+   * holding its step (checkpoint-format.md); NULL otherwise. */
+  const char *gs_name;
 };
 
 static const hk_env *senv(const hk_saver *s) { return &s->env; }
@@ -113,6 +117,13 @@ static hk_code describe_vars(hk_saver *s, hk_status *st) {
     rc = hk_executor_variable_info(s->ex, s->var_index[i], &s->var_info[i], st);
     if (rc != HK_OK) return rc;
   }
+  s->gs_name = NULL;
+  {
+    size_t gs;
+    if (hk_executor_global_step(s->ex, NULL, &gs, NULL) == HK_OK)
+      for (size_t i = 0; i < s->nvars && !s->gs_name; i++)
+        if (s->var_index[i] == gs) s->gs_name = s->var_info[i].name;
+  }
   return HK_OK;
 }
 
@@ -125,6 +136,7 @@ static void unresolve(hk_saver *s) {
   s->views = NULL;
   s->nvars = 0;
   s->resolved = 0;
+  s->gs_name = NULL;
 }
 
 /* C112: without a var_list, every global variable, resolved at first use so
@@ -631,7 +643,7 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
     rc = hk__pending_write(env, dir, s->latest_filename, p.names, p.stamps, p.n, p.last_preserved, p.drop, p.ndrop, st);
   if (rc != HK_OK) goto done;
 
-  rc = hk__ckpt_write(env, data, record_step, tensors, ntensors, !(flags & SAVE__ON_WRITER_THREAD), st);
+  rc = hk__ckpt_write(env, data, record_step, s->gs_name, tensors, ntensors, !(flags & SAVE__ON_WRITER_THREAD), st);
   if (rc != HK_OK) {
     if (!data_existed) remove_created(&fs, data);
     if (p.ndrop > 0) hk__pending_remove(env, dir, s->latest_filename);

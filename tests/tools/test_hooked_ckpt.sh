@@ -265,6 +265,31 @@ run verify "$W/nope"
 expect_rc 1
 expect_out "FAILED  $W/nope"
 expect_err "hooked-ckpt: $W/nope: "
+# A name <basename>-<step> must say the global step the file holds.
+RENAMED=$W/renamed
+mkdir -p "$RENAMED"
+cp "$P5.safetensors" "$RENAMED/model.ckpt-300.safetensors"
+run verify "$RENAMED/model.ckpt-300"
+expect_rc 1
+expect_out "FAILED  $RENAMED/model.ckpt-300.safetensors: its name says step 300 but it holds global step 5"
+expect_err "hooked-ckpt: $RENAMED/model.ckpt-300: verification FAILED"
+run verify "$RENAMED"
+expect_rc 1
+expect_out "1 checkpoint: 0 OK, 1 FAILED"
+cp "$P5.safetensors" "$RENAMED/model.ckpt-00000005.safetensors" # pad_step_number's name
+cp "$P5.safetensors" "$RENAMED/best.safetensors"                # saved without a step: no name to hold it to
+run verify "$RENAMED/model.ckpt-00000005"
+expect_rc 0
+run verify "$RENAMED/best"
+expect_rc 0
+expect_out "OK      $RENAMED/best.safetensors (global step 5"
+# The header's step is covered: by its own CRC-32C, and by the global-step tensor.
+STEPPED=$RENAMED/stepped.safetensors
+cp "$P5.safetensors" "$STEPPED"
+sed -i 's/"global_step":"5"/"global_step":"6"/' "$STEPPED"
+run verify "$STEPPED"
+expect_rc 1
+expect_out "FAILED  $STEPPED: Checkpoint $STEPPED is corrupt: its global_step \"6\" does not match its CRC-32C"
 
 # ---- latest ---------------------------------------------------------------------
 

@@ -850,11 +850,11 @@ static void test_reader__saver_file_is_golden_and_deterministic(void **state) {
   assert_non_null(first);
 
   hl = (size_t)snprintf(header, sizeof header,
-                        "{\"__metadata__\":{\"format\":\"hooked/1\",\"global_step\":\"5\",\"crc32c:a\":\"%08" PRIx32
-                        "\",\"crc32c:b\":\"%08" PRIx32
+                        "{\"__metadata__\":{\"format\":\"hooked/1\",\"global_step\":\"5\",\"global_step_crc32c\":\"%08" PRIx32
+                        "\",\"crc32c:a\":\"%08" PRIx32 "\",\"crc32c:b\":\"%08" PRIx32
                         "\"},\"a\":{\"dtype\":\"I32\",\"shape\":[],\"data_offsets\":[0,4]},"
                         "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
-                        crc(&av, 4), crc(bv, 8));
+                        crc("5", 1), crc(&av, 4), crc(bv, 8));
   while ((8 + hl) % 64) header[hl++] = ' ';
   for (int i = 0; i < 8; i++) expect[i] = (char)((uint64_t)hl >> (8 * i));
   memcpy(expect + 8, header, hl);
@@ -889,6 +889,141 @@ static void test_reader__saver_file_is_golden_and_deterministic(void **state) {
   free(save_path);
   free(data_path);
   free(copy_path);
+  saved_graph_close(&sg);
+}
+
+/* ---- the header's global step (checkpoint-format.md, H31) ---------------------------- */
+
+/* The base data with metadata of our choosing: "b" (I64 42) may be named as
+ * the global-step tensor, and the step's text may carry its CRC-32C. */
+static void write_step_variant(fixture *f, const char *step, const char *step_crc, const char *gs_tensor) {
+  char tmpl[1024], extra[256] = "";
+  size_t k = 0;
+  if (step_crc) k += (size_t)snprintf(extra + k, sizeof extra - k, ",\"global_step_crc32c\":\"%s\"", step_crc);
+  if (gs_tensor) snprintf(extra + k, sizeof extra - k, ",\"global_step_tensor\":\"%s\"", gs_tensor);
+  snprintf(tmpl, sizeof tmpl,
+           "{\"__metadata__\":{\"format\":\"hooked/1\",\"global_step\":\"%s\"%s,\"crc32c:a\":\"{CA}\",\"crc32c:b\":"
+           "\"{CB}\"}," ENT_A "," ENT_B "}",
+           step, extra);
+  write_variant(f->path, tmpl, 16);
+}
+
+static const char *crc_text(const char *s, char buf[9]) {
+  snprintf(buf, 9, "%08" PRIx32, crc(s, strlen(s)));
+  return buf;
+}
+
+/* The tensor global_step_tensor names must hold the header's step: else
+ * DATA_LOSS at open, naming the file and both values. */
+static void test_reader__global_step_tensor_must_hold_the_header_step(void **state) {
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  hk_checkpoint_reader *r = NULL;
+  char c[9], want[600];
+
+  write_step_variant(f, "42", crc_text("42", c), "b");
+  assert_ok(open_reader(f, &r, &st), &st);
+  assert_int_equal(hk_checkpoint_reader_step(r), 42);
+  assert_ok(hk_checkpoint_reader_verify(r, &st), &st);
+  hk_checkpoint_reader_free(r);
+  r = NULL;
+
+  write_step_variant(f, "41", crc_text("41", c), "b");
+  snprintf(want, sizeof want, "Checkpoint %s is corrupt: its global_step is 41 but tensor 'b', its global-step tensor",
+           f->path);
+  assert_status(open_reader(f, &r, &st), &st, HK_DATA_LOSS, want);
+  assert_non_null(strstr(st.message, "holds 42"));
+  assert_null(r);
+  write_step_variant(f, "41", NULL, "b"); /* the CRC is optional; the tensor is checked alone */
+  assert_status(open_reader(f, &r, &st), &st, HK_DATA_LOSS, "holds 42");
+
+  write_step_variant(f, "42", NULL, "a");
+  assert_status(open_reader(f, &r, &st), &st, HK_DATA_LOSS, "tensor 'a': \"global_step_tensor\" names it, but it is "
+                                                                "not an integer scalar (F32, rank 1)");
+  write_step_variant(f, "42", NULL, "zz");
+  assert_status(open_reader(f, &r, &st), &st, HK_DATA_LOSS, "tensor 'zz': \"global_step_tensor\" names it, but the "
+                                                                "file holds no such tensor");
+  write_step_variant(f, "42", NULL, "b\",\"global_step_tensor\":\"b");
+  assert_status(open_reader(f, &r, &st), &st, HK_DATA_LOSS, "\"global_step_tensor\" appears twice");
+
+  /* Without the field no tensor is the global step: files of other writers
+   * and of earlier versions read as before, whatever "b" holds. */
+  write_step_variant(f, "41", NULL, NULL);
+  assert_ok(open_reader(f, &r, &st), &st);
+  assert_ok(hk_checkpoint_reader_verify(r, &st), &st);
+  hk_checkpoint_reader_free(r);
+}
+
+/* global_step_crc32c covers the step's text: a changed digit is DATA_LOSS. */
+static void test_reader__global_step_crc_covers_the_header_step(void **state) {
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  hk_checkpoint_reader *r = NULL;
+  char c[9], want[600];
+
+  write_step_variant(f, "300", crc_text("300", c), NULL);
+  assert_ok(open_reader(f, &r, &st), &st);
+  hk_checkpoint_reader_free(r);
+  r = NULL;
+  write_step_variant(f, "308", crc_text("300", c), NULL);
+  snprintf(want, sizeof want,
+           "Checkpoint %s is corrupt: its global_step \"308\" does not match its CRC-32C (recorded %s, computed ",
+           f->path, c);
+  assert_status(open_reader(f, &r, &st), &st, HK_DATA_LOSS, want);
+  write_step_variant(f, "300", "ABCDEF01", NULL);
+  assert_status(open_reader(f, &r, &st), &st, HK_DATA_LOSS, "\"global_step_crc32c\" \"ABCDEF01\" is not 8 lowercase");
+  write_step_variant(f, "300", "0000000", NULL);
+  assert_status(open_reader(f, &r, &st), &st, HK_DATA_LOSS, "global_step_crc32c");
+  assert_null(r);
+}
+
+/* The Saver names the executor's global step (C143) as the global-step
+ * tensor when it saves it holding the recorded step; a save given another
+ * step (C113) names none. A header step edited afterwards — its own CRC
+ * fixed up too — no longer verifies: the tensor disagrees. */
+static void test_reader__saver_names_its_global_step_tensor(void **state) {
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  saved_graph sg;
+  const char *prefix = NULL;
+  char *save_path = test_path(f->dir, "model.ckpt");
+  char *p7 = test_path(f->dir, "model.ckpt-7.safetensors"), *p5 = test_path(f->dir, "model.ckpt-5.safetensors");
+  char *bytes, *at, c[9], want[600];
+  size_t n = 0;
+  hk_checkpoint_reader *r = NULL;
+
+  saved_graph_open(f, &sg, "global_step"); /* an I32 scalar holding 7 */
+  assert_ok(hk_saver_save(sg.saver, sg.rs, save_path, 7, HK_SAVE_NO_STATE, &prefix, &st), &st);
+  assert_ok(hk_saver_save(sg.saver, sg.rs, save_path, 5, HK_SAVE_NO_STATE, &prefix, &st), &st);
+  bytes = test_read_file(p5, &n);
+  assert_null(strstr(bytes + 8, "global_step_tensor"));
+  assert_non_null(strstr(bytes + 8, "\"global_step\":\"5\",\"global_step_crc32c\":\""));
+  free(bytes);
+  assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, p5, &st), &st);
+  assert_ok(hk_checkpoint_reader_verify(r, &st), &st);
+  hk_checkpoint_reader_free(r);
+  r = NULL;
+
+  bytes = test_read_file(p7, &n);
+  assert_non_null(strstr(bytes + 8, "\"global_step_tensor\":\"global_step\""));
+  assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, p7, &st), &st);
+  assert_ok(hk_checkpoint_reader_verify(r, &st), &st);
+  hk_checkpoint_reader_free(r);
+  r = NULL;
+  /* "7" becomes "8", with the CRC of "8": only the tensor can tell */
+  at = strstr(bytes + 8, "\"global_step\":\"7\",\"global_step_crc32c\":\"");
+  assert_non_null(at);
+  at[15] = '8';
+  memcpy(at + 40, crc_text("8", c), 8);
+  assert_int_equal(test_write_file(p7, bytes, n), 0);
+  snprintf(want, sizeof want, "Checkpoint %s is corrupt: its global_step is 8 but tensor 'global_step', its global-step "
+           "tensor (global_step_tensor), holds 7", p7);
+  assert_status(hk_checkpoint_reader_open(&r, &f->te->env, p7, &st), &st, HK_DATA_LOSS, want);
+  assert_null(r);
+  free(bytes);
+  free(save_path);
+  free(p7);
+  free(p5);
   saved_graph_close(&sg);
 }
 
@@ -967,6 +1102,9 @@ int main(void) {
       T(test_reader__fs_fault_sweep),
       T(test_reader__saver_file_is_golden_and_deterministic),
       T(test_reader__saver_escapes_names),
+      T(test_reader__global_step_tensor_must_hold_the_header_step),
+      T(test_reader__global_step_crc_covers_the_header_step),
+      T(test_reader__saver_names_its_global_step_tensor),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);
