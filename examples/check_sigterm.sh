@@ -6,6 +6,13 @@
 # once its first checkpoint exists (so training is under way). It must stop
 # after the current step, write the final checkpoint, print its result line
 # and exit 0; the final checkpoint holds the step the result line reports.
+#
+# Then an early SIGTERM: sent while the trainer is still loading its data,
+# which it reads from a FIFO this script writes, so the trainer is blocked
+# reading it for as long as the script wants. Opening the FIFO's writing end
+# returns only once the trainer has opened it for reading, after installing
+# its signal handling; the signal goes then, the data after it. The trainer
+# must exit 0 and leave the checkpoint directory of an earlier run as it was.
 # No timing is asserted: the waits below only bound a hung run.
 set -u
 exe=$1
@@ -59,3 +66,41 @@ for mode in sync async; do
   if ls "$dir" | grep -q '\.tmp-'; then fail "$mode: temporary files left: $(ls "$dir")"; fi
   echo "check_sigterm: $mode: stopped at step $step with a final checkpoint"
 done
+
+# ---- an early SIGTERM, while the data loads ---------------------------------------
+data=$(cd "$(dirname "$0")" && pwd)/data/digits.csv.gz
+[ -f "$data" ] || fail "early: no data file $data"
+dir=$work/ckpt-early
+"$exe" --steps 20 --log-every 0 --checkpoint-dir "$dir" --save-steps 10 >"$work/out" 2>"$work/err" ||
+  fail "early: the run that makes the checkpoints failed"
+listing() { (cd "$dir" && for f in *; do printf '%s %s\n' "$f" "$(cksum <"$f")"; done); }
+before=$(listing)
+fifo=$work/data.fifo
+rm -f "$fifo"
+mkfifo "$fifo" || fail "early: mkfifo failed"
+"$exe" --data "$fifo" --steps 100000000 --log-every 0 --checkpoint-dir "$dir" --save-steps 5000 \
+  >"$work/out" 2>"$work/err" &
+pid=$!
+# The writer: its open returns once the trainer opened the FIFO (handler installed); a trainer that never
+# opens it is caught by the timeout. cat may be cut short when the trainer stops reading: that is fine.
+timeout 120 bash -c 'exec 3>"$1"; kill -TERM "$2"; cat "$3" >&3 2>/dev/null; exit 0' _ "$fifo" "$pid" "$data" ||
+  { st=$?; kill -KILL "$pid" 2>/dev/null; fail "early: the trainer never opened its data (writer status $st)"; }
+status=0
+for _ in $(seq 1 600); do
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 "$pid" 2>/dev/null; then
+  kill -KILL "$pid"
+  fail "early: still running 60 s after SIGTERM"
+fi
+wait "$pid" || status=$?
+[ "$status" -eq 0 ] || fail "early: exit status $status after an early SIGTERM, expected 0"
+grep -q "stopped by a signal while loading the data" "$work/err" || fail "early: no 'stopped by a signal' line"
+after=$(listing)
+[ "$before" = "$after" ] || fail "early: the checkpoint directory changed:
+before:
+$before
+after:
+$after"
+echo "check_sigterm: early: stopped while loading, the checkpoint directory untouched"

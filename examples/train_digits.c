@@ -16,7 +16,13 @@
  * The batch fed at a step is a pure function of (--seed, global step), so a
  * run resumed at any step continues exactly as an uninterrupted run would.
  *
- * Exit status: 0 success, 1 data or runtime error, 2 usage error.
+ * SIGINT and SIGTERM stop it cleanly from the start (D12): during training the
+ * step in progress completes and the final checkpoint is written; while the
+ * data is still loading, it stops there and exits without touching the
+ * checkpoint directory.
+ *
+ * Exit status: 0 success (a stop by a signal included), 1 data or runtime
+ * error, 2 usage error.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -387,7 +393,8 @@ static int grow(dataset *d, size_t *cap) {
 }
 
 /* Read and validate every row. Prints an error naming the file (and line) and
- * returns nonzero on failure. */
+ * returns -1 on failure; returns 1, with nothing loaded, when a signal asked
+ * to stop (D12) before the data was all read. */
 static int load_digits(const char *path, dataset *d) {
   char line[LINE_MAX_BYTES];
   char why[160];
@@ -408,6 +415,11 @@ static int load_digits(const char *path, dataset *d) {
     int vals[NFIELDS];
     size_t len = strlen(line);
     lineno++;
+    if (hk_signal_fired()) {
+      gzclose(f);
+      dataset_free(d);
+      return 1;
+    }
     if (len == sizeof line - 1 && line[len - 1] != '\n' && !gzeof(f)) {
       fprintf(stderr, "train_digits: %s:%zu: malformed data: line longer than %d bytes\n", path, lineno,
               LINE_MAX_BYTES - 2);
@@ -867,7 +879,6 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
   hk_hook *feed_hook = NULL, *stop_hook = NULL, *ckpt_hook = NULL, *hooks[3];
   hk_saver *saver = NULL;
   hk_scaffold *scaffold = NULL;
-  int signals_installed = 0;
   hk_session *s = NULL;
   hk_stop_at_step_options so = HK_STOP_AT_STEP_OPTIONS_INIT;
   hk_session_options sopts = HK_SESSION_OPTIONS_INIT;
@@ -956,12 +967,6 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
     sopts.scaffold = scaffold;
     sopts.checkpoint_dir = o->checkpoint_dir;
   }
-  /* SIGINT/SIGTERM become a clean stop: the step in progress completes, the
-   * session closes normally, and the checkpoint hook writes the final step. */
-  if (hk_signal_install(&st) == HK_OK)
-    signals_installed = 1;
-  else
-    fprintf(stderr, "train_digits: signals will not stop training cleanly: %s\n", st.message);
   if (hk_session_new(&s, &sopts, &st) != HK_OK) {
     status = fail_status("creating the session", &st);
     goto out;
@@ -1007,7 +1012,6 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
 
 out:
   hk_session_free(s);
-  if (signals_installed) hk_signal_uninstall(NULL);
   hk_hook_free(feed_hook);
   hk_hook_free(stop_hook);
   hk_hook_free(ckpt_hook);
@@ -1024,17 +1028,15 @@ out:
   return status;
 }
 
-int main(int argc, char **argv) {
-  options o;
+/* Load the data and train, signals already installed. */
+static int run(options *o, const char *argv0) {
   char found[PATH_MAX + 64];
   dataset all, trn, tst;
-  int rc = parse_args(argc, argv, &o);
+  int rc;
 
-  if (rc == -1) return 0;
-  if (rc != 0) return rc;
-  if (o.data == NULL) {
-    o.data = find_data(argc > 0 ? argv[0] : NULL, found, sizeof found);
-    if (o.data == NULL) {
+  if (o->data == NULL) {
+    o->data = find_data(argv0, found, sizeof found);
+    if (o->data == NULL) {
       fputs("train_digits: cannot find the bundled " DATA_FILE_NAME
             " (looked in the source tree, "
             "next to the executable under ../share/hooked/data, and the install prefix); "
@@ -1043,22 +1045,54 @@ int main(int argc, char **argv) {
       return EXIT_RUNTIME;
     }
   }
-  if (load_digits(o.data, &all) != 0) return EXIT_RUNTIME;
+  rc = load_digits(o->data, &all);
+  if (rc == 0 && hk_signal_fired()) {
+    dataset_free(&all);
+    rc = 1;
+  }
+  if (rc == 1) {
+    /* D12: a stop asked for before training started; nothing was written. */
+    fputs("train_digits: stopped by a signal while loading the data; the checkpoint directory is untouched\n", stderr);
+    return 0;
+  }
+  if (rc != 0) return EXIT_RUNTIME;
   if (split(&all, &trn, &tst) != 0) {
     fputs("train_digits: out of memory\n", stderr);
     dataset_free(&all);
     return EXIT_RUNTIME;
   }
   dataset_free(&all);
-  if ((int64_t)trn.n < o.batch) {
-    fprintf(stderr, "train_digits: %s: %zu training rows, fewer than --batch %" PRId64 "\n", o.data, trn.n, o.batch);
+  if ((int64_t)trn.n < o->batch) {
+    fprintf(stderr, "train_digits: %s: %zu training rows, fewer than --batch %" PRId64 "\n", o->data, trn.n, o->batch);
     dataset_free(&trn);
     dataset_free(&tst);
     return EXIT_RUNTIME;
   }
-  fprintf(stderr, "train_digits: %s: %zu training rows, %zu test rows\n", o.data, trn.n, tst.n);
-  rc = train(&o, &trn, &tst);
+  fprintf(stderr, "train_digits: %s: %zu training rows, %zu test rows\n", o->data, trn.n, tst.n);
+  rc = train(o, &trn, &tst);
   dataset_free(&trn);
   dataset_free(&tst);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  options o;
+  hk_status st = HK_STATUS_INIT;
+  int signals_installed = 0;
+  int rc = parse_args(argc, argv, &o);
+
+  if (rc == -1) return 0;
+  if (rc != 0) return rc;
+  /* SIGINT/SIGTERM become a clean stop (D12) from here on, before the data
+   * is read: loading can take a while, and a signal that arrived before the
+   * handler would kill the process. During training the step in progress
+   * completes, the session closes normally and the checkpoint hook writes
+   * the final step. */
+  if (hk_signal_install(&st) == HK_OK)
+    signals_installed = 1;
+  else
+    fprintf(stderr, "train_digits: signals will not stop training cleanly: %s\n", st.message);
+  rc = run(&o, argc > 0 ? argv[0] : NULL);
+  if (signals_installed) hk_signal_uninstall(NULL);
   return rc;
 }
