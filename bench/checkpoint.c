@@ -24,13 +24,14 @@
  *       (its read-only phase: READ_WORK_MIN multiply-adds per element or
  *       more, compute-bound like a forward pass, and at least
  *       READ_OVER_COPY times (3); --read-work sets it) then an op rewrites
- *       every variable; the stall is the snapshot
- *       step's time plus the next step's (whose read phase overlaps the
- *       writer thread's copy, and whose writes wait for it) minus two
- *       median steps that neither snapshot nor follow one. The writer's
- *       file I/O (its CRC pass and write) is held until that next step is
- *       timed, as (4) leaves it out too: it competes with training alike
- *       with or without the overlap;
+ *       every variable. The stall is the training thread's time in
+ *       hooked (outside those two phases: taking the snapshot, copying a
+ *       variable or waiting for its copy) in the snapshot step and the next
+ *       one, over the plain steps just before; the next step's own work,
+ *       slowed by sharing memory and cores with the writer's copy, and the
+ *       whole steps are printed apart. The writer's file I/O (its CRC pass
+ *       and write) is held until that next step is timed, as (4) leaves it
+ *       out too: it competes with training alike with or without overlap;
  *   (8) the same with the host loop, the program calling
  *       hk_loop_updates_begin() between its reads and its writes (H42), and
  *       (8b) without that call (the copy at the step boundary, for
@@ -577,6 +578,8 @@ typedef struct overlap {
   int work;                 /* the read phase's work per element, calibrated */
   double write_wait;        /* how long the writer needs, at most (from (1)) */
   double read_secs;         /* the calibrated read phase, alone */
+  double own;               /* the program's own time (read + update phases) in the last step */
+  size_t ntensors;
   volatile float sink;      /* the read phase's result, so it is not optimized away */
   /* (7) */
   hk_graph *g;
@@ -714,20 +717,24 @@ static hk_code read_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *
                            size_t nout, hk_status *st) {
   overlap *o = user;
   float acc = 0;
+  double t0 = now_secs();
   (void)ctx, (void)nout, (void)st;
   for (size_t k = 0; k < nin; k++) acc += read_floats(in[k].data, in[k].nbytes / 4, o->work);
   *(float *)out[0].data = acc;
+  o->own += now_secs() - t0;
   return HK_OK;
 }
 
 static hk_code update_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *in, size_t nin, hk_tensor *out,
                              size_t nout, hk_status *st) {
-  bench *b = user;
+  overlap *o = user;
+  double t0 = now_secs();
   (void)in, (void)nin, (void)out, (void)nout, (void)st;
-  for (size_t k = 0; k < b->ntensors; k++) {
+  for (size_t k = 0; k < o->ntensors; k++) {
     hk_tensor *v = hk_kernel_variable(ctx, k);
     write_floats(v->data, v->nbytes / 4);
   }
+  o->own += now_secs() - t0;
   return HK_OK;
 }
 
@@ -790,7 +797,7 @@ static int open_overlap_graph(bench *b, overlap *o) {
   ctl[0] = o->read;
   d.name = "update";
   d.kernel = update_kernel;
-  d.kernel_user = b;
+  d.kernel_user = o;
   d.control_inputs = ctl;
   d.ncontrol_inputs = 1;
   d.mutates = vars;
@@ -850,6 +857,7 @@ static int graph_step(bench *b, overlap *o, double *secs) {
   double t0;
   (void)b;
   targets[0] = o->update, targets[1] = o->bump;
+  o->own = 0;
   t0 = now_secs();
   if (hk_session_run(o->session, &args, NULL, NULL, &st) != HK_OK) return hk_fail("hk_session_run", &st);
   *secs = now_secs() - t0;
@@ -905,13 +913,18 @@ static int close_overlap_loop(overlap *o) {
 
 static int loop_step(bench *b, overlap *o, double *secs) {
   hk_status st = HK_STATUS_INIT;
-  double t0 = now_secs();
+  double t0 = now_secs(), t1, t2, t3, t4;
   if (hk_loop_step_begin(o->loop, NULL, &st) != HK_OK) return hk_fail("hk_loop_step_begin", &st);
+  t1 = now_secs();
   o->sink = read_floats((const float *)(const void *)o->arena, b->bytes / 4, o->work);
+  t2 = now_secs();
   if (o->updates && hk_loop_updates_begin(o->loop, &st) != HK_OK) return hk_fail("hk_loop_updates_begin", &st);
+  t3 = now_secs();
   write_floats((float *)(void *)o->arena, b->bytes / 4);
+  t4 = now_secs();
   if (hk_loop_step_end(o->loop, &st) != HK_OK) return hk_fail("hk_loop_step_end", &st);
   *secs = now_secs() - t0;
+  o->own = (t2 - t1) + (t4 - t3);
   return 0;
 }
 
@@ -919,24 +932,34 @@ static int loop_step(bench *b, overlap *o, double *secs) {
  * in which the hook took a snapshot, with the writer idle and its I/O held,
  * is a snapshot step; the step after it overlaps the copy (then the writer
  * is let go and given time to finish); a step with the I/O held that did
- * neither and processed no completion is plain. Each save is measured
- * against the plain steps just before it (the machine's load drifts):
- * stall[k] = snapshot step + next step - 2 x their median. snap_med and
- * next_med are the medians of each of the two over that baseline. */
+ * neither and processed no completion is plain. Each step's time splits
+ * into the program's own work (its read and update phases) and the rest,
+ * hooked's: the session or loop calls, where a snapshot is taken, and where
+ * a write waits for, or makes, a copy. Each save is measured against the
+ * plain steps just before it (the machine's load drifts). */
 typedef int (*overlap_step_fn)(bench *b, overlap *o, double *secs);
+
+typedef struct overlap_result {
+  double stall;       /* median: hooked's extra time in the snapshot step and the next one */
+  double snap, next;  /* median: each of the two */
+  double contention;  /* median: how much longer the program's own work took in the next step */
+  double whole;       /* median: the two whole steps over two plain ones */
+  double plain;       /* median plain step */
+  double copied_here; /* tensors per save the training thread copied itself (the rest: the writer thread) */
+} overlap_result;
 
 enum { STEP_OTHER = 0, STEP_PLAIN, STEP_SNAP, STEP_NEXT };
 #define BASELINE_STEPS 4
 
-static int measure_overlap(bench *b, overlap *o, overlap_step_fn step, size_t nsaves, double *stall, double *plain_med,
-                           double *snap_med, double *next_med) {
+static int measure_overlap(bench *b, overlap *o, overlap_step_fn step, size_t nsaves, overlap_result *r) {
   size_t cap = (nsaves + 1) * (OVERLAP_SAVE_STEPS + 4) * 4 + 64, n = 0, nn = 0, np = 0, k = 0;
-  double *t = calloc(cap, sizeof *t), *plain = calloc(cap, sizeof *plain), *ds = calloc(nsaves + 1, sizeof *ds),
-         *dn = calloc(nsaves + 1, sizeof *dn);
+  double *t = calloc(cap, sizeof *t), *own = calloc(cap, sizeof *own), *plain = calloc(cap, sizeof *plain);
+  double *v[5];
   int *kind = calloc(cap, sizeof *kind);
   int after_snap = 0, valid = 0, rc = 1;
 
-  if (t == NULL || plain == NULL || ds == NULL || dn == NULL || kind == NULL) {
+  for (int i = 0; i < 5; i++) v[i] = calloc(nsaves + 1, sizeof(double));
+  if (t == NULL || own == NULL || plain == NULL || kind == NULL || !v[0] || !v[1] || !v[2] || !v[3] || !v[4]) {
     fprintf(stderr, PROG ": out of memory\n");
     goto out;
   }
@@ -948,6 +971,7 @@ static int measure_overlap(bench *b, overlap *o, overlap_step_fn step, size_t ns
       goto out;
     }
     if (step(b, o, &t[n]) != 0) goto out;
+    own[n] = o->own;
     int took = atomic_load(&o->snapshots) != s0, done = atomic_load(&o->completions) != c0;
     kind[n] = STEP_OTHER;
     if (after_snap) {
@@ -973,49 +997,54 @@ static int measure_overlap(bench *b, overlap *o, overlap_step_fn step, size_t ns
     fprintf(stderr, PROG ": no plain step to compare with\n");
     goto out;
   }
-  *plain_med = median(plain, np);
+  r->plain = median(plain, np);
   /* The first save is a warm-up. */
   for (size_t i = 0, seen = 0; i < n; i++) {
-    double base[BASELINE_STEPS], m;
+    double bt[BASELINE_STEPS], bh[BASELINE_STEPS], bo[BASELINE_STEPS], mt, mh, mo;
     size_t nb = 0;
     if (kind[i] != STEP_SNAP || seen++ == 0) continue;
     for (size_t j = i; j-- > 0 && nb < BASELINE_STEPS;)
-      if (kind[j] == STEP_PLAIN) base[nb++] = t[j];
+      if (kind[j] == STEP_PLAIN) bt[nb] = t[j], bh[nb] = t[j] - own[j], bo[nb] = own[j], nb++;
     for (size_t j = i + 2; j < n && nb < 2; j++)
-      if (kind[j] == STEP_PLAIN) base[nb++] = t[j];
-    m = nb > 0 ? median(base, nb) : *plain_med;
-    ds[k] = t[i] - m;
-    dn[k] = t[i + 1] - m;
-    stall[k] = ds[k] + dn[k];
+      if (kind[j] == STEP_PLAIN) bt[nb] = t[j], bh[nb] = t[j] - own[j], bo[nb] = own[j], nb++;
+    if (nb == 0) continue;
+    mt = median(bt, nb), mh = median(bh, nb), mo = median(bo, nb);
+    v[1][k] = (t[i] - own[i]) - mh;
+    v[2][k] = (t[i + 1] - own[i + 1]) - mh;
+    v[0][k] = v[1][k] + v[2][k];
+    v[3][k] = own[i + 1] - mo;
+    v[4][k] = t[i] + t[i + 1] - 2 * mt;
     k++;
   }
-  *snap_med = median(ds, k);
-  *next_med = median(dn, k);
+  if (k == 0) {
+    fprintf(stderr, PROG ": no save to measure\n");
+    goto out;
+  }
+  r->stall = median(v[0], k);
+  r->snap = median(v[1], k);
+  r->next = median(v[2], k);
+  r->contention = median(v[3], k);
+  r->whole = median(v[4], k);
   rc = 0;
 out:
   gate_set(o, 0);
-  free(t), free(plain), free(ds), free(dn), free(kind);
+  free(t), free(own), free(plain), free(kind);
+  for (int i = 0; i < 5; i++) free(v[i]);
   return rc;
 }
 
 /* (7), (8) and (8b): nsaves measured saves each, after a warm-up save. */
-typedef struct overlap_result {
-  double stall, plain, snap, next;
-  double copied_here; /* tensors per save the training thread copied itself (the rest: the writer thread) */
-} overlap_result;
-
 static int run_overlap_cases(bench *b, double copy, double raw, size_t nsaves, overlap_result res[3], int *work,
                              double *read_secs) {
   int forced = *work;
   overlap *o = calloc(1, sizeof *o);
-  double *stall = calloc(nsaves, sizeof *stall);
   int rc = 1;
 
   if (o != NULL) {
     pthread_mutex_init(&o->mu, NULL);
     pthread_cond_init(&o->cv, NULL);
   }
-  if (o == NULL || stall == NULL || posix_memalign((void **)&o->arena, 64, b->bytes) != 0) {
+  if (o == NULL || posix_memalign((void **)&o->arena, 64, b->bytes) != 0) {
     fprintf(stderr, PROG ": out of memory for the overlap cases\n");
     goto out;
   }
@@ -1054,19 +1083,17 @@ static int run_overlap_cases(bench *b, double copy, double raw, size_t nsaves, o
   *work = o->work;
   *read_secs = o->read_secs;
 
+  o->ntensors = b->ntensors;
   if (open_overlap_graph(b, o) != 0) goto out;
   atomic_store(&o->copied_here, 0), atomic_store(&o->detached, 0);
-  if (measure_overlap(b, o, graph_step, nsaves, stall, &res[0].plain, &res[0].snap, &res[0].next) != 0) goto out;
-  res[0].stall = median(stall, nsaves);
+  if (measure_overlap(b, o, graph_step, nsaves, &res[0]) != 0) goto out;
   res[0].copied_here = atomic_load(&o->detached) ? (double)atomic_load(&o->copied_here) / (double)atomic_load(&o->detached) : -1;
   close_overlap_graph(o);
   for (int v = 0; v < 2; v++) {
     o->updates = v == 0;
     if (open_overlap_loop(b, o, v == 0 ? "overlap-loop" : "overlap-loop-boundary") != 0) goto out;
     atomic_store(&o->copied_here, 0), atomic_store(&o->detached, 0);
-    if (measure_overlap(b, o, loop_step, nsaves, stall, &res[1 + v].plain, &res[1 + v].snap, &res[1 + v].next) != 0)
-      goto out;
-    res[1 + v].stall = median(stall, nsaves);
+    if (measure_overlap(b, o, loop_step, nsaves, &res[1 + v]) != 0) goto out;
     res[1 + v].copied_here =
         atomic_load(&o->detached) ? (double)atomic_load(&o->copied_here) / (double)atomic_load(&o->detached) : -1;
     if (close_overlap_loop(o) != 0) goto out;
@@ -1084,7 +1111,6 @@ out:
     pthread_mutex_destroy(&o->mu);
   }
   free(o);
-  free(stall);
   return rc;
 }
 
@@ -1281,16 +1307,19 @@ int main(int argc, char **argv) {
         nplain, step * 1e6);
     printf(
         "(7), (8), (8b): a step reads every variable (%d multiply-adds per element, %.4f s alone: %.2fx (3),\n"
-        "%.1f GB/s), then rewrites every variable; the stall is the snapshot step plus the next step minus two\n"
-        "plain steps (medians of %zu saves; the writer's file I/O held until the next step is timed):\n",
+        "%.1f GB/s), then rewrites every variable. The stall is the training thread's time outside the program's\n"
+        "own work (in hooked: taking the snapshot, copying a variable or waiting for its copy) in the snapshot\n"
+        "step and the next one, over the plain steps just before (medians of %zu saves; the writer's file I/O\n"
+        "is held until the next step is timed). The program's own work in the next step is reported apart: it\n"
+        "shares the memory and the cores with the writer's copy.\n",
         ov_work, ov_read, ov_read / copy, (double)b.bytes / ov_read / 1e9, 3 * repeat);
-    for (int v = 0; v < 3; v++)
-    {
-      char copied[64] = "all of them, at the step boundary";
-      if (ov[v].copied_here >= 0)
-        snprintf(copied, sizeof copied, "%.1f of %zu on the training thread", ov[v].copied_here, b.ntensors + 1);
-      printf("  %-5s plain step %.4f s, snapshot step %+.4f s, next step %+.4f s; tensors copied per save: %s\n",
-             v == 0 ? "(7)" : v == 1 ? "(8)" : "(8b)", ov[v].plain, ov[v].snap, ov[v].next, copied);
+    for (int v = 0; v < 3; v++) {
+      char copied[64] = "all, at the step boundary";
+      if (ov[v].copied_here >= 0) snprintf(copied, sizeof copied, "%.1f of %zu", ov[v].copied_here, b.ntensors + 1);
+      printf("  %-5s stall: snapshot step %+.4f s, next step %+.4f s; the program's work in the next step %+.4f s;\n"
+             "        whole steps %+.4f s (plain step %.4f s); tensors the training thread copied per save: %s\n",
+             v == 0 ? "(7)" : v == 1 ? "(8)" : "(8b)", ov[v].snap, ov[v].next, ov[v].contention, ov[v].whole,
+             ov[v].plain, copied);
     }
     printf("\ngoals:\n");
     goal("sync save vs raw write+fsync (speed)", raw / save, GOAL_SAVE, 1);
