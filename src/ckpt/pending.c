@@ -134,6 +134,7 @@ typedef struct record {
  * at the end of the text. Every line ends in '\n' (checked before). */
 static const char *next_line(char **p, const char *end, size_t *n) {
   char *line = *p, *nl;
+  *n = 0;
   if (line >= end) return NULL;
   nl = memchr(line, '\n', (size_t)(end - line));
   *n = (size_t)(nl - line);

@@ -277,11 +277,11 @@ static int check_checkpoint(checker *ck, const hk_env *env, const char *prefix, 
   int ok = 0;
 
   if (hk_checkpoint_reader_open(&r, env, prefix, &st) != HK_OK) {
-    snprintf(why, cap, "does not open: %s", st.message);
+    snprintf(why, cap, "does not open: %.400s", st.message);
     return -1;
   }
   if (hk_checkpoint_reader_verify(r, &st) != HK_OK) {
-    snprintf(why, cap, "does not verify: %s", st.message);
+    snprintf(why, cap, "does not verify: %.400s", st.message);
     hk_checkpoint_reader_free(r);
     return -1;
   }
@@ -296,7 +296,7 @@ static int check_checkpoint(checker *ck, const hk_env *env, const char *prefix, 
   sv = saver_new(env, ck->mv.ex, 5);
   assert_ok(hk_raw_session_open(&rs, ck->mv.ex, &st), &st);
   if (hk_saver_restore(sv, rs, prefix, &st) != HK_OK) {
-    snprintf(why, cap, "does not restore: %s", st.message);
+    snprintf(why, cap, "does not restore: %.400s", st.message);
     ok = -1;
   }
   if (ok == 0) {
