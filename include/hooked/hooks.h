@@ -610,9 +610,13 @@ HK_API hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_s
 
 /**
  * AsyncCheckpointSaverHook (group L, D3): as the synchronous hook, but a
- * save copies every variable of its Saver into one reusable snapshot buffer
- * on the training thread, at the step boundary, and one background thread
- * writes it (D3.1, D3.2): the training thread's stall is the copy. At most
+ * save snapshots every variable of its Saver into one reusable buffer and
+ * one background thread writes it (D3.1, D3.2). Where the executor takes
+ * part in copy-before-write (D3.7: the embedded executor for the variables
+ * it owns, the host loop when the program calls hk_loop_updates_begin()),
+ * the background thread makes the copy while the next step runs, and a
+ * variable about to be written is copied first; elsewhere the copy is made
+ * on the training thread at the step boundary, and is its stall. At most
  * one save is in flight; when the timer fires during one, the save is
  * deferred to the next after_run ("Saver thread still in progress,
  * deferring checkpoint.") or, with block_when_busy, waited for (D3.3). The
@@ -633,10 +637,11 @@ HK_API hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_s
  * hk_hook_free() (completing the write in flight first; a result no end()
  * processed is then dropped).
  * **Threads:** any; callbacks on the training thread; the writer thread
- * only does file I/O, allocation and logging through the env.
- * **Allocates:** the snapshot buffer at the first save (it grows only if
- * the variables grow); after that a save allocates nothing for the
- * snapshot.
+ * only copies variables' bytes (D3.7), does file I/O, and allocates and
+ * logs through the env.
+ * **Allocates:** the snapshot buffer and its copy list at the first save
+ * (they grow only if the variables grow); after that a save allocates
+ * nothing for the snapshot.
  */
 HK_API hk_code hk_async_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts,
                                                   hk_status *status);
