@@ -1,5 +1,6 @@
 # ctest driver for digits_own_loop. Usage:
-#   cmake -DEXE=<digits_own_loop> -DMODE=<default|bad_flags> -DWORK_DIR=<dir> -P check_own_loop.cmake
+#   cmake -DEXE=<digits_own_loop> -DMODE=<default|bad_flags|summaries> -DWORK_DIR=<dir>
+#         [-DEVENTS=<hooked-events>] -P check_own_loop.cmake
 # The SIGKILL/resume and SIGTERM checks are in check_own_loop.sh.
 
 foreach(var EXE MODE WORK_DIR)
@@ -64,12 +65,46 @@ if(MODE STREQUAL "default")
   run(0 --steps 0)
   check_result(0)
 
+elseif(MODE STREQUAL "summaries")
+  # --summary-dir: loss and test_accuracy every 100 steps (hk_loop_summary_scalar)
+  # and global_step/sec (a StepCounterHook among the loop's hooks) in one
+  # event file of the directory (H26); the result is that of a run without it.
+  run(0 --steps 300 --log-every 0)
+  set(plain "${OUT}")
+  run(0 --steps 300 --log-every 0 --summary-dir "${WORK_DIR}/tb")
+  check_result(300)
+  if(NOT OUT STREQUAL plain)
+    message(FATAL_ERROR "--summary-dir changed the result:\n${plain}${OUT}")
+  endif()
+  expect_match("${ERR}" "I hooked\\] global_step/sec: [0-9.]+" "the StepCounterHook's log")
+  file(GLOB files "${WORK_DIR}/tb/events.out.tfevents.*")
+  list(LENGTH files n)
+  if(NOT n EQUAL 1)
+    message(FATAL_ERROR "--summary-dir wrote ${n} event files, expected one: ${files}")
+  endif()
+  if(EVENTS)
+    execute_process(COMMAND "${EVENTS}" csv "${WORK_DIR}/tb" RESULT_VARIABLE rc OUTPUT_VARIABLE csv ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "hooked-events csv: exit ${rc}: ${err}")
+    endif()
+    string(REGEX REPLACE ",[0-9.e+]+,([^,\n]+)\n" ",\\1\n" rows "${csv}") # drop wall_time
+    foreach(tag_step IN ITEMS "global_step/sec,101" "global_step/sec,201" "loss,100" "loss,200" "loss,300"
+                              "test_accuracy,100" "test_accuracy,200" "test_accuracy,300")
+      expect_match("${rows}" "\n${tag_step},[0-9.e-]+\n" "hooked-events csv: ${tag_step}")
+    endforeach()
+    string(REGEX MATCHALL "\n[a-z_/]+," tags "${rows}")
+    list(LENGTH tags n)
+    if(NOT n EQUAL 8)
+      message(FATAL_ERROR "expected 8 scalars (2 global_step/sec, 3 loss, 3 test_accuracy):\n${csv}")
+    endif()
+  endif()
+
 elseif(MODE STREQUAL "bad_flags")
   foreach(args IN ITEMS "--bogus" "--steps" "--steps;abc" "--steps;-1" "--steps;12x" "--batch;0"
                         "--lr;0" "--lr;nan" "--lr;-0.1" "--seed;-3" "--log-every;-1" "extra" "--data="
                         "--save-steps;5" "--async" "--keep;2" "--checkpoint-dir=" "--checkpoint-dir;d;--save-steps;0"
                         "--checkpoint-dir;d;--save-secs;-1" "--checkpoint-dir;d;--keep;-1"
-                        "--checkpoint-dir;d;--save-steps;5;--save-secs;5")
+                        "--checkpoint-dir;d;--save-steps;5;--save-secs;5" "--summary-dir=" "--summary-dir")
     run(2 ${args})
     list(GET args 0 flag)
     if(flag STREQUAL "--checkpoint-dir" AND NOT args STREQUAL "--checkpoint-dir=")

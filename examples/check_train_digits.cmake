@@ -1,5 +1,6 @@
 # ctest driver for train_digits. Usage:
-#   cmake -DEXE=<train_digits> -DMODE=<default|short|bad_flags|bad_data> -DWORK_DIR=<dir> -P check_train_digits.cmake
+#   cmake -DEXE=<train_digits> -DMODE=<default|short|resume|nan|bad_flags|bad_data> -DWORK_DIR=<dir>
+#         -P check_train_digits.cmake
 
 foreach(var EXE MODE WORK_DIR)
   if(NOT DEFINED ${var})
@@ -73,6 +74,25 @@ elseif(MODE STREQUAL "short")
   # D8: last_step 0 stops before the first step; the untrained model is still evaluated.
   run(0 --steps 0)
   check_result(0)
+  # stderr is not a terminal here: no progress line unless asked for; --progress
+  # draws plain lines (one per redraw) and a final one; the result is the same.
+  if(ERR MATCHES "steps/s")
+    message(FATAL_ERROR "a progress line without --progress on a pipe:\n${ERR}")
+  endif()
+  run(0 --steps 200 --log-every 0 --batch 16 --lr 0.05 --seed 7 --progress)
+  check_result(200)
+  if(NOT OUT STREQUAL first)
+    message(FATAL_ERROR "--progress changed the result:\n${first}${OUT}")
+  endif()
+  expect_match("${ERR}" "\nstep 200/200 \\(100.0%\\)  done in [0-9:]+  [0-9.]+ steps/s avg  loss [0-9.]+\n" "--progress")
+  string(ASCII 13 27 cr_esc)
+  if(ERR MATCHES "[${cr_esc}]")
+    message(FATAL_ERROR "--progress on a pipe redrew in place:\n${ERR}")
+  endif()
+  run(0 --steps 200 --log-every 0 --batch 16 --lr 0.05 --seed 7 --progress --no-progress)
+  if(ERR MATCHES "steps/s")
+    message(FATAL_ERROR "--no-progress still drew:\n${ERR}")
+  endif()
 
 elseif(MODE STREQUAL "resume")
   # A run resumed from a checkpoint reaches bit-identical variables to an
@@ -115,15 +135,64 @@ elseif(MODE STREQUAL "resume")
   check_result(900)
   expect_match("${ERR}" "training time: [0-9.]+ s for 0 steps" "no extra steps")
 
+elseif(MODE STREQUAL "nan")
+  # A learning rate that makes the weights overflow: the NaN guard (a
+  # NanTensorHook in fail mode, before the checkpoint saver) fails the step
+  # that diverged: exit 1, a clear message, no result line, and the
+  # checkpoint of the step before it stays the newest. The loss the guard
+  # watches is guarded by the updated weights, so the step whose update
+  # overflowed is caught, not the one after it.
+  foreach(flags IN ITEMS "plain" "ckpt" "summaries" "async")
+    set(dir "${WORK_DIR}/${flags}")
+    set(extra)
+    if(flags STREQUAL "ckpt")
+      set(extra --checkpoint-dir "${dir}" --save-steps 1)
+    elseif(flags STREQUAL "summaries")
+      set(extra --checkpoint-dir "${dir}" --save-steps 1 --summary-dir "${dir}/summaries")
+    elseif(flags STREQUAL "async")
+      set(extra --checkpoint-dir "${dir}" --save-steps 1 --async)
+    endif()
+    run(1 --lr 1e30 --log-every 1 ${extra})
+    if(NOT OUT STREQUAL "")
+      message(FATAL_ERROR "${flags}: a diverged run printed a result:\n${OUT}")
+    endif()
+    expect_match("${ERR}" "E hooked\\] Model diverged with loss = NaN\\." "${flags}: the guard's log")
+    expect_match("${ERR}" "train_digits: training step: INVALID_ARGUMENT: NaN loss during training\\." "${flags}: error")
+    expect_match("${ERR}" "train_digits: training diverged at step 2: the loss or the weights are no longer finite"
+                 "${flags}: divergence")
+    # The step that diverged is never reported as done.
+    if(ERR MATCHES "step 2: loss")
+      message(FATAL_ERROR "${flags}: step 2 was logged as a step that ran:\n${ERR}")
+    endif()
+    if(NOT flags STREQUAL "plain")
+      file(GLOB later "${dir}/model.ckpt-[2-9]*")
+      if(later)
+        message(FATAL_ERROR "${flags}: a checkpoint of the diverged step or later: ${later}")
+      endif()
+      file(READ "${dir}/checkpoint" state)
+      if(flags STREQUAL "async")
+        # The save of step 1 was deferred behind the one of step 0 (D3.3): 0 is the newest.
+        set(newest 0)
+      else()
+        set(newest 1)
+      endif()
+      expect_match("${state}" "^model_checkpoint_path: \"model.ckpt-${newest}\"\n" "${flags}: state file")
+      expect_match("${ERR}" "train_digits: the newest checkpoint is the last good one: [^\n]*model.ckpt-${newest}\n"
+                   "${flags}: newest checkpoint")
+    endif()
+  endforeach()
+
 elseif(MODE STREQUAL "bad_flags")
   foreach(args IN ITEMS "--bogus" "--steps" "--steps;abc" "--steps;-1" "--steps;12x" "--batch;0"
                         "--lr;0" "--lr;nan" "--lr;-0.1" "--seed;-3" "--log-every;-1" "extra" "--data="
                         "--save-steps;5" "--async" "--keep;2" "--checkpoint-dir=" "--checkpoint-dir;d;--save-steps;0"
                         "--checkpoint-dir;d;--save-secs;-1" "--checkpoint-dir;d;--keep;-1"
-                        "--checkpoint-dir;d;--save-steps;5;--save-secs;5")
+                        "--checkpoint-dir;d;--save-steps;5;--save-secs;5" "--summary-dir=" "--summary-dir"
+                        "--profile-dir=" "--profile-steps;5" "--profile-dir;d;--profile-steps;0"
+                        "--profile-dir;d;--profile-steps;x" "--progress=1")
     run(2 ${args})
     list(GET args 0 flag)
-    if(flag STREQUAL "--checkpoint-dir" AND NOT args STREQUAL "--checkpoint-dir=")
+    if((flag STREQUAL "--checkpoint-dir" OR flag STREQUAL "--profile-dir") AND NOT args MATCHES "^--[a-z-]+=$")
       list(GET args 2 flag)
     endif()
     string(REGEX REPLACE "=.*" "" flag "${flag}")

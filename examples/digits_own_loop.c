@@ -5,17 +5,23 @@
  * random number generator, its data iterator and its training loop. hooked
  * comes in through the host loop (hooked/loop.h), which borrows that memory
  * in place: restore at start, periodic and final checkpoints, --steps as the
- * last global step, and a clean stop on SIGINT/SIGTERM.
+ * last global step, a clean stop on SIGINT/SIGTERM, and with --summary-dir
+ * TensorBoard event files.
  *
- * THE HOOKED CHANGE is the #include and 17 lines of train(), each marked
- * HOOKED: 10 call the loop (hk_loop_new; hk_loop_add_array for w1, b1, w2,
- * b2 in one two-line loop and for the loss; hk_loop_add_state for the data
- * iterator; hk_loop_start; the step bracketing, 2 lines; hk_loop_finish;
- * hk_loop_free), 6 declare the loop, its status and its options (copied
- * from the flags), 1 prints its error. Add the two callbacks iter_save and
- * iter_restore (9 lines) that hand the data iterator's own tell and seek to
- * hk_loop_add_state(). Take all that out, loop `while (step < o->steps)`,
- * and what is left is the plain C trainer it started as.
+ * THE HOOKED CHANGE is the #include and 27 lines of train(), marked
+ * HOOKED (alone or inside a HOOKED block). 17 are the loop: 10 call it
+ * (hk_loop_new; hk_loop_add_array for w1, b1, w2, b2 in one two-line loop
+ * and for the loss; hk_loop_add_state for the data iterator; hk_loop_start;
+ * the step bracketing, 2 lines; hk_loop_finish; hk_loop_free), 6 declare the
+ * loop, its status and its options (copied from the flags), 1 prints its
+ * error. 10 are --summary-dir, for TensorBoard: 6 add a StepCounterHook
+ * (global_step/sec; declare it, its options in 2 lines, create it, hand it
+ * to the loop, free it) and one 4-line statement records the loss and the
+ * test accuracy every 100 steps with hk_loop_summary_scalar(). Add the two
+ * callbacks iter_save and iter_restore (9 lines) that hand the data
+ * iterator's own tell and seek to hk_loop_add_state(). Take all that out,
+ * loop `while (step < o->steps)`, and what is left is the plain C trainer it
+ * started as.
  *
  * The recipe is train_digits.c's, so the two compare:
  *   - split: SplitMix64 seeded 42 drives a Fisher-Yates shuffle of the row
@@ -47,7 +53,7 @@
 #define _POSIX_C_SOURCE 200809L /* readlink, clock_gettime */
 #endif
 
-#include <hooked/loop.h>
+#include <hooked/hooked.h>
 
 #include <errno.h>
 #include <inttypes.h>
@@ -127,13 +133,14 @@ typedef struct options {
   double save_secs;           /* 0 when not given */
   int async;
   int64_t keep;
+  const char *summary_dir; /* NULL: no summaries */
 } options;
 
 static void usage(FILE *out) {
   fprintf(out,
           "usage: digits_own_loop [--data PATH] [--steps N] [--batch N] [--lr X] [--seed N]\n"
           "                       [--log-every N] [--checkpoint-dir DIR [--save-steps N | --save-secs S]\n"
-          "                       [--async] [--keep N]] [--help]\n"
+          "                       [--async] [--keep N]] [--summary-dir DIR] [--help]\n"
           "\n"
           "Train a 64-32-10 MLP on the UCI digits data with the program's own loop and math,\n"
           "checkpointed and stopped by hooked's host loop.\n"
@@ -153,6 +160,9 @@ static void usage(FILE *out) {
           "  --save-secs S    save every S seconds instead\n"
           "  --async          write checkpoints on a background thread\n"
           "  --keep N         checkpoints to keep, 0 for all (default 5)\n"
+          "  --summary-dir DIR\n"
+          "                   write TensorBoard event files into DIR: loss and test_accuracy\n"
+          "                   every 100 steps, and global_step/sec\n"
           "  --help           show this text\n"
           "\n"
           "SIGINT or SIGTERM stops training after the current step; with --checkpoint-dir\n"
@@ -201,8 +211,9 @@ static int parse_positive(const char *flag, const char *text, double *out) {
 
 /* @return 0 to go on, -1 after --help, or an exit status. */
 static int parse_args(int argc, char **argv, options *o) {
-  static const char *const with_value[] = {"--data",      "--steps",          "--batch",      "--lr",        "--seed",
-                                           "--log-every", "--checkpoint-dir", "--save-steps", "--save-secs", "--keep"};
+  static const char *const with_value[] = {"--data",      "--steps",     "--batch",          "--lr",
+                                           "--seed",      "--log-every", "--checkpoint-dir", "--save-steps",
+                                           "--save-secs", "--keep",      "--summary-dir"};
   int keep_given = 0;
 
   o->data = NULL;
@@ -216,6 +227,7 @@ static int parse_args(int argc, char **argv, options *o) {
   o->save_secs = 0.0;
   o->async = 0;
   o->keep = 5;
+  o->summary_dir = NULL;
 
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -258,6 +270,9 @@ static int parse_args(int argc, char **argv, options *o) {
     } else if (strcmp(flag, "--checkpoint-dir") == 0) {
       if (*value == '\0') return usage_error("option '%s' needs a non-empty path", flag);
       o->checkpoint_dir = value;
+    } else if (strcmp(flag, "--summary-dir") == 0) {
+      if (*value == '\0') return usage_error("option '%s' needs a non-empty path", flag);
+      o->summary_dir = value;
     } else if (strcmp(flag, "--steps") == 0) {
       if ((rc = parse_i64(flag, value, 0, INT64_MAX / 2, &o->steps)) != 0) return rc;
     } else if (strcmp(flag, "--batch") == 0) {
@@ -731,6 +746,7 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
   double t0, secs;
   hk_status st = HK_STATUS_INIT; /* HOOKED */
   hk_loop *loop = NULL;          /* HOOKED */
+  hk_hook *counter = NULL;       /* HOOKED: global_step/sec into --summary-dir */
 
   it.perm = malloc(trn->n * sizeof *it.perm);
   if (s == NULL || it.perm == NULL || !(s->x = malloc((size_t)o->batch * NPIX * sizeof(float))) ||
@@ -750,6 +766,10 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
   lo.checkpoint_dir = o->checkpoint_dir, lo.max_to_keep = o->keep, lo.async_checkpoint = o->async;
   lo.last_step = o->steps, lo.save_steps = o->save_steps > 0 ? o->save_steps : HK_UNSET_STEPS;
   lo.save_secs = o->save_secs > 0.0 ? o->save_secs : HK_UNSET_SECS; /* neither given: every 600 s */
+  hk_step_counter_options sc = HK_STEP_COUNTER_OPTIONS_INIT;        /* every 100 steps */
+  sc.output_dir = o->summary_dir;
+  if (o->summary_dir && hk_step_counter_hook_new(&counter, &sc, &st) != HK_OK) goto failed;
+  lo.hooks = &counter, lo.nhooks = counter != NULL;
   if (hk_loop_new(&loop, &lo, &st) != HK_OK) goto failed;
   for (int i = 0; i < NPARAMS; i++) /* w1, b1, w2, b2 */
     hk_loop_add_array(loop, params[i].name, HK_DTYPE_F32, params[i].rank, params[i].dims, params[i].data, 0, &st);
@@ -768,6 +788,10 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
     steps_run++;
     if (o->log_every > 0 && step % o->log_every == 0)
       fprintf(stderr, "step %" PRId64 ": loss = %.4f\n", step, (double)loss);
+    if (o->summary_dir && step % 100 == 0 && /* HOOKED: TensorBoard scalars at the loop's global step */
+        (hk_loop_summary_scalar(loop, o->summary_dir, "loss", loss, &st) != HK_OK ||
+         hk_loop_summary_scalar(loop, o->summary_dir, "test_accuracy", accuracy(&m, tst), &st) != HK_OK))
+      goto failed; /* HOOKED */
   }
   secs = now_secs() - t0;
   if (hk_loop_finish(loop, &st) != HK_OK) goto failed; /* HOOKED: the final checkpoint */
@@ -782,7 +806,8 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
 failed:
   fprintf(stderr, PROG ": %s: %s\n", hk_code_name(st.code), st.message); /* HOOKED */
 out:
-  hk_loop_free(loop); /* HOOKED */
+  hk_loop_free(loop);    /* HOOKED */
+  hk_hook_free(counter); /* HOOKED: after the loop that borrowed it */
   if (s != NULL) {
     free(s->x);
     free(s->y);

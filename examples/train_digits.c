@@ -16,13 +16,26 @@
  * The batch fed at a step is a pure function of (--seed, global step), so a
  * run resumed at any step continues exactly as an uninterrupted run would.
  *
+ * The session is a MonitoredTrainingSession (hk_training_session_new) with
+ * TensorFlow's defaults: with a summary directory (--summary-dir, else
+ * --checkpoint-dir, as TF) a StepCounterHook writes global_step/sec and a
+ * SummarySaverHook the graph's summaries (loss, test accuracy and loss, a
+ * histogram of w1) every 100 steps; with --checkpoint-dir a
+ * CheckpointSaverHook saves on the --save-steps/--save-secs cadence. The
+ * program adds, on the chief before those: a ProfilerHook (--profile-dir)
+ * first, so it sees every other hook, then a NanTensorHook in fail mode
+ * that watches the loss guarded by the updated weights (train:1), so a
+ * diverging step fails the run before the checkpoint saver sees it; and
+ * after them its feeding hook, StopAtStepHook and a ProgressHook
+ * (--progress).
+ *
  * SIGINT and SIGTERM stop it cleanly from the start (D12): during training the
  * step in progress completes and the final checkpoint is written; while the
  * data is still loading, it stops there and exits without touching the
  * checkpoint directory.
  *
  * Exit status: 0 success (a stop by a signal included), 1 data or runtime
- * error, 2 usage error.
+ * error (a diverging loss included), 2 usage error.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -107,13 +120,18 @@ typedef struct options {
   double save_secs;           /* HK_UNSET_SECS when not given */
   int async;
   int64_t keep;
+  const char *summary_dir; /* NULL: checkpoint_dir's (the MTS's default) */
+  const char *profile_dir; /* NULL: no ProfilerHook */
+  int64_t profile_steps;   /* HK_UNSET_STEPS when not given: 1000 */
+  int progress;            /* -1: when stderr is a terminal; 0 or 1 as given */
 } options;
 
 static void usage(FILE *out) {
   fprintf(out,
           "usage: train_digits [--data PATH] [--steps N] [--batch N] [--lr X] [--seed N]\n"
           "                    [--log-every N] [--checkpoint-dir DIR [--save-steps N | --save-secs S]\n"
-          "                    [--async] [--keep N]] [--help]\n"
+          "                    [--async] [--keep N]] [--summary-dir DIR]\n"
+          "                    [--profile-dir DIR [--profile-steps N]] [--progress | --no-progress] [--help]\n"
           "\n"
           "Train a 64-32-10 MLP on the UCI digits data through a hooked monitored session.\n"
           "\n"
@@ -132,10 +150,24 @@ static void usage(FILE *out) {
           "  --save-secs S    save every S seconds instead\n"
           "  --async          write checkpoints on a background thread\n"
           "  --keep N         checkpoints to keep, 0 for all (default 5)\n"
+          "  --summary-dir DIR\n"
+          "                   write TensorBoard event files into DIR: loss, test_accuracy,\n"
+          "                   test_loss and a histogram of w1 every 100 steps, global_step/sec\n"
+          "                   (default: --checkpoint-dir's, as TensorFlow; neither: none)\n"
+          "  --profile-dir DIR\n"
+          "                   trace one step every --profile-steps into DIR/timeline-<step>.json\n"
+          "                   (Chrome trace events: open it in ui.perfetto.dev)\n"
+          "  --profile-steps N  steps between traced steps (default 1000)\n"
+          "  --progress       draw a progress line on stderr (default when stderr is a terminal)\n"
+          "  --no-progress    do not\n"
           "  --help           show this text\n"
           "\n"
           "SIGINT or SIGTERM stops training after the current step; with --checkpoint-dir\n"
           "the final checkpoint is written. The result line is printed either way.\n"
+          "\n"
+          "A loss or weights that stop being finite (too large an --lr) fail training at\n"
+          "that step with exit status 1, before it is checkpointed: the newest checkpoint\n"
+          "stays the last good one.\n"
           "\n"
           "Prints one line on stdout: result: step=<N> loss=<x> test_accuracy=<y>\n");
 }
@@ -179,6 +211,10 @@ static int parse_args(int argc, char **argv, options *o) {
   o->save_secs = HK_UNSET_SECS;
   o->async = 0;
   o->keep = 5;
+  o->summary_dir = NULL;
+  o->profile_dir = NULL;
+  o->profile_steps = HK_UNSET_STEPS;
+  o->progress = -1;
   int keep_given = 0;
 
   for (int i = 1; i < argc; i++) {
@@ -194,6 +230,10 @@ static int parse_args(int argc, char **argv, options *o) {
     }
     if (strcmp(arg, "--async") == 0) {
       o->async = 1;
+      continue;
+    }
+    if (strcmp(arg, "--progress") == 0 || strcmp(arg, "--no-progress") == 0) {
+      o->progress = arg[2] == 'p';
       continue;
     }
     if (strncmp(arg, "--", 2) != 0) return usage_error("unexpected argument '%s'", arg);
@@ -212,7 +252,8 @@ static int parse_args(int argc, char **argv, options *o) {
     if (strcmp(flag, "--data") != 0 && strcmp(flag, "--steps") != 0 && strcmp(flag, "--batch") != 0 &&
         strcmp(flag, "--lr") != 0 && strcmp(flag, "--seed") != 0 && strcmp(flag, "--log-every") != 0 &&
         strcmp(flag, "--checkpoint-dir") != 0 && strcmp(flag, "--save-steps") != 0 &&
-        strcmp(flag, "--save-secs") != 0 && strcmp(flag, "--keep") != 0)
+        strcmp(flag, "--save-secs") != 0 && strcmp(flag, "--keep") != 0 && strcmp(flag, "--summary-dir") != 0 &&
+        strcmp(flag, "--profile-dir") != 0 && strcmp(flag, "--profile-steps") != 0)
       return usage_error("unknown option '%s'", flag);
     if (value == NULL) {
       if (i + 1 >= argc) return usage_error("option '%s' needs a value", flag);
@@ -228,9 +269,17 @@ static int parse_args(int argc, char **argv, options *o) {
       if ((rc = parse_i64(flag, value, 1, 65536, &o->batch)) != 0) return rc;
     } else if (strcmp(flag, "--log-every") == 0) {
       if ((rc = parse_i64(flag, value, 0, INT64_MAX, &o->log_every)) != 0) return rc;
-    } else if (strcmp(flag, "--checkpoint-dir") == 0) {
+    } else if (strcmp(flag, "--checkpoint-dir") == 0 || strcmp(flag, "--summary-dir") == 0 ||
+               strcmp(flag, "--profile-dir") == 0) {
       if (*value == '\0') return usage_error("option '%s' needs a non-empty path", flag);
-      o->checkpoint_dir = value;
+      if (flag[2] == 'c')
+        o->checkpoint_dir = value;
+      else if (flag[2] == 's')
+        o->summary_dir = value;
+      else
+        o->profile_dir = value;
+    } else if (strcmp(flag, "--profile-steps") == 0) {
+      if ((rc = parse_i64(flag, value, 1, INT64_MAX, &o->profile_steps)) != 0) return rc;
     } else if (strcmp(flag, "--save-steps") == 0) {
       if ((rc = parse_i64(flag, value, 1, INT64_MAX, &o->save_steps)) != 0) return rc;
     } else if (strcmp(flag, "--keep") == 0) {
@@ -267,7 +316,10 @@ static int parse_args(int argc, char **argv, options *o) {
   if (!o->checkpoint_dir &&
       (o->save_steps != HK_UNSET_STEPS || !hk_secs_is_unset(o->save_secs) || o->async || keep_given))
     return usage_error("--save-steps, --save-secs, --async and --keep need --checkpoint-dir");
-  if (o->checkpoint_dir && o->save_steps == HK_UNSET_STEPS && hk_secs_is_unset(o->save_secs)) o->save_secs = 600.0;
+  if (!o->profile_dir && o->profile_steps != HK_UNSET_STEPS) return usage_error("--profile-steps needs --profile-dir");
+  if (o->profile_steps == HK_UNSET_STEPS) o->profile_steps = 1000;
+  /* Neither --save-steps nor --save-secs: the MonitoredTrainingSession's
+   * default, every 600 s. */
   return 0;
 }
 
@@ -470,10 +522,11 @@ fail:
 typedef struct trainer {
   int64_t batch;
   float lr;
-  float *hpre; /* batch * NHID, pre-activation */
-  float *h;    /* batch * NHID */
-  float *dl;   /* batch * NCLS, d loss / d logits */
-  float *dh;   /* batch * NHID, d loss / d hpre */
+  int diverged; /* a step left a non-finite loss or weights */
+  float *hpre;  /* batch * NHID, pre-activation */
+  float *h;     /* batch * NHID */
+  float *dl;    /* batch * NCLS, d loss / d logits */
+  float *dh;    /* batch * NHID, d loss / d hpre */
   float gw1[NPIX * NHID], gb1[NHID], gw2[NHID * NCLS], gb2[NCLS];
 } trainer;
 
@@ -512,8 +565,24 @@ static void forward_row(const float *x, const float *w1, const float *b1, const 
   }
 }
 
+/* 1 iff no element of v[0..n) is NaN or infinite. Tests the exponent bits,
+ * so the loop has no branch and no floating-point compare. */
+static int all_finite(const float *v, size_t n) {
+  uint32_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t bits;
+    memcpy(&bits, &v[i], sizeof bits);
+    bad |= (uint32_t)((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return bad == 0;
+}
+
 /* Forward, backward (softmax cross-entropy: d loss / d logits = (p - onehot)
- * / batch) and the SGD update, in place. Output 0: the batch's mean loss. */
+ * / batch) and the SGD update, in place. Output 0: the batch's mean loss,
+ * computed before the update. Output 1: the same loss guarded by the update,
+ * NaN when the update left a non-finite weight: the NanTensorHook watches it,
+ * because a loss computed before the update reaches the guard one step late
+ * (hooked/hooks.h), after the checkpoint saver may have saved those weights. */
 static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
                             hk_tensor *outputs, size_t noutputs, hk_status *status) {
   trainer *t = user;
@@ -524,7 +593,7 @@ static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
   double loss = 0.0;
   hk_code rc;
 
-  if (ninputs != 2 || noutputs != 1 || inputs[0].dtype != HK_DTYPE_F32 || inputs[1].dtype != HK_DTYPE_I32 ||
+  if (ninputs != 2 || noutputs != 2 || inputs[0].dtype != HK_DTYPE_F32 || inputs[1].dtype != HK_DTYPE_I32 ||
       hk_tensor_num_elements(&inputs[0]) != B * NPIX || hk_tensor_num_elements(&inputs[1]) != B)
     return hk_status_set(status, HK_INVALID_ARGUMENT,
                          "train: expected inputs x [%" PRId64 ", %d] f32 and y [%" PRId64 "] i32", B, NPIX, B);
@@ -591,7 +660,14 @@ static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
   for (int i = 0; i < NHID * NCLS; i++) w2[i] -= t->lr * t->gw2[i];
   for (int k = 0; k < NCLS; k++) b2[k] -= t->lr * t->gb2[k];
 
-  *(float *)outputs[0].data = (float)(loss / (double)B);
+  {
+    const float mean = (float)(loss / (double)B);
+    const int finite =
+        all_finite(w1, NPIX * NHID) && all_finite(b1, NHID) && all_finite(w2, NHID * NCLS) && all_finite(b2, NCLS);
+    *(float *)outputs[0].data = mean;
+    *(float *)outputs[1].data = finite ? mean : NAN;
+    if (!finite || !isfinite(mean)) t->diverged = 1;
+  }
   return HK_OK;
 }
 
@@ -616,15 +692,17 @@ static hk_code increment_kernel(void *user, hk_kernel_context *ctx, const hk_ten
 
 /* Test-set accuracy of the current parameters: inputs w1, b1, w2, b2, x_test,
  * y_test; output 0 the fraction classified right (ties go to the lowest
- * class). Works row by row on the stack: no scratch needed. */
+ * class), output 1 the mean cross-entropy loss. Works row by row on the
+ * stack: no scratch needed. */
 static hk_code accuracy_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
                                hk_tensor *outputs, size_t noutputs, hk_status *status) {
   const float *w1, *b1, *w2, *b2, *x;
   const int32_t *y;
   int64_t n, correct = 0;
+  double loss = 0.0;
   (void)user;
   (void)ctx;
-  if (ninputs != 6 || noutputs != 1 || hk_tensor_num_elements(&inputs[0]) != NPIX * NHID ||
+  if (ninputs != 6 || noutputs != 2 || hk_tensor_num_elements(&inputs[0]) != NPIX * NHID ||
       hk_tensor_num_elements(&inputs[1]) != NHID || hk_tensor_num_elements(&inputs[2]) != NHID * NCLS ||
       hk_tensor_num_elements(&inputs[3]) != NCLS || inputs[5].rank != 1 ||
       hk_tensor_num_elements(&inputs[4]) != inputs[5].dims[0] * NPIX || inputs[5].dims[0] < 1)
@@ -638,14 +716,17 @@ static hk_code accuracy_kernel(void *user, hk_kernel_context *ctx, const hk_tens
   n = inputs[5].dims[0];
   for (int64_t r = 0; r < n; r++) {
     const float *xr = x + r * NPIX;
-    float hpre[NHID], h[NHID], logits[NCLS];
+    float hpre[NHID], h[NHID], logits[NCLS], sum = 0.0f;
     int best = 0;
     forward_row(xr, w1, b1, w2, b2, hpre, h, logits);
     for (int k = 1; k < NCLS; k++)
       if (logits[k] > logits[best]) best = k;
     correct += best == y[r];
+    for (int k = 0; k < NCLS; k++) sum += expf(logits[k] - logits[best]);
+    if (y[r] >= 0 && y[r] < NCLS) loss += (double)(logf(sum) + logits[best] - logits[y[r]]);
   }
   *(float *)outputs[0].data = (float)((double)correct / (double)n);
+  *(float *)outputs[1].data = (float)(loss / (double)n);
   return HK_OK;
 }
 
@@ -739,9 +820,14 @@ static const hk_hook_vtable feeder_vtable = {
 
 typedef struct model {
   hk_graph *g;
-  hk_handle loss;     /* "train:0" */
-  hk_handle train_op; /* group of train and the step increment */
+  hk_handle loss;      /* "train:0" */
+  hk_handle test_loss; /* "accuracy:1" */
+  hk_handle train_op;  /* group of train and the step increment */
 } model;
+
+#define LOSS_NAME "train:0"
+#define GUARDED_LOSS_NAME "train:1"
+#define TEST_LOSS_NAME "accuracy:1"
 
 static hk_code add_param(hk_graph *g, hk_handle *out, const char *name, int32_t rank, const int64_t *dims,
                          int64_t fan_in, uint64_t seed, hk_status *st) {
@@ -758,10 +844,16 @@ static hk_code add_param(hk_graph *g, hk_handle *out, const char *name, int32_t 
   return hk_graph_variable(g, out, &def, st);
 }
 
-static hk_code build_model(model *m, trainer *t, feeder *f, const dataset *test, const options *o, hk_status *st) {
+/* The graph. With `summaries`, summary ops too, which the Scaffold's default
+ * summary_op merges and the SummarySaverHook fetches on its cadence: they
+ * run only then, and read the variables after the step's update (ops run in
+ * the order they were added), so a value written at global step N is that
+ * of the model the step N left. */
+static hk_code build_model(model *m, trainer *t, feeder *f, const dataset *test, const options *o, const hk_env *env,
+                           int summaries, hk_status *st) {
   static const int64_t d_w1[2] = {NPIX, NHID}, d_b1[1] = {NHID};
   static const int64_t d_w2[2] = {NHID, NCLS}, d_b2[1] = {NCLS};
-  const hk_output_spec scalar_f32 = {HK_DTYPE_F32, 0, {0}};
+  const hk_output_spec scalar_f32[2] = {{HK_DTYPE_F32, 0, {0}}, {HK_DTYPE_F32, 0, {0}}};
   hk_graph_options gopts = HK_GRAPH_OPTIONS_INIT;
   hk_handle w1, b1, w2, b2, gs, xt, yt, train, inc;
   int64_t xdims[2] = {o->batch, NPIX}, ydims[1] = {o->batch};
@@ -770,6 +862,7 @@ static hk_code build_model(model *m, trainer *t, feeder *f, const dataset *test,
   hk_tensor tx, ty;
   hk_code rc;
 
+  gopts.env = env;
   if ((rc = hk_graph_new(&m->g, &gopts, st)) != HK_OK) return rc;
   /* Four SplitMix64 outputs of --seed: one independent stream per tensor. */
   if ((rc = add_param(m->g, &w1, "w1", 2, d_w1, NPIX, splitmix64_next(&s), st)) != HK_OK ||
@@ -797,8 +890,8 @@ static hk_code build_model(model *m, trainer *t, feeder *f, const dataset *test,
     def.ninputs = 2;
     def.mutates = mut;
     def.nmutates = 4;
-    def.outputs = &scalar_f32;
-    def.noutputs = 1;
+    def.outputs = scalar_f32;
+    def.noutputs = 2;
     if ((rc = hk_graph_op(m->g, &train, &def, st)) != HK_OK ||
         (rc = hk_graph_op_output(m->g, train, 0, &m->loss, st)) != HK_OK)
       return rc;
@@ -825,10 +918,20 @@ static hk_code build_model(model *m, trainer *t, feeder *f, const dataset *test,
     def.kernel = accuracy_kernel;
     def.inputs = in;
     def.ninputs = 6;
-    def.outputs = &scalar_f32;
-    def.noutputs = 1;
+    def.outputs = scalar_f32;
+    def.noutputs = 2;
     if ((rc = hk_graph_op(m->g, &op, &def, st)) != HK_OK ||
-        (rc = hk_graph_op_output(m->g, op, 0, &f->accuracy, st)) != HK_OK)
+        (rc = hk_graph_op_output(m->g, op, 0, &f->accuracy, st)) != HK_OK ||
+        (rc = hk_graph_op_output(m->g, op, 1, &m->test_loss, st)) != HK_OK)
+      return rc;
+  }
+  if (summaries) {
+    hk_handle out;
+    if ((rc = hk_graph_scalar_summary(m->g, &out, "loss_summary", "loss", m->loss, st)) != HK_OK ||
+        (rc = hk_graph_scalar_summary(m->g, &out, "test_accuracy_summary", "test_accuracy", f->accuracy, st)) !=
+            HK_OK ||
+        (rc = hk_graph_scalar_summary(m->g, &out, "test_loss_summary", "test_loss", m->test_loss, st)) != HK_OK ||
+        (rc = hk_graph_histogram_summary(m->g, &out, "w1_summary", "w1", w1, st)) != HK_OK)
       return rc;
   }
   return HK_OK;
@@ -871,17 +974,35 @@ static int fail_status(const char *what, const hk_status *st) {
   return EXIT_RUNTIME;
 }
 
+/* After a run failed on a diverging step (the guard's NaN, or a summary op
+ * refusing NaN weights): what happened and what is left on disk. */
+static void report_divergence(const options *o, int64_t step) {
+  fprintf(stderr,
+          "train_digits: training diverged at step %" PRId64
+          ": the loss or the weights are no longer finite (--lr %g too large?); that step was not checkpointed\n",
+          step, o->lr);
+  if (o->checkpoint_dir) {
+    hk_status st = HK_STATUS_INIT;
+    char *latest = NULL;
+    if (hk_latest_checkpoint(NULL, o->checkpoint_dir, NULL, &latest, &st) == HK_OK)
+      fprintf(stderr, "train_digits: the newest checkpoint is the last good one: %s\n", latest);
+    hk_env_free(NULL, latest);
+  }
+}
+
 static int train(const options *o, const dataset *trn, const dataset *tst) {
   hk_status st = HK_STATUS_INIT;
-  model m = {NULL, HK_NO_HANDLE, HK_NO_HANDLE};
+  model m = {NULL, HK_NO_HANDLE, HK_NO_HANDLE, HK_NO_HANDLE};
   trainer t;
   feeder f;
-  hk_hook *feed_hook = NULL, *stop_hook = NULL, *ckpt_hook = NULL, *hooks[3];
+  hk_hook *feed_hook = NULL, *stop_hook = NULL, *nan_hook = NULL, *profiler_hook = NULL, *progress_hook = NULL;
+  hk_hook *chief_hooks[2], *hooks[3];
+  size_t nchief = 0, nhooks = 0;
   hk_saver *saver = NULL;
   hk_scaffold *scaffold = NULL;
   hk_session *s = NULL;
-  hk_stop_at_step_options so = HK_STOP_AT_STEP_OPTIONS_INIT;
-  hk_session_options sopts = HK_SESSION_OPTIONS_INIT;
+  hk_env env = HK_ENV_INIT;
+  hk_training_session_options to = HK_TRAINING_SESSION_OPTIONS_INIT;
   hk_run_args args;
   hk_tensor loss_t;
   hk_code rc = HK_OK, rc_close;
@@ -889,6 +1010,8 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
   float last_loss = NAN;
   int64_t steps_run = 0;
   double t0, t1;
+  /* The MTS writes summaries into summary_dir, else checkpoint_dir (C52). */
+  const int summaries = o->summary_dir != NULL || o->checkpoint_dir != NULL;
 
   memset(&t, 0, sizeof t);
   memset(&f, 0, sizeof f);
@@ -913,7 +1036,21 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
     goto out;
   }
 
-  if (build_model(&m, &t, &f, tst, o, &st) != HK_OK) {
+  /* The progress line first: every object below logs through a sink that
+   * erases the line before a log line is written, so the two never mix. */
+  if (o->progress > 0 || (o->progress < 0 && isatty(STDERR_FILENO))) {
+    hk_progress_options po = HK_PROGRESS_OPTIONS_INIT;
+    po.last_step = o->steps;
+    po.loss = LOSS_NAME;
+    if (hk_progress_hook_new(&progress_hook, &po, &st) != HK_OK) {
+      status = fail_status("creating the progress hook", &st);
+      goto out;
+    }
+    env.log = hk_progress_hook_log;
+    env.log_user = progress_hook;
+  }
+
+  if (build_model(&m, &t, &f, tst, o, &env, summaries, &st) != HK_OK) {
     status = fail_status("building the graph", &st);
     goto out;
   }
@@ -928,46 +1065,77 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
     }
   }
 
-  so.last_step = o->steps;
-  if (hk_hook_new(&feed_hook, &feeder_vtable, &f, "digits_feeder", NULL, &st) != HK_OK ||
-      hk_stop_at_step_hook_new(&stop_hook, &so, &st) != HK_OK) {
-    status = fail_status("creating hooks", &st);
-    goto out;
+  /* Chief-only hooks run before the MTS's own StepCounter, SummarySaver and
+   * CheckpointSaver (C53): the profiler first, to trace every other hook;
+   * then the NaN guard, whose failing after_run keeps the checkpoint saver
+   * from saving a diverged step (C14) and the session from running end(),
+   * so no final checkpoint of it either (C16). */
+  if (o->profile_dir) {
+    hk_profiler_options pro = HK_PROFILER_OPTIONS_INIT;
+    pro.output_dir = o->profile_dir;
+    pro.save_steps = o->profile_steps;
+    if (hk_profiler_hook_new(&profiler_hook, &pro, &st) != HK_OK) {
+      status = fail_status("creating the profiler hook", &st);
+      goto out;
+    }
+    chief_hooks[nchief++] = profiler_hook;
   }
-  hooks[0] = feed_hook;
-  hooks[1] = stop_hook;
-  sopts.executor = hk_graph_executor(m.g);
-  sopts.hooks = hooks;
-  sopts.nhooks = 2;
+  {
+    hk_nan_tensor_options no = HK_NAN_TENSOR_OPTIONS_INIT;
+    no.loss = GUARDED_LOSS_NAME;
+    no.fail_on_nan_loss = 1;
+    if (hk_nan_tensor_hook_new(&nan_hook, &no, &st) != HK_OK) {
+      status = fail_status("creating the NaN guard", &st);
+      goto out;
+    }
+    chief_hooks[nchief++] = nan_hook;
+  }
+  {
+    hk_stop_at_step_options so = HK_STOP_AT_STEP_OPTIONS_INIT;
+    so.last_step = o->steps;
+    if (hk_hook_new(&feed_hook, &feeder_vtable, &f, "digits_feeder", NULL, &st) != HK_OK ||
+        hk_stop_at_step_hook_new(&stop_hook, &so, &st) != HK_OK) {
+      status = fail_status("creating hooks", &st);
+      goto out;
+    }
+    hooks[nhooks++] = feed_hook;
+    hooks[nhooks++] = stop_hook;
+    if (progress_hook) hooks[nhooks++] = progress_hook;
+  }
   if (o->checkpoint_dir) {
     /* One Saver restores (through the Scaffold and checkpoint_dir) and
-     * saves (through the hook), so retention continues across restarts. */
+     * saves (through the MTS's CheckpointSaverHook, which takes the
+     * Scaffold's), so retention continues across restarts. */
     hk_saver_options svo = HK_SAVER_OPTIONS_INIT;
     hk_scaffold_options sco = HK_SCAFFOLD_OPTIONS_INIT;
-    hk_checkpoint_saver_options co = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
+    svo.env = &env;
     svo.executor = hk_graph_executor(m.g);
     svo.max_to_keep = o->keep;
-    co.checkpoint_dir = o->checkpoint_dir;
-    co.save_steps = o->save_steps;
-    co.save_secs = o->save_secs;
+    sco.env = &env;
     if (hk_saver_new(&saver, &svo, &st) != HK_OK) {
       status = fail_status("creating the saver", &st);
       goto out;
     }
     sco.saver = saver;
-    co.saver = saver;
-    if (hk_scaffold_new(&scaffold, &sco, &st) != HK_OK ||
-        (o->async ? hk_async_checkpoint_saver_hook_new(&ckpt_hook, &co, &st)
-                  : hk_checkpoint_saver_hook_new(&ckpt_hook, &co, &st)) != HK_OK) {
+    if (hk_scaffold_new(&scaffold, &sco, &st) != HK_OK) {
       status = fail_status("setting up checkpoints", &st);
       goto out;
     }
-    hooks[2] = ckpt_hook;
-    sopts.nhooks = 3;
-    sopts.scaffold = scaffold;
-    sopts.checkpoint_dir = o->checkpoint_dir;
   }
-  if (hk_session_new(&s, &sopts, &st) != HK_OK) {
+
+  to.env = &env;
+  to.executor = hk_graph_executor(m.g);
+  to.checkpoint_dir = o->checkpoint_dir;
+  to.scaffold = scaffold; /* NULL: the MTS makes a default one */
+  to.summary_dir = o->summary_dir;
+  to.chief_only_hooks = chief_hooks;
+  to.nchief_only_hooks = nchief;
+  to.hooks = hooks;
+  to.nhooks = nhooks;
+  to.save_checkpoint_steps = o->save_steps;
+  to.save_checkpoint_secs = o->save_secs;
+  to.async_checkpoint = o->async;
+  if (hk_training_session_new(&s, &to, &st) != HK_OK) {
     status = fail_status("creating the session", &st);
     goto out;
   }
@@ -984,14 +1152,23 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
     if ((rc = hk_session_run(s, &args, &loss_t, NULL, &st)) != HK_OK) break;
     last_loss = *(const float *)loss_t.data;
     steps_run++;
-    if (o->log_every > 0 && f.gs % o->log_every == 0)
-      fprintf(stderr, "step %" PRId64 ": loss = %.4f\n", f.gs, (double)last_loss);
+    if (o->log_every > 0 && f.gs % o->log_every == 0) {
+      char line[64];
+      snprintf(line, sizeof line, "step %" PRId64 ": loss = %.4f", f.gs, (double)last_loss);
+      if (progress_hook)
+        hk_progress_hook_log(progress_hook, HK_LOG_INFO, line);
+      else
+        fprintf(stderr, "%s\n", line);
+    }
   }
   t1 = hk_env_monotonic(NULL);
   if (rc != HK_OK) {
     hk_status cst = HK_STATUS_INIT;
+    /* The feeder counts successful steps: the failed one is the next. */
+    const int64_t failed_step = f.gs + 1;
     fail_status("training step", &st);
     hk_session_close(s, rc, &cst);
+    if (t.diverged) report_divergence(o, failed_step);
     goto out;
   }
   rc_close = hk_session_close(s, HK_OK, &st);
@@ -1011,13 +1188,17 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
   status = fflush(stdout) == 0 ? 0 : EXIT_RUNTIME;
 
 out:
+  /* The session first (it frees the hooks and Scaffold it made), then what
+   * it borrowed; the progress hook last: everything logged through it. */
   hk_session_free(s);
   hk_hook_free(feed_hook);
   hk_hook_free(stop_hook);
-  hk_hook_free(ckpt_hook);
+  hk_hook_free(nan_hook);
+  hk_hook_free(profiler_hook);
   hk_scaffold_free(scaffold);
   hk_saver_free(saver);
   hk_graph_free(m.g);
+  hk_hook_free(progress_hook);
   free(t.hpre);
   free(t.h);
   free(t.dl);
