@@ -639,12 +639,14 @@ static hk_code save_async(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_
   } else {
     if (!self->overlap_refused)
       hk_hook_log(self->hook, HK_LOG_DEBUG,
-                  "%s: the executor copies no snapshot in the background (%s): every checkpoint snapshot of %s is "
-                  "copied at the step boundary",
+                  "%s: the executor copies no snapshot in the background now (%s): a snapshot of %s it declines is "
+                  "copied at the step boundary (said once per session)",
                   self->kind, why.message, self->save_path);
     self->overlap_refused = 1;
     hk_snapshot_complete(self->snap);
   }
+  /* The writer is idle: the Saver is ours until the job is handed over. */
+  if (self->best_k > 0) hk__saver_note_metric(self->saver, metric);
   pthread_mutex_lock(&self->w.mu);
   self->w.saver = self->saver;
   self->w.step = step;
