@@ -645,8 +645,6 @@ static hk_code save_async(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_
     self->overlap_refused = 1;
     hk_snapshot_complete(self->snap);
   }
-  /* The writer is idle: the Saver is ours until the job is handed over. */
-  if (self->best_k > 0) hk__saver_note_metric(self->saver, metric);
   pthread_mutex_lock(&self->w.mu);
   self->w.saver = self->saver;
   self->w.step = step;
