@@ -360,6 +360,30 @@ static void test_scaffold__oom_loop(void **state)
   test_alloc_fail_at(&f->te->alloc, -1, 0);
 }
 
+/*
+ * H1 (the message names the offending tensor and says what is wrong) and
+ * C11 7.21.6.12 (vsnprintf's buffer and arguments must not overlap): a bad
+ * init_feed is refused with a message that names the feed ("init_feed[0]")
+ * and keeps the reason hk_tensor_init gave (hk__feeds_copy never formats
+ * st->message into itself).
+ */
+static void test_scaffold__h1_bad_init_feed_reason_kept(void **state)
+{
+  fixture *f = *state;
+  hk_feed feed;
+  int64_t v = 1;
+  memset(&feed, 0, sizeof(feed));
+  feed.tensor = f->p;
+  feed.value = hk_tensor_scalar_i64(&v);
+  feed.value.rank = HK_MAX_RANK + 1; /* invalid */
+  f->so.init_feed = &feed;
+  f->so.ninit_feed = 1;
+  assert_status(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st, HK_INVALID_ARGUMENT, "init_feed[0]");
+  assert_null(f->s);
+  /* The reason hk_tensor_init gave ("rank 9 outside [0, 8]") survives. */
+  assert_non_null(strstr(f->st.message, "rank"));
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 /* ---- C63: a default Saver with no variables ----------------------------- */
@@ -461,6 +485,7 @@ int main(void)
     T(test_scaffold__c64_other_executor_refused),
     T(test_scaffold__c61_executor_error_propagates),
     T(test_scaffold__oom_loop),
+    T(test_scaffold__h1_bad_init_feed_reason_kept),
     T(test_scaffold__c63_default_saver_without_variables),
     T(test_scaffold__c63_session_without_variables_restores),
   };

@@ -4,6 +4,7 @@
  */
 #include "session_fixture.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -570,6 +571,115 @@ static void test_session_manager__c74_recover_without_checkpoint(void **state)
   assert_true(fake_executor_is_initialized(f->fx, NULL, f->lv));
 }
 
+/* ---- H1, C59, H4: init_fn and max_wait_secs corners ---------------------- */
+
+/* An init_fn that fails without writing its status (the status may even be
+ * NULL: hk_session_manager_prepare_session accepts a NULL status). */
+static hk_code init_fn_silent_failure(void *user, const hk_scaffold *scaffold, hk_raw_session *session,
+                                      hk_status *status)
+{
+  int *calls = user;
+  (void)scaffold;
+  (void)session;
+  (void)status;
+  (*calls)++;
+  return HK_INTERNAL;
+}
+
+/*
+ * H1 + C59/C66: a callback's non-OK code reaches the caller, and a non-OK
+ * status always carries a non-empty message. prepare_session returns
+ * init_fn's code and sets the caller's status to it with a message even
+ * when init_fn wrote none (init_fn's result is normalized like the hooks',
+ * the creator's and step_fn's), so code and status agree.
+ */
+static void test_session_manager__h1_c59_silent_init_fn_failure_sets_status(void **state)
+{
+  fixture *f = *state;
+  hk_session_manager_options mo;
+  hk_prepare_options po = HK_PREPARE_OPTIONS_INIT;
+  int calls = 0;
+  hk_code rc;
+
+  hk_session_manager_options_init(&mo, HK_SESSION_MANAGER_OPTIONS_VERSION);
+  mo.env = &f->te->env;
+  mo.executor = f->ex;
+  assert_ok(hk_session_manager_new(&f->sm, &mo, &f->st), &f->st);
+  po.init_fn = init_fn_silent_failure;
+  po.init_fn_user = &calls;
+  hk_status_clear(&f->st);
+  rc = hk_session_manager_prepare_session(f->sm, &f->rs, &po, &f->st);
+  assert_int_equal(calls, 1);
+  assert_int_equal(rc, HK_INTERNAL);
+  assert_null(f->rs);
+  assert_int_equal(fake_executor_open_sessions(f->fx), 0);
+  /* The status is not left OK with an empty message. */
+  assert_int_equal(f->st.code, HK_INTERNAL);
+  assert_true(f->st.message[0] != '\0');
+}
+
+static hk_code advance_clock_on_run(void *user, fake_executor *fx, const hk_run_args *args, hk_status *status)
+{
+  test_env *te = user;
+  (void)fx;
+  (void)args;
+  (void)status;
+  test_clock_advance(&te->clock, 2e12);
+  return HK_OK;
+}
+
+/*
+ * C73 + §0 ("%d stands for a decimal integer of any width"): the deadline
+ * message prints max_wait_secs in full, never through a conversion to int
+ * (undefined for values beyond INT_MAX; x86 yields INT_MIN). A valid
+ * max_wait_secs of 1e12 reads "Session was not ready after waiting
+ * 1000000000000 secs.".
+ */
+static void test_session_manager__c73_deadline_message_large_max_wait(void **state)
+{
+  fixture *f = *state;
+  hk_session_manager_options mo;
+  static const char *const names[] = { "v" };
+  hk_handle ready = fake_executor_add_report(f->fx, "ready_v", FAKE_REPORT_ALL);
+  fake_executor_script_report(f->fx, ready, names, 1, FAKE_FOREVER);
+  hk_session_manager_options_init(&mo, HK_SESSION_MANAGER_OPTIONS_VERSION);
+  mo.env = &f->te->env;
+  mo.executor = f->ex;
+  mo.ready_op = ready;
+  assert_ok(hk_session_manager_new(&f->sm, &mo, &f->st), &f->st);
+  fake_executor_on_run(f->fx, advance_clock_on_run, f->te);
+  assert_status(hk_session_manager_wait_for_session(f->sm, &f->rs, 1e12, &f->st), &f->st, HK_DEADLINE_EXCEEDED,
+                "Session was not ready after waiting 1000000000000 secs.");
+  assert_null(f->rs);
+}
+
+/*
+ * H4: a negative, NaN or infinite duration → INVALID_ARGUMENT naming the
+ * option. check_prepare() validates max_wait_secs also when
+ * wait_for_checkpoint is not set, so a negative or NaN value is refused.
+ */
+static void test_session_manager__h4_prepare_max_wait_secs_validated(void **state)
+{
+  fixture *f = *state;
+  hk_session_manager_options mo;
+  hk_prepare_options po = HK_PREPARE_OPTIONS_INIT;
+  hk_handle init = fake_executor_add_op(f->fx, "my_init");
+  fake_executor_op_initializes(f->fx, init, FAKE_INIT_GLOBAL | FAKE_INIT_LOCAL);
+  hk_session_manager_options_init(&mo, HK_SESSION_MANAGER_OPTIONS_VERSION);
+  mo.env = &f->te->env;
+  mo.executor = f->ex;
+  assert_ok(hk_session_manager_new(&f->sm, &mo, &f->st), &f->st);
+  po.init_op = init;
+  po.max_wait_secs = -5.0;
+  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &po, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "max_wait_secs");
+  assert_null(f->rs);
+  po.max_wait_secs = NAN;
+  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &po, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "max_wait_secs");
+  assert_null(f->rs);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -596,6 +706,9 @@ int main(void)
     T(test_session_manager__h24_cancel_from_another_thread),
     T(test_session_manager__h24_cancel_sticky_until_reset),
     T(test_session_manager__c74_recover_without_checkpoint),
+    T(test_session_manager__h1_c59_silent_init_fn_failure_sets_status),
+    T(test_session_manager__c73_deadline_message_large_max_wait),
+    T(test_session_manager__h4_prepare_max_wait_secs_validated),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
