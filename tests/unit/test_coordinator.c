@@ -443,6 +443,44 @@ static void test_coordinator__c30_join_bad_grace(void **state)
   hk_coordinator_free(c);
 }
 
+/* A registered thread that reports completion after a pause. */
+typedef struct late_done {
+  hk_coordinator_thread *token;
+} late_done;
+
+static void *finish_later(void *arg)
+{
+  late_done *ld = arg;
+  test_sleep_real_ms(50);
+  hk_coordinator_thread_done(ld->token);
+  return NULL;
+}
+
+/*
+ * C30/H17: the join accepts any finite grace period >= 0 and returns as soon
+ * as every registered thread reported completion, 1e300 s included. With
+ * the system clock the wait never converts the whole remaining grace to
+ * time_t (undefined for 1e300; UBSan: float-cast-overflow; on x86-64 a
+ * deadline in the past, and the join would spin).
+ */
+static void test_coordinator__c30_join_with_huge_grace_period(void **state)
+{
+  test_env *te = *state;
+  hk_env env = real_env(te);
+  hk_coordinator *c;
+  hk_status st = HK_STATUS_INIT;
+  late_done ld;
+  pthread_t helper;
+
+  c = coordinator_on(&env);
+  assert_ok(hk_coordinator_register_thread(c, "late", &ld.token, &st), &st);
+  assert_int_equal(pthread_create(&helper, NULL, finish_later, &ld), 0);
+  assert_ok(hk_coordinator_join(c, 1e300, &st), &st);
+  assert_int_equal(pthread_join(helper, NULL), 0);
+  assert_false(test_log_has(&te->log, HK_LOG_WARNING, "Coordinator stopped with threads still running"));
+  hk_coordinator_free(c);
+}
+
 /* H3 */
 static void test_coordinator__h3_thread_arguments(void **state)
 {
@@ -723,6 +761,7 @@ int main(void)
     cmocka_unit_test_setup_teardown(test_coordinator__c30_join_stuck_thread_grace_zero, setup, teardown),
     cmocka_unit_test_setup_teardown(test_coordinator__c30_join_grace_on_mock_clock, setup, teardown),
     cmocka_unit_test_setup_teardown(test_coordinator__c30_join_bad_grace, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__c30_join_with_huge_grace_period, setup, teardown),
     cmocka_unit_test_setup_teardown(test_coordinator__h3_thread_arguments, setup, teardown),
     cmocka_unit_test_setup_teardown(test_coordinator__h17_valid_after_join, setup, teardown),
     cmocka_unit_test_setup_teardown(test_coordinator__h17_token_outlives_free, setup, teardown),

@@ -396,6 +396,42 @@ static void test_global_step_waiter__c90_progress_logs(void **state)
                    3);
 }
 
+/* Another worker's GS as the hook's polls see it: 5000, then INT64_MIN (a
+ * worker that was reset to a bogus value), then the target. */
+static hk_code gs_script(void *user, fake_executor *fx, const hk_run_args *args, hk_status *status)
+{
+  fixture *f = user;
+  static const int64_t script[3] = { 5000, INT64_MIN, 10000 };
+
+  (void)args;
+  (void)status;
+  if (f->runs_seen < 3)
+    fake_executor_set_i64(fx, NULL, f->gs, script[f->runs_seen]);
+  f->runs_seen++;
+  return HK_OK;
+}
+
+/*
+ * C90: the progress line is logged "whenever GS - last logged > 1000". After
+ * it logged at 5000, a GS of INT64_MIN is far below, so no line names it:
+ * the difference is computed without signed overflow (in int64_t it would
+ * be undefined, UBSan: signed-integer-overflow, and wrap to a huge positive
+ * difference that logs "Current step is -9223372036854775808").
+ */
+static void test_global_step_waiter__c90_progress_log_difference_does_not_overflow(void **state)
+{
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+
+  make_hook(f, 10000, 0.5, HK_UNSET_SECS);
+  open_session(f, 0);
+  fake_executor_on_run(f->fx, gs_script, f);
+  assert_ok(run_train(f, &st), &st);
+  assert_true(f->runs_seen >= 3);
+  assert_true(test_log_has(&f->te->log, HK_LOG_INFO, "Current step is 5000."));
+  assert_false(test_log_has(&f->te->log, HK_LOG_INFO, "Current step is -9223372036854775808."));
+}
+
 /* D12: the signal helper ends the wait with CANCELLED, and close(CANCELLED) is then clean. */
 static void test_global_step_waiter__d12_signal_cancels_wait(void **state)
 {
@@ -448,6 +484,8 @@ int main(void)
     cmocka_unit_test_setup_teardown(test_global_step_waiter__d1_2_deadline_zero, setup, teardown),
     cmocka_unit_test_setup_teardown(test_global_step_waiter__c91_rewait_after_failed_wait, setup, teardown),
     cmocka_unit_test_setup_teardown(test_global_step_waiter__c90_progress_logs, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_global_step_waiter__c90_progress_log_difference_does_not_overflow, setup,
+                                    teardown),
     cmocka_unit_test_setup_teardown(test_global_step_waiter__d12_signal_cancels_wait, setup, teardown),
     cmocka_unit_test_setup_teardown(test_global_step_waiter__c88_reuse_waits_again, setup, teardown),
   };

@@ -1369,6 +1369,45 @@ static void test_graph__constant_initializers_all_dtypes(void **state) {
   assert_int_equal(((int8_t *)r.data)[0], 0);
 }
 
+/* Run an init op over `var` alone in a new raw session and fetch it. */
+static hk_tensor init_and_fetch(fx *f, hk_handle var) {
+  hk_status st = HK_STATUS_INIT;
+  hk_handle init;
+  hk_tensor r;
+  assert_ok(hk_graph_init_op(f->g, &init, "init", &var, 1, &st), &st);
+  open_rs(f);
+  run_target(f, init);
+  assert_ok(run(f, NULL, 0, &var, 1, NULL, 0, &r, &st), &st);
+  return r;
+}
+
+/*
+ * H3/H30: a BOOL variable accepts any finite constant (hk_graph_variable
+ * validates it and the value means "nonzero"), 1e30 included: the kernel
+ * looks at the dtype before any conversion to int64_t (which would be
+ * undefined for 1e30; UBSan: float-cast-overflow).
+ */
+static void test_graph__h3_bool_constant_initializer_out_of_int64_range(void **state) {
+  fx *f = *state;
+  hk_handle v = var_full(f, "flag", HK_DTYPE_BOOL, 0, NULL, HK_INIT_CONSTANT, 1e30, HK_VAR_TRAINABLE, NULL);
+  hk_tensor r = init_and_fetch(f, v);
+  assert_int_equal(r.dtype, HK_DTYPE_BOOL);
+  assert_int_equal(*(const uint8_t *)r.data, 1);
+}
+
+/*
+ * H3/H30: a U64 constant up to 2^64 - 2048 is accepted by the initializer
+ * check and stored exactly, above INT64_MAX too (never converted to int64_t
+ * first, which would be undefined; UBSan: float-cast-overflow).
+ */
+static void test_graph__h3_u64_constant_initializer_above_int64_max(void **state) {
+  fx *f = *state;
+  hk_handle v = var_full(f, "big", HK_DTYPE_U64, 0, NULL, HK_INIT_CONSTANT, 1e19, HK_VAR_TRAINABLE, NULL);
+  hk_tensor r = init_and_fetch(f, v);
+  assert_int_equal(r.dtype, HK_DTYPE_U64);
+  assert_true(*(const uint64_t *)r.data == UINT64_C(10000000000000000000));
+}
+
 static void test_graph__assign_add_dtypes(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -1425,6 +1464,53 @@ static void test_graph__kernel_errors_reach_the_caller(void **state) {
   open_rs(f);
   assert_status(run(f, NULL, 0, NULL, 0, &a, 1, NULL, &st), &st, HK_ABORTED, "preempted by the test");
   assert_status(run(f, NULL, 0, NULL, 0, &b, 1, NULL, &st), &st, HK_INTERNAL, "'silent'");
+}
+
+/* A kernel that reports an output of an impossible rank. */
+static hk_code bad_rank_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
+                               hk_tensor *outputs, size_t noutputs, hk_status *status) {
+  int i;
+  (void)user;
+  (void)ctx;
+  (void)inputs;
+  (void)ninputs;
+  (void)noutputs;
+  (void)status;
+  outputs[0].rank = 1000;
+  for (i = 0; i < HK_MAX_RANK; i++) outputs[0].dims[i] = 0;
+  return HK_OK;
+}
+
+/*
+ * H3/H30: a kernel may change the shape of its output (graph.h); when that
+ * output feeds an assign whose variable it no longer matches, the run fails
+ * with INVALID_ARGUMENT naming the assign. The operand check formats the
+ * input's shape with its rank clamped to HK_MAX_RANK (like check_feed() and
+ * variable_assign()), so it never reads past dims[] or the session's input
+ * scratch (ASan: heap-buffer-overflow).
+ */
+static void test_graph__h30_assign_from_kernel_output_with_rank_over_max(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  hk_op_def d = HK_OP_DEF_INIT;
+  hk_output_spec out;
+  hk_handle var, op, t, assign, init;
+
+  var = var_f32(f, "v", 1.0);
+  memset(&out, 0, sizeof(out));
+  out.dtype = HK_DTYPE_F32;
+  out.rank = 0;
+  d.name = "bad";
+  d.kernel = bad_rank_kernel;
+  d.outputs = &out;
+  d.noutputs = 1;
+  assert_ok(hk_graph_op(f->g, &op, &d, &st), &st);
+  assert_ok(hk_graph_op_output(f->g, op, 0, &t, &st), &st);
+  assert_ok(hk_graph_assign(f->g, &assign, "assign", var, t, &st), &st);
+  assert_ok(hk_graph_init_op(f->g, &init, "init", &var, 1, &st), &st);
+  open_rs(f);
+  run_target(f, init);
+  assert_status(run(f, NULL, 0, NULL, 0, &assign, 1, NULL, &st), &st, HK_INVALID_ARGUMENT, "assign");
 }
 
 static void test_graph__h30_run_after_close_fails(void **state) {
@@ -1613,6 +1699,9 @@ int main(void) {
     T(test_graph__constant_initializers_all_dtypes),
     T(test_graph__assign_add_dtypes),
     T(test_graph__kernel_errors_reach_the_caller),
+    T(test_graph__h3_bool_constant_initializer_out_of_int64_range),
+    T(test_graph__h3_u64_constant_initializer_above_int64_max),
+    T(test_graph__h30_assign_from_kernel_output_with_rank_over_max),
     T(test_graph__h30_run_after_close_fails),
     T(test_graph__ops_added_after_open_are_runnable),
     T(test_graph__h7_steady_state_runs_allocate_nothing),
