@@ -750,6 +750,94 @@ static void test_async_checkpoint_saver_hook__c105_restored_checkpoint_not_saved
   free(save_path);
 }
 
+/* ---- H6: the writer thread calls only the allocator, the log and the fs -------------- */
+
+typedef struct thread_clock {
+  pthread_mutex_t mu;
+  pthread_t training;
+  int off_thread_wall, off_thread_monotonic;
+  double now;
+} thread_clock;
+
+static double tc_monotonic(void *u) {
+  thread_clock *c = u;
+  double v;
+  pthread_mutex_lock(&c->mu);
+  if (!pthread_equal(pthread_self(), c->training)) c->off_thread_monotonic++;
+  v = c->now;
+  pthread_mutex_unlock(&c->mu);
+  return v;
+}
+
+static double tc_wall(void *u) {
+  thread_clock *c = u;
+  double v;
+  pthread_mutex_lock(&c->mu);
+  if (!pthread_equal(pthread_self(), c->training)) c->off_thread_wall++;
+  v = 1.7e9 + c->now;
+  pthread_mutex_unlock(&c->mu);
+  return v;
+}
+
+static void tc_sleep(void *u, double secs) {
+  thread_clock *c = u;
+  pthread_mutex_lock(&c->mu);
+  c->now += secs;
+  pthread_mutex_unlock(&c->mu);
+}
+
+/*
+ * H6 ("The log sink and the allocator may be called from the background
+ * saver thread") and H5 (clocks are per-session injectables, e.g. a test's
+ * mock that is not thread-safe): only those two env services are called off
+ * the training thread, and the fs (whose slots are documented thread-safe).
+ * The writer thread reads no clock: "now" for D6.2 and D6.1 is taken on
+ * the training thread at snapshot time and passed to the write, and the
+ * write is timed on the training thread when its completion is processed.
+ */
+static void test_async_checkpoint_saver_hook__h6_writer_thread_does_not_call_the_clock(void **state) {
+  fixture *f = *state;
+  thread_clock tc;
+  hk_env env;
+  hk_checkpoint_saver_options o;
+  hk_status st = HK_STATUS_INIT;
+
+  memset(&tc, 0, sizeof tc);
+  pthread_mutex_init(&tc.mu, NULL);
+  tc.training = pthread_self();
+  env = f->te->env;
+  env.fs = NULL; /* POSIX */
+  env.fs_user = NULL;
+  env.clock.monotonic = tc_monotonic;
+  env.clock.wall = tc_wall;
+  env.clock.sleep = tc_sleep;
+  env.clock.user = &tc;
+  assert_ok(hk_checkpoint_saver_options_init(&o, HK_CHECKPOINT_SAVER_OPTIONS_VERSION), NULL);
+  o.env = &env;
+  o.checkpoint_dir = f->dir;
+  o.save_steps = 1;
+  o.save_graph_def = 0;
+  o.block_when_busy = 1;
+  assert_ok(hk_async_checkpoint_saver_hook_new(&f->hook, &o, &st), &st);
+  assert_ok(one_hook_session_new(&f->s, &env, HK_SESSION_MONITORED, fake_executor_executor(f->fx), &f->hook, NULL,
+                                 &st),
+            &st);
+  for (int i = 0; i < 4; i++) assert_ok(session_run_train(f->s, f->train, &st), &st);
+  assert_ok(hk_session_close(f->s, HK_OK, &st), &st);
+  hk_session_free(f->s);
+  f->s = NULL;
+  hk_hook_free(f->hook);
+  f->hook = NULL;
+  {
+    char *state_file = test_path(f->dir, "checkpoint");
+    assert_true(test_path_exists(state_file)); /* the writer thread did write */
+    free(state_file);
+  }
+  pthread_mutex_destroy(&tc.mu);
+  assert_int_equal(tc.off_thread_wall, 0);
+  assert_int_equal(tc.off_thread_monotonic, 0);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -769,6 +857,7 @@ int main(void) {
       T(test_async_checkpoint_saver_hook__d32_free_without_close_completes_write),
       T(test_async_checkpoint_saver_hook__d32_snapshot_buffer_allocated_once),
       T(test_async_checkpoint_saver_hook__c105_restored_checkpoint_not_saved_again),
+      T(test_async_checkpoint_saver_hook__h6_writer_thread_does_not_call_the_clock),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

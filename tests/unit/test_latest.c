@@ -227,6 +227,35 @@ static void test_latest__skips_missing_newest_D5_1(void **state) {
   assert_logged(f->te, HK_LOG_WARNING, "model.ckpt-2 is missing or corrupt");
 }
 
+/* A safetensors-shaped file: 8-byte little-endian header length, the JSON, the data. */
+static void write_raw(const char *path, const char *json, const void *data, size_t n) {
+  size_t jl = strlen(json);
+  unsigned char *buf = malloc(8 + jl + n + 1);
+  assert_non_null(buf);
+  for (int i = 0; i < 8; i++) buf[i] = (unsigned char)((uint64_t)jl >> (8 * i));
+  memcpy(buf + 8, json, jl);
+  if (n) memcpy(buf + 8 + jl, data, n);
+  assert_int_equal(test_write_file(path, buf, 8 + jl + n), 0);
+  free(buf);
+}
+
+/* D5.1/D5.3: a newer-format candidate cannot be verified by this library:
+ * it is skipped with D5.1's warning, whose reason names the format. */
+static void test_latest__newer_format_candidate_is_skipped_D5_1_D5_3(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  static const char *const names[] = {"model.ckpt-1", "model.ckpt-2"};
+  char *path = file_in(f->dir, "model.ckpt-2.safetensors");
+  unsigned char data[4] = {0};
+  save(f, 1, NULL);
+  write_raw(path, "{\"__metadata__\":{\"format\":\"hooked/2\"},\"w\":{\"layout\":\"new\"}}", data, sizeof data);
+  assert_ok(hk_update_checkpoint_state(&f->te->env, f->dir, names[1], names, 2, NULL, 0, NULL, &st), &st);
+  expect_latest(f, 1);
+  assert_logged(f->te, HK_LOG_WARNING, "model.ckpt-2 is missing or corrupt (Checkpoint");
+  assert_logged(f->te, HK_LOG_WARNING, "\"hooked/2\", newer than this library reads");
+  free(path);
+}
+
 static void test_latest__all_corrupt_is_data_loss_naming_each_D5_2(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -450,6 +479,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_latest__no_state_file_scans_D5_2, setup, teardown),
       cmocka_unit_test_setup_teardown(test_latest__skips_corrupt_newest_D5_1, setup, teardown),
       cmocka_unit_test_setup_teardown(test_latest__skips_missing_newest_D5_1, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__newer_format_candidate_is_skipped_D5_1_D5_3, setup, teardown),
       cmocka_unit_test_setup_teardown(test_latest__all_corrupt_is_data_loss_naming_each_D5_2, setup, teardown),
       cmocka_unit_test_setup_teardown(test_latest__all_corrupt_long_dir_names_every_candidate_D5_2, setup, teardown),
       cmocka_unit_test_setup_teardown(test_latest__all_corrupt_too_many_to_name_D5_2, setup, teardown),

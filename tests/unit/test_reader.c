@@ -1079,6 +1079,91 @@ static void test_reader__saver_escapes_names(void **state) {
   fake_executor_free(fx);
 }
 
+/* ---- checkpoint-format.md: a newer format is FAILED_PRECONDITION ------------------ */
+
+/*
+ * checkpoint-format.md "a missing format or one it does not know
+ * (FAILED_PRECONDITION for a newer version)"; header doc of
+ * hk_checkpoint_reader_open ("FAILED_PRECONDITION for a "hooked/<n>" format
+ * newer than this library"). A "hooked/2" file using anything version 1
+ * lacks — here a dtype this library does not know; likewise an extra tensor
+ * field or a non-string metadata value — is FAILED_PRECONDITION (it only
+ * needs a newer hooked), never DATA_LOSS ("corrupt"): the format named in
+ * "__metadata__" turns later grammar/dtype refusals into
+ * FAILED_PRECONDITION.
+ */
+static void test_reader__format_newer_version_with_new_dtype_is_failed_precondition(void **state) {
+  fixture *f = *state;
+  hk_checkpoint_reader *r = NULL;
+  hk_code rc;
+  hk_status st = HK_STATUS_INIT;
+  char *path = test_path(f->dir, "future-1.safetensors");
+  unsigned char data[4] = {1, 2, 3, 4};
+  write_file(path,
+             "{\"__metadata__\":{\"format\":\"hooked/2\",\"global_step\":\"1\",\"crc32c:x\":\"00000000\"},"
+             "\"x\":{\"dtype\":\"F8_E4M3\",\"shape\":[4],\"data_offsets\":[0,4]}}",
+             data, sizeof data);
+  rc = hk_checkpoint_reader_open(&r, &f->te->env, path, &st);
+  free(path);
+  hk_checkpoint_reader_free(r);
+  assert_status(rc, &st, HK_FAILED_PRECONDITION, "hooked/2");
+}
+
+/* A newer format with version-1 grammar is FAILED_PRECONDITION, even without
+ * the metadata this version requires (global_step). */
+static void test_reader__format_newer_version_without_global_step(void **state) {
+  fixture *f = *state;
+  hk_checkpoint_reader *r = NULL;
+  hk_status st = HK_STATUS_INIT;
+  char *path = test_path(f->dir, "future-2.safetensors");
+  write_file(path, "{\"__metadata__\":{\"format\":\"hooked/3\"}}", NULL, 0);
+  assert_status(hk_checkpoint_reader_open(&r, &f->te->env, path, &st), &st, HK_FAILED_PRECONDITION, "hooked/3");
+  assert_null(r);
+  free(path);
+}
+
+/* The newer format is found wherever "__metadata__" is (here after the
+ * tensors, as other tools may write it), whatever version 1 would refuse
+ * before it: an unknown tensor field, a non-string metadata value. */
+static void test_reader__format_newer_version_metadata_last(void **state) {
+  fixture *f = *state;
+  hk_checkpoint_reader *r = NULL;
+  hk_status st = HK_STATUS_INIT;
+  char *path = test_path(f->dir, "future-3.safetensors");
+  unsigned char data[4] = {0};
+  write_file(path,
+             "{\"x\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[0,4],\"sparsity\":{\"k\":[1,2]}},"
+             "\"__metadata__\":{\"extra\":[1,{\"a\":\"}\"}],\"format\":\"hooked/7\",\"global_step\":2}}",
+             data, sizeof data);
+  assert_status(hk_checkpoint_reader_open(&r, &f->te->env, path, &st), &st, HK_FAILED_PRECONDITION,
+                "\"hooked/7\", newer than this library reads");
+  assert_non_null(strstr(st.message, "tensor 'x': unknown field"));
+  assert_null(r);
+  free(path);
+}
+
+/* Version 1 (and an unknown, non-numbered format) keeps DATA_LOSS for what it
+ * does not know. */
+static void test_reader__format_current_version_unknown_dtype_is_data_loss(void **state) {
+  fixture *f = *state;
+  hk_checkpoint_reader *r = NULL;
+  hk_status st = HK_STATUS_INIT;
+  char *path = test_path(f->dir, "old-1.safetensors");
+  unsigned char data[4] = {0};
+  write_file(path,
+             "{\"x\":{\"dtype\":\"F8_E4M3\",\"shape\":[4],\"data_offsets\":[0,4]},"
+             "\"__metadata__\":{\"format\":\"hooked/1\",\"global_step\":\"1\",\"crc32c:x\":\"00000000\"}}",
+             data, sizeof data);
+  assert_status(hk_checkpoint_reader_open(&r, &f->te->env, path, &st), &st, HK_DATA_LOSS, "unknown dtype");
+  write_file(path,
+             "{\"__metadata__\":{\"format\":\"hooked/x2\",\"global_step\":\"1\"},"
+             "\"x\":{\"dtype\":\"F8_E4M3\",\"shape\":[4],\"data_offsets\":[0,4]}}",
+             data, sizeof data);
+  assert_status(hk_checkpoint_reader_open(&r, &f->te->env, path, &st), &st, HK_DATA_LOSS, "unknown dtype");
+  assert_null(r);
+  free(path);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
   const struct CMUnitTest tests[] = {
@@ -1105,6 +1190,10 @@ int main(void) {
       T(test_reader__global_step_tensor_must_hold_the_header_step),
       T(test_reader__global_step_crc_covers_the_header_step),
       T(test_reader__saver_names_its_global_step_tensor),
+      T(test_reader__format_newer_version_with_new_dtype_is_failed_precondition),
+      T(test_reader__format_newer_version_without_global_step),
+      T(test_reader__format_newer_version_metadata_last),
+      T(test_reader__format_current_version_unknown_dtype_is_data_loss),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,6 +24,7 @@
 #include "tmpdir.h"
 #include "ckpt_fixture.h"
 #include "faulty_fs.h"
+#include "session_fixture.h"
 
 #define NVARS 6
 
@@ -1501,6 +1502,304 @@ static void test_saver__oom_loop_save_and_restore_H7(void **state) {
   assert_true(n > 2);
 }
 
+/* ---- D4.3/D4.4: the order of a failed state write's cleanup ---------------------------- */
+
+/*
+ * A recording file system: delegates every slot to hk_fs_posix(). When armed
+ * it fails the directory fsync that follows the rename of the state file
+ * into place, and it checks, at the moment the save unlinks a data file,
+ * whether the state file then on disk names that checkpoint.
+ */
+typedef struct rec_fs {
+  const hk_fs_vtable *base;
+  char state_path[512];     /* "<dir>/checkpoint" */
+  char watch_data[512];     /* data file whose unlink is watched */
+  char watch_name[128];     /* "\"<name>\"" as the state file would quote it */
+  int armed;                /* fail the sync_dir right after the state rename */
+  int state_just_renamed;   /* the last rename targeted the state file */
+  int unlinked_while_named; /* the watched data file was unlinked while the state file named it */
+  int watched_unlinks;
+  int fail_state_create; /* 1: every state temporary's creation fails; 2: only after the armed fault */
+} rec_fs;
+
+static rec_fs rfs;
+
+static hk_code r_open_read(void *u, const char *p, hk_fs_file **o, hk_status *st) {
+  return ((rec_fs *)u)->base->open_read(NULL, p, o, st);
+}
+static hk_code r_create_excl(void *u, const char *p, hk_fs_file **o, hk_status *st) {
+  rec_fs *r = u;
+  size_t n = strlen(r->state_path);
+  int state_tmp = strncmp(p, r->state_path, n) == 0 && strncmp(p + n, ".tmp-", 5) == 0;
+  if (state_tmp && (r->fail_state_create == 1 || (r->fail_state_create == 2 && !r->armed)))
+    return hk_fs_status_from_errno(st, EIO, "create", p);
+  return r->base->create_excl(NULL, p, o, st);
+}
+static hk_code r_read_at(void *u, hk_fs_file *f, void *b, size_t n, uint64_t off, size_t *got, hk_status *st) {
+  return ((rec_fs *)u)->base->read_at(NULL, f, b, n, off, got, st);
+}
+static hk_code r_write(void *u, hk_fs_file *f, const void *b, size_t n, size_t *w, hk_status *st) {
+  return ((rec_fs *)u)->base->write(NULL, f, b, n, w, st);
+}
+static hk_code r_size(void *u, hk_fs_file *f, uint64_t *s, hk_status *st) {
+  return ((rec_fs *)u)->base->size(NULL, f, s, st);
+}
+static hk_code r_sync(void *u, hk_fs_file *f, hk_status *st) { return ((rec_fs *)u)->base->sync(NULL, f, st); }
+static hk_code r_close(void *u, hk_fs_file *f, hk_status *st) { return ((rec_fs *)u)->base->close(NULL, f, st); }
+static hk_code r_sync_dir(void *u, const char *p, hk_status *st) {
+  rec_fs *r = u;
+  if (r->armed && r->state_just_renamed) {
+    r->armed = 0;
+    r->state_just_renamed = 0;
+    return hk_fs_status_from_errno(st, EIO, "fsync directory", p);
+  }
+  r->state_just_renamed = 0;
+  return r->base->sync_dir(NULL, p, st);
+}
+static hk_code r_rename(void *u, const char *from, const char *to, hk_status *st) {
+  rec_fs *r = u;
+  hk_code rc = r->base->rename(NULL, from, to, st);
+  r->state_just_renamed = rc == HK_OK && strcmp(to, r->state_path) == 0;
+  return rc;
+}
+static hk_code r_unlink(void *u, const char *p, hk_status *st) {
+  rec_fs *r = u;
+  if (r->watch_data[0] && strcmp(p, r->watch_data) == 0) {
+    char *text = test_read_file(r->state_path, NULL);
+    r->watched_unlinks++;
+    if (text && strstr(text, r->watch_name)) r->unlinked_while_named = 1;
+    free(text);
+  }
+  return r->base->unlink(NULL, p, st);
+}
+static hk_code r_stat(void *u, const char *p, hk_fs_stat *o, hk_status *st) {
+  return ((rec_fs *)u)->base->stat(NULL, p, o, st);
+}
+static hk_code r_list(void *u, const char *p, hk_fs_list_fn fn, void *fu, hk_status *st) {
+  return ((rec_fs *)u)->base->list(NULL, p, fn, fu, st);
+}
+static hk_code r_mkdir(void *u, const char *p, hk_status *st) { return ((rec_fs *)u)->base->mkdir(NULL, p, st); }
+
+static const hk_fs_vtable rec_vtable = {
+    HK_FS_VTABLE_VERSION, r_open_read, r_create_excl, r_read_at, r_write, r_size,  r_sync, r_close,
+    r_sync_dir,           r_rename,    r_unlink,      r_stat,    r_list,  r_mkdir,
+    NULL, NULL, /* map, unmap: optional, not supported */
+    NULL,       /* write_at (version 2): optional, not supported */
+};
+
+/* Put the recording file system (reset) under f's env, in place of faulty_fs. */
+static void use_rec_fs(fx *f) {
+  memset(&rfs, 0, sizeof rfs);
+  rfs.base = hk_fs_posix();
+  snprintf(rfs.state_path, sizeof rfs.state_path, "%s/checkpoint", f->dir);
+  f->te->env.fs = &rec_vtable;
+  f->te->env.fs_user = &rfs;
+}
+
+/*
+ * D4.4 ("until the new state file is durable, the previous state file and
+ * every checkpoint it names are intact"; "the state file is the previous
+ * one or the new one ... and every checkpoint it names exists"). When the
+ * directory fsync after the state file's rename fails, the new state file
+ * (naming model.ckpt-2) is already in place: the save puts the previous
+ * state file back first and removes the new data file only after that
+ * (D4.3), never while the state file on disk still names it.
+ */
+static void test_saver__failed_state_fsync_rolls_back_before_deleting_data_D4_4(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  const char *prefix = NULL;
+  use_rec_fs(f);
+  set_values(f, 1);
+  f->saver = make_saver(f, 5, HK_UNSET_SECS);
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, 0, &prefix, &st), &st);
+
+  snprintf(rfs.watch_data, sizeof rfs.watch_data, "%s/model.ckpt-2.safetensors", f->dir);
+  snprintf(rfs.watch_name, sizeof rfs.watch_name, "\"model.ckpt-2\"");
+  rfs.armed = 1;
+  assert_status(hk_saver_save(f->saver, f->rs, f->save_path, 2, 0, &prefix, &st), &st, HK_UNKNOWN, "");
+  assert_int_equal(rfs.armed, 0);           /* the fault did fire */
+  assert_int_equal(rfs.watched_unlinks, 1); /* D4.3: the new data file is removed */
+  /* ... but never while the state file on disk still names it. */
+  assert_int_equal(rfs.unlinked_while_named, 0);
+}
+
+/* D4.4: when the rollback of the state file fails too, the state file on
+ * disk names checkpoint 2, so its files stay: every checkpoint a state
+ * file names exists and verifies. */
+static void test_saver__failed_rollback_keeps_the_new_checkpoint_D4_4(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  const char *prefix = NULL;
+  char *data2, *got = NULL;
+  use_rec_fs(f);
+  set_values(f, 1);
+  f->saver = make_saver(f, 5, HK_UNSET_SECS);
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, 0, &prefix, &st), &st);
+  data2 = test_path(f->dir, "model.ckpt-2.safetensors");
+  snprintf(rfs.watch_data, sizeof rfs.watch_data, "%s", data2);
+  snprintf(rfs.watch_name, sizeof rfs.watch_name, "\"model.ckpt-2\"");
+  rfs.armed = 1;
+  rfs.fail_state_create = 2; /* the rollback's write of the previous state file fails */
+  assert_status(hk_saver_save(f->saver, f->rs, f->save_path, 2, 0, &prefix, &st), &st, HK_UNKNOWN, "");
+  assert_int_equal(rfs.armed, 0);
+  assert_int_equal(rfs.watched_unlinks, 0);
+  assert_true(test_path_exists(data2));
+  assert_logged(f->te, HK_LOG_WARNING, "its files are kept");
+  rfs.fail_state_create = 0;
+  assert_ok(hk_latest_checkpoint(&f->te->env, f->dir, NULL, &got, &st), &st);
+  assert_non_null(strstr(got, "model.ckpt-2"));
+  hk_env_free(&f->te->env, got);
+  free(data2);
+}
+
+/* D4.3: a save under an existing name whose state write fails keeps the
+ * data file it replaced (complete, same step); the save under a new name
+ * removes its own. */
+static void test_saver__failed_state_write_never_removes_an_existing_file_D4_3(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  const char *prefix = NULL;
+  char *data1, *data2;
+  use_rec_fs(f);
+  set_values(f, 1);
+  f->saver = make_saver(f, 5, HK_UNSET_SECS);
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, 0, &prefix, &st), &st);
+  data1 = test_path(f->dir, "model.ckpt-1.safetensors");
+  data2 = test_path(f->dir, "model.ckpt-2.safetensors");
+  rfs.fail_state_create = 1;
+  assert_status(hk_saver_save(f->saver, f->rs, f->save_path, 1, 0, &prefix, &st), &st, HK_UNKNOWN, "checkpoint");
+  assert_true(test_path_exists(data1));
+  assert_status(hk_saver_save(f->saver, f->rs, f->save_path, 2, 0, &prefix, &st), &st, HK_UNKNOWN, "checkpoint");
+  assert_false(test_path_exists(data2));
+  rfs.fail_state_create = 0;
+  assert_ok(hk_saver_restore(f->saver, f->rs, data1, &st), &st);
+  free(data1);
+  free(data2);
+}
+
+/* ---- checkpoint-format.md: the writer never writes what its reader refuses ------------- */
+
+/* Give every variable of ex a value in rs (zeros, GS 0). */
+static void assign_zeros(hk_executor *ex, hk_raw_session *rs) {
+  unsigned char zeros[256];
+  hk_status st = HK_STATUS_INIT;
+  memset(zeros, 0, sizeof zeros);
+  for (size_t i = 0; i < hk_executor_variable_count(ex); i++) {
+    hk_variable_info info;
+    hk_tensor t;
+    assert_ok(hk_executor_variable_info(ex, i, &info, &st), &st);
+    assert_ok(hk_tensor_init(&t, info.dtype, info.rank, info.dims, zeros, &st), &st);
+    assert_true(t.nbytes <= sizeof zeros);
+    assert_ok(hk_raw_session_assign_variable(rs, i, &t, &st), &st);
+  }
+}
+
+/*
+ * checkpoint-format.md ("N bytes: a UTF-8 JSON object"; the reader refuses
+ * a header that is not valid UTF-8) together with H32's spirit ("hooked
+ * never writes a state file it would refuse to read") and C113/C125: a
+ * variable whose name is not valid UTF-8 (any executor but the embedded
+ * graph may have "w\xff") never yields a checkpoint that reports success
+ * and can never be restored: the save either writes a file that reads back
+ * or refuses with INVALID_ARGUMENT.
+ */
+static void test_saver__non_utf8_variable_name_never_saved_unreadable_C113_C125(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  const char *prefix = NULL;
+  hk_executor *ex = NULL;
+  hk_raw_session *rs = NULL;
+  hk_saver *saver = NULL;
+  hk_saver_options so;
+  hk_handle gs;
+  hk_code rc;
+  /* The embedded graph only allows [A-Za-z0-9_./-]; the executor interface
+   * allows any name, so a fake executor stands for any other executor. */
+  fake_executor *fex = fake_gs_executor(f->te, &ex, &gs);
+  fake_executor_add_variable(fex, "w\xff", HK_DTYPE_I32, 0, NULL, HK_VAR_TRAINABLE, NULL);
+  assert_ok(hk_raw_session_open(&rs, ex, &st), &st);
+  assign_zeros(ex, rs);
+  assert_ok(hk_saver_options_init(&so, HK_SAVER_OPTIONS_VERSION), NULL);
+  so.env = &f->te->env;
+  so.executor = ex;
+  assert_ok(hk_saver_new(&saver, &so, &st), &st);
+  rc = hk_saver_save(saver, rs, f->save_path, 1, 0, &prefix, &st);
+  if (rc == HK_OK) {
+    /* Written: then it must read back. */
+    rc = hk_saver_restore(saver, rs, prefix, &st);
+    if (rc != HK_OK) print_message("restore: %s\n", st.message);
+  } else {
+    /* Refusing to write it is the other acceptable answer. */
+    print_message("save: %s\n", st.message);
+    rc = rc == HK_INVALID_ARGUMENT ? HK_OK : rc;
+  }
+  hk_saver_free(saver);
+  hk_raw_session_free(rs);
+  fake_executor_free(fex);
+  assert_int_equal(rc, HK_OK);
+}
+
+/* checkpoint-format.md: the refusal of a name that is not UTF-8 is
+ * INVALID_ARGUMENT naming the tensor (its bad byte hex-escaped), and
+ * nothing is written. */
+static void test_saver__non_utf8_name_refused_before_writing_H32(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  hk_executor *ex = NULL;
+  hk_raw_session *rs = NULL;
+  hk_saver *saver = NULL;
+  hk_saver_options so;
+  hk_handle gs;
+  fake_executor *fex = fake_gs_executor(f->te, &ex, &gs);
+  fake_executor_add_variable(fex, "ok", HK_DTYPE_I32, 0, NULL, HK_VAR_TRAINABLE, NULL);
+  fake_executor_add_variable(fex, "b\xc3(", HK_DTYPE_I32, 0, NULL, HK_VAR_TRAINABLE, NULL); /* bad continuation */
+  assert_ok(hk_raw_session_open(&rs, ex, &st), &st);
+  assign_zeros(ex, rs);
+  assert_ok(hk_saver_options_init(&so, HK_SAVER_OPTIONS_VERSION), NULL);
+  so.env = &f->te->env;
+  so.executor = ex;
+  assert_ok(hk_saver_new(&saver, &so, &st), &st);
+  assert_status(hk_saver_save(saver, rs, f->save_path, 1, 0, NULL, &st), &st, HK_INVALID_ARGUMENT,
+                "tensor name 'b\\xc3(' is not well-formed UTF-8");
+  assert_int_equal(test_dir_count(f->dir), 0);
+  hk_saver_free(saver);
+  hk_raw_session_free(rs);
+  fake_executor_free(fex);
+}
+
+/* ---- D6.2: preservation arithmetic at the boundary ---------------------------------------- */
+
+/* D6.2: t - hours*3600 >= last_preserved preserves, with equality included;
+ * one second short deletes. D6.1: without a state file last_preserved is
+ * now - 1 s at recovery. */
+static void test_saver__preservation_boundary_is_inclusive_D6_2(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  char *p1, *p2, *p3;
+  const double t0 = 1000000.0;
+  set_values(f, 1);
+  f->te->clock.wall = t0;
+  f->saver = make_saver(f, 1, 1.0);
+  assert_ok(hk_saver_recover(f->saver, f->dir, &st), &st); /* no state file: last_preserved = t0 - 1 */
+  /* Step 1 at t0 + 3599 is exactly one hour after last_preserved. */
+  f->te->clock.wall = t0 + 3599;
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, 0, NULL, &st), &st);
+  f->te->clock.wall = t0 + 3599 + 3599; /* step 2: 1 s short of an hour after step 1 */
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 2, 0, NULL, &st), &st);
+  f->te->clock.wall = t0 + 3 * 3600;
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 3, 0, NULL, &st), &st);
+  p1 = test_path(f->dir, "model.ckpt-1.safetensors");
+  p2 = test_path(f->dir, "model.ckpt-2.safetensors");
+  p3 = test_path(f->dir, "model.ckpt-3.safetensors");
+  assert_true(test_path_exists(p1));  /* preserved at equality: t0+3599 - 3600 == t0 - 1 */
+  assert_false(test_path_exists(p2)); /* 3599 s after the last preserved one: deleted */
+  assert_true(test_path_exists(p3));
+  free(p1);
+  free(p2);
+  free(p3);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_saver__round_trip_several_dtypes_C113_C125, setup, teardown),
@@ -1537,6 +1836,15 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_saver__data_first_header_last_and_four_fsyncs_D4, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__exists_remove_mtimes_H34, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__oom_loop_save_and_restore_H7, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__failed_state_fsync_rolls_back_before_deleting_data_D4_4, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_saver__failed_rollback_keeps_the_new_checkpoint_D4_4, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__failed_state_write_never_removes_an_existing_file_D4_3, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_saver__non_utf8_variable_name_never_saved_unreadable_C113_C125, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_saver__non_utf8_name_refused_before_writing_H32, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__preservation_boundary_is_inclusive_D6_2, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -974,6 +974,75 @@ static void test_state__out_of_memory_everywhere_H7(void **state) {
   assert_int_equal(hk_checkpoint_state_count(f->cs), 2);
 }
 
+/* ---- no size cap on a state file listing every checkpoint (D6.3, H33) ---------------- */
+
+/*
+ * D6.3 ("With max_to_keep 0 nothing is deleted and the state file lists
+ * every checkpoint saved or recovered") and H33's exhaustive list of
+ * file-level refusals, which has no size limit below the 256 MiB one (only
+ * 4096-byte lines): a state file over 16 MiB (62000 names of 255 bytes) is
+ * written and read back, so a Saver with max_to_keep 0 never starts failing
+ * its saves once enough checkpoints are listed.
+ */
+static void test_state__a_file_over_16_mib_is_written_and_read_D6_3_H33(void **state) {
+  fixture *f = *state;
+  enum { N = 62000, LEN = 255 };
+  char **names = calloc(N, sizeof *names);
+  hk_checkpoint_state *cs = NULL;
+  hk_status st = HK_STATUS_INIT;
+  hk_code rc;
+  assert_non_null(names);
+  for (size_t i = 0; i < N; i++) {
+    names[i] = malloc(LEN + 1);
+    assert_non_null(names[i]);
+    memset(names[i], 'm', LEN);
+    snprintf(names[i] + LEN - 12, 13, "-%011zu", i);
+  }
+  rc = hk_update_checkpoint_state(NULL, f->dir, names[N - 1], (const char *const *)names, N, NULL, 0, NULL, &st);
+  for (size_t i = 0; i < N; i++) free(names[i]);
+  free(names);
+  assert_ok(rc, &st);
+  assert_ok(hk_get_checkpoint_state(NULL, f->dir, NULL, &cs, &st), &st);
+  assert_int_equal(hk_checkpoint_state_count(cs), N);
+  hk_checkpoint_state_free(cs);
+}
+
+/* ---- H33 parsing corners ------------------------------------------------------------- */
+
+/* H33: "-0" (a sign, even on zero) and "1e400" are malformed; "1e-400"
+ * (underflows to 0, strtod's ERANGE), "1E+3" and "5." are numbers. */
+static void test_state__number_corner_cases_H33(void **state) {
+  fixture *f = *state;
+  static const char *const bad[] = {"-0", "-0.0", "1e400"};
+  static const char *const good[] = {"1e-400", "1E+3", "5."};
+  char text[256];
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    snprintf(text, sizeof text, "model_checkpoint_path: \"a\"\nlast_preserved_timestamp: %s\n", bad[i]);
+    assert_status(load(f, text), &f->st, HK_DATA_LOSS, "(line 2)");
+    assert_null(f->cs);
+  }
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    snprintf(text, sizeof text, "model_checkpoint_path: \"a\"\nlast_preserved_timestamp: %s\n", good[i]);
+    assert_ok(load(f, text), &f->st);
+    assert_true(hk_checkpoint_state_last_preserved(f->cs) >= 0);
+  }
+}
+
+/* H33: a trailing comment after a value, and a NUL inside a quoted name
+ * reached through an escape: the first is malformed, the second an entry
+ * refused with the warning (never a crash, never a truncated name). */
+static void test_state__trailing_comment_malformed_and_escaped_nul_refused_H33(void **state) {
+  fixture *f = *state;
+  assert_status(load(f, "model_checkpoint_path: \"a\" # newest\n"), &f->st, HK_DATA_LOSS, "(line 1)");
+  assert_ok(load(f,
+                 "model_checkpoint_path: \"b\"\n"
+                 "all_model_checkpoint_paths: \"a\\000x\"\n"
+                 "all_model_checkpoint_paths: \"b\"\n"),
+            &f->st);
+  assert_int_equal(hk_checkpoint_state_count(f->cs), 1);
+  assert_logged(f->te, HK_LOG_WARNING, "Ignoring checkpoint state entry a\\000x");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -1016,6 +1085,9 @@ int main(void) {
       T(test_state__write_failures_leave_the_previous_state_file_intact_D4),
       T(test_state__short_writes_still_write_the_whole_file_D4),
       T(test_state__out_of_memory_everywhere_H7),
+      T(test_state__a_file_over_16_mib_is_written_and_read_D6_3_H33),
+      T(test_state__number_corner_cases_H33),
+      T(test_state__trailing_comment_malformed_and_escaped_nul_refused_H33),
 #undef T
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
