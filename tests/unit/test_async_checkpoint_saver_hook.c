@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,12 +96,14 @@ typedef struct fixture {
   hk_hook *hook;
   hk_session *s;
   hk_saver *saver;
+  hk_scaffold *scaffold;
   spy_listener l;
   hk_checkpoint_listener ls;
   gate_fs gate;
   faulty_fs ff;
   hk_checkpoint_saver_options o;
   hk_status st;
+  int preempt; /* preempt the next run of the train op (open_preemptible) */
 } fixture;
 
 static int setup(void **state) {
@@ -137,6 +140,7 @@ static int teardown(void **state) {
   gate_fs_open(&f->gate);
   session_close_and_free(f->s);
   hk_hook_free(f->hook);
+  hk_scaffold_free(f->scaffold);
   hk_saver_free(f->saver);
   assert_int_equal(faulty_fs_open_handles(&f->ff), 0);
   gate_fs_destroy(&f->gate);
@@ -750,6 +754,280 @@ static void test_async_checkpoint_saver_hook__c105_restored_checkpoint_not_saved
   free(save_path);
 }
 
+/* ---- D3.2, D3.4, D6.1: the writer in flight at a re-creation --------------------------- */
+
+/* The hook's options as these tests need them: no listeners, saving at
+ * creation (and end()) unless a test asks for more, no graph file. */
+static void recreation_options(fixture *f) {
+  f->o.save_steps = 1000;
+  f->o.listeners = NULL;
+  f->o.nlisteners = 0;
+  f->o.save_graph_def = 0;
+}
+
+/* Preempts the next run of the train op once f->preempt is set. */
+static hk_code preempt_train(void *user, fake_executor *fx, const hk_run_args *args, hk_status *st) {
+  fixture *f = user;
+  (void)fx;
+  if (!f->preempt || args->ntargets == 0 || args->targets[0] != f->train) return HK_OK;
+  f->preempt = 0;
+  return hk_status_set(st, HK_ABORTED, "preempted");
+}
+
+/* A monitored session with f->hook and f->scaffold that restores from
+ * checkpoint_dir (NULL: none) at creation, and whose train op can be
+ * preempted (f->preempt). */
+static hk_code open_preemptible(fixture *f, const char *checkpoint_dir) {
+  hk_session_options so;
+  test_session_options(&so, &f->te->env, HK_SESSION_MONITORED, fake_executor_executor(f->fx), &f->hook, 1);
+  so.scaffold = f->scaffold;
+  so.checkpoint_dir = checkpoint_dir;
+  fake_executor_on_run(f->fx, preempt_train, f);
+  return hk_session_new(&f->s, &so, &f->st);
+}
+
+/* Opens every gate after a long pause, for a training thread that waits for
+ * the writer while the writer is held: long enough that the training thread
+ * reaches the point under test first (liveness only: nothing asserts on
+ * timing). */
+static void *open_much_later(void *arg) {
+  test_sleep_real_ms(300);
+  gate_fs_open(arg);
+  return NULL;
+}
+
+/*
+ * D3.4 "Completion is processed on the training thread at the first
+ * after_run (or end()) after the write finished ... Failure: that after_run
+ * returns the write's error". At a re-creation the asynchronous hook does
+ * not return a finished write's error from after_create_session (C4/D2.4
+ * would make the re-creation fail with a non-preemption error and put the
+ * MS into the failed state, H18, with no end() and no final checkpoint,
+ * D3.5): the error belongs to the next after_run, which leaves the session
+ * usable.
+ */
+static void test_async_checkpoint_saver_hook__d34_write_error_met_at_recreation_reaches_after_run(void **state) {
+  fixture *f = *state;
+  hk_code rc;
+
+  gate_fs_exempt(&f->gate, pthread_self());
+  recreation_options(f);
+  make_hook(f);
+  /* The creation save of step 0 fails in the background (once). */
+  faulty_fs_match(&f->ff, "model.ckpt-0.safetensors");
+  faulty_fs_fail_errno(&f->ff, FAULTY_FS_WRITE, 0, ENOSPC, 0);
+  assert_ok(open_preemptible(f, NULL), &f->st);
+  /* The first run is preempted in the executor: no after_run saw the write's
+   * result before the re-creation. */
+  f->preempt = 1;
+  rc = session_run_train(f->s, f->train, &f->st);
+  assert_status(rc, &f->st, HK_RESOURCE_EXHAUSTED, "model.ckpt");
+  assert_false(hk_session_should_stop(f->s)); /* not the failed state */
+  assert_ok(session_run_train(f->s, f->train, &f->st), &f->st);
+  assert_ok(close_session(f), &f->st);
+}
+
+/*
+ * An observer that forces the interleaving a concurrent writer thread can
+ * always produce: on the test's (exempt) thread, when `race` is armed, a
+ * write to a graph.txt temporary file made while the writer is held at the
+ * list gate opens that gate and waits until the writer has gone past its
+ * stale-temporary cleanup (it creates its data file's temporary next).
+ * Fields are guarded by the gate's mutex.
+ */
+typedef struct graph_race {
+  int race;             /* arm the graph.txt interleaving */
+  int writer_made_data; /* the writer created a .safetensors temporary */
+  int graph_while_held; /* the training thread wrote graph.txt while the writer was held */
+} graph_race;
+
+enum { TAG_GRAPH_TMP = 1 };
+
+static unsigned race_created(void *user, gate_fs *g, const char *path) {
+  graph_race *r = user;
+  unsigned tag = 0;
+  if (gate_fs_exempt_here(g) && strstr(path, "graph.txt.tmp-") != NULL) tag |= TAG_GRAPH_TMP;
+  if (!gate_fs_exempt_here(g) && strstr(path, ".safetensors.tmp-") != NULL) {
+    r->writer_made_data = 1;
+    pthread_cond_broadcast(&g->cv);
+  }
+  return tag;
+}
+
+static void race_writing(void *user, gate_fs *g, unsigned tag) {
+  graph_race *r = user;
+  if ((tag & TAG_GRAPH_TMP) && r->race && g->list_closed && g->list_arrivals > 0) {
+    r->graph_while_held = 1;
+    g->list_closed = 0;
+    pthread_cond_broadcast(&g->cv);
+    while (!r->writer_made_data) pthread_cond_wait(&g->cv, &g->mu);
+  }
+}
+
+static const gate_fs_observer graph_race_observer = {race_created, race_writing, NULL};
+static graph_race the_graph_race;
+
+/*
+ * D3.2 "at most one save in flight" and D4.2's "one writer per directory is
+ * assumed" (step 1 of every save removes stale "graph.txt.tmp-XXXXXX"
+ * files). At a re-creation (C94: "All of this runs again"), the
+ * asynchronous hook waits for the write in flight before it writes
+ * graph.txt on the training thread (C105), so the writer thread's
+ * stale-file cleanup never deletes the training thread's graph.txt
+ * temporary (whose rename would then fail with NOT_FOUND and put the MS,
+ * only recovering from a preemption, into the failed state).
+ */
+static void test_async_checkpoint_saver_hook__d32_graph_txt_not_written_beside_write_in_flight(void **state) {
+  fixture *f = *state;
+  pthread_t opener;
+  hk_code rc;
+
+  memset(&the_graph_race, 0, sizeof the_graph_race);
+  gate_fs_exempt(&f->gate, pthread_self());
+  gate_fs_observe(&f->gate, &graph_race_observer, &the_graph_race);
+  recreation_options(f);
+  f->o.save_graph_def = 1;
+  make_hook(f);
+  gate_fs_close_list(&f->gate); /* hold the creation save's writer before its stale-file cleanup */
+  assert_ok(open_preemptible(f, NULL), &f->st);
+  gate_fs_wait_list_arrival(&f->gate);
+  pthread_mutex_lock(&f->gate.mu);
+  the_graph_race.race = 1;
+  pthread_mutex_unlock(&f->gate.mu);
+  assert_int_equal(pthread_create(&opener, NULL, open_much_later, &f->gate), 0);
+  f->preempt = 1;
+  rc = session_run_train(f->s, f->train, &f->st); /* preempted, re-created, run again */
+  pthread_join(opener, NULL);
+  assert_ok(rc, &f->st);
+  assert_false(hk_session_should_stop(f->s));
+  assert_false(the_graph_race.graph_while_held);
+  assert_ok(close_session(f), &f->st);
+}
+
+/*
+ * An allocator over the test's that never returns memory while the test
+ * runs: a freed block is filled with 'Z' (NUL-terminated) and kept until
+ * quarantine_release(), so a use after free reads "ZZZ...".
+ */
+typedef union qhdr {
+  struct {
+    size_t size;
+    union qhdr *next;
+  } h;
+  max_align_t align;
+} qhdr;
+
+typedef struct quarantine {
+  hk_allocator inner;
+  pthread_mutex_t mu;
+  qhdr *freed;
+} quarantine;
+
+static void *q_alloc(void *u, size_t size) {
+  quarantine *q = u;
+  qhdr *b = q->inner.alloc(q->inner.user, sizeof *b + size);
+  if (b == NULL) return NULL;
+  b->h.size = size;
+  b->h.next = NULL;
+  return b + 1;
+}
+
+static void q_free(void *u, void *p) {
+  quarantine *q = u;
+  qhdr *b;
+  if (p == NULL) return;
+  b = (qhdr *)p - 1;
+  if (b->h.size > 0) {
+    memset(p, 'Z', b->h.size);
+    ((char *)p)[b->h.size - 1] = '\0';
+  }
+  pthread_mutex_lock(&q->mu);
+  b->h.next = q->freed;
+  q->freed = b;
+  pthread_mutex_unlock(&q->mu);
+}
+
+static void *q_realloc(void *u, void *p, size_t size) {
+  void *n;
+  if (p == NULL) return q_alloc(u, size);
+  n = q_alloc(u, size);
+  if (n == NULL) return NULL;
+  memcpy(n, p, ((qhdr *)p - 1)->h.size < size ? ((qhdr *)p - 1)->h.size : size);
+  q_free(u, p);
+  return n;
+}
+
+static void quarantine_release(quarantine *q) {
+  while (q->freed != NULL) {
+    qhdr *b = q->freed;
+    q->freed = b->h.next;
+    q->inner.free(q->inner.user, b);
+  }
+  pthread_mutex_destroy(&q->mu);
+}
+
+/*
+ * D3.2 (the file comment of checkpoint_saver.c: "While a write is in flight
+ * the training thread touches neither the snapshot buffer nor the Saver"),
+ * H6, D6.1. With checkpoint_dir set, a re-creation restores with the
+ * Scaffold's Saver — the one the asynchronous hook writes with (C99) — and
+ * the restore re-reads the managed list (D6.1). It does so only once the
+ * write in flight has finished (the session drains built-in asynchronous
+ * hooks before a re-creation restores), so the writer never deletes a path
+ * read from freed memory: with a quarantine allocator no "ZZZ...Z" path is
+ * ever unlinked or logged ("Ignoring: ..."), and model.ckpt-0, which
+ * retention (max_to_keep 1) has to delete, goes.
+ */
+static void test_async_checkpoint_saver_hook__d32_restore_at_recreation_waits_for_the_writer(void **state) {
+  fixture *f = *state;
+  hk_saver_options so = HK_SAVER_OPTIONS_INIT;
+  hk_scaffold_options sco = HK_SCAFFOLD_OPTIONS_INIT;
+  quarantine q;
+  hk_env senv = f->te->env;
+  pthread_t opener;
+  hk_code rc;
+
+  gate_fs_exempt(&f->gate, pthread_self());
+  memset(&q, 0, sizeof q);
+  q.inner = f->te->env.allocator;
+  pthread_mutex_init(&q.mu, NULL);
+  senv.allocator.alloc = q_alloc;
+  senv.allocator.realloc = q_realloc;
+  senv.allocator.free = q_free;
+  senv.allocator.user = &q;
+  so.env = &senv;
+  so.executor = fake_executor_executor(f->fx);
+  so.max_to_keep = 1;
+  assert_ok(hk_saver_new(&f->saver, &so, &f->st), &f->st);
+  sco.env = &f->te->env;
+  sco.saver = f->saver;
+  assert_ok(hk_scaffold_new(&f->scaffold, &sco, &f->st), &f->st);
+
+  recreation_options(f);
+  f->o.save_steps = 1;
+  f->o.block_when_busy = 1;
+  make_hook(f);
+  gate_fs_close(&f->gate, "model.ckpt-1.safetensors", NULL);
+  assert_ok(open_preemptible(f, f->dir), &f->st);                 /* save of 0 */
+  assert_ok(session_run_train(f->s, f->train, &f->st), &f->st); /* 0 processed; save of 1 planned (drops 0), held */
+  gate_fs_wait_arrival(&f->gate);
+  assert_int_equal(pthread_create(&opener, NULL, open_much_later, &f->gate), 0);
+  f->preempt = 1;
+  rc = session_run_train(f->s, f->train, &f->st); /* preempted; the re-creation restores model.ckpt-0 with the same Saver */
+  pthread_join(opener, NULL);
+  assert_ok(rc, &f->st);
+  assert_ok(close_session(f), &f->st);
+  hk_hook_free(f->hook);
+  f->hook = NULL;
+  hk_scaffold_free(f->scaffold);
+  f->scaffold = NULL;
+  hk_saver_free(f->saver);
+  f->saver = NULL;
+  quarantine_release(&q);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, "ZZZ"), 0);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, "Ignoring:"), 0);
+}
+
 /* ---- H6: the writer thread calls only the allocator, the log and the fs -------------- */
 
 typedef struct thread_clock {
@@ -858,6 +1136,9 @@ int main(void) {
       T(test_async_checkpoint_saver_hook__d32_snapshot_buffer_allocated_once),
       T(test_async_checkpoint_saver_hook__c105_restored_checkpoint_not_saved_again),
       T(test_async_checkpoint_saver_hook__h6_writer_thread_does_not_call_the_clock),
+      T(test_async_checkpoint_saver_hook__d34_write_error_met_at_recreation_reaches_after_run),
+      T(test_async_checkpoint_saver_hook__d32_graph_txt_not_written_beside_write_in_flight),
+      T(test_async_checkpoint_saver_hook__d32_restore_at_recreation_waits_for_the_writer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
