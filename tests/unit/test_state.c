@@ -345,7 +345,8 @@ static void test_state__refuses_a_nul_byte_H33(void **state) {
 }
 
 /* The reader's bound is 256 MiB (include/hooked/checkpoint.h), large enough
- * that D6.3's ever-growing list cannot reach it (test_review3 reads a
+ * that D6.3's ever-growing list cannot reach it
+ * (test_state__a_file_over_16_mib_is_written_and_read_D6_3_H33 reads a
  * 17.7 MB one). One byte more is refused before it is read: the sparse
  * file's NUL bytes would otherwise be reported at line 2, not as the whole
  * file, "(line 0)", with its size. */
