@@ -4,6 +4,7 @@
  *   fs.c          POSIX hk_fs, H9 errno mapping, atomic files (D4.1), stale
  *                 temporary cleanup (D4.2 step 1), mkdirs, bounded reads,
  *                 names and paths (H32)
+ *   writeback.c   the POSIX write_at's early writeback (Linux)
  *   crc32c.c      hk_crc32c_extend (SSE4.2 / portable, chosen at run time),
  *                 the fused copy + CRC and the CRC join (crc32c.h)
  *   safetensors.c the data-file writer and the public reader
@@ -47,6 +48,10 @@ int hk__fs_has_write_at(const hk__fs *fs);
 hk_code hk__fs_write_at(const hk__fs *fs, hk_fs_file *f, const char *path, const void *buf, size_t len,
                         uint64_t offset, size_t *nwritten, hk_status *st);
 hk_code hk__fs_sync(const hk__fs *fs, hk_fs_file *f, const char *path, hk_status *st);
+/** POSIX write_at's early writeback (writeback.c): start writing out to the
+ *  disk the 8 MiB windows of descriptor fd that the write of [offset,
+ *  offset + len) completed (Linux sync_file_range; a no-op elsewhere). */
+void hk__start_writeback(int fd, uint64_t offset, size_t len);
 /** The optional map slot: UNIMPLEMENTED when the fs has none. On failure
  *  *addr and *token are NULL. */
 hk_code hk__fs_map(const hk__fs *fs, hk_fs_file *f, const char *path, uint64_t offset, size_t len,

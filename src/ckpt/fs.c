@@ -137,6 +137,7 @@ static hk_code posix_write_at(void *user, hk_fs_file *f, const void *buf, size_t
   } while (n < 0 && errno == EINTR);
   if (n < 0) return fd_error(st, errno, "write", fd);
   *nwritten = (size_t)n;
+  hk__start_writeback(fd, offset, (size_t)n);
   return HK_OK;
 }
 
@@ -288,9 +289,12 @@ static hk_code posix_map(void *user, hk_fs_file *f, uint64_t offset, size_t len,
     free(m);
     return fd_error(st, err, "map", fd);
   }
-  /* Advice only: a kernel that ignores it still maps correctly. */
+  /* Advice only: a kernel that ignores it still maps correctly. Not
+   * WILLNEED: on a file that is not in the page cache it reads the whole
+   * range before the first page is used, which made a cold restore take
+   * twice a read's time; sequential faults keep the disk and the copy
+   * going together. */
   (void)posix_madvise(p, span, POSIX_MADV_SEQUENTIAL);
-  (void)posix_madvise(p, span, POSIX_MADV_WILLNEED);
   m->base = p;
   m->span = span;
   *addr = (const unsigned char *)p + lead;

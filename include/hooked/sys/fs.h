@@ -128,7 +128,9 @@ typedef struct hk_fs_vtable {
 /**
  * The built-in POSIX implementation (pread/write/pwrite/fsync/rename/...; EINTR is
  * retried; map is mmap(PROT_READ, MAP_SHARED) of the page-aligned range
- * with sequential and will-need advice). Its `user` is ignored.
+ * with sequential advice; write_at hands each 8 MiB a file's positional
+ * writes complete to the disk at once, on Linux, so the fsync that follows
+ * has less to do). Its `user` is ignored.
  * @return a static vtable; never NULL.
  * **Threads:** any; the implementation is thread-safe. **Allocates:** its
  * map allocates a small record with malloc (freed by unmap).
