@@ -176,3 +176,66 @@ hk_code hk_tensor_to_i64(const hk_tensor *t, const char *what, int64_t *out, hk_
   }
   return HK_OK;
 }
+
+/* IEEE half to double, exactly (subnormals, infinities, NaN). */
+static double half_to_double(uint16_t h) {
+  int e = (h >> 10) & 0x1f;
+  double m = (double)(h & 0x3ff), v;
+  v = e == 0 ? ldexp(m, -24) : e == 31 ? (m == 0 ? HUGE_VAL : NAN) : ldexp(m + 1024.0, e - 25);
+  return (h & 0x8000u) ? -v : v;
+}
+
+hk_code hk_tensor_to_f64(const hk_tensor *t, const char *what, double *out, hk_status *st) {
+  size_t size;
+  if (!what) what = "tensor";
+  if (!t || !out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_tensor_to_f64: NULL %s", !t ? "tensor" : "out");
+  if (t->rank < 0 || t->rank > HK_MAX_RANK || hk_tensor_num_elements(t) != 1)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s is not a single number (%lld elements)", what,
+                         (long long)hk_tensor_num_elements(t));
+  if (!(hk_dtype_is_float(t->dtype) || hk_dtype_is_integer(t->dtype)))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s has dtype %s, not a number", what, hk_dtype_name(t->dtype));
+  size = hk_dtype_size(t->dtype);
+  if (!t->data || t->nbytes < size) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s has no data", what);
+  /* memcpy: an executor's view need not be aligned for its dtype. */
+  switch (t->dtype) {
+    case HK_DTYPE_F16: {
+      uint16_t h;
+      memcpy(&h, t->data, 2);
+      *out = half_to_double(h);
+      return HK_OK;
+    }
+    case HK_DTYPE_BF16: {
+      uint16_t h;
+      uint32_t bits;
+      float f;
+      memcpy(&h, t->data, 2);
+      bits = (uint32_t)h << 16;
+      memcpy(&f, &bits, 4);
+      *out = f;
+      return HK_OK;
+    }
+    case HK_DTYPE_F32: {
+      float f;
+      memcpy(&f, t->data, 4);
+      *out = f;
+      return HK_OK;
+    }
+    case HK_DTYPE_F64: memcpy(out, t->data, 8); return HK_OK;
+    case HK_DTYPE_U64: {
+      uint64_t u;
+      memcpy(&u, t->data, 8);
+      *out = (double)u;
+      return HK_OK;
+    }
+    default: break;
+  }
+  {
+    hk_tensor scalar = *t;
+    int64_t v;
+    hk_code rc;
+    scalar.rank = 0; /* one element: read it as the scalar it is */
+    rc = hk_tensor_to_i64(&scalar, what, &v, st);
+    if (rc == HK_OK) *out = (double)v;
+    return rc;
+  }
+}

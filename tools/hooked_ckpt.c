@@ -2,7 +2,9 @@
  * hooked-ckpt — inspect and verify hooked checkpoints (checkpoint-format.md).
  *
  *   hooked-ckpt ls FILE|DIR             tensors (name, dtype, shape, bytes), the step
- *   hooked-ckpt verify FILE|DIR         every CRC-32C; exit 0 only if all verify
+ *   hooked-ckpt verify [--finite] FILE|DIR  every CRC-32C, and NaN/Inf in floating
+ *                                       tensors (warned; with --finite, failed);
+ *                                       exit 0 only if all verify
  *   hooked-ckpt dump [--limit N] FILE NAME   the values of one tensor
  *   hooked-ckpt latest DIR              the newest checkpoint that verifies
  *   hooked-ckpt diff A B                compare two checkpoints tensor by tensor
@@ -53,11 +55,16 @@ static const char usage_text[] = "usage: " TOOL
                                  "commands:\n"
                                  "  ls FILE|DIR                 the global step and every tensor: name, dtype,\n"
                                  "                              shape, bytes\n"
-                                 "  verify FILE|DIR             check the header and every CRC-32C of each\n"
+                                 "  verify [--finite] FILE|DIR  check the header and every CRC-32C of each\n"
                                  "                              checkpoint, and that a name <base>-<step> says\n"
                                  "                              the global step it holds; prints OK or FAILED\n"
                                  "                              per file; exit status 0 only if all verify and\n"
-                                 "                              one was found\n"
+                                 "                              one was found. Floating tensors (F16, BF16,\n"
+                                 "                              F32, F64) holding NaN or Inf get a line\n"
+                                 "                              'WARNING FILE: tensor NAME holds N non-finite\n"
+                                 "                              values ...' (exit status still 0); with\n"
+                                 "                              --finite that line says FAILED instead and the\n"
+                                 "                              checkpoint fails verification (exit status 1)\n"
                                  "  dump [--limit N] FILE NAME  print the values of tensor NAME, at most N\n"
                                  "                              elements (default 1000; 0: all)\n"
                                  "  latest DIR                  print the prefix of the newest checkpoint of DIR\n"
@@ -364,16 +371,123 @@ static int name_says_step(const char *data_path, int64_t *step) {
   return 1;
 }
 
-/* @return 0 when it verifies; prints OK or FAILED either way. Beyond the
- * reader's checks, a name "<basename>-<step>" must say the global step the
- * file holds: "model.ckpt-300" holding step 301 is not checkpoint 300. */
-static int verify_checkpoint(const hk_env *env, const char *path) {
+/* ---- non-finite values ---------------------------------------------------- */
+
+typedef struct nonfinite {
+  uint64_t nan, pos_inf, neg_inf;
+} nonfinite;
+
+/* Exponent all ones: infinity when the mantissa is 0, NaN otherwise. */
+static void classify_bits(uint64_t bits, uint64_t exp, uint64_t mant, uint64_t sign, nonfinite *c) {
+  if ((bits & exp) != exp) return;
+  if (bits & mant)
+    c->nan++;
+  else if (bits & sign)
+    c->neg_inf++;
+  else
+    c->pos_inf++;
+}
+
+/* Count the NaN and infinite elements of n little-endian elements. */
+static void count_nonfinite(hk_dtype dtype, const unsigned char *p, size_t n, nonfinite *c) {
+  for (size_t i = 0; i < n; i++) {
+    uint64_t b = 0;
+    size_t size = hk_dtype_size(dtype);
+    for (size_t k = 0; k < size; k++) b |= (uint64_t)p[i * size + k] << (8 * k);
+    switch (dtype) {
+      case HK_DTYPE_F16: classify_bits(b, 0x7c00u, 0x03ffu, 0x8000u, c); break;
+      case HK_DTYPE_BF16: classify_bits(b, 0x7f80u, 0x007fu, 0x8000u, c); break;
+      case HK_DTYPE_F32: classify_bits(b, 0x7f800000u, 0x007fffffu, 0x80000000u, c); break;
+      case HK_DTYPE_F64:
+        classify_bits(b, UINT64_C(0x7ff0000000000000), UINT64_C(0x000fffffffffffff), UINT64_C(0x8000000000000000), c);
+        break;
+      default: return;
+    }
+  }
+}
+
+#define SCAN_CHUNK ((size_t)1 << 20)
+
+/* Count the non-finite values of floating tensor `e` of the data file
+ * `data` (already CRC-verified), reading it in 1 MiB pieces. */
+static hk_code scan_tensor(const hk_fs_vtable *fs, hk_fs_file *f, const hk_checkpoint_entry *e, unsigned char *buf,
+                           nonfinite *c, hk_status *st) {
+  size_t size = hk_dtype_size(e->dtype);
+  uint64_t done = 0;
+  while (done < e->nbytes) {
+    size_t want = e->nbytes - done < SCAN_CHUNK ? (size_t)(e->nbytes - done) : SCAN_CHUNK, got = 0;
+    while (got < want) {
+      size_t k = 0;
+      hk_code rc = fs->read_at(NULL, f, buf + got, want - got, e->offset + done + got, &k, st);
+      if (rc != HK_OK) return rc;
+      if (k == 0) return hk_status_set(st, HK_DATA_LOSS, "tensor '%s' ends before its header says", e->name);
+      got += k;
+    }
+    count_nonfinite(e->dtype, buf, want / size, c);
+    done += want;
+  }
+  return HK_OK;
+}
+
+/* Print a line for each floating tensor of r holding NaN or Inf: WARNING
+ * (and *warned set), or FAILED when `finite` is set. @return 1 when
+ * --finite fails the file, -1 when it cannot be read (a FAILED line is
+ * printed), else 0. */
+static int check_finite(hk_checkpoint_reader *r, int finite, int *warned) {
+  const char *path = hk_checkpoint_reader_path(r);
+  const hk_fs_vtable *fs = hk_fs_posix();
+  hk_status st = HK_STATUS_INIT;
+  hk_fs_file *f = NULL;
+  unsigned char *buf = NULL;
+  int failed = 0;
+  size_t n = hk_checkpoint_reader_count(r);
+
+  for (size_t i = 0; i < n; i++) {
+    hk_checkpoint_entry e;
+    nonfinite c = {0, 0, 0};
+    uint64_t bad, elems;
+    if (hk_checkpoint_reader_entry(r, i, &e, &st) != HK_OK) break;
+    if (!hk_dtype_is_float(e.dtype) || e.nbytes == 0) continue;
+    if (f == NULL && fs->open_read(NULL, path, &f, &st) != HK_OK) break;
+    if (buf == NULL && (buf = malloc(SCAN_CHUNK)) == NULL) {
+      hk_status_set(&st, HK_RESOURCE_EXHAUSTED, "out of memory");
+      break;
+    }
+    if (scan_tensor(fs, f, &e, buf, &c, &st) != HK_OK) break;
+    bad = c.nan + c.pos_inf + c.neg_inf;
+    if (bad == 0) continue;
+    elems = e.nbytes / hk_dtype_size(e.dtype);
+    printf("%s %s: tensor '%s' holds %" PRIu64 " non-finite value%s of %" PRIu64 " (%" PRIu64 " NaN, %" PRIu64
+           " +Inf, %" PRIu64 " -Inf)\n",
+           finite ? "FAILED " : "WARNING", path, e.name, bad, bad == 1 ? "" : "s", elems, c.nan, c.pos_inf,
+           c.neg_inf);
+    if (finite)
+      failed = 1;
+    else
+      *warned = 1;
+  }
+  if (f != NULL) fs->close(NULL, f, NULL);
+  free(buf);
+  if (st.code != HK_OK) {
+    printf("FAILED  %s: reading it for non-finite values: %s\n", path, st.message);
+    return -1;
+  }
+  return failed;
+}
+
+/* @return 0 when it verifies; prints OK or FAILED either way (and, for
+ * floating tensors holding NaN or Inf, WARNING lines, or FAILED ones with
+ * `finite`). Beyond the reader's checks, a name "<basename>-<step>" must
+ * say the global step the file holds: "model.ckpt-300" holding step 301 is
+ * not checkpoint 300. *warned is set when a WARNING line was printed. */
+static int verify_checkpoint(const hk_env *env, const char *path, int finite, int *warned) {
   hk_status st = HK_STATUS_INIT;
   hk_checkpoint_reader *r = NULL;
   hk_checkpoint_entry e;
   uint64_t total = 0;
   int64_t named;
   size_t n;
+  int nf;
   if (hk_checkpoint_reader_open(&r, env, path, &st) != HK_OK || hk_checkpoint_reader_verify(r, &st) != HK_OK) {
     const char *shown = r != NULL ? hk_checkpoint_reader_path(r) : path;
     printf("FAILED  %s: %s\n", shown, st.message);
@@ -386,6 +500,12 @@ static int verify_checkpoint(const hk_env *env, const char *path) {
     hk_checkpoint_reader_free(r);
     return 1;
   }
+  /* Every CRC verified: the values are the ones written; are they finite? */
+  nf = check_finite(r, finite, warned);
+  if (nf != 0) {
+    hk_checkpoint_reader_free(r);
+    return 1;
+  }
   n = hk_checkpoint_reader_count(r);
   for (size_t i = 0; i < n; i++)
     if (hk_checkpoint_reader_entry(r, i, &e, NULL) == HK_OK) total += e.nbytes;
@@ -395,11 +515,12 @@ static int verify_checkpoint(const hk_env *env, const char *path) {
   return 0;
 }
 
-static int cmd_verify(const hk_env *env, const char *path) {
+static int cmd_verify(const hk_env *env, const char *path, int finite) {
   dir_listing d;
-  size_t failed = 0;
+  size_t failed = 0, warned_files = 0;
+  int warned = 0;
   if (!is_directory(path)) {
-    if (verify_checkpoint(env, path) == 0) return 0;
+    if (verify_checkpoint(env, path, finite, &warned) == 0) return 0;
     fprintf(stderr, TOOL ": %s: verification FAILED\n", path);
     return 1;
   }
@@ -407,11 +528,18 @@ static int cmd_verify(const hk_env *env, const char *path) {
     free_listing(&d);
     return 1;
   }
-  for (size_t i = 0; i < d.n; i++) failed += (size_t)verify_checkpoint(env, d.c[i].prefix);
+  for (size_t i = 0; i < d.n; i++) {
+    warned = 0;
+    failed += (size_t)verify_checkpoint(env, d.c[i].prefix, finite, &warned);
+    warned_files += (size_t)warned;
+  }
   if (d.n == 0) {
     fprintf(stderr, TOOL ": %s: no checkpoint found\n", path);
   } else {
-    printf("%zu checkpoint%s: %zu OK, %zu FAILED\n", d.n, d.n == 1 ? "" : "s", d.n - failed, failed);
+    printf("%zu checkpoint%s: %zu OK, %zu FAILED", d.n, d.n == 1 ? "" : "s", d.n - failed, failed);
+    if (warned_files > 0)
+      printf(" (%zu with non-finite values; --finite fails them)", warned_files);
+    printf("\n");
     if (failed != 0) fprintf(stderr, TOOL ": %s: %zu of %zu checkpoints FAILED verification\n", path, failed, d.n);
   }
   free_listing(&d);
@@ -1065,6 +1193,7 @@ int main(int argc, char **argv) {
   const char *args[3];
   int nargs = 0, wanted;
   uint64_t limit = DEFAULT_LIMIT;
+  int finite = 0;
   const char *cmd;
   char *path_copy[2] = {NULL, NULL};
   hk_env env;
@@ -1094,6 +1223,10 @@ int main(int argc, char **argv) {
       const char *v = a[7] == '=' ? a + 8 : (i + 1 < argc ? argv[++i] : NULL);
       if (v == NULL) return usage_error("option '%s' needs a value", "--limit");
       if (parse_limit(v, &limit) != 0) return usage_error("invalid --limit '%s': expected an integer >= 0", v);
+      continue;
+    }
+    if (strcmp(cmd, "verify") == 0 && strcmp(a, "--finite") == 0) {
+      finite = 1;
       continue;
     }
     if (a[0] == '-' && a[1] != '\0' && strcmp(a, "--") != 0) return usage_error("unknown option '%s'", a);
@@ -1129,7 +1262,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "ls") == 0) {
     rc = cmd_ls(&env, args[0]);
   } else if (strcmp(cmd, "verify") == 0) {
-    rc = cmd_verify(&env, args[0]);
+    rc = cmd_verify(&env, args[0], finite);
   } else if (strcmp(cmd, "dump") == 0) {
     rc = cmd_dump(&env, args[0], args[1], limit);
   } else if (strcmp(cmd, "diff") == 0) {

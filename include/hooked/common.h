@@ -382,6 +382,15 @@ HK_API hk_code hk_env_check(const hk_env *env, const char *what, hk_status *stat
 HK_API int hk_secs_is_unset(double secs);
 
 /**
+ * Which way a monitored value improves: the EarlyStoppingHook
+ * (hooked/hooks.h) and best-k checkpoint retention (H44, H45).
+ */
+typedef enum hk_monitor_mode {
+  HK_MONITOR_MIN = 0, /**< lower is better (a loss); the default */
+  HK_MONITOR_MAX = 1  /**< higher is better (an accuracy) */
+} hk_monitor_mode;
+
+/**
  * Opaque handle to a tensor, op or variable of an executor, returned when a
  * name is resolved. 0 is never a valid handle and means "unset".
  */

@@ -368,9 +368,9 @@ HK_API hk_code hk_nan_tensor_options_init(hk_nan_tensor_options *opts, uint32_t 
  * late, so fetch a loss computed from the updated values (the output of
  * the update op, or the host loop's array the program's step writes).
  * The host loop (hooked/loop.h) runs its own checkpoint hook BEFORE the
- * program's hooks, so its saves escape this guard: give the loop a zero
- * cadence (save_steps 0: it still restores from checkpoint_dir) and pass
- * a CheckpointSaverHook on the same directory after this hook. A
+ * program's hooks, so a guard among them cannot keep its saves clean: name
+ * the loss in the loop's nan_guard option instead, and the loop runs this
+ * hook, in fail mode, ahead of its checkpoint hook (H46). A
  * MonitoredTrainingSession (hooked/training_session.h) runs its `hooks`
  * after its CheckpointSaver too: pass the guard in chief_only_hooks, which
  * run before it (C53; only the chief saves).
@@ -540,9 +540,9 @@ typedef struct hk_checkpoint_listener {
 } hk_checkpoint_listener;
 
 /* ---- CheckpointSaverHook / AsyncCheckpointSaverHook (groups K, L, D3) - */
-#define HK_CHECKPOINT_SAVER_OPTIONS_VERSION 1
+#define HK_CHECKPOINT_SAVER_OPTIONS_VERSION 2
 typedef struct hk_checkpoint_saver_options {
-  uint32_t version;            /**< HK_CHECKPOINT_SAVER_OPTIONS_VERSION */
+  uint32_t version;            /**< HK_CHECKPOINT_SAVER_OPTIONS_VERSION (1 or 2) */
   const hk_env *env;           /**< NULL: the session's (clock, log, fs) */
   const char *checkpoint_dir;  /**< required; copied; created with parents in begin() */
   double save_secs;            /**< HK_UNSET_SECS or finite > 0 (exactly one cadence, C75/H25/D9) */
@@ -555,14 +555,34 @@ typedef struct hk_checkpoint_saver_options {
   int save_graph_def;          /**< default 1: graph.txt in checkpoint_dir at each creation (C94, C102) */
   int64_t steps_per_run;       /**< >= 1, default 1 */
   int block_when_busy;         /**< asynchronous hook only (D3.3): default 0 defers */
+  /* version 2 */
+  /**
+   * Best-k retention (H45, Lightning's save_top_k): 0 (the default) is off;
+   * k >= 1 keeps, beside the max_to_keep newest managed checkpoints, the k
+   * best by best_metric: max_to_keep never deletes one of them, and one that
+   * leaves the best k is deleted then, unless it is still among the newest
+   * (durably, as retention deletes, D6.5). Needs best_metric.
+   */
+  int64_t best_k;
+  /**
+   * Copied. The tensor whose value ranks a checkpoint: fetched through the
+   * raw session at every managed save, just before the variables are read
+   * (a variable, a host loop's array such as "val_loss", a tensor computed
+   * from variables; one number of any float or integer dtype). NaN is never
+   * among the best. Only with best_k.
+   */
+  const char *best_metric;
+  hk_monitor_mode best_mode;   /**< HK_MONITOR_MIN (default: lower is better) or HK_MONITOR_MAX */
 } hk_checkpoint_saver_options;
 #define HK_CHECKPOINT_SAVER_OPTIONS_INIT { HK_CHECKPOINT_SAVER_OPTIONS_VERSION, NULL, NULL, HK_UNSET_SECS, \
-  HK_UNSET_STEPS, NULL, NULL, NULL, NULL, 0, 1, 1, 0 }
+  HK_UNSET_STEPS, NULL, NULL, NULL, NULL, 0, 1, 1, 0, 0, NULL, HK_MONITOR_MIN }
 
 /**
- * Initialize options to HK_CHECKPOINT_SAVER_OPTIONS_INIT.
- * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
- *         another version.
+ * Initialize options to HK_CHECKPOINT_SAVER_OPTIONS_INIT, as that version
+ * of the struct (1: the fields before best_k only, which a program built
+ * against that header has).
+ * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or a
+ *         version other than 1..HK_CHECKPOINT_SAVER_OPTIONS_VERSION.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opts, uint32_t version);
@@ -582,6 +602,18 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * opts->env when it is given; otherwise at the hook's first begin(),
  * through the env of the session it serves, so that session's log sink and
  * log_level apply.
+ * **Best checkpoints (H45).** With best_k, every managed save (timer,
+ * creation, end(), hk_checkpoint_saver_hook_save() with no name) first
+ * fetches best_metric and hands its value to the Saver with the
+ * checkpoint; the Saver keeps the best_k best beside the max_to_keep
+ * newest, listed in the state file like them (so TensorFlow and
+ * hk_latest_checkpoint() see ordinary checkpoints), and records the best
+ * ones and their values in "<latest_filename>.best" beside the state file
+ * (checkpoint-format.md), written atomically before the state file, and
+ * read back when the Saver next saves into the directory, so the ranking
+ * survives a restart. An unmanaged save (a name) is never ranked. The
+ * Saver is configured by the hook at its first save: a Saver shared by
+ * two hooks follows the last one's best_k.
  * **One saver per directory (D4.2):** every save first removes stale
  * "<file>.tmp-XXXXXX" temporaries of checkpoint_dir (data, graph
  * descriptions, state file), so two savers writing into the same directory
@@ -597,11 +629,16 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * be provided." / "Can not provide both save_secs and save_steps." (D9); an
  * invalid cadence (H25), steps_per_run < 1, a checkpoint_basename that is
  * not a valid name (H32), a listener without vtable or with a bad version
- * (H10); RESOURCE_EXHAUSTED. Nothing is created on failure (H3). Later:
- * begin() fails with FAILED_PRECONDITION "Global step should be created to
- * use CheckpointSaverHook." (C93) or a file-system error creating the
- * directory; the first save without any saver with FAILED_PRECONDITION "No
- * saver available: provide a saver or a scaffold." (C99).
+ * (H10), a negative best_k, best_k without best_metric (or an empty one),
+ * best_metric without best_k, a best_mode other than HK_MONITOR_MIN or
+ * HK_MONITOR_MAX (H45); RESOURCE_EXHAUSTED. Nothing is created on failure
+ * (H3). Later: begin() fails with FAILED_PRECONDITION "Global step should
+ * be created to use CheckpointSaverHook." (C93), NOT_FOUND naming a
+ * best_metric the executor does not know, or a file-system error creating
+ * the directory; the first save without any saver with FAILED_PRECONDITION
+ * "No saver available: provide a saver or a scaffold." (C99); a save whose
+ * best_metric cannot be read or is not one number fails with that error,
+ * naming best_metric, and writes nothing.
  * **Threads:** any; callbacks on the training thread. **Allocates:** yes
  * (and at every save).
  */
@@ -791,6 +828,156 @@ HK_API hk_code hk_summary_saver_hook_new(hk_hook **out, const hk_summary_saver_o
  * callback of the same session). **Allocates:** yes.
  */
 HK_API hk_code hk_checkpoint_saver_hook_save(hk_hook *hook, const char *name, const char **prefix, hk_status *status);
+
+/* ---- EarlyStoppingHook (H44) ----------------------------------------- */
+
+/** Elements of an EarlyStoppingHook's state variable: an F64 vector, zero
+ *  (a fresh state) until the hook's first evaluation. Its layout, for
+ *  tools: [0] evaluations so far, [1] the best value, [2] its global step
+ *  (-1: none), [3] evaluations since then without improvement, [4] the
+ *  global step of the last evaluation (-1: none), [5] the mode (0 min,
+ *  1 max). */
+#define HK_EARLY_STOPPING_STATE_SIZE 6
+
+#define HK_EARLY_STOPPING_OPTIONS_VERSION 1
+typedef struct hk_early_stopping_options {
+  uint32_t version;        /**< HK_EARLY_STOPPING_OPTIONS_VERSION */
+  const hk_env *env;       /**< NULL: the session's (its sink logs) */
+  /**
+   * Required; copied. The value to watch: a tensor name the executor
+   * resolves ("val_loss:0" of a graph, a host loop's registered array
+   * "val_loss"), one number of any float or integer dtype, fetched through
+   * the raw session after the runs that evaluate — or, with `reported`,
+   * only the name messages give the values hk_early_stopping_report()
+   * hands in.
+   */
+  const char *monitor;
+  /** Nonzero: the program reports the values (hk_early_stopping_report()),
+   *  for one that evaluates outside its graph; 0 (default): fetched. */
+  int reported;
+  hk_monitor_mode mode;    /**< default HK_MONITOR_MIN: lower is better */
+  /** An improvement must beat the best by more than this: finite, >= 0;
+   *  default 0. */
+  double min_delta;
+  /** Evaluations without improvement tolerated: >= 0, default 0; the
+   *  evaluation that makes them max(patience, 1) stops (as in Keras and
+   *  Lightning, 0 and 1 both stop at the first one). */
+  int64_t patience;
+  /** A fetched monitor is evaluated after each run that brings the global
+   *  step to a new multiple of this: HK_UNSET_STEPS (every step) or >= 1.
+   *  Not with `reported` (a reported value is one evaluation). */
+  int64_t every_n_steps;
+  /**
+   * Copied; NULL (default): the state lives in the hook only and a restart
+   * starts over. Given: the name of an F64 variable of shape
+   * [HK_EARLY_STOPPING_STATE_SIZE], checkpointed (not local) and zero at
+   * first, which keeps the best value, its step and the count of
+   * evaluations without improvement in every checkpoint: the hook reads it
+   * at each session creation (after the restore) and assigns it through the
+   * raw session after each evaluation. A host loop registers it with
+   * hk_loop_add_early_stopping() (hooked/loop.h); a graph creates it, e.g.
+   * hk_graph_variable() with dtype HK_DTYPE_F64, dims
+   * {HK_EARLY_STOPPING_STATE_SIZE}, a constant 0 initializer and flags 0
+   * (HK_VAR_OPTIONAL with external_data for checkpoints older than it).
+   */
+  const char *state;
+} hk_early_stopping_options;
+#define HK_EARLY_STOPPING_OPTIONS_INIT { HK_EARLY_STOPPING_OPTIONS_VERSION, NULL, NULL, 0, HK_MONITOR_MIN, 0.0, 0, \
+  HK_UNSET_STEPS, NULL }
+
+/**
+ * Initialize options to HK_EARLY_STOPPING_OPTIONS_INIT.
+ * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
+ *         another version.
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_early_stopping_options_init(hk_early_stopping_options *opts, uint32_t version);
+
+/**
+ * EarlyStoppingHook (H44; Keras' EarlyStopping, Lightning's): stop training
+ * when a monitored value stops improving. Each evaluation compares the value
+ * with the best so far: in mode MIN it improves when value + min_delta <
+ * best, in MAX when value - min_delta > best (the first value always does;
+ * NaN never does). An improvement makes it the best, at the evaluation's
+ * global step, and resets the count of evaluations without improvement;
+ * otherwise the count grows, and when it reaches max(patience, 1) the hook
+ * requests a stop (the step completes, C19) and logs "Early stopping at
+ * step %d: <monitor> did not improve by more than %g for %d evaluations
+ * (best %g at step %d).". Every evaluation is logged at DEBUG.
+ *
+ * When it evaluates: a fetched monitor after each run that brings the global
+ * step (read through the raw session; the hook fetches it in every
+ * before_run and reads it exactly only when a multiple may have been
+ * reached) to a new multiple of every_n_steps — never at a session's
+ * creation step; a reported one in the first after_run after
+ * hk_early_stopping_report(), at the global step after that run.
+ *
+ * Across restarts: with a `state` variable the best value, its step, the
+ * count and the last evaluation's step are in every checkpoint, so a
+ * program restarted from one goes on counting where that checkpoint
+ * stood; a state that already reached the patience stops the restarted
+ * session before its first step ("Early stopping already reached at step
+ * %d ...; stopping before the first step.", as StopAtStep does, D8). A
+ * state of the other mode is dropped with a WARNING. Place the hook BEFORE
+ * the checkpoint saver hooks in the session's list (in a
+ * MonitoredTrainingSession, in chief_only_hooks; a host loop does so with
+ * hk_loop_add_early_stopping()): the saver's after_run then saves the
+ * state of its own step's evaluation; placed after it, a checkpoint holds
+ * the state before its step's evaluation, which a restart from it loses.
+ * @param opts  required (monitor is); borrowed for the call.
+ * **Ownership:** *out owned, hk_hook_free().
+ * **Errors:** INVALID_ARGUMENT naming the option: a NULL opts, a wrong
+ * version or bad env, no or an empty monitor, a mode other than MIN or
+ * MAX, min_delta negative or not finite, patience < 0, every_n_steps < 1
+ * or given with `reported`, an empty state; RESOURCE_EXHAUSTED. Later,
+ * begin() fails with FAILED_PRECONDITION "Global step should be created to
+ * use EarlyStoppingHook.", NOT_FOUND naming a monitor or state the executor
+ * does not have, INVALID_ARGUMENT naming a state variable of another dtype
+ * or shape, or local; after_create_session with DATA_LOSS naming a state
+ * variable that holds no valid state; an evaluating after_run with
+ * INVALID_ARGUMENT naming a monitor that is not one number, or the raw
+ * session's error reading it.
+ * **Threads:** any; callbacks on the training thread.
+ * **Allocates:** at creation only; an evaluation's fetch and assignment
+ * are runs of the executor (the reference executor caches them, H7).
+ */
+HK_API hk_code hk_early_stopping_hook_new(hk_hook **out, const hk_early_stopping_options *opts, hk_status *status);
+
+/**
+ * Hand an EarlyStoppingHook made with `reported` the value of an evaluation
+ * the program made itself (a validation pass outside the graph): the hook
+ * evaluates it in its next after_run, at the global step after that run.
+ * Report inside the step the value belongs to — between
+ * hk_loop_step_begin() and hk_loop_step_end(), or before the
+ * hk_session_run() of that step; a value reported between steps counts for
+ * the next one. A second report before that after_run replaces the first.
+ * **Errors:** INVALID_ARGUMENT for a NULL hook or one that is not an
+ * EarlyStoppingHook; FAILED_PRECONDITION for a hook that fetches its
+ * monitor (not `reported`), or that serves no session.
+ * **Threads:** the training thread, between the hook's callbacks.
+ * **Allocates:** no.
+ */
+HK_API hk_code hk_early_stopping_report(hk_hook *hook, double value, hk_status *status);
+
+/** What an EarlyStoppingHook knows (hk_early_stopping_hook_info()). */
+typedef struct hk_early_stopping_info {
+  int64_t evaluations; /**< evaluations so far, those of restored checkpoints included */
+  double best;         /**< the best value; +Inf (MIN) or -Inf (MAX) before the first improvement */
+  int64_t best_step;   /**< the global step of the best value; HK_UNSET_STEPS when none */
+  int64_t wait;        /**< evaluations since the best one without improvement */
+  int64_t stopped_step;/**< the global step at which it requested a stop; HK_UNSET_STEPS when it did not */
+  const char *state;   /**< the state variable's name (borrowed from the hook), NULL when none */
+} hk_early_stopping_info;
+
+/**
+ * Read an EarlyStoppingHook's progress: after training, best_step says which
+ * checkpoint to keep (with best-k retention, H45, it is still there).
+ * @param out  filled on success; zeroed first.
+ * **Errors:** INVALID_ARGUMENT for a NULL hook or out, or a hook that is
+ * not an EarlyStoppingHook.
+ * **Threads:** the training thread. **Allocates:** no.
+ */
+HK_API hk_code hk_early_stopping_hook_info(const hk_hook *hook, hk_early_stopping_info *out, hk_status *status);
 
 /* ---- ProfilerHook (C140–C142, H41) ---------------------------------- */
 #define HK_PROFILER_OPTIONS_VERSION 1

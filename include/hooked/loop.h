@@ -31,7 +31,9 @@
  *
  * How it is built: the loop is an executor over the registered host memory
  * (hooked/sys/executor.h), a singular session over that executor
- * (hooked/session.h) with the built-in StopAtStep and checkpoint hooks
+ * (hooked/session.h) with the loop's own hooks — in this order: the NaN
+ * guard (nan_guard), the early-stopping hooks of
+ * hk_loop_add_early_stopping(), StopAtStep, the checkpoint saver —
  * followed by the program's hooks, and the Scaffold's Saver — written
  * against the public headers only. Every hook, built-in or the program's,
  * works with it: registered arrays are the executor's variables, fetchable
@@ -88,9 +90,9 @@ typedef enum hk_loop_flags {
   HK_LOOP_GLOBAL_STEP = 1u << 2
 } hk_loop_flags;
 
-#define HK_LOOP_OPTIONS_VERSION 1
+#define HK_LOOP_OPTIONS_VERSION 2
 typedef struct hk_loop_options {
-  uint32_t version;              /**< HK_LOOP_OPTIONS_VERSION */
+  uint32_t version;              /**< HK_LOOP_OPTIONS_VERSION (1 or 2) */
   /** Copied. Everything the loop creates (its executor, session, Saver and
    *  hooks) uses it, and hooks the program creates with env NULL log
    *  through it: one log_level reaches them all. NULL: defaults. */
@@ -118,9 +120,10 @@ typedef struct hk_loop_options {
    *  num_steps counts from the step the start resumed at (D13). */
   int64_t num_steps;
   int64_t last_step;
-  /** The program's hooks, run after the loop's own (StopAtStep, then the
-   *  checkpoint saver) in this order. Array copied, hooks borrowed: they
-   *  must outlive the loop (hk_loop_free() first, then hk_hook_free()). */
+  /** The program's hooks, run after the loop's own (the NaN guard, the
+   *  early-stopping hooks, StopAtStep, then the checkpoint saver) in this
+   *  order. Array copied, hooks borrowed: they must outlive the loop
+   *  (hk_loop_free() first, then hk_hook_free()). */
   hk_hook *const *hooks;
   size_t nhooks;
   /** Default 1: SIGINT/SIGTERM stop the loop cleanly (the step in progress
@@ -130,15 +133,39 @@ typedef struct hk_loop_options {
    *  hk_loop_finish() (a helper the program installed itself is used and
    *  left installed). 0: the loop leaves signals alone. */
   int handle_signals;
+  /* version 2 */
+  /**
+   * Copied; NULL (default): none. The name of a registered floating array
+   * (the loss, say) that the loop guards (H46): a fail-mode NanTensorHook
+   * with non_finite (hooked/hooks.h, C134) runs BEFORE the loop's StopAtStep
+   * and checkpoint hooks, so a step that leaves it NaN or infinite fails
+   * the loop ("NaN loss during training.", INVALID_ARGUMENT, from
+   * hk_loop_step_end() and hk_loop_finish()) before its checkpoint is
+   * written, and no final checkpoint follows: every checkpoint holds a step
+   * whose guarded array was finite. (A NanTensorHook among the program's
+   * hooks runs after the loop's checkpoint hook and cannot do that.)
+   */
+  const char *nan_guard;
+  /** Best-k retention of the loop's checkpoint hook (H45): 0 (default)
+   *  off; k >= 1 keeps, beside the max_to_keep newest, the k best managed
+   *  checkpoints by best_metric. Needs checkpoint saves (a checkpoint_dir,
+   *  a cadence that is not 0). */
+  int64_t best_k;
+  /** Copied: the registered array (one number, e.g. "val_loss") whose value
+   *  at each save ranks the checkpoint. Only with best_k. */
+  const char *best_metric;
+  hk_monitor_mode best_mode;     /**< HK_MONITOR_MIN (default) or HK_MONITOR_MAX */
 } hk_loop_options;
 
 #define HK_LOOP_OPTIONS_INIT { HK_LOOP_OPTIONS_VERSION, NULL, NULL, HK_UNSET_SECS, HK_UNSET_STEPS, 5, \
-  HK_UNSET_SECS, NULL, 0, HK_UNSET_STEPS, HK_UNSET_STEPS, NULL, 0, 1 }
+  HK_UNSET_SECS, NULL, 0, HK_UNSET_STEPS, HK_UNSET_STEPS, NULL, 0, 1, NULL, 0, NULL, HK_MONITOR_MIN }
 
 /**
- * Initialize options to HK_LOOP_OPTIONS_INIT.
+ * Initialize options to HK_LOOP_OPTIONS_INIT, as that version of the struct
+ * (1: the fields before nan_guard only, which a program built against that
+ * header has).
  * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or a
- *         version other than HK_LOOP_OPTIONS_VERSION.
+ *         version other than 1..HK_LOOP_OPTIONS_VERSION.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_loop_options_init(hk_loop_options *opts, uint32_t version);
@@ -158,7 +185,11 @@ HK_API hk_code hk_loop_options_init(hk_loop_options *opts, uint32_t version);
  * name (H32); num_steps and last_step both given ("Only one of num_steps or
  * last_step can be specified.", C80) or negative; a NULL hooks array with a
  * count, a NULL hook or the same hook twice (H11); a cadence without a
- * checkpoint_dir. RESOURCE_EXHAUSTED.
+ * checkpoint_dir; a nan_guard or best_metric that is not a valid array name
+ * (empty included); a negative best_k, best_k without best_metric or
+ * without checkpoint saves (no checkpoint_dir, or a cadence of 0),
+ * best_metric without best_k, a best_mode other than HK_MONITOR_MIN or
+ * HK_MONITOR_MAX (H45, H46). RESOURCE_EXHAUSTED.
  * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *status);
@@ -226,6 +257,38 @@ HK_API hk_code hk_loop_add_state(hk_loop *loop, const char *name, size_t size, h
                                  hk_loop_state_restore_fn restore, void *user, unsigned flags, hk_status *status);
 
 /**
+ * Run an EarlyStoppingHook (hooked/hooks.h, H44) as one of the loop's own
+ * hooks, and keep its state in the loop's checkpoints (H46): the hook runs
+ * after the NaN guard and BEFORE StopAtStep and the checkpoint saver (hooks
+ * added so run in the order added), so the checkpoint of a step holds the
+ * early-stopping state of that step's evaluation, and a program restarted
+ * from it goes on counting where it stood. When the hook has a `state`
+ * name, the loop registers that array for it — F64, shape
+ * [HK_EARLY_STOPPING_STATE_SIZE], zero, in the loop's own memory,
+ * checkpointed and HK_LOOP_OPTIONAL (checkpoints written before it restore,
+ * the early stopping then starting over) — so the program registers
+ * nothing. Do not also list the hook in opts.hooks. Only before
+ * hk_loop_start().
+ *
+ *     hk_early_stopping_options eo = HK_EARLY_STOPPING_OPTIONS_INIT;
+ *     eo.monitor = "val_loss";            // a registered array ...
+ *     eo.every_n_steps = 500;             // ... evaluated every 500 steps
+ *     eo.patience = 5;
+ *     eo.state = "early_stopping";        // kept in every checkpoint
+ *     hk_early_stopping_hook_new(&es, &eo, &st);
+ *     hk_loop_add_early_stopping(loop, es, &st);
+ *
+ * @param hook  borrowed: it must outlive the loop, like opts.hooks.
+ * **Errors:** INVALID_ARGUMENT for a NULL loop or hook, a hook that is not
+ * an EarlyStoppingHook, one already added or listed in opts.hooks, or a
+ * state name that is not a valid array name; ALREADY_EXISTS when the state
+ * name is taken; FAILED_PRECONDITION after start; the loop's sticky error.
+ * RESOURCE_EXHAUSTED.
+ * **Threads:** the training thread. **Allocates:** yes.
+ */
+HK_API hk_code hk_loop_add_early_stopping(hk_loop *loop, hk_hook *hook, hk_status *status);
+
+/**
  * Start: create the checkpoint directory, build the session (every hook's
  * begin() and after_create_session()), restore the newest checkpoint of
  * checkpoint_dir that verifies into the registered memory or keep the
@@ -236,7 +299,12 @@ HK_API hk_code hk_loop_add_state(hk_loop *loop, const char *name, size_t size, h
  * @param step  may be NULL; receives the global step after the restore
  *              (0, or the program's own global step's value, on a fresh
  *              start).
- * **Errors:** FAILED_PRECONDITION when called twice or after finish;
+ * **Errors:** FAILED_PRECONDITION naming the option when nan_guard or
+ * best_metric names nothing registered, INVALID_ARGUMENT naming it when
+ * nan_guard names a state or an array that is not floating, or best_metric
+ * a state or an array of more than one number or not numeric (H46) —
+ * checked before anything is built or created; FAILED_PRECONDITION when
+ * called twice or after finish;
  * restore errors (H27: NOT_FOUND naming a registered array the checkpoint
  * lacks, INVALID_ARGUMENT naming one whose dtype or shape differs;
  * DATA_LOSS naming every candidate when none verifies, D5.3); a hook's

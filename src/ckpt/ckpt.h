@@ -111,7 +111,8 @@ hk_code hk__read_file(const hk_env *env, const char *path, size_t max, char **ou
 /**
  * D4.2 step 1: remove "<F>.tmp-XXXXXX" entries of `dir` where F is
  * `latest_filename`, its pending-deletion record (latest_filename +
- * HK__PENDING_SUFFIX, D6.5), "graph.txt", or ends in ".safetensors" or
+ * HK__PENDING_SUFFIX, D6.5), its best-checkpoint record (latest_filename +
+ * HK__BEST_SUFFIX, H45), "graph.txt", or ends in ".safetensors" or
  * ".graph.txt" — or, as named before, is "graph.pbtxt" or ends in ".meta".
  * Failures to remove are logged at WARNING, not returned; a listing error
  * is returned.
@@ -293,6 +294,51 @@ void hk__pending_remove(const hk_env *env, const char *dir, const char *latest_f
  * a record could later delete. No record: one open attempt, nothing else.
  */
 hk_code hk__pending_finish(const hk_env *env, const char *dir, const char *latest_filename, hk_status *st);
+
+/* ---- best-k retention (best.c, saver.c; H45) -------------------------------------- */
+
+/** The best-checkpoint record's name is the state file's name plus this
+ *  suffix, in the same directory: "checkpoint.best". */
+#define HK__BEST_SUFFIX ".best"
+
+/** A parsed best-checkpoint record: bare names, best first. */
+typedef struct hk__best {
+  char **names; /* n owned names (env allocator) */
+  double *metrics;
+  size_t n;
+  int mode; /* hk_monitor_mode */
+} hk__best;
+
+/**
+ * Read "<dir>/<latest_filename>.best". NOT_FOUND when absent; another
+ * read error → its code, the message naming the record; a record that
+ * breaks checkpoint-format.md's rules (or is larger than 64 MiB) sets
+ * *malformed and a reason in `why`, with HK_OK and nothing in *out.
+ * RESOURCE_EXHAUSTED. *out is owned (hk__best_clear).
+ */
+hk_code hk__best_read(const hk_env *env, const char *dir, const char *latest_filename, hk__best *out, char *why,
+                      size_t cap, int *malformed, hk_status *st);
+/** Write the record atomically (D4.1: its own directory fsync): `names`
+ *  (prefixes or bare names of valid names, never latest_filename) with
+ *  their metrics (not NaN), best first. */
+hk_code hk__best_write(const hk_env *env, const char *dir, const char *latest_filename, int mode,
+                       const char *const *names, const double *metrics, size_t n, hk_status *st);
+/** Free what a record holds; zeroes it. NULL is a no-op. */
+void hk__best_clear(const hk_env *env, hk__best *b);
+
+/**
+ * Best-k retention of a Saver (H45): from its next managed save on, keep
+ * beside the max_to_keep newest the k best checkpoints by the metric each
+ * save is given (hk__saver_note_metric), lower first with HK_MONITOR_MIN,
+ * higher with HK_MONITOR_MAX; k 0 turns it off. A change re-reads the
+ * record at the next save. Call on the Saver's owning thread while no
+ * asynchronous write uses it.
+ */
+void hk__saver_set_best(hk_saver *saver, int64_t k, int mode);
+/** The metric of the checkpoint the Saver's next save writes (consumed by
+ *  that save; a save with none, or NaN, is never among the best). Same
+ *  thread rules as hk__saver_set_best. */
+void hk__saver_note_metric(hk_saver *saver, double value);
 
 /* ---- saver (saver.c) ------------------------------------------------------------ */
 

@@ -856,6 +856,10 @@ static int is_our_tmp(const char *name, const char *latest) {
   if (fl == strlen(latest) + sizeof HK__PENDING_SUFFIX - 1 && memcmp(name, latest, strlen(latest)) == 0 &&
       memcmp(name + strlen(latest), HK__PENDING_SUFFIX, sizeof HK__PENDING_SUFFIX - 1) == 0)
     return 1;
+  /* The best-checkpoint record beside it (H45). */
+  if (fl == strlen(latest) + sizeof HK__BEST_SUFFIX - 1 && memcmp(name, latest, strlen(latest)) == 0 &&
+      memcmp(name + strlen(latest), HK__BEST_SUFFIX, sizeof HK__BEST_SUFFIX - 1) == 0)
+    return 1;
   if (fl == strlen("graph.txt") && memcmp(name, "graph.txt", fl) == 0) return 1;
   if (ends_with(name, fl, ".safetensors") || ends_with(name, fl, ".graph.txt")) return 1;
   /* The names these files had before: a crashed save of an older version. */

@@ -65,6 +65,20 @@ struct hk_saver {
    * its name (var_info's), which a checkpoint's header names as the tensor
    * holding its step (checkpoint-format.md); NULL otherwise. */
   const char *gs_name;
+  /* Best-k retention (H45): k (0: off) and mode; the best managed
+   * checkpoints of `dir`, best first ("<dir>/<name>", each also in paths),
+   * with their metrics, read from the best record at the first save after
+   * a recovery (best_loaded); best_dirty: the record on disk differs. */
+  int64_t best_k;
+  int best_mode;
+  int best_loaded;
+  int best_dirty;
+  int best_on_disk; /* the record exists (as read, or written by this Saver) */
+  char **best;
+  double *best_metric;
+  size_t nbest;
+  int have_metric; /* hk__saver_note_metric: the next save's metric */
+  double metric;
 };
 
 static const hk_env *senv(const hk_saver *s) { return &s->env; }
@@ -76,6 +90,15 @@ hk_code hk_saver_options_init(hk_saver_options *opts, uint32_t version) {
   if (!opts || version != HK_SAVER_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
   *opts = init;
   return HK_OK;
+}
+
+static void free_best(hk_saver *s) {
+  for (size_t i = 0; i < s->nbest; i++) hk_env_free(senv(s), s->best[i]);
+  hk_env_free(senv(s), s->best);
+  hk_env_free(senv(s), s->best_metric);
+  s->best = NULL;
+  s->best_metric = NULL;
+  s->nbest = 0;
 }
 
 static void free_list(hk_saver *s) {
@@ -92,6 +115,7 @@ void hk_saver_free(hk_saver *s) {
   if (!s) return;
   env = s->env;
   free_list(s);
+  free_best(s);
   hk_env_free(&env, s->dir);
   hk_env_free(&env, s->prefix);
   hk_env_free(&env, s->latest_filename);
@@ -361,6 +385,9 @@ static hk_code recover_impl(hk_saver *s, const char *dir, double now, hk_status 
   s->state_seen = seen;
   hk_env_free(env, s->dir);
   s->dir = dircopy;
+  /* H45: the best record is read against this list at the next save. */
+  free_best(s);
+  s->best_loaded = 0;
   return HK_OK;
 
 oom:
@@ -378,6 +405,116 @@ hk_code hk_saver_recover(hk_saver *saver, const char *dir, hk_status *status) {
   return recover_impl(saver, dir, hk_env_wall(senv(saver)), status);
 }
 
+/* ---- best-k retention (H45) ------------------------------------------------------------ */
+
+void hk__saver_set_best(hk_saver *saver, int64_t k, int mode) {
+  if (!saver || k < 0) return;
+  if (k == saver->best_k && mode == saver->best_mode) return;
+  saver->best_k = k;
+  saver->best_mode = mode;
+  free_best(saver);
+  saver->best_loaded = 0;
+}
+
+void hk__saver_note_metric(hk_saver *saver, double value) {
+  if (!saver) return;
+  saver->metric = value;
+  saver->have_metric = 1;
+}
+
+/* Nonzero when a ranks strictly before b: ties keep the older first. */
+static int better(int mode, double a, double b) { return mode == HK_MONITOR_MAX ? a > b : a < b; }
+
+static int listed(const hk_saver *s, const char *path) {
+  for (size_t i = 0; i < s->n; i++)
+    if (strcmp(s->paths[i], path) == 0) return 1;
+  return 0;
+}
+
+/* The best checkpoints of the managed list `dir` (just recovered), from the
+ * record beside its state file: those the state file still lists, in
+ * metric order, at most k. A record that is missing starts an empty list;
+ * one that is refused, or of the other mode, too, with a WARNING (its
+ * checkpoints, still listed, are then ordinary managed ones); one that
+ * cannot be read fails the save before it writes anything, as the best
+ * checkpoints it protects are unknown. */
+static hk_code best_recover(hk_saver *s, const char *dir, hk_status *st) {
+  const hk_env *env = senv(s);
+  hk__best rec;
+  char why[160];
+  int malformed = 0;
+  size_t n = 0;
+  hk_code rc;
+
+  free_best(s);
+  rc = hk__best_read(env, dir, s->latest_filename, &rec, why, sizeof why, &malformed, st);
+  if (rc == HK_NOT_FOUND) {
+    s->best_loaded = 1;
+    s->best_dirty = 0;
+    s->best_on_disk = 0;
+    return HK_OK;
+  }
+  if (rc != HK_OK) return rc;
+  s->best_loaded = 1;
+  s->best_dirty = 0;
+  s->best_on_disk = 1;
+  if (malformed || rec.mode != s->best_mode) {
+    if (malformed)
+      hk_env_log(env, HK_LOG_WARNING,
+                 "Ignoring the best-checkpoint record %s/%s" HK__BEST_SUFFIX
+                 ": %s; the checkpoints it named are kept only as max_to_keep keeps any, and the next save rewrites "
+                 "it.",
+                 dir, s->latest_filename, why);
+    else
+      hk_env_log(env, HK_LOG_WARNING,
+                 "The best-checkpoint record %s/%s" HK__BEST_SUFFIX
+                 " ranks checkpoints for mode %s, this Saver keeps the best for mode %s: starting a new ranking (its "
+                 "checkpoints are kept only as max_to_keep keeps any).",
+                 dir, s->latest_filename, rec.mode == HK_MONITOR_MAX ? "max" : "min",
+                 s->best_mode == HK_MONITOR_MAX ? "max" : "min");
+    hk__best_clear(env, &rec);
+    s->best_dirty = 1;
+    return HK_OK;
+  }
+  if (rec.n > 0) {
+    s->best = hk_env_calloc(env, rec.n, sizeof *s->best);
+    s->best_metric = hk_env_calloc(env, rec.n, sizeof *s->best_metric);
+    if (!s->best || !s->best_metric) goto oom;
+  }
+  for (size_t i = 0; i < rec.n; i++) {
+    char *path = hk__path_join(env, dir, rec.names[i]);
+    size_t at;
+    if (!path) goto oom;
+    if (!listed(s, path)) {
+      /* No longer managed (deleted, preserved): not ranked. */
+      hk_env_free(env, path);
+      s->best_dirty = 1;
+      continue;
+    }
+    /* In metric order, whatever the record's order. */
+    for (at = n; at > 0 && better(s->best_mode, rec.metrics[i], s->best_metric[at - 1]); at--) {
+      s->best[at] = s->best[at - 1];
+      s->best_metric[at] = s->best_metric[at - 1];
+    }
+    s->best[at] = path;
+    s->best_metric[at] = rec.metrics[i];
+    s->nbest = ++n;
+  }
+  hk__best_clear(env, &rec);
+  /* A smaller k than the record's: the rest are ordinary from now on. */
+  while ((int64_t)s->nbest > s->best_k) {
+    hk_env_free(env, s->best[--s->nbest]);
+    s->best_dirty = 1;
+  }
+  return HK_OK;
+
+oom:
+  hk__best_clear(env, &rec);
+  free_best(s);
+  s->best_loaded = 0;
+  return oom(st, "reading the best checkpoints");
+}
+
 /* ---- save (C113–C116, D4, D6) ------------------------------------------------------------ */
 
 /* The managed list a save would leave, built before any file is touched so
@@ -391,6 +528,12 @@ typedef struct plan {
   char **drop;        /* owned copies: files to delete */
   size_t ndrop;
   double last_preserved;
+  /* H45: the best checkpoints after the save (owned copies, best first)
+   * and whether the record on disk must change. */
+  char **best;
+  double *best_metric;
+  size_t nbest;
+  int best_changed;
 } plan;
 
 static void plan_free(const hk_env *env, plan *p) {
@@ -400,12 +543,61 @@ static void plan_free(const hk_env *env, plan *p) {
   hk_env_free(env, (void *)p->names);
   for (size_t i = 0; i < p->ndrop; i++) hk_env_free(env, p->drop[i]);
   hk_env_free(env, p->drop);
+  for (size_t i = 0; i < p->nbest; i++) hk_env_free(env, p->best[i]);
+  hk_env_free(env, p->best);
+  hk_env_free(env, p->best_metric);
   memset(p, 0, sizeof *p);
 }
 
-static hk_code plan_build(hk_saver *s, const char *name, double now, plan *p, hk_status *st) {
+static int plan_ranks(const plan *p, const char *path) {
+  for (size_t i = 0; i < p->nbest; i++)
+    if (strcmp(p->best[i], path) == 0) return 1;
+  return 0;
+}
+
+/* H45: the best list after saving `path` with `metric` (NaN: none): a
+ * re-saved name loses its old rank; the new one enters when it beats the
+ * worst of a full list (ties keep the older), and pushes that one out. */
+static int plan_best(hk_saver *s, const char *path, double metric, plan *p) {
   const hk_env *env = senv(s);
-  size_t cap = s->n + 1, first = 0;
+  size_t cap = s->nbest + 1, at;
+  int changed = s->best_dirty;
+
+  p->best = hk_env_calloc(env, cap, sizeof *p->best);
+  p->best_metric = hk_env_calloc(env, cap, sizeof *p->best_metric);
+  if (!p->best || !p->best_metric) return 0;
+  for (size_t i = 0; i < s->nbest; i++) {
+    if (strcmp(s->best[i], path) == 0) {
+      changed = 1;
+      continue;
+    }
+    p->best[p->nbest] = hk_env_strdup(env, s->best[i]);
+    if (!p->best[p->nbest]) return 0;
+    p->best_metric[p->nbest++] = s->best_metric[i];
+  }
+  if (isnan(metric)) {
+    p->best_changed = changed;
+    return 1;
+  }
+  for (at = p->nbest; at > 0 && better(s->best_mode, metric, p->best_metric[at - 1]); at--) {}
+  if ((int64_t)at >= s->best_k) {
+    p->best_changed = changed;
+    return 1;
+  }
+  memmove(p->best + at + 1, p->best + at, (p->nbest - at) * sizeof *p->best);
+  memmove(p->best_metric + at + 1, p->best_metric + at, (p->nbest - at) * sizeof *p->best_metric);
+  p->best[at] = hk_env_strdup(env, path);
+  p->best_metric[at] = metric;
+  p->nbest++;
+  if (!p->best[at]) return 0;
+  if ((int64_t)p->nbest > s->best_k) hk_env_free(env, p->best[--p->nbest]); /* out of the best k */
+  p->best_changed = 1;
+  return 1;
+}
+
+static hk_code plan_build(hk_saver *s, const char *name, double now, double metric, plan *p, hk_status *st) {
+  const hk_env *env = senv(s);
+  size_t cap = s->n + 1, keep_from, kept = 0;
 
   memset(p, 0, sizeof *p);
   p->paths = hk_env_calloc(env, cap, sizeof *p->paths);
@@ -424,26 +616,29 @@ static hk_code plan_build(hk_saver *s, const char *name, double now, plan *p, hk
   if (!p->paths[p->n]) goto oom;
   p->stamps[p->n++] = now;
   p->last_preserved = s->last_preserved;
-  while (s->max_to_keep > 0 && (int64_t)(p->n - first) > s->max_to_keep) {
-    double t = p->stamps[first];
+  if (s->best_k > 0 && !plan_best(s, p->paths[p->n - 1], metric, p)) goto oom;
+  /* D6.2: the max_to_keep newest stay, and (H45) the best ones; every
+   * other entry, oldest first, is preserved or deleted. */
+  keep_from = s->max_to_keep > 0 && (int64_t)p->n > s->max_to_keep ? p->n - (size_t)s->max_to_keep : 0;
+  for (size_t i = 0; i < p->n; i++) {
+    double t = p->stamps[i];
+    if (i >= keep_from || plan_ranks(p, p->paths[i])) {
+      p->paths[kept] = p->paths[i];
+      p->stamps[kept++] = t;
+      continue;
+    }
     if (s->keep_hours > 0 && t - s->keep_hours * 3600.0 >= p->last_preserved) {
       p->last_preserved = t; /* preserved: kept forever, no longer listed */
+      hk_env_free(env, p->paths[i]);
     } else {
       /* Owned, not borrowed from the list: after planning, a write reads
        * nothing of the managed list, which a restore elsewhere may replace
        * (D6.1, D3.2). The plan's own copy changes hands. */
-      p->drop[p->ndrop++] = p->paths[first];
-      p->paths[first] = NULL;
+      p->drop[p->ndrop++] = p->paths[i];
     }
-    hk_env_free(env, p->paths[first]);
-    p->paths[first] = NULL;
-    first++;
   }
-  if (first > 0) {
-    memmove(p->paths, p->paths + first, (p->n - first) * sizeof *p->paths);
-    memmove(p->stamps, p->stamps + first, (p->n - first) * sizeof *p->stamps);
-    p->n -= first;
-  }
+  for (size_t i = kept; i < p->n; i++) p->paths[i] = NULL;
+  p->n = kept;
   for (size_t i = 0; i < p->n; i++) p->names[i] = hk__path_basename(p->paths[i]);
   return HK_OK;
 
@@ -461,7 +656,51 @@ static void plan_install(hk_saver *s, plan *p) {
   p->paths = NULL;
   p->stamps = NULL;
   p->n = 0;
+  if (s->best_k > 0) {
+    free_best(s);
+    s->best = p->best;
+    s->best_metric = p->best_metric;
+    s->nbest = p->nbest;
+    if (p->best_changed) s->best_on_disk = 1; /* written before the state file */
+    s->best_dirty = 0;
+    p->best = NULL;
+    p->best_metric = NULL;
+    p->nbest = 0;
+  }
   plan_free(senv(s), p);
+}
+
+/* H45: the best record for the plan's list, before the state file that
+ * relies on it. */
+static hk_code write_best(hk_saver *s, const char *dir, const char *const *best, const double *metric, size_t n,
+                          hk_status *st) {
+  return hk__best_write(senv(s), dir, s->latest_filename, s->best_mode, best, metric, n, st);
+}
+
+/* H45, after a failed save that may have put its record in place (the
+ * rename done, the directory fsync failed): the record the directory held
+ * before, or none (best effort, logged; a record that stays is harmless:
+ * it ranks only what the state file lists, and the next save rewrites
+ * it). */
+static void restore_best(hk_saver *s, const hk__fs *fs, const char *dir) {
+  const hk_env *env = senv(s);
+  hk_status why = HK_STATUS_INIT;
+  hk_code rc;
+  if (s->best_on_disk) {
+    rc = write_best(s, dir, (const char *const *)s->best, s->best_metric, s->nbest, &why);
+  } else {
+    char *name = hk__asprintf(env, "%s" HK__BEST_SUFFIX, s->latest_filename);
+    char *path = name ? hk__path_join(env, dir, name) : NULL;
+    rc = path ? hk__fs_unlink(fs, path, &why) : hk_status_set(&why, HK_RESOURCE_EXHAUSTED, "out of memory");
+    if (rc == HK_NOT_FOUND) rc = HK_OK;
+    if (rc == HK_OK) rc = hk__fs_sync_dir(fs, dir, &why);
+    hk_env_free(env, name);
+    hk_env_free(env, path);
+  }
+  if (rc != HK_OK) {
+    hk_env_log(env, HK_LOG_WARNING, "Ignoring: %s", why.message);
+    s->best_dirty = 1;
+  }
 }
 
 /* NOT_FOUND (absent) and OK (present) are answers; anything else is an
@@ -576,12 +815,15 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
   int write_graph = (flags & HK_SAVE_META) && graph;
   char *prefix = NULL, *dir = NULL, *data = NULL, *graphpath = NULL; /* graphpath: <prefix>.graph.txt */
   const char *name;
-  int data_existed = 0, graph_existed = 0, planned = 0;
+  int data_existed = 0, graph_existed = 0, planned = 0, best_written = 0;
+  /* H45: the metric given for this save, consumed by it. */
+  double metric = s->have_metric ? s->metric : NAN;
   hk_fs_stat sb;
   hk__fs fs;
   plan p;
   hk_code rc;
 
+  s->have_metric = 0;
   if (prefix_out) *prefix_out = NULL;
   memset(&p, 0, sizeof p);
   hk__fs_init(&fs, env);
@@ -627,7 +869,11 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
       rc = recover_impl(s, dir, now, st);
       if (rc != HK_OK) goto done;
     }
-    rc = plan_build(s, name, now, &p, st);
+    if (s->best_k > 0 && !s->best_loaded) {
+      rc = best_recover(s, dir, st);
+      if (rc != HK_OK) goto done;
+    }
+    rc = plan_build(s, name, now, metric, &p, st);
     if (rc != HK_OK) goto done;
     planned = 1;
   }
@@ -658,9 +904,24 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
       goto done;
     }
   }
+  if (planned && p.best_changed) {
+    /* H45: durable before the state file that keeps its checkpoints. */
+    rc = write_best(s, dir, (const char *const *)p.best, p.best_metric, p.nbest, st);
+    if (rc != HK_OK) {
+      restore_best(s, &fs, dir);
+      if (write_graph && !graph_existed) remove_created(&fs, graphpath);
+      if (!data_existed) remove_created(&fs, data);
+      if (p.ndrop > 0) hk__pending_remove(env, dir, s->latest_filename);
+      goto done;
+    }
+    best_written = 1;
+  }
   if (manage) {
     rc = hk__state_write(env, dir, s->latest_filename, p.names, p.stamps, p.n, p.last_preserved, st);
     if (rc != HK_OK) {
+      /* H45: the ranking the previous state file goes with (best effort;
+       * a record that names what a state file does not list is harmless). */
+      if (best_written) restore_best(s, &fs, dir);
       /* D4.4: the previous state file first, then the new files. */
       if (rollback_state(s, &fs, name)) {
         if (write_graph && !graph_existed) remove_created(&fs, graphpath);

@@ -115,6 +115,9 @@ typedef struct ckpt_hook {
   int save_graph_def;
   int64_t steps_per_run;
   int block_when_busy;
+  int64_t best_k;    /* H45: 0 off */
+  char *best_metric; /* NULL without best_k */
+  int best_mode;
   /* Created without an env: the creation line waits for the first begin(),
    * to go through the session's env (its sink and log level, C92, C104). */
   int creation_unlogged;
@@ -124,6 +127,7 @@ typedef struct ckpt_hook {
   hk_env senv;    /* the env in force at begin(), for per-session resources */
   hk_executor *graph;
   hk_handle gs;
+  hk_handle metric; /* best_metric's tensor (H45) */
   hk_timer timer;
   hk_saver *saver; /* resolved at the first save (C99) */
   hk__event_writer *events;
@@ -255,6 +259,36 @@ static hk_code resolve_saver(ckpt_hook *self, hk_status *st) {
   if (s == NULL && (session_scaffold = hk_hook_scaffold(self->hook)) != NULL) s = hk_scaffold_saver(session_scaffold);
   if (s == NULL) return hk_status_set(st, HK_FAILED_PRECONDITION, "No saver available: provide a saver or a scaffold.");
   self->saver = s;
+  /* H45: the Saver ranks what this hook saves (the writer is idle: no
+   * save has started yet in this session). */
+  if (self->best_k > 0) hk__saver_set_best(s, self->best_k, self->best_mode);
+  return HK_OK;
+}
+
+/* H45: best_metric's value now, for the checkpoint of `step` (the caller
+ * hands it to the Saver just before the write). Read before the variables'
+ * views are taken: a run would invalidate them. NaN without best_k. */
+static hk_code read_metric(ckpt_hook *self, hk_raw_session *rs, int64_t step, double *out, hk_status *st) {
+  hk_run_args args;
+  hk_tensor result;
+  hk_status why = HK_STATUS_INIT;
+  double value;
+  hk_code rc;
+
+  *out = NAN;
+  if (self->best_k <= 0) return HK_OK;
+  memset(&args, 0, sizeof args);
+  memset(&result, 0, sizeof result);
+  args.fetches = &self->metric;
+  args.nfetches = 1;
+  rc = hk_raw_session_run(rs, &args, &result, NULL, &why);
+  if (rc == HK_OK) rc = hk_tensor_to_f64(&result, self->best_metric, &value, &why);
+  if (rc != HK_OK)
+    return hk_status_set(st, rc, "%s: best_metric '%s' for the checkpoint of step %" PRId64 ": %s", self->kind,
+                         self->best_metric, step, why.message);
+  hk_hook_log(self->hook, HK_LOG_DEBUG, "%s: checkpoint %" PRId64 " has %s = %g.", self->kind, step, self->best_metric,
+              value);
+  *out = value;
   return HK_OK;
 }
 
@@ -315,15 +349,21 @@ static hk_code write_event(ckpt_hook *self, int64_t step, hk_status *st) {
 
 /* C98: one synchronous save at `step`. */
 static hk_code save_sync(ckpt_hook *self, hk_raw_session *rs, int64_t step, int *stop, hk_status *st) {
+  double metric;
   hk_code rc = resolve_saver(self, st);
 
   if (rc != HK_OK) return rc;
   rc = listeners_before_save(self, rs, step, st);
   if (rc != HK_OK) return rc;
   hk_hook_log(self->hook, HK_LOG_INFO, "Saving checkpoints for %" PRId64 " into %s.", step, self->save_path);
+  rc = read_metric(self, rs, step, &metric, st);
+  if (rc != HK_OK) return rc;
+  if (self->best_k > 0) hk__saver_note_metric(self->saver, metric);
   /* The graph is described once per creation, in graph.txt (C94); no file
    * beside the checkpoint repeats it (C102). */
   rc = hk_saver_save(self->saver, rs, self->save_path, step, HK_SAVE_DEFAULT, NULL, st);
+  /* A save that failed before its write must not leave the value to the next. */
+  if (rc != HK_OK && self->best_k > 0) hk__saver_note_metric(self->saver, NAN);
   if (rc != HK_OK) return rc;
   if (self->async) {
     self->have_written = 1;
@@ -597,6 +637,7 @@ static hk_code save_async(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_
   hk_control_snapshot attach = HK_CONTROL_SNAPSHOT_INIT;
   hk_status why = HK_STATUS_INIT;
   size_t nbytes = 0, ntensors = 0, off = 0;
+  double metric;
   hk_code rc = resolve_saver(self, st);
 
   if (rc != HK_OK) return rc;
@@ -605,6 +646,8 @@ static hk_code save_async(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_
   rc = hk__saver_snapshot_size(self->saver, &nbytes, &ntensors, st);
   if (rc != HK_OK) return rc;
   rc = reserve_snapshot(self, nbytes, ntensors, st);
+  if (rc != HK_OK) return rc;
+  rc = read_metric(self, rs, step, &metric, st); /* before the views: a run invalidates them */
   if (rc != HK_OK) return rc;
   detach_snapshot(self); /* the last one is complete: the writer is idle */
   rc = hk__snapshot_reset(self->snap, ntensors, hk_executor_variable_count(ex), st);
@@ -645,6 +688,8 @@ static hk_code save_async(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_
     self->overlap_refused = 1;
     hk_snapshot_complete(self->snap);
   }
+  /* The writer is idle: the Saver is ours until the job is handed over. */
+  if (self->best_k > 0) hk__saver_note_metric(self->saver, metric);
   pthread_mutex_lock(&self->w.mu);
   self->w.saver = self->saver;
   self->w.step = step;
@@ -753,6 +798,12 @@ static hk_code cs_begin(void *user, hk_executor *graph, hk_status *status) {
     return hk_status_set(status, HK_FAILED_PRECONDITION, "Global step should be created to use %s.", self->kind);
   if (rc != HK_OK) return rc;
   self->gs = info.tensor;
+  self->metric = HK_NO_HANDLE;
+  if (self->best_k > 0) {
+    hk_status why = HK_STATUS_INIT;
+    rc = hk_executor_resolve_tensor(graph, self->best_metric, &self->metric, &why);
+    if (rc != HK_OK) return hk_status_set(status, rc, "%s: best_metric '%s': %s", self->kind, self->best_metric, why.message);
+  }
   return listeners_begin(self, status);
 }
 
@@ -1016,6 +1067,7 @@ static void free_options(ckpt_hook *self) {
   hk_env_free(env, self->dir);
   hk_env_free(env, self->save_path);
   hk_env_free(env, self->graph_path);
+  hk_env_free(env, self->best_metric);
 }
 
 static void cs_destroy(void *user) {
@@ -1052,12 +1104,27 @@ static const hk_hook_vtable checkpoint_saver_vtable = {
 
 /* ---- construction (C92, C104) -------------------------------------------------- */
 
+/* The size of each version of the options struct: a program built against
+ * an older header has only that much (H10's rule, for options). */
+static size_t options_size(uint32_t version) {
+  return version >= 2 ? sizeof(hk_checkpoint_saver_options) : offsetof(hk_checkpoint_saver_options, best_k);
+}
+
 hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opts, uint32_t version) {
   static const hk_checkpoint_saver_options init = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
 
-  if (opts == NULL || version != HK_CHECKPOINT_SAVER_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  *opts = init;
+  if (opts == NULL || version == 0 || version > HK_CHECKPOINT_SAVER_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
+  memcpy(opts, &init, options_size(version));
+  opts->version = version;
   return HK_OK;
+}
+
+/* The options as this version of the library reads them: the fields the
+ * caller's version has, defaults for the rest. */
+static void full_options(hk_checkpoint_saver_options *full, const hk_checkpoint_saver_options *given) {
+  static const hk_checkpoint_saver_options init = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
+  *full = init;
+  memcpy(full, given, options_size(given->version));
 }
 
 /* Everything the options say, checked before anything is allocated (H3). */
@@ -1072,6 +1139,17 @@ static hk_code validate(const hk_checkpoint_saver_options *opts, const char *kin
                          (unsigned)opts->version, (unsigned)HK_CHECKPOINT_SAVER_OPTIONS_VERSION);
   rc = hk_env_check(opts->env, "opts->env", st);
   if (rc != HK_OK) return rc;
+  if (opts->best_k < 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "best_k: must be >= 0 (0: off), got %" PRId64, opts->best_k);
+  if (opts->best_k > 0 && (opts->best_metric == NULL || opts->best_metric[0] == '\0'))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "best_metric: best_k %" PRId64 " needs the name of a tensor to rank by",
+                         opts->best_k);
+  if (opts->best_k == 0 && opts->best_metric != NULL)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "best_metric: '%s' is given but best_k is 0 (best-k retention is off)",
+                         opts->best_metric);
+  if (opts->best_mode != HK_MONITOR_MIN && opts->best_mode != HK_MONITOR_MAX)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "best_mode: %d is neither HK_MONITOR_MIN nor HK_MONITOR_MAX",
+                         (int)opts->best_mode);
   if (opts->checkpoint_dir == NULL || opts->checkpoint_dir[0] == '\0')
     return hk_status_set(st, HK_INVALID_ARGUMENT, "checkpoint_dir: required by %s", kind);
   if (opts->saver != NULL && opts->scaffold != NULL)
@@ -1128,16 +1206,27 @@ static hk_code copy_options(ckpt_hook *self, const hk_checkpoint_saver_options *
   self->save_graph_def = opts->save_graph_def != 0;
   self->steps_per_run = opts->steps_per_run;
   self->block_when_busy = opts->block_when_busy != 0;
+  self->best_k = opts->best_k;
+  self->best_mode = opts->best_mode;
+  if (opts->best_k > 0 && (self->best_metric = hk_env_strdup(env, opts->best_metric)) == NULL)
+    return HK_RESOURCE_EXHAUSTED;
   return HK_OK;
 }
 
 static hk_code hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, int async, hk_status *status) {
   const char *kind = async ? "AsyncCheckpointSaverHook" : "CheckpointSaverHook";
+  hk_checkpoint_saver_options full;
   ckpt_hook *self;
   hk_code rc;
 
   if (out == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "out: must not be NULL");
   *out = NULL;
+  /* A version-1 struct ends before best_k: read what it has, the defaults
+   * for the rest (validate refuses an unknown version before reading). */
+  if (opts != NULL && opts->version >= 1 && opts->version <= HK_CHECKPOINT_SAVER_OPTIONS_VERSION) {
+    full_options(&full, opts);
+    opts = &full;
+  }
   rc = validate(opts, kind, status);
   if (rc != HK_OK) return rc;
 

@@ -115,6 +115,19 @@ hk_code hk__host_add(hk__host *h, const char *name, hk_dtype dtype, int32_t rank
   return HK_OK;
 }
 
+int hk__host_describe(const hk__host *h, const char *name, hk_dtype *dtype, int64_t *elements, int *is_state) {
+  size_t len = strlen(name);
+  if (len >= 2 && strcmp(name + len - 2, ":0") == 0) len -= 2;
+  const entry *e = find(h, name, len);
+  if (!e) return 0;
+  int64_t n = 1;
+  for (int32_t d = 0; d < e->rank; d++) n *= e->dims[d];
+  *dtype = e->dtype;
+  *elements = n;
+  *is_state = e->save != NULL;
+  return 1;
+}
+
 void hk__host_set_global_step(hk__host *h, size_t index) {
   h->gs = index;
   h->has_gs = 1;

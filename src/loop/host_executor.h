@@ -26,6 +26,12 @@ void hk__host_free(hk__host *h);
 hk_code hk__host_add(hk__host *h, const char *name, hk_dtype dtype, int32_t rank, const int64_t *dims, void *data,
                      size_t nbytes, uint32_t var_flags, hk_loop_state_save_fn save, hk_loop_state_restore_fn restore,
                      void *user, hk_status *st);
+/**
+ * Look up `name` ("x" or "x:0", as the executor resolves it) for the loop's
+ * own checks of its options: 1 when registered, with its dtype, number of
+ * elements and whether it is an opaque state; 0 otherwise.
+ */
+int hk__host_describe(const hk__host *h, const char *name, hk_dtype *dtype, int64_t *elements, int *is_state);
 /** Make entry `index` the global step (registered under HK_ROLE_GLOBAL_STEP). */
 void hk__host_set_global_step(hk__host *h, size_t index);
 /** The number of entries (the next index hk__host_add uses). */

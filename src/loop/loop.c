@@ -1,9 +1,9 @@
 /*
  * The host loop (hooked/loop.h): a singular session over the host executor
- * (host_executor.c) with the built-in StopAtStep and checkpoint hooks ahead
- * of the program's, each step split by hk_session_run_begin/run_end around
- * the program's own math. Written against the public headers only, as any
- * third party could.
+ * (host_executor.c) with the built-in hooks ahead of the program's — the
+ * NaN guard, the early-stopping hooks, StopAtStep, the checkpoint saver —
+ * each step split by hk_session_run_begin/run_end around the program's own
+ * math. Written against the public headers only, as any third party could.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -31,6 +31,15 @@ struct hk_loop {
   int handle_signals;
   hk_hook **hooks; /* the program's */
   size_t nhooks;
+  char *nan_guard; /* H46: NULL: none */
+  int64_t best_k;  /* H45 */
+  char *best_metric;
+  hk_monitor_mode best_mode;
+  /* H46: early-stopping hooks run as the loop's own (borrowed), and the
+   * state arrays the loop registered for them (owned). */
+  hk_hook **es;
+  double **es_state;
+  size_t nes, es_cap;
 
   hk__host *host;     /* the registry, until start hands it to the executor */
   hk_executor *ex;
@@ -39,8 +48,8 @@ struct hk_loop {
   hk_saver *saver;
   hk_scaffold *scaffold;
   hk_hook *watch;     /* the loop's own hook: what the creation restored */
-  hk_hook *stop_hook, *ckpt_hook;
-  hk_hook **all;      /* watch, stop, checkpoint, then the program's */
+  hk_hook *nan_hook, *stop_hook, *ckpt_hook;
+  hk_hook **all;      /* watch, NaN guard, early stopping, stop, checkpoint, then the program's */
   hk_session *session;
   char *restored;
 
@@ -99,11 +108,20 @@ static hk_code report(const hk_loop *l, hk_status *st) {
 
 static const hk_loop_options default_options = HK_LOOP_OPTIONS_INIT;
 
+/* The size of each version of the options: a program built against an
+ * older header has only that much. */
+static size_t options_size(uint32_t version) {
+  return version >= 2 ? sizeof(hk_loop_options) : offsetof(hk_loop_options, nan_guard);
+}
+
 hk_code hk_loop_options_init(hk_loop_options *opts, uint32_t version) {
-  if (!opts || version != HK_LOOP_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  *opts = default_options;
+  if (!opts || version == 0 || version > HK_LOOP_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
+  memcpy(opts, &default_options, options_size(version));
+  opts->version = version;
   return HK_OK;
 }
+
+static int valid_tensor_name(const char *name);
 
 static int valid_secs_option(double v) { return hk_secs_is_unset(v) || (isfinite(v) && v >= 0); }
 
@@ -140,6 +158,31 @@ static hk_code validate(const hk_loop_options *o, hk_status *st) {
   if (o->last_step != HK_UNSET_STEPS && o->last_step < 0)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: last_step must be >= 0, got %lld",
                          (long long)o->last_step);
+  if (o->nan_guard && !valid_tensor_name(o->nan_guard))
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_loop_new: nan_guard '%s' is not an array name (1..255 bytes of [A-Za-z0-9_./-])",
+                         o->nan_guard);
+  if (o->best_k < 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: best_k must be >= 0 (0: off), got %lld",
+                         (long long)o->best_k);
+  if (o->best_k > 0 && !o->best_metric)
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_loop_new: best_k %lld needs best_metric, the registered array that ranks checkpoints",
+                         (long long)o->best_k);
+  if (o->best_k == 0 && o->best_metric)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: best_metric '%s' is given but best_k is 0",
+                         o->best_metric);
+  if (o->best_metric && !valid_tensor_name(o->best_metric))
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_loop_new: best_metric '%s' is not an array name (1..255 bytes of [A-Za-z0-9_./-])",
+                         o->best_metric);
+  if (o->best_mode != HK_MONITOR_MIN && o->best_mode != HK_MONITOR_MAX)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: best_mode %d is neither HK_MONITOR_MIN nor HK_MONITOR_MAX",
+                         (int)o->best_mode);
+  if (o->best_k > 0 && (!o->checkpoint_dir || o->save_secs == 0 || o->save_steps == 0))
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_loop_new: best_k needs the loop's checkpoint saves (%s)",
+                         !o->checkpoint_dir ? "there is no checkpoint_dir" : "a cadence of 0 disables them");
   if (!o->hooks && o->nhooks)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: hooks is NULL with nhooks %zu", o->nhooks);
   for (size_t i = 0; i < o->nhooks; i++) {
@@ -167,6 +210,14 @@ hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *st) {
   if (out) *out = NULL;
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: out is NULL");
   const hk_loop_options *o = opts ? opts : &default_options;
+  hk_loop_options full;
+  /* A version-1 struct ends before nan_guard: what it has, and defaults.
+   * validate() refuses an unknown version before reading anything else. */
+  if (o->version >= 1 && o->version <= HK_LOOP_OPTIONS_VERSION) {
+    full = default_options;
+    memcpy(&full, o, options_size(o->version));
+    o = &full;
+  }
   hk_code rc = validate(o, st);
   if (rc != HK_OK) return rc;
   if (o->checkpoint_basename && !valid_file_name(o->checkpoint_basename))
@@ -189,6 +240,10 @@ hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *st) {
   int oom = !l->host;
   if (!oom && o->checkpoint_dir) oom = !(l->ckpt_dir = hk_env_strdup(&l->env, o->checkpoint_dir));
   if (!oom && o->checkpoint_basename) oom = !(l->basename = hk_env_strdup(&l->env, o->checkpoint_basename));
+  if (!oom && o->nan_guard) oom = !(l->nan_guard = hk_env_strdup(&l->env, o->nan_guard));
+  if (!oom && o->best_metric) oom = !(l->best_metric = hk_env_strdup(&l->env, o->best_metric));
+  l->best_k = o->best_k;
+  l->best_mode = o->best_mode;
   if (!oom && o->nhooks) {
     l->hooks = hk_env_calloc(&l->env, o->nhooks, sizeof *l->hooks);
     oom = !l->hooks;
@@ -296,6 +351,58 @@ hk_code hk_loop_add_state(hk_loop *l, const char *name, size_t size, hk_loop_sta
   return HK_OK;
 }
 
+/* ---- early stopping as one of the loop's own hooks (H46) ------------------------------ */
+
+hk_code hk_loop_add_early_stopping(hk_loop *l, hk_hook *hook, hk_status *st) {
+  static const char fn[] = "hk_loop_add_early_stopping";
+  hk_early_stopping_info info;
+  hk_status why = HK_STATUS_INIT;
+  if (!l) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: loop is NULL", fn);
+  if (l->failed) return report(l, st);
+  if (l->started || l->finished)
+    return MISUSE(st, "%s: called after hk_loop_start(): add early stopping before the start", fn);
+  if (!hook) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: hook is NULL", fn);
+  if (hk_early_stopping_hook_info(hook, &info, &why) != HK_OK)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: hook '%s' is not an EarlyStoppingHook", fn, hk_hook_name(hook));
+  for (size_t i = 0; i < l->nes; i++)
+    if (l->es[i] == hook) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: hook '%s' was already added", fn,
+                                               hk_hook_name(hook));
+  for (size_t i = 0; i < l->nhooks; i++)
+    if (l->hooks[i] == hook)
+      return hk_status_set(st, HK_INVALID_ARGUMENT,
+                           "%s: hook '%s' is hooks[%zu] of the loop's options: a hook runs once, added or listed", fn,
+                           hk_hook_name(hook), i);
+  if (info.state && !valid_tensor_name(info.state))
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "%s: the hook's state '%s' is not an array name (1..255 bytes of [A-Za-z0-9_./-])", fn,
+                         info.state);
+  if (l->nes == l->es_cap) {
+    size_t cap = l->es_cap ? l->es_cap * 2 : 2;
+    hk_hook **es = hk_env_realloc(&l->env, l->es, cap * sizeof *es);
+    if (es) l->es = es;
+    double **states = es ? hk_env_realloc(&l->env, l->es_state, cap * sizeof *states) : NULL;
+    if (states) l->es_state = states;
+    if (!es || !states) return fail(l, hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory", fn), st);
+    l->es_cap = cap;
+  }
+  double *mem = NULL;
+  if (info.state) {
+    static const int64_t dims[1] = {HK_EARLY_STOPPING_STATE_SIZE};
+    mem = hk_env_calloc(&l->env, HK_EARLY_STOPPING_STATE_SIZE, sizeof *mem);
+    if (!mem) return fail(l, hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory", fn), st);
+    /* Optional: a checkpoint written before the early stopping restores,
+     * and the count starts over (zero is a fresh state). */
+    hk_code rc = hk_loop_add_array(l, info.state, HK_DTYPE_F64, 1, dims, mem, HK_LOOP_OPTIONAL, st);
+    if (rc != HK_OK) {
+      hk_env_free(&l->env, mem);
+      return rc;
+    }
+  }
+  l->es[l->nes] = hook;
+  l->es_state[l->nes++] = mem;
+  return HK_OK;
+}
+
 /* ---- the loop's own hook: what each creation restored -------------------------------- */
 
 static hk_code watch_after_create_session(void *user, hk_raw_session *session, hk_coordinator *coord,
@@ -322,6 +429,16 @@ static const hk_hook_vtable watch_vtable = {
 static hk_code make_hooks(hk_loop *l, hk_status *st) {
   hk_code rc = hk_hook_new(&l->watch, &watch_vtable, l, "host loop", &l->env, st);
   if (rc != HK_OK) return rc;
+  if (l->nan_guard) {
+    /* H46: fail mode, before the checkpoint hook (C14, C16, C134). */
+    hk_nan_tensor_options no = HK_NAN_TENSOR_OPTIONS_INIT;
+    no.env = &l->env;
+    no.loss = l->nan_guard;
+    no.fail_on_nan_loss = 1;
+    no.non_finite = 1;
+    rc = hk_nan_tensor_hook_new(&l->nan_hook, &no, st);
+    if (rc != HK_OK) return rc;
+  }
   if (l->num_steps != HK_UNSET_STEPS || l->last_step != HK_UNSET_STEPS) {
     hk_stop_at_step_options so = HK_STOP_AT_STEP_OPTIONS_INIT;
     so.env = &l->env;
@@ -341,16 +458,54 @@ static hk_code make_hooks(hk_loop *l, hk_status *st) {
     co.saver = l->saver;
     co.checkpoint_basename = l->basename;
     co.save_graph_def = 0; /* nothing per save that was not asked for */
+    co.best_k = l->best_k;
+    co.best_metric = l->best_metric;
+    co.best_mode = l->best_mode;
     rc = l->async ? hk_async_checkpoint_saver_hook_new(&l->ckpt_hook, &co, st)
                   : hk_checkpoint_saver_hook_new(&l->ckpt_hook, &co, st);
     if (rc != HK_OK) return rc;
   }
-  l->all = hk_env_calloc(&l->env, 3 + l->nhooks, sizeof *l->all);
+  l->all = hk_env_calloc(&l->env, 4 + l->nes + l->nhooks, sizeof *l->all);
   if (!l->all) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_loop_start: out of memory");
   return HK_OK;
 }
 
+/* H46: what nan_guard and best_metric name must be registered, and fit,
+ * before anything is built or created. */
+static hk_code check_named(hk_loop *l, hk_status *st) {
+  hk_dtype dtype;
+  int64_t elements;
+  int is_state;
+  if (l->nan_guard) {
+    if (!hk__host_describe(l->host, l->nan_guard, &dtype, &elements, &is_state))
+      return hk_status_set(st, HK_FAILED_PRECONDITION,
+                           "hk_loop_start: nan_guard '%s' names no registered array (register it with "
+                           "hk_loop_add_array() before the start)",
+                           l->nan_guard);
+    if (is_state || !hk_dtype_is_float(dtype))
+      return hk_status_set(st, HK_INVALID_ARGUMENT,
+                           "hk_loop_start: nan_guard '%s' is %s; it must be an array of a floating dtype (f16, bf16, "
+                           "f32, f64)",
+                           l->nan_guard, is_state ? "an opaque state" : hk_dtype_name(dtype));
+  }
+  if (l->best_metric) {
+    if (!hk__host_describe(l->host, l->best_metric, &dtype, &elements, &is_state))
+      return hk_status_set(st, HK_FAILED_PRECONDITION,
+                           "hk_loop_start: best_metric '%s' names no registered array (register it with "
+                           "hk_loop_add_array() before the start)",
+                           l->best_metric);
+    if (is_state || elements != 1 || !(hk_dtype_is_float(dtype) || hk_dtype_is_integer(dtype)))
+      return hk_status_set(st, HK_INVALID_ARGUMENT,
+                           "hk_loop_start: best_metric '%s' is %s; it must be an array of one number", l->best_metric,
+                           is_state ? "an opaque state" : elements != 1 ? "an array of more than one element"
+                                                                        : hk_dtype_name(dtype));
+  }
+  return HK_OK;
+}
+
 static hk_code start(hk_loop *l, hk_status *st) {
+  hk_code crc = check_named(l, st);
+  if (crc != HK_OK) return crc;
   if (!l->program_gs) {
     size_t index = hk__host_count(l->host);
     hk_code rc = hk__host_add(l->host, "global_step", HK_DTYPE_I64, 0, NULL, &l->own_gs, sizeof l->own_gs, 0, NULL,
@@ -381,6 +536,8 @@ static hk_code start(hk_loop *l, hk_status *st) {
 
   size_t n = 0;
   l->all[n++] = l->watch;
+  if (l->nan_hook) l->all[n++] = l->nan_hook;
+  for (size_t i = 0; i < l->nes; i++) l->all[n++] = l->es[i];
   if (l->stop_hook) l->all[n++] = l->stop_hook;
   if (l->ckpt_hook) l->all[n++] = l->ckpt_hook;
   for (size_t i = 0; i < l->nhooks; i++) l->all[n++] = l->hooks[i];
@@ -696,6 +853,7 @@ void hk_loop_free(hk_loop *l) {
   hk_env env = l->env;
   hk_session_free(l->session);
   hk_hook_free(l->watch);
+  hk_hook_free(l->nan_hook);
   hk_hook_free(l->stop_hook);
   hk_hook_free(l->ckpt_hook);
   hk_scaffold_free(l->scaffold);
@@ -707,6 +865,11 @@ void hk_loop_free(hk_loop *l) {
   hk_env_free(&env, l->restored);
   hk_env_free(&env, l->ckpt_dir);
   hk_env_free(&env, l->basename);
+  hk_env_free(&env, l->nan_guard);
+  hk_env_free(&env, l->best_metric);
+  for (size_t i = 0; i < l->nes; i++) hk_env_free(&env, l->es_state[i]);
+  hk_env_free(&env, l->es);
+  hk_env_free(&env, l->es_state);
   hk_env_free(&env, l);
 }
 

@@ -139,7 +139,8 @@ mkdir -p "$EMPTY"
 run --help
 expect_rc 0
 expect_out "usage: hooked-ckpt COMMAND"
-expect_out "verify FILE|DIR"
+expect_out "verify [--finite] FILE|DIR"
+expect_out "--finite that line says FAILED"
 run verify -h
 expect_rc 0
 expect_out "usage: hooked-ckpt"
@@ -632,6 +633,51 @@ expect_rc 2
 expect_err "hooked-ckpt: $C1: "
 expect_err "zz"
 expect_no_out "differ:"
+
+# ---- non-finite values (verify warns; --finite fails) -------------------------------
+# Floating tensors holding NaN or Inf: a WARNING line naming the file, the
+# tensor and the counts, exit status 0; with --finite a FAILED line instead,
+# exit status 1. Integer tensors are never counted.
+NF=$W/nonfinite
+mkdir -p "$NF"
+write_st "$NF/model.ckpt-3.safetensors" 3 \
+  a/f16 F16 "[3]" "007c 00fc 017e" \
+  b/bf16 BF16 "[2]" "807f 0000" \
+  c/f32 F32 "[4]" "0000803f 0000c07f 0000807f 000080ff" \
+  d/f64 F64 "[1]" "000000000000f87f" \
+  e/ok F32 "[1]" "0000803f" \
+  g/int I32 "[1]" "ffffffff"
+write_st "$NF/model.ckpt-4.safetensors" 4 w F32 "[2]" "0000803f 00000040"
+run verify "$NF/model.ckpt-3"
+expect_rc 0
+expect_err_empty
+expect_out "WARNING $NF/model.ckpt-3.safetensors: tensor 'a/f16' holds 3 non-finite values of 3 (1 NaN, 1 +Inf, 1 -Inf)"
+expect_out "WARNING $NF/model.ckpt-3.safetensors: tensor 'b/bf16' holds 1 non-finite value of 2 (0 NaN, 1 +Inf, 0 -Inf)"
+expect_out "WARNING $NF/model.ckpt-3.safetensors: tensor 'c/f32' holds 3 non-finite values of 4 (1 NaN, 1 +Inf, 1 -Inf)"
+expect_out "WARNING $NF/model.ckpt-3.safetensors: tensor 'd/f64' holds 1 non-finite value of 1 (1 NaN, 0 +Inf, 0 -Inf)"
+expect_no_out "'e/ok'"
+expect_no_out "'g/int'"
+expect_out "OK      $NF/model.ckpt-3.safetensors (global step 3, 6 tensors"
+run verify --finite "$NF/model.ckpt-3"
+expect_rc 1
+expect_out "FAILED  $NF/model.ckpt-3.safetensors: tensor 'c/f32' holds 3 non-finite values of 4 (1 NaN, 1 +Inf, 1 -Inf)"
+expect_no_out "WARNING"
+expect_no_out "OK      $NF/model.ckpt-3"
+expect_err "hooked-ckpt: $NF/model.ckpt-3: verification FAILED"
+run verify "$NF/model.ckpt-4" --finite # after the path too; a finite checkpoint passes
+expect_rc 0
+expect_out "OK      $NF/model.ckpt-4.safetensors"
+run verify "$NF"
+expect_rc 0
+expect_out "2 checkpoints: 2 OK, 0 FAILED (1 with non-finite values; --finite fails them)"
+run verify --finite "$NF"
+expect_rc 1
+expect_out "2 checkpoints: 1 OK, 1 FAILED"
+expect_out "OK      $NF/model.ckpt-4.safetensors"
+expect_err "hooked-ckpt: $NF: 1 of 2 checkpoints FAILED verification"
+run ls --finite "$NF" # verify's option only
+expect_rc 2
+expect_err "unknown option '--finite'"
 
 # ---- stale and malformed state files --------------------------------------------
 

@@ -353,6 +353,55 @@ static void test_alloc__h7_steady_state_with_summary_hooks(void **state) {
   test_tmpdir_free(root);
 }
 
+/* H7 with an EarlyStoppingHook (H44) and a checkpoint saver ranking its
+ * checkpoints by a metric (best-k, H45): at creation the saver saves (and
+ * fetches the metric), which may allocate; on the runs between their
+ * triggers — the hook fetches only the global step, the saver's timer does
+ * not fire — nothing is allocated. */
+static void test_alloc__h7_steady_state_with_early_stopping_and_best_k(void **state) {
+  fixture *f = *state;
+  char *root = test_tmpdir_new("alloc-best");
+  hk_early_stopping_options eo = HK_EARLY_STOPPING_OPTIONS_INIT;
+  hk_checkpoint_saver_options co = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
+  hk_hook *es = NULL, *ck = NULL, *hooks[6];
+  hk_early_stopping_info info;
+  int64_t gs = -1;
+  eo.monitor = "c";
+  eo.every_n_steps = 1000000;
+  eo.patience = 3;
+  assert_ok(hk_early_stopping_hook_new(&es, &eo, &f->st), &f->st);
+  co.checkpoint_dir = root;
+  co.save_steps = 1000000;
+  co.best_k = 2;
+  co.best_metric = "c";
+  assert_ok(hk_checkpoint_saver_hook_new(&ck, &co, &f->st), &f->st);
+  memcpy(hooks, f->hooks, sizeof f->hooks);
+  hooks[4] = es;
+  hooks[5] = ck;
+  f->opts.hooks = hooks;
+  f->opts.nhooks = 6;
+  assert_ok(hk_session_new(&f->s, &f->opts, &f->st), &f->st);
+  assert_ok(run_once(f, f->opts.kind, &gs), &f->st);
+  assert_ok(run_once(f, f->opts.kind, &gs), &f->st);
+  test_alloc_reset_counts(&f->te->alloc);
+  for (int i = 0; i < 50; i++) assert_ok(run_once(f, f->opts.kind, &gs), &f->st);
+  if (test_alloc_count(&f->te->alloc) != 0)
+    fprintf(stderr, "steady-state runs allocated %ld times\n", test_alloc_count(&f->te->alloc));
+  assert_int_equal(test_alloc_count(&f->te->alloc), 0);
+  assert_ok(hk_early_stopping_hook_info(es, &info, &f->st), &f->st);
+  assert_int_equal(info.evaluations, 0);
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  hk_session_free(f->s);
+  f->s = NULL;
+  /* The saver was live: creation and end() saved, ranked by c. */
+  char *rec = test_path(root, "checkpoint.best");
+  assert_true(test_path_exists(rec));
+  free(rec);
+  hk_hook_free(es);
+  hk_hook_free(ck);
+  test_tmpdir_free(root);
+}
+
 /* ---- 22a: OOM loops ------------------------------------------------------- */
 
 /* One full session first: the Scaffold registers default ops in the graph and
@@ -435,6 +484,7 @@ int main(void) {
       GRAPH(test_alloc__h7_steady_state_with_checkpoint_hooks),
       GRAPH(test_alloc__h7_steady_state_with_summary_hooks),
       GRAPH(test_alloc__h7_steady_state_with_group_n_hooks),
+      GRAPH(test_alloc__h7_steady_state_with_early_stopping_and_best_k),
       FAKE(test_alloc__oom_loop_session_new),
       GRAPH(test_alloc__oom_loop_session_new),
       FAKE(test_alloc__oom_loop_first_run),

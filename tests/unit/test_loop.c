@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -950,9 +951,13 @@ static void test_loop__log_level_reaches_every_hook(void **state) {
 
 /* ---- allocation (H7) -------------------------------------------------------------------- */
 
-static void steady_state_allocates_nothing(fx *f, int async, int nhooks) {
+/* extras: the loop's NaN guard on "loss", an EarlyStoppingHook among its
+ * own hooks (evaluating far apart) and best-k retention by "loss" (H45,
+ * H46): none of them allocates on a step where nothing triggers. */
+static void steady_state_allocates_nothing(fx *f, int async, int nhooks, int extras) {
   spy_hook *spies[10];
   hk_hook *hooks[10];
+  hk_hook *es = NULL;
   for (int i = 0; i < nhooks; i++) {
     char name[16];
     snprintf(name, sizeof name, "spy%d", i);
@@ -966,9 +971,20 @@ static void steady_state_allocates_nothing(fx *f, int async, int nhooks) {
   o.async_checkpoint = async;
   o.hooks = hooks;
   o.nhooks = (size_t)nhooks;
+  if (extras) {
+    hk_early_stopping_options eo = HK_EARLY_STOPPING_OPTIONS_INIT;
+    eo.monitor = "loss";
+    eo.every_n_steps = 1000;
+    eo.state = "early_stopping";
+    assert_ok(hk_early_stopping_hook_new(&es, &eo, &f->st), &f->st);
+    o.nan_guard = "loss";
+    o.best_k = 2;
+    o.best_metric = "loss";
+  }
   hk_loop *l = NULL;
   assert_ok(hk_loop_new(&l, &o, &f->st), &f->st);
   add_model(l, &m, f);
+  if (es) assert_ok(hk_loop_add_early_stopping(l, es, &f->st), &f->st);
   assert_ok(hk_loop_start(l, NULL, &f->st), &f->st);
   /* Past the first saves (at 0 and 5: the snapshot buffer and writer exist). */
   for (int i = 0; i < 6; i++) assert_ok(hk_loop_step(l, step_fn, &m, &f->st), &f->st);
@@ -981,15 +997,20 @@ static void steady_state_allocates_nothing(fx *f, int async, int nhooks) {
   assert_int_equal(test_alloc_count(&f->te->alloc), 0);
   assert_ok(hk_loop_finish(l, &f->st), &f->st);
   hk_loop_free(l);
+  hk_hook_free(es);
   for (int i = 0; i < nhooks; i++) spy_hook_free(spies[i]);
 }
 
 static void test_loop__steady_state_steps_allocate_nothing(void **state) {
   fx *f = *state;
-  steady_state_allocates_nothing(f, 0, 0);
-  steady_state_allocates_nothing(f, 0, 10);
+  steady_state_allocates_nothing(f, 0, 0, 0);
+  steady_state_allocates_nothing(f, 0, 10, 0);
   test_tmpdir_remove(f->ck);
-  steady_state_allocates_nothing(f, 1, 1);
+  steady_state_allocates_nothing(f, 1, 1, 0);
+  test_tmpdir_remove(f->ck);
+  steady_state_allocates_nothing(f, 0, 1, 1);
+  test_tmpdir_remove(f->ck);
+  steady_state_allocates_nothing(f, 1, 1, 1);
 }
 
 /* House style 22a: every allocation failure from new to finish is
@@ -1021,6 +1042,212 @@ static void test_loop__oom_anywhere_is_clean(void **state) {
       break;
     }
     assert_status(rc, &f->st, HK_RESOURCE_EXHAUSTED, NULL);
+  }
+}
+
+/* ---- the NaN guard (H46) ----------------------------------------------------------------- */
+
+/* Every checkpoint of f->ck verifies, names a listed step, and holds finite
+ * values of "w"; @return how many, *newest the newest one's step. */
+static int checkpoints_finite(fx *f, int64_t *newest) {
+  hk_checkpoint_state *cs = NULL;
+  assert_ok(hk_get_checkpoint_state(&f->te->env, f->ck, NULL, &cs, &f->st), &f->st);
+  size_t n = hk_checkpoint_state_count(cs);
+  for (size_t i = 0; i < n; i++) {
+    hk_checkpoint_reader *r = NULL;
+    size_t index;
+    float w[6];
+    assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, hk_checkpoint_state_path(cs, i), &f->st), &f->st);
+    assert_ok(hk_checkpoint_reader_verify(r, &f->st), &f->st);
+    assert_ok(hk_checkpoint_reader_find(r, "w", &index, &f->st), &f->st);
+    assert_ok(hk_checkpoint_reader_read(r, index, w, sizeof w, &f->st), &f->st);
+    for (int k = 0; k < 6; k++) assert_true(isfinite(w[k]));
+    *newest = hk_checkpoint_reader_step(r);
+    hk_checkpoint_reader_free(r);
+  }
+  hk_checkpoint_state_free(cs);
+  return (int)n;
+}
+
+/* A step that leaves the loss NaN on a save step (6, save_steps 2) fails
+ * the loop before the loop's own checkpoint hook saves it: no checkpoint 6,
+ * no final one, every checkpoint finite, the newest the last good step, and
+ * hk_loop_finish() returns the guard's error (C134, H2). A new run resumes
+ * there. */
+static void nan_guard_case(fx *f, int async) {
+  model m;
+  model_init(&m);
+  hk_loop_options o = opts_for(f);
+  o.max_to_keep = 3;
+  o.async_checkpoint = async;
+  o.nan_guard = "loss";
+  hk_loop *l = NULL;
+  assert_ok(hk_loop_new(&l, &o, &f->st), &f->st);
+  add_model(l, &m, f);
+  assert_ok(hk_loop_start(l, NULL, &f->st), &f->st);
+  /* The guard runs before the loop's checkpoint hook. */
+  hk_session *s = hk_loop_session(l);
+  assert_string_equal(hk_hook_name(hk_session_hook(s, 1)), "NanTensorHook");
+  assert_string_equal(hk_hook_name(hk_session_hook(s, 2)), async ? "AsyncCheckpointSaverHook" : "CheckpointSaverHook");
+  for (int i = 1; i <= 5; i++) assert_ok(hk_loop_step(l, step_fn, &m, &f->st), &f->st);
+  model good = m;
+  assert_ok(hk_loop_step_begin(l, NULL, &f->st), &f->st);
+  model_step(&m);
+  m.loss = NAN;
+  for (int i = 0; i < 6; i++) m.w[i] = NAN; /* the divergent step wrecked the weights too */
+  assert_status(hk_loop_step_end(l, &f->st), &f->st, HK_INVALID_ARGUMENT, "NaN loss during training.");
+  assert_true(hk_loop_should_stop(l));
+  assert_status(hk_loop_finish(l, &f->st), &f->st, HK_INVALID_ARGUMENT, "NaN loss during training.");
+  hk_loop_free(l);
+  assert_logged(f->te, HK_LOG_ERROR, "Model diverged with loss = NaN.");
+  char *six = ckpt_file(f, "model.ckpt-6");
+  assert_false(test_path_exists(six));
+  free(six);
+  int64_t newest = -1;
+  int n = checkpoints_finite(f, &newest);
+  if (!async) {
+    assert_int_equal(n, 3); /* 0, 2, 4 */
+    assert_int_equal(newest, 4);
+  } else {
+    /* A save may be deferred while the writer is busy (D3.3): which steps
+     * are saved varies, never 6. */
+    assert_true(n >= 1 && newest <= 5);
+  }
+
+  model r;
+  model_init(&r);
+  assert_ok(hk_loop_new(&l, &o, &f->st), &f->st);
+  add_model(l, &r, f);
+  int64_t step = -1;
+  assert_ok(hk_loop_start(l, &step, &f->st), &f->st);
+  assert_int_equal(step, newest);
+  assert_true(isfinite(r.w[0]));
+  if (newest < 5) assert_false(memcmp(r.w, good.w, sizeof r.w) == 0); /* the newest checkpoint, not step 5 */
+  assert_ok(hk_loop_finish(l, &f->st), &f->st);
+  hk_loop_free(l);
+}
+
+static void test_loop__h46_nan_guard_keeps_nan_out_of_checkpoints(void **state) {
+  fx *f = *state;
+  nan_guard_case(f, 0);
+  test_tmpdir_remove(f->ck);
+  test_log_clear(&f->te->log);
+  nan_guard_case(f, 1);
+}
+
+/* What nan_guard and best_metric name is checked at the start, before
+ * anything is built or created, naming the option. */
+static void test_loop__h46_named_arrays_checked_at_start(void **state) {
+  fx *f = *state;
+  static const struct {
+    const char *nan_guard, *best_metric;
+    hk_code code;
+    const char *msg;
+  } cases[] = {
+      {"nope", NULL, HK_FAILED_PRECONDITION, "nan_guard 'nope' names no registered array"},
+      {"rng", NULL, HK_INVALID_ARGUMENT, "nan_guard 'rng' is an opaque state"},
+      {"step", NULL, HK_INVALID_ARGUMENT, "nan_guard 'step' is i64"},
+      {NULL, "nope", HK_FAILED_PRECONDITION, "best_metric 'nope' names no registered array"},
+      {NULL, "w", HK_INVALID_ARGUMENT, "best_metric 'w' is an array of more than one element"},
+      {NULL, "rng", HK_INVALID_ARGUMENT, "best_metric 'rng' is an opaque state"},
+      {"loss", "loss", HK_OK, NULL},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    model m;
+    model_init(&m);
+    hk_loop_options o = opts_for(f);
+    o.nan_guard = cases[i].nan_guard;
+    o.best_metric = cases[i].best_metric;
+    o.best_k = cases[i].best_metric ? 1 : 0;
+    hk_loop *l = NULL;
+    assert_ok(hk_loop_new(&l, &o, &f->st), &f->st);
+    add_model(l, &m, f);
+    assert_ok(hk_loop_add_array(l, "step", HK_DTYPE_I64, 0, NULL, &m.my_step, HK_LOOP_NO_CHECKPOINT, &f->st), &f->st);
+    hk_code rc = hk_loop_start(l, NULL, &f->st);
+    if (cases[i].code == HK_OK) {
+      assert_ok(rc, &f->st);
+      assert_ok(hk_loop_finish(l, &f->st), &f->st);
+      assert_true(test_path_exists(f->ck));
+    } else {
+      assert_status(rc, &f->st, cases[i].code, cases[i].msg);
+      assert_true(hk_loop_should_stop(l));
+      assert_status(hk_loop_finish(l, &f->st), &f->st, cases[i].code, cases[i].msg);
+      assert_false(test_path_exists(f->ck)); /* nothing created */
+    }
+    hk_loop_free(l);
+  }
+}
+
+/* ---- best-k retention through the loop (H45) ------------------------------------------------ */
+
+typedef struct ranked {
+  float w;
+  double val; /* the validation loss the program computes */
+  const double *vals;
+} ranked;
+
+static hk_code ranked_step(void *user, int64_t step, hk_status *st) {
+  ranked *r = user;
+  (void)st;
+  r->w += 1;
+  r->val = r->vals[step + 1];
+  return HK_OK;
+}
+
+static void run_ranked(fx *f, const double *vals, int64_t last_step, int async) {
+  ranked r = {0, vals[0], vals};
+  hk_loop_options o = opts_for(f);
+  o.save_steps = 1;
+  o.max_to_keep = 1;
+  o.best_k = 1;
+  o.best_metric = "val";
+  o.last_step = last_step;
+  o.async_checkpoint = async;
+  hk_loop *l = NULL;
+  int64_t step = 0;
+  assert_ok(hk_loop_new(&l, &o, &f->st), &f->st);
+  assert_ok(hk_loop_add_array(l, "w", HK_DTYPE_F32, 0, NULL, &r.w, 0, &f->st), &f->st);
+  assert_ok(hk_loop_add_array(l, "val", HK_DTYPE_F64, 0, NULL, &r.val, HK_LOOP_NO_CHECKPOINT, &f->st), &f->st);
+  assert_ok(hk_loop_start(l, &step, &f->st), &f->st);
+  r.val = vals[step]; /* the value a restored step had */
+  assert_ok(hk_loop_run(l, ranked_step, &r, &f->st), &f->st);
+  assert_ok(hk_loop_finish(l, &f->st), &f->st);
+  hk_loop_free(l);
+}
+
+static void expect_steps(fx *f, int upto, const char *want) {
+  char got[128];
+  size_t len = 0;
+  got[0] = '\0';
+  for (int s = 0; s <= upto; s++) {
+    char name[32];
+    snprintf(name, sizeof name, "model.ckpt-%d", s);
+    char *p = ckpt_file(f, name);
+    if (test_path_exists(p)) len += (size_t)snprintf(got + len, sizeof got - len, "%s%d", len ? " " : "", s);
+    free(p);
+  }
+  assert_string_equal(got, want);
+}
+
+/* max_to_keep 1, best_k 1, the lowest val: step 2 (3) outlives the newer
+ * ones until step 5 (2.5) beats it — across a restart in between. (The
+ * asynchronous hook may defer a save while its writer is busy, D3.3, so
+ * which steps it saves is not fixed; test_best_checkpoints ranks its saves
+ * with block_when_busy.) */
+static void test_loop__h45_best_k_keeps_the_best_checkpoint(void **state) {
+  fx *f = *state;
+  static const double vals[7] = {10, 5, 3, 4, 6, 2.5, 7};
+  for (int async = 0; async < 1; async++) {
+    test_tmpdir_remove(f->ck);
+    run_ranked(f, vals, 4, async);
+    expect_steps(f, 6, "2 4");
+    char *p = test_path(f->ck, "checkpoint.best");
+    char *rec = test_read_file(p, NULL);
+    assert_string_equal(rec, "# hooked best checkpoints 1\nmode: min\nbest: \"model.ckpt-2\" 3\n");
+    free(rec);
+    free(p);
+    run_ranked(f, vals, 6, async);
+    expect_steps(f, 6, "5 6");
   }
 }
 
@@ -1064,7 +1291,50 @@ static void test_loop__bad_options_have_no_side_effect(void **state) {
   assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "version");
   assert_status(hk_loop_new(NULL, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "out");
   assert_int_equal(hk_loop_options_init(NULL, HK_LOOP_OPTIONS_VERSION), HK_INVALID_ARGUMENT);
-  assert_int_equal(hk_loop_options_init(&o, 2), HK_INVALID_ARGUMENT);
+  assert_int_equal(hk_loop_options_init(&o, 0), HK_INVALID_ARGUMENT);
+  assert_int_equal(hk_loop_options_init(&o, 99), HK_INVALID_ARGUMENT);
+  /* H45, H46: the version-2 options, each named. */
+  o = opts_for(f);
+  o.nan_guard = "";
+  assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "nan_guard '' is not an array name");
+  o.nan_guard = "a b";
+  assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "nan_guard 'a b'");
+  o = opts_for(f);
+  o.best_k = -1;
+  assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "best_k must be >= 0");
+  o.best_k = 2;
+  assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "best_k 2 needs best_metric");
+  o.best_metric = "a b";
+  assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "best_metric 'a b'");
+  o.best_metric = "loss";
+  o.best_mode = (hk_monitor_mode)-1;
+  assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "best_mode -1");
+  o.best_mode = HK_MONITOR_MAX;
+  o.save_steps = 0;
+  assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "best_k needs the loop's checkpoint saves");
+  o.save_steps = HK_UNSET_STEPS;
+  o.checkpoint_dir = NULL;
+  assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "there is no checkpoint_dir");
+  o = opts_for(f);
+  o.best_metric = "loss";
+  assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "best_metric 'loss' is given but best_k is 0");
+  /* A version-1 struct ends before nan_guard: what follows is not read. */
+  o = opts_for(f);
+  o.version = 1;
+  o.best_k = -3;
+  o.nan_guard = "";
+  assert_ok(hk_loop_new(&l, &o, &f->st), &f->st);
+  hk_loop_free(l);
+  memset(&o, 0x5a, sizeof o);
+  assert_int_equal(hk_loop_options_init(&o, 1), HK_OK);
+  assert_int_equal(o.version, 1);
+  assert_int_equal(o.handle_signals, 1);
+  assert_true(o.nan_guard == (const char *)(uintptr_t)0x5a5a5a5a5a5a5a5aull);
+  assert_int_equal(hk_loop_options_init(&o, HK_LOOP_OPTIONS_VERSION), HK_OK);
+  assert_null(o.nan_guard);
+  assert_int_equal(o.best_k, 0);
+  assert_null(o.best_metric);
+  assert_int_equal(o.best_mode, HK_MONITOR_MIN);
   assert_false(test_path_exists(f->ck));
 }
 
@@ -1187,6 +1457,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_loop__log_level_reaches_every_hook, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__steady_state_steps_allocate_nothing, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__oom_anywhere_is_clean, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_loop__h46_nan_guard_keeps_nan_out_of_checkpoints, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_loop__h46_named_arrays_checked_at_start, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_loop__h45_best_k_keeps_the_best_checkpoint, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__bad_options_have_no_side_effect, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__bad_registrations_name_the_array, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__free_without_finish, setup, teardown),

@@ -528,6 +528,19 @@ HK_API hk_code hk_raw_session_global_step(hk_raw_session *rs, int64_t *out, hk_s
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_tensor_to_i64(const hk_tensor *t, const char *what, int64_t *out, hk_status *status);
+/**
+ * Convert a numeric tensor of exactly one element (a scalar, or any shape
+ * of one element) to a double: f16, bf16, f32, f64 (NaN and infinities
+ * kept), and every integer dtype (converted as C does: a 64-bit value
+ * above 2^53 may round). What the EarlyStoppingHook and best-k retention
+ * read (H44, H45).
+ * @param what  names the tensor in messages; NULL means "tensor".
+ * @param out   receives the value on success.
+ * **Errors:** INVALID_ARGUMENT, naming `what`, for a tensor of another
+ * number of elements, one without data, or of dtype BOOL or STRING.
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_tensor_to_f64(const hk_tensor *t, const char *what, double *out, hk_status *status);
 
 /* ---- copy-before-write snapshots: control ops 100..101 ------------------ */
 
