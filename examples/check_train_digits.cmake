@@ -1,5 +1,5 @@
 # ctest driver for train_digits. Usage:
-#   cmake -DEXE=<train_digits> -DMODE=<default|short|resume|nan|bad_flags|bad_data> -DWORK_DIR=<dir>
+#   cmake -DEXE=<train_digits> -DMODE=<default|short|resume|nan|early_stop|bad_flags|bad_data> -DWORK_DIR=<dir>
 #         -P check_train_digits.cmake
 
 foreach(var EXE MODE WORK_DIR)
@@ -84,7 +84,8 @@ elseif(MODE STREQUAL "short")
   if(NOT OUT STREQUAL first)
     message(FATAL_ERROR "--progress changed the result:\n${first}${OUT}")
   endif()
-  expect_match("${ERR}" "\nstep 200/200 \\(100.0%\\)  done in [0-9:]+  [0-9.]+ steps/s avg  loss [0-9.]+\n" "--progress")
+  string(CONCAT final "\nstep 200/200 \\(100.0%\\)  done in [0-9:]+  [0-9.]+ steps/s avg  loss [0-9.]+\n")
+  expect_match("${ERR}" "${final}" "--progress")
   string(ASCII 13 27 cr_esc)
   if(ERR MATCHES "[${cr_esc}]")
     message(FATAL_ERROR "--progress on a pipe redrew in place:\n${ERR}")
@@ -157,7 +158,8 @@ elseif(MODE STREQUAL "nan")
       message(FATAL_ERROR "${flags}: a diverged run printed a result:\n${OUT}")
     endif()
     expect_match("${ERR}" "E hooked\\] Model diverged with loss = NaN\\." "${flags}: the guard's log")
-    expect_match("${ERR}" "train_digits: training step: INVALID_ARGUMENT: NaN loss during training\\." "${flags}: error")
+    expect_match("${ERR}" "train_digits: training step: INVALID_ARGUMENT: NaN loss during training\\."
+                 "${flags}: error")
     expect_match("${ERR}" "train_digits: training diverged at step 2: the loss or the weights are no longer finite"
                  "${flags}: divergence")
     # The step that diverged is never reported as done.
@@ -182,6 +184,75 @@ elseif(MODE STREQUAL "nan")
     endif()
   endforeach()
 
+elseif(MODE STREQUAL "early_stop")
+  # --early-stop-patience 3: an EarlyStoppingHook on test_loss:0, evaluated
+  # every 100 steps. At --lr 1.0 the test loss bottoms out early (at step 600
+  # with gcc on x86-64), so three evaluations without improvement stop
+  # training at S = best + 300, long before 3000 (exit 0, a result line).
+  set(flags --lr 1.0 --early-stop-patience 3 --log-every 0)
+  run(0 ${flags})
+  string(CONCAT stopped "Early stopping at step ([0-9]+)00: test_loss:0 did not improve by more than 0 "
+                        "for 3 evaluations \\(best [0-9.]+ at step ([0-9]+)00\\)\\.")
+  if(NOT ERR MATCHES "${stopped}")
+    message(FATAL_ERROR "no early stop:\n${ERR}")
+  endif()
+  set(s "${CMAKE_MATCH_1}")
+  set(b "${CMAKE_MATCH_2}")
+  math(EXPR b3 "${b} + 3")
+  if(NOT s EQUAL b3 OR s GREATER 25)
+    message(FATAL_ERROR "stopped at step ${s}00 with the best at ${b}00: expected best + 300, before 2500")
+  endif()
+  set(stop "${s}00")
+  string(CONCAT stop_log "Early stopping at step ${stop}: test_loss:0 did not improve by more than 0 "
+                         "for 3 evaluations \\(best [0-9.]+ at step ${b}00\\)\\.")
+  string(CONCAT summary "train_digits: early stopping: best test_loss [0-9.]+ at step ${b}00, ${s} evaluations, "
+                        "the last 3 without improvement; stopped\n")
+  check_result(${stop})
+  set(expected "${OUT}")
+  expect_match("${ERR}" "${summary}" "the trainer's summary")
+  # The hook's state is in every checkpoint: a run stopped 150 steps before
+  # and resumed stops at the same step, with a final checkpoint
+  # byte-identical to the uninterrupted run's (the state variable included).
+  run(0 ${flags} --checkpoint-dir "${WORK_DIR}/whole" --save-steps 100)
+  if(NOT OUT STREQUAL expected)
+    message(FATAL_ERROR "checkpoints changed the result:\n${expected}${OUT}")
+  endif()
+  math(EXPR part "${stop} - 150")
+  run(0 ${flags} --checkpoint-dir "${WORK_DIR}/parts" --save-steps 100 --steps ${part})
+  check_result(${part})
+  run(0 ${flags} --checkpoint-dir "${WORK_DIR}/parts" --save-steps 100)
+  expect_match("${ERR}" "Restoring parameters from [^\n]*model.ckpt-${part}" "restore at ${part}")
+  expect_match("${ERR}" "${stop_log}" "resumed: the hook's stop")
+  expect_match("${ERR}" "${summary}" "resumed: the trainer's summary")
+  if(NOT OUT STREQUAL expected)
+    message(FATAL_ERROR "resumed run differs from the uninterrupted one:\n${expected}${OUT}")
+  endif()
+  file(SHA256 "${WORK_DIR}/whole/model.ckpt-${stop}.safetensors" h1)
+  file(SHA256 "${WORK_DIR}/parts/model.ckpt-${stop}.safetensors" h2)
+  if(NOT h1 STREQUAL h2)
+    message(FATAL_ERROR "the final checkpoints of the resumed and the uninterrupted run differ")
+  endif()
+  # Restarted after it stopped: it stops again before the first step (D8).
+  run(0 ${flags} --checkpoint-dir "${WORK_DIR}/whole" --save-steps 100)
+  check_result(${stop})
+  expect_match("${ERR}" "Early stopping already reached at step ${stop}: [^\n]*stopping before the first step\\."
+               "restart after the stop")
+  expect_match("${ERR}" "training time: [0-9.]+ s for 0 steps" "no step after the stop")
+  # A checkpoint written without the flag has no state: it restores (the
+  # variable is optional, a WARNING names it) and the count starts there.
+  run(0 --lr 1.0 --log-every 0 --checkpoint-dir "${WORK_DIR}/old" --save-steps 100 --steps 300)
+  run(0 ${flags} --checkpoint-dir "${WORK_DIR}/old" --save-steps 100)
+  expect_match("${ERR}" "W hooked\\] Variable early_stopping is not in checkpoint [^\n]*model.ckpt-300; it is optional"
+               "old checkpoint")
+  if(b GREATER 3)
+    # Same weights from step 300 on: the same stop, evaluations from 400 on.
+    check_result(${stop})
+    math(EXPR n "${s} - 3")
+    string(CONCAT again "best test_loss [0-9.]+ at step ${b}00, ${n} evaluations, "
+                        "the last 3 without improvement; stopped")
+    expect_match("${ERR}" "${again}" "old checkpoint: evaluations from 400 on")
+  endif()
+
 elseif(MODE STREQUAL "bad_flags")
   foreach(args IN ITEMS "--bogus" "--steps" "--steps;abc" "--steps;-1" "--steps;12x" "--batch;0"
                         "--lr;0" "--lr;nan" "--lr;-0.1" "--seed;-3" "--log-every;-1" "extra" "--data="
@@ -189,10 +260,12 @@ elseif(MODE STREQUAL "bad_flags")
                         "--checkpoint-dir;d;--save-secs;-1" "--checkpoint-dir;d;--keep;-1"
                         "--checkpoint-dir;d;--save-steps;5;--save-secs;5" "--summary-dir=" "--summary-dir"
                         "--profile-dir=" "--profile-steps;5" "--profile-dir;d;--profile-steps;0"
-                        "--profile-dir;d;--profile-steps;x" "--progress=1")
+                        "--profile-dir;d;--profile-steps;x" "--progress=1" "--early-stop-patience;0"
+                        "--early-stop-every;5" "--early-stop-patience;2;--early-stop-every;0")
     run(2 ${args})
     list(GET args 0 flag)
-    if((flag STREQUAL "--checkpoint-dir" OR flag STREQUAL "--profile-dir") AND NOT args MATCHES "^--[a-z-]+=$")
+    if(flag MATCHES "^--(checkpoint-dir|profile-dir|early-stop-patience)$" AND NOT args MATCHES "^--[a-z-]+=$"
+       AND NOT args STREQUAL "--early-stop-patience;0")
       list(GET args 2 flag)
     endif()
     string(REGEX REPLACE "=.*" "" flag "${flag}")

@@ -25,9 +25,10 @@
  * program adds, on the chief before those: a ProfilerHook (--profile-dir)
  * first, so it sees every other hook, then a NanTensorHook in fail mode
  * that watches the loss guarded by the updated weights (train:1), so a
- * diverging step fails the run before the checkpoint saver sees it; and
- * after them its feeding hook, StopAtStepHook and a ProgressHook
- * (--progress).
+ * diverging step fails the run before the checkpoint saver sees it, then an
+ * EarlyStoppingHook on the test loss (--early-stop-patience), whose state
+ * the checkpoints keep; and after them its feeding hook, StopAtStepHook and
+ * a ProgressHook (--progress).
  *
  * SIGINT and SIGTERM stop it cleanly from the start (D12): during training the
  * step in progress completes and the final checkpoint is written; while the
@@ -124,6 +125,8 @@ typedef struct options {
   const char *profile_dir; /* NULL: no ProfilerHook */
   int64_t profile_steps;   /* HK_UNSET_STEPS when not given: 1000 */
   int progress;            /* -1: when stderr is a terminal; 0 or 1 as given */
+  int64_t early_patience;  /* 0: no EarlyStoppingHook */
+  int64_t early_every;     /* HK_UNSET_STEPS when not given: 100 */
 } options;
 
 static void usage(FILE *out) {
@@ -131,9 +134,10 @@ static void usage(FILE *out) {
           "usage: train_digits [--data PATH] [--steps N] [--batch N] [--lr X] [--seed N]\n"
           "                    [--log-every N] [--checkpoint-dir DIR [--save-steps N | --save-secs S]\n"
           "                    [--async] [--keep N]] [--summary-dir DIR]\n"
-          "                    [--profile-dir DIR [--profile-steps N]] [--progress | --no-progress] [--help]\n"
+          "                    [--profile-dir DIR [--profile-steps N]] [--progress | --no-progress]\n"
+          "                    [--early-stop-patience N [--early-stop-every N]] [--help]\n"
           "\n"
-          "Train a 64-32-10 MLP on the UCI digits data through a hooked monitored session.\n"
+          "Train a 64-32-10 MLP on the UCI digits data through a hooked MonitoredTrainingSession.\n"
           "\n"
           "  --data PATH      digits CSV, gzip-compressed or plain (default: the bundled\n"
           "                   " DATA_FILE_NAME
@@ -160,6 +164,11 @@ static void usage(FILE *out) {
           "  --profile-steps N  steps between traced steps (default 1000)\n"
           "  --progress       draw a progress line on stderr (default when stderr is a terminal)\n"
           "  --no-progress    do not\n"
+          "  --early-stop-patience N\n"
+          "                   stop when the test loss, evaluated every --early-stop-every\n"
+          "                   steps, has not improved for N evaluations in a row; with\n"
+          "                   --checkpoint-dir the count survives restarts\n"
+          "  --early-stop-every N  steps between evaluations (default 100)\n"
           "  --help           show this text\n"
           "\n"
           "SIGINT or SIGTERM stops training after the current step; with --checkpoint-dir\n"
@@ -215,6 +224,8 @@ static int parse_args(int argc, char **argv, options *o) {
   o->profile_dir = NULL;
   o->profile_steps = HK_UNSET_STEPS;
   o->progress = -1;
+  o->early_patience = 0;
+  o->early_every = HK_UNSET_STEPS;
   int keep_given = 0;
 
   for (int i = 1; i < argc; i++) {
@@ -253,7 +264,8 @@ static int parse_args(int argc, char **argv, options *o) {
         strcmp(flag, "--lr") != 0 && strcmp(flag, "--seed") != 0 && strcmp(flag, "--log-every") != 0 &&
         strcmp(flag, "--checkpoint-dir") != 0 && strcmp(flag, "--save-steps") != 0 &&
         strcmp(flag, "--save-secs") != 0 && strcmp(flag, "--keep") != 0 && strcmp(flag, "--summary-dir") != 0 &&
-        strcmp(flag, "--profile-dir") != 0 && strcmp(flag, "--profile-steps") != 0)
+        strcmp(flag, "--profile-dir") != 0 && strcmp(flag, "--profile-steps") != 0 &&
+        strcmp(flag, "--early-stop-patience") != 0 && strcmp(flag, "--early-stop-every") != 0)
       return usage_error("unknown option '%s'", flag);
     if (value == NULL) {
       if (i + 1 >= argc) return usage_error("option '%s' needs a value", flag);
@@ -280,6 +292,10 @@ static int parse_args(int argc, char **argv, options *o) {
         o->profile_dir = value;
     } else if (strcmp(flag, "--profile-steps") == 0) {
       if ((rc = parse_i64(flag, value, 1, INT64_MAX, &o->profile_steps)) != 0) return rc;
+    } else if (strcmp(flag, "--early-stop-patience") == 0) {
+      if ((rc = parse_i64(flag, value, 1, INT64_MAX, &o->early_patience)) != 0) return rc;
+    } else if (strcmp(flag, "--early-stop-every") == 0) {
+      if ((rc = parse_i64(flag, value, 1, INT64_MAX, &o->early_every)) != 0) return rc;
     } else if (strcmp(flag, "--save-steps") == 0) {
       if ((rc = parse_i64(flag, value, 1, INT64_MAX, &o->save_steps)) != 0) return rc;
     } else if (strcmp(flag, "--keep") == 0) {
@@ -318,6 +334,9 @@ static int parse_args(int argc, char **argv, options *o) {
     return usage_error("--save-steps, --save-secs, --async and --keep need --checkpoint-dir");
   if (!o->profile_dir && o->profile_steps != HK_UNSET_STEPS) return usage_error("--profile-steps needs --profile-dir");
   if (o->profile_steps == HK_UNSET_STEPS) o->profile_steps = 1000;
+  if (!o->early_patience && o->early_every != HK_UNSET_STEPS)
+    return usage_error("--early-stop-every needs --early-stop-patience");
+  if (o->early_every == HK_UNSET_STEPS) o->early_every = 100;
   /* Neither --save-steps nor --save-secs: the MonitoredTrainingSession's
    * default, every 600 s. */
   return 0;
@@ -730,6 +749,18 @@ static hk_code accuracy_kernel(void *user, hk_kernel_context *ctx, const hk_tens
   return HK_OK;
 }
 
+/* Output 0 = input 0, a scalar f32: gives a tensor a name of its own
+ * ("test_loss:0"), which the EarlyStoppingHook's messages show. */
+static hk_code copy_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
+                           hk_tensor *outputs, size_t noutputs, hk_status *status) {
+  (void)user;
+  (void)ctx;
+  if (ninputs != 1 || noutputs != 1 || inputs[0].dtype != HK_DTYPE_F32 || hk_tensor_num_elements(&inputs[0]) != 1)
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "copy: expected one f32 scalar");
+  *(float *)outputs[0].data = *(const float *)inputs[0].data;
+  return HK_OK;
+}
+
 /* ---- the feeding hook --------------------------------------------------- */
 
 /*
@@ -821,13 +852,17 @@ static const hk_hook_vtable feeder_vtable = {
 typedef struct model {
   hk_graph *g;
   hk_handle loss;      /* "train:0" */
-  hk_handle test_loss; /* "accuracy:1" */
+  hk_handle test_loss; /* "test_loss:0", a copy of "accuracy:1" */
   hk_handle train_op;  /* group of train and the step increment */
+  /* The EarlyStoppingHook's state: a variable over this memory, zero (a
+   * fresh state) unless a checkpoint holding it is restored. */
+  double early_state[HK_EARLY_STOPPING_STATE_SIZE];
 } model;
 
 #define LOSS_NAME "train:0"
 #define GUARDED_LOSS_NAME "train:1"
-#define TEST_LOSS_NAME "accuracy:1"
+#define TEST_LOSS_NAME "test_loss:0"
+#define EARLY_STATE_NAME "early_stopping"
 
 static hk_code add_param(hk_graph *g, hk_handle *out, const char *name, int32_t rank, const int64_t *dims,
                          int64_t fan_in, uint64_t seed, hk_status *st) {
@@ -870,6 +905,21 @@ static hk_code build_model(model *m, trainer *t, feeder *f, const dataset *test,
       (rc = add_param(m->g, &w2, "w2", 2, d_w2, NHID, splitmix64_next(&s), st)) != HK_OK ||
       (rc = add_param(m->g, &b2, "b2", 1, d_b2, NHID, splitmix64_next(&s), st)) != HK_OK)
     return rc;
+  if (o->early_patience) {
+    /* Checkpointed with the model, so a restart goes on counting; optional,
+     * so a checkpoint written without --early-stop-patience still restores
+     * (the state then starts fresh). */
+    static const int64_t d_state[1] = {HK_EARLY_STOPPING_STATE_SIZE};
+    hk_variable_def def = HK_VARIABLE_DEF_INIT;
+    hk_handle state;
+    def.name = EARLY_STATE_NAME;
+    def.dtype = HK_DTYPE_F64;
+    def.rank = 1;
+    def.dims = d_state;
+    def.flags = HK_VAR_OPTIONAL;
+    def.external_data = m->early_state;
+    if ((rc = hk_graph_variable(m->g, &state, &def, st)) != HK_OK) return rc;
+  }
   if ((rc = hk_graph_get_or_create_global_step(m->g, &gs, st)) != HK_OK ||
       (rc = hk_graph_placeholder(m->g, &f->x, "x", HK_DTYPE_F32, 2, xdims, st)) != HK_OK ||
       (rc = hk_graph_placeholder(m->g, &f->y, "y", HK_DTYPE_I32, 1, ydims, st)) != HK_OK)
@@ -913,7 +963,7 @@ static hk_code build_model(model *m, trainer *t, feeder *f, const dataset *test,
   {
     hk_op_def def = HK_OP_DEF_INIT;
     hk_handle in[6] = {w1, b1, w2, b2, xt, yt};
-    hk_handle op;
+    hk_handle op, loss;
     def.name = "accuracy";
     def.kernel = accuracy_kernel;
     def.inputs = in;
@@ -922,7 +972,17 @@ static hk_code build_model(model *m, trainer *t, feeder *f, const dataset *test,
     def.noutputs = 2;
     if ((rc = hk_graph_op(m->g, &op, &def, st)) != HK_OK ||
         (rc = hk_graph_op_output(m->g, op, 0, &f->accuracy, st)) != HK_OK ||
-        (rc = hk_graph_op_output(m->g, op, 1, &m->test_loss, st)) != HK_OK)
+        (rc = hk_graph_op_output(m->g, op, 1, &loss, st)) != HK_OK)
+      return rc;
+    def = (hk_op_def)HK_OP_DEF_INIT;
+    def.name = "test_loss";
+    def.kernel = copy_kernel;
+    def.inputs = &loss;
+    def.ninputs = 1;
+    def.outputs = scalar_f32;
+    def.noutputs = 1;
+    if ((rc = hk_graph_op(m->g, &op, &def, st)) != HK_OK ||
+        (rc = hk_graph_op_output(m->g, op, 0, &m->test_loss, st)) != HK_OK)
       return rc;
   }
   if (summaries) {
@@ -992,11 +1052,12 @@ static void report_divergence(const options *o, int64_t step) {
 
 static int train(const options *o, const dataset *trn, const dataset *tst) {
   hk_status st = HK_STATUS_INIT;
-  model m = {NULL, HK_NO_HANDLE, HK_NO_HANDLE, HK_NO_HANDLE};
+  model m = {NULL, HK_NO_HANDLE, HK_NO_HANDLE, HK_NO_HANDLE, {0}};
   trainer t;
   feeder f;
   hk_hook *feed_hook = NULL, *stop_hook = NULL, *nan_hook = NULL, *profiler_hook = NULL, *progress_hook = NULL;
-  hk_hook *chief_hooks[2], *hooks[3];
+  hk_hook *early_hook = NULL;
+  hk_hook *chief_hooks[3], *hooks[3];
   size_t nchief = 0, nhooks = 0;
   hk_saver *saver = NULL;
   hk_scaffold *scaffold = NULL;
@@ -1069,7 +1130,8 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
    * CheckpointSaver (C53): the profiler first, to trace every other hook;
    * then the NaN guard, whose failing after_run keeps the checkpoint saver
    * from saving a diverged step (C14) and the session from running end(),
-   * so no final checkpoint of it either (C16). */
+   * so no final checkpoint of it either (C16); then early stopping, so that
+   * a checkpoint holds the state of its own step's evaluation (H44). */
   if (o->profile_dir) {
     hk_profiler_options pro = HK_PROFILER_OPTIONS_INIT;
     pro.output_dir = o->profile_dir;
@@ -1089,6 +1151,19 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
       goto out;
     }
     chief_hooks[nchief++] = nan_hook;
+  }
+  if (o->early_patience) {
+    hk_early_stopping_options eo = HK_EARLY_STOPPING_OPTIONS_INIT;
+    eo.monitor = TEST_LOSS_NAME;
+    eo.mode = HK_MONITOR_MIN;
+    eo.patience = o->early_patience;
+    eo.every_n_steps = o->early_every;
+    eo.state = EARLY_STATE_NAME;
+    if (hk_early_stopping_hook_new(&early_hook, &eo, &st) != HK_OK) {
+      status = fail_status("creating the early-stopping hook", &st);
+      goto out;
+    }
+    chief_hooks[nchief++] = early_hook;
   }
   {
     hk_stop_at_step_options so = HK_STOP_AT_STEP_OPTIONS_INIT;
@@ -1181,6 +1256,15 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
     goto out;
   }
   if (hk_signal_fired()) fputs("train_digits: stopped by a signal\n", stderr);
+  if (early_hook) {
+    hk_early_stopping_info info;
+    if (hk_early_stopping_hook_info(early_hook, &info, &st) == HK_OK && info.best_step != HK_UNSET_STEPS)
+      fprintf(stderr,
+              "train_digits: early stopping: best test_loss %.6f at step %" PRId64 ", %" PRId64
+              " evaluations, the last %" PRId64 " without improvement%s\n",
+              info.best, info.best_step, info.evaluations, info.wait,
+              info.stopped_step != HK_UNSET_STEPS ? "; stopped" : "");
+  }
   fprintf(stderr, "training time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", t1 - t0, steps_run,
           steps_run ? (t1 - t0) * 1e6 / (double)steps_run : 0.0);
   printf("result: step=%" PRId64 " loss=%.6f test_accuracy=%.6f\n", f.final_step, (double)last_loss,
@@ -1195,6 +1279,7 @@ out:
   hk_hook_free(stop_hook);
   hk_hook_free(nan_hook);
   hk_hook_free(profiler_hook);
+  hk_hook_free(early_hook);
   hk_scaffold_free(scaffold);
   hk_saver_free(saver);
   hk_graph_free(m.g);

@@ -3,9 +3,9 @@
 module only: Chrome trace-event files whose spans must nest as the session
 runs them.
 
-It trains 300 steps with a trace every 100 steps, checkpoints and summaries
-every 100 steps and the progress hook on, so every kind of hook is in the
-session, then for each timeline-<N>.json:
+It trains 300 steps with a trace every 100 steps, checkpoints, summaries
+and early-stopping evaluations every 100 steps and the progress hook on, so
+every kind of hook is in the session, then for each timeline-<N>.json:
 
   * the file is JSON with a "traceEvents" list; otherData.global_step and
     the one span of category "step", named "step <N>", say the step of its
@@ -19,9 +19,10 @@ session, then for each timeline-<N>.json:
     starts; the after_run spans start after it ends, one after another, in
     the same order. That order is the MonitoredTrainingSession's with
     train_digits' hooks: ProfilerHook first (its own before_run asks for
-    the trace, so only its after_run is traced), the NaN guard before the
-    MTS's StepCounter, SummarySaver and CheckpointSaver, then the program's
-    feeder, StopAtStep and Progress hooks.
+    the trace, so only its after_run is traced), the NaN guard and the
+    EarlyStoppingHook before the MTS's StepCounter, SummarySaver and
+    CheckpointSaver, then the program's feeder, StopAtStep and Progress
+    hooks.
 
 Times are written with 3 decimals (nanoseconds), so comparisons allow 2 ns.
 
@@ -44,6 +45,7 @@ EPS = 0.002  # microseconds: ts and dur are rounded to 0.001 each
 HOOK_ORDER = [
     "ProfilerHook",
     "NanTensorHook",
+    "EarlyStoppingHook",
     "StepCounterHook",
     "SummarySaverHook",
     "CheckpointSaverHook",
@@ -156,7 +158,7 @@ def main():
     prof = os.path.join(a.workdir, "profile")
     cmd = [a.train_digits, "--steps", "300", "--log-every", "0", "--profile-dir", prof, "--profile-steps", "100",
            "--checkpoint-dir", os.path.join(a.workdir, "ckpt"), "--save-steps", "100",
-           "--summary-dir", os.path.join(a.workdir, "summaries"), "--progress"]
+           "--summary-dir", os.path.join(a.workdir, "summaries"), "--progress", "--early-stop-patience", "100"]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0 or not r.stdout.startswith("result: step=300 "):
         print("check_timeline: %s: exit %d\nstdout:\n%s\nstderr:\n%s" % (" ".join(cmd), r.returncode, r.stdout,
