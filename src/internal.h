@@ -23,7 +23,7 @@ hk_executor *hk__scaffold_executor(const hk_scaffold *s);
 /** finite and >= 0 */
 int hk__secs_valid(double secs);
 
-/* ---- hooks (hook.c) ------------------------------------------------------ */
+/* ---- hooks (core/hook.c) ------------------------------------------------------ */
 struct hk_hook {
   const hk_hook_vtable *vt;
   void *user;
@@ -82,7 +82,7 @@ struct hk_creation_context {
   const char *restored_checkpoint;
 };
 
-/* ---- executor (executor.c) ---------------------------------------------- */
+/* ---- executor (core/executor.c) ---------------------------------------------- */
 /** Check a caller's run args for NULL arrays with counts; names the field. */
 hk_code hk__run_args_check(const hk_run_args *args, const char *what, hk_status *st);
 /** The executor's own session behind a raw session (what its open slot
@@ -90,7 +90,7 @@ hk_code hk__run_args_check(const hk_run_args *args, const char *what, hk_status 
  *  NULL. */
 void *hk__raw_session_impl(const hk_raw_session *rs);
 
-/* ---- feeds (scaffold.c) ------------------------------------------------ */
+/* ---- feeds (core/scaffold.c) ------------------------------------------------ */
 /** Deep-copy n feeds (values' data included) into one allocation. *out is
  *  NULL when n is 0. Validates each feed value. */
 hk_code hk__feeds_copy(const hk_env *env, const hk_feed *src, size_t n, hk_feed **out, const char *what, hk_status *st);

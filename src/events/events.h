@@ -27,7 +27,7 @@ static inline hk_summary_writer *hk__summary_writer_of(hk__event_writer *w) { re
 static inline hk__event_writer *hk__event_writer_of(hk_summary_writer *w) { return (hk__event_writer *)(void *)w; }
 
 /**
- * H26: the writer session `s` shares for `dir` (session.c), made through
+ * H26: the writer session `s` shares for `dir` (core/session.c), made through
  * `env` (NULL: the session's) at the first request for that directory.
  * FAILED_PRECONDITION "Session is closed." once the session is closed.
  */
