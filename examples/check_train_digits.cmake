@@ -173,8 +173,10 @@ elseif(MODE STREQUAL "nan")
       endif()
       file(READ "${dir}/checkpoint" state)
       if(flags STREQUAL "async")
-        # The save of step 1 was deferred behind the one of step 0 (D3.3): 0 is the newest.
-        set(newest 0)
+        # The save of step 1 is deferred behind the one of step 0 when the
+        # writer is still busy (D3.3), or not when it was quick: 0 or 1 is
+        # the newest, never the diverged step (checked above).
+        set(newest "[01]")
       else()
         set(newest 1)
       endif()
