@@ -406,6 +406,10 @@ hk_code hk__saver_snapshot_views(hk_saver *saver, hk_raw_session *rs, hk__ckpt_t
 /** The snapshot's copy: memcpy, or streaming stores for large copies then a
  *  store fence, so a later release store publishes the bytes. Any thread. */
 void hk__snapshot_copy(void *dst, const void *src, size_t n);
+/** hk__snapshot_copy without its fence: @return nonzero when it used
+ *  streaming stores, after which the caller fences once (_mm_sfence) before
+ *  another thread reads the copies. */
+int hk__snapshot_stream_copy(void *dst, const void *src, size_t n);
 
 /* ---- event files (events.c, H26) ------------------------------------------------- */
 

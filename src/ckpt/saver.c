@@ -19,7 +19,7 @@
 #include <string.h>
 
 #if defined(__x86_64__) || defined(_M_X64)
-#include <emmintrin.h> /* SSE2: baseline on x86-64 */
+#include <emmintrin.h> /* _mm_sfence after streamed snapshot copies */
 #define HAVE_STREAM_COPY 1
 #endif
 
@@ -1039,64 +1039,6 @@ hk_code hk__saver_snapshot_size(hk_saver *saver, size_t *nbytes, size_t *ntensor
   return HK_OK;
 }
 
-/* Snapshot copies this large go around the cache (non-temporal stores):
- * the writer thread reads them much later, and plain stores would both
- * fetch every destination line first and evict the training thread's
- * working set. Smaller ones are cheaper through the cache. */
-#define STREAM_COPY_MIN ((size_t)256 << 10)
-
-#ifdef HAVE_STREAM_COPY
-#define STREAM_PAGE ((size_t)4096)
-
-/* One 64-byte line; `d` is 64-byte aligned: streaming stores that fill
- * parts of two lines each go out as partial writes, which measured 1.5
- * times slower than memcpy (malloc aligns the buffer to 16 only). */
-static void stream_line(unsigned char *d, const unsigned char *s) {
-  __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
-  __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
-  __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
-  __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
-  _mm_stream_si128((__m128i *)(void *)d, a);
-  _mm_stream_si128((__m128i *)(void *)(d + 16), b);
-  _mm_stream_si128((__m128i *)(void *)(d + 32), c);
-  _mm_stream_si128((__m128i *)(void *)(d + 48), e);
-}
-
-/* Four pages at a time, a line of each in turn, reads prefetched (as
- * glibc's large_memcpy_4x): a plain line-by-line streaming loop measured
- * no faster than memcpy, this one as fast as one big memcpy. */
-static void stream_copy(unsigned char *d, const unsigned char *s, size_t n) {
-  size_t head = (64 - ((uintptr_t)d & 63)) & 63; /* offsets are aligned, the buffer is the caller's */
-  memcpy(d, s, head);
-  d += head;
-  s += head;
-  n -= head;
-  for (; n >= 4 * STREAM_PAGE; n -= 4 * STREAM_PAGE, d += 4 * STREAM_PAGE, s += 4 * STREAM_PAGE) {
-    for (size_t k = 0; k < STREAM_PAGE; k += 64) {
-      /* Within each page only: past the last one is past the source. */
-      if (k + 128 < STREAM_PAGE)
-        for (size_t p = 0; p < 4 * STREAM_PAGE; p += STREAM_PAGE)
-          _mm_prefetch((const char *)(s + p + k + 128), _MM_HINT_T0);
-      for (size_t p = 0; p < 4 * STREAM_PAGE; p += STREAM_PAGE) stream_line(d + p + k, s + p + k);
-    }
-  }
-  for (; n >= 64; n -= 64, d += 64, s += 64) stream_line(d, s);
-  memcpy(d, s, n);
-}
-#endif
-
-/* Returns nonzero when it streamed: the caller then fences once. */
-static int snapshot_copy(void *dst, const void *src, size_t n) {
-#ifdef HAVE_STREAM_COPY
-  if (n >= STREAM_COPY_MIN) {
-    stream_copy(dst, src, n);
-    return 1;
-  }
-#endif
-  memcpy(dst, src, n);
-  return 0;
-}
-
 hk_code hk__saver_snapshot(hk_saver *saver, hk_raw_session *rs, void *buf, size_t cap, hk__ckpt_tensor *tensors,
                            size_t ntensors, hk_status *st) {
   size_t off = 0;
@@ -1117,7 +1059,7 @@ hk_code hk__saver_snapshot(hk_saver *saver, hk_raw_session *rs, void *buf, size_
                          saver->var_info[i].name);
       break;
     }
-    if (v.nbytes > 0) streamed |= snapshot_copy((char *)buf + off, v.data, v.nbytes);
+    if (v.nbytes > 0) streamed |= hk__snapshot_stream_copy((char *)buf + off, v.data, v.nbytes);
     tensors[i].name = saver->var_info[i].name;
     tensors[i].value = v;
     tensors[i].value.data = v.nbytes > 0 ? (char *)buf + off : NULL;
@@ -1154,13 +1096,6 @@ hk_code hk__saver_snapshot_views(hk_saver *saver, hk_raw_session *rs, hk__ckpt_t
   return HK_OK;
 }
 
-void hk__snapshot_copy(void *dst, const void *src, size_t n) {
-#ifdef HAVE_STREAM_COPY
-  if (snapshot_copy(dst, src, n)) _mm_sfence();
-#else
-  (void)snapshot_copy(dst, src, n);
-#endif
-}
 
 typedef struct text_buf {
   const hk_env *env;
