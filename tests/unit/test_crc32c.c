@@ -256,6 +256,23 @@ static void test_crc32c__copy_equals_plain_crc_around_block_thresholds(void **st
   free(dst);
 }
 
+/* The VPCLMULQDQ path (AVX-512 CPUs) folds 256-byte rounds, then 64- and
+ * 16-byte blocks, then a tail of crc32 instructions: every length from 240
+ * to 1300 bytes (each round, block and tail count), a few alignments. */
+static void test_crc32c__copy_equals_plain_crc_at_every_fold_boundary(void **state) {
+  enum { MAX = 1300 };
+  static const size_t offs[][2] = {{0, 0}, {1, 0}, {0, 3}, {7, 9}, {13, 64}};
+  unsigned char *src = malloc(MAX + 16), *dst = malloc(MAX + 96);
+  (void)state;
+  assert_non_null(src);
+  assert_non_null(dst);
+  fill_random(src, MAX + 16, 0x0f01d);
+  for (size_t o = 0; o < sizeof offs / sizeof offs[0]; o++)
+    for (size_t n = 240; n <= MAX; n++) check_copy(src, offs[o][0], dst, MAX + 96, offs[o][1], n, 0xa5a5a5a5U);
+  free(src);
+  free(dst);
+}
+
 static void test_crc32c__copy_of_multi_mebibyte_buffers_and_a_flipped_bit(void **state) {
   size_t n = ((size_t)5 << 20) + 12345;
   unsigned char *src = malloc(n + 8), *dst = malloc(n + 64);
@@ -353,6 +370,7 @@ int main(void) {
       cmocka_unit_test(test_crc32c__implementation_name),
       cmocka_unit_test(test_crc32c__copy_equals_plain_crc_for_every_small_length_and_alignment),
       cmocka_unit_test(test_crc32c__copy_equals_plain_crc_around_block_thresholds),
+      cmocka_unit_test(test_crc32c__copy_equals_plain_crc_at_every_fold_boundary),
       cmocka_unit_test(test_crc32c__copy_of_multi_mebibyte_buffers_and_a_flipped_bit),
       cmocka_unit_test(test_crc32c__combine_of_pieces_equals_the_whole),
       cmocka_unit_test(test_crc32c__combine_of_mebibyte_pieces),
