@@ -1496,26 +1496,28 @@ static void *fused_worker(void *arg) {
 
 /* Whether the pages of the mapped range are in memory: then a second
  * thread doubles the copy's speed. On a miss the disk sets the pace, and
- * two threads faulting in different places only break its readahead. */
+ * two threads faulting in different places only break its readahead.
+ * Sampled: 64 windows of 16 pages spread over the range (asking about
+ * every page of 256 MiB took 4 ms, a seventh of the restore). */
 static int mostly_resident(const void *addr, size_t len) {
 #ifdef HAVE_MINCORE
+  enum { WINDOWS = 64, WINDOW_PAGES = 16 };
   long page = sysconf(_SC_PAGESIZE);
-  unsigned char vec[4096];
-  uintptr_t at, end;
-  size_t pages = 0, in = 0;
+  unsigned char vec[WINDOW_PAGES];
+  uintptr_t start, end;
+  size_t npages, step, looked = 0, in = 0;
   if (page <= 0 || len == 0) return 0;
-  at = (uintptr_t)addr / (uintptr_t)page * (uintptr_t)page;
+  start = (uintptr_t)addr / (uintptr_t)page * (uintptr_t)page;
   end = (uintptr_t)addr + len;
-  /* 4096 pages (16 MiB) a call: a few calls for a large restore. */
-  while (at < end) {
-    size_t n = (size_t)((end - at + (uintptr_t)page - 1) / (uintptr_t)page);
-    if (n > sizeof vec) n = sizeof vec;
-    if (mincore((void *)at, n * (size_t)page, vec) != 0) return 0;
+  npages = (size_t)((end - start + (uintptr_t)page - 1) / (uintptr_t)page);
+  step = npages / WINDOWS > WINDOW_PAGES ? npages / WINDOWS : WINDOW_PAGES;
+  for (size_t at = 0; at < npages; at += step) {
+    size_t n = npages - at < WINDOW_PAGES ? npages - at : WINDOW_PAGES;
+    if (mincore((void *)(start + at * (uintptr_t)page), n * (size_t)page, vec) != 0) return 0;
     for (size_t i = 0; i < n; i++) in += vec[i] & 1;
-    pages += n;
-    at += n * (uintptr_t)page;
+    looked += n;
   }
-  return in * 10 >= pages * 9;
+  return looked > 0 && in * 10 >= looked * 9;
 #else
   (void)addr;
   (void)len;
