@@ -125,7 +125,13 @@ typedef enum hk_save_flags {
  * errors (H9: RESOURCE_EXHAUSTED for a full disk, PERMISSION_DENIED, ...) —
  * after which the directory holds exactly what it held before; executor
  * errors reading a variable.
- * **Threads:** the owner's. **Allocates:** yes.
+ * With a file system that writes at an offset (hk_fs version 2, POSIX) the
+ * data file's tensors are written first and its header, which holds their
+ * CRCs, last; each CRC is computed while its tensor is written. Fsyncs: the
+ * data file and its directory, the state file and its directory (D4.2).
+ * **Threads:** the owner's; 8 MiB or more are CRC'd by a second thread the
+ * call starts and joins, beside the writes.
+ * **Allocates:** yes.
  */
 HK_API hk_code hk_saver_save(hk_saver *saver, hk_raw_session *rs, const char *save_path, int64_t step,
                              unsigned flags, const char **prefix, hk_status *status);
@@ -134,7 +140,10 @@ HK_API hk_code hk_saver_save(hk_saver *saver, hk_raw_session *rs, const char *sa
  * Restore every variable of the Saver from checkpoint `path` (C125, H27):
  * a prefix, or the data file's path itself. Logs "Restoring parameters from
  * %s". Every variable is checked against the file before any is assigned;
- * every tensor read is CRC-verified. Never falls back (D5.4).
+ * every tensor read is CRC-verified: straight into the variable's own
+ * memory when the executor hands it out (hk_raw_session_variable_storage,
+ * H30), the CRC computed in the same pass, else from a checked view that
+ * is assigned (optional variables always). Never falls back (D5.4).
  * A variable flagged HK_VAR_OPTIONAL that the file lacks is not assigned:
  * it keeps its current value, and a WARNING names it and the checkpoint.
  * After a restore, each tensor of the file that no variable of the Saver
@@ -147,9 +156,13 @@ HK_API hk_code hk_saver_save(hk_saver *saver, hk_raw_session *rs, const char *sa
  * passed save_path is not a valid checkpoint: %s" or "Key %s not found in
  * checkpoint %s" (a variable that is not optional); DATA_LOSS naming
  * the file (and tensor) for a malformed or corrupt file — variables may
- * then hold a mix of old and new values; FAILED_PRECONDITION for a file of
- * a newer format; file-system and executor errors.
- * **Threads:** the owner's. **Allocates:** yes (a read buffer per call).
+ * then hold a mix of old and new values (one read in place, the corrupt
+ * tensor's unverified bytes); FAILED_PRECONDITION for a file of a newer
+ * format; file-system and executor errors.
+ * **Threads:** the owner's; 16 MiB or more in the page cache are read by
+ * this thread and one more the call starts and joins.
+ * **Allocates:** yes (the reader, per-piece CRCs, a read buffer without a
+ * mapping).
  */
 HK_API hk_code hk_saver_restore(hk_saver *saver, hk_raw_session *rs, const char *path, hk_status *status);
 
