@@ -1,6 +1,9 @@
 /*
- * hooked — CheckpointSaverHook and AsyncCheckpointSaverHook (contract groups
- * K and L, D3), sharing one implementation.
+ * hooked — CheckpointSaverHook, and the code it shares with
+ * AsyncCheckpointSaverHook (contract groups K and L, D3): one implementation,
+ * whose asynchronous part (the writer thread, the snapshot, D3) is in
+ * async_checkpoint_saver.c and whose shared declarations are in
+ * checkpoint_saver_internal.h.
  *
  * Both hooks fetch GS in every before_run (C95), save at every session
  * creation (C94, C105), when the timer fires after a run (C96, C106) and at
@@ -9,26 +12,8 @@
  * event file of checkpoint_dir (C98), through the writer the session keeps
  * for that directory and shares with every hook writing there (H26).
  *
- * The asynchronous hook splits a save (D3): on the training thread it runs
- * the listeners' before_save, lays out every variable of its Saver in one
- * snapshot buffer (allocated at the first save of a session, grown only when
- * the variables grow) and hands (snapshot, step, path) to one writer thread.
- * Where the executor takes part in copy-before-write snapshots (D3.7, the
- * control ops of hooked/sys/executor.h), the training thread only reads the
- * variables' views and attaches the snapshot to the executor; the writer
- * thread copies the variables while the next step runs, and the executor
- * copies a variable itself before it mutates one not copied yet. Otherwise
- * the training thread copies everything before it hands over. The writer
- * then calls hk__saver_write. The result comes back through shared
- * state guarded by one mutex and is processed on the training thread at the
- * next after_run or end(): log lines, event, listeners' after_save and their
- * stop requests, or the write's error. While a write is in flight the
- * training thread touches neither the snapshot buffer nor the Saver, and
- * the session, before it re-creates (and restores through that Saver),
- * waits for the writer through the hook's quiesce callback. A result found
- * at a re-creation is kept for the next after_run or end() (D3.4): an
- * error returned by after_create_session would fail the session (D2.4,
- * H18) where an after_run's leaves it usable.
+ * How the asynchronous hook splits a save (D3) is told in the file comment
+ * of async_checkpoint_saver.c.
  *
  * Per-session resources (snapshot buffer, graph text, writer thread, and
  * the event writer of a hook driven outside a session) are allocated through
@@ -36,23 +21,15 @@
  * and released by end(), when the session detaches the hook, by the next
  * begin(), or by hk_hook_free(). A session's event writers are its own.
  *
- * A write still in flight when a session lets go of the hook without end()
- * (an unclean close calls no hook; a session freed without close) is
- * completed when the session detaches its hooks, before it frees its
- * Scaffold and that Scaffold's Saver; its result is then dropped.
- *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "../ckpt/ckpt.h"
-#include "../ckpt/snapshot.h"
+#include "checkpoint_saver_internal.h"
 
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #define DEFAULT_BASENAME "model.ckpt"
 /* hooked's own text description of the graph (H30): not a TensorFlow
@@ -60,115 +37,9 @@
 #define GRAPH_FILE "graph.txt"
 #define SESSION_LOG_CHECKPOINT 3
 
-typedef struct listener {
-  const hk_checkpoint_listener_vtable *vt;
-  void *user;
-  char *name; /* NULL: "listener <index>" */
-} listener;
-
 /* The graph description, captured once per session: the graph is finalized,
  * so every creation of the session writes the same graph.txt. */
 enum { GRAPH_UNKNOWN = 0, GRAPH_CAPTURED, GRAPH_UNDESCRIBED };
-
-/*
- * What the training thread and the writer thread share (D3). Every field
- * below `mu` is read and written under it. The job's inputs (saver, step,
- * flags, now, tensors) are set by the training thread before it sets
- * `pending`, and stay untouched until the writer reports `finished`.
- */
-typedef struct writer {
-  pthread_mutex_t mu;
-  pthread_cond_t cv; /* broadcast when a job is handed over, finishes, or quit is set */
-  int quit;
-  int pending;  /* handed over, not yet taken by the writer */
-  int busy;     /* handed over and not finished */
-  int finished; /* finished, result not processed yet */
-  hk_saver *saver;
-  int64_t step;
-  unsigned flags;
-  double now; /* wall time at the snapshot: the checkpoint's timestamp */
-  const hk__ckpt_tensor *tensors;
-  size_t ntensors;
-  hk_snapshot *snap; /* copied by the writer before the write (D3.7) */
-  hk_code rc;
-  hk_status st;
-  double secs;
-} writer;
-
-typedef struct ckpt_hook {
-  hk_hook *hook;
-  hk_env env; /* what the struct and its options were allocated with */
-  int has_env;
-  int async;
-  const char *kind; /* "CheckpointSaverHook" or "AsyncCheckpointSaverHook" */
-
-  /* Options, copied. */
-  char *dir;
-  char *save_path;  /* dir/basename */
-  char *graph_path; /* dir/graph.txt */
-  double save_secs;
-  int64_t save_steps;
-  hk_saver *opt_saver;
-  hk_scaffold *opt_scaffold;
-  listener *listeners;
-  size_t nlisteners;
-  int save_graph_def;
-  int64_t steps_per_run;
-  int block_when_busy;
-  int64_t best_k;    /* H45: 0 off */
-  char *best_metric; /* NULL without best_k */
-  int best_mode;
-  /* Created without an env: the creation line waits for the first begin(),
-   * to go through the session's env (its sink and log level, C92, C104). */
-  int creation_unlogged;
-
-  /* Per-session state, reset by begin(). */
-  int in_session; /* begin() ran and its resources are held */
-  hk_env senv;    /* the env in force at begin(), for per-session resources */
-  hk_executor *graph;
-  hk_handle gs;
-  hk_handle metric; /* best_metric's tensor (H45) */
-  hk_timer timer;
-  hk_saver *saver; /* resolved at the first save (C99) */
-  hk__event_writer *events;
-  int owns_events; /* no session: a writer of our own (H26) */
-  int graph_state;
-  char *graph_text;
-  size_t graph_len, graph_cap;
-
-  /* Asynchronous hook only. */
-  writer w;
-  int thread_started;
-  pthread_t tid;
-  unsigned char *buf; /* snapshot buffer (D3.2) */
-  size_t buf_cap;
-  hk__ckpt_tensor *tensors;
-  size_t tensors_cap;
-  /* Copy-before-write (D3.7): the copies of the snapshot in flight, each
-   * tensor's executor index, and the executor the snapshot is attached to
-   * (NULL: not attached). Detached on the training thread once the writer
-   * is idle, so every copy is made. */
-  hk_snapshot *snap;
-  size_t *var_index;
-  size_t var_index_cap;
-  hk_executor *attached;
-  int64_t snap_step; /* the attached snapshot's step and tensor count */
-  size_t snap_n;
-  int overlap_refused; /* the executor declined: logged once per session */
-  int have_written; /* a checkpoint was written successfully this session */
-  int64_t last_written;
-  int deferring; /* the deferral line was logged for the current run of deferrals */
-  /* Results met at re-creations, kept for the next after_run or end() (D3.4)
-   * apart from the writer's slot, which the creation's own save reuses. */
-  int held_ok; /* a successful write whose completion is not processed yet */
-  int64_t held_ok_step;
-  double held_ok_secs;
-  hk_status held_err; /* code HK_OK: none; else the first error to return */
-
-  /* For saves on demand (hk_checkpoint_saver_hook_save). */
-  hk_raw_session *rs; /* of the last after_create_session; NULL outside a session */
-  char *last_prefix;  /* the last save on demand's prefix (senv) */
-} ckpt_hook;
 
 static const hk_env *own_env(const ckpt_hook *self) { return self->has_env ? &self->env : NULL; }
 
@@ -196,7 +67,7 @@ static hk_code listeners_begin(ckpt_hook *self, hk_status *st) {
   return HK_OK;
 }
 
-static hk_code listeners_before_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st) {
+hk_code hk__ckpt_hook_listeners_before_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st) {
   size_t i;
   hk_hook_log(self->hook, HK_LOG_INFO, "Calling checkpoint listeners before saving checkpoint %" PRId64 "...", step);
   for (i = 0; i < self->nlisteners; i++) {
@@ -212,7 +83,8 @@ static hk_code listeners_before_save(ckpt_hook *self, hk_raw_session *rs, int64_
 }
 
 /* Every listener is called even after one asked to stop (C98). */
-static hk_code listeners_after_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, int *stop, hk_status *st) {
+hk_code hk__ckpt_hook_listeners_after_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, int *stop,
+                                           hk_status *st) {
   size_t i;
   hk_hook_log(self->hook, HK_LOG_INFO, "Calling checkpoint listeners after saving checkpoint %" PRId64 "...", step);
   for (i = 0; i < self->nlisteners; i++) {
@@ -233,7 +105,7 @@ static hk_code listeners_after_save(ckpt_hook *self, hk_raw_session *rs, int64_t
   return HK_OK;
 }
 
-static hk_code listeners_end(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st) {
+hk_code hk__ckpt_hook_listeners_end(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st) {
   size_t i;
   for (i = 0; i < self->nlisteners; i++) {
     const listener *l = &self->listeners[i];
@@ -250,7 +122,7 @@ static hk_code listeners_end(ckpt_hook *self, hk_raw_session *rs, int64_t step, 
 /* ---- shared pieces of a save ------------------------------------------------- */
 
 /* C99: the explicit saver, the given scaffold's, the session's Scaffold's. */
-static hk_code resolve_saver(ckpt_hook *self, hk_status *st) {
+hk_code hk__ckpt_hook_resolve_saver(ckpt_hook *self, hk_status *st) {
   hk_saver *s = self->opt_saver;
   hk_scaffold *session_scaffold;
 
@@ -268,7 +140,7 @@ static hk_code resolve_saver(ckpt_hook *self, hk_status *st) {
 /* H45: best_metric's value now, for the checkpoint of `step` (the caller
  * hands it to the Saver just before the write). Read before the variables'
  * views are taken: a run would invalidate them. NaN without best_k. */
-static hk_code read_metric(ckpt_hook *self, hk_raw_session *rs, int64_t step, double *out, hk_status *st) {
+hk_code hk__ckpt_hook_read_metric(ckpt_hook *self, hk_raw_session *rs, int64_t step, double *out, hk_status *st) {
   hk_run_args args;
   hk_tensor result;
   hk_status why = HK_STATUS_INIT;
@@ -343,20 +215,20 @@ static hk_code write_graph_file(ckpt_hook *self, hk_status *st) {
   return hk__write_file_atomic(&self->senv, self->graph_path, self->graph_text, self->graph_len, st);
 }
 
-static hk_code write_event(ckpt_hook *self, int64_t step, hk_status *st) {
+hk_code hk__ckpt_hook_write_event(ckpt_hook *self, int64_t step, hk_status *st) {
   return hk__event_writer_session_log(self->events, step, SESSION_LOG_CHECKPOINT, self->save_path, st);
 }
 
 /* C98: one synchronous save at `step`. */
-static hk_code save_sync(ckpt_hook *self, hk_raw_session *rs, int64_t step, int *stop, hk_status *st) {
+hk_code hk__ckpt_hook_save_sync(ckpt_hook *self, hk_raw_session *rs, int64_t step, int *stop, hk_status *st) {
   double metric;
-  hk_code rc = resolve_saver(self, st);
+  hk_code rc = hk__ckpt_hook_resolve_saver(self, st);
 
   if (rc != HK_OK) return rc;
-  rc = listeners_before_save(self, rs, step, st);
+  rc = hk__ckpt_hook_listeners_before_save(self, rs, step, st);
   if (rc != HK_OK) return rc;
   hk_hook_log(self->hook, HK_LOG_INFO, "Saving checkpoints for %" PRId64 " into %s.", step, self->save_path);
-  rc = read_metric(self, rs, step, &metric, st);
+  rc = hk__ckpt_hook_read_metric(self, rs, step, &metric, st);
   if (rc != HK_OK) return rc;
   if (self->best_k > 0) hk__saver_note_metric(self->saver, metric);
   /* The graph is described once per creation, in graph.txt (C94); no file
@@ -369,341 +241,9 @@ static hk_code save_sync(ckpt_hook *self, hk_raw_session *rs, int64_t step, int 
     self->have_written = 1;
     self->last_written = step;
   }
-  rc = write_event(self, step, st);
+  rc = hk__ckpt_hook_write_event(self, step, st);
   if (rc != HK_OK) return rc;
-  return listeners_after_save(self, rs, step, stop, st);
-}
-
-/* ---- the writer thread (D3) ---------------------------------------------------- */
-
-/* The writer thread may call only the allocator, the log sink and the fs
- * (H6): the env's clocks are the caller's and need not be thread-safe, so
- * the write is timed with the system's monotonic clock. */
-static double system_monotonic(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) return 0;
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void *writer_main(void *arg) {
-  ckpt_hook *self = arg;
-  writer *w = &self->w;
-
-  pthread_mutex_lock(&w->mu);
-  for (;;) {
-    hk_saver *saver;
-    int64_t step;
-    unsigned flags;
-    double now;
-    const hk__ckpt_tensor *tensors;
-    size_t ntensors;
-    hk_snapshot *snap;
-    hk_status st = HK_STATUS_INIT;
-    char *prefix = NULL;
-    double t0, t1;
-    hk_code rc;
-
-    /* A job handed over before quit is written first (D3.2). */
-    while (!w->pending && !w->quit) pthread_cond_wait(&w->cv, &w->mu);
-    if (!w->pending) break;
-    w->pending = 0;
-    saver = w->saver;
-    step = w->step;
-    flags = w->flags;
-    now = w->now;
-    tensors = w->tensors;
-    ntensors = w->ntensors;
-    snap = w->snap;
-    pthread_mutex_unlock(&w->mu);
-
-    /* D3.7: the copies nobody made yet, while the training thread runs on. */
-    hk__snapshot_run(snap);
-    t0 = system_monotonic();
-    rc = hk__saver_write(saver, self->save_path, step, flags, now, tensors, ntensors, &prefix, &st);
-    t1 = system_monotonic();
-    hk_env_free(hk__saver_env(saver), prefix);
-
-    pthread_mutex_lock(&w->mu);
-    w->rc = rc;
-    w->st = st;
-    w->secs = t1 - t0;
-    w->busy = 0;
-    w->finished = 1;
-    pthread_cond_broadcast(&w->cv);
-  }
-  pthread_mutex_unlock(&w->mu);
-  return NULL;
-}
-
-static int writer_busy(ckpt_hook *self) {
-  int busy;
-  pthread_mutex_lock(&self->w.mu);
-  busy = self->w.busy;
-  pthread_mutex_unlock(&self->w.mu);
-  return busy;
-}
-
-static void writer_wait_idle(ckpt_hook *self) {
-  pthread_mutex_lock(&self->w.mu);
-  while (self->w.busy) pthread_cond_wait(&self->w.cv, &self->w.mu);
-  pthread_mutex_unlock(&self->w.mu);
-}
-
-/* Stop the writer thread after the job in flight, if any, and join it. */
-static void writer_join(ckpt_hook *self) {
-  if (!self->thread_started) return;
-  pthread_mutex_lock(&self->w.mu);
-  self->w.quit = 1;
-  pthread_cond_broadcast(&self->w.cv);
-  pthread_mutex_unlock(&self->w.mu);
-  pthread_join(self->tid, NULL);
-  self->thread_started = 0;
-  pthread_mutex_lock(&self->w.mu);
-  self->w.quit = 0;
-  pthread_mutex_unlock(&self->w.mu);
-}
-
-/* D3.7: the executor forgets the snapshot once the writer is idle (every
- * copy made; the executor would complete a pending one first anyway). */
-static void detach_snapshot(ckpt_hook *self) {
-  hk_control_snapshot a = HK_CONTROL_SNAPSHOT_INIT;
-  hk_status st = HK_STATUS_INIT;
-
-  if (self->attached == NULL) return;
-  a.snapshot = self->snap;
-  if (hk_executor_control(self->attached, HK_CONTROL_SNAPSHOT_DETACH, &a, &st) != HK_OK)
-    hk_hook_log(self->hook, HK_LOG_WARNING, "%s: detaching the checkpoint snapshot of %s from the executor: %s",
-                self->kind, self->save_path, st.message);
-  self->attached = NULL;
-  hk_hook_log(self->hook, HK_LOG_DEBUG,
-              "Checkpoint snapshot for %" PRId64 " copied in the background; the training thread copied %zu of its "
-              "%zu tensors itself.",
-              self->snap_step, hk__snapshot_copied_here(self->snap), self->snap_n);
-}
-
-/* Take the writer's finished result, if any, out of its slot. */
-static int take_finished(ckpt_hook *self, int64_t *step, double *secs, hk_code *rc, hk_status *wst) {
-  writer *w = &self->w;
-  int finished;
-
-  pthread_mutex_lock(&w->mu);
-  finished = w->finished;
-  if (finished) {
-    w->finished = 0;
-    *step = w->step;
-    *secs = w->secs;
-    *rc = w->rc;
-    *wst = w->st;
-  }
-  pthread_mutex_unlock(&w->mu);
-  return finished;
-}
-
-static hk_code write_failed(const ckpt_hook *self, int64_t step, hk_code rc, const hk_status *wst, hk_status *st) {
-  return hk_status_set(st, rc, "Checkpoint for step %" PRId64 " into %s failed: %s", step, self->save_path,
-                       wst->message[0] != '\0' ? wst->message : hk_code_name(rc));
-}
-
-/* D3.4 success: log lines, event, listeners' after_save. */
-static hk_code complete_ok(ckpt_hook *self, hk_raw_session *rs, int64_t step, double secs, int *stop, hk_status *st) {
-  hk_code rc;
-
-  self->have_written = 1;
-  self->last_written = step;
-  hk_hook_log(self->hook, HK_LOG_INFO, "Checkpoint actual writing time: (%.3f sec)", secs);
-  hk_hook_log(self->hook, HK_LOG_INFO, "Checkpoint finished for %" PRId64 " into %s.", step, self->save_path);
-  rc = write_event(self, step, st);
-  if (rc != HK_OK) return rc;
-  return listeners_after_save(self, rs, step, stop, st);
-}
-
-/* Keep the first error for the next after_run or end(); a later one is
- * logged, since a call returns one error. */
-static void hold_error(ckpt_hook *self, hk_code rc, const hk_status *st) {
-  if (self->held_err.code == HK_OK) {
-    hk__status_copy(&self->held_err, st);
-    self->held_err.code = rc;
-    return;
-  }
-  hk_hook_log(self->hook, HK_LOG_ERROR, "%s: %s (not returned: an earlier checkpoint error of %s is pending)",
-              self->kind, st->message, self->save_path);
-}
-
-/* D3.4 at a re-creation (the writer is idle): nothing is processed that can
- * fail the creation. The finished result moves out of the writer's slot,
- * which the creation's own save is about to reuse, and waits for the next
- * after_run or end(). Only when a result from an earlier re-creation is
- * still waiting (no after_run came between) is that older success
- * processed here, its errors held in turn, so what is kept stays bounded. */
-static void hold_completion(ckpt_hook *self, hk_raw_session *rs, hk_creation_context *ctx) {
-  hk_status wst = HK_STATUS_INIT, st = HK_STATUS_INIT;
-  int64_t step = 0;
-  double secs = 0;
-  int stop = 0;
-  hk_code rc = HK_OK;
-
-  detach_snapshot(self); /* the writer is idle */
-  if (!take_finished(self, &step, &secs, &rc, &wst)) return;
-  if (rc != HK_OK) {
-    write_failed(self, step, rc, &wst, &st);
-    hold_error(self, rc, &st);
-    return;
-  }
-  if (self->held_ok) {
-    self->held_ok = 0;
-    rc = complete_ok(self, rs, self->held_ok_step, self->held_ok_secs, &stop, &st);
-    if (stop) hk_creation_context_request_stop(ctx);
-    if (rc != HK_OK) hold_error(self, rc, &st);
-  }
-  self->held_ok = 1;
-  self->held_ok_step = step;
-  self->held_ok_secs = secs;
-}
-
-/* D3.4: process on the training thread what a re-creation held, then a
- * finished write. Nothing finished: OK. An error returns at once; what
- * remains waits for the next call. */
-static hk_code process_completion(ckpt_hook *self, hk_raw_session *rs, int *stop, hk_status *st) {
-  hk_status wst = HK_STATUS_INIT;
-  int64_t step = 0;
-  double secs = 0;
-  hk_code rc = HK_OK;
-
-  if (self->attached != NULL && !writer_busy(self)) detach_snapshot(self);
-  if (self->held_err.code != HK_OK) {
-    rc = self->held_err.code;
-    hk__status_copy(st, &self->held_err);
-    hk_status_clear(&self->held_err);
-    return rc;
-  }
-  if (self->held_ok) {
-    self->held_ok = 0;
-    rc = complete_ok(self, rs, self->held_ok_step, self->held_ok_secs, stop, st);
-    if (rc != HK_OK) return rc;
-  }
-  if (!take_finished(self, &step, &secs, &rc, &wst)) return HK_OK;
-  if (rc != HK_OK) return write_failed(self, step, rc, &wst, st);
-  return complete_ok(self, rs, step, secs, stop, st);
-}
-
-/* Grow the snapshot buffer and the tensor array when the variables need more
- * than they hold: after the first save of a session this allocates nothing
- * (D3.2). */
-static hk_code reserve_snapshot(ckpt_hook *self, size_t nbytes, size_t ntensors, hk_status *st) {
-  if (nbytes > self->buf_cap || self->buf == NULL) {
-    size_t cap = nbytes > 0 ? nbytes : 1;
-    unsigned char *p = hk_env_alloc(&self->senv, cap);
-    if (p == NULL)
-      return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory for a %zu-byte checkpoint snapshot of %s",
-                           self->kind, nbytes, self->save_path);
-    hk_env_free(&self->senv, self->buf);
-    self->buf = p;
-    self->buf_cap = cap;
-  }
-  if (ntensors > self->tensors_cap || self->tensors == NULL) {
-    size_t cap = ntensors > 0 ? ntensors : 1;
-    hk__ckpt_tensor *t = hk_env_calloc(&self->senv, cap, sizeof(*t));
-    if (t == NULL)
-      return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory for the checkpoint snapshot of %s", self->kind,
-                           self->save_path);
-    hk_env_free(&self->senv, self->tensors);
-    self->tensors = t;
-    self->tensors_cap = cap;
-  }
-  if (ntensors > self->var_index_cap || self->var_index == NULL) {
-    size_t cap = ntensors > 0 ? ntensors : 1;
-    size_t *ix = hk_env_calloc(&self->senv, cap, sizeof(*ix));
-    if (ix == NULL)
-      return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory for the checkpoint snapshot of %s", self->kind,
-                           self->save_path);
-    hk_env_free(&self->senv, self->var_index);
-    self->var_index = ix;
-    self->var_index_cap = cap;
-  }
-  if (self->snap == NULL) {
-    hk_code rc = hk__snapshot_new(&self->snap, &self->senv, st);
-    if (rc != HK_OK) return rc;
-  }
-  return HK_OK;
-}
-
-/* D3.1, D3.7: snapshot at the step boundary and hand the write over. The
- * writer must be idle. The training thread reads every variable's view and
- * lays the snapshot out; an executor that takes part gets it attached, and
- * the writer copies what the executor has not copied before a write; any
- * other executor's variables are all copied here, now. */
-static hk_code save_async(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st) {
-  hk_executor *ex = hk_raw_session_executor(rs);
-  hk_control_snapshot attach = HK_CONTROL_SNAPSHOT_INIT;
-  hk_status why = HK_STATUS_INIT;
-  size_t nbytes = 0, ntensors = 0, off = 0;
-  double metric;
-  hk_code rc = resolve_saver(self, st);
-
-  if (rc != HK_OK) return rc;
-  rc = listeners_before_save(self, rs, step, st);
-  if (rc != HK_OK) return rc;
-  rc = hk__saver_snapshot_size(self->saver, &nbytes, &ntensors, st);
-  if (rc != HK_OK) return rc;
-  rc = reserve_snapshot(self, nbytes, ntensors, st);
-  if (rc != HK_OK) return rc;
-  rc = read_metric(self, rs, step, &metric, st); /* before the views: a run invalidates them */
-  if (rc != HK_OK) return rc;
-  detach_snapshot(self); /* the last one is complete: the writer is idle */
-  rc = hk__snapshot_reset(self->snap, ntensors, hk_executor_variable_count(ex), st);
-  if (rc != HK_OK) return rc;
-  rc = hk__saver_snapshot_views(self->saver, rs, self->tensors, self->var_index, ntensors, st);
-  if (rc != HK_OK) return rc;
-  if (!self->thread_started) {
-    int err = pthread_create(&self->tid, NULL, writer_main, self);
-    if (err != 0)
-      return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: cannot start the checkpoint writer thread for %s (error %d)",
-                           self->kind, self->save_path, err);
-    self->thread_started = 1;
-  }
-  for (size_t i = 0; i < ntensors; i++) {
-    hk_tensor *v = &self->tensors[i].value;
-    unsigned char *dst = self->buf + off;
-    if (v->nbytes > self->buf_cap - off)
-      return hk_status_set(st, HK_INTERNAL, "%s: the snapshot of %s does not fit its %zu-byte buffer (at %s)",
-                           self->kind, self->save_path, self->buf_cap, self->tensors[i].name);
-    hk__snapshot_add(self->snap, self->var_index[i], v->data, dst, v->nbytes);
-    v->data = v->nbytes > 0 ? dst : NULL;
-    off += (v->nbytes + 63) / 64 * 64;
-    if (off > self->buf_cap) off = self->buf_cap;
-  }
-  hk__snapshot_arm(self->snap);
-  attach.session = hk__raw_session_impl(rs);
-  attach.snapshot = self->snap;
-  if (hk_executor_control(ex, HK_CONTROL_SNAPSHOT_ATTACH, &attach, &why) == HK_OK) {
-    self->attached = ex;
-    self->snap_step = step;
-    self->snap_n = ntensors;
-  } else {
-    if (!self->overlap_refused)
-      hk_hook_log(self->hook, HK_LOG_DEBUG,
-                  "%s: the executor copies no snapshot in the background now (%s): a snapshot of %s it declines is "
-                  "copied at the step boundary (said once per session)",
-                  self->kind, why.message, self->save_path);
-    self->overlap_refused = 1;
-    hk_snapshot_complete(self->snap);
-  }
-  /* The writer is idle: the Saver is ours until the job is handed over. */
-  if (self->best_k > 0) hk__saver_note_metric(self->saver, metric);
-  pthread_mutex_lock(&self->w.mu);
-  self->w.saver = self->saver;
-  self->w.step = step;
-  self->w.flags = HK_SAVE_DEFAULT;
-  self->w.now = hk_env_wall(hk__saver_env(self->saver));
-  self->w.tensors = self->tensors;
-  self->w.ntensors = ntensors;
-  self->w.snap = self->snap;
-  self->w.pending = 1;
-  self->w.busy = 1;
-  pthread_cond_broadcast(&self->w.cv);
-  pthread_mutex_unlock(&self->w.mu);
-  hk_hook_log(self->hook, HK_LOG_INFO, "Saving checkpoints for %" PRId64 " into %s.", step, self->save_path);
-  return HK_OK;
+  return hk__ckpt_hook_listeners_after_save(self, rs, step, stop, st);
 }
 
 /* ---- per-session resources ---------------------------------------------------- */
@@ -712,13 +252,7 @@ static hk_code save_async(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_
  * its result dropped (the session that wanted it is gone). */
 static void release_session(ckpt_hook *self) {
   if (!self->in_session) return;
-  if (self->async) {
-    writer_join(self);
-    self->w.pending = 0;
-    self->w.busy = 0;
-    self->w.finished = 0;
-    detach_snapshot(self);
-  }
+  if (self->async) hk__async_ckpt_stop_writer(self);
   self->held_ok = 0;
   hk_status_clear(&self->held_err);
   if (self->owns_events) {
@@ -731,18 +265,7 @@ static void release_session(ckpt_hook *self) {
   }
   self->events = NULL;
   self->owns_events = 0;
-  hk_env_free(&self->senv, self->buf);
-  self->buf = NULL;
-  self->buf_cap = 0;
-  hk_env_free(&self->senv, self->tensors);
-  self->tensors = NULL;
-  self->tensors_cap = 0;
-  hk__snapshot_free(self->snap);
-  self->snap = NULL;
-  hk_env_free(&self->senv, self->var_index);
-  self->var_index = NULL;
-  self->var_index_cap = 0;
-  self->overlap_refused = 0;
+  hk__async_ckpt_free_snapshot(self);
   hk_env_free(&self->senv, self->graph_text);
   self->graph_text = NULL;
   self->graph_len = self->graph_cap = 0;
@@ -826,7 +349,7 @@ static hk_code restored_own_checkpoint(ckpt_hook *self, const char *restored, in
   hk_code rc;
 
   *same = 0;
-  rc = resolve_saver(self, st);
+  rc = hk__ckpt_hook_resolve_saver(self, st);
   if (rc != HK_OK) return rc;
   mine = hk__saver_prefix(self->saver, self->save_path, step);
   if (mine == NULL)
@@ -883,8 +406,8 @@ static hk_code cs_after_create_session(void *user, hk_raw_session *session, hk_c
      * session; a session has quiesced it already): finish it first, so at
      * most one save is in flight (D3.2) and the writer's stale-temporary
      * cleanup (D4.2) cannot remove graph.txt's temporary file below. */
-    writer_wait_idle(self);
-    hold_completion(self, session, ctx);
+    hk__async_ckpt_writer_wait_idle(self);
+    hk__async_ckpt_hold_completion(self, session, ctx);
   }
   if (restored != NULL) {
     rc = restored_own_checkpoint(self, restored, gs, &skip, status);
@@ -916,10 +439,10 @@ static hk_code cs_after_create_session(void *user, hk_raw_session *session, hk_c
     }
   } else if (self->async) {
     self->deferring = 0;
-    rc = save_async(self, session, gs, status);
+    rc = hk__async_ckpt_save(self, session, gs, status);
   } else {
     /* C94: the listeners' stop request from this save is ignored. */
-    rc = save_sync(self, session, gs, &stop, status);
+    rc = hk__ckpt_hook_save_sync(self, session, gs, &stop, status);
   }
   if (rc != HK_OK) return rc;
   hk_timer_update(&self->timer, gs, NULL, NULL);
@@ -951,7 +474,7 @@ static hk_code cs_after_run(void *user, hk_run_context *ctx, const hk_run_values
 
   if (self->async) {
     /* D3.4: a failed write fails this call, and no new save starts. */
-    rc = process_completion(self, rs, &stop, status);
+    rc = hk__async_ckpt_process_completion(self, rs, &stop, status);
     if (stop) hk_run_context_request_stop(ctx);
     if (rc != HK_OK) return rc;
   }
@@ -964,13 +487,13 @@ static hk_code cs_after_run(void *user, hk_run_context *ctx, const hk_run_values
 
   if (!self->async) {
     hk_timer_update(&self->timer, gs, NULL, NULL);
-    rc = save_sync(self, rs, gs, &stop, status);
+    rc = hk__ckpt_hook_save_sync(self, rs, gs, &stop, status);
     if (rc != HK_OK) return rc;
     if (stop) hk_run_context_request_stop(ctx);
     return HK_OK;
   }
 
-  if (writer_busy(self)) {
+  if (hk__async_ckpt_writer_busy(self)) {
     if (!self->block_when_busy) {
       /* D3.3: no snapshot, timer unchanged, so the next after_run tries again. */
       if (!self->deferring)
@@ -978,17 +501,17 @@ static hk_code cs_after_run(void *user, hk_run_context *ctx, const hk_run_values
       self->deferring = 1;
       return HK_OK;
     }
-    writer_wait_idle(self);
+    hk__async_ckpt_writer_wait_idle(self);
   }
   /* The writer is idle, but it may have finished since the top of this
    * call: its result is processed before a new job replaces it. */
   stop = 0;
-  rc = process_completion(self, rs, &stop, status);
+  rc = hk__async_ckpt_process_completion(self, rs, &stop, status);
   if (stop) hk_run_context_request_stop(ctx);
   if (rc != HK_OK) return rc;
   self->deferring = 0;
   hk_timer_update(&self->timer, gs, NULL, NULL);
-  return save_async(self, rs, gs, status);
+  return hk__async_ckpt_save(self, rs, gs, status);
 }
 
 /* C97: save unless the final step was just saved; listeners' end always. */
@@ -1000,59 +523,17 @@ static hk_code end_sync(ckpt_hook *self, hk_raw_session *session, hk_status *sta
   rc = hk_raw_session_global_step(session, &gs, status);
   if (rc != HK_OK) return rc;
   if (!hk_timer_last_triggered_step(&self->timer, &last) || last != gs) {
-    rc = save_sync(self, session, gs, &stop, status);
+    rc = hk__ckpt_hook_save_sync(self, session, gs, &stop, status);
     if (rc != HK_OK) return rc;
   }
-  rc = listeners_end(self, session, gs, status);
+  rc = hk__ckpt_hook_listeners_end(self, session, gs, status);
   if (rc != HK_OK) return rc;
   return hk__event_writer_flush(self->events, status);
 }
 
-/* Remember the first error of end(). */
-static void keep_first(hk_code *first, hk_status *status, hk_code rc, const hk_status *st) {
-  if (rc == HK_OK || *first != HK_OK) return;
-  *first = rc;
-  hk__status_copy(status, st);
-}
-
-/* D3.5: drain, process, then save GS synchronously unless it was written;
- * every step runs, and the first error is returned. */
-static hk_code end_async(ckpt_hook *self, hk_raw_session *session, hk_status *status) {
-  hk_code first = HK_OK, rc;
-  hk_status st = HK_STATUS_INIT;
-  int64_t gs;
-  int stop = 0;
-
-  hk_hook_log(self->hook, HK_LOG_INFO, "Waiting for any pending checkpoints to finish.");
-  writer_wait_idle(self);
-  writer_join(self);
-  /* A held error, a held success and the writer's result: each call
-   * processes at least one of what remains, stopping at an error. */
-  for (int i = 0; i < 3; i++) {
-    rc = process_completion(self, session, &stop, &st);
-    keep_first(&first, status, rc, &st);
-  }
-
-  rc = hk_raw_session_global_step(session, &gs, &st);
-  if (rc != HK_OK) {
-    keep_first(&first, status, rc, &st);
-    return first;
-  }
-  if (!self->have_written || self->last_written != gs) {
-    /* The stop request of this save is moot: the session is ending. */
-    rc = save_sync(self, session, gs, &stop, &st);
-    keep_first(&first, status, rc, &st);
-  }
-  rc = listeners_end(self, session, gs, &st);
-  keep_first(&first, status, rc, &st);
-  rc = hk__event_writer_flush(self->events, &st);
-  keep_first(&first, status, rc, &st);
-  return first;
-}
-
 static hk_code cs_end(void *user, hk_raw_session *session, hk_status *status) {
   ckpt_hook *self = user;
-  hk_code rc = self->async ? end_async(self, session, status) : end_sync(self, session, status);
+  hk_code rc = self->async ? hk__async_ckpt_end(self, session, status) : end_sync(self, session, status);
 
   release_session(self);
   return rc;
@@ -1076,10 +557,7 @@ static void cs_destroy(void *user) {
   int has_env = self->has_env;
 
   release_session(self);
-  if (self->async) {
-    pthread_cond_destroy(&self->w.cv);
-    pthread_mutex_destroy(&self->w.mu);
-  }
+  if (self->async) hk__async_ckpt_writer_destroy(self);
   free_options(self);
   if (has_env) env = self->env;
   hk_env_free(has_env ? &env : NULL, self);
@@ -1095,7 +573,7 @@ static void cs_detach(void *user) { release_session(user); }
  * for after_create_session to hold (D3.4). */
 static void cs_quiesce(void *user) {
   ckpt_hook *self = user;
-  if (self->async && self->in_session) writer_wait_idle(self);
+  if (self->async && self->in_session) hk__async_ckpt_writer_wait_idle(self);
 }
 
 static const hk_hook_vtable checkpoint_saver_vtable = {
@@ -1213,7 +691,7 @@ static hk_code copy_options(ckpt_hook *self, const hk_checkpoint_saver_options *
   return HK_OK;
 }
 
-static hk_code hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, int async, hk_status *status) {
+hk_code hk__ckpt_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, int async, hk_status *status) {
   const char *kind = async ? "AsyncCheckpointSaverHook" : "CheckpointSaverHook";
   hk_checkpoint_saver_options full;
   ckpt_hook *self;
@@ -1244,22 +722,12 @@ static hk_code hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, 
     goto fail;
   }
   if (async) {
-    if (pthread_mutex_init(&self->w.mu, NULL) != 0) {
-      rc = hk_status_set(status, HK_RESOURCE_EXHAUSTED, "%s: cannot create a mutex", kind);
-      goto fail;
-    }
-    if (pthread_cond_init(&self->w.cv, NULL) != 0) {
-      pthread_mutex_destroy(&self->w.mu);
-      rc = hk_status_set(status, HK_RESOURCE_EXHAUSTED, "%s: cannot create a condition variable", kind);
-      goto fail;
-    }
+    rc = hk__async_ckpt_writer_init(self, status);
+    if (rc != HK_OK) goto fail;
   }
   rc = hk_hook_new(out, &checkpoint_saver_vtable, self, kind, opts->env, status);
   if (rc != HK_OK) {
-    if (async) {
-      pthread_cond_destroy(&self->w.cv);
-      pthread_mutex_destroy(&self->w.mu);
-    }
+    if (async) hk__async_ckpt_writer_destroy(self);
     goto fail;
   }
   self->hook = *out;
@@ -1282,11 +750,7 @@ fail:
 }
 
 hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, hk_status *status) {
-  return hook_new(out, opts, 0, status);
-}
-
-hk_code hk_async_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, hk_status *status) {
-  return hook_new(out, opts, 1, status);
+  return hk__ckpt_hook_new(out, opts, 0, status);
 }
 
 /* ---- saves on demand ----------------------------------------------------------- */
@@ -1309,11 +773,11 @@ static hk_code save_now(ckpt_hook *self, const char *name, const char **prefix, 
 
   if (self->async) {
     /* The Saver is the writer's while a write is in flight (D3.2). */
-    writer_wait_idle(self);
-    rc = process_completion(self, rs, &stop, st);
+    hk__async_ckpt_writer_wait_idle(self);
+    rc = hk__async_ckpt_process_completion(self, rs, &stop, st);
     if (rc != HK_OK) return rc;
   }
-  rc = resolve_saver(self, st);
+  rc = hk__ckpt_hook_resolve_saver(self, st);
   if (rc != HK_OK) return rc;
   rc = hk_raw_session_global_step(rs, &gs, st);
   if (rc != HK_OK) return rc;
@@ -1321,7 +785,7 @@ static hk_code save_now(ckpt_hook *self, const char *name, const char **prefix, 
     char *mine;
     /* A managed save at GS, as the timer's (C98); the cadence restarts. */
     hk_timer_update(&self->timer, gs, NULL, NULL);
-    rc = save_sync(self, rs, gs, &stop, st);
+    rc = hk__ckpt_hook_save_sync(self, rs, gs, &stop, st);
     if (rc != HK_OK) return rc;
     if (self->async) {
       self->have_written = 1;

@@ -1,0 +1,176 @@
+/*
+ * Internal declarations shared by CheckpointSaverHook and
+ * AsyncCheckpointSaverHook (hk__ names; not API). The two hooks are one
+ * implementation: one struct, one vtable, one constructor, parted by
+ * `async`.
+ *
+ *   checkpoint_saver.c        the listeners, the synchronous save, the
+ *                             graph file, per-session resources, the hook
+ *                             callbacks, the options and construction, and
+ *                             saves on demand (hk_checkpoint_saver_hook_save)
+ *   async_checkpoint_saver.c  the asynchronous hook's writer thread,
+ *                             snapshot, completion processing and end()
+ *                             (D3), and hk_async_checkpoint_saver_hook_new
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#ifndef HOOKED_HOOKS_CHECKPOINT_SAVER_INTERNAL_H
+#define HOOKED_HOOKS_CHECKPOINT_SAVER_INTERNAL_H
+
+#include "../ckpt/ckpt.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct listener {
+  const hk_checkpoint_listener_vtable *vt;
+  void *user;
+  char *name; /* NULL: "listener <index>" */
+} listener;
+
+/*
+ * What the training thread and the writer thread share (D3). Every field
+ * below `mu` is read and written under it. The job's inputs (saver, step,
+ * flags, now, tensors) are set by the training thread before it sets
+ * `pending`, and stay untouched until the writer reports `finished`.
+ */
+typedef struct writer {
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* broadcast when a job is handed over, finishes, or quit is set */
+  int quit;
+  int pending;  /* handed over, not yet taken by the writer */
+  int busy;     /* handed over and not finished */
+  int finished; /* finished, result not processed yet */
+  hk_saver *saver;
+  int64_t step;
+  unsigned flags;
+  double now; /* wall time at the snapshot: the checkpoint's timestamp */
+  const hk__ckpt_tensor *tensors;
+  size_t ntensors;
+  hk_snapshot *snap; /* copied by the writer before the write (D3.7) */
+  hk_code rc;
+  hk_status st;
+  double secs;
+} writer;
+
+typedef struct ckpt_hook {
+  hk_hook *hook;
+  hk_env env; /* what the struct and its options were allocated with */
+  int has_env;
+  int async;
+  const char *kind; /* "CheckpointSaverHook" or "AsyncCheckpointSaverHook" */
+
+  /* Options, copied. */
+  char *dir;
+  char *save_path;  /* dir/basename */
+  char *graph_path; /* dir/graph.txt */
+  double save_secs;
+  int64_t save_steps;
+  hk_saver *opt_saver;
+  hk_scaffold *opt_scaffold;
+  listener *listeners;
+  size_t nlisteners;
+  int save_graph_def;
+  int64_t steps_per_run;
+  int block_when_busy;
+  int64_t best_k;    /* H45: 0 off */
+  char *best_metric; /* NULL without best_k */
+  int best_mode;
+  /* Created without an env: the creation line waits for the first begin(),
+   * to go through the session's env (its sink and log level, C92, C104). */
+  int creation_unlogged;
+
+  /* Per-session state, reset by begin(). */
+  int in_session; /* begin() ran and its resources are held */
+  hk_env senv;    /* the env in force at begin(), for per-session resources */
+  hk_executor *graph;
+  hk_handle gs;
+  hk_handle metric; /* best_metric's tensor (H45) */
+  hk_timer timer;
+  hk_saver *saver; /* resolved at the first save (C99) */
+  hk__event_writer *events;
+  int owns_events; /* no session: a writer of our own (H26) */
+  int graph_state;
+  char *graph_text;
+  size_t graph_len, graph_cap;
+
+  /* Asynchronous hook only. */
+  writer w;
+  int thread_started;
+  pthread_t tid;
+  unsigned char *buf; /* snapshot buffer (D3.2) */
+  size_t buf_cap;
+  hk__ckpt_tensor *tensors;
+  size_t tensors_cap;
+  /* Copy-before-write (D3.7): the copies of the snapshot in flight, each
+   * tensor's executor index, and the executor the snapshot is attached to
+   * (NULL: not attached). Detached on the training thread once the writer
+   * is idle, so every copy is made. */
+  hk_snapshot *snap;
+  size_t *var_index;
+  size_t var_index_cap;
+  hk_executor *attached;
+  int64_t snap_step; /* the attached snapshot's step and tensor count */
+  size_t snap_n;
+  int overlap_refused; /* the executor declined: logged once per session */
+  int have_written; /* a checkpoint was written successfully this session */
+  int64_t last_written;
+  int deferring; /* the deferral line was logged for the current run of deferrals */
+  /* Results met at re-creations, kept for the next after_run or end() (D3.4)
+   * apart from the writer's slot, which the creation's own save reuses. */
+  int held_ok; /* a successful write whose completion is not processed yet */
+  int64_t held_ok_step;
+  double held_ok_secs;
+  hk_status held_err; /* code HK_OK: none; else the first error to return */
+
+  /* For saves on demand (hk_checkpoint_saver_hook_save). */
+  hk_raw_session *rs; /* of the last after_create_session; NULL outside a session */
+  char *last_prefix;  /* the last save on demand's prefix (senv) */
+} ckpt_hook;
+
+/* ---- checkpoint_saver.c -------------------------------------------------------- */
+
+/* C93, C97, C98, C103: the listeners' callbacks, in order; every listener's
+ * after_save is called even after one asked to stop. */
+hk_code hk__ckpt_hook_listeners_before_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st);
+hk_code hk__ckpt_hook_listeners_after_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, int *stop, hk_status *st);
+hk_code hk__ckpt_hook_listeners_end(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st);
+/* C99: the explicit saver, the given scaffold's, the session's Scaffold's. */
+hk_code hk__ckpt_hook_resolve_saver(ckpt_hook *self, hk_status *st);
+/* H45: best_metric's value now, for the checkpoint of `step`; NaN without
+ * best_k. */
+hk_code hk__ckpt_hook_read_metric(ckpt_hook *self, hk_raw_session *rs, int64_t step, double *out, hk_status *st);
+/* C98: the SessionLog CHECKPOINT event of `step`. */
+hk_code hk__ckpt_hook_write_event(ckpt_hook *self, int64_t step, hk_status *st);
+/* C98: one synchronous save at `step`. */
+hk_code hk__ckpt_hook_save_sync(ckpt_hook *self, hk_raw_session *rs, int64_t step, int *stop, hk_status *st);
+/* Either hook, by `async` (C92, C104). */
+hk_code hk__ckpt_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, int async, hk_status *status);
+
+/* ---- async_checkpoint_saver.c (D3) --------------------------------------------- */
+
+/* The writer's mutex and condition variable: made with the hook, destroyed
+ * with it. */
+hk_code hk__async_ckpt_writer_init(ckpt_hook *self, hk_status *status);
+void hk__async_ckpt_writer_destroy(ckpt_hook *self);
+/* Whether a write is handed over and not finished. */
+int hk__async_ckpt_writer_busy(ckpt_hook *self);
+/* Wait until no write is in flight. */
+void hk__async_ckpt_writer_wait_idle(ckpt_hook *self);
+/* Releasing a session: stop_writer joins the writer (a write in flight is
+ * completed, its result dropped); free_snapshot frees the snapshot buffer,
+ * its tensors and copies (nothing for the synchronous hook). */
+void hk__async_ckpt_stop_writer(ckpt_hook *self);
+void hk__async_ckpt_free_snapshot(ckpt_hook *self);
+/* D3.4 at a re-creation, the writer idle: keep its result for later. */
+void hk__async_ckpt_hold_completion(ckpt_hook *self, hk_raw_session *rs, hk_creation_context *ctx);
+/* D3.4: process what a re-creation held, then a finished write. */
+hk_code hk__async_ckpt_process_completion(ckpt_hook *self, hk_raw_session *rs, int *stop, hk_status *st);
+/* D3.1, D3.7: snapshot at the step boundary and hand the write over; the
+ * writer must be idle. */
+hk_code hk__async_ckpt_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st);
+/* D3.5: the asynchronous hook's end(). */
+hk_code hk__async_ckpt_end(ckpt_hook *self, hk_raw_session *session, hk_status *status);
+
+#endif /* HOOKED_HOOKS_CHECKPOINT_SAVER_INTERNAL_H */
