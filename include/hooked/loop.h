@@ -33,8 +33,9 @@
  * (hooked/sys/executor.h), a singular session over that executor
  * (hooked/session.h) with the loop's own hooks — in this order: the NaN
  * guard (nan_guard), the early-stopping hooks of
- * hk_loop_add_early_stopping(), StopAtStep, the checkpoint saver —
- * followed by the program's hooks, and the Scaffold's Saver — written
+ * hk_loop_add_early_stopping(), StopAtStep, the StepCounter
+ * (global_step/sec, summary_dir), the checkpoint saver — followed by the
+ * program's hooks, and the Scaffold's Saver — written
  * against the public headers only. Every hook, built-in or the program's,
  * works with it: registered arrays are the executor's variables, fetchable
  * by name ("w" or "w:0") from before_run; checkpoints are ordinary hooked
@@ -90,9 +91,9 @@ typedef enum hk_loop_flags {
   HK_LOOP_GLOBAL_STEP = 1u << 2
 } hk_loop_flags;
 
-#define HK_LOOP_OPTIONS_VERSION 2
+#define HK_LOOP_OPTIONS_VERSION 3
 typedef struct hk_loop_options {
-  uint32_t version;              /**< HK_LOOP_OPTIONS_VERSION (1 or 2) */
+  uint32_t version;              /**< HK_LOOP_OPTIONS_VERSION (1, 2 or 3) */
   /** Copied. Everything the loop creates (its executor, session, Saver and
    *  hooks) uses it, and hooks the program creates with env NULL log
    *  through it: one log_level reaches them all. NULL: defaults. */
@@ -121,9 +122,9 @@ typedef struct hk_loop_options {
   int64_t num_steps;
   int64_t last_step;
   /** The program's hooks, run after the loop's own (the NaN guard, the
-   *  early-stopping hooks, StopAtStep, then the checkpoint saver) in this
-   *  order. Array copied, hooks borrowed: they must outlive the loop
-   *  (hk_loop_free() first, then hk_hook_free()). */
+   *  early-stopping hooks, StopAtStep, the StepCounter, then the
+   *  checkpoint saver) in this order. Array copied, hooks borrowed: they
+   *  must outlive the loop (hk_loop_free() first, then hk_hook_free()). */
   hk_hook *const *hooks;
   size_t nhooks;
   /** Default 1: SIGINT/SIGTERM stop the loop cleanly (the step in progress
@@ -155,15 +156,31 @@ typedef struct hk_loop_options {
    *  at each save ranks the checkpoint. Only with best_k. */
   const char *best_metric;
   hk_monitor_mode best_mode;     /**< HK_MONITOR_MIN (default) or HK_MONITOR_MAX */
+  /* version 3 */
+  /** Copied; NULL (default): checkpoint_dir (C52). Where the loop's
+   *  StepCounterHook (hooked/hooks.h, C131–C133) writes global_step/sec,
+   *  through the writer the session shares for the directory (H26): what
+   *  hk_loop_summary_scalar() writes there and the checkpoint hook's
+   *  CHECKPOINT events go into the same event file. Created with its
+   *  parents by hk_loop_start() when the StepCounter runs; its event file
+   *  appears at the first write. Empty: INVALID_ARGUMENT. */
+  const char *summary_dir;
+  /** The loop's StepCounterHook, as MonitoredTrainingSession's (C53, C54,
+   *  H47): every log_step_count_steps steps it logs "global_step/sec: %g"
+   *  and writes that rate into summary_dir, when summary_dir (or the
+   *  checkpoint_dir it defaults to) is set. Default 100; 0: no
+   *  StepCounterHook; negative: INVALID_ARGUMENT naming it. It runs after
+   *  StopAtStep and before the checkpoint saver. */
+  int64_t log_step_count_steps;
 } hk_loop_options;
 
 #define HK_LOOP_OPTIONS_INIT { HK_LOOP_OPTIONS_VERSION, NULL, NULL, HK_UNSET_SECS, HK_UNSET_STEPS, 5, \
-  HK_UNSET_SECS, NULL, 0, HK_UNSET_STEPS, HK_UNSET_STEPS, NULL, 0, 1, NULL, 0, NULL, HK_MONITOR_MIN }
+  HK_UNSET_SECS, NULL, 0, HK_UNSET_STEPS, HK_UNSET_STEPS, NULL, 0, 1, NULL, 0, NULL, HK_MONITOR_MIN, NULL, 100 }
 
 /**
  * Initialize options to HK_LOOP_OPTIONS_INIT, as that version of the struct
- * (1: the fields before nan_guard only, which a program built against that
- * header has).
+ * (1: the fields before nan_guard only; 2: those before summary_dir — what
+ * a program built against that header has).
  * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or a
  *         version other than 1..HK_LOOP_OPTIONS_VERSION.
  * **Threads:** any. **Allocates:** no.
@@ -189,7 +206,10 @@ HK_API hk_code hk_loop_options_init(hk_loop_options *opts, uint32_t version);
  * (empty included); a negative best_k, best_k without best_metric or
  * without checkpoint saves (no checkpoint_dir, or a cadence of 0),
  * best_metric without best_k, a best_mode other than HK_MONITOR_MIN or
- * HK_MONITOR_MAX (H45, H46). RESOURCE_EXHAUSTED.
+ * HK_MONITOR_MAX (H45, H46); an empty summary_dir; a negative
+ * log_step_count_steps ("hk_loop_new: log_step_count_steps must be >= 0,
+ * got N", C54, H47). An options struct of version 1 or 2 is read as far as
+ * it goes, the fields after it taking their defaults. RESOURCE_EXHAUSTED.
  * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *status);
@@ -492,10 +512,11 @@ HK_API hk_session *hk_loop_session(hk_loop *loop);
  * The summary writer the loop's session shares for `logdir` (H26): what the
  * program writes there (scalars, histograms of its arrays through an
  * hk_tensor view, text) goes into one event file with what the hooks write
- * into that directory — a StepCounterHook or SummarySaverHook given
- * output_dir = logdir among the loop's hooks, the checkpoint hook's
- * CHECKPOINT events when logdir is the checkpoint_dir. Writes happen when
- * the program makes them, at the step it gives (H43).
+ * into that directory — the loop's own StepCounterHook when logdir is its
+ * summary_dir (by default the checkpoint_dir), a StepCounterHook or
+ * SummarySaverHook given output_dir = logdir among the loop's hooks, the
+ * checkpoint hook's CHECKPOINT events when logdir is the checkpoint_dir.
+ * Writes happen when the program makes them, at the step it gives (H43).
  * @param logdir  1 or more bytes, copied; created with its parents at the
  *                first write when missing.
  * @param out     receives the writer; NULL on failure.

@@ -1,7 +1,8 @@
 /*
  * The host loop (hooked/loop.h): a singular session over the host executor
  * (host_executor.c) with the built-in hooks ahead of the program's — the
- * NaN guard, the early-stopping hooks, StopAtStep, the checkpoint saver —
+ * NaN guard, the early-stopping hooks, StopAtStep, the StepCounter, the
+ * checkpoint saver —
  * each step split by hk_session_run_begin/run_end around the program's own
  * math. Written against the public headers only, as any third party could.
  *
@@ -35,6 +36,8 @@ struct hk_loop {
   int64_t best_k;  /* H45 */
   char *best_metric;
   hk_monitor_mode best_mode;
+  char *summary_dir;            /* resolved (C52, H47): NULL: no StepCounter */
+  int64_t log_step_count_steps; /* 0: no StepCounter */
   /* H46: early-stopping hooks run as the loop's own (borrowed), and the
    * state arrays the loop registered for them (owned). */
   hk_hook **es;
@@ -48,8 +51,8 @@ struct hk_loop {
   hk_saver *saver;
   hk_scaffold *scaffold;
   hk_hook *watch;     /* the loop's own hook: what the creation restored */
-  hk_hook *nan_hook, *stop_hook, *ckpt_hook;
-  hk_hook **all;      /* watch, NaN guard, early stopping, stop, checkpoint, then the program's */
+  hk_hook *nan_hook, *stop_hook, *counter_hook, *ckpt_hook;
+  hk_hook **all;      /* watch, NaN guard, early stopping, stop, step counter, checkpoint, then the program's */
   hk_session *session;
   char *restored;
 
@@ -111,7 +114,8 @@ static const hk_loop_options default_options = HK_LOOP_OPTIONS_INIT;
 /* The size of each version of the options: a program built against an
  * older header has only that much. */
 static size_t options_size(uint32_t version) {
-  return version >= 2 ? sizeof(hk_loop_options) : offsetof(hk_loop_options, nan_guard);
+  if (version >= 3) return sizeof(hk_loop_options);
+  return version == 2 ? offsetof(hk_loop_options, summary_dir) : offsetof(hk_loop_options, nan_guard);
 }
 
 hk_code hk_loop_options_init(hk_loop_options *opts, uint32_t version) {
@@ -150,6 +154,11 @@ static hk_code validate(const hk_loop_options *o, hk_status *st) {
                          o->keep_checkpoint_every_n_hours);
   if (o->checkpoint_dir && o->checkpoint_dir[0] == '\0')
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: checkpoint_dir is empty");
+  if (o->summary_dir && o->summary_dir[0] == '\0')
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: summary_dir is empty");
+  if (o->log_step_count_steps < 0) /* C54, H47 */
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: log_step_count_steps must be >= 0, got %lld",
+                         (long long)o->log_step_count_steps);
   if (o->num_steps != HK_UNSET_STEPS && o->last_step != HK_UNSET_STEPS)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "Only one of num_steps or last_step can be specified.");
   if (o->num_steps != HK_UNSET_STEPS && o->num_steps < 0)
@@ -211,8 +220,9 @@ hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *st) {
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: out is NULL");
   const hk_loop_options *o = opts ? opts : &default_options;
   hk_loop_options full;
-  /* A version-1 struct ends before nan_guard: what it has, and defaults.
-   * validate() refuses an unknown version before reading anything else. */
+  /* An older struct (version 1 ends before nan_guard, 2 before
+   * summary_dir): what it has, and defaults. validate() refuses an unknown
+   * version before reading anything else. */
   if (o->version >= 1 && o->version <= HK_LOOP_OPTIONS_VERSION) {
     full = default_options;
     memcpy(&full, o, options_size(o->version));
@@ -244,6 +254,12 @@ hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *st) {
   if (!oom && o->best_metric) oom = !(l->best_metric = hk_env_strdup(&l->env, o->best_metric));
   l->best_k = o->best_k;
   l->best_mode = o->best_mode;
+  /* C52, C53, H47: the StepCounter writes into summary_dir, by default the
+   * checkpoint_dir; with neither, or log_step_count_steps 0, there is none. */
+  l->log_step_count_steps = o->log_step_count_steps;
+  const char *summary_dir = o->summary_dir ? o->summary_dir : o->checkpoint_dir;
+  if (!oom && summary_dir && l->log_step_count_steps > 0)
+    oom = !(l->summary_dir = hk_env_strdup(&l->env, summary_dir));
   if (!oom && o->nhooks) {
     l->hooks = hk_env_calloc(&l->env, o->nhooks, sizeof *l->hooks);
     oom = !l->hooks;
@@ -447,6 +463,14 @@ static hk_code make_hooks(hk_loop *l, hk_status *st) {
     rc = hk_stop_at_step_hook_new(&l->stop_hook, &so, st);
     if (rc != HK_OK) return rc;
   }
+  if (l->summary_dir) { /* C53, H47: after StopAtStep, before the checkpoint hook */
+    hk_step_counter_options sc = HK_STEP_COUNTER_OPTIONS_INIT;
+    sc.env = &l->env;
+    sc.every_n_steps = l->log_step_count_steps;
+    sc.output_dir = l->summary_dir;
+    rc = hk_step_counter_hook_new(&l->counter_hook, &sc, st);
+    if (rc != HK_OK) return rc;
+  }
   int disabled = l->save_secs == 0 || l->save_steps == 0; /* C54 */
   if (l->ckpt_dir && !disabled) {
     hk_checkpoint_saver_options co = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
@@ -465,7 +489,7 @@ static hk_code make_hooks(hk_loop *l, hk_status *st) {
                   : hk_checkpoint_saver_hook_new(&l->ckpt_hook, &co, st);
     if (rc != HK_OK) return rc;
   }
-  l->all = hk_env_calloc(&l->env, 4 + l->nes + l->nhooks, sizeof *l->all);
+  l->all = hk_env_calloc(&l->env, 5 + l->nes + l->nhooks, sizeof *l->all);
   if (!l->all) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_loop_start: out of memory");
   return HK_OK;
 }
@@ -539,6 +563,7 @@ static hk_code start(hk_loop *l, hk_status *st) {
   if (l->nan_hook) l->all[n++] = l->nan_hook;
   for (size_t i = 0; i < l->nes; i++) l->all[n++] = l->es[i];
   if (l->stop_hook) l->all[n++] = l->stop_hook;
+  if (l->counter_hook) l->all[n++] = l->counter_hook;
   if (l->ckpt_hook) l->all[n++] = l->ckpt_hook;
   for (size_t i = 0; i < l->nhooks; i++) l->all[n++] = l->hooks[i];
   hk_session_options so = HK_SESSION_OPTIONS_INIT;
@@ -855,6 +880,7 @@ void hk_loop_free(hk_loop *l) {
   hk_hook_free(l->watch);
   hk_hook_free(l->nan_hook);
   hk_hook_free(l->stop_hook);
+  hk_hook_free(l->counter_hook);
   hk_hook_free(l->ckpt_hook);
   hk_scaffold_free(l->scaffold);
   hk_saver_free(l->saver);
@@ -866,6 +892,7 @@ void hk_loop_free(hk_loop *l) {
   hk_env_free(&env, l->ckpt_dir);
   hk_env_free(&env, l->basename);
   hk_env_free(&env, l->nan_guard);
+  hk_env_free(&env, l->summary_dir);
   hk_env_free(&env, l->best_metric);
   for (size_t i = 0; i < l->nes; i++) hk_env_free(&env, l->es_state[i]);
   hk_env_free(&env, l->es);

@@ -600,11 +600,13 @@ static void restart_matches(fixture *f, int reported) {
   hk_hook *es = loop_es(f, reported);
   f->dir = test_path(root, "a");
   hk_loop *l = loop_new(f, &a, es, HK_UNSET_STEPS, reported);
-  /* The order of the loop's hooks: the early stopping before StopAtStep and the saver. */
+  /* The order of the loop's hooks: the early stopping before StopAtStep,
+   * the StepCounter (H47) and the saver. */
   assert_ok(hk_loop_start(l, NULL, &f->st), &f->st);
   hk_session *s = hk_loop_session(l);
   assert_string_equal(hk_hook_name(hk_session_hook(s, 1)), "EarlyStoppingHook");
-  assert_string_equal(hk_hook_name(hk_session_hook(s, 2)), "CheckpointSaverHook");
+  assert_string_equal(hk_hook_name(hk_session_hook(s, 2)), "StepCounterHook");
+  assert_string_equal(hk_hook_name(hk_session_hook(s, 3)), "CheckpointSaverHook");
   assert_ok(hk_loop_finish(l, &f->st), &f->st);
   hk_loop_free(l);
   test_tmpdir_remove(f->dir);

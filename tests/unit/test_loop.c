@@ -3,7 +3,9 @@
  * opaque state, restored and checkpointed in place, its step bracketed by
  * every hook's before_run and after_run; checkpoints through the ordinary
  * Saver and hooks (C50, C54, C80, C94, C97, C105, D3, D5.2, D12, D13, H7,
- * H27). Everything goes through the public headers.
+ * H27); the loop's own hooks and their order (H46, H47). Everything goes
+ * through the public headers; event files are decoded by
+ * tests/support/event_file.c.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +23,7 @@
 
 #include <hooked/hooked.h>
 
+#include "event_file.h"
 #include "faulty_fs.h"
 #include "spy_hook.h"
 #include "test_env.h"
@@ -949,6 +952,196 @@ static void test_loop__log_level_reaches_every_hook(void **state) {
   free(other);
 }
 
+/* ---- the loop's own hooks ------------------------------------------------------------- */
+
+/* The index of the first of the loop's session's hooks named `name`, -1
+ * when there is none. */
+static int hook_index(hk_loop *l, const char *name) {
+  hk_session *s = hk_loop_session(l);
+  for (size_t i = 0; i < hk_session_hook_count(s); i++)
+    if (strcmp(hk_hook_name(hk_session_hook(s, i)), name) == 0) return (int)i;
+  return -1;
+}
+
+/* Start a loop over the model with `o`, run `n` steps 0.5 s apart on the
+ * mock clock (2 steps/s), and return it, started. */
+static hk_loop *run_half_second_steps(fx *f, model *m, const hk_loop_options *o, int n) {
+  hk_loop *l = NULL;
+  assert_ok(hk_loop_new(&l, o, &f->st), &f->st);
+  add_model(l, m, f);
+  assert_ok(hk_loop_start(l, NULL, &f->st), &f->st);
+  for (int i = 0; i < n; i++) {
+    assert_ok(hk_loop_step(l, step_fn, m, &f->st), &f->st);
+    test_clock_advance(&f->te->clock, 0.5);
+  }
+  return l;
+}
+
+/* C52, C53, H47: with summary_dir NULL the loop's StepCounter writes
+ * global_step/sec every 100 steps into the checkpoint directory (and logs
+ * it), into the one event file the session shares for it (H26) with the
+ * checkpoint hook's CHECKPOINT events and the program's own scalars. */
+static void test_loop__h47_step_counter_writes_into_checkpoint_dir_by_default(void **state) {
+  fx *f = *state;
+  model m;
+  model_init(&m);
+  hk_loop_options o = opts_for(f);
+  o.save_steps = 1000;
+  hk_loop *l = run_half_second_steps(f, &m, &o, 201);
+  assert_ok(hk_loop_summary_scalar(l, f->ck, "loss", m.loss, &f->st), &f->st);
+  assert_ok(hk_loop_finish(l, &f->st), &f->st);
+  hk_loop_free(l);
+  assert_logged(f->te, HK_LOG_INFO, "global_step/sec: 2");
+  ev_file *ef = event_file_only(f->ck); /* one file: the writer is shared */
+  const ev_event *e = NULL;
+  assert_int_equal(event_file_count_tag(ef, "global_step/sec"), 2);
+  const ev_value *v = event_file_find(ef, "global_step/sec", 0, &e);
+  assert_true(e->step == 101 && v->simple == 2.0f); /* 100 steps in 50 s */
+  v = event_file_find(ef, "global_step/sec", (size_t)(e - ef->events) + 1, &e);
+  assert_true(e->step == 201 && v->simple == 2.0f);
+  v = event_file_find(ef, "loss", 0, &e);
+  assert_true(v != NULL && e->step == 201);
+  int checkpoints = 0;
+  for (size_t k = 0; k < ef->n; k++)
+    if (ef->events[k].kind == EV_SESSION_LOG && ef->events[k].status == 3) checkpoints++;
+  assert_int_equal(checkpoints, 2); /* at the start (0) and the final one (201) */
+  event_file_free(ef);
+}
+
+/* C52, H47: a summary_dir takes the StepCounter's rate away from the
+ * checkpoint directory; the program's scalars there share its file (H26). */
+static void test_loop__h47_summary_dir_overrides_checkpoint_dir(void **state) {
+  fx *f = *state;
+  model m;
+  model_init(&m);
+  char *tb = test_path(f->dir, "tb");
+  hk_loop_options o = opts_for(f);
+  o.save_steps = 1000;
+  o.summary_dir = tb;
+  o.log_step_count_steps = 10;
+  hk_loop *l = run_half_second_steps(f, &m, &o, 21);
+  assert_ok(hk_loop_summary_scalar(l, tb, "loss", m.loss, &f->st), &f->st);
+  assert_ok(hk_loop_finish(l, &f->st), &f->st);
+  hk_loop_free(l);
+  ev_file *ef = event_file_only(tb);
+  const ev_event *e = NULL;
+  assert_int_equal(event_file_count_tag(ef, "global_step/sec"), 2); /* at 11 and 21 */
+  assert_non_null(event_file_find(ef, "global_step/sec", 0, &e));
+  assert_true(e->step == 11);
+  assert_non_null(event_file_find(ef, "loss", 0, &e));
+  assert_true(e->step == 21);
+  event_file_free(ef);
+  ef = event_file_only(f->ck); /* the checkpoint hook's events only */
+  assert_int_equal(event_file_count_tag(ef, "global_step/sec"), 0);
+  event_file_free(ef);
+  free(tb);
+}
+
+/* C54, H47: log_step_count_steps 0 runs no StepCounter, so a loop whose
+ * checkpoint saves are off too writes no event file; the default one does. */
+static void test_loop__h47_zero_log_step_count_steps_runs_no_step_counter(void **state) {
+  fx *f = *state;
+  for (int off = 0; off <= 1; off++) {
+    model m;
+    model_init(&m);
+    test_tmpdir_remove(f->ck);
+    assert_int_equal(mkdir(f->ck, 0700), 0);
+    hk_loop_options o = opts_for(f);
+    o.save_steps = 0;
+    if (off) o.log_step_count_steps = 0;
+    hk_loop *l = run_half_second_steps(f, &m, &o, 101);
+    assert_int_equal(hook_index(l, "StepCounterHook") >= 0, !off);
+    assert_ok(hk_loop_finish(l, &f->st), &f->st);
+    hk_loop_free(l);
+    assert_int_equal(test_dir_count_matching(f->ck, "tfevents"), !off);
+  }
+  /* No directory at all: no StepCounter either. */
+  model m;
+  model_init(&m);
+  hk_loop_options o = opts_for(f);
+  o.checkpoint_dir = NULL;
+  o.save_steps = HK_UNSET_STEPS;
+  hk_loop *l = run_half_second_steps(f, &m, &o, 1);
+  assert_int_equal(hook_index(l, "StepCounterHook"), -1);
+  assert_ok(hk_loop_finish(l, &f->st), &f->st);
+  hk_loop_free(l);
+}
+
+/* H46, H47: the loop's own hooks run in this order — its watch, the NaN
+ * guard, the early stopping, StopAtStep, the StepCounter, the checkpoint
+ * saver — and then the program's. */
+static void test_loop__h47_own_hooks_run_in_order_step_counter_before_saver(void **state) {
+  fx *f = *state;
+  model m;
+  model_init(&m);
+  spy_hook *spy = spy_hook_new("spy", NULL, NULL);
+  hk_hook *hooks[1] = {spy->hook};
+  hk_hook *es = NULL;
+  hk_early_stopping_options eo = HK_EARLY_STOPPING_OPTIONS_INIT;
+  eo.monitor = "loss";
+  eo.every_n_steps = 1000;
+  assert_ok(hk_early_stopping_hook_new(&es, &eo, &f->st), &f->st);
+  for (int async = 0; async <= 1; async++) {
+    hk_loop_options o = opts_for(f);
+    o.async_checkpoint = async;
+    o.nan_guard = "loss";
+    o.last_step = 10;
+    o.hooks = hooks;
+    o.nhooks = 1;
+    hk_loop *l = NULL;
+    assert_ok(hk_loop_new(&l, &o, &f->st), &f->st);
+    add_model(l, &m, f);
+    assert_ok(hk_loop_add_early_stopping(l, es, &f->st), &f->st);
+    assert_ok(hk_loop_start(l, NULL, &f->st), &f->st);
+    const char *want[] = {"host loop",       "NanTensorHook",
+                          "EarlyStoppingHook", "StopAtStepHook",
+                          "StepCounterHook", async ? "AsyncCheckpointSaverHook" : "CheckpointSaverHook",
+                          "spy"};
+    hk_session *s = hk_loop_session(l);
+    assert_int_equal(hk_session_hook_count(s), 7);
+    for (size_t i = 0; i < 7; i++) assert_string_equal(hk_hook_name(hk_session_hook(s, i)), want[i]);
+    assert_ok(hk_loop_finish(l, &f->st), &f->st);
+    hk_loop_free(l);
+    test_tmpdir_remove(f->ck);
+  }
+  hk_hook_free(es);
+  spy_hook_free(spy);
+}
+
+/* H47: a version-2 options struct (a program built against that header)
+ * ends before summary_dir: the loop reads nothing past it and runs the
+ * default StepCounter into the checkpoint directory. */
+static void test_loop__h47_version_2_options_get_the_default_step_counter(void **state) {
+  fx *f = *state;
+  model m;
+  model_init(&m);
+  hk_loop_options o;
+  memset(&o, 0x5a, sizeof o);
+  assert_int_equal(hk_loop_options_init(&o, 2), HK_OK);
+  assert_int_equal(o.version, 2);
+  assert_int_equal(o.best_mode, HK_MONITOR_MIN);
+  assert_true(o.summary_dir == (const char *)(uintptr_t)0x5a5a5a5a5a5a5a5aull); /* not written */
+  assert_true(o.log_step_count_steps == (int64_t)0x5a5a5a5a5a5a5a5aull);
+  o.log_step_count_steps = -5; /* past the version-2 struct: not read */
+  o.summary_dir = "";
+  o.env = &f->te->env;
+  o.checkpoint_dir = f->ck;
+  o.save_steps = 1000;
+  o.handle_signals = 0;
+  hk_loop *l = run_half_second_steps(f, &m, &o, 101);
+  assert_int_equal(hook_index(l, "StepCounterHook"), 1);
+  assert_ok(hk_loop_finish(l, &f->st), &f->st);
+  hk_loop_free(l);
+  ev_file *ef = event_file_only(f->ck);
+  const ev_event *e = NULL;
+  assert_non_null(event_file_find(ef, "global_step/sec", 0, &e));
+  assert_true(e->step == 101);
+  event_file_free(ef);
+  assert_int_equal(hk_loop_options_init(&o, HK_LOOP_OPTIONS_VERSION), HK_OK);
+  assert_null(o.summary_dir);
+  assert_int_equal(o.log_step_count_steps, 100);
+}
+
 /* ---- allocation (H7) -------------------------------------------------------------------- */
 
 /* extras: the loop's NaN guard on "loss", an EarlyStoppingHook among its
@@ -986,6 +1179,9 @@ static void steady_state_allocates_nothing(fx *f, int async, int nhooks, int ext
   add_model(l, &m, f);
   if (es) assert_ok(hk_loop_add_early_stopping(l, es, &f->st), &f->st);
   assert_ok(hk_loop_start(l, NULL, &f->st), &f->st);
+  /* H47: the default StepCounter (every 100 steps into the checkpoint
+   * directory) is attached; it triggers at step 1 and 101, not at 7..9. */
+  assert_true(hook_index(l, "StepCounterHook") >= 0);
   /* Past the first saves (at 0 and 5: the snapshot buffer and writer exist). */
   for (int i = 0; i < 6; i++) assert_ok(hk_loop_step(l, step_fn, &m, &f->st), &f->st);
   /* The asynchronous save of step 5 may have been deferred while the writer
@@ -1091,10 +1287,11 @@ static void nan_guard_case(fx *f, int async) {
   assert_ok(hk_loop_new(&l, &o, &f->st), &f->st);
   add_model(l, &m, f);
   assert_ok(hk_loop_start(l, NULL, &f->st), &f->st);
-  /* The guard runs before the loop's checkpoint hook. */
+  /* The guard runs before the loop's StepCounter (H47) and checkpoint hook. */
   hk_session *s = hk_loop_session(l);
   assert_string_equal(hk_hook_name(hk_session_hook(s, 1)), "NanTensorHook");
-  assert_string_equal(hk_hook_name(hk_session_hook(s, 2)), async ? "AsyncCheckpointSaverHook" : "CheckpointSaverHook");
+  assert_string_equal(hk_hook_name(hk_session_hook(s, 2)), "StepCounterHook");
+  assert_string_equal(hk_hook_name(hk_session_hook(s, 3)), async ? "AsyncCheckpointSaverHook" : "CheckpointSaverHook");
   for (int i = 1; i <= 5; i++) assert_ok(hk_loop_step(l, step_fn, &m, &f->st), &f->st);
   model good = m;
   assert_ok(hk_loop_step_begin(l, NULL, &f->st), &f->st);
@@ -1324,6 +1521,16 @@ static void test_loop__bad_options_have_no_side_effect(void **state) {
   o = opts_for(f);
   o.best_metric = "loss";
   assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "best_metric 'loss' is given but best_k is 0");
+  /* C54, H47: the version-3 options, each named. */
+  o = opts_for(f);
+  o.log_step_count_steps = -1;
+  assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "hk_loop_new: log_step_count_steps must be >= 0, got -1");
+  o.log_step_count_steps = HK_UNSET_STEPS;
+  assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "log_step_count_steps must be >= 0");
+  o = opts_for(f);
+  o.summary_dir = "";
+  assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "hk_loop_new: summary_dir is empty");
   /* A version-1 struct ends before nan_guard: what follows is not read. */
   o = opts_for(f);
   o.version = 1;
@@ -1461,6 +1668,13 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_loop__sigterm_stops_cleanly, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__request_stop_from_another_thread, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__log_level_reaches_every_hook, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_loop__h47_step_counter_writes_into_checkpoint_dir_by_default, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_loop__h47_summary_dir_overrides_checkpoint_dir, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_loop__h47_zero_log_step_count_steps_runs_no_step_counter, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_loop__h47_own_hooks_run_in_order_step_counter_before_saver, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_loop__h47_version_2_options_get_the_default_step_counter, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__steady_state_steps_allocate_nothing, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__oom_anywhere_is_clean, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__h46_nan_guard_keeps_nan_out_of_checkpoints, setup, teardown),
