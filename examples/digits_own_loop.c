@@ -5,20 +5,22 @@
  * random number generator, its data iterator and its training loop. hooked
  * comes in through the host loop (hooked/loop.h), which borrows that memory
  * in place: restore at start, periodic and final checkpoints, --steps as the
- * last global step, a clean stop on SIGINT/SIGTERM, and with --summary-dir
- * TensorBoard event files.
+ * last global step, a clean stop on SIGINT/SIGTERM, and TensorBoard event
+ * files: global_step/sec every 100 steps into --summary-dir, by default the
+ * checkpoint directory (as MonitoredTrainingSession does), with the loss
+ * and the test accuracy when --summary-dir is given.
  *
- * THE HOOKED CHANGE is the #include and 27 lines of train(), marked
+ * THE HOOKED CHANGE is the #include and 22 lines of train(), marked
  * HOOKED (alone or inside a HOOKED block). 17 are the loop: 10 call it
  * (hk_loop_new; hk_loop_add_array for w1, b1, w2, b2 in one two-line loop
  * and for the loss; hk_loop_add_state for the data iterator; hk_loop_start;
  * the step bracketing, 2 lines; hk_loop_finish; hk_loop_free), 6 declare the
  * loop, its status and its options (copied from the flags), 1 prints its
- * error. 10 are --summary-dir, for TensorBoard: 6 add a StepCounterHook
- * (global_step/sec; declare it, its options in 2 lines, create it, hand it
- * to the loop, free it) and one 4-line statement records the loss and the
- * test accuracy every 100 steps with hk_loop_summary_scalar(). Add the two
- * callbacks iter_save and iter_restore (9 lines) that hand the data
+ * error. 5 are --summary-dir, for TensorBoard: 1 points the loop's own
+ * StepCounterHook (global_step/sec every 100 steps, by default into the
+ * checkpoint directory) at it, and one 4-line statement records the loss
+ * and the test accuracy every 100 steps with hk_loop_summary_scalar(). Add
+ * the two callbacks iter_save and iter_restore (9 lines) that hand the data
  * iterator's own tell and seek to hk_loop_add_state(). Take all that out,
  * loop `while (step < o->steps)`, and what is left is the plain C trainer it
  * started as.
@@ -133,7 +135,7 @@ typedef struct options {
   double save_secs;           /* 0 when not given */
   int async;
   int64_t keep;
-  const char *summary_dir; /* NULL: no summaries */
+  const char *summary_dir; /* NULL: global_step/sec into checkpoint_dir only */
 } options;
 
 static void usage(FILE *out) {
@@ -155,7 +157,8 @@ static void usage(FILE *out) {
           "  --log-every N    log the loss to stderr every N steps, 0 for never (default 500)\n"
           "  --checkpoint-dir DIR\n"
           "                   restore the newest checkpoint of DIR that verifies (if any),\n"
-          "                   save during training and at the end\n"
+          "                   save during training and at the end; global_step/sec\n"
+          "                   goes there every 100 steps unless --summary-dir is given\n"
           "  --save-steps N   save every N global steps (default: every 600 s, as TensorFlow)\n"
           "  --save-secs S    save every S seconds instead\n"
           "  --async          write checkpoints on a background thread\n"
@@ -746,7 +749,6 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
   double t0, secs;
   hk_status st = HK_STATUS_INIT; /* HOOKED */
   hk_loop *loop = NULL;          /* HOOKED */
-  hk_hook *counter = NULL;       /* HOOKED: global_step/sec into --summary-dir */
 
   it.perm = malloc(trn->n * sizeof *it.perm);
   if (s == NULL || it.perm == NULL || !(s->x = malloc((size_t)o->batch * NPIX * sizeof(float))) ||
@@ -766,10 +768,7 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
   lo.checkpoint_dir = o->checkpoint_dir, lo.max_to_keep = o->keep, lo.async_checkpoint = o->async;
   lo.last_step = o->steps, lo.save_steps = o->save_steps > 0 ? o->save_steps : HK_UNSET_STEPS;
   lo.save_secs = o->save_secs > 0.0 ? o->save_secs : HK_UNSET_SECS; /* neither given: every 600 s */
-  hk_step_counter_options sc = HK_STEP_COUNTER_OPTIONS_INIT;        /* every 100 steps */
-  sc.output_dir = o->summary_dir;
-  if (o->summary_dir && hk_step_counter_hook_new(&counter, &sc, &st) != HK_OK) goto failed;
-  lo.hooks = &counter, lo.nhooks = counter != NULL;
+  lo.summary_dir = o->summary_dir; /* global_step/sec every 100 steps; NULL: into the checkpoint dir */
   if (hk_loop_new(&loop, &lo, &st) != HK_OK) goto failed;
   for (int i = 0; i < NPARAMS; i++) /* w1, b1, w2, b2 */
     hk_loop_add_array(loop, params[i].name, HK_DTYPE_F32, params[i].rank, params[i].dims, params[i].data, 0, &st);
@@ -806,8 +805,7 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
 failed:
   fprintf(stderr, PROG ": %s: %s\n", hk_code_name(st.code), st.message); /* HOOKED */
 out:
-  hk_loop_free(loop);    /* HOOKED */
-  hk_hook_free(counter); /* HOOKED: after the loop that borrowed it */
+  hk_loop_free(loop); /* HOOKED */
   if (s != NULL) {
     free(s->x);
     free(s->y);
