@@ -1,0 +1,360 @@
+/*
+ * hooked::mpi — training across processes and machines over MPI (contract
+ * group S, H48–H56; docs/distributed.md).
+ *
+ * An optional component: its own library (CMake target hooked::mpi,
+ * pkg-config module hooked-mpi), built when MPI is found. The core library
+ * never depends on MPI; everything here is written against hooked's public
+ * headers only, as a third party could.
+ *
+ * Two ways to train, as TensorFlow users did:
+ *
+ *  - Synchronous data parallel (Horovod's recipe). Every rank runs the same
+ *    program on its shard of the data. Rank `root` (0) is the chief: it
+ *    restores or initializes, saves checkpoints and runs the chief-only
+ *    hooks; the others are workers with no checkpoint directory. The
+ *    broadcast hook makes every rank's variables the chief's after the
+ *    chief's restore or initialization; gradients are averaged with
+ *    hk_mpi_average() (host buffers) or hk_mpi_graph_average() (a graph op)
+ *    in a fixed reduction order, so a run is bit-reproducible for a fixed
+ *    rank count; the stop-agreement hook makes every rank stop after the
+ *    same step.
+ *
+ *  - Asynchronous parameter server (TensorFlow's between-graph
+ *    replication). The chief (rank `root`) holds the global step and the
+ *    shared variables and serves them in a loop (hk_mpi_ps_serve_op()); the
+ *    workers read the current parameters, compute, and push their updates
+ *    without waiting for each other (hk_mpi_ps_worker_hook_new()).
+ *
+ * Threads: MPI must be initialized by the program (MPI_Init or
+ * MPI_Init_thread, any thread level: hooked makes MPI calls only from the
+ * thread that drives the session) before hk_mpi_new() and finalized after
+ * hk_mpi_free(). Every function below is called from the training thread
+ * unless it says otherwise.
+ *
+ * Errors: every function returns an hk_code and fills an optional
+ * hk_status with a message naming what is wrong; an MPI error is returned
+ * as HK_INTERNAL with MPI's error string (hooked sets MPI_ERRORS_RETURN on
+ * its own communicator; not UNAVAILABLE, which would make a monitored
+ * session recover and re-enter collectives the other ranks left). A rank that fails and exits makes Open MPI end
+ * the whole job: no rank is left waiting in a collective.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#ifndef HOOKED_MPI_H
+#define HOOKED_MPI_H
+
+#include <mpi.h>
+
+#include "hooked/common.h"
+#include "hooked/graph.h"
+#include "hooked/sys/executor.h"
+#include "hooked/sys/hook.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the communicator context --------------------------------------------------- */
+
+typedef struct hk_mpi hk_mpi;
+
+#define HK_MPI_OPTIONS_VERSION 1
+typedef struct hk_mpi_options {
+  uint32_t version;   /**< HK_MPI_OPTIONS_VERSION */
+  /** Copied; NULL: defaults. Allocations and logs of everything built on
+   *  this context. */
+  const hk_env *env;
+  /** The ranks that train together; duplicated (MPI_Comm_dup), so hooked's
+   *  messages never meet the program's. MPI_COMM_NULL (the default):
+   *  MPI_COMM_WORLD. */
+  MPI_Comm comm;
+  int root;           /**< the chief's rank in comm; default 0 */
+} hk_mpi_options;
+#define HK_MPI_OPTIONS_INIT { HK_MPI_OPTIONS_VERSION, NULL, MPI_COMM_NULL, 0 }
+
+/**
+ * Initialize options to HK_MPI_OPTIONS_INIT.
+ * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
+ *         another version. **Allocates:** no.
+ */
+HK_API hk_code hk_mpi_options_init(hk_mpi_options *opts, uint32_t version);
+
+/**
+ * Create a context over a duplicate of `opts->comm`. Collective: every rank
+ * of the communicator calls it.
+ * @param opts  borrowed for the call; NULL: HK_MPI_OPTIONS_INIT.
+ * **Ownership:** *out owned, hk_mpi_free() (before MPI_Finalize).
+ * **Errors:** FAILED_PRECONDITION "MPI is not initialized (call MPI_Init
+ * first)" or "MPI is already finalized"; INVALID_ARGUMENT for a bad
+ * version or env, or a root outside 0..size-1 (named with the size);
+ * INTERNAL when MPI_Comm_dup fails; RESOURCE_EXHAUSTED.
+ * **Allocates:** yes.
+ */
+HK_API hk_code hk_mpi_new(hk_mpi **out, const hk_mpi_options *opts, hk_status *status);
+/** Free the context and its communicator (collective). NULL is a no-op. */
+HK_API void hk_mpi_free(hk_mpi *mpi);
+
+/** This process's rank in the context's communicator; -1 for NULL. */
+HK_API int hk_mpi_rank(const hk_mpi *mpi);
+/** The number of ranks; 0 for NULL. */
+HK_API int hk_mpi_size(const hk_mpi *mpi);
+/** The chief's rank (options.root); -1 for NULL. */
+HK_API int hk_mpi_root(const hk_mpi *mpi);
+/** 1 on the chief (rank == root), else 0 (also for NULL): what
+ *  MonitoredTrainingSession's is_chief takes. */
+HK_API int hk_mpi_is_chief(const hk_mpi *mpi);
+/** The context's own communicator (the duplicate); MPI_COMM_NULL for NULL.
+ *  Borrowed: valid until hk_mpi_free(). */
+HK_API MPI_Comm hk_mpi_comm(const hk_mpi *mpi);
+
+/* ---- deterministic averaging (H49) ------------------------------------------------ */
+
+/**
+ * Average `count` elements of `data` across the ranks, in place: every rank
+ * passes its buffer and receives the element-wise mean, the same bits on
+ * every rank. The sum is taken in a fixed order — rank 0's value, plus rank
+ * 1's, ..., plus rank N-1's, then divided by N — so for a fixed rank count
+ * the result does not depend on timing, message sizes or the MPI library's
+ * choice of algorithm: a job killed and restarted with the same rank count
+ * resumes bit-exactly. Cost: each rank sends and receives 2 (N-1)/N of the
+ * buffer (a reduce-scatter then an all-gather, like a ring all-reduce).
+ * Collective: every rank calls it with the same dtype and count.
+ * @param dtype  HK_DTYPE_F32 or HK_DTYPE_F64.
+ * **Errors:** INVALID_ARGUMENT for a NULL mpi, a NULL data with count > 0,
+ * another dtype (named); INTERNAL for an MPI error; RESOURCE_EXHAUSTED
+ * when the scratch cannot grow.
+ * **Allocates:** the first call for a larger buffer than before grows the
+ * context's scratch (hk_mpi_reserve() does it up front); later calls of
+ * that size or smaller allocate nothing.
+ */
+HK_API hk_code hk_mpi_average(hk_mpi *mpi, hk_dtype dtype, void *data, size_t count, hk_status *status);
+
+/** Grow the scratch of hk_mpi_average() to `bytes` now, so the steps that
+ *  follow allocate nothing. Not collective. **Errors:** INVALID_ARGUMENT,
+ *  RESOURCE_EXHAUSTED. */
+HK_API hk_code hk_mpi_reserve(hk_mpi *mpi, size_t bytes, hk_status *status);
+
+/**
+ * Metric averaging: replace `*value` by its mean across the ranks (the same
+ * fixed order as hk_mpi_average()), e.g. the loss the chief logs or writes
+ * as a summary. Collective. **Errors:** as hk_mpi_average().
+ * **Allocates:** no.
+ */
+HK_API hk_code hk_mpi_average_scalar(hk_mpi *mpi, double *value, hk_status *status);
+
+/**
+ * Gradient averaging as a graph op: output 0 of the new op `name` is the
+ * cross-rank mean of `input`, a tensor of `dtype` (F32 or F64) and the
+ * static shape `rank`/`dims` (a graph does not tell its tensors' shapes),
+ * computed by hk_mpi_average() when the op runs. Every rank must run it the
+ * same number of times (it is a collective): put it on the path of the
+ * train op that every rank runs each step.
+ * @param mpi  borrowed; must outlive the graph.
+ * **Errors:** INVALID_ARGUMENT for a NULL argument, another dtype, a bad
+ * rank or a negative dimension; the graph's errors (a taken name, ...). A
+ * run whose input is not of the declared dtype and shape fails with
+ * INVALID_ARGUMENT naming both.
+ * **Allocates:** at build time (the scratch is reserved); a run allocates
+ * nothing.
+ */
+HK_API hk_code hk_mpi_graph_average(hk_graph *g, hk_handle *out, const char *name, hk_handle input, hk_dtype dtype,
+                                    int32_t rank, const int64_t *dims, hk_mpi *mpi, hk_status *status);
+
+/* ---- synchronous data parallel: hooks (H48, H50, H51) ------------------------------ */
+
+/**
+ * BroadcastGlobalVariablesHook: in after_create_session (after the chief's
+ * restore or initialization, before the first step) every variable of the
+ * session's executor — the global step included, for the graph executor
+ * and the host loop alike — is sent from the chief to every rank, in
+ * variable order, in place through hk_raw_session_variable_storage().
+ * Variables marked HK_VAR_LOCAL (the host loop's HK_LOOP_NO_CHECKPOINT
+ * arrays) and those whose storage the executor does not expose (the host
+ * loop's opaque states, such as a data iterator) stay per rank.
+ * First it checks that every rank has the same variables (names, dtypes
+ * and shapes, by a CRC-32C of their description): a rank whose model
+ * differs fails with FAILED_PRECONDITION naming its rank and its first
+ * variable; the chief fails too, so the job ends instead of training
+ * different models.
+ * Place it first among the hooks (MonitoredTrainingSession's `hooks`, the
+ * host loop's `first_hooks`): the hooks after it, StopAtStep's start check
+ * for one, then see the chief's global step. Collective in
+ * after_create_session.
+ * @param mpi  borrowed; must outlive the hook.
+ * **Ownership:** *out owned, hk_hook_free().
+ * **Errors:** INVALID_ARGUMENT for NULL arguments; RESOURCE_EXHAUSTED.
+ * **Allocates:** at creation and in after_create_session; not per step.
+ */
+HK_API hk_code hk_mpi_broadcast_hook_new(hk_hook **out, hk_mpi *mpi, hk_status *status);
+
+/**
+ * The worker role of synchronous training on the graph executor: fills the
+ * scaffold fields of a worker (MonitoredTrainingSession with is_chief 0,
+ * C48) so that it initializes its own copy of every global variable as its
+ * local init — the values the broadcast hook then replaces by the chief's —
+ * and is ready once they are initialized: `local_init_op` initializes every
+ * global variable, `ready_for_local_init_op` reports nothing, `ready_op` is
+ * HK_NO_HANDLE (the default: every variable initialized). A worker never
+ * restores a checkpoint (C48).
+ * **Errors:** INVALID_ARGUMENT for NULL arguments or on the chief; the
+ * graph's errors.
+ */
+HK_API hk_code hk_mpi_sync_worker_ops(hk_mpi *mpi, hk_graph *g, hk_handle *ready_op,
+                                      hk_handle *ready_for_local_init_op, hk_handle *local_init_op,
+                                      hk_status *status);
+
+#define HK_MPI_STOP_OPTIONS_VERSION 1
+typedef struct hk_mpi_stop_options {
+  uint32_t version;    /**< HK_MPI_STOP_OPTIONS_VERSION */
+  const hk_env *env;   /**< NULL: the session's */
+  /** Default 1: the hook installs its own SIGINT/SIGTERM handlers in begin()
+   *  (removed in end() and when it is freed): a signal delivered to any
+   *  rank — one rank alone, or all of them by mpirun — is agreed on at the
+   *  next step's end and stops every rank after that same step; a second
+   *  signal acts as without hooked. hooked's own signal helper
+   *  (hk_signal_install()) must then not be installed: it would stop the
+   *  signalled rank alone. 0: signals are left alone. */
+  int handle_signals;
+} hk_mpi_stop_options;
+#define HK_MPI_STOP_OPTIONS_INIT { HK_MPI_STOP_OPTIONS_VERSION, NULL, 1 }
+
+/**
+ * Stop agreement: in after_run of every step each rank contributes whether
+ * it wants to stop — a hook before this one requested a stop in this run
+ * (StopAtStep, a NaN guard in stop mode, early stopping), a signal arrived
+ * (handle_signals), or hk_mpi_stop_hook_request() was called — and every
+ * rank learns whether any rank did; if so, every rank requests a stop in
+ * that same after_run, so all ranks stop after the same step and the chief
+ * writes the final checkpoint at its end. A stop at session creation
+ * (StopAtStep when the restored step is already the last one) needs no
+ * agreement: after the broadcast every rank has the chief's global step and
+ * decides alike.
+ * Cost (H51): one MPI_Allreduce of one int per step, latency-bound (the
+ * bench prints it next to the gradient average); no other collective.
+ * Place it LAST among the hooks, so it sees every earlier hook's request.
+ * A stop requested any other way (hk_coordinator_request_stop(),
+ * hk_loop_request_stop() from another thread) stops one rank alone: use
+ * hk_mpi_stop_hook_request() instead.
+ * @param mpi   borrowed; must outlive the hook.
+ * @param opts  borrowed for the call; NULL: HK_MPI_STOP_OPTIONS_INIT.
+ * **Ownership:** *out owned, hk_hook_free().
+ * **Errors:** INVALID_ARGUMENT for NULL arguments, a bad version or env;
+ * RESOURCE_EXHAUSTED. begin() fails with FAILED_PRECONDITION when
+ * handle_signals is set and another hooked hook of this kind already
+ * handles signals in this process.
+ * **Allocates:** at creation only.
+ */
+HK_API hk_code hk_mpi_stop_hook_new(hk_hook **out, hk_mpi *mpi, const hk_mpi_stop_options *opts,
+                                    hk_status *status);
+
+/** Ask the stop hook to stop every rank after the current or next step.
+ *  **Threads:** any; lock-free. NULL or another kind of hook: no-op. */
+HK_API void hk_mpi_stop_hook_request(hk_hook *stop_hook);
+
+/* ---- asynchronous parameter server (H52–H56) ---------------------------------------- */
+
+/*
+ * The shared state: the global step and every F32 or F64 variable of the
+ * chief's executor that is not HK_VAR_LOCAL, in variable order (the
+ * workers' executors must have the same ones, checked at the first pull).
+ * A worker's update is the difference its step made to its copy of them
+ * (new - pulled); the chief adds it and increments the global step, one
+ * update per global step, so every update is applied whole between two
+ * others and a checkpoint the chief writes between two steps holds the
+ * shared variables at one global step.
+ */
+typedef struct hk_mpi_ps hk_mpi_ps;
+
+/**
+ * Create the parameter-server endpoint of this rank: the server on the
+ * chief, a client on a worker.
+ * @param mpi  borrowed; must outlive the endpoint.
+ * **Ownership:** *out owned, hk_mpi_ps_free().
+ * **Errors:** INVALID_ARGUMENT for NULL arguments or a communicator of one
+ * rank (a server needs a worker); RESOURCE_EXHAUSTED.
+ */
+HK_API hk_code hk_mpi_ps_new(hk_mpi_ps **out, hk_mpi *mpi, hk_status *status);
+HK_API void hk_mpi_ps_free(hk_mpi_ps *ps);
+
+/**
+ * Chief: an op of `g` that serves the workers until it has applied one
+ * update (then it returns: one run is one global step, so StopAtStep, the
+ * checkpoint saver and every chief hook see the shared global step move).
+ * While it waits it answers pulls and global-step reads at once. It mutates
+ * the shared variables and the global step of `g`. A run returns
+ * OUT_OF_RANGE "every worker has finished" once every worker has left, and
+ * CANCELLED when a signal arrives or a stop was requested (the session
+ * stops cleanly). Build the chief's train op from it.
+ * @param ps  borrowed; must outlive the graph.
+ * **Errors:** INVALID_ARGUMENT for NULL arguments, on a worker, or for a
+ * graph without a global step; the graph's errors.
+ */
+HK_API hk_code hk_mpi_ps_serve_op(hk_mpi_ps *ps, hk_graph *g, hk_handle *out, const char *name, hk_status *status);
+
+/**
+ * Chief: the hook that ends the service. It is a chief-only hook
+ * (MonitoredTrainingSession's `chief_only_hooks`): in after_run it turns a
+ * worker's stop request into the chief's (C14); in end(), before the
+ * checkpoint saver writes the final checkpoint, it answers every worker
+ * still there with "stop" and waits until each has left (updates arriving
+ * then are not applied), so the final checkpoint is the state at the
+ * chief's last step and no worker is left waiting.
+ * **Ownership:** *out owned, hk_hook_free(). **Errors:** INVALID_ARGUMENT
+ * for NULL arguments or on a worker.
+ */
+HK_API hk_code hk_mpi_ps_chief_hook_new(hk_hook **out, hk_mpi_ps *ps, hk_status *status);
+
+/**
+ * Worker: the ready check of the worker role (C48, C73). Fills the three
+ * scaffold fields so that a worker session (MonitoredTrainingSession with
+ * is_chief 0) waits, interruptibly and within max_wait_secs, until the
+ * chief has initialized or restored the model: `ready_op` asks the chief,
+ * and is ready when the chief has answered with the shared variables and
+ * global step, which it writes into the worker's variables; until then it
+ * reports "model (not yet served by the chief)". `ready_for_local_init_op`
+ * reports nothing (a worker's local init needs nothing from the chief) and
+ * `local_init_op` is a no-op.
+ * **Errors:** INVALID_ARGUMENT for NULL arguments or on the chief; the
+ * graph's errors.
+ */
+HK_API hk_code hk_mpi_ps_worker_ready_ops(hk_mpi_ps *ps, hk_graph *g, hk_handle *ready_op,
+                                          hk_handle *ready_for_local_init_op, hk_handle *local_init_op,
+                                          hk_status *status);
+
+/**
+ * Worker: an executor that forwards everything to `inner` (the worker's
+ * graph executor) except reads of the global step, which it answers with
+ * the chief's shared global step: GlobalStepWaiterHook's wait, StopAtStep's
+ * re-read and every hook see the shared step. Give it to the worker's
+ * session in place of `inner`.
+ * **Ownership:** *out owned, hk_executor_free(); `inner` borrowed and must
+ * outlive it. **Errors:** INVALID_ARGUMENT for NULL arguments or on the
+ * chief.
+ */
+HK_API hk_code hk_mpi_ps_worker_executor_new(hk_executor **out, hk_mpi_ps *ps, hk_executor *inner,
+                                             hk_status *status);
+
+/**
+ * Worker: the hook that pushes. In after_run, after the step changed the
+ * worker's copy of the shared variables, it sends the difference to the
+ * chief and receives the shared variables and global step as they are
+ * after its update, into the worker's variables. When the chief answers
+ * "stop", it requests a stop; in end() it tells the chief it leaves. A
+ * stop this worker requests (a signal, StopAtStep) is sent with its next
+ * update, or at its end, and stops the chief and so every worker.
+ * Place it first among the worker's hooks.
+ * **Ownership:** *out owned, hk_hook_free(). **Errors:** INVALID_ARGUMENT
+ * for NULL arguments or on the chief. **Allocates:** at creation and at
+ * the first pull; not per step.
+ */
+HK_API hk_code hk_mpi_ps_worker_hook_new(hk_hook **out, hk_mpi_ps *ps, hk_status *status);
+
+/** Number of updates the chief applied, or the worker pushed; 0 for NULL.
+ *  **Threads:** the training thread. */
+HK_API int64_t hk_mpi_ps_updates(const hk_mpi_ps *ps);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HOOKED_MPI_H */

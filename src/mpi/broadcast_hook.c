@@ -1,0 +1,165 @@
+/*
+ * hooked::mpi — BroadcastGlobalVariablesHook (H48) and the ready ops of a
+ * synchronous worker.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include <limits.h>
+#include <string.h>
+
+#include "mpi_internal.h"
+
+typedef struct broadcast {
+  hk_mpi *mpi;
+  uint32_t *prints; /* size entries */
+} broadcast;
+
+static int shared_var(const hk_variable_info *info, void *user) {
+  (void)user;
+  return (info->flags & HK_VAR_LOCAL) == 0;
+}
+
+/* Every rank's fingerprint against the chief's: a rank with another model
+ * fails, and so does the chief, so the job ends. */
+static hk_code check_models(broadcast *b, hk_raw_session *rs, hk_status *st) {
+  hk_mpi *m = b->mpi;
+  hk_executor *ex = hk_raw_session_executor(rs);
+  uint32_t mine;
+  hk_code rc = hk__mpi_fingerprint(ex, shared_var, NULL, &mine, st);
+  if (rc != HK_OK) return rc;
+  int err = MPI_Allgather(&mine, 1, MPI_UINT32_T, b->prints, 1, MPI_UINT32_T, m->comm);
+  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "broadcast hook: MPI_Allgather");
+  int first_bad = -1, nbad = 0;
+  for (int r = 0; r < m->size; r++)
+    if (b->prints[r] != b->prints[m->root]) {
+      if (first_bad < 0) first_bad = r;
+      nbad++;
+    }
+  if (nbad == 0) return HK_OK;
+  if (m->rank == m->root)
+    return hk_status_set(st, HK_FAILED_PRECONDITION,
+                         "broadcast hook: %d rank(s), the first rank %d, have other variables (names, dtypes or "
+                         "shapes) than the chief (rank %d): every rank must build the same model",
+                         nbad, first_bad, m->root);
+  if (b->prints[m->rank] != b->prints[m->root])
+    return hk_status_set(st, HK_FAILED_PRECONDITION,
+                         "broadcast hook: rank %d has other variables (names, dtypes or shapes; %zu in all) than the "
+                         "chief (rank %d): every rank must build the same model",
+                         m->rank, hk_executor_variable_count(ex), m->root);
+  return hk_status_set(st, HK_FAILED_PRECONDITION,
+                       "broadcast hook: rank %d has other variables than the chief (rank %d); stopping with it",
+                       first_bad, m->root);
+}
+
+static hk_code bcast_after_create_session(void *user, hk_raw_session *rs, hk_coordinator *coord,
+                                          hk_creation_context *ctx, hk_status *st) {
+  broadcast *b = user;
+  hk_mpi *m = b->mpi;
+  (void)coord;
+  (void)ctx;
+  hk_code rc = check_models(b, rs, st);
+  if (rc != HK_OK) return rc;
+  hk_executor *ex = hk_raw_session_executor(rs);
+  size_t n = hk_executor_variable_count(ex);
+  size_t sent = 0, bytes = 0;
+  for (size_t i = 0; i < n; i++) {
+    hk_variable_info info;
+    if ((rc = hk_executor_variable_info(ex, i, &info, st)) != HK_OK) return rc;
+    if (!shared_var(&info, NULL)) continue;
+    hk_tensor t;
+    hk_status local = HK_STATUS_INIT;
+    rc = hk_raw_session_variable_storage(rs, i, &t, &local);
+    if (rc == HK_UNIMPLEMENTED) continue; /* an opaque state: per rank */
+    if (rc != HK_OK) return hk_status_set(st, rc, "broadcast hook: variable '%s': %s", info.name, local.message);
+    unsigned char *p = t.data;
+    for (size_t left = t.nbytes; left > 0;) {
+      int chunk = left > (size_t)(INT_MAX / 2) ? INT_MAX / 2 : (int)left;
+      int err = MPI_Bcast(p, chunk, MPI_BYTE, m->root, m->comm);
+      if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "broadcast hook: MPI_Bcast");
+      p += chunk;
+      left -= (size_t)chunk;
+    }
+    sent++;
+    bytes += t.nbytes;
+  }
+  if (m->rank == m->root)
+    hk_env_log(&m->env, HK_LOG_INFO, "Broadcast %zu variables (%zu bytes) from the chief (rank %d) to %d ranks.", sent,
+               bytes, m->root, m->size);
+  return HK_OK;
+}
+
+static void bcast_destroy(void *user) {
+  broadcast *b = user;
+  hk_env env = b->mpi->env;
+  hk_env_free(&env, b->prints);
+  hk_env_free(&env, b);
+}
+
+static const hk_hook_vtable bcast_vtable = {
+    .version = HK_HOOK_VTABLE_VERSION,
+    .after_create_session = bcast_after_create_session,
+    .destroy = bcast_destroy,
+};
+
+hk_code hk_mpi_broadcast_hook_new(hk_hook **out, hk_mpi *mpi, hk_status *st) {
+  if (out) *out = NULL;
+  if (!out || !mpi)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_broadcast_hook_new: %s is NULL", !out ? "out" : "mpi");
+  broadcast *b = hk_env_calloc(&mpi->env, 1, sizeof *b);
+  uint32_t *prints = hk_env_calloc(&mpi->env, (size_t)mpi->size, sizeof *prints);
+  if (!b || !prints) {
+    hk_env_free(&mpi->env, b);
+    hk_env_free(&mpi->env, prints);
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_mpi_broadcast_hook_new: out of memory");
+  }
+  b->mpi = mpi;
+  b->prints = prints;
+  return hk_hook_new(out, &bcast_vtable, b, "BroadcastGlobalVariablesHook", &mpi->env, st);
+}
+
+/* ---- the ready ops of a synchronous worker ---------------------------------------- */
+
+static const char *const no_names[1] = {NULL};
+
+static hk_code nothing_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
+                              hk_tensor *outputs, size_t noutputs, hk_status *st) {
+  (void)user, (void)ctx, (void)inputs, (void)ninputs, (void)st;
+  if (noutputs == 1) {
+    outputs[0].data = (void *)no_names;
+    outputs[0].dims[0] = 0;
+    outputs[0].nbytes = 0;
+  }
+  return HK_OK;
+}
+
+hk_code hk__mpi_nothing_report(hk_graph *g, const char *name, hk_handle *out, hk_status *st) {
+  hk_output_spec spec;
+  memset(&spec, 0, sizeof spec);
+  spec.dtype = HK_DTYPE_STRING;
+  spec.rank = 1;
+  spec.dims[0] = 0;
+  hk_op_def def = HK_OP_DEF_INIT;
+  def.name = name;
+  def.kernel = nothing_kernel;
+  def.outputs = &spec;
+  def.noutputs = 1;
+  hk_handle op;
+  hk_code rc = hk_graph_op(g, &op, &def, st);
+  if (rc != HK_OK) return rc;
+  return hk_graph_op_output(g, op, 0, out, st);
+}
+
+hk_code hk_mpi_sync_worker_ops(hk_mpi *mpi, hk_graph *g, hk_handle *ready_op, hk_handle *ready_for_local_init_op,
+                               hk_handle *local_init_op, hk_status *st) {
+  if (!mpi || !g || !ready_op || !ready_for_local_init_op || !local_init_op)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_sync_worker_ops: an argument is NULL");
+  if (mpi->rank == mpi->root)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_sync_worker_ops: rank %d is the chief, not a worker",
+                         mpi->rank);
+  hk_code rc = hk_graph_init_op(g, local_init_op, "mpi/worker_init", NULL, 0, st);
+  if (rc != HK_OK) return rc;
+  rc = hk__mpi_nothing_report(g, "mpi/worker_ready_for_local_init", ready_for_local_init_op, st);
+  if (rc != HK_OK) return rc;
+  *ready_op = HK_NO_HANDLE; /* the default: every variable initialized */
+  return HK_OK;
+}

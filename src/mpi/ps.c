@@ -1,0 +1,122 @@
+/*
+ * hooked::mpi — the parameter-server endpoint and the shared layout.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include <string.h>
+
+#include "ps.h"
+
+hk_code hk_mpi_ps_new(hk_mpi_ps **out, hk_mpi *mpi, hk_status *st) {
+  if (out) *out = NULL;
+  if (!out || !mpi) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_ps_new: %s is NULL", !out ? "out" : "mpi");
+  if (mpi->size < 2)
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_mpi_ps_new: the communicator has 1 rank; a parameter server needs a chief and at least "
+                         "one worker (run with mpirun -np 2 or more)");
+  hk_mpi_ps *ps = hk_env_calloc(&mpi->env, 1, sizeof *ps);
+  if (!ps) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_mpi_ps_new: out of memory");
+  ps->mpi = mpi;
+  hk_env_copy(&ps->env, &mpi->env);
+  ps->chief = mpi->rank == mpi->root;
+  atomic_init(&ps->stop, 0);
+  ps->pull_req = MPI_REQUEST_NULL;
+  if (ps->chief) {
+    ps->gone = hk_env_calloc(&ps->env, (size_t)mpi->size, sizeof *ps->gone);
+    if (!ps->gone) {
+      hk_env_free(&ps->env, ps);
+      return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_mpi_ps_new: out of memory");
+    }
+    ps->gone[mpi->root] = 1;
+    ps->nleft = mpi->size - 1;
+  }
+  *out = ps;
+  return HK_OK;
+}
+
+void hk_mpi_ps_free(hk_mpi_ps *ps) {
+  if (!ps) return;
+  hk_env env = ps->env;
+  if (ps->pull_req != MPI_REQUEST_NULL) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) {
+      MPI_Cancel(&ps->pull_req);
+      MPI_Request_free(&ps->pull_req);
+    }
+  }
+  hk_env_free(&env, ps->vars);
+  hk_env_free(&env, ps->tx);
+  hk_env_free(&env, ps->rx);
+  hk_env_free(&env, ps->base);
+  hk_env_free(&env, ps->gone);
+  hk_env_free(&env, ps);
+}
+
+int64_t hk_mpi_ps_updates(const hk_mpi_ps *ps) { return ps ? ps->updates : 0; }
+
+static int shared(const hk_variable_info *info) {
+  return (info->flags & HK_VAR_LOCAL) == 0 && (info->dtype == HK_DTYPE_F32 || info->dtype == HK_DTYPE_F64);
+}
+
+static int pick_shared(const hk_variable_info *info, void *user) {
+  const size_t *gs = user;
+  (void)gs;
+  return shared(info);
+}
+
+hk_code hk__ps_layout(hk_mpi_ps *ps, hk_executor *ex, hk_status *st) {
+  if (ps->have_layout) return HK_OK;
+  hk_variable_info gsinfo;
+  size_t gs_index;
+  hk_code rc = hk_executor_global_step(ex, &gsinfo, &gs_index, st);
+  if (rc != HK_OK) return rc;
+  if (gs_index == (size_t)-1 || gsinfo.dtype != HK_DTYPE_I64)
+    return hk_status_set(st, HK_FAILED_PRECONDITION,
+                         "parameter server: the model needs an int64 global step (the shared step)");
+  size_t n = hk_executor_variable_count(ex), count = 0;
+  for (size_t i = 0; i < n; i++) {
+    hk_variable_info info;
+    if ((rc = hk_executor_variable_info(ex, i, &info, st)) != HK_OK) return rc;
+    if (i != gs_index && shared(&info)) count++;
+  }
+  ps_var *vars = hk_env_calloc(&ps->env, count ? count : 1, sizeof *vars);
+  if (!vars) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "parameter server: out of memory");
+  size_t k = 0, offset = 0;
+  for (size_t i = 0; i < n; i++) {
+    hk_variable_info info;
+    if ((rc = hk_executor_variable_info(ex, i, &info, st)) != HK_OK) {
+      hk_env_free(&ps->env, vars);
+      return rc;
+    }
+    if (i == gs_index || !shared(&info)) continue;
+    size_t elements = 1;
+    for (int32_t d = 0; d < info.rank; d++) elements *= (size_t)info.dims[d];
+    vars[k].index = i;
+    vars[k].dtype = info.dtype;
+    vars[k].nbytes = elements * hk_dtype_size(info.dtype);
+    vars[k].offset = offset;
+    offset += vars[k].nbytes;
+    k++;
+  }
+  uint32_t print;
+  if ((rc = hk__mpi_fingerprint(ex, pick_shared, NULL, &print, st)) != HK_OK) {
+    hk_env_free(&ps->env, vars);
+    return rc;
+  }
+  ps->tx = hk_env_alloc(&ps->env, PS_HEADER_BYTES + offset);
+  ps->rx = hk_env_alloc(&ps->env, PS_HEADER_BYTES + offset);
+  ps->base = ps->chief ? NULL : hk_env_alloc(&ps->env, offset ? offset : 1);
+  if (!ps->tx || !ps->rx || (!ps->chief && !ps->base)) {
+    hk_env_free(&ps->env, vars);
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "parameter server: out of memory for %zu bytes of variables",
+                         offset);
+  }
+  ps->vars = vars;
+  ps->nvars = count;
+  ps->gs_index = gs_index;
+  ps->payload = offset;
+  ps->fingerprint = print;
+  ps->have_layout = 1;
+  return HK_OK;
+}

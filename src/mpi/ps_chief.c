@@ -1,0 +1,267 @@
+/*
+ * hooked::mpi — the parameter server's chief: the serve op and the hook
+ * that ends the service (H52, H55, H56).
+ *
+ * The server is the chief's training loop itself: one run of the serve op
+ * applies one worker's update (one global step) and answers the pulls and
+ * step reads that arrive meanwhile. Single-threaded, so every update is
+ * applied whole between two others, and a checkpoint the chief's saver
+ * writes between two runs holds the shared variables at one global step.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include <string.h>
+
+#include "ps.h"
+
+/* The longest pause between two looks for a message while idle. */
+#define IDLE_MAX_SECS 0.001
+
+static hk_code reply(hk_mpi_ps *ps, int dest, int64_t gs, int64_t flags, int with_payload, hk_status *st) {
+  ps_header h = {gs, flags, (int64_t)ps->fingerprint, 0};
+  memcpy(ps->tx, &h, sizeof h);
+  size_t n = PS_HEADER_BYTES + (with_payload ? ps->payload : 0);
+  int err = MPI_Send(ps->tx, (int)n, MPI_BYTE, dest, PS_TAG_REPLY, ps->mpi->comm);
+  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server: MPI_Send of a reply");
+  return HK_OK;
+}
+
+/* The variables' current values into the reply's payload. */
+static void pack(hk_mpi_ps *ps, hk_kernel_context *ctx) {
+  for (size_t k = 0; k < ps->nvars; k++) {
+    hk_tensor *v = hk_kernel_variable(ctx, k);
+    memcpy(ps->tx + PS_HEADER_BYTES + ps->vars[k].offset, v->data, ps->vars[k].nbytes);
+  }
+}
+
+static void apply(hk_mpi_ps *ps, hk_kernel_context *ctx, const unsigned char *delta) {
+  for (size_t k = 0; k < ps->nvars; k++) {
+    hk_tensor *v = hk_kernel_variable(ctx, k);
+    const unsigned char *d = delta + ps->vars[k].offset;
+    if (ps->vars[k].dtype == HK_DTYPE_F32) {
+      float *dst = v->data;
+      size_t n = ps->vars[k].nbytes / sizeof(float);
+      for (size_t i = 0; i < n; i++) {
+        float x;
+        memcpy(&x, d + i * sizeof x, sizeof x);
+        dst[i] += x;
+      }
+    } else {
+      double *dst = v->data;
+      size_t n = ps->vars[k].nbytes / sizeof(double);
+      for (size_t i = 0; i < n; i++) {
+        double x;
+        memcpy(&x, d + i * sizeof x, sizeof x);
+        dst[i] += x;
+      }
+    }
+  }
+}
+
+static int stop_wanted(const hk_mpi_ps *ps) {
+  return hk_signal_fired() != 0 || (ps->coord && hk_coordinator_should_stop(ps->coord));
+}
+
+/* Receive one request if there is one: 1 received, 0 none, -1 error. */
+static int poll_request(hk_mpi_ps *ps, MPI_Status *status, int *bytes, hk_status *st) {
+  int flag = 0;
+  int err = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, ps->mpi->comm, &flag, status);
+  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server: MPI_Iprobe"), -1;
+  if (!flag) return 0;
+  if (status->MPI_TAG < PS_TAG_PULL || status->MPI_TAG > PS_TAG_BYE) {
+    hk_status_set(st, HK_INTERNAL, "parameter server: rank %d sent a message with tag %d, not a request",
+                  status->MPI_SOURCE, status->MPI_TAG);
+    return -1;
+  }
+  MPI_Get_count(status, MPI_BYTE, bytes);
+  if (*bytes < (int)PS_HEADER_BYTES || (size_t)*bytes > PS_HEADER_BYTES + ps->payload) {
+    hk_status_set(st, HK_INTERNAL, "parameter server: rank %d sent a request of %d bytes; the layout takes %zu",
+                  status->MPI_SOURCE, *bytes, PS_HEADER_BYTES + ps->payload);
+    return -1;
+  }
+  err = MPI_Recv(ps->rx, *bytes, MPI_BYTE, status->MPI_SOURCE, status->MPI_TAG, ps->mpi->comm, MPI_STATUS_IGNORE);
+  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server: MPI_Recv"), -1;
+  return 1;
+}
+
+static void leave(hk_mpi_ps *ps, int rank) {
+  if (!ps->gone[rank]) {
+    ps->gone[rank] = 1;
+    ps->nleft--;
+  }
+}
+
+static hk_code serve_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
+                            hk_tensor *outputs, size_t noutputs, hk_status *st) {
+  hk_mpi_ps *ps = user;
+  hk_tensor *gsv = hk_kernel_variable(ctx, ps->nvars);
+  double idle = 0.00002;
+  (void)inputs, (void)ninputs;
+  for (;;) {
+    if (ps->nleft == 0) return hk_status_set(st, HK_OUT_OF_RANGE, "parameter server: every worker has finished");
+    if (stop_wanted(ps)) return hk_status_set(st, HK_CANCELLED, "parameter server: stop requested");
+    MPI_Status status;
+    int bytes = 0;
+    int got = poll_request(ps, &status, &bytes, st);
+    if (got < 0) return st ? st->code : HK_INTERNAL;
+    if (!got) {
+      hk__mpi_sleep(idle);
+      idle = idle * 2 < IDLE_MAX_SECS ? idle * 2 : IDLE_MAX_SECS;
+      continue;
+    }
+    idle = 0.00002;
+    ps_header h;
+    memcpy(&h, ps->rx, sizeof h);
+    int from = status.MPI_SOURCE;
+    int64_t *gs = gsv->data;
+    int64_t flags = atomic_load(&ps->stop) ? PS_FLAG_STOP : 0;
+    if (h.flags & PS_FLAG_STOP) atomic_store(&ps->stop, 1);
+    if (status.MPI_TAG == PS_TAG_BYE) {
+      leave(ps, from);
+      continue;
+    }
+    if (status.MPI_TAG != PS_TAG_STEP && h.fingerprint != (int64_t)ps->fingerprint) {
+      hk_code rc = reply(ps, from, *gs, PS_FLAG_MISMATCH, 0, st);
+      if (rc != HK_OK) return rc;
+      continue;
+    }
+    if (status.MPI_TAG == PS_TAG_STEP) {
+      hk_code rc = reply(ps, from, *gs, flags, 0, st);
+      if (rc != HK_OK) return rc;
+      continue;
+    }
+    if (status.MPI_TAG == PS_TAG_PUSH) {
+      if ((size_t)bytes != PS_HEADER_BYTES + ps->payload)
+        return hk_status_set(st, HK_INTERNAL, "parameter server: rank %d pushed %d bytes; the update takes %zu", from,
+                             bytes, PS_HEADER_BYTES + ps->payload);
+      apply(ps, ctx, ps->rx + PS_HEADER_BYTES);
+      *gs += 1;
+      ps->updates++;
+    }
+    pack(ps, ctx);
+    hk_code rc = reply(ps, from, *gs, flags, 1, st);
+    if (rc != HK_OK) return rc;
+    if (status.MPI_TAG == PS_TAG_PUSH) {
+      if (noutputs == 1) *(int64_t *)outputs[0].data = from;
+      return HK_OK;
+    }
+  }
+}
+
+hk_code hk_mpi_ps_serve_op(hk_mpi_ps *ps, hk_graph *g, hk_handle *out, const char *name, hk_status *st) {
+  if (!ps || !g || !out || !name)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_ps_serve_op: %s is NULL",
+                         !ps ? "ps" : !g ? "g" : !out ? "out" : "name");
+  if (!ps->chief)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_ps_serve_op: rank %d is a worker; the chief (rank %d) serves",
+                         ps->mpi->rank, ps->mpi->root);
+  hk_executor *ex = hk_graph_executor(g);
+  hk_code rc = hk__ps_layout(ps, ex, st);
+  if (rc != HK_OK) return rc;
+  hk_handle *mut = hk_env_calloc(&ps->env, ps->nvars + 1, sizeof *mut);
+  if (!mut) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_mpi_ps_serve_op: out of memory");
+  for (size_t k = 0; k <= ps->nvars; k++) {
+    hk_variable_info info;
+    rc = hk_executor_variable_info(ex, k < ps->nvars ? ps->vars[k].index : ps->gs_index, &info, st);
+    if (rc != HK_OK) {
+      hk_env_free(&ps->env, mut);
+      return rc;
+    }
+    mut[k] = info.tensor;
+  }
+  hk_output_spec spec;
+  memset(&spec, 0, sizeof spec);
+  spec.dtype = HK_DTYPE_I64;
+  hk_op_def def = HK_OP_DEF_INIT;
+  def.name = name;
+  def.kernel = serve_kernel;
+  def.kernel_user = ps;
+  def.mutates = mut;
+  def.nmutates = ps->nvars + 1;
+  def.outputs = &spec;
+  def.noutputs = 1;
+  rc = hk_graph_op(g, out, &def, st);
+  hk_env_free(&ps->env, mut);
+  return rc;
+}
+
+/* ---- the chief's hook ------------------------------------------------------------------ */
+
+static hk_code chief_after_create_session(void *user, hk_raw_session *rs, hk_coordinator *coord,
+                                          hk_creation_context *ctx, hk_status *st) {
+  hk_mpi_ps *ps = user;
+  (void)rs, (void)ctx, (void)st;
+  ps->coord = coord;
+  return HK_OK;
+}
+
+static hk_code chief_after_run(void *user, hk_run_context *ctx, const hk_run_values *values, hk_status *st) {
+  hk_mpi_ps *ps = user;
+  (void)values, (void)st;
+  if (atomic_load(&ps->stop) && !hk_run_context_stop_requested(ctx)) {
+    hk_env_log(&ps->env, HK_LOG_INFO, "A worker asked the job to stop; the chief stops serving.");
+    hk_run_context_request_stop(ctx);
+  }
+  return HK_OK;
+}
+
+/* Tell every worker still there to stop, and wait until each has left. */
+static hk_code chief_end(void *user, hk_raw_session *rs, hk_status *st) {
+  hk_mpi_ps *ps = user;
+  if (!ps->have_layout || ps->nleft == 0) return HK_OK;
+  hk_variable_info info;
+  hk_tensor gst;
+  hk_code rc = hk_raw_session_variable_storage(rs, ps->gs_index, &gst, st);
+  if (rc != HK_OK) return rc;
+  int64_t gs;
+  memcpy(&gs, gst.data, sizeof gs);
+  (void)info;
+  hk_env_log(&ps->env, HK_LOG_INFO, "Stopping %d worker(s) at global step %lld.", ps->nleft, (long long)gs);
+  /* The payload answers pulls (a worker still starting gets the final state). */
+  for (size_t k = 0; k < ps->nvars; k++) {
+    hk_tensor v;
+    if ((rc = hk_raw_session_variable_storage(rs, ps->vars[k].index, &v, st)) != HK_OK) return rc;
+    memcpy(ps->tx + PS_HEADER_BYTES + ps->vars[k].offset, v.data, ps->vars[k].nbytes);
+  }
+  double idle = 0.00002;
+  while (ps->nleft > 0) {
+    MPI_Status status;
+    int bytes = 0;
+    int got = poll_request(ps, &status, &bytes, st);
+    if (got < 0) return st ? st->code : HK_INTERNAL;
+    if (!got) {
+      hk__mpi_sleep(idle);
+      idle = idle * 2 < IDLE_MAX_SECS ? idle * 2 : IDLE_MAX_SECS;
+      continue;
+    }
+    if (status.MPI_TAG == PS_TAG_BYE) {
+      leave(ps, status.MPI_SOURCE);
+      continue;
+    }
+    /* Updates arriving now are not applied: the final checkpoint is the
+     * state at the chief's last step. */
+    ps_header h = {gs, PS_FLAG_STOP, (int64_t)ps->fingerprint, 0};
+    memcpy(ps->tx, &h, sizeof h);
+    size_t n = PS_HEADER_BYTES + (status.MPI_TAG == PS_TAG_STEP ? 0 : ps->payload);
+    int err = MPI_Send(ps->tx, (int)n, MPI_BYTE, status.MPI_SOURCE, PS_TAG_REPLY, ps->mpi->comm);
+    if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server: MPI_Send of a stop");
+  }
+  hk_env_log(&ps->env, HK_LOG_INFO, "Every worker has left.");
+  return HK_OK;
+}
+
+static const hk_hook_vtable chief_vtable = {
+    .version = HK_HOOK_VTABLE_VERSION,
+    .after_create_session = chief_after_create_session,
+    .after_run = chief_after_run,
+    .end = chief_end,
+};
+
+hk_code hk_mpi_ps_chief_hook_new(hk_hook **out, hk_mpi_ps *ps, hk_status *st) {
+  if (out) *out = NULL;
+  if (!out || !ps) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_ps_chief_hook_new: %s is NULL", !out ? "out" : "ps");
+  if (!ps->chief)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_ps_chief_hook_new: rank %d is a worker, not the chief",
+                         ps->mpi->rank);
+  return hk_hook_new(out, &chief_vtable, ps, "ParameterServerChiefHook", &ps->env, st);
+}

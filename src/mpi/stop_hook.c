@@ -1,0 +1,187 @@
+/*
+ * hooked::mpi — the stop agreement (H50, H51): every rank stops after the
+ * same step.
+ *
+ * Signals are the hard case: a signal lands at any instant, so a rank that
+ * let it stop its own session at once could leave the loop while the others
+ * enter the next step's collectives. The hook therefore owns SIGINT and
+ * SIGTERM: the handler only sets a flag, and the flag takes effect through
+ * the agreement at the end of a step, like any other request.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "hooked/coordinator.h"
+#include "mpi_internal.h"
+
+/* The process-wide signal state: one stop hook handles signals at a time. */
+static volatile sig_atomic_t g_signal;   /* the first signal received, or 0 */
+static atomic_int g_installed;           /* a stop hook owns the handlers */
+static struct sigaction g_old_int, g_old_term;
+
+static void on_signal(int sig) {
+  if (g_signal) { /* the second one: as without hooked */
+    sigaction(SIGINT, &g_old_int, NULL);
+    sigaction(SIGTERM, &g_old_term, NULL);
+    raise(sig);
+    return;
+  }
+  g_signal = sig;
+}
+
+#define STOP_MAGIC 0x53544f50u /* "STOP" */
+
+typedef struct stop_hook {
+  uint32_t magic;
+  hk_mpi *mpi;
+  hk_env env;
+  int handle_signals;
+  int installed;    /* this hook installed the handlers */
+  int checked;      /* the handlers were found in place after the start */
+  int logged;
+  atomic_int requested;
+  hk_coordinator *coord;
+} stop_hook;
+
+static void uninstall(stop_hook *h) {
+  if (!h->installed) return;
+  sigaction(SIGINT, &g_old_int, NULL);
+  sigaction(SIGTERM, &g_old_term, NULL);
+  h->installed = 0;
+  atomic_store(&g_installed, 0);
+}
+
+static hk_code stop_begin(void *user, hk_executor *graph, hk_status *st) {
+  stop_hook *h = user;
+  (void)graph;
+  h->checked = 0;
+  h->logged = 0;
+  if (!h->handle_signals || h->installed) return HK_OK;
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&g_installed, &expected, 1))
+    return hk_status_set(st, HK_FAILED_PRECONDITION,
+                         "MPI stop hook: another stop hook already handles SIGINT/SIGTERM in this process");
+  /* hooked's own helper would stop this rank alone: refuse it. */
+  hk_status probe = HK_STATUS_INIT;
+  hk_code rc = hk_signal_install(&probe);
+  if (rc == HK_OK) {
+    hk_signal_uninstall(NULL);
+  } else if (rc == HK_FAILED_PRECONDITION) {
+    atomic_store(&g_installed, 0);
+    return hk_status_set(st, HK_FAILED_PRECONDITION,
+                         "MPI stop hook: hooked's signal helper (hk_signal_install()) is installed; a signal would stop "
+                         "this rank alone and leave the others in a collective: uninstall it and let the stop hook "
+                         "handle signals");
+  }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  g_signal = 0;
+  if (sigaction(SIGINT, &sa, &g_old_int) != 0 || sigaction(SIGTERM, &sa, &g_old_term) != 0) {
+    atomic_store(&g_installed, 0);
+    return hk_status_set(st, HK_INTERNAL, "MPI stop hook: sigaction failed");
+  }
+  h->installed = 1;
+  return HK_OK;
+}
+
+static hk_code stop_after_create_session(void *user, hk_raw_session *rs, hk_coordinator *coord,
+                                         hk_creation_context *ctx, hk_status *st) {
+  stop_hook *h = user;
+  (void)rs, (void)ctx, (void)st;
+  h->coord = coord;
+  return HK_OK;
+}
+
+/* After the start, the handlers must still be ours: a host loop with
+ * handle_signals, say, installs hooked's helper after the hooks' begin(). */
+static hk_code check_handlers(stop_hook *h, hk_status *st) {
+  struct sigaction cur;
+  h->checked = 1;
+  if (!h->installed) return HK_OK;
+  if (sigaction(SIGTERM, NULL, &cur) == 0 && cur.sa_handler != on_signal)
+    return hk_status_set(st, HK_FAILED_PRECONDITION,
+                         "MPI stop hook: SIGTERM's handler was replaced after the hook installed its own (a host loop "
+                         "with handle_signals 1, or hk_signal_install()?): a signal would stop this rank alone; create "
+                         "the loop with handle_signals = 0");
+  return HK_OK;
+}
+
+static hk_code stop_after_run(void *user, hk_run_context *ctx, const hk_run_values *values, hk_status *st) {
+  stop_hook *h = user;
+  hk_mpi *m = h->mpi;
+  (void)values;
+  if (!h->checked) {
+    hk_code rc = check_handlers(h, st);
+    if (rc != HK_OK) return rc;
+  }
+  int mine = hk_run_context_stop_requested(ctx) || g_signal != 0 || atomic_load(&h->requested) ||
+             (h->coord && hk_coordinator_should_stop(h->coord));
+  int in[2] = {mine, m->rank}, outv[2] = {0, 0};
+  int err = MPI_Allreduce(in, outv, 1, MPI_2INT, MPI_MAXLOC, m->comm);
+  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "MPI stop hook: MPI_Allreduce");
+  if (outv[0]) {
+    if (!h->logged) {
+      h->logged = 1;
+      hk_env_log(&h->env, HK_LOG_INFO, "Rank %d asked to stop%s; every rank stops after this step.", outv[1],
+                 outv[1] == m->rank && g_signal ? " (a signal)" : "");
+    }
+    hk_run_context_request_stop(ctx);
+  }
+  return HK_OK;
+}
+
+static hk_code stop_end(void *user, hk_raw_session *rs, hk_status *st) {
+  (void)rs, (void)st;
+  uninstall(user);
+  return HK_OK;
+}
+
+static void stop_destroy(void *user) {
+  stop_hook *h = user;
+  uninstall(h);
+  hk_env env = h->env;
+  h->magic = 0;
+  hk_env_free(&env, h);
+}
+
+static const hk_hook_vtable stop_vtable = {
+    .version = HK_HOOK_VTABLE_VERSION,
+    .begin = stop_begin,
+    .after_create_session = stop_after_create_session,
+    .after_run = stop_after_run,
+    .end = stop_end,
+    .destroy = stop_destroy,
+};
+
+static const hk_mpi_stop_options default_stop = HK_MPI_STOP_OPTIONS_INIT;
+
+hk_code hk_mpi_stop_hook_new(hk_hook **out, hk_mpi *mpi, const hk_mpi_stop_options *opts, hk_status *st) {
+  if (out) *out = NULL;
+  if (!out || !mpi) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_stop_hook_new: %s is NULL", !out ? "out" : "mpi");
+  const hk_mpi_stop_options *o = opts ? opts : &default_stop;
+  if (o->version != HK_MPI_STOP_OPTIONS_VERSION)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_stop_hook_new: options version %u is not supported",
+                         (unsigned)o->version);
+  hk_code rc = hk_env_check(o->env, "hk_mpi_stop_hook_new: env", st);
+  if (rc != HK_OK) return rc;
+  const hk_env *env = o->env ? o->env : &mpi->env;
+  stop_hook *h = hk_env_calloc(env, 1, sizeof *h);
+  if (!h) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_mpi_stop_hook_new: out of memory");
+  h->magic = STOP_MAGIC;
+  h->mpi = mpi;
+  hk_env_copy(&h->env, env);
+  h->handle_signals = o->handle_signals != 0;
+  atomic_init(&h->requested, 0);
+  return hk_hook_new(out, &stop_vtable, h, "MpiStopHook", env, st);
+}
+
+void hk_mpi_stop_hook_request(hk_hook *hook) {
+  if (!hook) return;
+  stop_hook *h = hk_hook_user(hook);
+  if (h && h->magic == STOP_MAGIC) atomic_store(&h->requested, 1);
+}
