@@ -45,6 +45,9 @@
 #endif
 
 #include <hooked/hooked.h>
+#ifdef HK_EXAMPLE_MPI
+#include <hooked/mpi.h>
+#endif
 
 #include <errno.h>
 #include <inttypes.h>
@@ -60,6 +63,7 @@
 #define NPIX 64
 #define NHID 32
 #define NCLS 10
+#define NGRAD (NPIX * NHID + NHID + NHID * NCLS + NCLS)
 #define NFIELDS (NPIX + 1)
 #define PIXEL_MAX 16
 #define SPLIT_SEED 42u
@@ -127,7 +131,26 @@ typedef struct options {
   int progress;            /* -1: when stderr is a terminal; 0 or 1 as given */
   int64_t early_patience;  /* 0: no EarlyStoppingHook */
   int64_t early_every;     /* HK_UNSET_STEPS when not given: 100 */
+  int distributed;         /* DIST_NONE, DIST_SYNC or DIST_PS */
+  int64_t ps_wait_k;       /* K of the workers' wait_until_step = int(K log(task + 1)) */
 } options;
+
+/* --distributed: this process's part in an MPI job (hooked/mpi.h). */
+enum { DIST_NONE, DIST_SYNC, DIST_PS };
+typedef struct dist {
+  int mode;
+  int rank, size, chief;
+#ifdef HK_EXAMPLE_MPI
+  hk_mpi *mpi;
+  hk_mpi_ps *ps;
+#endif
+} dist;
+static dist g_dist = {DIST_NONE, 0, 1, 1
+#ifdef HK_EXAMPLE_MPI
+                      ,
+                      NULL, NULL
+#endif
+};
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -135,7 +158,8 @@ static void usage(FILE *out) {
           "                    [--log-every N] [--checkpoint-dir DIR [--save-steps N | --save-secs S]\n"
           "                    [--async] [--keep N]] [--summary-dir DIR]\n"
           "                    [--profile-dir DIR [--profile-steps N]] [--progress | --no-progress]\n"
-          "                    [--early-stop-patience N [--early-stop-every N]] [--help]\n"
+          "                    [--early-stop-patience N [--early-stop-every N]]\n"
+          "                    [--distributed sync|ps [--ps-wait-k K]] [--help]\n"
           "\n"
           "Train a 64-32-10 MLP on the UCI digits data through a hooked MonitoredTrainingSession.\n"
           "\n"
@@ -226,6 +250,8 @@ static int parse_args(int argc, char **argv, options *o) {
   o->progress = -1;
   o->early_patience = 0;
   o->early_every = HK_UNSET_STEPS;
+  o->distributed = DIST_NONE;
+  o->ps_wait_k = 100;
   int keep_given = 0;
 
   for (int i = 1; i < argc; i++) {
@@ -265,7 +291,8 @@ static int parse_args(int argc, char **argv, options *o) {
         strcmp(flag, "--checkpoint-dir") != 0 && strcmp(flag, "--save-steps") != 0 &&
         strcmp(flag, "--save-secs") != 0 && strcmp(flag, "--keep") != 0 && strcmp(flag, "--summary-dir") != 0 &&
         strcmp(flag, "--profile-dir") != 0 && strcmp(flag, "--profile-steps") != 0 &&
-        strcmp(flag, "--early-stop-patience") != 0 && strcmp(flag, "--early-stop-every") != 0)
+        strcmp(flag, "--early-stop-patience") != 0 && strcmp(flag, "--early-stop-every") != 0 &&
+        strcmp(flag, "--distributed") != 0 && strcmp(flag, "--ps-wait-k") != 0)
       return usage_error("unknown option '%s'", flag);
     if (value == NULL) {
       if (i + 1 >= argc) return usage_error("option '%s' needs a value", flag);
@@ -294,6 +321,18 @@ static int parse_args(int argc, char **argv, options *o) {
       if ((rc = parse_i64(flag, value, 1, INT64_MAX, &o->profile_steps)) != 0) return rc;
     } else if (strcmp(flag, "--early-stop-patience") == 0) {
       if ((rc = parse_i64(flag, value, 1, INT64_MAX, &o->early_patience)) != 0) return rc;
+    } else if (strcmp(flag, "--distributed") == 0) {
+      if (strcmp(value, "sync") == 0)
+        o->distributed = DIST_SYNC;
+      else if (strcmp(value, "ps") == 0)
+        o->distributed = DIST_PS;
+      else
+        return usage_error("--distributed '%s' is neither sync nor ps", value);
+#ifndef HK_EXAMPLE_MPI
+      return usage_error("--distributed: this train_digits was built without MPI (install libopenmpi-dev and rebuild)");
+#endif
+    } else if (strcmp(flag, "--ps-wait-k") == 0) {
+      if ((rc = parse_i64(flag, value, 0, INT64_MAX, &o->ps_wait_k)) != 0) return rc;
     } else if (strcmp(flag, "--early-stop-every") == 0) {
       if ((rc = parse_i64(flag, value, 1, INT64_MAX, &o->early_every)) != 0) return rc;
     } else if (strcmp(flag, "--save-steps") == 0) {
@@ -546,7 +585,14 @@ typedef struct trainer {
   float *h;     /* batch * NHID */
   float *dl;    /* batch * NCLS, d loss / d logits */
   float *dh;    /* batch * NHID, d loss / d hpre */
-  float gw1[NPIX * NHID], gb1[NHID], gw2[NHID * NCLS], gb2[NCLS];
+  /* The gradients of w1, b1, w2, b2 in one array, so that one call
+   * averages them across the ranks of a synchronous job; its last element
+   * carries the batch's loss through the same call. */
+  float grad[NGRAD + 1];
+  float *gw1, *gb1, *gw2, *gb2;
+#ifdef HK_EXAMPLE_MPI
+  hk_mpi *mpi; /* --distributed sync: average the gradients; else NULL */
+#endif
 } trainer;
 
 static hk_code check_params(hk_kernel_context *ctx, float *p[4], hk_status *status) {
@@ -646,10 +692,7 @@ static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
   }
 
   /* Every gradient is taken before any parameter moves: dh needs the old w2. */
-  memset(t->gw2, 0, sizeof t->gw2);
-  memset(t->gb2, 0, sizeof t->gb2);
-  memset(t->gw1, 0, sizeof t->gw1);
-  memset(t->gb1, 0, sizeof t->gb1);
+  memset(t->grad, 0, sizeof t->grad);
   for (int64_t n = 0; n < B; n++) {
     const float *hn = t->h + n * NHID, *hp = t->hpre + n * NHID, *dl = t->dl + n * NCLS;
     const float *xn = x + n * NPIX;
@@ -674,6 +717,17 @@ static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
     for (int j = 0; j < NHID; j++) t->gb1[j] += dh[j];
   }
 
+#ifdef HK_EXAMPLE_MPI
+  if (t->mpi) {
+    /* Synchronous data parallel: every rank applies the mean of the ranks'
+     * gradients (hk_mpi_average sums in rank order: the same bits on every
+     * rank, and on every run with this many ranks), and reports the mean
+     * loss of the global batch. */
+    t->grad[NGRAD] = (float)(loss / (double)B);
+    if ((rc = hk_mpi_average(t->mpi, HK_DTYPE_F32, t->grad, NGRAD + 1, status)) != HK_OK) return rc;
+    loss = (double)t->grad[NGRAD] * (double)B;
+  }
+#endif
   for (int i = 0; i < NPIX * NHID; i++) w1[i] -= t->lr * t->gw1[i];
   for (int j = 0; j < NHID; j++) b1[j] -= t->lr * t->gb1[j];
   for (int i = 0; i < NHID * NCLS; i++) w2[i] -= t->lr * t->gw2[i];
@@ -778,6 +832,10 @@ typedef struct feeder {
   int64_t batch;
   int64_t batches_per_epoch;
   uint64_t seed;
+  /* --distributed sync: this rank's rows of each global batch of `stride`
+   * rows start at `offset`; otherwise stride = batch, offset = 0. */
+  int64_t stride, offset;
+  int no_feeds; /* the parameter server's chief: its step reads no data */
   /* graph */
   hk_handle x, y, accuracy;
   /* state */
@@ -806,8 +864,9 @@ static hk_code feeder_before_run(void *user, hk_run_context *ctx, hk_run_request
   int64_t epoch, first;
   (void)ctx;
   if (f->gs < 0) return hk_status_set(status, HK_OUT_OF_RANGE, "digits_feeder: negative global step %" PRId64, f->gs);
+  if (f->no_feeds) return HK_OK;
   epoch = f->gs / f->batches_per_epoch;
-  first = (f->gs % f->batches_per_epoch) * f->batch;
+  first = (f->gs % f->batches_per_epoch) * f->stride + f->offset;
   if (epoch != f->cached_epoch) {
     fisher_yates(f->perm, f->ntrain, epoch_seed(f->seed, epoch));
     f->cached_epoch = epoch;
@@ -891,7 +950,7 @@ static hk_code build_model(model *m, trainer *t, feeder *f, const dataset *test,
   const hk_output_spec scalar_f32[2] = {{HK_DTYPE_F32, 0, {0}}, {HK_DTYPE_F32, 0, {0}}};
   hk_graph_options gopts = HK_GRAPH_OPTIONS_INIT;
   hk_handle w1, b1, w2, b2, gs, xt, yt, train, inc;
-  int64_t xdims[2] = {o->batch, NPIX}, ydims[1] = {o->batch};
+  int64_t xdims[2] = {t->batch, NPIX}, ydims[1] = {t->batch};
   int64_t txdims[2] = {(int64_t)test->n, NPIX}, tydims[1] = {(int64_t)test->n};
   uint64_t s = o->seed;
   hk_tensor tx, ty;
@@ -1057,7 +1116,10 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
   feeder f;
   hk_hook *feed_hook = NULL, *stop_hook = NULL, *nan_hook = NULL, *profiler_hook = NULL, *progress_hook = NULL;
   hk_hook *early_hook = NULL;
-  hk_hook *chief_hooks[3], *hooks[3];
+  hk_hook *dist_first = NULL, *dist_last = NULL, *waiter_hook = NULL, *ps_chief_hook = NULL;
+  hk_executor *ps_executor = NULL;
+  hk_handle serve = HK_NO_HANDLE;
+  hk_hook *chief_hooks[4], *hooks[8];
   size_t nchief = 0, nhooks = 0;
   hk_saver *saver = NULL;
   hk_scaffold *scaffold = NULL;
@@ -1072,11 +1134,24 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
   int64_t steps_run = 0;
   double t0, t1;
   /* The MTS writes summaries into summary_dir, else checkpoint_dir (C52). */
-  const int summaries = o->summary_dir != NULL || o->checkpoint_dir != NULL;
+  const int summaries = (o->summary_dir != NULL || o->checkpoint_dir != NULL) &&
+                        !(o->distributed == DIST_PS && g_dist.chief); /* a server computes no loss to summarize */
+
+  /* --distributed sync: each rank trains on its share of every global batch. */
+  const int64_t local_batch = g_dist.mode == DIST_SYNC ? o->batch / g_dist.size : o->batch;
+  const int ps_chief = g_dist.mode == DIST_PS && g_dist.chief;
+  const int ps_worker = g_dist.mode == DIST_PS && !g_dist.chief;
 
   memset(&t, 0, sizeof t);
   memset(&f, 0, sizeof f);
-  t.batch = o->batch;
+  t.gw1 = t.grad;
+  t.gb1 = t.gw1 + NPIX * NHID;
+  t.gw2 = t.gb1 + NHID;
+  t.gb2 = t.gw2 + NHID * NCLS;
+#ifdef HK_EXAMPLE_MPI
+  if (g_dist.mode == DIST_SYNC) t.mpi = g_dist.mpi;
+#endif
+  t.batch = local_batch;
   t.lr = (float)o->lr;
   t.hpre = malloc((size_t)o->batch * NHID * sizeof(float));
   t.h = malloc((size_t)o->batch * NHID * sizeof(float));
@@ -1085,9 +1160,13 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
   f.train_x = trn->x;
   f.train_y = trn->y;
   f.ntrain = trn->n;
-  f.batch = o->batch;
-  f.batches_per_epoch = (int64_t)trn->n / o->batch;
-  f.seed = o->seed;
+  f.batch = local_batch;
+  f.stride = g_dist.mode == DIST_SYNC ? o->batch : local_batch;
+  f.offset = g_dist.mode == DIST_SYNC ? g_dist.rank * local_batch : 0;
+  f.batches_per_epoch = (int64_t)trn->n / f.stride;
+  /* Parameter-server workers shuffle each in their own order. */
+  f.seed = ps_worker ? o->seed + 7919u * (uint64_t)g_dist.rank : o->seed;
+  f.no_feeds = ps_chief;
   f.cached_epoch = -1;
   f.perm = malloc(trn->n * sizeof *f.perm);
   f.xbuf = malloc((size_t)o->batch * NPIX * sizeof(float));
@@ -1099,10 +1178,10 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
 
   /* The progress line first: every object below logs through a sink that
    * erases the line before a log line is written, so the two never mix. */
-  if (o->progress > 0 || (o->progress < 0 && isatty(STDERR_FILENO))) {
+  if (g_dist.chief && (o->progress > 0 || (o->progress < 0 && isatty(STDERR_FILENO)))) {
     hk_progress_options po = HK_PROGRESS_OPTIONS_INIT;
     po.last_step = o->steps;
-    po.loss = LOSS_NAME;
+    po.loss = ps_chief ? NULL : LOSS_NAME; /* the chief of a parameter server computes no loss */
     if (hk_progress_hook_new(&progress_hook, &po, &st) != HK_OK) {
       status = fail_status("creating the progress hook", &st);
       goto out;
@@ -1116,7 +1195,7 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
     goto out;
   }
   {
-    int64_t xdims[2] = {o->batch, NPIX}, ydims[1] = {o->batch};
+    int64_t xdims[2] = {local_batch, NPIX}, ydims[1] = {local_batch};
     f.feeds[0].tensor = f.x;
     f.feeds[1].tensor = f.y;
     if (hk_tensor_init(&f.feeds[0].value, HK_DTYPE_F32, 2, xdims, f.xbuf, &st) != HK_OK ||
@@ -1142,7 +1221,7 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
     }
     chief_hooks[nchief++] = profiler_hook;
   }
-  {
+  if (!ps_chief) {
     hk_nan_tensor_options no = HK_NAN_TENSOR_OPTIONS_INIT;
     no.loss = GUARDED_LOSS_NAME;
     no.fail_on_nan_loss = 1;
@@ -1150,7 +1229,9 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
       status = fail_status("creating the NaN guard", &st);
       goto out;
     }
-    chief_hooks[nchief++] = nan_hook;
+    /* Distributed, every rank guards: a synchronous job's loss and weights
+     * are the same on every rank, so all fail at the same step. */
+    if (g_dist.mode == DIST_NONE) chief_hooks[nchief++] = nan_hook;
   }
   if (o->early_patience) {
     hk_early_stopping_options eo = HK_EARLY_STOPPING_OPTIONS_INIT;
@@ -1173,11 +1254,74 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
       status = fail_status("creating hooks", &st);
       goto out;
     }
+#ifdef HK_EXAMPLE_MPI
+    /* The distributed hooks: the broadcast (sync) or the worker's push (ps)
+     * first, so every later hook sees the chief's variables and step; the
+     * stop agreement (sync) last, so it sees every other stop request. */
+    if (g_dist.mode == DIST_SYNC) {
+      hk_mpi_stop_options mso = HK_MPI_STOP_OPTIONS_INIT;
+      if (hk_mpi_broadcast_hook_new(&dist_first, g_dist.mpi, &st) != HK_OK ||
+          hk_mpi_stop_hook_new(&dist_last, g_dist.mpi, &mso, &st) != HK_OK) {
+        status = fail_status("creating the MPI hooks", &st);
+        goto out;
+      }
+    } else if (ps_worker) {
+      /* TensorFlow's recipe: worker task k starts at step int(K log(k + 1)).
+       * Here the chief serves and does not train, so the workers are tasks
+       * 0, 1, ... (ranks 1, 2, ...) and the first starts at once. */
+      hk_global_step_waiter_options wo = HK_GLOBAL_STEP_WAITER_OPTIONS_INIT;
+      wo.wait_until_step = (int64_t)((double)o->ps_wait_k * log((double)g_dist.rank));
+      wo.poll_interval_secs = 0.05;
+      if (hk_mpi_ps_worker_hook_new(&dist_first, g_dist.ps, &st) != HK_OK ||
+          hk_global_step_waiter_hook_new(&waiter_hook, &wo, &st) != HK_OK) {
+        status = fail_status("creating the parameter-server hooks", &st);
+        goto out;
+      }
+    } else if (ps_chief) {
+      if (hk_mpi_ps_chief_hook_new(&ps_chief_hook, g_dist.ps, &st) != HK_OK) {
+        status = fail_status("creating the parameter-server hook", &st);
+        goto out;
+      }
+      /* Before the checkpoint saver's end(): the final checkpoint is the
+       * state the workers were told to stop at. */
+      chief_hooks[nchief++] = ps_chief_hook;
+    }
+#endif
+    if (dist_first) hooks[nhooks++] = dist_first;
+    if (waiter_hook) hooks[nhooks++] = waiter_hook;
+    if (nan_hook && g_dist.mode != DIST_NONE) hooks[nhooks++] = nan_hook;
     hooks[nhooks++] = feed_hook;
     hooks[nhooks++] = stop_hook;
     if (progress_hook) hooks[nhooks++] = progress_hook;
+    if (dist_last) hooks[nhooks++] = dist_last;
   }
-  if (o->checkpoint_dir) {
+#ifdef HK_EXAMPLE_MPI
+  if (ps_chief && hk_mpi_ps_serve_op(g_dist.ps, m.g, &serve, "ps_serve", &st) != HK_OK) {
+    status = fail_status("building the parameter server", &st);
+    goto out;
+  }
+  if (!g_dist.chief) {
+    /* A worker's ready check (C48, C73): in sync mode its own initial
+     * values, replaced by the chief's through the broadcast; on a parameter
+     * server the chief's variables, once it serves them. */
+    hk_scaffold_options sco = HK_SCAFFOLD_OPTIONS_INIT;
+    sco.env = &env;
+    rc = g_dist.mode == DIST_SYNC
+             ? hk_mpi_sync_worker_ops(g_dist.mpi, m.g, &sco.ready_op, &sco.ready_for_local_init_op,
+                                      &sco.local_init_op, &st)
+             : hk_mpi_ps_worker_ready_ops(g_dist.ps, m.g, &sco.ready_op, &sco.ready_for_local_init_op,
+                                          &sco.local_init_op, &st);
+    if (rc != HK_OK || hk_scaffold_new(&scaffold, &sco, &st) != HK_OK) {
+      status = fail_status("setting up the worker", &st);
+      goto out;
+    }
+    if (ps_worker && hk_mpi_ps_worker_executor_new(&ps_executor, g_dist.ps, hk_graph_executor(m.g), &st) != HK_OK) {
+      status = fail_status("setting up the worker", &st);
+      goto out;
+    }
+  }
+#endif
+  if (o->checkpoint_dir && g_dist.chief) {
     /* One Saver restores (through the Scaffold and checkpoint_dir) and
      * saves (through the MTS's CheckpointSaverHook, which takes the
      * Scaffold's), so retention continues across restarts. */
@@ -1199,8 +1343,12 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
   }
 
   to.env = &env;
-  to.executor = hk_graph_executor(m.g);
-  to.checkpoint_dir = o->checkpoint_dir;
+  to.executor = ps_executor ? ps_executor : hk_graph_executor(m.g);
+  /* Only the chief restores and saves; a worker has no checkpoint_dir. */
+  to.is_chief = g_dist.chief;
+  to.recovery_wait_secs = 0.2; /* a worker's poll while the chief starts */
+  to.checkpoint_dir = g_dist.chief ? o->checkpoint_dir : NULL;
+  if (!summaries) to.save_summaries_steps = 0; /* C54: no SummarySaverHook */
   to.scaffold = scaffold; /* NULL: the MTS makes a default one */
   to.summary_dir = o->summary_dir;
   to.chief_only_hooks = chief_hooks;
@@ -1217,15 +1365,19 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
 
   args.feeds = NULL;
   args.nfeeds = 0;
-  args.fetches = &m.loss;
+  if (serve != HK_NO_HANDLE && hk_graph_op_output(m.g, serve, 0, &serve, &st) != HK_OK) {
+    status = fail_status("building the parameter server", &st);
+    goto out;
+  }
+  args.fetches = ps_chief ? &serve : &m.loss;
   args.nfetches = 1;
-  args.targets = &m.train_op;
+  args.targets = ps_chief ? &serve : &m.train_op;
   args.ntargets = 1;
   args.options = NULL;
   t0 = hk_env_monotonic(NULL);
   while (!hk_session_should_stop(s)) {
     if ((rc = hk_session_run(s, &args, &loss_t, NULL, &st)) != HK_OK) break;
-    last_loss = *(const float *)loss_t.data;
+    if (!ps_chief) last_loss = *(const float *)loss_t.data;
     steps_run++;
     if (o->log_every > 0 && f.gs % o->log_every == 0) {
       char line[64];
@@ -1237,6 +1389,11 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
     }
   }
   t1 = hk_env_monotonic(NULL);
+  /* The parameter server's chief: every worker left (OUT_OF_RANGE) or a
+   * signal stopped the service (CANCELLED): clean stops (H15). */
+  if (ps_chief && (rc == HK_OUT_OF_RANGE || (rc == HK_CANCELLED && hk_signal_fired()))) rc = HK_OK;
+  /* A worker whose wait for its start step ended because the job stops. */
+  if (ps_worker && rc == HK_CANCELLED && hk_session_should_stop(s)) rc = HK_OK;
   if (rc != HK_OK) {
     hk_status cst = HK_STATUS_INIT;
     /* The feeder counts successful steps: the failed one is the next. */
@@ -1267,8 +1424,12 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
   }
   fprintf(stderr, "training time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", t1 - t0, steps_run,
           steps_run ? (t1 - t0) * 1e6 / (double)steps_run : 0.0);
-  printf("result: step=%" PRId64 " loss=%.6f test_accuracy=%.6f\n", f.final_step, (double)last_loss,
-         (double)f.test_accuracy);
+  if (g_dist.chief)
+    printf("result: step=%" PRId64 " loss=%.6f test_accuracy=%.6f\n", f.final_step, (double)last_loss,
+           (double)f.test_accuracy);
+  else
+    fprintf(stderr, "train_digits: rank %d: step=%" PRId64 " test_accuracy=%.6f\n", g_dist.rank, f.final_step,
+            (double)f.test_accuracy);
   status = fflush(stdout) == 0 ? 0 : EXIT_RUNTIME;
 
 out:
@@ -1280,8 +1441,13 @@ out:
   hk_hook_free(nan_hook);
   hk_hook_free(profiler_hook);
   hk_hook_free(early_hook);
+  hk_hook_free(dist_first);
+  hk_hook_free(dist_last);
+  hk_hook_free(waiter_hook);
+  hk_hook_free(ps_chief_hook);
   hk_scaffold_free(scaffold);
   hk_saver_free(saver);
+  hk_executor_free(ps_executor);
   hk_graph_free(m.g);
   hk_hook_free(progress_hook);
   free(t.hpre);
@@ -1349,16 +1515,51 @@ int main(int argc, char **argv) {
 
   if (rc == -1) return 0;
   if (rc != 0) return rc;
+#ifdef HK_EXAMPLE_MPI
+  if (o.distributed != DIST_NONE) {
+    /* Under mpirun: rank 0 is the chief. hooked makes MPI calls from this
+     * thread only. */
+    MPI_Init(&argc, &argv);
+    g_dist.mode = o.distributed;
+    if (hk_mpi_new(&g_dist.mpi, NULL, &st) != HK_OK ||
+        (o.distributed == DIST_PS && hk_mpi_ps_new(&g_dist.ps, g_dist.mpi, &st) != HK_OK)) {
+      fprintf(stderr, "train_digits: --distributed: %s\n", st.message);
+      MPI_Abort(MPI_COMM_WORLD, EXIT_RUNTIME);
+    }
+    g_dist.rank = hk_mpi_rank(g_dist.mpi);
+    g_dist.size = hk_mpi_size(g_dist.mpi);
+    g_dist.chief = hk_mpi_is_chief(g_dist.mpi);
+    if (o.distributed == DIST_SYNC && o.batch % g_dist.size != 0) {
+      if (g_dist.chief)
+        fprintf(stderr, "train_digits: --batch %" PRId64 " (the global batch) is not a multiple of the %d ranks\n",
+                o.batch, g_dist.size);
+      MPI_Finalize();
+      return EXIT_USAGE;
+    }
+  }
+#endif
   /* SIGINT/SIGTERM become a clean stop (D12) from here on, before the data
    * is read: loading can take a while, and a signal that arrived before the
    * handler would kill the process. During training the step in progress
    * completes, the session closes normally and the checkpoint hook writes
-   * the final step. */
-  if (hk_signal_install(&st) == HK_OK)
+   * the final step. A synchronous job leaves signals to hooked::mpi's stop
+   * hook, which stops every rank after the same step. */
+  if (o.distributed == DIST_SYNC)
+    signals_installed = 0;
+  else if (hk_signal_install(&st) == HK_OK)
     signals_installed = 1;
   else
     fprintf(stderr, "train_digits: signals will not stop training cleanly: %s\n", st.message);
   rc = run(&o, argc > 0 ? argv[0] : NULL);
   if (signals_installed) hk_signal_uninstall(NULL);
+#ifdef HK_EXAMPLE_MPI
+  if (g_dist.mode != DIST_NONE) {
+    /* A rank that failed ends the job: none is left waiting for it. */
+    if (rc != 0) MPI_Abort(MPI_COMM_WORLD, rc);
+    hk_mpi_ps_free(g_dist.ps);
+    hk_mpi_free(g_dist.mpi);
+    MPI_Finalize();
+  }
+#endif
   return rc;
 }

@@ -78,7 +78,7 @@ static hk_code w_run(void *self, void *session, const hk_run_args *args, hk_tens
   if (w->gs_tensor != HK_NO_HANDLE && w->ps->have_layout && w->ps->have_pull && args->nfetches == 1 &&
       args->ntargets == 0 && args->nfeeds == 0 && args->fetches[0] == w->gs_tensor && !w->ps->chief_stopped &&
       results[0].dtype == HK_DTYPE_I64 && results[0].nbytes == sizeof(int64_t)) {
-    int64_t gs;
+    int64_t gs = 0;
     rc = shared_step(w->ps, &gs, st);
     if (rc != HK_OK) return rc;
     memcpy(results[0].data, &gs, sizeof gs);
