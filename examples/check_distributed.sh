@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# ctest driver: train_digits --distributed under mpirun (issue 10, contract
+# group S). Usage: check_distributed.sh <mpiexec> <train_digits> <work dir>
+#
+#  1. sync with 1, 2 and 4 ranks, and ps with a chief and 3 workers, each
+#     reach test accuracy >= 0.95;
+#  2. SIGKILL to one rank of a 3-rank sync job mid-run: the job exits
+#     non-zero and no rank is left running; relaunched, it resumes from the
+#     chief's newest checkpoint and its final checkpoint is byte-identical to
+#     an uninterrupted 3-rank run's (deterministic averaging, H49);
+#  3. SIGTERM to one rank only: every rank stops after the same step, the
+#     job exits 0, and the chief's final checkpoint is of that step (H50).
+# No timing is asserted: the waits below only bound a hung run.
+set -u
+mpiexec=$1
+exe=$2
+work=$3
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+rm -rf "$work"
+mkdir -p "$work"
+fail() {
+  echo "check_distributed: $*" >&2
+  for f in "$work"/*.out "$work"/*.err; do [ -s "$f" ] && { echo "--- $f:" >&2; tail -20 "$f" >&2; }; done
+  exit 1
+}
+run() { # run NAME NP ARGS...: mpirun in the background, pid in $job
+  local name=$1 np=$2
+  shift 2
+  "$mpiexec" --oversubscribe -np "$np" "$exe" --no-progress --log-every 0 "$@" >"$work/$name.out" 2>"$work/$name.err" &
+  job=$!
+}
+accuracy() { sed -n 's/^result: .*test_accuracy=\([0-9.]*\)$/\1/p' "$work/$1.out"; }
+check_accuracy() {
+  local a
+  a=$(accuracy "$1")
+  [ -n "$a" ] || fail "$1: no result line"
+  awk -v a="$a" 'BEGIN { exit !(a >= 0.95) }' || fail "$1: test accuracy $a < 0.95"
+  echo "$1: test_accuracy $a"
+}
+# The pid of rank R of the job started last (its environment names the rank).
+rank_pid() {
+  local r=$1 p
+  for p in $(pgrep -f -- "$exe"); do
+    [ "$p" = "$job" ] && continue
+    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$r"; then
+      echo "$p"
+      return
+    fi
+  done
+}
+wait_for_file() { # wait_for_file GLOB SECS
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    compgen -G "$1" >/dev/null && return 0
+    kill -0 "$job" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+bounded_wait() { # bounded_wait SECS: the job's exit code, or fail when it hangs
+  local i
+  for ((i = 0; i < $1 * 10; i++)); do
+    kill -0 "$job" 2>/dev/null || { wait "$job"; return $?; }
+    sleep 0.1
+  done
+  pkill -9 -f -- "$exe"
+  fail "the job did not end within $1 s: a rank hangs"
+}
+
+# 1. accuracy
+for np in 1 2 4; do # --batch 32: 32, 16 and 8 rows per rank
+  run sync$np "$np" --distributed sync
+  bounded_wait 300 || fail "sync with $np ranks exited $?"
+  check_accuracy sync$np
+done
+run ps4 4 --distributed ps --ps-wait-k 100
+bounded_wait 300 || fail "ps with 4 ranks exited $?"
+check_accuracy ps4
+grep -q "Waiting for global step 69 before starting training" "$work/ps4.err" ||
+  fail "ps4: worker task 1 did not wait for step int(100 log 2) = 69"
+
+# 2. SIGKILL one rank, relaunch, compare with an uninterrupted run
+steps=20000
+common=(--distributed sync --batch 33 --steps $steps --save-steps 500)
+run ref 3 "${common[@]}" --checkpoint-dir "$work/ref"
+bounded_wait 600 || fail "the uninterrupted 3-rank run exited $?"
+run kill 3 "${common[@]}" --checkpoint-dir "$work/kill"
+wait_for_file "$work/kill/model.ckpt-2000.*" 300 || fail "the job to kill wrote no checkpoint of step 2000"
+victim=$(rank_pid 1)
+[ -n "$victim" ] || fail "cannot find rank 1's process"
+kill -9 "$victim"
+bounded_wait 60
+code=$?
+[ "$code" -ne 0 ] || fail "the job exited 0 after one rank was killed"
+pgrep -f -- "$exe.*$work/kill" >/dev/null && fail "a rank of the killed job is still running"
+newest=$(ls "$work/kill" | sed -n 's/^model\.ckpt-\([0-9]*\)\.safetensors$/\1/p' | sort -n | tail -1)
+[ "${newest:-$steps}" -lt "$steps" ] || fail "the job finished before the kill landed; nothing to resume"
+echo "killed rank 1 (pid $victim): the job exited $code; newest checkpoint step $newest"
+run resume 3 "${common[@]}" --checkpoint-dir "$work/kill"
+bounded_wait 600 || fail "the relaunched job exited $?"
+grep -q "result: step=$steps " "$work/resume.out" || fail "the relaunched job did not reach step $steps"
+cmp "$work/ref/model.ckpt-$steps.safetensors" "$work/kill/model.ckpt-$steps.safetensors" ||
+  fail "the resumed run's final checkpoint differs from the uninterrupted run's"
+echo "resumed from step $newest: model.ckpt-$steps.safetensors is byte-identical to the uninterrupted run's"
+
+# 3. SIGTERM to one rank only
+run term 3 --distributed sync --batch 33 --steps 1000000 --save-steps 5000 --checkpoint-dir "$work/term"
+wait_for_file "$work/term/model.ckpt-5000.*" 300 || fail "the job to signal wrote no checkpoint of step 5000"
+victim=$(rank_pid 2)
+[ -n "$victim" ] || fail "cannot find rank 2's process"
+kill -TERM "$victim"
+bounded_wait 120 || fail "after SIGTERM to rank 2 the job exited $?"
+step=$(sed -n 's/^result: step=\([0-9]*\) .*/\1/p' "$work/term.out")
+[ -n "$step" ] || fail "the chief printed no result after the SIGTERM"
+for r in 1 2; do
+  grep -q "rank $r: step=$step " "$work/term.err" || fail "rank $r did not stop at the chief's step $step"
+done
+[ -f "$work/term/model.ckpt-$step.safetensors" ] || fail "no final checkpoint of step $step"
+newest=$(ls "$work/term" | sed -n 's/^model\.ckpt-\([0-9]*\)\.safetensors$/\1/p' | sort -n | tail -1)
+[ "$newest" = "$step" ] || fail "the newest checkpoint is of step $newest, not the final step $step"
+echo "SIGTERM to rank 2 (pid $victim): every rank stopped after step $step, exit 0, final checkpoint of it"
