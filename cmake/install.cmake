@@ -43,12 +43,24 @@ install(FILES ${HOOKED_PUBLIC_HEADERS} ${PROJECT_SOURCE_DIR}/include/hooked/hook
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hooked)
 install(FILES ${HOOKED_SYS_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hooked/sys)
 
+# hooked::mpi, when built: its library in the same export set (a consumer
+# links hooked::mpi), its header, and a pkg-config module of its own below.
+if(HOOKED_HAVE_MPI)
+  install(TARGETS hooked_mpi
+    EXPORT hookedTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(FILES ${PROJECT_SOURCE_DIR}/include/hooked/mpi.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hooked)
+endif()
+
 # ---- CMake config package -------------------------------------------------
 install(EXPORT hookedTargets
   NAMESPACE hooked::
   FILE hookedTargets.cmake
   DESTINATION ${HOOKED_CMAKE_INSTALL_DIR})
 
+set(HOOKED_CONFIG_HAVE_MPI ${HOOKED_HAVE_MPI})
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/hookedConfig.cmake.in
   ${PROJECT_BINARY_DIR}/hookedConfig.cmake
   INSTALL_DESTINATION ${HOOKED_CMAKE_INSTALL_DIR})
@@ -94,3 +106,11 @@ endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/hooked.pc.in ${PROJECT_BINARY_DIR}/hooked.pc.stage @ONLY)
 install(CODE "configure_file(\"${PROJECT_BINARY_DIR}/hooked.pc.stage\" \"${PROJECT_BINARY_DIR}/hooked.pc\" @ONLY)")
 install(FILES ${PROJECT_BINARY_DIR}/hooked.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+if(HOOKED_HAVE_MPI)
+  # hooked-mpi.pc: `pkg-config --cflags --libs hooked-mpi` (requires the
+  # ompi-c module Open MPI installs; MPICH's is mpich).
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/hooked-mpi.pc.in ${PROJECT_BINARY_DIR}/hooked-mpi.pc.stage @ONLY)
+  install(CODE "configure_file(\"${PROJECT_BINARY_DIR}/hooked-mpi.pc.stage\" \"${PROJECT_BINARY_DIR}/hooked-mpi.pc\" @ONLY)")
+  install(FILES ${PROJECT_BINARY_DIR}/hooked-mpi.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()

@@ -177,10 +177,13 @@ HK_API hk_code hk_mpi_graph_average(hk_graph *g, hk_handle *out, const char *nam
  * differs fails with FAILED_PRECONDITION naming its rank and its first
  * variable; the chief fails too, so the job ends instead of training
  * different models.
- * Place it first among the hooks (MonitoredTrainingSession's `hooks`, the
- * host loop's `first_hooks`): the hooks after it, StopAtStep's start check
- * for one, then see the chief's global step. Collective in
- * after_create_session.
+ * Place it first among the hooks (MonitoredTrainingSession's `hooks`): the
+ * hooks after it, StopAtStep's start check for one, then see the chief's
+ * global step. With the host loop it is first among the program's hooks,
+ * which run after the loop's own: the loop's StopAtStep (num_steps,
+ * last_step) decides at the start on the rank's own step, so give workers
+ * no stop condition of the loop's and let the stop hook carry the chief's.
+ * Collective in after_create_session.
  * @param mpi  borrowed; must outlive the hook.
  * **Ownership:** *out owned, hk_hook_free().
  * **Errors:** INVALID_ARGUMENT for NULL arguments; RESOURCE_EXHAUSTED.
