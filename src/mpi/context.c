@@ -11,6 +11,7 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include <limits.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -130,8 +131,8 @@ int hk_mpi_root(const hk_mpi *m) { return m ? m->root : -1; }
 int hk_mpi_is_chief(const hk_mpi *m) { return m && m->rank == m->root; }
 MPI_Comm hk_mpi_comm(const hk_mpi *m) { return m ? m->comm : MPI_COMM_NULL; }
 
-hk_code hk_mpi_reserve(hk_mpi *m, size_t bytes, hk_status *st) {
-  if (!m) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_reserve: mpi is NULL");
+/* Make the scratch hold at least `bytes`. */
+static hk_code grow_scratch(hk_mpi *m, size_t bytes, hk_status *st) {
   if (bytes <= m->scratch_bytes) return HK_OK;
   void *p = hk_env_alloc(&m->env, bytes);
   if (!p) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_mpi_reserve: out of memory for %zu bytes", bytes);
@@ -139,6 +140,19 @@ hk_code hk_mpi_reserve(hk_mpi *m, size_t bytes, hk_status *st) {
   m->scratch = p;
   m->scratch_bytes = bytes;
   return HK_OK;
+}
+
+hk_code hk_mpi_reserve(hk_mpi *m, size_t bytes, hk_status *st) {
+  if (!m) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_reserve: mpi is NULL");
+  /* `bytes` is the size of the buffers the program will average; a rank
+   * receives N copies of its block, and the first count % N blocks hold one
+   * element more than count / N: one element (at most a double) more per
+   * rank covers every buffer of that size, so the steps that follow
+   * allocate nothing on any rank. */
+  size_t slack = (size_t)m->size * sizeof(double);
+  if (bytes > SIZE_MAX - slack)
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_mpi_reserve: %zu bytes is more than memory can hold", bytes);
+  return grow_scratch(m, bytes + slack, st);
 }
 
 /* Block r of n elements over N ranks: the first n % N blocks have one more. */
@@ -172,7 +186,7 @@ hk_code hk_mpi_average(hk_mpi *m, hk_dtype dtype, void *data, size_t count, hk_s
   if (count > (size_t)INT_MAX)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_average: count %zu is more than MPI's int counts reach (%d)",
                          count, INT_MAX);
-  hk_code rc = hk_mpi_reserve(m, mine_len * (size_t)N * esize, st);
+  hk_code rc = grow_scratch(m, mine_len * (size_t)N * esize, st);
   if (rc != HK_OK) return rc;
   for (int r = 0; r < N; r++) {
     size_t s, len;
