@@ -19,8 +19,61 @@ static int shared_var(const hk_variable_info *info, void *user) {
   return (info->flags & HK_VAR_LOCAL) == 0;
 }
 
+/* The fingerprint of one variable's description (name, dtype, shape). */
+static uint32_t var_print(const hk_variable_info *info) {
+  int32_t meta[2] = {(int32_t)info->dtype, info->rank};
+  uint32_t crc = hk__mpi_crc32c(0, info->name, strlen(info->name) + 1);
+  crc = hk__mpi_crc32c(crc, meta, sizeof meta);
+  return hk__mpi_crc32c(crc, info->dims, sizeof info->dims[0] * (size_t)info->rank);
+}
+
+/* The next shared variable of ex from *cursor on: 1 found (in *info), 0 none. */
+static int next_shared(hk_executor *ex, size_t *cursor, hk_variable_info *info) {
+  size_t n = hk_executor_variable_count(ex);
+  while (*cursor < n) {
+    hk_status ignore = HK_STATUS_INIT;
+    size_t i = (*cursor)++;
+    if (hk_executor_variable_info(ex, i, info, &ignore) == HK_OK && shared_var(info, NULL)) return 1;
+  }
+  return 0;
+}
+
+/* Collective, once some model differs (every rank knows it): the chief sends
+ * its variables' fingerprints one by one and each rank finds its first shared
+ * variable that is not the chief's. *name is that variable's name, or NULL
+ * when this rank has fewer variables than the chief (or none differs);
+ * *nchief the chief's count. Only the error path pays for it; it allocates
+ * nothing, so every rank stays in step. */
+static hk_code first_difference(broadcast *b, hk_executor *ex, const char **name, int *nchief, hk_status *st) {
+  hk_mpi *m = b->mpi;
+  hk_variable_info info;
+  size_t cursor = 0;
+  int n0 = 0, found = 0;
+  *name = NULL;
+  if (m->rank == m->root)
+    while (next_shared(ex, &cursor, &info)) n0++;
+  int err = MPI_Bcast(&n0, 1, MPI_INT, m->root, m->comm);
+  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "broadcast hook: MPI_Bcast");
+  *nchief = n0;
+  cursor = 0;
+  for (int k = 0; k < n0; k++) {
+    int have = next_shared(ex, &cursor, &info);
+    uint32_t mine = have ? var_print(&info) : 0, theirs = mine;
+    err = MPI_Bcast(&theirs, 1, MPI_UINT32_T, m->root, m->comm);
+    if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "broadcast hook: MPI_Bcast");
+    if (!found && (!have || mine != theirs)) {
+      found = 1;
+      *name = have ? info.name : NULL;
+    }
+  }
+  /* The chief's variables are a prefix of this rank's: the next is extra. */
+  if (!found && next_shared(ex, &cursor, &info)) *name = info.name;
+  return HK_OK;
+}
+
 /* Every rank's fingerprint against the chief's: a rank with another model
- * fails, and so does the chief, so the job ends. */
+ * fails, naming its first variable that differs, and so does the chief, so
+ * the job ends. */
 static hk_code check_models(broadcast *b, hk_raw_session *rs, hk_status *st) {
   hk_mpi *m = b->mpi;
   hk_executor *ex = hk_raw_session_executor(rs);
@@ -36,16 +89,25 @@ static hk_code check_models(broadcast *b, hk_raw_session *rs, hk_status *st) {
       nbad++;
     }
   if (nbad == 0) return HK_OK;
+  const char *differs = NULL;
+  int nchief = 0;
+  rc = first_difference(b, ex, &differs, &nchief, st);
+  if (rc != HK_OK) return rc;
   if (m->rank == m->root)
     return hk_status_set(st, HK_FAILED_PRECONDITION,
                          "broadcast hook: %d rank(s), the first rank %d, have other variables (names, dtypes or "
                          "shapes) than the chief (rank %d): every rank must build the same model",
                          nbad, first_bad, m->root);
+  if (b->prints[m->rank] != b->prints[m->root] && differs)
+    return hk_status_set(st, HK_FAILED_PRECONDITION,
+                         "broadcast hook: rank %d has other variables (names, dtypes or shapes) than the chief (rank "
+                         "%d): its variable '%s' is not the chief's; every rank must build the same model",
+                         m->rank, m->root, differs);
   if (b->prints[m->rank] != b->prints[m->root])
     return hk_status_set(st, HK_FAILED_PRECONDITION,
-                         "broadcast hook: rank %d has other variables (names, dtypes or shapes; %zu in all) than the "
-                         "chief (rank %d): every rank must build the same model",
-                         m->rank, hk_executor_variable_count(ex), m->root);
+                         "broadcast hook: rank %d has other variables (names, dtypes or shapes) than the chief (rank "
+                         "%d): it lacks some of the chief's %d; every rank must build the same model",
+                         m->rank, m->root, nchief);
   return hk_status_set(st, HK_FAILED_PRECONDITION,
                        "broadcast hook: rank %d has other variables than the chief (rank %d); stopping with it",
                        first_bad, m->root);
@@ -156,7 +218,13 @@ hk_code hk_mpi_sync_worker_ops(hk_mpi *mpi, hk_graph *g, hk_handle *ready_op, hk
   if (mpi->rank == mpi->root)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_sync_worker_ops: rank %d is the chief, not a worker",
                          mpi->rank);
-  hk_code rc = hk_graph_init_op(g, local_init_op, "mpi/worker_init", NULL, 0, st);
+  /* Every global variable (the values the broadcast then replaces) and, as
+   * the default local init does, every local one: the default ready_op
+   * waits for both. */
+  hk_handle parts[2];
+  hk_code rc = hk_graph_init_op(g, &parts[0], "mpi/worker_init_global", NULL, 0, st);
+  if (rc == HK_OK) rc = hk_executor_default_op(hk_graph_executor(g), HK_DEFAULT_LOCAL_INIT_OP, &parts[1], st);
+  if (rc == HK_OK) rc = hk_graph_group(g, local_init_op, "mpi/worker_init", parts, 2, st);
   if (rc != HK_OK) return rc;
   rc = hk__mpi_nothing_report(g, "mpi/worker_ready_for_local_init", ready_for_local_init_op, st);
   if (rc != HK_OK) return rc;
