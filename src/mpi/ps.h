@@ -27,7 +27,8 @@ enum {
 
 enum {
   PS_FLAG_STOP = 1,     /* chief: stop; worker: stop the job */
-  PS_FLAG_MISMATCH = 2  /* chief: your variables are not the chief's */
+  PS_FLAG_MISMATCH = 2, /* chief: your variables are not the chief's */
+  PS_FLAG_APPLIED = 4   /* chief: your update was applied (a reply may say so and "stop" at once) */
 };
 
 typedef struct ps_header {

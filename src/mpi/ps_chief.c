@@ -137,6 +137,9 @@ static hk_code serve_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
       apply(ps, ctx, ps->rx + PS_HEADER_BYTES);
       *gs += 1;
       ps->updates++;
+      /* Applied, even when the reply also says "stop" (a worker asked the
+       * job to stop meanwhile): the worker counts it. */
+      flags |= PS_FLAG_APPLIED;
     }
     pack(ps, ctx);
     hk_code rc = reply(ps, from, *gs, flags, 1, st);

@@ -194,7 +194,7 @@ static hk_code worker_after_run(void *user, hk_run_context *ctx, const hk_run_va
   hk_tensor gs;
   if ((rc = hk_raw_session_variable_storage(rs, ps->gs_index, &gs, st)) != HK_OK) return rc;
   memcpy(gs.data, &h.global_step, sizeof h.global_step);
-  if (!(h.flags & PS_FLAG_STOP)) ps->updates++;
+  if (h.flags & PS_FLAG_APPLIED) ps->updates++; /* a "stop" may come with an applied update, or instead of one */
   if (ps->chief_stopped) hk_run_context_request_stop(ctx);
   return HK_OK;
 }
