@@ -69,11 +69,17 @@ hk_code hk__ps_layout(hk_mpi_ps *ps, hk_executor *ex, hk_status *st) {
   if (ps->have_layout) return HK_OK;
   hk_variable_info gsinfo;
   size_t gs_index;
-  hk_code rc = hk_executor_global_step(ex, &gsinfo, &gs_index, st);
-  if (rc != HK_OK) return rc;
+  hk_status why = HK_STATUS_INIT;
+  hk_code rc = hk_executor_global_step(ex, &gsinfo, &gs_index, &why);
+  /* A graph without one is a bad argument of the serve op and the worker's
+   * ops (H52), whatever the executor's own code for it. */
+  if (rc != HK_OK)
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "parameter server: the model needs an int64 global step (the shared step): %s", why.message);
   if (gs_index == (size_t)-1 || gsinfo.dtype != HK_DTYPE_I64)
-    return hk_status_set(st, HK_FAILED_PRECONDITION,
-                         "parameter server: the model needs an int64 global step (the shared step)");
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "parameter server: the model needs an int64 global step (the shared step), not %s",
+                         hk_dtype_name(gsinfo.dtype));
   size_t n = hk_executor_variable_count(ex), count = 0;
   for (size_t i = 0; i < n; i++) {
     hk_variable_info info;
