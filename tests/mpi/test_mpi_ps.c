@@ -1,0 +1,508 @@
+/*
+ * hooked::mpi — the asynchronous parameter server (H52–H56), with a chief
+ * and 2 or 3 workers.
+ *
+ * The model: a global step and w, f32[4], initialized to 1 by the chief.
+ * The chief is a MonitoredTrainingSession whose train op is
+ * hk_mpi_ps_serve_op() and whose chief-only hook is the chief hook; each
+ * worker k is a worker session (is_chief 0) with the scaffold fields of
+ * hk_mpi_ps_worker_ready_ops(), the shared-step executor and the worker
+ * hook first, whose train op adds 0.25 to element (k - 1) % 3 of w: every
+ * update is exact in f32, and the chief's w tells how many updates of each
+ * worker it applied. Element 3 is never trained.
+ *
+ * Checked: the chief's w is the initial value plus each worker's applied
+ * updates times 0.25, exactly, at every step (one update per global step,
+ * applied whole) and in every checkpoint it wrote (a consistent copy at one
+ * global step); the global step is the number of updates; the chief's
+ * hk_mpi_ps_updates() is the sum of the workers'; a worker with
+ * GlobalStepWaiterHook(wait_until_step 20) pushes first once the shared step
+ * reached 20; the chief's StopAtStep ends every worker and every session
+ * closes cleanly; workers wait, without failing, for a chief that starts 1 s
+ * late; a worker's own StopAtStep (on the shared step) stops the chief and so
+ * every worker; a worker whose model differs is refused.
+ */
+#include "mpi_test.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hooked/checkpoint.h"
+#include "hooked/graph.h"
+#include "hooked/hooks.h"
+#include "hooked/training_session.h"
+#include "tmpdir.h"
+
+#define DELTA 0.25f
+
+/* ---- a hook that records what the test checks ------------------------------------ */
+
+typedef struct record {
+  size_t gs_index, w_index;
+  int chief;
+  double sleep_secs;     /* before each run: slows a worker down */
+  int runs;
+  int64_t first_gs;      /* the global step after the first run's push (-1: none) */
+  int64_t final_gs;      /* at end() */
+  float final_w[4];
+  int inconsistent_steps; /* chief: steps whose w does not add up to the global step */
+  int ended;
+} record;
+
+static void read_state(hk_raw_session *rs, const record *r, int64_t *gs, float w[4]) {
+  hk_tensor t;
+  hk_status st = HK_STATUS_INIT;
+  assert_ok(hk_raw_session_variable_storage(rs, r->gs_index, &t, &st), &st);
+  memcpy(gs, t.data, sizeof *gs);
+  assert_ok(hk_raw_session_variable_storage(rs, r->w_index, &t, &st), &st);
+  memcpy(w, t.data, 4 * sizeof(float));
+}
+
+/* The number of updates w holds: (w[e] - 1) / DELTA summed, exact. */
+static int64_t updates_in(const float w[4]) {
+  int64_t n = 0;
+  for (int e = 0; e < 4; e++) n += (int64_t)((w[e] - 1.0f) / DELTA);
+  return n;
+}
+
+static hk_code rec_before_run(void *user, hk_run_context *ctx, hk_run_request *req, hk_status *st) {
+  record *r = user;
+  (void)ctx, (void)req, (void)st;
+  if (r->sleep_secs > 0) {
+    struct timespec ts = {0, (long)(r->sleep_secs * 1e9)};
+    nanosleep(&ts, NULL);
+  }
+  return HK_OK;
+}
+
+static hk_code rec_after_run(void *user, hk_run_context *ctx, const hk_run_values *values, hk_status *st) {
+  record *r = user;
+  int64_t gs;
+  float w[4];
+  (void)values, (void)st;
+  read_state(hk_run_context_session(ctx), r, &gs, w);
+  if (r->runs++ == 0) r->first_gs = gs;
+  if (r->chief && (updates_in(w) != gs || w[3] != 1.0f)) r->inconsistent_steps++;
+  return HK_OK;
+}
+
+static hk_code rec_end(void *user, hk_raw_session *rs, hk_status *st) {
+  record *r = user;
+  (void)st;
+  read_state(rs, r, &r->final_gs, r->final_w);
+  r->ended = 1;
+  return HK_OK;
+}
+
+static const hk_hook_vtable record_vtable = {
+    .version = HK_HOOK_VTABLE_VERSION,
+    .before_run = rec_before_run,
+    .after_run = rec_after_run,
+    .end = rec_end,
+};
+
+/* ---- one rank: the chief or a worker ------------------------------------------------- */
+
+typedef struct ps_rank {
+  test_env *te;
+  hk_env env; /* counting allocator, log capture, system clock */
+  hk_mpi *mpi;
+  hk_mpi_ps *ps;
+  int chief;
+  hk_graph *g;
+  hk_handle gs, w, train;
+  hk_executor *wex; /* worker: the shared-step executor */
+  hk_scaffold *scaffold;
+  hk_hook *role; /* the chief hook or the worker hook */
+  hk_hook *stop_at, *waiter, *rec_hook;
+  record rec;
+  hk_hook *hooks[4];
+  size_t nhooks;
+  hk_session *s;
+  char *ckdir;
+} ps_rank;
+
+/* Build this rank's model; `w_len` other than 4 gives another model. */
+static void ps_build(ps_rank *p, int w_len) {
+  hk_status st = HK_STATUS_INIT;
+  hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
+  go.env = &p->env;
+  assert_ok(hk_graph_new(&p->g, &go, &st), &st);
+  assert_ok(hk_graph_get_or_create_global_step(p->g, &p->gs, &st), &st);
+  hk_variable_def def = HK_VARIABLE_DEF_INIT;
+  int64_t dims[1] = {w_len};
+  def.name = "w";
+  def.dtype = HK_DTYPE_F32;
+  def.rank = 1;
+  def.dims = dims;
+  def.init.kind = HK_INIT_CONSTANT;
+  def.init.value = 1.0;
+  assert_ok(hk_graph_variable(p->g, &p->w, &def, &st), &st);
+  hk_executor *ex = hk_graph_executor(p->g);
+  hk_variable_info info;
+  assert_ok(hk_executor_global_step(ex, &info, &p->rec.gs_index, &st), &st);
+  assert_ok(hk_executor_find_variable(ex, "w", &p->rec.w_index, &st), &st);
+  assert_ok(hk_mpi_ps_new(&p->ps, p->mpi, &st), &st);
+  hk_scaffold_options so;
+  assert_int_equal(hk_scaffold_options_init(&so, HK_SCAFFOLD_OPTIONS_VERSION), HK_OK);
+  so.env = &p->env;
+  if (p->chief) {
+    assert_ok(hk_mpi_ps_serve_op(p->ps, p->g, &p->train, "serve", &st), &st);
+    assert_ok(hk_mpi_ps_chief_hook_new(&p->role, p->ps, &st), &st);
+  } else {
+    float delta[4] = {0, 0, 0, 0};
+    if (w_len == 4) delta[(mpi_rank() - 1) % 3] = DELTA;
+    hk_tensor dt;
+    hk_handle d;
+    assert_ok(hk_tensor_init(&dt, HK_DTYPE_F32, 1, dims, delta, &st), &st);
+    assert_ok(hk_graph_constant(p->g, &d, "delta", &dt, &st), &st);
+    assert_ok(hk_graph_assign_add(p->g, &p->train, "train", p->w, d, &st), &st);
+    assert_ok(hk_mpi_ps_worker_ready_ops(p->ps, p->g, &so.ready_op, &so.ready_for_local_init_op, &so.local_init_op,
+                                         &st),
+              &st);
+    assert_ok(hk_mpi_ps_worker_executor_new(&p->wex, p->ps, ex, &st), &st);
+    assert_ok(hk_mpi_ps_worker_hook_new(&p->role, p->ps, &st), &st);
+  }
+  assert_ok(hk_scaffold_new(&p->scaffold, &so, &st), &st);
+  p->rec.chief = p->chief;
+  p->rec.first_gs = -1;
+  assert_ok(hk_hook_new(&p->rec_hook, &record_vtable, &p->rec, "Recorder", &p->env, &st), &st);
+}
+
+static void ps_init(ps_rank *p) {
+  memset(p, 0, sizeof *p);
+  p->te = mpi_test_env(&p->env);
+  p->mpi = mpi_test_context(&p->env);
+  p->chief = hk_mpi_is_chief(p->mpi);
+  ps_build(p, 4);
+}
+
+static void ps_stop_at(ps_rank *p, int64_t last_step) {
+  hk_status st = HK_STATUS_INIT;
+  hk_stop_at_step_options o = HK_STOP_AT_STEP_OPTIONS_INIT;
+  o.last_step = last_step;
+  assert_ok(hk_stop_at_step_hook_new(&p->stop_at, &o, &st), &st);
+}
+
+static void ps_wait_for(ps_rank *p, int64_t step) {
+  hk_status st = HK_STATUS_INIT;
+  hk_global_step_waiter_options o = HK_GLOBAL_STEP_WAITER_OPTIONS_INIT;
+  o.wait_until_step = step;
+  o.poll_interval_secs = 0.02;
+  assert_ok(hk_global_step_waiter_hook_new(&p->waiter, &o, &st), &st);
+}
+
+/* The session of this rank's role. */
+static hk_code ps_open(ps_rank *p, hk_status *st) {
+  hk_training_session_options o;
+  assert_int_equal(hk_training_session_options_init(&o, HK_TRAINING_SESSION_OPTIONS_VERSION), HK_OK);
+  o.env = &p->env;
+  o.is_chief = p->chief;
+  o.scaffold = p->scaffold;
+  o.recovery_wait_secs = 0.1;
+  o.max_wait_secs = 60;
+  p->nhooks = 0;
+  if (p->chief) {
+    o.executor = hk_graph_executor(p->g);
+    o.chief_only_hooks = &p->role;
+    o.nchief_only_hooks = 1;
+    if (p->ckdir) {
+      o.checkpoint_dir = p->ckdir;
+      o.save_checkpoint_steps = 5;
+    }
+  } else {
+    o.executor = p->wex;
+    p->hooks[p->nhooks++] = p->role; /* first */
+  }
+  if (p->stop_at) p->hooks[p->nhooks++] = p->stop_at;
+  if (p->waiter) p->hooks[p->nhooks++] = p->waiter;
+  p->hooks[p->nhooks++] = p->rec_hook;
+  o.hooks = p->hooks;
+  o.nhooks = p->nhooks;
+  return hk_training_session_new(&p->s, &o, st);
+}
+
+/* Train until the session stops; close with how the loop ended. A serve op
+ * whose workers all left ends the chief's loop with OUT_OF_RANGE; a worker
+ * waiting for a step when the job stops ends with CANCELLED. Both are clean. */
+static hk_code ps_train(ps_rank *p, hk_status *st) {
+  hk_run_args args;
+  hk_status run_st = HK_STATUS_INIT;
+  memset(&args, 0, sizeof args);
+  args.targets = &p->train;
+  args.ntargets = 1;
+  hk_code rc = HK_OK;
+  while (!hk_session_should_stop(p->s)) {
+    rc = hk_session_run(p->s, &args, NULL, NULL, &run_st);
+    if (rc != HK_OK) break;
+  }
+  if (rc != HK_OK && rc != HK_OUT_OF_RANGE && rc != HK_CANCELLED) {
+    *st = run_st;
+    return rc;
+  }
+  return hk_session_close(p->s, rc, st);
+}
+
+static void ps_free_model(ps_rank *p) {
+  hk_session_free(p->s);
+  p->s = NULL;
+  hk_scaffold_free(p->scaffold);
+  hk_hook_free(p->role);
+  hk_hook_free(p->stop_at);
+  hk_hook_free(p->waiter);
+  hk_hook_free(p->rec_hook);
+  hk_executor_free(p->wex);
+  hk_graph_free(p->g);
+  hk_mpi_ps_free(p->ps);
+  p->scaffold = NULL;
+  p->role = p->stop_at = p->waiter = p->rec_hook = NULL;
+  p->wex = NULL;
+  p->g = NULL;
+  p->ps = NULL;
+}
+
+static void ps_free(ps_rank *p) {
+  ps_free_model(p);
+  hk_mpi_free(p->mpi);
+  test_tmpdir_free(p->ckdir);
+  assert_int_equal(test_env_release(p->te), 0);
+}
+
+/* Every rank's hk_mpi_ps_updates() (the chief's at 0): the chief applied as
+ * many as the workers counted, and w holds exactly those. */
+static void check_counts(ps_rank *p, int64_t *counts) {
+  mpi_allgather_i64(hk_mpi_ps_updates(p->ps), counts);
+  if (!p->chief) return;
+  int64_t sum = 0;
+  for (int r = 1; r < mpi_size(); r++) sum += counts[r];
+  if (counts[0] != sum)
+    fail_msg("the chief applied %lld updates, the workers counted %lld", (long long)counts[0], (long long)sum);
+  assert_int_equal(p->rec.final_gs, counts[0]);
+  float want[4] = {1, 1, 1, 1};
+  for (int r = 1; r < mpi_size(); r++) want[(r - 1) % 3] += DELTA * (float)counts[r];
+  for (int e = 0; e < 4; e++)
+    if (p->rec.final_w[e] != want[e])
+      fail_msg("w[%d] is %.9g, the updates the workers counted make %.9g", e, (double)p->rec.final_w[e],
+               (double)want[e]);
+  assert_int_equal(p->rec.inconsistent_steps, 0);
+}
+
+/* Every checkpoint of dir holds w with exactly as many updates as its step. */
+static void check_checkpoints(ps_rank *p, int64_t last) {
+  DIR *d = opendir(p->ckdir);
+  struct dirent *e;
+  int n = 0, saw_last = 0;
+  hk_status st = HK_STATUS_INIT;
+  assert_non_null(d);
+  while ((e = readdir(d)) != NULL) {
+    const char *dot = strstr(e->d_name, ".safetensors");
+    if (!dot || dot[strlen(".safetensors")] != '\0') continue;
+    char *path = test_path(p->ckdir, e->d_name);
+    hk_checkpoint_reader *r = NULL;
+    assert_ok(hk_checkpoint_reader_open(&r, &p->env, path, &st), &st);
+    assert_ok(hk_checkpoint_reader_verify(r, &st), &st);
+    int64_t step = hk_checkpoint_reader_step(r), gs = -1;
+    float w[4];
+    size_t i;
+    assert_ok(hk_checkpoint_reader_find(r, "w", &i, &st), &st);
+    assert_ok(hk_checkpoint_reader_read(r, i, w, sizeof w, &st), &st);
+    assert_ok(hk_checkpoint_reader_find(r, "global_step", &i, &st), &st);
+    assert_ok(hk_checkpoint_reader_read(r, i, &gs, sizeof gs, &st), &st);
+    if (gs != step || updates_in(w) != step || w[3] != 1.0f)
+      fail_msg("%s: step %lld, global_step %lld, w holds %lld updates", path, (long long)step, (long long)gs,
+               (long long)updates_in(w));
+    saw_last |= step == last;
+    hk_checkpoint_reader_free(r);
+    free(path);
+    n++;
+  }
+  closedir(d);
+  assert_true(n >= 2);
+  assert_true(saw_last); /* the final checkpoint: the state at the chief's last step */
+}
+
+/* ---- the tests ---------------------------------------------------------------------- */
+
+/* The chief stops at step 60; the last worker starts once the shared step
+ * reached 20; the others push, slowed to 10 ms a step so that the waiter
+ * sees step 20 go by. */
+static void test_updates_reach_the_chief_whole_and_its_stop_at_step_ends_every_worker(void) {
+  ps_rank p;
+  hk_status st = HK_STATUS_INIT;
+  const int64_t last = 60;
+  ps_init(&p);
+  int waiter = mpi_rank() == mpi_size() - 1;
+  if (p.chief) {
+    p.ckdir = test_tmpdir_new("mpi-ps");
+    ps_stop_at(&p, last);
+  } else if (waiter) {
+    ps_wait_for(&p, 20);
+  } else {
+    ps_stop_at(&p, 1000000); /* never: the chief's stop ends it */
+    p.rec.sleep_secs = 0.01;
+  }
+  hk_code rc = ps_open(&p, &st);
+  if (rc != HK_OK) test_log_dump(&p.te->log);
+  assert_ok(rc, &st);
+  rc = ps_train(&p, &st);
+  if (rc != HK_OK) test_log_dump(&p.te->log);
+  assert_ok(rc, &st);
+  assert_true(p.rec.ended);
+  int64_t counts[64];
+  check_counts(&p, counts);
+  if (p.chief) {
+    assert_int_equal(p.rec.final_gs, last);
+    assert_int_equal(hk_mpi_ps_updates(p.ps), last);
+    assert_logged(p.te, HK_LOG_INFO, "Every worker has left.");
+    check_checkpoints(&p, last);
+  } else {
+    /* Every worker pushed (the waiter too) and learned the final step. */
+    assert_true(hk_mpi_ps_updates(p.ps) > 0);
+    assert_int_equal(p.rec.final_gs, last);
+  }
+  if (waiter) {
+    assert_logged(p.te, HK_LOG_INFO, "Waiting for global step 20 before starting training.");
+    if (p.rec.first_gs < 21)
+      fail_msg("the waiting worker's first push was answered at global step %lld", (long long)p.rec.first_gs);
+  }
+  ps_free(&p);
+}
+
+/* The chief sleeps 1 s before creating its session: the workers' sessions
+ * wait (the ready check reports the model not yet served) and then start. */
+static void test_workers_wait_for_a_chief_that_starts_late(void) {
+  ps_rank p;
+  hk_status st = HK_STATUS_INIT;
+  ps_init(&p);
+  if (p.chief) ps_stop_at(&p, 6);
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = MPI_Wtime();
+  if (p.chief) {
+    struct timespec ts = {1, 0};
+    nanosleep(&ts, NULL);
+  }
+  hk_code rc = ps_open(&p, &st);
+  double waited = MPI_Wtime() - t0;
+  if (rc != HK_OK) test_log_dump(&p.te->log);
+  assert_ok(rc, &st);
+  if (!p.chief) {
+    if (waited < 0.9) fail_msg("the worker's session was ready after %.3f s, before the chief served", waited);
+    assert_logged(p.te, HK_LOG_INFO, "not yet served by the chief");
+  }
+  assert_ok(ps_train(&p, &st), &st);
+  int64_t counts[64];
+  check_counts(&p, counts);
+  if (p.chief) assert_int_equal(p.rec.final_gs, 6);
+  ps_free(&p);
+}
+
+/* Worker 1's own StopAtStep on the shared step stops the chief and so every
+ * worker; the counts still add up. */
+static void test_a_workers_stop_at_step_stops_the_chief_and_every_worker(void) {
+  ps_rank p;
+  hk_status st = HK_STATUS_INIT;
+  ps_init(&p);
+  if (p.chief)
+    ps_stop_at(&p, 100000); /* a bound, not the reason to stop */
+  else
+    ps_stop_at(&p, mpi_rank() == 1 ? 10 : 1000000);
+  assert_ok(ps_open(&p, &st), &st);
+  hk_code rc = ps_train(&p, &st);
+  if (rc != HK_OK) test_log_dump(&p.te->log);
+  assert_ok(rc, &st);
+  int64_t counts[64];
+  check_counts(&p, counts);
+  if (p.chief) {
+    assert_true(p.rec.final_gs >= 10);
+    assert_true(p.rec.final_gs < 100000);
+    assert_logged(p.te, HK_LOG_INFO, "Every worker has left.");
+  }
+  ps_free(&p);
+}
+
+/* Worker 1 first builds another model (w of 5 elements): its session is
+ * refused with FAILED_PRECONDITION naming it. It then builds the right model
+ * on a new endpoint and trains with the others. */
+static void test_a_worker_with_another_model_is_refused(void) {
+  ps_rank p;
+  hk_status st = HK_STATUS_INIT;
+  memset(&p, 0, sizeof p);
+  p.te = mpi_test_env(&p.env);
+  p.mpi = mpi_test_context(&p.env);
+  p.chief = hk_mpi_is_chief(p.mpi);
+  if (mpi_rank() == 1) {
+    ps_build(&p, 5);
+    assert_status(ps_open(&p, &st), &st, HK_FAILED_PRECONDITION, "rank 1's shared variables");
+    assert_null(p.s);
+    ps_free_model(&p);
+  }
+  ps_build(&p, 4);
+  if (p.chief) ps_stop_at(&p, 8);
+  assert_ok(ps_open(&p, &st), &st);
+  assert_ok(ps_train(&p, &st), &st);
+  int64_t counts[64];
+  check_counts(&p, counts);
+  ps_free(&p);
+}
+
+static void test_constructors_reject_bad_arguments_and_the_wrong_role(void) {
+  hk_status st = HK_STATUS_INIT;
+  hk_mpi *world = mpi_test_context(NULL), *self = NULL;
+  hk_mpi_options o = HK_MPI_OPTIONS_INIT;
+  o.comm = MPI_COMM_SELF;
+  assert_ok(hk_mpi_new(&self, &o, &st), &st);
+  hk_mpi_ps *ps = (hk_mpi_ps *)&st;
+  assert_status(hk_mpi_ps_new(&ps, self, &st), &st, HK_INVALID_ARGUMENT, "1 rank");
+  assert_null(ps);
+  assert_status(hk_mpi_ps_new(&ps, NULL, &st), &st, HK_INVALID_ARGUMENT, "mpi");
+  assert_status(hk_mpi_ps_new(NULL, world, &st), &st, HK_INVALID_ARGUMENT, "out");
+  assert_int_equal(hk_mpi_ps_updates(NULL), 0);
+  hk_mpi_ps_free(NULL);
+
+  assert_ok(hk_mpi_ps_new(&ps, world, &st), &st);
+  hk_graph *g = NULL;
+  assert_ok(hk_graph_new(&g, NULL, &st), &st);
+  hk_handle gs, a, b, c;
+  hk_hook *h = NULL;
+  hk_executor *ex = NULL;
+  if (hk_mpi_is_chief(world)) {
+    /* A graph without a global step cannot be served. */
+    assert_status(hk_mpi_ps_serve_op(ps, g, &a, "serve", &st), &st, HK_INVALID_ARGUMENT, "global step");
+    assert_status(hk_mpi_ps_worker_ready_ops(ps, g, &a, &b, &c, &st), &st, HK_INVALID_ARGUMENT, "chief");
+    assert_status(hk_mpi_ps_worker_executor_new(&ex, ps, hk_graph_executor(g), &st), &st, HK_INVALID_ARGUMENT,
+                  "chief");
+    assert_status(hk_mpi_ps_worker_hook_new(&h, ps, &st), &st, HK_INVALID_ARGUMENT, "chief");
+    assert_ok(hk_graph_get_or_create_global_step(g, &gs, &st), &st);
+    assert_status(hk_mpi_ps_serve_op(ps, g, &a, NULL, &st), &st, HK_INVALID_ARGUMENT, "name");
+    assert_ok(hk_mpi_ps_chief_hook_new(&h, ps, &st), &st);
+    hk_hook_free(h);
+  } else {
+    assert_status(hk_mpi_ps_serve_op(ps, g, &a, "serve", &st), &st, HK_INVALID_ARGUMENT, "worker");
+    assert_status(hk_mpi_ps_chief_hook_new(&h, ps, &st), &st, HK_INVALID_ARGUMENT, "worker");
+    assert_status(hk_mpi_ps_worker_executor_new(&ex, ps, NULL, &st), &st, HK_INVALID_ARGUMENT, "inner");
+    assert_status(hk_mpi_ps_worker_ready_ops(ps, NULL, &a, &b, &c, &st), &st, HK_INVALID_ARGUMENT, NULL);
+    assert_ok(hk_mpi_ps_worker_hook_new(&h, ps, &st), &st);
+    hk_hook_free(h);
+  }
+  assert_status(hk_mpi_ps_chief_hook_new(NULL, ps, &st), &st, HK_INVALID_ARGUMENT, "out");
+  assert_status(hk_mpi_ps_worker_hook_new(&h, NULL, &st), &st, HK_INVALID_ARGUMENT, "ps");
+  assert_int_equal(hk_mpi_ps_updates(ps), 0);
+  hk_graph_free(g);
+  hk_mpi_ps_free(ps);
+  hk_mpi_free(self);
+  hk_mpi_free(world);
+}
+
+int main(int argc, char **argv) {
+  const struct CMUnitTest tests[] = {
+      MPI_CASE(test_updates_reach_the_chief_whole_and_its_stop_at_step_ends_every_worker),
+      MPI_CASE(test_workers_wait_for_a_chief_that_starts_late),
+      MPI_CASE(test_a_workers_stop_at_step_stops_the_chief_and_every_worker),
+      MPI_CASE(test_a_worker_with_another_model_is_refused),
+      MPI_CASE(test_constructors_reject_bad_arguments_and_the_wrong_role),
+  };
+  return mpi_test_main(argc, argv, "mpi_ps", tests, sizeof tests / sizeof tests[0], 3);
+}
