@@ -25,12 +25,14 @@
 #include "mpi_test.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "hooked/checkpoint.h"
+#include "hooked/coordinator.h"
 #include "hooked/graph.h"
 #include "hooked/hooks.h"
 #include "hooked/training_session.h"
@@ -448,6 +450,67 @@ static void test_a_worker_with_another_model_is_refused(void) {
   ps_free(&p);
 }
 
+/* H54: the last worker waits for a step the job never reaches; when the
+ * chief stops, its "stop" answer to the waiter's step read stops the
+ * worker's coordinator, which ends the wait (CANCELLED, clean). */
+static void test_a_worker_waiting_for_a_step_is_released_when_the_chief_stops(void) {
+  ps_rank p;
+  hk_status st = HK_STATUS_INIT;
+  ps_init(&p);
+  int waiter = mpi_rank() == mpi_size() - 1;
+  if (p.chief)
+    ps_stop_at(&p, 10);
+  else if (waiter)
+    ps_wait_for(&p, 1000);
+  else
+    ps_stop_at(&p, 1000000);
+  assert_ok(ps_open(&p, &st), &st);
+  assert_ok(ps_train(&p, &st), &st);
+  int64_t counts[64];
+  check_counts(&p, counts);
+  if (waiter) {
+    assert_int_equal(hk_mpi_ps_updates(p.ps), 0);
+    assert_int_equal(p.rec.runs, 0);
+  }
+  if (p.chief) assert_int_equal(p.rec.final_gs, 10);
+  ps_free(&p);
+}
+
+static void *stop_chief_later(void *arg) {
+  struct timespec ts = {0, 100 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  hk_coordinator_request_stop(arg, HK_OK, NULL);
+  return NULL;
+}
+
+/* H52: a stop requested on the chief's coordinator (from another thread)
+ * ends the serve op's run with CANCELLED, a clean end: the chief's hook
+ * stops every worker and its final checkpoint is written. */
+static void test_a_stop_on_the_chiefs_coordinator_ends_the_service_cleanly(void) {
+  ps_rank p;
+  hk_status st = HK_STATUS_INIT;
+  pthread_t th;
+  ps_init(&p);
+  if (p.chief) {
+    p.ckdir = test_tmpdir_new("mpi-ps-stop");
+  } else {
+    ps_stop_at(&p, 1000000);
+    p.rec.sleep_secs = 0.002;
+  }
+  assert_ok(ps_open(&p, &st), &st);
+  if (p.chief) assert_int_equal(pthread_create(&th, NULL, stop_chief_later, hk_session_coordinator(p.s)), 0);
+  assert_ok(ps_train(&p, &st), &st);
+  if (p.chief) pthread_join(th, NULL);
+  int64_t counts[64];
+  check_counts(&p, counts);
+  if (p.chief) {
+    assert_true(p.rec.final_gs > 0);
+    assert_logged(p.te, HK_LOG_INFO, "Every worker has left.");
+    check_checkpoints(&p, p.rec.final_gs);
+  }
+  ps_free(&p);
+}
+
 static void test_constructors_reject_bad_arguments_and_the_wrong_role(void) {
   hk_status st = HK_STATUS_INIT;
   hk_mpi *world = mpi_test_context(NULL), *self = NULL;
@@ -502,6 +565,8 @@ int main(int argc, char **argv) {
       MPI_CASE(test_workers_wait_for_a_chief_that_starts_late),
       MPI_CASE(test_a_workers_stop_at_step_stops_the_chief_and_every_worker),
       MPI_CASE(test_a_worker_with_another_model_is_refused),
+      MPI_CASE(test_a_worker_waiting_for_a_step_is_released_when_the_chief_stops),
+      MPI_CASE(test_a_stop_on_the_chiefs_coordinator_ends_the_service_cleanly),
       MPI_CASE(test_constructors_reject_bad_arguments_and_the_wrong_role),
   };
   return mpi_test_main(argc, argv, "mpi_ps", tests, sizeof tests / sizeof tests[0], 3);
