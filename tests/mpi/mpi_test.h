@@ -5,18 +5,20 @@
  * one cmocka group on every rank and finalizes MPI. Each case is a plain
  * `static void test_x(void)` listed with MPI_CASE(test_x).
  *
- * Output: rank 0 prints cmocka's usual report on stdout; the other ranks'
- * stdout goes to /dev/null, but their stderr stays, so a failed assertion on
- * any rank is printed (cmocka writes failures to stderr).
+ * Output: rank 0 prints cmocka's usual report. The other ranks' stdout goes
+ * to /dev/null and their stderr (cmocka's failure messages, anything logged)
+ * into a temporary file, which is copied to the real stderr, each line
+ * prefixed "[rank R]", when that rank fails.
  *
  * Failures: a case that does not run to its end on some rank (a failed
  * assertion, a crash cmocka caught) may have left the other ranks inside a
- * collective that will never complete. The case's teardown therefore prints
- * "rank R of N: <case> FAILED" on stderr and calls MPI_Abort(MPI_COMM_WORLD,
- * 1): the job ends at once and mpirun (so ctest) reports a failure, instead
- * of hanging until the ctest timeout. A case that passes ends with a barrier
- * on MPI_COMM_WORLD, so every case starts on every rank together and no
- * message of one case reaches the next.
+ * collective that will never complete. The case's teardown notes it, cmocka
+ * prints why, and the next case's setup (or the end of the group) prints
+ * "rank R of N: <case> FAILED" and calls MPI_Abort(MPI_COMM_WORLD, 1): the
+ * job ends at once and mpirun (so ctest) reports a failure, instead of
+ * hanging until the ctest timeout. A case that passes ends with a barrier on
+ * MPI_COMM_WORLD, so every case starts on every rank together and no message
+ * of one case reaches the next.
  */
 #ifndef HOOKED_TESTS_MPI_TEST_H
 #define HOOKED_TESTS_MPI_TEST_H
