@@ -130,7 +130,8 @@ HK_API MPI_Comm hk_mpi_comm(const hk_mpi *mpi);
  */
 HK_API hk_code hk_mpi_average(hk_mpi *mpi, hk_dtype dtype, void *data, size_t count, hk_status *status);
 
-/** Grow the scratch of hk_mpi_average() to `bytes` now, so the steps that
+/** Grow the scratch of hk_mpi_average() for buffers of up to `bytes` (the
+ *  size of the largest buffer the program will average), so the steps that
  *  follow allocate nothing. Not collective. **Errors:** INVALID_ARGUMENT,
  *  RESOURCE_EXHAUSTED. */
 HK_API hk_code hk_mpi_reserve(hk_mpi *mpi, size_t bytes, hk_status *status);
@@ -197,7 +198,8 @@ HK_API hk_code hk_mpi_broadcast_hook_new(hk_hook **out, hk_mpi *mpi, hk_status *
  * C48) so that it initializes its own copy of every global variable as its
  * local init — the values the broadcast hook then replaces by the chief's —
  * and is ready once they are initialized: `local_init_op` initializes every
- * global variable, `ready_for_local_init_op` reports nothing, `ready_op` is
+ * global variable and runs the default local init (local variables),
+ * `ready_for_local_init_op` reports nothing, `ready_op` is
  * HK_NO_HANDLE (the default: every variable initialized). A worker never
  * restores a checkpoint (C48).
  * **Errors:** INVALID_ARGUMENT for NULL arguments or on the chief; the
@@ -353,7 +355,8 @@ HK_API hk_code hk_mpi_ps_worker_executor_new(hk_executor **out, hk_mpi_ps *ps, h
  */
 HK_API hk_code hk_mpi_ps_worker_hook_new(hk_hook **out, hk_mpi_ps *ps, hk_status *status);
 
-/** Number of updates the chief applied, or the worker pushed; 0 for NULL.
+/** Number of updates the chief applied, or of this worker's updates the
+ *  chief applied (a push answered "stop" is not); 0 for NULL.
  *  **Threads:** the training thread. */
 HK_API int64_t hk_mpi_ps_updates(const hk_mpi_ps *ps);
 
