@@ -183,7 +183,10 @@ HK_API hk_code hk_mpi_graph_average(hk_graph *g, hk_handle *out, const char *nam
  * global step. With the host loop it is first among the program's hooks,
  * which run after the loop's own: the loop's StopAtStep (num_steps,
  * last_step) decides at the start on the rank's own step, so give workers
- * no stop condition of the loop's and let the stop hook carry the chief's.
+ * no stop condition of the loop's and let the stop hook carry the chief's;
+ * and after hk_loop_start() every rank calls hk_loop_request_stop() when
+ * the step it returned is already the last (a chief restarted at its last
+ * step stops before any step, and the workers must too).
  * Collective in after_create_session.
  * @param mpi  borrowed; must outlive the hook.
  * **Ownership:** *out owned, hk_hook_free().
@@ -215,7 +218,10 @@ typedef struct hk_mpi_stop_options {
   const hk_env *env;   /**< NULL: the session's */
   /** Default 1: the hook installs its own SIGINT/SIGTERM handlers in begin()
    *  (removed in end() and when it is freed): a signal delivered to any
-   *  rank — one rank alone, or all of them by mpirun — is agreed on at the
+   *  rank — one rank alone, or all of them by mpirun (which SIGKILLs ranks
+   *  still running 1 s later unless its odls_base_sigkill_timeout is raised:
+   *  signal the ranks, not mpirun, when the final checkpoint takes longer) —
+   *  is agreed on at the
    *  next step's end and stops every rank after that same step; a second
    *  signal acts as without hooked. hooked's own signal helper
    *  (hk_signal_install()) must then not be installed: it would stop the
@@ -235,7 +241,7 @@ typedef struct hk_mpi_stop_options {
  * (StopAtStep when the restored step is already the last one) needs no
  * agreement: after the broadcast every rank has the chief's global step and
  * decides alike.
- * Cost (H51): one MPI_Allreduce of one int per step, latency-bound (the
+ * Cost (H51): one MPI_Allreduce of two ints (MAXLOC) per step, latency-bound (the
  * bench prints it next to the gradient average); no other collective.
  * Place it LAST among the hooks, so it sees every earlier hook's request.
  * A stop requested any other way (hk_coordinator_request_stop(),
