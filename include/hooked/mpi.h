@@ -92,7 +92,9 @@ HK_API hk_code hk_mpi_options_init(hk_mpi_options *opts, uint32_t version);
  * **Allocates:** yes.
  */
 HK_API hk_code hk_mpi_new(hk_mpi **out, const hk_mpi_options *opts, hk_status *status);
-/** Free the context and its communicator (collective). NULL is a no-op. */
+/** Free the context and its communicator (collective: every rank calls
+ *  it), before MPI_Finalize. NULL is a no-op. **Threads:** the training
+ *  thread. **Errors:** none (after MPI_Finalize only memory is freed). */
 HK_API void hk_mpi_free(hk_mpi *mpi);
 
 /** This process's rank in the context's communicator; -1 for NULL. */
@@ -286,6 +288,9 @@ typedef struct hk_mpi_ps hk_mpi_ps;
  * rank (a server needs a worker); RESOURCE_EXHAUSTED.
  */
 HK_API hk_code hk_mpi_ps_new(hk_mpi_ps **out, hk_mpi *mpi, hk_status *status);
+/** Free the endpoint (not collective; a pull still pending is cancelled).
+ *  Free it after the sessions that use it and before hk_mpi_free() of its
+ *  context. NULL is a no-op. **Threads:** the training thread. */
 HK_API void hk_mpi_ps_free(hk_mpi_ps *ps);
 
 /**

@@ -19,14 +19,6 @@ static int shared_var(const hk_variable_info *info, void *user) {
   return (info->flags & HK_VAR_LOCAL) == 0;
 }
 
-/* The fingerprint of one variable's description (name, dtype, shape). */
-static uint32_t var_print(const hk_variable_info *info) {
-  int32_t meta[2] = {(int32_t)info->dtype, info->rank};
-  uint32_t crc = hk__mpi_crc32c(0, info->name, strlen(info->name) + 1);
-  crc = hk__mpi_crc32c(crc, meta, sizeof meta);
-  return hk__mpi_crc32c(crc, info->dims, sizeof info->dims[0] * (size_t)info->rank);
-}
-
 /* The next shared variable of ex from *cursor on: 1 found (in *info), 0 none. */
 static int next_shared(hk_executor *ex, size_t *cursor, hk_variable_info *info) {
   size_t n = hk_executor_variable_count(ex);
@@ -58,7 +50,7 @@ static hk_code first_difference(broadcast *b, hk_executor *ex, const char **name
   cursor = 0;
   for (int k = 0; k < n0; k++) {
     int have = next_shared(ex, &cursor, &info);
-    uint32_t mine = have ? var_print(&info) : 0, theirs = mine;
+    uint32_t mine = have ? hk__mpi_describe(0, &info) : 0, theirs = mine;
     err = MPI_Bcast(&theirs, 1, MPI_UINT32_T, m->root, m->comm);
     if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "broadcast hook: MPI_Bcast");
     if (!found && (!have || mine != theirs)) {

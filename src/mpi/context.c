@@ -13,8 +13,8 @@
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 
+#include "hooked/checkpoint.h"
 #include "mpi_internal.h"
 
 hk_code hk__mpi_error(hk_status *st, int err, const char *call) {
@@ -25,14 +25,11 @@ hk_code hk__mpi_error(hk_status *st, int err, const char *call) {
   return hk_status_set(st, HK_INTERNAL, "%s failed: %s", call, len ? text : "unknown MPI error");
 }
 
-uint32_t hk__mpi_crc32c(uint32_t crc, const void *data, size_t n) {
-  const unsigned char *p = data;
-  crc = ~crc;
-  while (n--) {
-    crc ^= *p++;
-    for (int k = 0; k < 8; k++) crc = (crc >> 1) ^ (0x82f63b78u & (0u - (crc & 1u)));
-  }
-  return ~crc;
+uint32_t hk__mpi_describe(uint32_t crc, const hk_variable_info *info) {
+  int32_t meta[2] = {(int32_t)info->dtype, info->rank};
+  crc = hk_crc32c_extend(crc, info->name, strlen(info->name) + 1);
+  crc = hk_crc32c_extend(crc, meta, sizeof meta);
+  return hk_crc32c_extend(crc, info->dims, sizeof info->dims[0] * (size_t)info->rank);
 }
 
 hk_code hk__mpi_fingerprint(hk_executor *ex, hk__mpi_var_pick pick, void *user, uint32_t *out, hk_status *st) {
@@ -43,21 +40,12 @@ hk_code hk__mpi_fingerprint(hk_executor *ex, hk__mpi_var_pick pick, void *user, 
     hk_code rc = hk_executor_variable_info(ex, i, &info, st);
     if (rc != HK_OK) return rc;
     if (pick && !pick(&info, user)) continue;
-    int32_t meta[2] = {(int32_t)info.dtype, info.rank};
-    crc = hk__mpi_crc32c(crc, info.name, strlen(info.name) + 1);
-    crc = hk__mpi_crc32c(crc, meta, sizeof meta);
-    crc = hk__mpi_crc32c(crc, info.dims, sizeof info.dims[0] * (size_t)info.rank);
+    crc = hk__mpi_describe(crc, &info);
   }
   *out = crc;
   return HK_OK;
 }
 
-void hk__mpi_sleep(double secs) {
-  struct timespec ts;
-  ts.tv_sec = (time_t)secs;
-  ts.tv_nsec = (long)((secs - (double)ts.tv_sec) * 1e9);
-  nanosleep(&ts, NULL);
-}
 
 static const hk_mpi_options default_options = HK_MPI_OPTIONS_INIT;
 

@@ -23,16 +23,14 @@ struct hk_mpi {
 /* Set an INTERNAL status naming the MPI call and MPI's own message. */
 hk_code hk__mpi_error(hk_status *st, int err, const char *call);
 
-/* CRC-32C (Castagnoli) of bytes, continuing from crc (0 to start). */
-uint32_t hk__mpi_crc32c(uint32_t crc, const void *data, size_t n);
+/* Extend crc (0 to start) with one variable's description: name, dtype,
+ * shape (hk_crc32c_extend). */
+uint32_t hk__mpi_describe(uint32_t crc, const hk_variable_info *info);
 
 /* A fingerprint of an executor's variables: names, dtypes, shapes and
  * flags of those `pick` selects (all when NULL), in order. */
 typedef int (*hk__mpi_var_pick)(const hk_variable_info *info, void *user);
 hk_code hk__mpi_fingerprint(hk_executor *ex, hk__mpi_var_pick pick, void *user, uint32_t *out, hk_status *st);
-
-/* Sleep for `secs` (no signals masked; EINTR ends it early). */
-void hk__mpi_sleep(double secs);
 
 /* An op of g whose output 0 is an empty 1-D string tensor: "ready". */
 hk_code hk__mpi_nothing_report(hk_graph *g, const char *name, hk_handle *out, hk_status *st);

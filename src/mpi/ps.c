@@ -60,9 +60,24 @@ static int shared(const hk_variable_info *info) {
 }
 
 static int pick_shared(const hk_variable_info *info, void *user) {
-  const size_t *gs = user;
-  (void)gs;
+  (void)user;
   return shared(info);
+}
+
+hk_code hk__ps_request(hk_mpi_ps *ps, int tag, int64_t flags, size_t payload, hk_status *st) {
+  ps_header h = {0, flags, (int64_t)ps->fingerprint, 0};
+  memcpy(ps->tx, &h, sizeof h);
+  int err = MPI_Send(ps->tx, (int)(PS_HEADER_BYTES + payload), MPI_BYTE, ps->mpi->root, tag, ps->mpi->comm);
+  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server worker: MPI_Send");
+  return HK_OK;
+}
+
+hk_code hk__ps_receive(hk_mpi_ps *ps, ps_header *h, hk_status *st) {
+  int err = MPI_Recv(ps->rx, (int)(PS_HEADER_BYTES + ps->payload), MPI_BYTE, ps->mpi->root, PS_TAG_REPLY,
+                     ps->mpi->comm, MPI_STATUS_IGNORE);
+  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server worker: MPI_Recv");
+  memcpy(h, ps->rx, sizeof *h);
+  return HK_OK;
 }
 
 hk_code hk__ps_layout(hk_mpi_ps *ps, hk_executor *ex, hk_status *st) {

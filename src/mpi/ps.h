@@ -79,4 +79,10 @@ hk_code hk__ps_layout(hk_mpi_ps *ps, hk_executor *ex, hk_status *st);
 
 #define PS_HEADER_BYTES sizeof(ps_header)
 
+/* Worker: send a request of `tag` (a header with `flags` and the layout's
+ * fingerprint, then `payload` bytes of tx's payload) to the chief. */
+hk_code hk__ps_request(hk_mpi_ps *ps, int tag, int64_t flags, size_t payload, hk_status *st);
+/* Worker: receive the chief's answer into rx; *h its header. */
+hk_code hk__ps_receive(hk_mpi_ps *ps, ps_header *h, hk_status *st);
+
 #endif /* HOOKED_MPI_PS_H */

@@ -62,26 +62,34 @@ static int stop_wanted(const hk_mpi_ps *ps) {
   return hk_signal_fired() != 0 || (ps->coord && hk_coordinator_should_stop(ps->coord));
 }
 
-/* Receive one request if there is one: 1 received, 0 none, -1 error. */
-static int poll_request(hk_mpi_ps *ps, MPI_Status *status, int *bytes, hk_status *st) {
+/* The first pause after an idle look, doubled up to IDLE_MAX_SECS. */
+#define IDLE_MIN_SECS 0.00002
+
+/* Receive one request into rx if there is one (*got 1); otherwise sleep
+ * *idle, double it up to IDLE_MAX_SECS and return with *got 0. A request
+ * resets *idle. */
+static hk_code next_request(hk_mpi_ps *ps, MPI_Status *status, int *bytes, double *idle, int *got, hk_status *st) {
   int flag = 0;
+  *got = 0;
   int err = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, ps->mpi->comm, &flag, status);
-  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server: MPI_Iprobe"), -1;
-  if (!flag) return 0;
-  if (status->MPI_TAG < PS_TAG_PULL || status->MPI_TAG > PS_TAG_BYE) {
-    hk_status_set(st, HK_INTERNAL, "parameter server: rank %d sent a message with tag %d, not a request",
-                  status->MPI_SOURCE, status->MPI_TAG);
-    return -1;
+  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server: MPI_Iprobe");
+  if (!flag) {
+    hk_env_sleep(&ps->env, *idle);
+    *idle = *idle * 2 < IDLE_MAX_SECS ? *idle * 2 : IDLE_MAX_SECS;
+    return HK_OK;
   }
+  if (status->MPI_TAG < PS_TAG_PULL || status->MPI_TAG > PS_TAG_BYE)
+    return hk_status_set(st, HK_INTERNAL, "parameter server: rank %d sent a message with tag %d, not a request",
+                         status->MPI_SOURCE, status->MPI_TAG);
   MPI_Get_count(status, MPI_BYTE, bytes);
-  if (*bytes < (int)PS_HEADER_BYTES || (size_t)*bytes > PS_HEADER_BYTES + ps->payload) {
-    hk_status_set(st, HK_INTERNAL, "parameter server: rank %d sent a request of %d bytes; the layout takes %zu",
-                  status->MPI_SOURCE, *bytes, PS_HEADER_BYTES + ps->payload);
-    return -1;
-  }
+  if (*bytes < (int)PS_HEADER_BYTES || (size_t)*bytes > PS_HEADER_BYTES + ps->payload)
+    return hk_status_set(st, HK_INTERNAL, "parameter server: rank %d sent a request of %d bytes; the layout takes %zu",
+                         status->MPI_SOURCE, *bytes, PS_HEADER_BYTES + ps->payload);
   err = MPI_Recv(ps->rx, *bytes, MPI_BYTE, status->MPI_SOURCE, status->MPI_TAG, ps->mpi->comm, MPI_STATUS_IGNORE);
-  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server: MPI_Recv"), -1;
-  return 1;
+  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server: MPI_Recv");
+  *idle = IDLE_MIN_SECS;
+  *got = 1;
+  return HK_OK;
 }
 
 static void leave(hk_mpi_ps *ps, int rank) {
@@ -95,21 +103,16 @@ static hk_code serve_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
                             hk_tensor *outputs, size_t noutputs, hk_status *st) {
   hk_mpi_ps *ps = user;
   hk_tensor *gsv = hk_kernel_variable(ctx, ps->nvars);
-  double idle = 0.00002;
+  double idle = IDLE_MIN_SECS;
   (void)inputs, (void)ninputs;
   for (;;) {
     if (ps->nleft == 0) return hk_status_set(st, HK_OUT_OF_RANGE, "parameter server: every worker has finished");
     if (stop_wanted(ps)) return hk_status_set(st, HK_CANCELLED, "parameter server: stop requested");
     MPI_Status status;
-    int bytes = 0;
-    int got = poll_request(ps, &status, &bytes, st);
-    if (got < 0) return st ? st->code : HK_INTERNAL;
-    if (!got) {
-      hk__mpi_sleep(idle);
-      idle = idle * 2 < IDLE_MAX_SECS ? idle * 2 : IDLE_MAX_SECS;
-      continue;
-    }
-    idle = 0.00002;
+    int bytes = 0, got;
+    hk_code prc = next_request(ps, &status, &bytes, &idle, &got, st);
+    if (prc != HK_OK) return prc;
+    if (!got) continue;
     ps_header h;
     memcpy(&h, ps->rx, sizeof h);
     int from = status.MPI_SOURCE;
@@ -212,13 +215,11 @@ static hk_code chief_after_run(void *user, hk_run_context *ctx, const hk_run_val
 static hk_code chief_end(void *user, hk_raw_session *rs, hk_status *st) {
   hk_mpi_ps *ps = user;
   if (!ps->have_layout || ps->nleft == 0) return HK_OK;
-  hk_variable_info info;
   hk_tensor gst;
   hk_code rc = hk_raw_session_variable_storage(rs, ps->gs_index, &gst, st);
   if (rc != HK_OK) return rc;
   int64_t gs;
   memcpy(&gs, gst.data, sizeof gs);
-  (void)info;
   hk_env_log(&ps->env, HK_LOG_INFO, "Stopping %d worker(s) at global step %lld.", ps->nleft, (long long)gs);
   /* The payload answers pulls (a worker still starting gets the final state). */
   for (size_t k = 0; k < ps->nvars; k++) {
@@ -226,28 +227,19 @@ static hk_code chief_end(void *user, hk_raw_session *rs, hk_status *st) {
     if ((rc = hk_raw_session_variable_storage(rs, ps->vars[k].index, &v, st)) != HK_OK) return rc;
     memcpy(ps->tx + PS_HEADER_BYTES + ps->vars[k].offset, v.data, ps->vars[k].nbytes);
   }
-  double idle = 0.00002;
+  double idle = IDLE_MIN_SECS;
   while (ps->nleft > 0) {
     MPI_Status status;
-    int bytes = 0;
-    int got = poll_request(ps, &status, &bytes, st);
-    if (got < 0) return st ? st->code : HK_INTERNAL;
-    if (!got) {
-      hk__mpi_sleep(idle);
-      idle = idle * 2 < IDLE_MAX_SECS ? idle * 2 : IDLE_MAX_SECS;
-      continue;
-    }
+    int bytes = 0, got;
+    if ((rc = next_request(ps, &status, &bytes, &idle, &got, st)) != HK_OK) return rc;
+    if (!got) continue;
     if (status.MPI_TAG == PS_TAG_BYE) {
       leave(ps, status.MPI_SOURCE);
       continue;
     }
     /* Updates arriving now are not applied: the final checkpoint is the
      * state at the chief's last step. */
-    ps_header h = {gs, PS_FLAG_STOP, (int64_t)ps->fingerprint, 0};
-    memcpy(ps->tx, &h, sizeof h);
-    size_t n = PS_HEADER_BYTES + (status.MPI_TAG == PS_TAG_STEP ? 0 : ps->payload);
-    int err = MPI_Send(ps->tx, (int)n, MPI_BYTE, status.MPI_SOURCE, PS_TAG_REPLY, ps->mpi->comm);
-    if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server: MPI_Send of a stop");
+    if ((rc = reply(ps, status.MPI_SOURCE, gs, PS_FLAG_STOP, status.MPI_TAG != PS_TAG_STEP, st)) != HK_OK) return rc;
   }
   hk_env_log(&ps->env, HK_LOG_INFO, "Every worker has left.");
   return HK_OK;

@@ -45,14 +45,10 @@ static hk_code w_close(void *self, void *session, hk_status *st) {
 
 /* The shared global step, asked of the chief. */
 static hk_code shared_step(hk_mpi_ps *ps, int64_t *gs, hk_status *st) {
-  ps_header h = {0, 0, (int64_t)ps->fingerprint, 0};
-  memcpy(ps->tx, &h, sizeof h);
-  int err = MPI_Send(ps->tx, (int)PS_HEADER_BYTES, MPI_BYTE, ps->mpi->root, PS_TAG_STEP, ps->mpi->comm);
-  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server worker: MPI_Send of a step read");
-  err = MPI_Recv(ps->rx, (int)(PS_HEADER_BYTES + ps->payload), MPI_BYTE, ps->mpi->root, PS_TAG_REPLY, ps->mpi->comm,
-                 MPI_STATUS_IGNORE);
-  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server worker: MPI_Recv of a step read");
-  memcpy(&h, ps->rx, sizeof h);
+  ps_header h;
+  hk_code rc = hk__ps_request(ps, PS_TAG_STEP, 0, 0, st);
+  if (rc == HK_OK) rc = hk__ps_receive(ps, &h, st);
+  if (rc != HK_OK) return rc;
   if (h.flags & PS_FLAG_STOP) {
     ps->chief_stopped = 1;
     /* A wait on the step (GlobalStepWaiterHook) ends through the coordinator. */

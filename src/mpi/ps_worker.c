@@ -9,22 +9,6 @@
 
 #include "ps.h"
 
-static hk_code send_request(hk_mpi_ps *ps, int tag, int64_t flags, size_t payload, hk_status *st) {
-  ps_header h = {0, flags, (int64_t)ps->fingerprint, 0};
-  memcpy(ps->tx, &h, sizeof h);
-  int err = MPI_Send(ps->tx, (int)(PS_HEADER_BYTES + payload), MPI_BYTE, ps->mpi->root, tag, ps->mpi->comm);
-  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server worker: MPI_Send");
-  return HK_OK;
-}
-
-static hk_code receive_reply(hk_mpi_ps *ps, ps_header *h, hk_status *st) {
-  int err = MPI_Recv(ps->rx, (int)(PS_HEADER_BYTES + ps->payload), MPI_BYTE, ps->mpi->root, PS_TAG_REPLY,
-                     ps->mpi->comm, MPI_STATUS_IGNORE);
-  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server worker: MPI_Recv");
-  memcpy(h, ps->rx, sizeof *h);
-  return HK_OK;
-}
-
 static hk_code check_reply(hk_mpi_ps *ps, const ps_header *h, hk_status *st) {
   if (h->flags & PS_FLAG_MISMATCH)
     return hk_status_set(st, HK_FAILED_PRECONDITION,
@@ -45,7 +29,7 @@ static hk_code ready_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
   hk_mpi_ps *ps = user;
   (void)inputs, (void)ninputs, (void)noutputs;
   if (!ps->pull_pending) {
-    hk_code rc = send_request(ps, PS_TAG_PULL, 0, 0, st);
+    hk_code rc = hk__ps_request(ps, PS_TAG_PULL, 0, 0, st);
     if (rc != HK_OK) return rc;
     int err = MPI_Irecv(ps->rx, (int)(PS_HEADER_BYTES + ps->payload), MPI_BYTE, ps->mpi->root, PS_TAG_REPLY,
                         ps->mpi->comm, &ps->pull_req);
@@ -58,7 +42,7 @@ static hk_code ready_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
   for (int i = 0; i < 100 && !done; i++) {
     int err = MPI_Test(&ps->pull_req, &done, MPI_STATUS_IGNORE);
     if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server worker: MPI_Test");
-    if (!done) hk__mpi_sleep(0.001);
+    if (!done) hk_env_sleep(&ps->env, 0.001);
   }
   if (!done) {
     outputs[0].data = (void *)not_served;
@@ -177,11 +161,9 @@ static hk_code worker_after_run(void *user, hk_run_context *ctx, const hk_run_va
     }
   }
   int64_t flags = (hk_run_context_stop_requested(ctx) || hk_signal_fired()) ? PS_FLAG_STOP : 0;
-  ps_header h = {0, flags, (int64_t)ps->fingerprint, 0};
-  memcpy(ps->tx, &h, sizeof h);
-  int err = MPI_Send(ps->tx, (int)(PS_HEADER_BYTES + ps->payload), MPI_BYTE, ps->mpi->root, PS_TAG_PUSH, ps->mpi->comm);
-  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server worker: MPI_Send of an update");
-  hk_code rc = receive_reply(ps, &h, st);
+  ps_header h;
+  hk_code rc = hk__ps_request(ps, PS_TAG_PUSH, flags, ps->payload, st);
+  if (rc == HK_OK) rc = hk__ps_receive(ps, &h, st);
   if (rc == HK_OK) rc = check_reply(ps, &h, st);
   if (rc != HK_OK) return rc;
   /* The shared state after the update, into the worker's variables. */
@@ -204,7 +186,7 @@ static hk_code worker_end(void *user, hk_raw_session *rs, hk_status *st) {
   (void)rs;
   /* Leaving asks the job to stop unless the chief asked first: a worker
    * stops for a signal or its own StopAtStep, and the job with it. */
-  return send_request(ps, PS_TAG_BYE, ps->chief_stopped ? 0 : PS_FLAG_STOP, 0, st);
+  return hk__ps_request(ps, PS_TAG_BYE, ps->chief_stopped ? 0 : PS_FLAG_STOP, 0, st);
 }
 
 static const hk_hook_vtable worker_vtable = {

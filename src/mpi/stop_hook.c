@@ -33,6 +33,7 @@ static void on_signal(int sig) {
 }
 
 #define STOP_MAGIC 0x53544f50u /* "STOP" */
+#define STOP_HOOK_NAME "MpiStopHook"
 
 typedef struct stop_hook {
   uint32_t magic;
@@ -177,11 +178,14 @@ hk_code hk_mpi_stop_hook_new(hk_hook **out, hk_mpi *mpi, const hk_mpi_stop_optio
   hk_env_copy(&h->env, env);
   h->handle_signals = o->handle_signals != 0;
   atomic_init(&h->requested, 0);
-  return hk_hook_new(out, &stop_vtable, h, "MpiStopHook", env, st);
+  return hk_hook_new(out, &stop_vtable, h, STOP_HOOK_NAME, env, st);
 }
 
 void hk_mpi_stop_hook_request(hk_hook *hook) {
   if (!hook) return;
+  /* The name first: another kind of hook's user data is not ours to read. */
+  const char *name = hk_hook_name(hook);
+  if (!name || strcmp(name, STOP_HOOK_NAME) != 0) return;
   stop_hook *h = hk_hook_user(hook);
   if (h && h->magic == STOP_MAGIC) atomic_store(&h->requested, 1);
 }
