@@ -185,10 +185,9 @@ HK_API hk_code hk_mpi_graph_average(hk_graph *g, hk_handle *out, const char *nam
  * global step. With the host loop it is first among the program's hooks,
  * which run after the loop's own: the loop's StopAtStep (num_steps,
  * last_step) decides at the start on the rank's own step, so give workers
- * no stop condition of the loop's and let the stop hook carry the chief's;
- * and after hk_loop_start() every rank calls hk_loop_request_stop() when
- * the step it returned is already the last (a chief restarted at its last
- * step stops before any step, and the workers must too).
+ * no stop condition of the loop's and let the stop hook carry the chief's
+ * (its start-time agreement stops every rank when a chief restored at its
+ * last step stops before any step).
  * Collective in after_create_session.
  * @param mpi  borrowed; must outlive the hook.
  * **Ownership:** *out owned, hk_hook_free().
@@ -239,12 +238,15 @@ typedef struct hk_mpi_stop_options {
  * (handle_signals), or hk_mpi_stop_hook_request() was called — and every
  * rank learns whether any rank did; if so, every rank requests a stop in
  * that same after_run, so all ranks stop after the same step and the chief
- * writes the final checkpoint at its end. A stop at session creation
- * (StopAtStep when the restored step is already the last one) needs no
- * agreement: after the broadcast every rank has the chief's global step and
- * decides alike.
+ * writes the final checkpoint at its end. The same agreement runs once in
+ * after_create_session: a stop requested at creation on any rank (a hook
+ * before this one called hk_creation_context_request_stop(), such as the
+ * host loop's StopAtStep on a chief restored at its last step, decided
+ * before the broadcast gave the workers that step) stops every rank before
+ * its first step, so no rank enters a step's collectives alone.
  * Cost (H51): one MPI_Allreduce of two ints (MAXLOC) per step, latency-bound (the
- * bench prints it next to the gradient average); no other collective.
+ * bench prints it next to the gradient average), and one at each session
+ * creation; no other collective.
  * Place it LAST among the hooks, so it sees every earlier hook's request.
  * A stop requested any other way (hk_coordinator_request_stop(),
  * hk_loop_request_stop() from another thread) stops one rank alone: use

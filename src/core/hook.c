@@ -91,6 +91,7 @@ const hk_span *hk_run_context_last_traced_spans(const hk_run_context *ctx, size_
 void hk_creation_context_request_stop(hk_creation_context *ctx) {
   if (ctx) ctx->stop_requested = 1;
 }
+int hk_creation_context_stop_requested(const hk_creation_context *ctx) { return ctx ? ctx->stop_requested : 0; }
 const char *hk_creation_context_restored_checkpoint(const hk_creation_context *ctx) {
   return ctx ? ctx->restored_checkpoint : NULL;
 }

@@ -90,12 +90,39 @@ static hk_code stop_begin(void *user, hk_executor *graph, hk_status *st) {
   return HK_OK;
 }
 
+/* One agreement: does any rank want to stop? On a yes every rank requests
+ * a stop through `request` and the first time logs which rank asked. */
+static hk_code agree(stop_hook *h, int mine, const char *when, int *any, hk_status *st) {
+  hk_mpi *m = h->mpi;
+  int in[2] = {mine, m->rank}, outv[2] = {0, 0};
+  int err = MPI_Allreduce(in, outv, 1, MPI_2INT, MPI_MAXLOC, m->comm);
+  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "MPI stop hook: MPI_Allreduce");
+  *any = outv[0];
+  if (outv[0] && !h->logged) {
+    h->logged = 1;
+    hk_env_log(&h->env, HK_LOG_INFO, "Rank %d asked to stop%s; every rank stops %s.", outv[1],
+               outv[1] == m->rank && g_signal ? " (a signal)" : "", when);
+  }
+  return HK_OK;
+}
+
+static int wants_stop(stop_hook *h) {
+  return g_signal != 0 || atomic_load(&h->requested) || (h->coord && hk_coordinator_should_stop(h->coord));
+}
+
+/* The start-time agreement: a stop requested at creation on one rank — the
+ * host loop's StopAtStep deciding on a chief restored at its last step,
+ * before the broadcast has given the workers that step — stops every rank
+ * before its first step, so no rank enters a step's collectives alone. */
 static hk_code stop_after_create_session(void *user, hk_raw_session *rs, hk_coordinator *coord,
                                          hk_creation_context *ctx, hk_status *st) {
   stop_hook *h = user;
-  (void)rs, (void)ctx, (void)st;
+  (void)rs;
   h->coord = coord;
-  return HK_OK;
+  int any = 0;
+  hk_code rc = agree(h, hk_creation_context_stop_requested(ctx) || wants_stop(h), "before its next step", &any, st);
+  if (rc == HK_OK && any) hk_creation_context_request_stop(ctx);
+  return rc;
 }
 
 /* After the start, the handlers must still be ours: a host loop with
@@ -114,26 +141,15 @@ static hk_code check_handlers(stop_hook *h, hk_status *st) {
 
 static hk_code stop_after_run(void *user, hk_run_context *ctx, const hk_run_values *values, hk_status *st) {
   stop_hook *h = user;
-  hk_mpi *m = h->mpi;
   (void)values;
   if (!h->checked) {
     hk_code rc = check_handlers(h, st);
     if (rc != HK_OK) return rc;
   }
-  int mine = hk_run_context_stop_requested(ctx) || g_signal != 0 || atomic_load(&h->requested) ||
-             (h->coord && hk_coordinator_should_stop(h->coord));
-  int in[2] = {mine, m->rank}, outv[2] = {0, 0};
-  int err = MPI_Allreduce(in, outv, 1, MPI_2INT, MPI_MAXLOC, m->comm);
-  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "MPI stop hook: MPI_Allreduce");
-  if (outv[0]) {
-    if (!h->logged) {
-      h->logged = 1;
-      hk_env_log(&h->env, HK_LOG_INFO, "Rank %d asked to stop%s; every rank stops after this step.", outv[1],
-                 outv[1] == m->rank && g_signal ? " (a signal)" : "");
-    }
-    hk_run_context_request_stop(ctx);
-  }
-  return HK_OK;
+  int any = 0;
+  hk_code rc = agree(h, hk_run_context_stop_requested(ctx) || wants_stop(h), "after this step", &any, st);
+  if (rc == HK_OK && any) hk_run_context_request_stop(ctx);
+  return rc;
 }
 
 static hk_code stop_end(void *user, hk_raw_session *rs, hk_status *st) {

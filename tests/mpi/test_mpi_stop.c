@@ -12,7 +12,8 @@
  * signal helper installed refuses the hook's begin(); a host loop with
  * handle_signals 1 replaces the hook's handlers and fails its first step end;
  * a host loop with handle_signals 0 and its last_step on one rank stops every
- * rank.
+ * rank. A stop requested at session creation on one rank (a host loop's chief
+ * restored at its last step) stops every rank before any step.
  */
 #include "mpi_test.h"
 
@@ -26,6 +27,7 @@
 #include "hooked/hooks.h"
 #include "hooked/loop.h"
 #include "spy_hook.h"
+#include "tmpdir.h"
 
 /* ---- MPI's profiling interface: count the collectives hooked makes --------- */
 
@@ -184,6 +186,28 @@ static void test_a_custom_hooks_stop_request_on_the_last_rank_stops_every_rank(v
   assert_ok(trainer_open(&t, &st), &st);
   trainer_run(&t, 50);
   assert_every_rank_at(&t, 5);
+  trainer_free(&t);
+}
+
+/* A stop requested at creation on the last rank alone (StopAtStep on a
+ * restored last step, say) is agreed on in after_create_session: every rank
+ * stops before its first step, none runs one. */
+static void test_a_stop_at_creation_on_the_last_rank_stops_every_rank_before_any_step(void) {
+  trainer t;
+  trainer_init(&t, 0);
+  if (mpi_rank() == mpi_size() - 1) {
+    t.spy = spy_hook_new("requester", NULL, NULL);
+    assert_non_null(t.spy);
+    spy_hook_stop_at(t.spy, SPY_AFTER_CREATE, 1, 1);
+  }
+  hk_status st = HK_STATUS_INIT;
+  assert_ok(trainer_open(&t, &st), &st);
+  assert_true(hk_session_should_stop(t.s));
+  trainer_run(&t, 50);
+  assert_every_rank_at(&t, 0);
+  char want[96];
+  snprintf(want, sizeof want, "Rank %d asked to stop; every rank stops before its next step.", mpi_size() - 1);
+  assert_logged(t.te, HK_LOG_INFO, want);
   trainer_free(&t);
 }
 
@@ -398,14 +422,93 @@ static void test_host_loop_last_step_on_one_rank_stops_every_rank(void) {
   assert_int_equal(test_env_release(te), 0);
 }
 
+/* The host loop's StopAtStep decides in after_create_session on the rank's
+ * own step, before the broadcast: a chief restored at its last step stops
+ * there, while a worker (no stop condition of the loop's, step 0 until the
+ * broadcast) would enter the first step's collectives alone and wait
+ * forever. The stop hook's start-time agreement stops every rank before any
+ * step, with the chief's step on every rank. */
+static void run_program(hk_mpi *mpi, hk_env *env, const char *dir, int64_t last_step, int64_t *step, int *steps) {
+  hk_status st = HK_STATUS_INIT;
+  hk_hook *bcast = NULL, *stop = NULL;
+  assert_ok(hk_mpi_broadcast_hook_new(&bcast, mpi, &st), &st);
+  assert_ok(hk_mpi_stop_hook_new(&stop, mpi, NULL, &st), &st);
+  hk_hook *hooks[2] = {bcast, stop};
+  int chief = mpi_rank() == 0;
+  hk_loop_options o;
+  hk_loop *loop = NULL;
+  assert_int_equal(hk_loop_options_init(&o, HK_LOOP_OPTIONS_VERSION), HK_OK);
+  o.env = env;
+  o.hooks = hooks;
+  o.nhooks = 2;
+  o.handle_signals = 0;
+  o.checkpoint_dir = chief ? dir : NULL;
+  o.last_step = chief ? last_step : HK_UNSET_STEPS;
+  assert_ok(hk_loop_new(&loop, &o, &st), &st);
+  float w[2] = {1, 2};
+  int64_t two[1] = {2};
+  assert_ok(hk_loop_add_array(loop, "w", HK_DTYPE_F32, 1, two, w, 0, &st), &st);
+  assert_ok(hk_loop_start(loop, step, &st), &st);
+  /* Every rank decided alike (a disagreement fails here instead of hanging
+   * the first step's collective). */
+  int64_t stops[64];
+  mpi_allgather_i64(hk_loop_should_stop(loop), stops);
+  for (int r = 0; r < mpi_size(); r++)
+    if (stops[r] != stops[0]) fail_msg("after the start rank %d should stop: %lld, rank 0: %lld", r,
+                                       (long long)stops[r], (long long)stops[0]);
+  *steps = 0;
+  while (!hk_loop_should_stop(loop) && *steps < 50) {
+    assert_ok(hk_loop_step_begin(loop, step, &st), &st);
+    w[0] += 1;
+    assert_ok(hk_loop_step_end(loop, &st), &st);
+    ++*steps;
+  }
+  assert_ok(hk_loop_finish(loop, &st), &st);
+  *step = hk_loop_global_step(loop);
+  hk_loop_free(loop);
+  hk_hook_free(stop);
+  hk_hook_free(bcast);
+}
+
+static void test_host_loop_restarted_at_the_chiefs_last_step_stops_every_rank_before_any_step(void) {
+  hk_env env;
+  test_env *te = mpi_test_env(&env);
+  hk_mpi *mpi = mpi_test_context(&env);
+  char *dir = mpi_rank() == 0 ? test_tmpdir_new("mpi-stop-restart") : NULL;
+  int64_t step = -1, all[64];
+  int steps = -1;
+  run_program(mpi, &env, dir, 4, &step, &steps);   /* the first job: 4 steps, the chief saves step 4 */
+  mpi_allgather_i64(step, all);
+  for (int r = 0; r < mpi_size(); r++) assert_int_equal(all[r], 4);
+  assert_int_equal(steps, 4);
+  run_program(mpi, &env, dir, 4, &step, &steps);   /* the relaunch: the chief restores step 4 */
+  assert_int_equal(steps, 0);
+  mpi_allgather_i64(step, all);
+  for (int r = 0; r < mpi_size(); r++) assert_int_equal(all[r], 4);
+  assert_logged(te, HK_LOG_INFO, "Rank 0 asked to stop; every rank stops before its next step.");
+  if (dir) {
+    assert_int_equal(test_tmpdir_remove(dir), 0);
+    test_tmpdir_free(dir);
+  }
+  hk_mpi_free(mpi);
+  assert_int_equal(test_env_release(te), 0);
+}
+
 /* ---- cost and errors ------------------------------------------------------------------ */
 
-/* H51: one MPI_Allreduce per step and no other collective; H7: no allocation. */
+/* H51: one MPI_Allreduce per step and one at each session creation, no other
+ * collective; H7: no allocation. */
 static void test_the_agreement_costs_one_allreduce_per_step_and_nothing_else(void) {
   trainer t;
   hk_status st = HK_STATUS_INIT;
   trainer_init(&t, 1);
+  g_allreduce = g_other_collectives = 0;
+  g_counting = 1;
   assert_ok(trainer_open(&t, &st), &st);
+  g_counting = 0;
+  /* At creation: the start-time agreement, one more MPI_Allreduce. */
+  assert_int_equal(g_allreduce, 1);
+  assert_int_equal(g_other_collectives, 0);
   for (int i = 0; i < 2; i++) assert_ok(trainer_step(&t, &st), &st);
   test_alloc_reset_counts(&t.te->alloc);
   g_allreduce = g_other_collectives = 0;
@@ -443,6 +546,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       MPI_CASE(test_stop_at_step_on_rank_1_only_stops_every_rank_after_step_5),
       MPI_CASE(test_a_custom_hooks_stop_request_on_the_last_rank_stops_every_rank),
+      MPI_CASE(test_a_stop_at_creation_on_the_last_rank_stops_every_rank_before_any_step),
       MPI_CASE(test_stop_hook_request_on_the_last_rank_stops_every_rank_after_the_next_step),
       MPI_CASE(test_stop_hook_request_from_another_thread_stops_every_rank_together),
       MPI_CASE(test_sigterm_on_one_rank_stops_every_rank_after_the_same_step),
@@ -451,6 +555,7 @@ int main(int argc, char **argv) {
       MPI_CASE(test_a_second_stop_hook_handling_signals_in_the_process_fails_begin),
       MPI_CASE(test_host_loop_with_handle_signals_fails_the_first_step_end),
       MPI_CASE(test_host_loop_last_step_on_one_rank_stops_every_rank),
+      MPI_CASE(test_host_loop_restarted_at_the_chiefs_last_step_stops_every_rank_before_any_step),
       MPI_CASE(test_the_agreement_costs_one_allreduce_per_step_and_nothing_else),
       MPI_CASE(test_stop_hook_new_rejects_bad_arguments),
   };

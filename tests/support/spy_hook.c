@@ -147,6 +147,7 @@ static hk_code s_after_create(void *user, hk_raw_session *session, hk_coordinato
   int call = enter(spy, SPY_AFTER_CREATE);
   spy->created_session = session;
   spy->coord = coord;
+  spy->stop_seen_in_after_create = hk_creation_context_stop_requested(ctx);
   if (script_hit(&spy->stop[SPY_AFTER_CREATE], call))
     hk_creation_context_request_stop(ctx);
   return finish(spy, SPY_AFTER_CREATE, call, ctx, status);
@@ -338,6 +339,7 @@ void spy_hook_reset(spy_hook *spy)
   spy->have_options = 0;
   spy->last_metadata = NULL;
   spy->stop_seen_in_after_run = 0;
+  spy->stop_seen_in_after_create = 0;
   spy->begin_graph = NULL;
   spy->created_session = NULL;
   spy->end_session = NULL;

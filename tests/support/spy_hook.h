@@ -115,6 +115,7 @@ struct spy_hook {
   const hk_run_options *last_options_ptr;
   hk_run_metadata *last_metadata;
   int stop_seen_in_after_run;   /* stop_requested() on entry to the last after_run */
+  int stop_seen_in_after_create; /* creation_context_stop_requested() on entry to the last after_create_session */
   const hk_run_args *last_ctx_args;
   hk_raw_session *last_ctx_session;
 

@@ -258,6 +258,10 @@ static void test_session__h12_stop_from_after_create(void **state)
   spy_hook_stop_at(f->b, SPY_AFTER_CREATE, 1, 1);
   session_fixture_open(f);
   assert_true(hk_session_should_stop(f->s));
+  /* Hooks after the one that asked see the request; those before did not. */
+  assert_false(f->a->stop_seen_in_after_create);
+  assert_false(f->b->stop_seen_in_after_create);
+  assert_true(f->c->stop_seen_in_after_create);
   assert_status(session_fixture_run_train(f), &f->st, HK_FAILED_PRECONDITION, "Run called even after should_stop requested.");
   assert_int_equal(f->a->calls[SPY_BEFORE_RUN], 0);
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);

@@ -223,6 +223,16 @@ HK_API const hk_span *hk_hook_last_traced_spans(const hk_hook *hook, size_t *n);
  */
 HK_API void hk_creation_context_request_stop(hk_creation_context *ctx);
 /**
+ * Whether a hook has requested a stop in this creation so far
+ * (hk_creation_context_request_stop() from an earlier hook's
+ * after_create_session, such as StopAtStep's when the restored step is
+ * already the last): a hook placed after it can act on it, as the MPI stop
+ * hook does to stop every rank alike. 0 for a NULL ctx.
+ * Valid only during that after_create_session callback.
+ * **Threads:** the training thread. **Allocates:** no.
+ */
+HK_API int hk_creation_context_stop_requested(const hk_creation_context *ctx);
+/**
  * The checkpoint this creation restored the model from (C66–C68, D5): its
  * prefix "<dir>/<name>", as hk_session_manager_restored_checkpoint() gives
  * it. A hook that writes checkpoints can tell from it that the checkpoint
