@@ -967,7 +967,7 @@ static void quarantine_release(quarantine *q) {
 }
 
 /*
- * D3.2 (the file comment of checkpoint_saver.c: "While a write is in flight
+ * D3.2 (the file comment of async_checkpoint_saver.c: "While a write is in flight
  * the training thread touches neither the snapshot buffer nor the Saver"),
  * H6, D6.1. With checkpoint_dir set, a re-creation restores with the
  * Scaffold's Saver — the one the asynchronous hook writes with (C99) — and
