@@ -61,6 +61,13 @@ typedef struct hk__event_writer hk__event_writer; /* src/ckpt/events.c */
  * hook frees it.
  */
 hk_code hk__hook_event_writer(hk_hook *hook, const char *dir, hk__event_writer **out, int *caller_owns, hk_status *st);
+/**
+ * Drop what hk__hook_event_writer() gave: a writer the hook owns is flushed
+ * (H26: also when no end() ran; an error is logged through the hook, naming
+ * `who`, not returned: the records were handed to the file system) and
+ * freed; a session's is only forgotten. Sets *w to NULL and *caller_owns to 0.
+ */
+void hk__hook_event_writer_release(hk_hook *hook, const char *who, hk__event_writer **w, int *caller_owns);
 
 struct hk_run_context {
   const hk_run_args *args;

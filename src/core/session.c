@@ -240,6 +240,17 @@ hk_code hk__hook_event_writer(hk_hook *hook, const char *dir, hk__event_writer *
   return session_event_writer((hk_session *)hook->owner, hk_hook_env(hook), dir, out, st);
 }
 
+void hk__hook_event_writer_release(hk_hook *hook, const char *who, hk__event_writer **w, int *caller_owns) {
+  if (*caller_owns) {
+    hk_status st = HK_STATUS_INIT;
+    if (hk__event_writer_flush(*w, &st) != HK_OK)
+      hk_hook_log(hook, HK_LOG_ERROR, "%s: %s (not returned)", who, st.message);
+    hk__event_writer_free(*w);
+  }
+  *w = NULL;
+  *caller_owns = 0;
+}
+
 /* H26: flushed at close, clean or not (an unclean close calls no end()).
  * Logged, not returned: the records were handed to the file system. */
 static void flush_event_writers(hk_session *s) {

@@ -255,16 +255,7 @@ static void release_session(ckpt_hook *self) {
   if (self->async) hk__async_ckpt_stop_writer(self);
   self->held_ok = 0;
   hk_status_clear(&self->held_err);
-  if (self->owns_events) {
-    /* H26: flushed at close, also when no end() ran; the session flushes
-     * the writers it owns itself. */
-    hk_status st = HK_STATUS_INIT;
-    if (hk__event_writer_flush(self->events, &st) != HK_OK)
-      hk_hook_log(self->hook, HK_LOG_ERROR, "%s: %s (not returned)", self->kind, st.message);
-    hk__event_writer_free(self->events);
-  }
-  self->events = NULL;
-  self->owns_events = 0;
+  hk__hook_event_writer_release(self->hook, self->kind, &self->events, &self->owns_events);
   hk__async_ckpt_free_snapshot(self);
   hk_env_free(&self->senv, self->graph_text);
   self->graph_text = NULL;

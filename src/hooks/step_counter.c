@@ -51,14 +51,7 @@ static hk_summary_writer *writer(const step_counter *self) {
 
 /* Drop what a session lent or begin() made. */
 static void release_session(step_counter *self) {
-  if (self->owns_events) {
-    hk_status st = HK_STATUS_INIT;
-    if (hk__event_writer_flush(self->events, &st) != HK_OK)
-      hk_hook_log(self->hook, HK_LOG_ERROR, "StepCounterHook: %s (not returned)", st.message);
-    hk__event_writer_free(self->events);
-  }
-  self->events = NULL;
-  self->owns_events = 0;
+  hk__hook_event_writer_release(self->hook, "StepCounterHook", &self->events, &self->owns_events);
   hk_env_free(&self->senv, self->tag);
   self->tag = NULL;
 }

@@ -55,14 +55,7 @@ static hk_summary_writer *writer(const summary_saver *self) {
 }
 
 static void release_session(summary_saver *self) {
-  if (self->owns_events) {
-    hk_status st = HK_STATUS_INIT;
-    if (hk__event_writer_flush(self->events, &st) != HK_OK)
-      hk_hook_log(self->hook, HK_LOG_ERROR, "SummarySaverHook: %s (not returned)", st.message);
-    hk__event_writer_free(self->events);
-  }
-  self->events = NULL;
-  self->owns_events = 0;
+  hk__hook_event_writer_release(self->hook, "SummarySaverHook", &self->events, &self->owns_events);
   self->graph = NULL;
 }
 
