@@ -730,55 +730,17 @@ static void v_destroy(void *self)
   fx->calls[FAKE_DESTROY]++;
 }
 
-static const hk_executor_vtable fake_vtable = {
-  HK_EXECUTOR_VTABLE_VERSION,
-  "fake_executor",
-  v_resolve_tensor,
-  v_resolve_op,
-  v_handle_name,
-  v_finalize,
-  v_is_finalized,
-  v_open,
-  v_close,
-  v_run,
-  v_variable_count,
-  v_variable_info,
-  v_variable_read,
-  v_variable_assign,
-  v_role_get,
-  v_role_add,
-  v_default_op,
-  v_describe,
-  v_control,
-  v_destroy,
-  NULL, /* variable_storage (version 2): none, so a restore assigns every variable */
-};
+/* Two vtables that differ only in variable_storage (version 2): without it
+ * a restore assigns every variable. */
+#define FAKE_VTABLE(storage)                                                                                        \
+  {                                                                                                                 \
+    HK_EXECUTOR_VTABLE_VERSION, "fake_executor", v_resolve_tensor, v_resolve_op, v_handle_name, v_finalize,        \
+        v_is_finalized, v_open, v_close, v_run, v_variable_count, v_variable_info, v_variable_read, v_variable_assign, \
+        v_role_get, v_role_add, v_default_op, v_describe, v_control, v_destroy, storage                             \
+  }
 
-static const hk_executor_vtable fake_vtable_storage = {
-  HK_EXECUTOR_VTABLE_VERSION,
-  "fake_executor",
-  v_resolve_tensor,
-  v_resolve_op,
-  v_handle_name,
-  v_finalize,
-  v_is_finalized,
-  v_open,
-  v_close,
-  v_run,
-  v_variable_count,
-  v_variable_info,
-  v_variable_read,
-  v_variable_assign,
-  v_role_get,
-  v_role_add,
-  v_default_op,
-  v_describe,
-  v_control,
-  v_destroy,
-  v_variable_storage,
-};
-
-/* ---- public test API ---------------------------------------------------- */
+static const hk_executor_vtable fake_vtable = FAKE_VTABLE(NULL);
+static const hk_executor_vtable fake_vtable_storage = FAKE_VTABLE(v_variable_storage);
 
 const hk_executor_vtable *fake_executor_vtable(void) { return &fake_vtable; }
 

@@ -2,153 +2,22 @@
  * Tests of the event files checkpoint hooks write (contract H26; the
  * SessionLog CHECKPOINT event of C98). The files are produced through a
  * CheckpointSaverHook in a real session and decoded here independently of
- * the library: TensorFlow's record framing (uint64 LE length, masked CRC-32C
- * of the length, payload, masked CRC-32C of the payload, CRCs recomputed with
- * a bitwise reference) and the Event protocol buffer (wall_time = 1 double,
- * step = 2 int64, file_version = 3 string, session_log = 7 SessionLog{status
- * = 1, checkpoint_path = 2}; 6 is log_message, which must never appear).
+ * the library by tests/support/event_file (TensorFlow's record framing with
+ * both CRCs recomputed bitwise, and the Event protocol buffer by field
+ * number: wall_time 1, step 2, file_version 3, session_log 7 {status 1,
+ * checkpoint_path 2}; any other field, log_message 6 included, fails).
  */
 #include "session_fixture.h"
+#include "event_file.h"
 #include "tmpdir.h"
 #include "faulty_fs.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define MAX_RECORDS 32
-
-typedef struct event {
-  int has_wall, has_step, has_version, has_log;
-  double wall;
-  int64_t step;
-  char version[64];
-  int64_t status;
-  char path[512];
-} event;
-
-/* ---- independent decoding ---------------------------------------------------------- */
-
-static uint32_t crc32c_ref(const unsigned char *p, size_t n) {
-  uint32_t crc = 0xffffffffu;
-  size_t i;
-  int k;
-  for (i = 0; i < n; i++) {
-    crc ^= p[i];
-    for (k = 0; k < 8; k++) crc = (crc >> 1) ^ (0x82f63b78u & (0u - (crc & 1u)));
-  }
-  return crc ^ 0xffffffffu;
-}
-
-static uint32_t masked(const unsigned char *p, size_t n) {
-  uint32_t c = crc32c_ref(p, n);
-  return ((c >> 15) | (c << 17)) + 0xa282ead8u;
-}
-
-static uint64_t get_le(const unsigned char *p, int nbytes) {
-  uint64_t v = 0;
-  int i;
-  for (i = nbytes - 1; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
-}
-
-static uint64_t get_varint(const unsigned char **p, const unsigned char *end) {
-  uint64_t v = 0;
-  int shift = 0;
-  while (*p < end) {
-    unsigned char b = *(*p)++;
-    v |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80)) return v;
-    shift += 7;
-    assert_true(shift < 64);
-  }
-  fail_msg("truncated varint");
-  return 0;
-}
-
-static void decode_session_log(const unsigned char *p, const unsigned char *end, event *e) {
-  while (p < end) {
-    uint64_t tag = get_varint(&p, end);
-    if (tag == 0x08) {
-      e->status = (int64_t)get_varint(&p, end);
-    } else if (tag == 0x12) {
-      uint64_t n = get_varint(&p, end);
-      assert_true(n < sizeof e->path && n <= (uint64_t)(end - p));
-      memcpy(e->path, p, (size_t)n);
-      e->path[n] = '\0';
-      p += n;
-    } else {
-      fail_msg("unexpected SessionLog tag 0x%llx", (unsigned long long)tag);
-    }
-  }
-}
-
-static void decode_event(const unsigned char *p, size_t len, event *e) {
-  const unsigned char *end = p + len;
-  memset(e, 0, sizeof *e);
-  while (p < end) {
-    uint64_t tag = get_varint(&p, end);
-    uint64_t n;
-    switch (tag) {
-      case 0x09: { /* wall_time, fixed64 double */
-        uint64_t bits;
-        assert_true(end - p >= 8);
-        bits = get_le(p, 8);
-        memcpy(&e->wall, &bits, sizeof e->wall);
-        e->has_wall = 1;
-        p += 8;
-        break;
-      }
-      case 0x10:
-        e->step = (int64_t)get_varint(&p, end);
-        e->has_step = 1;
-        break;
-      case 0x1a:
-        n = get_varint(&p, end);
-        assert_true(n < sizeof e->version && n <= (uint64_t)(end - p));
-        memcpy(e->version, p, (size_t)n);
-        e->version[n] = '\0';
-        e->has_version = 1;
-        p += n;
-        break;
-      case 0x3a: /* C98: session_log is field 7 of tensorflow/core/util/event.proto */
-        n = get_varint(&p, end);
-        assert_true(n <= (uint64_t)(end - p));
-        decode_session_log(p, p + n, e);
-        e->has_log = 1;
-        p += n;
-        break;
-      default: fail_msg("unexpected Event tag 0x%llx", (unsigned long long)tag);
-    }
-  }
-}
-
-/* Parse a whole event file: every record's framing and both CRCs. @return the
- * number of events. */
-static int parse_file(const char *path, event *out, int cap) {
-  size_t n = 0, off = 0;
-  unsigned char *data = (unsigned char *)test_read_file(path, &n);
-  int count = 0;
-
-  assert_non_null(data);
-  while (off < n) {
-    uint64_t len;
-    assert_true(n - off >= 12);
-    len = get_le(data + off, 8);
-    assert_true(get_le(data + off + 8, 4) == masked(data + off, 8));
-    assert_true(len <= n - off - 16);
-    assert_true(get_le(data + off + 12 + len, 4) == masked(data + off + 12, (size_t)len));
-    assert_true(count < cap);
-    decode_event(data + off + 12, (size_t)len, &out[count++]);
-    off += 16 + (size_t)len;
-  }
-  free(data);
-  return count;
-}
 
 /* ---- fixture ---------------------------------------------------------------------- */
 
@@ -213,29 +82,6 @@ static char *expected_name(void) {
   return name;
 }
 
-/* Event file names in dir, sorted; @return their count. */
-static int event_files(const char *dir, char names[][600], int cap) {
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  int n = 0, i, j;
-
-  if (d == NULL) return 0;
-  while ((e = readdir(d)) != NULL)
-    if (strstr(e->d_name, "tfevents") != NULL) {
-      assert_true(n < cap);
-      snprintf(names[n++], 600, "%s", e->d_name);
-    }
-  closedir(d);
-  for (i = 1; i < n; i++)
-    for (j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
-      char t[600];
-      memcpy(t, names[j], 600);
-      memcpy(names[j], names[j - 1], 600);
-      memcpy(names[j - 1], t, 600);
-    }
-  return n;
-}
-
 /* ---- tests ------------------------------------------------------------------------- */
 
 static void test_events__h26_name_framing_and_checkpoint_events(void **state) {
@@ -244,29 +90,32 @@ static void test_events__h26_name_framing_and_checkpoint_events(void **state) {
   char *expect = expected_name();
   char *save_path = test_path(f->dir, "model.ckpt");
   char *path;
-  event ev[MAX_RECORDS];
-  int n, i;
+  ev_file *ef;
+  const ev_event *ev;
+  int i;
 
   open_ok(f);
   assert_ok(session_run_train(f->s, f->train, &f->st), &f->st);
   assert_ok(session_run_train(f->s, f->train, &f->st), &f->st);
   close_ok(f);
 
-  assert_int_equal(event_files(f->dir, names, 4), 1);
+  assert_int_equal(event_file_list(f->dir, names, 4), 1);
   assert_string_equal(names[0], expect);
   path = test_path(f->dir, names[0]);
-  n = parse_file(path, ev, MAX_RECORDS);
+  ef = event_file_read(path, 0);
+  ev = ef->events;
   /* file_version first, then one CHECKPOINT per save: 0, 1, 2 (C101). */
-  assert_int_equal(n, 4);
-  assert_true(ev[0].has_version && ev[0].has_wall && !ev[0].has_log);
+  assert_int_equal(ef->n, 4);
+  assert_true(ev[0].kind == EV_FILE_VERSION && ev[0].has_wall);
   assert_string_equal(ev[0].version, "brain.Event:2");
   assert_true(ev[0].wall == 1.7e9);
   for (i = 1; i < 4; i++) {
-    assert_true(ev[i].has_log && ev[i].has_step && ev[i].has_wall && !ev[i].has_version);
+    assert_true(ev[i].kind == EV_SESSION_LOG && ev[i].has_step && ev[i].has_wall);
     assert_true(ev[i].step == i - 1);
     assert_true(ev[i].status == 3);             /* SessionLog.CHECKPOINT */
     assert_string_equal(ev[i].path, save_path); /* no step suffix (C98) */
   }
+  event_file_free(ef);
   free(path);
   free(save_path);
   free(expect);
@@ -295,7 +144,7 @@ static void test_events__h26_created_at_first_write(void **state) {
                                      NULL, &f->st),
                 &f->st, HK_CANCELLED, "not now");
   assert_true(test_path_exists(f->dir)); /* begin() ran */
-  assert_int_equal(event_files(f->dir, names, 4), 0);
+  assert_int_equal(event_file_list(f->dir, names, 4), 0);
 }
 
 /* H26: an existing file of the same name is left alone; the writer appends
@@ -306,7 +155,7 @@ static void test_events__h26_name_collision_gets_suffix(void **state) {
   char *expect = expected_name();
   char *taken, *mine;
   char want[700];
-  event ev[MAX_RECORDS];
+  ev_file *ef;
   size_t n = 0;
   char *data;
 
@@ -316,16 +165,18 @@ static void test_events__h26_name_collision_gets_suffix(void **state) {
   open_ok(f);
   close_ok(f);
 
-  assert_int_equal(event_files(f->dir, names, 4), 2);
+  assert_int_equal(event_file_list(f->dir, names, 4), 2);
   snprintf(want, sizeof want, "%s.1", expect);
   assert_string_equal(names[1], want);
   data = test_read_file(taken, &n);
   assert_true(n == 5 && memcmp(data, "other", 5) == 0);
   free(data);
   mine = test_path(f->dir, want);
-  assert_int_equal(parse_file(mine, ev, MAX_RECORDS), 2);
-  assert_string_equal(ev[0].version, "brain.Event:2");
-  assert_true(ev[1].status == 3 && ev[1].step == 0);
+  ef = event_file_read(mine, 0);
+  assert_int_equal(ef->n, 2);
+  assert_string_equal(ef->events[0].version, "brain.Event:2");
+  assert_true(ef->events[1].status == 3 && ef->events[1].step == 0);
+  event_file_free(ef);
   free(mine);
   free(taken);
   free(expect);
@@ -338,9 +189,8 @@ static void test_events__h26_write_error_starts_new_file(void **state) {
   fixture *f = *state;
   faulty_fs ff;
   char names[4][600];
-  event ev[MAX_RECORDS];
+  ev_file *ef;
   char *path;
-  int i;
 
   faulty_fs_init(&ff);
   faulty_fs_bind(&ff, &f->te->env);
@@ -354,28 +204,21 @@ static void test_events__h26_write_error_starts_new_file(void **state) {
   close_ok(f);
   assert_int_equal(faulty_fs_open_handles(&ff), 0);
 
-  assert_int_equal(event_files(f->dir, names, 4), 2);
-  /* The first file: file_version, step 0, then a torn record (not parsed). */
+  assert_int_equal(event_file_list(f->dir, names, 4), 2);
+  /* The first file: file_version, step 0, then a torn record (not parsed),
+   * and nothing after it. */
   path = test_path(f->dir, names[0]);
-  {
-    size_t n = 0;
-    unsigned char *data = (unsigned char *)test_read_file(path, &n);
-    size_t off = 0;
-    int whole = 0;
-    while (n - off >= 12 && get_le(data + off, 8) <= n - off - 16) {
-      off += 16 + (size_t)get_le(data + off, 8);
-      whole++;
-    }
-    assert_int_equal(whole, 2);
-    assert_true(off < n); /* the torn piece is there, and nothing after it */
-    free(data);
-  }
+  ef = event_file_read(path, 1);
+  assert_int_equal(ef->n, 2);
+  assert_true(ef->torn);
+  event_file_free(ef);
   free(path);
   path = test_path(f->dir, names[1]);
-  i = parse_file(path, ev, MAX_RECORDS);
-  assert_int_equal(i, 2);
-  assert_string_equal(ev[0].version, "brain.Event:2");
-  assert_true(ev[1].step == 2 && ev[1].status == 3);
+  ef = event_file_read(path, 0);
+  assert_int_equal(ef->n, 2);
+  assert_string_equal(ef->events[0].version, "brain.Event:2");
+  assert_true(ef->events[1].step == 2 && ef->events[1].status == 3);
+  event_file_free(ef);
   free(path);
   faulty_fs_destroy(&ff);
 }
