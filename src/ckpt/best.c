@@ -34,63 +34,19 @@
 /* Far more than any record: k names of at most 255 bytes with a number. */
 #define BEST_MAX_BYTES ((size_t)64 << 20)
 
-/* Enough for any locale's decimal point (at most a few bytes in practice). */
-#define DECIMAL_POINT_MAX 8
-
-/* The process locale's decimal point as printf writes it (as state.c
- * probes it: localeconv() is not thread-safe). The record always has '.'. */
-static void decimal_point(char dp[DECIMAL_POINT_MAX]) {
-  char buf[32];
-  int k = snprintf(buf, sizeof buf, "%.1f", 0.5);
-  if (k >= 3 && (size_t)(k - 2) < DECIMAL_POINT_MAX && buf[0] == '0' && buf[k - 1] == '5') {
-    memcpy(dp, buf + 1, (size_t)(k - 2));
-    dp[k - 2] = '\0';
-  } else {
-    dp[0] = '.', dp[1] = '\0';
-  }
-}
-
 /* v (not NaN) as "%.17g" with '.' for the decimal point: reads back as v. */
 static void format_metric(double v, char *out, size_t cap) {
-  char dp[DECIMAL_POINT_MAX], tmp[64];
-  size_t dpl, o = 0;
-  decimal_point(dp);
-  dpl = strlen(dp);
+  char tmp[64];
   snprintf(tmp, sizeof tmp, "%.17g", v);
-  for (const char *p = tmp; *p && o + 1 < cap;) {
-    if (dpl > 0 && strncmp(p, dp, dpl) == 0) {
-      out[o++] = '.';
-      p += dpl;
-    } else {
-      out[o++] = *p++;
-    }
-  }
-  out[o] = '\0';
+  hk__decimal_to_c(tmp, out, cap);
 }
 
 /* strtod of the whole token in the "C" locale's sense. @return 0 when it
  * is not a number (NaN included) or has anything after it. */
 static int parse_metric(const char *tok, double *out) {
-  char buf[96], dp[DECIMAL_POINT_MAX];
-  size_t o = 0, dpl;
-  char *end = NULL;
-  decimal_point(dp);
-  dpl = strlen(dp);
-  for (const char *p = tok; *p; p++) {
-    if (*p == '.') {
-      if (o + dpl >= sizeof buf) return 0;
-      memcpy(buf + o, dp, dpl);
-      o += dpl;
-    } else if (*p == ' ' || *p == '\t' || *p == ',' || o + 1 >= sizeof buf) {
-      return 0; /* no spaces, nor a decimal point of another locale */
-    } else {
-      buf[o++] = *p;
-    }
-  }
-  buf[o] = '\0';
-  if (o == 0) return 0;
-  *out = strtod(buf, &end);
-  return end == buf + o && !isnan(*out);
+  size_t n = strlen(tok);
+  if (n == 0 || strpbrk(tok, " \t,")) return 0; /* no spaces, nor a decimal point of another locale */
+  return hk__decimal_parse_c(tok, n, 96, out) && !isnan(*out);
 }
 
 static char *record_path(const hk_env *env, const char *dir, const char *latest) {
@@ -146,19 +102,6 @@ done:
 
 /* ---- reading ------------------------------------------------------------------------ */
 
-/* The line starting at *p (without its '\n'), advancing *p past it; NULL
- * at the end. Every line ends in '\n' (checked before). */
-static char *next_line(char **p, const char *end, size_t *n) {
-  char *line = *p, *nl;
-  *n = 0;
-  if (line >= end) return NULL;
-  nl = memchr(line, '\n', (size_t)(end - line));
-  *n = (size_t)(nl - line);
-  *nl = '\0';
-  *p = nl + 1;
-  return line;
-}
-
 /* Strict: the exact lines hk__best_write writes. RESOURCE_EXHAUSTED is the
  * only error; a record that breaks a rule sets *malformed and *why. */
 static hk_code parse(const hk_env *env, char *text, size_t len, const char *latest, hk__best *out, char *why,
@@ -169,20 +112,8 @@ static hk_code parse(const hk_env *env, char *text, size_t len, const char *late
 
   memset(out, 0, sizeof *out);
   *malformed = 1;
-  if (len == 0 || text[len - 1] != '\n') {
-    snprintf(why, cap, "it does not end with a complete line");
-    return HK_OK;
-  }
-  if (strlen(text) != len) {
-    snprintf(why, cap, "it holds a NUL byte");
-    return HK_OK;
-  }
-  line = next_line(&p, end, &n);
-  if (n != sizeof MAGIC - 1 || memcmp(line, MAGIC, n) != 0) {
-    snprintf(why, cap, "line 1 is not \"" MAGIC "\"");
-    return HK_OK;
-  }
-  line = next_line(&p, end, &n);
+  if (!hk__record_open(&p, text, len, MAGIC, why, cap)) return HK_OK;
+  line = hk__record_next_line(&p, end, &n);
   if (line && strcmp(line, KEY_MODE "min") == 0)
     out->mode = HK_MONITOR_MIN;
   else if (line && strcmp(line, KEY_MODE "max") == 0)
@@ -200,7 +131,7 @@ static hk_code parse(const hk_env *env, char *text, size_t len, const char *late
       return HK_RESOURCE_EXHAUSTED;
     }
   }
-  while ((line = next_line(&p, end, &n)) != NULL) {
+  while ((line = hk__record_next_line(&p, end, &n)) != NULL) {
     char *name = line + sizeof KEY_BEST - 1, *quote;
     double v;
     lineno++;

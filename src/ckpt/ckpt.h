@@ -125,6 +125,33 @@ hk_code hk__remove_stale_tmp(const hk_env *env, const char *dir, const char *lat
  *  made, so one sync_dir per directory created, none when all exist. */
 hk_code hk__mkdirs(const hk_env *env, const char *path, hk_status *st);
 
+/* ---- hooked's small text records: lines (record_lines.c) ------------------------ */
+
+/** The line starting at *p without its '\n' (replaced by a NUL), *n its
+ *  length; advances *p past it. NULL at `end`. Every line must end in '\n'
+ *  (hk__record_open() checked it). */
+char *hk__record_next_line(char **p, const char *end, size_t *n);
+/** Start reading the record text[0, len) (NUL-terminated at len): it must
+ *  end with a complete line, hold no NUL byte and have `magic` as line 1.
+ *  @return 1 with *p past line 1; 0 with *why (cap bytes) saying which
+ *  rule it breaks. */
+int hk__record_open(char **p, char *text, size_t len, const char *magic, char *why, size_t cap);
+
+/* ---- decimal numbers with '.' whatever the locale (decimal.c) ---------------- */
+
+/** The longest token hk__decimal_parse_c() converts (a state-file line). */
+#define HK__DECIMAL_MAX 4096
+/** Copy printf's rendering of a number into out (cap bytes, NUL-terminated,
+ *  cut short if needed) with the process locale's decimal point replaced by
+ *  '.'. */
+void hk__decimal_to_c(const char *printed, char *out, size_t cap);
+/** strtod of tok[0, len) read with '.' as the decimal point, whatever the
+ *  locale. The caller checks the grammar first (strtod also takes spaces,
+ *  signs, "inf"). @return 0 when strtod does not take the whole token or
+ *  the converted text with its NUL would need more than `max` bytes (max is
+ *  capped at HK__DECIMAL_MAX plus a locale's decimal point and the NUL). */
+int hk__decimal_parse_c(const char *tok, size_t len, size_t max, double *out);
+
 /** H32: 1–255 bytes, no '/', '\\', '"', control bytes (0x01–0x1F, 0x7F),
  *  no "..", not ".". */
 int hk__valid_name(const char *name);

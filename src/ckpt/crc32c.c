@@ -752,3 +752,16 @@ const char *hk_crc32c_implementation(void) {
 #endif
   return "portable";
 }
+
+int hk__crc32c_from_hex(const char *s, size_t n, uint32_t *out) {
+  uint32_t v = 0;
+  if (n != 8) return 0;
+  for (size_t i = 0; i < 8; i++) {
+    char c = s[i];
+    int h = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+    if (h < 0) return 0;
+    v = v << 4 | (uint32_t)h;
+  }
+  *out = v;
+  return 1;
+}

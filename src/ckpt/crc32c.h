@@ -30,4 +30,11 @@ uint32_t hk__crc32c_copy(uint32_t crc, void *dst, const void *src, size_t n);
  */
 uint32_t hk__crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 
+/**
+ * A CRC in the text form hooked's files write it ("%08x": exactly 8
+ * lowercase hex digits): s[0, n) into *out. @return 1, or 0 for any other
+ * text (*out untouched).
+ */
+int hk__crc32c_from_hex(const char *s, size_t n, uint32_t *out);
+
 #endif /* HOOKED_CKPT_CRC32C_H */

@@ -130,32 +130,6 @@ typedef struct record {
   size_t n;
 } record;
 
-/* The line starting at *p (without its '\n'), advancing *p past it; NULL
- * at the end of the text. Every line ends in '\n' (checked before). */
-static const char *next_line(char **p, const char *end, size_t *n) {
-  char *line = *p, *nl;
-  *n = 0;
-  if (line >= end) return NULL;
-  nl = memchr(line, '\n', (size_t)(end - line));
-  *n = (size_t)(nl - line);
-  *nl = '\0';
-  *p = nl + 1;
-  return line;
-}
-
-static int parse_crc(const char *s, size_t n, uint32_t *out) {
-  uint32_t v = 0;
-  if (n != 8) return 0;
-  for (size_t i = 0; i < 8; i++) {
-    char c = s[i];
-    int h = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
-    if (h < 0) return 0;
-    v = v << 4 | (uint32_t)h;
-  }
-  *out = v;
-  return 1;
-}
-
 /* Strict: the exact lines hk__pending_write writes, or the whole record is
  * malformed (*why says how). RESOURCE_EXHAUSTED is the only error code. */
 static hk_code parse_record(const hk_env *env, char *text, size_t len, const char *latest, record *out, char *why,
@@ -166,22 +140,10 @@ static hk_code parse_record(const hk_env *env, char *text, size_t len, const cha
 
   memset(out, 0, sizeof *out);
   *malformed = 1;
-  if (len == 0 || text[len - 1] != '\n') {
-    snprintf(why, cap, "it does not end with a complete line");
-    return HK_OK;
-  }
-  if (strlen(text) != len) {
-    snprintf(why, cap, "it holds a NUL byte");
-    return HK_OK;
-  }
-  line = next_line(&p, end, &n);
-  if (n != sizeof MAGIC - 1 || memcmp(line, MAGIC, n) != 0) {
-    snprintf(why, cap, "line 1 is not \"" MAGIC "\"");
-    return HK_OK;
-  }
-  line = next_line(&p, end, &n);
+  if (!hk__record_open(&p, text, len, MAGIC, why, cap)) return HK_OK;
+  line = hk__record_next_line(&p, end, &n);
   if (!line || n < sizeof KEY_CRC - 1 || memcmp(line, KEY_CRC, sizeof KEY_CRC - 1) != 0 ||
-      !parse_crc(line + sizeof KEY_CRC - 1, n - (sizeof KEY_CRC - 1), &out->state_crc)) {
+      !hk__crc32c_from_hex(line + sizeof KEY_CRC - 1, n - (sizeof KEY_CRC - 1), &out->state_crc)) {
     snprintf(why, cap, "line 2 is not \"" KEY_CRC "<8 lowercase hex digits>\"");
     return HK_OK;
   }
@@ -192,7 +154,7 @@ static hk_code parse_record(const hk_env *env, char *text, size_t len, const cha
   }
   out->names = hk_env_calloc(env, count, sizeof *out->names);
   if (!out->names) return HK_RESOURCE_EXHAUSTED;
-  while ((line = next_line(&p, end, &n)) != NULL) {
+  while ((line = hk__record_next_line(&p, end, &n)) != NULL) {
     char *name = (char *)(uintptr_t)line + sizeof KEY_DELETE - 1;
     lineno++;
     if (n < sizeof KEY_DELETE || memcmp(line, KEY_DELETE, sizeof KEY_DELETE - 1) != 0 || line[n - 1] != '"') {

@@ -837,19 +837,6 @@ static hk_code parse_tensor(parser *ps, char *name) {
   return HK_OK;
 }
 
-static int parse_crc_hex(const char *s, uint32_t *out) {
-  uint32_t v = 0;
-  for (int i = 0; i < 8; i++) {
-    char c = s[i];
-    int h = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
-    if (h < 0) return 0;
-    v = v << 4 | (uint32_t)h;
-  }
-  if (s[8] != '\0') return 0;
-  *out = v;
-  return 1;
-}
-
 static int parse_step(const char *s, int64_t *out) {
   int neg = *s == '-';
   uint64_t v = 0, limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
@@ -891,7 +878,7 @@ static hk_code parse_metadata(parser *ps) {
       ps->step_text = val;
     } else if (strcmp(key, STEP_CRC_KEY) == 0) {
       if (ps->seen_step_crc++) return corrupt(ps, NULL, "metadata \"" STEP_CRC_KEY "\" appears twice");
-      if (!parse_crc_hex(val, &ps->step_crc))
+      if (!hk__crc32c_from_hex(val, strlen(val), &ps->step_crc))
         return corrupt(ps, NULL, "metadata \"" STEP_CRC_KEY "\" \"%.40s\" is not 8 lowercase hex digits", val);
     } else if (strcmp(key, STEP_TENSOR_KEY) == 0) {
       if (ps->gs_tensor) return corrupt(ps, NULL, "metadata \"" STEP_TENSOR_KEY "\" appears twice");
@@ -899,7 +886,7 @@ static hk_code parse_metadata(parser *ps) {
     } else if (strncmp(key, CRC_KEY_PREFIX, sizeof CRC_KEY_PREFIX - 1) == 0) {
       const char *name = key + sizeof CRC_KEY_PREFIX - 1;
       uint32_t crc;
-      if (!parse_crc_hex(val, &crc)) return corrupt(ps, name, "CRC \"%.40s\" is not 8 lowercase hex digits", val);
+      if (!hk__crc32c_from_hex(val, strlen(val), &crc)) return corrupt(ps, name, "CRC \"%.40s\" is not 8 lowercase hex digits", val);
       if (ps->nnotes == ps->capnotes) {
         size_t cap = ps->capnotes ? ps->capnotes * 2 : 16;
         crc_note *grown = hk_env_realloc(&ps->r->env, ps->notes, cap * sizeof *grown);

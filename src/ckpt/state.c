@@ -71,8 +71,6 @@
 #define STATE_MAX_BYTES HK__STATE_MAX_BYTES
 #define STATE_MAX_LINE 4096
 #define DEFAULT_LATEST_FILENAME "checkpoint"
-/* Enough for any locale's decimal point (at most a few bytes in practice). */
-#define DECIMAL_POINT_MAX 8
 
 struct hk_checkpoint_state {
   hk_env env;         /* what everything below was allocated with */
@@ -121,58 +119,16 @@ static const char *printable(const char *s, size_t len, char *buf, size_t cap) {
   return buf;
 }
 
-/* The process locale's decimal point as printf writes it: "0<dp>5". Probing
- * with snprintf avoids localeconv(), which is not thread-safe. */
-static void decimal_point(char dp[DECIMAL_POINT_MAX]) {
-  char buf[32];
-  int k = snprintf(buf, sizeof buf, "%.1f", 0.5);
-  if (k >= 3 && (size_t)(k - 2) < DECIMAL_POINT_MAX && buf[0] == '0' && buf[k - 1] == '5') {
-    memcpy(dp, buf + 1, (size_t)(k - 2));
-    dp[k - 2] = '\0';
-  } else {
-    dp[0] = '.', dp[1] = '\0';
-  }
-}
-
-/* strtod of a token already checked against the decimal grammar, in the
- * "C" locale's sense: its '.' is swapped for the locale's decimal point.
- * @return 0 when strtod does not take the whole token. */
-static int convert_decimal(const char *tok, size_t len, double *out) {
-  char buf[STATE_MAX_LINE + DECIMAL_POINT_MAX + 1];
-  char dp[DECIMAL_POINT_MAX];
-  size_t o = 0;
-  char *end = NULL;
-
-  decimal_point(dp);
-  for (size_t i = 0; i < len; i++) {
-    if (tok[i] == '.') {
-      size_t k = strlen(dp);
-      if (o + k >= sizeof buf) return 0;
-      memcpy(buf + o, dp, k);
-      o += k;
-    } else {
-      if (o + 1 >= sizeof buf) return 0;
-      buf[o++] = tok[i];
-    }
-  }
-  buf[o] = '\0';
-  *out = strtod(buf, &end);
-  return end == buf + o;
-}
-
 /* The shortest text among the %.Ng renderings (N = 1..17) of a finite
  * v >= 0 that read back as v (%.17g always does), the lowest N on a tie,
  * with '.' as the decimal point. Shortest text rather than lowest N: %g
  * switches to an exponent below N digits, so 1763690000 prints as
  * "1763690000" (N = 10), not "1.76369e+09" (N = 6). */
 static void format_number(double v, char *out, size_t cap) {
-  char dp[DECIMAL_POINT_MAX];
   char tmp[64], best[64];
-  size_t dpl, o = 0, best_len = SIZE_MAX;
+  size_t best_len = SIZE_MAX;
 
   if (v == 0) v = 0; /* -0 would print a sign the reader refuses */
-  decimal_point(dp);
-  dpl = strlen(dp);
   best[0] = '\0';
   for (int prec = 1; prec <= 17; prec++) {
     int k = snprintf(tmp, sizeof tmp, "%.*g", prec, v);
@@ -181,15 +137,7 @@ static void format_number(double v, char *out, size_t cap) {
       best_len = (size_t)k;
     }
   }
-  for (const char *p = best; *p && o + 1 < cap;) {
-    if (dpl > 0 && strncmp(p, dp, dpl) == 0) {
-      out[o++] = '.';
-      p += dpl;
-    } else {
-      out[o++] = *p++;
-    }
-  }
-  out[o] = '\0';
+  hk__decimal_to_c(best, out, cap);
 }
 
 /* Echoed tokens are cut short so "(line N)" fits in the status. */
@@ -343,7 +291,7 @@ static hk_code parse_number(parser *p, int line, const char *key, const char *s,
   if (j < n && !is_ws(s[j]))
     return malformed(p, line, "malformed number for %s: unexpected text after '%.*s'", key, shown_len(j - start),
                      s + start);
-  if (!convert_decimal(s + start, j - start, out))
+  if (!hk__decimal_parse_c(s + start, j - start, SIZE_MAX, out))
     return malformed(p, line, "malformed number for %s: '%.*s'", key, shown_len(j - start), s + start);
   if (!number_ok(*out))
     return malformed(p, line, "malformed number for %s: '%.*s' is not finite", key, shown_len(j - start), s + start);
