@@ -165,14 +165,10 @@ static void destroy(hk_coordinator *c) {
   hk_env_free(&env, c);
 }
 
-void hk_coordinator_free(hk_coordinator *c) {
-  int last;
-
-  if (c == NULL) return;
-  hk_coordinator_request_stop(c, HK_OK, NULL);
-
-  /* Join every started thread not joined yet, one at a time, without the
-   * lock held (the thread needs it to report completion). */
+/* Join the started threads not joined yet (only those that finished when
+ * only_done), one at a time, without the lock held (a thread needs it to
+ * report completion). */
+static void join_threads(hk_coordinator *c, int only_done) {
   for (;;) {
     hk_coordinator_thread *t;
     pthread_t tid;
@@ -180,7 +176,7 @@ void hk_coordinator_free(hk_coordinator *c) {
 
     pthread_mutex_lock(&c->mu);
     for (t = c->threads; t != NULL; t = t->next) {
-      if (t->started && !t->joined) {
+      if (t->started && !t->joined && (!only_done || t->done)) {
         t->joined = 1;
         tid = t->tid;
         found = 1;
@@ -188,9 +184,18 @@ void hk_coordinator_free(hk_coordinator *c) {
       }
     }
     pthread_mutex_unlock(&c->mu);
-    if (!found) break;
+    if (!found) return;
     pthread_join(tid, NULL);
   }
+}
+
+void hk_coordinator_free(hk_coordinator *c) {
+  int last;
+
+  if (c == NULL) return;
+  hk_coordinator_request_stop(c, HK_OK, NULL);
+
+  join_threads(c, 0);
 
   pthread_mutex_lock(&c->mu);
   c->freed = 1;
@@ -507,23 +512,7 @@ hk_code hk_coordinator_join(hk_coordinator *c, double grace_secs, hk_status *sta
 
   /* Reap the started threads that finished; stragglers stay joinable for
    * hk_coordinator_free(). */
-  for (;;) {
-    pthread_t tid;
-    int found = 0;
-
-    pthread_mutex_lock(&c->mu);
-    for (t = c->threads; t != NULL; t = t->next) {
-      if (t->started && t->done && !t->joined) {
-        t->joined = 1;
-        tid = t->tid;
-        found = 1;
-        break;
-      }
-    }
-    pthread_mutex_unlock(&c->mu);
-    if (!found) break;
-    pthread_join(tid, NULL);
-  }
+  join_threads(c, 1);
 
   if (stragglers > 0) hk_env_log(&c->env, HK_LOG_WARNING, "Coordinator stopped with threads still running: %s", names);
   hk_status_clear(status);
