@@ -648,8 +648,9 @@ static hk_code af_fail(hk__atomic_file *af, hk_code rc, const hk_status *why, hk
   return af->error;
 }
 
-hk_code hk__atomic_write(hk__atomic_file *af, const void *buf, size_t n, hk_status *st) {
-  const char *p = buf;
+/* A write may go on: no earlier failure (it is returned again) and not
+ * closed yet. */
+static hk_code af_writable(hk__atomic_file *af, hk_status *st) {
   if (af->error != HK_OK) {
     hk__status_copy(st, &af->error_status);
     return af->error;
@@ -660,6 +661,13 @@ hk_code hk__atomic_write(hk__atomic_file *af, const void *buf, size_t n, hk_stat
                   af->final_path ? af->final_path : "a file");
     return af_fail(af, HK_FAILED_PRECONDITION, &why, st);
   }
+  return HK_OK;
+}
+
+hk_code hk__atomic_write(hk__atomic_file *af, const void *buf, size_t n, hk_status *st) {
+  const char *p = buf;
+  hk_code rc0 = af_writable(af, st);
+  if (rc0 != HK_OK) return rc0;
   while (n > 0) {
     hk_status why = HK_STATUS_INIT;
     size_t w = 0;
@@ -688,16 +696,8 @@ void hk__atomic_abort(hk__atomic_file *af) {
 
 hk_code hk__atomic_write_at(hk__atomic_file *af, const void *buf, size_t n, uint64_t offset, hk_status *st) {
   const char *p = buf;
-  if (af->error != HK_OK) {
-    hk__status_copy(st, &af->error_status);
-    return af->error;
-  }
-  if (!af->f) {
-    hk_status why;
-    hk_status_set(&why, HK_FAILED_PRECONDITION, "write to %s after it was closed",
-                  af->final_path ? af->final_path : "a file");
-    return af_fail(af, HK_FAILED_PRECONDITION, &why, st);
-  }
+  hk_code rc0 = af_writable(af, st);
+  if (rc0 != HK_OK) return rc0;
   while (n > 0) {
     hk_status why = HK_STATUS_INIT;
     size_t w = 0;
