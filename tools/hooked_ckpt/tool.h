@@ -9,6 +9,8 @@
  *   values.c        decoding and writing the values of tensors
  *   ls_verify.c     ls, verify, latest
  *   dump.c          dump
+ *   compare.c       two checkpoints compared tensor by tensor (diff's and
+ *                   check-resume's one comparison)
  *   diff.c          diff
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
@@ -110,6 +112,60 @@ void format_double(double v, char *buf, size_t cap);
 void format_value(hk_dtype dtype, const unsigned char *p, char *buf, size_t cap);
 /* The row-major multi-dimensional index of flat index i: "[1, 2]". */
 void format_index(const hk_checkpoint_entry *e, uint64_t i, char *buf, size_t cap);
+
+/* ---- compare.c -------------------------------------------------------------- */
+
+/* One checkpoint being compared, its tensors read one at a time into buf. */
+typedef struct ckpt_side {
+  const char *arg; /* as given */
+  char *latest;    /* for a directory: its latest checkpoint (hk_env_free) */
+  hk_checkpoint_reader *r;
+  unsigned char *buf;
+  size_t cap;
+} ckpt_side;
+
+/* What the elements of two same-shaped tensors whose bytes differ have in
+ * common. */
+typedef struct elem_diff {
+  uint64_t count;   /* elements whose bytes differ */
+  uint64_t first;   /* flat index of the first of them */
+  uint64_t max_at;  /* flat index of the largest difference (the first such) */
+  double max_abs;   /* float dtypes: the largest |a - b|, in double */
+  int nan;          /* float dtypes: some differing pair has a NaN */
+  uint64_t max_int; /* the others: the largest |a - b|, exact */
+} elem_diff;
+
+enum {
+  CMP_EQUAL,    /* same dtype, shape and bytes */
+  CMP_DIFFERS,  /* same dtype and shape, other bytes: `d` says how */
+  CMP_MISMATCH, /* another dtype or shape */
+  CMP_ONLY_A,   /* a tensor of A that B lacks */
+  CMP_ONLY_B
+};
+
+/* One tensor compared: entries and values borrowed for the callback. */
+typedef struct tensor_cmp {
+  int kind;
+  const hk_checkpoint_entry *a, *b; /* NULL for the side that lacks it */
+  const unsigned char *va, *vb;     /* its values on each side that has it */
+  uint64_t count;                   /* CMP_DIFFERS: elements */
+  elem_diff d;                      /* CMP_DIFFERS */
+} tensor_cmp;
+
+/* Called for each tensor in name order; a nonzero return ends the
+ * comparison and is returned. */
+typedef int (*compare_fn)(void *user, const tensor_cmp *c);
+
+/* Open side `s` on `arg` (borrowed): a checkpoint, or a directory's latest
+ * one. @return 0, or DIFF_TROUBLE after a message; side_close either way. */
+int side_open(const hk_env *env, ckpt_side *s, const char *arg);
+void side_close(const hk_env *env, ckpt_side *s);
+/* Compare every tensor of a and b (reading and CRC-verifying each). @return
+ * 0, DIFF_TROUBLE after a message, or fn's nonzero return. */
+int compare_checkpoints(ckpt_side *a, ckpt_side *b, compare_fn fn, void *user);
+/* The largest difference of a CMP_DIFFERS tensor as text ("nan" when a
+ * differing pair holds a NaN). */
+void format_max_diff(const tensor_cmp *c, char *buf, size_t cap);
 
 /* ---- the commands (exit statuses as main.c's usage text says) --------------- */
 
