@@ -103,4 +103,24 @@ void *hk__raw_session_impl(const hk_raw_session *rs);
 hk_code hk__feeds_copy(const hk_env *env, const hk_feed *src, size_t n, hk_feed **out, const char *what, hk_status *st);
 /** Name of a handle for messages, "None" when unset. */
 const char *hk__handle_label(hk_executor *ex, hk_handle h);
+
+/* ---- the check-resume mode (core/check_resume.c) ---------------------------- */
+#define HK__CHECK_RESUME_VAR "HOOKED_CHECK_RESUME"
+/** HOOKED_CHECK_RESUME as read (hooked/hooks.h says what it does). */
+typedef struct hk__check_resume {
+  int on;            /* the variable is set and not empty */
+  int has_stop_at;   /* stop_at=K given */
+  int64_t stop_at;
+  int keep_all;      /* keep_all=1 */
+  const char *report; /* report=DIR: borrowed from the parsed value, report_len bytes (not terminated); NULL: none */
+  size_t report_len;
+} hk__check_resume;
+/** Parse `value` (NULL or empty: the mode is off). INVALID_ARGUMENT naming
+ *  HOOKED_CHECK_RESUME and the bad item for anything but a comma-separated
+ *  list of report=DIR, stop_at=K (decimal, >= 0), keep_all=0|1, each at
+ *  most once. Allocates nothing. */
+hk_code hk__check_resume_parse(const char *value, hk__check_resume *out, hk_status *st);
+/** hk__check_resume_parse of the process's HOOKED_CHECK_RESUME; out->report
+ *  is borrowed from the environment: copy it before anything changes it. */
+hk_code hk__check_resume_read(hk__check_resume *out, hk_status *st);
 #endif /* HOOKED_INTERNAL_H */

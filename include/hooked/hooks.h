@@ -622,6 +622,29 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * saves. Give each saver its own directory. Hooks of one session with
  * different basenames in one directory are safe only while no two of their
  * saves overlap, which the asynchronous hook does not ensure.
+ * **The check-resume mode (H57).** `hooked-ckpt check-resume` proves that a
+ * program resumes exactly by running it to its end, then stopped at a step
+ * K and resumed, without changing the program: it asks the library, through
+ * the environment variable HOOKED_CHECK_RESUME, which is meant for that
+ * tool alone. Its value is a comma-separated list of key=value, each key at
+ * most once: `stop_at=K` (a decimal global step >= 0), `keep_all=0|1`,
+ * `report=DIR` (a directory the tool made, for the host loop's reports,
+ * hooked/loop.h). Every checkpoint saver hook reads it once, in begin() —
+ * a program with several checkpoint hooks gets it in each — and logs at
+ * INFO what it changes:
+ *   - stop_at=K: after a run that leaves the global step >= K the hook
+ *     requests a stop, so the session stops after that step and end()
+ *     writes the final checkpoint at it; a session created at a step
+ *     already >= K stops before its first step, as StopAtStep does;
+ *   - keep_all=1: the hook's Saver keeps every managed checkpoint, as with
+ *     max_to_keep 0, so every step can be compared;
+ *   - the asynchronous hook waits for a write in flight instead of
+ *     deferring a due save (as with block_when_busy), so its checkpoints
+ *     land on the same steps in every run.
+ * Unset or empty, nothing changes. A value that is not such a list fails
+ * begin() with INVALID_ARGUMENT naming HOOKED_CHECK_RESUME and the bad item
+ * (never ignored: a run that silently skipped the stop would pass for a
+ * resumed one).
  * @param opts  required (checkpoint_dir is); borrowed for the call.
  * **Ownership:** *out owned, hk_hook_free().
  * **Errors:** INVALID_ARGUMENT (C92): no checkpoint_dir; "You cannot
@@ -633,7 +656,8 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * best_metric without best_k, a best_mode other than HK_MONITOR_MIN or
  * HK_MONITOR_MAX (H45); RESOURCE_EXHAUSTED. Nothing is created on failure
  * (H3). Later: begin() fails with FAILED_PRECONDITION "Global step should
- * be created to use CheckpointSaverHook." (C93), NOT_FOUND naming a
+ * be created to use CheckpointSaverHook." (C93), INVALID_ARGUMENT naming
+ * HOOKED_CHECK_RESUME for a malformed value of it (H57), NOT_FOUND naming a
  * best_metric the executor does not know, or a file-system error creating
  * the directory; the first save without any saver with FAILED_PRECONDITION
  * "No saver available: provide a saver or a scaffold." (C99); a save whose

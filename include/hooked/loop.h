@@ -244,6 +244,15 @@ HK_API hk_code hk_loop_add_array(hk_loop *loop, const char *name, hk_dtype dtype
  * the training thread whenever the state is read: by every checkpoint save
  * (at the step boundary, also for asynchronous saves) and by a hook that
  * fetches it. A non-OK return fails that save or run with its status.
+ * Every byte of dst must come from the state: a struct copied with its
+ * uninitialized padding makes checkpoints that differ from run to run.
+ * In the check-resume mode (HOOKED_CHECK_RESUME, hooked/hooks.h, H57) each
+ * read calls it twice, dst and the stack below filled with other bytes
+ * each time, and a state whose two reads differ is named once, in a
+ * WARNING "... gave different bytes in two reads of the same state ..."
+ * with the differing byte ranges, and in a report file for hooked-ckpt
+ * check-resume ("unstable-<pid>-<name>" in the variable's report
+ * directory). Outside the mode it is called once per read.
  */
 typedef hk_code (*hk_loop_state_save_fn)(void *user, void *dst, size_t size, hk_status *status);
 /**
@@ -319,7 +328,8 @@ HK_API hk_code hk_loop_add_early_stopping(hk_loop *loop, hk_hook *hook, hk_statu
  * @param step  may be NULL; receives the global step after the restore
  *              (0, or the program's own global step's value, on a fresh
  *              start).
- * **Errors:** FAILED_PRECONDITION naming the option when nan_guard or
+ * **Errors:** INVALID_ARGUMENT naming HOOKED_CHECK_RESUME for a malformed
+ * value of it (H57); FAILED_PRECONDITION naming the option when nan_guard or
  * best_metric names nothing registered, INVALID_ARGUMENT naming it when
  * nan_guard names a state or an array that is not floating, or best_metric
  * a state or an array of more than one number or not numeric (H46) —

@@ -367,6 +367,14 @@ void hk__saver_set_best(hk_saver *saver, int64_t k, int mode);
  *  thread rules as hk__saver_set_best. */
 void hk__saver_note_metric(hk_saver *saver, double value);
 
+/**
+ * The check-resume mode's retention (HOOKED_CHECK_RESUME keep_all=1, see
+ * hooked/hooks.h): from the Saver's next managed save on, every managed
+ * checkpoint is kept, as with max_to_keep 0; 0 restores max_to_keep. Same
+ * thread rules as hk__saver_set_best.
+ */
+void hk__saver_set_keep_all(hk_saver *saver, int on);
+
 /* ---- saver (saver.c) ------------------------------------------------------------ */
 
 /**

@@ -42,6 +42,7 @@ struct hk_saver {
   hk_env env;
   hk_executor *ex;
   int64_t max_to_keep;
+  int keep_all;      /* the check-resume mode: max_to_keep 0 for every save */
   double keep_hours; /* 0: off */
   int pad_step_number;
   char *latest_filename;
@@ -405,6 +406,10 @@ hk_code hk_saver_recover(hk_saver *saver, const char *dir, hk_status *status) {
   return recover_impl(saver, dir, hk_env_wall(senv(saver)), status);
 }
 
+void hk__saver_set_keep_all(hk_saver *saver, int on) {
+  if (saver) saver->keep_all = on != 0;
+}
+
 /* ---- best-k retention (H45) ------------------------------------------------------------ */
 
 void hk__saver_set_best(hk_saver *saver, int64_t k, int mode) {
@@ -619,7 +624,8 @@ static hk_code plan_build(hk_saver *s, const char *name, double now, double metr
   if (s->best_k > 0 && !plan_best(s, p->paths[p->n - 1], metric, p)) goto oom;
   /* D6.2: the max_to_keep newest stay, and (H45) the best ones; every
    * other entry, oldest first, is preserved or deleted. */
-  keep_from = s->max_to_keep > 0 && (int64_t)p->n > s->max_to_keep ? p->n - (size_t)s->max_to_keep : 0;
+  keep_from = 0;
+  if (!s->keep_all && s->max_to_keep > 0 && (int64_t)p->n > s->max_to_keep) keep_from = p->n - (size_t)s->max_to_keep;
   for (size_t i = 0; i < p->n; i++) {
     double t = p->stamps[i];
     if (i >= keep_from || plan_ranks(p, p->paths[i])) {

@@ -134,6 +134,7 @@ hk_code hk__ckpt_hook_resolve_saver(ckpt_hook *self, hk_status *st) {
   /* H45: the Saver ranks what this hook saves (the writer is idle: no
    * save has started yet in this session). */
   if (self->best_k > 0) hk__saver_set_best(s, self->best_k, self->best_mode);
+  hk__ckpt_hook_check_saver(self, s);
   return HK_OK;
 }
 
@@ -302,6 +303,8 @@ static hk_code cs_begin(void *user, hk_executor *graph, hk_status *status) {
   rc = hk_timer_init(&self->timer, self->save_secs, self->save_steps, "save_secs", "save_steps", &self->senv.clock,
                      status);
   if (rc != HK_OK) return rc;
+  rc = hk__ckpt_hook_check_begin(self, status); /* before anything is created */
+  if (rc != HK_OK) return rc;
 
   rc = hk__mkdirs(&self->senv, self->dir, status);
   if (rc != HK_OK) return rc;
@@ -437,6 +440,7 @@ static hk_code cs_after_create_session(void *user, hk_raw_session *session, hk_c
   }
   if (rc != HK_OK) return rc;
   hk_timer_update(&self->timer, gs, NULL, NULL);
+  hk__ckpt_hook_check_created(self, gs, ctx);
   return HK_OK;
 }
 
@@ -450,8 +454,7 @@ static hk_code cs_before_run(void *user, hk_run_context *ctx, hk_run_request *re
   return HK_OK;
 }
 
-static hk_code cs_after_run(void *user, hk_run_context *ctx, const hk_run_values *values, hk_status *status) {
-  ckpt_hook *self = user;
+static hk_code after_run_save(ckpt_hook *self, hk_run_context *ctx, const hk_run_values *values, hk_status *status) {
   hk_raw_session *rs = hk_run_context_session(ctx);
   int64_t stale, gs;
   int stop = 0;
@@ -485,7 +488,9 @@ static hk_code cs_after_run(void *user, hk_run_context *ctx, const hk_run_values
   }
 
   if (hk__async_ckpt_writer_busy(self)) {
-    if (!self->block_when_busy) {
+    /* The check-resume mode waits: a deferred save would land on a step
+     * that depends on timing, and two runs would share fewer checkpoints. */
+    if (!self->block_when_busy && !self->check.on) {
       /* D3.3: no snapshot, timer unchanged, so the next after_run tries again. */
       if (!self->deferring)
         hk_hook_log(self->hook, HK_LOG_INFO, "Saver thread still in progress, deferring checkpoint.");
@@ -503,6 +508,13 @@ static hk_code cs_after_run(void *user, hk_run_context *ctx, const hk_run_values
   self->deferring = 0;
   hk_timer_update(&self->timer, gs, NULL, NULL);
   return hk__async_ckpt_save(self, rs, gs, status);
+}
+
+static hk_code cs_after_run(void *user, hk_run_context *ctx, const hk_run_values *values, hk_status *status) {
+  ckpt_hook *self = user;
+  hk_code rc = after_run_save(self, ctx, values, status);
+  if (rc != HK_OK || !self->check.has_stop_at) return rc;
+  return hk__ckpt_hook_check_after_run(self, ctx, values, status);
 }
 
 /* C97: save unless the final step was just saved; listeners' end always. */

@@ -11,6 +11,8 @@
  *   async_checkpoint_saver.c  the asynchronous hook's writer thread,
  *                             snapshot, completion processing and end()
  *                             (D3), and hk_async_checkpoint_saver_hook_new
+ *   checkpoint_check_resume.c the check-resume mode (HOOKED_CHECK_RESUME):
+ *                             the stop at a step, keeping every checkpoint
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -124,6 +126,10 @@ typedef struct ckpt_hook {
   double held_ok_secs;
   hk_status held_err; /* code HK_OK: none; else the first error to return */
 
+  /* The check-resume mode, read by begin() (report is not kept). */
+  hk__check_resume check;
+  int check_stopped; /* the stop was requested (and logged) */
+
   /* For saves on demand (hk_checkpoint_saver_hook_save). */
   hk_raw_session *rs; /* of the last after_create_session; NULL outside a session */
   char *last_prefix;  /* the last save on demand's prefix (senv) */
@@ -172,5 +178,18 @@ hk_code hk__async_ckpt_process_completion(ckpt_hook *self, hk_raw_session *rs, i
 hk_code hk__async_ckpt_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st);
 /* D3.5: the asynchronous hook's end(). */
 hk_code hk__async_ckpt_end(ckpt_hook *self, hk_raw_session *session, hk_status *status);
+
+/* ---- checkpoint_check_resume.c --------------------------------------------------- */
+
+/* begin(): read HOOKED_CHECK_RESUME (INVALID_ARGUMENT for a malformed value)
+ * and log what the mode changes. */
+hk_code hk__ckpt_hook_check_begin(ckpt_hook *self, hk_status *st);
+/* The Saver just resolved: keep_all makes it keep every checkpoint. */
+void hk__ckpt_hook_check_saver(ckpt_hook *self, hk_saver *saver);
+/* after_create_session at `gs`: at or past stop_at, stop before the first step. */
+void hk__ckpt_hook_check_created(ckpt_hook *self, int64_t gs, hk_creation_context *ctx);
+/* after_run, after the save part: a run that reached stop_at requests a stop. */
+hk_code hk__ckpt_hook_check_after_run(ckpt_hook *self, hk_run_context *ctx, const hk_run_values *values,
+                                      hk_status *st);
 
 #endif /* HOOKED_HOOKS_CHECKPOINT_SAVER_INTERNAL_H */

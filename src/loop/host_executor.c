@@ -15,12 +15,24 @@
  * callback); arrays are copied by the writer thread until the program's
  * next hk_loop_updates_begin() completes the copy, before its writes.
  *
+ * The check-resume mode (HOOKED_CHECK_RESUME, hooked/hooks.h): every read
+ * of an opaque state calls its save callback twice, the destination and
+ * the stack below filled with other bytes each time, and a state whose two
+ * reads differ is named (uninitialized padding in the struct it copies, or
+ * bytes it does not write), once per state, in a WARNING and in a report
+ * file for hooked-ckpt check-resume. Outside the mode nothing of this runs
+ * or is allocated. Reading the variable is the one thing here beyond
+ * hooked/sys/executor.h (internal.h's parser, shared with the checkpoint
+ * hooks).
+ *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "loop/host_executor.h"
+#include "internal.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct entry {
   char *name;
@@ -33,6 +45,7 @@ typedef struct entry {
   hk_loop_state_save_fn save; /* NULL for an array */
   hk_loop_state_restore_fn restore;
   void *user;
+  int unstable; /* the check-resume mode named it already */
 } entry;
 
 struct hk__host {
@@ -46,6 +59,12 @@ struct hk__host {
   int has_trace;
   int overlap;       /* the loop allows a snapshot to be attached (H42) */
   hk_snapshot *snap; /* the attached snapshot (D3.7), NULL: none */
+  /* The check-resume mode: states are read twice, the second time into
+   * check_buf (as large as the largest state); report: the directory for
+   * report files, NULL: none. */
+  int check;
+  unsigned char *check_buf;
+  char *report;
 };
 
 /* Handles: tensor handle of entry i is i + 1; there are no op handles. */
@@ -67,6 +86,8 @@ void hk__host_free(hk__host *h) {
     if (h->e[i].save) hk_env_free(&env, h->e[i].data);
   }
   hk_env_free(&env, h->e);
+  hk_env_free(&env, h->check_buf);
+  hk_env_free(&env, h->report);
   hk_env_free(&env, h);
 }
 
@@ -173,12 +194,133 @@ static hk_tensor spec_of(const entry *e) {
   return t;
 }
 
+/* ---- the check-resume mode's double read ---------------------------------------- */
+
+#define SCRIBBLE_BYTES 16384
+#define SHOWN_RANGES 8
+
+/* AddressSanitizer would put redzones around the array below, which it
+ * never writes: the callback's frame can fall in them. Uninstrumented, the
+ * array reaches up to the caller's frame. (With its use-after-return
+ * detection on, the callback's locals live on a separate fake stack that
+ * no fill reaches; only bytes of dst it leaves unwritten are seen then.) */
+#if defined(__has_attribute)
+#if __has_attribute(no_sanitize_address)
+#define NO_ASAN __attribute__((no_sanitize_address))
+#endif
+#endif
+#ifndef NO_ASAN
+#define NO_ASAN
+#endif
+
+/* Fill SCRIBBLE_BYTES of the stack below the caller with `byte`: what a save
+ * callback called next finds in the locals it leaves uninitialized. */
+NO_ASAN static void scribble_stack(unsigned char byte) {
+  volatile unsigned char junk[SCRIBBLE_BYTES];
+  for (size_t i = 0; i < sizeof junk; i++) junk[i] = byte;
+}
+
+/* Called through a volatile pointer so it is never inlined: its array must
+ * lie where the callback's frame will. */
+static void (*const volatile scribble)(unsigned char) = scribble_stack;
+
+/* "1-7, 9-15" (inclusive byte offsets) of the bytes where a and b differ,
+ * the first SHOWN_RANGES ranges and how many more. */
+static void differing_ranges(const unsigned char *a, const unsigned char *b, size_t n, char *buf, size_t cap) {
+  size_t len = 0, ranges = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < n;) {
+    if (a[i] == b[i]) {
+      i++;
+      continue;
+    }
+    size_t start = i;
+    while (i < n && a[i] != b[i]) i++;
+    if (ranges++ < SHOWN_RANGES && len < cap) {
+      int k = snprintf(buf + len, cap - len, "%s%zu-%zu", len ? ", " : "", start, i - 1);
+      if (k > 0) len += (size_t)k;
+    }
+  }
+  if (ranges > SHOWN_RANGES && len < cap) snprintf(buf + len, cap - len, " and %zu more", ranges - SHOWN_RANGES);
+}
+
+/* Name state `e`, whose two reads differ in `ranges`: a WARNING, and a
+ * report file "unstable-<pid>-<name>" ('/' made '%', which no name holds,
+ * so two states never share a file) in the report directory for
+ * hooked-ckpt check-resume. */
+static hk_code report_unstable(hk__host *h, entry *e, const char *ranges, hk_status *st) {
+  hk_env_log(&h->env, HK_LOG_WARNING,
+             "check-resume mode: state '%s' gave different bytes in two reads of the same state (bytes %s of %zu "
+             "differ): uninitialized padding in the struct its save callback copies, or bytes of dst it does not "
+             "write? Its checkpoints are not reproducible.",
+             e->name, ranges, e->nbytes);
+  e->unstable = 1;
+  if (!h->report) return HK_OK;
+  size_t cap = strlen(h->report) + strlen(e->name) + 64;
+  char *path = hk_env_alloc(&h->env, cap);
+  size_t tcap = strlen(e->name) + strlen(ranges) + 64;
+  char *text = hk_env_alloc(&h->env, tcap);
+  hk_code rc = HK_OK;
+  if (!path || !text) {
+    rc = hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory reporting state '%s' (check-resume mode)", e->name);
+  } else {
+    int n = snprintf(path, cap, "%s/unstable-%ld-", h->report, (long)getpid());
+    for (const char *c = e->name; *c && (size_t)n + 1 < cap; c++) path[n++] = *c == '/' ? '%' : *c;
+    path[n] = '\0';
+    int len = snprintf(text, tcap, "state %s\nsize %zu\nbytes %s\n", e->name, e->nbytes, ranges);
+    rc = hk_fs_write_file_atomic(&h->env, path, text, (size_t)len, st);
+  }
+  hk_env_free(&h->env, path);
+  hk_env_free(&h->env, text);
+  return rc;
+}
+
+/* Read state `e` twice, into its buffer and into check_buf, each filled
+ * with other bytes first and with other bytes on the stack below: a state
+ * whose bytes all come from the state reads the same twice. The first read
+ * is the one kept. */
+static hk_code read_twice(hk__host *h, entry *e, hk_status *st) {
+  memset(e->data, 0xa5, e->nbytes);
+  scribble(0xa5);
+  hk_code rc = callback_status(e->save(e->user, e->data, e->nbytes, st), st, "save", e->name);
+  if (rc != HK_OK) return rc;
+  memset(h->check_buf, 0x5a, e->nbytes);
+  scribble(0x5a);
+  rc = callback_status(e->save(e->user, h->check_buf, e->nbytes, st), st, "save", e->name);
+  if (rc != HK_OK || e->unstable || memcmp(e->data, h->check_buf, e->nbytes) == 0) return rc;
+  char ranges[256];
+  differing_ranges(e->data, h->check_buf, e->nbytes, ranges, sizeof ranges);
+  return report_unstable(h, e, ranges, st);
+}
+
+hk_code hk__host_check_resume(hk__host *h, int *on, hk_status *st) {
+  hk__check_resume cr;
+  size_t largest = 0;
+  *on = 0;
+  hk_code rc = hk__check_resume_read(&cr, st);
+  if (rc != HK_OK || !cr.on) return rc;
+  for (size_t i = 0; i < h->n; i++)
+    if (h->e[i].save && h->e[i].nbytes > largest) largest = h->e[i].nbytes;
+  if (largest > 0 && !(h->check_buf = hk_env_alloc(&h->env, largest)))
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory for the check-resume mode's second reads");
+  if (cr.report) {
+    if (!(h->report = hk_env_alloc(&h->env, cr.report_len + 1)))
+      return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory for the check-resume mode's report directory");
+    memcpy(h->report, cr.report, cr.report_len);
+    h->report[cr.report_len] = '\0';
+  }
+  h->check = largest > 0;
+  *on = 1;
+  return HK_OK;
+}
+
 /* A state's save callback rewrites its buffer: copy-before-write first. */
 static hk_code view(hk__host *h, size_t index, hk_tensor *out, hk_status *st) {
   entry *e = &h->e[index];
   if (e->save) {
     hk_snapshot_before_write(h->snap, index);
-    hk_code rc = callback_status(e->save(e->user, e->data, e->nbytes, st), st, "save", e->name);
+    hk_code rc = h->check ? read_twice(h, e, st)
+                          : callback_status(e->save(e->user, e->data, e->nbytes, st), st, "save", e->name);
     if (rc != HK_OK) return rc;
   }
   *out = spec_of(e);

@@ -57,6 +57,14 @@ void hk__host_updates_begin(hk__host *h);
 /** Copy-before-write for entry `index`, before the loop writes it. */
 void hk__host_before_write(hk__host *h, size_t index);
 
+/**
+ * The check-resume mode (HOOKED_CHECK_RESUME, hooked/hooks.h), after every
+ * registration: when the variable is set, every later read of a state reads
+ * it twice and names one whose two reads differ (*on is then 1). A
+ * malformed variable → INVALID_ARGUMENT naming it; RESOURCE_EXHAUSTED.
+ */
+hk_code hk__host_check_resume(hk__host *h, int *on, hk_status *st);
+
 /** Wrap the registry in an executor that owns it from then on (also on
  *  failure: the registry is freed). */
 hk_code hk__host_executor_new(hk_executor **out, hk__host *h, const hk_env *env, hk_status *st);

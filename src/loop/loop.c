@@ -528,19 +528,26 @@ static hk_code check_named(hk_loop *l, hk_status *st) {
 }
 
 static hk_code start(hk_loop *l, hk_status *st) {
-  hk_code crc = check_named(l, st);
-  if (crc != HK_OK) return crc;
+  hk_code rc = check_named(l, st);
+  if (rc != HK_OK) return rc;
   if (!l->program_gs) {
     size_t index = hk__host_count(l->host);
-    hk_code rc = hk__host_add(l->host, "global_step", HK_DTYPE_I64, 0, NULL, &l->own_gs, sizeof l->own_gs, 0, NULL,
-                              NULL, NULL, st);
+    rc = hk__host_add(l->host, "global_step", HK_DTYPE_I64, 0, NULL, &l->own_gs, sizeof l->own_gs, 0, NULL,
+                      NULL, NULL, st);
     if (rc != HK_OK) return rc;
     hk__host_set_global_step(l->host, index);
     l->gs_index = index;
   }
+  int check = 0;
+  rc = hk__host_check_resume(l->host, &check, st);
+  if (rc != HK_OK) return rc;
+  if (check)
+    hk_env_log(&l->env, HK_LOG_INFO,
+               "host loop: check-resume mode (HOOKED_CHECK_RESUME): each read of an opaque state calls its save "
+               "callback twice and names a state whose two reads differ");
   hk__host *host = l->host;
   l->host = NULL; /* the executor owns it from here, also on failure */
-  hk_code rc = hk__host_executor_new(&l->ex, host, &l->env, st);
+  rc = hk__host_executor_new(&l->ex, host, &l->env, st);
   if (rc != HK_OK) return rc;
 
   hk_saver_options vo = HK_SAVER_OPTIONS_INIT;
