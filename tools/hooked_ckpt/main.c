@@ -8,6 +8,11 @@
  *   hooked-ckpt dump [--limit N] FILE NAME   the values of one tensor
  *   hooked-ckpt latest DIR              the newest checkpoint that verifies
  *   hooked-ckpt diff A B                compare two checkpoints tensor by tensor
+ *   hooked-ckpt check-resume [OPTIONS] -- COMMAND [ARGS...]
+ *                                       run COMMAND ({dir}: its checkpoint
+ *                                       directory) to its end, then stopped
+ *                                       halfway and resumed, and compare every
+ *                                       checkpoint the two share (check_resume.c)
  *
  * FILE is a checkpoint prefix ("ckpt/model.ckpt-3000") or its data file
  * ("ckpt/model.ckpt-3000.safetensors"). For a DIR, ls and verify take the
@@ -19,9 +24,10 @@
  * hk_fs of hooked/sys/fs.h), as any third-party tool could be.
  *
  * Exit status: 0 success; 1 any problem (one line on stderr,
- * "hooked-ckpt: <file>: <message>"); 2 bad usage. diff follows cmp(1) and
- * diff(1) instead, so that "different" and "could not tell" stay apart:
- * 0 identical, 1 different, 2 bad usage or a checkpoint that cannot be read.
+ * "hooked-ckpt: <file>: <message>"); 2 bad usage. diff and check-resume
+ * follow cmp(1) and diff(1) instead, so that "different" and "could not
+ * tell" stay apart: 0 identical, 1 different, 2 bad usage or a checkpoint
+ * that cannot be read (check-resume: or a run of the program that failed).
  *
  * The commands live in the files beside this one (tool.h says which).
  *
@@ -68,6 +74,12 @@ static const char usage_text[] = "usage: " TOOL
                                  "                              difference; tensors only in A or B, dtypes or\n"
                                  "                              shapes that differ, a different global step.\n"
                                  "                              Every tensor is read and CRC-verified\n"
+                                 "  check-resume [OPTIONS] -- COMMAND [ARGS...]\n"
+                                 "                              prove that COMMAND resumes exactly: run it to\n"
+                                 "                              its end, then stopped halfway and resumed, and\n"
+                                 "                              compare every checkpoint the two share; {dir}\n"
+                                 "                              in ARGS is the checkpoint directory (see\n"
+                                 "                              '" TOOL " check-resume --help')\n"
                                  "\n"
                                  "options:\n"
                                  "  -h, --help                  show this help\n"
@@ -75,7 +87,10 @@ static const char usage_text[] = "usage: " TOOL
                                  "\n"
                                  "exit status: 0 success, 1 any problem (a message on stderr), 2 bad usage;\n"
                                  "diff: 0 identical (same tensors, dtypes, shapes, bytes and global step),\n"
-                                 "1 different, 2 bad usage or a checkpoint that cannot be read\n";
+                                 "1 different, 2 bad usage or a checkpoint that cannot be read;\n"
+                                 "check-resume: 0 exact (one line on stdout), 1 the runs differ or a state\n"
+                                 "is not stable (a report on stdout), 2 bad usage, a run of COMMAND that\n"
+                                 "failed or did not stop at K, or runs that share no checkpoint\n";
 
 
 static int parse_limit(const char *text, uint64_t *out) {
@@ -112,6 +127,11 @@ int main(int argc, char **argv) {
   hk_env env;
   int rc;
 
+  hk_env_init(&env, HK_ENV_VERSION);
+  env.log = log_sink;
+  env.log_level = HK_LOG_WARNING;
+  /* Its command's arguments are the program's: --help among them is not ours. */
+  if (argc >= 2 && strcmp(argv[1], "check-resume") == 0) return cmd_check_resume(&env, argc - 2, argv + 2);
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       fputs(usage_text, stdout);
@@ -169,9 +189,6 @@ int main(int argc, char **argv) {
     }
   }
 
-  hk_env_init(&env, HK_ENV_VERSION);
-  env.log = log_sink;
-  env.log_level = HK_LOG_WARNING;
   if (strcmp(cmd, "ls") == 0) {
     rc = cmd_ls(&env, args[0]);
   } else if (strcmp(cmd, "verify") == 0) {

@@ -12,6 +12,7 @@
  *   compare.c       two checkpoints compared tensor by tensor (diff's and
  *                   check-resume's one comparison)
  *   diff.c          diff
+ *   check_resume.c, runs.c, judge.c (check_resume.h)  check-resume
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -174,5 +175,7 @@ int cmd_verify(const hk_env *env, const char *path, int finite);
 int cmd_latest(const hk_env *env, const char *dir);
 int cmd_dump(const hk_env *env, const char *path, const char *name, uint64_t limit);
 int cmd_diff(const hk_env *env, const char *path_a, const char *path_b);
+/* argv: the arguments after "check-resume". */
+int cmd_check_resume(const hk_env *env, int argc, char **argv);
 
 #endif /* HOOKED_TOOLS_HOOKED_CKPT_TOOL_H */
