@@ -1135,8 +1135,14 @@ hk_code hk_session_close(hk_session *s, hk_code exit_code, hk_status *st) {
     s->busy++;
     for (size_t i = 0; i < s->nhooks; i++) {
       hk_hook *h = s->hooks[i];
+      /* H1: the code is what counts. An end() that returns OK may leave
+       * its status filled (an error it recovered from): that is no error. */
+      hk_status why = HK_STATUS_INIT;
       if (!h->vt->end) continue;
-      if (callback_result(h->vt->end(h->user, s->rs, &end_err), &end_err, "end", h->name) != HK_OK) break; /* H16 */
+      if (callback_result(h->vt->end(h->user, s->rs, &why), &why, "end", h->name) != HK_OK) {
+        hk__status_copy(&end_err, &why);
+        break; /* H16 */
+      }
     }
     s->busy--;
   }

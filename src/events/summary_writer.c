@@ -198,16 +198,22 @@ static hk_code open_file(writer *w, hk_status *st) {
                         : hk__asprintf(&w->env, "%s%010" PRId64 ".%s.%d%s", EVENT_FILE_PREFIX, secs, host, k,
                                        w->suffix);
     char *path = name == NULL ? NULL : hk__path_join(&w->env, w->dir, name);
+    /* A name taken is tried again under the next one: its ALREADY_EXISTS
+     * must not stay in the caller's status once a name is found. */
+    hk_status why = HK_STATUS_INIT;
 
     hk_env_free(&w->env, name);
     if (path == NULL) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "event file in %s: out of memory", w->dir);
-    rc = create_file(w, path, st);
+    rc = create_file(w, path, &why);
     if (rc == HK_OK) {
       w->path = path;
       break;
     }
     hk_env_free(&w->env, path);
-    if (rc != HK_ALREADY_EXISTS || k == MAX_NAME_SUFFIX) return rc;
+    if (rc != HK_ALREADY_EXISTS || k == MAX_NAME_SUFFIX) {
+      hk__status_copy(st, &why);
+      return rc;
+    }
   }
   w->last_sync = hk_env_monotonic(&w->env);
   rc = write_file_version(w, st);

@@ -699,6 +699,30 @@ static void test_session__h16_end_failure(void **state)
   assert_status(session_fixture_run_train(f), &f->st, HK_FAILED_PRECONDITION, "Session is closed.");
 }
 
+/* An end() that recovered from an error of its own: the status still says
+ * it, the code is OK. */
+static hk_code end_ok_with_status_filled(spy_hook *spy, spy_slot slot, void *arg, hk_status *status)
+{
+  (void)spy;
+  (void)arg;
+  if (slot == SPY_END) hk_status_set(status, HK_ALREADY_EXISTS, "create x: File exists (retried under another name)");
+  return HK_OK;
+}
+
+/* H1, H16: what counts is the code an end() returns. One that returns OK
+ * with its status still filled is a success: close returns OK and the
+ * later hooks' end() runs. */
+static void test_session__h1_end_returning_ok_with_a_filled_status_is_ok(void **state)
+{
+  fixture *f = *state;
+  session_fixture_open(f);
+  f->b->action = end_ok_with_status_filled;
+  assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
+  assert_int_equal(f->st.code, HK_OK);
+  assert_string_equal(f->st.message, "");
+  assert_int_equal(f->c->calls[SPY_END], 1);
+}
+
 /* ---- C18, C19, C20: run context stop ------------------------------------ */
 
 static void test_session__c18_c19_stop_in_before_run(void **state)
@@ -1990,6 +2014,7 @@ int main(void)
     BOTH(test_session__c15_end_on_clean_close),
     BOTH(test_session__c16_no_end_on_error_close),
     BOTH(test_session__h16_end_failure),
+    BOTH(test_session__h1_end_returning_ok_with_a_filled_status_is_ok),
     BOTH(test_session__c18_c19_stop_in_before_run),
     BOTH(test_session__c19_stop_in_after_run_seen_by_later_hooks),
     BOTH(test_session__c25_c46_accessors),

@@ -178,6 +178,37 @@ static void test_summary_writer__h43_filename_suffix(void **state) {
   assert_string_equal(names[0], want);
 }
 
+/* H26: a name already taken in the same second (an earlier run's file) is
+ * tried again with ".1" inserted; the attempt at the taken name leaves no
+ * error in the caller's status, and the earlier file is not touched. */
+static void test_summary_writer__h26_taken_name_gets_a_counter_and_no_error(void **state) {
+  fixture *f = *state;
+  char taken[700], want[700], names[4][600];
+  char *path;
+
+  expected_name(taken, sizeof taken, "");
+  expected_name(want, sizeof want, ".1");
+  assert_ok(hk_fs_make_dirs(NULL, f->dir, &f->st), &f->st);
+  path = test_path(f->dir, taken);
+  assert_int_equal(test_write_file(path, "earlier run", 11), 0);
+  new_ok(f);
+  hk_status_clear(&f->st);
+  assert_int_equal(hk_summary_writer_scalar(f->w, "loss", 1, 0.5, &f->st), HK_OK);
+  assert_int_equal(f->st.code, HK_OK);
+  assert_string_equal(f->st.message, "");
+  close_ok(f);
+  assert_int_equal(event_file_list(f->dir, names, 4), 2);
+  assert_string_equal(names[0], taken);
+  assert_string_equal(names[1], want);
+  {
+    size_t n = 0;
+    char *earlier = test_read_file(path, &n);
+    assert_true(earlier != NULL && n == 11 && memcmp(earlier, "earlier run", 11) == 0);
+    free(earlier);
+  }
+  free(path);
+}
+
 /* A writer that is never written creates nothing, closes and frees cleanly. */
 static void test_summary_writer__h26_unused_writer_creates_nothing(void **state) {
   fixture *f = *state;
@@ -768,6 +799,7 @@ int main(void) {
       T(test_summary_writer__h26_created_at_first_write_with_parents),
       T(test_summary_writer__h43_filename_suffix),
       T(test_summary_writer__h26_unused_writer_creates_nothing),
+      T(test_summary_writer__h26_taken_name_gets_a_counter_and_no_error),
       T(test_summary_writer__h43_scalars_as_float_simple_value),
       T(test_summary_writer__h43_bad_tags_named),
       T(test_summary_writer__h43_histogram_tf_buckets),
