@@ -69,6 +69,21 @@ hk_code hk__hook_event_writer(hk_hook *hook, const char *dir, hk__event_writer *
  */
 void hk__hook_event_writer_release(hk_hook *hook, const char *who, hk__event_writer **w, int *caller_owns);
 
+typedef struct hk__dir_lock hk__dir_lock; /* src/ckpt/dir_lock.c */
+/**
+ * H58: lock checkpoint directory `dir` for the session `hook` serves, once
+ * per session and directory (the first hook to ask takes the lock, the
+ * others of that session share it; "a/b" and "a/b/" are one directory),
+ * held until the session closes or is freed. A hook serving no session
+ * takes a lock of its own into *own, which it releases with
+ * hk__dir_lock_release() when it lets go of the directory; in a session
+ * *own is NULL. A file system that cannot lock gives OK and no lock.
+ * **Errors:** FAILED_PRECONDITION naming the directory and the other holder
+ * when another trainer holds it, or when the session is closed; the file
+ * system's errors; RESOURCE_EXHAUSTED.
+ */
+hk_code hk__hook_dir_lock(hk_hook *hook, const char *dir, hk__dir_lock **own, hk_status *st);
+
 struct hk_run_context {
   const hk_run_args *args;
   hk_raw_session *session;

@@ -614,14 +614,32 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * survives a restart. An unmanaged save (a name) is never ranked. The
  * Saver is configured by the hook at its first save: a Saver shared by
  * two hooks follows the last one's best_k.
- * **One saver per directory (D4.2):** every save first removes stale
- * "<file>.tmp-XXXXXX" temporaries of checkpoint_dir (data, graph
- * descriptions, state file), so two savers writing into the same directory
- * at the same time (two hooks, a hook and a hk_saver_save() elsewhere, two
- * processes) remove each other's temporary files and fail each other's
- * saves. Give each saver its own directory. Hooks of one session with
- * different basenames in one directory are safe only while no two of their
- * saves overlap, which the asynchronous hook does not ensure.
+ * **One trainer per directory (H58, D4.2):** every save first removes
+ * stale "<file>.tmp-XXXXXX" temporaries of checkpoint_dir (data, graph
+ * descriptions, state file), and each Saver's retention deletes what its
+ * state file no longer lists, so two trainers writing one directory would
+ * delete each other's checkpoints. begin() therefore locks the directory
+ * (after creating it, before writing anything there): the lock file
+ * "<checkpoint_dir>/hooked.lock" holds the holder's line "pid <pid> on
+ * host <host> since <UTC time> (hooked <version>)", and while another
+ * session (of this process or another) holds it, begin() fails with
+ * FAILED_PRECONDITION "Checkpoint directory <dir> is in use by another
+ * trainer (<its line>; lock file <dir>/hooked.lock). Two trainers writing
+ * one directory delete each other's checkpoints: give each run its own
+ * directory, or stop the other one." and nothing in the directory is
+ * touched. The hooks of one session share the lock of a directory ("a/b"
+ * and "a/b/" are one; "./a/b" is another name and would be refused): the
+ * session takes it for the first of them and releases it when it closes,
+ * or is freed; a hook driven without a session holds its own until end(),
+ * its next begin() or hk_hook_free(). A re-creation keeps it. The lock is
+ * the operating system's (hooked/sys/fs.h): a process killed while holding
+ * it leaves the file, and the next trainer takes it over; a clean end
+ * removes it. A file system that cannot lock (hk_fs version 1 or 2, a NULL
+ * lock slot) writes unlocked, logged at DEBUG. Not covered: a
+ * hk_saver_save() into the directory outside these hooks, which still
+ * removes the hooks' temporaries. Hooks of one session with different
+ * basenames in one directory are safe only while no two of their saves
+ * overlap, which the asynchronous hook does not ensure.
  * **The check-resume mode (H57).** `hooked-ckpt check-resume` proves that a
  * program resumes exactly by running it to its end, then stopped at a step
  * K and resumed, without changing the program: it asks the library, through
@@ -656,10 +674,12 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * best_metric without best_k, a best_mode other than HK_MONITOR_MIN or
  * HK_MONITOR_MAX (H45); RESOURCE_EXHAUSTED. Nothing is created on failure
  * (H3). Later: begin() fails with FAILED_PRECONDITION "Global step should
- * be created to use CheckpointSaverHook." (C93), INVALID_ARGUMENT naming
- * HOOKED_CHECK_RESUME for a malformed value of it (H57), NOT_FOUND naming a
- * best_metric the executor does not know, or a file-system error creating
- * the directory; the first save without any saver with FAILED_PRECONDITION
+ * be created to use CheckpointSaverHook." (C93), with FAILED_PRECONDITION
+ * "Checkpoint directory ... is in use by another trainer ..." (H58),
+ * INVALID_ARGUMENT naming HOOKED_CHECK_RESUME for a malformed value of it
+ * (H57), NOT_FOUND naming a best_metric the executor does not know, or a
+ * file-system error creating or locking the directory; the first save
+ * without any saver with FAILED_PRECONDITION
  * "No saver available: provide a saver or a scaffold." (C99); a save whose
  * best_metric cannot be read or is not one number fails with that error,
  * naming best_metric, and writes nothing.

@@ -103,7 +103,9 @@ typedef struct hk_loop_options {
    *  registered memory (D5; with a WARNING when the state file is missing
    *  and the directory is scanned); with none, the program's own initial
    *  values are kept — nothing is zeroed or re-initialized. NULL: no
-   *  checkpoints at all. */
+   *  checkpoints at all. While the loop saves into it (a cadence that is
+   *  not 0), it is locked against a second trainer (H58): another loop or
+   *  session writing it makes hk_loop_start() fail, naming the holder. */
   const char *checkpoint_dir;
   /** Cadence of managed checkpoints (C50, C54, D9): at most one of the two;
    *  both unset: every 600 s. 0 (either) disables periodic and final saves
@@ -338,8 +340,13 @@ HK_API hk_code hk_loop_add_early_stopping(hk_loop *loop, hk_hook *hook, hk_statu
  * restore errors (H27: NOT_FOUND naming a registered array the checkpoint
  * lacks, INVALID_ARGUMENT naming one whose dtype or shape differs;
  * DATA_LOSS naming every candidate when none verifies, D5.3); a hook's
- * begin()/after_create_session() error; file-system errors creating the
- * directory (H9). The loop is then failed (sticky).
+ * begin()/after_create_session() error, among them FAILED_PRECONDITION
+ * "Checkpoint directory <dir> is in use by another trainer (pid <pid> on
+ * host <host> since <time> ...; lock file <dir>/hooked.lock). ..." when
+ * another loop or session, here or in another process, saves into
+ * checkpoint_dir (H58: nothing in the directory is touched); file-system
+ * errors creating or locking the directory (H9). The loop is then failed
+ * (sticky).
  * **Threads:** the training thread. **Allocates:** yes.
  */
 HK_API hk_code hk_loop_start(hk_loop *loop, int64_t *step, hk_status *status);

@@ -71,7 +71,10 @@ HK_API hk_code hk_training_session_options_init(hk_training_session_options *opt
  * (H22) — (checkpoint_dir, the checkpoint cadence, the Scaffold,
  * save_graph_def) when checkpoint_dir is set and the cadence value is > 0;
  * then `hooks`. The chief restores the newest checkpoint of checkpoint_dir
- * that verifies (C55, D5). A worker uses the worker creator (max_wait_secs,
+ * that verifies (C55, D5). Its checkpoint hook locks checkpoint_dir (H58):
+ * while another trainer writes it, the construction fails with
+ * FAILED_PRECONDITION "Checkpoint directory <dir> is in use by another
+ * trainer (...)" and nothing in it is touched. A worker uses the worker creator (max_wait_secs,
  * recovery_wait_secs) and only `hooks` (C56). The session owns the default
  * hooks and the default Scaffold it made and frees them with itself.
  * Every option is validated before any side effect (H23): on an option error

@@ -4,6 +4,8 @@
  *   fs.c          POSIX hk_fs, H9 errno mapping, atomic files (D4.1), stale
  *                 temporary cleanup (D4.2 step 1), mkdirs, bounded reads,
  *                 names and paths (H32)
+ *   dir_lock.c    the POSIX hk_fs's lock and unlock, and the lock of a
+ *                 checkpoint directory its writers take (H58)
  *   writeback.c   the POSIX write_at's early writeback (Linux)
  *   crc32c.c      hk_crc32c_extend (SSE4.2 / portable, chosen at run time),
  *                 the fused copy + CRC and the CRC join (crc32c.h)
@@ -30,6 +32,11 @@ typedef struct hk__fs {
 
 /** Resolve env->fs (POSIX when NULL or env version 1). `env` NULL: defaults. */
 void hk__fs_init(hk__fs *fs, const hk_env *env);
+
+/** What a slot returned, made what H9 says: a code other than ABORTED or
+ *  UNAVAILABLE (those become UNKNOWN), with a message naming `path`,
+ *  copied from `local` into `st`. @return the code. */
+hk_code hk__fs_result(hk_code rc, hk_status *local, hk_status *st, const char *op, const char *path);
 
 /* Thin wrappers: call the slot and make sure a non-OK code comes with a
  * message naming the path (implementations may forget). */
@@ -63,6 +70,47 @@ hk_code hk__fs_list(const hk__fs *fs, const char *path, hk_fs_list_fn fn, void *
 hk_code hk__fs_sync_dir(const hk__fs *fs, const char *path, hk_status *st);
 /** nonzero when `path` exists (stat succeeds) and is not a directory. */
 int hk__fs_is_file(const hk__fs *fs, const char *path);
+
+/* ---- checkpoint directory locks (dir_lock.c, H58) ------------------------- */
+
+/** The lock file of a checkpoint directory: one per directory, whatever the
+ *  checkpoints' basename or the state file's name. */
+#define HK__LOCK_FILE "hooked.lock"
+
+/** The POSIX hk_fs's lock and unlock slots (hooked/sys/fs.h). */
+hk_code hk__posix_lock(void *user, const char *path, const char *holder, hk_fs_lock **out, hk_status *st);
+hk_code hk__posix_unlock(void *user, hk_fs_lock *lock, hk_status *st);
+
+/**
+ * Lock checkpoint directory `dir` (H58): "<dir>/hooked.lock" through env's
+ * file system, with this process's description (pid, host, since when, the
+ * hooked version). A file system that cannot lock (no lock slot, or
+ * UNIMPLEMENTED) gives *out NULL and OK, logged at DEBUG.
+ * **Errors:** FAILED_PRECONDITION "Checkpoint directory <dir> is in use by
+ * another trainer (<its description>; lock file <path>). ..." when another
+ * holds it; the file system's errors (H9); RESOURCE_EXHAUSTED.
+ * @param out  owned: hk__dir_lock_release(). NULL on failure.
+ */
+hk_code hk__dir_lock_take(const hk_env *env, const char *dir, hk__dir_lock **out, hk_status *st);
+/** Remove the lock file and release the lock; an unlock error is logged
+ *  at WARNING (the file left is taken over by the next holder). NULL: a
+ *  no-op. */
+void hk__dir_lock_release(hk__dir_lock *lock);
+
+/** The locks a session holds, one per directory ("a/b" and "a/b/" are one
+ *  directory): taken by the first of its hooks to ask, released together. */
+typedef struct hk__dir_locks {
+  struct hk__dir_locks_entry *v;
+  size_t n, cap;
+} hk__dir_locks;
+
+/** The lock of `dir` in `set`: already held (or known unlockable) → OK;
+ *  otherwise hk__dir_lock_take() through `env`, kept in the set (allocated
+ *  through `set_env`) when it succeeds. */
+hk_code hk__dir_locks_take(hk__dir_locks *set, const hk_env *set_env, const hk_env *env, const char *dir,
+                           hk_status *st);
+/** Release every lock of the set, in the order taken, and empty it. */
+void hk__dir_locks_release(hk__dir_locks *set, const hk_env *set_env);
 
 /**
  * A file written atomically (D4.1): created as "<final>.tmp-XXXXXX" (six

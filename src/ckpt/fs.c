@@ -332,6 +332,8 @@ static const hk_fs_vtable posix_vtable = {
     .map = posix_map,
     .unmap = posix_unmap,
     .write_at = posix_write_at,
+    .lock = hk__posix_lock,
+    .unlock = hk__posix_unlock,
 };
 
 const hk_fs_vtable *hk_fs_posix(void) { return &posix_vtable; }
@@ -353,7 +355,7 @@ void hk__fs_init(hk__fs *fs, const hk_env *env) {
 /* A replaceable fs may forget the message, fill it for another code, leave
  * out the path, or return a code that would trigger session recovery (H9
  * forbids ABORTED and UNAVAILABLE): make the result what the contract says. */
-static hk_code fs_result(hk_code rc, hk_status *local, hk_status *st, const char *op, const char *path) {
+hk_code hk__fs_result(hk_code rc, hk_status *local, hk_status *st, const char *op, const char *path) {
   if (rc == HK_OK) return HK_OK;
   if (rc == HK_ABORTED || rc == HK_UNAVAILABLE) {
     hk_status fixed;
@@ -377,7 +379,7 @@ hk_code hk__fs_open_read(const hk__fs *fs, const char *path, hk_fs_file **out, h
   *out = NULL;
   hk_code rc = fs->vt->open_read(fs->user, path, out, &local);
   if (rc != HK_OK) *out = NULL;
-  return fs_result(rc, &local, st, "open", path);
+  return hk__fs_result(rc, &local, st, "open", path);
 }
 
 hk_code hk__fs_create_excl(const hk__fs *fs, const char *path, hk_fs_file **out, hk_status *st) {
@@ -385,7 +387,7 @@ hk_code hk__fs_create_excl(const hk__fs *fs, const char *path, hk_fs_file **out,
   *out = NULL;
   hk_code rc = fs->vt->create_excl(fs->user, path, out, &local);
   if (rc != HK_OK) *out = NULL;
-  return fs_result(rc, &local, st, "create", path);
+  return hk__fs_result(rc, &local, st, "create", path);
 }
 
 hk_code hk__fs_read_full(const hk__fs *fs, hk_fs_file *f, const char *path, void *buf, size_t len, uint64_t offset,
@@ -399,7 +401,7 @@ hk_code hk__fs_read_full(const hk__fs *fs, hk_fs_file *f, const char *path, void
     hk_code rc = fs->vt->read_at(fs->user, f, (char *)buf + done, len - done, offset + done, &n, &local);
     if (rc != HK_OK) {
       *nread = done;
-      return fs_result(rc, &local, st, "read", path);
+      return hk__fs_result(rc, &local, st, "read", path);
     }
     if (n == 0) break;
     if (n > len - done) n = len - done; /* a misbehaving fs must not make us overrun */
@@ -412,7 +414,7 @@ hk_code hk__fs_read_full(const hk__fs *fs, hk_fs_file *f, const char *path, void
 hk_code hk__fs_size(const hk__fs *fs, hk_fs_file *f, const char *path, uint64_t *size, hk_status *st) {
   hk_status local = HK_STATUS_INIT;
   *size = 0;
-  return fs_result(fs->vt->size(fs->user, f, size, &local), &local, st, "size of", path);
+  return hk__fs_result(fs->vt->size(fs->user, f, size, &local), &local, st, "size of", path);
 }
 
 hk_code hk__fs_write(const hk__fs *fs, hk_fs_file *f, const char *path, const void *buf, size_t len, size_t *nwritten,
@@ -421,7 +423,7 @@ hk_code hk__fs_write(const hk__fs *fs, hk_fs_file *f, const char *path, const vo
   *nwritten = 0;
   hk_code rc = fs->vt->write(fs->user, f, buf, len, nwritten, &local);
   if (rc == HK_OK && *nwritten > len) *nwritten = len;
-  return fs_result(rc, &local, st, "write", path);
+  return hk__fs_result(rc, &local, st, "write", path);
 }
 
 int hk__fs_has_write_at(const hk__fs *fs) { return fs->vt->version >= 2 && fs->vt->write_at != NULL; }
@@ -435,12 +437,12 @@ hk_code hk__fs_write_at(const hk__fs *fs, hk_fs_file *f, const char *path, const
   if (!hk__fs_has_write_at(fs)) return hk_status_set(st, HK_UNIMPLEMENTED, "write %s at an offset: not supported", path);
   rc = fs->vt->write_at(fs->user, f, buf, len, offset, nwritten, &local);
   if (rc == HK_OK && *nwritten > len) *nwritten = len;
-  return fs_result(rc, &local, st, "write", path);
+  return hk__fs_result(rc, &local, st, "write", path);
 }
 
 hk_code hk__fs_sync(const hk__fs *fs, hk_fs_file *f, const char *path, hk_status *st) {
   hk_status local = HK_STATUS_INIT;
-  return fs_result(fs->vt->sync(fs->user, f, &local), &local, st, "fsync", path);
+  return hk__fs_result(fs->vt->sync(fs->user, f, &local), &local, st, "fsync", path);
 }
 
 hk_code hk__fs_map(const hk__fs *fs, hk_fs_file *f, const char *path, uint64_t offset, size_t len, const void **addr,
@@ -462,48 +464,48 @@ hk_code hk__fs_map(const hk__fs *fs, hk_fs_file *f, const char *path, uint64_t o
     *addr = NULL;
     *token = NULL;
   }
-  return fs_result(rc, &local, st, "map", path);
+  return hk__fs_result(rc, &local, st, "map", path);
 }
 
 hk_code hk__fs_unmap(const hk__fs *fs, void *token, const char *path, hk_status *st) {
   hk_status local = HK_STATUS_INIT;
-  return fs_result(fs->vt->unmap(fs->user, token, &local), &local, st, "unmap", path);
+  return hk__fs_result(fs->vt->unmap(fs->user, token, &local), &local, st, "unmap", path);
 }
 
 hk_code hk__fs_close(const hk__fs *fs, hk_fs_file *f, const char *path, hk_status *st) {
   hk_status local = HK_STATUS_INIT;
-  return fs_result(fs->vt->close(fs->user, f, &local), &local, st, "close", path);
+  return hk__fs_result(fs->vt->close(fs->user, f, &local), &local, st, "close", path);
 }
 
 hk_code hk__fs_stat(const hk__fs *fs, const char *path, hk_fs_stat *out, hk_status *st) {
   hk_status local = HK_STATUS_INIT;
   memset(out, 0, sizeof *out);
-  return fs_result(fs->vt->stat(fs->user, path, out, &local), &local, st, "stat", path);
+  return hk__fs_result(fs->vt->stat(fs->user, path, out, &local), &local, st, "stat", path);
 }
 
 hk_code hk__fs_unlink(const hk__fs *fs, const char *path, hk_status *st) {
   hk_status local = HK_STATUS_INIT;
-  return fs_result(fs->vt->unlink(fs->user, path, &local), &local, st, "unlink", path);
+  return hk__fs_result(fs->vt->unlink(fs->user, path, &local), &local, st, "unlink", path);
 }
 
 hk_code hk__fs_list(const hk__fs *fs, const char *path, hk_fs_list_fn fn, void *fn_user, hk_status *st) {
   hk_status local = HK_STATUS_INIT;
-  return fs_result(fs->vt->list(fs->user, path, fn, fn_user, &local), &local, st, "list", path);
+  return hk__fs_result(fs->vt->list(fs->user, path, fn, fn_user, &local), &local, st, "list", path);
 }
 
 hk_code hk__fs_sync_dir(const hk__fs *fs, const char *path, hk_status *st) {
   hk_status local = HK_STATUS_INIT;
-  return fs_result(fs->vt->sync_dir(fs->user, path, &local), &local, st, "fsync directory", path);
+  return hk__fs_result(fs->vt->sync_dir(fs->user, path, &local), &local, st, "fsync directory", path);
 }
 
 static hk_code fs_rename(const hk__fs *fs, const char *from, const char *to, hk_status *st) {
   hk_status local = HK_STATUS_INIT;
-  return fs_result(fs->vt->rename(fs->user, from, to, &local), &local, st, "rename", from);
+  return hk__fs_result(fs->vt->rename(fs->user, from, to, &local), &local, st, "rename", from);
 }
 
 static hk_code fs_mkdir(const hk__fs *fs, const char *path, hk_status *st) {
   hk_status local = HK_STATUS_INIT;
-  return fs_result(fs->vt->mkdir(fs->user, path, &local), &local, st, "mkdir", path);
+  return hk__fs_result(fs->vt->mkdir(fs->user, path, &local), &local, st, "mkdir", path);
 }
 
 int hk__fs_is_file(const hk__fs *fs, const char *path) {

@@ -108,12 +108,18 @@ hk_code hk_env_check(const hk_env *env, const char *what, hk_status *st) {
                            what, (unsigned)fs->version, (unsigned)HK_FS_VTABLE_VERSION);
     if (!fs->open_read || !fs->create_excl || !fs->read_at || !fs->write || !fs->size || !fs->sync || !fs->close ||
         !fs->sync_dir || !fs->rename || !fs->unlink || !fs->stat || !fs->list || !fs->mkdir)
-      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: every slot of the hk_fs_vtable but map and unmap must be set",
+      return hk_status_set(st, HK_INVALID_ARGUMENT,
+                           "%s: every slot of the hk_fs_vtable but map, unmap, write_at, lock and unlock must be set",
                            what);
     /* A mapping that could not be released would leak for the process's life. */
     if ((fs->map == NULL) != (fs->unmap == NULL))
       return hk_status_set(st, HK_INVALID_ARGUMENT,
                            "%s: the hk_fs_vtable sets one of map and unmap: set both or neither", what);
+    /* A lock that could not be released would hold the directory for the
+     * process's life. Slots beyond the table's version are not read (H10). */
+    if (fs->version >= 3 && (fs->lock == NULL) != (fs->unlock == NULL))
+      return hk_status_set(st, HK_INVALID_ARGUMENT,
+                           "%s: the hk_fs_vtable sets one of lock and unlock: set both or neither", what);
   }
   return HK_OK;
 }

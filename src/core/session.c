@@ -98,6 +98,9 @@ struct hk_session {
 
   event_dir *evw; /* made at the hooks' requests, freed with the session */
   size_t nevw, capevw;
+  /* H58: the checkpoint directories its hooks write, locked at their
+   * request, released at close (or free) once nothing writes there. */
+  hk__dir_locks locks;
 };
 
 /* ---- helpers --------------------------------------------------------------- */
@@ -249,6 +252,17 @@ void hk__hook_event_writer_release(hk_hook *hook, const char *who, hk__event_wri
   }
   *w = NULL;
   *caller_owns = 0;
+}
+
+hk_code hk__hook_dir_lock(hk_hook *hook, const char *dir, hk__dir_lock **own, hk_status *st) {
+  if (own) *own = NULL;
+  if (!own) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk__hook_dir_lock: own is NULL");
+  if (!hook) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk__hook_dir_lock: hook is NULL");
+  if (!dir) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk__hook_dir_lock: dir is NULL");
+  if (!hook->owner) return hk__dir_lock_take(hk_hook_env(hook), dir, own, st);
+  hk_session *s = (hk_session *)hook->owner;
+  if (s->closed) return hk_status_set(st, HK_FAILED_PRECONDITION, CLOSED_MESSAGE);
+  return hk__dir_locks_take(&s->locks, &s->env, hk_hook_env(hook), dir, st);
 }
 
 /* H26: flushed at close, clean or not (an unclean close calls no end()).
@@ -505,6 +519,7 @@ static void destroy(hk_session *s) {
     flush_event_writers(s);
   }
   free_event_writers(s);
+  hk__dir_locks_release(&s->locks, &s->env); /* a construction that failed */
   close_raw(s);
   if (s->coord) {
     hk_coordinator_free(s->coord);
@@ -1155,6 +1170,9 @@ hk_code hk_session_close(hk_session *s, hk_code exit_code, hk_status *st) {
   s->closed = 1;
   detach_hooks(s);
   flush_event_writers(s);
+  /* H58: the hooks are done with their directories (an asynchronous write
+   * in flight was completed when they were detached). */
+  hk__dir_locks_release(&s->locks, &s->env);
 
   hk_status result = HK_STATUS_INIT;
   if (cc != HK_OK && !(s->kind == HK_SESSION_MONITORED && hk_code_is_preemption(cc))) {

@@ -16,10 +16,11 @@
  * of async_checkpoint_saver.c.
  *
  * Per-session resources (snapshot buffer, graph text, writer thread, and
- * the event writer of a hook driven outside a session) are allocated through
- * a copy of the env in force at begin() (the hook's own, or the session's)
- * and released by end(), when the session detaches the hook, by the next
- * begin(), or by hk_hook_free(). A session's event writers are its own.
+ * the event writer and directory lock of a hook driven outside a session)
+ * are allocated through a copy of the env in force at begin() (the hook's
+ * own, or the session's) and released by end(), when the session detaches
+ * the hook, by the next begin(), or by hk_hook_free(). A session's event
+ * writers and directory locks are its own (H26, H58).
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -263,6 +264,9 @@ static void release_session(ckpt_hook *self) {
   self->graph_len = self->graph_cap = 0;
   hk_env_free(&self->senv, self->last_prefix);
   self->last_prefix = NULL;
+  /* Last: nothing of this hook writes the directory any more. */
+  hk__dir_lock_release(self->own_lock);
+  self->own_lock = NULL;
   self->rs = NULL;
   self->in_session = 0;
 }
@@ -307,6 +311,11 @@ static hk_code cs_begin(void *user, hk_executor *graph, hk_status *status) {
   if (rc != HK_OK) return rc;
 
   rc = hk__mkdirs(&self->senv, self->dir, status);
+  if (rc != HK_OK) return rc;
+  /* H58: before anything is written into the directory. The session's
+   * other hooks created nothing there yet: event files are created at the
+   * first write, after every begin(). */
+  rc = hk__hook_dir_lock(self->hook, self->dir, &self->own_lock, status);
   if (rc != HK_OK) return rc;
   rc = hk__hook_event_writer(self->hook, self->dir, &self->events, &self->owns_events, status);
   if (rc != HK_OK) return rc;

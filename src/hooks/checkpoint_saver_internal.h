@@ -93,6 +93,7 @@ typedef struct ckpt_hook {
   hk_saver *saver; /* resolved at the first save (C99) */
   hk__event_writer *events;
   int owns_events; /* no session: a writer of our own (H26) */
+  hk__dir_lock *own_lock; /* no session: the directory's lock is ours (H58) */
   int graph_state;
   char *graph_text;
   size_t graph_len, graph_cap;

@@ -178,6 +178,7 @@ static void walk(const char *abs, const char *rel, const tree_sink *sink) {
     struct stat sb;
     char *a, *r;
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    if (strcmp(e->d_name, CRASH_LOCK_FILE) == 0) continue; /* not modeled: see cf_lock */
     a = join(abs, e->d_name);
     r = join(rel, e->d_name);
     if (lstat(a, &sb) != 0) die("lstat", a);
@@ -615,6 +616,19 @@ static hk_code cf_mkdir(void *user, const char *path, hk_status *st) {
   return rc;
 }
 
+/* The directory lock (H58) is forwarded and not recorded: it guards a
+ * running trainer and holds nothing the library reads, so no crash state
+ * has it (see crash_fs.h). */
+static hk_code cf_lock(void *user, const char *path, const char *holder, hk_fs_lock **out, hk_status *st) {
+  (void)user;
+  return hk_fs_posix()->lock(NULL, path, holder, out, st);
+}
+
+static hk_code cf_unlock(void *user, hk_fs_lock *lock, hk_status *st) {
+  (void)user;
+  return hk_fs_posix()->unlock(NULL, lock, st);
+}
+
 static const hk_fs_vtable crash_vtable = {
     .version = HK_FS_VTABLE_VERSION,
     .open_read = cf_open_read,
@@ -635,6 +649,8 @@ static const hk_fs_vtable crash_vtable = {
 #if HK_FS_VTABLE_VERSION >= 2
     .write_at = cf_write_at,
 #endif
+    .lock = cf_lock,
+    .unlock = cf_unlock,
 };
 
 /* The same without write_at: the library appends every file. */
@@ -655,6 +671,8 @@ static const hk_fs_vtable append_vtable = {
     .mkdir = cf_mkdir,
     .map = NULL,
     .unmap = NULL,
+    .lock = cf_lock,
+    .unlock = cf_unlock,
 };
 
 const hk_fs_vtable *crash_fs_vtable(void) { return &crash_vtable; }

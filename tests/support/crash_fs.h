@@ -66,6 +66,14 @@
  * demand that an acknowledged save survive (D4.5: "a save that returned is
  * never lost").
  *
+ * The directory lock (lock/unlock, hk_fs version 3) is forwarded to the
+ * POSIX lock and not recorded: it only keeps a second trainer out while one
+ * runs, a crash (or a kill) leaves its file or not without consequence (the
+ * next trainer takes it over), and the library reads nothing from it. So
+ * files named CRASH_LOCK_FILE are left out of the model altogether: out of
+ * the tree read at crash_fs_new(), of crash_fs_check_model()'s comparison,
+ * and of every crash state.
+ *
  * map/unmap are not offered (NULL): readers take their read_at path. Handles
  * are wrapped (malloc). Thread-safe (one mutex). Test support only: on an
  * unexpected OS error outside the hk_fs slots (reading the root, writing a
@@ -113,6 +121,8 @@ typedef struct crash_op {
 } crash_op;
 
 #define CRASH_NO_MARK INT64_MIN
+/** The checkpoint directory's lock file (H58), outside the model. */
+#define CRASH_LOCK_FILE "hooked.lock"
 /** Default bounds of crash_fs_explore(). */
 #define CRASH_SUBSET_BITS 6
 #define CRASH_DATA_INODES 2

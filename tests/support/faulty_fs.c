@@ -16,7 +16,7 @@ typedef struct faulty_file {
 
 static const char *const slot_names[FAULTY_FS_NSLOTS] = {
     "open_read", "create_excl", "read_at", "write", "size",  "sync", "close", "sync_dir",
-    "rename",    "unlink",      "stat",    "list",  "mkdir", "map",  "unmap",
+    "rename",    "unlink",      "stat",    "list",  "mkdir", "map",  "unmap", "lock", "unlock",
 };
 
 typedef struct faulty_map {
@@ -412,6 +412,71 @@ static hk_code ff_unmap(void *user, void *token, hk_status *st) {
   return rc;
 }
 
+long faulty_fs_open_locks(faulty_fs *ff) {
+  long n;
+  pthread_mutex_lock(&ff->mu);
+  n = ff->open_locks;
+  pthread_mutex_unlock(&ff->mu);
+  return n;
+}
+
+void faulty_fs_no_lock(faulty_fs *ff, int on) {
+  pthread_mutex_lock(&ff->mu);
+  ff->no_lock = on;
+  pthread_mutex_unlock(&ff->mu);
+}
+
+typedef struct faulty_lock {
+  hk_fs_lock *inner;
+  char path[FAULTY_FS_PATH_MAX];
+} faulty_lock;
+
+static hk_code ff_lock(void *user, const char *path, const char *holder, hk_fs_lock **out, hk_status *st) {
+  faulty_fs *ff = user;
+  faulty_lock *l;
+  int no_lock;
+  hk_code rc;
+
+  *out = NULL;
+  pthread_mutex_lock(&ff->mu);
+  no_lock = ff->no_lock;
+  pthread_mutex_unlock(&ff->mu);
+  if (no_lock) return hk_status_set(st, HK_UNIMPLEMENTED, "lock %s: faulty_fs_no_lock is set", path);
+  rc = intercept(ff, FAULTY_FS_LOCK, path, st);
+  if (rc != HK_OK) return rc;
+  l = malloc(sizeof *l);
+  if (!l) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "faulty_fs: out of memory locking %s", path);
+  rc = hk_fs_posix()->lock(NULL, path, holder, &l->inner, st);
+  if (rc != HK_OK) {
+    free(l);
+    return rc;
+  }
+  strncpy(l->path, path, sizeof l->path - 1);
+  l->path[sizeof l->path - 1] = '\0';
+  pthread_mutex_lock(&ff->mu);
+  ff->open_locks++;
+  pthread_mutex_unlock(&ff->mu);
+  *out = (hk_fs_lock *)l;
+  return HK_OK;
+}
+
+static hk_code ff_unlock(void *user, hk_fs_lock *lock, hk_status *st) {
+  faulty_fs *ff = user;
+  faulty_lock *l = (faulty_lock *)lock;
+  hk_status inner_st = HK_STATUS_INIT;
+  hk_code injected = intercept(ff, FAULTY_FS_UNLOCK, l->path, st);
+  /* The real lock is released (and its file removed) whatever is
+   * injected, as close does. */
+  hk_code rc = hk_fs_posix()->unlock(NULL, l->inner, &inner_st);
+  pthread_mutex_lock(&ff->mu);
+  ff->open_locks--;
+  pthread_mutex_unlock(&ff->mu);
+  free(l);
+  if (injected != HK_OK) return injected;
+  if (rc != HK_OK && st) *st = inner_st;
+  return rc;
+}
+
 static const hk_fs_vtable faulty_vtable = {
     .version = HK_FS_VTABLE_VERSION,
     .open_read = ff_open_read,
@@ -430,6 +495,8 @@ static const hk_fs_vtable faulty_vtable = {
     .map = ff_map,
     .unmap = ff_unmap,
     .write_at = ff_write_at,
+    .lock = ff_lock,
+    .unlock = ff_unlock,
 };
 
 const hk_fs_vtable *faulty_fs_vtable(void) { return &faulty_vtable; }

@@ -12,7 +12,12 @@
  * A failure can be restricted to paths containing a substring (handle slots
  * use the path the file was opened with). write_at (hk_fs version 2) is a
  * write to all of this: counted, failed, shortened and limited under
- * FAULTY_FS_WRITE.
+ * FAULTY_FS_WRITE. lock and unlock (version 3) are slots of their own,
+ * forwarded to the POSIX lock (a real flock, so two faulty_fs or a
+ * faulty_fs and another process exclude each other), counted and failed
+ * like the others and outside the space limit (a lock holds no data the
+ * library reads); faulty_fs_no_lock() makes lock answer UNIMPLEMENTED, as
+ * a wrapper over a file system that cannot lock does.
  *
  * Counting: faulty_fs_init(), faulty_fs_reset() and every faulty_fs_fail_*()
  * call zero all counters, so "N" counts the calls made after arming. An
@@ -35,7 +40,9 @@
  *   faulty_fs_destroy(&ff);
  *
  * Handles are wrapped (malloc), so faulty_fs_open_handles() tells whether
- * every opened file was closed; mappings too (faulty_fs_open_maps()). An
+ * every opened file was closed; mappings too (faulty_fs_open_maps()), and
+ * locks (faulty_fs_open_locks()). An injected unlock failure still releases
+ * the real lock and removes its file, as close does. An
  * injected map failure maps nothing; an injected unmap failure still
  * releases the real mapping, as close does. Thread-safe (one mutex), like any hk_fs must
  * be. Use cmocka only on the main thread.
@@ -71,6 +78,8 @@ typedef enum faulty_fs_slot {
   FAULTY_FS_MKDIR,
   FAULTY_FS_MAP,
   FAULTY_FS_UNMAP,
+  FAULTY_FS_LOCK,
+  FAULTY_FS_UNLOCK,
   FAULTY_FS_NSLOTS
 } faulty_fs_slot;
 /** Slot argument meaning "every slot" (counted together). */
@@ -87,7 +96,9 @@ typedef struct faulty_fs {
   uint64_t bytes_written;       /* through write, to the real files */
   long open_handles;            /* opened and not yet closed (not reset) */
   long open_maps;               /* mapped and not yet unmapped (not reset) */
+  long open_locks;              /* locked and not yet unlocked (not reset) */
   int no_map;                   /* map answers UNIMPLEMENTED, uncounted */
+  int no_lock;                  /* lock answers UNIMPLEMENTED, uncounted */
   /* the failure rule */
   int fail_slot;  /* a faulty_fs_slot or FAULTY_FS_ANY */
   long fail_at;   /* -1: off */
@@ -141,6 +152,11 @@ long faulty_fs_open_maps(faulty_fs *ff);
 /** Nonzero: behave as an fs without mapping (map fails UNIMPLEMENTED and
  *  is not counted), so the library's read path runs. Not cleared by reset. */
 void faulty_fs_no_map(faulty_fs *ff, int on);
+/** Locks taken (lock) and not released (unlock). */
+long faulty_fs_open_locks(faulty_fs *ff);
+/** Nonzero: behave as a wrapper over a file system that cannot lock (lock
+ *  fails UNIMPLEMENTED and is not counted). Not cleared by reset. */
+void faulty_fs_no_lock(faulty_fs *ff, int on);
 /** "open_read", "write", ... ; "any" for FAULTY_FS_ANY. */
 const char *faulty_fs_slot_name(int slot);
 

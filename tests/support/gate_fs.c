@@ -138,6 +138,21 @@ static hk_code g_mkdir(void *user, const char *path, hk_status *st) {
   return g->base->mkdir(g->base_user, path, st);
 }
 
+/* The directory lock is never held at a gate: forwarded, or UNIMPLEMENTED
+ * ("cannot lock here") over a base without it. */
+static hk_code g_lock(void *user, const char *path, const char *holder, hk_fs_lock **out, hk_status *st) {
+  gate_fs *g = user;
+  *out = NULL;
+  if (g->base->version < 3 || !g->base->lock)
+    return hk_status_set(st, HK_UNIMPLEMENTED, "lock %s: the base file system cannot lock", path);
+  return g->base->lock(g->base_user, path, holder, out, st);
+}
+
+static hk_code g_unlock(void *user, hk_fs_lock *lock, hk_status *st) {
+  gate_fs *g = user;
+  return g->base->unlock(g->base_user, lock, st);
+}
+
 static const hk_fs_vtable gate_vtable = {
     .version = HK_FS_VTABLE_VERSION,
     .open_read = g_open_read,
@@ -153,7 +168,9 @@ static const hk_fs_vtable gate_vtable = {
     .stat = g_stat,
     .list = g_list,
     .mkdir = g_mkdir,
-    /* map, unmap: optional, not supported */
+    /* map, unmap, write_at: optional, not supported */
+    .lock = g_lock,
+    .unlock = g_unlock,
 };
 
 const hk_fs_vtable *gate_fs_vtable(void) { return &gate_vtable; }

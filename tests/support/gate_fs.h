@@ -32,6 +32,10 @@
  *   gate_fs_open(&g);           // in the teardown, before freeing what waits
  *   gate_fs_destroy(&g);
  *
+ * The directory lock (lock/unlock) is forwarded to the base and never held
+ * at a gate; over a base that cannot lock, lock answers UNIMPLEMENTED (the
+ * library then writes unlocked).
+ *
  * map/unmap are not offered (NULL), so readers take their read path. Handles
  * are wrapped (calloc). Thread-safe (one mutex); use cmocka only on the main
  * thread.

@@ -1585,6 +1585,7 @@ static const hk_fs_vtable rec_vtable = {
     r_sync_dir,           r_rename,    r_unlink,      r_stat,    r_list,  r_mkdir,
     NULL, NULL, /* map, unmap: optional, not supported */
     NULL,       /* write_at (version 2): optional, not supported */
+    NULL, NULL, /* lock, unlock (version 3): optional, not supported */
 };
 
 /* Put the recording file system (reset) under f's env, in place of faulty_fs. */

@@ -11,8 +11,9 @@
  *
  * Rules for implementers:
  * - Every slot is required (hk_env_check() refuses a vtable with a NULL
- *   slot) except the optional pair map/unmap (set both or neither) and the
- *   optional write_at of version 2.
+ *   slot) except the optional pair map/unmap (set both or neither), the
+ *   optional write_at of version 2 and the optional pair lock/unlock of
+ *   version 3 (set both or neither).
  *   Return HK_OK or an error code with a message naming the path; map
  *   OS errors as H9 says (hk_fs_status_from_errno() does it): ENOSPC/EDQUOT →
  *   RESOURCE_EXHAUSTED; EACCES/EPERM/EROFS → PERMISSION_DENIED;
@@ -40,6 +41,9 @@ extern "C" {
 /** An open file of an hk_fs implementation (opaque to the library). */
 typedef struct hk_fs_file hk_fs_file;
 
+/** A lock held through an hk_fs's lock slot (opaque to the library). */
+typedef struct hk_fs_lock hk_fs_lock;
+
 /** What stat reports. */
 typedef struct hk_fs_stat {
   int is_dir;        /**< nonzero for a directory */
@@ -52,7 +56,7 @@ typedef struct hk_fs_stat {
  *  is returned by `list`. */
 typedef hk_code (*hk_fs_list_fn)(void *user, const char *name, hk_status *status);
 
-#define HK_FS_VTABLE_VERSION 2
+#define HK_FS_VTABLE_VERSION 3
 
 typedef struct hk_fs_vtable {
   uint32_t version; /**< HK_FS_VTABLE_VERSION */
@@ -123,6 +127,34 @@ typedef struct hk_fs_vtable {
    */
   hk_code (*write_at)(void *user, hk_fs_file *f, const void *buf, size_t len, uint64_t offset, size_t *nwritten,
                       hk_status *status);
+  /* slots below: version 3 (never read from a version-1 or -2 vtable, H10) */
+  /**
+   * Optional, with unlock (NULL: this file system cannot lock; the
+   * checkpoint hooks then write their directory unlocked, which they log at
+   * DEBUG). Take an exclusive lock on the file `path`, creating it when
+   * missing (mode 0644 before umask), that no other holder — another
+   * process, or another lock of this process on the same file — can take
+   * until unlock, and that is released by itself when the holding process
+   * dies (however it dies), so a lock left by a killed process never blocks
+   * the next one. Never waits. Once held, replace the file's content with
+   * `holder` (one line describing the holder, NUL-terminated; the library
+   * writes "pid <pid> on host <host> since <UTC time> (hooked <version>)\n").
+   * - Held by another: FAILED_PRECONDITION, with a message that contains
+   *   the file's current content (the other holder's description). Never
+   *   ABORTED or UNAVAILABLE (they would trigger session recovery).
+   * - UNIMPLEMENTED means "cannot lock here" (a wrapper over a file system
+   *   without the slot): the library goes on without a lock, as for NULL.
+   * - Any other error: the file system's, naming the path; nothing held.
+   * The checkpoint hooks lock "<checkpoint_dir>/hooked.lock" (H58).
+   */
+  hk_code (*lock)(void *user, const char *path, const char *holder, hk_fs_lock **out, hk_status *status);
+  /**
+   * Remove the lock's file while still holding the lock (so no other
+   * holder's file is ever removed), then release the lock and the handle —
+   * even when reporting an error (the library logs it as a warning: a file
+   * left behind is taken over by the next holder).
+   */
+  hk_code (*unlock)(void *user, hk_fs_lock *lock, hk_status *status);
 } hk_fs_vtable;
 
 /**
@@ -131,9 +163,22 @@ typedef struct hk_fs_vtable {
  * with sequential advice; write_at hands each 8 MiB a file's positional
  * writes complete to the disk at once, on Linux, so the fsync that follows
  * has less to do). Its `user` is ignored.
+ * Its lock is flock(LOCK_EX | LOCK_NB) on the file opened with O_CLOEXEC
+ * (the kernel releases it when the last descriptor of that open goes: at
+ * the process's death, or its children's that inherited it without exec).
+ * Once locked it checks that `path` still names the locked file (stat
+ * against fstat) and starts again when not, so a holder unlinking the file
+ * as it lets go never leaves two holders. The content is then replaced
+ * (ftruncate, pwrite; no fsync: it only informs). When the disk has no
+ * room for it (ENOSPC, EDQUOT) the lock is kept with an empty file: a
+ * resume on a full disk must not fail for a hundred bytes of description.
+ * unlock removes the file only while it is still the locked one. On
+ * network file systems flock is as good as the client's emulation (Linux
+ * NFS maps it onto fcntl locks).
  * @return a static vtable; never NULL.
  * **Threads:** any; the implementation is thread-safe. **Allocates:** its
- * map allocates a small record with malloc (freed by unmap).
+ * map and its lock allocate a small record with malloc (freed by unmap and
+ * unlock).
  */
 HK_API const hk_fs_vtable *hk_fs_posix(void);
 
