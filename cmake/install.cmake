@@ -9,8 +9,10 @@ include(CMakePackageConfigHelpers)
 option(HOOKED_INSTALL "Generate install rules for hooked" ${HOOKED_TOP_LEVEL})
 
 if(NOT HOOKED_INSTALL)
+  hooked_summary(install off "HOOKED_INSTALL=OFF")
   return()
 endif()
+hooked_summary(install on "")
 
 set(HOOKED_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/hooked)
 
@@ -24,7 +26,7 @@ set(HOOKED_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/hooked)
 # examples/, ...); libhooked itself exists already and keeps none, and a
 # parent project that vendors hooked is not affected. One given on the
 # command line wins.
-if(BUILD_SHARED_LIBS AND NOT DEFINED CMAKE_INSTALL_RPATH)
+if(HOOKED_BUILD_SHARED AND NOT DEFINED CMAKE_INSTALL_RPATH)
   if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}" OR IS_ABSOLUTE "${CMAKE_INSTALL_BINDIR}")
     set(CMAKE_INSTALL_RPATH "${CMAKE_INSTALL_FULL_LIBDIR}")
   else()
@@ -33,7 +35,7 @@ if(BUILD_SHARED_LIBS AND NOT DEFINED CMAKE_INSTALL_RPATH)
   endif()
 endif()
 
-install(TARGETS hooked
+install(TARGETS ${HOOKED_LIBRARY_TARGETS}
   EXPORT hookedTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -61,6 +63,7 @@ install(EXPORT hookedTargets
   DESTINATION ${HOOKED_CMAKE_INSTALL_DIR})
 
 set(HOOKED_CONFIG_HAVE_MPI ${HOOKED_HAVE_MPI})
+set(HOOKED_CONFIG_STATIC ${HOOKED_BUILD_STATIC})
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/hookedConfig.cmake.in
   ${PROJECT_BINARY_DIR}/hookedConfig.cmake
   INSTALL_DESTINATION ${HOOKED_CMAKE_INSTALL_DIR})
@@ -94,7 +97,7 @@ endforeach()
 # carries them as its own dependencies, so they are private; a static one
 # (the default) cannot, so they go into Libs and the plain
 # `pkg-config --cflags --libs hooked` links either variant without --static.
-if(BUILD_SHARED_LIBS)
+if(HOOKED_BUILD_SHARED)
   set(HOOKED_PC_CFLAGS " -DHK_SHARED")
   set(HOOKED_PC_LIBS "")
   set(HOOKED_PC_LIBS_PRIVATE " -pthread -lm")

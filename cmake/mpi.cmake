@@ -1,23 +1,29 @@
-# hooked::mpi — the optional MPI component (include/hooked/mpi.h, src/mpi/).
-# Sets HOOKED_HAVE_MPI. Its sources use hooked's public headers only.
+# hooked::mpi — the optional MPI component (include/hooked/mpi.h, src/mpi/),
+# libhooked-mpi. Sets HOOKED_HAVE_MPI. Its sources use hooked's public
+# headers only, and it links the default libhooked (shared when built).
 
-set(HOOKED_HAVE_MPI OFF)
+set(hooked_missing "")
 if(NOT HOOKED_MPI STREQUAL "OFF")
   if(HOOKED_MPI STREQUAL "ON")
-    find_package(MPI REQUIRED COMPONENTS C)
+    find_package(MPI COMPONENTS C)
   else()
     find_package(MPI QUIET COMPONENTS C)
   endif()
-  if(MPI_C_FOUND)
-    set(HOOKED_HAVE_MPI ON)
-  else()
-    message(STATUS "hooked: MPI not found, hooked::mpi is not built (HOOKED_MPI=ON requires it)")
+  if(NOT MPI_C_FOUND)
+    set(hooked_missing "MPI not found (Debian: libopenmpi-dev)")
   endif()
 endif()
+hooked_decide(HOOKED_MPI "hooked::mpi" "${hooked_missing}")
+set(HOOKED_HAVE_MPI ${HOOKED_MPI})
 
 if(HOOKED_HAVE_MPI)
+  hooked_summary("hooked::mpi" on "MPI ${MPI_C_VERSION} (${MPIEXEC_EXECUTABLE})")
   file(GLOB HOOKED_MPI_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/mpi/*.c)
-  add_library(hooked_mpi ${HOOKED_MPI_SOURCES})
+  if(HOOKED_BUILD_SHARED)
+    add_library(hooked_mpi SHARED ${HOOKED_MPI_SOURCES})
+  else()
+    add_library(hooked_mpi STATIC ${HOOKED_MPI_SOURCES})
+  endif()
   add_library(hooked::mpi ALIAS hooked_mpi)
   set_target_properties(hooked_mpi PROPERTIES EXPORT_NAME mpi OUTPUT_NAME hooked-mpi
     VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
@@ -27,5 +33,4 @@ if(HOOKED_HAVE_MPI)
   target_compile_options(hooked_mpi PRIVATE ${HOOKED_WARNINGS})
   target_compile_definitions(hooked_mpi PRIVATE _POSIX_C_SOURCE=200809L)
   target_link_libraries(hooked_mpi PUBLIC hooked MPI::MPI_C)
-  message(STATUS "hooked: building hooked::mpi (MPI ${MPI_C_VERSION})")
 endif()

@@ -61,15 +61,15 @@ extern "C" {
 
 /* ---- version ----------------------------------------------------------- */
 #define HK_VERSION_MAJOR 0
-#define HK_VERSION_MINOR 1
+#define HK_VERSION_MINOR 2
 #define HK_VERSION_PATCH 0
 /** MAJOR*10000 + MINOR*100 + PATCH; compare with hk_version_number(). */
 #define HK_VERSION_NUMBER (HK_VERSION_MAJOR * 10000 + HK_VERSION_MINOR * 100 + HK_VERSION_PATCH)
-#define HK_VERSION_STRING "0.1.0"
+#define HK_VERSION_STRING "0.2.0"
 
 /**
  * The version of the library actually linked.
- * @return its version string, e.g. "0.1.0" (HK_VERSION_STRING at build time).
+ * @return its version string, e.g. "0.2.0" (HK_VERSION_STRING at build time).
  * **Ownership:** static storage; never free it.
  * **Threads:** any. **Errors:** none. **Allocates:** no.
  */

@@ -1,8 +1,8 @@
 # For a shared build: the library exports the public hk_ API and nothing
-# else (house style 18), hk__ cross-file internals stay hidden, and the
-# SONAME carries the 0.<minor> ABI version.
+# else, hk__ cross-file internals stay hidden, and the SONAME carries the
+# 0.<minor> ABI version.
 #
-# Inputs (-D): LIBRARY, NM, READELF, SONAME.
+# Inputs (-D): LIBRARY, NM, READELF, SONAME, EXPECTED_SONAME.
 
 cmake_minimum_required(VERSION 3.20)
 
@@ -46,7 +46,9 @@ execute_process(COMMAND ${READELF} -d ${LIBRARY} RESULT_VARIABLE rc OUTPUT_VARIA
 if(NOT rc EQUAL 0 OR NOT dyn MATCHES "Library soname: \\[${SONAME}\\]")
   message(FATAL_ERROR "${LIBRARY}: SONAME is not ${SONAME}")
 endif()
-if(NOT SONAME MATCHES "^libhooked\\.so\\.0\\.[0-9]+$")
-  message(FATAL_ERROR "SONAME ${SONAME} is not libhooked.so.0.<minor>")
+# While the major is 0 the ABI may change with every minor: the SONAME is
+# libhooked.so.0.<minor>, the package's (EXPECTED_SONAME).
+if(NOT SONAME MATCHES "^libhooked\\.so\\.0\\.[0-9]+$" OR NOT SONAME STREQUAL EXPECTED_SONAME)
+  message(FATAL_ERROR "SONAME ${SONAME} is not ${EXPECTED_SONAME} (libhooked.so.0.<minor>)")
 endif()
 message(STATUS "SONAME ${SONAME}")

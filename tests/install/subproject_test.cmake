@@ -35,10 +35,11 @@ run(configure ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install/subproject -B ${di
     ${build_type_arg})
 
 # The targets the build system knows: the project's program and hooked's
-# library, none of hooked's programs or test helpers.
+# library (hooked_static, as BUILD_SHARED_LIBS is off; hooked::hooked is its
+# alias), none of hooked's programs or test helpers.
 run(targets ${CMAKE_COMMAND} --build ${dir} ${config_args} --target help)
 set(targets "${run_output}")
-foreach(wanted subproject_main hooked)
+foreach(wanted subproject_main hooked_static)
   if(NOT targets MATCHES "(^|[^A-Za-z0-9_-])${wanted}([^A-Za-z0-9_.-]|$)")
     message(FATAL_ERROR "subproject test: no target ${wanted} in:\n${targets}")
   endif()
