@@ -1,6 +1,6 @@
 # ctest driver for digits_own_loop. Usage:
-#   cmake -DEXE=<digits_own_loop> -DMODE=<default|bad_flags|summaries> -DWORK_DIR=<dir>
-#         [-DEVENTS=<hooked-events>] -P check_own_loop.cmake
+#   cmake -DEXE=<digits_own_loop> -DMODE=<default|bad_flags|summaries|diverge> -DWORK_DIR=<dir>
+#         [-DEVENTS=<hooked-events>] [-DCKPT=<hooked-ckpt>] -P check_own_loop.cmake
 # The SIGKILL/resume and SIGTERM checks are in check_own_loop.sh.
 
 foreach(var EXE MODE WORK_DIR)
@@ -98,6 +98,45 @@ elseif(MODE STREQUAL "summaries")
       message(FATAL_ERROR "expected 8 scalars (2 global_step/sec, 3 loss, 3 test_accuracy):\n${csv}")
     endif()
   endif()
+
+elseif(MODE STREQUAL "diverge")
+  # A learning rate that makes the weights NaN at step 2, a checkpoint every
+  # step and --keep 2: no guard in the program, yet no non-finite value is
+  # checkpointed (H59). The save of step 2 is refused, which fails the loop:
+  # exit 1 with the refusal naming the array, no result line, and the newest
+  # checkpoint is step 1's, finite, which verifies; none was rotated out by
+  # a bad one. Synchronous and asynchronous saves alike: the writer thread's
+  # refusal comes back at the next step ("Checkpoint for step N into ...
+  # failed: ...") or, when every step ran while a write was in flight, from
+  # the final save.
+  foreach(flavour sync async)
+    set(dir "${WORK_DIR}/${flavour}")
+    set(extra)
+    if(flavour STREQUAL "async")
+      set(extra --async)
+    endif()
+    run(1 --lr 1e30 --steps 50 --log-every 0 --checkpoint-dir "${dir}" --save-steps 1 --keep 2 ${extra})
+    if(NOT OUT STREQUAL "")
+      message(FATAL_ERROR "${flavour}: a diverged run printed a result:\n${OUT}")
+    endif()
+    expect_match("${ERR}" "digits_own_loop: INVALID_ARGUMENT: (Checkpoint for step [0-9]+ into [^\n]* failed: )?Refusing to checkpoint a non-finite value: variable '[a-z0-9]+' holds (NaN|-?Inf) at element"
+                 "${flavour}: the refusal")
+    file(READ "${dir}/checkpoint" state)
+    if(NOT state MATCHES "model_checkpoint_path: \"model.ckpt-([0-9]+)\"")
+      message(FATAL_ERROR "${flavour}: no model_checkpoint_path in:\n${state}")
+    endif()
+    set(newest "${CMAKE_MATCH_1}")
+    if(flavour STREQUAL "sync" AND NOT newest STREQUAL "1")
+      message(FATAL_ERROR "sync: the newest checkpoint is ${newest}, not 1 (the last finite step):\n${state}")
+    endif()
+    if(DEFINED CKPT)
+      execute_process(COMMAND "${CKPT}" verify --finite "${dir}" RESULT_VARIABLE rc OUTPUT_VARIABLE vout
+                      ERROR_VARIABLE verr)
+      if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "${flavour}: hooked-ckpt verify --finite ${dir} failed:\n${vout}${verr}")
+      endif()
+    endif()
+  endforeach()
 
 elseif(MODE STREQUAL "bad_flags")
   foreach(args IN ITEMS "--bogus" "--steps" "--steps;abc" "--steps;-1" "--steps;12x" "--batch;0"

@@ -50,9 +50,9 @@ HK_API const char *hk_crc32c_implementation(void);
 
 typedef struct hk_saver hk_saver;
 
-#define HK_SAVER_OPTIONS_VERSION 1
+#define HK_SAVER_OPTIONS_VERSION 2
 typedef struct hk_saver_options {
-  uint32_t version;             /**< HK_SAVER_OPTIONS_VERSION */
+  uint32_t version;             /**< HK_SAVER_OPTIONS_VERSION (1 or 2) */
   const hk_env *env;            /**< copied; NULL: the executor's env */
   hk_executor *executor;        /**< required; borrowed for the Saver's life */
   /** Names of the variables to save and restore, copied (C112). NULL with
@@ -66,19 +66,28 @@ typedef struct hk_saver_options {
   double keep_checkpoint_every_n_hours;
   int pad_step_number;          /**< nonzero: "<path>-%08d" (C113) */
   const char *latest_filename;  /**< copied; NULL: "checkpoint"; a valid name (H32) */
+  /* version 2 */
+  /** 0 (default): a save refuses to write a checkpoint in which a floating
+   *  variable (F16, BF16, F32, F64) holds NaN or an infinity, unless the
+   *  variable is flagged HK_VAR_NON_FINITE_OK (see hk_saver_save()).
+   *  Nonzero: every variable is written as it is (TensorFlow's behaviour). */
+  int allow_non_finite;
 } hk_saver_options;
-#define HK_SAVER_OPTIONS_INIT { HK_SAVER_OPTIONS_VERSION, NULL, NULL, NULL, 0, 5, HK_UNSET_SECS, 0, NULL }
+#define HK_SAVER_OPTIONS_INIT { HK_SAVER_OPTIONS_VERSION, NULL, NULL, NULL, 0, 5, HK_UNSET_SECS, 0, NULL, 0 }
 
 /**
- * Initialize options to HK_SAVER_OPTIONS_INIT.
+ * Initialize options to HK_SAVER_OPTIONS_INIT, as that version of the
+ * struct (1: the fields before allow_non_finite only — what a program built
+ * against that header has).
  * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or a
- *         version other than HK_SAVER_OPTIONS_VERSION.
+ *         version other than 1..HK_SAVER_OPTIONS_VERSION.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_saver_options_init(hk_saver_options *opts, uint32_t version);
 
 /**
- * Create a Saver (C112).
+ * Create a Saver (C112). An options struct of version 1 is read as far as
+ * it goes, allow_non_finite taking its default (0).
  * @param out   receives it; NULL on failure.
  * @param opts  required (the executor is); borrowed for the call.
  * **Ownership:** *out owned, hk_saver_free(); the executor is borrowed.
@@ -124,10 +133,18 @@ typedef enum hk_save_flags {
  * "Parent directory of %s doesn't exist, can't save." (C115); file-system
  * errors (H9: RESOURCE_EXHAUSTED for a full disk, PERMISSION_DENIED, ...) —
  * after which the directory holds exactly what it held before; executor
- * errors reading a variable.
+ * errors reading a variable; INVALID_ARGUMENT for a floating variable that
+ * holds NaN or an infinity, unless allow_non_finite or the variable's
+ * HK_VAR_NON_FINITE_OK allows it: the message names the variable, the
+ * first such element (its index and value), the file and how to allow it;
+ * nothing is renamed into place, so the state file, every checkpoint and
+ * retention are as they were (a run that diverged keeps its last finite
+ * checkpoints).
  * With a file system that writes at an offset (hk_fs version 2, POSIX) the
  * data file's tensors are written first and its header, which holds their
- * CRCs, last; each CRC is computed while its tensor is written. Fsyncs: the
+ * CRCs, last; each CRC is computed while its tensor is written, and each
+ * piece of a floating tensor is scanned for NaN and infinities right after
+ * its CRC, while it is in cache (no pass of its own). Fsyncs: the
  * data file and its directory, the state file and its directory (D4.2).
  * **Threads:** the owner's; 8 MiB or more are CRC'd by a second thread the
  * call starts and joins, beside the writes.

@@ -115,7 +115,8 @@ typedef struct hk_variable_def {
   int32_t rank;
   const int64_t *dims;    /**< copied; rank entries, each >= 0 */
   hk_initializer init;
-  uint32_t flags;         /**< HK_VAR_LOCAL, HK_VAR_TRAINABLE, HK_VAR_EXTERNAL, HK_VAR_OPTIONAL */
+  uint32_t flags;         /**< HK_VAR_LOCAL, HK_VAR_TRAINABLE, HK_VAR_EXTERNAL, HK_VAR_OPTIONAL,
+                               HK_VAR_NON_FINITE_OK */
   /** Optional host-owned storage of exactly the variable's byte size:
    *  borrowed for the graph's life, used in place (zero copy). Reads, kernels
    *  and assignments work on it directly. NULL: the graph owns storage. */
@@ -139,7 +140,9 @@ typedef struct hk_variable_def {
  *             session that restores runs no init op (C66), so a graph-owned
  *             optional variable missing from the checkpoint stays
  *             uninitialized and the ready check reports it (C71): give such
- *             a variable external_data, which counts as initialized); an
+ *             a variable external_data, which counts as initialized) and
+ *             HK_VAR_NON_FINITE_OK (a checkpoint may hold it NaN or
+ *             infinite; without it a save of such a value fails); an
  *             initializer valid for the dtype.
  * **Ownership:** name and dims copied; external_data borrowed for the
  * graph's life.

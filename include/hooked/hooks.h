@@ -921,8 +921,10 @@ typedef struct hk_early_stopping_options {
    * raw session after each evaluation. A host loop registers it with
    * hk_loop_add_early_stopping() (hooked/loop.h); a graph creates it, e.g.
    * hk_graph_variable() with dtype HK_DTYPE_F64, dims
-   * {HK_EARLY_STOPPING_STATE_SIZE}, a constant 0 initializer and flags 0
-   * (HK_VAR_OPTIONAL with external_data for checkpoints older than it).
+   * {HK_EARLY_STOPPING_STATE_SIZE}, a constant 0 initializer and flags
+   * HK_VAR_NON_FINITE_OK (its best value is +-Inf while no evaluation has
+   * improved, which a checkpoint refuses without the flag; add
+   * HK_VAR_OPTIONAL with external_data for checkpoints older than it).
    */
   const char *state;
 } hk_early_stopping_options;

@@ -28,6 +28,10 @@
  * hk_loop_should_stop() is true, every later call returns that first error
  * again, and hk_loop_finish() returns it. A program that checks only
  * hk_loop_finish() therefore still stops at the first error and learns it.
+ * A run whose arrays go NaN or infinite is one such error: the checkpoint
+ * that would hold them is refused and fails the loop, so the newest
+ * checkpoint stays the last finite one (see allow_non_finite and
+ * HK_LOOP_NON_FINITE_OK for arrays that hold such values on purpose).
  *
  * How it is built: the loop is an executor over the registered host memory
  * (hooked/sys/executor.h), a singular session over that executor
@@ -88,12 +92,18 @@ typedef enum hk_loop_flags {
   HK_LOOP_OPTIONAL = 1u << 1,
   /** This integer scalar is the global step, owned and advanced by the
    *  program (see the file comment). At most one. Arrays only. */
-  HK_LOOP_GLOBAL_STEP = 1u << 2
+  HK_LOOP_GLOBAL_STEP = 1u << 2,
+  /** This floating array may hold NaN or infinities on purpose (a running
+   *  minimum that starts at +Inf): checkpoints write it as it is. Without
+   *  the flag (and without opts.allow_non_finite) a checkpoint in which a
+   *  floating array holds one is refused and fails the loop. Arrays
+   *  only; HK_VAR_NON_FINITE_OK of hooked/sys/executor.h. */
+  HK_LOOP_NON_FINITE_OK = 1u << 3
 } hk_loop_flags;
 
-#define HK_LOOP_OPTIONS_VERSION 3
+#define HK_LOOP_OPTIONS_VERSION 4
 typedef struct hk_loop_options {
-  uint32_t version;              /**< HK_LOOP_OPTIONS_VERSION (1, 2 or 3) */
+  uint32_t version;              /**< HK_LOOP_OPTIONS_VERSION (1 to 4) */
   /** Copied. Everything the loop creates (its executor, session, Saver and
    *  hooks) uses it, and hooks the program creates with env NULL log
    *  through it: one log_level reaches them all. NULL: defaults. */
@@ -174,15 +184,27 @@ typedef struct hk_loop_options {
    *  StepCounterHook; negative: INVALID_ARGUMENT naming it. It runs after
    *  StopAtStep and before the checkpoint saver. */
   int64_t log_step_count_steps;
+  /* version 4 */
+  /** 0 (default): a checkpoint in which a floating array holds NaN or an
+   *  infinity is refused (INVALID_ARGUMENT naming the array, the element
+   *  and its value), which fails the loop (errors are sticky): nothing more is
+   *  written, hk_loop_finish() returns it, and the newest checkpoint is the
+   *  last finite one. Arrays flagged HK_LOOP_NON_FINITE_OK (and the early
+   *  stopping state the loop registers) are written as they are. Nonzero:
+   *  every array is written as it is (the loop's Saver's allow_non_finite,
+   *  hooked/checkpoint.h). nan_guard, when given, stops a diverged step
+   *  before its checkpoint is even attempted. */
+  int allow_non_finite;
 } hk_loop_options;
 
 #define HK_LOOP_OPTIONS_INIT { HK_LOOP_OPTIONS_VERSION, NULL, NULL, HK_UNSET_SECS, HK_UNSET_STEPS, 5, \
-  HK_UNSET_SECS, NULL, 0, HK_UNSET_STEPS, HK_UNSET_STEPS, NULL, 0, 1, NULL, 0, NULL, HK_MONITOR_MIN, NULL, 100 }
+  HK_UNSET_SECS, NULL, 0, HK_UNSET_STEPS, HK_UNSET_STEPS, NULL, 0, 1, NULL, 0, NULL, HK_MONITOR_MIN, NULL, 100, 0 }
 
 /**
  * Initialize options to HK_LOOP_OPTIONS_INIT, as that version of the struct
- * (1: the fields before nan_guard only; 2: those before summary_dir — what
- * a program built against that header has).
+ * (1: the fields before nan_guard only; 2: those before summary_dir; 3:
+ * those before allow_non_finite — what a program built against that header
+ * has).
  * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or a
  *         version other than 1..HK_LOOP_OPTIONS_VERSION.
  * **Threads:** any. **Allocates:** no.
@@ -210,8 +232,8 @@ HK_API hk_code hk_loop_options_init(hk_loop_options *opts, uint32_t version);
  * best_metric without best_k, a best_mode other than HK_MONITOR_MIN or
  * HK_MONITOR_MAX (H45, H46); an empty summary_dir; a negative
  * log_step_count_steps ("hk_loop_new: log_step_count_steps must be >= 0,
- * got N", C54, H47). An options struct of version 1 or 2 is read as far as
- * it goes, the fields after it taking their defaults. RESOURCE_EXHAUSTED.
+ * got N", C54, H47). An options struct of version 1, 2 or 3 is read as far
+ * as it goes, the fields after it taking their defaults. RESOURCE_EXHAUSTED.
  * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *status);
@@ -230,7 +252,7 @@ HK_API hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status
  *               size bytes; may be NULL only for an empty shape.
  * @param flags  hk_loop_flags: HK_LOOP_NO_CHECKPOINT, HK_LOOP_OPTIONAL,
  *               HK_LOOP_GLOBAL_STEP (an integer scalar, not with
- *               NO_CHECKPOINT or OPTIONAL).
+ *               NO_CHECKPOINT or OPTIONAL), HK_LOOP_NON_FINITE_OK.
  * **Errors:** INVALID_ARGUMENT naming the array for each rule above (and
  * unknown flags); ALREADY_EXISTS for a name taken, or a second global step;
  * FAILED_PRECONDITION after start; the loop's sticky error.

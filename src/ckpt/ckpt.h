@@ -10,6 +10,7 @@
  *   crc32c.c      hk_crc32c_extend (SSE4.2 / portable, chosen at run time),
  *                 the fused copy + CRC and the CRC join (crc32c.h)
  *   safetensors.c the data-file writer and the public reader
+ *   finite.c      the writer's scan for NaN and infinities (H59)
  *   state.c       the state file: parse (H33), format (C117), public helpers
  *   saver.c       hk_saver, latest_checkpoint, restore with fallback (D5)
  *
@@ -220,7 +221,19 @@ char *hk__asprintf(const hk_env *env, const char *fmt, ...) HK_PRINTF(2, 3);
 typedef struct hk__ckpt_tensor {
   const char *name;
   hk_tensor value;
+  /** nonzero: a floating tensor that may hold NaN or infinities (its
+   *  variable has HK_VAR_NON_FINITE_OK); 0: the writer refuses them. */
+  int non_finite_ok;
 } hk__ckpt_tensor;
+
+/** hk__ckpt_write's flags. */
+enum {
+  /** 8 MiB or more of data: compute the CRCs on a second thread. */
+  HK__CKPT_WRITE_THREAD = 1u << 0,
+  /** Write NaN and infinities of every tensor (hk_saver_options'
+   *  allow_non_finite) instead of refusing them. */
+  HK__CKPT_WRITE_NON_FINITE = 1u << 1
+};
 
 /**
  * Write "<prefix>.safetensors"-style data file `final_path` atomically per
@@ -235,13 +248,30 @@ typedef struct hk__ckpt_tensor {
  * (INVALID_ARGUMENT).
  * With an fs that has write_at (version 2) the data is written first, at
  * its offsets, each tensor's CRC computed while it is written, and the
- * header last; with `may_use_thread` and at least 8 MiB of data the CRCs
- * are computed on a second thread (joined before returning) beside the
- * writes. Without write_at: a CRC pass, then header and data in order.
- * Allocates the header and index arrays.
+ * header last; with HK__CKPT_WRITE_THREAD and at least 8 MiB of data the
+ * CRCs are computed on a second thread (joined before returning) beside
+ * the writes. Without write_at: a CRC pass, then header and data in order.
+ * Unless HK__CKPT_WRITE_NON_FINITE, the CRC pass also scans every floating
+ * tensor (F16, BF16, F32, F64) that is not non_finite_ok, piece by piece
+ * after each piece's CRC: the first NaN or infinity fails the write with
+ * INVALID_ARGUMENT naming the file, the tensor, the element and its value
+ * before anything is renamed into place (the temporary file is
+ * removed). Allocates the header and index arrays.
  */
 hk_code hk__ckpt_write(const hk_env *env, const char *final_path, int64_t step, const char *gs_tensor,
-                       const hk__ckpt_tensor *tensors, size_t n, int may_use_thread, hk_status *st);
+                       const hk__ckpt_tensor *tensors, size_t n, unsigned flags, hk_status *st);
+
+/* ---- non-finite values (finite.c) ------------------------------------------ */
+
+/** nonzero for the dtypes whose values can be NaN or infinite: F16, BF16,
+ *  F32, F64. */
+int hk__dtype_can_be_non_finite(hk_dtype dtype);
+/** The index of the first element of data[0, nbytes) (whole elements of
+ *  `dtype`) that is NaN or infinite; SIZE_MAX when there is none or the
+ *  dtype is not floating. Reads each byte once; allocates nothing. */
+size_t hk__first_non_finite(hk_dtype dtype, const void *data, size_t nbytes);
+/** "NaN", "Inf" or "-Inf" for a non-finite element of `dtype`. */
+const char *hk__non_finite_text(hk_dtype dtype, const void *element);
 
 /**
  * A tensor's bytes, checked against their CRC-32C, for a restore to assign

@@ -352,17 +352,96 @@ static void set_crcs(strbuf *b, const size_t *crc_at, const uint32_t *crcs, size
     for (int d = 0; d < 8; d++) b->p[crc_at[i] + (size_t)d] = hex[(crcs[i] >> (28 - 4 * d)) & 15];
 }
 
+/* Where the first NaN or infinity of a tensor was found. */
+typedef struct bad_value {
+  size_t tensor; /* index into sorted; SIZE_MAX: none found */
+  size_t element;
+} bad_value;
+
+/* The CRC of one piece of a tensor, then (unless the tensor may hold them)
+ * its scan for NaN and infinities, on the same cache-hot bytes. `at` is
+ * the piece's byte offset in the tensor. @return 0 when the piece holds
+ * one (its element index in *bad), else 1. */
+static int crc_piece(const hk__ckpt_tensor *t, int check, size_t at, const char *p, size_t k, uint32_t *crc,
+                     size_t *bad) {
+  size_t e;
+  *crc = hk_crc32c_extend(*crc, p, k);
+  if (!check) return 1;
+  e = hk__first_non_finite(t->value.dtype, p, k);
+  if (e == SIZE_MAX) return 1;
+  *bad = at / hk_dtype_size(t->value.dtype) + e;
+  return 0;
+}
+
+/* Whether tensor t is scanned for non-finite values. */
+static int checks(const hk__ckpt_tensor *t, unsigned flags) {
+  return !(flags & HK__CKPT_WRITE_NON_FINITE) && !t->non_finite_ok && hk__dtype_can_be_non_finite(t->value.dtype);
+}
+
+/* The CRC of a whole tensor, in pieces of CRC_PIECE, each scanned after
+ * its CRC when it must be. @return 0 at the first non-finite value. */
+static int crc_tensor(const hk__ckpt_tensor *t, unsigned flags, uint32_t *crc, size_t *bad) {
+  const char *p = t->value.data;
+  int check = checks(t, flags);
+  *crc = 0;
+  for (size_t at = 0; at < t->value.nbytes;) {
+    size_t k = t->value.nbytes - at < CRC_PIECE ? t->value.nbytes - at : CRC_PIECE;
+    if (!crc_piece(t, check, at, p + at, k, crc, bad)) return 0;
+    at += k;
+  }
+  return 1;
+}
+
+/* INVALID_ARGUMENT naming the file, the variable, the element (its
+ * coordinates and flat index) and its value, and how to allow it. */
+static hk_code refuse_non_finite(const char *path, const hk__ckpt_tensor *t, size_t index, hk_status *st) {
+  const hk_tensor *v = &t->value;
+  const char *value = hk__non_finite_text(v->dtype, (const char *)v->data + index * hk_dtype_size(v->dtype));
+  char where[160];
+  if (v->rank <= 1) {
+    snprintf(where, sizeof where, v->rank == 0 ? "its value" : "element %zu", index);
+  } else {
+    size_t o = 0, rest = index;
+    size_t coord[HK_MAX_RANK];
+    for (int32_t d = v->rank; d > 0; d--) {
+      size_t dim = (size_t)v->dims[d - 1];
+      coord[d - 1] = dim ? rest % dim : 0;
+      rest = dim ? rest / dim : 0;
+    }
+    o += (size_t)snprintf(where + o, sizeof where - o, "element [");
+    for (int32_t d = 0; d < v->rank && o < sizeof where; d++)
+      o += (size_t)snprintf(where + o, sizeof where - o, d ? ", %zu" : "%zu", coord[d]);
+    if (o < sizeof where) snprintf(where + o, sizeof where - o, "] (flat index %zu)", index);
+  }
+  return hk_status_set(st, HK_INVALID_ARGUMENT,
+                       "Refusing to checkpoint a non-finite value: variable '%.200s' holds %s at %s, writing %s (allow "
+                       "it with allow_non_finite in the Saver's or the loop's options, or flag the variable "
+                       "HK_VAR_NON_FINITE_OK / HK_LOOP_NON_FINITE_OK)",
+                       t->name, value, where, path);
+}
+
 /* The CRCs of a list of tensors, computed on a second thread while the
- * first writes the same bytes (both only read them). */
+ * first writes the same bytes (both only read them), each piece scanned
+ * for NaN and infinities after its CRC. The first one found stops the job
+ * and, through `stop`, the writes. */
 typedef struct crc_job {
   const hk__ckpt_tensor *const *sorted;
   uint32_t *crcs;
   size_t n;
+  unsigned flags;
+  bad_value bad;
+  atomic_int stop;
 } crc_job;
 
 static void *crc_job_main(void *arg) {
   crc_job *j = arg;
-  for (size_t i = 0; i < j->n; i++) j->crcs[i] = hk_crc32c_extend(0, j->sorted[i]->value.data, j->sorted[i]->value.nbytes);
+  for (size_t i = 0; i < j->n; i++) {
+    if (!crc_tensor(j->sorted[i], j->flags, &j->crcs[i], &j->bad.element)) {
+      j->bad.tensor = i;
+      atomic_store_explicit(&j->stop, 1, memory_order_relaxed);
+      break;
+    }
+  }
   return NULL;
 }
 
@@ -371,32 +450,49 @@ static void *crc_job_main(void *arg) {
  * piece is CRC'd just before it is written, so the write copies it from
  * the cache. */
 static hk_code write_data_first(hk__atomic_file *af, strbuf *header, const size_t *crc_at,
-                                const hk__ckpt_tensor *const *sorted, uint32_t *crcs, size_t n, int use_thread,
-                                hk_status *st) {
-  crc_job job = {sorted, crcs, n};
+                                const hk__ckpt_tensor *const *sorted, uint32_t *crcs, size_t n, unsigned flags,
+                                int use_thread, hk_status *st) {
+  crc_job job;
   pthread_t helper;
   int threaded = 0;
   uint64_t at = header->n; /* the data starts right after the padded header */
+  bad_value bad = {SIZE_MAX, 0};
   hk_code rc = HK_OK;
 
+  job.sorted = sorted;
+  job.crcs = crcs;
+  job.n = n;
+  job.flags = flags;
+  job.bad = bad;
+  atomic_init(&job.stop, 0);
   if (use_thread) threaded = pthread_create(&helper, NULL, crc_job_main, &job) == 0;
-  for (size_t i = 0; i < n && rc == HK_OK; i++) {
+  for (size_t i = 0; i < n && rc == HK_OK && bad.tensor == SIZE_MAX; i++) {
     const char *p = sorted[i]->value.data;
-    size_t left = sorted[i]->value.nbytes;
+    size_t left = sorted[i]->value.nbytes, done = 0;
     size_t piece = threaded ? IO_CHUNK : CRC_PIECE;
+    int check = !threaded && checks(sorted[i], flags);
     uint32_t crc = 0;
     while (left > 0 && rc == HK_OK) {
       size_t k = left < piece ? left : piece;
-      if (!threaded) crc = hk_crc32c_extend(crc, p, k);
+      if (threaded && atomic_load_explicit(&job.stop, memory_order_relaxed)) break;
+      if (!threaded && !crc_piece(sorted[i], check, done, p, k, &crc, &bad.element)) {
+        bad.tensor = i;
+        break;
+      }
       rc = hk__atomic_write_at(af, p, k, at, st);
       p += k;
       at += k;
+      done += k;
       left -= k;
     }
     if (!threaded) crcs[i] = crc;
   }
   /* Always joined: the helper reads the caller's tensors. */
-  if (threaded) pthread_join(helper, NULL);
+  if (threaded) {
+    pthread_join(helper, NULL);
+    bad = job.bad;
+  }
+  if (bad.tensor != SIZE_MAX) return refuse_non_finite(af->final_path, sorted[bad.tensor], bad.element, st);
   if (rc != HK_OK) return rc;
   set_crcs(header, crc_at, crcs, n);
   return hk__atomic_write_at(af, header->p, header->n, 0, st);
@@ -404,9 +500,13 @@ static hk_code write_data_first(hk__atomic_file *af, strbuf *header, const size_
 
 /* The file in order (write only): the CRCs first, then header and data. */
 static hk_code write_in_order(hk__atomic_file *af, strbuf *header, const size_t *crc_at,
-                              const hk__ckpt_tensor *const *sorted, uint32_t *crcs, size_t n, hk_status *st) {
+                              const hk__ckpt_tensor *const *sorted, uint32_t *crcs, size_t n, unsigned flags,
+                              hk_status *st) {
   hk_code rc;
-  for (size_t i = 0; i < n; i++) crcs[i] = hk_crc32c_extend(0, sorted[i]->value.data, sorted[i]->value.nbytes);
+  for (size_t i = 0; i < n; i++) {
+    size_t bad;
+    if (!crc_tensor(sorted[i], flags, &crcs[i], &bad)) return refuse_non_finite(af->final_path, sorted[i], bad, st);
+  }
   set_crcs(header, crc_at, crcs, n);
   rc = hk__atomic_write(af, header->p, header->n, st);
   for (size_t i = 0; i < n && rc == HK_OK; i++) {
@@ -471,7 +571,7 @@ static const char *global_step_tensor(const char *gs_tensor, int64_t step, const
 }
 
 hk_code hk__ckpt_write(const hk_env *env, const char *final_path, int64_t step, const char *gs_tensor,
-                       const hk__ckpt_tensor *tensors, size_t n, int may_use_thread, hk_status *st) {
+                       const hk__ckpt_tensor *tensors, size_t n, unsigned flags, hk_status *st) {
   const hk__ckpt_tensor **sorted = NULL;
   uint32_t *crcs = NULL;
   size_t *crc_at = NULL;
@@ -515,9 +615,10 @@ hk_code hk__ckpt_write(const hk_env *env, const char *final_path, int64_t step, 
   rc = hk__atomic_begin(&af, env, final_path, st);
   if (rc != HK_OK) goto done;
   if (hk__fs_has_write_at(&af.fs))
-    rc = write_data_first(&af, &header, crc_at, sorted, crcs, n, may_use_thread && total >= CRC_THREAD_MIN, st);
+    rc = write_data_first(&af, &header, crc_at, sorted, crcs, n, flags,
+                          (flags & HK__CKPT_WRITE_THREAD) && total >= CRC_THREAD_MIN, st);
   else
-    rc = write_in_order(&af, &header, crc_at, sorted, crcs, n, st);
+    rc = write_in_order(&af, &header, crc_at, sorted, crcs, n, flags, st);
   if (rc == HK_OK)
     rc = hk__atomic_commit(&af, st);
   else

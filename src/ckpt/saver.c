@@ -45,6 +45,7 @@ struct hk_saver {
   int keep_all;      /* the check-resume mode: max_to_keep 0 for every save */
   double keep_hours; /* 0: off */
   int pad_step_number;
+  int allow_non_finite; /* write NaN and infinities of every variable as they are */
   char *latest_filename;
   /* Variables: resolved at hk_saver_new for a var_list, else at first use. */
   int resolved;
@@ -86,10 +87,17 @@ static const hk_env *senv(const hk_saver *s) { return &s->env; }
 
 /* ---- options and lifetime ----------------------------------------------------------- */
 
+/* The size of each version of the options: a program built against an
+ * older header has only that much. */
+static size_t options_size(uint32_t version) {
+  return version >= 2 ? sizeof(hk_saver_options) : offsetof(hk_saver_options, allow_non_finite);
+}
+
 hk_code hk_saver_options_init(hk_saver_options *opts, uint32_t version) {
   static const hk_saver_options init = HK_SAVER_OPTIONS_INIT;
-  if (!opts || version != HK_SAVER_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  *opts = init;
+  if (!opts || version == 0 || version > HK_SAVER_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
+  memcpy(opts, &init, options_size(version));
+  opts->version = version;
   return HK_OK;
 }
 
@@ -221,14 +229,23 @@ static hk_code check_options(const hk_saver_options *o, hk_status *st) {
   return HK_OK;
 }
 
-hk_code hk_saver_new(hk_saver **out, const hk_saver_options *opts, hk_status *status) {
+hk_code hk_saver_new(hk_saver **out, const hk_saver_options *given, hk_status *status) {
+  static const hk_saver_options init = HK_SAVER_OPTIONS_INIT;
+  hk_saver_options full;
+  const hk_saver_options *opts = given;
   hk_env env;
   hk_saver *s;
   hk_code rc;
 
   if (out) *out = NULL;
   if (!out) return hk_status_set(status, HK_INVALID_ARGUMENT, "out is NULL");
-  if (!opts) return hk_status_set(status, HK_INVALID_ARGUMENT, "opts is NULL (the executor is required)");
+  if (!given) return hk_status_set(status, HK_INVALID_ARGUMENT, "opts is NULL (the executor is required)");
+  /* An older version is read as far as it goes; the rest takes defaults. */
+  if (given->version >= 1 && given->version <= HK_SAVER_OPTIONS_VERSION) {
+    full = init;
+    memcpy(&full, given, options_size(given->version));
+    opts = &full;
+  }
   rc = check_options(opts, status);
   if (rc != HK_OK) return rc;
   rc = hk_env_check(opts->env, "opts->env", status);
@@ -242,6 +259,7 @@ hk_code hk_saver_new(hk_saver **out, const hk_saver_options *opts, hk_status *st
   s->max_to_keep = opts->max_to_keep;
   s->keep_hours = hk_secs_is_unset(opts->keep_checkpoint_every_n_hours) ? 0 : opts->keep_checkpoint_every_n_hours;
   s->pad_step_number = opts->pad_step_number != 0;
+  s->allow_non_finite = opts->allow_non_finite != 0;
   s->latest_filename = hk_env_strdup(&s->env, opts->latest_filename ? opts->latest_filename : DEFAULT_LATEST);
   if (!s->latest_filename) {
     hk_saver_free(s);
@@ -895,7 +913,10 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
     rc = hk__pending_write(env, dir, s->latest_filename, p.names, p.stamps, p.n, p.last_preserved, p.drop, p.ndrop, st);
   if (rc != HK_OK) goto done;
 
-  rc = hk__ckpt_write(env, data, record_step, s->gs_name, tensors, ntensors, !(flags & SAVE__ON_WRITER_THREAD), st);
+  rc = hk__ckpt_write(env, data, record_step, s->gs_name, tensors, ntensors,
+                      (flags & SAVE__ON_WRITER_THREAD ? 0u : (unsigned)HK__CKPT_WRITE_THREAD) |
+                          (s->allow_non_finite ? (unsigned)HK__CKPT_WRITE_NON_FINITE : 0u),
+                      st);
   if (rc != HK_OK) {
     if (!data_existed) remove_created(&fs, data);
     if (p.ndrop > 0) hk__pending_remove(env, dir, s->latest_filename);
@@ -1067,6 +1088,7 @@ hk_code hk__saver_snapshot(hk_saver *saver, hk_raw_session *rs, void *buf, size_
     }
     if (v.nbytes > 0) streamed |= hk__snapshot_stream_copy((char *)buf + off, v.data, v.nbytes);
     tensors[i].name = saver->var_info[i].name;
+    tensors[i].non_finite_ok = (saver->var_info[i].flags & HK_VAR_NON_FINITE_OK) != 0;
     tensors[i].value = v;
     tensors[i].value.data = v.nbytes > 0 ? (char *)buf + off : NULL;
     off += (v.nbytes + SNAPSHOT_ALIGN - 1) / SNAPSHOT_ALIGN * SNAPSHOT_ALIGN;
@@ -1097,6 +1119,7 @@ hk_code hk__saver_snapshot_views(hk_saver *saver, hk_raw_session *rs, hk__ckpt_t
     rc = read_view(saver, rs, i, &tensors[i].value, st);
     if (rc != HK_OK) return rc;
     tensors[i].name = saver->var_info[i].name;
+    tensors[i].non_finite_ok = (saver->var_info[i].flags & HK_VAR_NON_FINITE_OK) != 0;
     index[i] = saver->var_index[i];
   }
   return HK_OK;
@@ -1191,6 +1214,7 @@ hk_code hk_saver_save(hk_saver *saver, hk_raw_session *rs, const char *save_path
   }
   for (size_t i = 0; i < saver->nvars; i++) {
     saver->views[i].name = saver->var_info[i].name;
+    saver->views[i].non_finite_ok = (saver->var_info[i].flags & HK_VAR_NON_FINITE_OK) != 0;
     rc = read_view(saver, rs, i, &saver->views[i].value, status);
     if (rc != HK_OK) return rc;
   }

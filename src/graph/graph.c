@@ -450,7 +450,7 @@ static hk_code add_variable(hk_graph *g, hk_handle *out, const hk_variable_def *
   var.nbytes = hk__graph_nbytes(def->dtype, def->rank, def->dims, &ok);
   if (!ok) return hk_status_set(st, HK_INVALID_ARGUMENT, "def->dims: the byte size of '%s' overflows", def->name);
   var.init = def->init;
-  var.flags = def->flags & (HK_VAR_LOCAL | HK_VAR_TRAINABLE | HK_VAR_OPTIONAL);
+  var.flags = def->flags & (HK_VAR_LOCAL | HK_VAR_TRAINABLE | HK_VAR_OPTIONAL | HK_VAR_NON_FINITE_OK);
   if (def->external_data) var.flags |= HK_VAR_EXTERNAL;
   var.external = def->external_data;
 
@@ -490,7 +490,8 @@ hk_code hk_graph_variable(hk_graph *g, hk_handle *out, const hk_variable_def *de
                          (int)def->dtype, def->name);
   rc = check_shape(def->rank, def->dims, 0, "def", status);
   if (rc != HK_OK) return rc;
-  if (def->flags & ~(uint32_t)(HK_VAR_LOCAL | HK_VAR_TRAINABLE | HK_VAR_EXTERNAL | HK_VAR_OPTIONAL))
+  if (def->flags &
+      ~(uint32_t)(HK_VAR_LOCAL | HK_VAR_TRAINABLE | HK_VAR_EXTERNAL | HK_VAR_OPTIONAL | HK_VAR_NON_FINITE_OK))
     return hk_status_set(status, HK_INVALID_ARGUMENT, "def->flags 0x%x of '%s' has unknown bits", (unsigned)def->flags,
                          def->name);
   if ((def->flags & HK_VAR_EXTERNAL) && !def->external_data)

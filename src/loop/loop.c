@@ -38,6 +38,7 @@ struct hk_loop {
   hk_monitor_mode best_mode;
   char *summary_dir;            /* resolved (C52, H47): NULL: no StepCounter */
   int64_t log_step_count_steps; /* 0: no StepCounter */
+  int allow_non_finite;         /* the Saver's option of that name */
   /* H46: early-stopping hooks run as the loop's own (borrowed), and the
    * state arrays the loop registered for them (owned). */
   hk_hook **es;
@@ -114,7 +115,8 @@ static const hk_loop_options default_options = HK_LOOP_OPTIONS_INIT;
 /* The size of each version of the options: a program built against an
  * older header has only that much. */
 static size_t options_size(uint32_t version) {
-  if (version >= 3) return sizeof(hk_loop_options);
+  if (version >= 4) return sizeof(hk_loop_options);
+  if (version == 3) return offsetof(hk_loop_options, allow_non_finite);
   return version == 2 ? offsetof(hk_loop_options, summary_dir) : offsetof(hk_loop_options, nan_guard);
 }
 
@@ -257,6 +259,7 @@ hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *st) {
   /* C52, C53, H47: the StepCounter writes into summary_dir, by default the
    * checkpoint_dir; with neither, or log_step_count_steps 0, there is none. */
   l->log_step_count_steps = o->log_step_count_steps;
+  l->allow_non_finite = o->allow_non_finite != 0;
   const char *summary_dir = o->summary_dir ? o->summary_dir : o->checkpoint_dir;
   if (!oom && summary_dir && l->log_step_count_steps > 0)
     oom = !(l->summary_dir = hk_env_strdup(&l->env, summary_dir));
@@ -305,7 +308,7 @@ hk_code hk_loop_add_array(hk_loop *l, const char *name, hk_dtype dtype, int32_t 
   static const char fn[] = "hk_loop_add_array";
   hk_code rc = check_registration(l, fn, name, st);
   if (rc != HK_OK) return rc;
-  if (flags & ~(unsigned)(HK_LOOP_NO_CHECKPOINT | HK_LOOP_OPTIONAL | HK_LOOP_GLOBAL_STEP))
+  if (flags & ~(unsigned)(HK_LOOP_NO_CHECKPOINT | HK_LOOP_OPTIONAL | HK_LOOP_GLOBAL_STEP | HK_LOOP_NON_FINITE_OK))
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: '%s': unknown flags 0x%x", fn, name, flags);
   if (dtype == HK_DTYPE_STRING)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: '%s': dtype string cannot be checkpointed", fn, name);
@@ -334,6 +337,7 @@ hk_code hk_loop_add_array(hk_loop *l, const char *name, hk_dtype dtype, int32_t 
   if (flags & HK_LOOP_NO_CHECKPOINT) vf |= HK_VAR_LOCAL;
   else if (!is_gs) vf |= HK_VAR_TRAINABLE;
   if (flags & HK_LOOP_OPTIONAL) vf |= HK_VAR_OPTIONAL;
+  if (flags & HK_LOOP_NON_FINITE_OK) vf |= HK_VAR_NON_FINITE_OK;
   size_t index = hk__host_count(l->host);
   rc = hk__host_add(l->host, name, dtype, rank, dims, data, t.nbytes, vf, NULL, NULL, NULL, st);
   if (rc != HK_OK) return rc == HK_RESOURCE_EXHAUSTED ? fail(l, rc, st) : rc;
@@ -407,8 +411,10 @@ hk_code hk_loop_add_early_stopping(hk_loop *l, hk_hook *hook, hk_status *st) {
     mem = hk_env_calloc(&l->env, HK_EARLY_STOPPING_STATE_SIZE, sizeof *mem);
     if (!mem) return fail(l, hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory", fn), st);
     /* Optional: a checkpoint written before the early stopping restores,
-     * and the count starts over (zero is a fresh state). */
-    hk_code rc = hk_loop_add_array(l, info.state, HK_DTYPE_F64, 1, dims, mem, HK_LOOP_OPTIONAL, st);
+     * and the count starts over (zero is a fresh state). Its best value is
+     * +-Inf until an evaluation improves: checkpointed as it is. */
+    hk_code rc = hk_loop_add_array(l, info.state, HK_DTYPE_F64, 1, dims, mem, HK_LOOP_OPTIONAL | HK_LOOP_NON_FINITE_OK,
+                                   st);
     if (rc != HK_OK) {
       hk_env_free(&l->env, mem);
       return rc;
@@ -555,6 +561,7 @@ static hk_code start(hk_loop *l, hk_status *st) {
   vo.executor = l->ex;
   vo.max_to_keep = l->max_to_keep;
   vo.keep_checkpoint_every_n_hours = l->keep_hours;
+  vo.allow_non_finite = l->allow_non_finite;
   rc = hk_saver_new(&l->saver, &vo, st);
   if (rc != HK_OK) return rc;
   hk_scaffold_options fo = HK_SCAFFOLD_OPTIONS_INIT;

@@ -384,7 +384,7 @@ typedef struct graph_model {
 /* w (f32, graph-owned, starts at 1) += delta (fed) in each step; the loss
  * is the update's own output, the new w, so the guard sees the value the
  * step leaves (H29); GS += 1. */
-static void build_graph_model(test_env *te, graph_model *m, hk_status *st) {
+static void build_graph_model(test_env *te, graph_model *m, int allow_non_finite, hk_status *st) {
   hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
   hk_variable_def vd = HK_VARIABLE_DEF_INIT;
   hk_saver_options so = HK_SAVER_OPTIONS_INIT;
@@ -409,6 +409,7 @@ static void build_graph_model(test_env *te, graph_model *m, hk_status *st) {
   assert_ok(hk_graph_group(m->g, &m->train, "train", ops, 2, st), st);
   so.executor = hk_graph_executor(m->g);
   so.max_to_keep = 3;
+  so.allow_non_finite = allow_non_finite;
   assert_ok(hk_saver_new(&m->saver, &so, st), st);
 }
 
@@ -428,8 +429,9 @@ static hk_code graph_step(hk_session *s, graph_model *m, float delta, hk_status 
 /* Steps 1..5 are finite and each is saved (max_to_keep 3: 3, 4, 5 stay);
  * step 6 diverges. With the guard BEFORE the saver nothing of step 6 is
  * written, at the step or at the end, and 3 is not rotated out; with the
- * guard AFTER it, step 6 is saved and pushes 3 out — the order is what
- * gives the guarantee (C14, C16). */
+ * guard AFTER it, and a Saver that writes non-finite values
+ * (allow_non_finite, as TensorFlow's does), step 6 is saved and pushes 3
+ * out — the order is what gives the guarantee (C14, C16). */
 static void divergence_against_saver(fixture *f, float bad, int guard_first) {
   graph_model m;
   hk_hook *ck = NULL, *hooks[2];
@@ -440,7 +442,7 @@ static void divergence_against_saver(fixture *f, float bad, int guard_first) {
   char *dir = test_path(f->dir, guard_first ? "first" : "last");
 
   memset(&m, 0, sizeof m);
-  build_graph_model(f->te, &m, &f->st);
+  build_graph_model(f->te, &m, !guard_first, &f->st);
   no.loss = "upd";
   assert_ok(hk_nan_tensor_hook_new(&f->hook, &no, &f->st), &f->st);
   co.checkpoint_dir = dir;

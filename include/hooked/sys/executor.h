@@ -92,7 +92,12 @@ typedef enum hk_variable_flags {
    *  variables and keeps this one's current value, with a WARNING naming it
    *  (state added to a model later must not make its old checkpoints
    *  unrestorable). */
-  HK_VAR_OPTIONAL = 1u << 3
+  HK_VAR_OPTIONAL = 1u << 3,
+  /** May hold NaN or infinities on purpose (an EarlyStoppingHook's state,
+   *  whose best value starts at +-Inf): checkpoints write it as it is. A
+   *  floating variable without the flag that holds one makes a save fail
+   *  with INVALID_ARGUMENT, unless its Saver's allow_non_finite. */
+  HK_VAR_NON_FINITE_OK = 1u << 4
 } hk_variable_flags;
 
 /** Description of variable `index` of an executor. */
