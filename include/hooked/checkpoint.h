@@ -121,7 +121,17 @@ typedef enum hk_save_flags {
  * the new checkpoint last, then the checkpoints retention drops are deleted
  * (removal errors are logged "Ignoring: %s", not returned). Before the
  * first save into a directory the managed list is recovered from its state
- * file (D6.1).
+ * file (D6.1), and the first managed save after each recovery adopts the
+ * checkpoints "<basename of save_path>-<step>" (padded or not) that the
+ * state file does not list — a save that crashed before its state file, a
+ * state file that was lost — except those that may be preserved ones (a
+ * step not above the oldest checkpoint the state file lists; any, when no
+ * state file lists one and keep_checkpoint_every_n_hours is on): each is
+ * logged at INFO and retention handles it from then on. So
+ * an unmanaged save (HK_SAVE_NO_STATE) with a step, whose prefix has that
+ * form, into a directory where a managed Saver of that basename saves, is
+ * adopted by that Saver's next recovery; give unmanaged checkpoints other
+ * names (or HK_UNSET_STEPS).
  * @param rs         borrowed for the call; variables are read through it.
  * @param save_path  "<dir>/<basename>"; the directory must exist.
  * @param flags      hk_save_flags.
@@ -191,6 +201,8 @@ HK_API hk_code hk_saver_restore(hk_saver *saver, hk_raw_session *rs, const char 
  * rule. A missing state file gives an empty list; a malformed one an empty
  * list and a WARNING. hk_saver_save() calls this itself before its first
  * save into a directory, and the session manager after restoring from one.
+ * Knowing no save path, it adopts no unlisted checkpoint: the next
+ * managed hk_saver_save() recovers again and does.
  * **Errors:** INVALID_ARGUMENT for NULL arguments; RESOURCE_EXHAUSTED.
  * **Threads:** the owner's. **Allocates:** yes.
  */

@@ -857,14 +857,17 @@ HK_API hk_code hk_summary_saver_hook_new(hk_hook **out, const hk_summary_saver_o
  *              event, retention, state file; C98), and the timer restarts
  *              from it; a listener's stop request is ignored, as at creation
  *              (C94). Given: an unmanaged checkpoint "<checkpoint_dir>/<name>"
- *              (a valid name, H32), written atomically over an earlier one of
- *              that name, never listed in the state file nor deleted by
- *              retention (C116, D6.4); no listener runs.
+ *              (a valid name, H32, not of the managed form
+ *              "<checkpoint_basename>-<digits>", which is reserved for the
+ *              checkpoints retention manages), written atomically over
+ *              an earlier one of that name, never listed in the state file
+ *              nor deleted by retention (C116, D6.4); no listener runs.
  * @param prefix  may be NULL; receives the checkpoint's prefix, borrowed
  *              from the hook until its next save on demand or its session
  *              ends.
  * **Errors:** INVALID_ARGUMENT for a NULL hook, a hook that is not a
- * checkpoint saver hook, a bad name; FAILED_PRECONDITION when the hook
+ * checkpoint saver hook, a bad name or one of the managed form (naming it
+ * and the form); FAILED_PRECONDITION when the hook
  * serves no session; the processed write error of the asynchronous hook
  * (D3.4); the Saver's and the listeners' errors (file-system errors per H9,
  * after which the directory holds what it held before).

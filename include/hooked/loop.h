@@ -474,16 +474,20 @@ HK_API hk_code hk_loop_run(hk_loop *loop, hk_loop_step_fn fn, void *user, hk_sta
  *              current global step, exactly like a periodic save (listeners,
  *              retention, the state file), and the cadence restarts from
  *              it. Given: an unmanaged checkpoint "<dir>/<name>" (a valid
- *              name, H32, e.g. "best"), written atomically over any earlier
- *              one of that name and never deleted by retention (D6.4); the
- *              state file is untouched.
+ *              name, H32, e.g. "best", not of the managed form
+ *              "<checkpoint_basename>-<digits>", which is reserved for the
+ *              checkpoints retention manages), written atomically over
+ *              any earlier one of that name and never deleted by retention
+ *              (D6.4); the state file is untouched.
  * @param prefix  may be NULL; receives the checkpoint's prefix, borrowed
  *              until the next call on the loop.
  * **Errors:** FAILED_PRECONDITION when not started, after finish, inside
  * an open step, or without a checkpoint_dir; INVALID_ARGUMENT for a bad
- * name; file-system errors (H9: RESOURCE_EXHAUSTED for a full disk), after
- * which the directory holds what it held before. A failed save fails the
- * loop (sticky).
+ * name or one of the managed form (neither fails the loop); file-system
+ * errors (H9: RESOURCE_EXHAUSTED for a full disk), after which the
+ * directory holds what it held before; INVALID_ARGUMENT for a floating
+ * array holding NaN or an infinity (see allow_non_finite). A failed save
+ * fails the loop (sticky).
  * **Threads:** the training thread. **Allocates:** yes.
  */
 HK_API hk_code hk_loop_save(hk_loop *loop, const char *name, const char **prefix, hk_status *status);

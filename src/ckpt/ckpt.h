@@ -10,7 +10,8 @@
  *   crc32c.c      hk_crc32c_extend (SSE4.2 / portable, chosen at run time),
  *                 the fused copy + CRC and the CRC join (crc32c.h)
  *   safetensors.c the data-file writer and the public reader
- *   finite.c      the writer's scan for NaN and infinities (H59)
+ *   finite.c      the writer's scan for NaN and infinities
+ *   adopt.c       checkpoints the state file does not list
  *   state.c       the state file: parse (H33), format (C117), public helpers
  *   saver.c       hk_saver, latest_checkpoint, restore with fallback (D5)
  *
@@ -452,6 +453,30 @@ void hk__saver_note_metric(hk_saver *saver, double value);
  * thread rules as hk__saver_set_best.
  */
 void hk__saver_set_keep_all(hk_saver *saver, int on);
+
+/* ---- checkpoints the state file does not list (adopt.c) ---------------------------- */
+
+/** nonzero when `name` is "<basename>-<digits>" (the managed form of a
+ *  save path whose basename is `basename`, zero padding included), the
+ *  step in *step (may be NULL); 0 for any other name or a step past
+ *  int64. */
+int hk__managed_step(const char *name, const char *basename, int64_t *step);
+
+/**
+ * Adopt into a recovered managed list (paths "<dir>/<name>", stamps, n: the
+ * caller's, replaced on success) every "<base>-<digits>.safetensors"
+ * regular file of `dir` that `state` (the state file as read; NULL when it
+ * is missing or unreadable) does not list, except those that may be
+ * preserved ones: a step not above the oldest "<base>-<digits>" the state
+ * file lists, or, when it lists none, all of them if `preserves` (the
+ * Saver's keep_checkpoint_every_n_hours is on; logged at WARNING). Each
+ * goes before the first listed entry of a greater step, its timestamp its
+ * mtime (at most now), logged at INFO. A missing directory adopts nothing;
+ * other list errors and RESOURCE_EXHAUSTED are returned with the list
+ * untouched.
+ */
+hk_code hk__adopt_into(const hk_env *env, const char *dir, const char *base, double now, int preserves,
+                       const hk__state *state, char ***paths, double **stamps, size_t *n, hk_status *st);
 
 /* ---- saver (saver.c) ------------------------------------------------------------ */
 

@@ -60,6 +60,7 @@ struct hk_saver {
   size_t n;
   double last_preserved;
   int state_seen;    /* recovery found a state file, readable or not */
+  int adopt_pending; /* recovered without a save path: the next managed save adopts the unlisted */
   int explicit_vars; /* a var_list was given (C112): H27's unrestored tensors are logged at DEBUG */
   char *prefix;      /* the last hk_saver_save's prefix */
   int graph_logged;  /* "cannot describe its graph" was logged */
@@ -313,8 +314,11 @@ const hk_env *hk__saver_env(const hk_saver *saver) { return saver ? &saver->env 
 
 /* `now` is the wall time the caller read: recovery may run on the
  * asynchronous hook's writer thread, which must not call the env's clocks
- * (H6). */
-static hk_code recover_impl(hk_saver *s, const char *dir, double now, hk_status *st) {
+ * (H6). `base`: the basename of the save path of the save that recovers,
+ * whose unlisted checkpoints are adopted; NULL (a recovery for a
+ * restore) adopts nothing and leaves that to the next managed save
+ * (adopt_after_restore). */
+static hk_code recover_impl(hk_saver *s, const char *dir, double now, const char *base, hk_status *st) {
   const hk_env *env = senv(s);
   hk__fs fs;
   hk__state state;
@@ -323,7 +327,7 @@ static hk_code recover_impl(hk_saver *s, const char *dir, double now, hk_status 
   double *stamps = NULL;
   size_t n = 0;
   double lp = now - 1;
-  int seen = 1;
+  int seen = 1, readable = 0;
   char *dircopy;
   hk_code rc;
 
@@ -344,6 +348,7 @@ static hk_code recover_impl(hk_saver *s, const char *dir, double now, hk_status 
     hk_env_log(env, HK_LOG_WARNING, "Ignoring the checkpoint state file %s/%s: %s", dir, s->latest_filename,
                why.message);
   } else {
+    readable = 1;
     if (state.n > 0) {
       paths = hk_env_calloc(env, state.n, sizeof *paths);
       stamps = hk_env_calloc(env, state.n, sizeof *stamps);
@@ -389,6 +394,18 @@ static hk_code recover_impl(hk_saver *s, const char *dir, double now, hk_status 
       n = 0;
     }
   }
+  if (base) {
+    rc = hk__adopt_into(senv(s), dir, base, now, s->keep_hours > 0, readable ? &state : NULL, &paths, &stamps, &n, st);
+    if (rc != HK_OK) {
+      for (size_t i = 0; i < n; i++) hk_env_free(env, paths[i]);
+      hk_env_free(env, paths);
+      hk_env_free(env, stamps);
+      hk_env_free(env, dircopy);
+      hk__state_clear(env, &state);
+      return rc;
+    }
+  }
+  s->adopt_pending = base == NULL;
   hk__state_clear(env, &state);
   free_list(s);
   if (n == 0) {
@@ -418,10 +435,30 @@ oom:
   return oom(st, "recovering the managed checkpoints");
 }
 
+/* After a recovery for a restore (same directory, list recovered): the
+ * adoption that recovery could not make, against the state file as it is
+ * now, without recovering again (the list, its timestamps and
+ * last_preserved_timestamp stay what that recovery made them). */
+static hk_code adopt_after_restore(hk_saver *s, const char *dir, const char *base, double now, hk_status *st) {
+  const hk_env *env = senv(s);
+  hk__state state;
+  hk_status why = HK_STATUS_INIT;
+  hk_code rc = hk__state_read(env, dir, s->latest_filename, &state, &why);
+  if (rc == HK_RESOURCE_EXHAUSTED) {
+    hk__status_copy(st, &why);
+    return rc;
+  }
+  rc = hk__adopt_into(env, dir, base, now, s->keep_hours > 0, rc == HK_OK ? &state : NULL, &s->paths, &s->stamps,
+                      &s->n, st);
+  hk__state_clear(env, &state);
+  if (rc == HK_OK) s->adopt_pending = 0;
+  return rc;
+}
+
 hk_code hk_saver_recover(hk_saver *saver, const char *dir, hk_status *status) {
   if (!saver) return hk_status_set(status, HK_INVALID_ARGUMENT, "saver is NULL");
   if (!dir) return hk_status_set(status, HK_INVALID_ARGUMENT, "dir is NULL");
-  return recover_impl(saver, dir, hk_env_wall(senv(saver)), status);
+  return recover_impl(saver, dir, hk_env_wall(senv(saver)), NULL, status);
 }
 
 void hk__saver_set_keep_all(hk_saver *saver, int on) {
@@ -888,9 +925,20 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
       goto done;
     }
   }
+  /* D6.5: deletions an interrupted save recorded, before our own work —
+   * and before a recovery that adopts unlisted checkpoints, which
+   * must not take in the ones such a record is about to delete. */
+  rc = hk__pending_finish(env, dir, s->latest_filename, st);
+  if (rc == HK_OK) rc = hk__remove_stale_tmp(env, dir, s->latest_filename, st);
+  if (rc != HK_OK) goto done;
   if (manage) {
     if (!s->dir || strcmp(s->dir, dir) != 0) {
-      rc = recover_impl(s, dir, now, st);
+      rc = recover_impl(s, dir, now, hk__path_basename(save_path), st);
+      if (rc != HK_OK) goto done;
+    } else if (s->adopt_pending) {
+      /* A recovery for a restore adopted nothing: this save does, knowing
+       * the basename whose checkpoints it manages. */
+      rc = adopt_after_restore(s, dir, hk__path_basename(save_path), now, st);
       if (rc != HK_OK) goto done;
     }
     if (s->best_k > 0 && !s->best_loaded) {
@@ -901,11 +949,7 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
     if (rc != HK_OK) goto done;
     planned = 1;
   }
-
-  /* D6.5: deletions an interrupted save recorded, before our own work. */
-  rc = hk__pending_finish(env, dir, s->latest_filename, st);
-  if (rc == HK_OK) rc = hk__remove_stale_tmp(env, dir, s->latest_filename, st);
-  if (rc == HK_OK) rc = probe(&fs, data, &data_existed, st);
+  rc = probe(&fs, data, &data_existed, st);
   if (rc == HK_OK && write_graph) rc = probe(&fs, graphpath, &graph_existed, st);
   /* D6.5: what retention will delete, recorded before the state file that
    * drops it; the data file's directory fsync below makes it durable. */
@@ -1871,7 +1915,7 @@ hk_code hk__saver_restore_latest(hk_saver *saver, hk_raw_session *rs, const char
       cands_free(&c);
       if (!*restored) return oom(st, "restoring a checkpoint");
       /* C123: a list found by a scan is never adopted. */
-      if (!scanned) rc = recover_impl(saver, dir, hk_env_wall(env), st);
+      if (!scanned) rc = recover_impl(saver, dir, hk_env_wall(env), NULL, st);
       if (rc != HK_OK) {
         hk_env_free(env, *restored);
         *restored = NULL;

@@ -832,6 +832,12 @@ hk_code hk_checkpoint_saver_hook_save(hk_hook *hook, const char *name, const cha
   if (name != NULL && !hk__valid_name(name))
     return hk_status_set(status, HK_INVALID_ARGUMENT,
                          "hk_checkpoint_saver_hook_save: '%s' is not a valid checkpoint name", name);
+  if (name != NULL && hk__managed_step(name, hk__path_basename(self->save_path), NULL))
+    return hk_status_set(status, HK_INVALID_ARGUMENT,
+                         "hk_checkpoint_saver_hook_save: '%s' has the form '%s-<step>', which is reserved for the "
+                         "checkpoints retention manages (an unmanaged checkpoint of that name would be adopted and "
+                         "deleted by it): choose another name",
+                         name, hk__path_basename(self->save_path));
   if (!self->in_session || self->rs == NULL)
     return hk_status_set(status, HK_FAILED_PRECONDITION,
                          "hk_checkpoint_saver_hook_save: %s '%s' serves no session with a raw session", self->kind,

@@ -805,6 +805,16 @@ hk_code hk_loop_run(hk_loop *l, hk_loop_step_fn fn, void *user, hk_status *st) {
 
 /* ---- save now, stop, finish ------------------------------------------------------------ */
 
+/* "<base>-<digits>": the name of a managed checkpoint, which an
+ * unmanaged save must not take. */
+static int is_managed_name(const char *name, const char *base) {
+  size_t bl = strlen(base);
+  if (strncmp(name, base, bl) != 0 || name[bl] != '-' || name[bl + 1] == '\0') return 0;
+  for (const char *p = name + bl + 1; *p; p++)
+    if (*p < '0' || *p > '9') return 0;
+  return 1;
+}
+
 hk_code hk_loop_save(hk_loop *l, const char *name, const char **prefix, hk_status *st) {
   if (prefix) *prefix = NULL;
   hk_code rc = check_running(l, "hk_loop_save", st);
@@ -813,6 +823,13 @@ hk_code hk_loop_save(hk_loop *l, const char *name, const char **prefix, hk_statu
   if (!l->ckpt_dir) return MISUSE(st, "hk_loop_save: the loop has no checkpoint_dir");
   if (name && !valid_file_name(name))
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_save: '%s' is not a valid checkpoint name", name);
+  const char *base = l->basename ? l->basename : "model.ckpt";
+  if (name && is_managed_name(name, base))
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_loop_save: '%s' has the form '%s-<step>', which is reserved for the checkpoints retention "
+                         "manages (an unmanaged checkpoint of that name would be adopted and deleted by it): choose "
+                         "another name",
+                         name, base);
   hk_status local = HK_STATUS_INIT;
   if (l->ckpt_hook) {
     rc = hk_checkpoint_saver_hook_save(l->ckpt_hook, name, prefix, &local);

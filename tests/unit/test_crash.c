@@ -27,7 +27,10 @@
  *   - the NEXT save in that directory (a fresh Saver, as after a restart)
  *     succeeds, leaves no temporary file (D4.1, D4.2 step 1), only names it
  *     or the crashed run wrote, and a directory whose newest checkpoint is
- *     the new one, complete, with the same checks.
+ *     the new one, complete, with the same checks; and nothing outside
+ *     retention (H60): every model.ckpt-<step> data file is listed in the
+ *     state file, which lists at most max_to_keep — a checkpoint renamed
+ *     into place by a save that crashed before its state file is adopted.
  *
  * Scenario 4 adds D6.5: after a crash between the state file and the
  * retention deletions, the next save deletes what the crashed one was about
@@ -535,6 +538,42 @@ static void walk_names(walk_ctx *w, const char *abs, const char *rel) {
   closedir(d);
 }
 
+/* H60: after a successful save nothing hooked wrote is outside retention —
+ * every "model.ckpt-<step>" data file in the directory is listed in the
+ * state file (the orphan a crash between a save's data-file and state-file
+ * renames leaves is adopted), and the state file lists at most the
+ * Saver's max_to_keep. */
+static void check_retention(run_ctx *rc, const hk_env *env, const char *dir, const char *when) {
+  hk_status st = HK_STATUS_INIT;
+  hk_checkpoint_state *cs = NULL;
+  DIR *d;
+  if (hk_get_checkpoint_state(env, dir, NULL, &cs, &st) != HK_OK) return; /* judged by check_restorable() */
+  if ((int64_t)hk_checkpoint_state_count(cs) > rc->ex->max_to_keep)
+    violation(rc, "%s: the state file lists %zu checkpoints, more than max_to_keep %" PRId64 " (D6.3)", when,
+              hk_checkpoint_state_count(cs), rc->ex->max_to_keep);
+  d = opendir(dir);
+  assert_non_null(d);
+  for (struct dirent *e = readdir(d); e; e = readdir(d)) {
+    const char *digits = e->d_name + strlen("model.ckpt-");
+    size_t k = 0, n = strlen(e->d_name);
+    int listed = 0;
+    if (strncmp(e->d_name, "model.ckpt-", strlen("model.ckpt-")) != 0 || !ends_with(e->d_name, ".safetensors") ||
+        strstr(e->d_name, ".tmp-"))
+      continue;
+    while (digits[k] >= '0' && digits[k] <= '9') k++;
+    if (k == 0 || digits + k != e->d_name + n - strlen(".safetensors")) continue;
+    for (size_t i = 0; i < hk_checkpoint_state_count(cs) && !listed; i++) {
+      const char *p = hk_checkpoint_state_path(cs, i);
+      const char *base = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+      listed = strncmp(base, e->d_name, n - strlen(".safetensors")) == 0 && base[n - strlen(".safetensors")] == '\0';
+    }
+    if (!listed)
+      violation(rc, "%s: %s is outside retention: the state file does not list it (H60)", when, e->d_name);
+  }
+  closedir(d);
+  hk_checkpoint_state_free(cs);
+}
+
 static int visit(void *user, const crash_state *cs);
 
 static void explore(checker *ck, const crash_fs *cf, const expect *ex, int depth, const crash_explore_opts *opts,
@@ -611,6 +650,7 @@ static int visit(void *user, const crash_state *cs) {
     walk_names(&w, root, "");
     check_keep(rc, root, "after the next save");
     check_restorable(rc, &posix, dir, rc->ex->next, rc->ex->next, "after the next save");
+    check_retention(rc, &posix, dir, "after the next save");
     for (int k = 0; rc->ex->vanish >= 0 && k < 2; k++) {
       char *p;
       snprintf(name, sizeof name, "model.ckpt-%" PRId64 "%s", rc->ex->vanish, k == 0 ? ".safetensors" : ".graph.txt");

@@ -542,8 +542,9 @@ static void test_restore__c68_no_state_file_initializes(void **state) {
  * restored from a directory scan — the newest that verifies — after a
  * WARNING naming the directory and saying the state file is missing; never
  * a silent fresh start. A corrupt newest one is skipped with D5.1's warning.
- * What a scan finds is not adopted (C123), so the next save deletes none of
- * it (D6.4) and writes a state file listing only its own checkpoint. */
+ * The restore adopts nothing (C123); the next managed save adopts what the
+ * scan found (H60), so with max_to_keep 1 retention deletes it and the state
+ * file lists only the new checkpoint: nothing is left outside retention. */
 static void test_restore__d5_2_no_state_file_restores_from_scan(void **state) {
   fx *f = *state;
   char *sf = test_path(f->dir, "checkpoint"), *p3 = prefix_of(f, 3), line[1200];
@@ -571,10 +572,12 @@ static void test_restore__d5_2_no_state_file_restores_from_scan(void **state) {
   snprintf(line, sizeof line, "Checkpoint %s is missing or corrupt (", p3);
   assert_logged(f->te, HK_LOG_WARNING, line);
   assert_managed(f, f->saver, NULL, 0);
-  /* max_to_keep 1, yet the scanned checkpoints stay */
+  /* max_to_keep 1: the scanned checkpoints are adopted, then rotated out */
+  test_log_clear(&f->te->log);
   save_with(f, f->saver, &f->m, f->out, 4);
-  assert_true(ckpt_exists(f, 2));
-  assert_true(ckpt_exists(f, 3));
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "Adopting checkpoint"), 2);
+  assert_false(ckpt_exists(f, 2));
+  assert_false(ckpt_exists(f, 3));
   assert_state_lists(f, only4, 1);
   free(sf);
   free(p3);
@@ -762,11 +765,12 @@ static void test_restore__d5_3_all_corrupt_data_loss_no_session(void **state) {
   free(p2);
 }
 
-/* C123, D5.2: a malformed state file → the directory scan restores the
- * newest checkpoint that verifies; the Saver adopts nothing, so its next
- * save deletes none of the scanned checkpoints (D6.4) and writes a state
- * file listing only its own. */
-static void test_restore__c123_malformed_state_file_scans_without_adopting(void **state) {
+/* C123, D5.2, H60: a malformed state file → the directory scan restores the
+ * newest checkpoint that verifies; the restore adopts nothing, and the
+ * Saver's next save adopts every checkpoint of its form (the corrupt one
+ * too) and, with max_to_keep 1, deletes them, writing a state file that
+ * lists only its own. */
+static void test_restore__c123_malformed_state_file_scans_then_the_next_save_adopts(void **state) {
   fx *f = *state;
   char *sf = test_path(f->dir, "checkpoint");
   static const char garbage[] = "model_checkpoint_path: \"model.ckpt-3\n\x01\x02 not a state file {\n";
@@ -785,9 +789,9 @@ static void test_restore__c123_malformed_state_file_scans_without_adopting(void 
   assert_logged(f->te, HK_LOG_WARNING, "Ignoring the checkpoint state file");
   assert_managed(f, f->saver, NULL, 0);
   save_with(f, f->saver, &f->m, f->out, 4);
-  assert_true(ckpt_exists(f, 1));
-  assert_true(ckpt_exists(f, 2));
-  assert_true(ckpt_exists(f, 3));
+  assert_false(ckpt_exists(f, 1));
+  assert_false(ckpt_exists(f, 2));
+  assert_false(ckpt_exists(f, 3));
   assert_true(ckpt_exists(f, 4));
   assert_state_lists(f, only4, 1);
   free(sf);
@@ -1828,7 +1832,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_restore__d5_3_newest_corrupt_falls_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__d5_3_newest_missing_falls_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__d5_3_all_corrupt_data_loss_no_session, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__c123_malformed_state_file_scans_without_adopting, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__c123_malformed_state_file_scans_then_the_next_save_adopts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__h27_missing_variable_no_fallback, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__h27_shape_mismatch_no_fallback, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__h27_dtype_mismatch_no_fallback, setup, teardown),

@@ -650,17 +650,23 @@ static void test_saver__no_state_is_unmanaged_C116_D6_4(void **state) {
   free(statefile);
 }
 
+/* D6.4, H60: files of other names, and a checkpoint of the managed form
+ * older than the oldest one the state file lists (as a preserved one is),
+ * are never deleted. */
 static void test_saver__unlisted_and_other_files_never_deleted_D6_4(void **state) {
   fx *f = *state;
   const char *others[] = {"model.ckpt-0.safetensors", "notes.txt", "other-1.safetensors", "model.ckpt-9.meta",
                           "checkpoint.bak"};
+  f->saver = make_saver(f, 1, HK_UNSET_SECS);
+  save_step(f, f->saver, 1);
   for (size_t i = 0; i < 5; i++) {
     char *p = ckpt_file(f, others[i]);
     assert_int_equal(test_write_file(p, "keep", 4), 0);
     free(p);
   }
-  f->saver = make_saver(f, 1, HK_UNSET_SECS);
-  for (int64_t s = 1; s <= 5; s++) save_step(f, f->saver, s);
+  hk_saver_free(f->saver);
+  f->saver = make_saver(f, 1, HK_UNSET_SECS); /* a restart: its recovery sees them */
+  for (int64_t s = 2; s <= 5; s++) save_step(f, f->saver, s);
   assert_listing(f->dir,
                  "checkpoint,checkpoint.bak,model.ckpt-0.safetensors,model.ckpt-5.safetensors,model.ckpt-9.meta,"
                  "notes.txt,other-1.safetensors");
