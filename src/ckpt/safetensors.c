@@ -685,6 +685,7 @@ typedef struct parser {
   int seen_step_crc;     /* global_step_crc32c, and its value */
   uint32_t step_crc;
   const char *gs_tensor; /* global_step_tensor, NULL when absent */
+  const char *unknown_key; /* the first metadata key the format does not define, NULL when none */
 } parser;
 
 static hk_code newer_format(parser *ps, const char *format, const char *detail) {
@@ -955,7 +956,10 @@ static int parse_step(const char *s, int64_t *out) {
 }
 
 /* {"format": "hooked/1", "global_step": "N", "crc32c:<name>": "xxxxxxxx", ...}:
- * every value a string; keys we do not know are ignored. */
+ * every value a string. A key the format does not define is kept for
+ * check_format's verdict: an error in a "hooked/1" file, where it can only
+ * be damage (a bit flip in "global_step_crc32c" would otherwise drop the
+ * step's cross-check without a word). */
 static hk_code parse_metadata(parser *ps) {
   hk_code rc;
   if (ps->seen_metadata++) return corrupt(ps, NULL, "\"" METADATA_KEY "\" appears twice");
@@ -998,6 +1002,8 @@ static hk_code parse_metadata(parser *ps) {
       ps->notes[ps->nnotes].name = name;
       ps->notes[ps->nnotes].crc = crc;
       ps->nnotes++;
+    } else if (!ps->unknown_key) {
+      ps->unknown_key = key;
     }
     if (eat(ps, '}')) return HK_OK;
     if (!eat(ps, ',')) return corrupt(ps, NULL, "malformed \"" METADATA_KEY "\" object");
@@ -1218,7 +1224,12 @@ static hk_code validate(parser *ps) {
       return corrupt(ps, r->entries[i].name, "the name appears twice");
   for (size_t i = 0; i < ps->nnotes; i++) {
     entry *e = find_entry(r, ps->notes[i].name);
-    if (!e) return corrupt(ps, ps->notes[i].name, "a CRC is recorded for a tensor the file does not have");
+    if (!e) {
+      char shown[200];
+      return corrupt(ps, NULL,
+                     "metadata key \"" CRC_KEY_PREFIX "%s\" records a CRC for a tensor the file does not have",
+                     escaped_name(ps->notes[i].name, shown, sizeof shown));
+    }
     if (e->has_crc) return corrupt(ps, e->name, "its CRC is recorded twice");
     e->has_crc = 1;
     e->crc = ps->notes[i].crc;
@@ -1282,6 +1293,14 @@ static hk_code parse_header(parser *ps) {
                    (size_t)(ps->p - ps->r->header));
   rc = check_format(ps);
   if (rc != HK_OK) return rc;
+  if (ps->unknown_key) {
+    char shown[160];
+    return corrupt(ps, NULL,
+                   "metadata key \"%s\" is not one the format " FORMAT_PREFIX HK__STR(FORMAT_VERSION)
+                   " defines (format, global_step, " STEP_CRC_KEY ", " STEP_TENSOR_KEY ", " CRC_KEY_PREFIX
+                   "<tensor>): a damaged key",
+                   escaped_name(ps->unknown_key, shown, sizeof shown));
+  }
   if (!ps->seen_step) return corrupt(ps, NULL, "metadata has no \"global_step\"");
   return validate(ps);
 }
