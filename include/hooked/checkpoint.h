@@ -227,7 +227,10 @@ typedef struct hk_checkpoint_state hk_checkpoint_state;
 /**
  * Read and parse the state file `<dir>/<latest_filename>` (C123, H33).
  * Entries that are not bare valid names are dropped with a WARNING (and the
- * newest remaining one becomes model_checkpoint_path when needed).
+ * newest remaining one becomes model_checkpoint_path when needed). A first
+ * line starting with "# hooked-crc32c:" (what hooked writes) must be that
+ * line exactly and hold the CRC-32C of the rest of the file, or the file is
+ * malformed; a file without it (TensorFlow's) is read as it is.
  * @param env              borrowed for the call; NULL: defaults.
  * @param latest_filename  NULL: "checkpoint".
  * @param out              receives the state; NULL on failure.
@@ -254,7 +257,9 @@ HK_API double hk_checkpoint_state_timestamp(const hk_checkpoint_state *cs, size_
 HK_API double hk_checkpoint_state_last_preserved(const hk_checkpoint_state *cs);
 
 /**
- * Write the state file `<dir>/<latest_filename>` atomically (C117, D4, H34).
+ * Write the state file `<dir>/<latest_filename>` atomically (C117, D4, H34),
+ * its first line the checksum line "# hooked-crc32c: <8 hex>" (a comment
+ * to TensorFlow's parser).
  * @param newest      a checkpoint name or "<dir>/<name>" (required); appended
  *                    to `names` with a log line when missing (C117).
  * @param names       n names or "<dir>/<name>" paths, oldest first.

@@ -53,9 +53,19 @@
  *     consumers fall back to file times for every entry (C122) rather than
  *     trusting an invented one.
  *
- * Writing (C117) emits exactly checkpoint-format.md's lines in its order,
- * numbers as the shortest %.Ng text (N = 1..17) that converts back to the
- * same double, always with '.' as the decimal point; -0 is written as 0.
+ * The checksum line: a file whose first line starts with
+ * "# hooked-crc32c:" must have it exactly as "# hooked-crc32c: " and 8
+ * lowercase hex digits and '\n', the CRC-32C of every byte after it, or the
+ * file is malformed (line 1) before anything else is judged: a well-formed
+ * file cut at a line end, or with a listed name changed, is damage the
+ * grammar cannot see. To the grammar, and to TensorFlow's text-format
+ * parser, the line is a comment; a file without it (TensorFlow's, an older
+ * hooked's, one written by hand) is read as it always was.
+ *
+ * Writing (C117) emits the checksum line, then exactly checkpoint-format.md's
+ * lines in its order, numbers as the shortest %.Ng text (N = 1..17) that
+ * converts back to the same double, always with '.' as the decimal point;
+ * -0 is written as 0.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -71,6 +81,9 @@
 #define STATE_MAX_BYTES HK__STATE_MAX_BYTES
 #define STATE_MAX_LINE 4096
 #define DEFAULT_LATEST_FILENAME "checkpoint"
+/* The first line of a state file hooked writes: this, 8 hex digits, '\n'. */
+#define CHECKSUM_PREFIX "# hooked-crc32c:"
+#define CHECKSUM_LINE_LEN (sizeof CHECKSUM_PREFIX - 1 + 1 + 8 + 1)
 
 struct hk_checkpoint_state {
   hk_env env;         /* what everything below was allocated with */
@@ -506,6 +519,18 @@ hk_code hk__state_parse(const hk_env *env, const char *what, const char *text, s
   p.what = what ? what : "(unnamed)";
   p.st = st;
   if (!text && len) return hk_status_set(st, HK_INVALID_ARGUMENT, "state file text is NULL");
+  if (len >= sizeof CHECKSUM_PREFIX - 1 && memcmp(text, CHECKSUM_PREFIX, sizeof CHECKSUM_PREFIX - 1) == 0) {
+    uint32_t want, got;
+    if (len < CHECKSUM_LINE_LEN || text[sizeof CHECKSUM_PREFIX - 1] != ' ' ||
+        !hk__crc32c_from_hex(text + sizeof CHECKSUM_PREFIX, 8, &want) || text[CHECKSUM_LINE_LEN - 1] != '\n')
+      return malformed(&p, 1, "malformed checksum line: expected \"" CHECKSUM_PREFIX " \" and 8 lowercase hex digits");
+    got = hk_crc32c_extend(0, text + CHECKSUM_LINE_LEN, len - CHECKSUM_LINE_LEN);
+    if (got != want)
+      return malformed(&p, 1,
+                       "the file does not match its checksum line (CRC-32C of the rest recorded %08" PRIx32
+                       ", computed %08" PRIx32 "): it was changed or cut after it was written",
+                       want, got);
+  }
 
   while (pos < len) {
     const char *s = text + pos;
@@ -691,6 +716,8 @@ hk_code hk__state_format(const hk_env *env, const char *dir, const char *latest_
 
   memset(&b, 0, sizeof b);
   b.env = env;
+  /* The checksum line's room, filled once the rest is known. */
+  sbuf_add(&b, CHECKSUM_PREFIX " 00000000\n", CHECKSUM_LINE_LEN);
   sbuf_field_name(&b, key_names[KEY_MODEL], names[n - 1]);
   for (size_t i = 0; i < n; i++) sbuf_field_name(&b, key_names[KEY_PATHS], names[i]);
   for (size_t i = 0; timestamps && i < n; i++) sbuf_field_number(&b, key_names[KEY_TIMESTAMPS], timestamps[i]);
@@ -705,6 +732,11 @@ hk_code hk__state_format(const hk_env *env, const char *dir, const char *latest_
     return hk_status_set(st, HK_INVALID_ARGUMENT,
                          "checkpoint state of %s would be %zu bytes, more than the %zu a reader accepts", dir, b.len,
                          STATE_MAX_BYTES);
+  }
+  {
+    char crc[9];
+    snprintf(crc, sizeof crc, "%08" PRIx32, hk_crc32c_extend(0, b.p + CHECKSUM_LINE_LEN, b.len - CHECKSUM_LINE_LEN));
+    memcpy(b.p + sizeof CHECKSUM_PREFIX, crc, 8);
   }
   *text = b.p;
   *len = b.len;

@@ -56,6 +56,21 @@ static const char golden[] =
     "all_model_checkpoint_timestamps: 1763700061.25\n"
     "last_preserved_timestamp: 1763690000\n";
 
+/* What hooked writes for a state whose lines are `body`: its checksum line
+ * (C117, H33), then body. malloc'd. */
+static char *written(const char *body) {
+  char *out = malloc(strlen(body) + 32);
+  assert_non_null(out);
+  sprintf(out, "# hooked-crc32c: %08x\n%s", (unsigned)hk_crc32c_extend(0, body, strlen(body)), body);
+  return out;
+}
+
+static void assert_written(const char *text, const char *body) {
+  char *want = written(body);
+  assert_string_equal(text, want);
+  free(want);
+}
+
 static void put_state(fixture *f, const char *text, size_t n) {
   assert_int_equal(test_write_file(f->state_path, text, n), 0);
 }
@@ -637,8 +652,8 @@ static void test_state__writes_exactly_the_format_doc_example_C117(void **state)
             &f->st);
   char *text = test_read_file(f->state_path, &n);
   assert_non_null(text);
-  assert_int_equal(n, strlen(golden));
-  assert_string_equal(text, golden);
+  assert_int_equal(n, strlen(golden) + 26);
+  assert_written(text, golden);
   free(text);
   assert_int_equal(test_dir_count(f->dir), 1); /* no temporary file left */
   assert_int_equal(test_log_count(&f->te->log, -1, "Manually adding"), 0);
@@ -649,11 +664,11 @@ static void test_state__writes_no_timestamp_lines_without_timestamps_C117(void *
   const char *names[] = {"a", "b"};
   assert_ok(hk_update_checkpoint_state(&f->te->env, f->dir, "b", names, 2, NULL, 0.5, NULL, &f->st), &f->st);
   char *text = test_read_file(f->state_path, NULL);
-  assert_string_equal(text,
-                      "model_checkpoint_path: \"b\"\n"
-                      "all_model_checkpoint_paths: \"a\"\n"
-                      "all_model_checkpoint_paths: \"b\"\n"
-                      "last_preserved_timestamp: 0.5\n");
+  assert_written(text,
+                 "model_checkpoint_path: \"b\"\n"
+                 "all_model_checkpoint_paths: \"a\"\n"
+                 "all_model_checkpoint_paths: \"b\"\n"
+                 "last_preserved_timestamp: 0.5\n");
   free(text);
 }
 
@@ -775,8 +790,7 @@ static void test_state__update_appends_a_missing_newest_with_a_log_line_C117(voi
   assert_ok(hk_update_checkpoint_state(&f->te->env, f->dir, "d", NULL, 0, NULL, 1, NULL, &f->st), &f->st);
   assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "d is not in all_model_checkpoint_paths"), 1);
   char *text = test_read_file(f->state_path, NULL);
-  assert_string_equal(text,
-                      "model_checkpoint_path: \"d\"\nall_model_checkpoint_paths: \"d\"\nlast_preserved_timestamp: 1\n");
+  assert_written(text, "model_checkpoint_path: \"d\"\nall_model_checkpoint_paths: \"d\"\nlast_preserved_timestamp: 1\n");
   free(text);
   free(c);
 }
@@ -901,12 +915,12 @@ static void test_state__write_failures_leave_the_previous_state_file_intact_D4(v
     char *text = test_read_file(f->state_path, NULL);
     /* A failure after the rename (the directory fsync) is reported, but the
      * new file is then already in place: whole either way. */
-    if (strcmp(text, golden) != 0) assert_string_equal(text, new_text);
+    if (strcmp(text, golden) != 0) assert_written(text, new_text);
     assert_int_not_equal(rc, HK_OK);
     free(text);
   }
   char *text = test_read_file(f->state_path, NULL);
-  assert_string_equal(text, new_text);
+  assert_written(text, new_text);
   free(text);
   faulty_fs_destroy(&ff);
 }
@@ -922,7 +936,7 @@ static void test_state__short_writes_still_write_the_whole_file_D4(void **state)
   assert_ok(hk_update_checkpoint_state(&f->te->env, f->dir, "model.ckpt-3000", names, 3, ts, 1763690000, NULL, &f->st),
             &f->st);
   char *text = test_read_file(f->state_path, NULL);
-  assert_string_equal(text, golden);
+  assert_written(text, golden);
   free(text);
   faulty_fs_destroy(&ff);
 }
