@@ -41,6 +41,11 @@ struct hk_hook {
    * background work uses that Saver meanwhile (D3.2). Results stay where
    * the hook keeps them: the callback only waits. */
   void (*on_quiesce)(void *user);
+  /* Built-in hooks that write what a traced run recorded (ProfilerHook):
+   * called once every after_run of a traced run has run, before run()
+   * returns, so the spans of every hook are complete (H41). A non-OK code
+   * fails the run as an after_run failure does (C14). */
+  hk_code (*on_traced_run)(void *user, hk_status *status);
   const void *owner; /* the session this hook serves, or NULL (H11) */
 };
 
@@ -48,6 +53,8 @@ struct hk_hook {
 void hk__hook_set_on_detach(hk_hook *hook, void (*fn)(void *user));
 /** Register a built-in hook's quiesce callback (see struct hk_hook). */
 void hk__hook_set_on_quiesce(hk_hook *hook, void (*fn)(void *user));
+/** Register a built-in hook's traced-run callback (see struct hk_hook). */
+void hk__hook_set_on_traced_run(hk_hook *hook, hk_code (*fn)(void *user, hk_status *status));
 
 typedef struct hk__event_writer hk__event_writer; /* src/ckpt/events.c */
 /**

@@ -1028,7 +1028,7 @@ typedef struct hk_early_stopping_info {
  */
 HK_API hk_code hk_early_stopping_hook_info(const hk_hook *hook, hk_early_stopping_info *out, hk_status *status);
 
-/* ---- ProfilerHook (C140–C142, H41) ---------------------------------- */
+/* ---- ProfilerHook (C140–C142, H41, D14) ----------------------------- */
 #define HK_PROFILER_OPTIONS_VERSION 1
 typedef struct hk_profiler_options {
   uint32_t version;        /**< HK_PROFILER_OPTIONS_VERSION */
@@ -1056,8 +1056,15 @@ HK_API hk_code hk_profiler_options_init(hk_profiler_options *opts, uint32_t vers
  * one per op the executor traced — every op of the graph executor, the
  * program's "step" of the host loop — each with its thread id. Place it
  * FIRST in the hook list to see every other hook's before_run (a run is
- * traced from the hook that asks). The file of a traced run is written at
- * the next before_run or at end(), once the run's after_run spans exist.
+ * traced from the hook that asks). Beside it, as TensorFlow's hook does, it
+ * writes a tagged_run_metadata event "step_<GS>" at step GS into the event
+ * file of output_dir (the writer the session shares for it, H26): a
+ * serialized RunMetadata whose step_stats hold the same spans, and the
+ * ops, as NodeExecStats. Both are written once every after_run of the
+ * traced run has run, before run() returns (TensorFlow writes them in the
+ * hook's own after_run, which would cut off the later hooks' spans, D14); a
+ * traced run that fails writes neither. Driven without a session, the hook
+ * writes at its next before_run or at end().
  * @param opts  required (a cadence is); borrowed for the call.
  * **Ownership:** *out owned, hk_hook_free().
  * **Errors:** INVALID_ARGUMENT: a NULL out or opts, a bad version or env,
@@ -1065,11 +1072,13 @@ HK_API hk_code hk_profiler_options_init(hk_profiler_options *opts, uint32_t vers
  * both save_secs and save_steps." (D9) or an invalid cadence (H25);
  * RESOURCE_EXHAUSTED. Later: begin() fails with FAILED_PRECONDITION
  * "Global step should be created to use ProfilerHook." (C140) or a
- * file-system error creating output_dir; a failed timeline write fails the
- * callback that writes it (H9).
+ * file-system error creating output_dir; a failed write of the timeline or
+ * of the event fails the run() of the traced run (H9), as a failed
+ * after_run does (C14).
  * **Threads:** any; callbacks on the training thread.
- * **Allocates:** at creation, and on traced steps (the timeline text; its
- * buffers are reused); an untraced step allocates nothing.
+ * **Allocates:** at creation, and on traced steps (the timeline text, the
+ * run metadata, the event record; their buffers are reused); an untraced
+ * step allocates nothing.
  */
 HK_API hk_code hk_profiler_hook_new(hk_hook **out, const hk_profiler_options *opts, hk_status *status);
 

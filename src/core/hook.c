@@ -60,6 +60,10 @@ void hk__hook_set_on_quiesce(hk_hook *h, void (*fn)(void *user)) {
   if (h) h->on_quiesce = fn;
 }
 
+void hk__hook_set_on_traced_run(hk_hook *h, hk_code (*fn)(void *user, hk_status *status)) {
+  if (h) h->on_traced_run = fn;
+}
+
 hk_scaffold *hk_hook_scaffold(const hk_hook *h) { return h ? h->session_scaffold : NULL; }
 
 void hk_hook_log(const hk_hook *h, hk_log_level level, const char *fmt, ...) {

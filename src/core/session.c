@@ -799,13 +799,22 @@ static void add_span(hk_session *s, const char *hook, const char *what, double t
   sp->thread = s->tid;
 }
 
-/* The traced run completed: its buffer becomes the last one. */
-static void trace_complete(hk_session *s) {
-  if (!s->tracing) return;
+/* The traced run completed: its buffer becomes the last one, and the
+ * built-in hooks that write it (ProfilerHook) do so now, when every
+ * after_run of the run has run. */
+static hk_code trace_complete(hk_session *s, hk_status *st) {
+  if (!s->tracing) return HK_OK;
   add_span(s, "session", "session.run", s->trace_t0, hk_env_monotonic(&s->env));
   s->tracing = 0;
   s->span_last = s->span_cur;
   s->span_cur ^= 1;
+  for (size_t i = 0; i < s->nhooks; i++) {
+    hk_hook *h = s->hooks[i];
+    if (!h->on_traced_run) continue;
+    hk_code rc = callback_result(h->on_traced_run(h->user, st), st, "after_run", h->name);
+    if (rc != HK_OK) return rc; /* as a failed after_run (C14) */
+  }
+  return HK_OK;
 }
 
 const hk_span *hk__session_last_spans(const void *owner, size_t *n) {
@@ -921,7 +930,8 @@ static hk_code run_after(hk_session *s, const hk_run_args *a, merged_run *m, hk_
     if (rc != HK_OK) goto done; /* C14: this call's stop requests are dropped */
     if (s->tracing) add_span(s, h->name, "after_run", t0, hk_env_monotonic(&s->env));
   }
-  trace_complete(s);
+  rc = trace_complete(s, st);
+  if (rc != HK_OK) goto done;
   if (m->ctx.stop_requested) s->hook_stop = 1; /* C19, C20 */
   if (a->nfetches) memcpy(results, s->results, a->nfetches * sizeof *results);
 done:

@@ -34,4 +34,15 @@ static inline hk__event_writer *hk__event_writer_of(hk_summary_writer *w) { retu
 hk_code hk__session_event_writer(hk_session *s, const hk_env *env, const char *dir, hk__event_writer **out,
                                  hk_status *st);
 
+/**
+ * An Event whose `tagged_run_metadata` (event.proto's TaggedRunMetadata)
+ * holds `tag` and the n bytes of a serialized RunMetadata, at `step`: what
+ * TensorFlow's FileWriter.add_run_metadata writes (the ProfilerHook's
+ * "step_<GS>", C142). The bytes are written as given.
+ * **Errors:** INVALID_ARGUMENT for an empty tag or NULL bytes with a size;
+ * the writer's file errors; RESOURCE_EXHAUSTED.
+ */
+hk_code hk__event_writer_run_metadata(hk__event_writer *w, int64_t step, const char *tag, const void *run_metadata,
+                                      size_t n, hk_status *st);
+
 #endif /* HOOKED_EVENTS_EVENTS_H */

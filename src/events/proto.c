@@ -459,3 +459,93 @@ int hk__utf8_valid(const char *s, size_t n) {
   }
   return 1;
 }
+
+/* ---- RunMetadata (proto.h) --------------------------------------------------------- */
+
+#define RUN_METADATA_STEP_STATS 1u
+#define STEP_STATS_DEV_STATS 1u
+#define DEVICE_STATS_DEVICE 1u
+#define DEVICE_STATS_NODE_STATS 2u
+#define NODE_NAME 1u
+#define NODE_ALL_START_MICROS 2u
+#define NODE_OP_END_REL_MICROS 4u
+#define NODE_ALL_END_REL_MICROS 5u
+#define NODE_TIMELINE_LABEL 8u
+#define NODE_THREAD_ID 10u
+
+static size_t node_name_len(const hk__node_stats *s) {
+  return strlen(s->name) + (s->part ? 1 + strlen(s->part) : 0);
+}
+
+/* An int64 field; proto3 leaves zero out. */
+static size_t int_field_size(uint64_t v) { return v ? 1 + hk__pb_varint_len(v) : 0; }
+
+static unsigned char *put_int_field(unsigned char *p, unsigned field, uint64_t v) {
+  if (!v) return p;
+  p = hk__pb_key(p, field, HK__PB_VARINT);
+  return hk__pb_varint(p, v);
+}
+
+static size_t node_size(const hk__node_stats *s) {
+  size_t name = node_name_len(s), label = name + strlen(" = ") + strlen(s->kind) + strlen("()");
+  uint64_t dur = (uint64_t)(s->dur_micros > 0 ? s->dur_micros : 0);
+  return hk__pb_len_size(name) + int_field_size((uint64_t)s->start_micros) + 2 * int_field_size(dur) +
+         hk__pb_len_size(label) + int_field_size(s->thread_id);
+}
+
+static unsigned char *put_node_name(unsigned char *p, const hk__node_stats *s) {
+  size_t n = strlen(s->name);
+  memcpy(p, s->name, n);
+  p += n;
+  if (s->part) {
+    *p++ = '.';
+    n = strlen(s->part);
+    memcpy(p, s->part, n);
+    p += n;
+  }
+  return p;
+}
+
+static unsigned char *put_node(unsigned char *p, const hk__node_stats *s) {
+  size_t name = node_name_len(s), kind = strlen(s->kind);
+  uint64_t dur = (uint64_t)(s->dur_micros > 0 ? s->dur_micros : 0);
+  p = hk__pb_len(p, DEVICE_STATS_NODE_STATS, node_size(s));
+  p = hk__pb_len(p, NODE_NAME, name);
+  p = put_node_name(p, s);
+  p = put_int_field(p, NODE_ALL_START_MICROS, (uint64_t)s->start_micros);
+  p = put_int_field(p, NODE_OP_END_REL_MICROS, dur);
+  p = put_int_field(p, NODE_ALL_END_REL_MICROS, dur);
+  p = hk__pb_len(p, NODE_TIMELINE_LABEL, name + 3 + kind + 2);
+  p = put_node_name(p, s);
+  memcpy(p, " = ", 3);
+  memcpy(p + 3, s->kind, kind);
+  memcpy(p + 3 + kind, "()", 2);
+  p += 3 + kind + 2;
+  return put_int_field(p, NODE_THREAD_ID, s->thread_id);
+}
+
+static size_t device_size(const hk__device_stats *d) {
+  size_t n = hk__pb_len_size(strlen(d->device));
+  for (size_t i = 0; i < d->n; i++) n += hk__pb_len_size(node_size(&d->nodes[i]));
+  return n;
+}
+
+static size_t step_stats_size(const hk__device_stats *devs, size_t ndevs) {
+  size_t n = 0;
+  for (size_t i = 0; i < ndevs; i++) n += hk__pb_len_size(device_size(&devs[i]));
+  return n;
+}
+
+size_t hk__run_metadata_size(const hk__device_stats *devs, size_t ndevs) {
+  return hk__pb_len_size(step_stats_size(devs, ndevs));
+}
+
+unsigned char *hk__run_metadata(unsigned char *p, const hk__device_stats *devs, size_t ndevs) {
+  p = hk__pb_len(p, RUN_METADATA_STEP_STATS, step_stats_size(devs, ndevs));
+  for (size_t i = 0; i < ndevs; i++) {
+    p = hk__pb_len(p, STEP_STATS_DEV_STATS, device_size(&devs[i]));
+    p = hk__pb_bytes(p, DEVICE_STATS_DEVICE, devs[i].device, strlen(devs[i].device));
+    for (size_t k = 0; k < devs[i].n; k++) p = put_node(p, &devs[i].nodes[k]);
+  }
+  return p;
+}

@@ -23,6 +23,17 @@
  *   TensorProto     dtype 1 (DataType: DT_STRING 7), tensor_shape 2
  *                   (TensorShapeProto, empty for a scalar), string_val 8
  *
+ * and for the ProfilerHook's run metadata, as
+ * tensorflow/core/protobuf/config.proto and
+ * tensorflow/core/framework/step_stats.proto define them:
+ *   RunMetadata     step_stats 1 (StepStats)
+ *   StepStats       dev_stats 1 (repeated DeviceStepStats)
+ *   DeviceStepStats device 1 (string), node_stats 2 (repeated NodeExecStats)
+ *   NodeExecStats   node_name 1 (string), all_start_micros 2,
+ *                   op_start_rel_micros 3, op_end_rel_micros 4,
+ *                   all_end_rel_micros 5 (int64), timeline_label 8
+ *                   (string), thread_id 10 (uint32)
+ *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #ifndef HOOKED_EVENTS_PROTO_H
@@ -106,6 +117,37 @@ size_t hk__summary_histogram_max_size(size_t taglen);
  *  DT_STRING TensorProto holding the textlen bytes. */
 size_t hk__summary_text_size(size_t taglen, size_t textlen);
 unsigned char *hk__summary_text(unsigned char *p, const char *tag, size_t taglen, const void *text, size_t textlen);
+
+/* ---- RunMetadata ------------------------------------------------------------------- */
+
+/**
+ * One timed part of a run, as a NodeExecStats: node_name "<name>", or
+ * "<name>.<part>" when part is set; timeline_label "<node_name> = <kind>()",
+ * the form TensorFlow's timeline module parses; all_start_micros (wall
+ * clock, microseconds since the epoch); op_start_rel_micros 0 and
+ * op_end_rel_micros = all_end_rel_micros = dur_micros (a negative duration
+ * is written as 0); thread_id. Zero values are left out, as proto3 does.
+ */
+typedef struct hk__node_stats {
+  const char *name;
+  const char *part; /* NULL: none */
+  const char *kind;
+  int64_t start_micros;
+  int64_t dur_micros;
+  uint32_t thread_id;
+} hk__node_stats;
+
+/** One DeviceStepStats: the device's name and its n nodes. */
+typedef struct hk__device_stats {
+  const char *device;
+  const hk__node_stats *nodes;
+  size_t n;
+} hk__device_stats;
+
+/** The exact size of a serialized RunMetadata whose step_stats hold one
+ *  DeviceStepStats per device, in order, and the encoder. */
+size_t hk__run_metadata_size(const hk__device_stats *devs, size_t ndevs);
+unsigned char *hk__run_metadata(unsigned char *p, const hk__device_stats *devs, size_t ndevs);
 
 /* ---- reading a serialized Summary -------------------------------------------- */
 

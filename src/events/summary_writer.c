@@ -61,6 +61,9 @@
 #define EVENT_FILE_VERSION 3u
 #define EVENT_SUMMARY 5u
 #define EVENT_SESSION_LOG 7u
+#define EVENT_TAGGED_RUN_METADATA 8u
+#define TAGGED_RUN_METADATA_TAG 1u
+#define TAGGED_RUN_METADATA_RUN_METADATA 2u
 #define SESSION_LOG_STATUS 1u
 #define SESSION_LOG_PATH 2u
 
@@ -348,6 +351,34 @@ hk_code hk__event_writer_session_log(hk__event_writer *ew, int64_t step, int sta
     p = hk__pb_key(p, SESSION_LOG_STATUS, HK__PB_VARINT);
     p = hk__pb_varint(p, (uint64_t)status);
     if (checkpoint_path != NULL) p = hk__pb_bytes(p, SESSION_LOG_PATH, checkpoint_path, path_len);
+    rc = commit(w, p, st);
+  }
+  pthread_mutex_unlock(&w->mu);
+  return rc;
+}
+
+hk_code hk__event_writer_run_metadata(hk__event_writer *ew, int64_t step, const char *tag, const void *run_metadata,
+                                      size_t n, hk_status *st) {
+  writer *w = W(ew);
+  size_t taglen, trm_len;
+  unsigned char *p;
+  hk_code rc;
+
+  if (w == NULL) return hk_status_set(st, HK_INVALID_ARGUMENT, "event writer: must not be NULL");
+  if (tag == NULL || tag[0] == '\0') return hk_status_set(st, HK_INVALID_ARGUMENT, "run metadata: the tag is empty");
+  if (run_metadata == NULL && n > 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "run metadata '%s': NULL bytes with a size of %zu", tag, n);
+  taglen = strlen(tag);
+  if (n > SIZE_MAX / 2 - 2 * taglen)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "run metadata '%s': %zu bytes are too many", tag, n);
+  trm_len = hk__pb_len_size(taglen) + hk__pb_len_size(n);
+  pthread_mutex_lock(&w->mu);
+  rc = prepare(w, trm_len, st);
+  if (rc == HK_OK) {
+    p = put_event_head(w, w->rec + RECORD_HEAD, 1, step);
+    p = hk__pb_len(p, EVENT_TAGGED_RUN_METADATA, trm_len);
+    p = hk__pb_bytes(p, TAGGED_RUN_METADATA_TAG, tag, taglen);
+    p = hk__pb_bytes(p, TAGGED_RUN_METADATA_RUN_METADATA, run_metadata, n);
     rc = commit(w, p, st);
   }
   pthread_mutex_unlock(&w->mu);

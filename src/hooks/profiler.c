@@ -5,19 +5,33 @@
  * Perfetto and chrome://tracing open: one span for the whole run, one per
  * hook callback and for the executor run (the session's spans, H41), and one
  * per op the executor traced (the graph executor's ops; the host loop's
- * "step", the program's own math), all on the training thread's id.
+ * "step", the program's own math), all on the training thread's id. Beside
+ * it, as TensorFlow's hook does, it writes a tagged_run_metadata event
+ * "step_<GS>" into the event file of output_dir (the writer the session
+ * shares for that directory, H26): a RunMetadata whose step_stats hold the
+ * same spans and ops as NodeExecStats.
  *
- * The session hands over the spans of a traced run only once every
- * after_run of it has run, so the file is written at the next before_run,
- * or at end(). Written against the public headers only.
+ * TensorFlow writes both in the traced run's after_run. Here the spans of a
+ * run are complete only once every after_run of it has run, and this hook's
+ * after_run comes first when it is placed first (so that its trace covers
+ * every other hook): the session calls back once every after_run of the
+ * traced run has run, before run() returns, and both are written then (a
+ * deliberate departure, D14). Driven without a session (no callback), the
+ * hook writes at its next before_run or at end().
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#include "hooked/hooked.h"
+#include "events/events.h"
+#include "events/proto.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+/* The devices of the run metadata: the session's spans, the executor's ops. */
+#define SESSION_DEVICE "/hooked/session"
+#define OPS_DEVICE "/job:localhost/replica:0/task:0/device:CPU:0"
 
 typedef struct profiler {
   hk_hook *hook;
@@ -42,6 +56,13 @@ typedef struct profiler {
   size_t nops, cap_ops;
   char *buf; /* the JSON being built */
   size_t len, cap;
+  hk__node_stats *nodes; /* the run metadata's, spans then ops */
+  size_t cap_nodes;
+  unsigned char *pb; /* the serialized RunMetadata */
+  size_t cap_pb;
+  char step_name[32]; /* "step <GS>", the whole run's span */
+  hk__event_writer *events; /* output_dir's (H26) */
+  int owns_events;          /* driven outside a session: a writer of our own */
 } profiler;
 
 static const hk_env *own_env(const profiler *p) { return p->has_env ? &p->env : NULL; }
@@ -117,7 +138,6 @@ static hk_code build_timeline(profiler *p, const hk_span *spans, size_t n, hk_st
   const hk_span *whole = NULL;
   uint64_t tid = 0;
   double t0 = 0;
-  char name[64];
   for (size_t i = 0; i < n; i++)
     if (strcmp(spans[i].what, "session.run") == 0) whole = &spans[i];
   if (whole) {
@@ -127,7 +147,6 @@ static hk_code build_timeline(profiler *p, const hk_span *spans, size_t n, hk_st
     t0 = p->ops[0].start_secs;
   }
   p->len = 0;
-  snprintf(name, sizeof name, "step %" PRId64, p->pending_step);
   int ok = putf(p, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"hooked %s ProfilerHook\",\"global_step\":%" PRId64
                    "},\n\"traceEvents\":[\n",
                 hk_version(), p->pending_step) &&
@@ -135,7 +154,7 @@ static hk_code build_timeline(profiler *p, const hk_span *spans, size_t n, hk_st
            putf(p, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%" PRIu64
                    ",\"args\":{\"name\":\"training thread\"}}",
                 tid);
-  if (ok && whole) ok = put_event(p, 0, name, NULL, "step", whole->start_secs, whole->end_secs, t0, tid);
+  if (ok && whole) ok = put_event(p, 0, p->step_name, NULL, "step", whole->start_secs, whole->end_secs, t0, tid);
   for (size_t i = 0; ok && i < n; i++) {
     if (&spans[i] == whole) continue;
     int exec = strcmp(spans[i].hook, "executor") == 0;
@@ -149,12 +168,68 @@ static hk_code build_timeline(profiler *p, const hk_span *spans, size_t n, hk_st
   return HK_OK;
 }
 
-/* C142: write the pending timeline, D4-atomic. */
+/* ---- run metadata (C142) ---------------------------------------------------------------- */
+
+static int64_t micros(double secs) { return isfinite(secs) ? (int64_t)llround(secs * 1e6) : 0; }
+
+/* The pending traced run as a RunMetadata: the session's spans on one
+ * device, the executor's ops on another, named as in the timeline, their
+ * start times moved to the wall clock as TensorFlow's are. */
+static hk_code build_run_metadata(profiler *p, const hk_span *spans, size_t n, size_t *size, hk_status *st) {
+  const hk_env *env = hk_hook_env(p->hook);
+  double to_wall = hk_env_wall(env) - hk_env_monotonic(env);
+  uint32_t tid = 0;
+  size_t k = 0;
+  if (n + p->nops > p->cap_nodes) {
+    hk__node_stats *nodes = hk_env_realloc(&p->senv, p->nodes, (n + p->nops) * sizeof *nodes);
+    if (!nodes) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "ProfilerHook: out of memory for the run metadata");
+    p->nodes = nodes;
+    p->cap_nodes = n + p->nops;
+  }
+  /* In the timeline's order: the whole run first, then the others. */
+  size_t first = n;
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(spans[i].what, "session.run") == 0) first = i;
+  for (size_t j = 0; j < n; j++) {
+    size_t i = first == n ? j : j == 0 ? first : j - (j <= first);
+    hk__node_stats *s = &p->nodes[k++];
+    int whole = strcmp(spans[i].what, "session.run") == 0, exec = strcmp(spans[i].hook, "executor") == 0;
+    s->name = whole ? p->step_name : exec ? "executor" : spans[i].hook;
+    s->part = whole ? NULL : exec ? "run" : spans[i].what;
+    s->kind = whole ? "step" : exec ? "executor" : "hook";
+    s->start_micros = micros(spans[i].start_secs + to_wall);
+    s->dur_micros = micros(spans[i].end_secs - spans[i].start_secs);
+    s->thread_id = (uint32_t)spans[i].thread;
+    if (whole) tid = s->thread_id;
+  }
+  for (size_t i = 0; i < p->nops; i++) {
+    hk__node_stats *s = &p->nodes[k++];
+    s->name = p->ops[i].op_name ? p->ops[i].op_name : "";
+    s->part = NULL;
+    s->kind = "op";
+    s->start_micros = micros(p->ops[i].start_secs + to_wall);
+    s->dur_micros = micros(p->ops[i].end_secs - p->ops[i].start_secs);
+    s->thread_id = tid;
+  }
+  hk__device_stats devs[2] = {{SESSION_DEVICE, p->nodes, n}, {OPS_DEVICE, p->nodes + n, p->nops}};
+  *size = hk__run_metadata_size(devs, 2);
+  if (*size > p->cap_pb) {
+    unsigned char *pb = hk_env_realloc(&p->senv, p->pb, *size);
+    if (!pb) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "ProfilerHook: out of memory for the run metadata");
+    p->pb = pb;
+    p->cap_pb = *size;
+  }
+  hk__run_metadata(p->pb, devs, 2);
+  return HK_OK;
+}
+
+/* C142: write the pending timeline (D4-atomic), then the run-metadata event. */
 static hk_code flush_pending(profiler *p, hk_status *st) {
   if (!p->pending) return HK_OK;
   p->pending = 0;
-  size_t n = 0;
+  size_t n = 0, size = 0;
   const hk_span *spans = hk_hook_last_traced_spans(p->hook, &n);
+  snprintf(p->step_name, sizeof p->step_name, "step %" PRId64, p->pending_step);
   hk_code rc = build_timeline(p, spans, n, st);
   if (rc != HK_OK) return rc;
   char path[4096];
@@ -162,21 +237,38 @@ static hk_code flush_pending(profiler *p, hk_status *st) {
   if (w < 0 || (size_t)w >= sizeof path)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "ProfilerHook: output_dir '%s' is too long", p->dir);
   hk_hook_log(p->hook, HK_LOG_INFO, "Saving timeline for %" PRId64 " into '%s'.", p->pending_step, path);
-  return hk_fs_write_file_atomic(hk_hook_env(p->hook), path, p->buf, p->len, st);
+  rc = hk_fs_write_file_atomic(hk_hook_env(p->hook), path, p->buf, p->len, st);
+  if (rc != HK_OK) return rc;
+  rc = build_run_metadata(p, spans, n, &size, st);
+  if (rc != HK_OK) return rc;
+  char tag[32];
+  snprintf(tag, sizeof tag, "step_%" PRId64, p->pending_step);
+  return hk__event_writer_run_metadata(p->events, p->pending_step, tag, p->pb, size, st);
 }
+
+/* The session's callback once every after_run of a traced run has run. */
+static hk_code prof_traced_run(void *user, hk_status *st) { return flush_pending(user, st); }
 
 /* ---- callbacks ------------------------------------------------------------------------- */
 
-/* Per-session buffers go back to the env they came from. */
+/* Per-session buffers go back to the env they came from; the event
+ * writer a session lent is forgotten, one of our own freed. */
 static void release_buffers(profiler *p) {
+  hk__hook_event_writer_release(p->hook, "ProfilerHook", &p->events, &p->owns_events);
   if (!p->have_senv) return;
   hk_env_free(&p->senv, p->buf);
   hk_env_free(&p->senv, p->ops);
+  hk_env_free(&p->senv, p->nodes);
+  hk_env_free(&p->senv, p->pb);
   p->buf = NULL;
   p->ops = NULL;
-  p->len = p->cap = p->nops = p->cap_ops = 0;
+  p->nodes = NULL;
+  p->pb = NULL;
+  p->len = p->cap = p->nops = p->cap_ops = p->cap_nodes = p->cap_pb = 0;
   p->have_senv = 0;
 }
+
+static void prof_detach(void *user) { release_buffers(user); }
 
 static hk_code prof_begin(void *user, hk_executor *graph, hk_status *st) {
   profiler *p = user;
@@ -195,14 +287,20 @@ static hk_code prof_begin(void *user, hk_executor *graph, hk_status *st) {
     return hk_status_set(st, HK_FAILED_PRECONDITION, "Global step should be created to use ProfilerHook.");
   if (rc != HK_OK) return rc;
   p->gs = info.tensor;
-  if (p->dir[0]) return hk_fs_make_dirs(hk_hook_env(p->hook), p->dir, st); /* H26 */
-  return HK_OK;
+  if (p->dir[0]) {
+    rc = hk_fs_make_dirs(hk_hook_env(p->hook), p->dir, st); /* H26 */
+    if (rc != HK_OK) return rc;
+  }
+  return hk__hook_event_writer(p->hook, p->dir, &p->events, &p->owns_events, st);
 }
 
 static hk_code prof_before_run(void *user, hk_run_context *ctx, hk_run_request *request, hk_status *st) {
   profiler *p = user;
-  hk_code rc = flush_pending(p, st);
   (void)ctx;
+  /* In a session the traced run was written when it completed: a run still
+   * pending failed after this hook's after_run and left no spans. */
+  if (p->hook->owner) p->pending = 0;
+  hk_code rc = flush_pending(p, st);
   if (rc != HK_OK) return rc;
   /* C141: the first run is never traced. */
   p->requested = p->have_next && hk_timer_should_trigger(&p->timer, p->next_step);
@@ -223,7 +321,7 @@ static hk_code prof_after_run(void *user, hk_run_context *ctx, const hk_run_valu
   gs = stale + 1;
   if (p->requested) {
     /* C142: read GS again, keep the executor's trace until the spans of
-     * this run are complete (the next before_run or end). */
+     * this run are complete (every after_run of it has run). */
     rc = hk_raw_session_global_step(hk_run_context_session(ctx), &gs, st);
     if (rc != HK_OK) return rc;
     hk_timer_update(&p->timer, gs, NULL, NULL);
@@ -248,6 +346,7 @@ static hk_code prof_after_run(void *user, hk_run_context *ctx, const hk_run_valu
 static hk_code prof_end(void *user, hk_raw_session *session, hk_status *st) {
   profiler *p = user;
   (void)session;
+  if (p->hook->owner) p->pending = 0; /* as in before_run */
   return flush_pending(p, st);
 }
 
@@ -307,6 +406,8 @@ hk_code hk_profiler_hook_new(hk_hook **out, const hk_profiler_options *opts, hk_
     hk_env_free(own_env(p), p);
     return rc;
   }
+  hk__hook_set_on_traced_run(p->hook, prof_traced_run);
+  hk__hook_set_on_detach(p->hook, prof_detach);
   *out = p->hook;
   return HK_OK;
 }

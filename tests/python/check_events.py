@@ -26,19 +26,33 @@ and checks:
     401 equal to the result line's;
   * the checkpoint directory: SessionLog CHECKPOINT events for steps 0,
     200, 400 and 401 naming the save path <dir>/model.ckpt (as TensorFlow's
-    CheckpointSaverHook), and no summaries (they went to --summary-dir).
+    CheckpointSaverHook), and no summaries (they went to --summary-dir);
+  * the profile directory (--profile-dir, a trace every 100 steps): one
+    tagged_run_metadata event per timeline-<N>.json and nothing else, tag
+    "step_<N>" at step N (TensorFlow's ProfilerHook's tag), whose
+    run_metadata parses as a tensorflow.RunMetadata (config.proto,
+    step_stats.proto) with no unknown field: two DeviceStepStats, the
+    session's spans on "/hooked/session" and the executor's ops on
+    "/job:localhost/replica:0/task:0/device:CPU:0", one NodeExecStats per
+    span of the timeline, in its order, with its name, timeline_label
+    "<name> = <category>()", duration and start (wall-clock microseconds,
+    within the training run; relative to the step as the timeline's ts)
+    and thread.
 
 Usage: check_events.py --train-digits EXE --workdir DIR
 Exit status: 0 pass, 1 fail, 77 python3-protobuf is missing (ctest SKIP).
 """
 import argparse
 import glob
+import json
 import math
 import os
+import re
 import shutil
 import struct
 import subprocess
 import sys
+import time
 
 SKIP = 77
 
@@ -203,6 +217,32 @@ def tensorflow_messages():
                  ("source_metadata", 10, F.TYPE_MESSAGE, OPTIONAL, T + "SourceMetadata", None)],
                 oneofs=["what"])
 
+    # step_stats.proto (the sub-messages hooked never writes are declared as
+    # bytes: the same wire type, so a message there would still parse)
+    add_message(fd.message_type, "NodeExecStats",
+                [("node_name", 1, F.TYPE_STRING, OPTIONAL, None, None),
+                 ("all_start_micros", 2, F.TYPE_INT64, OPTIONAL, None, None),
+                 ("op_start_rel_micros", 3, F.TYPE_INT64, OPTIONAL, None, None),
+                 ("op_end_rel_micros", 4, F.TYPE_INT64, OPTIONAL, None, None),
+                 ("all_end_rel_micros", 5, F.TYPE_INT64, OPTIONAL, None, None),
+                 ("memory", 6, F.TYPE_BYTES, REPEATED, None, None),
+                 ("output", 7, F.TYPE_BYTES, REPEATED, None, None),
+                 ("timeline_label", 8, F.TYPE_STRING, OPTIONAL, None, None),
+                 ("scheduled_micros", 9, F.TYPE_INT64, OPTIONAL, None, None),
+                 ("thread_id", 10, F.TYPE_UINT32, OPTIONAL, None, None),
+                 ("referenced_tensor", 11, F.TYPE_BYTES, REPEATED, None, None),
+                 ("memory_stats", 12, F.TYPE_BYTES, OPTIONAL, None, None)])
+    add_message(fd.message_type, "DeviceStepStats",
+                [("device", 1, F.TYPE_STRING, OPTIONAL, None, None),
+                 ("node_stats", 2, F.TYPE_MESSAGE, REPEATED, T + "NodeExecStats", None)])
+    add_message(fd.message_type, "StepStats",
+                [("dev_stats", 1, F.TYPE_MESSAGE, REPEATED, T + "DeviceStepStats", None)])
+    # config.proto
+    add_message(fd.message_type, "RunMetadata",
+                [("step_stats", 1, F.TYPE_MESSAGE, OPTIONAL, T + "StepStats", None),
+                 ("cost_graph", 2, F.TYPE_BYTES, OPTIONAL, None, None),
+                 ("partition_graphs", 3, F.TYPE_BYTES, REPEATED, None, None)])
+
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fd)
     get_class = getattr(message_factory, "GetMessageClass", None)
@@ -210,7 +250,7 @@ def tensorflow_messages():
         factory = message_factory.MessageFactory(pool)
         get_class = factory.GetPrototype
     return {name: get_class(pool.FindMessageTypeByName("tensorflow." + name))
-            for name in ("Event", "Summary", "SessionLog", "HistogramProto")}
+            for name in ("Event", "Summary", "SessionLog", "HistogramProto", "RunMetadata")}
 
 
 # ---- reading ----------------------------------------------------------------
@@ -355,6 +395,66 @@ def check_checkpoint_events(msgs, d):
     return files, len(events)
 
 
+SESSION_DEVICE = "/hooked/session"
+OPS_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+def check_run_metadata(msgs, d, wall_begin, wall_end):
+    """The profile directory: one run-metadata event per timeline, matching it."""
+    timelines = {}
+    for name in os.listdir(d):
+        m = re.fullmatch(r"timeline-(\d+)\.json", name)
+        if m:
+            with open(os.path.join(d, name)) as f:
+                timelines[int(m.group(1))] = json.load(f)
+    check(timelines, "%s: no timeline" % d)
+    files, events = dir_events(msgs, d)
+    check(len(files) == 1, "%s: %d event files, expected the one the session shares" % (d, len(files)))
+    got = {}
+    for ev in events[1:]:
+        kind = ev.WhichOneof("what")
+        check(kind == "tagged_run_metadata", "%s: unexpected %s event at step %d" % (d, kind, ev.step))
+        trm = ev.tagged_run_metadata
+        check(trm.tag == "step_%d" % ev.step, "%s: run metadata tagged %r at step %d" % (d, trm.tag, ev.step))
+        check(ev.step not in got, "%s: two run-metadata events for step %d" % (d, ev.step))
+        check(ev.wall_time > 1e9, "%s: step_%d has wall_time %r" % (d, ev.step, ev.wall_time))
+        rm = msgs["RunMetadata"]()
+        rm.ParseFromString(trm.run_metadata)
+        check(not has_unknown_fields(rm), "%s: step_%d: RunMetadata holds unknown fields: %s" % (d, ev.step, rm))
+        got[ev.step] = rm
+    check(sorted(got) == sorted(timelines), "%s: run metadata for steps %s, timelines for %s" %
+          (d, sorted(got), sorted(timelines)))
+    for step, rm in sorted(got.items()):
+        where = "%s: step_%d" % (d, step)
+        devs = [ds.device for ds in rm.step_stats.dev_stats]
+        check(devs == [SESSION_DEVICE, OPS_DEVICE], "%s: devices %s" % (where, devs))
+        spans = [e for e in timelines[step]["traceEvents"] if e["ph"] == "X"]
+        want = {SESSION_DEVICE: [e for e in spans if e["cat"] != "op"], OPS_DEVICE: [e for e in spans if e["cat"] == "op"]}
+        whole = [n for n in rm.step_stats.dev_stats[0].node_stats if n.node_name == "step %d" % step]
+        check(len(whole) == 1, "%s: %d nodes named 'step %d'" % (where, len(whole), step))
+        t0 = whole[0].all_start_micros
+        check(wall_begin * 1e6 <= t0 <= wall_end * 1e6, "%s: the step started at %d us, outside the run [%f, %f] s" %
+              (where, t0, wall_begin, wall_end))
+        for ds in rm.step_stats.dev_stats:
+            nodes = list(ds.node_stats)
+            check(len(nodes) == len(want[ds.device]), "%s: %s holds %d nodes, the timeline %d spans" %
+                  (where, ds.device, len(nodes), len(want[ds.device])))
+            for n, e in zip(nodes, want[ds.device]):
+                what = "%s: %s node %r" % (where, ds.device, n.node_name)
+                check(n.node_name == e["name"], "%s: the timeline's span is %r" % (what, e["name"]))
+                check(n.timeline_label == "%s = %s()" % (e["name"], e["cat"]), "%s: label %r" % (what, n.timeline_label))
+                check(n.op_start_rel_micros == 0 and n.op_end_rel_micros == n.all_end_rel_micros,
+                      "%s: op times %d..%d, all_end_rel %d" % (what, n.op_start_rel_micros, n.op_end_rel_micros,
+                                                               n.all_end_rel_micros))
+                check(abs(n.all_end_rel_micros - e["dur"]) <= 1, "%s: %d us, the timeline says %.3f" %
+                      (what, n.all_end_rel_micros, e["dur"]))
+                check(abs((n.all_start_micros - t0) - e["ts"]) <= 2, "%s: starts %d us into the step, the timeline "
+                      "says %.3f" % (what, n.all_start_micros - t0, e["ts"]))
+                check(n.thread_id == e["tid"] & 0xFFFFFFFF, "%s: thread %d, the timeline's %d" % (what, n.thread_id,
+                                                                                                    e["tid"]))
+    return files, len(events)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--train-digits", required=True)
@@ -365,9 +465,12 @@ def main():
     shutil.rmtree(a.workdir, ignore_errors=True)
     os.makedirs(a.workdir)
     sdir, cdir = os.path.join(a.workdir, "summaries"), os.path.join(a.workdir, "ckpt")
+    pdir = os.path.join(a.workdir, "profile")
     cmd = [a.train_digits, "--steps", "401", "--log-every", "0", "--no-progress", "--summary-dir", sdir,
-           "--checkpoint-dir", cdir, "--save-steps", "200"]
+           "--checkpoint-dir", cdir, "--save-steps", "200", "--profile-dir", pdir, "--profile-steps", "100"]
+    wall_begin = time.time()
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wall_end = time.time()
     fields = r.stdout.split()
     if r.returncode != 0 or len(fields) != 4 or fields[:2] != ["result:", "step=401"]:
         print("check_events: %s: exit %d\nstdout:\n%s\nstderr:\n%s" % (" ".join(cmd), r.returncode, r.stdout,
@@ -379,6 +482,9 @@ def main():
         print("check_events: %s: %d events, every CRC right" % (", ".join(os.path.basename(f) for f in files), n))
         files, n = check_checkpoint_events(msgs, cdir)
         print("check_events: %s: %d events, every CRC right" % (", ".join(os.path.basename(f) for f in files), n))
+        files, n = check_run_metadata(msgs, pdir, wall_begin, wall_end)
+        print("check_events: %s: %d events, every run metadata matches its timeline" %
+              (", ".join(os.path.basename(f) for f in files), n))
         # The CRC check catches a flipped byte.
         bad = os.path.join(a.workdir, "events.out.tfevents.corrupt")
         with open(files[0], "rb") as f:

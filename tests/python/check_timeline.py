@@ -165,9 +165,13 @@ def main():
                                                                          r.stderr))
         return 1
     try:
-        names = sorted(os.listdir(prof))
+        # Beside the timelines, the event file of their run-metadata events
+        # (check_events.py reads it).
+        names = sorted(n for n in os.listdir(prof) if "tfevents" not in n)
         expected = ["timeline-100.json", "timeline-200.json", "timeline-300.json"]
         check(names == expected, "%s holds %s, expected %s" % (prof, names, expected))
+        events = [n for n in os.listdir(prof) if "tfevents" in n]
+        check(len(events) == 1, "%s holds the event files %s, expected one" % (prof, events))
         for name in names:
             step = int(re.fullmatch(r"timeline-(\d+)\.json", name).group(1))
             n = check_timeline(os.path.join(prof, name), step)

@@ -250,6 +250,89 @@ static void decode_session_log(const unsigned char *p, const unsigned char *end,
   }
 }
 
+static void decode_node(const unsigned char *p, const unsigned char *end, ev_node *n) {
+  memset(n, 0, sizeof *n);
+  while (p < end) {
+    uint64_t key = get_varint(&p, end);
+    const unsigned char *d;
+    size_t len;
+    switch (key) {
+      case 0x0a:
+        d = get_bytes(&p, end, &len);
+        copy_str(n->name, sizeof n->name, d, len);
+        break;
+      case 0x10: n->all_start_micros = (int64_t)get_varint(&p, end); break;
+      case 0x18: n->op_start_rel_micros = (int64_t)get_varint(&p, end); break;
+      case 0x20: n->op_end_rel_micros = (int64_t)get_varint(&p, end); break;
+      case 0x28: n->all_end_rel_micros = (int64_t)get_varint(&p, end); break;
+      case 0x42:
+        d = get_bytes(&p, end, &len);
+        copy_str(n->label, sizeof n->label, d, len);
+        break;
+      case 0x50: {
+        uint64_t v = get_varint(&p, end);
+        assert_true(v <= UINT32_MAX);
+        n->thread_id = (uint32_t)v;
+        break;
+      }
+      default: fail_msg("unexpected NodeExecStats key 0x%llx", (unsigned long long)key);
+    }
+  }
+}
+
+static void decode_device(const unsigned char *p, const unsigned char *end, ev_device *dev) {
+  memset(dev, 0, sizeof *dev);
+  while (p < end) {
+    uint64_t key = get_varint(&p, end);
+    const unsigned char *d;
+    size_t n;
+    d = get_bytes(&p, end, &n);
+    if (key == 0x0a) {
+      copy_str(dev->device, sizeof dev->device, d, n);
+    } else if (key == 0x12) {
+      dev->nodes = realloc(dev->nodes, (dev->n + 1) * sizeof *dev->nodes);
+      assert_non_null(dev->nodes);
+      decode_node(d, d + n, &dev->nodes[dev->n++]);
+    } else {
+      fail_msg("unexpected DeviceStepStats key 0x%llx", (unsigned long long)key);
+    }
+  }
+}
+
+static void decode_run_metadata(const unsigned char *p, const unsigned char *end, ev_event *e) {
+  while (p < end) {
+    uint64_t key = get_varint(&p, end);
+    const unsigned char *d, *q, *qend;
+    size_t n;
+    assert_true(key == 0x0a); /* step_stats: nothing else is written */
+    d = get_bytes(&p, end, &n);
+    for (q = d, qend = d + n; q < qend;) {
+      const unsigned char *dd;
+      size_t m;
+      assert_true(get_varint(&q, qend) == 0x0a); /* dev_stats */
+      dd = get_bytes(&q, qend, &m);
+      e->devices = realloc(e->devices, (e->ndevices + 1) * sizeof *e->devices);
+      assert_non_null(e->devices);
+      decode_device(dd, dd + m, &e->devices[e->ndevices++]);
+    }
+  }
+}
+
+static void decode_tagged_run_metadata(const unsigned char *p, const unsigned char *end, ev_event *e) {
+  while (p < end) {
+    uint64_t key = get_varint(&p, end);
+    const unsigned char *d;
+    size_t n;
+    d = get_bytes(&p, end, &n);
+    if (key == 0x0a)
+      copy_str(e->rm_tag, sizeof e->rm_tag, d, n);
+    else if (key == 0x12)
+      decode_run_metadata(d, d + n, e);
+    else
+      fail_msg("unexpected TaggedRunMetadata key 0x%llx", (unsigned long long)key);
+  }
+}
+
 static void decode_event(const unsigned char *p, size_t len, ev_event *e) {
   const unsigned char *end = p + len;
   memset(e, 0, sizeof *e);
@@ -280,6 +363,11 @@ static void decode_event(const unsigned char *p, size_t len, ev_event *e) {
         d = get_bytes(&p, end, &n);
         e->kind = EV_SESSION_LOG;
         decode_session_log(d, d + n, e);
+        break;
+      case 0x42:
+        d = get_bytes(&p, end, &n);
+        e->kind = EV_RUN_METADATA;
+        decode_tagged_run_metadata(d, d + n, e);
         break;
       default: fail_msg("unexpected Event key 0x%llx", (unsigned long long)key);
     }
@@ -331,10 +419,21 @@ void event_values_free(ev_event *e) {
   e->nvalues = 0;
 }
 
+static void event_devices_free(ev_event *e) {
+  size_t i;
+  for (i = 0; i < e->ndevices; i++) free(e->devices[i].nodes);
+  free(e->devices);
+  e->devices = NULL;
+  e->ndevices = 0;
+}
+
 void event_file_free(ev_file *f) {
   size_t i;
   if (!f) return;
-  for (i = 0; i < f->n; i++) event_values_free(&f->events[i]);
+  for (i = 0; i < f->n; i++) {
+    event_values_free(&f->events[i]);
+    event_devices_free(&f->events[i]);
+  }
   free(f->events);
   free(f);
 }
@@ -389,4 +488,20 @@ int event_file_count_tag(const ev_file *f, const char *tag) {
     for (j = 0; j < f->events[i].nvalues; j++)
       if (strcmp(f->events[i].values[j].tag, tag) == 0) c++;
   return c;
+}
+
+const ev_event *event_file_find_run_metadata(const ev_file *f, const char *tag) {
+  size_t i;
+  for (i = 0; i < f->n; i++)
+    if (f->events[i].kind == EV_RUN_METADATA && strcmp(f->events[i].rm_tag, tag) == 0) return &f->events[i];
+  return NULL;
+}
+
+const ev_node *event_run_metadata_node(const ev_event *e, const char *device, const char *name) {
+  size_t i, j;
+  for (i = 0; i < e->ndevices; i++)
+    if (strcmp(e->devices[i].device, device) == 0)
+      for (j = 0; j < e->devices[i].n; j++)
+        if (strcmp(e->devices[i].nodes[j].name, name) == 0) return &e->devices[i].nodes[j];
+  return NULL;
 }

@@ -14,6 +14,14 @@
  *   HistogramProto  min 1 .. sum_squares 5 double, bucket_limit 6, bucket 7
  *                   (packed doubles)
  *   TensorProto     dtype 1, tensor_shape 2 {dim 2 {size 1}}, string_val 8
+ * and the ProfilerHook's run metadata (event.proto, protobuf/config.proto,
+ * framework/step_stats.proto):
+ *   Event           tagged_run_metadata 8 {tag 1, run_metadata 2 bytes}
+ *   RunMetadata     step_stats 1 {dev_stats 1 (DeviceStepStats)}
+ *   DeviceStepStats device 1, node_stats 2 (NodeExecStats)
+ *   NodeExecStats   node_name 1, all_start_micros 2, op_start_rel_micros 3,
+ *                   op_end_rel_micros 4, all_end_rel_micros 5 (int64),
+ *                   timeline_label 8, thread_id 10 (uint32)
  * An unexpected field, wire type or framing error fails the test (cmocka).
  * Everything is malloc'd; event_file_free() releases it.
  */
@@ -27,7 +35,7 @@
 extern "C" {
 #endif
 
-typedef enum ev_kind { EV_FILE_VERSION = 1, EV_SUMMARY, EV_SESSION_LOG } ev_kind;
+typedef enum ev_kind { EV_FILE_VERSION = 1, EV_SUMMARY, EV_SESSION_LOG, EV_RUN_METADATA } ev_kind;
 typedef enum ev_value_kind { EV_SIMPLE = 1, EV_HISTO, EV_TENSOR } ev_value_kind;
 
 typedef struct ev_value {
@@ -53,6 +61,20 @@ typedef struct ev_value {
   int data_class;
 } ev_value;
 
+/* NodeExecStats; fields left out (proto3 zeros) read as 0. */
+typedef struct ev_node {
+  char name[300];
+  char label[340];
+  int64_t all_start_micros, op_start_rel_micros, op_end_rel_micros, all_end_rel_micros;
+  uint32_t thread_id;
+} ev_node;
+
+typedef struct ev_device {
+  char device[128];
+  size_t n;
+  ev_node *nodes;
+} ev_device;
+
 typedef struct ev_event {
   ev_kind kind;
   int has_wall, has_step;
@@ -63,6 +85,9 @@ typedef struct ev_event {
   char path[600];
   size_t nvalues;        /* Summary */
   ev_value *values;
+  char rm_tag[300];      /* TaggedRunMetadata */
+  size_t ndevices;       /* its RunMetadata's step_stats */
+  ev_device *devices;
 } ev_event;
 
 typedef struct ev_file {
@@ -92,6 +117,10 @@ void event_values_free(ev_event *e);
 /** The first value tagged `tag` in the file's summaries (and its event in
  *  *ev when not NULL), from event index `from` on; NULL when none. */
 const ev_value *event_file_find(const ev_file *f, const char *tag, size_t from, const ev_event **ev);
+/** The run-metadata event tagged `tag` (TaggedRunMetadata.tag); NULL when none. */
+const ev_event *event_file_find_run_metadata(const ev_file *f, const char *tag);
+/** Its node named `name` on `device`; NULL when none. */
+const ev_node *event_run_metadata_node(const ev_event *e, const char *device, const char *name);
 /** How many summary values are tagged `tag`. */
 int event_file_count_tag(const ev_file *f, const char *tag);
 
