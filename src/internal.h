@@ -114,10 +114,6 @@ struct hk_creation_context {
 /* ---- executor (core/executor.c) ---------------------------------------------- */
 /** Check a caller's run args for NULL arrays with counts; names the field. */
 hk_code hk__run_args_check(const hk_run_args *args, const char *what, hk_status *st);
-/** The executor's own session behind a raw session (what its open slot
- *  produced), for control ops that name one (hk_control_snapshot); NULL for
- *  NULL. */
-void *hk__raw_session_impl(const hk_raw_session *rs);
 
 /* ---- feeds (core/scaffold.c) ------------------------------------------------ */
 /** Deep-copy n feeds (values' data included) into one allocation. *out is

@@ -14,12 +14,14 @@ struct hk_executor {
   void *self;
   hk_env env;
   char name_buf[32]; /* "#<handle>" fallback of hk_executor_handle_name */
+  hk_raw_session *sessions; /* every raw session opened on it and not freed yet (H61) */
 };
 
 struct hk_raw_session {
   hk_executor *ex;
   void *session;
   int open;
+  hk_raw_session *prev, *next; /* in ex->sessions */
 };
 
 static const char *vt_name(const hk_executor_vtable *vt) { return vt && vt->name ? vt->name : "executor"; }
@@ -224,10 +226,42 @@ hk_code hk_executor_describe(hk_executor *ex, hk_text_sink sink, void *user, hk_
   return ex->vt->describe(ex->self, sink, user, st);
 }
 
+/* H61: a raw session of ex, found by address among the ones it opened (a
+ * pointer that is not one is never dereferenced). */
+static hk_raw_session *own_raw_session(const hk_executor *ex, const void *p) {
+  for (hk_raw_session *rs = ex->sessions; rs; rs = rs->next)
+    if ((const void *)rs == p) return rs;
+  return NULL;
+}
+
+/* HK_CONTROL_SNAPSHOT_ATTACH names a raw session of ex (H61): checked here,
+ * for every executor, and the slot gets a copy naming that raw session's own
+ * session, as the slot's open produced it. */
+static hk_code control_attach(hk_executor *ex, const hk_control_snapshot *a, hk_status *st) {
+  const char *what = "HK_CONTROL_SNAPSHOT_ATTACH";
+  if (!a) return hk_status_set(st, HK_INVALID_ARGUMENT, "executor '%s': %s: arg is NULL", vt_name(ex->vt), what);
+  if (a->version == 0 || a->version > HK_CONTROL_SNAPSHOT_VERSION)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "executor '%s': %s: arg->version %u is not supported",
+                         vt_name(ex->vt), what, (unsigned)a->version);
+  hk_raw_session *rs = own_raw_session(ex, a->session);
+  if (!rs)
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "executor '%s': %s: arg->session is not a raw session of this executor (a wrapper passes "
+                         "the inner executor the raw session it opened on it, never its own session)",
+                         vt_name(ex->vt), what);
+  if (!rs->open)
+    return hk_status_set(st, HK_FAILED_PRECONDITION, "executor '%s': %s: the raw session is closed", vt_name(ex->vt),
+                         what);
+  hk_control_snapshot own = *a;
+  own.session = rs->session;
+  return ex->vt->control(ex->self, HK_CONTROL_SNAPSHOT_ATTACH, &own, st);
+}
+
 hk_code hk_executor_control(hk_executor *ex, int op, void *arg, hk_status *st) {
   CHECK_EX("hk_executor_control");
   if (!ex->vt->control)
     return hk_status_set(st, HK_UNIMPLEMENTED, "executor '%s' does not implement control op %d", vt_name(ex->vt), op);
+  if (op == HK_CONTROL_SNAPSHOT_ATTACH) return control_attach(ex, arg, st);
   return ex->vt->control(ex->self, op, arg, st);
 }
 
@@ -246,6 +280,9 @@ hk_code hk_raw_session_open(hk_raw_session **out, hk_executor *ex, hk_status *st
     return rc;
   }
   rs->open = 1;
+  rs->next = ex->sessions;
+  if (ex->sessions) ex->sessions->prev = rs;
+  ex->sessions = rs;
   *out = rs;
   return HK_OK;
 }
@@ -265,13 +302,16 @@ void hk_raw_session_free(hk_raw_session *rs) {
     if (hk_raw_session_close(rs, &tmp) != HK_OK)
       hk_env_log(&rs->ex->env, HK_LOG_ERROR, "error closing raw session: %s", tmp.message);
   }
+  if (rs->prev)
+    rs->prev->next = rs->next;
+  else
+    rs->ex->sessions = rs->next;
+  if (rs->next) rs->next->prev = rs->prev;
   hk_env_free(&rs->ex->env, rs);
 }
 
 int hk_raw_session_is_open(const hk_raw_session *rs) { return rs ? rs->open : 0; }
 hk_executor *hk_raw_session_executor(const hk_raw_session *rs) { return rs ? rs->ex : NULL; }
-
-void *hk__raw_session_impl(const hk_raw_session *rs) { return rs ? rs->session : NULL; }
 
 hk_code hk__run_args_check(const hk_run_args *a, const char *what, hk_status *st) {
   if (!a) return HK_OK;

@@ -341,19 +341,23 @@ hk_code hk__async_ckpt_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, h
     if (off > self->buf_cap) off = self->buf_cap;
   }
   hk__snapshot_arm(self->snap);
-  attach.session = hk__raw_session_impl(rs);
+  attach.session = rs;
   attach.snapshot = self->snap;
   if (hk_executor_control(ex, HK_CONTROL_SNAPSHOT_ATTACH, &attach, &why) == HK_OK) {
     self->attached = ex;
     self->snap_step = step;
     self->snap_n = ntensors;
   } else {
-    if (!self->overlap_refused)
-      hk_hook_log(self->hook, HK_LOG_DEBUG,
+    /* D3.7: UNIMPLEMENTED is the executor's choice, said at DEBUG; any other
+     * error says the attach was wrong (a wrapper forwarding its own session,
+     * H61), said at WARNING. Once per session each. */
+    unsigned kind = why.code == HK_UNIMPLEMENTED ? 1u : 2u;
+    if (!((unsigned)self->overlap_refused & kind))
+      hk_hook_log(self->hook, kind == 1u ? HK_LOG_DEBUG : HK_LOG_WARNING,
                   "%s: the executor copies no snapshot in the background now (%s): a snapshot of %s it declines is "
                   "copied at the step boundary (said once per session)",
                   self->kind, why.message, self->save_path);
-    self->overlap_refused = 1;
+    self->overlap_refused |= (int)kind;
     hk_snapshot_complete(self->snap);
   }
   /* The writer is idle: the Saver is ours until the job is handed over. */

@@ -116,7 +116,7 @@ typedef struct ckpt_hook {
   hk_executor *attached;
   int64_t snap_step; /* the attached snapshot's step and tensor count */
   size_t snap_n;
-  int overlap_refused; /* the executor declined: logged once per session */
+  int overlap_refused; /* the executor declined (1) or refused (2): each logged once per session */
   int have_written; /* a checkpoint was written successfully this session */
   int64_t last_written;
   int deferring; /* the deferral line was logged for the current run of deferrals */

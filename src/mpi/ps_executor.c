@@ -3,7 +3,9 @@
  * a run fetching the global step alone (hk_raw_session_global_step(): how
  * GlobalStepWaiterHook polls and StopAtStep re-reads) is answered with the
  * chief's shared step (H54). Written against the public executor interface,
- * as any third-party wrapper could be.
+ * as any third-party wrapper could be: it owns its raw sessions (one raw
+ * session of the inner executor per session of its own, which is its own
+ * session pointer) and passes the inner executor that one (H61).
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -106,6 +108,11 @@ static hk_code w_default_op(void *self, hk_default_op kind, hk_handle *out, hk_s
 static hk_code w_describe(void *self, hk_text_sink sink, void *sink_user, hk_status *st) {
   return hk_executor_describe(((wrapper *)self)->inner, sink, sink_user, st);
 }
+/* A control op naming a session (HK_CONTROL_SNAPSHOT_ATTACH) reaches this
+ * slot naming this executor's own session, which is the inner raw session
+ * w_open made: what a wrapper hands the inner executor, so the argument goes
+ * through as it is, and the inner executor's hk_executor_control() checks
+ * that it is one of its raw sessions. */
 static hk_code w_control(void *self, int op, void *arg, hk_status *st) {
   return hk_executor_control(((wrapper *)self)->inner, op, arg, st);
 }

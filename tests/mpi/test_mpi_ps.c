@@ -38,6 +38,8 @@
 #include "hooked/training_session.h"
 #include "tmpdir.h"
 
+#include "../../src/ckpt/snapshot.h"
+
 #define DELTA 0.25f
 
 /* ---- a hook that records what the test checks ------------------------------------ */
@@ -511,6 +513,56 @@ static void test_a_stop_on_the_chiefs_coordinator_ends_the_service_cleanly(void)
   ps_free(&p);
 }
 
+/* H61: the worker executor wraps the worker's graph executor and hands it
+ * the inner raw session it opened: a snapshot attached through it reaches
+ * the graph's own session, so the train op that writes w copies it first
+ * (no writer thread runs: only that barrier can copy), and a raw session of
+ * the inner executor, not one of the wrapper's, is refused. */
+static void test_the_worker_executor_hands_the_inner_executor_its_raw_session(void) {
+  ps_rank p;
+  hk_status st = HK_STATUS_INIT;
+  ps_init(&p);
+  if (!p.chief) {
+    hk_raw_session *rs = NULL, *inner = NULL;
+    hk_snapshot *snap = NULL;
+    hk_control_snapshot a = HK_CONTROL_SNAPSHOT_INIT;
+    hk_tensor view, ones;
+    float one[4] = {1, 1, 1, 1}, copy[4] = {0, 0, 0, 0};
+    int64_t dims[1] = {4};
+    hk_run_args args;
+    assert_ok(hk_raw_session_open(&rs, p.wex, &st), &st);
+    assert_ok(hk_tensor_init(&ones, HK_DTYPE_F32, 1, dims, one, &st), &st);
+    assert_ok(hk_raw_session_assign_variable(rs, p.rec.w_index, &ones, &st), &st);
+    assert_ok(hk_raw_session_read_variable(rs, p.rec.w_index, &view, &st), &st);
+    assert_ok(hk__snapshot_new(&snap, &p.env, &st), &st);
+    assert_ok(hk__snapshot_reset(snap, 1, hk_executor_variable_count(p.wex), &st), &st);
+    hk__snapshot_add(snap, p.rec.w_index, view.data, copy, sizeof copy);
+    hk__snapshot_arm(snap);
+    a.snapshot = snap;
+    /* Not one of the wrapper's raw sessions. */
+    assert_ok(hk_raw_session_open(&inner, hk_graph_executor(p.g), &st), &st);
+    a.session = inner;
+    assert_status(hk_executor_control(p.wex, HK_CONTROL_SNAPSHOT_ATTACH, &a, &st), &st, HK_INVALID_ARGUMENT,
+                  "executor 'parameter-server worker': HK_CONTROL_SNAPSHOT_ATTACH");
+    /* Its own. */
+    a.session = rs;
+    assert_ok(hk_executor_control(p.wex, HK_CONTROL_SNAPSHOT_ATTACH, &a, &st), &st);
+    memset(&args, 0, sizeof args);
+    args.targets = &p.train;
+    args.ntargets = 1;
+    assert_ok(hk_raw_session_run(rs, &args, NULL, NULL, &st), &st);
+    assert_int_equal(hk__snapshot_copied_here(snap), 1);
+    for (int e = 0; e < 4; e++) assert_true(copy[e] == 1.0f);
+    assert_ok(hk_raw_session_read_variable(rs, p.rec.w_index, &view, &st), &st); /* the run wrote w */
+    assert_true(((const float *)view.data)[(mpi_rank() - 1) % 3] == 1.0f + DELTA);
+    assert_ok(hk_executor_control(p.wex, HK_CONTROL_SNAPSHOT_DETACH, &a, &st), &st);
+    hk_raw_session_free(inner);
+    hk_raw_session_free(rs);
+    hk__snapshot_free(snap);
+  }
+  ps_free(&p);
+}
+
 static void test_constructors_reject_bad_arguments_and_the_wrong_role(void) {
   hk_status st = HK_STATUS_INIT;
   hk_mpi *world = mpi_test_context(NULL), *self = NULL;
@@ -567,6 +619,7 @@ int main(int argc, char **argv) {
       MPI_CASE(test_a_worker_with_another_model_is_refused),
       MPI_CASE(test_a_worker_waiting_for_a_step_is_released_when_the_chief_stops),
       MPI_CASE(test_a_stop_on_the_chiefs_coordinator_ends_the_service_cleanly),
+      MPI_CASE(test_the_worker_executor_hands_the_inner_executor_its_raw_session),
       MPI_CASE(test_constructors_reject_bad_arguments_and_the_wrong_role),
   };
   return mpi_test_main(argc, argv, "mpi_ps", tests, sizeof tests / sizeof tests[0], 3);

@@ -6,6 +6,29 @@
  * hk_executor with hk_executor_new(). The library ships one (hooked/graph.h);
  * a program may write its own against this header alone.
  *
+ * Wrappers. An executor may wrap another (the "inner" one) and forward to
+ * it, changing what it needs to (hooked::mpi's worker executor answers
+ * global-step reads; a program's may count runs or add latency). A wrapper
+ * owns its raw sessions (contract H61):
+ *   - its `open` slot opens one raw session of the inner executor
+ *     (hk_raw_session_open(&inner_rs, inner)) and returns it as its own
+ *     session, or a struct of its own that keeps it; its `close` slot
+ *     closes and frees that inner raw session (hk_raw_session_free());
+ *   - every slot that receives a session passes the inner executor that
+ *     inner raw session, never the wrapper's own session pointer:
+ *     hk_raw_session_run(inner_rs, ...), hk_raw_session_read_variable(),
+ *     _assign_variable(), _variable_storage();
+ *   - slots without a session forward to the inner executor itself
+ *     (hk_executor_resolve_tensor(inner, ...), ...), and so does `control`,
+ *     except that an op naming a session is forwarded with the inner raw
+ *     session in its place: for HK_CONTROL_SNAPSHOT_ATTACH, a copy of the
+ *     hk_control_snapshot whose `session` is inner_rs (a wrapper whose own
+ *     session pointer IS inner_rs forwards the argument as it is).
+ * hk_executor_control() refuses, naming the executor and the op, a session
+ * that is not a raw session of the executor it is called on, so a wrapper
+ * that forwards its own session instead gets INVALID_ARGUMENT rather than
+ * an executor guarding a session that is not its own.
+ *
  * Stability: headers under hooked/sys/ are for implementers and carry a
  * WEAKER promise than the other public headers. Until 1.0 they may change
  * in any minor release; from 1.0 on, source compatibility is kept within a
@@ -390,9 +413,18 @@ HK_API hk_code hk_executor_describe(hk_executor *ex, hk_text_sink sink, void *si
                                     hk_status *status);
 /**
  * Executor-defined extension (house style 9). Ops 0..999 are reserved for
- * hooked; `arg` is defined by the op.
+ * hooked; `arg` is defined by the op. An op that names a raw session
+ * (HK_CONTROL_SNAPSHOT_ATTACH) names one opened on `ex` with
+ * hk_raw_session_open(); this function checks that before the slot runs
+ * and hands the slot a copy of `arg` naming that raw session's own session,
+ * as the slot's `open` produced it (H61).
  * **Errors:** UNIMPLEMENTED for an op the executor does not know (always
- * when it has no control slot); otherwise the slot's.
+ * when it has no control slot); for an op naming a raw session,
+ * INVALID_ARGUMENT naming the executor and the op when `arg` is NULL, of
+ * an unknown version, or names anything but a raw session of `ex` (a
+ * wrapper's own session, another executor's raw session), and
+ * FAILED_PRECONDITION when that raw session is closed; otherwise the
+ * slot's.
  * **Threads:** the owner's. **Allocates:** as the op.
  */
 HK_API hk_code hk_executor_control(hk_executor *ex, int op, void *arg, hk_status *status);
@@ -582,7 +614,8 @@ typedef struct hk_snapshot hk_snapshot;
  * and keep the pointer until HK_CONTROL_SNAPSHOT_DETACH or the close of
  * that session, whichever comes first. A snapshot attached before is
  * completed (hk_snapshot_complete) and replaced. INVALID_ARGUMENT for a
- * NULL arg, session or snapshot or an unknown version.
+ * NULL arg, session or snapshot or an unknown version; hk_executor_control()
+ * refuses a session that is not a raw session of the executor (H61).
  */
 #define HK_CONTROL_SNAPSHOT_ATTACH 100
 /**
@@ -596,7 +629,13 @@ typedef struct hk_snapshot hk_snapshot;
 /** The argument of HK_CONTROL_SNAPSHOT_ATTACH and _DETACH. */
 typedef struct hk_control_snapshot {
   uint32_t version;        /**< HK_CONTROL_SNAPSHOT_VERSION */
-  void *session;           /**< the executor's own session, as its open slot produced it */
+  /**
+   * ATTACH: the caller of hk_executor_control() names an hk_raw_session *
+   * opened on that executor; the control slot receives a copy naming that
+   * raw session's own session, as its open slot produced it (H61).
+   * DETACH: not used.
+   */
+  void *session;
   hk_snapshot *snapshot;   /**< borrowed until DETACH or that session's close */
 } hk_control_snapshot;
 #define HK_CONTROL_SNAPSHOT_INIT { HK_CONTROL_SNAPSHOT_VERSION, NULL, NULL }
