@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define HK_TRAINING_SESSION_OPTIONS_VERSION 1
+#define HK_TRAINING_SESSION_OPTIONS_VERSION 2
 /**
  * Options of hk_training_session_new() (C49). Unset values are
  * HK_UNSET_SECS / HK_UNSET_STEPS / NULL; "0 disables" applies to the
@@ -47,16 +47,30 @@ typedef struct hk_training_session_options {
   int64_t recovery_max_attempts;    /**< default 10; 0 unlimited */
   double recovery_max_secs;         /**< default 0 = unlimited */
   int async_checkpoint;             /**< H22: AsyncCheckpointSaverHook in CheckpointSaverHook's place; default 0 */
+  /* fields below: version 2 */
+  /**
+   * With async_checkpoint only (else INVALID_ARGUMENT): the asynchronous
+   * hook's block_when_busy (D3.3). Default 0: a save that falls due while
+   * the previous one is still being written is deferred to the next step
+   * (logged "Saver thread still in progress, deferring checkpoint."), so it
+   * lands at a later step than the cadence says; nonzero: that step waits
+   * for the write in flight, and every due save is written at its step.
+   */
+  int async_checkpoint_block_when_busy;
 } hk_training_session_options;
 
 #define HK_TRAINING_SESSION_OPTIONS_INIT { HK_TRAINING_SESSION_OPTIONS_VERSION, NULL, NULL, 1, NULL, NULL, NULL, \
   0, NULL, 0, HK_UNSET_SECS, HK_UNSET_STEPS, HK_UNSET_STEPS, HK_UNSET_SECS, 120.0, 100, 7200.0, NULL, 1, 30.0, \
-  1.0, 60.0, 10, 0.0, 0 }
+  1.0, 60.0, 10, 0.0, 0, 0 }
 
 /**
  * Initialize options to HK_TRAINING_SESSION_OPTIONS_INIT.
- * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
- *         another version. **Threads:** any. **Allocates:** no.
+ * @param version  1..HK_TRAINING_SESSION_OPTIONS_VERSION: the version of
+ *                 the struct the caller has (fields of later versions are
+ *                 not written; hk_training_session_new() reads no further).
+ * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or an
+ *         unsupported version; opts is then untouched.
+ *         **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_training_session_options_init(hk_training_session_options *opts, uint32_t version);
 
@@ -68,8 +82,9 @@ HK_API hk_code hk_training_session_options_init(hk_training_session_options *opt
  * SummarySaverHook (the Scaffold's summary_op, the summary cadence,
  * output_dir summary_dir) when summary_dir is set and the cadence value is
  * > 0; CheckpointSaverHook — AsyncCheckpointSaverHook with async_checkpoint
- * (H22) — (checkpoint_dir, the checkpoint cadence, the Scaffold,
- * save_graph_def) when checkpoint_dir is set and the cadence value is > 0;
+ * (H22; async_checkpoint_block_when_busy as its block_when_busy) —
+ * (checkpoint_dir, the checkpoint cadence, the Scaffold, save_graph_def)
+ * when checkpoint_dir is set and the cadence value is > 0;
  * then `hooks`. The chief restores the newest checkpoint of checkpoint_dir
  * that verifies (C55, D5). Its checkpoint hook locks checkpoint_dir (H58):
  * while another trainer writes it, the construction fails with
@@ -86,7 +101,8 @@ HK_API hk_code hk_training_session_options_init(hk_training_session_options *opt
  * save_checkpoint_secs and save_checkpoint_steps." / "Can not provide both
  * save_summaries_secs and save_summaries_steps." (C50, C51, D9), a negative
  * or NaN cadence or log_step_count_steps (C54), bad durations (D2, D9), a
- * NULL hooks array with a count, a NULL or repeated hook (H11); everything
+ * NULL hooks array with a count, a NULL or repeated hook (H11),
+ * async_checkpoint_block_when_busy without async_checkpoint; everything
  * hk_session_new() returns. RESOURCE_EXHAUSTED.
  * **Threads:** the training thread. **Allocates:** yes.
  */

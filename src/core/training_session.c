@@ -8,6 +8,7 @@
  */
 #include "hooked/hooked.h"
 
+#include <stddef.h>
 #include <string.h>
 
 /* What the MTS made for one session. */
@@ -33,9 +34,18 @@ static void owned_free(void *user) {
 static const hk_training_session_options default_options = HK_TRAINING_SESSION_OPTIONS_INIT;
 
 hk_code hk_training_session_options_init(hk_training_session_options *opts, uint32_t version) {
-  if (!opts || version != HK_TRAINING_SESSION_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  *opts = default_options;
+  if (!opts || version == 0 || version > HK_TRAINING_SESSION_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
+  if (version == 1)
+    memcpy(opts, &default_options, offsetof(hk_training_session_options, async_checkpoint_block_when_busy));
+  else
+    *opts = default_options;
+  opts->version = version;
   return HK_OK;
+}
+
+/* Fields of version 2, read only from a struct that has them. */
+static int block_when_busy(const hk_training_session_options *o) {
+  return o->version >= 2 && o->async_checkpoint_block_when_busy != 0;
 }
 
 /* C54: a given cadence is finite and >= 0. */
@@ -80,6 +90,9 @@ static hk_code validate(const hk_training_session_options *o, hk_status *st) {
     return rc;
   if (o->log_step_count_steps == HK_UNSET_STEPS)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_training_session_new: log_step_count_steps must be >= 0 (0 disables)");
+  if (block_when_busy(o) && !o->async_checkpoint)
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_training_session_new: async_checkpoint_block_when_busy is set without async_checkpoint");
   if ((o->checkpoint_dir && !*o->checkpoint_dir) || (o->summary_dir && !*o->summary_dir))
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_training_session_new: %s is empty",
                          o->checkpoint_dir && !*o->checkpoint_dir ? "checkpoint_dir" : "summary_dir");
@@ -137,6 +150,7 @@ static hk_code make_default_hooks(const hk_training_session_options *o, owned *w
     cs.save_steps = o->save_checkpoint_steps;
     cs.scaffold = w->scaffold ? w->scaffold : o->scaffold;
     cs.save_graph_def = o->save_graph_def != 0;
+    cs.block_when_busy = block_when_busy(o); /* D3.3 */
     rc = o->async_checkpoint ? hk_async_checkpoint_saver_hook_new(&w->checkpoint_saver, &cs, st) /* H22 */
                              : hk_checkpoint_saver_hook_new(&w->checkpoint_saver, &cs, st);
     if (rc != HK_OK) return rc;

@@ -1,7 +1,12 @@
 /*
  * MonitoredTrainingSession (contract group E: C49–C56, H22, H23): defaults,
  * the hook order for chief and worker, zero disabling a default hook, both
- * cadences refused, and options validated before any side effect.
+ * cadences refused, options validated before any side effect, and the
+ * asynchronous saver's block_when_busy: with it every due save is written at
+ * its step, without it a save due while one is written is deferred. The
+ * writer thread is held by the gate file system (tests/support/gate_fs), so
+ * those tests are about what the saver does while a write is in flight, not
+ * about how fast it writes.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,12 +14,14 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <hooked/hooked.h>
 
+#include "gate_fs.h"
 #include "spy_hook.h"
 #include "test_env.h"
 #include "tmpdir.h"
@@ -105,6 +112,7 @@ static void test_training_session__c49_defaults(void **state) {
   assert_int_equal(o.save_graph_def, 1);
   assert_true(o.recovery_wait_secs == 30.0);
   assert_int_equal(o.async_checkpoint, 0);
+  assert_int_equal(o.async_checkpoint_block_when_busy, 0);
   assert_int_equal(hk_training_session_options_init(NULL, HK_TRAINING_SESSION_OPTIONS_VERSION), HK_INVALID_ARGUMENT);
   assert_int_equal(hk_training_session_options_init(&o, 9), HK_INVALID_ARGUMENT);
   (void)f;
@@ -147,6 +155,132 @@ static void test_training_session__h22_async_checkpoint(void **state) {
   assert_string_equal(names, "chief_only,AsyncCheckpointSaverHook,user");
   assert_ok(hk_session_close(s, HK_OK, &f->st), &f->st);
   hk_session_free(s);
+}
+
+/* ---- H22, D3.3: async_checkpoint_block_when_busy ------------------------------------ */
+
+/* Opens the gate from another thread after a short real-time pause, for a
+ * training thread that blocks until the held write completes. */
+static void *open_later(void *arg) {
+  test_sleep_real_ms(50);
+  gate_fs_open(arg);
+  return NULL;
+}
+
+static hk_code run_train(fx *f, hk_session *s) {
+  hk_run_args args = {NULL, 0, NULL, 0, &f->train, 1, NULL};
+  return hk_session_run(s, &args, NULL, NULL, &f->st);
+}
+
+/* The global step checkpoint `step` of f->ck holds; -1 when there is none. */
+static int64_t checkpoint_gs(fx *f, int64_t step) {
+  char name[64];
+  hk_checkpoint_reader *r = NULL;
+  size_t i;
+  int64_t gs = -1;
+  snprintf(name, sizeof name, "model.ckpt-%lld.safetensors", (long long)step);
+  char *path = test_path(f->ck, name);
+  if (test_path_exists(path)) {
+    assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, path, &f->st), &f->st);
+    assert_ok(hk_checkpoint_reader_find(r, "global_step", &i, &f->st), &f->st);
+    assert_ok(hk_checkpoint_reader_read(r, i, &gs, sizeof gs, &f->st), &f->st);
+    hk_checkpoint_reader_free(r);
+  }
+  free(path);
+  return gs;
+}
+
+/* An MTS with asynchronous checkpoints every step over the gate, which
+ * holds the write of the checkpoint at creation (step 0) until opened. */
+static hk_session *open_gated(fx *f, gate_fs *g, int block) {
+  hk_session *s = NULL;
+  gate_fs_init(g, NULL, NULL);
+  f->te->env.fs = gate_fs_vtable();
+  f->te->env.fs_user = g;
+  f->o.env = &f->te->env;
+  f->o.async_checkpoint = 1;
+  f->o.async_checkpoint_block_when_busy = block;
+  f->o.save_checkpoint_steps = 1;
+  f->o.summary_dir = NULL;
+  f->o.log_step_count_steps = 0;
+  f->o.save_summaries_steps = 0;
+  gate_fs_close(g, "model.ckpt-0.safetensors", NULL);
+  assert_ok(hk_training_session_new(&s, &f->o, &f->st), &f->st);
+  gate_fs_wait_arrival(g); /* the writer holds step 0 */
+  return s;
+}
+
+static void close_gated(fx *f, hk_session *s, gate_fs *g) {
+  gate_fs_open(g);
+  assert_ok(hk_session_close(s, HK_OK, &f->st), &f->st);
+  hk_session_free(s);
+  gate_fs_destroy(g);
+  f->te->env.fs = NULL;
+  f->te->env.fs_user = NULL;
+}
+
+/* H22, D3.3: with async_checkpoint_block_when_busy the step on which a save
+ * falls due while step 0's is still being written waits for it, so every
+ * due save is written at its step: checkpoints 0..3, each of its own step. */
+static void test_training_session__h22_block_when_busy_writes_every_save_at_its_step(void **state) {
+  fx *f = *state;
+  gate_fs g;
+  pthread_t opener;
+  hk_session *s = open_gated(f, &g, 1);
+  assert_int_equal(pthread_create(&opener, NULL, open_later, &g), 0);
+  assert_ok(run_train(f, s), &f->st); /* GS 1: waits for step 0's write, then saves 1 */
+  pthread_join(opener, NULL);
+  assert_ok(run_train(f, s), &f->st);
+  assert_ok(run_train(f, s), &f->st);
+  close_gated(f, s, &g);
+  for (int64_t n = 0; n <= 3; n++) assert_true(checkpoint_gs(f, n) == n);
+  assert_int_equal(test_log_count(&f->te->log, -1, "deferring checkpoint"), 0);
+  for (int64_t n = 0; n <= 3; n++) {
+    char line[64];
+    snprintf(line, sizeof line, "Saving checkpoints for %lld into", (long long)n);
+    assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, line), 1);
+  }
+}
+
+/* D3.3: without it (the default) the save that falls due at step 1 while
+ * step 0's write is held is deferred: nothing is saved at step 1. */
+static void test_training_session__h22_without_block_when_busy_defers_a_due_save(void **state) {
+  fx *f = *state;
+  gate_fs g;
+  hk_session *s = open_gated(f, &g, 0);
+  assert_ok(run_train(f, s), &f->st); /* GS 1: due, deferred */
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "Saver thread still in progress, deferring checkpoint."),
+                   1);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "Saving checkpoints for 1 into"), 0);
+  assert_true(checkpoint_gs(f, 1) == -1);
+  close_gated(f, s, &g); /* end() drains step 0, then saves the final step (D3.5) */
+  assert_true(checkpoint_gs(f, 0) == 0);
+  assert_true(checkpoint_gs(f, 1) == 1);
+}
+
+/* H22: the option needs async_checkpoint; version 2 of the options struct
+ * holds it, and a version-1 struct is read no further than version 1. */
+static void test_training_session__h22_block_when_busy_validation_and_versions(void **state) {
+  fx *f = *state;
+  hk_session *s = NULL;
+  hk_training_session_options o1;
+  f->o.async_checkpoint_block_when_busy = 1;
+  assert_status(hk_training_session_new(&s, &f->o, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "async_checkpoint_block_when_busy is set without async_checkpoint");
+  assert_null(s);
+  assert_false(test_path_exists(f->ck)); /* H23 */
+  /* Version 1: the field is neither written by init nor read. */
+  memset(&o1, 0, sizeof o1);
+  o1.async_checkpoint_block_when_busy = 7;
+  assert_int_equal(hk_training_session_options_init(&o1, 1), HK_OK);
+  assert_int_equal(o1.version, 1);
+  assert_int_equal(o1.async_checkpoint_block_when_busy, 7);
+  assert_int_equal(o1.log_step_count_steps, 100);
+  o1.executor = f->o.executor;
+  assert_ok(hk_training_session_new(&s, &o1, &f->st), &f->st);
+  assert_ok(hk_session_close(s, HK_OK, &f->st), &f->st);
+  hk_session_free(s);
+  assert_int_equal(hk_training_session_options_init(&o1, 0), HK_INVALID_ARGUMENT);
 }
 
 /* C54: a cadence of 0 (or log_step_count_steps 0) disables its default
@@ -279,6 +413,12 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_training_session__c49_defaults, setup, teardown),
       cmocka_unit_test_setup_teardown(test_training_session__c53_chief_hook_order, setup, teardown),
       cmocka_unit_test_setup_teardown(test_training_session__h22_async_checkpoint, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_training_session__h22_block_when_busy_writes_every_save_at_its_step, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_training_session__h22_without_block_when_busy_defers_a_due_save, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_training_session__h22_block_when_busy_validation_and_versions, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_training_session__c54_zero_disables, setup, teardown),
       cmocka_unit_test_setup_teardown(test_training_session__c56_worker_hooks, setup, teardown),
       cmocka_unit_test_setup_teardown(test_training_session__h23_bad_options_no_side_effect, setup, teardown),
