@@ -3,7 +3,8 @@
 # Usage: check_sigterm.sh <train_digits> <work dir>
 #
 # The trainer is started with a step budget it cannot finish, and signalled
-# once its first checkpoint exists (so training is under way). It must stop
+# once its first checkpoint exists and it has logged a step (so training is
+# under way: the stop comes after steps, whatever the machine's load). It must stop
 # after the current step, write the final checkpoint, print its result line
 # and exit 0; the final checkpoint holds the step the result line reports.
 #
@@ -30,7 +31,7 @@ for mode in sync async; do
   dir=$work/ckpt-$mode
   extra=()
   [ "$mode" = async ] && extra=(--async)
-  "$exe" --steps 100000000 --log-every 0 --checkpoint-dir "$dir" --save-steps 5000 "${extra[@]}" \
+  "$exe" --steps 100000000 --log-every 100 --checkpoint-dir "$dir" --save-steps 5000 "${extra[@]}" \
     >"$work/out" 2>"$work/err" &
   pid=$!
   for _ in $(seq 1 600); do
@@ -39,7 +40,12 @@ for mode in sync async; do
     sleep 0.1
   done
   [ -f "$dir/checkpoint" ] || { kill -KILL "$pid" 2>/dev/null; fail "$mode: no checkpoint appeared"; }
-  sleep 0.3 # let some steps run after the creation-time save
+  for _ in $(seq 1 1200); do # step 100 logged: steps ran after the creation-time save
+    grep -q '^step [0-9]*: loss' "$work/err" && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -q '^step [0-9]*: loss' "$work/err" || { kill -KILL "$pid" 2>/dev/null; fail "$mode: no step was logged"; }
   kill -TERM "$pid"
   status=0
   for _ in $(seq 1 600); do

@@ -18,9 +18,15 @@
  * hk_mpi_ps_updates() is the sum of the workers'; a worker with
  * GlobalStepWaiterHook(wait_until_step 20) pushes first once the shared step
  * reached 20; the chief's StopAtStep ends every worker and every session
- * closes cleanly; workers wait, without failing, for a chief that starts 1 s
+ * closes cleanly; workers wait, without failing, for a chief that starts
  * late; a worker's own StopAtStep (on the shared step) stops the chief and so
  * every worker; a worker whose model differs is refused.
+ *
+ * Nothing here depends on how the ranks are scheduled: where a test needs
+ * one rank to have done something before another goes on (a worker to have
+ * found the chief not serving yet, the waiting worker to have pushed), the
+ * other waits for a message saying so, on a communicator of the test's own
+ * (gates below); a rank that is slow only makes the job slower.
  */
 #include "mpi_test.h"
 
@@ -44,16 +50,48 @@
 
 /* ---- a hook that records what the test checks ------------------------------------ */
 
+/* ---- gates between ranks ------------------------------------------------------------ */
+
+/* Test-only messages on a duplicate of MPI_COMM_WORLD, so they never meet the
+ * parameter server's. gate_comm_open/close are collective. */
+static MPI_Comm g_gate = MPI_COMM_NULL;
+
+static void gate_comm_open(void) { assert_int_equal(MPI_Comm_dup(MPI_COMM_WORLD, &g_gate), MPI_SUCCESS); }
+static void gate_comm_close(void) { assert_int_equal(MPI_Comm_free(&g_gate), MPI_SUCCESS); }
+static void gate_send(int to) {
+  int one = 1;
+  assert_int_equal(MPI_Send(&one, 1, MPI_INT, to, 0, g_gate), MPI_SUCCESS);
+}
+static void gate_recv(int from) {
+  int v = 0;
+  assert_int_equal(MPI_Recv(&v, 1, MPI_INT, from, 0, g_gate, MPI_STATUS_IGNORE), MPI_SUCCESS);
+}
+
+/* The chief's progress, for a thread of its own that waits for it. */
+typedef struct progress {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int64_t gs;
+  int64_t stop_at;        /* the waiting thread requests a stop once gs reaches it */
+  hk_coordinator *coord;
+} progress;
+
 typedef struct record {
   size_t gs_index, w_index;
   int chief;
   double sleep_secs;     /* before each run: slows a worker down */
   int runs;
   int64_t first_gs;      /* the global step after the first run's push (-1: none) */
+  int64_t last_gs;       /* after the last run */
   int64_t final_gs;      /* at end() */
   float final_w[4];
   int inconsistent_steps; /* chief: steps whose w does not add up to the global step */
   int ended;
+  int64_t hold_from;     /* > 0: before a run once last_gs >= hold_from, wait for hold_rank's gate message */
+  int hold_rank;
+  int held;              /* that message was received */
+  int notify_after_first; /* after the first run, send a gate message to every worker but itself */
+  progress *progress;    /* the chief's, when a thread waits for it */
 } record;
 
 static void read_state(hk_raw_session *rs, const record *r, int64_t *gs, float w[4]) {
@@ -75,6 +113,10 @@ static int64_t updates_in(const float w[4]) {
 static hk_code rec_before_run(void *user, hk_run_context *ctx, hk_run_request *req, hk_status *st) {
   record *r = user;
   (void)ctx, (void)req, (void)st;
+  if (r->hold_from > 0 && !r->held && r->last_gs >= r->hold_from) {
+    gate_recv(r->hold_rank);
+    r->held = 1;
+  }
   if (r->sleep_secs > 0) {
     struct timespec ts = {0, (long)(r->sleep_secs * 1e9)};
     nanosleep(&ts, NULL);
@@ -88,8 +130,20 @@ static hk_code rec_after_run(void *user, hk_run_context *ctx, const hk_run_value
   float w[4];
   (void)values, (void)st;
   read_state(hk_run_context_session(ctx), r, &gs, w);
-  if (r->runs++ == 0) r->first_gs = gs;
+  if (r->runs++ == 0) {
+    r->first_gs = gs;
+    if (r->notify_after_first)
+      for (int k = 1; k < mpi_size(); k++)
+        if (k != mpi_rank()) gate_send(k);
+  }
+  r->last_gs = gs;
   if (r->chief && (updates_in(w) != gs || w[3] != 1.0f)) r->inconsistent_steps++;
+  if (r->progress) {
+    pthread_mutex_lock(&r->progress->mu);
+    r->progress->gs = gs;
+    pthread_cond_broadcast(&r->progress->cv);
+    pthread_mutex_unlock(&r->progress->mu);
+  }
   return HK_OK;
 }
 
@@ -331,22 +385,27 @@ static void check_checkpoints(ps_rank *p, int64_t last) {
 /* ---- the tests ---------------------------------------------------------------------- */
 
 /* The chief stops at step 60; the last worker starts once the shared step
- * reached 20; the others push, slowed to 10 ms a step so that the waiter
- * sees step 20 go by. */
+ * reached 20; the others push, slowed to 10 ms a step, and once they have
+ * seen step 30 wait until the waiter has pushed: so the waiter always pushes
+ * before the job ends, however the ranks are scheduled. */
 static void test_updates_reach_the_chief_whole_and_its_stop_at_step_ends_every_worker(void) {
   ps_rank p;
   hk_status st = HK_STATUS_INIT;
   const int64_t last = 60;
   ps_init(&p);
-  int waiter = mpi_rank() == mpi_size() - 1;
+  gate_comm_open();
+  int waiter_rank = mpi_size() - 1, waiter = mpi_rank() == waiter_rank;
   if (p.chief) {
     p.ckdir = test_tmpdir_new("mpi-ps");
     ps_stop_at(&p, last);
   } else if (waiter) {
     ps_wait_for(&p, 20);
+    p.rec.notify_after_first = 1;
   } else {
     ps_stop_at(&p, 1000000); /* never: the chief's stop ends it */
     p.rec.sleep_secs = 0.01;
+    p.rec.hold_from = 30;
+    p.rec.hold_rank = waiter_rank;
   }
   hk_code rc = ps_open(&p, &st);
   if (rc != HK_OK) test_log_dump(&p.te->log);
@@ -363,43 +422,67 @@ static void test_updates_reach_the_chief_whole_and_its_stop_at_step_ends_every_w
     assert_logged(p.te, HK_LOG_INFO, "Every worker has left.");
     check_checkpoints(&p, last);
   } else {
-    /* Every worker pushed (the waiter too) and learned the final step. */
-    assert_true(hk_mpi_ps_updates(p.ps) > 0);
+    /* Every worker learned the final step. */
     assert_int_equal(p.rec.final_gs, last);
   }
   if (waiter) {
+    /* It pushed (the others waited for it at step 30), only after step 20. */
+    assert_true(hk_mpi_ps_updates(p.ps) > 0);
     assert_logged(p.te, HK_LOG_INFO, "Waiting for global step 20 before starting training.");
     if (p.rec.first_gs < 21)
       fail_msg("the waiting worker's first push was answered at global step %lld", (long long)p.rec.first_gs);
+  } else if (!p.chief && !p.rec.held) {
+    gate_recv(waiter_rank); /* its message came after this worker's last hold check */
   }
+  gate_comm_close();
   ps_free(&p);
 }
 
-/* The chief sleeps 1 s before creating its session: the workers' sessions
- * wait (the ready check reports the model not yet served) and then start. */
+/* A worker's log sink that, besides capturing, tells the chief once the
+ * worker's session found the model not yet served. */
+typedef struct late_sink {
+  test_log *log;
+  int told;
+} late_sink;
+
+static void late_sink_log(void *user, hk_log_level level, const char *msg) {
+  late_sink *k = user;
+  test_log_sink(k->log, level, msg);
+  if (!k->told && strstr(msg, "not yet served by the chief")) {
+    k->told = 1;
+    gate_send(0);
+  }
+}
+
+/* The chief creates its session only once every worker's session has found
+ * the model not yet served (the ready check): the workers' sessions wait,
+ * without failing, and start once the chief serves. */
 static void test_workers_wait_for_a_chief_that_starts_late(void) {
   ps_rank p;
   hk_status st = HK_STATUS_INIT;
+  late_sink sink = {NULL, 0};
   ps_init(&p);
-  if (p.chief) ps_stop_at(&p, 6);
-  MPI_Barrier(MPI_COMM_WORLD);
-  double t0 = MPI_Wtime();
+  gate_comm_open();
   if (p.chief) {
-    struct timespec ts = {1, 0};
-    nanosleep(&ts, NULL);
+    ps_stop_at(&p, 6);
+    for (int r = 1; r < mpi_size(); r++) gate_recv(r);
+  } else {
+    sink.log = &p.te->log;
+    p.env.log = late_sink_log;
+    p.env.log_user = &sink;
   }
   hk_code rc = ps_open(&p, &st);
-  double waited = MPI_Wtime() - t0;
   if (rc != HK_OK) test_log_dump(&p.te->log);
   assert_ok(rc, &st);
   if (!p.chief) {
-    if (waited < 0.9) fail_msg("the worker's session was ready after %.3f s, before the chief served", waited);
+    assert_int_equal(sink.told, 1); /* it waited: the chief started after this */
     assert_logged(p.te, HK_LOG_INFO, "not yet served by the chief");
   }
   assert_ok(ps_train(&p, &st), &st);
   int64_t counts[64];
   check_counts(&p, counts);
   if (p.chief) assert_int_equal(p.rec.final_gs, 6);
+  gate_comm_close();
   ps_free(&p);
 }
 
@@ -478,35 +561,50 @@ static void test_a_worker_waiting_for_a_step_is_released_when_the_chief_stops(vo
   ps_free(&p);
 }
 
-static void *stop_chief_later(void *arg) {
-  struct timespec ts = {0, 100 * 1000 * 1000};
-  nanosleep(&ts, NULL);
-  hk_coordinator_request_stop(arg, HK_OK, NULL);
+/* Requests a stop on the chief's coordinator once it applied stop_at updates. */
+static void *stop_chief_at(void *arg) {
+  progress *pr = arg;
+  pthread_mutex_lock(&pr->mu);
+  while (pr->gs < pr->stop_at) pthread_cond_wait(&pr->cv, &pr->mu);
+  pthread_mutex_unlock(&pr->mu);
+  hk_coordinator_request_stop(pr->coord, HK_OK, NULL);
   return NULL;
 }
 
-/* H52: a stop requested on the chief's coordinator (from another thread)
- * ends the serve op's run with CANCELLED, a clean end: the chief's hook
- * stops every worker and its final checkpoint is written. */
+/* H52: a stop requested on the chief's coordinator (from another thread,
+ * once 5 updates were applied, while the serve op waits for more) ends the
+ * serve op's run with CANCELLED, a clean end: the chief's hook stops every
+ * worker and its final checkpoint is written. */
 static void test_a_stop_on_the_chiefs_coordinator_ends_the_service_cleanly(void) {
   ps_rank p;
   hk_status st = HK_STATUS_INIT;
   pthread_t th;
+  progress pr;
+  memset(&pr, 0, sizeof pr);
+  pthread_mutex_init(&pr.mu, NULL);
+  pthread_cond_init(&pr.cv, NULL);
+  pr.stop_at = 5;
   ps_init(&p);
   if (p.chief) {
     p.ckdir = test_tmpdir_new("mpi-ps-stop");
+    p.rec.progress = &pr;
   } else {
     ps_stop_at(&p, 1000000);
     p.rec.sleep_secs = 0.002;
   }
   assert_ok(ps_open(&p, &st), &st);
-  if (p.chief) assert_int_equal(pthread_create(&th, NULL, stop_chief_later, hk_session_coordinator(p.s)), 0);
+  if (p.chief) {
+    pr.coord = hk_session_coordinator(p.s);
+    assert_int_equal(pthread_create(&th, NULL, stop_chief_at, &pr), 0);
+  }
   assert_ok(ps_train(&p, &st), &st);
   if (p.chief) pthread_join(th, NULL);
+  pthread_cond_destroy(&pr.cv);
+  pthread_mutex_destroy(&pr.mu);
   int64_t counts[64];
   check_counts(&p, counts);
   if (p.chief) {
-    assert_true(p.rec.final_gs > 0);
+    assert_true(p.rec.final_gs >= 5);
     assert_logged(p.te, HK_LOG_INFO, "Every worker has left.");
     check_checkpoints(&p, p.rec.final_gs);
   }

@@ -186,7 +186,7 @@ static void test_alloc__h7_steady_state_with_checkpoint_hooks(void **state) {
   /* The async creation save completes in the background; processing its
    * completion (log lines, the event) is a hook triggering, which may
    * allocate. Run until it has been processed (bounded), then count. */
-  for (int i = 0; i < 1000 && test_log_count(&f->te->log, HK_LOG_INFO, "Checkpoint finished for 0 into") == 0; i++) {
+  for (int i = 0; i < 20000 && test_log_count(&f->te->log, HK_LOG_INFO, "Checkpoint finished for 0 into") == 0; i++) {
     test_sleep_real_ms(5);
     assert_ok(run_once(f, f->opts.kind, &gs), &f->st);
   }

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #define MAX_STEPS 64
-#define POLL_LIMIT 5000 /* polls of 1 ms before a test gives up waiting for the writer */
+#define POLL_LIMIT 100000 /* polls of >= 1 ms: only bounds a hung writer (each wait ends with the write) */
 
 /* ---- the gate file system (tests/support/gate_fs.h) ---------------------------------- */
 

@@ -1,18 +1,21 @@
 /*
- * Tests of copy-before-write checkpoint snapshots (contract D3.7, H42): the
+ * Tests of copy-before-write checkpoint snapshots (contract D3.7): the
  * asynchronous hook's writer thread copies the variables while the next
  * step runs, and nothing writes a variable before its copy is made — the
- * embedded executor's ops and assignments, its close, and the host loop's
- * hk_loop_updates_begin(). Checkpoint N must hold exactly step N's values:
+ * embedded executor's ops and assignments and its close (the host loop's
+ * hk_loop_updates_begin(), H42: test_loop_snapshot.c). Checkpoint N must
+ * hold exactly step N's values:
  * every integration test makes the next step mutate every variable and
- * compares the checkpoint files byte for byte with synchronous saves of the
- * same steps.
+ * compares the checkpoints with synchronous saves of the same steps (or
+ * with the program's values at that step).
  *
  * The barrier itself is tested deterministically on the snapshot object
  * (src/ckpt/snapshot.h); the end-to-end tests cannot choose how the writer
  * thread and the training thread interleave, so they check the outcome,
- * whatever the interleaving, and run under TSan (-DHOOKED_SANITIZE=thread)
- * as well.
+ * whatever the interleaving — never which thread made a copy — and run
+ * under TSan (-DHOOKED_SANITIZE=thread) as well. Which saves are offered to
+ * the executor is made deterministic instead: block_when_busy, or a mock
+ * clock that makes a save due only once the writer is idle.
  */
 #include "session_fixture.h"
 #include "tmpdir.h"
@@ -471,264 +474,6 @@ static void test_snapshot__d3_7_executor_without_control_op_copies_at_the_bounda
   assert_int_equal(test_env_release(te), 0);
 }
 
-/* ---- the host loop (H42) --------------------------------------------------------------- */
-
-#define NARR 4
-static const size_t arr_elems[NARR] = {3, 1024, 100000, 40000};
-
-typedef struct program {
-  float *a[NARR];
-  uint64_t rng;
-  int updates;          /* call hk_loop_updates_begin() */
-  int read_only;        /* a step that writes nothing */
-  int skip_updates_at;  /* a step (0-based) that does not call it; -1: none */
-  int steps;
-  double checksum;      /* what the read-only phase computed */
-  pthread_t trainer;    /* every state callback must run here (H6) */
-  int callbacks_elsewhere;
-} program;
-
-static hk_code rng_save(void *user, void *dst, size_t size, hk_status *st) {
-  program *p = user;
-  (void)st;
-  if (!pthread_equal(pthread_self(), p->trainer)) p->callbacks_elsewhere++;
-  memcpy(dst, &p->rng, size);
-  return HK_OK;
-}
-
-static hk_code rng_restore(void *user, const void *src, size_t size, hk_status *st) {
-  program *p = user;
-  (void)st;
-  memcpy(&p->rng, src, size);
-  return HK_OK;
-}
-
-static void program_init(program *p, int updates) {
-  memset(p, 0, sizeof *p);
-  for (int k = 0; k < NARR; k++) {
-    p->a[k] = malloc(arr_elems[k] * sizeof(float));
-    for (size_t i = 0; i < arr_elems[k]; i++) p->a[k][i] = (float)(i % 97) * 0.25f + (float)k;
-  }
-  p->rng = 12345;
-  p->updates = updates;
-  p->skip_updates_at = -1;
-  p->trainer = pthread_self();
-}
-
-static void program_free(program *p) {
-  for (int k = 0; k < NARR; k++) free(p->a[k]);
-}
-
-static hk_loop *the_loop; /* the loop program_step_fn runs in */
-
-static hk_code program_step_fn(void *user, int64_t step, hk_status *st) {
-  program *p = user;
-  (void)step;
-  /* read-only phase: every array is read */
-  double acc = 0;
-  for (int k = 0; k < NARR; k++)
-    for (size_t i = 0; i < arr_elems[k]; i += 7) acc += p->a[k][i];
-  p->checksum += acc;
-  if (p->updates && p->steps != p->skip_updates_at) {
-    hk_code rc = hk_loop_updates_begin(the_loop, st);
-    if (rc != HK_OK) return rc;
-  }
-  if (p->read_only) return HK_OK;
-  /* update phase: every array is written, and the RNG moves */
-  for (int k = 0; k < NARR; k++)
-    for (size_t i = 0; i < arr_elems[k]; i++) p->a[k][i] = p->a[k][i] * 0.75f + (float)(p->rng % 13);
-  p->rng = p->rng * 6364136223846793005ull + 1442695040888963407ull;
-  p->steps++;
-  return HK_OK;
-}
-
-static void run_program(test_env *te, program *p, const char *dir, int async, int64_t last_step) {
-  hk_loop_options o = HK_LOOP_OPTIONS_INIT;
-  hk_status st = HK_STATUS_INIT;
-  hk_loop *l = NULL;
-  char name[16];
-
-  o.env = &te->env;
-  o.checkpoint_dir = dir;
-  o.save_steps = 1;
-  o.max_to_keep = 0;
-  o.async_checkpoint = async;
-  o.last_step = last_step;
-  o.handle_signals = 0;
-  assert_ok(hk_loop_new(&l, &o, &st), &st);
-  for (int k = 0; k < NARR; k++) {
-    int64_t dims[1] = {(int64_t)arr_elems[k]};
-    snprintf(name, sizeof name, "a%d", k);
-    assert_ok(hk_loop_add_array(l, name, HK_DTYPE_F32, 1, dims, p->a[k], 0, &st), &st);
-  }
-  assert_ok(hk_loop_add_state(l, "rng", sizeof p->rng, rng_save, rng_restore, p, 0, &st), &st);
-  assert_ok(hk_loop_start(l, NULL, &st), &st);
-  the_loop = l;
-  while (!hk_loop_should_stop(l)) {
-    assert_ok(hk_loop_step(l, program_step_fn, p, &st), &st);
-    if (p->steps % 3 == 0) test_sleep_real_ms(2); /* let some writes finish, so more steps save */
-  }
-  assert_ok(hk_loop_finish(l, &st), &st);
-  hk_loop_free(l);
-  the_loop = NULL;
-}
-
-/* The program reads every array, calls hk_loop_updates_begin(), then writes
- * every array: each asynchronous checkpoint is byte for byte the
- * synchronous loop's of the same step, the arrays were copied in the
- * background, and the state's callback ran on the training thread only. */
-static void test_snapshot__h42_loop_updates_begin_checkpoints_equal_sync(void **state) {
-  test_env *te = test_env_new();
-  char *tmp = test_tmpdir_new("snap-loop");
-  char *sdir = test_path(tmp, "sync"), *adir = test_path(tmp, "async");
-  program ps, pa;
-
-  (void)state;
-  program_init(&ps, 0);
-  run_program(te, &ps, sdir, 0, 40);
-  test_log_clear(&te->log);
-  program_init(&pa, 1);
-  run_program(te, &pa, adir, 1, 40);
-
-  assert_true(compare_dirs(sdir, adir, 40) >= 2);
-  {
-    char *y = data_file(adir, 40);
-    assert_true(test_path_exists(y)); /* the final save */
-    free(y);
-  }
-  assert_true(test_log_count(&te->log, HK_LOG_DEBUG, "copied in the background") >= 1);
-  assert_int_equal(test_log_count(&te->log, HK_LOG_WARNING, "hk_loop_updates_begin"), 0);
-  assert_int_equal(pa.callbacks_elsewhere, 0);
-  assert_true(pa.checksum == ps.checksum);
-  program_free(&ps);
-  program_free(&pa);
-  free(sdir);
-  free(adir);
-  test_tmpdir_free(tmp);
-  assert_int_equal(test_env_release(te), 0);
-}
-
-/* Without hk_loop_updates_begin() the loop keeps the copy at the step
- * boundary: nothing is copied in the background. */
-static void test_snapshot__h42_loop_without_updates_begin_copies_at_the_boundary(void **state) {
-  test_env *te = test_env_new();
-  char *tmp = test_tmpdir_new("snap-loop0");
-  char *dir = test_path(tmp, "ck");
-  program p;
-
-  (void)state;
-  program_init(&p, 0);
-  run_program(te, &p, dir, 1, 6);
-  assert_int_equal(test_log_count(&te->log, -1, "copied in the background"), 0);
-  assert_logged(te, HK_LOG_DEBUG, "unless the program calls hk_loop_updates_begin()");
-  program_free(&p);
-  free(dir);
-  test_tmpdir_free(tmp);
-  assert_int_equal(test_env_release(te), 0);
-}
-
-/* One step of the program's, bracketed by hand; `writes` 0: it only reads. */
-static void manual_step(hk_loop *l, program *p, int with_updates, int writes) {
-  hk_status st = HK_STATUS_INIT;
-  int saved = p->updates;
-  assert_ok(hk_loop_step_begin(l, NULL, &st), &st);
-  p->updates = with_updates;
-  p->read_only = !writes;
-  assert_ok(program_step_fn(p, 0, &st), &st);
-  p->updates = saved;
-  p->read_only = 0;
-  assert_ok(hk_loop_step_end(l, &st), &st);
-}
-
-/* A step that ends without the call after one that made it: a WARNING,
- * once (that checkpoint may hold values of the later step), the copy is
- * completed then, and the loop goes back to copying at the boundary. The
- * mock clock decides which step saves (save_secs), and the step that saves
- * starts with the writer idle, so its snapshot is attached. */
-static void test_snapshot__h42_loop_step_without_updates_begin_warns(void **state) {
-  test_env *te = test_env_new();
-  char *tmp = test_tmpdir_new("snap-loop1");
-  char *dir = test_path(tmp, "ck");
-  hk_loop_options o = HK_LOOP_OPTIONS_INIT;
-  hk_status st = HK_STATUS_INIT;
-  hk_loop *l = NULL;
-  program p;
-  char name[16];
-  int i;
-
-  (void)state;
-  program_init(&p, 1);
-  o.env = &te->env;
-  o.checkpoint_dir = dir;
-  o.save_secs = 10;
-  o.async_checkpoint = 1;
-  o.handle_signals = 0;
-  assert_ok(hk_loop_new(&l, &o, &st), &st);
-  for (int k = 0; k < NARR; k++) {
-    int64_t dims[1] = {(int64_t)arr_elems[k]};
-    snprintf(name, sizeof name, "a%d", k);
-    assert_ok(hk_loop_add_array(l, name, HK_DTYPE_F32, 1, dims, p.a[k], 0, &st), &st);
-  }
-  assert_ok(hk_loop_add_state(l, "rng", sizeof p.rng, rng_save, rng_restore, &p, 0, &st), &st);
-  assert_ok(hk_loop_start(l, NULL, &st), &st); /* saves step 0 */
-  the_loop = l;
-  for (i = 0; i < 5000 && test_log_count(&te->log, HK_LOG_INFO, "Checkpoint finished for 0 ") == 0; i++) {
-    manual_step(l, &p, 1, 1);
-    test_sleep_real_ms(1);
-  }
-  assert_logged(te, HK_LOG_INFO, "Checkpoint finished for 0 ");
-  test_clock_advance(&te->clock, 10);
-  manual_step(l, &p, 1, 1); /* saves, attached: this step called it */
-  assert_int_equal(test_log_count(&te->log, HK_LOG_WARNING, "hk_loop_updates_begin() was not called"), 0);
-  /* Without it. This step writes nothing: a program that wrote here would
-   * race with the writer thread's copy, which is the misuse the WARNING
-   * reports (and TSan would too). */
-  manual_step(l, &p, 0, 0);
-  assert_int_equal(test_log_count(&te->log, HK_LOG_WARNING, "hk_loop_updates_begin() was not called"), 1);
-  test_clock_advance(&te->clock, 10);
-  manual_step(l, &p, 0, 1); /* saves, copied at the boundary */
-  manual_step(l, &p, 0, 1);
-  assert_int_equal(test_log_count(&te->log, HK_LOG_WARNING, "hk_loop_updates_begin() was not called"), 1);
-  assert_ok(hk_loop_finish(l, &st), &st);
-  hk_loop_free(l);
-  the_loop = NULL;
-  assert_int_equal(p.callbacks_elsewhere, 0);
-  program_free(&p);
-  free(dir);
-  test_tmpdir_free(tmp);
-  assert_int_equal(test_env_release(te), 0);
-}
-
-/* Misuse is refused without failing the loop; a second call does nothing. */
-static void test_snapshot__h42_loop_updates_begin_misuse(void **state) {
-  test_env *te = test_env_new();
-  hk_loop_options o = HK_LOOP_OPTIONS_INIT;
-  hk_status st = HK_STATUS_INIT;
-  hk_loop *l = NULL;
-  float w[4] = {1, 2, 3, 4};
-  int64_t dims[1] = {4};
-
-  (void)state;
-  o.env = &te->env;
-  o.handle_signals = 0;
-  assert_status(hk_loop_updates_begin(NULL, &st), &st, HK_INVALID_ARGUMENT, "loop");
-  assert_ok(hk_loop_new(&l, &o, &st), &st);
-  assert_ok(hk_loop_add_array(l, "w", HK_DTYPE_F32, 1, dims, w, 0, &st), &st);
-  assert_status(hk_loop_updates_begin(l, &st), &st, HK_FAILED_PRECONDITION, "not started");
-  assert_ok(hk_loop_start(l, NULL, &st), &st);
-  assert_status(hk_loop_updates_begin(l, &st), &st, HK_FAILED_PRECONDITION, "no step is open");
-  assert_ok(hk_loop_step_begin(l, NULL, &st), &st);
-  assert_ok(hk_loop_updates_begin(l, &st), &st);
-  assert_ok(hk_loop_updates_begin(l, &st), &st);
-  w[0] = 5;
-  assert_ok(hk_loop_step_end(l, &st), &st);
-  assert_false(hk_loop_should_stop(l));
-  assert_ok(hk_loop_finish(l, &st), &st);
-  assert_status(hk_loop_updates_begin(l, &st), &st, HK_FAILED_PRECONDITION, "finished");
-  hk_loop_free(l);
-  assert_int_equal(test_env_release(te), 0);
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_snapshot__d3_7_barrier_copies_before_the_write),
@@ -736,10 +481,6 @@ int main(void) {
       cmocka_unit_test(test_snapshot__d3_7_graph_checkpoints_equal_sync_saves),
       cmocka_unit_test(test_snapshot__d3_7_graph_assign_and_close_keep_the_snapshot),
       cmocka_unit_test(test_snapshot__d3_7_executor_without_control_op_copies_at_the_boundary),
-      cmocka_unit_test(test_snapshot__h42_loop_updates_begin_checkpoints_equal_sync),
-      cmocka_unit_test(test_snapshot__h42_loop_without_updates_begin_copies_at_the_boundary),
-      cmocka_unit_test(test_snapshot__h42_loop_step_without_updates_begin_warns),
-      cmocka_unit_test(test_snapshot__h42_loop_updates_begin_misuse),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
