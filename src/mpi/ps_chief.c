@@ -237,6 +237,14 @@ static hk_code chief_end(void *user, hk_raw_session *rs, hk_status *st) {
       leave(ps, status.MPI_SOURCE);
       continue;
     }
+    /* A worker whose model differs is refused here too (H53): one that
+     * arrives while the job stops must not be handed the final state. */
+    ps_header h;
+    memcpy(&h, ps->rx, sizeof h);
+    if (status.MPI_TAG != PS_TAG_STEP && h.fingerprint != (int64_t)ps->fingerprint) {
+      if ((rc = reply(ps, status.MPI_SOURCE, gs, PS_FLAG_MISMATCH, 0, st)) != HK_OK) return rc;
+      continue;
+    }
     /* Updates arriving now are not applied: the final checkpoint is the
      * state at the chief's last step. */
     if ((rc = reply(ps, status.MPI_SOURCE, gs, PS_FLAG_STOP, status.MPI_TAG != PS_TAG_STEP, st)) != HK_OK) return rc;

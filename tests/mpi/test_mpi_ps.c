@@ -91,6 +91,8 @@ typedef struct record {
   int hold_rank;
   int held;              /* that message was received */
   int notify_after_first; /* after the first run, send a gate message to every worker but itself */
+  int64_t notify_at;     /* > 0: after the run that ends at this global step, a gate message to notify_rank */
+  int notify_rank;
   progress *progress;    /* the chief's, when a thread waits for it */
 } record;
 
@@ -137,6 +139,7 @@ static hk_code rec_after_run(void *user, hk_run_context *ctx, const hk_run_value
         if (k != mpi_rank()) gate_send(k);
   }
   r->last_gs = gs;
+  if (r->notify_at > 0 && gs == r->notify_at) gate_send(r->notify_rank);
   if (r->chief && (updates_in(w) != gs || w[3] != 1.0f)) r->inconsistent_steps++;
   if (r->progress) {
     pthread_mutex_lock(&r->progress->mu);
@@ -503,16 +506,30 @@ static void test_a_workers_stop_at_step_stops_the_chief_and_every_worker(void) {
   int64_t counts[64];
   check_counts(&p, counts);
   if (p.chief) {
+    /* Stopped by the worker. Whether the other workers had left before the
+     * chief's end() (nothing to wait for, nothing logged) or it told them
+     * to stop there is scheduling: either way every rank closed cleanly. */
     assert_true(p.rec.final_gs >= 10);
     assert_true(p.rec.final_gs < 100000);
-    assert_logged(p.te, HK_LOG_INFO, "Every worker has left.");
   }
   ps_free(&p);
 }
 
-/* Worker 1 first builds another model (w of 5 elements): its session is
- * refused with FAILED_PRECONDITION naming it. It then builds the right model
- * on a new endpoint and trains with the others. */
+/* Worker 1 with another model (w of 5 elements): its session is refused
+ * with FAILED_PRECONDITION naming it. */
+static void expect_refused(ps_rank *p) {
+  hk_status st = HK_STATUS_INIT;
+  ps_build(p, 5);
+  assert_status(ps_open(p, &st), &st, HK_FAILED_PRECONDITION, "rank 1's shared variables");
+  assert_null(p->s);
+  ps_free_model(p);
+}
+
+/* H53: worker 1 builds another model, twice: while the chief serves (the
+ * other workers wait at step 4 until it was refused) and while the chief
+ * stops (after its last step, 8, it tells worker 1 to try). Both sessions
+ * are refused. It then builds the right model on a new endpoint and joins a
+ * job that is stopping: its session stops before its first step. */
 static void test_a_worker_with_another_model_is_refused(void) {
   ps_rank p;
   hk_status st = HK_STATUS_INIT;
@@ -520,18 +537,29 @@ static void test_a_worker_with_another_model_is_refused(void) {
   p.te = mpi_test_env(&p.env);
   p.mpi = mpi_test_context(&p.env);
   p.chief = hk_mpi_is_chief(p.mpi);
+  gate_comm_open();
   if (mpi_rank() == 1) {
-    ps_build(&p, 5);
-    assert_status(ps_open(&p, &st), &st, HK_FAILED_PRECONDITION, "rank 1's shared variables");
-    assert_null(p.s);
-    ps_free_model(&p);
+    expect_refused(&p); /* by the serve op */
+    for (int k = 2; k < mpi_size(); k++) gate_send(k);
+    gate_recv(0);       /* the chief passed its last step */
+    expect_refused(&p); /* by the chief's end() */
   }
   ps_build(&p, 4);
-  if (p.chief) ps_stop_at(&p, 8);
+  if (p.chief) {
+    ps_stop_at(&p, 8);
+    p.rec.notify_at = 8;
+    p.rec.notify_rank = 1;
+  } else if (mpi_rank() > 1) {
+    p.rec.hold_from = 4;
+    p.rec.hold_rank = 1;
+  }
   assert_ok(ps_open(&p, &st), &st);
   assert_ok(ps_train(&p, &st), &st);
+  if (mpi_rank() > 1 && !p.rec.held) gate_recv(1);
   int64_t counts[64];
   check_counts(&p, counts);
+  if (mpi_rank() == 1) assert_int_equal(hk_mpi_ps_updates(p.ps), 0);
+  gate_comm_close();
   ps_free(&p);
 }
 
