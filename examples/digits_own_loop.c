@@ -52,21 +52,19 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #if !defined(_POSIX_C_SOURCE)
-#define _POSIX_C_SOURCE 200809L /* readlink, clock_gettime */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #endif
 
 #include <hooked/hooked.h>
 
 #include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #define PROG "digits_own_loop"
@@ -148,8 +146,7 @@ static void usage(FILE *out) {
           "checkpointed and stopped by hooked's host loop.\n"
           "\n"
           "  --data PATH      digits CSV, gzip-compressed or plain (default: the bundled\n"
-          "                   " DATA_FILE_NAME
-          " from the build or install tree)\n"
+          "                   " DATA_FILE_NAME " of the source tree)\n"
           "  --steps N        last global step: stop when it is reached (default 3000)\n"
           "  --batch N        rows per step (default 32)\n"
           "  --lr X           SGD learning rate, > 0 (default 0.1)\n"
@@ -309,40 +306,16 @@ static int parse_args(int argc, char **argv, options *o) {
 
 /* ---- locating the bundled data (as train_digits.c) ---------------------- */
 
-static int readable(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return 0;
-  fclose(f);
-  return 1;
-}
-
-/* <directory of this executable>/../share/hooked/data/digits.csv.gz, the
- * install layout; works for any prefix, including a relocated one. */
-static int exe_relative_data(const char *argv0, char *buf, size_t cap) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  char *slash;
-  if (n > 0) {
-    exe[n] = '\0';
-  } else if (argv0 != NULL && strchr(argv0, '/') != NULL && strlen(argv0) < sizeof exe) {
-    strcpy(exe, argv0);
-  } else {
-    return 0;
-  }
-  slash = strrchr(exe, '/');
-  if (slash == NULL) return 0;
-  *slash = '\0';
-  n = snprintf(buf, cap, "%s/../share/hooked/data/" DATA_FILE_NAME, exe);
-  return n > 0 && (size_t)n < cap;
-}
-
-static const char *find_data(const char *argv0, char *buf, size_t cap) {
+/* The bundled file in the source tree this program was built from
+ * (examples/CMakeLists.txt says where), when it is there: the examples are
+ * not installed, and neither is their data. */
+static const char *find_data(void) {
 #ifdef HOOKED_EXAMPLE_DATA_SOURCE
-  if (readable(HOOKED_EXAMPLE_DATA_SOURCE)) return HOOKED_EXAMPLE_DATA_SOURCE;
-#endif
-  if (exe_relative_data(argv0, buf, cap) && readable(buf)) return buf;
-#ifdef HOOKED_EXAMPLE_DATA_INSTALL
-  if (readable(HOOKED_EXAMPLE_DATA_INSTALL)) return HOOKED_EXAMPLE_DATA_INSTALL;
+  FILE *f = fopen(HOOKED_EXAMPLE_DATA_SOURCE, "rb");
+  if (f != NULL) {
+    fclose(f);
+    return HOOKED_EXAMPLE_DATA_SOURCE;
+  }
 #endif
   return NULL;
 }
@@ -821,18 +794,15 @@ out:
 
 int main(int argc, char **argv) {
   options o;
-  char found[PATH_MAX + 64];
   dataset all, trn, tst;
   int rc = parse_args(argc, argv, &o);
 
   if (rc == -1) return 0;
   if (rc != 0) return rc;
   if (o.data == NULL) {
-    o.data = find_data(argc > 0 ? argv[0] : NULL, found, sizeof found);
+    o.data = find_data();
     if (o.data == NULL) {
-      fputs(PROG ": cannot find the bundled " DATA_FILE_NAME
-                 " (looked in the source tree, next to the executable under ../share/hooked/data, and the "
-                 "install prefix); pass --data PATH\n",
+      fputs(PROG ": cannot find the bundled " DATA_FILE_NAME " in the source tree it was built from; pass --data PATH\n",
             stderr);
       return EXIT_RUNTIME;
     }

@@ -41,7 +41,7 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #if !defined(_POSIX_C_SOURCE)
-#define _POSIX_C_SOURCE 200809L /* readlink */
+#define _POSIX_C_SOURCE 200809L /* isatty */
 #endif
 
 #include <hooked/hooked.h>
@@ -51,7 +51,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -164,8 +163,7 @@ static void usage(FILE *out) {
           "Train a 64-32-10 MLP on the UCI digits data through a hooked MonitoredTrainingSession.\n"
           "\n"
           "  --data PATH      digits CSV, gzip-compressed or plain (default: the bundled\n"
-          "                   " DATA_FILE_NAME
-          " from the build or install tree)\n"
+          "                   " DATA_FILE_NAME " of the source tree)\n"
           "  --steps N        last global step: stop when it is reached (default 3000)\n"
           "  --batch N        rows per step (default 32)\n"
           "  --lr X           SGD learning rate, > 0 (default 0.1)\n"
@@ -383,40 +381,16 @@ static int parse_args(int argc, char **argv, options *o) {
 
 /* ---- locating the bundled data ------------------------------------------ */
 
-static int readable(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return 0;
-  fclose(f);
-  return 1;
-}
-
-/* <directory of this executable>/../share/hooked/data/digits.csv.gz, the
- * install layout; works for any prefix, including a relocated one. */
-static int exe_relative_data(const char *argv0, char *buf, size_t cap) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  char *slash;
-  if (n > 0) {
-    exe[n] = '\0';
-  } else if (argv0 != NULL && strchr(argv0, '/') != NULL && strlen(argv0) < sizeof exe) {
-    strcpy(exe, argv0);
-  } else {
-    return 0;
-  }
-  slash = strrchr(exe, '/');
-  if (slash == NULL) return 0;
-  *slash = '\0';
-  n = snprintf(buf, cap, "%s/../share/hooked/data/" DATA_FILE_NAME, exe);
-  return n > 0 && (size_t)n < cap;
-}
-
-static const char *find_data(const char *argv0, char *buf, size_t cap) {
+/* The bundled file in the source tree this program was built from
+ * (examples/CMakeLists.txt says where), when it is there: the examples are
+ * not installed, and neither is their data. */
+static const char *find_data(void) {
 #ifdef HOOKED_EXAMPLE_DATA_SOURCE
-  if (readable(HOOKED_EXAMPLE_DATA_SOURCE)) return HOOKED_EXAMPLE_DATA_SOURCE;
-#endif
-  if (exe_relative_data(argv0, buf, cap) && readable(buf)) return buf;
-#ifdef HOOKED_EXAMPLE_DATA_INSTALL
-  if (readable(HOOKED_EXAMPLE_DATA_INSTALL)) return HOOKED_EXAMPLE_DATA_INSTALL;
+  FILE *f = fopen(HOOKED_EXAMPLE_DATA_SOURCE, "rb");
+  if (f != NULL) {
+    fclose(f);
+    return HOOKED_EXAMPLE_DATA_SOURCE;
+  }
 #endif
   return NULL;
 }
@@ -1461,17 +1435,14 @@ out:
 }
 
 /* Load the data and train, signals already installed. */
-static int run(options *o, const char *argv0) {
-  char found[PATH_MAX + 64];
+static int run(options *o) {
   dataset all, trn, tst;
   int rc;
 
   if (o->data == NULL) {
-    o->data = find_data(argv0, found, sizeof found);
+    o->data = find_data();
     if (o->data == NULL) {
-      fputs("train_digits: cannot find the bundled " DATA_FILE_NAME
-            " (looked in the source tree, "
-            "next to the executable under ../share/hooked/data, and the install prefix); "
+      fputs("train_digits: cannot find the bundled " DATA_FILE_NAME " in the source tree it was built from; "
             "pass --data PATH\n",
             stderr);
       return EXIT_RUNTIME;
@@ -1550,7 +1521,7 @@ int main(int argc, char **argv) {
     signals_installed = 1;
   else
     fprintf(stderr, "train_digits: signals will not stop training cleanly: %s\n", st.message);
-  rc = run(&o, argc > 0 ? argv[0] : NULL);
+  rc = run(&o);
   if (signals_installed) hk_signal_uninstall(NULL);
 #ifdef HK_EXAMPLE_MPI
   if (g_dist.mode != DIST_NONE) {

@@ -1,0 +1,156 @@
+# ctest driver for what train_digits and digits_own_loop share through
+# digits_common.c: the flags the other drivers leave untested, and the data
+# loading. Usage:
+#   cmake -DEXE=<train_digits|digits_own_loop> -DMODE=<flags|bad_data> -DWORK_DIR=<dir> -P check_digits_flags.cmake
+#
+# flags: -h; --data with a plain and a gzip-compressed file of the same rows
+#   (same split, same result); --save-secs (a cadence shorter than a step
+#   saves every step, a long one at the start and the end only); --keep;
+#   train_digits' --early-stop-every.
+# bad_data: each fault of a data file is named with the program, the file
+#   and the line; nothing on stdout; exit status 1.
+
+foreach(var EXE MODE WORK_DIR)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "check_digits_flags: ${var} is not set")
+  endif()
+endforeach()
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+get_filename_component(name "${EXE}" NAME_WE)
+
+# run(<expected exit status> <args>...): sets OUT, ERR.
+function(run expected)
+  execute_process(COMMAND "${EXE}" ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
+                  WORKING_DIRECTORY "${WORK_DIR}")
+  if(NOT rc STREQUAL "${expected}")
+    message(FATAL_ERROR "${name} ${ARGN}: exit status '${rc}', expected ${expected}\n"
+                        "stdout:\n${out}\nstderr:\n${err}")
+  endif()
+  set(OUT "${out}" PARENT_SCOPE)
+  set(ERR "${err}" PARENT_SCOPE)
+endfunction()
+
+function(expect_match text regex what)
+  if(NOT text MATCHES "${regex}")
+    message(FATAL_ERROR "${name}: ${what}: no match for '${regex}' in:\n${text}")
+  endif()
+endfunction()
+
+# expect_checkpoints(<dir> <steps>...): the checkpoints in <dir> are of exactly these steps.
+function(expect_checkpoints dir)
+  file(GLOB found RELATIVE "${dir}" "${dir}/model.ckpt-*.safetensors")
+  set(steps)
+  foreach(f IN LISTS found)
+    string(REGEX REPLACE "^model\\.ckpt-([0-9]+)\\.safetensors$" "\\1" step "${f}")
+    list(APPEND steps ${step})
+  endforeach()
+  list(SORT steps COMPARE NATURAL)
+  if(NOT "${steps}" STREQUAL "${ARGN}")
+    message(FATAL_ERROR "${name}: checkpoints of steps '${steps}' in ${dir}, expected '${ARGN}'")
+  endif()
+endfunction()
+
+# Fifty rows: the pixels of a 0 with one pixel moved per row, labels 0..9.
+set(rows "")
+foreach(i RANGE 49)
+  math(EXPR label "${i} % 10")
+  math(EXPR pixel "${i} % 17")
+  string(APPEND rows "0,0,5,13,9,1,0,0,0,0,13,15,10,15,5,0,0,3,15,2,0,11,8,0,0,4,12,0,0,8,8,0,0,5,8,0,0,9,8,0,")
+  string(APPEND rows "0,4,11,0,1,12,7,0,0,2,14,5,10,12,0,0,0,0,6,13,10,0,0,${pixel},${label}\n")
+endforeach()
+set(row "0,0,5,13,9,1,0,0,0,0,13,15,10,15,5,0,0,3,15,2,0,11,8,0,0,4,12,0,0,8,8,0,0,5,8,0,0,9,8,0,0,4,11,0,1,12,7,0,0,2,14,5,10,12,0,0,0,0,6,13,10,0,0,0")
+
+if(MODE STREQUAL "flags")
+  run(0 -h)
+  expect_match("${OUT}" "^usage: ${name} " "-h")
+
+  # --data: a plain file and the same rows gzip-compressed train alike.
+  file(WRITE "${WORK_DIR}/rows.csv" "${rows}")
+  file(ARCHIVE_CREATE OUTPUT "${WORK_DIR}/rows.csv.gz" PATHS "${WORK_DIR}/rows.csv" FORMAT raw COMPRESSION GZip)
+  set(small --steps 20 --batch 8 --log-every 0)
+  run(0 --data "${WORK_DIR}/rows.csv" ${small})
+  expect_match("${ERR}" "^${name}: ${WORK_DIR}/rows\\.csv: 40 training rows, 10 test rows\n" "--data plain")
+  expect_match("${OUT}" "^result: step=20 loss=[0-9.]+ test_accuracy=[0-9.]+\n$" "--data plain")
+  set(plain "${OUT}")
+  run(0 --data=${WORK_DIR}/rows.csv.gz ${small})
+  expect_match("${ERR}" "^${name}: ${WORK_DIR}/rows\\.csv\\.gz: 40 training rows, 10 test rows\n" "--data gzip")
+  if(NOT OUT STREQUAL plain)
+    message(FATAL_ERROR "${name}: the same rows plain and gzip-compressed train differently:\n${plain}${OUT}")
+  endif()
+
+  # --save-secs: a cadence shorter than any step saves at every one; a long
+  # one at the start and at the end only (as without --save-steps).
+  run(0 --steps 5 --log-every 0 --checkpoint-dir "${WORK_DIR}/often" --save-secs 0.000001 --keep 0)
+  expect_checkpoints("${WORK_DIR}/often" 0 1 2 3 4 5)
+  run(0 --steps 5 --log-every 0 --checkpoint-dir "${WORK_DIR}/seldom" --save-secs 3600 --keep 0)
+  expect_checkpoints("${WORK_DIR}/seldom" 0 5)
+  # --keep: the newest N stay.
+  run(0 --steps 500 --log-every 0 --checkpoint-dir "${WORK_DIR}/keep" --save-steps 100 --keep 2)
+  expect_checkpoints("${WORK_DIR}/keep" 400 500)
+
+  if(name STREQUAL "train_digits")
+    # --early-stop-every 50: the test loss is evaluated every 50 steps, so
+    # the stop comes 2 evaluations (100 steps) after the best, after S / 50
+    # evaluations.
+    run(0 --lr 1.0 --early-stop-patience 2 --early-stop-every 50 --log-every 0)
+    string(CONCAT stopped "Early stopping at step ([0-9]+): test_loss:0 did not improve by more than 0 "
+                          "for 2 evaluations \\(best [0-9.]+ at step ([0-9]+)\\)\\.")
+    # Matched here, not in expect_match(): CMAKE_MATCH_<n> is scoped to the function that matched.
+    if(NOT ERR MATCHES "${stopped}")
+      message(FATAL_ERROR "${name}: no early stop with --early-stop-every 50:\n${ERR}")
+    endif()
+    set(s "${CMAKE_MATCH_1}")
+    set(b "${CMAKE_MATCH_2}")
+    math(EXPR s_mod "${s} % 50")
+    math(EXPR b_mod "${b} % 50")
+    math(EXPR b2 "${b} + 100")
+    math(EXPR n "${s} / 50")
+    if(NOT s_mod EQUAL 0 OR NOT b_mod EQUAL 0 OR NOT s EQUAL b2)
+      message(FATAL_ERROR "${name}: stopped at step ${s}, best at ${b}: expected multiples of 50, 100 apart")
+    endif()
+    expect_match("${ERR}" "${name}: early stopping: best test_loss [0-9.]+ at step ${b}, ${n} evaluations, " "summary")
+    expect_match("${OUT}" "^result: step=${s} " "result")
+  endif()
+
+elseif(MODE STREQUAL "bad_data")
+  set(missing "${WORK_DIR}/no-such-file.csv.gz")
+  run(1 --data "${missing}")
+  expect_match("${ERR}" "^${name}: cannot open data file '${missing}': " "missing file")
+  foreach(case IN ITEMS "fields" "pixel" "label" "junk" "long" "empty" "few")
+    set(file "${WORK_DIR}/${case}.csv")
+    if(case STREQUAL "fields")
+      set(bad "${row}")
+      set(msg "3: malformed data: expected 65 comma-separated fields, found 64")
+    elseif(case STREQUAL "pixel")
+      string(REGEX REPLACE "^0,0,5" "0,0,17" bad "${row},1")
+      set(msg "3: malformed data: pixel value 17 in field 3 is outside 0\\.\\.16")
+    elseif(case STREQUAL "label")
+      set(bad "${row},10")
+      set(msg "3: malformed data: label 10 in field 65 is outside 0\\.\\.9")
+    elseif(case STREQUAL "junk")
+      set(bad "${row},1,")
+      set(msg "3: malformed data: more than 65 fields")
+    elseif(case STREQUAL "long")
+      string(REPEAT "1" 1100 bad)
+      set(msg "3: malformed data: line longer than 1022 bytes")
+    endif()
+    if(case STREQUAL "empty")
+      file(WRITE "${file}" "")
+      set(msg " malformed data: no rows")
+    elseif(case STREQUAL "few")
+      file(WRITE "${file}" "${row},1\n${row},2\n${row},3\n")
+      set(msg " 2 training rows, fewer than --batch 32")
+    else()
+      file(WRITE "${file}" "${row},1\n${row},2\n${bad}\n${row},3\n")
+    endif()
+    run(1 --data "${file}")
+    expect_match("${ERR}" "^${name}: ${file}:${msg}\n$" "${case}")
+    if(NOT OUT STREQUAL "")
+      message(FATAL_ERROR "${name}: ${case}: printed on stdout:\n${OUT}")
+    endif()
+  endforeach()
+
+else()
+  message(FATAL_ERROR "check_digits_flags: unknown MODE '${MODE}'")
+endif()

@@ -1,0 +1,436 @@
+/*
+ * digits_common — the data, the recipe's shuffles and the shared flags of
+ * train_digits.c and digits_own_loop.c (see digits_common.h).
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include "digits_common.h"
+
+#include <hooked/hooked.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#define NFIELDS (NPIX + 1) /* a row: the pixels, then the label */
+#define PIXEL_MAX 16
+#define SPLIT_SEED 42u
+#define MAX_ROWS 1000000u
+#define LINE_MAX_BYTES 1024
+#define DATA_FILE_NAME "digits.csv.gz"
+
+/* ---- the recipe's random numbers ---------------------------------------- */
+
+#define SPLITMIX64_GAMMA UINT64_C(0x9E3779B97F4A7C15)
+
+uint64_t splitmix64_next(uint64_t *state) {
+  uint64_t z = (*state += SPLITMIX64_GAMMA);
+  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+  return z ^ (z >> 31);
+}
+
+void fisher_yates(uint32_t *idx, size_t n, uint64_t seed) {
+  uint64_t state = seed;
+  for (size_t i = 0; i < n; i++) idx[i] = (uint32_t)i;
+  for (size_t i = n; i-- > 1;) {
+    size_t j = (size_t)(splitmix64_next(&state) % (uint64_t)(i + 1));
+    uint32_t tmp = idx[i];
+    idx[i] = idx[j];
+    idx[j] = tmp;
+  }
+}
+
+uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
+  uint64_t e = (uint64_t)epoch;
+  uint64_t s = seed ^ splitmix64_next(&e);
+  return splitmix64_next(&s);
+}
+
+/* ---- the flags ---------------------------------------------------------- */
+
+/* The shared flags that take a value. */
+static const char *const shared_valued[] = {"--data",      "--steps",     "--batch",          "--lr",
+                                            "--seed",      "--log-every", "--checkpoint-dir", "--save-steps",
+                                            "--save-secs", "--keep",      "--summary-dir",    NULL};
+
+int digits_usage_error(const char *prog, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "%s: ", prog);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\nTry '%s --help'.\n", prog);
+  return DIGITS_EXIT_USAGE;
+}
+
+int digits_parse_i64(const char *prog, const char *flag, const char *text, int64_t min, int64_t max, int64_t *out) {
+  char *end;
+  long long v;
+  errno = 0;
+  v = strtoll(text, &end, 10);
+  if (end == text || *end != '\0' || errno == ERANGE || v < min || v > max)
+    return digits_usage_error(prog, "invalid value '%s' for %s: expected an integer in [%" PRId64 ", %" PRId64 "]",
+                              text, flag, min, max);
+  *out = (int64_t)v;
+  return 0;
+}
+
+/* A finite double > 0 for `flag`. */
+static int parse_positive(const char *prog, const char *flag, const char *text, double *out) {
+  char *end;
+  double v;
+  errno = 0;
+  v = strtod(text, &end);
+  if (end == text || *end != '\0' || errno == ERANGE || !isfinite(v) || v <= 0.0)
+    return digits_usage_error(prog, "invalid value '%s' for %s: expected a finite number > 0", text, flag);
+  *out = v;
+  return 0;
+}
+
+static int parse_seed(const char *prog, const char *text, uint64_t *out) {
+  char *end;
+  unsigned long long v;
+  errno = 0;
+  v = strtoull(text, &end, 10);
+  if (*text == '-' || *text == '+' || end == text || *end != '\0' || errno == ERANGE)
+    return digits_usage_error(prog, "invalid value '%s' for --seed: expected an unsigned 64-bit integer", text);
+  *out = (uint64_t)v;
+  return 0;
+}
+
+int digits_parse_path(const char *prog, const char *flag, const char *text, const char **out) {
+  if (*text == '\0') return digits_usage_error(prog, "option '%s' needs a non-empty path", flag);
+  *out = text;
+  return 0;
+}
+
+/* One shared flag that takes a value. */
+static int parse_shared(digits_flags *f, const char *flag, const char *value) {
+  const char *prog = f->prog;
+  if (strcmp(flag, "--data") == 0) return digits_parse_path(prog, flag, value, &f->data);
+  if (strcmp(flag, "--checkpoint-dir") == 0) return digits_parse_path(prog, flag, value, &f->checkpoint_dir);
+  if (strcmp(flag, "--summary-dir") == 0) return digits_parse_path(prog, flag, value, &f->summary_dir);
+  if (strcmp(flag, "--steps") == 0) return digits_parse_i64(prog, flag, value, 0, INT64_MAX / 2, &f->steps);
+  if (strcmp(flag, "--batch") == 0) return digits_parse_i64(prog, flag, value, 1, 65536, &f->batch);
+  if (strcmp(flag, "--log-every") == 0) return digits_parse_i64(prog, flag, value, 0, INT64_MAX, &f->log_every);
+  if (strcmp(flag, "--save-steps") == 0) return digits_parse_i64(prog, flag, value, 1, INT64_MAX, &f->save_steps);
+  if (strcmp(flag, "--keep") == 0) return digits_parse_i64(prog, flag, value, 0, INT64_MAX, &f->keep);
+  if (strcmp(flag, "--save-secs") == 0) return parse_positive(prog, flag, value, &f->save_secs);
+  if (strcmp(flag, "--lr") == 0) return parse_positive(prog, flag, value, &f->lr);
+  return parse_seed(prog, value, &f->seed);
+}
+
+static int listed(const char *const *list, const char *s) {
+  for (; list != NULL && *list != NULL; list++)
+    if (strcmp(*list, s) == 0) return 1;
+  return 0;
+}
+
+static void set_defaults(digits_flags *f, const char *prog) {
+  memset(f, 0, sizeof *f);
+  f->prog = prog;
+  f->steps = 3000;
+  f->batch = 32;
+  f->lr = 0.1;
+  f->seed = 42;
+  f->log_every = 500;
+  f->save_steps = HK_UNSET_STEPS;
+  f->save_secs = HK_UNSET_SECS;
+  f->keep = 5;
+}
+
+/* The checks across flags. Neither --save-steps nor --save-secs: the
+ * programs save every 600 s, the default of hooked (and TensorFlow). */
+static int check_combinations(const digits_flags *f, int keep_given) {
+  const int save_steps = f->save_steps != HK_UNSET_STEPS, save_secs = !hk_secs_is_unset(f->save_secs);
+  if (save_steps && save_secs) return digits_usage_error(f->prog, "--save-steps and --save-secs cannot be combined");
+  if (!f->checkpoint_dir && (save_steps || save_secs || f->async || keep_given))
+    return digits_usage_error(f->prog, "--save-steps, --save-secs, --async and --keep need --checkpoint-dir");
+  return 0;
+}
+
+/* "--flag=value" into flag and *value; "--flag" into flag alone (*value
+ * stays NULL). @return 0, or nonzero when the flag is too long to be one. */
+static int split_flag(const char *arg, char *flag, size_t cap, const char **value) {
+  const char *eq = strchr(arg, '=');
+  size_t len = eq != NULL ? (size_t)(eq - arg) : strlen(arg);
+  if (len >= cap) return -1;
+  memcpy(flag, arg, len);
+  flag[len] = '\0';
+  if (eq != NULL) *value = eq + 1;
+  return 0;
+}
+
+int digits_parse_flags(digits_flags *f, const char *prog, int argc, char **argv, const digits_extra_flags *extra) {
+  static const digits_extra_flags none = {NULL, NULL, NULL, NULL};
+  int keep_given = 0;
+  if (extra == NULL) extra = &none;
+  set_defaults(f, prog);
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i], *value = NULL;
+    char flag[32];
+    int shared, rc;
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) return DIGITS_HELP;
+    if (strcmp(arg, "--async") == 0) {
+      f->async = 1;
+      continue;
+    }
+    if (listed(extra->switches, arg)) {
+      if ((rc = extra->parse(extra->user, arg, NULL)) != 0) return rc;
+      continue;
+    }
+    if (strncmp(arg, "--", 2) != 0) return digits_usage_error(prog, "unexpected argument '%s'", arg);
+    /* Both "--flag value" and "--flag=value". */
+    if (split_flag(arg, flag, sizeof flag, &value) != 0) return digits_usage_error(prog, "unknown option '%s'", arg);
+    shared = listed(shared_valued, flag);
+    if (!shared && !listed(extra->valued, flag)) return digits_usage_error(prog, "unknown option '%s'", flag);
+    if (value == NULL) {
+      if (i + 1 >= argc) return digits_usage_error(prog, "option '%s' needs a value", flag);
+      value = argv[++i];
+    }
+    rc = shared ? parse_shared(f, flag, value) : extra->parse(extra->user, flag, value);
+    if (rc != 0) return rc;
+    keep_given |= strcmp(flag, "--keep") == 0;
+  }
+  return check_combinations(f, keep_given);
+}
+
+/* ---- loading the data --------------------------------------------------- */
+
+void digits_data_free(digits_data *d) {
+  free(d->x);
+  free(d->y);
+  d->x = NULL;
+  d->y = NULL;
+  d->n = 0;
+}
+
+/* Where the bundled file is: the source tree the program was built from
+ * (CMakeLists.txt says where). */
+static const char *bundled_data(const char *prog) {
+#ifdef HOOKED_EXAMPLE_DATA_SOURCE
+  FILE *f = fopen(HOOKED_EXAMPLE_DATA_SOURCE, "rb");
+  if (f != NULL) {
+    fclose(f);
+    return HOOKED_EXAMPLE_DATA_SOURCE;
+  }
+  fprintf(stderr,
+          "%s: cannot find the bundled " DATA_FILE_NAME " at " HOOKED_EXAMPLE_DATA_SOURCE
+          ", in the source tree it was built from; pass --data PATH\n",
+          prog);
+#else
+  fprintf(stderr, "%s: built without the path of the bundled " DATA_FILE_NAME "; pass --data PATH\n", prog);
+#endif
+  return NULL;
+}
+
+/* Why a value of field k (0-based) of a row is out of range, or NULL. */
+static const char *check_field(int k, long v, char *why, size_t cap) {
+  if (k < NPIX && v > PIXEL_MAX) {
+    snprintf(why, cap, "pixel value %s%ld in field %d is outside 0..%d", v >= 1000 ? ">=" : "", v, k + 1, PIXEL_MAX);
+    return why;
+  }
+  if (k == NPIX && v > NCLS - 1) {
+    snprintf(why, cap, "label %s%ld in field %d is outside 0..%d", v >= 1000 ? ">=" : "", v, k + 1, NCLS - 1);
+    return why;
+  }
+  return NULL;
+}
+
+/* Parse one CSV row into `vals`. @return NULL or a description of the fault. */
+static const char *parse_row(const char *line, int vals[NFIELDS], char *why, size_t cap) {
+  const char *p = line;
+  for (int k = 0; k < NFIELDS; k++) {
+    long v = 0;
+    int digits = 0;
+    while (*p >= '0' && *p <= '9') {
+      if (v < 1000) v = v * 10 + (*p - '0');
+      p++;
+      digits++;
+    }
+    if (digits == 0) {
+      if (*p == '\0' || *p == '\n' || *p == '\r')
+        snprintf(why, cap, "expected %d comma-separated fields, found %d", NFIELDS, k);
+      else
+        snprintf(why, cap, "field %d is not a non-negative integer", k + 1);
+      return why;
+    }
+    if (check_field(k, v, why, cap) != NULL) return why;
+    vals[k] = (int)v;
+    if (k < NFIELDS - 1) {
+      if (*p != ',') {
+        if (*p == '\0' || *p == '\n' || *p == '\r')
+          snprintf(why, cap, "expected %d comma-separated fields, found %d", NFIELDS, k + 1);
+        else
+          snprintf(why, cap, "unexpected character '%c' after field %d", *p, k + 1);
+        return why;
+      }
+      p++;
+    }
+  }
+  if (*p == '\r') p++;
+  if (*p == '\n') p++;
+  if (*p != '\0') {
+    if (*p == ',')
+      snprintf(why, cap, "more than %d fields", NFIELDS);
+    else
+      snprintf(why, cap, "unexpected character '%c' after field %d", *p, NFIELDS);
+    return why;
+  }
+  return NULL;
+}
+
+static int grow(digits_data *d, size_t *cap) {
+  size_t ncap = *cap ? *cap * 2 : 2048;
+  float *x;
+  int32_t *y;
+  if (ncap > MAX_ROWS) ncap = MAX_ROWS;
+  x = realloc(d->x, ncap * NPIX * sizeof *x);
+  if (x == NULL) return -1;
+  d->x = x;
+  y = realloc(d->y, ncap * sizeof *y);
+  if (y == NULL) return -1;
+  d->y = y;
+  *cap = ncap;
+  return 0;
+}
+
+/* Append one line of the file (line number `lineno`) to d. @return 0, or
+ * -1 after printing why. */
+static int add_row(const char *prog, const char *path, size_t lineno, const char *line, digits_data *d, size_t *cap) {
+  int vals[NFIELDS];
+  char why[160];
+  if (parse_row(line, vals, why, sizeof why) != NULL) {
+    fprintf(stderr, "%s: %s:%zu: malformed data: %s\n", prog, path, lineno, why);
+    return -1;
+  }
+  if (d->n == *cap) {
+    if (*cap == MAX_ROWS) {
+      fprintf(stderr, "%s: %s: more than %u rows\n", prog, path, MAX_ROWS);
+      return -1;
+    }
+    if (grow(d, cap) != 0) {
+      fprintf(stderr, "%s: %s: out of memory\n", prog, path);
+      return -1;
+    }
+  }
+  for (int k = 0; k < NPIX; k++) d->x[d->n * NPIX + (size_t)k] = (float)vals[k] / (float)PIXEL_MAX;
+  d->y[d->n] = vals[NPIX];
+  d->n++;
+  return 0;
+}
+
+/* Read the rows of an open file into d. @return 0, DIGITS_STOPPED, or -1
+ * after printing why (d is then partly filled). */
+static int read_rows(const char *prog, const char *path, gzFile f, digits_data *d) {
+  char line[LINE_MAX_BYTES];
+  size_t cap = 0, lineno = 0;
+  int err;
+  const char *zmsg;
+  while (gzgets(f, line, (int)sizeof line) != NULL) {
+    size_t len = strlen(line);
+    lineno++;
+    if (hk_signal_fired()) return DIGITS_STOPPED;
+    if (len == sizeof line - 1 && line[len - 1] != '\n' && !gzeof(f)) {
+      fprintf(stderr, "%s: %s:%zu: malformed data: line longer than %d bytes\n", prog, path, lineno,
+              LINE_MAX_BYTES - 2);
+      return -1;
+    }
+    if (add_row(prog, path, lineno, line, d, &cap) != 0) return -1;
+  }
+  zmsg = gzerror(f, &err);
+  if (err != Z_OK && err != Z_STREAM_END) {
+    fprintf(stderr, "%s: %s: read error after line %zu: %s\n", prog, path, lineno,
+            err == Z_ERRNO ? strerror(errno) : zmsg);
+    return -1;
+  }
+  if (d->n == 0) {
+    fprintf(stderr, "%s: %s: malformed data: no rows\n", prog, path);
+    return -1;
+  }
+  return 0;
+}
+
+/* Read and check every row of `path` (gzip-compressed or plain) into d.
+ * @return 0, DIGITS_STOPPED, or -1 after printing why; d is empty unless 0. */
+static int read_file(const char *prog, const char *path, digits_data *d) {
+  gzFile f;
+  int rc;
+  memset(d, 0, sizeof *d);
+  errno = 0;
+  f = gzopen(path, "rb");
+  if (f == NULL) {
+    fprintf(stderr, "%s: cannot open data file '%s': %s\n", prog, path, errno ? strerror(errno) : "out of memory");
+    return -1;
+  }
+  rc = read_rows(prog, path, f, d);
+  gzclose(f);
+  if (rc != 0) digits_data_free(d);
+  return rc;
+}
+
+/* Split per the recipe into train (first 80%, rounded down) and test rows.
+ * @return 0, or -1 when out of memory. */
+static int split(const digits_data *all, digits_data *train, digits_data *test) {
+  uint32_t *idx = malloc(all->n * sizeof *idx);
+  size_t ntest = (all->n + 4) / 5;
+  memset(train, 0, sizeof *train);
+  memset(test, 0, sizeof *test);
+  if (idx == NULL) return -1;
+  train->n = all->n - ntest;
+  test->n = ntest;
+  train->x = malloc((train->n ? train->n : 1) * NPIX * sizeof(float));
+  train->y = malloc((train->n ? train->n : 1) * sizeof(int32_t));
+  test->x = malloc(test->n * NPIX * sizeof(float));
+  test->y = malloc(test->n * sizeof(int32_t));
+  if (train->x == NULL || train->y == NULL || test->x == NULL || test->y == NULL) {
+    free(idx);
+    digits_data_free(train);
+    digits_data_free(test);
+    return -1;
+  }
+  fisher_yates(idx, all->n, SPLIT_SEED);
+  for (size_t i = 0; i < all->n; i++) {
+    digits_data *dst = i < train->n ? train : test;
+    size_t r = i < train->n ? i : i - train->n;
+    memcpy(dst->x + r * NPIX, all->x + (size_t)idx[i] * NPIX, sizeof(float) * NPIX);
+    dst->y[r] = all->y[idx[i]];
+  }
+  free(idx);
+  return 0;
+}
+
+int digits_load(const digits_flags *f, digits_data *train, digits_data *test) {
+  const char *path = f->data != NULL ? f->data : bundled_data(f->prog);
+  digits_data all;
+  int rc;
+  memset(train, 0, sizeof *train);
+  memset(test, 0, sizeof *test);
+  if (path == NULL) return DIGITS_EXIT_RUNTIME;
+  rc = read_file(f->prog, path, &all);
+  if (rc == 0 && hk_signal_fired()) {
+    digits_data_free(&all);
+    rc = DIGITS_STOPPED;
+  }
+  if (rc != 0) return rc == DIGITS_STOPPED ? DIGITS_STOPPED : DIGITS_EXIT_RUNTIME;
+  rc = split(&all, train, test);
+  digits_data_free(&all);
+  if (rc != 0) {
+    fprintf(stderr, "%s: out of memory\n", f->prog);
+    return DIGITS_EXIT_RUNTIME;
+  }
+  if ((int64_t)train->n < f->batch) {
+    fprintf(stderr, "%s: %s: %zu training rows, fewer than --batch %" PRId64 "\n", f->prog, path, train->n, f->batch);
+    digits_data_free(train);
+    digits_data_free(test);
+    return DIGITS_EXIT_RUNTIME;
+  }
+  fprintf(stderr, "%s: %s: %zu training rows, %zu test rows\n", f->prog, path, train->n, test->n);
+  return 0;
+}
