@@ -3,18 +3,13 @@
  * the UCI digits data, trained through a monitored session on hooked's
  * embedded executor.
  *
- * The recipe is fixed so results compare with a PyTorch reference of the
- * same model:
- *   - split: SplitMix64 seeded 42 drives a Fisher-Yates shuffle of the row
- *     indices; the first 80% (1437 of 1797) train, the rest (360) test;
- *     inputs are divided by 16;
- *   - batches of --batch rows from a per-epoch shuffle of the training rows,
- *     the partial last batch dropped;
- *   - weights and biases ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) from the
- *     executor's seeded initializers; plain SGD with learning rate --lr.
- *
- * The batch fed at a step is a pure function of (--seed, global step), so a
- * run resumed at any step continues exactly as an uninterrupted run would.
+ * The data, its train/test split and the order of the batches follow the
+ * recipe of digits_common.h, so results compare with a PyTorch reference of
+ * the same model; weights and biases ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+ * come from the executor's seeded initializers; plain SGD with learning rate
+ * --lr. The batch fed at a step is a pure function of (--seed, global step),
+ * so a run resumed at any step continues exactly as an uninterrupted run
+ * would.
  *
  * The session is a MonitoredTrainingSession (hk_training_session_new) with
  * TensorFlow's defaults: with a summary directory (--summary-dir, else
@@ -30,7 +25,7 @@
  * the checkpoints keep; and after them its feeding hook, StopAtStepHook and
  * a ProgressHook (--progress).
  *
- * SIGINT and SIGTERM stop it cleanly from the start (D12): during training the
+ * SIGINT and SIGTERM stop it cleanly from the start: during training the
  * step in progress completes and the final checkpoint is written; while the
  * data is still loading, it stops there and exits without touching the
  * checkpoint directory.
@@ -44,87 +39,28 @@
 #define _POSIX_C_SOURCE 200809L /* isatty */
 #endif
 
+#include "digits_common.h"
+
 #include <hooked/hooked.h>
 #ifdef HK_EXAMPLE_MPI
 #include <hooked/mpi.h>
 #endif
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
-#define NPIX 64
+#define PROG "train_digits"
 #define NHID 32
-#define NCLS 10
 #define NGRAD (NPIX * NHID + NHID + NHID * NCLS + NCLS)
-#define NFIELDS (NPIX + 1)
-#define PIXEL_MAX 16
-#define SPLIT_SEED 42u
-#define MAX_ROWS 1000000u
-#define LINE_MAX_BYTES 1024
-#define DATA_FILE_NAME "digits.csv.gz"
-
-#define EXIT_RUNTIME 1
-#define EXIT_USAGE 2
-
-/* ---- SplitMix64 --------------------------------------------------------- */
-
-#define SPLITMIX64_GAMMA UINT64_C(0x9E3779B97F4A7C15)
-
-static uint64_t splitmix64_next(uint64_t *state) {
-  uint64_t z = (*state += SPLITMIX64_GAMMA);
-  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-  return z ^ (z >> 31);
-}
-
-/*
- * The exact variant the reference implementation uses: idx starts as the
- * identity; for i from n-1 down to 1, j = next() % (i + 1) with a SplitMix64
- * generator whose state starts at `seed`, then swap idx[i] and idx[j]. The
- * modulo bias is part of the recipe, not an oversight.
- */
-static void fisher_yates(uint32_t *idx, size_t n, uint64_t seed) {
-  uint64_t state = seed;
-  for (size_t i = 0; i < n; i++) idx[i] = (uint32_t)i;
-  for (size_t i = n; i-- > 1;) {
-    size_t j = (size_t)(splitmix64_next(&state) % (uint64_t)(i + 1));
-    uint32_t tmp = idx[i];
-    idx[i] = idx[j];
-    idx[j] = tmp;
-  }
-}
-
-/* Seed of the training-row shuffle of `epoch`: one SplitMix64 output of the
- * epoch, xored into the run seed, mixed again. Neighbouring epochs and seeds
- * give unrelated permutations. */
-static uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
-  uint64_t e = (uint64_t)epoch;
-  uint64_t s = seed ^ splitmix64_next(&e);
-  return splitmix64_next(&s);
-}
 
 /* ---- command line ------------------------------------------------------- */
 
 typedef struct options {
-  const char *data;
-  int64_t steps;
-  int64_t batch;
-  double lr;
-  uint64_t seed;
-  int64_t log_every;
-  const char *checkpoint_dir; /* NULL: no checkpoints */
-  int64_t save_steps;         /* HK_UNSET_STEPS when not given */
-  double save_secs;           /* HK_UNSET_SECS when not given */
-  int async;
-  int64_t keep;
-  const char *summary_dir; /* NULL: checkpoint_dir's (the MTS's default) */
+  digits_flags f;          /* the flags both digits programs take */
   const char *profile_dir; /* NULL: no ProfilerHook */
   int64_t profile_steps;   /* HK_UNSET_STEPS when not given: 1000 */
   int progress;            /* -1: when stderr is a terminal; 0 or 1 as given */
@@ -144,10 +80,14 @@ typedef struct dist {
   hk_mpi_ps *ps;
 #endif
 } dist;
-static dist g_dist = {DIST_NONE, 0, 1, 1
+static dist g_dist = {DIST_NONE,
+                      0,
+                      1,
+                      1
 #ifdef HK_EXAMPLE_MPI
                       ,
-                      NULL, NULL
+                      NULL,
+                      NULL
 #endif
 };
 
@@ -163,7 +103,7 @@ static void usage(FILE *out) {
           "Train a 64-32-10 MLP on the UCI digits data through a hooked MonitoredTrainingSession.\n"
           "\n"
           "  --data PATH      digits CSV, gzip-compressed or plain (default: the bundled\n"
-          "                   " DATA_FILE_NAME " of the source tree)\n"
+          "                   digits.csv.gz of the source tree)\n"
           "  --steps N        last global step: stop when it is reached (default 3000)\n"
           "  --batch N        rows per step (default 32)\n"
           "  --lr X           SGD learning rate, > 0 (default 0.1)\n"
@@ -203,46 +143,51 @@ static void usage(FILE *out) {
           "Prints one line on stdout: result: step=<N> loss=<x> test_accuracy=<y>\n");
 }
 
-#if defined(__GNUC__) || defined(__clang__)
-__attribute__((format(printf, 1, 2)))
-#endif
-static int
-usage_error(const char *fmt, ...) {
-  va_list ap;
-  fputs("train_digits: ", stderr);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputs("\nTry 'train_digits --help'.\n", stderr);
-  return EXIT_USAGE;
-}
-
-static int parse_i64(const char *flag, const char *text, int64_t min, int64_t max, int64_t *out) {
-  char *end;
-  long long v;
-  errno = 0;
-  v = strtoll(text, &end, 10);
-  if (end == text || *end != '\0' || errno == ERANGE || v < min || v > max)
-    return usage_error("invalid value '%s' for %s: expected an integer in [%" PRId64 ", %" PRId64 "]", text, flag, min,
-                       max);
-  *out = (int64_t)v;
+static int parse_distributed(options *o, const char *value) {
+  if (strcmp(value, "sync") == 0)
+    o->distributed = DIST_SYNC;
+  else if (strcmp(value, "ps") == 0)
+    o->distributed = DIST_PS;
+  else
+    return digits_usage_error(PROG, "--distributed '%s' is neither sync nor ps", value);
+#ifdef HK_EXAMPLE_MPI
   return 0;
+#else
+  return digits_usage_error(
+      PROG, "--distributed: this train_digits was built without MPI (install libopenmpi-dev and rebuild)");
+#endif
 }
 
-/* @return 0 to go on, -1 after --help, or an exit status. */
+/* The flags only this program takes (digits_extra_flags). */
+static int parse_own_flag(void *user, const char *flag, const char *value) {
+  options *o = user;
+  if (value == NULL) { /* --progress or --no-progress */
+    o->progress = flag[2] == 'p';
+    return 0;
+  }
+  if (strcmp(flag, "--profile-dir") == 0) return digits_parse_path(PROG, flag, value, &o->profile_dir);
+  if (strcmp(flag, "--profile-steps") == 0) return digits_parse_i64(PROG, flag, value, 1, INT64_MAX, &o->profile_steps);
+  if (strcmp(flag, "--early-stop-patience") == 0)
+    return digits_parse_i64(PROG, flag, value, 1, INT64_MAX, &o->early_patience);
+  if (strcmp(flag, "--early-stop-every") == 0)
+    return digits_parse_i64(PROG, flag, value, 1, INT64_MAX, &o->early_every);
+  if (strcmp(flag, "--ps-wait-k") == 0) return digits_parse_i64(PROG, flag, value, 0, INT64_MAX, &o->ps_wait_k);
+  return parse_distributed(o, value);
+}
+
+/* @return 0 to go on, DIGITS_HELP, or an exit status. */
 static int parse_args(int argc, char **argv, options *o) {
-  o->data = NULL;
-  o->steps = 3000;
-  o->batch = 32;
-  o->lr = 0.1;
-  o->seed = 42;
-  o->log_every = 500;
-  o->checkpoint_dir = NULL;
-  o->save_steps = HK_UNSET_STEPS;
-  o->save_secs = HK_UNSET_SECS;
-  o->async = 0;
-  o->keep = 5;
-  o->summary_dir = NULL;
+  static const char *const switches[] = {"--progress", "--no-progress", NULL};
+  static const char *const valued[] = {"--profile-dir",
+                                       "--profile-steps",
+                                       "--early-stop-patience",
+                                       "--early-stop-every",
+                                       "--distributed",
+                                       "--ps-wait-k",
+                                       NULL};
+  const digits_extra_flags extra = {switches, valued, parse_own_flag, o};
+  int rc;
+
   o->profile_dir = NULL;
   o->profile_steps = HK_UNSET_STEPS;
   o->progress = -1;
@@ -250,301 +195,14 @@ static int parse_args(int argc, char **argv, options *o) {
   o->early_every = HK_UNSET_STEPS;
   o->distributed = DIST_NONE;
   o->ps_wait_k = 100;
-  int keep_given = 0;
-
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    const char *value = NULL;
-    char flag[32];
-    const char *eq;
-    int rc;
-
-    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-      usage(stdout);
-      return -1;
-    }
-    if (strcmp(arg, "--async") == 0) {
-      o->async = 1;
-      continue;
-    }
-    if (strcmp(arg, "--progress") == 0 || strcmp(arg, "--no-progress") == 0) {
-      o->progress = arg[2] == 'p';
-      continue;
-    }
-    if (strncmp(arg, "--", 2) != 0) return usage_error("unexpected argument '%s'", arg);
-    /* Both "--flag value" and "--flag=value". */
-    eq = strchr(arg, '=');
-    if (eq != NULL) {
-      size_t len = (size_t)(eq - arg);
-      if (len >= sizeof flag) return usage_error("unknown option '%s'", arg);
-      memcpy(flag, arg, len);
-      flag[len] = '\0';
-      value = eq + 1;
-    } else {
-      if (strlen(arg) >= sizeof flag) return usage_error("unknown option '%s'", arg);
-      strcpy(flag, arg);
-    }
-    if (strcmp(flag, "--data") != 0 && strcmp(flag, "--steps") != 0 && strcmp(flag, "--batch") != 0 &&
-        strcmp(flag, "--lr") != 0 && strcmp(flag, "--seed") != 0 && strcmp(flag, "--log-every") != 0 &&
-        strcmp(flag, "--checkpoint-dir") != 0 && strcmp(flag, "--save-steps") != 0 &&
-        strcmp(flag, "--save-secs") != 0 && strcmp(flag, "--keep") != 0 && strcmp(flag, "--summary-dir") != 0 &&
-        strcmp(flag, "--profile-dir") != 0 && strcmp(flag, "--profile-steps") != 0 &&
-        strcmp(flag, "--early-stop-patience") != 0 && strcmp(flag, "--early-stop-every") != 0 &&
-        strcmp(flag, "--distributed") != 0 && strcmp(flag, "--ps-wait-k") != 0)
-      return usage_error("unknown option '%s'", flag);
-    if (value == NULL) {
-      if (i + 1 >= argc) return usage_error("option '%s' needs a value", flag);
-      value = argv[++i];
-    }
-
-    if (strcmp(flag, "--data") == 0) {
-      if (*value == '\0') return usage_error("option '%s' needs a non-empty path", flag);
-      o->data = value;
-    } else if (strcmp(flag, "--steps") == 0) {
-      if ((rc = parse_i64(flag, value, 0, INT64_MAX / 2, &o->steps)) != 0) return rc;
-    } else if (strcmp(flag, "--batch") == 0) {
-      if ((rc = parse_i64(flag, value, 1, 65536, &o->batch)) != 0) return rc;
-    } else if (strcmp(flag, "--log-every") == 0) {
-      if ((rc = parse_i64(flag, value, 0, INT64_MAX, &o->log_every)) != 0) return rc;
-    } else if (strcmp(flag, "--checkpoint-dir") == 0 || strcmp(flag, "--summary-dir") == 0 ||
-               strcmp(flag, "--profile-dir") == 0) {
-      if (*value == '\0') return usage_error("option '%s' needs a non-empty path", flag);
-      if (flag[2] == 'c')
-        o->checkpoint_dir = value;
-      else if (flag[2] == 's')
-        o->summary_dir = value;
-      else
-        o->profile_dir = value;
-    } else if (strcmp(flag, "--profile-steps") == 0) {
-      if ((rc = parse_i64(flag, value, 1, INT64_MAX, &o->profile_steps)) != 0) return rc;
-    } else if (strcmp(flag, "--early-stop-patience") == 0) {
-      if ((rc = parse_i64(flag, value, 1, INT64_MAX, &o->early_patience)) != 0) return rc;
-    } else if (strcmp(flag, "--distributed") == 0) {
-      if (strcmp(value, "sync") == 0)
-        o->distributed = DIST_SYNC;
-      else if (strcmp(value, "ps") == 0)
-        o->distributed = DIST_PS;
-      else
-        return usage_error("--distributed '%s' is neither sync nor ps", value);
-#ifndef HK_EXAMPLE_MPI
-      return usage_error("--distributed: this train_digits was built without MPI (install libopenmpi-dev and rebuild)");
-#endif
-    } else if (strcmp(flag, "--ps-wait-k") == 0) {
-      if ((rc = parse_i64(flag, value, 0, INT64_MAX, &o->ps_wait_k)) != 0) return rc;
-    } else if (strcmp(flag, "--early-stop-every") == 0) {
-      if ((rc = parse_i64(flag, value, 1, INT64_MAX, &o->early_every)) != 0) return rc;
-    } else if (strcmp(flag, "--save-steps") == 0) {
-      if ((rc = parse_i64(flag, value, 1, INT64_MAX, &o->save_steps)) != 0) return rc;
-    } else if (strcmp(flag, "--keep") == 0) {
-      if ((rc = parse_i64(flag, value, 0, INT64_MAX, &o->keep)) != 0) return rc;
-      keep_given = 1;
-    } else if (strcmp(flag, "--save-secs") == 0) {
-      char *end;
-      double v;
-      errno = 0;
-      v = strtod(value, &end);
-      if (end == value || *end != '\0' || errno == ERANGE || !isfinite(v) || v <= 0.0)
-        return usage_error("invalid value '%s' for --save-secs: expected a finite number > 0", value);
-      o->save_secs = v;
-    } else if (strcmp(flag, "--seed") == 0) {
-      char *end;
-      unsigned long long v;
-      errno = 0;
-      v = strtoull(value, &end, 10);
-      if (*value == '-' || *value == '+' || end == value || *end != '\0' || errno == ERANGE)
-        return usage_error("invalid value '%s' for --seed: expected an unsigned 64-bit integer", value);
-      o->seed = (uint64_t)v;
-    } else {
-      char *end;
-      double v;
-      errno = 0;
-      v = strtod(value, &end);
-      if (end == value || *end != '\0' || errno == ERANGE || !isfinite(v) || v <= 0.0)
-        return usage_error("invalid value '%s' for --lr: expected a finite number > 0", value);
-      o->lr = v;
-    }
-  }
-  if (o->save_steps != HK_UNSET_STEPS && !hk_secs_is_unset(o->save_secs))
-    return usage_error("--save-steps and --save-secs cannot be combined");
-  if (!o->checkpoint_dir &&
-      (o->save_steps != HK_UNSET_STEPS || !hk_secs_is_unset(o->save_secs) || o->async || keep_given))
-    return usage_error("--save-steps, --save-secs, --async and --keep need --checkpoint-dir");
-  if (!o->profile_dir && o->profile_steps != HK_UNSET_STEPS) return usage_error("--profile-steps needs --profile-dir");
+  if ((rc = digits_parse_flags(&o->f, PROG, argc, argv, &extra)) != 0) return rc;
+  if (!o->profile_dir && o->profile_steps != HK_UNSET_STEPS)
+    return digits_usage_error(PROG, "--profile-steps needs --profile-dir");
   if (o->profile_steps == HK_UNSET_STEPS) o->profile_steps = 1000;
   if (!o->early_patience && o->early_every != HK_UNSET_STEPS)
-    return usage_error("--early-stop-every needs --early-stop-patience");
+    return digits_usage_error(PROG, "--early-stop-every needs --early-stop-patience");
   if (o->early_every == HK_UNSET_STEPS) o->early_every = 100;
-  /* Neither --save-steps nor --save-secs: the MonitoredTrainingSession's
-   * default, every 600 s. */
   return 0;
-}
-
-/* ---- locating the bundled data ------------------------------------------ */
-
-/* The bundled file in the source tree this program was built from
- * (examples/CMakeLists.txt says where), when it is there: the examples are
- * not installed, and neither is their data. */
-static const char *find_data(void) {
-#ifdef HOOKED_EXAMPLE_DATA_SOURCE
-  FILE *f = fopen(HOOKED_EXAMPLE_DATA_SOURCE, "rb");
-  if (f != NULL) {
-    fclose(f);
-    return HOOKED_EXAMPLE_DATA_SOURCE;
-  }
-#endif
-  return NULL;
-}
-
-/* ---- loading the data --------------------------------------------------- */
-
-typedef struct dataset {
-  float *x;   /* n * NPIX, already divided by 16 */
-  int32_t *y; /* n */
-  size_t n;
-} dataset;
-
-static void dataset_free(dataset *d) {
-  free(d->x);
-  free(d->y);
-  d->x = NULL;
-  d->y = NULL;
-  d->n = 0;
-}
-
-/* Parse one CSV row into `vals`. @return NULL or a description of the fault. */
-static const char *parse_row(const char *line, int vals[NFIELDS], char *why, size_t cap) {
-  const char *p = line;
-  for (int k = 0; k < NFIELDS; k++) {
-    long v = 0;
-    int digits = 0;
-    while (*p >= '0' && *p <= '9') {
-      if (v < 1000) v = v * 10 + (*p - '0');
-      p++;
-      digits++;
-    }
-    if (digits == 0) {
-      if (*p == '\0' || *p == '\n' || *p == '\r')
-        snprintf(why, cap, "expected %d comma-separated fields, found %d", NFIELDS, k);
-      else
-        snprintf(why, cap, "field %d is not a non-negative integer", k + 1);
-      return why;
-    }
-    if (k < NPIX && v > PIXEL_MAX) {
-      snprintf(why, cap, "pixel value %s%ld in field %d is outside 0..%d", v >= 1000 ? ">=" : "", v, k + 1, PIXEL_MAX);
-      return why;
-    }
-    if (k == NPIX && v > NCLS - 1) {
-      snprintf(why, cap, "label %s%ld in field %d is outside 0..%d", v >= 1000 ? ">=" : "", v, k + 1, NCLS - 1);
-      return why;
-    }
-    vals[k] = (int)v;
-    if (k < NFIELDS - 1) {
-      if (*p != ',') {
-        if (*p == '\0' || *p == '\n' || *p == '\r')
-          snprintf(why, cap, "expected %d comma-separated fields, found %d", NFIELDS, k + 1);
-        else
-          snprintf(why, cap, "unexpected character '%c' after field %d", *p, k + 1);
-        return why;
-      }
-      p++;
-    }
-  }
-  if (*p == '\r') p++;
-  if (*p == '\n') p++;
-  if (*p != '\0') {
-    if (*p == ',')
-      snprintf(why, cap, "more than %d fields", NFIELDS);
-    else
-      snprintf(why, cap, "unexpected character '%c' after field %d", *p, NFIELDS);
-    return why;
-  }
-  return NULL;
-}
-
-static int grow(dataset *d, size_t *cap) {
-  size_t ncap = *cap ? *cap * 2 : 2048;
-  float *x;
-  int32_t *y;
-  if (ncap > MAX_ROWS) ncap = MAX_ROWS;
-  x = realloc(d->x, ncap * NPIX * sizeof *x);
-  if (x == NULL) return -1;
-  d->x = x;
-  y = realloc(d->y, ncap * sizeof *y);
-  if (y == NULL) return -1;
-  d->y = y;
-  *cap = ncap;
-  return 0;
-}
-
-/* Read and validate every row. Prints an error naming the file (and line) and
- * returns -1 on failure; returns 1, with nothing loaded, when a signal asked
- * to stop (D12) before the data was all read. */
-static int load_digits(const char *path, dataset *d) {
-  char line[LINE_MAX_BYTES];
-  char why[160];
-  size_t cap = 0;
-  size_t lineno = 0;
-  int err;
-  const char *zmsg;
-  gzFile f;
-
-  memset(d, 0, sizeof *d);
-  errno = 0;
-  f = gzopen(path, "rb");
-  if (f == NULL) {
-    fprintf(stderr, "train_digits: cannot open data file '%s': %s\n", path, errno ? strerror(errno) : "out of memory");
-    return -1;
-  }
-  while (gzgets(f, line, (int)sizeof line) != NULL) {
-    int vals[NFIELDS];
-    size_t len = strlen(line);
-    lineno++;
-    if (hk_signal_fired()) {
-      gzclose(f);
-      dataset_free(d);
-      return 1;
-    }
-    if (len == sizeof line - 1 && line[len - 1] != '\n' && !gzeof(f)) {
-      fprintf(stderr, "train_digits: %s:%zu: malformed data: line longer than %d bytes\n", path, lineno,
-              LINE_MAX_BYTES - 2);
-      goto fail;
-    }
-    if (parse_row(line, vals, why, sizeof why) != NULL) {
-      fprintf(stderr, "train_digits: %s:%zu: malformed data: %s\n", path, lineno, why);
-      goto fail;
-    }
-    if (d->n == cap) {
-      if (cap == MAX_ROWS) {
-        fprintf(stderr, "train_digits: %s: more than %u rows\n", path, MAX_ROWS);
-        goto fail;
-      }
-      if (grow(d, &cap) != 0) {
-        fprintf(stderr, "train_digits: %s: out of memory\n", path);
-        goto fail;
-      }
-    }
-    for (int k = 0; k < NPIX; k++) d->x[d->n * NPIX + (size_t)k] = (float)vals[k] / (float)PIXEL_MAX;
-    d->y[d->n] = vals[NPIX];
-    d->n++;
-  }
-  zmsg = gzerror(f, &err);
-  if (err != Z_OK && err != Z_STREAM_END) {
-    fprintf(stderr, "train_digits: %s: read error after line %zu: %s\n", path, lineno,
-            err == Z_ERRNO ? strerror(errno) : zmsg);
-    goto fail;
-  }
-  gzclose(f);
-  if (d->n == 0) {
-    fprintf(stderr, "train_digits: %s: malformed data: no rows\n", path);
-    dataset_free(d);
-    return -1;
-  }
-  return 0;
-
-fail:
-  gzclose(f);
-  dataset_free(d);
-  return -1;
 }
 
 /* ---- the model ---------------------------------------------------------- */
@@ -917,8 +575,8 @@ static hk_code add_param(hk_graph *g, hk_handle *out, const char *name, int32_t 
  * run only then, and read the variables after the step's update (ops run in
  * the order they were added), so a value written at global step N is that
  * of the model the step N left. */
-static hk_code build_model(model *m, trainer *t, feeder *f, const dataset *test, const options *o, const hk_env *env,
-                           int summaries, hk_status *st) {
+static hk_code build_model(model *m, trainer *t, feeder *f, const digits_data *test, const options *o,
+                           const hk_env *env, int summaries, hk_status *st) {
   static const int64_t d_w1[2] = {NPIX, NHID}, d_b1[1] = {NHID};
   static const int64_t d_w2[2] = {NHID, NCLS}, d_b2[1] = {NCLS};
   const hk_output_spec scalar_f32[2] = {{HK_DTYPE_F32, 0, {0}}, {HK_DTYPE_F32, 0, {0}}};
@@ -926,7 +584,7 @@ static hk_code build_model(model *m, trainer *t, feeder *f, const dataset *test,
   hk_handle w1, b1, w2, b2, gs, xt, yt, train, inc;
   int64_t xdims[2] = {t->batch, NPIX}, ydims[1] = {t->batch};
   int64_t txdims[2] = {(int64_t)test->n, NPIX}, tydims[1] = {(int64_t)test->n};
-  uint64_t s = o->seed;
+  uint64_t s = o->f.seed;
   hk_tensor tx, ty;
   hk_code rc;
 
@@ -1032,39 +690,9 @@ static hk_code build_model(model *m, trainer *t, feeder *f, const dataset *test,
 
 /* ---- main --------------------------------------------------------------- */
 
-/* Split per the recipe into train (first 80%, rounded down) and test rows. */
-static int split(const dataset *all, dataset *train, dataset *test) {
-  uint32_t *idx = malloc(all->n * sizeof *idx);
-  size_t ntest = (all->n + 4) / 5;
-  memset(train, 0, sizeof *train);
-  memset(test, 0, sizeof *test);
-  if (idx == NULL) return -1;
-  train->n = all->n - ntest;
-  test->n = ntest;
-  train->x = malloc((train->n ? train->n : 1) * NPIX * sizeof(float));
-  train->y = malloc((train->n ? train->n : 1) * sizeof(int32_t));
-  test->x = malloc(test->n * NPIX * sizeof(float));
-  test->y = malloc(test->n * sizeof(int32_t));
-  if (train->x == NULL || train->y == NULL || test->x == NULL || test->y == NULL) {
-    free(idx);
-    dataset_free(train);
-    dataset_free(test);
-    return -1;
-  }
-  fisher_yates(idx, all->n, SPLIT_SEED);
-  for (size_t i = 0; i < all->n; i++) {
-    dataset *dst = i < train->n ? train : test;
-    size_t r = i < train->n ? i : i - train->n;
-    memcpy(dst->x + r * NPIX, all->x + (size_t)idx[i] * NPIX, sizeof(float) * NPIX);
-    dst->y[r] = all->y[idx[i]];
-  }
-  free(idx);
-  return 0;
-}
-
 static int fail_status(const char *what, const hk_status *st) {
   fprintf(stderr, "train_digits: %s: %s: %s\n", what, hk_code_name(st->code), st->message);
-  return EXIT_RUNTIME;
+  return DIGITS_EXIT_RUNTIME;
 }
 
 /* After a run failed on a diverging step (the guard's NaN, or a summary op
@@ -1073,17 +701,17 @@ static void report_divergence(const options *o, int64_t step) {
   fprintf(stderr,
           "train_digits: training diverged at step %" PRId64
           ": the loss or the weights are no longer finite (--lr %g too large?); that step was not checkpointed\n",
-          step, o->lr);
-  if (o->checkpoint_dir) {
+          step, o->f.lr);
+  if (o->f.checkpoint_dir) {
     hk_status st = HK_STATUS_INIT;
     char *latest = NULL;
-    if (hk_latest_checkpoint(NULL, o->checkpoint_dir, NULL, &latest, &st) == HK_OK)
+    if (hk_latest_checkpoint(NULL, o->f.checkpoint_dir, NULL, &latest, &st) == HK_OK)
       fprintf(stderr, "train_digits: the newest checkpoint is the last good one: %s\n", latest);
     hk_env_free(NULL, latest);
   }
 }
 
-static int train(const options *o, const dataset *trn, const dataset *tst) {
+static int train(const options *o, const digits_data *trn, const digits_data *tst) {
   hk_status st = HK_STATUS_INIT;
   model m = {NULL, HK_NO_HANDLE, HK_NO_HANDLE, HK_NO_HANDLE, {0}};
   trainer t;
@@ -1103,16 +731,16 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
   hk_run_args args;
   hk_tensor loss_t;
   hk_code rc = HK_OK, rc_close;
-  int status = EXIT_RUNTIME;
+  int status = DIGITS_EXIT_RUNTIME;
   float last_loss = NAN;
   int64_t steps_run = 0;
   double t0, t1;
   /* The MTS writes summaries into summary_dir, else checkpoint_dir (C52). */
-  const int summaries = (o->summary_dir != NULL || o->checkpoint_dir != NULL) &&
+  const int summaries = (o->f.summary_dir != NULL || o->f.checkpoint_dir != NULL) &&
                         !(o->distributed == DIST_PS && g_dist.chief); /* a server computes no loss to summarize */
 
   /* --distributed sync: each rank trains on its share of every global batch. */
-  const int64_t local_batch = g_dist.mode == DIST_SYNC ? o->batch / g_dist.size : o->batch;
+  const int64_t local_batch = g_dist.mode == DIST_SYNC ? o->f.batch / g_dist.size : o->f.batch;
   const int ps_chief = g_dist.mode == DIST_PS && g_dist.chief;
   const int ps_worker = g_dist.mode == DIST_PS && !g_dist.chief;
 
@@ -1126,25 +754,25 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
   if (g_dist.mode == DIST_SYNC) t.mpi = g_dist.mpi;
 #endif
   t.batch = local_batch;
-  t.lr = (float)o->lr;
-  t.hpre = malloc((size_t)o->batch * NHID * sizeof(float));
-  t.h = malloc((size_t)o->batch * NHID * sizeof(float));
-  t.dl = malloc((size_t)o->batch * NCLS * sizeof(float));
-  t.dh = malloc((size_t)o->batch * NHID * sizeof(float));
+  t.lr = (float)o->f.lr;
+  t.hpre = malloc((size_t)o->f.batch * NHID * sizeof(float));
+  t.h = malloc((size_t)o->f.batch * NHID * sizeof(float));
+  t.dl = malloc((size_t)o->f.batch * NCLS * sizeof(float));
+  t.dh = malloc((size_t)o->f.batch * NHID * sizeof(float));
   f.train_x = trn->x;
   f.train_y = trn->y;
   f.ntrain = trn->n;
   f.batch = local_batch;
-  f.stride = g_dist.mode == DIST_SYNC ? o->batch : local_batch;
+  f.stride = g_dist.mode == DIST_SYNC ? o->f.batch : local_batch;
   f.offset = g_dist.mode == DIST_SYNC ? g_dist.rank * local_batch : 0;
   f.batches_per_epoch = (int64_t)trn->n / f.stride;
   /* Parameter-server workers shuffle each in their own order. */
-  f.seed = ps_worker ? o->seed + 7919u * (uint64_t)g_dist.rank : o->seed;
+  f.seed = ps_worker ? o->f.seed + 7919u * (uint64_t)g_dist.rank : o->f.seed;
   f.no_feeds = ps_chief;
   f.cached_epoch = -1;
   f.perm = malloc(trn->n * sizeof *f.perm);
-  f.xbuf = malloc((size_t)o->batch * NPIX * sizeof(float));
-  f.ybuf = malloc((size_t)o->batch * sizeof(int32_t));
+  f.xbuf = malloc((size_t)o->f.batch * NPIX * sizeof(float));
+  f.ybuf = malloc((size_t)o->f.batch * sizeof(int32_t));
   if (!t.hpre || !t.h || !t.dl || !t.dh || !f.perm || !f.xbuf || !f.ybuf) {
     fputs("train_digits: out of memory\n", stderr);
     goto out;
@@ -1154,7 +782,7 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
    * erases the line before a log line is written, so the two never mix. */
   if (g_dist.chief && (o->progress > 0 || (o->progress < 0 && isatty(STDERR_FILENO)))) {
     hk_progress_options po = HK_PROGRESS_OPTIONS_INIT;
-    po.last_step = o->steps;
+    po.last_step = o->f.steps;
     po.loss = ps_chief ? NULL : LOSS_NAME; /* the chief of a parameter server computes no loss */
     if (hk_progress_hook_new(&progress_hook, &po, &st) != HK_OK) {
       status = fail_status("creating the progress hook", &st);
@@ -1222,7 +850,7 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
   }
   {
     hk_stop_at_step_options so = HK_STOP_AT_STEP_OPTIONS_INIT;
-    so.last_step = o->steps;
+    so.last_step = o->f.steps;
     if (hk_hook_new(&feed_hook, &feeder_vtable, &f, "digits_feeder", NULL, &st) != HK_OK ||
         hk_stop_at_step_hook_new(&stop_hook, &so, &st) != HK_OK) {
       status = fail_status("creating hooks", &st);
@@ -1280,11 +908,10 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
      * server the chief's variables, once it serves them. */
     hk_scaffold_options sco = HK_SCAFFOLD_OPTIONS_INIT;
     sco.env = &env;
-    rc = g_dist.mode == DIST_SYNC
-             ? hk_mpi_sync_worker_ops(g_dist.mpi, m.g, &sco.ready_op, &sco.ready_for_local_init_op,
-                                      &sco.local_init_op, &st)
-             : hk_mpi_ps_worker_ready_ops(g_dist.ps, m.g, &sco.ready_op, &sco.ready_for_local_init_op,
-                                          &sco.local_init_op, &st);
+    rc = g_dist.mode == DIST_SYNC ? hk_mpi_sync_worker_ops(g_dist.mpi, m.g, &sco.ready_op, &sco.ready_for_local_init_op,
+                                                           &sco.local_init_op, &st)
+                                  : hk_mpi_ps_worker_ready_ops(g_dist.ps, m.g, &sco.ready_op,
+                                                               &sco.ready_for_local_init_op, &sco.local_init_op, &st);
     if (rc != HK_OK || hk_scaffold_new(&scaffold, &sco, &st) != HK_OK) {
       status = fail_status("setting up the worker", &st);
       goto out;
@@ -1295,7 +922,7 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
     }
   }
 #endif
-  if (o->checkpoint_dir && g_dist.chief) {
+  if (o->f.checkpoint_dir && g_dist.chief) {
     /* One Saver restores (through the Scaffold and checkpoint_dir) and
      * saves (through the MTS's CheckpointSaverHook, which takes the
      * Scaffold's), so retention continues across restarts. */
@@ -1303,7 +930,7 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
     hk_scaffold_options sco = HK_SCAFFOLD_OPTIONS_INIT;
     svo.env = &env;
     svo.executor = hk_graph_executor(m.g);
-    svo.max_to_keep = o->keep;
+    svo.max_to_keep = o->f.keep;
     sco.env = &env;
     if (hk_saver_new(&saver, &svo, &st) != HK_OK) {
       status = fail_status("creating the saver", &st);
@@ -1321,17 +948,17 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
   /* Only the chief restores and saves; a worker has no checkpoint_dir. */
   to.is_chief = g_dist.chief;
   to.recovery_wait_secs = 0.2; /* a worker's poll while the chief starts */
-  to.checkpoint_dir = g_dist.chief ? o->checkpoint_dir : NULL;
+  to.checkpoint_dir = g_dist.chief ? o->f.checkpoint_dir : NULL;
   if (!summaries) to.save_summaries_steps = 0; /* C54: no SummarySaverHook */
-  to.scaffold = scaffold; /* NULL: the MTS makes a default one */
-  to.summary_dir = o->summary_dir;
+  to.scaffold = scaffold;                      /* NULL: the MTS makes a default one */
+  to.summary_dir = o->f.summary_dir;
   to.chief_only_hooks = chief_hooks;
   to.nchief_only_hooks = nchief;
   to.hooks = hooks;
   to.nhooks = nhooks;
-  to.save_checkpoint_steps = o->save_steps;
-  to.save_checkpoint_secs = o->save_secs;
-  to.async_checkpoint = o->async;
+  to.save_checkpoint_steps = o->f.save_steps;
+  to.save_checkpoint_secs = o->f.save_secs;
+  to.async_checkpoint = o->f.async;
   if (hk_training_session_new(&s, &to, &st) != HK_OK) {
     status = fail_status("creating the session", &st);
     goto out;
@@ -1353,7 +980,7 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
     if ((rc = hk_session_run(s, &args, &loss_t, NULL, &st)) != HK_OK) break;
     if (!ps_chief) last_loss = *(const float *)loss_t.data;
     steps_run++;
-    if (o->log_every > 0 && f.gs % o->log_every == 0) {
+    if (o->f.log_every > 0 && f.gs % o->f.log_every == 0) {
       char line[64];
       snprintf(line, sizeof line, "step %" PRId64 ": loss = %.4f", f.gs, (double)last_loss);
       if (progress_hook)
@@ -1404,7 +1031,7 @@ static int train(const options *o, const dataset *trn, const dataset *tst) {
   else
     fprintf(stderr, "train_digits: rank %d: step=%" PRId64 " test_accuracy=%.6f\n", g_dist.rank, f.final_step,
             (double)f.test_accuracy);
-  status = fflush(stdout) == 0 ? 0 : EXIT_RUNTIME;
+  status = fflush(stdout) == 0 ? 0 : DIGITS_EXIT_RUNTIME;
 
 out:
   /* The session first (it frees the hooks and Scaffold it made), then what
@@ -1435,46 +1062,18 @@ out:
 }
 
 /* Load the data and train, signals already installed. */
-static int run(options *o) {
-  dataset all, trn, tst;
-  int rc;
-
-  if (o->data == NULL) {
-    o->data = find_data();
-    if (o->data == NULL) {
-      fputs("train_digits: cannot find the bundled " DATA_FILE_NAME " in the source tree it was built from; "
-            "pass --data PATH\n",
-            stderr);
-      return EXIT_RUNTIME;
-    }
-  }
-  rc = load_digits(o->data, &all);
-  if (rc == 0 && hk_signal_fired()) {
-    dataset_free(&all);
-    rc = 1;
-  }
-  if (rc == 1) {
+static int run(const options *o) {
+  digits_data trn, tst;
+  int rc = digits_load(&o->f, &trn, &tst);
+  if (rc == DIGITS_STOPPED) {
     /* D12: a stop asked for before training started; nothing was written. */
-    fputs("train_digits: stopped by a signal while loading the data; the checkpoint directory is untouched\n", stderr);
+    fputs(PROG ": stopped by a signal while loading the data; the checkpoint directory is untouched\n", stderr);
     return 0;
   }
-  if (rc != 0) return EXIT_RUNTIME;
-  if (split(&all, &trn, &tst) != 0) {
-    fputs("train_digits: out of memory\n", stderr);
-    dataset_free(&all);
-    return EXIT_RUNTIME;
-  }
-  dataset_free(&all);
-  if ((int64_t)trn.n < o->batch) {
-    fprintf(stderr, "train_digits: %s: %zu training rows, fewer than --batch %" PRId64 "\n", o->data, trn.n, o->batch);
-    dataset_free(&trn);
-    dataset_free(&tst);
-    return EXIT_RUNTIME;
-  }
-  fprintf(stderr, "train_digits: %s: %zu training rows, %zu test rows\n", o->data, trn.n, tst.n);
+  if (rc != 0) return rc;
   rc = train(o, &trn, &tst);
-  dataset_free(&trn);
-  dataset_free(&tst);
+  digits_data_free(&trn);
+  digits_data_free(&tst);
   return rc;
 }
 
@@ -1484,7 +1083,10 @@ int main(int argc, char **argv) {
   int signals_installed = 0;
   int rc = parse_args(argc, argv, &o);
 
-  if (rc == -1) return 0;
+  if (rc == DIGITS_HELP) {
+    usage(stdout);
+    return 0;
+  }
   if (rc != 0) return rc;
 #ifdef HK_EXAMPLE_MPI
   if (o.distributed != DIST_NONE) {
@@ -1495,17 +1097,17 @@ int main(int argc, char **argv) {
     if (hk_mpi_new(&g_dist.mpi, NULL, &st) != HK_OK ||
         (o.distributed == DIST_PS && hk_mpi_ps_new(&g_dist.ps, g_dist.mpi, &st) != HK_OK)) {
       fprintf(stderr, "train_digits: --distributed: %s\n", st.message);
-      MPI_Abort(MPI_COMM_WORLD, EXIT_RUNTIME);
+      MPI_Abort(MPI_COMM_WORLD, DIGITS_EXIT_RUNTIME);
     }
     g_dist.rank = hk_mpi_rank(g_dist.mpi);
     g_dist.size = hk_mpi_size(g_dist.mpi);
     g_dist.chief = hk_mpi_is_chief(g_dist.mpi);
-    if (o.distributed == DIST_SYNC && o.batch % g_dist.size != 0) {
+    if (o.distributed == DIST_SYNC && o.f.batch % g_dist.size != 0) {
       if (g_dist.chief)
         fprintf(stderr, "train_digits: --batch %" PRId64 " (the global batch) is not a multiple of the %d ranks\n",
-                o.batch, g_dist.size);
+                o.f.batch, g_dist.size);
       MPI_Finalize();
-      return EXIT_USAGE;
+      return DIGITS_EXIT_USAGE;
     }
   }
 #endif
