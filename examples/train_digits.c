@@ -33,6 +33,10 @@
  * Exit status: 0 success (a stop by a signal included), 1 data or runtime
  * error (a diverging loss included), 2 usage error.
  *
+ * Reading order: the flags; the model (its kernels, then the graph); the
+ * feeding hook; then train(), one function a step: the hooks, the
+ * checkpoints, the session's options, the training loop, the result line.
+ *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #if !defined(_POSIX_C_SOURCE)
@@ -205,7 +209,7 @@ static int parse_args(int argc, char **argv, options *o) {
   return 0;
 }
 
-/* ---- the model ---------------------------------------------------------- */
+/* ---- the model's kernels ------------------------------------------------ */
 
 /* Scratch of the train kernel, sized once for the batch: a step allocates
  * nothing. */
@@ -227,6 +231,7 @@ typedef struct trainer {
 #endif
 } trainer;
 
+/* The layer parameters w1, b1, w2, b2 the train op mutates, into p. */
 static hk_code check_params(hk_kernel_context *ctx, float *p[4], hk_status *status) {
   static const int64_t sizes[4] = {NPIX * NHID, NHID, NHID * NCLS, NCLS};
   for (size_t i = 0; i < 4; i++) {
@@ -274,36 +279,13 @@ static int all_finite(const float *v, size_t n) {
   return bad == 0;
 }
 
-/* Forward, backward (softmax cross-entropy: d loss / d logits = (p - onehot)
- * / batch) and the SGD update, in place. Output 0: the batch's mean loss,
- * computed before the update. Output 1: the same loss guarded by the update,
- * NaN when the update left a non-finite weight: the NanTensorHook watches it,
- * because a loss computed before the update reaches the guard one step late
- * (hooked/hooks.h), after the checkpoint saver may have saved those weights. */
-static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
-                            hk_tensor *outputs, size_t noutputs, hk_status *status) {
-  trainer *t = user;
+/* The batch forward, row by row, into t->hpre and t->h, and the softmax
+ * cross-entropy: t->dl = d loss / d logits = (p - onehot) / batch, and the
+ * summed loss added to *loss. */
+static hk_code forward_batch(trainer *t, const float *x, const int32_t *y, float *const p[4], double *loss,
+                             hk_status *status) {
   const int64_t B = t->batch;
-  const float *x;
-  const int32_t *y;
-  float *prm[4], *w1, *b1, *w2, *b2;
-  double loss = 0.0;
-  hk_code rc;
-
-  if (ninputs != 2 || noutputs != 2 || inputs[0].dtype != HK_DTYPE_F32 || inputs[1].dtype != HK_DTYPE_I32 ||
-      hk_tensor_num_elements(&inputs[0]) != B * NPIX || hk_tensor_num_elements(&inputs[1]) != B)
-    return hk_status_set(status, HK_INVALID_ARGUMENT,
-                         "train: expected inputs x [%" PRId64 ", %d] f32 and y [%" PRId64 "] i32", B, NPIX, B);
-  if ((rc = check_params(ctx, prm, status)) != HK_OK) return rc;
-  x = inputs[0].data;
-  y = inputs[1].data;
-  w1 = prm[0];
-  b1 = prm[1];
-  w2 = prm[2];
-  b2 = prm[3];
-
   for (int64_t n = 0; n < B; n++) {
-    const float *xn = x + n * NPIX;
     float *hp = t->hpre + n * NHID, *hn = t->h + n * NHID, *dl = t->dl + n * NCLS;
     float logits[NCLS], mx, sum = 0.0f;
     int32_t label = y[n];
@@ -311,7 +293,7 @@ static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
     if (label < 0 || label >= NCLS)
       return hk_status_set(status, HK_INVALID_ARGUMENT,
                            "train: label %" PRId32 " of row %" PRId64 " in y is outside 0..%d", label, n, NCLS - 1);
-    forward_row(xn, w1, b1, w2, b2, hp, hn, logits);
+    forward_row(x + n * NPIX, p[0], p[1], p[2], p[3], hp, hn, logits);
     mx = logits[0];
     for (int k = 1; k < NCLS; k++) mx = logits[k] > mx ? logits[k] : mx;
     for (int k = 0; k < NCLS; k++) {
@@ -319,13 +301,17 @@ static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
       sum += dl[k];
     }
     /* -log softmax(logits)[label], computed stably. */
-    loss += (double)(logf(sum) + mx - logits[label]);
+    *loss += (double)(logf(sum) + mx - logits[label]);
     for (int k = 0; k < NCLS; k++) dl[k] = (dl[k] / sum - (k == label ? 1.0f : 0.0f)) / (float)B;
   }
+  return HK_OK;
+}
 
-  /* Every gradient is taken before any parameter moves: dh needs the old w2. */
+/* The gradients of the batch into t->grad. Every one is taken before any
+ * parameter moves: dh needs the old w2. */
+static void backward_batch(trainer *t, const float *x, const float *w2) {
   memset(t->grad, 0, sizeof t->grad);
-  for (int64_t n = 0; n < B; n++) {
+  for (int64_t n = 0; n < t->batch; n++) {
     const float *hn = t->h + n * NHID, *hp = t->hpre + n * NHID, *dl = t->dl + n * NCLS;
     const float *xn = x + n * NPIX;
     float *dh = t->dh + n * NHID;
@@ -348,27 +334,60 @@ static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
     }
     for (int j = 0; j < NHID; j++) t->gb1[j] += dh[j];
   }
+}
 
 #ifdef HK_EXAMPLE_MPI
-  if (t->mpi) {
-    /* Synchronous data parallel: every rank applies the mean of the ranks'
-     * gradients (hk_mpi_average sums in rank order: the same bits on every
-     * rank, and on every run with this many ranks), and reports the mean
-     * loss of the global batch. */
-    t->grad[NGRAD] = (float)(loss / (double)B);
-    if ((rc = hk_mpi_average(t->mpi, HK_DTYPE_F32, t->grad, NGRAD + 1, status)) != HK_OK) return rc;
-    loss = (double)t->grad[NGRAD] * (double)B;
-  }
+/* Synchronous data parallel: every rank applies the mean of the ranks'
+ * gradients (hk_mpi_average sums in rank order: the same bits on every rank,
+ * and on every run with this many ranks), and reports the mean loss of the
+ * global batch in *loss (the batch's summed loss). */
+static hk_code average_across_ranks(trainer *t, double *loss, hk_status *status) {
+  hk_code rc;
+  t->grad[NGRAD] = (float)(*loss / (double)t->batch);
+  if ((rc = hk_mpi_average(t->mpi, HK_DTYPE_F32, t->grad, NGRAD + 1, status)) != HK_OK) return rc;
+  *loss = (double)t->grad[NGRAD] * (double)t->batch;
+  return HK_OK;
+}
 #endif
-  for (int i = 0; i < NPIX * NHID; i++) w1[i] -= t->lr * t->gw1[i];
-  for (int j = 0; j < NHID; j++) b1[j] -= t->lr * t->gb1[j];
-  for (int i = 0; i < NHID * NCLS; i++) w2[i] -= t->lr * t->gw2[i];
-  for (int k = 0; k < NCLS; k++) b2[k] -= t->lr * t->gb2[k];
 
+static void sgd_update(const trainer *t, float *const p[4]) {
+  for (int i = 0; i < NPIX * NHID; i++) p[0][i] -= t->lr * t->gw1[i];
+  for (int j = 0; j < NHID; j++) p[1][j] -= t->lr * t->gb1[j];
+  for (int i = 0; i < NHID * NCLS; i++) p[2][i] -= t->lr * t->gw2[i];
+  for (int k = 0; k < NCLS; k++) p[3][k] -= t->lr * t->gb2[k];
+}
+
+/*
+ * The train op: forward, backward and the SGD update, in place. Output 0:
+ * the batch's mean loss, computed before the update. Output 1: the same loss
+ * guarded by the update, NaN when the update left a non-finite weight: the
+ * NanTensorHook watches it, because a loss computed before the update
+ * reaches the guard one step late (hooked/hooks.h), after the checkpoint
+ * saver may have saved those weights.
+ */
+static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
+                            hk_tensor *outputs, size_t noutputs, hk_status *status) {
+  trainer *t = user;
+  const int64_t B = t->batch;
+  float *p[4];
+  double loss = 0.0;
+  hk_code rc;
+
+  if (ninputs != 2 || noutputs != 2 || inputs[0].dtype != HK_DTYPE_F32 || inputs[1].dtype != HK_DTYPE_I32 ||
+      hk_tensor_num_elements(&inputs[0]) != B * NPIX || hk_tensor_num_elements(&inputs[1]) != B)
+    return hk_status_set(status, HK_INVALID_ARGUMENT,
+                         "train: expected inputs x [%" PRId64 ", %d] f32 and y [%" PRId64 "] i32", B, NPIX, B);
+  if ((rc = check_params(ctx, p, status)) != HK_OK) return rc;
+  if ((rc = forward_batch(t, inputs[0].data, inputs[1].data, p, &loss, status)) != HK_OK) return rc;
+  backward_batch(t, inputs[0].data, p[2]);
+#ifdef HK_EXAMPLE_MPI
+  if (t->mpi && (rc = average_across_ranks(t, &loss, status)) != HK_OK) return rc;
+#endif
+  sgd_update(t, p);
   {
     const float mean = (float)(loss / (double)B);
-    const int finite =
-        all_finite(w1, NPIX * NHID) && all_finite(b1, NHID) && all_finite(w2, NHID * NCLS) && all_finite(b2, NCLS);
+    const int finite = all_finite(p[0], NPIX * NHID) && all_finite(p[1], NHID) && all_finite(p[2], NHID * NCLS) &&
+                       all_finite(p[3], NCLS);
     *(float *)outputs[0].data = mean;
     *(float *)outputs[1].data = finite ? mean : NAN;
     if (!finite || !isfinite(mean)) t->diverged = 1;
@@ -538,10 +557,13 @@ static const hk_hook_vtable feeder_vtable = {
     HK_HOOK_VTABLE_VERSION, NULL, feeder_after_create_session, feeder_before_run, feeder_after_run, feeder_end, NULL,
 };
 
-/* ---- building the graph ------------------------------------------------- */
+/* ---- the graph ---------------------------------------------------------- */
 
 typedef struct model {
   hk_graph *g;
+  hk_handle params[4];   /* w1, b1, w2, b2 */
+  hk_handle global_step; /* "global_step:0" */
+  hk_handle x_test, y_test;
   hk_handle loss;      /* "train:0" */
   hk_handle test_loss; /* "test_loss:0", a copy of "accuracy:1" */
   hk_handle train_op;  /* group of train and the step increment */
@@ -570,503 +592,593 @@ static hk_code add_param(hk_graph *g, hk_handle *out, const char *name, int32_t 
   return hk_graph_variable(g, out, &def, st);
 }
 
-/* The graph. With `summaries`, summary ops too, which the Scaffold's default
- * summary_op merges and the SummarySaverHook fetches on its cadence: they
- * run only then, and read the variables after the step's update (ops run in
- * the order they were added), so a value written at global step N is that
- * of the model the step N left. */
-static hk_code build_model(model *m, trainer *t, feeder *f, const digits_data *test, const options *o,
-                           const hk_env *env, int summaries, hk_status *st) {
+/* w1, b1, w2, b2 with four SplitMix64 outputs of --seed as the seeds of
+ * their initializers: one independent stream per tensor. */
+static hk_code add_params(model *m, uint64_t seed, hk_status *st) {
   static const int64_t d_w1[2] = {NPIX, NHID}, d_b1[1] = {NHID};
   static const int64_t d_w2[2] = {NHID, NCLS}, d_b2[1] = {NCLS};
-  const hk_output_spec scalar_f32[2] = {{HK_DTYPE_F32, 0, {0}}, {HK_DTYPE_F32, 0, {0}}};
-  hk_graph_options gopts = HK_GRAPH_OPTIONS_INIT;
-  hk_handle w1, b1, w2, b2, gs, xt, yt, train, inc;
-  int64_t xdims[2] = {t->batch, NPIX}, ydims[1] = {t->batch};
-  int64_t txdims[2] = {(int64_t)test->n, NPIX}, tydims[1] = {(int64_t)test->n};
-  uint64_t s = o->f.seed;
-  hk_tensor tx, ty;
+  uint64_t s = seed;
   hk_code rc;
-
-  gopts.env = env;
-  if ((rc = hk_graph_new(&m->g, &gopts, st)) != HK_OK) return rc;
-  /* Four SplitMix64 outputs of --seed: one independent stream per tensor. */
-  if ((rc = add_param(m->g, &w1, "w1", 2, d_w1, NPIX, splitmix64_next(&s), st)) != HK_OK ||
-      (rc = add_param(m->g, &b1, "b1", 1, d_b1, NPIX, splitmix64_next(&s), st)) != HK_OK ||
-      (rc = add_param(m->g, &w2, "w2", 2, d_w2, NHID, splitmix64_next(&s), st)) != HK_OK ||
-      (rc = add_param(m->g, &b2, "b2", 1, d_b2, NHID, splitmix64_next(&s), st)) != HK_OK)
+  if ((rc = add_param(m->g, &m->params[0], "w1", 2, d_w1, NPIX, splitmix64_next(&s), st)) != HK_OK ||
+      (rc = add_param(m->g, &m->params[1], "b1", 1, d_b1, NPIX, splitmix64_next(&s), st)) != HK_OK ||
+      (rc = add_param(m->g, &m->params[2], "w2", 2, d_w2, NHID, splitmix64_next(&s), st)) != HK_OK ||
+      (rc = add_param(m->g, &m->params[3], "b2", 1, d_b2, NHID, splitmix64_next(&s), st)) != HK_OK)
     return rc;
-  if (o->early_patience) {
-    /* Checkpointed with the model, so a restart goes on counting; optional,
-     * so a checkpoint written without --early-stop-patience still restores
-     * (the state then starts fresh). */
-    static const int64_t d_state[1] = {HK_EARLY_STOPPING_STATE_SIZE};
-    hk_variable_def def = HK_VARIABLE_DEF_INIT;
-    hk_handle state;
-    def.name = EARLY_STATE_NAME;
-    def.dtype = HK_DTYPE_F64;
-    def.rank = 1;
-    def.dims = d_state;
-    def.flags = HK_VAR_OPTIONAL;
-    def.external_data = m->early_state;
-    if ((rc = hk_graph_variable(m->g, &state, &def, st)) != HK_OK) return rc;
-  }
-  if ((rc = hk_graph_get_or_create_global_step(m->g, &gs, st)) != HK_OK ||
-      (rc = hk_graph_placeholder(m->g, &f->x, "x", HK_DTYPE_F32, 2, xdims, st)) != HK_OK ||
-      (rc = hk_graph_placeholder(m->g, &f->y, "y", HK_DTYPE_I32, 1, ydims, st)) != HK_OK)
-    return rc;
-  if ((rc = hk_tensor_init(&tx, HK_DTYPE_F32, 2, txdims, test->x, st)) != HK_OK ||
-      (rc = hk_tensor_init(&ty, HK_DTYPE_I32, 1, tydims, test->y, st)) != HK_OK ||
-      (rc = hk_graph_constant(m->g, &xt, "x_test", &tx, st)) != HK_OK ||
-      (rc = hk_graph_constant(m->g, &yt, "y_test", &ty, st)) != HK_OK)
-    return rc;
-
-  {
-    hk_op_def def = HK_OP_DEF_INIT;
-    hk_handle in[2] = {f->x, f->y}, mut[4] = {w1, b1, w2, b2};
-    def.name = "train";
-    def.kernel = train_kernel;
-    def.kernel_user = t;
-    def.inputs = in;
-    def.ninputs = 2;
-    def.mutates = mut;
-    def.nmutates = 4;
-    def.outputs = scalar_f32;
-    def.noutputs = 2;
-    if ((rc = hk_graph_op(m->g, &train, &def, st)) != HK_OK ||
-        (rc = hk_graph_op_output(m->g, train, 0, &m->loss, st)) != HK_OK)
-      return rc;
-  }
-  {
-    hk_op_def def = HK_OP_DEF_INIT;
-    def.name = "global_step_increment";
-    def.kernel = increment_kernel;
-    def.control_inputs = &train;
-    def.ncontrol_inputs = 1;
-    def.mutates = &gs;
-    def.nmutates = 1;
-    if ((rc = hk_graph_op(m->g, &inc, &def, st)) != HK_OK) return rc;
-  }
-  {
-    hk_handle ops[2] = {train, inc};
-    if ((rc = hk_graph_group(m->g, &m->train_op, "train_op", ops, 2, st)) != HK_OK) return rc;
-  }
-  {
-    hk_op_def def = HK_OP_DEF_INIT;
-    hk_handle in[6] = {w1, b1, w2, b2, xt, yt};
-    hk_handle op, loss;
-    def.name = "accuracy";
-    def.kernel = accuracy_kernel;
-    def.inputs = in;
-    def.ninputs = 6;
-    def.outputs = scalar_f32;
-    def.noutputs = 2;
-    if ((rc = hk_graph_op(m->g, &op, &def, st)) != HK_OK ||
-        (rc = hk_graph_op_output(m->g, op, 0, &f->accuracy, st)) != HK_OK ||
-        (rc = hk_graph_op_output(m->g, op, 1, &loss, st)) != HK_OK)
-      return rc;
-    def = (hk_op_def)HK_OP_DEF_INIT;
-    def.name = "test_loss";
-    def.kernel = copy_kernel;
-    def.inputs = &loss;
-    def.ninputs = 1;
-    def.outputs = scalar_f32;
-    def.noutputs = 1;
-    if ((rc = hk_graph_op(m->g, &op, &def, st)) != HK_OK ||
-        (rc = hk_graph_op_output(m->g, op, 0, &m->test_loss, st)) != HK_OK)
-      return rc;
-  }
-  if (summaries) {
-    hk_handle out;
-    if ((rc = hk_graph_scalar_summary(m->g, &out, "loss_summary", "loss", m->loss, st)) != HK_OK ||
-        (rc = hk_graph_scalar_summary(m->g, &out, "test_accuracy_summary", "test_accuracy", f->accuracy, st)) !=
-            HK_OK ||
-        (rc = hk_graph_scalar_summary(m->g, &out, "test_loss_summary", "test_loss", m->test_loss, st)) != HK_OK ||
-        (rc = hk_graph_histogram_summary(m->g, &out, "w1_summary", "w1", w1, st)) != HK_OK)
-      return rc;
-  }
   return HK_OK;
 }
 
-/* ---- main --------------------------------------------------------------- */
+/* The EarlyStoppingHook's state, checkpointed with the model so that a
+ * restart goes on counting; optional, so that a checkpoint written without
+ * --early-stop-patience still restores (the state then starts fresh). */
+static hk_code add_early_state(model *m, hk_status *st) {
+  static const int64_t d_state[1] = {HK_EARLY_STOPPING_STATE_SIZE};
+  hk_variable_def def = HK_VARIABLE_DEF_INIT;
+  hk_handle state;
+  def.name = EARLY_STATE_NAME;
+  def.dtype = HK_DTYPE_F64;
+  def.rank = 1;
+  def.dims = d_state;
+  def.flags = HK_VAR_OPTIONAL;
+  def.external_data = m->early_state;
+  return hk_graph_variable(m->g, &state, &def, st);
+}
+
+/* The placeholders x and y the feeder fills, and the test set as constants. */
+static hk_code add_inputs(model *m, feeder *f, int64_t batch, const digits_data *test, hk_status *st) {
+  int64_t xdims[2] = {batch, NPIX}, ydims[1] = {batch};
+  int64_t txdims[2] = {(int64_t)test->n, NPIX}, tydims[1] = {(int64_t)test->n};
+  hk_tensor tx, ty;
+  hk_code rc;
+  if ((rc = hk_graph_placeholder(m->g, &f->x, "x", HK_DTYPE_F32, 2, xdims, st)) != HK_OK ||
+      (rc = hk_graph_placeholder(m->g, &f->y, "y", HK_DTYPE_I32, 1, ydims, st)) != HK_OK ||
+      (rc = hk_tensor_init(&tx, HK_DTYPE_F32, 2, txdims, test->x, st)) != HK_OK ||
+      (rc = hk_tensor_init(&ty, HK_DTYPE_I32, 1, tydims, test->y, st)) != HK_OK ||
+      (rc = hk_graph_constant(m->g, &m->x_test, "x_test", &tx, st)) != HK_OK ||
+      (rc = hk_graph_constant(m->g, &m->y_test, "y_test", &ty, st)) != HK_OK)
+    return rc;
+  return HK_OK;
+}
+
+static const hk_output_spec scalar_f32[2] = {{HK_DTYPE_F32, 0, {0}}, {HK_DTYPE_F32, 0, {0}}};
+
+/* "train" (train_kernel on x and y, mutating the parameters), the global
+ * step's increment after it, and train_op, the group of the two. */
+static hk_code add_train_op(model *m, trainer *t, const feeder *f, hk_status *st) {
+  hk_op_def def = HK_OP_DEF_INIT, inc_def = HK_OP_DEF_INIT;
+  hk_handle in[2] = {f->x, f->y}, ops[2];
+  hk_code rc;
+  def.name = "train";
+  def.kernel = train_kernel;
+  def.kernel_user = t;
+  def.inputs = in;
+  def.ninputs = 2;
+  def.mutates = m->params;
+  def.nmutates = 4;
+  def.outputs = scalar_f32;
+  def.noutputs = 2;
+  if ((rc = hk_graph_op(m->g, &ops[0], &def, st)) != HK_OK ||
+      (rc = hk_graph_op_output(m->g, ops[0], 0, &m->loss, st)) != HK_OK)
+    return rc;
+  inc_def.name = "global_step_increment";
+  inc_def.kernel = increment_kernel;
+  inc_def.control_inputs = &ops[0];
+  inc_def.ncontrol_inputs = 1;
+  inc_def.mutates = &m->global_step;
+  inc_def.nmutates = 1;
+  if ((rc = hk_graph_op(m->g, &ops[1], &inc_def, st)) != HK_OK) return rc;
+  return hk_graph_group(m->g, &m->train_op, "train_op", ops, 2, st);
+}
+
+/* "accuracy" on the test set (outputs: the accuracy, which the feeder
+ * fetches at the end, and the loss) and "test_loss", a copy of its loss
+ * under a name of its own. */
+static hk_code add_eval_ops(model *m, feeder *f, hk_status *st) {
+  hk_op_def def = HK_OP_DEF_INIT, copy_def = HK_OP_DEF_INIT;
+  hk_handle in[6] = {m->params[0], m->params[1], m->params[2], m->params[3], m->x_test, m->y_test};
+  hk_handle op, loss;
+  hk_code rc;
+  def.name = "accuracy";
+  def.kernel = accuracy_kernel;
+  def.inputs = in;
+  def.ninputs = 6;
+  def.outputs = scalar_f32;
+  def.noutputs = 2;
+  if ((rc = hk_graph_op(m->g, &op, &def, st)) != HK_OK ||
+      (rc = hk_graph_op_output(m->g, op, 0, &f->accuracy, st)) != HK_OK ||
+      (rc = hk_graph_op_output(m->g, op, 1, &loss, st)) != HK_OK)
+    return rc;
+  copy_def.name = "test_loss";
+  copy_def.kernel = copy_kernel;
+  copy_def.inputs = &loss;
+  copy_def.ninputs = 1;
+  copy_def.outputs = scalar_f32;
+  copy_def.noutputs = 1;
+  if ((rc = hk_graph_op(m->g, &op, &copy_def, st)) != HK_OK) return rc;
+  return hk_graph_op_output(m->g, op, 0, &m->test_loss, st);
+}
+
+/* The summary ops, which the Scaffold's default summary_op merges and the
+ * SummarySaverHook fetches on its cadence: they run only then, and read the
+ * variables after the step's update (ops run in the order they were added),
+ * so a value written at global step N is that of the model the step N left. */
+static hk_code add_summaries(model *m, const feeder *f, hk_status *st) {
+  hk_handle out;
+  hk_code rc;
+  if ((rc = hk_graph_scalar_summary(m->g, &out, "loss_summary", "loss", m->loss, st)) != HK_OK ||
+      (rc = hk_graph_scalar_summary(m->g, &out, "test_accuracy_summary", "test_accuracy", f->accuracy, st)) != HK_OK ||
+      (rc = hk_graph_scalar_summary(m->g, &out, "test_loss_summary", "test_loss", m->test_loss, st)) != HK_OK ||
+      (rc = hk_graph_histogram_summary(m->g, &out, "w1_summary", "w1", m->params[0], st)) != HK_OK)
+    return rc;
+  return HK_OK;
+}
+
+/* The graph, in this order (the order of its variables in a checkpoint):
+ * the parameters, the early-stopping state (--early-stop-patience), the
+ * global step; then the inputs, the train op, the evaluation and, with
+ * `summaries`, the summary ops. */
+static hk_code build_model(model *m, trainer *t, feeder *f, const digits_data *test, uint64_t seed, int early_stopping,
+                           const hk_env *env, int summaries, hk_status *st) {
+  hk_graph_options gopts = HK_GRAPH_OPTIONS_INIT;
+  hk_code rc;
+  gopts.env = env;
+  if ((rc = hk_graph_new(&m->g, &gopts, st)) != HK_OK || (rc = add_params(m, seed, st)) != HK_OK) return rc;
+  if (early_stopping && (rc = add_early_state(m, st)) != HK_OK) return rc;
+  if ((rc = hk_graph_get_or_create_global_step(m->g, &m->global_step, st)) != HK_OK ||
+      (rc = add_inputs(m, f, t->batch, test, st)) != HK_OK || (rc = add_train_op(m, t, f, st)) != HK_OK ||
+      (rc = add_eval_ops(m, f, st)) != HK_OK)
+    return rc;
+  return summaries ? add_summaries(m, f, st) : HK_OK;
+}
+
+/* ---- one training run --------------------------------------------------- */
+
+/* Everything train() makes, in the order it makes it; run_free() frees it. */
+typedef struct run {
+  const options *o;
+  int summaries; /* the session writes summaries (the graph has summary ops) */
+  int ps_chief;  /* --distributed ps, rank 0: serves the variables, trains nothing */
+  int ps_worker; /* --distributed ps, other ranks */
+  hk_env env;    /* with --progress, its log sink erases the progress line first */
+  trainer t;
+  feeder f;
+  model m;
+  hk_hook *progress, *profiler, *nan_guard, *early_stop, *feed, *stop;
+  hk_hook *dist_first, *dist_last, *waiter, *ps_serve; /* --distributed */
+  hk_hook *chief_hooks[4], *hooks[8];                  /* the session's two lists */
+  size_t nchief, nhooks;
+  hk_saver *saver;
+  hk_scaffold *scaffold;
+  hk_executor *ps_executor; /* a parameter-server worker's: the chief's variables */
+  hk_handle serve;          /* the parameter server's op */
+  hk_session *s;
+  /* what the training loop saw */
+  float last_loss;
+  int64_t steps_run;
+  double secs;
+} run;
 
 static int fail_status(const char *what, const hk_status *st) {
-  fprintf(stderr, "train_digits: %s: %s: %s\n", what, hk_code_name(st->code), st->message);
+  fprintf(stderr, PROG ": %s: %s: %s\n", what, hk_code_name(st->code), st->message);
   return DIGITS_EXIT_RUNTIME;
+}
+
+/* The train kernel's scratch, for batches of `batch` rows of which this
+ * rank trains on `local_batch`. @return 0, or nonzero when out of memory. */
+static int trainer_init(trainer *t, size_t batch, int64_t local_batch, double lr) {
+  t->gw1 = t->grad;
+  t->gb1 = t->gw1 + NPIX * NHID;
+  t->gw2 = t->gb1 + NHID;
+  t->gb2 = t->gw2 + NHID * NCLS;
+#ifdef HK_EXAMPLE_MPI
+  if (g_dist.mode == DIST_SYNC) t->mpi = g_dist.mpi;
+#endif
+  t->batch = local_batch;
+  t->lr = (float)lr;
+  t->hpre = malloc(batch * NHID * sizeof(float));
+  t->h = malloc(batch * NHID * sizeof(float));
+  t->dl = malloc(batch * NCLS * sizeof(float));
+  t->dh = malloc(batch * NHID * sizeof(float));
+  return !t->hpre || !t->h || !t->dl || !t->dh;
+}
+
+/* The feeder of this rank's rows of each batch of the training data.
+ * @return 0, or nonzero when out of memory. */
+static int feeder_init(feeder *f, const digits_data *trn, const options *o, int64_t local_batch, int ps_worker) {
+  const size_t batch = (size_t)o->f.batch;
+  f->train_x = trn->x;
+  f->train_y = trn->y;
+  f->ntrain = trn->n;
+  f->batch = local_batch;
+  f->stride = g_dist.mode == DIST_SYNC ? o->f.batch : local_batch;
+  f->offset = g_dist.mode == DIST_SYNC ? g_dist.rank * local_batch : 0;
+  f->batches_per_epoch = (int64_t)trn->n / f->stride;
+  /* Parameter-server workers shuffle each in their own order. */
+  f->seed = ps_worker ? o->f.seed + 7919u * (uint64_t)g_dist.rank : o->f.seed;
+  f->no_feeds = g_dist.mode == DIST_PS && g_dist.chief;
+  f->cached_epoch = -1;
+  f->perm = malloc(trn->n * sizeof *f->perm);
+  f->xbuf = malloc(batch * NPIX * sizeof(float));
+  f->ybuf = malloc(batch * sizeof(int32_t));
+  return !f->perm || !f->xbuf || !f->ybuf;
+}
+
+static int run_init(run *r, const options *o, const digits_data *trn) {
+  /* --distributed sync: each rank trains on its share of every global batch. */
+  const int64_t local_batch = g_dist.mode == DIST_SYNC ? o->f.batch / g_dist.size : o->f.batch;
+  int oom;
+  memset(r, 0, sizeof *r);
+  r->o = o;
+  r->ps_chief = g_dist.mode == DIST_PS && g_dist.chief;
+  r->ps_worker = g_dist.mode == DIST_PS && !g_dist.chief;
+  /* The MTS writes summaries into summary_dir, else checkpoint_dir; a
+   * parameter server's chief computes no loss to summarize. */
+  r->summaries = (o->f.summary_dir != NULL || o->f.checkpoint_dir != NULL) && !r->ps_chief;
+  hk_env_init(&r->env, HK_ENV_VERSION);
+  r->serve = HK_NO_HANDLE;
+  r->last_loss = NAN;
+  oom = trainer_init(&r->t, (size_t)o->f.batch, local_batch, o->f.lr);
+  oom |= feeder_init(&r->f, trn, o, local_batch, r->ps_worker);
+  if (oom) {
+    fputs(PROG ": out of memory\n", stderr);
+    return DIGITS_EXIT_RUNTIME;
+  }
+  return 0;
+}
+
+/* The session first (it frees the hooks and Scaffold it made), then what it
+ * borrowed; the progress hook last: everything logged through it. */
+static void run_free(run *r) {
+  hk_session_free(r->s);
+  hk_hook_free(r->feed);
+  hk_hook_free(r->stop);
+  hk_hook_free(r->nan_guard);
+  hk_hook_free(r->profiler);
+  hk_hook_free(r->early_stop);
+  hk_hook_free(r->dist_first);
+  hk_hook_free(r->dist_last);
+  hk_hook_free(r->waiter);
+  hk_hook_free(r->ps_serve);
+  hk_scaffold_free(r->scaffold);
+  hk_saver_free(r->saver);
+  hk_executor_free(r->ps_executor);
+  hk_graph_free(r->m.g);
+  hk_hook_free(r->progress);
+  free(r->t.hpre);
+  free(r->t.h);
+  free(r->t.dl);
+  free(r->t.dh);
+  free(r->f.perm);
+  free(r->f.xbuf);
+  free(r->f.ybuf);
+}
+
+/* --progress (or a terminal): the progress line, made first: every object
+ * after it logs through a sink that erases the line before a log line is
+ * written, so the two never mix. */
+static int add_progress_hook(run *r, hk_status *st) {
+  hk_progress_options po = HK_PROGRESS_OPTIONS_INIT;
+  const int wanted = r->o->progress > 0 || (r->o->progress < 0 && isatty(STDERR_FILENO));
+  if (!g_dist.chief || !wanted) return 0;
+  po.last_step = r->o->f.steps;
+  po.loss = r->ps_chief ? NULL : LOSS_NAME; /* the chief of a parameter server computes no loss */
+  if (hk_progress_hook_new(&r->progress, &po, st) != HK_OK) return fail_status("creating the progress hook", st);
+  r->env.log = hk_progress_hook_log;
+  r->env.log_user = r->progress;
+  return 0;
+}
+
+/* The graph, and the feeds of x and y over the feeder's buffers. */
+static int build(run *r, const digits_data *tst, hk_status *st) {
+  int64_t xdims[2] = {r->t.batch, NPIX}, ydims[1] = {r->t.batch};
+  if (build_model(&r->m, &r->t, &r->f, tst, r->o->f.seed, r->o->early_patience != 0, &r->env, r->summaries, st) !=
+      HK_OK)
+    return fail_status("building the graph", st);
+  r->f.feeds[0].tensor = r->f.x;
+  r->f.feeds[1].tensor = r->f.y;
+  if (hk_tensor_init(&r->f.feeds[0].value, HK_DTYPE_F32, 2, xdims, r->f.xbuf, st) != HK_OK ||
+      hk_tensor_init(&r->f.feeds[1].value, HK_DTYPE_I32, 1, ydims, r->f.ybuf, st) != HK_OK)
+    return fail_status("feeds", st);
+  return 0;
+}
+
+/* --profile-dir: a ProfilerHook. */
+static int add_profiler(run *r, hk_status *st) {
+  hk_profiler_options pro = HK_PROFILER_OPTIONS_INIT;
+  pro.output_dir = r->o->profile_dir;
+  pro.save_steps = r->o->profile_steps;
+  if (hk_profiler_hook_new(&r->profiler, &pro, st) != HK_OK) return fail_status("creating the profiler hook", st);
+  r->chief_hooks[r->nchief++] = r->profiler;
+  return 0;
+}
+
+/* The NaN guard on the guarded loss. Distributed, every rank guards (it
+ * goes among the hooks): a synchronous job's loss and weights are the same
+ * on every rank, so all fail at the same step. */
+static int add_nan_guard(run *r, hk_status *st) {
+  hk_nan_tensor_options no = HK_NAN_TENSOR_OPTIONS_INIT;
+  no.loss = GUARDED_LOSS_NAME;
+  no.fail_on_nan_loss = 1;
+  if (hk_nan_tensor_hook_new(&r->nan_guard, &no, st) != HK_OK) return fail_status("creating the NaN guard", st);
+  if (g_dist.mode == DIST_NONE) r->chief_hooks[r->nchief++] = r->nan_guard;
+  return 0;
+}
+
+/* --early-stop-patience: an EarlyStoppingHook on the test loss, its state in
+ * the graph's variable. */
+static int add_early_stop(run *r, hk_status *st) {
+  hk_early_stopping_options eo = HK_EARLY_STOPPING_OPTIONS_INIT;
+  eo.monitor = TEST_LOSS_NAME;
+  eo.mode = HK_MONITOR_MIN;
+  eo.patience = r->o->early_patience;
+  eo.every_n_steps = r->o->early_every;
+  eo.state = EARLY_STATE_NAME;
+  if (hk_early_stopping_hook_new(&r->early_stop, &eo, st) != HK_OK)
+    return fail_status("creating the early-stopping hook", st);
+  r->chief_hooks[r->nchief++] = r->early_stop;
+  return 0;
+}
+
+/* Chief-only hooks run before the MTS's own StepCounter, SummarySaver and
+ * CheckpointSaver: the profiler first, to trace every other hook; then the
+ * NaN guard, whose failing after_run keeps the checkpoint saver from saving
+ * a diverged step and the session from running end(), so no final
+ * checkpoint of it either; then early stopping, so that a checkpoint holds
+ * the state of its own step's evaluation. */
+static int add_chief_hooks(run *r, hk_status *st) {
+  int rc = 0;
+  if (r->o->profile_dir) rc = add_profiler(r, st);
+  if (rc == 0 && !r->ps_chief) rc = add_nan_guard(r, st);
+  if (rc == 0 && r->o->early_patience) rc = add_early_stop(r, st);
+  return rc;
+}
+
+#ifdef HK_EXAMPLE_MPI
+/* The distributed hooks: the broadcast (sync) or the worker's push (ps)
+ * first, so every later hook sees the chief's variables and step; the stop
+ * agreement (sync) last, so it sees every other stop request. */
+static int add_dist_hooks(run *r, hk_status *st) {
+  if (g_dist.mode == DIST_SYNC) {
+    hk_mpi_stop_options mso = HK_MPI_STOP_OPTIONS_INIT;
+    if (hk_mpi_broadcast_hook_new(&r->dist_first, g_dist.mpi, st) != HK_OK ||
+        hk_mpi_stop_hook_new(&r->dist_last, g_dist.mpi, &mso, st) != HK_OK)
+      return fail_status("creating the MPI hooks", st);
+  } else if (r->ps_worker) {
+    /* TensorFlow's recipe: worker task k starts at step int(K log(k + 1)).
+     * Here the chief serves and does not train, so the workers are tasks
+     * 0, 1, ... (ranks 1, 2, ...) and the first starts at once. */
+    hk_global_step_waiter_options wo = HK_GLOBAL_STEP_WAITER_OPTIONS_INIT;
+    wo.wait_until_step = (int64_t)((double)r->o->ps_wait_k * log((double)g_dist.rank));
+    wo.poll_interval_secs = 0.05;
+    if (hk_mpi_ps_worker_hook_new(&r->dist_first, g_dist.ps, st) != HK_OK ||
+        hk_global_step_waiter_hook_new(&r->waiter, &wo, st) != HK_OK)
+      return fail_status("creating the parameter-server hooks", st);
+  } else if (r->ps_chief) {
+    if (hk_mpi_ps_chief_hook_new(&r->ps_serve, g_dist.ps, st) != HK_OK)
+      return fail_status("creating the parameter-server hook", st);
+    /* Before the checkpoint saver's end(): the final checkpoint is the
+     * state the workers were told to stop at. */
+    r->chief_hooks[r->nchief++] = r->ps_serve;
+  }
+  return 0;
+}
+#endif
+
+/* The hooks of every rank, in order: the distributed ones that must come
+ * first, the NaN guard when distributed, the feeder, StopAtStep at --steps,
+ * the progress line, and the stop agreement of a synchronous job. */
+static int add_hooks(run *r, hk_status *st) {
+  hk_stop_at_step_options so = HK_STOP_AT_STEP_OPTIONS_INIT;
+  so.last_step = r->o->f.steps;
+  if (hk_hook_new(&r->feed, &feeder_vtable, &r->f, "digits_feeder", NULL, st) != HK_OK ||
+      hk_stop_at_step_hook_new(&r->stop, &so, st) != HK_OK)
+    return fail_status("creating hooks", st);
+#ifdef HK_EXAMPLE_MPI
+  if (add_dist_hooks(r, st) != 0) return DIGITS_EXIT_RUNTIME;
+#endif
+  if (r->dist_first) r->hooks[r->nhooks++] = r->dist_first;
+  if (r->waiter) r->hooks[r->nhooks++] = r->waiter;
+  if (r->nan_guard && g_dist.mode != DIST_NONE) r->hooks[r->nhooks++] = r->nan_guard;
+  r->hooks[r->nhooks++] = r->feed;
+  r->hooks[r->nhooks++] = r->stop;
+  if (r->progress) r->hooks[r->nhooks++] = r->progress;
+  if (r->dist_last) r->hooks[r->nhooks++] = r->dist_last;
+  return 0;
+}
+
+#ifdef HK_EXAMPLE_MPI
+/* A worker's Scaffold: its ready check (in sync mode its own initial values,
+ * replaced by the chief's through the broadcast; on a parameter server the
+ * chief's variables, once it serves them), and a parameter-server worker's
+ * executor. The parameter server's chief gets its serving op. */
+static int setup_distributed(run *r, hk_status *st) {
+  hk_scaffold_options sco = HK_SCAFFOLD_OPTIONS_INIT;
+  hk_code rc;
+  if (r->ps_chief && hk_mpi_ps_serve_op(g_dist.ps, r->m.g, &r->serve, "ps_serve", st) != HK_OK)
+    return fail_status("building the parameter server", st);
+  if (g_dist.chief) return 0;
+  sco.env = &r->env;
+  rc = g_dist.mode == DIST_SYNC ? hk_mpi_sync_worker_ops(g_dist.mpi, r->m.g, &sco.ready_op,
+                                                         &sco.ready_for_local_init_op, &sco.local_init_op, st)
+                                : hk_mpi_ps_worker_ready_ops(g_dist.ps, r->m.g, &sco.ready_op,
+                                                             &sco.ready_for_local_init_op, &sco.local_init_op, st);
+  if (rc != HK_OK || hk_scaffold_new(&r->scaffold, &sco, st) != HK_OK) return fail_status("setting up the worker", st);
+  if (r->ps_worker && hk_mpi_ps_worker_executor_new(&r->ps_executor, g_dist.ps, hk_graph_executor(r->m.g), st) != HK_OK)
+    return fail_status("setting up the worker", st);
+  return 0;
+}
+#endif
+
+/* --checkpoint-dir, on the chief: one Saver restores (through the Scaffold
+ * and checkpoint_dir) and saves (through the MTS's CheckpointSaverHook,
+ * which takes the Scaffold's), so retention continues across restarts. */
+static int setup_checkpoints(run *r, hk_status *st) {
+  hk_saver_options svo = HK_SAVER_OPTIONS_INIT;
+  hk_scaffold_options sco = HK_SCAFFOLD_OPTIONS_INIT;
+  if (!r->o->f.checkpoint_dir || !g_dist.chief) return 0;
+  svo.env = &r->env;
+  svo.executor = hk_graph_executor(r->m.g);
+  svo.max_to_keep = r->o->f.keep;
+  sco.env = &r->env;
+  if (hk_saver_new(&r->saver, &svo, st) != HK_OK) return fail_status("creating the saver", st);
+  sco.saver = r->saver;
+  if (hk_scaffold_new(&r->scaffold, &sco, st) != HK_OK) return fail_status("setting up checkpoints", st);
+  return 0;
+}
+
+/* The MonitoredTrainingSession over the graph (or a parameter-server
+ * worker's executor), with the hooks, the Scaffold and the flags' cadences. */
+static int new_session(run *r, hk_status *st) {
+  hk_training_session_options to = HK_TRAINING_SESSION_OPTIONS_INIT;
+  const digits_flags *f = &r->o->f;
+  to.env = &r->env;
+  to.executor = r->ps_executor ? r->ps_executor : hk_graph_executor(r->m.g);
+  /* Only the chief restores and saves; a worker has no checkpoint_dir. */
+  to.is_chief = g_dist.chief;
+  to.recovery_wait_secs = 0.2; /* a worker's poll while the chief starts */
+  to.checkpoint_dir = g_dist.chief ? f->checkpoint_dir : NULL;
+  if (!r->summaries) to.save_summaries_steps = 0; /* no SummarySaverHook */
+  to.scaffold = r->scaffold;                      /* NULL: the MTS makes a default one */
+  to.summary_dir = f->summary_dir;
+  to.chief_only_hooks = r->chief_hooks;
+  to.nchief_only_hooks = r->nchief;
+  to.hooks = r->hooks;
+  to.nhooks = r->nhooks;
+  to.save_checkpoint_steps = f->save_steps;
+  to.save_checkpoint_secs = f->save_secs;
+  to.async_checkpoint = f->async;
+  if (hk_training_session_new(&r->s, &to, st) != HK_OK) return fail_status("creating the session", st);
+  return 0;
+}
+
+/* --log-every: the loss of the step just run, through the progress line's
+ * sink when there is one. */
+static void log_loss(run *r) {
+  char line[64];
+  if (r->o->f.log_every <= 0 || r->f.gs % r->o->f.log_every != 0) return;
+  snprintf(line, sizeof line, "step %" PRId64 ": loss = %.4f", r->f.gs, (double)r->last_loss);
+  if (r->progress)
+    hk_progress_hook_log(r->progress, HK_LOG_INFO, line);
+  else
+    fprintf(stderr, "%s\n", line);
 }
 
 /* After a run failed on a diverging step (the guard's NaN, or a summary op
  * refusing NaN weights): what happened and what is left on disk. */
 static void report_divergence(const options *o, int64_t step) {
   fprintf(stderr,
-          "train_digits: training diverged at step %" PRId64
-          ": the loss or the weights are no longer finite (--lr %g too large?); that step was not checkpointed\n",
+          PROG ": training diverged at step %" PRId64
+               ": the loss or the weights are no longer finite (--lr %g too large?); that step was not checkpointed\n",
           step, o->f.lr);
   if (o->f.checkpoint_dir) {
     hk_status st = HK_STATUS_INIT;
     char *latest = NULL;
     if (hk_latest_checkpoint(NULL, o->f.checkpoint_dir, NULL, &latest, &st) == HK_OK)
-      fprintf(stderr, "train_digits: the newest checkpoint is the last good one: %s\n", latest);
+      fprintf(stderr, PROG ": the newest checkpoint is the last good one: %s\n", latest);
     hk_env_free(NULL, latest);
   }
 }
 
-static int train(const options *o, const digits_data *trn, const digits_data *tst) {
-  hk_status st = HK_STATUS_INIT;
-  model m = {NULL, HK_NO_HANDLE, HK_NO_HANDLE, HK_NO_HANDLE, {0}};
-  trainer t;
-  feeder f;
-  hk_hook *feed_hook = NULL, *stop_hook = NULL, *nan_hook = NULL, *profiler_hook = NULL, *progress_hook = NULL;
-  hk_hook *early_hook = NULL;
-  hk_hook *dist_first = NULL, *dist_last = NULL, *waiter_hook = NULL, *ps_chief_hook = NULL;
-  hk_executor *ps_executor = NULL;
-  hk_handle serve = HK_NO_HANDLE;
-  hk_hook *chief_hooks[4], *hooks[8];
-  size_t nchief = 0, nhooks = 0;
-  hk_saver *saver = NULL;
-  hk_scaffold *scaffold = NULL;
-  hk_session *s = NULL;
-  hk_env env = HK_ENV_INIT;
-  hk_training_session_options to = HK_TRAINING_SESSION_OPTIONS_INIT;
-  hk_run_args args;
-  hk_tensor loss_t;
-  hk_code rc = HK_OK, rc_close;
-  int status = DIGITS_EXIT_RUNTIME;
-  float last_loss = NAN;
-  int64_t steps_run = 0;
-  double t0, t1;
-  /* The MTS writes summaries into summary_dir, else checkpoint_dir (C52). */
-  const int summaries = (o->f.summary_dir != NULL || o->f.checkpoint_dir != NULL) &&
-                        !(o->distributed == DIST_PS && g_dist.chief); /* a server computes no loss to summarize */
+/* A failed step: its error, the session closed with it, and what a
+ * divergence left. */
+static int report_failed_step(run *r, hk_code rc, const hk_status *st) {
+  hk_status cst = HK_STATUS_INIT;
+  /* The feeder counts successful steps: the failed one is the next. */
+  const int64_t failed_step = r->f.gs + 1;
+  fail_status("training step", st);
+  hk_session_close(r->s, rc, &cst);
+  if (r->t.diverged) report_divergence(r->o, failed_step);
+  return DIGITS_EXIT_RUNTIME;
+}
 
-  /* --distributed sync: each rank trains on its share of every global batch. */
-  const int64_t local_batch = g_dist.mode == DIST_SYNC ? o->f.batch / g_dist.size : o->f.batch;
-  const int ps_chief = g_dist.mode == DIST_PS && g_dist.chief;
-  const int ps_worker = g_dist.mode == DIST_PS && !g_dist.chief;
-
-  memset(&t, 0, sizeof t);
-  memset(&f, 0, sizeof f);
-  t.gw1 = t.grad;
-  t.gb1 = t.gw1 + NPIX * NHID;
-  t.gw2 = t.gb1 + NHID;
-  t.gb2 = t.gw2 + NHID * NCLS;
-#ifdef HK_EXAMPLE_MPI
-  if (g_dist.mode == DIST_SYNC) t.mpi = g_dist.mpi;
-#endif
-  t.batch = local_batch;
-  t.lr = (float)o->f.lr;
-  t.hpre = malloc((size_t)o->f.batch * NHID * sizeof(float));
-  t.h = malloc((size_t)o->f.batch * NHID * sizeof(float));
-  t.dl = malloc((size_t)o->f.batch * NCLS * sizeof(float));
-  t.dh = malloc((size_t)o->f.batch * NHID * sizeof(float));
-  f.train_x = trn->x;
-  f.train_y = trn->y;
-  f.ntrain = trn->n;
-  f.batch = local_batch;
-  f.stride = g_dist.mode == DIST_SYNC ? o->f.batch : local_batch;
-  f.offset = g_dist.mode == DIST_SYNC ? g_dist.rank * local_batch : 0;
-  f.batches_per_epoch = (int64_t)trn->n / f.stride;
-  /* Parameter-server workers shuffle each in their own order. */
-  f.seed = ps_worker ? o->f.seed + 7919u * (uint64_t)g_dist.rank : o->f.seed;
-  f.no_feeds = ps_chief;
-  f.cached_epoch = -1;
-  f.perm = malloc(trn->n * sizeof *f.perm);
-  f.xbuf = malloc((size_t)o->f.batch * NPIX * sizeof(float));
-  f.ybuf = malloc((size_t)o->f.batch * sizeof(int32_t));
-  if (!t.hpre || !t.h || !t.dl || !t.dh || !f.perm || !f.xbuf || !f.ybuf) {
-    fputs("train_digits: out of memory\n", stderr);
-    goto out;
+/* The training loop: a step (or, on the parameter server's chief, a round of
+ * serving) until the session says stop. */
+static int train_steps(run *r, hk_status *st) {
+  hk_run_args args = {NULL, 0, &r->m.loss, 1, &r->m.train_op, 1, NULL};
+  hk_tensor loss;
+  hk_code rc = HK_OK;
+  double t0;
+  if (r->serve != HK_NO_HANDLE) {
+    if (hk_graph_op_output(r->m.g, r->serve, 0, &r->serve, st) != HK_OK)
+      return fail_status("building the parameter server", st);
+    args.fetches = args.targets = &r->serve;
   }
-
-  /* The progress line first: every object below logs through a sink that
-   * erases the line before a log line is written, so the two never mix. */
-  if (g_dist.chief && (o->progress > 0 || (o->progress < 0 && isatty(STDERR_FILENO)))) {
-    hk_progress_options po = HK_PROGRESS_OPTIONS_INIT;
-    po.last_step = o->f.steps;
-    po.loss = ps_chief ? NULL : LOSS_NAME; /* the chief of a parameter server computes no loss */
-    if (hk_progress_hook_new(&progress_hook, &po, &st) != HK_OK) {
-      status = fail_status("creating the progress hook", &st);
-      goto out;
-    }
-    env.log = hk_progress_hook_log;
-    env.log_user = progress_hook;
-  }
-
-  if (build_model(&m, &t, &f, tst, o, &env, summaries, &st) != HK_OK) {
-    status = fail_status("building the graph", &st);
-    goto out;
-  }
-  {
-    int64_t xdims[2] = {local_batch, NPIX}, ydims[1] = {local_batch};
-    f.feeds[0].tensor = f.x;
-    f.feeds[1].tensor = f.y;
-    if (hk_tensor_init(&f.feeds[0].value, HK_DTYPE_F32, 2, xdims, f.xbuf, &st) != HK_OK ||
-        hk_tensor_init(&f.feeds[1].value, HK_DTYPE_I32, 1, ydims, f.ybuf, &st) != HK_OK) {
-      status = fail_status("feeds", &st);
-      goto out;
-    }
-  }
-
-  /* Chief-only hooks run before the MTS's own StepCounter, SummarySaver and
-   * CheckpointSaver (C53): the profiler first, to trace every other hook;
-   * then the NaN guard, whose failing after_run keeps the checkpoint saver
-   * from saving a diverged step (C14) and the session from running end(),
-   * so no final checkpoint of it either (C16); then early stopping, so that
-   * a checkpoint holds the state of its own step's evaluation (H44). */
-  if (o->profile_dir) {
-    hk_profiler_options pro = HK_PROFILER_OPTIONS_INIT;
-    pro.output_dir = o->profile_dir;
-    pro.save_steps = o->profile_steps;
-    if (hk_profiler_hook_new(&profiler_hook, &pro, &st) != HK_OK) {
-      status = fail_status("creating the profiler hook", &st);
-      goto out;
-    }
-    chief_hooks[nchief++] = profiler_hook;
-  }
-  if (!ps_chief) {
-    hk_nan_tensor_options no = HK_NAN_TENSOR_OPTIONS_INIT;
-    no.loss = GUARDED_LOSS_NAME;
-    no.fail_on_nan_loss = 1;
-    if (hk_nan_tensor_hook_new(&nan_hook, &no, &st) != HK_OK) {
-      status = fail_status("creating the NaN guard", &st);
-      goto out;
-    }
-    /* Distributed, every rank guards: a synchronous job's loss and weights
-     * are the same on every rank, so all fail at the same step. */
-    if (g_dist.mode == DIST_NONE) chief_hooks[nchief++] = nan_hook;
-  }
-  if (o->early_patience) {
-    hk_early_stopping_options eo = HK_EARLY_STOPPING_OPTIONS_INIT;
-    eo.monitor = TEST_LOSS_NAME;
-    eo.mode = HK_MONITOR_MIN;
-    eo.patience = o->early_patience;
-    eo.every_n_steps = o->early_every;
-    eo.state = EARLY_STATE_NAME;
-    if (hk_early_stopping_hook_new(&early_hook, &eo, &st) != HK_OK) {
-      status = fail_status("creating the early-stopping hook", &st);
-      goto out;
-    }
-    chief_hooks[nchief++] = early_hook;
-  }
-  {
-    hk_stop_at_step_options so = HK_STOP_AT_STEP_OPTIONS_INIT;
-    so.last_step = o->f.steps;
-    if (hk_hook_new(&feed_hook, &feeder_vtable, &f, "digits_feeder", NULL, &st) != HK_OK ||
-        hk_stop_at_step_hook_new(&stop_hook, &so, &st) != HK_OK) {
-      status = fail_status("creating hooks", &st);
-      goto out;
-    }
-#ifdef HK_EXAMPLE_MPI
-    /* The distributed hooks: the broadcast (sync) or the worker's push (ps)
-     * first, so every later hook sees the chief's variables and step; the
-     * stop agreement (sync) last, so it sees every other stop request. */
-    if (g_dist.mode == DIST_SYNC) {
-      hk_mpi_stop_options mso = HK_MPI_STOP_OPTIONS_INIT;
-      if (hk_mpi_broadcast_hook_new(&dist_first, g_dist.mpi, &st) != HK_OK ||
-          hk_mpi_stop_hook_new(&dist_last, g_dist.mpi, &mso, &st) != HK_OK) {
-        status = fail_status("creating the MPI hooks", &st);
-        goto out;
-      }
-    } else if (ps_worker) {
-      /* TensorFlow's recipe: worker task k starts at step int(K log(k + 1)).
-       * Here the chief serves and does not train, so the workers are tasks
-       * 0, 1, ... (ranks 1, 2, ...) and the first starts at once. */
-      hk_global_step_waiter_options wo = HK_GLOBAL_STEP_WAITER_OPTIONS_INIT;
-      wo.wait_until_step = (int64_t)((double)o->ps_wait_k * log((double)g_dist.rank));
-      wo.poll_interval_secs = 0.05;
-      if (hk_mpi_ps_worker_hook_new(&dist_first, g_dist.ps, &st) != HK_OK ||
-          hk_global_step_waiter_hook_new(&waiter_hook, &wo, &st) != HK_OK) {
-        status = fail_status("creating the parameter-server hooks", &st);
-        goto out;
-      }
-    } else if (ps_chief) {
-      if (hk_mpi_ps_chief_hook_new(&ps_chief_hook, g_dist.ps, &st) != HK_OK) {
-        status = fail_status("creating the parameter-server hook", &st);
-        goto out;
-      }
-      /* Before the checkpoint saver's end(): the final checkpoint is the
-       * state the workers were told to stop at. */
-      chief_hooks[nchief++] = ps_chief_hook;
-    }
-#endif
-    if (dist_first) hooks[nhooks++] = dist_first;
-    if (waiter_hook) hooks[nhooks++] = waiter_hook;
-    if (nan_hook && g_dist.mode != DIST_NONE) hooks[nhooks++] = nan_hook;
-    hooks[nhooks++] = feed_hook;
-    hooks[nhooks++] = stop_hook;
-    if (progress_hook) hooks[nhooks++] = progress_hook;
-    if (dist_last) hooks[nhooks++] = dist_last;
-  }
-#ifdef HK_EXAMPLE_MPI
-  if (ps_chief && hk_mpi_ps_serve_op(g_dist.ps, m.g, &serve, "ps_serve", &st) != HK_OK) {
-    status = fail_status("building the parameter server", &st);
-    goto out;
-  }
-  if (!g_dist.chief) {
-    /* A worker's ready check (C48, C73): in sync mode its own initial
-     * values, replaced by the chief's through the broadcast; on a parameter
-     * server the chief's variables, once it serves them. */
-    hk_scaffold_options sco = HK_SCAFFOLD_OPTIONS_INIT;
-    sco.env = &env;
-    rc = g_dist.mode == DIST_SYNC ? hk_mpi_sync_worker_ops(g_dist.mpi, m.g, &sco.ready_op, &sco.ready_for_local_init_op,
-                                                           &sco.local_init_op, &st)
-                                  : hk_mpi_ps_worker_ready_ops(g_dist.ps, m.g, &sco.ready_op,
-                                                               &sco.ready_for_local_init_op, &sco.local_init_op, &st);
-    if (rc != HK_OK || hk_scaffold_new(&scaffold, &sco, &st) != HK_OK) {
-      status = fail_status("setting up the worker", &st);
-      goto out;
-    }
-    if (ps_worker && hk_mpi_ps_worker_executor_new(&ps_executor, g_dist.ps, hk_graph_executor(m.g), &st) != HK_OK) {
-      status = fail_status("setting up the worker", &st);
-      goto out;
-    }
-  }
-#endif
-  if (o->f.checkpoint_dir && g_dist.chief) {
-    /* One Saver restores (through the Scaffold and checkpoint_dir) and
-     * saves (through the MTS's CheckpointSaverHook, which takes the
-     * Scaffold's), so retention continues across restarts. */
-    hk_saver_options svo = HK_SAVER_OPTIONS_INIT;
-    hk_scaffold_options sco = HK_SCAFFOLD_OPTIONS_INIT;
-    svo.env = &env;
-    svo.executor = hk_graph_executor(m.g);
-    svo.max_to_keep = o->f.keep;
-    sco.env = &env;
-    if (hk_saver_new(&saver, &svo, &st) != HK_OK) {
-      status = fail_status("creating the saver", &st);
-      goto out;
-    }
-    sco.saver = saver;
-    if (hk_scaffold_new(&scaffold, &sco, &st) != HK_OK) {
-      status = fail_status("setting up checkpoints", &st);
-      goto out;
-    }
-  }
-
-  to.env = &env;
-  to.executor = ps_executor ? ps_executor : hk_graph_executor(m.g);
-  /* Only the chief restores and saves; a worker has no checkpoint_dir. */
-  to.is_chief = g_dist.chief;
-  to.recovery_wait_secs = 0.2; /* a worker's poll while the chief starts */
-  to.checkpoint_dir = g_dist.chief ? o->f.checkpoint_dir : NULL;
-  if (!summaries) to.save_summaries_steps = 0; /* C54: no SummarySaverHook */
-  to.scaffold = scaffold;                      /* NULL: the MTS makes a default one */
-  to.summary_dir = o->f.summary_dir;
-  to.chief_only_hooks = chief_hooks;
-  to.nchief_only_hooks = nchief;
-  to.hooks = hooks;
-  to.nhooks = nhooks;
-  to.save_checkpoint_steps = o->f.save_steps;
-  to.save_checkpoint_secs = o->f.save_secs;
-  to.async_checkpoint = o->f.async;
-  if (hk_training_session_new(&s, &to, &st) != HK_OK) {
-    status = fail_status("creating the session", &st);
-    goto out;
-  }
-
-  args.feeds = NULL;
-  args.nfeeds = 0;
-  if (serve != HK_NO_HANDLE && hk_graph_op_output(m.g, serve, 0, &serve, &st) != HK_OK) {
-    status = fail_status("building the parameter server", &st);
-    goto out;
-  }
-  args.fetches = ps_chief ? &serve : &m.loss;
-  args.nfetches = 1;
-  args.targets = ps_chief ? &serve : &m.train_op;
-  args.ntargets = 1;
-  args.options = NULL;
   t0 = hk_env_monotonic(NULL);
-  while (!hk_session_should_stop(s)) {
-    if ((rc = hk_session_run(s, &args, &loss_t, NULL, &st)) != HK_OK) break;
-    if (!ps_chief) last_loss = *(const float *)loss_t.data;
-    steps_run++;
-    if (o->f.log_every > 0 && f.gs % o->f.log_every == 0) {
-      char line[64];
-      snprintf(line, sizeof line, "step %" PRId64 ": loss = %.4f", f.gs, (double)last_loss);
-      if (progress_hook)
-        hk_progress_hook_log(progress_hook, HK_LOG_INFO, line);
-      else
-        fprintf(stderr, "%s\n", line);
-    }
+  while (!hk_session_should_stop(r->s)) {
+    if ((rc = hk_session_run(r->s, &args, &loss, NULL, st)) != HK_OK) break;
+    if (!r->ps_chief) r->last_loss = *(const float *)loss.data;
+    r->steps_run++;
+    log_loss(r);
   }
-  t1 = hk_env_monotonic(NULL);
+  r->secs = hk_env_monotonic(NULL) - t0;
   /* The parameter server's chief: every worker left (OUT_OF_RANGE) or a
-   * signal stopped the service (CANCELLED): clean stops (H15). */
-  if (ps_chief && (rc == HK_OUT_OF_RANGE || (rc == HK_CANCELLED && hk_signal_fired()))) rc = HK_OK;
+   * signal stopped the service (CANCELLED): clean stops. */
+  if (r->ps_chief && (rc == HK_OUT_OF_RANGE || (rc == HK_CANCELLED && hk_signal_fired()))) rc = HK_OK;
   /* A worker whose wait for its start step ended because the job stops. */
-  if (ps_worker && rc == HK_CANCELLED && hk_session_should_stop(s)) rc = HK_OK;
-  if (rc != HK_OK) {
-    hk_status cst = HK_STATUS_INIT;
-    /* The feeder counts successful steps: the failed one is the next. */
-    const int64_t failed_step = f.gs + 1;
-    fail_status("training step", &st);
-    hk_session_close(s, rc, &cst);
-    if (t.diverged) report_divergence(o, failed_step);
-    goto out;
-  }
-  rc_close = hk_session_close(s, HK_OK, &st);
-  if (rc_close != HK_OK) {
-    status = fail_status("closing the session", &st);
-    goto out;
-  }
-  if (!f.have_result) {
-    fputs("train_digits: the session closed without evaluating the test set\n", stderr);
-    goto out;
-  }
-  if (hk_signal_fired()) fputs("train_digits: stopped by a signal\n", stderr);
-  if (early_hook) {
-    hk_early_stopping_info info;
-    if (hk_early_stopping_hook_info(early_hook, &info, &st) == HK_OK && info.best_step != HK_UNSET_STEPS)
-      fprintf(stderr,
-              "train_digits: early stopping: best test_loss %.6f at step %" PRId64 ", %" PRId64
-              " evaluations, the last %" PRId64 " without improvement%s\n",
-              info.best, info.best_step, info.evaluations, info.wait,
-              info.stopped_step != HK_UNSET_STEPS ? "; stopped" : "");
-  }
-  fprintf(stderr, "training time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", t1 - t0, steps_run,
-          steps_run ? (t1 - t0) * 1e6 / (double)steps_run : 0.0);
-  if (g_dist.chief)
-    printf("result: step=%" PRId64 " loss=%.6f test_accuracy=%.6f\n", f.final_step, (double)last_loss,
-           (double)f.test_accuracy);
-  else
-    fprintf(stderr, "train_digits: rank %d: step=%" PRId64 " test_accuracy=%.6f\n", g_dist.rank, f.final_step,
-            (double)f.test_accuracy);
-  status = fflush(stdout) == 0 ? 0 : DIGITS_EXIT_RUNTIME;
+  if (r->ps_worker && rc == HK_CANCELLED && hk_session_should_stop(r->s)) rc = HK_OK;
+  return rc == HK_OK ? 0 : report_failed_step(r, rc, st);
+}
 
-out:
-  /* The session first (it frees the hooks and Scaffold it made), then what
-   * it borrowed; the progress hook last: everything logged through it. */
-  hk_session_free(s);
-  hk_hook_free(feed_hook);
-  hk_hook_free(stop_hook);
-  hk_hook_free(nan_hook);
-  hk_hook_free(profiler_hook);
-  hk_hook_free(early_hook);
-  hk_hook_free(dist_first);
-  hk_hook_free(dist_last);
-  hk_hook_free(waiter_hook);
-  hk_hook_free(ps_chief_hook);
-  hk_scaffold_free(scaffold);
-  hk_saver_free(saver);
-  hk_executor_free(ps_executor);
-  hk_graph_free(m.g);
-  hk_hook_free(progress_hook);
-  free(t.hpre);
-  free(t.h);
-  free(t.dl);
-  free(t.dh);
-  free(f.perm);
-  free(f.xbuf);
-  free(f.ybuf);
+/* --early-stop-patience: how the evaluations went. */
+static void report_early_stopping(const run *r, hk_status *st) {
+  hk_early_stopping_info info;
+  if (hk_early_stopping_hook_info(r->early_stop, &info, st) != HK_OK || info.best_step == HK_UNSET_STEPS) return;
+  fprintf(stderr,
+          PROG ": early stopping: best test_loss %.6f at step %" PRId64 ", %" PRId64 " evaluations, the last %" PRId64
+               " without improvement%s\n",
+          info.best, info.best_step, info.evaluations, info.wait,
+          info.stopped_step != HK_UNSET_STEPS ? "; stopped" : "");
+}
+
+/* Close the session (every hook's end(): the final checkpoint, the test
+ * accuracy), then the report on stderr and the result line on stdout. */
+static int finish(run *r, hk_status *st) {
+  if (hk_session_close(r->s, HK_OK, st) != HK_OK) return fail_status("closing the session", st);
+  if (!r->f.have_result) {
+    fputs(PROG ": the session closed without evaluating the test set\n", stderr);
+    return DIGITS_EXIT_RUNTIME;
+  }
+  if (hk_signal_fired()) fputs(PROG ": stopped by a signal\n", stderr);
+  if (r->early_stop) report_early_stopping(r, st);
+  fprintf(stderr, "training time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", r->secs, r->steps_run,
+          r->steps_run ? r->secs * 1e6 / (double)r->steps_run : 0.0);
+  if (g_dist.chief)
+    printf("result: step=%" PRId64 " loss=%.6f test_accuracy=%.6f\n", r->f.final_step, (double)r->last_loss,
+           (double)r->f.test_accuracy);
+  else
+    fprintf(stderr, PROG ": rank %d: step=%" PRId64 " test_accuracy=%.6f\n", g_dist.rank, r->f.final_step,
+            (double)r->f.test_accuracy);
+  return fflush(stdout) == 0 ? 0 : DIGITS_EXIT_RUNTIME;
+}
+
+/* Train on the loaded data: build, run and report, each step only when the
+ * ones before it succeeded. @return the exit status. */
+static int train(const options *o, const digits_data *trn, const digits_data *tst) {
+  run r;
+  hk_status st = HK_STATUS_INIT;
+  int status = run_init(&r, o, trn);
+  if (status == 0) status = add_progress_hook(&r, &st);
+  if (status == 0) status = build(&r, tst, &st);
+  if (status == 0) status = add_chief_hooks(&r, &st);
+  if (status == 0) status = add_hooks(&r, &st);
+#ifdef HK_EXAMPLE_MPI
+  if (status == 0) status = setup_distributed(&r, &st);
+#endif
+  if (status == 0) status = setup_checkpoints(&r, &st);
+  if (status == 0) status = new_session(&r, &st);
+  if (status == 0) status = train_steps(&r, &st);
+  if (status == 0) status = finish(&r, &st);
+  run_free(&r);
   return status;
 }
 
+/* ---- main --------------------------------------------------------------- */
+
 /* Load the data and train, signals already installed. */
-static int run(const options *o) {
+static int load_and_train(const options *o) {
   digits_data trn, tst;
   int rc = digits_load(&o->f, &trn, &tst);
   if (rc == DIGITS_STOPPED) {
-    /* D12: a stop asked for before training started; nothing was written. */
+    /* A stop asked for before training started; nothing was written. */
     fputs(PROG ": stopped by a signal while loading the data; the checkpoint directory is untouched\n", stderr);
     return 0;
   }
@@ -1077,62 +1189,74 @@ static int run(const options *o) {
   return rc;
 }
 
+/* SIGINT/SIGTERM become a clean stop from here on, before the data is read:
+ * loading can take a while, and a signal that arrived before the handler
+ * would kill the process. During training the step in progress completes,
+ * the session closes normally and the checkpoint hook writes the final step.
+ * A synchronous job leaves signals to hooked::mpi's stop hook, which stops
+ * every rank after the same step. */
+static int run_with_signals(const options *o) {
+  hk_status st = HK_STATUS_INIT;
+  int installed = 0, rc;
+  if (o->distributed == DIST_SYNC)
+    installed = 0;
+  else if (hk_signal_install(&st) == HK_OK)
+    installed = 1;
+  else
+    fprintf(stderr, PROG ": signals will not stop training cleanly: %s\n", st.message);
+  rc = load_and_train(o);
+  if (installed) hk_signal_uninstall(NULL);
+  return rc;
+}
+
+#ifdef HK_EXAMPLE_MPI
+/* --distributed, under mpirun: rank 0 is the chief. hooked makes MPI calls
+ * from this thread only. @return 0, or the exit status. */
+static int dist_start(const options *o, int *argc, char ***argv) {
+  hk_status st = HK_STATUS_INIT;
+  MPI_Init(argc, argv);
+  g_dist.mode = o->distributed;
+  if (hk_mpi_new(&g_dist.mpi, NULL, &st) != HK_OK ||
+      (o->distributed == DIST_PS && hk_mpi_ps_new(&g_dist.ps, g_dist.mpi, &st) != HK_OK)) {
+    fprintf(stderr, PROG ": --distributed: %s\n", st.message);
+    MPI_Abort(MPI_COMM_WORLD, DIGITS_EXIT_RUNTIME);
+  }
+  g_dist.rank = hk_mpi_rank(g_dist.mpi);
+  g_dist.size = hk_mpi_size(g_dist.mpi);
+  g_dist.chief = hk_mpi_is_chief(g_dist.mpi);
+  if (o->distributed == DIST_SYNC && o->f.batch % g_dist.size != 0) {
+    if (g_dist.chief)
+      fprintf(stderr, PROG ": --batch %" PRId64 " (the global batch) is not a multiple of the %d ranks\n", o->f.batch,
+              g_dist.size);
+    MPI_Finalize();
+    return DIGITS_EXIT_USAGE;
+  }
+  return 0;
+}
+
+/* A rank that failed ends the job: none is left waiting for it. */
+static void dist_end(int rc) {
+  if (rc != 0) MPI_Abort(MPI_COMM_WORLD, rc);
+  hk_mpi_ps_free(g_dist.ps);
+  hk_mpi_free(g_dist.mpi);
+  MPI_Finalize();
+}
+#endif
+
 int main(int argc, char **argv) {
   options o;
-  hk_status st = HK_STATUS_INIT;
-  int signals_installed = 0;
   int rc = parse_args(argc, argv, &o);
-
   if (rc == DIGITS_HELP) {
     usage(stdout);
     return 0;
   }
   if (rc != 0) return rc;
 #ifdef HK_EXAMPLE_MPI
-  if (o.distributed != DIST_NONE) {
-    /* Under mpirun: rank 0 is the chief. hooked makes MPI calls from this
-     * thread only. */
-    MPI_Init(&argc, &argv);
-    g_dist.mode = o.distributed;
-    if (hk_mpi_new(&g_dist.mpi, NULL, &st) != HK_OK ||
-        (o.distributed == DIST_PS && hk_mpi_ps_new(&g_dist.ps, g_dist.mpi, &st) != HK_OK)) {
-      fprintf(stderr, "train_digits: --distributed: %s\n", st.message);
-      MPI_Abort(MPI_COMM_WORLD, DIGITS_EXIT_RUNTIME);
-    }
-    g_dist.rank = hk_mpi_rank(g_dist.mpi);
-    g_dist.size = hk_mpi_size(g_dist.mpi);
-    g_dist.chief = hk_mpi_is_chief(g_dist.mpi);
-    if (o.distributed == DIST_SYNC && o.f.batch % g_dist.size != 0) {
-      if (g_dist.chief)
-        fprintf(stderr, "train_digits: --batch %" PRId64 " (the global batch) is not a multiple of the %d ranks\n",
-                o.f.batch, g_dist.size);
-      MPI_Finalize();
-      return DIGITS_EXIT_USAGE;
-    }
-  }
+  if (o.distributed != DIST_NONE && (rc = dist_start(&o, &argc, &argv)) != 0) return rc;
 #endif
-  /* SIGINT/SIGTERM become a clean stop (D12) from here on, before the data
-   * is read: loading can take a while, and a signal that arrived before the
-   * handler would kill the process. During training the step in progress
-   * completes, the session closes normally and the checkpoint hook writes
-   * the final step. A synchronous job leaves signals to hooked::mpi's stop
-   * hook, which stops every rank after the same step. */
-  if (o.distributed == DIST_SYNC)
-    signals_installed = 0;
-  else if (hk_signal_install(&st) == HK_OK)
-    signals_installed = 1;
-  else
-    fprintf(stderr, "train_digits: signals will not stop training cleanly: %s\n", st.message);
-  rc = run(&o);
-  if (signals_installed) hk_signal_uninstall(NULL);
+  rc = run_with_signals(&o);
 #ifdef HK_EXAMPLE_MPI
-  if (g_dist.mode != DIST_NONE) {
-    /* A rank that failed ends the job: none is left waiting for it. */
-    if (rc != 0) MPI_Abort(MPI_COMM_WORLD, rc);
-    hk_mpi_ps_free(g_dist.ps);
-    hk_mpi_free(g_dist.mpi);
-    MPI_Finalize();
-  }
+  if (g_dist.mode != DIST_NONE) dist_end(rc);
 #endif
   return rc;
 }
