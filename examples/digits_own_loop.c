@@ -319,13 +319,47 @@ static double now_secs(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static void scratch_free(scratch *s) {
+  if (s == NULL) return;
+  free(s->x);
+  free(s->y);
+  free(s->hpre);
+  free(s->h);
+  free(s->dl);
+  free(s->dh);
+  free(s);
+}
+
+/* A step's scratch for batches of `batch` rows; NULL when out of memory. */
+static scratch *scratch_new(int64_t batch) {
+  scratch *s = calloc(1, sizeof *s);
+  const size_t b = (size_t)batch;
+  if (s == NULL || !(s->x = malloc(b * NPIX * sizeof(float))) || !(s->y = malloc(b * sizeof(int32_t))) ||
+      !(s->hpre = malloc(b * NHID * sizeof(float))) || !(s->h = malloc(b * NHID * sizeof(float))) ||
+      !(s->dl = malloc(b * NCLS * sizeof(float))) || !(s->dh = malloc(b * NHID * sizeof(float)))) {
+    scratch_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+/* The report on stderr and the result line on stdout. */
+static int report(const digits_flags *o, int64_t step, int64_t steps_run, double secs, float loss, float acc) {
+  if (step < o->steps) fprintf(stderr, PROG ": stopped by a signal at step %" PRId64 "\n", step);
+  fprintf(stderr, "training time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", secs, steps_run,
+          steps_run ? secs * 1e6 / (double)steps_run : 0.0);
+  printf("result: step=%" PRId64 " loss=%.6f test_accuracy=%.6f\n", step, (double)loss, (double)acc);
+  return fflush(stdout) == 0 ? 0 : DIGITS_EXIT_RUNTIME;
+}
+
+/* The plain C trainer, with the HOOKED lines that make it a hooked one. */
 static int train(const digits_flags *o, const digits_data *trn, const digits_data *tst) {
   model m;
   param params[NPARAMS] = {{"w1", 2, {NPIX, NHID}, NPIX, m.w1},
                            {"b1", 1, {NHID, 0}, NPIX, m.b1},
                            {"w2", 2, {NHID, NCLS}, NHID, m.w2},
                            {"b2", 1, {NCLS, 0}, NHID, m.b2}};
-  scratch *s = calloc(1, sizeof *s);
+  scratch *s = scratch_new(o->batch);
   data_iter it = {trn, o->batch, o->seed, 0, 0, NULL};
   float loss = NAN; /* of the last step */
   int64_t step = 0, steps_run = 0;
@@ -335,12 +369,7 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
   hk_loop *loop = NULL;          /* HOOKED */
 
   it.perm = malloc(trn->n * sizeof *it.perm);
-  if (s == NULL || it.perm == NULL || !(s->x = malloc((size_t)o->batch * NPIX * sizeof(float))) ||
-      !(s->y = malloc((size_t)o->batch * sizeof(int32_t))) ||
-      !(s->hpre = malloc((size_t)o->batch * NHID * sizeof(float))) ||
-      !(s->h = malloc((size_t)o->batch * NHID * sizeof(float))) ||
-      !(s->dl = malloc((size_t)o->batch * NCLS * sizeof(float))) ||
-      !(s->dh = malloc((size_t)o->batch * NHID * sizeof(float)))) {
+  if (s == NULL || it.perm == NULL) {
     fputs(PROG ": out of memory\n", stderr);
     goto out;
   }
@@ -377,27 +406,14 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
   }
   secs = now_secs() - t0;
   if (hk_loop_finish(loop, &st) != HK_OK) goto failed; /* HOOKED: the final checkpoint */
-
-  if (step < o->steps) fprintf(stderr, PROG ": stopped by a signal at step %" PRId64 "\n", step);
-  fprintf(stderr, "training time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", secs, steps_run,
-          steps_run ? secs * 1e6 / (double)steps_run : 0.0);
-  printf("result: step=%" PRId64 " loss=%.6f test_accuracy=%.6f\n", step, (double)loss, (double)accuracy(&m, tst));
-  status = fflush(stdout) == 0 ? 0 : DIGITS_EXIT_RUNTIME;
+  status = report(o, step, steps_run, secs, loss, accuracy(&m, tst));
   goto out;
 
 failed:
   fprintf(stderr, PROG ": %s: %s\n", hk_code_name(st.code), st.message); /* HOOKED */
 out:
   hk_loop_free(loop); /* HOOKED */
-  if (s != NULL) {
-    free(s->x);
-    free(s->y);
-    free(s->hpre);
-    free(s->h);
-    free(s->dl);
-    free(s->dh);
-  }
-  free(s);
+  scratch_free(s);
   free(it.perm);
   return status;
 }
