@@ -58,6 +58,10 @@ void usage(std::FILE *to) {
   std::fprintf(to,
                "usage: cpp_trainer [--checkpoint-dir DIR] [--steps N] [--save-steps K] [--log-every L]\n"
                "                   [--seed S] [--lr X]\n"
+               "\n"
+               "Fit y = w.x + b (8 features) by SGD with momentum on a synthetic stream, on hooked's\n"
+               "host loop through its C++17 wrapper hooked/hooked.hpp.\n"
+               "\n"
                "  --checkpoint-dir DIR  restore from and save to DIR (default: no checkpoints)\n"
                "  --steps N             train until global step N (default 1000)\n"
                "  --save-steps K        checkpoint every K steps, 0: only on demand (default 100)\n"
