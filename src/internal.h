@@ -7,21 +7,12 @@
 #ifndef HOOKED_INTERNAL_H
 #define HOOKED_INTERNAL_H
 
-#include "hooked/hooked.h"
+#include "util/common.h"
+#include "util/dir_lock.h"
+#include "util/thread.h"
 
-#include <stdarg.h>
-
-/** The default env when `env` is NULL. */
-const hk_env *hk__env_or_default(const hk_env *env);
-void hk__env_vlog(const hk_env *env, hk_log_level level, const char *fmt, va_list ap);
-void hk__status_copy(hk_status *dst, const hk_status *src);
-/** A callback may return a code without filling its status, or fill a
- *  different code: make `st` agree with `rc` and name the culprit. @return rc. */
-hk_code hk__callback_result(hk_code rc, hk_status *st, const char *what, const char *name);
 /** The executor a Scaffold was finalized with, or NULL. */
 hk_executor *hk__scaffold_executor(const hk_scaffold *s);
-/** finite and >= 0 */
-int hk__secs_valid(double secs);
 
 /* ---- hooks (core/hook.c) ------------------------------------------------------ */
 struct hk_hook {
@@ -76,7 +67,6 @@ hk_code hk__hook_event_writer(hk_hook *hook, const char *dir, hk__event_writer *
  */
 void hk__hook_event_writer_release(hk_hook *hook, const char *who, hk__event_writer **w, int *caller_owns);
 
-typedef struct hk__dir_lock hk__dir_lock; /* src/ckpt/dir_lock.c */
 /**
  * H58: lock checkpoint directory `dir` for the session `hook` serves, once
  * per session and directory (the first hook to ask takes the lock, the
@@ -100,8 +90,6 @@ struct hk_run_context {
 
 /** The spans of the last completed traced run of session `s` (H41). */
 const hk_span *hk__session_last_spans(const void *s, size_t *n);
-/** An id of the calling thread for trace viewers (the kernel's tid on Linux). */
-uint64_t hk__thread_id(void);
 
 struct hk_creation_context {
   int stop_requested;

@@ -15,7 +15,9 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#include "ckpt.h"
+#include "ckpt/ckpt.h"
+#include "util/fs.h"
+#include "util/path.h"
 
 #include <string.h>
 

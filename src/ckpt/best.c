@@ -21,7 +21,12 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#include "ckpt.h"
+#include "ckpt/ckpt.h"
+#include "util/common.h"
+#include "util/decimal.h"
+#include "util/fs.h"
+#include "util/path.h"
+#include "util/record_lines.h"
 
 #include <math.h>
 #include <stdio.h>

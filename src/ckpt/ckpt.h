@@ -1,220 +1,23 @@
 /*
- * Internal declarations of the checkpoint layer (hk__ names; not API).
+ * Internal declarations of the checkpoint layer (hk__ names; not API),
+ * for the layers above it; it builds on src/util/ alone.
  *
- *   fs.c          POSIX hk_fs, H9 errno mapping, atomic files (D4.1), stale
- *                 temporary cleanup (D4.2 step 1), mkdirs, bounded reads,
- *                 names and paths (H32)
- *   dir_lock.c    the POSIX hk_fs's lock and unlock, and the lock of a
- *                 checkpoint directory its writers take (H58)
- *   writeback.c   the POSIX write_at's early writeback (Linux)
- *   crc32c.c      hk_crc32c_extend (SSE4.2 / portable, chosen at run time),
- *                 the fused copy + CRC and the CRC join (crc32c.h)
  *   safetensors.c the data-file writer and the public reader
  *   finite.c      the writer's scan for NaN and infinities
- *   adopt.c       checkpoints the state file does not list
  *   state.c       the state file: parse (H33), format (C117), public helpers
+ *   pending.c     the pending-deletions record
+ *   best.c        the best-checkpoint record
+ *   adopt.c       checkpoints the state file does not list
+ *   stale_tmp.c   stale temporary files of a checkpoint directory
  *   saver.c       hk_saver, latest_checkpoint, restore with fallback (D5)
+ *   snapshot.c    the copy-before-write snapshot (snapshot.h)
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #ifndef HOOKED_CKPT_H
 #define HOOKED_CKPT_H
 
-#include "../internal.h"
-#include "crc32c.h"
-
-/* ---- file system (fs.c) ---------------------------------------------------- */
-
-/** An env's file system, resolved once: vt is never NULL. */
-typedef struct hk__fs {
-  const hk_fs_vtable *vt;
-  void *user;
-  const hk_env *env; /* borrowed: for allocation and logging; never NULL */
-} hk__fs;
-
-/** Resolve env->fs (POSIX when NULL or env version 1). `env` NULL: defaults. */
-void hk__fs_init(hk__fs *fs, const hk_env *env);
-
-/** What a slot returned, made what H9 says: a code other than ABORTED or
- *  UNAVAILABLE (those become UNKNOWN), with a message naming `path`,
- *  copied from `local` into `st`. @return the code. */
-hk_code hk__fs_result(hk_code rc, hk_status *local, hk_status *st, const char *op, const char *path);
-
-/* Thin wrappers: call the slot and make sure a non-OK code comes with a
- * message naming the path (implementations may forget). */
-hk_code hk__fs_open_read(const hk__fs *fs, const char *path, hk_fs_file **out, hk_status *st);
-hk_code hk__fs_read_full(const hk__fs *fs, hk_fs_file *f, const char *path, void *buf, size_t len, uint64_t offset,
-                         size_t *nread, hk_status *st); /* loops until len or EOF */
-hk_code hk__fs_size(const hk__fs *fs, hk_fs_file *f, const char *path, uint64_t *size, hk_status *st);
-hk_code hk__fs_close(const hk__fs *fs, hk_fs_file *f, const char *path, hk_status *st);
-hk_code hk__fs_create_excl(const hk__fs *fs, const char *path, hk_fs_file **out, hk_status *st);
-/** One write call; *nwritten is at most len. */
-hk_code hk__fs_write(const hk__fs *fs, hk_fs_file *f, const char *path, const void *buf, size_t len, size_t *nwritten,
-                     hk_status *st);
-/** The optional write_at slot (version 2, H10): nonzero when the fs has
- *  one; hk__fs_write_at is UNIMPLEMENTED otherwise. One call, like write. */
-int hk__fs_has_write_at(const hk__fs *fs);
-hk_code hk__fs_write_at(const hk__fs *fs, hk_fs_file *f, const char *path, const void *buf, size_t len,
-                        uint64_t offset, size_t *nwritten, hk_status *st);
-hk_code hk__fs_sync(const hk__fs *fs, hk_fs_file *f, const char *path, hk_status *st);
-/** POSIX write_at's early writeback (writeback.c): start writing out to the
- *  disk the 8 MiB windows of descriptor fd that the write of [offset,
- *  offset + len) completed (Linux sync_file_range; a no-op elsewhere). */
-void hk__start_writeback(int fd, uint64_t offset, size_t len);
-/** The optional map slot: UNIMPLEMENTED when the fs has none. On failure
- *  *addr and *token are NULL. */
-hk_code hk__fs_map(const hk__fs *fs, hk_fs_file *f, const char *path, uint64_t offset, size_t len,
-                   const void **addr, void **token, hk_status *st);
-hk_code hk__fs_unmap(const hk__fs *fs, void *token, const char *path, hk_status *st);
-hk_code hk__fs_stat(const hk__fs *fs, const char *path, hk_fs_stat *out, hk_status *st);
-hk_code hk__fs_unlink(const hk__fs *fs, const char *path, hk_status *st);
-hk_code hk__fs_list(const hk__fs *fs, const char *path, hk_fs_list_fn fn, void *fn_user, hk_status *st);
-hk_code hk__fs_sync_dir(const hk__fs *fs, const char *path, hk_status *st);
-/** nonzero when `path` exists (stat succeeds) and is not a directory. */
-int hk__fs_is_file(const hk__fs *fs, const char *path);
-
-/* ---- checkpoint directory locks (dir_lock.c, H58) ------------------------- */
-
-/** The lock file of a checkpoint directory: one per directory, whatever the
- *  checkpoints' basename or the state file's name. */
-#define HK__LOCK_FILE "hooked.lock"
-
-/** The POSIX hk_fs's lock and unlock slots (hooked/sys/fs.h). */
-hk_code hk__posix_lock(void *user, const char *path, const char *holder, hk_fs_lock **out, hk_status *st);
-hk_code hk__posix_unlock(void *user, hk_fs_lock *lock, hk_status *st);
-
-/**
- * Lock checkpoint directory `dir` (H58): "<dir>/hooked.lock" through env's
- * file system, with this process's description (pid, host, since when, the
- * hooked version). A file system that cannot lock (no lock slot, or
- * UNIMPLEMENTED) gives *out NULL and OK, logged at DEBUG.
- * **Errors:** FAILED_PRECONDITION "Checkpoint directory <dir> is in use by
- * another trainer (<its description>; lock file <path>). ..." when another
- * holds it; the file system's errors (H9); RESOURCE_EXHAUSTED.
- * @param out  owned: hk__dir_lock_release(). NULL on failure.
- */
-hk_code hk__dir_lock_take(const hk_env *env, const char *dir, hk__dir_lock **out, hk_status *st);
-/** Remove the lock file and release the lock; an unlock error is logged
- *  at WARNING (the file left is taken over by the next holder). NULL: a
- *  no-op. */
-void hk__dir_lock_release(hk__dir_lock *lock);
-
-/** The locks a session holds, one per directory ("a/b" and "a/b/" are one
- *  directory): taken by the first of its hooks to ask, released together. */
-typedef struct hk__dir_locks {
-  struct hk__dir_locks_entry *v;
-  size_t n, cap;
-} hk__dir_locks;
-
-/** The lock of `dir` in `set`: already held (or known unlockable) → OK;
- *  otherwise hk__dir_lock_take() through `env`, kept in the set (allocated
- *  through `set_env`) when it succeeds. */
-hk_code hk__dir_locks_take(hk__dir_locks *set, const hk_env *set_env, const hk_env *env, const char *dir,
-                           hk_status *st);
-/** Release every lock of the set, in the order taken, and empty it. */
-void hk__dir_locks_release(hk__dir_locks *set, const hk_env *set_env);
-
-/**
- * A file written atomically (D4.1): created as "<final>.tmp-XXXXXX" (six
- * random [A-Za-z0-9], exclusive, retried on ALREADY_EXISTS), appended to,
- * then committed: fsync, close, rename over final, fsync of the directory.
- * Any failure removes the temporary file (best effort). Write errors are
- * sticky: after one, write() returns it again and commit() fails with it.
- */
-typedef struct hk__atomic_file {
-  hk__fs fs;
-  hk_fs_file *f;        /* NULL once closed */
-  char *final_path;     /* owned (fs.env allocator) */
-  char *tmp_path;       /* owned */
-  char *dir;            /* owned: directory of final_path ("." when none) */
-  hk_code error;        /* sticky */
-  hk_status error_status;
-  uint64_t written;
-  /* Set by the caller before commit: skip the directory fsync after the
-   * rename, because the caller's next step fsyncs the same directory before
-   * anything depends on the new name (D6.5's record). */
-  int defer_dir_sync;
-} hk__atomic_file;
-
-hk_code hk__atomic_begin(hk__atomic_file *af, const hk_env *env, const char *final_path, hk_status *st);
-/** Append all of buf, looping over short writes (a write of 0 bytes is an
- *  UNKNOWN error naming the file). */
-hk_code hk__atomic_write(hk__atomic_file *af, const void *buf, size_t n, hk_status *st);
-/** Write all of buf at `offset` through the fs's write_at (the caller
- *  checked hk__fs_has_write_at), looping over short writes; errors are
- *  sticky as for hk__atomic_write. Never mixed with it on one file. */
-hk_code hk__atomic_write_at(hk__atomic_file *af, const void *buf, size_t n, uint64_t offset, hk_status *st);
-/** fsync, close, rename, fsync dir; frees the struct's strings either way. */
-hk_code hk__atomic_commit(hk__atomic_file *af, hk_status *st);
-/** Close and unlink the temporary file; frees the strings. Safe after commit. */
-void hk__atomic_abort(hk__atomic_file *af);
-/** begin + write + commit. */
-hk_code hk__write_file_atomic(const hk_env *env, const char *path, const void *data, size_t n, hk_status *st);
-
-/**
- * Read a whole small file, NUL-terminated, into an allocation of env.
- * A file larger than `max` bytes → OUT_OF_RANGE naming it (nothing read).
- * @param out  owned (hk_env_free) on success; NULL on failure.
- */
-hk_code hk__read_file(const hk_env *env, const char *path, size_t max, char **out, size_t *len, hk_status *st);
-
-/**
- * D4.2 step 1: remove "<F>.tmp-XXXXXX" entries of `dir` where F is
- * `latest_filename`, its pending-deletion record (latest_filename +
- * HK__PENDING_SUFFIX, D6.5), its best-checkpoint record (latest_filename +
- * HK__BEST_SUFFIX, H45), "graph.txt", or ends in ".safetensors" or
- * ".graph.txt" — or, as named before, is "graph.pbtxt" or ends in ".meta".
- * Failures to remove are logged at WARNING, not returned; a listing error
- * is returned.
- */
-hk_code hk__remove_stale_tmp(const hk_env *env, const char *dir, const char *latest_filename, hk_status *st);
-
-/** mkdir -p through the fs; an existing directory is OK, an existing
- *  non-directory is FAILED_PRECONDITION naming it. Every level it creates
- *  is made durable (D4.5): its parent is fsynced before the next level is
- *  made, so one sync_dir per directory created, none when all exist. */
-hk_code hk__mkdirs(const hk_env *env, const char *path, hk_status *st);
-
-/* ---- hooked's small text records: lines (record_lines.c) ------------------------ */
-
-/** The line starting at *p without its '\n' (replaced by a NUL), *n its
- *  length; advances *p past it. NULL at `end`. Every line must end in '\n'
- *  (hk__record_open() checked it). */
-char *hk__record_next_line(char **p, const char *end, size_t *n);
-/** Start reading the record text[0, len) (NUL-terminated at len): it must
- *  end with a complete line, hold no NUL byte and have `magic` as line 1.
- *  @return 1 with *p past line 1; 0 with *why (cap bytes) saying which
- *  rule it breaks. */
-int hk__record_open(char **p, char *text, size_t len, const char *magic, char *why, size_t cap);
-
-/* ---- decimal numbers with '.' whatever the locale (decimal.c) ---------------- */
-
-/** The longest token hk__decimal_parse_c() converts (a state-file line). */
-#define HK__DECIMAL_MAX 4096
-/** Copy printf's rendering of a number into out (cap bytes, NUL-terminated,
- *  cut short if needed) with the process locale's decimal point replaced by
- *  '.'. */
-void hk__decimal_to_c(const char *printed, char *out, size_t cap);
-/** strtod of tok[0, len) read with '.' as the decimal point, whatever the
- *  locale. The caller checks the grammar first (strtod also takes spaces,
- *  signs, "inf"). @return 0 when strtod does not take the whole token or
- *  the converted text with its NUL would need more than `max` bytes (max is
- *  capped at HK__DECIMAL_MAX plus a locale's decimal point and the NUL). */
-int hk__decimal_parse_c(const char *tok, size_t len, size_t max, double *out);
-
-/** H32: 1–255 bytes, no '/', '\\', '"', control bytes (0x01–0x1F, 0x7F),
- *  no "..", not ".". */
-int hk__valid_name(const char *name);
-/** "dir/name" (no doubled '/'; just name when dir is "" or NULL), allocated
- *  through env; NULL on OOM. */
-char *hk__path_join(const hk_env *env, const char *dir, const char *name);
-/** The directory part of path ("." when it has no '/', "/" for "/x"),
- *  allocated through env; NULL on OOM. */
-char *hk__path_dirname(const hk_env *env, const char *path);
-/** Pointer to the last component of path (after the last '/'). */
-const char *hk__path_basename(const char *path);
-/** malloc-free printf into env's allocator; NULL on OOM. */
-char *hk__asprintf(const hk_env *env, const char *fmt, ...) HK_PRINTF(2, 3);
+#include "util/common.h"
 
 /* ---- data files (safetensors.c) --------------------------------------------- */
 
@@ -477,6 +280,19 @@ int hk__managed_step(const char *name, const char *basename, int64_t *step);
  */
 hk_code hk__adopt_into(const hk_env *env, const char *dir, const char *base, double now, int preserves,
                        const hk__state *state, char ***paths, double **stamps, size_t *n, hk_status *st);
+
+/* ---- stale temporary files (stale_tmp.c) ----------------------------------------- */
+
+/**
+ * D4.2 step 1: remove "<F>.tmp-XXXXXX" entries of `dir` where F is
+ * `latest_filename`, its pending-deletion record (latest_filename +
+ * HK__PENDING_SUFFIX, D6.5), its best-checkpoint record (latest_filename +
+ * HK__BEST_SUFFIX, H45), "graph.txt", or ends in ".safetensors" or
+ * ".graph.txt" — or, as named before, is "graph.pbtxt" or ends in ".meta".
+ * Failures to remove are logged at WARNING, not returned; a listing error
+ * is returned.
+ */
+hk_code hk__remove_stale_tmp(const hk_env *env, const char *dir, const char *latest_filename, hk_status *st);
 
 /* ---- saver (saver.c) ------------------------------------------------------------ */
 

@@ -23,7 +23,11 @@
 #if defined(__linux__) && !defined(_DEFAULT_SOURCE)
 #define _DEFAULT_SOURCE 1 /* mincore(), beside _POSIX_C_SOURCE */
 #endif
-#include "ckpt.h"
+#include "ckpt/ckpt.h"
+#include "util/common.h"
+#include "util/crc32c.h"
+#include "util/fs.h"
+#include "util/path.h"
 
 #include <inttypes.h>
 #include <pthread.h>

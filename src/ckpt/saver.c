@@ -11,7 +11,10 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#include "ckpt.h"
+#include "ckpt/ckpt.h"
+#include "util/common.h"
+#include "util/fs.h"
+#include "util/path.h"
 
 #include <inttypes.h>
 #include <stdio.h>

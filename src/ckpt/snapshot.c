@@ -17,7 +17,8 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "snapshot.h"
+#include "ckpt/snapshot.h"
+#include "ckpt/ckpt.h"
 
 #include <pthread.h>
 #include <stdint.h>

@@ -17,7 +17,7 @@
 #ifndef HOOKED_CKPT_SNAPSHOT_H
 #define HOOKED_CKPT_SNAPSHOT_H
 
-#include "ckpt.h"
+#include "util/common.h"
 
 /** A new, empty snapshot (nothing pending); allocated through env. On
  *  failure *out is NULL and the status names what ran out. */

@@ -69,7 +69,11 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#include "ckpt.h"
+#include "ckpt/ckpt.h"
+#include "util/crc32c.h"
+#include "util/decimal.h"
+#include "util/fs.h"
+#include "util/path.h"
 
 #include <inttypes.h>
 #include <math.h>

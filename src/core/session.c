@@ -7,9 +7,12 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#include "internal.h"
 #include "ckpt/ckpt.h"
 #include "events/events.h"
+#include "internal.h"
+#include "util/common.h"
+#include "util/dir_lock.h"
+#include "util/thread.h"
 
 #include <stddef.h>
 #include <stdio.h>

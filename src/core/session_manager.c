@@ -5,8 +5,11 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#include "internal.h"
 #include "ckpt/ckpt.h"
+#include "internal.h"
+#include "util/common.h"
+#include "util/fs.h"
+#include "util/path.h"
 
 #include <stdatomic.h>
 #include <stdio.h>

@@ -39,8 +39,13 @@
  */
 #define _POSIX_C_SOURCE 200809L /* gethostname */
 
+#include "ckpt/ckpt.h"
 #include "events/events.h"
 #include "events/proto.h"
+#include "internal.h"
+#include "util/common.h"
+#include "util/fs.h"
+#include "util/path.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -18,6 +18,7 @@
  */
 #include "graph/summary_ops.h"
 #include "events/proto.h"
+#include "graph/graph_internal.h"
 #include "hooked/summary.h"
 
 #include <stdio.h>

@@ -35,8 +35,10 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "checkpoint_saver_internal.h"
-#include "../ckpt/snapshot.h"
+#include "ckpt/ckpt.h"
+#include "ckpt/snapshot.h"
+#include "hooks/checkpoint_saver_internal.h"
+#include "util/common.h"
 
 #include <inttypes.h>
 #include <pthread.h>

@@ -11,7 +11,9 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#include "checkpoint_saver_internal.h"
+#include "ckpt/ckpt.h"
+#include "hooks/checkpoint_saver_internal.h"
+#include "internal.h"
 
 #include <inttypes.h>
 #include <stdio.h>

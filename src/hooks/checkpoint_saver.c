@@ -26,7 +26,13 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "checkpoint_saver_internal.h"
+#include "ckpt/ckpt.h"
+#include "hooks/checkpoint_saver_internal.h"
+#include "internal.h"
+#include "util/common.h"
+#include "util/dir_lock.h"
+#include "util/fs.h"
+#include "util/path.h"
 
 #include <inttypes.h>
 #include <stdio.h>

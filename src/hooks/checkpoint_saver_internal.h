@@ -19,7 +19,9 @@
 #ifndef HOOKED_HOOKS_CHECKPOINT_SAVER_INTERNAL_H
 #define HOOKED_HOOKS_CHECKPOINT_SAVER_INTERNAL_H
 
-#include "../ckpt/ckpt.h"
+#include "ckpt/ckpt.h"
+#include "internal.h"
+#include "util/dir_lock.h"
 
 #include <pthread.h>
 #include <stddef.h>

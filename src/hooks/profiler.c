@@ -21,8 +21,10 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
+#include "ckpt/ckpt.h"
 #include "events/events.h"
 #include "events/proto.h"
+#include "internal.h"
 
 #include <inttypes.h>
 #include <math.h>

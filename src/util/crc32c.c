@@ -21,7 +21,7 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "hooked/checkpoint.h"
-#include "crc32c.h"
+#include "util/crc32c.h"
 
 #include <stddef.h>
 #include <stdint.h>

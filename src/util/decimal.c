@@ -9,7 +9,7 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#include "ckpt.h"
+#include "util/decimal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

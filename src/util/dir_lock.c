@@ -20,7 +20,9 @@
 #ifndef _DEFAULT_SOURCE
 #define _DEFAULT_SOURCE 1 /* flock */
 #endif
-#include "ckpt.h"
+#include "util/dir_lock.h"
+#include "util/fs.h"
+#include "util/path.h"
 
 #include <errno.h>
 #include <fcntl.h>

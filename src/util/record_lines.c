@@ -6,7 +6,7 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#include "ckpt.h"
+#include "util/record_lines.h"
 
 #include <stdio.h>
 #include <string.h>

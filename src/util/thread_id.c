@@ -12,7 +12,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "util/thread.h"
 
 uint64_t hk__thread_id(void) {
 #if defined(__linux__) && defined(SYS_gettid)

@@ -13,7 +13,7 @@
 #if defined(__linux__) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE 1
 #endif
-#include "ckpt.h"
+#include "util/fs.h"
 
 #include <fcntl.h>
 

@@ -20,7 +20,7 @@
 
 #include <hooked/checkpoint.h>
 
-#include "crc32c.h" /* src/ckpt: hk__crc32c_copy, hk__crc32c_combine (crc32c.c is compiled in) */
+#include "util/crc32c.h" /* hk__crc32c_copy, hk__crc32c_combine (crc32c.c is compiled in) */
 
 /* One bit at a time, straight from the definition. */
 static uint32_t reference_crc(uint32_t crc, const unsigned char *p, size_t n) {

@@ -1,0 +1,101 @@
+/*
+ * Stale temporary files of a checkpoint directory: before a
+ * save writes anything, the "<F>.tmp-XXXXXX" files a crashed save left
+ * behind, for the names a checkpoint directory holds (the state file, its
+ * records, the data files and graph descriptions), are removed.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include "ckpt/ckpt.h"
+#include "util/fs.h"
+#include "util/path.h"
+
+#include <string.h>
+
+typedef struct stale_list {
+  const hk_env *env;
+  const char *latest;
+  char **names;
+  size_t n, cap;
+  int oom;
+} stale_list;
+
+static int ends_with(const char *s, size_t n, const char *suffix) {
+  size_t k = strlen(suffix);
+  return n >= k && memcmp(s + n - k, suffix, k) == 0;
+}
+
+/* "<F>.tmp-XXXXXX" with F one of ours. */
+static int is_our_tmp(const char *name, const char *latest) {
+  size_t fl;
+  if (!hk__atomic_tmp_name(name, &fl)) return 0;
+  if (fl == strlen(latest) && memcmp(name, latest, fl) == 0) return 1;
+  /* The pending-deletion record beside the state file (D6.5). */
+  if (fl == strlen(latest) + sizeof HK__PENDING_SUFFIX - 1 && memcmp(name, latest, strlen(latest)) == 0 &&
+      memcmp(name + strlen(latest), HK__PENDING_SUFFIX, sizeof HK__PENDING_SUFFIX - 1) == 0)
+    return 1;
+  /* The best-checkpoint record beside it (H45). */
+  if (fl == strlen(latest) + sizeof HK__BEST_SUFFIX - 1 && memcmp(name, latest, strlen(latest)) == 0 &&
+      memcmp(name + strlen(latest), HK__BEST_SUFFIX, sizeof HK__BEST_SUFFIX - 1) == 0)
+    return 1;
+  if (fl == strlen("graph.txt") && memcmp(name, "graph.txt", fl) == 0) return 1;
+  if (ends_with(name, fl, ".safetensors") || ends_with(name, fl, ".graph.txt")) return 1;
+  /* The names these files had before: a crashed save of an older version. */
+  if (fl == strlen("graph.pbtxt") && memcmp(name, "graph.pbtxt", fl) == 0) return 1;
+  return ends_with(name, fl, ".meta");
+}
+
+static hk_code collect_stale(void *user, const char *name, hk_status *st) {
+  stale_list *l = user;
+  (void)st;
+  if (l->oom || !is_our_tmp(name, l->latest)) return HK_OK;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 8;
+    char **grown = hk_env_realloc(l->env, l->names, cap * sizeof *grown);
+    if (!grown) {
+      l->oom = 1;
+      return HK_OK;
+    }
+    l->names = grown;
+    l->cap = cap;
+  }
+  l->names[l->n] = hk_env_strdup(l->env, name);
+  if (!l->names[l->n]) {
+    l->oom = 1;
+    return HK_OK;
+  }
+  l->n++;
+  return HK_OK;
+}
+
+hk_code hk__remove_stale_tmp(const hk_env *env, const char *dir, const char *latest_filename, hk_status *st) {
+  hk__fs fs;
+  stale_list l;
+  hk_code rc;
+
+  hk__fs_init(&fs, env);
+  memset(&l, 0, sizeof l);
+  l.env = fs.env;
+  l.latest = latest_filename ? latest_filename : "checkpoint";
+  /* Collect first, remove after: an fs need not allow changing a directory
+   * while it is being listed. */
+  rc = hk__fs_list(&fs, dir, collect_stale, &l, st);
+  if (rc == HK_OK && l.oom)
+    rc = hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory listing temporary files in %s", dir);
+  for (size_t i = 0; i < l.n; i++) {
+    if (rc == HK_OK) {
+      hk_status why = HK_STATUS_INIT;
+      char *path = hk__path_join(fs.env, dir, l.names[i]);
+      if (!path) {
+        rc = hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory removing temporary files in %s", dir);
+      } else {
+        if (hk__fs_unlink(&fs, path, &why) != HK_OK && why.code != HK_NOT_FOUND)
+          hk_env_log(fs.env, HK_LOG_WARNING, "Could not remove stale temporary file %s: %s", path, why.message);
+        hk_env_free(fs.env, path);
+      }
+    }
+    hk_env_free(fs.env, l.names[i]);
+  }
+  hk_env_free(fs.env, l.names);
+  return rc;
+}
