@@ -7,6 +7,7 @@
 #ifndef HOOKED_INTERNAL_H
 #define HOOKED_INTERNAL_H
 
+#include "events/events.h"
 #include "util/common.h"
 #include "util/dir_lock.h"
 #include "util/thread.h"
@@ -47,7 +48,6 @@ void hk__hook_set_on_quiesce(hk_hook *hook, void (*fn)(void *user));
 /** Register a built-in hook's traced-run callback (see struct hk_hook). */
 void hk__hook_set_on_traced_run(hk_hook *hook, hk_code (*fn)(void *user, hk_status *status));
 
-typedef struct hk__event_writer hk__event_writer; /* src/ckpt/events.c */
 /**
  * H26: the event writer for directory `dir` of the session `hook` serves
  * (hook->owner), shared by every hook asking for the same directory in that

@@ -365,17 +365,4 @@ void hk__snapshot_copy(void *dst, const void *src, size_t n);
  *  another thread reads the copies. */
 int hk__snapshot_stream_copy(void *dst, const void *src, size_t n);
 
-/* ---- event files (events.c, H26) ------------------------------------------------- */
-
-typedef struct hk__event_writer hk__event_writer;
-/** A writer for directory `dir`; the file is created at the first write:
- *  "events.out.tfevents.<10-digit epoch seconds>.<hostname>", with the
- *  file_version "brain.Event:2" event first. */
-hk_code hk__event_writer_new(hk__event_writer **out, const hk_env *env, const char *dir, hk_status *st);
-/** Append a SessionLog event (status 3 = CHECKPOINT) at `step`. */
-hk_code hk__event_writer_session_log(hk__event_writer *w, int64_t step, int status, const char *checkpoint_path,
-                                     hk_status *st);
-hk_code hk__event_writer_flush(hk__event_writer *w, hk_status *st);
-void hk__event_writer_free(hk__event_writer *w);
-
 #endif /* HOOKED_CKPT_H */

@@ -7,7 +7,6 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#include "ckpt/ckpt.h"
 #include "events/events.h"
 #include "internal.h"
 #include "util/common.h"
@@ -224,8 +223,10 @@ static hk_code session_event_writer(hk_session *s, const hk_env *env, const char
   return HK_OK;
 }
 
-hk_code hk__session_event_writer(hk_session *s, const hk_env *env, const char *dir, hk__event_writer **out,
-                                 hk_status *st) {
+/* The writer the session shares for `dir`, made through `env` at the first
+ * request for that directory. FAILED_PRECONDITION once it is closed. */
+static hk_code shared_event_writer(hk_session *s, const hk_env *env, const char *dir, hk__event_writer **out,
+                                   hk_status *st) {
   *out = NULL;
   if (s->closed) return hk_status_set(st, HK_FAILED_PRECONDITION, CLOSED_MESSAGE);
   return session_event_writer(s, env ? env : &s->env, dir, out, st);
@@ -255,6 +256,40 @@ void hk__hook_event_writer_release(hk_hook *hook, const char *who, hk__event_wri
   }
   *w = NULL;
   *caller_owns = 0;
+}
+
+/* The public ways to the writers a session shares (hooked/summary.h). */
+static hk_code check_dir(const char *fn, const void *obj, const char *objname, const char *logdir,
+                         hk_summary_writer **out, hk_status *st) {
+  if (out != NULL) *out = NULL;
+  if (obj == NULL) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: %s is NULL", fn, objname);
+  if (out == NULL) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: out is NULL", fn);
+  if (logdir == NULL || logdir[0] == '\0')
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: logdir is %s", fn, logdir ? "empty" : "NULL");
+  return HK_OK;
+}
+
+hk_code hk_session_summary_writer(hk_session *s, const char *logdir, hk_summary_writer **out, hk_status *st) {
+  hk__event_writer *ew = NULL;
+  hk_code rc = check_dir("hk_session_summary_writer", s, "session", logdir, out, st);
+  if (rc != HK_OK) return rc;
+  rc = shared_event_writer(s, NULL, logdir, &ew, st);
+  if (rc == HK_OK) *out = hk__summary_writer_of(ew);
+  return rc;
+}
+
+hk_code hk_hook_summary_writer(hk_hook *hook, const char *logdir, hk_summary_writer **out, hk_status *st) {
+  hk__event_writer *ew = NULL;
+  hk_code rc = check_dir("hk_hook_summary_writer", hook, "hook", logdir, out, st);
+  if (rc != HK_OK) return rc;
+  if (hook->owner == NULL)
+    return hk_status_set(st, HK_FAILED_PRECONDITION,
+                         "hk_hook_summary_writer: hook '%s' serves no session (use hk_summary_writer_new() for a "
+                         "writer of its own)",
+                         hk_hook_name(hook));
+  rc = shared_event_writer((hk_session *)(uintptr_t)hook->owner, hk_hook_env(hook), logdir, &ew, st);
+  if (rc == HK_OK) *out = hk__summary_writer_of(ew);
+  return rc;
 }
 
 hk_code hk__hook_dir_lock(hk_hook *hook, const char *dir, hk__dir_lock **own, hk_status *st) {

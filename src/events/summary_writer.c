@@ -30,7 +30,7 @@
  * One lock per writer serializes every call, so the writer a session shares
  * (H26) may be written from the program's threads as well as from hooks.
  *
- * hk__event_writer (the internal API of ckpt.h) and hk_summary_writer (the
+ * hk__event_writer (the internal API of events.h) and hk_summary_writer (the
  * public one) are the same struct hk_summary_writer; writers made through the
  * internal API are "managed" (a session's, or a hook's own) and the public
  * close and free refuse them.
@@ -39,10 +39,8 @@
  */
 #define _POSIX_C_SOURCE 200809L /* gethostname */
 
-#include "ckpt/ckpt.h"
 #include "events/events.h"
 #include "events/proto.h"
-#include "internal.h"
 #include "util/common.h"
 #include "util/fs.h"
 #include "util/path.h"
@@ -321,7 +319,7 @@ static void destroy_writer(writer *w) {
   hk_env_free(&env, w);
 }
 
-/* ---- the internal API (ckpt.h) ----------------------------------------------------- */
+/* ---- the internal API (events.h) --------------------------------------------------- */
 
 hk_code hk__event_writer_new(hk__event_writer **out, const hk_env *env, const char *dir, hk_status *st) {
   writer *w;
@@ -626,38 +624,3 @@ void hk_summary_writer_free(hk_summary_writer *w) {
 const char *hk_summary_writer_logdir(const hk_summary_writer *w) { return w ? w->dir : ""; }
 
 const char *hk_summary_writer_path(const hk_summary_writer *w) { return w ? w->path : NULL; }
-
-/* ---- the writers a session shares (H26) ------------------------------------------------ */
-
-static hk_code check_dir(const char *fn, const void *obj, const char *objname, const char *logdir,
-                         hk_summary_writer **out, hk_status *st) {
-  if (out != NULL) *out = NULL;
-  if (obj == NULL) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: %s is NULL", fn, objname);
-  if (out == NULL) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: out is NULL", fn);
-  if (logdir == NULL || logdir[0] == '\0')
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: logdir is %s", fn, logdir ? "empty" : "NULL");
-  return HK_OK;
-}
-
-hk_code hk_session_summary_writer(hk_session *s, const char *logdir, hk_summary_writer **out, hk_status *st) {
-  hk__event_writer *ew = NULL;
-  hk_code rc = check_dir("hk_session_summary_writer", s, "session", logdir, out, st);
-  if (rc != HK_OK) return rc;
-  rc = hk__session_event_writer(s, NULL, logdir, &ew, st);
-  if (rc == HK_OK) *out = hk__summary_writer_of(ew);
-  return rc;
-}
-
-hk_code hk_hook_summary_writer(hk_hook *hook, const char *logdir, hk_summary_writer **out, hk_status *st) {
-  hk__event_writer *ew = NULL;
-  hk_code rc = check_dir("hk_hook_summary_writer", hook, "hook", logdir, out, st);
-  if (rc != HK_OK) return rc;
-  if (hook->owner == NULL)
-    return hk_status_set(st, HK_FAILED_PRECONDITION,
-                         "hk_hook_summary_writer: hook '%s' serves no session (use hk_summary_writer_new() for a "
-                         "writer of its own)",
-                         hk_hook_name(hook));
-  rc = hk__session_event_writer((hk_session *)(uintptr_t)hook->owner, hk_hook_env(hook), logdir, &ew, st);
-  if (rc == HK_OK) *out = hk__summary_writer_of(ew);
-  return rc;
-}

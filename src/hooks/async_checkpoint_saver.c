@@ -37,6 +37,7 @@
 
 #include "ckpt/ckpt.h"
 #include "ckpt/snapshot.h"
+#include "events/events.h"
 #include "hooks/checkpoint_saver_internal.h"
 #include "util/common.h"
 

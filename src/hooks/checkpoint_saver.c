@@ -27,6 +27,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "ckpt/ckpt.h"
+#include "events/events.h"
 #include "hooks/checkpoint_saver_internal.h"
 #include "internal.h"
 #include "util/common.h"

@@ -20,6 +20,7 @@
 #define HOOKED_HOOKS_CHECKPOINT_SAVER_INTERNAL_H
 
 #include "ckpt/ckpt.h"
+#include "events/events.h"
 #include "internal.h"
 #include "util/dir_lock.h"
 

@@ -21,7 +21,6 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#include "ckpt/ckpt.h"
 #include "events/events.h"
 #include "events/proto.h"
 #include "internal.h"

@@ -19,7 +19,6 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#include "ckpt/ckpt.h"
 #include "events/events.h"
 #include "internal.h"
 #include "util/fs.h"
