@@ -14,7 +14,7 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#include "internal.h"
+#include "core/core.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,52 +1,41 @@
 /*
- * Internal declarations shared by the library's own files (hk__ names).
- * Nothing here is part of the API.
+ * What the sessions' core exports to the layers above it (hk__ names;
+ * not API): the built-in hooks' callbacks, the event writers and
+ * directory locks a session shares with its hooks, and the check-resume
+ * mode's variable. The files of core/ share core_internal.h besides.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#ifndef HOOKED_INTERNAL_H
-#define HOOKED_INTERNAL_H
+#ifndef HOOKED_CORE_CORE_H
+#define HOOKED_CORE_CORE_H
 
 #include "events/events.h"
-#include "util/common.h"
 #include "util/dir_lock.h"
-#include "util/thread.h"
 
-/** The executor a Scaffold was finalized with, or NULL. */
-hk_executor *hk__scaffold_executor(const hk_scaffold *s);
+/* ---- hooks (hook.c, session.c) ------------------------------------------------ */
 
-/* ---- hooks (core/hook.c) ------------------------------------------------------ */
-struct hk_hook {
-  const hk_hook_vtable *vt;
-  void *user;
-  char *name;
-  hk_env env; /* valid when has_env */
-  int has_env;
-  const hk_env *session_env;     /* borrowed from the attached session */
-  hk_scaffold *session_scaffold; /* borrowed from the attached session (C99) */
-  /* Built-in hooks with background work: called when the session lets go
-   * (close, free without close, failed construction), before it frees its
-   * Scaffold, so work using the session's Saver can finish first. */
-  void (*on_detach)(void *user);
-  /* Built-in hooks with background work: called before every re-creation
-   * (D2), before the session restores through the Scaffold's Saver, so no
-   * background work uses that Saver meanwhile (D3.2). Results stay where
-   * the hook keeps them: the callback only waits. */
-  void (*on_quiesce)(void *user);
-  /* Built-in hooks that write what a traced run recorded (ProfilerHook):
-   * called once every after_run of a traced run has run, before run()
-   * returns, so the spans of every hook are complete (H41). A non-OK code
-   * fails the run as an after_run failure does (C14). */
-  hk_code (*on_traced_run)(void *user, hk_status *status);
-  const void *owner; /* the session this hook serves, or NULL (H11) */
-};
-
-/** Register a built-in hook's detach callback (see struct hk_hook). */
+/** Register a built-in hook's detach callback, for hooks with background
+ *  work: called when the session lets go (close, free without close,
+ *  failed construction), before it frees its Scaffold, so work using the
+ *  session's Saver can finish first. */
 void hk__hook_set_on_detach(hk_hook *hook, void (*fn)(void *user));
-/** Register a built-in hook's quiesce callback (see struct hk_hook). */
+/** Register a built-in hook's quiesce callback, for hooks with background
+ *  work: called before every re-creation (D2), before the session restores
+ *  through the Scaffold's Saver, so no background work uses that Saver
+ *  meanwhile (D3.2). Results stay where the hook keeps them: the callback
+ *  only waits. */
 void hk__hook_set_on_quiesce(hk_hook *hook, void (*fn)(void *user));
-/** Register a built-in hook's traced-run callback (see struct hk_hook). */
+/** Register a built-in hook's traced-run callback, for hooks that write
+ *  what a traced run recorded (ProfilerHook): called once every after_run
+ *  of a traced run has run, before run() returns, so the spans of every
+ *  hook are complete (H41). A non-OK code fails the run as an after_run
+ *  failure does (C14). */
 void hk__hook_set_on_traced_run(hk_hook *hook, hk_code (*fn)(void *user, hk_status *status));
+/** The vtable `hook` was made with; NULL for NULL. */
+const hk_hook_vtable *hk__hook_vtable(const hk_hook *hook);
+/** nonzero when `hook` serves a session (registered with one), 0 when it
+ *  is driven directly or is NULL. */
+int hk__hook_serves_session(const hk_hook *hook);
 
 /**
  * H26: the event writer for directory `dir` of the session `hook` serves
@@ -81,36 +70,7 @@ void hk__hook_event_writer_release(hk_hook *hook, const char *who, hk__event_wri
  */
 hk_code hk__hook_dir_lock(hk_hook *hook, const char *dir, hk__dir_lock **own, hk_status *st);
 
-struct hk_run_context {
-  const hk_run_args *args;
-  hk_raw_session *session;
-  int stop_requested;
-  const void *owner; /* the hk_session of the run (H41) */
-};
-
-/** The spans of the last completed traced run of session `s` (H41). */
-const hk_span *hk__session_last_spans(const void *s, size_t *n);
-
-struct hk_creation_context {
-  int stop_requested;
-  /* The prefix this creation restored (borrowed from the session manager),
-   * NULL when the model was initialized, or created by a custom creator or
-   * a worker. */
-  const char *restored_checkpoint;
-};
-
-/* ---- executor (core/executor.c) ---------------------------------------------- */
-/** Check a caller's run args for NULL arrays with counts; names the field. */
-hk_code hk__run_args_check(const hk_run_args *args, const char *what, hk_status *st);
-
-/* ---- feeds (core/scaffold.c) ------------------------------------------------ */
-/** Deep-copy n feeds (values' data included) into one allocation. *out is
- *  NULL when n is 0. Validates each feed value. */
-hk_code hk__feeds_copy(const hk_env *env, const hk_feed *src, size_t n, hk_feed **out, const char *what, hk_status *st);
-/** Name of a handle for messages, "None" when unset. */
-const char *hk__handle_label(hk_executor *ex, hk_handle h);
-
-/* ---- the check-resume mode (core/check_resume.c) ---------------------------- */
+/* ---- the check-resume mode (check_resume.c) --------------------------------- */
 #define HK__CHECK_RESUME_VAR "HOOKED_CHECK_RESUME"
 /** HOOKED_CHECK_RESUME as read (hooked/hooks.h says what it does). */
 typedef struct hk__check_resume {
@@ -129,4 +89,5 @@ hk_code hk__check_resume_parse(const char *value, hk__check_resume *out, hk_stat
 /** hk__check_resume_parse of the process's HOOKED_CHECK_RESUME; out->report
  *  is borrowed from the environment: copy it before anything changes it. */
 hk_code hk__check_resume_read(hk__check_resume *out, hk_status *st);
-#endif /* HOOKED_INTERNAL_H */
+
+#endif /* HOOKED_CORE_CORE_H */

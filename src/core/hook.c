@@ -3,7 +3,8 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#include "internal.h"
+#include "core/core.h"
+#include "core/core_internal.h"
 #include "util/common.h"
 
 #include <string.h>
@@ -64,6 +65,9 @@ void hk__hook_set_on_quiesce(hk_hook *h, void (*fn)(void *user)) {
 void hk__hook_set_on_traced_run(hk_hook *h, hk_code (*fn)(void *user, hk_status *status)) {
   if (h) h->on_traced_run = fn;
 }
+
+const hk_hook_vtable *hk__hook_vtable(const hk_hook *h) { return h ? h->vt : NULL; }
+int hk__hook_serves_session(const hk_hook *h) { return h && h->owner != NULL; }
 
 hk_scaffold *hk_hook_scaffold(const hk_hook *h) { return h ? h->session_scaffold : NULL; }
 

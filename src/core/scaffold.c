@@ -4,7 +4,7 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#include "internal.h"
+#include "core/core_internal.h"
 #include "util/common.h"
 
 #include <string.h>

@@ -7,8 +7,9 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
+#include "core/core.h"
+#include "core/core_internal.h"
 #include "events/events.h"
-#include "internal.h"
 #include "util/common.h"
 #include "util/dir_lock.h"
 #include "util/thread.h"

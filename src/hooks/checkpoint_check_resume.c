@@ -12,8 +12,8 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "ckpt/ckpt.h"
+#include "core/core.h"
 #include "hooks/checkpoint_saver_internal.h"
-#include "internal.h"
 
 #include <inttypes.h>
 #include <stdio.h>

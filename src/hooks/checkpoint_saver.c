@@ -27,9 +27,9 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "ckpt/ckpt.h"
+#include "core/core.h"
 #include "events/events.h"
 #include "hooks/checkpoint_saver_internal.h"
-#include "internal.h"
 #include "util/common.h"
 #include "util/dir_lock.h"
 #include "util/fs.h"
@@ -832,10 +832,10 @@ hk_code hk_checkpoint_saver_hook_save(hk_hook *hook, const char *name, const cha
 
   if (prefix != NULL) *prefix = NULL;
   if (hook == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_saver_hook_save: hook is NULL");
-  if (hook->vt != &checkpoint_saver_vtable)
+  if (hk__hook_vtable(hook) != &checkpoint_saver_vtable)
     return hk_status_set(status, HK_INVALID_ARGUMENT,
                          "hk_checkpoint_saver_hook_save: hook '%s' is not a checkpoint saver hook", hk_hook_name(hook));
-  self = hook->user;
+  self = hk_hook_user(hook);
   if (name != NULL && !hk__valid_name(name))
     return hk_status_set(status, HK_INVALID_ARGUMENT,
                          "hk_checkpoint_saver_hook_save: '%s' is not a valid checkpoint name", name);

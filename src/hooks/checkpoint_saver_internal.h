@@ -20,8 +20,8 @@
 #define HOOKED_HOOKS_CHECKPOINT_SAVER_INTERNAL_H
 
 #include "ckpt/ckpt.h"
+#include "core/core.h"
 #include "events/events.h"
-#include "internal.h"
 #include "util/dir_lock.h"
 
 #include <pthread.h>

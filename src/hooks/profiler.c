@@ -21,9 +21,9 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
+#include "core/core.h"
 #include "events/events.h"
 #include "events/proto.h"
-#include "internal.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -300,7 +300,7 @@ static hk_code prof_before_run(void *user, hk_run_context *ctx, hk_run_request *
   (void)ctx;
   /* In a session the traced run was written when it completed: a run still
    * pending failed after this hook's after_run and left no spans. */
-  if (p->hook->owner) p->pending = 0;
+  if (hk__hook_serves_session(p->hook)) p->pending = 0;
   hk_code rc = flush_pending(p, st);
   if (rc != HK_OK) return rc;
   /* C141: the first run is never traced. */
@@ -347,7 +347,7 @@ static hk_code prof_after_run(void *user, hk_run_context *ctx, const hk_run_valu
 static hk_code prof_end(void *user, hk_raw_session *session, hk_status *st) {
   profiler *p = user;
   (void)session;
-  if (p->hook->owner) p->pending = 0; /* as in before_run */
+  if (hk__hook_serves_session(p->hook)) p->pending = 0; /* as in before_run */
   return flush_pending(p, st);
 }
 

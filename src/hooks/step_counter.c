@@ -13,8 +13,8 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
+#include "core/core.h"
 #include "events/events.h"
-#include "internal.h"
 #include "util/fs.h"
 
 #include <inttypes.h>

@@ -22,13 +22,13 @@
  * bytes it does not write), once per state, in a WARNING and in a report
  * file for hooked-ckpt check-resume. Outside the mode nothing of this runs
  * or is allocated. Reading the variable is the one thing here beyond
- * hooked/sys/executor.h (internal.h's parser, shared with the checkpoint
+ * hooked/sys/executor.h (core.h's parser, shared with the checkpoint
  * hooks).
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "loop/host_executor.h"
-#include "internal.h"
+#include "core/core.h"
 
 #include <stdio.h>
 #include <string.h>

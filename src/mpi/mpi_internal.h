@@ -1,6 +1,6 @@
 /*
  * hooked::mpi — what the files of src/mpi/ share. Built on hooked's public
- * headers only (no src/internal.h), like a third-party extension.
+ * headers only (no header of src/), like a third-party extension.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */

@@ -12,8 +12,8 @@
 #include "gate_fs.h"
 
 /* C100 drives the callbacks without a session: the struct layouts of a hook
- * and a run context (no library symbol) come from the internal header. */
-#include "../../src/internal.h"
+ * and a run context (no library symbol) come from core's internal header. */
+#include "../../src/core/core_internal.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -14,8 +14,8 @@
 #include "tmpdir.h"
 
 /* A hook driven without a session: the hook struct (no library symbol)
- * comes from the internal header, as in test_checkpoint_saver_hook. */
-#include "../../src/internal.h"
+ * comes from core's internal header, as in test_checkpoint_saver_hook. */
+#include "../../src/core/core_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
