@@ -11,7 +11,7 @@
 
 #include "util/common.h"
 
-/* ---- file system (fs.c) ---------------------------------------------------- */
+/* ---- file system (fs.c; the POSIX one in fs_posix.c) -------------------------- */
 
 /** An env's file system, resolved once: vt is never NULL. */
 typedef struct hk__fs {
@@ -58,10 +58,11 @@ hk_code hk__fs_stat(const hk__fs *fs, const char *path, hk_fs_stat *out, hk_stat
 hk_code hk__fs_unlink(const hk__fs *fs, const char *path, hk_status *st);
 hk_code hk__fs_list(const hk__fs *fs, const char *path, hk_fs_list_fn fn, void *fn_user, hk_status *st);
 hk_code hk__fs_sync_dir(const hk__fs *fs, const char *path, hk_status *st);
+hk_code hk__fs_rename(const hk__fs *fs, const char *from, const char *to, hk_status *st);
 /** nonzero when `path` exists (stat succeeds) and is not a directory. */
 int hk__fs_is_file(const hk__fs *fs, const char *path);
 
-/* ---- atomic files (fs.c) ------------------------------------------------------ */
+/* ---- atomic files (atomic_file.c) --------------------------------------------- */
 
 /**
  * A file written atomically (D4.1): created as "<final>.tmp-XXXXXX" (six
