@@ -2,7 +2,9 @@
  * Internal declarations of the checkpoint layer (hk__ names; not API),
  * for the layers above it; it builds on src/util/ alone.
  *
- *   safetensors.c the data-file writer and the public reader
+ *   safetensors*.c the data files: the writer (_write), the header's JSON
+ *                 parser (_json), the public reader (_read), what they
+ *                 share (safetensors.c, safetensors_internal.h)
  *   finite.c      the writer's scan for NaN and infinities
  *   state.c       the state file: parse (H33), format (C117), public helpers
  *   pending.c     the pending-deletions record
@@ -19,7 +21,7 @@
 
 #include "util/common.h"
 
-/* ---- data files (safetensors.c) --------------------------------------------- */
+/* ---- writing data files (safetensors_write.c) ---------------------------------- */
 
 /** One tensor to write: `value.data` is borrowed for the call. */
 typedef struct hk__ckpt_tensor {
@@ -76,6 +78,8 @@ int hk__dtype_can_be_non_finite(hk_dtype dtype);
 size_t hk__first_non_finite(hk_dtype dtype, const void *data, size_t nbytes);
 /** "NaN", "Inf" or "-Inf" for a non-finite element of `dtype`. */
 const char *hk__non_finite_text(hk_dtype dtype, const void *element);
+
+/* ---- reading data files (safetensors_read.c, safetensors.c) --------------------- */
 
 /**
  * A tensor's bytes, checked against their CRC-32C, for a restore to assign
