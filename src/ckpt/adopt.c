@@ -10,7 +10,7 @@
  * (keep_checkpoint_every_n_hours) are unlisted too, and must never be
  * adopted: retention takes them off the oldest end of the list, so every
  * one of them is older, by step, than the oldest checkpoint the state file
- * still lists. The Saver's recovery (saver.c) decides with that reference;
+ * still lists. The Saver's recovery (saver_recover.c) decides with that reference;
  * this file finds and describes the candidates.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0

@@ -11,7 +11,9 @@
  *   best.c        the best-checkpoint record
  *   adopt.c       checkpoints the state file does not list
  *   stale_tmp.c   stale temporary files of a checkpoint directory
- *   saver.c       hk_saver, latest_checkpoint, restore with fallback (D5)
+ *   saver*.c      hk_saver: options and lifetime (saver.c), the managed
+ *                 list (_recover), save (_save), latest_checkpoint and
+ *                 restore with fallback (_restore; D5)
  *   snapshot.c    the copy-before-write snapshot (snapshot.h)
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
@@ -208,7 +210,7 @@ void hk__pending_remove(const hk_env *env, const char *dir, const char *latest_f
  */
 hk_code hk__pending_finish(const hk_env *env, const char *dir, const char *latest_filename, hk_status *st);
 
-/* ---- best-k retention (best.c, saver.c; H45) -------------------------------------- */
+/* ---- best-k retention (best.c, saver_recover.c; H45) ----------------------------- */
 
 /** The best-checkpoint record's name is the state file's name plus this
  *  suffix, in the same directory: "checkpoint.best". */
@@ -298,7 +300,7 @@ hk_code hk__adopt_into(const hk_env *env, const char *dir, const char *base, dou
  */
 hk_code hk__remove_stale_tmp(const hk_env *env, const char *dir, const char *latest_filename, hk_status *st);
 
-/* ---- saver (saver.c) ------------------------------------------------------------ */
+/* ---- saver (saver_save.c, saver_restore.c) ------------------------------------- */
 
 /**
  * Restore from checkpoint directory `dir` with fallback (D5.3): candidates

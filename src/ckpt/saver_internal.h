@@ -1,0 +1,106 @@
+/*
+ * What the Saver's files share among themselves (hk__ names; not API): the
+ * Saver's struct, the names of a checkpoint's files, and the helpers one
+ * part calls in another.
+ *
+ *   saver.c          options, lifetime, the variables, the checkpoint helpers
+ *   saver_recover.c  the managed list: recovery and best-k retention
+ *   saver_save.c     hk_saver_save and the write path the asynchronous hook
+ *                    shares, the snapshot reads
+ *   saver_restore.c  restore, latest_checkpoint, the fallback over a
+ *                    directory's candidates
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#ifndef HOOKED_CKPT_SAVER_INTERNAL_H
+#define HOOKED_CKPT_SAVER_INTERNAL_H
+
+#include "ckpt/ckpt.h"
+
+#define DEFAULT_LATEST "checkpoint"
+#define DATA_EXT ".safetensors"
+/* HK_SAVE_META's companion: hooked's own text description of the graph (not
+ * a TensorFlow MetaGraphDef, so not named like one). */
+#define GRAPH_EXT ".graph.txt"
+/* What that companion was called before; retention and
+ * hk_remove_checkpoint still remove it. */
+#define LEGACY_META_EXT ".meta"
+
+struct hk_saver {
+  hk_env env;
+  hk_executor *ex;
+  int64_t max_to_keep;
+  int keep_all;      /* the check-resume mode: max_to_keep 0 for every save */
+  double keep_hours; /* 0: off */
+  int pad_step_number;
+  int allow_non_finite; /* write NaN and infinities of every variable as they are */
+  char *latest_filename;
+  /* Variables: resolved at hk_saver_new for a var_list, else at first use. */
+  int resolved;
+  size_t nvars;
+  size_t *var_index;
+  hk_variable_info *var_info;
+  hk__ckpt_tensor *views; /* scratch of nvars for hk_saver_save */
+  /* The managed list (D6) of directory `dir`; dir NULL until recovered. */
+  char *dir;
+  char **paths; /* "<dir>/<name>", oldest first */
+  double *stamps;
+  size_t n;
+  double last_preserved;
+  int state_seen;    /* recovery found a state file, readable or not */
+  int adopt_pending; /* recovered without a save path: the next managed save adopts the unlisted */
+  int explicit_vars; /* a var_list was given (C112): H27's unrestored tensors are logged at DEBUG */
+  char *prefix;      /* the last hk_saver_save's prefix */
+  int graph_logged;  /* "cannot describe its graph" was logged */
+  /* The executor's global step (C143) when it is one of the variables:
+   * its name (var_info's), which a checkpoint's header names as the tensor
+   * holding its step (checkpoint-format.md); NULL otherwise. */
+  const char *gs_name;
+  /* Best-k retention (H45): k (0: off) and mode; the best managed
+   * checkpoints of `dir`, best first ("<dir>/<name>", each also in paths),
+   * with their metrics, read from the best record at the first save after
+   * a recovery (best_loaded); best_dirty: the record on disk differs. */
+  int64_t best_k;
+  int best_mode;
+  int best_loaded;
+  int best_dirty;
+  int best_on_disk; /* the record exists (as read, or written by this Saver) */
+  char **best;
+  double *best_metric;
+  size_t nbest;
+  int have_metric; /* hk__saver_note_metric: the next save's metric */
+  double metric;
+};
+
+static inline const hk_env *senv(const hk_saver *s) { return &s->env; }
+
+static inline hk_code oom(hk_status *st, const char *what) {
+  return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory %s", what);
+}
+
+/* ---- saver.c ------------------------------------------------------------------------- */
+
+/** Free the best-checkpoint list the Saver keeps (and its metrics). */
+void hk__saver_free_best(hk_saver *s);
+/** Free the managed list the Saver keeps. */
+void hk__saver_free_list(hk_saver *s);
+/** Resolve the Saver's variables (var_list or every variable), once. */
+hk_code hk__saver_resolve_vars(hk_saver *s, hk_status *st);
+
+/* ---- saver_recover.c ----------------------------------------------------------------- */
+
+/** Recover the managed list of `dir` (saver_recover.c says how). */
+hk_code hk__saver_recover_list(hk_saver *s, const char *dir, double now, const char *base, hk_status *st);
+/** The adoption a recovery for a restore left to the next managed save. */
+hk_code hk__saver_adopt_after_restore(hk_saver *s, const char *dir, const char *base, double now, hk_status *st);
+/** Read the best-checkpoint record of `dir` into the Saver, once per recovery. */
+hk_code hk__saver_best_recover(hk_saver *s, const char *dir, hk_status *st);
+/** Whether metric a is better than b in `mode` (an hk_monitor_mode). */
+static inline int hk__saver_better(int mode, double a, double b) { return mode == HK_MONITOR_MAX ? a > b : a < b; }
+
+/* ---- saver_save.c -------------------------------------------------------------------- */
+
+/** The byte size of a variable, SIZE_MAX when it does not fit size_t. */
+size_t hk__saver_info_nbytes(const hk_variable_info *info);
+
+#endif /* HOOKED_CKPT_SAVER_INTERNAL_H */
