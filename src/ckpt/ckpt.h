@@ -6,7 +6,8 @@
  *                 parser (_json), the public reader (_read), what they
  *                 share (safetensors.c, safetensors_internal.h)
  *   finite.c      the writer's scan for NaN and infinities
- *   state.c       the state file: parse (H33), format (C117), public helpers
+ *   state*.c      the state file: parse (state_parse.c, H33), format
+ *                 (state.c, C117), public helpers
  *   pending.c     the pending-deletions record
  *   best.c        the best-checkpoint record
  *   adopt.c       checkpoints the state file does not list
@@ -127,7 +128,7 @@ hk_code hk__reader_read_into(hk_checkpoint_reader *r, const hk__read_target *tar
 char *hk__ckpt_data_path(const hk_env *env, const char *path);
 
 
-/* ---- state file (state.c) ----------------------------------------------------- */
+/* ---- state file (state_parse.c, state.c) ------------------------------------- */
 
 /** A parsed state file: bare names, oldest first. */
 typedef struct hk__state {
