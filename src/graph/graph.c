@@ -1,7 +1,9 @@
 /*
- * The embedded default executor: graph building, names and handles, the
- * role registry, default ops, the text description and the vtable
- * (contract H30, C3, C61, C62, C143, C144).
+ * The embedded default executor (contract H30, C3, C61, C62, C143, C144):
+ * the graph itself, the builder every op is added through, names and
+ * handles, variables, the role registry and the global step. The ops a
+ * program adds are in graph_ops.c, the executor's vtable in
+ * graph_vtable.c, runs in run.c.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -78,9 +80,9 @@ size_t hk__graph_nbytes(hk_dtype dtype, int32_t rank, const int64_t *dims, int *
 
 static const char *dtype_name(hk_dtype d) { return hk_dtype_name(d); }
 
-static int dtype_valid(hk_dtype d) { return d > HK_DTYPE_INVALID && d < HK_DTYPE__COUNT; }
+int hk__graph_dtype_valid(hk_dtype d) { return d > HK_DTYPE_INVALID && d < HK_DTYPE__COUNT; }
 
-static hk_code check_name(const char *name, const char *what, hk_status *st) {
+hk_code hk__graph_check_name(const char *name, const char *what, hk_status *st) {
   size_t i, len;
   if (!name) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s is NULL", what);
   len = strlen(name);
@@ -98,7 +100,7 @@ static hk_code check_name(const char *name, const char *what, hk_status *st) {
 }
 
 /* Validate a shape given as rank + dims; `min_dim` is 0, or -1 where "any" is allowed. */
-static hk_code check_shape(int32_t rank, const int64_t *dims, int64_t min_dim, const char *what, hk_status *st) {
+hk_code hk__graph_check_shape(int32_t rank, const int64_t *dims, int64_t min_dim, const char *what, hk_status *st) {
   int32_t i;
   if (rank < 0 || rank > HK_MAX_RANK)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s rank %d is outside [0, %d]", what, (int)rank, HK_MAX_RANK);
@@ -111,7 +113,9 @@ static hk_code check_shape(int32_t rank, const int64_t *dims, int64_t min_dim, c
   return HK_OK;
 }
 
-static hk_code finalized_error(hk_status *st) { return hk_status_set(st, HK_FAILED_PRECONDITION, "%s", finalized_msg); }
+hk_code hk__graph_finalized_error(hk_status *st) {
+  return hk_status_set(st, HK_FAILED_PRECONDITION, "%s", finalized_msg);
+}
 
 /* Grow `*arr` (element size `size`) so that it holds at least `need` elements. */
 static int reserve(const hk_env *env, void **arr, size_t *cap, size_t need, size_t size) {
@@ -130,7 +134,7 @@ static int reserve(const hk_env *env, void **arr, size_t *cap, size_t need, size
   return 1;
 }
 
-static hk_code oom(hk_status *st, const char *what) {
+hk_code hk__graph_oom(hk_status *st, const char *what) {
   return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hooked.graph: out of memory adding %s", what);
 }
 
@@ -182,32 +186,6 @@ static int names_reserve(hk_graph *g, size_t nops) {
 
 /* ---- adding ops ---------------------------------------------------------- */
 
-typedef struct out_decl {
-  hk_dtype dtype;
-  int32_t rank;
-  int64_t dims[HK_MAX_RANK];
-  size_t buf_bytes;
-} out_decl;
-
-typedef struct op_spec {
-  const char *name;
-  hk__graph_op_kind kind;
-  hk_kernel_fn kernel;
-  void *kernel_user;
-  const uint32_t *inputs;
-  size_t ninputs;
-  const uint32_t *controls;
-  size_t ncontrols;
-  const uint32_t *mutates;
-  size_t nmutates;
-  int initializes;
-  const out_decl *outputs;
-  size_t noutputs;
-  const uint32_t *aux;
-  size_t naux;
-  int64_t var;
-} op_spec;
-
 static uint32_t *dup_u32(const hk_env *env, const uint32_t *src, size_t n, int *ok) {
   uint32_t *p;
   *ok = 1;
@@ -231,7 +209,7 @@ static void free_op(const hk_env *env, hk__graph_op *op) {
 }
 
 /* Checks that the name is free, then adds. Nothing is changed on failure. */
-static hk_code add_op(hk_graph *g, const op_spec *sp, uint32_t *out_index, hk_status *st) {
+hk_code hk__graph_add_op(hk_graph *g, const hk__graph_op_spec *sp, uint32_t *out_index, hk_status *st) {
   hk__graph_op op;
   char **slot_names = NULL;
   size_t i, namelen = strlen(sp->name);
@@ -244,7 +222,7 @@ static hk_code add_op(hk_graph *g, const op_spec *sp, uint32_t *out_index, hk_st
   if (!reserve(&g->env, (void **)&g->ops, &g->capops, g->nops + 1, sizeof(*g->ops)) ||
       !reserve(&g->env, (void **)&g->slots, &g->capslots, g->nslots + sp->noutputs, sizeof(*g->slots)) ||
       !names_reserve(g, g->nops + 1))
-    return oom(st, sp->name);
+    return hk__graph_oom(st, sp->name);
 
   memset(&op, 0, sizeof(op));
   op.kind = sp->kind;
@@ -299,16 +277,16 @@ fail:
     hk_env_free(&g->env, slot_names);
   }
   free_op(&g->env, &op);
-  return oom(st, sp->name);
+  return hk__graph_oom(st, sp->name);
 }
 
 /* Common entry checks of every builder: graph, finalization, out, name. */
-static hk_code builder_entry(hk_graph *g, const void *out, const char *out_name, const char *name,
-                             const char *name_what, hk_status *st) {
+hk_code hk__graph_builder_entry(hk_graph *g, const void *out, const char *out_name, const char *name,
+                                const char *name_what, hk_status *st) {
   if (!g) return hk_status_set(st, HK_INVALID_ARGUMENT, "g is NULL");
-  if (g->finalized) return finalized_error(st);
+  if (g->finalized) return hk__graph_finalized_error(st);
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s is NULL", out_name);
-  if (name_what) return check_name(name, name_what, st);
+  if (name_what) return hk__graph_check_name(name, name_what, st);
   return HK_OK;
 }
 
@@ -326,7 +304,7 @@ static int64_t op_of_handle(const hk_graph *g, hk_handle h) {
 }
 
 /* A variable's value handle or op handle → variable index, or -1. */
-static int64_t var_of_handle(const hk_graph *g, hk_handle h) {
+int64_t hk__graph_var_of_handle(const hk_graph *g, hk_handle h) {
   int64_t o = op_of_handle(g, h);
   return o >= 0 && g->ops[o].kind == HK__OP_VARIABLE ? g->ops[o].var : -1;
 }
@@ -350,27 +328,27 @@ static hk_code resolve_all(const hk_graph *g, const hk_handle *hs, size_t n, con
   return HK_OK;
 }
 
-static hk_code tensor_slots(const hk_graph *g, const hk_handle *hs, size_t n, const char *what, uint32_t *slots,
-                            hk_status *st) {
+hk_code hk__graph_tensor_slots(const hk_graph *g, const hk_handle *hs, size_t n, const char *what, uint32_t *slots,
+                               hk_status *st) {
   return resolve_all(g, hs, n, what, tensor_of_handle, "a tensor", slots, st);
 }
 
-static hk_code op_indices(const hk_graph *g, const hk_handle *hs, size_t n, const char *what, uint32_t *ops,
-                          hk_status *st) {
+hk_code hk__graph_op_indices(const hk_graph *g, const hk_handle *hs, size_t n, const char *what, uint32_t *ops,
+                             hk_status *st) {
   return resolve_all(g, hs, n, what, op_of_handle, "an op", ops, st);
 }
 
-static hk_code var_indices(const hk_graph *g, const hk_handle *hs, size_t n, const char *what, uint32_t *vars,
-                           hk_status *st) {
-  return resolve_all(g, hs, n, what, var_of_handle, "a variable", vars, st);
+hk_code hk__graph_var_indices(const hk_graph *g, const hk_handle *hs, size_t n, const char *what, uint32_t *vars,
+                              hk_status *st) {
+  return resolve_all(g, hs, n, what, hk__graph_var_of_handle, "a variable", vars, st);
 }
 
 /* Scratch for handle → index conversions during a build. */
-static uint32_t *scratch(hk_graph *g, size_t n) { return hk_env_alloc(&g->env, (n ? n : 1) * sizeof(uint32_t)); }
+uint32_t *hk__graph_scratch(hk_graph *g, size_t n) { return hk_env_alloc(&g->env, (n ? n : 1) * sizeof(uint32_t)); }
 
 /* ---- graph lifecycle ----------------------------------------------------- */
 
-static void graph_destroy(void *self) {
+void hk__graph_destroy(void *self) {
   hk_graph *g = self;
   hk_env env;
   size_t i;
@@ -389,8 +367,6 @@ static void graph_destroy(void *self) {
   hk_env_free(&env, g->names);
   hk_env_free(&env, g);
 }
-
-static const hk_executor_vtable graph_vtable;
 
 hk_code hk_graph_new(hk_graph **out, const hk_graph_options *opts, hk_status *status) {
   hk_env env;
@@ -411,9 +387,9 @@ hk_code hk_graph_new(hk_graph **out, const hk_graph_options *opts, hk_status *st
   g = hk_env_calloc(&env, 1, sizeof(*g));
   if (!g) return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "hooked.graph: out of memory");
   g->env = env;
-  rc = hk_executor_new(&g->executor, &graph_vtable, g, &g->env, status);
+  rc = hk_executor_new(&g->executor, &hk__graph_vtable, g, &g->env, status);
   if (rc != HK_OK) {
-    graph_destroy(g); /* destroy is not called by a failed hk_executor_new */
+    hk__graph_destroy(g); /* destroy is not called by a failed hk_executor_new */
     return rc;
   }
   *out = g;
@@ -422,7 +398,7 @@ hk_code hk_graph_new(hk_graph **out, const hk_graph_options *opts, hk_status *st
 
 void hk_graph_free(hk_graph *g) {
   if (!g) return;
-  /* hk_executor_free calls graph_destroy(g) exactly once; g is gone after it. */
+  /* hk_executor_free calls hk__graph_destroy(g) exactly once; g is gone after it. */
   hk_executor_free(g->executor);
 }
 
@@ -437,8 +413,8 @@ hk_code hk_graph_finalize(hk_graph *g, hk_status *status) {
 
 static hk_code add_variable(hk_graph *g, hk_handle *out, const hk_variable_def *def, hk_status *st) {
   hk__graph_var var;
-  out_decl od;
-  op_spec sp;
+  hk__graph_out_decl od;
+  hk__graph_op_spec sp;
   uint32_t opi;
   int ok;
   hk_code rc;
@@ -454,7 +430,8 @@ static hk_code add_variable(hk_graph *g, hk_handle *out, const hk_variable_def *
   if (def->external_data) var.flags |= HK_VAR_EXTERNAL;
   var.external = def->external_data;
 
-  if (!reserve(&g->env, (void **)&g->vars, &g->capvars, g->nvars + 1, sizeof(*g->vars))) return oom(st, def->name);
+  if (!reserve(&g->env, (void **)&g->vars, &g->capvars, g->nvars + 1, sizeof(*g->vars)))
+    return hk__graph_oom(st, def->name);
   memset(&od, 0, sizeof(od));
   od.dtype = var.dtype;
   od.rank = var.rank;
@@ -465,7 +442,7 @@ static hk_code add_variable(hk_graph *g, hk_handle *out, const hk_variable_def *
   sp.outputs = &od;
   sp.noutputs = 1;
   sp.var = (int64_t)g->nvars;
-  rc = add_op(g, &sp, &opi, st);
+  rc = hk__graph_add_op(g, &sp, &opi, st);
   if (rc != HK_OK) return rc;
   var.op = opi;
   g->vars[g->nvars++] = var;
@@ -477,18 +454,18 @@ hk_code hk_graph_variable(hk_graph *g, hk_handle *out, const hk_variable_def *de
   hk_code rc;
   int ok;
   if (out) *out = HK_NO_HANDLE;
-  rc = builder_entry(g, out, "out", NULL, NULL, status);
+  rc = hk__graph_builder_entry(g, out, "out", NULL, NULL, status);
   if (rc != HK_OK) return rc;
   if (!def) return hk_status_set(status, HK_INVALID_ARGUMENT, "def is NULL");
   if (def->version == 0 || def->version > HK_VARIABLE_DEF_VERSION)
     return hk_status_set(status, HK_INVALID_ARGUMENT, "def->version is %u, expected %u", (unsigned)def->version,
                          (unsigned)HK_VARIABLE_DEF_VERSION);
-  rc = check_name(def->name, "def->name", status);
+  rc = hk__graph_check_name(def->name, "def->name", status);
   if (rc != HK_OK) return rc;
-  if (!dtype_valid(def->dtype) || def->dtype == HK_DTYPE_STRING)
+  if (!hk__graph_dtype_valid(def->dtype) || def->dtype == HK_DTYPE_STRING)
     return hk_status_set(status, HK_INVALID_ARGUMENT, "def->dtype (%d) of '%s' is not a valid variable dtype",
                          (int)def->dtype, def->name);
-  rc = check_shape(def->rank, def->dims, 0, "def", status);
+  rc = hk__graph_check_shape(def->rank, def->dims, 0, "def", status);
   if (rc != HK_OK) return rc;
   if (def->flags &
       ~(uint32_t)(HK_VAR_LOCAL | HK_VAR_TRAINABLE | HK_VAR_EXTERNAL | HK_VAR_OPTIONAL | HK_VAR_NON_FINITE_OK))
@@ -529,7 +506,7 @@ static hk__graph_role *role_reserve(hk_graph *g, const char *name) {
   return r;
 }
 
-static hk_code graph_role_get(void *self, const char *role, hk_handle *out, size_t cap, size_t *count, hk_status *st) {
+hk_code hk__graph_role_get(void *self, const char *role, hk_handle *out, size_t cap, size_t *count, hk_status *st) {
   hk_graph *g = self;
   hk__graph_role *r;
   size_t i;
@@ -542,17 +519,17 @@ static hk_code graph_role_get(void *self, const char *role, hk_handle *out, size
   return HK_OK;
 }
 
-static hk_code graph_role_add(void *self, const char *role, hk_handle handle, hk_status *st) {
+hk_code hk__graph_role_add(void *self, const char *role, hk_handle handle, hk_status *st) {
   hk_graph *g = self;
   hk__graph_role *r;
-  if (g->finalized) return finalized_error(st);
+  if (g->finalized) return hk__graph_finalized_error(st);
   if (!role || !*role) return hk_status_set(st, HK_INVALID_ARGUMENT, "role is NULL or empty");
   if (hk__graph_op_index(g, handle) < 0 && hk__graph_tensor_slot(g, handle) < 0)
     return hk_status_set(st, HK_INVALID_ARGUMENT,
                          "handle #%" PRIx64 " for role '%s' is not an op or tensor of this graph", (uint64_t)handle,
                          role);
   r = role_reserve(g, role);
-  if (!r) return oom(st, role);
+  if (!r) return hk__graph_oom(st, role);
   r->handles[r->n++] = handle;
   return HK_OK;
 }
@@ -564,14 +541,14 @@ hk_code hk_graph_create_global_step(hk_graph *g, hk_handle *out, hk_status *stat
   hk__graph_role *r;
   hk_code rc;
   if (out) *out = HK_NO_HANDLE;
-  rc = builder_entry(g, out, "out", NULL, NULL, status);
+  rc = hk__graph_builder_entry(g, out, "out", NULL, NULL, status);
   if (rc != HK_OK) return rc;
   r = find_role(g, HK_ROLE_GLOBAL_STEP);
   if ((r && r->n > 0) || hk__graph_find_op(g, "global_step", 11) >= 0)
     return hk_status_set(status, HK_ALREADY_EXISTS, "\"global_step\" already exists.");
   /* reserve the role slot first so that nothing can fail after the variable exists */
   r = role_reserve(g, HK_ROLE_GLOBAL_STEP);
-  if (!r) return oom(status, "global_step");
+  if (!r) return hk__graph_oom(status, "global_step");
   def.name = "global_step";
   def.dtype = HK_DTYPE_I64;
   def.rank = 0;
@@ -591,7 +568,7 @@ hk_code hk_graph_get_or_create_global_step(hk_graph *g, hk_handle *out, hk_statu
   if (!out) return hk_status_set(status, HK_INVALID_ARGUMENT, "out is NULL");
   r = find_role(g, HK_ROLE_GLOBAL_STEP);
   if (r && r->n == 1) {
-    v = var_of_handle(g, r->handles[0]);
+    v = hk__graph_var_of_handle(g, r->handles[0]);
   } else if (r && r->n > 1) {
     hk_env_log(&g->env, HK_LOG_WARNING, "Multiple tensors in global_step collection.");
   } else {
@@ -612,677 +589,3 @@ hk_code hk_graph_get_or_create_global_step(hk_graph *g, hk_handle *out, hk_statu
   }
   return hk_graph_create_global_step(g, out, status);
 }
-
-/* ---- placeholders and constants ------------------------------------------ */
-
-hk_code hk_graph_placeholder(hk_graph *g, hk_handle *out, const char *name, hk_dtype dtype, int32_t rank,
-                             const int64_t *dims, hk_status *status) {
-  out_decl od;
-  op_spec sp;
-  uint32_t opi;
-  hk_code rc;
-  if (out) *out = HK_NO_HANDLE;
-  rc = builder_entry(g, out, "out", name, "name", status);
-  if (rc != HK_OK) return rc;
-  if (!dtype_valid(dtype))
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "dtype (%d) of placeholder '%s' is invalid", (int)dtype, name);
-  /* -1 is TF's unknown dimension: the feed decides */
-  rc = check_shape(rank, dims, -1, "placeholder", status);
-  if (rc != HK_OK) return rc;
-  memset(&od, 0, sizeof(od));
-  od.dtype = dtype;
-  od.rank = rank;
-  if (rank > 0) memcpy(od.dims, dims, (size_t)rank * sizeof(int64_t));
-  memset(&sp, 0, sizeof(sp));
-  sp.name = name;
-  sp.kind = HK__OP_PLACEHOLDER;
-  sp.outputs = &od;
-  sp.noutputs = 1;
-  sp.var = -1;
-  rc = add_op(g, &sp, &opi, status);
-  if (rc != HK_OK) return rc;
-  *out = hk__graph_tensor_handle(g->ops[opi].out_base);
-  return HK_OK;
-}
-
-hk_code hk_graph_constant(hk_graph *g, hk_handle *out, const char *name, const hk_tensor *value, hk_status *status) {
-  out_decl od;
-  op_spec sp;
-  uint32_t opi;
-  hk_code rc;
-  size_t nbytes;
-  void *copy = NULL;
-  int ok;
-  if (out) *out = HK_NO_HANDLE;
-  rc = builder_entry(g, out, "out", name, "name", status);
-  if (rc != HK_OK) return rc;
-  if (!value) return hk_status_set(status, HK_INVALID_ARGUMENT, "value is NULL");
-  if (!dtype_valid(value->dtype) || value->dtype == HK_DTYPE_STRING)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "value->dtype (%d) of constant '%s' is not supported",
-                         (int)value->dtype, name);
-  rc = check_shape(value->rank, value->dims, 0, "value", status);
-  if (rc != HK_OK) return rc;
-  nbytes = hk__graph_nbytes(value->dtype, value->rank, value->dims, &ok);
-  if (!ok) return hk_status_set(status, HK_INVALID_ARGUMENT, "value: byte size overflows");
-  if (value->nbytes != nbytes)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "value->nbytes is %zu but dtype and shape need %zu",
-                         value->nbytes, nbytes);
-  if (nbytes && !value->data) return hk_status_set(status, HK_INVALID_ARGUMENT, "value->data is NULL");
-  if (hk__graph_find_op(g, name, strlen(name)) >= 0)
-    return hk_status_set(status, HK_ALREADY_EXISTS, "An op named '%s' already exists in the graph.", name);
-  if (nbytes) {
-    copy = hk_env_alloc(&g->env, nbytes);
-    if (!copy) return oom(status, name);
-    memcpy(copy, value->data, nbytes);
-  }
-  memset(&od, 0, sizeof(od));
-  od.dtype = value->dtype;
-  od.rank = value->rank;
-  if (value->rank > 0) memcpy(od.dims, value->dims, (size_t)value->rank * sizeof(int64_t));
-  memset(&sp, 0, sizeof(sp));
-  sp.name = name;
-  sp.kind = HK__OP_CONSTANT;
-  sp.outputs = &od;
-  sp.noutputs = 1;
-  sp.var = -1;
-  rc = add_op(g, &sp, &opi, status);
-  if (rc != HK_OK) {
-    hk_env_free(&g->env, copy);
-    return rc;
-  }
-  g->ops[opi].constant = *value;
-  g->ops[opi].constant.data = copy;
-  g->ops[opi].constant.nbytes = nbytes;
-  *out = hk__graph_tensor_handle(g->ops[opi].out_base);
-  return HK_OK;
-}
-
-/* ---- custom ops ---------------------------------------------------------- */
-
-hk_code hk_graph_op(hk_graph *g, hk_handle *out, const hk_op_def *def, hk_status *status) {
-  uint32_t *in = NULL, *ctl = NULL, *mut = NULL, opi;
-  out_decl *od = NULL;
-  op_spec sp;
-  size_t i;
-  hk_code rc;
-  if (out) *out = HK_NO_HANDLE;
-  rc = builder_entry(g, out, "out", NULL, NULL, status);
-  if (rc != HK_OK) return rc;
-  if (!def) return hk_status_set(status, HK_INVALID_ARGUMENT, "def is NULL");
-  if (def->version == 0 || def->version > HK_OP_DEF_VERSION)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "def->version is %u, expected %u", (unsigned)def->version,
-                         (unsigned)HK_OP_DEF_VERSION);
-  rc = check_name(def->name, "def->name", status);
-  if (rc != HK_OK) return rc;
-  if (!def->kernel && (def->noutputs || def->nmutates))
-    return hk_status_set(status, HK_INVALID_ARGUMENT,
-                         "def->kernel is NULL (a no-op) but op '%s' declares %zu outputs and %zu "
-                         "mutated variables",
-                         def->name, def->noutputs, def->nmutates);
-  if (def->noutputs && !def->outputs)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "def->outputs is NULL but def->noutputs is %zu", def->noutputs);
-  if (def->noutputs > 65535)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "def->noutputs %zu is more than 65535", def->noutputs);
-  if (def->ninputs > ((size_t)1 << 24) || def->ncontrol_inputs > ((size_t)1 << 24) || def->nmutates > ((size_t)1 << 24))
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "op '%s' has too many inputs", def->name);
-
-  in = scratch(g, def->ninputs);
-  ctl = scratch(g, def->ncontrol_inputs);
-  mut = scratch(g, def->nmutates);
-  od = hk_env_calloc(&g->env, def->noutputs ? def->noutputs : 1, sizeof(*od));
-  if (!in || !ctl || !mut || !od) {
-    rc = oom(status, def->name);
-    goto done;
-  }
-  rc = tensor_slots(g, def->inputs, def->ninputs, "def->inputs", in, status);
-  if (rc != HK_OK) goto done;
-  rc = op_indices(g, def->control_inputs, def->ncontrol_inputs, "def->control_inputs", ctl, status);
-  if (rc != HK_OK) goto done;
-  rc = var_indices(g, def->mutates, def->nmutates, "def->mutates", mut, status);
-  if (rc != HK_OK) goto done;
-  for (i = 0; i < def->noutputs; i++) {
-    const hk_output_spec *os = &def->outputs[i];
-    char what[48];
-    int ok;
-    snprintf(what, sizeof(what), "def->outputs[%zu]", i);
-    if (!dtype_valid(os->dtype)) {
-      rc = hk_status_set(status, HK_INVALID_ARGUMENT, "%s.dtype (%d) is invalid", what, (int)os->dtype);
-      goto done;
-    }
-    rc = check_shape(os->rank, os->dims, 0, what, status);
-    if (rc != HK_OK) goto done;
-    od[i].dtype = os->dtype;
-    od[i].rank = os->rank;
-    memcpy(od[i].dims, os->dims, sizeof(od[i].dims));
-    for (int32_t d = os->rank; d < HK_MAX_RANK; d++) od[i].dims[d] = 0;
-    od[i].buf_bytes = hk__graph_nbytes(os->dtype, os->rank, os->dims, &ok);
-    if (!ok) {
-      rc = hk_status_set(status, HK_INVALID_ARGUMENT, "%s: byte size overflows", what);
-      goto done;
-    }
-  }
-  memset(&sp, 0, sizeof(sp));
-  sp.name = def->name;
-  sp.kind = def->kernel ? HK__OP_KERNEL : HK__OP_NOOP;
-  sp.kernel = def->kernel;
-  sp.kernel_user = def->kernel_user;
-  sp.inputs = in;
-  sp.ninputs = def->ninputs;
-  sp.controls = ctl;
-  sp.ncontrols = def->ncontrol_inputs;
-  sp.mutates = mut;
-  sp.nmutates = def->nmutates;
-  sp.initializes = def->initializes != 0;
-  sp.outputs = od;
-  sp.noutputs = def->noutputs;
-  sp.var = -1;
-  rc = add_op(g, &sp, &opi, status);
-  if (rc == HK_OK) *out = hk__graph_op_handle(opi);
-done:
-  hk_env_free(&g->env, in);
-  hk_env_free(&g->env, ctl);
-  hk_env_free(&g->env, mut);
-  hk_env_free(&g->env, od);
-  return rc;
-}
-
-hk_code hk_graph_op_output(hk_graph *g, hk_handle op, int32_t index, hk_handle *out, hk_status *status) {
-  int64_t o;
-  if (out) *out = HK_NO_HANDLE;
-  if (!g) return hk_status_set(status, HK_INVALID_ARGUMENT, "g is NULL");
-  if (!out) return hk_status_set(status, HK_INVALID_ARGUMENT, "out is NULL");
-  o = hk__graph_op_index(g, op);
-  if (o < 0) return hk_status_set(status, HK_NOT_FOUND, "op #%" PRIx64 " is not an op of this graph", (uint64_t)op);
-  if (index < 0 || (uint32_t)index >= g->ops[o].noutputs)
-    return hk_status_set(status, HK_OUT_OF_RANGE, "index %d is out of range: op '%s' has %u outputs", (int)index,
-                         g->ops[o].name, (unsigned)g->ops[o].noutputs);
-  *out = hk__graph_tensor_handle(g->ops[o].out_base + (uint32_t)index);
-  return HK_OK;
-}
-
-/* ---- stock ops ----------------------------------------------------------- */
-
-static int shapes_compatible(const hk__graph_slot *s, const hk__graph_var *v) {
-  int32_t i;
-  if (s->rank != v->rank) return 0;
-  for (i = 0; i < s->rank; i++)
-    if (s->dims[i] >= 0 && s->dims[i] != v->dims[i]) return 0;
-  return 1;
-}
-
-static hk_code add_assign(hk_graph *g, hk_handle *out_op, const char *name, hk_handle var, hk_handle value, int add,
-                          hk_status *st) {
-  const char *vname = add ? "delta" : "value";
-  uint32_t slot, vi, opi;
-  const hk__graph_var *v;
-  const hk__graph_slot *s;
-  out_decl od;
-  op_spec sp;
-  int64_t t;
-  hk_code rc;
-  if (out_op) *out_op = HK_NO_HANDLE;
-  rc = builder_entry(g, out_op, "out_op", name, "name", st);
-  if (rc != HK_OK) return rc;
-  t = var_of_handle(g, var);
-  if (t < 0) {
-    char buf[40];
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "var (%s) is not a variable of this graph",
-                         hk__graph_handle_label(g, var, buf, sizeof(buf)));
-  }
-  vi = (uint32_t)t;
-  t = hk__graph_tensor_slot(g, value);
-  if (t < 0) {
-    char buf[40];
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s (%s) is not a tensor of this graph", vname,
-                         hk__graph_handle_label(g, value, buf, sizeof(buf)));
-  }
-  slot = (uint32_t)t;
-  v = &g->vars[vi];
-  s = &g->slots[slot];
-  if (add && !hk__graph_dtype_addable(v->dtype))
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "var '%s' has dtype %s, which assign_add cannot add",
-                         g->ops[v->op].name, dtype_name(v->dtype));
-  if (s->dtype != v->dtype || !shapes_compatible(s, v)) {
-    char a[96], b[96];
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s '%s' (%s %s) does not match var '%s' (%s %s)", vname, s->name,
-                         dtype_name(s->dtype), hk__graph_shape_str(s->rank, s->dims, a, sizeof(a)), g->ops[v->op].name,
-                         dtype_name(v->dtype), hk__graph_shape_str(v->rank, v->dims, b, sizeof(b)));
-  }
-  memset(&od, 0, sizeof(od));
-  od.dtype = v->dtype;
-  od.rank = v->rank;
-  memcpy(od.dims, v->dims, sizeof(od.dims));
-  od.buf_bytes = v->nbytes;
-  memset(&sp, 0, sizeof(sp));
-  sp.name = name;
-  sp.kind = add ? HK__OP_ASSIGN_ADD : HK__OP_ASSIGN;
-  sp.kernel = add ? hk__kernel_assign_add : hk__kernel_assign;
-  sp.inputs = &slot;
-  sp.ninputs = 1;
-  sp.mutates = &vi;
-  sp.nmutates = 1;
-  sp.initializes = !add;
-  sp.outputs = &od;
-  sp.noutputs = 1;
-  sp.var = -1;
-  rc = add_op(g, &sp, &opi, st);
-  if (rc == HK_OK) *out_op = hk__graph_op_handle(opi);
-  return rc;
-}
-
-hk_code hk_graph_assign(hk_graph *g, hk_handle *out_op, const char *name, hk_handle var, hk_handle value,
-                        hk_status *status) {
-  return add_assign(g, out_op, name, var, value, 0, status);
-}
-
-hk_code hk_graph_assign_add(hk_graph *g, hk_handle *out_op, const char *name, hk_handle var, hk_handle delta,
-                            hk_status *status) {
-  return add_assign(g, out_op, name, var, delta, 1, status);
-}
-
-hk_code hk_graph_group(hk_graph *g, hk_handle *out_op, const char *name, const hk_handle *ops, size_t n,
-                       hk_status *status) {
-  uint32_t *ctl, opi;
-  op_spec sp;
-  hk_code rc;
-  if (out_op) *out_op = HK_NO_HANDLE;
-  rc = builder_entry(g, out_op, "out_op", name, "name", status);
-  if (rc != HK_OK) return rc;
-  if (n && !ops) return hk_status_set(status, HK_INVALID_ARGUMENT, "ops is NULL but n is %zu", n);
-  if (n > ((size_t)1 << 24)) return hk_status_set(status, HK_INVALID_ARGUMENT, "n %zu is too large", n);
-  ctl = scratch(g, n);
-  if (!ctl) return oom(status, name);
-  rc = op_indices(g, ops, n, "ops", ctl, status);
-  if (rc == HK_OK) {
-    memset(&sp, 0, sizeof(sp));
-    sp.name = name;
-    sp.kind = HK__OP_NOOP;
-    sp.controls = ctl;
-    sp.ncontrols = n;
-    sp.var = -1;
-    rc = add_op(g, &sp, &opi, status);
-    if (rc == HK_OK) *out_op = hk__graph_op_handle(opi);
-  }
-  hk_env_free(&g->env, ctl);
-  return rc;
-}
-
-/* Variable selection for init/report ops: explicit list (deduplicated, in
- * order) or, when empty, every variable matching `all_mask`/`all_want`. */
-static hk_code select_vars(hk_graph *g, const hk_handle *vars, size_t n, uint32_t all_mask, uint32_t all_want,
-                           uint32_t **out, size_t *nout, hk_status *st) {
-  uint32_t *sel;
-  size_t i, j, k = 0;
-  hk_code rc;
-  *out = NULL;
-  *nout = 0;
-  if (n && !vars) return hk_status_set(st, HK_INVALID_ARGUMENT, "vars is NULL but n is %zu", n);
-  if (n > ((size_t)1 << 24)) return hk_status_set(st, HK_INVALID_ARGUMENT, "n %zu is too large", n);
-  sel = scratch(g, n ? n : g->nvars);
-  if (!sel) return oom(st, "a variable list");
-  if (n) {
-    rc = var_indices(g, vars, n, "vars", sel, st);
-    if (rc != HK_OK) {
-      hk_env_free(&g->env, sel);
-      return rc;
-    }
-    for (i = 0; i < n; i++) {
-      for (j = 0; j < k && sel[j] != sel[i]; j++) {}
-      if (j == k) sel[k++] = sel[i];
-    }
-  } else {
-    for (i = 0; i < g->nvars; i++)
-      if ((g->vars[i].flags & all_mask) == all_want) sel[k++] = (uint32_t)i;
-  }
-  *out = sel;
-  *nout = k;
-  return HK_OK;
-}
-
-static hk_code build_init(hk_graph *g, hk_handle *out_op, const char *name, const hk_handle *vars, size_t n,
-                          uint32_t local_want, hk_status *st) {
-  uint32_t *sel, opi;
-  size_t i, k = 0, nsel;
-  op_spec sp;
-  hk_code rc = select_vars(g, vars, n, HK_VAR_LOCAL, local_want, &sel, &nsel, st);
-  if (rc != HK_OK) return rc;
-  for (i = 0; i < nsel; i++) {
-    const hk__graph_var *v = &g->vars[sel[i]];
-    if (v->init.kind == HK_INIT_NONE) {
-      /* external variables without initializer are always initialized;
-       * graph-owned ones can only be assigned */
-      if (n && !v->external) {
-        rc = hk_status_set(st, HK_INVALID_ARGUMENT, "vars: variable '%s' has no initializer (HK_INIT_NONE)",
-                           g->ops[v->op].name);
-        hk_env_free(&g->env, sel);
-        return rc;
-      }
-      continue;
-    }
-    sel[k++] = sel[i];
-  }
-  memset(&sp, 0, sizeof(sp));
-  sp.name = name;
-  sp.kind = HK__OP_INIT;
-  sp.kernel = hk__kernel_init;
-  sp.mutates = sel;
-  sp.nmutates = k;
-  sp.initializes = 1;
-  sp.var = -1;
-  rc = add_op(g, &sp, &opi, st);
-  if (rc == HK_OK) *out_op = hk__graph_op_handle(opi);
-  hk_env_free(&g->env, sel);
-  return rc;
-}
-
-hk_code hk_graph_init_op(hk_graph *g, hk_handle *out_op, const char *name, const hk_handle *vars, size_t n,
-                         hk_status *status) {
-  hk_code rc;
-  if (out_op) *out_op = HK_NO_HANDLE;
-  rc = builder_entry(g, out_op, "out_op", name, "name", status);
-  if (rc != HK_OK) return rc;
-  return build_init(g, out_op, name, vars, n, 0, status);
-}
-
-static hk_code build_report(hk_graph *g, hk_handle *out_op, const char *name, const hk_handle *vars, size_t n,
-                            uint32_t mask, uint32_t want, hk_status *st) {
-  uint32_t *sel, opi;
-  size_t nsel;
-  out_decl od;
-  op_spec sp;
-  hk_code rc = select_vars(g, vars, n, mask, want, &sel, &nsel, st);
-  if (rc != HK_OK) return rc;
-  memset(&od, 0, sizeof(od));
-  od.dtype = HK_DTYPE_STRING;
-  od.rank = 1;
-  od.dims[0] = -1;
-  od.buf_bytes = nsel * sizeof(const char *);
-  memset(&sp, 0, sizeof(sp));
-  sp.name = name;
-  sp.kind = HK__OP_REPORT;
-  sp.kernel = hk__kernel_report;
-  sp.aux = sel;
-  sp.naux = nsel;
-  sp.outputs = &od;
-  sp.noutputs = 1;
-  sp.var = -1;
-  rc = add_op(g, &sp, &opi, st);
-  if (rc == HK_OK) *out_op = hk__graph_op_handle(opi);
-  hk_env_free(&g->env, sel);
-  return rc;
-}
-
-hk_code hk_graph_report_uninitialized(hk_graph *g, hk_handle *out_op, const char *name, const hk_handle *vars, size_t n,
-                                      hk_status *status) {
-  hk_code rc;
-  if (out_op) *out_op = HK_NO_HANDLE;
-  rc = builder_entry(g, out_op, "out_op", name, "name", status);
-  if (rc != HK_OK) return rc;
-  return build_report(g, out_op, name, vars, n, 0, 0, status);
-}
-
-/* ---- default ops (C62) --------------------------------------------------- */
-
-/* `base`, or `base_<k>` for the first free k. */
-static void unique_name(const hk_graph *g, const char *base, char *buf, size_t cap) {
-  unsigned k;
-  snprintf(buf, cap, "%s", base);
-  for (k = 1; hk__graph_find_op(g, buf, strlen(buf)) >= 0; k++) snprintf(buf, cap, "%s_%u", base, k);
-}
-
-static hk_code graph_default_op(void *self, hk_default_op kind, hk_handle *out, hk_status *st) {
-  hk_graph *g = self;
-  char name[64];
-  hk_handle op = HK_NO_HANDLE;
-  hk_code rc;
-  if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "out is NULL");
-  *out = HK_NO_HANDLE;
-  if (g->finalized) return finalized_error(st);
-  switch (kind) {
-    case HK_DEFAULT_INIT_OP:
-      unique_name(g, "init", name, sizeof(name));
-      return build_init(g, out, name, NULL, 0, 0, st);
-    case HK_DEFAULT_LOCAL_INIT_OP:
-      unique_name(g, "init_local", name, sizeof(name));
-      return build_init(g, out, name, NULL, 0, HK_VAR_LOCAL, st);
-    case HK_DEFAULT_READY_OP:
-      unique_name(g, "report_uninitialized_variables", name, sizeof(name));
-      rc = build_report(g, &op, name, NULL, 0, 0, 0, st);
-      break;
-    case HK_DEFAULT_READY_FOR_LOCAL_INIT_OP:
-      unique_name(g, "report_uninitialized_global_variables", name, sizeof(name));
-      rc = build_report(g, &op, name, NULL, 0, HK_VAR_LOCAL, 0, st);
-      break;
-    default: return hk_status_set(st, HK_INVALID_ARGUMENT, "kind %d is not an hk_default_op", (int)kind);
-  }
-  if (rc == HK_OK) *out = hk__graph_tensor_handle(g->ops[hk__graph_op_index(g, op)].out_base);
-  return rc;
-}
-
-/* ---- names and handles ---------------------------------------------------- */
-
-static hk_code graph_resolve_tensor(void *self, const char *name, hk_handle *out, hk_status *st) {
-  hk_graph *g = self;
-  const char *colon;
-  size_t oplen;
-  uint64_t k = 0;
-  int64_t o;
-  if (!name) return hk_status_set(st, HK_INVALID_ARGUMENT, "name is NULL");
-  if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "out is NULL");
-  *out = HK_NO_HANDLE;
-  colon = strrchr(name, ':');
-  oplen = colon ? (size_t)(colon - name) : strlen(name);
-  if (colon) {
-    const char *p = colon + 1;
-    /* canonical decimal only: "op:01" is not "op:1" */
-    if (!*p || strlen(p) > 9 || (p[0] == '0' && p[1] != '\0')) goto not_found;
-    for (; *p; p++) {
-      if (*p < '0' || *p > '9') goto not_found;
-      k = k * 10 + (uint64_t)(*p - '0');
-    }
-  }
-  o = hk__graph_find_op(g, name, oplen);
-  if (o < 0 || k >= g->ops[o].noutputs) goto not_found;
-  *out = hk__graph_tensor_handle(g->ops[o].out_base + (uint32_t)k);
-  return HK_OK;
-not_found:
-  return hk_status_set(st, HK_NOT_FOUND, "The name '%s' refers to a Tensor which does not exist.", name);
-}
-
-static hk_code graph_resolve_op(void *self, const char *name, hk_handle *out, hk_status *st) {
-  hk_graph *g = self;
-  int64_t o;
-  if (!name) return hk_status_set(st, HK_INVALID_ARGUMENT, "name is NULL");
-  if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "out is NULL");
-  *out = HK_NO_HANDLE;
-  o = hk__graph_find_op(g, name, strlen(name));
-  if (o < 0) return hk_status_set(st, HK_NOT_FOUND, "The name '%s' refers to an Operation not in the graph.", name);
-  *out = hk__graph_op_handle((uint32_t)o);
-  return HK_OK;
-}
-
-static const char *graph_handle_name(void *self, hk_handle h) {
-  hk_graph *g = self;
-  int64_t i = hk__graph_tensor_slot(g, h);
-  if (i >= 0) return g->slots[i].name;
-  i = hk__graph_op_index(g, h);
-  if (i >= 0) return g->ops[i].name;
-  return NULL;
-}
-
-static hk_code graph_finalize(void *self, hk_status *st) {
-  hk_graph *g = self;
-  (void)st;
-  g->finalized = 1;
-  return HK_OK;
-}
-
-static int graph_is_finalized(void *self) { return ((hk_graph *)self)->finalized; }
-
-/* ---- variables through the vtable --------------------------------------- */
-
-static size_t graph_variable_count(void *self) { return ((hk_graph *)self)->nvars; }
-
-static hk_code graph_variable_info(void *self, size_t index, hk_variable_info *out, hk_status *st) {
-  hk_graph *g = self;
-  const hk__graph_var *v;
-  if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "out is NULL");
-  if (index >= g->nvars)
-    return hk_status_set(st, HK_OUT_OF_RANGE, "variable index %zu is out of range (%zu variables)", index, g->nvars);
-  v = &g->vars[index];
-  memset(out, 0, sizeof(*out));
-  out->name = g->ops[v->op].name;
-  out->tensor = hk__graph_tensor_handle(g->ops[v->op].out_base);
-  out->dtype = v->dtype;
-  out->rank = v->rank;
-  memcpy(out->dims, v->dims, sizeof(out->dims));
-  out->flags = v->flags;
-  return HK_OK;
-}
-
-/* ---- describe ------------------------------------------------------------- */
-
-/* Buffers text on the stack and flushes it to the sink in chunks, so that
- * describing a graph of any size allocates nothing. */
-typedef struct text_out {
-  hk_text_sink sink;
-  void *user;
-  hk_status *st;
-  hk_code rc;
-  size_t len;
-  char buf[1024];
-} text_out;
-
-static void text_flush(text_out *t) {
-  if (t->rc == HK_OK && t->len) t->rc = t->sink(t->user, t->buf, t->len, t->st);
-  t->len = 0;
-}
-
-static void text_put(text_out *t, const char *s) {
-  size_t n = strlen(s);
-  while (n && t->rc == HK_OK) {
-    size_t room = sizeof(t->buf) - t->len, m = n < room ? n : room;
-    memcpy(t->buf + t->len, s, m);
-    t->len += m;
-    s += m;
-    n -= m;
-    if (t->len == sizeof(t->buf)) text_flush(t);
-  }
-}
-
-static const char *kind_name(hk__graph_op_kind k) {
-  switch (k) {
-    case HK__OP_VARIABLE: return "Variable";
-    case HK__OP_PLACEHOLDER: return "Placeholder";
-    case HK__OP_CONSTANT: return "Const";
-    case HK__OP_KERNEL: return "Kernel";
-    case HK__OP_NOOP: return "NoOp";
-    case HK__OP_ASSIGN: return "Assign";
-    case HK__OP_ASSIGN_ADD: return "AssignAdd";
-    case HK__OP_INIT: return "InitVariables";
-    case HK__OP_REPORT: return "ReportUninitializedVariables";
-  }
-  return "?";
-}
-
-static const char *init_name(hk_init_kind k) {
-  switch (k) {
-    case HK_INIT_NONE: return "none";
-    case HK_INIT_ZEROS: return "zeros";
-    case HK_INIT_CONSTANT: return "constant";
-    case HK_INIT_UNIFORM: return "uniform";
-    case HK_INIT_NORMAL: return "normal";
-  }
-  return "?";
-}
-
-static void put_list(text_out *t, const char *label, const hk_graph *g, const uint32_t *ix, size_t n,
-                     int what /* 0 slots, 1 ops, 2 vars */) {
-  size_t i;
-  if (!n) return;
-  text_put(t, " ");
-  text_put(t, label);
-  text_put(t, "=[");
-  for (i = 0; i < n; i++) {
-    if (i) text_put(t, ", ");
-    if (what == 0)
-      text_put(t, g->slots[ix[i]].name);
-    else if (what == 1)
-      text_put(t, g->ops[ix[i]].name);
-    else
-      text_put(t, g->ops[g->vars[ix[i]].op].name);
-  }
-  text_put(t, "]");
-}
-
-static hk_code graph_describe(void *self, hk_text_sink sink, void *sink_user, hk_status *st) {
-  hk_graph *g = self;
-  text_out t;
-  char line[192], shape[128];
-  size_t i, k;
-  if (!sink) return hk_status_set(st, HK_INVALID_ARGUMENT, "sink is NULL");
-  t.sink = sink;
-  t.user = sink_user;
-  t.st = st;
-  t.rc = HK_OK;
-  t.len = 0;
-  for (i = 0; i < g->nops && t.rc == HK_OK; i++) {
-    const hk__graph_op *op = &g->ops[i];
-    text_put(&t, op->name);
-    text_put(&t, " = ");
-    text_put(&t, kind_name(op->kind));
-    put_list(&t, "inputs", g, op->inputs, op->ninputs, 0);
-    put_list(&t, "control", g, op->controls, op->ncontrols, 1);
-    put_list(&t, "mutates", g, op->mutates, op->nmutates, 2);
-    put_list(&t, "vars", g, op->aux, op->naux, 2);
-    text_put(&t, " -> (");
-    for (k = 0; k < op->noutputs; k++) {
-      const hk__graph_slot *s = &g->slots[op->out_base + k];
-      snprintf(line, sizeof(line), "%s%s %s", k ? ", " : "", dtype_name(s->dtype),
-               hk__graph_shape_str(s->rank, s->dims, shape, sizeof(shape)));
-      text_put(&t, line);
-    }
-    text_put(&t, ")");
-    if (op->kind == HK__OP_VARIABLE) {
-      const hk__graph_var *v = &g->vars[op->var];
-      snprintf(line, sizeof(line), " {%s%s%s%s, init=%s}", (v->flags & HK_VAR_LOCAL) ? "local" : "global",
-               (v->flags & HK_VAR_TRAINABLE) ? ", trainable" : "", (v->flags & HK_VAR_EXTERNAL) ? ", external" : "",
-               (v->flags & HK_VAR_OPTIONAL) ? ", optional" : "", init_name(v->init.kind));
-      text_put(&t, line);
-    }
-    text_put(&t, "\n");
-  }
-  text_flush(&t);
-  return t.rc;
-}
-
-static hk_code graph_control(void *self, int op, void *arg, hk_status *st) {
-  if (op == HK_CONTROL_SNAPSHOT_ATTACH || op == HK_CONTROL_SNAPSHOT_DETACH)
-    return hk__graph_snapshot_control(self, op, arg, st);
-  if (op == HK_CONTROL_MERGE_SUMMARIES) return hk__graph_merge_summaries_control(self, arg, st);
-  return hk_status_set(st, HK_UNIMPLEMENTED, "hooked.graph: unknown control op %d", op);
-}
-
-static const hk_executor_vtable graph_vtable = {
-    HK_EXECUTOR_VTABLE_VERSION,
-    "hooked.graph",
-    graph_resolve_tensor,
-    graph_resolve_op,
-    graph_handle_name,
-    graph_finalize,
-    graph_is_finalized,
-    hk__graph_open,
-    hk__graph_close,
-    hk__graph_run,
-    graph_variable_count,
-    graph_variable_info,
-    hk__graph_variable_read,
-    hk__graph_variable_assign,
-    graph_role_get,
-    graph_role_add,
-    graph_default_op,
-    graph_describe,
-    graph_control,
-    graph_destroy,
-    hk__graph_variable_storage,
-};

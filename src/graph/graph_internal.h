@@ -111,7 +111,7 @@ struct hk_graph {
   void *snap_session; /* the gsession it was attached to */
 };
 
-/* ---- graph.c ------------------------------------------------------------ */
+/* ---- graph.c: handles and names --------------------------------------- */
 /** The op index named `name` (length len), or -1. */
 int64_t hk__graph_find_op(const hk_graph *g, const char *name, size_t len);
 /** Decode a tensor handle to a slot index; -1 when it is not one of g's. */
@@ -126,6 +126,79 @@ const char *hk__graph_handle_label(const hk_graph *g, hk_handle h, char *buf, si
 const char *hk__graph_shape_str(int32_t rank, const int64_t *dims, char *buf, size_t cap);
 /** Byte size of a shape with non-negative dims; 0 and *ok = 0 on overflow. */
 size_t hk__graph_nbytes(hk_dtype dtype, int32_t rank, const int64_t *dims, int *ok);
+
+/* ---- graph.c: the builder every op is added through ---------------------- */
+typedef struct hk__graph_out_decl {
+  hk_dtype dtype;
+  int32_t rank;
+  int64_t dims[HK_MAX_RANK];
+  size_t buf_bytes;
+} hk__graph_out_decl;
+
+typedef struct hk__graph_op_spec {
+  const char *name;
+  hk__graph_op_kind kind;
+  hk_kernel_fn kernel;
+  void *kernel_user;
+  const uint32_t *inputs;
+  size_t ninputs;
+  const uint32_t *controls;
+  size_t ncontrols;
+  const uint32_t *mutates;
+  size_t nmutates;
+  int initializes;
+  const hk__graph_out_decl *outputs;
+  size_t noutputs;
+  const uint32_t *aux;
+  size_t naux;
+  int64_t var;
+} hk__graph_op_spec;
+
+/** Check that the name is free, then add the op; nothing changes on failure. */
+hk_code hk__graph_add_op(hk_graph *g, const hk__graph_op_spec *sp, uint32_t *out_index, hk_status *st);
+/** Common entry checks of every builder: graph, finalization, out, name
+ *  (name_what NULL: no name to check). */
+hk_code hk__graph_builder_entry(hk_graph *g, const void *out, const char *out_name, const char *name,
+                                const char *name_what, hk_status *st);
+/** 1..HK__GRAPH_NAME_MAX bytes of [A-Za-z0-9_./-]; INVALID_ARGUMENT naming `what`. */
+hk_code hk__graph_check_name(const char *name, const char *what, hk_status *st);
+/** Validate a shape given as rank + dims; `min_dim` is 0, or -1 where "any" is allowed. */
+hk_code hk__graph_check_shape(int32_t rank, const int64_t *dims, int64_t min_dim, const char *what, hk_status *st);
+int hk__graph_dtype_valid(hk_dtype d);
+/** FAILED_PRECONDITION: the graph is finalized. */
+hk_code hk__graph_finalized_error(hk_status *st);
+/** RESOURCE_EXHAUSTED adding `what`. */
+hk_code hk__graph_oom(hk_status *st, const char *what);
+/** Handles → indices (slots, ops, variables); INVALID_ARGUMENT naming the
+ *  array and the entry that is not one. */
+hk_code hk__graph_tensor_slots(const hk_graph *g, const hk_handle *hs, size_t n, const char *what, uint32_t *slots,
+                               hk_status *st);
+hk_code hk__graph_op_indices(const hk_graph *g, const hk_handle *hs, size_t n, const char *what, uint32_t *ops,
+                             hk_status *st);
+hk_code hk__graph_var_indices(const hk_graph *g, const hk_handle *hs, size_t n, const char *what, uint32_t *vars,
+                              hk_status *st);
+/** A variable's value handle or op handle → variable index, or -1. */
+int64_t hk__graph_var_of_handle(const hk_graph *g, hk_handle h);
+/** Scratch for handle → index conversions during a build (hk_env_free it). */
+uint32_t *hk__graph_scratch(hk_graph *g, size_t n);
+/** The role registry (the vtable's role_get and role_add slots). */
+hk_code hk__graph_role_get(void *self, const char *role, hk_handle *out, size_t cap, size_t *count, hk_status *st);
+hk_code hk__graph_role_add(void *self, const char *role, hk_handle handle, hk_status *st);
+/** The vtable's destroy slot: frees the graph. */
+void hk__graph_destroy(void *self);
+
+/* ---- graph_ops.c -------------------------------------------------------- */
+/** The initializer op of `vars`; n 0: of every variable whose
+ *  HK_VAR_LOCAL flag is `local_want`. */
+hk_code hk__graph_build_init(hk_graph *g, hk_handle *out_op, const char *name, const hk_handle *vars, size_t n,
+                             uint32_t local_want, hk_status *st);
+/** The op reporting which of `vars` are uninitialized; n 0: of every
+ *  variable whose flags & mask are `want`. */
+hk_code hk__graph_build_report(hk_graph *g, hk_handle *out_op, const char *name, const hk_handle *vars, size_t n,
+                               uint32_t mask, uint32_t want, hk_status *st);
+
+/* ---- graph_vtable.c ----------------------------------------------------- */
+extern const hk_executor_vtable hk__graph_vtable;
 
 /* ---- run.c -------------------------------------------------------------- */
 hk_code hk__graph_open(void *self, void **out_session, hk_status *status);
