@@ -12,7 +12,7 @@
 #include "events/events.h"
 #include "util/dir_lock.h"
 
-/* ---- hooks (hook.c, session.c) ------------------------------------------------ */
+/* ---- hooks (hook.c, session_shared.c) ----------------------------------------- */
 
 /** Register a built-in hook's detach callback, for hooks with background
  *  work: called when the session lets go (close, free without close,

@@ -8,7 +8,7 @@
 #ifndef HOOKED_CORE_CORE_INTERNAL_H
 #define HOOKED_CORE_CORE_INTERNAL_H
 
-#include "util/common.h"
+#include "core/core.h"
 
 /* ---- hooks (hook.c) ---------------------------------------------------------- */
 struct hk_hook {
