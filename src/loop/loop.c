@@ -5,82 +5,21 @@
  * checkpoint saver —
  * each step split by hk_session_run_begin/run_end around the program's own
  * math. Written against the public headers only, as any third party could.
+ * This file holds options, registration, save, finish and free; start and
+ * the steps are in loop_run.c.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "loop/host_executor.h"
-#include "hooked/hooked.h"
+#include "loop/loop_internal.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-
-/* A program-owned global step that stays put for this many consecutive
- * steps fails the loop: it would never reach a step-based stop. */
-#define STALL_LIMIT 100
-#define STALL_WARNINGS 5
-
-struct hk_loop {
-  hk_env env;
-  /* options, copied */
-  char *ckpt_dir, *basename;
-  double save_secs;
-  int64_t save_steps, max_to_keep;
-  double keep_hours;
-  int async;
-  int64_t num_steps, last_step;
-  int handle_signals;
-  hk_hook **hooks; /* the program's */
-  size_t nhooks;
-  char *nan_guard; /* H46: NULL: none */
-  int64_t best_k;  /* H45 */
-  char *best_metric;
-  hk_monitor_mode best_mode;
-  char *summary_dir;            /* resolved (C52, H47): NULL: no StepCounter */
-  int64_t log_step_count_steps; /* 0: no StepCounter */
-  int allow_non_finite;         /* the Saver's option of that name */
-  /* H46: early-stopping hooks run as the loop's own (borrowed), and the
-   * state arrays the loop registered for them (owned). */
-  hk_hook **es;
-  double **es_state;
-  size_t nes, es_cap;
-
-  hk__host *host;     /* the registry, until start hands it to the executor */
-  hk_executor *ex;
-  int64_t own_gs;     /* the loop-owned global step */
-  int program_gs;     /* the program registered its own */
-  hk_saver *saver;
-  hk_scaffold *scaffold;
-  hk_hook *watch;     /* the loop's own hook: what the creation restored */
-  hk_hook *nan_hook, *stop_hook, *counter_hook, *ckpt_hook;
-  hk_hook **all;      /* watch, NaN guard, early stopping, stop, step counter, checkpoint, then the program's */
-  hk_session *session;
-  char *restored;
-
-  int started, finished, step_open, ended_by_range;
-  int failed;
-  hk_status error; /* the first error (sticky) */
-  hk_code finish_rc;
-  hk_status finish_status;
-  int installed_signals;
-  atomic_int stop_requested;
-  _Atomic(hk_coordinator *) coord;
-
-  size_t gs_index;   /* the global step's entry in the executor */
-  int updates_called; /* hk_loop_updates_begin() ran in the open step (H42) */
-  int overlap_warned;
-
-  int64_t gs_at_begin;
-  int64_t stalled;
-  int stall_warnings;
-  double step_start;
-  int traced; /* the open step's run asked for a trace */
-};
 
 /* ---- errors --------------------------------------------------------------------- */
 
 /* Enter the failed state with the first error; later ones are logged. */
-static hk_code fail(hk_loop *l, hk_code rc, const hk_status *st) {
+hk_code hk__loop_fail(hk_loop *l, hk_code rc, const hk_status *st) {
   if (!l->failed) {
     l->failed = 1;
     l->error.code = rc;
@@ -93,20 +32,10 @@ static hk_code fail(hk_loop *l, hk_code rc, const hk_status *st) {
   return rc;
 }
 
-static hk_code report(const hk_loop *l, hk_status *st) {
+hk_code hk__loop_report(const hk_loop *l, hk_status *st) {
   if (st) *st = l->error;
   return l->error.code;
 }
-
-/* A status on the per-step path: an initializer would clear its whole
- * message buffer at every step. */
-#define STEP_STATUS(name) \
-  hk_status name;         \
-  name.code = HK_OK;      \
-  name.message[0] = '\0'
-
-/* Misuse that leaves the loop as it was (not sticky). */
-#define MISUSE(st, ...) hk_status_set((st), HK_FAILED_PRECONDITION, __VA_ARGS__)
 
 /* ---- options -------------------------------------------------------------------- */
 
@@ -293,7 +222,7 @@ static int valid_tensor_name(const char *name) {
 
 static hk_code check_registration(hk_loop *l, const char *fn, const char *name, hk_status *st) {
   if (!l) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: loop is NULL", fn);
-  if (l->failed) return report(l, st);
+  if (l->failed) return hk__loop_report(l, st);
   if (l->started || l->finished)
     return MISUSE(st, "%s: '%s' registered after hk_loop_start(): register everything before the start", fn,
                   name ? name : "(null)");
@@ -340,7 +269,7 @@ hk_code hk_loop_add_array(hk_loop *l, const char *name, hk_dtype dtype, int32_t 
   if (flags & HK_LOOP_NON_FINITE_OK) vf |= HK_VAR_NON_FINITE_OK;
   size_t index = hk__host_count(l->host);
   rc = hk__host_add(l->host, name, dtype, rank, dims, data, t.nbytes, vf, NULL, NULL, NULL, st);
-  if (rc != HK_OK) return rc == HK_RESOURCE_EXHAUSTED ? fail(l, rc, st) : rc;
+  if (rc != HK_OK) return rc == HK_RESOURCE_EXHAUSTED ? hk__loop_fail(l, rc, st) : rc;
   if (is_gs) {
     hk__host_set_global_step(l->host, index);
     l->program_gs = 1;
@@ -367,7 +296,7 @@ hk_code hk_loop_add_state(hk_loop *l, const char *name, size_t size, hk_loop_sta
   int64_t dims[1] = {(int64_t)size};
   uint32_t vf = (flags & HK_LOOP_OPTIONAL) ? HK_VAR_OPTIONAL : 0;
   rc = hk__host_add(l->host, name, HK_DTYPE_U8, 1, dims, NULL, size, vf, save, restore, user, st);
-  if (rc != HK_OK) return rc == HK_RESOURCE_EXHAUSTED ? fail(l, rc, st) : rc;
+  if (rc != HK_OK) return rc == HK_RESOURCE_EXHAUSTED ? hk__loop_fail(l, rc, st) : rc;
   return HK_OK;
 }
 
@@ -378,7 +307,7 @@ hk_code hk_loop_add_early_stopping(hk_loop *l, hk_hook *hook, hk_status *st) {
   hk_early_stopping_info info;
   hk_status why = HK_STATUS_INIT;
   if (!l) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: loop is NULL", fn);
-  if (l->failed) return report(l, st);
+  if (l->failed) return hk__loop_report(l, st);
   if (l->started || l->finished)
     return MISUSE(st, "%s: called after hk_loop_start(): add early stopping before the start", fn);
   if (!hook) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: hook is NULL", fn);
@@ -402,14 +331,14 @@ hk_code hk_loop_add_early_stopping(hk_loop *l, hk_hook *hook, hk_status *st) {
     if (es) l->es = es;
     double **states = es ? hk_env_realloc(&l->env, l->es_state, cap * sizeof *states) : NULL;
     if (states) l->es_state = states;
-    if (!es || !states) return fail(l, hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory", fn), st);
+    if (!es || !states) return hk__loop_fail(l, hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory", fn), st);
     l->es_cap = cap;
   }
   double *mem = NULL;
   if (info.state) {
     static const int64_t dims[1] = {HK_EARLY_STOPPING_STATE_SIZE};
     mem = hk_env_calloc(&l->env, HK_EARLY_STOPPING_STATE_SIZE, sizeof *mem);
-    if (!mem) return fail(l, hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory", fn), st);
+    if (!mem) return hk__loop_fail(l, hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory", fn), st);
     /* Optional: a checkpoint written before the early stopping restores,
      * and the count starts over (zero is a fresh state). Its best value is
      * +-Inf until an evaluation improves: checkpointed as it is. */
@@ -422,384 +351,6 @@ hk_code hk_loop_add_early_stopping(hk_loop *l, hk_hook *hook, hk_status *st) {
   }
   l->es[l->nes] = hook;
   l->es_state[l->nes++] = mem;
-  return HK_OK;
-}
-
-/* ---- the loop's own hook: what each creation restored -------------------------------- */
-
-static hk_code watch_after_create_session(void *user, hk_raw_session *session, hk_coordinator *coord,
-                                          hk_creation_context *ctx, hk_status *st) {
-  hk_loop *l = user;
-  (void)session;
-  atomic_store(&l->coord, coord);
-  if (atomic_load(&l->stop_requested)) hk_coordinator_request_stop(coord, HK_OK, NULL);
-  const char *from = hk_creation_context_restored_checkpoint(ctx);
-  hk_env_free(&l->env, l->restored);
-  l->restored = NULL;
-  if (from && !(l->restored = hk_env_strdup(&l->env, from)))
-    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "host loop: out of memory");
-  return HK_OK;
-}
-
-static const hk_hook_vtable watch_vtable = {
-    .version = HK_HOOK_VTABLE_VERSION,
-    .after_create_session = watch_after_create_session,
-};
-
-/* ---- start -------------------------------------------------------------------------- */
-
-static hk_code make_hooks(hk_loop *l, hk_status *st) {
-  hk_code rc = hk_hook_new(&l->watch, &watch_vtable, l, "host loop", &l->env, st);
-  if (rc != HK_OK) return rc;
-  if (l->nan_guard) {
-    /* H46: fail mode, before the checkpoint hook (C14, C16, C134). */
-    hk_nan_tensor_options no = HK_NAN_TENSOR_OPTIONS_INIT;
-    no.env = &l->env;
-    no.loss = l->nan_guard;
-    no.fail_on_nan_loss = 1;
-    no.non_finite = 1;
-    rc = hk_nan_tensor_hook_new(&l->nan_hook, &no, st);
-    if (rc != HK_OK) return rc;
-  }
-  if (l->num_steps != HK_UNSET_STEPS || l->last_step != HK_UNSET_STEPS) {
-    hk_stop_at_step_options so = HK_STOP_AT_STEP_OPTIONS_INIT;
-    so.env = &l->env;
-    so.num_steps = l->num_steps;
-    so.last_step = l->last_step;
-    rc = hk_stop_at_step_hook_new(&l->stop_hook, &so, st);
-    if (rc != HK_OK) return rc;
-  }
-  if (l->summary_dir) { /* C53, H47: after StopAtStep, before the checkpoint hook */
-    hk_step_counter_options sc = HK_STEP_COUNTER_OPTIONS_INIT;
-    sc.env = &l->env;
-    sc.every_n_steps = l->log_step_count_steps;
-    sc.output_dir = l->summary_dir;
-    rc = hk_step_counter_hook_new(&l->counter_hook, &sc, st);
-    if (rc != HK_OK) return rc;
-  }
-  int disabled = l->save_secs == 0 || l->save_steps == 0; /* C54 */
-  if (l->ckpt_dir && !disabled) {
-    hk_checkpoint_saver_options co = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
-    co.env = &l->env;
-    co.checkpoint_dir = l->ckpt_dir;
-    co.save_secs = l->save_secs;
-    co.save_steps = l->save_steps;
-    if (hk_secs_is_unset(co.save_secs) && co.save_steps == HK_UNSET_STEPS) co.save_secs = 600; /* C50 */
-    co.saver = l->saver;
-    co.checkpoint_basename = l->basename;
-    co.save_graph_def = 0; /* nothing per save that was not asked for */
-    co.best_k = l->best_k;
-    co.best_metric = l->best_metric;
-    co.best_mode = l->best_mode;
-    rc = l->async ? hk_async_checkpoint_saver_hook_new(&l->ckpt_hook, &co, st)
-                  : hk_checkpoint_saver_hook_new(&l->ckpt_hook, &co, st);
-    if (rc != HK_OK) return rc;
-  }
-  l->all = hk_env_calloc(&l->env, 5 + l->nes + l->nhooks, sizeof *l->all);
-  if (!l->all) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_loop_start: out of memory");
-  return HK_OK;
-}
-
-/* H46: what nan_guard and best_metric name must be registered, and fit,
- * before anything is built or created. */
-static hk_code check_named(hk_loop *l, hk_status *st) {
-  hk_dtype dtype;
-  int64_t elements;
-  int is_state;
-  if (l->nan_guard) {
-    if (!hk__host_describe(l->host, l->nan_guard, &dtype, &elements, &is_state))
-      return hk_status_set(st, HK_FAILED_PRECONDITION,
-                           "hk_loop_start: nan_guard '%s' names no registered array (register it with "
-                           "hk_loop_add_array() before the start)",
-                           l->nan_guard);
-    if (is_state || !hk_dtype_is_float(dtype))
-      return hk_status_set(st, HK_INVALID_ARGUMENT,
-                           "hk_loop_start: nan_guard '%s' is %s; it must be an array of a floating dtype (f16, bf16, "
-                           "f32, f64)",
-                           l->nan_guard, is_state ? "an opaque state" : hk_dtype_name(dtype));
-  }
-  if (l->best_metric) {
-    if (!hk__host_describe(l->host, l->best_metric, &dtype, &elements, &is_state))
-      return hk_status_set(st, HK_FAILED_PRECONDITION,
-                           "hk_loop_start: best_metric '%s' names no registered array (register it with "
-                           "hk_loop_add_array() before the start)",
-                           l->best_metric);
-    if (is_state || elements != 1 || !(hk_dtype_is_float(dtype) || hk_dtype_is_integer(dtype)))
-      return hk_status_set(st, HK_INVALID_ARGUMENT,
-                           "hk_loop_start: best_metric '%s' is %s; it must be an array of one number", l->best_metric,
-                           is_state ? "an opaque state" : elements != 1 ? "an array of more than one element"
-                                                                        : hk_dtype_name(dtype));
-  }
-  return HK_OK;
-}
-
-static hk_code start(hk_loop *l, hk_status *st) {
-  hk_code rc = check_named(l, st);
-  if (rc != HK_OK) return rc;
-  if (!l->program_gs) {
-    size_t index = hk__host_count(l->host);
-    rc = hk__host_add(l->host, "global_step", HK_DTYPE_I64, 0, NULL, &l->own_gs, sizeof l->own_gs, 0, NULL,
-                      NULL, NULL, st);
-    if (rc != HK_OK) return rc;
-    hk__host_set_global_step(l->host, index);
-    l->gs_index = index;
-  }
-  int check = 0;
-  rc = hk__host_check_resume(l->host, &check, st);
-  if (rc != HK_OK) return rc;
-  if (check)
-    hk_env_log(&l->env, HK_LOG_INFO,
-               "host loop: check-resume mode (HOOKED_CHECK_RESUME): each read of an opaque state calls its save "
-               "callback twice and names a state whose two reads differ");
-  hk__host *host = l->host;
-  l->host = NULL; /* the executor owns it from here, also on failure */
-  rc = hk__host_executor_new(&l->ex, host, &l->env, st);
-  if (rc != HK_OK) return rc;
-
-  hk_saver_options vo = HK_SAVER_OPTIONS_INIT;
-  vo.env = &l->env;
-  vo.executor = l->ex;
-  vo.max_to_keep = l->max_to_keep;
-  vo.keep_checkpoint_every_n_hours = l->keep_hours;
-  vo.allow_non_finite = l->allow_non_finite;
-  rc = hk_saver_new(&l->saver, &vo, st);
-  if (rc != HK_OK) return rc;
-  hk_scaffold_options fo = HK_SCAFFOLD_OPTIONS_INIT;
-  fo.env = &l->env;
-  fo.saver = l->saver;
-  rc = hk_scaffold_new(&l->scaffold, &fo, st);
-  if (rc != HK_OK) return rc;
-  rc = make_hooks(l, st);
-  if (rc != HK_OK) return rc;
-
-  size_t n = 0;
-  l->all[n++] = l->watch;
-  if (l->nan_hook) l->all[n++] = l->nan_hook;
-  for (size_t i = 0; i < l->nes; i++) l->all[n++] = l->es[i];
-  if (l->stop_hook) l->all[n++] = l->stop_hook;
-  if (l->counter_hook) l->all[n++] = l->counter_hook;
-  if (l->ckpt_hook) l->all[n++] = l->ckpt_hook;
-  for (size_t i = 0; i < l->nhooks; i++) l->all[n++] = l->hooks[i];
-  hk_session_options so = HK_SESSION_OPTIONS_INIT;
-  so.env = &l->env;
-  so.kind = HK_SESSION_SINGULAR; /* the program's step cannot be replayed by a recovery */
-  so.executor = l->ex;
-  so.hooks = l->all;
-  so.nhooks = n;
-  so.scaffold = l->scaffold;
-  so.checkpoint_dir = l->ckpt_dir;
-  rc = hk_session_new(&l->session, &so, st);
-  if (rc != HK_OK) return rc;
-
-  if (l->handle_signals) {
-    hk_status sst = HK_STATUS_INIT;
-    hk_code src = hk_signal_install(&sst);
-    if (src == HK_OK)
-      l->installed_signals = 1;
-    else
-      hk_env_log(&l->env, HK_LOG_DEBUG, "host loop: using the signal helper as it is (%s: %s)", hk_code_name(src),
-                 sst.message);
-  }
-  int64_t gs = hk__host_global_step(hk_executor_self(l->ex));
-  if (l->restored)
-    hk_env_log(&l->env, HK_LOG_INFO, "Host loop resumes at global step %lld from %s", (long long)gs, l->restored);
-  else
-    hk_env_log(&l->env, HK_LOG_INFO, "Host loop starts at global step %lld with the program's own values",
-               (long long)gs);
-  return HK_OK;
-}
-
-hk_code hk_loop_start(hk_loop *l, int64_t *step, hk_status *st) {
-  if (step) *step = 0;
-  if (!l) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_start: loop is NULL");
-  if (l->failed) return report(l, st);
-  if (l->started || l->finished) return MISUSE(st, "hk_loop_start: the loop was already started");
-  hk_status local = HK_STATUS_INIT;
-  hk_code rc = start(l, &local);
-  l->started = 1;
-  if (rc != HK_OK) {
-    fail(l, rc, &local);
-    return report(l, st);
-  }
-  if (step) *step = hk__host_global_step(hk_executor_self(l->ex));
-  hk_status_clear(st);
-  return HK_OK;
-}
-
-/* ---- steps --------------------------------------------------------------------------- */
-
-static int64_t global_step(const hk_loop *l) {
-  if (l->ex) return hk__host_global_step(hk_executor_self(l->ex));
-  return l->program_gs ? hk__host_global_step(l->host) : 0;
-}
-
-int hk_loop_should_stop(hk_loop *l) {
-  if (!l || !l->started || l->finished || l->failed || l->ended_by_range) return 1;
-  if (atomic_load(&l->stop_requested)) return 1;
-  return hk_session_should_stop(l->session);
-}
-
-static hk_code check_running(hk_loop *l, const char *fn, hk_status *st) {
-  if (!l) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: loop is NULL", fn);
-  if (l->failed) return report(l, st);
-  if (l->finished) return MISUSE(st, "%s: the loop is finished", fn);
-  if (!l->started) return MISUSE(st, "%s: the loop is not started (call hk_loop_start first)", fn);
-  return HK_OK;
-}
-
-static hk_code step_begin(hk_loop *l, int64_t *step, hk_status *st) {
-  if (l->step_open) return MISUSE(st, "hk_loop_step_begin: a step is already open (call hk_loop_step_end first)");
-  if (l->ended_by_range)
-    return hk_status_set(st, HK_FAILED_PRECONDITION, "Run called even after should_stop requested.");
-  l->gs_at_begin = global_step(l);
-  l->updates_called = 0;
-  STEP_STATUS(local);
-  hk_code rc = hk_session_run_begin(l->session, NULL, &local);
-  if (rc != HK_OK) {
-    fail(l, rc, &local);
-    return report(l, st);
-  }
-  l->step_open = 1;
-  if (step) *step = l->gs_at_begin;
-  /* A clock read costs more than the rest of the bracket on some machines:
-   * the step is timed only when a hook asked for a trace (H30). */
-  const hk_run_options *ro = hk_session_open_run_options(l->session);
-  l->traced = ro && ro->trace_level >= 1;
-  if (l->traced) l->step_start = hk_env_monotonic(&l->env);
-  return HK_OK;
-}
-
-hk_code hk_loop_step_begin(hk_loop *l, int64_t *step, hk_status *st) {
-  if (step) *step = 0;
-  hk_code rc = check_running(l, "hk_loop_step_begin", st);
-  if (rc != HK_OK) return rc;
-  return step_begin(l, step, st);
-}
-
-hk_code hk_loop_updates_begin(hk_loop *l, hk_status *st) {
-  hk_code rc = check_running(l, "hk_loop_updates_begin", st);
-  if (rc != HK_OK) return rc;
-  if (!l->step_open)
-    return MISUSE(st, "hk_loop_updates_begin: no step is open (call it inside a step, before writing its arrays)");
-  /* H42: the snapshot of the step before is copied in full before the
-   * program writes: what the writer thread has not copied, this thread does. */
-  hk__host_updates_begin(hk_executor_self(l->ex));
-  l->updates_called = 1;
-  return HK_OK;
-}
-
-/* H42, at the end of a step (or when it is abandoned): a snapshot still
- * attached means the program wrote without hk_loop_updates_begin(), which
- * the step before promised; it is completed now, and the step's end says
- * whether the next snapshot may be copied in the background. */
-static void settle_snapshot(hk_loop *l) {
-  hk__host *h = hk_executor_self(l->ex);
-  if (!l->updates_called && hk__host_snapshot_attached(h)) {
-    if (!l->overlap_warned) {
-      l->overlap_warned = 1;
-      hk_env_log(&l->env, HK_LOG_WARNING,
-                 "hk_loop_updates_begin() was not called in the step from global step %lld, after the step before "
-                 "called it: the checkpoint of global step %lld was still being copied and may hold values this "
-                 "step wrote. A program that calls it must call it in every step, before writing its arrays.",
-                 (long long)l->gs_at_begin, (long long)l->gs_at_begin);
-    }
-    hk__host_updates_begin(h);
-  }
-  hk__host_allow_overlap(h, l->updates_called);
-}
-
-/* A program-owned global step must move in every step. */
-static hk_code check_moved(hk_loop *l, int64_t gs, hk_status *st) {
-  if (gs != l->gs_at_begin) {
-    l->stalled = 0;
-    return HK_OK;
-  }
-  l->stalled++;
-  if (l->stall_warnings < STALL_WARNINGS) {
-    l->stall_warnings++;
-    hk_env_log(&l->env, HK_LOG_WARNING,
-               "The global step did not move during this step (still %lld): a program that registers its own global "
-               "step (HK_LOOP_GLOBAL_STEP) must advance it in every step.",
-               (long long)gs);
-  }
-  if (l->stalled >= STALL_LIMIT)
-    return hk_status_set(st, HK_FAILED_PRECONDITION,
-                         "the global step has not moved in %d steps (still %lld): advance the program's global step "
-                         "in every step, or let the loop own it",
-                         STALL_LIMIT, (long long)gs);
-  return HK_OK;
-}
-
-static hk_code step_end(hk_loop *l, hk_status *st) {
-  if (l->traced)
-    hk__host_set_step_times(hk_executor_self(l->ex), l->step_start, hk_env_monotonic(&l->env));
-  else
-    hk__host_clear_step_times(hk_executor_self(l->ex));
-  l->step_open = 0;
-  settle_snapshot(l);
-  STEP_STATUS(local);
-  hk_code rc = HK_OK;
-  if (l->program_gs) {
-    rc = check_moved(l, global_step(l), &local);
-  } else {
-    hk__host_before_write(hk_executor_self(l->ex), l->gs_index); /* D3.7 */
-    l->own_gs++;
-  }
-  if (rc != HK_OK) {
-    hk_session_run_abandon(l->session);
-  } else {
-    rc = hk_session_run_end(l->session, NULL, NULL, &local);
-  }
-  if (rc != HK_OK) {
-    fail(l, rc, &local);
-    return report(l, st);
-  }
-  return HK_OK;
-}
-
-hk_code hk_loop_step_end(hk_loop *l, hk_status *st) {
-  hk_code rc = check_running(l, "hk_loop_step_end", st);
-  if (rc != HK_OK) return rc;
-  if (!l->step_open) return MISUSE(st, "hk_loop_step_end: no step is open (call hk_loop_step_begin first)");
-  return step_end(l, st);
-}
-
-hk_code hk_loop_step(hk_loop *l, hk_loop_step_fn fn, void *user, hk_status *st) {
-  hk_code rc = check_running(l, "hk_loop_step", st);
-  if (rc != HK_OK) return rc;
-  if (!fn) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_step: fn is NULL");
-  int64_t step = 0;
-  rc = step_begin(l, &step, st);
-  if (rc != HK_OK) return rc;
-  STEP_STATUS(local);
-  rc = fn(user, step, &local);
-  if (rc == HK_OK) return step_end(l, st);
-  l->step_open = 0;
-  settle_snapshot(l);
-  hk_session_run_abandon(l->session); /* C13: no after_run for a failed step */
-  if (local.code != rc || local.message[0] == '\0')
-    hk_status_set(&local, rc, "the step function failed with %s at global step %lld", hk_code_name(rc),
-                  (long long)step);
-  if (rc == HK_OUT_OF_RANGE) { /* C35, H15: the end of the data is a clean end */
-    l->ended_by_range = 1;
-    if (st) *st = local;
-    return rc;
-  }
-  fail(l, rc, &local);
-  return report(l, st);
-}
-
-hk_code hk_loop_run(hk_loop *l, hk_loop_step_fn fn, void *user, hk_status *st) {
-  hk_code rc = check_running(l, "hk_loop_run", st);
-  if (rc != HK_OK) return rc;
-  if (!fn) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_run: fn is NULL");
-  while (!hk_loop_should_stop(l)) {
-    rc = hk_loop_step(l, fn, user, st);
-    if (rc == HK_OUT_OF_RANGE) break;
-    if (rc != HK_OK) return rc;
-  }
-  if (l->failed) return report(l, st);
-  hk_status_clear(st);
   return HK_OK;
 }
 
@@ -817,7 +368,7 @@ static int is_managed_name(const char *name, const char *base) {
 
 hk_code hk_loop_save(hk_loop *l, const char *name, const char **prefix, hk_status *st) {
   if (prefix) *prefix = NULL;
-  hk_code rc = check_running(l, "hk_loop_save", st);
+  hk_code rc = hk__loop_check_running(l, "hk_loop_save", st);
   if (rc != HK_OK) return rc;
   if (l->step_open) return MISUSE(st, "hk_loop_save: a step is open: save between steps");
   if (!l->ckpt_dir) return MISUSE(st, "hk_loop_save: the loop has no checkpoint_dir");
@@ -842,12 +393,12 @@ hk_code hk_loop_save(hk_loop *l, const char *name, const char **prefix, hk_statu
                      name ? name : (l->basename ? l->basename : "model.ckpt"));
     if (n < 0 || (size_t)n >= sizeof path)
       return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_save: the checkpoint path is too long");
-    rc = hk_saver_save(l->saver, rs, path, name ? HK_UNSET_STEPS : global_step(l), name ? HK_SAVE_NO_STATE : 0, prefix,
+    rc = hk_saver_save(l->saver, rs, path, name ? HK_UNSET_STEPS : hk__loop_global_step(l), name ? HK_SAVE_NO_STATE : 0, prefix,
                        &local);
   }
   if (rc != HK_OK) {
-    fail(l, rc, &local);
-    return report(l, st);
+    hk__loop_fail(l, rc, &local);
+    return hk__loop_report(l, st);
   }
   return HK_OK;
 }
@@ -868,7 +419,7 @@ hk_code hk_loop_finish(hk_loop *l, hk_status *st) {
   hk_status result = HK_STATUS_INIT;
   if (l->step_open) {
     hk_env_log(&l->env, HK_LOG_WARNING, "hk_loop_finish: the open step is abandoned (no after_run)");
-    settle_snapshot(l);
+    hk__loop_settle_snapshot(l);
     hk_session_run_abandon(l->session);
     l->step_open = 0;
   }
@@ -878,7 +429,7 @@ hk_code hk_loop_finish(hk_loop *l, hk_status *st) {
     hk_code exit_code = l->failed ? l->error.code : (l->ended_by_range ? HK_OUT_OF_RANGE : HK_OK);
     hk_status cst = HK_STATUS_INIT;
     hk_code rc = hk_session_close(l->session, exit_code, &cst);
-    if (rc != HK_OK && !l->failed) fail(l, rc, &cst);
+    if (rc != HK_OK && !l->failed) hk__loop_fail(l, rc, &cst);
   }
   if (l->installed_signals) {
     hk_status sst = HK_STATUS_INIT;
@@ -902,7 +453,7 @@ void hk_loop_free(hk_loop *l) {
       /* Not a clean code (H15): no end(), no final checkpoint. */
       hk_status why = HK_STATUS_INIT;
       hk_status_set(&why, HK_FAILED_PRECONDITION, "loop freed without hk_loop_finish()");
-      fail(l, HK_FAILED_PRECONDITION, &why);
+      hk__loop_fail(l, HK_FAILED_PRECONDITION, &why);
     }
     hk_loop_finish(l, NULL);
   }
@@ -933,7 +484,12 @@ void hk_loop_free(hk_loop *l) {
 
 /* ---- accessors ------------------------------------------------------------------------- */
 
-int64_t hk_loop_global_step(const hk_loop *l) { return l ? global_step(l) : 0; }
+int64_t hk__loop_global_step(const hk_loop *l) {
+  if (l->ex) return hk__host_global_step(hk_executor_self(l->ex));
+  return l->program_gs ? hk__host_global_step(l->host) : 0;
+}
+
+int64_t hk_loop_global_step(const hk_loop *l) { return l ? hk__loop_global_step(l) : 0; }
 const char *hk_loop_restored_checkpoint(const hk_loop *l) { return l ? l->restored : NULL; }
 hk_executor *hk_loop_executor(hk_loop *l) { return l ? l->ex : NULL; }
 hk_session *hk_loop_session(hk_loop *l) { return l ? l->session : NULL; }

@@ -1,0 +1,96 @@
+/*
+ * What the host loop's files share among themselves (hk__loop_ names; not
+ * API): the loop's struct and its error helpers. loop.c holds options,
+ * registration, save, finish and free; loop_run.c, start and the steps.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#ifndef HOOKED_LOOP_LOOP_INTERNAL_H
+#define HOOKED_LOOP_LOOP_INTERNAL_H
+
+#include "loop/host_executor.h"
+#include "hooked/hooked.h"
+
+#include <stdatomic.h>
+
+struct hk_loop {
+  hk_env env;
+  /* options, copied */
+  char *ckpt_dir, *basename;
+  double save_secs;
+  int64_t save_steps, max_to_keep;
+  double keep_hours;
+  int async;
+  int64_t num_steps, last_step;
+  int handle_signals;
+  hk_hook **hooks; /* the program's */
+  size_t nhooks;
+  char *nan_guard; /* H46: NULL: none */
+  int64_t best_k;  /* H45 */
+  char *best_metric;
+  hk_monitor_mode best_mode;
+  char *summary_dir;            /* resolved (C52, H47): NULL: no StepCounter */
+  int64_t log_step_count_steps; /* 0: no StepCounter */
+  int allow_non_finite;         /* the Saver's option of that name */
+  /* H46: early-stopping hooks run as the loop's own (borrowed), and the
+   * state arrays the loop registered for them (owned). */
+  hk_hook **es;
+  double **es_state;
+  size_t nes, es_cap;
+
+  hk__host *host;     /* the registry, until start hands it to the executor */
+  hk_executor *ex;
+  int64_t own_gs;     /* the loop-owned global step */
+  int program_gs;     /* the program registered its own */
+  hk_saver *saver;
+  hk_scaffold *scaffold;
+  hk_hook *watch;     /* the loop's own hook: what the creation restored */
+  hk_hook *nan_hook, *stop_hook, *counter_hook, *ckpt_hook;
+  hk_hook **all;      /* watch, NaN guard, early stopping, stop, step counter, checkpoint, then the program's */
+  hk_session *session;
+  char *restored;
+
+  int started, finished, step_open, ended_by_range;
+  int failed;
+  hk_status error; /* the first error (sticky) */
+  hk_code finish_rc;
+  hk_status finish_status;
+  int installed_signals;
+  atomic_int stop_requested;
+  _Atomic(hk_coordinator *) coord;
+
+  size_t gs_index;   /* the global step's entry in the executor */
+  int updates_called; /* hk_loop_updates_begin() ran in the open step (H42) */
+  int overlap_warned;
+
+  int64_t gs_at_begin;
+  int64_t stalled;
+  int stall_warnings;
+  double step_start;
+  int traced; /* the open step's run asked for a trace */
+};
+
+/* A status on the per-step path: an initializer would clear its whole
+ * message buffer at every step. */
+#define STEP_STATUS(name) \
+  hk_status name;         \
+  name.code = HK_OK;      \
+  name.message[0] = '\0'
+
+/* Misuse that leaves the loop as it was (not sticky). */
+#define MISUSE(st, ...) hk_status_set((st), HK_FAILED_PRECONDITION, __VA_ARGS__)
+
+/** Enter the failed state with the first error; later ones are logged. */
+hk_code hk__loop_fail(hk_loop *l, hk_code rc, const hk_status *st);
+/** The failed state's error, copied into st. */
+hk_code hk__loop_report(const hk_loop *l, hk_status *st);
+/** The global step: the executor's, or before start the registry's. */
+int64_t hk__loop_global_step(const hk_loop *l);
+/** INVALID_ARGUMENT for NULL, the loop's error when it failed,
+ *  FAILED_PRECONDITION naming `fn` when it is finished or not started. */
+hk_code hk__loop_check_running(hk_loop *l, const char *fn, hk_status *st);
+/** At the end of a step (or when it is abandoned): complete a
+ *  copy-before-write snapshot the step left attached (loop_run.c). */
+void hk__loop_settle_snapshot(hk_loop *l);
+
+#endif /* HOOKED_LOOP_LOOP_INTERNAL_H */
