@@ -4,10 +4,12 @@
  * implementation: one struct, one vtable, one constructor, parted by
  * `async`.
  *
- *   checkpoint_saver.c        the listeners, the synchronous save, the
- *                             graph file, per-session resources, the hook
- *                             callbacks, the options and construction, and
- *                             saves on demand (hk_checkpoint_saver_hook_save)
+ *   checkpoint_saver.c        per-session resources, the hook callbacks,
+ *                             the options and construction, and saves on
+ *                             demand (hk_checkpoint_saver_hook_save)
+ *   checkpoint_saver_save.c   what a save runs: the listeners, the Saver,
+ *                             the metric, the graph file, the event, the
+ *                             synchronous save
  *   async_checkpoint_saver.c  the asynchronous hook's writer thread,
  *                             snapshot, completion processing and end()
  *                             (D3), and hk_async_checkpoint_saver_hook_new
@@ -27,6 +29,14 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* hooked's own text description of the graph (H30): not a TensorFlow
+ * GraphDef, so not named like one. */
+#define GRAPH_FILE "graph.txt"
+
+/* The graph description, captured once per session: the graph is finalized,
+ * so every creation of the session writes the same graph.txt. */
+enum { GRAPH_UNKNOWN = 0, GRAPH_CAPTURED, GRAPH_UNDESCRIBED };
 
 typedef struct listener {
   const hk_checkpoint_listener_vtable *vt;
@@ -139,7 +149,14 @@ typedef struct ckpt_hook {
   char *last_prefix;  /* the last save on demand's prefix (senv) */
 } ckpt_hook;
 
-/* ---- checkpoint_saver.c -------------------------------------------------------- */
+/* ---- checkpoint_saver_save.c --------------------------------------------------- */
+
+/* The listeners' begin callbacks, in order. */
+hk_code hk__ckpt_hook_listeners_begin(ckpt_hook *self, hk_status *st);
+/* Capture the graph description once per session (graph_state says what
+ * came of it), and write it to graph.txt when captured. */
+hk_code hk__ckpt_hook_capture_graph(ckpt_hook *self, hk_status *st);
+hk_code hk__ckpt_hook_write_graph_file(ckpt_hook *self, hk_status *st);
 
 /* C93, C97, C98, C103: the listeners' callbacks, in order; every listener's
  * after_save is called even after one asked to stop. */
@@ -155,6 +172,9 @@ hk_code hk__ckpt_hook_read_metric(ckpt_hook *self, hk_raw_session *rs, int64_t s
 hk_code hk__ckpt_hook_write_event(ckpt_hook *self, int64_t step, hk_status *st);
 /* C98: one synchronous save at `step`. */
 hk_code hk__ckpt_hook_save_sync(ckpt_hook *self, hk_raw_session *rs, int64_t step, int *stop, hk_status *st);
+
+/* ---- checkpoint_saver.c -------------------------------------------------------- */
+
 /* Either hook, by `async` (C92, C104). */
 hk_code hk__ckpt_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, int async, hk_status *status);
 
