@@ -1,0 +1,424 @@
+/*
+ * test_saver — saving (contract group M: C112–C116; group P: H31, H32):
+ * round trips and names, refusals, the checkpoint helpers (H34), and a
+ * writer that never writes what its reader refuses (checkpoint-format.md).
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include "saver_tests.h"
+
+/* ---- round trip and names (C113, C114, C125) ---------------------------------------- */
+
+static void test_saver__round_trip_several_dtypes_C113_C125(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  const char *prefix = NULL;
+  hk_checkpoint_reader *r = NULL;
+  size_t idx;
+  char want[1024];
+
+  f->saver = make_saver(f, 5, HK_UNSET_SECS);
+  set_values(f, 3);
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 7, HK_SAVE_DEFAULT, &prefix, &st), &st);
+  snprintf(want, sizeof want, "%s-7", f->save_path);
+  assert_string_equal(prefix, want);
+  assert_listing(f->dir, "checkpoint,model.ckpt-7.safetensors");
+
+  assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, prefix, &st), &st);
+  assert_int_equal(hk_checkpoint_reader_step(r), 7);
+  assert_int_equal(hk_checkpoint_reader_count(r), NVARS); /* the local variable is not saved (C112) */
+  assert_status(hk_checkpoint_reader_find(r, "loc", &idx, &st), &st, HK_NOT_FOUND, "loc");
+  hk_checkpoint_reader_free(r);
+
+  set_values(f, 11);
+  assert_ok(hk_saver_restore(f->saver, f->rs, want, &st), &st);
+  assert_values(f, 3);
+  assert_logged(f->te, HK_LOG_INFO, "Restoring parameters from");
+  assert_true(var_is(f, "loc", 11, 99)); /* local variables are left alone */
+
+  /* The data file's own path works as well. */
+  set_values(f, 12);
+  strcat(want, ".safetensors");
+  assert_ok(hk_saver_restore(f->saver, f->rs, want, &st), &st);
+  assert_values(f, 3);
+}
+
+static void test_saver__pad_step_number_C113(void **state) {
+  fx *f = *state;
+  hk_saver_options o = HK_SAVER_OPTIONS_INIT;
+  hk_status st = HK_STATUS_INIT;
+  const char *prefix = NULL;
+  char want[1024];
+  o.executor = f->ex;
+  o.pad_step_number = 1;
+  assert_ok(hk_saver_new(&f->saver, &o, &st), &st);
+  set_values(f, 1);
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 42, HK_SAVE_DEFAULT, &prefix, &st), &st);
+  snprintf(want, sizeof want, "%s-00000042", f->save_path);
+  assert_string_equal(prefix, want);
+  assert_listing(f->dir, "checkpoint,model.ckpt-00000042.safetensors");
+}
+
+static void test_saver__no_step_records_global_step_C113(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  const char *prefix = NULL;
+  hk_checkpoint_reader *r = NULL;
+  f->saver = make_saver(f, 5, HK_UNSET_SECS);
+  set_values(f, 17); /* GS = 17 */
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, HK_UNSET_STEPS, HK_SAVE_DEFAULT, &prefix, &st), &st);
+  assert_string_equal(prefix, f->save_path);
+  assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, prefix, &st), &st);
+  assert_int_equal(hk_checkpoint_reader_step(r), 17);
+  hk_checkpoint_reader_free(r);
+  assert_state(f, "model.ckpt");
+}
+
+static void test_saver__no_step_without_gs_records_zero_C113(void **state) {
+  fx *f = fx_build(0);
+  hk_status st = HK_STATUS_INIT;
+  const char *prefix = NULL;
+  hk_checkpoint_reader *r = NULL;
+  (void)state;
+  f->saver = make_saver(f, 5, HK_UNSET_SECS);
+  set_values(f, 2);
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, HK_UNSET_STEPS, HK_SAVE_DEFAULT, &prefix, &st), &st);
+  assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, prefix, &st), &st);
+  assert_int_equal(hk_checkpoint_reader_step(r), 0);
+  hk_checkpoint_reader_free(r);
+  teardown((void **)&f);
+}
+
+/* C114: HK_SAVE_META writes the executor's description of its graph as
+ * <prefix>.graph.txt (hooked's own text, not a TensorFlow MetaGraphDef, so
+ * not <prefix>.meta). */
+static void test_saver__graph_file_when_asked_C114(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  f->saver = make_saver(f, 5, HK_UNSET_SECS);
+  set_values(f, 1);
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, HK_SAVE_META, NULL, &st), &st);
+  assert_listing(f->dir, "checkpoint,model.ckpt-1.graph.txt,model.ckpt-1.safetensors");
+  {
+    char *meta = ckpt_file(f, "model.ckpt-1.graph.txt");
+    size_t n = 0;
+    char *text = test_read_file(meta, &n);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "global_step")); /* the executor's description of its graph */
+    free(text);
+    free(meta);
+  }
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 2, HK_SAVE_DEFAULT, NULL, &st), &st);
+  assert_listing(f->dir, "checkpoint,model.ckpt-1.graph.txt,model.ckpt-1.safetensors,model.ckpt-2.safetensors");
+}
+
+static void test_saver__selected_var_list_C112(void **state) {
+  fx *f = *state;
+  hk_saver_options o = HK_SAVER_OPTIONS_INIT;
+  const char *vl[2] = {"b", "i"};
+  hk_status st = HK_STATUS_INIT;
+  hk_checkpoint_reader *r = NULL;
+  const char *prefix;
+  o.executor = f->ex;
+  o.var_list = vl;
+  o.nvar_list = 2;
+  assert_ok(hk_saver_new(&f->saver, &o, &st), &st);
+  set_values(f, 4);
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, 0, &prefix, &st), &st);
+  assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, prefix, &st), &st);
+  assert_int_equal(hk_checkpoint_reader_count(r), 2);
+  hk_checkpoint_reader_free(r);
+  set_values(f, 5);
+  assert_ok(hk_saver_restore(f->saver, f->rs, prefix, &st), &st);
+  assert_true(var_is(f, "b", 4, 1));
+  assert_true(var_is(f, "i", 4, 2));
+  assert_true(var_is(f, "w", 5, 0)); /* not in the list: untouched */
+}
+
+/* ---- refusals (C112, C115, C118, H32) ---------------------------------------------- */
+
+static void expect_new_refused(fx *f, hk_saver_options *o, hk_code code, const char *substr) {
+  hk_status st = HK_STATUS_INIT;
+  hk_saver *s = (hk_saver *)1;
+  assert_status(hk_saver_new(&s, o, &st), &st, code, substr);
+  assert_null(s);
+  (void)f;
+}
+
+static void test_saver__new_refusals_C112_C115(void **state) {
+  fx *f = *state;
+  hk_saver_options o;
+  const char *dup[2] = {"w", "w"};
+  const char *nul[1] = {NULL};
+  const char *unknown[2] = {"w", "nope"};
+  hk_status st = HK_STATUS_INIT;
+  hk_saver *s = NULL;
+
+  assert_int_equal(hk_saver_options_init(NULL, HK_SAVER_OPTIONS_VERSION), HK_INVALID_ARGUMENT);
+  assert_int_equal(hk_saver_options_init(&o, 99), HK_INVALID_ARGUMENT);
+  assert_ok(hk_saver_options_init(&o, HK_SAVER_OPTIONS_VERSION), NULL);
+  assert_int_equal(o.max_to_keep, 5);
+  assert_status(hk_saver_new(&s, NULL, &st), &st, HK_INVALID_ARGUMENT, "opts");
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "executor");
+  o.executor = f->ex;
+  assert_status(hk_saver_new(NULL, &o, &st), &st, HK_INVALID_ARGUMENT, "out");
+
+  o.max_to_keep = -1;
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "max_to_keep");
+  o.max_to_keep = 5;
+  o.keep_checkpoint_every_n_hours = -1;
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "keep_checkpoint_every_n_hours");
+  o.keep_checkpoint_every_n_hours = NAN;
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "keep_checkpoint_every_n_hours");
+  o.keep_checkpoint_every_n_hours = HUGE_VAL;
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "keep_checkpoint_every_n_hours");
+  o.keep_checkpoint_every_n_hours = 0;
+
+  o.latest_filename = "a/b";
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "'latest_filename' must not contain path components");
+  o.latest_filename = "..";
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "'latest_filename' must not contain path components");
+  o.latest_filename = "";
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "'latest_filename' must not contain path components");
+  o.latest_filename = NULL;
+
+  o.var_list = dup;
+  o.nvar_list = 2;
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "'w' twice");
+  o.var_list = nul;
+  o.nvar_list = 1;
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "var_list[0]");
+  o.var_list = unknown;
+  o.nvar_list = 2;
+  expect_new_refused(f, &o, HK_NOT_FOUND, "nope");
+  o.var_list = NULL;
+  expect_new_refused(f, &o, HK_INVALID_ARGUMENT, "var_list");
+  o.nvar_list = 0;
+  assert_ok(hk_saver_new(&s, &o, &st), &st);
+  assert_ptr_equal(hk_saver_executor(s), f->ex);
+  assert_string_equal(hk_saver_latest_filename(s), "checkpoint");
+  hk_saver_free(s);
+  hk_saver_free(NULL);
+}
+
+static void expect_save_refused(fx *f, const char *path, int64_t step, hk_code code, const char *substr) {
+  hk_status st = HK_STATUS_INIT;
+  const char *prefix = "x";
+  assert_status(hk_saver_save(f->saver, f->rs, path, step, 0, &prefix, &st), &st, code, substr);
+  assert_null(prefix);
+}
+
+static void test_saver__save_refusals_C115_C118_H32(void **state) {
+  fx *f = *state;
+  hk_saver_options o = HK_SAVER_OPTIONS_INIT;
+  hk_status st = HK_STATUS_INIT;
+  char path[2048], missing[1024], longname[256];
+  char *before;
+
+  o.executor = f->ex;
+  o.latest_filename = "model-5";
+  assert_ok(hk_saver_new(&f->saver, &o, &st), &st);
+  set_values(f, 1);
+  before = listing(f->dir);
+
+  assert_status(hk_saver_save(NULL, f->rs, f->save_path, 1, 0, NULL, &st), &st, HK_INVALID_ARGUMENT, "saver");
+  assert_status(hk_saver_save(f->saver, NULL, f->save_path, 1, 0, NULL, &st), &st, HK_INVALID_ARGUMENT, "rs");
+  assert_status(hk_saver_save(f->saver, f->rs, NULL, 1, 0, NULL, &st), &st, HK_INVALID_ARGUMENT, "save_path");
+  assert_status(hk_saver_save(f->saver, f->rs, f->save_path, 1, 1u << 7, NULL, &st), &st, HK_INVALID_ARGUMENT, "flags");
+
+  snprintf(path, sizeof path, "%s/", f->dir);
+  expect_save_refused(f, path, 1, HK_INVALID_ARGUMENT, "not a valid checkpoint name");
+  snprintf(path, sizeof path, "%s/a..b", f->dir);
+  expect_save_refused(f, path, 1, HK_INVALID_ARGUMENT, "a..b");
+  snprintf(path, sizeof path, "%s/q\"uote", f->dir);
+  expect_save_refused(f, path, 1, HK_INVALID_ARGUMENT, "not a valid checkpoint name");
+  /* C115: no step and the basename is the state file's name */
+  snprintf(path, sizeof path, "%s/model-5", f->dir);
+  expect_save_refused(f, path, HK_UNSET_STEPS, HK_INVALID_ARGUMENT, "'latest_filename' collides with 'save_path'");
+  /* C118: the checkpoint name equals the state file's name */
+  snprintf(path, sizeof path, "%s/model", f->dir);
+  expect_save_refused(f, path, 5, HK_INVALID_ARGUMENT, "conflicts with path used for checkpoint state");
+  /* H32: the name with its step is longer than 255 bytes */
+  memset(longname, 'n', 250);
+  longname[250] = '\0';
+  snprintf(path, sizeof path, "%s/%s", f->dir, longname);
+  expect_save_refused(f, path, 123456789, HK_INVALID_ARGUMENT, "not a valid name");
+  /* C115: a missing parent is NOT_FOUND and is not created */
+  snprintf(missing, sizeof missing, "%s/nodir/model.ckpt", f->dir);
+  expect_save_refused(f, missing, 1, HK_NOT_FOUND, "doesn't exist, can't save.");
+  snprintf(path, sizeof path, "%s/nodir", f->dir);
+  assert_false(test_path_exists(path));
+  /* a file where the directory should be */
+  snprintf(path, sizeof path, "%s/afile", f->root);
+  assert_int_equal(test_write_file(path, "x", 1), 0);
+  strcat(path, "/model.ckpt");
+  expect_save_refused(f, path, 1, HK_NOT_FOUND, "Parent directory of");
+
+  {
+    char *after = listing(f->dir);
+    assert_string_equal(before, after);
+    free(after);
+  }
+  free(before);
+}
+
+/* ---- helpers (H34) ---------------------------------------------------------------------- */
+
+static void test_saver__exists_remove_mtimes_H34(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  char p1[1024], p2[1024], p9[1024];
+  const char *prefixes[2];
+  double mt[2] = {0, 0};
+  f->saver = make_saver(f, 5, HK_UNSET_SECS);
+  set_values(f, 1);
+  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, HK_SAVE_META, NULL, &st), &st);
+  save_step(f, f->saver, 2);
+  snprintf(p1, sizeof p1, "%s-1", f->save_path);
+  snprintf(p2, sizeof p2, "%s-2", f->save_path);
+  snprintf(p9, sizeof p9, "%s-9", f->save_path);
+  assert_true(hk_checkpoint_exists(&f->te->env, p1));
+  assert_true(hk_checkpoint_exists(NULL, p2));
+  assert_false(hk_checkpoint_exists(&f->te->env, p9));
+  assert_false(hk_checkpoint_exists(&f->te->env, NULL));
+  assert_false(hk_checkpoint_exists(&f->te->env, f->dir)); /* a directory is no checkpoint */
+
+  prefixes[0] = p1;
+  prefixes[1] = p2;
+  assert_ok(hk_checkpoint_mtimes(&f->te->env, prefixes, 2, mt, &st), &st);
+  assert_true(mt[0] > 1e9 && mt[1] > 1e9);
+  prefixes[1] = p9;
+  assert_status(hk_checkpoint_mtimes(&f->te->env, prefixes, 2, mt, &st), &st, HK_NOT_FOUND, "model.ckpt-9");
+  assert_status(hk_checkpoint_mtimes(&f->te->env, NULL, 2, mt, &st), &st, HK_INVALID_ARGUMENT, "prefixes");
+
+  /* H31: with its graph description, and an older version's .meta */
+  {
+    char *legacy = ckpt_file(f, "model.ckpt-1.meta");
+    assert_int_equal(test_write_file(legacy, "old", 3), 0);
+    free(legacy);
+  }
+  assert_listing(f->dir, "checkpoint,model.ckpt-1.graph.txt,model.ckpt-1.meta,model.ckpt-1.safetensors,"
+                         "model.ckpt-2.safetensors");
+  assert_ok(hk_remove_checkpoint(&f->te->env, p1, &st), &st);
+  assert_listing(f->dir, "checkpoint,model.ckpt-2.safetensors");
+  assert_status(hk_remove_checkpoint(&f->te->env, p1, &st), &st, HK_NOT_FOUND, "model.ckpt-1");
+  /* a lone legacy .meta is still removed */
+  {
+    char *legacy = ckpt_file(f, "model.ckpt-7.meta");
+    char p7[1024];
+    snprintf(p7, sizeof p7, "%s-7", f->save_path);
+    assert_int_equal(test_write_file(legacy, "old", 3), 0);
+    assert_ok(hk_remove_checkpoint(&f->te->env, p7, &st), &st);
+    assert_false(test_path_exists(legacy));
+    free(legacy);
+  }
+  assert_status(hk_remove_checkpoint(&f->te->env, NULL, &st), &st, HK_INVALID_ARGUMENT, "prefix");
+}
+
+/* ---- checkpoint-format.md: the writer never writes what its reader refuses ------------- */
+
+/* Give every variable of ex a value in rs (zeros, GS 0). */
+static void assign_zeros(hk_executor *ex, hk_raw_session *rs) {
+  unsigned char zeros[256];
+  hk_status st = HK_STATUS_INIT;
+  memset(zeros, 0, sizeof zeros);
+  for (size_t i = 0; i < hk_executor_variable_count(ex); i++) {
+    hk_variable_info info;
+    hk_tensor t;
+    assert_ok(hk_executor_variable_info(ex, i, &info, &st), &st);
+    assert_ok(hk_tensor_init(&t, info.dtype, info.rank, info.dims, zeros, &st), &st);
+    assert_true(t.nbytes <= sizeof zeros);
+    assert_ok(hk_raw_session_assign_variable(rs, i, &t, &st), &st);
+  }
+}
+
+/*
+ * checkpoint-format.md ("N bytes: a UTF-8 JSON object"; the reader refuses
+ * a header that is not valid UTF-8) together with H32's spirit ("hooked
+ * never writes a state file it would refuse to read") and C113/C125: a
+ * variable whose name is not valid UTF-8 (any executor but the embedded
+ * graph may have "w\xff") never yields a checkpoint that reports success
+ * and can never be restored: the save either writes a file that reads back
+ * or refuses with INVALID_ARGUMENT.
+ */
+static void test_saver__non_utf8_variable_name_never_saved_unreadable_C113_C125(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  const char *prefix = NULL;
+  hk_executor *ex = NULL;
+  hk_raw_session *rs = NULL;
+  hk_saver *saver = NULL;
+  hk_saver_options so;
+  hk_handle gs;
+  hk_code rc;
+  /* The embedded graph only allows [A-Za-z0-9_./-]; the executor interface
+   * allows any name, so a fake executor stands for any other executor. */
+  fake_executor *fex = fake_gs_executor(f->te, &ex, &gs);
+  fake_executor_add_variable(fex, "w\xff", HK_DTYPE_I32, 0, NULL, HK_VAR_TRAINABLE, NULL);
+  assert_ok(hk_raw_session_open(&rs, ex, &st), &st);
+  assign_zeros(ex, rs);
+  assert_ok(hk_saver_options_init(&so, HK_SAVER_OPTIONS_VERSION), NULL);
+  so.env = &f->te->env;
+  so.executor = ex;
+  assert_ok(hk_saver_new(&saver, &so, &st), &st);
+  rc = hk_saver_save(saver, rs, f->save_path, 1, 0, &prefix, &st);
+  if (rc == HK_OK) {
+    /* Written: then it must read back. */
+    rc = hk_saver_restore(saver, rs, prefix, &st);
+    if (rc != HK_OK) print_message("restore: %s\n", st.message);
+  } else {
+    /* Refusing to write it is the other acceptable answer. */
+    print_message("save: %s\n", st.message);
+    rc = rc == HK_INVALID_ARGUMENT ? HK_OK : rc;
+  }
+  hk_saver_free(saver);
+  hk_raw_session_free(rs);
+  fake_executor_free(fex);
+  assert_int_equal(rc, HK_OK);
+}
+
+/* checkpoint-format.md: the refusal of a name that is not UTF-8 is
+ * INVALID_ARGUMENT naming the tensor (its bad byte hex-escaped), and
+ * nothing is written. */
+static void test_saver__non_utf8_name_refused_before_writing_H32(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  hk_executor *ex = NULL;
+  hk_raw_session *rs = NULL;
+  hk_saver *saver = NULL;
+  hk_saver_options so;
+  hk_handle gs;
+  fake_executor *fex = fake_gs_executor(f->te, &ex, &gs);
+  fake_executor_add_variable(fex, "ok", HK_DTYPE_I32, 0, NULL, HK_VAR_TRAINABLE, NULL);
+  fake_executor_add_variable(fex, "b\xc3(", HK_DTYPE_I32, 0, NULL, HK_VAR_TRAINABLE, NULL); /* bad continuation */
+  assert_ok(hk_raw_session_open(&rs, ex, &st), &st);
+  assign_zeros(ex, rs);
+  assert_ok(hk_saver_options_init(&so, HK_SAVER_OPTIONS_VERSION), NULL);
+  so.env = &f->te->env;
+  so.executor = ex;
+  assert_ok(hk_saver_new(&saver, &so, &st), &st);
+  assert_status(hk_saver_save(saver, rs, f->save_path, 1, 0, NULL, &st), &st, HK_INVALID_ARGUMENT,
+                "tensor name 'b\\xc3(' is not well-formed UTF-8");
+  assert_int_equal(test_dir_count(f->dir), 0);
+  hk_saver_free(saver);
+  hk_raw_session_free(rs);
+  fake_executor_free(fex);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_saver__round_trip_several_dtypes_C113_C125, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__pad_step_number_C113, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__no_step_records_global_step_C113, setup, teardown),
+      cmocka_unit_test(test_saver__no_step_without_gs_records_zero_C113),
+      cmocka_unit_test_setup_teardown(test_saver__graph_file_when_asked_C114, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__selected_var_list_C112, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__new_refusals_C112_C115, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__save_refusals_C115_C118_H32, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__exists_remove_mtimes_H34, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__non_utf8_variable_name_never_saved_unreadable_C113_C125, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_saver__non_utf8_name_refused_before_writing_H32, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
