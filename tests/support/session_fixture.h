@@ -1,5 +1,5 @@
 /*
- * session_fixture — the fixture shared by the session suites (test_session,
+ * session_fixture — the fixture shared by the session suites (test_session_*,
  * test_recovery): a test_env, a fake executor holding a global
  * step and a train op, spy hooks a, b (and c) sharing one log, and session
  * options registering the spies in that order.

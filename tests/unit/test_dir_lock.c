@@ -14,7 +14,7 @@
 #include "tmpdir.h"
 
 /* A hook driven without a session: the hook struct (no library symbol)
- * comes from core's internal header, as in test_checkpoint_saver_hook. */
+ * comes from core's internal header, as in test_checkpoint_saver_hook_*. */
 #include "../../src/core/core_internal.h"
 
 #include <dirent.h>
