@@ -1,21 +1,8 @@
 /*
- * Internal declarations of the checkpoint layer (hk__ names; not API),
- * for the layers above it; it builds on src/util/ alone.
- *
- *   safetensors*.c the data files: the writer (_write), the header's JSON
- *                 parser (_json), the public reader (_read), what they
- *                 share (safetensors.c, safetensors_internal.h)
- *   finite.c      the writer's scan for NaN and infinities
- *   state*.c      the state file: parse (state_parse.c, H33), format
- *                 (state.c, C117), public helpers
- *   pending.c     the pending-deletions record
- *   best.c        the best-checkpoint record
- *   adopt.c       checkpoints the state file does not list
- *   stale_tmp.c   stale temporary files of a checkpoint directory
- *   saver*.c      hk_saver: options and lifetime (saver.c), the managed
- *                 list (_recover), save (_save), latest_checkpoint and
- *                 restore with fallback (_restore; D5)
- *   snapshot.c    the copy-before-write snapshot (snapshot.h)
+ * What the checkpoint layer exports to the layers above it (hk__ names;
+ * not API): the Saver's internal entry points for the session manager and
+ * the checkpoint hooks. The files of ckpt/ share ckpt_internal.h besides;
+ * it builds on src/util/ alone.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -24,7 +11,7 @@
 
 #include "util/common.h"
 
-/* ---- writing data files (safetensors_write.c) ---------------------------------- */
+/* ---- the tensors a save writes ---------------------------------------------------- */
 
 /** One tensor to write: `value.data` is borrowed for the call. */
 typedef struct hk__ckpt_tensor {
@@ -35,212 +22,7 @@ typedef struct hk__ckpt_tensor {
   int non_finite_ok;
 } hk__ckpt_tensor;
 
-/** hk__ckpt_write's flags. */
-enum {
-  /** 8 MiB or more of data: compute the CRCs on a second thread. */
-  HK__CKPT_WRITE_THREAD = 1u << 0,
-  /** Write NaN and infinities of every tensor (hk_saver_options'
-   *  allow_non_finite) instead of refusing them. */
-  HK__CKPT_WRITE_NON_FINITE = 1u << 1
-};
-
-/**
- * Write "<prefix>.safetensors"-style data file `final_path` atomically per
- * checkpoint-format.md: header (sorted bytewise by name, padded so data
- * starts 64-byte aligned, "__metadata__" with format, global_step, the
- * CRC-32C of global_step's text, "global_step_tensor" = `gs_tensor` when
- * that tensor is among them, an integer scalar holding `step` (NULL: no
- * tensor is the global step), and a CRC-32C per tensor), then the data in
- * the same order. Byte-identical for
- * the same variables and step, whichever way it is written. Names must be
- * unique and non-empty (else INVALID_ARGUMENT); STRING tensors are refused
- * (INVALID_ARGUMENT).
- * With an fs that has write_at (version 2) the data is written first, at
- * its offsets, each tensor's CRC computed while it is written, and the
- * header last; with HK__CKPT_WRITE_THREAD and at least 8 MiB of data the
- * CRCs are computed on a second thread (joined before returning) beside
- * the writes. Without write_at: a CRC pass, then header and data in order.
- * Unless HK__CKPT_WRITE_NON_FINITE, the CRC pass also scans every floating
- * tensor (F16, BF16, F32, F64) that is not non_finite_ok, piece by piece
- * after each piece's CRC: the first NaN or infinity fails the write with
- * INVALID_ARGUMENT naming the file, the tensor, the element and its value
- * before anything is renamed into place (the temporary file is
- * removed). Allocates the header and index arrays.
- */
-hk_code hk__ckpt_write(const hk_env *env, const char *final_path, int64_t step, const char *gs_tensor,
-                       const hk__ckpt_tensor *tensors, size_t n, unsigned flags, hk_status *st);
-
-/* ---- non-finite values (finite.c) ------------------------------------------ */
-
-/** nonzero for the dtypes whose values can be NaN or infinite: F16, BF16,
- *  F32, F64. */
-int hk__dtype_can_be_non_finite(hk_dtype dtype);
-/** The index of the first element of data[0, nbytes) (whole elements of
- *  `dtype`) that is NaN or infinite; SIZE_MAX when there is none or the
- *  dtype is not floating. Reads each byte once; allocates nothing. */
-size_t hk__first_non_finite(hk_dtype dtype, const void *data, size_t nbytes);
-/** "NaN", "Inf" or "-Inf" for a non-finite element of `dtype`. */
-const char *hk__non_finite_text(hk_dtype dtype, const void *element);
-
-/* ---- reading data files (safetensors_read.c, safetensors.c) --------------------- */
-
-/**
- * A tensor's bytes, checked against their CRC-32C, for a restore to assign
- * without another copy. The reader maps its whole data region at the first
- * view when the fs can map (a failure to map falls back, logged at DEBUG);
- * else the tensor is read in pieces of at most 1 MiB, each CRC'd while
- * cache-hot, into a scratch buffer the reader keeps. `data` is valid until
- * the next view or hk_checkpoint_reader_free.
- */
-typedef struct hk__tensor_view {
-  const void *data; /* NULL for an empty tensor */
-  size_t nbytes;
-} hk__tensor_view;
-
-/** DATA_LOSS naming the file and tensor for a short file or a CRC
- *  mismatch; fs errors as mapped (H9). On failure *v is zeroed. */
-hk_code hk__reader_view(hk_checkpoint_reader *r, size_t i, hk__tensor_view *v, hk_status *st);
-
-/** A tensor of the reader (`entry`) to read into the caller's memory
- *  (`dst`, writable, the entry's byte size; NULL only for 0 bytes). */
-typedef struct hk__read_target {
-  size_t entry;
-  void *dst;
-} hk__read_target;
-
-/**
- * Read every target tensor straight into its dst, each checked against its
- * CRC-32C in the same pass: from the mapped data region (mapped at the
- * first use, as hk__reader_view) in 2 MiB pieces, each copied and CRC'd at
- * once (hk__crc32c_copy), the pieces' CRCs joined per tensor; with
- * `may_use_thread`, at least 16 MiB and the pages in memory (mincore), by
- * two threads moving through the file together. Without a mapping: read in
- * 1 MiB pieces into dst, each CRC'd while cache-hot. Tensors are read in
- * file order. DATA_LOSS naming the file and the tensor for a CRC mismatch
- * (the first in file order) or a short file; every dst may then hold
- * unverified bytes. fs errors as mapped (H9).
- */
-hk_code hk__reader_read_into(hk_checkpoint_reader *r, const hk__read_target *targets, size_t n, int may_use_thread,
-                             hk_status *st);
-
-/** The data-file path of a checkpoint reference: `path` itself when it ends
- *  in ".safetensors", else "<path>.safetensors". Allocated through env. */
-char *hk__ckpt_data_path(const hk_env *env, const char *path);
-
-
-/* ---- state file (state_parse.c, state.c) ------------------------------------- */
-
-/** A parsed state file: bare names, oldest first. */
-typedef struct hk__state {
-  char **names;          /* n owned names (env allocator) */
-  double *timestamps;    /* n values, or NULL when the file has none */
-  size_t n;
-  char *model;           /* owned: model_checkpoint_path (a valid name; also the last of names) */
-  double last_preserved; /* NaN when absent */
-} hk__state;
-
-/**
- * Parse a state file's text per H33. `what` names the file in messages.
- * Malformed → DATA_LOSS "Invalid checkpoint state loaded from <what>:
- * <reason> (line %d)". Entry-level refusals log the WARNING of H33 through
- * env. On failure *out is zeroed.
- */
-hk_code hk__state_parse(const hk_env *env, const char *what, const char *text, size_t len, hk__state *out,
-                        hk_status *st);
-/** Read and parse "<dir>/<latest_filename>"; NOT_FOUND when absent. */
-hk_code hk__state_read(const hk_env *env, const char *dir, const char *latest_filename, hk__state *out,
-                       hk_status *st);
-/** Free what a state holds; zeroes it. NULL is a no-op. */
-void hk__state_clear(const hk_env *env, hk__state *s);
-/**
- * Write "<dir>/<latest_filename>" atomically (C117, D4): names are bare
- * valid names, the last one is model_checkpoint_path; timestamps may be
- * NULL. Checks H32 and C118 (a name equal to latest_filename).
- */
-hk_code hk__state_write(const hk_env *env, const char *dir, const char *latest_filename, const char *const *names,
-                        const double *timestamps, size_t n, double last_preserved, hk_status *st);
-
-/** A state file larger than this is refused unread (H33, "line 0"). */
-#define HK__STATE_MAX_BYTES ((size_t)256 << 20)
-
-/**
- * The text hk__state_write writes for these arguments (C117), after the
- * same checks; *text is owned (env allocator), NUL-terminated, *len bytes.
- */
-hk_code hk__state_format(const hk_env *env, const char *dir, const char *latest_filename, const char *const *names,
-                         const double *timestamps, size_t n, double last_preserved, char **text, size_t *len,
-                         hk_status *st);
-
-/* ---- pending deletions (pending.c, D6.5) ------------------------------------------ */
-
-/** The record's name is the state file's name plus this suffix, in the
- *  same directory: "checkpoint.pending-deletions". */
-#define HK__PENDING_SUFFIX ".pending-deletions"
-
-/**
- * Record durably, before the state file that drops them, the checkpoints a
- * save's retention is about to delete (`drop`: their prefixes, "<dir>/<name>"
- * or bare names), bound to the exact state file the save then writes (the
- * CRC-32C of hk__state_format's text for the same arguments). Written as
- * D4.1 says except for the directory fsync: the data file's commit that
- * follows (D4.2) fsyncs the same directory before the state file is
- * written, so the record costs one file fsync. ndrop 0: nothing is written.
- */
-hk_code hk__pending_write(const hk_env *env, const char *dir, const char *latest_filename, const char *const *names,
-                          const double *timestamps, size_t n, double last_preserved, char *const *drop, size_t ndrop,
-                          hk_status *st);
-
-/** Remove the record once the deletions it lists are durable (best
- *  effort, no fsync: a record that survives a crash is bound to a state
- *  file and found by the next save). A missing one is fine; other failures
- *  are logged at WARNING. */
-void hk__pending_remove(const hk_env *env, const char *dir, const char *latest_filename);
-
-/**
- * Before a save's own work: finish the deletions a record left by an
- * interrupted save lists, fsync the directory (when one was deleted), then
- * remove the record durably (one more directory fsync; none of this when
- * no record exists). Only while the state file is the
- * very one the record was written for (its CRC-32C), and never a name that
- * state file lists; a malformed record (WARNING), or one for another
- * state file (INFO), deletes nothing and is removed: what a record says is
- * never a reason to fail. The save fails (before writing anything) only
- * when memory runs out, or when a record that may exist cannot be read,
- * removed or its removal made durable — the save must not write what such
- * a record could later delete. No record: one open attempt, nothing else.
- */
-hk_code hk__pending_finish(const hk_env *env, const char *dir, const char *latest_filename, hk_status *st);
-
-/* ---- best-k retention (best.c, saver_recover.c; H45) ----------------------------- */
-
-/** The best-checkpoint record's name is the state file's name plus this
- *  suffix, in the same directory: "checkpoint.best". */
-#define HK__BEST_SUFFIX ".best"
-
-/** A parsed best-checkpoint record: bare names, best first. */
-typedef struct hk__best {
-  char **names; /* n owned names (env allocator) */
-  double *metrics;
-  size_t n;
-  int mode; /* hk_monitor_mode */
-} hk__best;
-
-/**
- * Read "<dir>/<latest_filename>.best". NOT_FOUND when absent; another
- * read error → its code, the message naming the record; a record that
- * breaks checkpoint-format.md's rules (or is larger than 64 MiB) sets
- * *malformed and a reason in `why`, with HK_OK and nothing in *out.
- * RESOURCE_EXHAUSTED. *out is owned (hk__best_clear).
- */
-hk_code hk__best_read(const hk_env *env, const char *dir, const char *latest_filename, hk__best *out, char *why,
-                      size_t cap, int *malformed, hk_status *st);
-/** Write the record atomically (D4.1: its own directory fsync): `names`
- *  (prefixes or bare names of valid names, never latest_filename) with
- *  their metrics (not NaN), best first. */
-hk_code hk__best_write(const hk_env *env, const char *dir, const char *latest_filename, int mode,
-                       const char *const *names, const double *metrics, size_t n, hk_status *st);
-/** Free what a record holds; zeroes it. NULL is a no-op. */
-void hk__best_clear(const hk_env *env, hk__best *b);
+/* ---- best-k retention (saver_recover.c; H45) --------------------------------------- */
 
 /**
  * Best-k retention of a Saver (H45): from its next managed save on, keep
@@ -264,42 +46,13 @@ void hk__saver_note_metric(hk_saver *saver, double value);
  */
 void hk__saver_set_keep_all(hk_saver *saver, int on);
 
-/* ---- checkpoints the state file does not list (adopt.c) ---------------------------- */
+/* ---- managed names (adopt.c) ------------------------------------------------------ */
 
 /** nonzero when `name` is "<basename>-<digits>" (the managed form of a
  *  save path whose basename is `basename`, zero padding included), the
  *  step in *step (may be NULL); 0 for any other name or a step past
  *  int64. */
 int hk__managed_step(const char *name, const char *basename, int64_t *step);
-
-/**
- * Adopt into a recovered managed list (paths "<dir>/<name>", stamps, n: the
- * caller's, replaced on success) every "<base>-<digits>.safetensors"
- * regular file of `dir` that `state` (the state file as read; NULL when it
- * is missing or unreadable) does not list, except those that may be
- * preserved ones: a step not above the oldest "<base>-<digits>" the state
- * file lists, or, when it lists none, all of them if `preserves` (the
- * Saver's keep_checkpoint_every_n_hours is on; logged at WARNING). Each
- * goes before the first listed entry of a greater step, its timestamp its
- * mtime (at most now), logged at INFO. A missing directory adopts nothing;
- * other list errors and RESOURCE_EXHAUSTED are returned with the list
- * untouched.
- */
-hk_code hk__adopt_into(const hk_env *env, const char *dir, const char *base, double now, int preserves,
-                       const hk__state *state, char ***paths, double **stamps, size_t *n, hk_status *st);
-
-/* ---- stale temporary files (stale_tmp.c) ----------------------------------------- */
-
-/**
- * D4.2 step 1: remove "<F>.tmp-XXXXXX" entries of `dir` where F is
- * `latest_filename`, its pending-deletion record (latest_filename +
- * HK__PENDING_SUFFIX, D6.5), its best-checkpoint record (latest_filename +
- * HK__BEST_SUFFIX, H45), "graph.txt", or ends in ".safetensors" or
- * ".graph.txt" — or, as named before, is "graph.pbtxt" or ends in ".meta".
- * Failures to remove are logged at WARNING, not returned; a listing error
- * is returned.
- */
-hk_code hk__remove_stale_tmp(const hk_env *env, const char *dir, const char *latest_filename, hk_status *st);
 
 /* ---- saver (saver_save.c, saver_restore.c) ------------------------------------- */
 
@@ -364,12 +117,4 @@ hk_code hk__saver_write(hk_saver *saver, const char *save_path, int64_t step, un
  */
 hk_code hk__saver_snapshot_views(hk_saver *saver, hk_raw_session *rs, hk__ckpt_tensor *tensors, size_t *index,
                                  size_t ntensors, hk_status *st);
-/** The snapshot's copy: memcpy, or streaming stores for large copies then a
- *  store fence, so a later release store publishes the bytes. Any thread. */
-void hk__snapshot_copy(void *dst, const void *src, size_t n);
-/** hk__snapshot_copy without its fence: @return nonzero when it used
- *  streaming stores, after which the caller fences once (_mm_sfence) before
- *  another thread reads the copies. */
-int hk__snapshot_stream_copy(void *dst, const void *src, size_t n);
-
 #endif /* HOOKED_CKPT_H */

@@ -26,7 +26,7 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_internal.h"
 #include "util/common.h"
 #include "util/crc32c.h"
 #include "util/fs.h"

@@ -7,6 +7,7 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
+#include "ckpt/ckpt_internal.h"
 #include "ckpt/safetensors_internal.h"
 #include "util/path.h"
 

@@ -14,7 +14,7 @@
 #ifndef HOOKED_CKPT_SAFETENSORS_INTERNAL_H
 #define HOOKED_CKPT_SAFETENSORS_INTERNAL_H
 
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_internal.h"
 #include "util/fs.h"
 
 #define HEADER_MAX ((uint64_t)100 << 20)

@@ -10,6 +10,7 @@
 #if defined(__linux__) && !defined(_DEFAULT_SOURCE)
 #define _DEFAULT_SOURCE 1 /* mincore(), beside _POSIX_C_SOURCE */
 #endif
+#include "ckpt/ckpt_internal.h"
 #include "ckpt/safetensors_internal.h"
 #include "util/crc32c.h"
 #include "util/fs.h"

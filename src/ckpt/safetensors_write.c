@@ -10,8 +10,10 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
+#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_internal.h"
 #include "ckpt/safetensors_internal.h"
-#include "util/crc32c.h"
+#include "util/common.h"
 #include "util/fs.h"
 
 #include <inttypes.h>

@@ -14,6 +14,7 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
+#include "ckpt/ckpt.h"
 #include "ckpt/saver_internal.h"
 #include "util/common.h"
 #include "util/fs.h"

@@ -15,7 +15,7 @@
 #ifndef HOOKED_CKPT_SAVER_INTERNAL_H
 #define HOOKED_CKPT_SAVER_INTERNAL_H
 
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_internal.h"
 
 #define DEFAULT_LATEST "checkpoint"
 #define DATA_EXT ".safetensors"

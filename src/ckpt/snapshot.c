@@ -18,7 +18,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "ckpt/snapshot.h"
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_internal.h"
 
 #include <pthread.h>
 #include <stdint.h>

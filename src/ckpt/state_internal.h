@@ -7,7 +7,7 @@
 #ifndef HOOKED_CKPT_STATE_INTERNAL_H
 #define HOOKED_CKPT_STATE_INTERNAL_H
 
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_internal.h"
 
 #define STATE_MAX_BYTES HK__STATE_MAX_BYTES
 #define DEFAULT_LATEST_FILENAME "checkpoint"

@@ -64,6 +64,7 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
+#include "ckpt/ckpt_internal.h"
 #include "ckpt/state_internal.h"
 #include "util/crc32c.h"
 #include "util/decimal.h"
