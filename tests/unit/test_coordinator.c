@@ -108,8 +108,8 @@ static hk_coordinator *coordinator_on(const hk_env *env)
 
 /* ---- creation ------------------------------------------------------------ */
 
-/* H3 */
-static void test_coordinator__h3_new_arguments(void **state)
+/* H3: a NULL output or an env of an unknown version is INVALID_ARGUMENT; a NULL env means the defaults. */
+static void test_coordinator__new_refuses_bad_arguments(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c = (hk_coordinator *)1;
@@ -132,7 +132,7 @@ static void test_coordinator__h3_new_arguments(void **state)
 /* ---- stop requests --------------------------------------------------------- */
 
 /* H17: OK is a clean stop. */
-static void test_coordinator__h17_clean_stop(void **state)
+static void test_coordinator__a_stop_with_ok_is_a_clean_stop(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c;
@@ -152,7 +152,7 @@ static void test_coordinator__h17_clean_stop(void **state)
 }
 
 /* H17, D11: the first non-OK status is recorded; later ones are logged at DEBUG and ignored. */
-static void test_coordinator__h17_d11_first_error_wins(void **state)
+static void test_coordinator__first_error_wins(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c;
@@ -173,7 +173,7 @@ static void test_coordinator__h17_d11_first_error_wins(void **state)
 }
 
 /* H17: an error reported after a clean stop is still the first error. */
-static void test_coordinator__h17_error_after_clean_stop(void **state)
+static void test_coordinator__an_error_after_a_clean_stop_is_still_the_first_error(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c;
@@ -190,7 +190,7 @@ static void test_coordinator__h17_error_after_clean_stop(void **state)
 }
 
 /* H17: a long message is truncated into the inline buffer (no allocation). */
-static void test_coordinator__h17_request_stop_allocates_nothing(void **state)
+static void test_coordinator__request_stop_truncates_a_long_message_without_allocating(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c;
@@ -216,7 +216,7 @@ static void *request_stop_thread(void *arg)
 }
 
 /* H17: request_stop from another thread. */
-static void test_coordinator__h17_stop_from_other_thread(void **state)
+static void test_coordinator__a_stop_can_be_requested_from_another_thread(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c;
@@ -235,7 +235,7 @@ static void test_coordinator__h17_stop_from_other_thread(void **state)
 /* ---- waits ------------------------------------------------------------------ */
 
 /* H17, H5: a wait times out on the mock clock, through its sleep, in slices <= 0.1 s. */
-static void test_coordinator__h17_wait_timeout_mock_clock(void **state)
+static void test_coordinator__a_wait_times_out_on_the_mock_clock_in_short_slices(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c;
@@ -252,7 +252,7 @@ static void test_coordinator__h17_wait_timeout_mock_clock(void **state)
 }
 
 /* H17: a wait after a stop returns at once, even without a limit. */
-static void test_coordinator__h17_wait_after_stop_returns_at_once(void **state)
+static void test_coordinator__wait_after_stop_returns_at_once(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c;
@@ -273,7 +273,7 @@ static void *delayed_stop_thread(void *arg)
 }
 
 /* H17: a real-clock wait is woken by another thread's request. */
-static void test_coordinator__h17_wait_woken_by_other_thread(void **state)
+static void test_coordinator__a_wait_is_woken_by_another_thread_s_request(void **state)
 {
   test_env *te = *state;
   hk_env env = real_env(te);
@@ -294,7 +294,7 @@ static void test_coordinator__h17_wait_woken_by_other_thread(void **state)
 }
 
 /* H17: a real-clock wait without a stop returns false at its timeout. */
-static void test_coordinator__h17_wait_real_timeout(void **state)
+static void test_coordinator__a_real_clock_wait_without_a_stop_times_out(void **state)
 {
   test_env *te = *state;
   hk_env env = real_env(te);
@@ -333,7 +333,7 @@ static void *manual_worker_main(void *arg)
 }
 
 /* C30: with every thread finishing after the stop, the join returns without a warning. */
-static void test_coordinator__c30_join_finished_threads(void **state)
+static void test_coordinator__join_returns_without_a_warning_when_every_thread_finished(void **state)
 {
   test_env *te = *state;
   hk_env env = real_env(te);
@@ -378,7 +378,7 @@ static void blocked_body(void *user, hk_coordinator *c)
 }
 
 /* C29, C30: stuck threads are named in a WARNING after the grace period; the join does not fail. */
-static void test_coordinator__c30_join_stuck_thread_grace_zero(void **state)
+static void test_coordinator__join_names_stuck_threads_in_a_warning_and_does_not_fail(void **state)
 {
   test_env *te = *state;
   hk_env env = real_env(te);
@@ -410,7 +410,7 @@ static void test_coordinator__c30_join_stuck_thread_grace_zero(void **state)
 }
 
 /* C30, H5: with a mock clock the grace period passes on the mock clock. */
-static void test_coordinator__c30_join_grace_on_mock_clock(void **state)
+static void test_coordinator__the_join_s_grace_period_passes_on_the_mock_clock(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c;
@@ -427,7 +427,7 @@ static void test_coordinator__c30_join_grace_on_mock_clock(void **state)
 }
 
 /* C30, H4: a negative, NaN or infinite grace period is refused. */
-static void test_coordinator__c30_join_bad_grace(void **state)
+static void test_coordinator__join_refuses_a_negative_nan_or_infinite_grace_period(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c;
@@ -463,7 +463,7 @@ static void *finish_later(void *arg)
  * time_t (undefined for 1e300; UBSan: float-cast-overflow; on x86-64 a
  * deadline in the past, and the join would spin).
  */
-static void test_coordinator__c30_join_with_huge_grace_period(void **state)
+static void test_coordinator__join_with_a_huge_grace_period_returns_when_threads_finish(void **state)
 {
   test_env *te = *state;
   hk_env env = real_env(te);
@@ -481,8 +481,8 @@ static void test_coordinator__c30_join_with_huge_grace_period(void **state)
   hk_coordinator_free(c);
 }
 
-/* H3 */
-static void test_coordinator__h3_thread_arguments(void **state)
+/* H3: register_thread refuses a NULL name or output with INVALID_ARGUMENT naming it. */
+static void test_coordinator__register_thread_refuses_bad_arguments(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c;
@@ -502,7 +502,7 @@ static void test_coordinator__h3_thread_arguments(void **state)
 }
 
 /* H17: a coordinator stays usable after its join: new requests, registrations and joins work. */
-static void test_coordinator__h17_valid_after_join(void **state)
+static void test_coordinator__a_coordinator_stays_usable_after_its_join(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c;
@@ -522,7 +522,7 @@ static void test_coordinator__h17_valid_after_join(void **state)
 }
 
 /* H17: a registered thread keeps the coordinator's memory alive past free. */
-static void test_coordinator__h17_token_outlives_free(void **state)
+static void test_coordinator__a_registered_thread_keeps_the_coordinator_alive_past_free(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c;
@@ -549,7 +549,7 @@ static void slow_exit_body(void *user, hk_coordinator *c)
 }
 
 /* H17: free requests a stop and joins the threads it started before releasing memory. */
-static void test_coordinator__h17_free_joins_started_threads(void **state)
+static void test_coordinator__free_joins_started_threads(void **state)
 {
   test_env *te = *state;
   hk_env env = real_env(te);
@@ -634,7 +634,7 @@ static int signal_teardown(void **state)
 }
 
 /* D12: install, a signal is a clean coordinator stop, uninstall restores and clears. */
-static void test_coordinator__d12_signal_is_clean_stop(void **state)
+static void test_coordinator__a_signal_is_a_clean_stop_and_uninstall_restores(void **state)
 {
   test_env *te = *state;
   hk_coordinator *c;
@@ -669,7 +669,7 @@ static void test_coordinator__d12_signal_is_clean_stop(void **state)
 }
 
 /* D12: a second delivery of the same signal goes to the previous disposition. */
-static void test_coordinator__d12_second_delivery_reaches_previous_handler(void **state)
+static void test_coordinator__a_second_signal_reaches_the_previous_handler(void **state)
 {
   hk_status st = HK_STATUS_INIT;
   (void)state;
@@ -689,7 +689,7 @@ static void test_coordinator__d12_second_delivery_reaches_previous_handler(void 
 }
 
 /* D12: with the default disposition underneath, a second SIGTERM kills the process. */
-static void test_coordinator__d12_second_delivery_kills_with_default(void **state)
+static void test_coordinator__a_second_sigterm_kills_under_the_default_disposition(void **state)
 {
   int wstatus = 0;
   pid_t pid;
@@ -726,7 +726,7 @@ static void *raise_thread(void *arg)
 }
 
 /* D12: a real-clock wait notices the signal within a slice, though nobody signals the condition. */
-static void test_coordinator__d12_signal_ends_real_wait(void **state)
+static void test_coordinator__a_signal_ends_a_real_clock_wait(void **state)
 {
   test_env *te = *state;
   hk_env env = real_env(te);
@@ -747,32 +747,32 @@ static void test_coordinator__d12_signal_ends_real_wait(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown(test_coordinator__h3_new_arguments, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__h17_clean_stop, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__h17_d11_first_error_wins, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__h17_error_after_clean_stop, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__h17_request_stop_allocates_nothing, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__h17_stop_from_other_thread, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__h17_wait_timeout_mock_clock, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__h17_wait_after_stop_returns_at_once, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__h17_wait_woken_by_other_thread, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__h17_wait_real_timeout, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__c30_join_finished_threads, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__c30_join_stuck_thread_grace_zero, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__c30_join_grace_on_mock_clock, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__c30_join_bad_grace, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__c30_join_with_huge_grace_period, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__h3_thread_arguments, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__h17_valid_after_join, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__h17_token_outlives_free, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__h17_free_joins_started_threads, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__new_refuses_bad_arguments, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__a_stop_with_ok_is_a_clean_stop, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__first_error_wins, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__an_error_after_a_clean_stop_is_still_the_first_error, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__request_stop_truncates_a_long_message_without_allocating, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__a_stop_can_be_requested_from_another_thread, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__a_wait_times_out_on_the_mock_clock_in_short_slices, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__wait_after_stop_returns_at_once, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__a_wait_is_woken_by_another_thread_s_request, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__a_real_clock_wait_without_a_stop_times_out, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__join_returns_without_a_warning_when_every_thread_finished, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__join_names_stuck_threads_in_a_warning_and_does_not_fail, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__the_join_s_grace_period_passes_on_the_mock_clock, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__join_refuses_a_negative_nan_or_infinite_grace_period, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__join_with_a_huge_grace_period_returns_when_threads_finish, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__register_thread_refuses_bad_arguments, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__a_coordinator_stays_usable_after_its_join, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__a_registered_thread_keeps_the_coordinator_alive_past_free, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__free_joins_started_threads, setup, teardown),
     cmocka_unit_test_setup_teardown(test_coordinator__started_thread_is_named, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__d12_signal_is_clean_stop, signal_setup, signal_teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__d12_second_delivery_reaches_previous_handler, signal_setup,
+    cmocka_unit_test_setup_teardown(test_coordinator__a_signal_is_a_clean_stop_and_uninstall_restores, signal_setup, signal_teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__a_second_signal_reaches_the_previous_handler, signal_setup,
                                     signal_teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__d12_second_delivery_kills_with_default, signal_setup,
+    cmocka_unit_test_setup_teardown(test_coordinator__a_second_sigterm_kills_under_the_default_disposition, signal_setup,
                                     signal_teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__d12_signal_ends_real_wait, signal_setup, signal_teardown),
+    cmocka_unit_test_setup_teardown(test_coordinator__a_signal_ends_a_real_clock_wait, signal_setup, signal_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

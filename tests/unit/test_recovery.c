@@ -56,7 +56,8 @@ static int creation_gaps(const spy_log *log, double *gaps, int max)
 
 /* ---- D2.1 options ------------------------------------------------------- */
 
-static void test_recovery__d2_options_validated(void **state)
+/* D2: bad recovery options (delays, attempts, seconds) are INVALID_ARGUMENT naming the option. */
+static void test_recovery__bad_recovery_options_are_refused_naming_them(void **state)
 {
   fixture *f = *state;
   hk_session_options o;
@@ -85,7 +86,8 @@ static void test_recovery__d2_options_validated(void **state)
 
 /* ---- C38, C41, C4, D2.2 ------------------------------------------------- */
 
-static void test_recovery__c38_run_preemption_recovers(void **state)
+/* C38: a run that fails with a preemption error re-creates the session and runs again. */
+static void test_recovery__a_preempted_run_recreates_the_session_and_runs_again(void **state)
 {
   fixture *f = *state;
   hk_coordinator *first_coord;
@@ -127,7 +129,8 @@ static void test_recovery__c38_run_preemption_recovers(void **state)
   assert_int_equal(f->a->calls[SPY_END], 1);
 }
 
-static void test_recovery__c38_preemption_from_hooks(void **state)
+/* C38: a preemption error from a hook's before_run is recovered from like one from the executor. */
+static void test_recovery__a_preemption_error_from_a_hook_recovers_too(void **state)
 {
   fixture *f = *state;
   open_session(f);
@@ -144,7 +147,8 @@ static void test_recovery__c38_preemption_from_hooks(void **state)
   assert_int_equal(f->a->calls[SPY_BEGIN], 0);
 }
 
-static void test_recovery__c28_substituted_error_recovers(void **state)
+/* C28: a run error replaced by the coordinator's recorded preemption error is recovered from. */
+static void test_recovery__an_error_replaced_by_a_recorded_preemption_recovers(void **state)
 {
   fixture *f = *state;
   open_session(f);
@@ -156,7 +160,8 @@ static void test_recovery__c28_substituted_error_recovers(void **state)
   assert_false(hk_session_should_stop(f->s));
 }
 
-static void test_recovery__c24_singular_never_recovers(void **state)
+/* C24: a singular session returns a preemption error and never re-creates itself. */
+static void test_recovery__a_singular_session_never_recovers(void **state)
 {
   fixture *f = *state;
   open_session(f);
@@ -171,7 +176,8 @@ static void test_recovery__c24_singular_never_recovers(void **state)
 
 /* ---- D2.2, D2.3: back-off ----------------------------------------------- */
 
-static void test_recovery__d2_backoff_doubles(void **state)
+/* D2: the delay before each re-creation doubles from recovery_initial_delay_secs. */
+static void test_recovery__the_delay_between_recoveries_doubles(void **state)
 {
   fixture *f = *state;
   double gaps[8];
@@ -194,7 +200,8 @@ static void test_recovery__d2_backoff_doubles(void **state)
   assert_int_equal(f->a->calls[SPY_AFTER_CREATE], 5);
 }
 
-static void test_recovery__d2_backoff_capped(void **state)
+/* D2: the delay before a re-creation never exceeds recovery_max_delay_secs. */
+static void test_recovery__the_delay_between_recoveries_is_capped(void **state)
 {
   fixture *f = *state;
   f->opts.recovery_initial_delay_secs = 0.5;
@@ -206,7 +213,8 @@ static void test_recovery__d2_backoff_capped(void **state)
   assert_true(near(test_clock_total_slept(&f->te->clock), 0.5 + 1 + 2 + 3 + 3));
 }
 
-static void test_recovery__d2_episode_resets(void **state)
+/* D2: after a successful recovery the next episode starts again at the initial delay. */
+static void test_recovery__the_back_off_starts_over_after_a_recovered_episode(void **state)
 {
   fixture *f = *state;
   open_session(f);
@@ -227,7 +235,8 @@ static hk_code counting_step(hk_step_context *ctx, void *user, hk_status *st)
   return HK_OK;
 }
 
-static void test_recovery__d2_gives_up_after_max_attempts(void **state)
+/* D2: after recovery_max_attempts failed re-creations the session gives up and returns the last preemption error. */
+static void test_recovery__gives_up_after_max_attempts_with_the_last_error(void **state)
 {
   fixture *f = *state;
   f->opts.recovery_max_attempts = 3;
@@ -258,7 +267,8 @@ static void test_recovery__d2_gives_up_after_max_attempts(void **state)
   assert_int_equal(fake_executor_open_sessions(f->fx), 0);
 }
 
-static void test_recovery__d2_gives_up_after_max_secs(void **state)
+/* D2: the session gives up once recovery_max_secs have passed in one episode. */
+static void test_recovery__gives_up_after_max_secs(void **state)
 {
   fixture *f = *state;
   f->opts.recovery_max_attempts = 0;
@@ -274,7 +284,8 @@ static void test_recovery__d2_gives_up_after_max_secs(void **state)
 
 /* ---- D2.4: non-preemption error during re-creation ---------------------- */
 
-static void test_recovery__d2_non_preemption_during_recreation(void **state)
+/* D2: an error other than a preemption while re-creating is returned and the session is in the failed state. */
+static void test_recovery__a_non_preemption_error_while_recreating_fails_the_session(void **state)
 {
   fixture *f = *state;
   open_session(f);
@@ -292,7 +303,8 @@ static void test_recovery__d2_non_preemption_during_recreation(void **state)
   assert_int_equal(f->a->calls[SPY_END], 0);
 }
 
-static void test_recovery__d2_after_create_error_during_recreation(void **state)
+/* D2: an after_create_session error while re-creating fails the session. */
+static void test_recovery__an_after_create_error_while_recreating_fails_the_session(void **state)
 {
   fixture *f = *state;
   open_session(f);
@@ -306,7 +318,8 @@ static void test_recovery__d2_after_create_error_during_recreation(void **state)
 
 /* ---- C39: creation --------------------------------------------------------- */
 
-static void test_recovery__c39_preemption_at_construction(void **state)
+/* C39: a preemption error while constructing a monitored session is retried with back-off. */
+static void test_recovery__a_preemption_while_constructing_is_retried(void **state)
 {
   fixture *f = *state;
   fake_executor_fail(f->fx, FAKE_OPEN, 1, 2, HK_UNAVAILABLE, "master not up yet");
@@ -325,7 +338,8 @@ static void test_recovery__c39_preemption_at_construction(void **state)
   assert_true(near(test_clock_total_slept(&f->te->clock), 1 + 2));
 }
 
-static void test_recovery__c39_preemption_in_after_create(void **state)
+/* C39: a preemption error from after_create_session at construction is retried. */
+static void test_recovery__a_preemption_in_after_create_session_is_retried(void **state)
 {
   fixture *f = *state;
   spy_hook_fail(f->b, SPY_AFTER_CREATE, 1, 1, HK_ABORTED, "b: aborted while starting");
@@ -337,7 +351,8 @@ static void test_recovery__c39_preemption_in_after_create(void **state)
   assert_int_equal(fake_executor_open_sessions(f->fx), 1);
 }
 
-static void test_recovery__c39_non_preemption_creation_error(void **state)
+/* C39: an error other than a preemption at construction is returned at once. */
+static void test_recovery__other_creation_errors_are_returned_at_once(void **state)
 {
   fixture *f = *state;
   fake_executor_fail(f->fx, FAKE_OPEN, 1, 1, HK_INTERNAL, "open broke");
@@ -347,7 +362,8 @@ static void test_recovery__c39_non_preemption_creation_error(void **state)
   assert_int_equal(f->a->calls[SPY_END], 0);
 }
 
-static void test_recovery__c39_construction_gives_up(void **state)
+/* C39: construction gives up after recovery_max_attempts and returns the last preemption error. */
+static void test_recovery__construction_gives_up_after_max_attempts(void **state)
 {
   fixture *f = *state;
   f->opts.recovery_max_attempts = 2;
@@ -362,7 +378,8 @@ static void test_recovery__c39_construction_gives_up(void **state)
 
 /* ---- C40: should_stop ----------------------------------------------------- */
 
-static void test_recovery__c40_should_stop_recovers(void **state)
+/* C40: should_stop() re-creates the session when the coordinator holds a recorded preemption error. */
+static void test_recovery__should_stop_recovers_from_a_recorded_preemption(void **state)
 {
   fixture *f = *state;
   hk_coordinator *old;
@@ -387,7 +404,8 @@ static void test_recovery__c40_should_stop_recovers(void **state)
   assert_ok(session_fixture_run_train(f), &f->st);
 }
 
-static void test_recovery__c40_should_stop_gives_up(void **state)
+/* C40: should_stop() gives up after recovery_max_attempts and the session stops. */
+static void test_recovery__should_stop_gives_up_after_max_attempts(void **state)
 {
   fixture *f = *state;
   f->opts.recovery_max_attempts = 1;
@@ -398,7 +416,8 @@ static void test_recovery__c40_should_stop_gives_up(void **state)
   assert_status(session_fixture_run_train(f), &f->st, HK_ABORTED, "(gave up after 1 recovery attempts)");
 }
 
-static void test_recovery__c40_recreation_error_enters_failed_state(void **state)
+/* C40: an error while should_stop() re-creates the session puts it in the failed state. */
+static void test_recovery__an_error_while_recreating_enters_the_failed_state(void **state)
 {
   fixture *f = *state;
   open_session(f);
@@ -413,7 +432,8 @@ static void test_recovery__c40_recreation_error_enters_failed_state(void **state
   assert_int_equal(f->a->calls[SPY_END], 0);
 }
 
-static void test_recovery__c40_non_preemption_recorded_stops(void **state)
+/* C40: a recorded error that is not a preemption makes should_stop() true without recovery. */
+static void test_recovery__a_recorded_non_preemption_error_stops_the_session(void **state)
 {
   fixture *f = *state;
   open_session(f);
@@ -445,7 +465,8 @@ static hk_code step(hk_step_context *ctx, void *user, hk_status *st)
   return rc;
 }
 
-static void test_recovery__c45_step_fn_rerun(void **state)
+/* C45: a step_fn that returns a preemption error runs again on the re-created session. */
+static void test_recovery__a_preempted_step_fn_runs_again_on_the_new_session(void **state)
 {
   fixture *f = *state;
   step_data d;
@@ -503,7 +524,8 @@ static void creator_destroy(void *user)
 static const hk_session_creator_vtable creator_vt = { HK_SESSION_CREATOR_VTABLE_VERSION, creator_create,
                                                       creator_destroy };
 
-static void test_recovery__h21_custom_creator(void **state)
+/* H21: a custom session creator creates the first raw session and every re-created one. */
+static void test_recovery__a_custom_session_creator_creates_every_raw_session(void **state)
 {
   fixture *f = *state;
   creator_state cs;
@@ -533,7 +555,8 @@ static void test_recovery__h21_custom_creator(void **state)
   assert_int_equal(cs.destroys, 1);
 }
 
-static void test_recovery__h10_creator_vtable_version(void **state)
+/* H10: a session-creator vtable with version 0 or above the current one is INVALID_ARGUMENT. */
+static void test_recovery__a_creator_vtable_of_an_unknown_version_is_refused(void **state)
 {
   fixture *f = *state;
   creator_state cs;
@@ -552,7 +575,8 @@ static void test_recovery__h10_creator_vtable_version(void **state)
 
 /* ---- non-preemption during re-creation ------------------------------------ */
 
-static void test_recovery__d2_no_preemption_during_recreation_sleep(void **state)
+/* D2: a stop requested on the old coordinator during the back-off does not reach the new session. */
+static void test_recovery__a_stop_on_the_old_coordinator_spares_the_new_session(void **state)
 {
   fixture *f = *state;
   /* While the MS re-creates, a coordinator stop on the old coordinator does not
@@ -571,34 +595,34 @@ static void test_recovery__d2_no_preemption_during_recreation_sleep(void **state
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    MS(test_recovery__d2_options_validated),
-    MS(test_recovery__c38_run_preemption_recovers),
-    MS(test_recovery__c38_preemption_from_hooks),
-    MS(test_recovery__c28_substituted_error_recovers),
-    SMS(test_recovery__c24_singular_never_recovers),
-    MS(test_recovery__d2_backoff_doubles),
-    MS(test_recovery__d2_backoff_capped),
-    MS(test_recovery__d2_episode_resets),
-    MS(test_recovery__d2_gives_up_after_max_attempts),
-    MS(test_recovery__d2_gives_up_after_max_secs),
-    MS(test_recovery__d2_non_preemption_during_recreation),
-    MS(test_recovery__d2_after_create_error_during_recreation),
-    MS(test_recovery__c39_preemption_at_construction),
-    SMS(test_recovery__c39_preemption_at_construction),
-    MS(test_recovery__c39_preemption_in_after_create),
-    MS(test_recovery__c39_non_preemption_creation_error),
-    MS(test_recovery__c39_construction_gives_up),
-    MS(test_recovery__c40_should_stop_recovers),
-    SMS(test_recovery__c40_should_stop_recovers),
-    MS(test_recovery__c40_should_stop_gives_up),
-    MS(test_recovery__c40_recreation_error_enters_failed_state),
-    MS(test_recovery__c40_non_preemption_recorded_stops),
-    MS(test_recovery__c45_step_fn_rerun),
-    SMS(test_recovery__c45_step_fn_rerun),
-    MS(test_recovery__h21_custom_creator),
-    SMS(test_recovery__h21_custom_creator),
-    MS(test_recovery__h10_creator_vtable_version),
-    MS(test_recovery__d2_no_preemption_during_recreation_sleep),
+    MS(test_recovery__bad_recovery_options_are_refused_naming_them),
+    MS(test_recovery__a_preempted_run_recreates_the_session_and_runs_again),
+    MS(test_recovery__a_preemption_error_from_a_hook_recovers_too),
+    MS(test_recovery__an_error_replaced_by_a_recorded_preemption_recovers),
+    SMS(test_recovery__a_singular_session_never_recovers),
+    MS(test_recovery__the_delay_between_recoveries_doubles),
+    MS(test_recovery__the_delay_between_recoveries_is_capped),
+    MS(test_recovery__the_back_off_starts_over_after_a_recovered_episode),
+    MS(test_recovery__gives_up_after_max_attempts_with_the_last_error),
+    MS(test_recovery__gives_up_after_max_secs),
+    MS(test_recovery__a_non_preemption_error_while_recreating_fails_the_session),
+    MS(test_recovery__an_after_create_error_while_recreating_fails_the_session),
+    MS(test_recovery__a_preemption_while_constructing_is_retried),
+    SMS(test_recovery__a_preemption_while_constructing_is_retried),
+    MS(test_recovery__a_preemption_in_after_create_session_is_retried),
+    MS(test_recovery__other_creation_errors_are_returned_at_once),
+    MS(test_recovery__construction_gives_up_after_max_attempts),
+    MS(test_recovery__should_stop_recovers_from_a_recorded_preemption),
+    SMS(test_recovery__should_stop_recovers_from_a_recorded_preemption),
+    MS(test_recovery__should_stop_gives_up_after_max_attempts),
+    MS(test_recovery__an_error_while_recreating_enters_the_failed_state),
+    MS(test_recovery__a_recorded_non_preemption_error_stops_the_session),
+    MS(test_recovery__a_preempted_step_fn_runs_again_on_the_new_session),
+    SMS(test_recovery__a_preempted_step_fn_runs_again_on_the_new_session),
+    MS(test_recovery__a_custom_session_creator_creates_every_raw_session),
+    SMS(test_recovery__a_custom_session_creator_creates_every_raw_session),
+    MS(test_recovery__a_creator_vtable_of_an_unknown_version_is_refused),
+    MS(test_recovery__a_stop_on_the_old_coordinator_spares_the_new_session),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -78,7 +78,8 @@ static void test_scaffold__options_init(void **state)
   (void)f;
 }
 
-static void test_scaffold__h3_bad_arguments(void **state)
+/* H3: a NULL output, a NULL feed array with a count or a bad option is INVALID_ARGUMENT naming it. */
+static void test_scaffold__new_refuses_bad_arguments(void **state)
 {
   fixture *f = *state;
   assert_status(hk_scaffold_new(NULL, &f->so, &f->st), &f->st, HK_INVALID_ARGUMENT, NULL);
@@ -101,7 +102,8 @@ static void test_scaffold__h3_bad_arguments(void **state)
 
 /* ---- C60: unset before finalization ------------------------------------ */
 
-static void test_scaffold__c60_unset_fields(void **state)
+/* C60: every field not given to the constructor is unset until finalization. */
+static void test_scaffold__fields_not_given_stay_unset_until_finalized(void **state)
 {
   fixture *f = *state;
   size_t n = 99;
@@ -123,7 +125,8 @@ static void test_scaffold__c60_unset_fields(void **state)
 
 /* ---- C58: fields, copies, copy_from ------------------------------------- */
 
-static void test_scaffold__c58_fields_copied(void **state)
+/* C58: the fields given to the constructor are copied and returned as given. */
+static void test_scaffold__given_fields_are_copied(void **state)
 {
   fixture *f = *state;
   int64_t v = 42;
@@ -165,7 +168,8 @@ static void test_scaffold__c58_fields_copied(void **state)
   assert_ptr_equal(user, &marker);
 }
 
-static void test_scaffold__c58_copy_from(void **state)
+/* C58: copy_from takes another Scaffold's fields for the ones not given. */
+static void test_scaffold__copy_from_takes_the_fields_not_given(void **state)
 {
   fixture *f = *state;
   hk_scaffold_options o;
@@ -207,7 +211,8 @@ static void test_scaffold__c58_copy_from(void **state)
 
 /* ---- C61, C62, C64: finalization ---------------------------------------- */
 
-static void test_scaffold__c61_c62_defaults_built_and_registered(void **state)
+/* C61, C62: finalization builds the executor's default ops for unset fields and registers them under their roles. */
+static void test_scaffold__finalize_builds_and_registers_the_default_ops(void **state)
 {
   fixture *f = *state;
   hk_handle h = HK_NO_HANDLE;
@@ -233,7 +238,8 @@ static void test_scaffold__c61_c62_defaults_built_and_registered(void **state)
   assert_logged(f->te, HK_LOG_INFO, "Graph was finalized.");
 }
 
-static void test_scaffold__c61_one_registered_op_is_used(void **state)
+/* C61: an unset field takes the one op registered under its role. */
+static void test_scaffold__a_single_registered_op_is_used(void **state)
 {
   fixture *f = *state;
   fake_executor_role_register(f->fx, HK_ROLE_INIT_OP, f->my_init);
@@ -247,7 +253,8 @@ static void test_scaffold__c61_one_registered_op_is_used(void **state)
   assert_int_equal(fake_executor_role_count(f->fx, HK_ROLE_INIT_OP, NULL), 1);
 }
 
-static void test_scaffold__c61_several_registered_fails(void **state)
+/* C61: more than one op registered under a role fails finalization. */
+static void test_scaffold__several_registered_ops_fail_finalize(void **state)
 {
   fixture *f = *state;
   fake_executor_role_register(f->fx, HK_ROLE_READY_OP, f->my_ready);
@@ -262,7 +269,8 @@ static void test_scaffold__c61_several_registered_fails(void **state)
   assert_null(strstr(f->st.message, "{}"));
 }
 
-static void test_scaffold__c61_given_fields_not_registered(void **state)
+/* C61: ops given to the constructor are used as they are and never registered. */
+static void test_scaffold__given_fields_are_not_registered(void **state)
 {
   fixture *f = *state;
   f->so.init_op = f->my_init;
@@ -278,7 +286,8 @@ static void test_scaffold__c61_given_fields_not_registered(void **state)
   assert_int_not_equal(hk_scaffold_local_init_op(f->s), HK_NO_HANDLE);
 }
 
-static void test_scaffold__c64_idempotent(void **state)
+/* C64: a second finalization changes nothing. */
+static void test_scaffold__finalize_is_idempotent(void **state)
 {
   fixture *f = *state;
   hk_handle init;
@@ -293,7 +302,8 @@ static void test_scaffold__c64_idempotent(void **state)
   assert_int_equal(fake_executor_role_count(f->fx, HK_ROLE_INIT_OP, NULL), 1);
 }
 
-static void test_scaffold__c64_two_scaffolds_same_defaults(void **state)
+/* C64: a second Scaffold finalized on the same executor finds and uses the registered defaults. */
+static void test_scaffold__two_scaffolds_share_the_same_default_ops(void **state)
 {
   fixture *f = *state;
   assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
@@ -309,7 +319,8 @@ static void test_scaffold__c64_two_scaffolds_same_defaults(void **state)
   assert_int_equal(fake_executor_role_count(f->fx, HK_ROLE_INIT_OP, NULL), 1);
 }
 
-static void test_scaffold__c64_other_executor_refused(void **state)
+/* C64: a Scaffold finalized for one executor is refused by another. */
+static void test_scaffold__finalizing_against_another_executor_is_refused(void **state)
 {
   fixture *f = *state;
   fake_executor *other = fake_executor_new(&f->te->env);
@@ -320,7 +331,8 @@ static void test_scaffold__c64_other_executor_refused(void **state)
   fake_executor_free(other);
 }
 
-static void test_scaffold__c61_executor_error_propagates(void **state)
+/* C61: an error from the executor while building a default op fails finalization with it. */
+static void test_scaffold__an_executor_error_fails_finalize(void **state)
 {
   fixture *f = *state;
   assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
@@ -367,7 +379,7 @@ static void test_scaffold__oom_loop(void **state)
  * and keeps the reason hk_tensor_init gave (hk__feeds_copy never formats
  * st->message into itself).
  */
-static void test_scaffold__h1_bad_init_feed_reason_kept(void **state)
+static void test_scaffold__a_bad_init_feed_keeps_the_executor_s_reason(void **state)
 {
   fixture *f = *state;
   hk_feed feed;
@@ -388,10 +400,10 @@ static void test_scaffold__h1_bad_init_feed_reason_kept(void **state)
 
 /* ---- C63: a default Saver with no variables ----------------------------- */
 
-/* An executor without a single variable gets a default Saver all the same:
+/* C63: an executor without a single variable gets a default Saver all the same:
  * it saves a checkpoint that holds no tensor (a valid one, with its global
  * step), lists it, verifies and restores it. */
-static void test_scaffold__c63_default_saver_without_variables(void **state)
+static void test_scaffold__a_graph_without_variables_still_gets_a_working_default_saver(void **state)
 {
   fixture *f = *state;
   hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
@@ -431,9 +443,9 @@ static void test_scaffold__c63_default_saver_without_variables(void **state)
   ckpt_dir_free(root, dir, save_path);
 }
 
-/* A session over such an executor restores from checkpoint_dir as any other
+/* C63: a session over such an executor restores from checkpoint_dir as any other
  * (C68): the Scaffold's default Saver reads the empty checkpoint. */
-static void test_scaffold__c63_session_without_variables_restores(void **state)
+static void test_scaffold__session_without_variables_restores(void **state)
 {
   fixture *f = *state;
   hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
@@ -472,22 +484,22 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
     T(test_scaffold__options_init),
-    T(test_scaffold__h3_bad_arguments),
-    T(test_scaffold__c60_unset_fields),
-    T(test_scaffold__c58_fields_copied),
-    T(test_scaffold__c58_copy_from),
-    T(test_scaffold__c61_c62_defaults_built_and_registered),
-    T(test_scaffold__c61_one_registered_op_is_used),
-    T(test_scaffold__c61_several_registered_fails),
-    T(test_scaffold__c61_given_fields_not_registered),
-    T(test_scaffold__c64_idempotent),
-    T(test_scaffold__c64_two_scaffolds_same_defaults),
-    T(test_scaffold__c64_other_executor_refused),
-    T(test_scaffold__c61_executor_error_propagates),
+    T(test_scaffold__new_refuses_bad_arguments),
+    T(test_scaffold__fields_not_given_stay_unset_until_finalized),
+    T(test_scaffold__given_fields_are_copied),
+    T(test_scaffold__copy_from_takes_the_fields_not_given),
+    T(test_scaffold__finalize_builds_and_registers_the_default_ops),
+    T(test_scaffold__a_single_registered_op_is_used),
+    T(test_scaffold__several_registered_ops_fail_finalize),
+    T(test_scaffold__given_fields_are_not_registered),
+    T(test_scaffold__finalize_is_idempotent),
+    T(test_scaffold__two_scaffolds_share_the_same_default_ops),
+    T(test_scaffold__finalizing_against_another_executor_is_refused),
+    T(test_scaffold__an_executor_error_fails_finalize),
     T(test_scaffold__oom_loop),
-    T(test_scaffold__h1_bad_init_feed_reason_kept),
-    T(test_scaffold__c63_default_saver_without_variables),
-    T(test_scaffold__c63_session_without_variables_restores),
+    T(test_scaffold__a_bad_init_feed_keeps_the_executor_s_reason),
+    T(test_scaffold__a_graph_without_variables_still_gets_a_working_default_saver),
+    T(test_scaffold__session_without_variables_restores),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

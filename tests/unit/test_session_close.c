@@ -15,7 +15,8 @@
 
 /* ---- C15, C16, H16: end ------------------------------------------------- */
 
-static void test_session__c15_end_on_clean_close(void **state)
+/* C15: close() with a clean status calls end() on every hook, in list order. */
+static void test_session__a_clean_close_calls_every_end_in_order(void **state)
 {
   fixture *f = *state;
   static const char *const expect[] = { "a.end", "b.end", "c.end" };
@@ -31,7 +32,8 @@ static void test_session__c15_end_on_clean_close(void **state)
   assert_int_equal(fake_executor_open_sessions(f->fx), 0);
 }
 
-static void test_session__c16_no_end_on_error_close(void **state)
+/* C16: close() with a status that is not clean calls no end(). */
+static void test_session__a_close_with_an_error_calls_no_end(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -40,7 +42,8 @@ static void test_session__c16_no_end_on_error_close(void **state)
   assert_int_equal(fake_executor_open_sessions(f->fx), 0);
 }
 
-static void test_session__h16_end_failure(void **state)
+/* H16: a failing end() skips the later hooks' end() and close() still completes, returning that error. */
+static void test_session__a_failing_end_skips_later_ends_and_close_completes(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -70,7 +73,7 @@ static hk_code end_ok_with_status_filled(spy_hook *spy, spy_slot slot, void *arg
 /* H1, H16: what counts is the code an end() returns. One that returns OK
  * with its status still filled is a success: close returns OK and the
  * later hooks' end() runs. */
-static void test_session__h1_end_returning_ok_with_a_filled_status_is_ok(void **state)
+static void test_session__end_returning_ok_with_a_filled_status_is_ok(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -83,7 +86,8 @@ static void test_session__h1_end_returning_ok_with_a_filled_status_is_ok(void **
 
 /* ---- C25, C26, C46 ------------------------------------------------------- */
 
-static void test_session__c25_c46_accessors(void **state)
+/* C25, C46: the raw-session and graph accessors return them while open and NULL after close. */
+static void test_session__the_raw_session_and_graph_accessors_return_null_after_close(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -107,7 +111,8 @@ static void test_session__c25_c46_accessors(void **state)
   assert_non_null(hk_session_coordinator(f->s)); /* H17: valid until free */
 }
 
-static void test_session__c26_should_stop(void **state)
+/* C26: should_stop() becomes true after a hook requested a stop. */
+static void test_session__should_stop_follows_a_hook_s_stop_request(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -118,7 +123,8 @@ static void test_session__c26_should_stop(void **state)
   assert_true(hk_session_should_stop(f->s));
 }
 
-static void test_session__c26_should_stop_after_close(void **state)
+/* C26: should_stop() is true once the session is closed. */
+static void test_session__should_stop_is_true_after_close(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -128,7 +134,9 @@ static void test_session__c26_should_stop_after_close(void **state)
 
 /* ---- C27, D11, C28 ------------------------------------------------------ */
 
-static void test_session__c27_d11_coordinator_error(void **state)
+/* C27, D11: after a thread reported an error to the coordinator, should_stop() is true and close() returns the
+ * error. */
+static void test_session__a_thread_s_error_stops_the_session_and_close_returns_it(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -141,7 +149,8 @@ static void test_session__c27_d11_coordinator_error(void **state)
   assert_status(hk_session_close(f->s, HK_OK, &f->st), &f->st, HK_INTERNAL, "reader thread died");
 }
 
-static void test_session__c28_substitution_singular(void **state)
+/* C28: a run error is replaced by the coordinator's recorded preemption error. */
+static void test_session__a_singular_session_replaces_run_errors_by_a_recorded_preemption(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -158,7 +167,8 @@ static void test_session__c28_substitution_singular(void **state)
   assert_status(hk_session_close(f->s, HK_OK, &f->st), &f->st, HK_ABORTED, "worker 3 preempted");
 }
 
-static void test_session__c28_non_preemption_recorded_not_substituted(void **state)
+/* C28: a recorded error that is not a preemption replaces no run error. */
+static void test_session__a_recorded_non_preemption_error_replaces_no_run_error(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -181,7 +191,8 @@ static hk_code check_close_order(spy_hook *spy, spy_slot slot, void *arg, hk_sta
   return HK_OK;
 }
 
-static void test_session__c29_close_order(void **state)
+/* C29: close() calls end() on the hooks, requests a clean stop, joins the threads, then closes the raw session. */
+static void test_session__close_ends_hooks_stops_joins_then_closes_the_raw_session(void **state)
 {
   fixture *f = *state;
   hk_coordinator *coord;
@@ -195,7 +206,8 @@ static void test_session__c29_close_order(void **state)
   assert_int_equal(fake_executor_open_sessions(f->fx), 0);
 }
 
-static void test_session__c29_c30_stuck_thread(void **state)
+/* C29, C30: close() names a thread that did not finish within the grace period in a warning. */
+static void test_session__close_warns_about_a_stuck_thread_after_the_grace_period(void **state)
 {
   fixture *f = *state;
   hk_coordinator_thread *tok = NULL;
@@ -213,7 +225,8 @@ static void test_session__c29_c30_stuck_thread(void **state)
   hk_coordinator_thread_done(tok);
 }
 
-static void test_session__c30_finished_threads_no_wait(void **state)
+/* C30: close() returns as soon as every registered thread has finished. */
+static void test_session__close_does_not_wait_for_finished_threads(void **state)
 {
   fixture *f = *state;
   hk_coordinator_thread *tok = NULL;
@@ -228,7 +241,8 @@ static void test_session__c30_finished_threads_no_wait(void **state)
   assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, "threads still running"), 0);
 }
 
-static void test_session__c31_raw_close_errors_logged(void **state)
+/* C31: a preemption error closing the raw session is logged at WARNING, never returned. */
+static void test_session__a_preemption_closing_the_raw_session_is_logged_not_returned(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -238,7 +252,8 @@ static void test_session__c31_raw_close_errors_logged(void **state)
   assert_logged(f->te, HK_LOG_WARNING, "ps gone");
 }
 
-static void test_session__c31_raw_close_other_error_logged_at_error(void **state)
+/* C31: any other error closing the raw session is logged at ERROR, never returned. */
+static void test_session__other_errors_closing_the_raw_session_are_logged_at_error(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -249,7 +264,8 @@ static void test_session__c31_raw_close_other_error_logged_at_error(void **state
 
 /* ---- H15: close status -------------------------------------------------- */
 
-static void test_session__h15_out_of_range_is_clean(void **state)
+/* H15: close(OUT_OF_RANGE) is a clean close. */
+static void test_session__close_with_out_of_range_is_clean(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -257,7 +273,8 @@ static void test_session__h15_out_of_range_is_clean(void **state)
   assert_int_equal(f->c->calls[SPY_END], 1);
 }
 
-static void test_session__h15_cancelled_without_stop_not_clean(void **state)
+/* H15: close(CANCELLED) without a clean stop requested is not clean. */
+static void test_session__close_with_cancelled_without_a_stop_is_not_clean(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -265,7 +282,8 @@ static void test_session__h15_cancelled_without_stop_not_clean(void **state)
   assert_int_equal(f->a->calls[SPY_END], 0);
 }
 
-static void test_session__h15_cancelled_after_clean_stop_is_clean(void **state)
+/* H15: close(CANCELLED) after a clean stop on the coordinator is clean. */
+static void test_session__close_with_cancelled_after_a_clean_stop_is_clean(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -274,7 +292,9 @@ static void test_session__h15_cancelled_after_clean_stop_is_clean(void **state)
   assert_int_equal(f->a->calls[SPY_END], 1);
 }
 
-static void test_session__h15_cancelled_after_hook_stop_not_clean(void **state)
+/* H15: close(CANCELLED) after a hook's stop request is not clean: only a coordinator clean stop or a signal make it
+ * so. */
+static void test_session__close_with_cancelled_after_a_hook_s_stop_is_not_clean(void **state)
 {
   fixture *f = *state;
   /* Only a coordinator clean stop (or the signal helper) makes CANCELLED clean. */
@@ -284,7 +304,8 @@ static void test_session__h15_cancelled_after_hook_stop_not_clean(void **state)
   assert_int_equal(f->a->calls[SPY_END], 0);
 }
 
-static void test_session__h15_unknown_code_not_clean(void **state)
+/* H15: close() with a code it does not know is not clean and returns that code. */
+static void test_session__close_with_an_unknown_code_is_not_clean(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -293,7 +314,8 @@ static void test_session__h15_unknown_code_not_clean(void **state)
   assert_int_equal(f->b->calls[SPY_END], 0);
 }
 
-static void test_session__h15_coordinator_error_beats_end_error(void **state)
+/* H15: close() returns the coordinator's recorded error before an end() error. */
+static void test_session__close_returns_the_coordinator_error_before_an_end_error(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -305,7 +327,8 @@ static void test_session__h15_coordinator_error_beats_end_error(void **state)
   assert_logged(f->te, HK_LOG_ERROR, "end error");
 }
 
-static void test_session__h15_ms_recorded_preemption_not_returned(void **state)
+/* H15: a monitored session's close() does not return a recorded preemption error. */
+static void test_session__a_monitored_session_does_not_return_a_recorded_preemption(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -320,7 +343,8 @@ static void test_session__h15_ms_recorded_preemption_not_returned(void **state)
 
 /* ---- C35, C37, D7 ------------------------------------------------------- */
 
-static void test_session__c35_out_of_range_from_run(void **state)
+/* C35: OUT_OF_RANGE from run() is returned to the caller; it is no preemption and calls no after_run. */
+static void test_session__out_of_range_from_run_is_returned_without_recovery(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -341,7 +365,9 @@ static hk_code step_noop(hk_step_context *ctx, void *user, hk_status *st)
   return HK_OK;
 }
 
-static void test_session__c37_d7_after_close(void **state)
+/* C37, D7: after close(), run() and run_step_fn() are FAILED_PRECONDITION; a second close does nothing and returns
+ * OK. */
+static void test_session__calls_after_close_are_refused_and_a_second_close_is_a_no_op(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -377,7 +403,8 @@ static void *stopper_main(void *arg)
   return NULL;
 }
 
-static void test_session__h17_stop_from_another_thread(void **state)
+/* H17: request_stop on the coordinator is safe from any thread and stops the session. */
+static void test_session__a_stop_from_another_thread_stops_the_session(void **state)
 {
   fixture *f = *state;
   pthread_t th;
@@ -392,7 +419,8 @@ static void test_session__h17_stop_from_another_thread(void **state)
   assert_int_equal(f->a->calls[SPY_END], 1);
 }
 
-static void test_session__h17_error_from_another_thread(void **state)
+/* H17: an error reported from another thread stops the session and close() returns it. */
+static void test_session__an_error_from_another_thread_stops_the_session(void **state)
 {
   fixture *f = *state;
   pthread_t th;
@@ -425,7 +453,8 @@ static hk_code reenter(spy_hook *spy, spy_slot slot, void *arg, hk_status *st)
   return HK_OK;
 }
 
-static void test_session__h19_reentrant_calls_refused(void **state)
+/* H19: run(), run_step_fn() or close() called from inside one of the session's hooks is FAILED_PRECONDITION. */
+static void test_session__calls_from_inside_a_hook_are_refused(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -445,7 +474,8 @@ static void test_session__h19_reentrant_calls_refused(void **state)
 
 /* ---- H20: free without close -------------------------------------------- */
 
-static void test_session__h20_free_without_close(void **state)
+/* H20: freeing a session that was not closed first closes it as close(CANCELLED). */
+static void test_session__free_without_close_closes_as_cancelled(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -459,7 +489,8 @@ static void test_session__h20_free_without_close(void **state)
   assert_int_equal(f->a->calls[SPY_DESTROY], 0);
 }
 
-static void test_session__h20_free_after_clean_stop_runs_end(void **state)
+/* H20: freeing an open session after a clean stop is a clean close that runs every end(). */
+static void test_session__free_after_a_clean_stop_runs_every_end(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -487,7 +518,8 @@ static void test_session__hook_destroy_once(void **state)
 
 /* ---- D12: the signal helper is a clean stop ------------------------------ */
 
-static void test_session__d12_signal_is_clean_stop(void **state)
+/* D12: with the signal helper installed, SIGINT or SIGTERM is a clean stop of the session. */
+static void test_session__a_signal_is_a_clean_stop(void **state)
 {
   fixture *f = *state;
   hk_status ist = HK_STATUS_INIT;
@@ -532,7 +564,7 @@ static hk_code start_failing_thread(spy_hook *spy, spy_slot slot, void *arg, hk_
  * reports while it is being stopped (TF's coord.join re-raises it) is
  * returned.
  */
-static void test_session__c29_h15_error_reported_during_join_is_returned(void **state)
+static void test_session__error_reported_during_join_is_returned(void **state)
 {
   fixture *f = *state;
   hk_code rc;
@@ -549,7 +581,7 @@ static void test_session__c29_h15_error_reported_during_join_is_returned(void **
 /* ---- H15, C28, H19, D7, H3, H1: failed state, close, run arguments ------ */
 
 /* H15 precedence (3) before (4): the failed-state error beats the status passed in. */
-static void test_session__h15_failed_state_error_beats_given_status(void **state)
+static void test_session__close_returns_the_failed_state_error_before_its_argument(void **state)
 {
   fixture *f = *state;
   f->opts.recovery_max_attempts = 1;
@@ -563,7 +595,7 @@ static void test_session__h15_failed_state_error_beats_given_status(void **state
 }
 
 /* C28: a before_run error is also substituted by a recorded preemption error, and the MS recovers (C38). */
-static void test_session__c28_c38_before_run_error_substituted_and_recovered(void **state)
+static void test_session__a_before_run_error_is_replaced_by_a_preemption_and_recovered(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -588,7 +620,8 @@ static hk_code close_from_after_run(spy_hook *spy, spy_slot slot, void *arg, hk_
   return HK_OK;
 }
 
-static void test_session__h19_d7_close_from_hook_and_second_close(void **state)
+/* H19, D7: close() from inside a hook is refused, and a later second close() does nothing. */
+static void test_session__close_from_a_hook_is_refused_and_a_second_close_is_a_no_op(void **state)
 {
   fixture *f = *state;
   size_t before;
@@ -606,7 +639,7 @@ static void test_session__h19_d7_close_from_hook_and_second_close(void **state)
 }
 
 /* H3: bad run arguments are refused before any hook runs; NULL status is safe. */
-static void test_session__h3_run_arguments_validated(void **state)
+static void test_session__bad_run_arguments_are_refused_before_any_hook(void **state)
 {
   fixture *f = *state;
   hk_run_options bad = HK_RUN_OPTIONS_INIT;
@@ -646,7 +679,8 @@ static hk_code silent_after_run(spy_hook *spy, spy_slot slot, void *arg, hk_stat
   return slot == SPY_AFTER_RUN ? HK_UNKNOWN : HK_OK;
 }
 
-static void test_session__h1_hook_failure_without_status_named(void **state)
+/* H1: a hook that fails without writing its status gets a message naming the hook and callback. */
+static void test_session__a_hook_failing_without_a_message_is_named(void **state)
 {
   fixture *f = *state;
   f->c->action = silent_after_run;
@@ -661,7 +695,7 @@ static void test_session__h1_hook_failure_without_status_named(void **state)
  * destruction touches no hook after close() (a use-after-free here is what
  * ASan and valgrind would report; without them the test passes silently).
  */
-static void test_session__h11_hook_freed_after_close_before_session_free(void **state)
+static void test_session__hook_freed_after_close_before_session_free(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -676,44 +710,44 @@ static void test_session__h11_hook_freed_after_close_before_session_free(void **
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    BOTH(test_session__c15_end_on_clean_close),
-    BOTH(test_session__c16_no_end_on_error_close),
-    BOTH(test_session__h16_end_failure),
-    BOTH(test_session__h1_end_returning_ok_with_a_filled_status_is_ok),
-    BOTH(test_session__c25_c46_accessors),
-    BOTH(test_session__c26_should_stop),
-    BOTH(test_session__c26_should_stop_after_close),
-    BOTH(test_session__c27_d11_coordinator_error),
-    SMS(test_session__c28_substitution_singular),
-    BOTH(test_session__c28_non_preemption_recorded_not_substituted),
-    BOTH(test_session__c29_close_order),
-    BOTH(test_session__c29_c30_stuck_thread),
-    BOTH(test_session__c30_finished_threads_no_wait),
-    BOTH(test_session__c31_raw_close_errors_logged),
-    BOTH(test_session__c31_raw_close_other_error_logged_at_error),
-    BOTH(test_session__h15_out_of_range_is_clean),
-    BOTH(test_session__h15_cancelled_without_stop_not_clean),
-    BOTH(test_session__h15_cancelled_after_clean_stop_is_clean),
-    BOTH(test_session__h15_cancelled_after_hook_stop_not_clean),
-    BOTH(test_session__h15_unknown_code_not_clean),
-    BOTH(test_session__h15_coordinator_error_beats_end_error),
-    BOTH(test_session__h15_ms_recorded_preemption_not_returned),
-    BOTH(test_session__c35_out_of_range_from_run),
-    BOTH(test_session__c37_d7_after_close),
-    BOTH(test_session__h17_stop_from_another_thread),
-    BOTH(test_session__h17_error_from_another_thread),
-    BOTH(test_session__h19_reentrant_calls_refused),
-    BOTH(test_session__h20_free_without_close),
-    BOTH(test_session__h20_free_after_clean_stop_runs_end),
+    BOTH(test_session__a_clean_close_calls_every_end_in_order),
+    BOTH(test_session__a_close_with_an_error_calls_no_end),
+    BOTH(test_session__a_failing_end_skips_later_ends_and_close_completes),
+    BOTH(test_session__end_returning_ok_with_a_filled_status_is_ok),
+    BOTH(test_session__the_raw_session_and_graph_accessors_return_null_after_close),
+    BOTH(test_session__should_stop_follows_a_hook_s_stop_request),
+    BOTH(test_session__should_stop_is_true_after_close),
+    BOTH(test_session__a_thread_s_error_stops_the_session_and_close_returns_it),
+    SMS(test_session__a_singular_session_replaces_run_errors_by_a_recorded_preemption),
+    BOTH(test_session__a_recorded_non_preemption_error_replaces_no_run_error),
+    BOTH(test_session__close_ends_hooks_stops_joins_then_closes_the_raw_session),
+    BOTH(test_session__close_warns_about_a_stuck_thread_after_the_grace_period),
+    BOTH(test_session__close_does_not_wait_for_finished_threads),
+    BOTH(test_session__a_preemption_closing_the_raw_session_is_logged_not_returned),
+    BOTH(test_session__other_errors_closing_the_raw_session_are_logged_at_error),
+    BOTH(test_session__close_with_out_of_range_is_clean),
+    BOTH(test_session__close_with_cancelled_without_a_stop_is_not_clean),
+    BOTH(test_session__close_with_cancelled_after_a_clean_stop_is_clean),
+    BOTH(test_session__close_with_cancelled_after_a_hook_s_stop_is_not_clean),
+    BOTH(test_session__close_with_an_unknown_code_is_not_clean),
+    BOTH(test_session__close_returns_the_coordinator_error_before_an_end_error),
+    BOTH(test_session__a_monitored_session_does_not_return_a_recorded_preemption),
+    BOTH(test_session__out_of_range_from_run_is_returned_without_recovery),
+    BOTH(test_session__calls_after_close_are_refused_and_a_second_close_is_a_no_op),
+    BOTH(test_session__a_stop_from_another_thread_stops_the_session),
+    BOTH(test_session__an_error_from_another_thread_stops_the_session),
+    BOTH(test_session__calls_from_inside_a_hook_are_refused),
+    BOTH(test_session__free_without_close_closes_as_cancelled),
+    BOTH(test_session__free_after_a_clean_stop_runs_every_end),
     MS(test_session__hook_destroy_once),
-    BOTH(test_session__d12_signal_is_clean_stop),
-    BOTH(test_session__c29_h15_error_reported_during_join_is_returned),
-    MS(test_session__h15_failed_state_error_beats_given_status),
-    MS(test_session__c28_c38_before_run_error_substituted_and_recovered),
-    MS(test_session__h19_d7_close_from_hook_and_second_close),
-    SMS(test_session__h3_run_arguments_validated),
-    MS(test_session__h1_hook_failure_without_status_named),
-    SMS(test_session__h11_hook_freed_after_close_before_session_free),
+    BOTH(test_session__a_signal_is_a_clean_stop),
+    BOTH(test_session__error_reported_during_join_is_returned),
+    MS(test_session__close_returns_the_failed_state_error_before_its_argument),
+    MS(test_session__a_before_run_error_is_replaced_by_a_preemption_and_recovered),
+    MS(test_session__close_from_a_hook_is_refused_and_a_second_close_is_a_no_op),
+    SMS(test_session__bad_run_arguments_are_refused_before_any_hook),
+    MS(test_session__a_hook_failing_without_a_message_is_named),
+    SMS(test_session__hook_freed_after_close_before_session_free),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

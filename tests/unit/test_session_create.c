@@ -14,7 +14,8 @@
 
 /* ---- H3, H10, H11: construction arguments ------------------------------ */
 
-static void test_session__h3_bad_options_no_side_effect(void **state)
+/* H3: every bad option is INVALID_ARGUMENT before any hook runs or anything is created. */
+static void test_session__bad_options_are_refused_before_any_side_effect(void **state)
 {
   fixture *f = *state;
   hk_session_options o;
@@ -54,7 +55,8 @@ static void test_session__h3_bad_options_no_side_effect(void **state)
   assert_false(fake_executor_finalized(f->fx));
 }
 
-static void test_session__h11_empty_hook_list(void **state)
+/* H11: a session's hook list may be empty. */
+static void test_session__an_empty_hook_list_runs(void **state)
 {
   fixture *f = *state;
   hk_tensor res[1];
@@ -67,7 +69,8 @@ static void test_session__h11_empty_hook_list(void **state)
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
 }
 
-static void test_session__h11_null_entry_and_duplicate(void **state)
+/* H11: a NULL entry or the same hook twice in the list is INVALID_ARGUMENT. */
+static void test_session__a_null_or_repeated_hook_in_the_list_is_refused(void **state)
 {
   fixture *f = *state;
   hk_hook *with_null[3] = { f->a->hook, NULL, f->c->hook };
@@ -83,7 +86,8 @@ static void test_session__h11_null_entry_and_duplicate(void **state)
   assert_int_equal(fake_executor_sessions_opened(f->fx), 0);
 }
 
-static void test_session__h11_hook_serves_one_session(void **state)
+/* H11: a hook that serves an open session is refused by another until that one is closed. */
+static void test_session__a_hook_serves_one_session_at_a_time(void **state)
 {
   fixture *f = *state;
   hk_session *other = NULL;
@@ -107,7 +111,8 @@ static void test_session__h11_hook_serves_one_session(void **state)
   hk_session_free(other);
 }
 
-static void test_session__h10_hook_vtable_version(void **state)
+/* H10: a hook vtable with version 0 or above the current one is INVALID_ARGUMENT naming it. */
+static void test_session__a_hook_vtable_of_an_unknown_version_is_refused(void **state)
 {
   fixture *f = *state;
   hk_hook_vtable vt = *spy_hook_vtable();
@@ -123,7 +128,8 @@ static void test_session__h10_hook_vtable_version(void **state)
 
 /* ---- C1: NULL slots ----------------------------------------------------- */
 
-static void test_session__c1_null_slots_are_noops(void **state)
+/* C1: every callback slot of a hook vtable may be NULL, meaning do nothing. */
+static void test_session__null_hook_slots_are_no_ops(void **state)
 {
   fixture *f = *state;
   static const hk_hook_vtable empty = { HK_HOOK_VTABLE_VERSION, NULL, NULL, NULL, NULL, NULL, NULL };
@@ -162,7 +168,8 @@ static hk_code check_not_finalized(spy_hook *spy, spy_slot slot, void *arg, hk_s
   return HK_OK;
 }
 
-static void test_session__c2_c3_c4_construction_order(void **state)
+/* C2, C3, C4: construction calls every begin() in order, finalizes the graph, then calls every after_create_session. */
+static void test_session__construction_calls_begin_finalizes_then_after_create(void **state)
 {
   fixture *f = *state;
   static const char *const expect[] = {
@@ -189,7 +196,8 @@ static void test_session__c2_c3_c4_construction_order(void **state)
   assert_true(hk_scaffold_is_finalized(hk_session_scaffold(f->s)));
 }
 
-static void test_session__c2_begin_failure(void **state)
+/* C2: a failing begin() fails construction before any raw session is created. */
+static void test_session__a_failing_begin_fails_construction(void **state)
 {
   fixture *f = *state;
   spy_hook_fail(f->b, SPY_BEGIN, 1, 1, HK_NOT_FOUND, "b could not resolve loss:0");
@@ -207,7 +215,8 @@ static void test_session__c2_begin_failure(void **state)
   session_fixture_open(f);
 }
 
-static void test_session__c3_mutation_after_finalize_fails(void **state)
+/* C3: the graph is finalized after the begin() calls: a later change fails. */
+static void test_session__changing_the_graph_after_construction_fails(void **state)
 {
   fixture *f = *state;
   hk_handle h = HK_NO_HANDLE;
@@ -218,7 +227,8 @@ static void test_session__c3_mutation_after_finalize_fails(void **state)
                 HK_FAILED_PRECONDITION, NULL);
 }
 
-static void test_session__c4_after_create_failure(void **state)
+/* C4: a failing after_create_session fails construction with its error. */
+static void test_session__a_failing_after_create_session_fails_construction(void **state)
 {
   fixture *f = *state;
   spy_hook_fail(f->b, SPY_AFTER_CREATE, 1, 1, HK_INTERNAL, "b after_create failed");
@@ -234,7 +244,8 @@ static void test_session__c4_after_create_failure(void **state)
 
 /* ---- H12, C5, C20 ------------------------------------------------------- */
 
-static void test_session__h12_stop_from_after_create(void **state)
+/* H12: a stop requested through the creation context stops the session before any run. */
+static void test_session__a_stop_requested_in_after_create_session_stops_before_the_first_run(void **state)
 {
   fixture *f = *state;
   spy_hook_stop_at(f->b, SPY_AFTER_CREATE, 1, 1);
@@ -253,7 +264,8 @@ static void test_session__h12_stop_from_after_create(void **state)
   assert_int_equal(f->c->calls[SPY_END], 1);
 }
 
-static void test_session__c5_c20_run_after_stop_refused(void **state)
+/* C5, C20: run() after a hook requested a stop is FAILED_PRECONDITION, and the flag stays set. */
+static void test_session__run_after_a_hook_s_stop_is_refused(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -270,7 +282,8 @@ static void test_session__c5_c20_run_after_stop_refused(void **state)
   assert_status(session_fixture_run_train(f), &f->st, HK_FAILED_PRECONDITION, "should_stop");
 }
 
-static void test_session__c5_c27_coordinator_stop_does_not_block_run(void **state)
+/* C5, C27: a coordinator stop makes should_stop() true but does not refuse run(). */
+static void test_session__a_coordinator_stop_does_not_refuse_run(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -349,7 +362,7 @@ static hk_code init_fn_silent_preemption(void *user, const hk_scaffold *scaffold
  * non-empty message (init_fn's result is normalized like the hooks', the
  * creator's and step_fn's).
  */
-static void test_session__h1_c59_silent_init_fn_failure_has_a_message(void **state)
+static void test_session__silent_init_fn_failure_has_a_message(void **state)
 {
   fixture *f = *state;
   hk_scaffold_options so = HK_SCAFFOLD_OPTIONS_INIT;
@@ -372,7 +385,7 @@ static void test_session__h1_c59_silent_init_fn_failure_has_a_message(void **sta
  * UNAVAILABLE (never a session in the failed state whose failure code is
  * OK).
  */
-static void test_session__d2_c39_silent_init_fn_preemption_gives_up(void **state)
+static void test_session__a_preempted_init_fn_is_retried_then_gives_up(void **state)
 {
   fixture *f = *state;
   hk_scaffold_options so = HK_SCAFFOLD_OPTIONS_INIT;
@@ -405,7 +418,7 @@ static void test_session__d2_c39_silent_init_fn_preemption_gives_up(void **state
  * already bound to another executor is refused with INVALID_ARGUMENT before
  * any hook's begin() runs.
  */
-static void test_session__h3_scaffold_of_other_executor_refused_before_begin(void **state)
+static void test_session__scaffold_of_other_executor_refused_before_begin(void **state)
 {
   fixture *f = *state;
   hk_scaffold_options so = HK_SCAFFOLD_OPTIONS_INIT;
@@ -429,7 +442,7 @@ static void test_session__h3_scaffold_of_other_executor_refused_before_begin(voi
  * refused with C65's message (the ready_for_local_init_op the caller gave
  * is never silently dropped).
  */
-static void test_session__c47_c65_scaffold_ready_for_local_init_without_local_init(void **state)
+static void test_session__a_scaffold_with_ready_for_local_init_but_no_local_init_is_refused(void **state)
 {
   fixture *f = *state;
   hk_scaffold_options so = HK_SCAFFOLD_OPTIONS_INIT;
@@ -476,7 +489,8 @@ static void worker_setup(fixture *f, worker *w, int not_ready_times)
   f->opts.recovery_wait_secs = 30;
 }
 
-static void test_session__c48_c73_worker_waits_until_ready(void **state)
+/* C48, C73: a worker's session waits until the chief made the model ready. */
+static void test_session__a_worker_waits_until_the_model_is_ready(void **state)
 {
   fixture *f = *state;
   worker w;
@@ -510,7 +524,8 @@ static void test_session__c48_c73_worker_waits_until_ready(void **state)
   f->fx = keep;
 }
 
-static void test_session__c73_worker_deadline(void **state)
+/* C73: a worker's wait for a ready model ends with DEADLINE_EXCEEDED at max_wait_secs. */
+static void test_session__a_worker_s_wait_ends_at_its_deadline(void **state)
 {
   fixture *f = *state;
   worker w;
@@ -545,7 +560,8 @@ static hk_code raise_on_ready_check(void *user, fake_executor *fx, const hk_run_
   return HK_OK;
 }
 
-static void test_session__h24_worker_wait_cancelled_by_signal(void **state)
+/* H24: a signal ends a worker's wait for a ready model with CANCELLED. */
+static void test_session__a_signal_cancels_a_worker_s_wait(void **state)
 {
   fixture *f = *state;
   worker w;
@@ -576,27 +592,27 @@ static void test_session__h24_worker_wait_cancelled_by_signal(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    BOTH(test_session__h3_bad_options_no_side_effect),
-    BOTH(test_session__h11_empty_hook_list),
-    BOTH(test_session__h11_null_entry_and_duplicate),
-    BOTH(test_session__h11_hook_serves_one_session),
-    MS(test_session__h10_hook_vtable_version),
-    BOTH(test_session__c1_null_slots_are_noops),
-    BOTH(test_session__c2_c3_c4_construction_order),
-    BOTH(test_session__c2_begin_failure),
-    BOTH(test_session__c3_mutation_after_finalize_fails),
-    BOTH(test_session__c4_after_create_failure),
-    BOTH(test_session__h12_stop_from_after_create),
-    BOTH(test_session__c5_c20_run_after_stop_refused),
-    BOTH(test_session__c5_c27_coordinator_stop_does_not_block_run),
+    BOTH(test_session__bad_options_are_refused_before_any_side_effect),
+    BOTH(test_session__an_empty_hook_list_runs),
+    BOTH(test_session__a_null_or_repeated_hook_in_the_list_is_refused),
+    BOTH(test_session__a_hook_serves_one_session_at_a_time),
+    MS(test_session__a_hook_vtable_of_an_unknown_version_is_refused),
+    BOTH(test_session__null_hook_slots_are_no_ops),
+    BOTH(test_session__construction_calls_begin_finalizes_then_after_create),
+    BOTH(test_session__a_failing_begin_fails_construction),
+    BOTH(test_session__changing_the_graph_after_construction_fails),
+    BOTH(test_session__a_failing_after_create_session_fails_construction),
+    BOTH(test_session__a_stop_requested_in_after_create_session_stops_before_the_first_run),
+    BOTH(test_session__run_after_a_hook_s_stop_is_refused),
+    BOTH(test_session__a_coordinator_stop_does_not_refuse_run),
     MS(test_session__options_init_defaults),
-    MS(test_session__c48_c73_worker_waits_until_ready),
-    MS(test_session__c73_worker_deadline),
-    MS(test_session__h24_worker_wait_cancelled_by_signal),
-    SMS(test_session__h1_c59_silent_init_fn_failure_has_a_message),
-    MS(test_session__d2_c39_silent_init_fn_preemption_gives_up),
-    MS(test_session__h3_scaffold_of_other_executor_refused_before_begin),
-    SMS(test_session__c47_c65_scaffold_ready_for_local_init_without_local_init),
+    MS(test_session__a_worker_waits_until_the_model_is_ready),
+    MS(test_session__a_worker_s_wait_ends_at_its_deadline),
+    MS(test_session__a_signal_cancels_a_worker_s_wait),
+    SMS(test_session__silent_init_fn_failure_has_a_message),
+    MS(test_session__a_preempted_init_fn_is_retried_then_gives_up),
+    MS(test_session__scaffold_of_other_executor_refused_before_begin),
+    SMS(test_session__a_scaffold_with_ready_for_local_init_but_no_local_init_is_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -97,7 +97,8 @@ static hk_code init_fn(void *user, const hk_scaffold *scaffold, hk_raw_session *
 
 /* ---- C65: options ------------------------------------------------------- */
 
-static void test_session_manager__c65_options(void **state)
+/* C65: options_init refuses a NULL struct or an unknown version; new refuses bad options naming them. */
+static void test_session_manager__options_init_checks_its_arguments_and_version(void **state)
 {
   fixture *f = *state;
   hk_session_manager_options o;
@@ -131,7 +132,8 @@ static void test_session_manager__c65_options(void **state)
 
 /* ---- C66: prepare_session ----------------------------------------------- */
 
-static void test_session_manager__c66_order(void **state)
+/* C66: prepare_session tries to restore, runs init_op and init_fn, then local init and the ready check, in order. */
+static void test_session_manager__prepare_session_restores_inits_then_local_inits_in_order(void **state)
 {
   fixture *f = *state;
   static const char *const expect[] = {
@@ -159,7 +161,8 @@ static void test_session_manager__c66_order(void **state)
   assert_int_equal(fake_executor_open_sessions(f->fx), 1);
 }
 
-static void test_session_manager__c66_init_feed_used(void **state)
+/* C66: the init op runs with the init feed. */
+static void test_session_manager__the_init_op_runs_with_the_init_feed(void **state)
 {
   fixture *f = *state;
   int64_t v = 5;
@@ -183,7 +186,8 @@ static void test_session_manager__c66_init_feed_used(void **state)
   assert_int_equal(fake_executor_last_run(f->fx)->targets[0], f->init);
 }
 
-static void test_session_manager__c66_failure_closes_session(void **state)
+/* C66: a prepare_session that fails closes the raw session it created. */
+static void test_session_manager__a_failed_prepare_closes_the_raw_session(void **state)
 {
   fixture *f = *state;
   make_sm(f);
@@ -198,7 +202,8 @@ static void test_session_manager__c66_failure_closes_session(void **state)
   assert_int_equal(fake_executor_open_sessions(f->fx), 0);
 }
 
-static void test_session_manager__c66_init_fn_failure(void **state)
+/* C66: a failing init_fn fails prepare_session with its error and closes the raw session. */
+static void test_session_manager__a_failing_init_fn_fails_prepare_and_closes_the_session(void **state)
 {
   fixture *f = *state;
   make_sm(f);
@@ -212,7 +217,8 @@ static void test_session_manager__c66_init_fn_failure(void **state)
   assert_int_equal(fake_executor_op_runs(f->fx, f->local_init), 0);
 }
 
-static void test_session_manager__c66_open_failure(void **state)
+/* C66: a raw session that cannot be opened fails prepare_session with the executor's error. */
+static void test_session_manager__a_failed_open_fails_prepare(void **state)
 {
   fixture *f = *state;
   make_sm(f);
@@ -224,7 +230,8 @@ static void test_session_manager__c66_open_failure(void **state)
 
 /* ---- C67 ----------------------------------------------------------------- */
 
-static void test_session_manager__c67_both_paths(void **state)
+/* C67: checkpoint_dir and checkpoint_filename_with_path both set is INVALID_ARGUMENT, before a raw session exists. */
+static void test_session_manager__both_checkpoint_paths_given_are_invalid_argument(void **state)
 {
   fixture *f = *state;
   int initialized = 7;
@@ -244,7 +251,7 @@ static void test_session_manager__c67_both_paths(void **state)
 /* C67: without a saver nothing is restored, whatever path is given; the
  * model is initialized instead and recover_session reports it uninitialized.
  * Restoring itself is covered by test_restore. */
-static void test_session_manager__c67_no_saver_restores_nothing(void **state)
+static void test_session_manager__no_saver_restores_nothing(void **state)
 {
   fixture *f = *state;
   int initialized = 1;
@@ -264,7 +271,8 @@ static void test_session_manager__c67_no_saver_restores_nothing(void **state)
 
 /* ---- C69, C70, C71, C72 ------------------------------------------------- */
 
-static void test_session_manager__c69_nothing_to_initialize(void **state)
+/* C69: nothing restored and no init op, init_fn or local init op is FAILED_PRECONDITION. */
+static void test_session_manager__a_model_nobody_initializes_is_failed_precondition(void **state)
 {
   fixture *f = *state;
   f->mo.local_init_op = HK_NO_HANDLE;
@@ -282,7 +290,7 @@ static void test_session_manager__c69_nothing_to_initialize(void **state)
  * one may not: with no init_op, init_fn or local_init_op, prepare_session
  * hands out the session, logged at DEBUG — also with no variable at all —
  * and one variable that is not host-owned brings C69 back. */
-static void test_session_manager__c69_host_owned_variables_need_no_init(void **state)
+static void test_session_manager__host_owned_variables_need_no_init_op(void **state)
 {
   fixture *f = *state;
   fake_executor *host = fake_executor_new(&f->te->env);
@@ -333,7 +341,7 @@ static void test_session_manager__c69_host_owned_variables_need_no_init(void **s
 /* C69 revised, through a session: an executor without default ops whose
  * variables are all host-owned starts (C47: the chief's prepare_session
  * with the Scaffold's unset init ops) and trains. */
-static void test_session_manager__c69_host_owned_session_starts(void **state)
+static void test_session_manager__a_session_over_host_owned_variables_starts(void **state)
 {
   fixture *f = *state;
   fake_executor *host = fake_executor_new(&f->te->env);
@@ -357,7 +365,8 @@ static void test_session_manager__c69_host_owned_session_starts(void **state)
   fake_executor_free(host);
 }
 
-static void test_session_manager__c70_not_ready_for_local_init(void **state)
+/* C70: a ready_for_local_init_op reporting not ready is FAILED_PRECONDITION and local init does not run. */
+static void test_session_manager__not_ready_for_local_init_is_failed_precondition(void **state)
 {
   fixture *f = *state;
   hk_handle noop = fake_executor_add_op(f->fx, "noop_init");
@@ -373,7 +382,8 @@ static void test_session_manager__c70_not_ready_for_local_init(void **state)
   assert_int_equal(fake_executor_open_sessions(f->fx), 0);
 }
 
-static void test_session_manager__c71_not_ready(void **state)
+/* C71: a ready check that fails is FAILED_PRECONDITION "Init operations did not make model ready". */
+static void test_session_manager__a_failing_ready_check_is_failed_precondition(void **state)
 {
   fixture *f = *state;
   static const char *const names[] = { "w1", "w2" };
@@ -388,7 +398,8 @@ static void test_session_manager__c71_not_ready(void **state)
   assert_int_equal(fake_executor_open_sessions(f->fx), 0);
 }
 
-static void test_session_manager__c72_unguarded_local_init_reads_uninitialized(void **state)
+/* C72: a local init op without a ready_for_local_init guard that reads uninitialized variables fails prepare. */
+static void test_session_manager__an_unguarded_local_init_reading_uninitialized_fails(void **state)
 {
   fixture *f = *state;
   hk_handle bump = fake_executor_add_op(f->fx, "bump_gs");
@@ -404,7 +415,8 @@ static void test_session_manager__c72_unguarded_local_init_reads_uninitialized(v
   assert_null(f->rs);
 }
 
-static void test_session_manager__c72_model_ready(void **state)
+/* C72: a readiness op is ready when unset or when it returns an empty list of names. */
+static void test_session_manager__a_readiness_op_is_ready_when_unset_or_empty(void **state)
 {
   fixture *f = *state;
   static const char *const names[] = { "a", "b" };
@@ -449,7 +461,8 @@ static void test_session_manager__c72_model_ready(void **state)
 
 /* ---- C73: wait_for_session ---------------------------------------------- */
 
-static void test_session_manager__c73_ready_after_k_checks(void **state)
+/* C73: wait_for_session creates raw sessions until the model is ready. */
+static void test_session_manager__wait_for_session_retries_until_the_model_is_ready(void **state)
 {
   fixture *f = *state;
   static const char *const names[] = { "w" };
@@ -481,7 +494,8 @@ static void test_session_manager__c73_ready_after_k_checks(void **state)
   fake_executor_free(plain);
 }
 
-static void test_session_manager__c73_deadline(void **state)
+/* C73: wait_for_session ends with DEADLINE_EXCEEDED at max_wait_secs, its last session closed. */
+static void test_session_manager__wait_for_session_ends_at_its_deadline(void **state)
 {
   fixture *f = *state;
   f->mo.recovery_wait_secs = 30;
@@ -497,7 +511,8 @@ static void test_session_manager__c73_deadline(void **state)
   assert_true(test_clock_total_slept(&f->te->clock) < 90 + 1e-9);
 }
 
-static void test_session_manager__c73_local_init_failure_keeps_waiting(void **state)
+/* C73: while waiting, a local init that cannot run yet is not an error: the wait goes on. */
+static void test_session_manager__a_failing_local_init_keeps_the_wait_going(void **state)
 {
   fixture *f = *state;
   f->mo.recovery_wait_secs = 30;
@@ -522,7 +537,8 @@ static void *cancel_main(void *arg)
   return NULL;
 }
 
-static void test_session_manager__h24_cancel_from_another_thread(void **state)
+/* H24: a cancel from another thread ends the wait for a ready model with CANCELLED. */
+static void test_session_manager__a_cancel_from_another_thread_ends_the_wait(void **state)
 {
   fixture *f = *state;
   pthread_t th;
@@ -539,7 +555,8 @@ static void test_session_manager__h24_cancel_from_another_thread(void **state)
   assert_int_equal(fake_executor_open_sessions(f->fx), 0);
 }
 
-static void test_session_manager__h24_cancel_sticky_until_reset(void **state)
+/* H24: a cancel ends every later wait too until the manager is reset. */
+static void test_session_manager__a_cancel_stays_until_reset(void **state)
 {
   fixture *f = *state;
   make_sm(f);
@@ -556,7 +573,8 @@ static void test_session_manager__h24_cancel_sticky_until_reset(void **state)
 
 /* ---- C74: recover_session ------------------------------------------------ */
 
-static void test_session_manager__c74_recover_without_checkpoint(void **state)
+/* C74: recover_session without a checkpoint runs local init only and reports the model not initialized. */
+static void test_session_manager__recover_session_without_a_checkpoint_runs_local_init_only(void **state)
 {
   fixture *f = *state;
   int initialized = -1;
@@ -593,7 +611,7 @@ static hk_code init_fn_silent_failure(void *user, const hk_scaffold *scaffold, h
  * when init_fn wrote none (init_fn's result is normalized like the hooks',
  * the creator's and step_fn's), so code and status agree.
  */
-static void test_session_manager__h1_c59_silent_init_fn_failure_sets_status(void **state)
+static void test_session_manager__silent_init_fn_failure_sets_status(void **state)
 {
   fixture *f = *state;
   hk_session_manager_options mo;
@@ -635,7 +653,7 @@ static hk_code advance_clock_on_run(void *user, fake_executor *fx, const hk_run_
  * max_wait_secs of 1e12 reads "Session was not ready after waiting
  * 1000000000000 secs.".
  */
-static void test_session_manager__c73_deadline_message_large_max_wait(void **state)
+static void test_session_manager__the_deadline_message_prints_a_large_max_wait_in_full(void **state)
 {
   fixture *f = *state;
   hk_session_manager_options mo;
@@ -658,7 +676,7 @@ static void test_session_manager__c73_deadline_message_large_max_wait(void **sta
  * option. check_prepare() validates max_wait_secs also when
  * wait_for_checkpoint is not set, so a negative or NaN value is refused.
  */
-static void test_session_manager__h4_prepare_max_wait_secs_validated(void **state)
+static void test_session_manager__prepare_refuses_a_bad_max_wait_secs(void **state)
 {
   fixture *f = *state;
   hk_session_manager_options mo;
@@ -685,30 +703,30 @@ static void test_session_manager__h4_prepare_max_wait_secs_validated(void **stat
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    T(test_session_manager__c65_options),
-    T(test_session_manager__c66_order),
-    T(test_session_manager__c66_init_feed_used),
-    T(test_session_manager__c66_failure_closes_session),
-    T(test_session_manager__c66_init_fn_failure),
-    T(test_session_manager__c66_open_failure),
-    T(test_session_manager__c67_both_paths),
-    T(test_session_manager__c67_no_saver_restores_nothing),
-    T(test_session_manager__c69_nothing_to_initialize),
-    T(test_session_manager__c69_host_owned_variables_need_no_init),
-    T(test_session_manager__c69_host_owned_session_starts),
-    T(test_session_manager__c70_not_ready_for_local_init),
-    T(test_session_manager__c71_not_ready),
-    T(test_session_manager__c72_unguarded_local_init_reads_uninitialized),
-    T(test_session_manager__c72_model_ready),
-    T(test_session_manager__c73_ready_after_k_checks),
-    T(test_session_manager__c73_deadline),
-    T(test_session_manager__c73_local_init_failure_keeps_waiting),
-    T(test_session_manager__h24_cancel_from_another_thread),
-    T(test_session_manager__h24_cancel_sticky_until_reset),
-    T(test_session_manager__c74_recover_without_checkpoint),
-    T(test_session_manager__h1_c59_silent_init_fn_failure_sets_status),
-    T(test_session_manager__c73_deadline_message_large_max_wait),
-    T(test_session_manager__h4_prepare_max_wait_secs_validated),
+    T(test_session_manager__options_init_checks_its_arguments_and_version),
+    T(test_session_manager__prepare_session_restores_inits_then_local_inits_in_order),
+    T(test_session_manager__the_init_op_runs_with_the_init_feed),
+    T(test_session_manager__a_failed_prepare_closes_the_raw_session),
+    T(test_session_manager__a_failing_init_fn_fails_prepare_and_closes_the_session),
+    T(test_session_manager__a_failed_open_fails_prepare),
+    T(test_session_manager__both_checkpoint_paths_given_are_invalid_argument),
+    T(test_session_manager__no_saver_restores_nothing),
+    T(test_session_manager__a_model_nobody_initializes_is_failed_precondition),
+    T(test_session_manager__host_owned_variables_need_no_init_op),
+    T(test_session_manager__a_session_over_host_owned_variables_starts),
+    T(test_session_manager__not_ready_for_local_init_is_failed_precondition),
+    T(test_session_manager__a_failing_ready_check_is_failed_precondition),
+    T(test_session_manager__an_unguarded_local_init_reading_uninitialized_fails),
+    T(test_session_manager__a_readiness_op_is_ready_when_unset_or_empty),
+    T(test_session_manager__wait_for_session_retries_until_the_model_is_ready),
+    T(test_session_manager__wait_for_session_ends_at_its_deadline),
+    T(test_session_manager__a_failing_local_init_keeps_the_wait_going),
+    T(test_session_manager__a_cancel_from_another_thread_ends_the_wait),
+    T(test_session_manager__a_cancel_stays_until_reset),
+    T(test_session_manager__recover_session_without_a_checkpoint_runs_local_init_only),
+    T(test_session_manager__silent_init_fn_failure_sets_status),
+    T(test_session_manager__the_deadline_message_prints_a_large_max_wait_in_full),
+    T(test_session_manager__prepare_refuses_a_bad_max_wait_secs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,7 +24,9 @@ static hk_code mark_executor_run(void *user, fake_executor *fx, const hk_run_arg
   return HK_OK;
 }
 
-static void test_session__c6_c7_c21_run_order_and_context(void **state)
+/* C6, C7, C21: run() calls every before_run in list order, one executor run, then every after_run, with one shared
+ * run context. */
+static void test_session__run_calls_hooks_in_order_around_one_executor_run(void **state)
 {
   fixture *f = *state;
   static const char *const expect[] = {
@@ -49,7 +51,8 @@ static void test_session__c6_c7_c21_run_order_and_context(void **state)
 
 /* ---- C8: merged fetches and targets ------------------------------------- */
 
-static void test_session__c8_merged_fetches_each_hook_gets_its_own(void **state)
+/* C8: the executor gets the caller's fetches and each hook's, and each hook gets back only its own values. */
+static void test_session__merged_fetches_each_hook_gets_its_own(void **state)
 {
   fixture *f = *state;
   hk_handle fetches[2];
@@ -118,7 +121,8 @@ static void test_session__c8_merged_fetches_each_hook_gets_its_own(void **state)
 
 /* ---- C9, C10, H13: feeds ------------------------------------------------ */
 
-static void test_session__c9_two_hooks_feed_same_tensor(void **state)
+/* C9: two hooks feeding the same tensor fail the run with INVALID_ARGUMENT naming it. */
+static void test_session__two_hooks_feeding_one_tensor_fail_the_run(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -133,7 +137,8 @@ static void test_session__c9_two_hooks_feed_same_tensor(void **state)
   assert_false(hk_session_should_stop(f->s));
 }
 
-static void test_session__c9_h13_conflict_list_order(void **state)
+/* C9, H13: the conflicting tensors are listed in the order the hooks' feeds name them. */
+static void test_session__the_feed_conflict_list_is_in_list_order(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -144,7 +149,8 @@ static void test_session__c9_h13_conflict_list_order(void **state)
   assert_status(session_fixture_run_train(f), &f->st, HK_INVALID_ARGUMENT, "Conflict(s): [q:0, p:0]");
 }
 
-static void test_session__c10_hook_and_user_feed_same_tensor(void **state)
+/* C10: a hook and the caller feeding the same tensor fail the run with INVALID_ARGUMENT naming it. */
+static void test_session__a_hook_and_the_caller_feeding_one_tensor_fail_the_run(void **state)
 {
   fixture *f = *state;
   int64_t v = 5;
@@ -160,7 +166,9 @@ static void test_session__c10_hook_and_user_feed_same_tensor(void **state)
   assert_int_equal(f->a->calls[SPY_AFTER_RUN], 0);
 }
 
-static void test_session__c10_d10_feed_union_caller_untouched(void **state)
+/* C10, D10: hooks' feeds are merged with the caller's into the session's own arrays; the caller's are left
+ * untouched. */
+static void test_session__feeds_are_merged_and_the_caller_s_arrays_untouched(void **state)
 {
   fixture *f = *state;
   int64_t v = 5;
@@ -211,7 +219,8 @@ static void test_session__c10_d10_feed_union_caller_untouched(void **state)
   assert_int_equal(v, 5);
 }
 
-static void test_session__c10_only_caller_or_only_hook_feeds(void **state)
+/* C10: when only the caller or only one hook feeds, its feeds reach the executor as they are. */
+static void test_session__feeds_from_only_the_caller_or_only_a_hook_pass_through(void **state)
 {
   fixture *f = *state;
   int64_t v = 3;
@@ -239,7 +248,8 @@ static void test_session__c10_only_caller_or_only_hook_feeds(void **state)
   assert_int_equal(r->feed_i64[0], 4);
 }
 
-static void test_session__h13_duplicate_in_one_list(void **state)
+/* H13: one feed list naming the same tensor twice is INVALID_ARGUMENT. */
+static void test_session__a_tensor_fed_twice_in_one_list_is_refused(void **state)
 {
   fixture *f = *state;
   int64_t v = 3;
@@ -263,7 +273,8 @@ static void test_session__h13_duplicate_in_one_list(void **state)
 
 /* ---- C11, C12: options and metadata ------------------------------------- */
 
-static void test_session__c11_merged_options(void **state)
+/* C11: run options the hooks ask for are merged into a session-owned copy; the caller's options are untouched. */
+static void test_session__hook_run_options_are_merged_into_a_copy(void **state)
 {
   fixture *f = *state;
   int marker = 0;
@@ -303,7 +314,8 @@ static void test_session__c11_merged_options(void **state)
   assert_null(r->options.executor_options);
 }
 
-static void test_session__c12_metadata(void **state)
+/* C12: run metadata is the caller's when given, else one the session supplies and reuses. */
+static void test_session__run_metadata_is_the_caller_s_or_a_reused_session_one(void **state)
 {
   fixture *f = *state;
   hk_run_metadata *first;
@@ -326,7 +338,8 @@ static void test_session__c12_metadata(void **state)
 
 /* ---- C13, C14 ----------------------------------------------------------- */
 
-static void test_session__c13_executor_failure(void **state)
+/* C13: a failed executor run calls no after_run and does not update the stop flag. */
+static void test_session__a_failed_executor_run_calls_no_after_run_and_sets_no_stop(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -341,7 +354,8 @@ static void test_session__c13_executor_failure(void **state)
   assert_ok(session_fixture_run_train(f), &f->st);
 }
 
-static void test_session__c14_before_run_failure(void **state)
+/* C14: a failing before_run skips the later hooks and the executor run and fails the run. */
+static void test_session__a_failing_before_run_fails_the_run(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -353,7 +367,8 @@ static void test_session__c14_before_run_failure(void **state)
   assert_int_equal(f->a->calls[SPY_AFTER_RUN], 0);
 }
 
-static void test_session__c14_after_run_failure(void **state)
+/* C14: a failing after_run skips the later hooks' after_run and fails the run. */
+static void test_session__a_failing_after_run_fails_the_run(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -370,7 +385,8 @@ static void test_session__c14_after_run_failure(void **state)
 
 /* ---- C18, C19, C20: run context stop ------------------------------------ */
 
-static void test_session__c18_c19_stop_in_before_run(void **state)
+/* C18, C19: a stop requested in before_run takes effect after the step, which still runs. */
+static void test_session__a_stop_in_before_run_takes_effect_after_the_step(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -385,7 +401,8 @@ static void test_session__c18_c19_stop_in_before_run(void **state)
   assert_true(hk_session_should_stop(f->s));
 }
 
-static void test_session__c19_stop_in_after_run_seen_by_later_hooks(void **state)
+/* C19: a stop requested in after_run is seen by the later hooks of the same run. */
+static void test_session__a_stop_in_after_run_is_seen_by_later_hooks(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -404,7 +421,7 @@ static void test_session__c19_stop_in_after_run_seen_by_later_hooks(void **state
 /* C7 across the split: every before_run at begin, the caller's own work in
  * between, then one executor run and every after_run at end; the caller's
  * fetches come back from end. */
-static void test_session__c7_split_run_brackets_the_callers_work(void **state)
+static void test_session__split_run_brackets_the_callers_work(void **state)
 {
   fixture *f = *state;
   static const char *const expect[] = {
@@ -513,7 +530,7 @@ static hk_code copy_spans(spy_hook *spy, spy_slot slot, void *arg, hk_status *st
 /* H41: a run becomes traced from the hook that asks for it: its spans cover
  * every later before_run, the executor run, every after_run and the whole
  * call, in order and nested in time; an untraced run records nothing. */
-static void test_session__h41_traced_run_spans(void **state)
+static void test_session__a_traced_run_s_spans_cover_every_later_callback(void **state)
 {
   fixture *f = *state;
   span_probe probe;
@@ -560,7 +577,7 @@ static void test_session__h41_traced_run_spans(void **state)
  * `while (!should_stop()) run();` loop never gets C5's FAILED_PRECONDITION
  * from run().
  */
-static void test_session__d8_c26_should_stop_true_after_recreation_stop(void **state)
+static void test_session__a_stop_at_recreation_makes_should_stop_true(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -582,7 +599,7 @@ static void test_session__d8_c26_should_stop_true_after_recreation_stop(void **s
  * C10 (and C9): the conflict list names every conflicting tensor, beyond
  * 16 of them too (nothing is dropped silently).
  */
-static void test_session__c10_all_conflicts_listed(void **state)
+static void test_session__the_conflict_list_names_every_conflicting_tensor(void **state)
 {
   fixture *f = *state;
   hk_handle t[17];
@@ -662,14 +679,16 @@ static hk_code step_body(hk_step_context *ctx, void *user, hk_status *st)
   return HK_OK;
 }
 
-static void test_session__c42_null_step_fn(void **state)
+/* C42: run_step_fn with a NULL step_fn is INVALID_ARGUMENT. */
+static void test_session__a_null_step_fn_is_invalid_argument(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
   assert_status(hk_session_run_step_fn(f->s, NULL, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "step_fn");
 }
 
-static void test_session__c43_step_fn(void **state)
+/* C43: a step_fn's run_with_hooks runs the hooks; its raw-session runs do not; run_step_fn returns step_fn's status. */
+static void test_session__step_fn_runs_hooks_only_through_run_with_hooks(void **state)
 {
   fixture *f = *state;
   step_data d;
@@ -689,7 +708,8 @@ static void test_session__c43_step_fn(void **state)
   assert_status(hk_session_run_step_fn(f->s, step_body, &d, &f->st), &f->st, HK_NOT_FOUND, "step_fn's own error");
 }
 
-static void test_session__c44_request_stop(void **state)
+/* C44: the step context's request_stop stops the session after the step. */
+static void test_session__a_step_fn_s_request_stop_stops_after_the_step(void **state)
 {
   fixture *f = *state;
   step_data d;
@@ -727,7 +747,8 @@ static hk_code step_two_runs(hk_step_context *ctx, void *user, hk_status *st)
   return hk_step_context_run_with_hooks(ctx, &args, NULL, NULL, st);
 }
 
-static void test_session__c5_run_with_hooks_after_hook_stop(void **state)
+/* C5: run_with_hooks after a hook requested a stop is refused like run(). */
+static void test_session__run_with_hooks_after_a_hook_s_stop_is_refused(void **state)
 {
   fixture *f = *state;
   session_fixture_open(f);
@@ -745,31 +766,31 @@ static void test_session__c5_run_with_hooks_after_hook_stop(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    BOTH(test_session__c6_c7_c21_run_order_and_context),
-    BOTH(test_session__c8_merged_fetches_each_hook_gets_its_own),
-    BOTH(test_session__c9_two_hooks_feed_same_tensor),
-    BOTH(test_session__c9_h13_conflict_list_order),
-    BOTH(test_session__c10_hook_and_user_feed_same_tensor),
-    BOTH(test_session__c10_d10_feed_union_caller_untouched),
-    BOTH(test_session__c10_only_caller_or_only_hook_feeds),
-    BOTH(test_session__h13_duplicate_in_one_list),
-    BOTH(test_session__c11_merged_options),
-    BOTH(test_session__c12_metadata),
-    BOTH(test_session__c13_executor_failure),
-    BOTH(test_session__c14_before_run_failure),
-    BOTH(test_session__c14_after_run_failure),
-    BOTH(test_session__c18_c19_stop_in_before_run),
-    BOTH(test_session__c19_stop_in_after_run_seen_by_later_hooks),
-    BOTH(test_session__c42_null_step_fn),
-    BOTH(test_session__c43_step_fn),
-    BOTH(test_session__c44_request_stop),
-    BOTH(test_session__c5_run_with_hooks_after_hook_stop),
-    BOTH(test_session__c7_split_run_brackets_the_callers_work),
+    BOTH(test_session__run_calls_hooks_in_order_around_one_executor_run),
+    BOTH(test_session__merged_fetches_each_hook_gets_its_own),
+    BOTH(test_session__two_hooks_feeding_one_tensor_fail_the_run),
+    BOTH(test_session__the_feed_conflict_list_is_in_list_order),
+    BOTH(test_session__a_hook_and_the_caller_feeding_one_tensor_fail_the_run),
+    BOTH(test_session__feeds_are_merged_and_the_caller_s_arrays_untouched),
+    BOTH(test_session__feeds_from_only_the_caller_or_only_a_hook_pass_through),
+    BOTH(test_session__a_tensor_fed_twice_in_one_list_is_refused),
+    BOTH(test_session__hook_run_options_are_merged_into_a_copy),
+    BOTH(test_session__run_metadata_is_the_caller_s_or_a_reused_session_one),
+    BOTH(test_session__a_failed_executor_run_calls_no_after_run_and_sets_no_stop),
+    BOTH(test_session__a_failing_before_run_fails_the_run),
+    BOTH(test_session__a_failing_after_run_fails_the_run),
+    BOTH(test_session__a_stop_in_before_run_takes_effect_after_the_step),
+    BOTH(test_session__a_stop_in_after_run_is_seen_by_later_hooks),
+    BOTH(test_session__a_null_step_fn_is_invalid_argument),
+    BOTH(test_session__step_fn_runs_hooks_only_through_run_with_hooks),
+    BOTH(test_session__a_step_fn_s_request_stop_stops_after_the_step),
+    BOTH(test_session__run_with_hooks_after_a_hook_s_stop_is_refused),
+    BOTH(test_session__split_run_brackets_the_callers_work),
     BOTH(test_session__split_run_misuse),
     BOTH(test_session__split_run_end_failure_and_stop),
-    BOTH(test_session__h41_traced_run_spans),
-    MS(test_session__d8_c26_should_stop_true_after_recreation_stop),
-    SMS(test_session__c10_all_conflicts_listed),
+    BOTH(test_session__a_traced_run_s_spans_cover_every_later_callback),
+    MS(test_session__a_stop_at_recreation_makes_should_stop_true),
+    SMS(test_session__the_conflict_list_names_every_conflicting_tensor),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

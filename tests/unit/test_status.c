@@ -9,7 +9,8 @@
 
 /* ---- H1: codes and names ---------------------------------------------- */
 
-static void test_status__h1_tf_numbering(void **state)
+/* H1: status codes have TensorFlow's numbering, from OK 0. */
+static void test_status__codes_have_tensorflow_s_numbering(void **state)
 {
   (void)state;
   assert_int_equal(HK_OK, 0);
@@ -30,7 +31,8 @@ static void test_status__h1_tf_numbering(void **state)
   assert_int_equal(HK_DATA_LOSS, 15);
 }
 
-static void test_status__h1_code_names(void **state)
+/* H1: code_name returns each code's name, and UNKNOWN_CODE for a code it does not know. */
+static void test_status__code_name_names_every_code(void **state)
 {
   (void)state;
   assert_string_equal(hk_code_name(HK_OK), "OK");
@@ -46,7 +48,8 @@ static void test_status__h1_code_names(void **state)
   assert_string_equal(hk_code_name((hk_code)1000), "UNKNOWN_CODE");
 }
 
-static void test_status__c38_preemption_codes(void **state)
+/* C38: ABORTED and UNAVAILABLE are the preemption errors, and no other code is. */
+static void test_status__only_aborted_and_unavailable_are_preemption_codes(void **state)
 {
   int c;
   (void)state;
@@ -310,7 +313,8 @@ static void test_status__tensor_init_ok(void **state)
   assert_int_equal(hk_tensor_num_elements(&t), 0);
 }
 
-static void test_status__h3_tensor_init_rejects(void **state)
+/* H3: tensor_init refuses a NULL output, an unknown dtype, a bad rank or shape, and zeroes its output. */
+static void test_status__tensor_init_refuses_bad_arguments(void **state)
 {
   float data[4] = { 0 };
   int64_t dims[HK_MAX_RANK + 1] = { 2, 2, 1, 1, 1, 1, 1, 1, 1 };
@@ -376,9 +380,9 @@ static void test_status__tensor_helpers(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_status__h1_tf_numbering),
-    cmocka_unit_test(test_status__h1_code_names),
-    cmocka_unit_test(test_status__c38_preemption_codes),
+    cmocka_unit_test(test_status__codes_have_tensorflow_s_numbering),
+    cmocka_unit_test(test_status__code_name_names_every_code),
+    cmocka_unit_test(test_status__only_aborted_and_unavailable_are_preemption_codes),
     cmocka_unit_test(test_status__set_formats_and_returns_code),
     cmocka_unit_test(test_status__set_null_status_is_noop),
     cmocka_unit_test(test_status__set_truncates_long_message),
@@ -391,7 +395,7 @@ int main(void)
     cmocka_unit_test(test_status__unset_sentinels),
     cmocka_unit_test(test_status__dtype_table),
     cmocka_unit_test(test_status__tensor_init_ok),
-    cmocka_unit_test(test_status__h3_tensor_init_rejects),
+    cmocka_unit_test(test_status__tensor_init_refuses_bad_arguments),
     cmocka_unit_test(test_status__tensor_helpers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,7 +21,7 @@ static int teardown(void **state)
 }
 
 /* C75: neither cadence. */
-static void test_timer__c75_neither_given(void **state)
+static void test_timer__neither_cadence_is_invalid_argument(void **state)
 {
   test_env *te = *state;
   hk_timer t;
@@ -31,7 +31,7 @@ static void test_timer__c75_neither_given(void **state)
 }
 
 /* C75, D9: both given, whatever the values (0 included). */
-static void test_timer__c75_d9_both_given(void **state)
+static void test_timer__both_cadences_are_invalid_argument(void **state)
 {
   test_env *te = *state;
   hk_timer t;
@@ -43,7 +43,7 @@ static void test_timer__c75_d9_both_given(void **state)
 }
 
 /* D9: components name the options as their callers spell them. */
-static void test_timer__d9_custom_option_names(void **state)
+static void test_timer__messages_name_the_options_as_the_caller_spells_them(void **state)
 {
   test_env *te = *state;
   hk_timer t;
@@ -59,7 +59,7 @@ static void test_timer__d9_custom_option_names(void **state)
 }
 
 /* H25: zero, negative, NaN and infinite cadences are refused, naming the option. */
-static void test_timer__h25_bad_cadences(void **state)
+static void test_timer__zero_negative_nan_and_infinite_cadences_are_refused(void **state)
 {
   test_env *te = *state;
   hk_timer t;
@@ -79,7 +79,7 @@ static void test_timer__h25_bad_cadences(void **state)
 }
 
 /* H3: a NULL timer is refused, not dereferenced. */
-static void test_timer__h3_null_timer(void **state)
+static void test_timer__a_null_timer_is_refused(void **state)
 {
   hk_status st = HK_STATUS_INIT;
   hk_code rc = hk_timer_init(NULL, HK_UNSET_SECS, 1, NULL, NULL, NULL, &st);
@@ -91,7 +91,7 @@ static void test_timer__h3_null_timer(void **state)
 }
 
 /* C76: step cadence. */
-static void test_timer__c76_every_steps(void **state)
+static void test_timer__triggers_every_n_steps(void **state)
 {
   test_env *te = *state;
   hk_timer t;
@@ -115,7 +115,7 @@ static void test_timer__c76_every_steps(void **state)
 }
 
 /* C76: seconds cadence, measured on the injected clock. */
-static void test_timer__c76_every_secs(void **state)
+static void test_timer__triggers_every_n_seconds_on_the_injected_clock(void **state)
 {
   test_env *te = *state;
   hk_timer t;
@@ -133,7 +133,7 @@ static void test_timer__c76_every_secs(void **state)
 }
 
 /* C77: update returns the elapsed time and steps since the previous update. */
-static void test_timer__c77_update_elapsed(void **state)
+static void test_timer__update_returns_the_time_and_steps_since_the_last(void **state)
 {
   test_env *te = *state;
   hk_timer t;
@@ -155,7 +155,7 @@ static void test_timer__c77_update_elapsed(void **state)
 }
 
 /* C78: reset forgets the trigger; last_triggered_step is none until the first update. */
-static void test_timer__c78_reset_and_last_step(void **state)
+static void test_timer__reset_forgets_the_last_trigger(void **state)
 {
   test_env *te = *state;
   hk_timer t;
@@ -176,7 +176,7 @@ static void test_timer__c78_reset_and_last_step(void **state)
 }
 
 /* C79: a never-trigger timer. */
-static void test_timer__c79_never(void **state)
+static void test_timer__a_never_trigger_timer_never_triggers(void **state)
 {
   hk_timer t;
   int64_t last = -1;
@@ -193,7 +193,7 @@ static void test_timer__c79_never(void **state)
 }
 
 /* H5: a NULL clock means the system clock: time moves on its own. */
-static void test_timer__h5_system_clock(void **state)
+static void test_timer__a_null_clock_is_the_system_clock(void **state)
 {
   hk_timer t;
   hk_status st = HK_STATUS_INIT;
@@ -217,17 +217,17 @@ static void test_timer__h5_system_clock(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown(test_timer__c75_neither_given, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timer__c75_d9_both_given, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timer__d9_custom_option_names, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timer__h25_bad_cadences, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timer__h3_null_timer, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timer__c76_every_steps, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timer__c76_every_secs, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timer__c77_update_elapsed, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timer__c78_reset_and_last_step, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timer__c79_never, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timer__h5_system_clock, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_timer__neither_cadence_is_invalid_argument, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_timer__both_cadences_are_invalid_argument, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_timer__messages_name_the_options_as_the_caller_spells_them, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_timer__zero_negative_nan_and_infinite_cadences_are_refused, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_timer__a_null_timer_is_refused, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_timer__triggers_every_n_steps, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_timer__triggers_every_n_seconds_on_the_injected_clock, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_timer__update_returns_the_time_and_steps_since_the_last, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_timer__reset_forgets_the_last_trigger, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_timer__a_never_trigger_timer_never_triggers, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_timer__a_null_clock_is_the_system_clock, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

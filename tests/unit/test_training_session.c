@@ -95,7 +95,7 @@ static void hook_names(hk_session *s, char *buf, size_t cap) {
 }
 
 /* C49: every default. */
-static void test_training_session__c49_defaults(void **state) {
+static void test_training_session__options_init_sets_every_default(void **state) {
   fx *f = *state;
   hk_training_session_options o = HK_TRAINING_SESSION_OPTIONS_INIT;
   assert_int_equal(o.is_chief, 1);
@@ -120,7 +120,7 @@ static void test_training_session__c49_defaults(void **state) {
 
 /* C53, C52, C50, C51: the chief's order, summary_dir defaulting to
  * checkpoint_dir, a checkpoint at creation, summaries and steps/sec. */
-static void test_training_session__c53_chief_hook_order(void **state) {
+static void test_training_session__a_chief_runs_the_default_hooks_in_order(void **state) {
   fx *f = *state;
   hk_session *s = NULL;
   char names[512];
@@ -142,7 +142,7 @@ static void test_training_session__c53_chief_hook_order(void **state) {
 }
 
 /* H22: async_checkpoint puts the asynchronous saver in the same place. */
-static void test_training_session__h22_async_checkpoint(void **state) {
+static void test_training_session__async_checkpoint_puts_the_async_saver_in_place(void **state) {
   fx *f = *state;
   hk_session *s = NULL;
   char names[512];
@@ -222,7 +222,7 @@ static void close_gated(fx *f, hk_session *s, gate_fs *g) {
 /* H22, D3.3: with async_checkpoint_block_when_busy the step on which a save
  * falls due while step 0's is still being written waits for it, so every
  * due save is written at its step: checkpoints 0..3, each of its own step. */
-static void test_training_session__h22_block_when_busy_writes_every_save_at_its_step(void **state) {
+static void test_training_session__block_when_busy_writes_every_save_at_its_step(void **state) {
   fx *f = *state;
   gate_fs g;
   pthread_t opener;
@@ -242,9 +242,9 @@ static void test_training_session__h22_block_when_busy_writes_every_save_at_its_
   }
 }
 
-/* D3.3: without it (the default) the save that falls due at step 1 while
+/* H22, D3.3: without it (the default) the save that falls due at step 1 while
  * step 0's write is held is deferred: nothing is saved at step 1. */
-static void test_training_session__h22_without_block_when_busy_defers_a_due_save(void **state) {
+static void test_training_session__without_block_when_busy_defers_a_due_save(void **state) {
   fx *f = *state;
   gate_fs g;
   hk_session *s = open_gated(f, &g, 0);
@@ -260,7 +260,7 @@ static void test_training_session__h22_without_block_when_busy_defers_a_due_save
 
 /* H22: the option needs async_checkpoint; version 2 of the options struct
  * holds it, and a version-1 struct is read no further than version 1. */
-static void test_training_session__h22_block_when_busy_validation_and_versions(void **state) {
+static void test_training_session__block_when_busy_needs_async_and_options_version_2(void **state) {
   fx *f = *state;
   hk_session *s = NULL;
   hk_training_session_options o1;
@@ -285,7 +285,7 @@ static void test_training_session__h22_block_when_busy_validation_and_versions(v
 
 /* C54: a cadence of 0 (or log_step_count_steps 0) disables its default
  * hook; without checkpoint_dir and summary_dir there are none. */
-static void test_training_session__c54_zero_disables(void **state) {
+static void test_training_session__a_zero_cadence_disables_its_default_hook(void **state) {
   fx *f = *state;
   hk_session *s = NULL;
   char names[512];
@@ -309,7 +309,7 @@ static void test_training_session__c54_zero_disables(void **state) {
 }
 
 /* C56: a worker runs only the user hooks and waits for a ready model. */
-static void test_training_session__c56_worker_hooks(void **state) {
+static void test_training_session__a_worker_runs_only_the_user_hooks(void **state) {
   fx *f = *state;
   hk_session *s = NULL;
   char names[512];
@@ -326,7 +326,7 @@ static void test_training_session__c56_worker_hooks(void **state) {
 }
 
 /* C50, C51, D9: both cadences; C54: negative; H23: nothing created. */
-static void test_training_session__h23_bad_options_no_side_effect(void **state) {
+static void test_training_session__bad_options_are_refused_before_any_side_effect(void **state) {
   fx *f = *state;
   hk_session *s = (hk_session *)f;
   hk_training_session_options o = f->o;
@@ -410,18 +410,18 @@ static void test_training_session__oom_is_clean(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_training_session__c49_defaults, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_training_session__c53_chief_hook_order, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_training_session__h22_async_checkpoint, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_training_session__h22_block_when_busy_writes_every_save_at_its_step, setup,
+      cmocka_unit_test_setup_teardown(test_training_session__options_init_sets_every_default, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_training_session__a_chief_runs_the_default_hooks_in_order, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_training_session__async_checkpoint_puts_the_async_saver_in_place, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_training_session__block_when_busy_writes_every_save_at_its_step, setup,
                                       teardown),
-      cmocka_unit_test_setup_teardown(test_training_session__h22_without_block_when_busy_defers_a_due_save, setup,
+      cmocka_unit_test_setup_teardown(test_training_session__without_block_when_busy_defers_a_due_save, setup,
                                       teardown),
-      cmocka_unit_test_setup_teardown(test_training_session__h22_block_when_busy_validation_and_versions, setup,
+      cmocka_unit_test_setup_teardown(test_training_session__block_when_busy_needs_async_and_options_version_2, setup,
                                       teardown),
-      cmocka_unit_test_setup_teardown(test_training_session__c54_zero_disables, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_training_session__c56_worker_hooks, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_training_session__h23_bad_options_no_side_effect, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_training_session__a_zero_cadence_disables_its_default_hook, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_training_session__a_worker_runs_only_the_user_hooks, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_training_session__bad_options_are_refused_before_any_side_effect, setup, teardown),
       cmocka_unit_test_setup_teardown(test_training_session__oom_is_clean, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
