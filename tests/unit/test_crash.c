@@ -430,7 +430,7 @@ static int tree_has(const crash_state *cs, const char *rel) {
 }
 
 /* D6.5's window: the state file durable without model.ckpt-<vanish>, whose data file is still there. */
-static int in_d6_5_window(const run_ctx *rc, const crash_state *cs) {
+static int in_unfinished_deletion_window(const run_ctx *rc, const crash_state *cs) {
   char name[128], quoted[80], state_name[128];
   const unsigned char *data = NULL;
   size_t len = 0;
@@ -478,7 +478,7 @@ static int has_own_record(const run_ctx *rc, const crash_state *cs) {
 
 /* Where the next save's own crash points are explored too: D6.5's window,
  * and wherever the crashed save left a record of pending deletions. */
-static int nests(const run_ctx *rc, const crash_state *cs) { return in_d6_5_window(rc, cs) || has_own_record(rc, cs); }
+static int nests(const run_ctx *rc, const crash_state *cs) { return in_unfinished_deletion_window(rc, cs) || has_own_record(rc, cs); }
 
 static void check_keep(run_ctx *rc, const char *root, const char *when) {
   for (size_t i = 0; i < rc->ex->nkeep; i++) {
@@ -617,7 +617,7 @@ static int visit(void *user, const crash_state *cs) {
   dir = test_path(root, rc->ex->ck);
   save_path = test_path(dir, "model.ckpt");
 
-  if (rc->depth > 0 && in_d6_5_window(rc, cs)) ck->windows++;
+  if (rc->depth > 0 && in_unfinished_deletion_window(rc, cs)) ck->windows++;
   /* What the crash left. */
   w.rc = rc;
   w.next = NULL;
@@ -941,7 +941,7 @@ static result run_scenario(scenario sc, run_opts ro) {
 
 /* (1) A first save with the Saver into an empty directory: every crash
  * leaves nothing or checkpoint 1, complete (D4.1, D4.4, D4.5). */
-static void test_crash__first_save_saver_D4_4(void **state) {
+static void test_crash__a_crash_in_a_saver_s_first_save_leaves_no_torn_files(void **state) {
   result r = run_scenario(S_SAVER_FIRST, (run_opts){0});
   (void)state;
   assert_true(r.stats.points >= 14);
@@ -956,7 +956,7 @@ static void test_crash__first_save_saver_D4_4(void **state) {
 
 /* (1) The same through CheckpointSaverHook: its save at creation (C94), the
  * graph description and the event file (D4.1, D4.4, H26). */
-static void test_crash__first_save_hook_D4_4(void **state) {
+static void test_crash__a_crash_in_a_hook_s_first_save_leaves_no_torn_files(void **state) {
   result r = run_scenario(S_HOOK_FIRST, (run_opts){0});
   (void)state;
   assert_true(r.stats.points >= 20);
@@ -966,7 +966,7 @@ static void test_crash__first_save_hook_D4_4(void **state) {
 
 /* (1) With a checkpoint directory the hook creates: D4.5 requires its
  * parent to be fsynced before the save at creation is reported. */
-static void test_crash__hook_created_directory_is_durable_D4_5(void **state) {
+static void test_crash__hook_created_directory_is_durable(void **state) {
   result r = run_scenario(S_HOOK_MKDIR, (run_opts){0});
   (void)state;
   assert_true(r.stats.points >= 20);
@@ -976,7 +976,7 @@ static void test_crash__hook_created_directory_is_durable_D4_5(void **state) {
 /* (2) Retention: the third save (max_to_keep 2) deletes the first, only
  * after the state file without it is durable (D4.2, D6.2), and never
  * touches an unmanaged checkpoint or a foreign file (D6.4). */
-static void test_crash__retention_deletes_after_state_D4_2_D6_2(void **state) {
+static void test_crash__retention_deletes_only_after_the_state_file_is_written(void **state) {
   result r = run_scenario(S_RETENTION, (run_opts){0});
   (void)state;
   assert_true(r.stats.points >= 18);
@@ -984,10 +984,10 @@ static void test_crash__retention_deletes_after_state_D4_2_D6_2(void **state) {
   assert_int_equal(r.bad, 0);
 }
 
-/* (3) AsyncCheckpointSaverHook: saves at creation and at every step written
+/* D4.4: (3) AsyncCheckpointSaverHook: saves at creation and at every step written
  * by its writer thread, retention there too; operations of both threads in
  * one order (D3.6, D4, D6). */
-static void test_crash__async_hook_D3_6_D4_4(void **state) {
+static void test_crash__a_crash_during_an_async_save_leaves_no_torn_files(void **state) {
   result r = run_scenario(S_ASYNC, (run_opts){0});
   (void)state;
   assert_true(r.stats.points >= 30);
@@ -999,7 +999,7 @@ static void test_crash__async_hook_D3_6_D4_4(void **state) {
  * its deletion; the next save of a fresh Saver deletes it. Every crash point
  * of that next save is explored as well, and after each the save after it
  * must still finish the deletion. */
-static void test_crash__pending_deletions_finished_D6_5(void **state) {
+static void test_crash__deletions_a_crash_interrupted_are_finished(void **state) {
   result r = run_scenario(S_PENDING_DELETES, (run_opts){0});
   (void)state;
   assert_true(r.stats.points >= 18);
@@ -1137,12 +1137,12 @@ static void test_crash__model_outcomes_of_a_rename(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_crash__model_outcomes_of_a_rename),
-      cmocka_unit_test(test_crash__first_save_saver_D4_4),
-      cmocka_unit_test(test_crash__first_save_hook_D4_4),
-      cmocka_unit_test(test_crash__hook_created_directory_is_durable_D4_5),
-      cmocka_unit_test(test_crash__retention_deletes_after_state_D4_2_D6_2),
-      cmocka_unit_test(test_crash__async_hook_D3_6_D4_4),
-      cmocka_unit_test(test_crash__pending_deletions_finished_D6_5),
+      cmocka_unit_test(test_crash__a_crash_in_a_saver_s_first_save_leaves_no_torn_files),
+      cmocka_unit_test(test_crash__a_crash_in_a_hook_s_first_save_leaves_no_torn_files),
+      cmocka_unit_test(test_crash__hook_created_directory_is_durable),
+      cmocka_unit_test(test_crash__retention_deletes_only_after_the_state_file_is_written),
+      cmocka_unit_test(test_crash__a_crash_during_an_async_save_leaves_no_torn_files),
+      cmocka_unit_test(test_crash__deletions_a_crash_interrupted_are_finished),
       cmocka_unit_test(test_crash__lying_file_fsync_is_caught),
       cmocka_unit_test(test_crash__lying_directory_fsync_is_caught),
   };

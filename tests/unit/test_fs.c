@@ -52,7 +52,8 @@ static void create_file(const hk_fs_vtable *fs, void *user, const char *path, co
 
 /* ---- H9 mapping ------------------------------------------------------------ */
 
-static void test_fs__errno_mapping_h9(void **state) {
+/* H9: every errno maps to the status code the file-system clause lists. */
+static void test_fs__errno_values_map_to_status_codes(void **state) {
   static const struct {
     int err;
     hk_code code;
@@ -130,7 +131,7 @@ static void test_fs__posix_write_then_read_back(void **state) {
 /* H9: map and unmap are the only optional slots, and come as a pair: a
  * vtable without both is accepted (the library reads instead), one with
  * only one of them is refused naming the env. */
-static void test_fs__map_slots_optional_as_a_pair_h9(void **state) {
+static void test_fs__the_map_slots_are_optional_as_a_pair(void **state) {
   hk_fs_vtable vt = *hk_fs_posix();
   hk_env env = HK_ENV_INIT;
   hk_status st = HK_STATUS_INIT;
@@ -157,7 +158,7 @@ static void test_fs__map_slots_optional_as_a_pair_h9(void **state) {
  * refuses a range past the end of the file as it is now, also when the
  * file shrank after it was opened, rather than map pages whose touch
  * would raise SIGBUS. */
-static void test_fs__posix_map_reads_range_and_refuses_past_eof_h9(void **state) {
+static void test_fs__posix_map_reads_range_and_refuses_past_eof(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
   hk_fs_file *fh = NULL;
@@ -484,7 +485,7 @@ static void test_fs__faulty_binds_into_an_env(void **state) {
 /* D4.1 through a public writer (the state file is written atomically by
  * the fs layer): at every injected failure the previous file stays whole,
  * no temporary file or handle is left, and short writes are looped over. */
-static void test_fs__atomic_write_sweep_d4_1(void **state) {
+static void test_fs__an_atomic_write_failing_at_any_call_leaves_the_old_file(void **state) {
   fixture *f = *state;
   faulty_fs ff;
   hk_env env = HK_ENV_INIT;
@@ -532,11 +533,11 @@ static void test_fs__atomic_write_sweep_d4_1(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_fs__errno_mapping_h9),
+      cmocka_unit_test(test_fs__errno_values_map_to_status_codes),
       cmocka_unit_test(test_fs__posix_vtable_is_complete),
       cmocka_unit_test_setup_teardown(test_fs__posix_write_then_read_back, setup, teardown),
-      cmocka_unit_test(test_fs__map_slots_optional_as_a_pair_h9),
-      cmocka_unit_test_setup_teardown(test_fs__posix_map_reads_range_and_refuses_past_eof_h9, setup, teardown),
+      cmocka_unit_test(test_fs__the_map_slots_are_optional_as_a_pair),
+      cmocka_unit_test_setup_teardown(test_fs__posix_map_reads_range_and_refuses_past_eof, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fs__faulty_map_and_unmap, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fs__posix_create_excl_refuses_existing, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fs__posix_missing_file_is_not_found_naming_it, setup, teardown),
@@ -548,7 +549,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_fs__faulty_counts_across_slots_with_a_path_filter, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fs__faulty_short_writes_and_disk_full, setup, teardown),
       cmocka_unit_test(test_fs__faulty_binds_into_an_env),
-      cmocka_unit_test_setup_teardown(test_fs__atomic_write_sweep_d4_1, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fs__an_atomic_write_failing_at_any_call_leaves_the_old_file, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

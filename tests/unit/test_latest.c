@@ -150,14 +150,16 @@ static void expect_latest(fx *f, int64_t step) {
 
 /* ---- D5.1 --------------------------------------------------------------------------------- */
 
-static void test_latest__newest_listed_D5_1(void **state) {
+/* D5.1: latest_checkpoint returns the model_checkpoint_path of the state file when it verifies. */
+static void test_latest__returns_the_newest_listed_checkpoint(void **state) {
   fx *f = *state;
   for (int64_t s = 1; s <= 3; s++) save(f, s, NULL);
   expect_latest(f, 3);
   assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, "missing or corrupt"), 0);
 }
 
-static void test_latest__no_state_file_not_found_D5_2(void **state) {
+/* D5.2: no state file and no checkpoint file in the directory is NOT_FOUND. */
+static void test_latest__no_state_file_and_no_checkpoint_is_not_found(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   char *got = (char *)"x";
@@ -183,7 +185,7 @@ static void test_latest__no_state_file_not_found_D5_2(void **state) {
  * naming the directory and the missing state file, then the directory scan
  * of C123: the newest step that verifies, falling back past a corrupt one
  * with D5.1's warning; DATA_LOSS naming each when none verifies. */
-static void test_latest__no_state_file_scans_D5_2(void **state) {
+static void test_latest__without_a_state_file_the_directory_is_scanned(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   char *got = NULL, *sf = file_in(f->dir, "checkpoint"), line[1200];
@@ -208,7 +210,8 @@ static void test_latest__no_state_file_scans_D5_2(void **state) {
   free(sf);
 }
 
-static void test_latest__skips_corrupt_newest_D5_1(void **state) {
+/* D5.1: a corrupt newest candidate is skipped for the next newest that verifies. */
+static void test_latest__skips_a_corrupt_newest_checkpoint(void **state) {
   fx *f = *state;
   for (int64_t s = 1; s <= 3; s++) save(f, s, NULL);
   corrupt(f, 3);
@@ -217,7 +220,8 @@ static void test_latest__skips_corrupt_newest_D5_1(void **state) {
   assert_logged(f->te, HK_LOG_WARNING, "trying an older one.");
 }
 
-static void test_latest__skips_missing_newest_D5_1(void **state) {
+/* D5.1: a missing newest candidate is skipped for the next newest that verifies. */
+static void test_latest__skips_a_missing_newest_checkpoint(void **state) {
   fx *f = *state;
   for (int64_t s = 1; s <= 3; s++) save(f, s, NULL);
   remove_data(f, 3);
@@ -241,7 +245,7 @@ static void write_raw(const char *path, const char *json, const void *data, size
 
 /* D5.1/D5.3: a newer-format candidate cannot be verified by this library:
  * it is skipped with D5.1's warning, whose reason names the format. */
-static void test_latest__newer_format_candidate_is_skipped_D5_1_D5_3(void **state) {
+static void test_latest__newer_format_candidate_is_skipped(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   static const char *const names[] = {"model.ckpt-1", "model.ckpt-2"};
@@ -256,7 +260,8 @@ static void test_latest__newer_format_candidate_is_skipped_D5_1_D5_3(void **stat
   free(path);
 }
 
-static void test_latest__all_corrupt_is_data_loss_naming_each_D5_2(void **state) {
+/* D5.2: when every candidate fails to verify, DATA_LOSS names each of them. */
+static void test_latest__all_candidates_corrupt_is_data_loss_naming_each(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   char *got = NULL;
@@ -322,7 +327,7 @@ static void corrupt_checkpoints_in(fx *f, const char *dir, int64_t n) {
 /* D5.2: the DATA_LOSS names every candidate even under a long directory:
  * the directory once, each candidate by its name in it, newest first, each
  * with (a share of) its reason — all within the 512-byte status. */
-static void test_latest__all_corrupt_long_dir_names_every_candidate_D5_2(void **state) {
+static void test_latest__all_corrupt_in_a_long_directory_still_names_every_candidate(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   char *dir = long_dir(f, 300), *got = NULL;
@@ -344,9 +349,9 @@ static void test_latest__all_corrupt_long_dir_names_every_candidate_D5_2(void **
   free(dir);
 }
 
-/* So many candidates that their names alone overflow the status: as many
+/* D5.2: so many candidates that their names alone overflow the status: as many
  * as fit, newest first, then how many more there are. */
-static void test_latest__all_corrupt_too_many_to_name_D5_2(void **state) {
+static void test_latest__all_corrupt_with_too_many_to_name_says_how_many(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   char *dir = long_dir(f, 300), *got = NULL, *more;
@@ -364,7 +369,8 @@ static void test_latest__all_corrupt_too_many_to_name_D5_2(void **state) {
 
 /* ---- C123: malformed state file → scan ------------------------------------------------------ */
 
-static void test_latest__malformed_state_scans_newest_step_C123(void **state) {
+/* C123: a malformed state file is ignored with a warning and the directory scanned for the newest step. */
+static void test_latest__a_malformed_state_file_scans_for_the_newest_step(void **state) {
   fx *f = *state;
   save(f, 9, NULL);
   save(f, 10, NULL);
@@ -377,7 +383,8 @@ static void test_latest__malformed_state_scans_newest_step_C123(void **state) {
   assert_logged(f->te, HK_LOG_WARNING, "model.ckpt-10 is missing or corrupt");
 }
 
-static void test_latest__malformed_state_and_nothing_found_C123(void **state) {
+/* C123: a malformed state file in a directory without a checkpoint file is NOT_FOUND. */
+static void test_latest__a_malformed_state_file_and_no_checkpoint_is_not_found(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   char *got = NULL, *other = file_in(f->dir, "notes-1.txt");
@@ -388,7 +395,8 @@ static void test_latest__malformed_state_and_nothing_found_C123(void **state) {
   free(other);
 }
 
-static void test_latest__unreadable_state_scans_C123(void **state) {
+/* C123: a state file that cannot be read is treated as malformed: the directory is scanned. */
+static void test_latest__an_unreadable_state_file_scans_the_directory(void **state) {
   fx *f = *state;
   save(f, 4, NULL);
   save(f, 5, NULL);
@@ -410,7 +418,8 @@ static void copy_file(const char *from, const char *to) {
   free(data);
 }
 
-static void test_latest__state_entries_outside_dir_refused_H33_D6_4(void **state) {
+/* H33, D6.4: state-file entries that are not bare names are refused, never read or deleted. */
+static void test_latest__state_entries_outside_the_directory_are_refused(void **state) {
   fx *f = *state;
   char text[4096], *good, *decoy_up, *decoy_abs, *decoy_sub, *subdir, *abs_prefix;
   hk_saver_options so = HK_SAVER_OPTIONS_INIT;
@@ -474,19 +483,19 @@ static void test_latest__state_entries_outside_dir_refused_H33_D6_4(void **state
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_latest__newest_listed_D5_1, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_latest__no_state_file_not_found_D5_2, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_latest__no_state_file_scans_D5_2, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_latest__skips_corrupt_newest_D5_1, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_latest__skips_missing_newest_D5_1, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_latest__newer_format_candidate_is_skipped_D5_1_D5_3, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_latest__all_corrupt_is_data_loss_naming_each_D5_2, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_latest__all_corrupt_long_dir_names_every_candidate_D5_2, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_latest__all_corrupt_too_many_to_name_D5_2, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_latest__malformed_state_scans_newest_step_C123, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_latest__malformed_state_and_nothing_found_C123, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_latest__unreadable_state_scans_C123, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_latest__state_entries_outside_dir_refused_H33_D6_4, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__returns_the_newest_listed_checkpoint, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__no_state_file_and_no_checkpoint_is_not_found, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__without_a_state_file_the_directory_is_scanned, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__skips_a_corrupt_newest_checkpoint, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__skips_a_missing_newest_checkpoint, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__newer_format_candidate_is_skipped, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__all_candidates_corrupt_is_data_loss_naming_each, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__all_corrupt_in_a_long_directory_still_names_every_candidate, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__all_corrupt_with_too_many_to_name_says_how_many, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__a_malformed_state_file_scans_for_the_newest_step, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__a_malformed_state_file_and_no_checkpoint_is_not_found, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__an_unreadable_state_file_scans_the_directory, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__state_entries_outside_the_directory_are_refused, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

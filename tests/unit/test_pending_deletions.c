@@ -202,7 +202,8 @@ static long syncs(fx *f) { return faulty_fs_calls(&f->ff, FAULTY_FS_SYNC) + faul
 
 /* ---- the crash between the state file and the deletions ------------------------------ */
 
-static void test_pending_deletions__crash_after_state_is_finished_by_next_save_D6_5(void **state) {
+/* D6.5: deletions a crash interrupted after the state file was written are finished by the next save. */
+static void test_pending_deletions__crash_after_state_is_finished_by_next_save(void **state) {
   fx *f = *state;
   hk_saver *a = make_saver(f, 2, HK_UNSET_SECS), *b;
   save(f, a, 1, HK_SAVE_DEFAULT);
@@ -222,7 +223,8 @@ static void test_pending_deletions__crash_after_state_is_finished_by_next_save_D
   hk_saver_free(b);
 }
 
-static void test_pending_deletions__finished_by_an_unmanaged_save_too_D6_5(void **state) {
+/* D6.5: a save that writes no state file finishes interrupted deletions too. */
+static void test_pending_deletions__finished_by_an_unmanaged_save_too(void **state) {
   fx *f = *state;
   hk_saver *a = make_saver(f, 1, HK_UNSET_SECS), *b;
   save(f, a, 1, HK_SAVE_DEFAULT);
@@ -269,7 +271,8 @@ static void test_pending_deletions__record_names_the_drops_and_the_state_file(vo
 
 /* ---- what it costs (D4.1, D6.5) ---------------------------------------------------------- */
 
-static void test_pending_deletions__fsyncs_only_when_retention_deletes_D6_5(void **state) {
+/* D6.5: a save whose retention deletes nothing writes no record and makes no extra fsync. */
+static void test_pending_deletions__fsyncs_only_when_retention_deletes(void **state) {
   fx *f = *state;
   hk_saver *a = make_saver(f, 2, HK_UNSET_SECS), *keep_all;
   faulty_fs_reset(&f->ff);
@@ -306,7 +309,8 @@ static void test_pending_deletions__fsyncs_only_when_retention_deletes_D6_5(void
 
 /* ---- what it never deletes (D6.4) ------------------------------------------------------- */
 
-static void test_pending_deletions__only_checkpoint_files_of_unlisted_names_D6_4(void **state) {
+/* D6.4: a record deletes only checkpoint files of names the current state file does not list. */
+static void test_pending_deletions__deletes_only_checkpoint_files_of_unlisted_names(void **state) {
   fx *f = *state;
   hk_saver *a = make_saver(f, 5, HK_UNSET_SECS), *b;
   hk_status st = HK_STATUS_INIT;
@@ -330,10 +334,10 @@ static void test_pending_deletions__only_checkpoint_files_of_unlisted_names_D6_4
   hk_saver_free(b);
 }
 
-/* A record that outlived its save (its removal lost in a crash) meets a
+/* D6.5: a record that outlived its save (its removal lost in a crash) meets a
  * checkpoint re-created under a recorded name: bound to a state file that
  * is no longer current, it deletes nothing. */
-static void test_pending_deletions__stale_record_spares_recreated_checkpoints_D6_5(void **state) {
+static void test_pending_deletions__stale_record_spares_recreated_checkpoints(void **state) {
   fx *f = *state;
   hk_saver *a = make_saver(f, 1, HK_UNSET_SECS);
   char *stale;
@@ -360,7 +364,8 @@ static void test_pending_deletions__stale_record_spares_recreated_checkpoints_D6
   hk_saver_free(a);
 }
 
-static void test_pending_deletions__stale_record_spares_preserved_checkpoints_D6_5(void **state) {
+/* D6.5: a stale record never deletes a checkpoint that has since been preserved. */
+static void test_pending_deletions__stale_record_spares_preserved_checkpoints(void **state) {
   fx *f = *state;
   /* max_to_keep 1, one checkpoint preserved per hour */
   hk_saver *a = make_saver(f, 1, 1.0);
@@ -386,7 +391,8 @@ static void test_pending_deletions__stale_record_spares_preserved_checkpoints_D6
   hk_saver_free(a);
 }
 
-static void test_pending_deletions__failed_state_write_removes_the_record_D4_3(void **state) {
+/* D4.3: when writing the state file fails, the save removes the pending-deletion record it wrote. */
+static void test_pending_deletions__failed_state_write_removes_the_record(void **state) {
   fx *f = *state;
   hk_saver *a = make_saver(f, 1, HK_UNSET_SECS);
   hk_status st = HK_STATUS_INIT;
@@ -421,7 +427,8 @@ static size_t fill(char *out, size_t cap, const char *tmpl, const char *crc) {
   return n;
 }
 
-static void test_pending_deletions__malformed_record_ignored_with_warning_D6_5(void **state) {
+/* D6.5: a malformed pending-deletion record is ignored with a warning and deletes nothing. */
+static void test_pending_deletions__malformed_record_ignored_with_warning(void **state) {
   fx *f = *state;
   static const char *const bad[] = {
       "",
@@ -500,7 +507,8 @@ static void test_pending_deletions__unreadable_record_fails_the_save_first(void 
 
 /* ---- failed saves and temporaries -------------------------------------------------------- */
 
-static void test_pending_deletions__failed_save_leaves_no_record_D4_3(void **state) {
+/* D4.3: a save that fails leaves no pending-deletion record behind. */
+static void test_pending_deletions__failed_save_leaves_no_record(void **state) {
   fx *f = *state;
   hk_saver *a = make_saver(f, 1, HK_UNSET_SECS);
   hk_status st = HK_STATUS_INIT;
@@ -515,7 +523,8 @@ static void test_pending_deletions__failed_save_leaves_no_record_D4_3(void **sta
   hk_saver_free(a);
 }
 
-static void test_pending_deletions__record_temporaries_are_stale_temporaries_D4_2(void **state) {
+/* D4.2: temporary files of a record are removed as stale temporaries, and those of other state files kept. */
+static void test_pending_deletions__record_temporaries_are_stale_temporaries(void **state) {
   fx *f = *state;
   hk_saver *a = make_saver(f, 1, HK_UNSET_SECS);
   write_in(f, RECORD ".tmp-AbC123", "junk", 4);
@@ -527,7 +536,8 @@ static void test_pending_deletions__record_temporaries_are_stale_temporaries_D4_
 
 /* ---- out of memory (H7) ------------------------------------------------------------------ */
 
-static void test_pending_deletions__oom_while_finishing_H7(void **state) {
+/* H7: an allocation failure while finishing deletions is RESOURCE_EXHAUSTED and loses no listed checkpoint. */
+static void test_pending_deletions__allocation_failures_while_finishing_lose_nothing(void **state) {
   fx *f = *state;
   hk_saver *a = make_saver(f, 1, HK_UNSET_SECS);
   hk_status st = HK_STATUS_INIT;
@@ -565,19 +575,19 @@ static void test_pending_deletions__oom_while_finishing_H7(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
-      T(test_pending_deletions__crash_after_state_is_finished_by_next_save_D6_5),
-      T(test_pending_deletions__finished_by_an_unmanaged_save_too_D6_5),
+      T(test_pending_deletions__crash_after_state_is_finished_by_next_save),
+      T(test_pending_deletions__finished_by_an_unmanaged_save_too),
       T(test_pending_deletions__record_names_the_drops_and_the_state_file),
-      T(test_pending_deletions__fsyncs_only_when_retention_deletes_D6_5),
-      T(test_pending_deletions__only_checkpoint_files_of_unlisted_names_D6_4),
-      T(test_pending_deletions__stale_record_spares_recreated_checkpoints_D6_5),
-      T(test_pending_deletions__stale_record_spares_preserved_checkpoints_D6_5),
-      T(test_pending_deletions__failed_state_write_removes_the_record_D4_3),
-      T(test_pending_deletions__malformed_record_ignored_with_warning_D6_5),
+      T(test_pending_deletions__fsyncs_only_when_retention_deletes),
+      T(test_pending_deletions__deletes_only_checkpoint_files_of_unlisted_names),
+      T(test_pending_deletions__stale_record_spares_recreated_checkpoints),
+      T(test_pending_deletions__stale_record_spares_preserved_checkpoints),
+      T(test_pending_deletions__failed_state_write_removes_the_record),
+      T(test_pending_deletions__malformed_record_ignored_with_warning),
       T(test_pending_deletions__unreadable_record_fails_the_save_first),
-      T(test_pending_deletions__failed_save_leaves_no_record_D4_3),
-      T(test_pending_deletions__record_temporaries_are_stale_temporaries_D4_2),
-      T(test_pending_deletions__oom_while_finishing_H7),
+      T(test_pending_deletions__failed_save_leaves_no_record),
+      T(test_pending_deletions__record_temporaries_are_stale_temporaries),
+      T(test_pending_deletions__allocation_failures_while_finishing_lose_nothing),
 #undef T
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,7 +16,7 @@
 
 /* D5.3: a corrupt newest checkpoint (found while reading its tensors) is
  * skipped with D5.1's warning naming it, and the older one is restored. */
-static void test_restore__d5_3_newest_corrupt_falls_back(void **state) {
+static void test_restore__a_corrupt_newest_checkpoint_falls_back_to_the_previous(void **state) {
   fx *f = *state;
   char *p2 = prefix_of(f, 2), *p3 = prefix_of(f, 3), line[1200];
   int initialized = 0;
@@ -43,7 +43,7 @@ static void test_restore__d5_3_newest_corrupt_falls_back(void **state) {
 
 /* D5.3: a missing newest checkpoint is skipped; the recovered list drops it
  * (C122: entries without a data file). */
-static void test_restore__d5_3_newest_missing_falls_back(void **state) {
+static void test_restore__a_missing_newest_checkpoint_falls_back_to_the_previous(void **state) {
   fx *f = *state;
   char *p3 = prefix_of(f, 3), line[1200];
   static const int kept[2] = {1, 2};
@@ -63,7 +63,7 @@ static void test_restore__d5_3_newest_missing_falls_back(void **state) {
 /* D5.3: when every candidate fails → DATA_LOSS naming the directory and
  * each candidate in it, newest first, with its reason; no session is
  * handed out, none stays allocated, nothing is initialized. */
-static void test_restore__d5_3_all_corrupt_data_loss_no_session(void **state) {
+static void test_restore__all_checkpoints_corrupt_is_data_loss_and_no_session(void **state) {
   fx *f = *state;
   char *p1 = prefix_of(f, 1), *p2 = prefix_of(f, 2), want[1200];
   int initialized = 7;
@@ -95,7 +95,7 @@ static void test_restore__d5_3_all_corrupt_data_loss_no_session(void **state) {
  * Saver's next save adopts every checkpoint of its form (the corrupt one
  * too) and, with max_to_keep 1, deletes them, writing a state file that
  * lists only its own. */
-static void test_restore__c123_malformed_state_file_scans_then_the_next_save_adopts(void **state) {
+static void test_restore__malformed_state_file_scans_then_the_next_save_adopts(void **state) {
   fx *f = *state;
   char *sf = test_path(f->dir, "checkpoint");
   static const char garbage[] = "model_checkpoint_path: \"model.ckpt-3\n\x01\x02 not a state file {\n";
@@ -124,7 +124,7 @@ static void test_restore__c123_malformed_state_file_scans_then_the_next_save_ado
 
 /* H27, D5.3: the newest checkpoint lacks a variable → NOT_FOUND "Key %s not
  * found in checkpoint %s" at once, although the older one would restore. */
-static void test_restore__h27_missing_variable_no_fallback(void **state) {
+static void test_restore__a_missing_variable_fails_without_falling_back(void **state) {
   fx *f = *state;
   static const char *const no_b[2] = {"w", "global_step"};
   char *p2 = prefix_of(f, 2), want[1200];
@@ -176,9 +176,11 @@ static void mismatch_case(fx *f, int variant, const char *mine, const char *thei
   free(p2);
 }
 
-static void test_restore__h27_shape_mismatch_no_fallback(void **state) { mismatch_case(*state, B_F64_5, "[4]", "[5]"); }
+/* H27: a variable whose shape differs from the file's fails the restore, with no fall back to an older checkpoint. */
+static void test_restore__a_shape_mismatch_fails_without_falling_back(void **state) { mismatch_case(*state, B_F64_5, "[4]", "[5]"); }
 
-static void test_restore__h27_dtype_mismatch_no_fallback(void **state) {
+/* H27: a variable whose dtype differs from the file's fails the restore, with no fall back to an older checkpoint. */
+static void test_restore__a_dtype_mismatch_fails_without_falling_back(void **state) {
   mismatch_case(*state, B_F32_4, hk_dtype_name(HK_DTYPE_F64), hk_dtype_name(HK_DTYPE_F32));
 }
 
@@ -208,7 +210,7 @@ static int m2_holds_w_gs(fx *f, int seed) {
  * fail the restore: the other variables are restored, it keeps its value,
  * and a WARNING names it and the checkpoint. Without the flag the same
  * checkpoint is NOT_FOUND "Key %s not found in checkpoint %s". */
-static void test_restore__h27_optional_variable_missing_keeps_value(void **state) {
+static void test_restore__a_missing_optional_variable_keeps_its_value(void **state) {
   fx *f = *state;
   static const char *const no_b[2] = {"w", "global_step"};
   char *p2 = prefix_of(f, 2), line[1200];
@@ -241,7 +243,7 @@ static void test_restore__h27_optional_variable_missing_keeps_value(void **state
 
 /* H27: optional or not, a variable whose dtype or shape differs from the
  * checkpoint's is INVALID_ARGUMENT, and nothing is assigned. */
-static void test_restore__h27_optional_variable_mismatch_is_error(void **state) {
+static void test_restore__an_optional_variable_that_does_not_match_is_an_error(void **state) {
   fx *f = *state;
   char *p1 = prefix_of(f, 1);
   save(f, 1);
@@ -264,7 +266,7 @@ static void test_restore__h27_optional_variable_mismatch_is_error(void **state) 
  * resumes from checkpoints written before it existed; "b" keeps the host's
  * values and the session is ready (external storage counts as
  * initialized). */
-static void test_restore__h27_session_resumes_without_optional_variable(void **state) {
+static void test_restore__session_resumes_without_optional_variable(void **state) {
   fx *f = *state;
   static const char *const no_b[2] = {"w", "global_step"};
   hk_session_options o;
@@ -285,7 +287,7 @@ static void test_restore__h27_session_resumes_without_optional_variable(void **s
  * program dropped) is named in a WARNING with the checkpoint when the Saver
  * covers every global variable, at DEBUG when its var_list was chosen; the
  * restore succeeds either way. */
-static void test_restore__h27_unrestored_tensor_is_named(void **state) {
+static void test_restore__a_tensor_left_unrestored_is_named(void **state) {
   fx *f = *state;
   static const char *const w_gs[2] = {"w", "global_step"};
   char *p3 = prefix_of(f, 3), line[1200];
@@ -317,7 +319,7 @@ static void test_restore__h27_unrestored_tensor_is_named(void **state) {
 /* C122, D6.1: restoring from checkpoint_dir gives the Saver the state
  * file's list; its next save continues retention (max_to_keep 2: saving 4
  * deletes 2, the oldest listed). */
-static void test_restore__c122_recovers_list_and_retention_continues(void **state) {
+static void test_restore__recovers_the_list_and_retention_continues(void **state) {
   fx *f = *state;
   static const int listed[2] = {2, 3}, after[2] = {3, 4};
   hk_saver_free(f->writer);
@@ -343,18 +345,18 @@ static void test_restore__c122_recovers_list_and_retention_continues(void **stat
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_restore__d5_3_newest_corrupt_falls_back, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__d5_3_newest_missing_falls_back, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__d5_3_all_corrupt_data_loss_no_session, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__c123_malformed_state_file_scans_then_the_next_save_adopts, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__h27_missing_variable_no_fallback, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__h27_shape_mismatch_no_fallback, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__h27_dtype_mismatch_no_fallback, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__h27_optional_variable_missing_keeps_value, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__h27_optional_variable_mismatch_is_error, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__h27_session_resumes_without_optional_variable, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__h27_unrestored_tensor_is_named, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__c122_recovers_list_and_retention_continues, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_corrupt_newest_checkpoint_falls_back_to_the_previous, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_missing_newest_checkpoint_falls_back_to_the_previous, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__all_checkpoints_corrupt_is_data_loss_and_no_session, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__malformed_state_file_scans_then_the_next_save_adopts, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_missing_variable_fails_without_falling_back, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_shape_mismatch_fails_without_falling_back, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_dtype_mismatch_fails_without_falling_back, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_missing_optional_variable_keeps_its_value, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__an_optional_variable_that_does_not_match_is_an_error, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__session_resumes_without_optional_variable, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_tensor_left_unrestored_is_named, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__recovers_the_list_and_retention_continues, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

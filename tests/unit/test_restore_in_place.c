@@ -61,7 +61,7 @@ static void bytes_of(hk_executor *ex, hk_raw_session *rs, unsigned char *out) {
 /* H30: the graph executor and a fake with the storage slot restore in
  * place; a fake without it assigns. All three end with exactly the
  * checkpoint's values. */
-static void test_restore__h30_in_place_restore_equals_assign_path(void **state) {
+static void test_restore__restoring_in_place_gives_what_assigning_gives(void **state) {
   fx *f = *state;
   unsigned char want[MODEL_BYTES], got[MODEL_BYTES];
   hk_raw_session *rs = NULL;
@@ -99,7 +99,7 @@ static void test_restore__h30_in_place_restore_equals_assign_path(void **state) 
 /* H27: a tensor whose bytes no longer match their CRC is DATA_LOSS naming
  * the file and the tensor, in place (graph, fake with storage) and by
  * assignment (fake without), with the file mapped and read. */
-static void test_restore__h27_corrupt_tensor_data_loss_by_both_paths(void **state) {
+static void test_restore__a_corrupt_tensor_is_data_loss_in_place_and_by_assign(void **state) {
   fx *f = *state;
   fake_executor *with = fake_model(f, 1, 0), *without = fake_model(f, 0, 0);
   hk_executor *exs[3] = {f->m.ex, fake_executor_executor(with), fake_executor_executor(without)};
@@ -146,7 +146,7 @@ static hk_code poison_storage(void *self, void *session, size_t index, hk_tensor
 
 /* H10: a vtable declaring version 1 is never asked for variable storage,
  * whatever follows `destroy` in memory: restore assigns. */
-static void test_restore__h10_version_1_vtable_never_asked_for_storage(void **state) {
+static void test_restore__a_version_1_executor_is_never_asked_for_storage(void **state) {
   fx *f = *state;
   fake_executor *fk = fake_model(f, 0, 0);
   static hk_executor_vtable v1;
@@ -188,7 +188,7 @@ static void test_restore__h10_version_1_vtable_never_asked_for_storage(void **st
  * always assigned (an older checkpoint may lack it, D5.3, and it must then
  * hold verified bytes); any other storage error is the executor's: no
  * fallback to an older checkpoint. */
-static void test_restore__h30_refused_storage_and_optional_variables_are_assigned(void **state) {
+static void test_restore__variables_whose_storage_is_refused_are_assigned(void **state) {
   fx *f = *state;
   fake_executor *fk = fake_model(f, 1, 0), *opt = fake_model(f, 1, HK_VAR_OPTIONAL);
   hk_raw_session *rs = NULL;
@@ -225,7 +225,7 @@ static void test_restore__h30_refused_storage_and_optional_variables_are_assigne
 /* H30: hk_raw_session_variable_storage's answers with the graph executor:
  * the variable's own buffer, writable, the variable initialized from then
  * on; argument, index and closed-session errors. */
-static void test_restore__h30_storage_of_the_graph_executor(void **state) {
+static void test_restore__the_graph_executor_restores_into_its_storage(void **state) {
   fx *f = *state;
   hk_raw_session *rs = NULL;
   hk_tensor t, v;
@@ -253,12 +253,12 @@ static void test_restore__h30_storage_of_the_graph_executor(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_restore__h30_in_place_restore_equals_assign_path, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__h27_corrupt_tensor_data_loss_by_both_paths, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__h10_version_1_vtable_never_asked_for_storage, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__h30_refused_storage_and_optional_variables_are_assigned, setup,
+      cmocka_unit_test_setup_teardown(test_restore__restoring_in_place_gives_what_assigning_gives, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_corrupt_tensor_is_data_loss_in_place_and_by_assign, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_version_1_executor_is_never_asked_for_storage, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__variables_whose_storage_is_refused_are_assigned, setup,
                                       teardown),
-      cmocka_unit_test_setup_teardown(test_restore__h30_storage_of_the_graph_executor, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__the_graph_executor_restores_into_its_storage, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

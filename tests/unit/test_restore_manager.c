@@ -17,7 +17,7 @@
 /* C66/C67: the explicit checkpoint is restored, even when it is not the
  * newest, and init_op does not run (it would overwrite w with its uniform
  * values and the GS with 0); local init still runs (C66 step 3). */
-static void test_restore__c67_explicit_path_restores_without_init_op(void **state) {
+static void test_restore__an_explicit_path_restores_without_running_init_op(void **state) {
   fx *f = *state;
   char *p3;
   int64_t loc = -1;
@@ -43,7 +43,7 @@ static void test_restore__c67_explicit_path_restores_without_init_op(void **stat
 /* C67, C125: a missing explicit checkpoint is NOT_FOUND; no session is
  * handed out and the one opened for it is freed (repeating the call leaves
  * no block behind). */
-static void test_restore__c67_missing_path_not_found_no_session(void **state) {
+static void test_restore__a_missing_explicit_path_is_not_found_and_no_session(void **state) {
   fx *f = *state;
   char *p = prefix_of(f, 99);
   int initialized = 7;
@@ -71,7 +71,7 @@ static void test_restore__c67_missing_path_not_found_no_session(void **state) {
 
 /* D5.4: a corrupt explicit checkpoint is DATA_LOSS naming its file, with no
  * fallback even though an older good one exists. */
-static void test_restore__d5_4_corrupt_explicit_path_no_fallback(void **state) {
+static void test_restore__a_corrupt_explicit_path_never_falls_back(void **state) {
   fx *f = *state;
   char *p2 = prefix_of(f, 2);
   long live;
@@ -92,7 +92,7 @@ static void test_restore__d5_4_corrupt_explicit_path_no_fallback(void **state) {
 
 /* C67: both paths are INVALID_ARGUMENT before any raw session opens (opening
  * one allocates; nothing is allocated) and before anything is read. */
-static void test_restore__c67_both_paths_before_raw_session(void **state) {
+static void test_restore__both_paths_given_are_refused_before_a_raw_session(void **state) {
   fx *f = *state;
   char *p = prefix_of(f, 1);
   int initialized = 7;
@@ -115,7 +115,7 @@ static void test_restore__c67_both_paths_before_raw_session(void **state) {
 /* C67: without a saver nothing is restored, from a directory or an explicit
  * path; the model is initialized. A version-1 options struct has no saver
  * field, so one left in memory after it is not read. */
-static void test_restore__c67_no_saver_restores_nothing(void **state) {
+static void test_restore__without_a_saver_nothing_is_restored(void **state) {
   fx *f = *state;
   char *p = prefix_of(f, 4);
   save(f, 4);
@@ -142,7 +142,7 @@ static void test_restore__c67_no_saver_restores_nothing(void **state) {
 /* C68, D5.2: a directory with neither a state file nor a checkpoint data
  * file restores nothing: init_op runs, and nothing is warned about (other
  * files do not count). */
-static void test_restore__c68_no_state_file_initializes(void **state) {
+static void test_restore__without_a_checkpoint_the_model_is_initialized(void **state) {
   fx *f = *state;
   int initialized = 7;
   char *notes = test_path(f->dir, "notes-1.txt");
@@ -166,7 +166,7 @@ static void test_restore__c68_no_state_file_initializes(void **state) {
  * The restore adopts nothing (C123); the next managed save adopts what the
  * scan found (H60), so with max_to_keep 1 retention deletes it and the state
  * file lists only the new checkpoint: nothing is left outside retention. */
-static void test_restore__d5_2_no_state_file_restores_from_scan(void **state) {
+static void test_restore__without_a_state_file_restores_the_newest_scanned(void **state) {
   fx *f = *state;
   char *sf = test_path(f->dir, "checkpoint"), *p3 = prefix_of(f, 3), line[1200];
   static const int only4[1] = {4};
@@ -207,7 +207,7 @@ static void test_restore__d5_2_no_state_file_restores_from_scan(void **state) {
 /* C68: with wait_for_checkpoint, the manager logs and sleeps
  * recovery_wait_secs per try while the time waited is < max_wait_secs
  * (0, 10, 20, 30 < 35: four sleeps), then initializes. */
-static void test_restore__c68_wait_times_out_then_initializes(void **state) {
+static void test_restore__the_wait_for_a_checkpoint_times_out_then_initializes(void **state) {
   fx *f = *state;
   make_sm(f);
   f->po.wait_for_checkpoint = 1;
@@ -230,7 +230,7 @@ static void test_restore__c68_wait_times_out_then_initializes(void **state) {
 /* C68: a state file appearing during the wait (after the third wait line's
  * sleep, with its checkpoint: the whole directory appears) is restored; the
  * wait ends there. */
-static void test_restore__c68_state_file_appears_during_wait(void **state) {
+static void test_restore__a_state_file_appearing_during_the_wait_is_restored(void **state) {
   fx *f = *state;
   char *hidden = test_path(f->root, "ck.hidden");
   save(f, 6);
@@ -251,7 +251,7 @@ static void test_restore__c68_state_file_appears_during_wait(void **state) {
  * file appearing without a state file ends it, and is restored from the
  * scan (with the D5.2 warning); a data file present from the start means no
  * wait at all. */
-static void test_restore__c68_data_file_ends_wait(void **state) {
+static void test_restore__a_data_file_appearing_during_the_wait_ends_it(void **state) {
   fx *f = *state;
   char *sf = test_path(f->dir, "checkpoint");
   char *data = data_of(f, 6);
@@ -283,7 +283,7 @@ static void test_restore__c68_data_file_ends_wait(void **state) {
 /* H24: a cancel during the C68 wait ends it with CANCELLED within one
  * recovery_wait_secs, before any raw session exists; after
  * reset_cancel the manager prepares again. */
-static void test_restore__h24_cancel_during_wait(void **state) {
+static void test_restore__a_cancel_during_the_wait_ends_it(void **state) {
   fx *f = *state;
   make_sm(f);
   f->wh.at = 2;
@@ -310,7 +310,8 @@ static void test_restore__h24_cancel_during_wait(void **state) {
 
 /* ---- C74: recover_session ------------------------------------------------------------ */
 
-static void test_restore__c74_restored_initialized(void **state) {
+/* C74: recover_session reports a model restored from a checkpoint as initialized. */
+static void test_restore__recover_session_reports_a_restored_model_initialized(void **state) {
   fx *f = *state;
   char *p5 = prefix_of(f, 5), line[1200];
   int initialized = 0;
@@ -327,7 +328,7 @@ static void test_restore__c74_restored_initialized(void **state) {
 }
 
 /* C74: nothing to restore → initialized 0; local init ran, init_op did not. */
-static void test_restore__c74_nothing_to_restore(void **state) {
+static void test_restore__recover_session_with_nothing_to_restore_is_not_initialized(void **state) {
   fx *f = *state;
   int initialized = 1;
   int64_t loc = -1;
@@ -345,7 +346,7 @@ static void test_restore__c74_nothing_to_restore(void **state) {
  * omits b) is not ready: initialized 0 and the reason logged. prepare_session
  * fails the ready check instead (C71), init_op not being run after a
  * restore (C66). */
-static void test_restore__c74_restore_not_ready(void **state) {
+static void test_restore__recover_session_of_a_model_not_ready_is_not_initialized(void **state) {
   fx *f = *state;
   static const char *const no_b[2] = {"w", "global_step"};
   char *p5 = prefix_of(f, 5), line[1200];
@@ -372,7 +373,7 @@ static void test_restore__c74_restore_not_ready(void **state) {
 
 /* C74: after a restore, a ready_for_local_init_op that is not ready (b was
  * not restored) skips local init: initialized 0 and the reason logged. */
-static void test_restore__c74_restore_not_ready_for_local_init(void **state) {
+static void test_restore__recover_session_not_ready_for_local_init_is_not_initialized(void **state) {
   fx *f = *state;
   static const char *const no_b[2] = {"w", "global_step"};
   hk_handle globals[3], rep;
@@ -401,7 +402,7 @@ static void test_restore__c74_restore_not_ready_for_local_init(void **state) {
 
 /* C69 does not apply after a restore: with no init_op, init_fn or
  * local_init_op a restored model is ready. */
-static void test_restore__c69_restored_needs_no_init(void **state) {
+static void test_restore__a_restored_model_needs_no_init_op(void **state) {
   fx *f = *state;
   save(f, 4);
   f->mo.local_init_op = HK_NO_HANDLE;
@@ -424,7 +425,7 @@ static void test_restore__c69_restored_needs_no_init(void **state) {
 
 /* D5.3: a newest checkpoint that fails before reading (truncated: its
  * header does not validate) is skipped like one that fails while reading. */
-static void test_restore__d5_3_newest_truncated_falls_back(void **state) {
+static void test_restore__a_truncated_newest_checkpoint_falls_back(void **state) {
   fx *f = *state;
   char *d3 = data_of(f, 3), line[1200];
   char *p3 = prefix_of(f, 3);
@@ -529,23 +530,23 @@ static void test_restore__fs_fault_sweep(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_restore__c67_explicit_path_restores_without_init_op, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__c67_missing_path_not_found_no_session, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__d5_4_corrupt_explicit_path_no_fallback, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__c67_both_paths_before_raw_session, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__c67_no_saver_restores_nothing, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__c68_no_state_file_initializes, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__d5_2_no_state_file_restores_from_scan, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__c68_wait_times_out_then_initializes, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__c68_state_file_appears_during_wait, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__c68_data_file_ends_wait, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__h24_cancel_during_wait, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__c74_restored_initialized, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__c74_nothing_to_restore, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__c74_restore_not_ready, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__c74_restore_not_ready_for_local_init, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__c69_restored_needs_no_init, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__d5_3_newest_truncated_falls_back, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__an_explicit_path_restores_without_running_init_op, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_missing_explicit_path_is_not_found_and_no_session, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_corrupt_explicit_path_never_falls_back, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__both_paths_given_are_refused_before_a_raw_session, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__without_a_saver_nothing_is_restored, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__without_a_checkpoint_the_model_is_initialized, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__without_a_state_file_restores_the_newest_scanned, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__the_wait_for_a_checkpoint_times_out_then_initializes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_state_file_appearing_during_the_wait_is_restored, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_data_file_appearing_during_the_wait_ends_it, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_cancel_during_the_wait_ends_it, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__recover_session_reports_a_restored_model_initialized, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__recover_session_with_nothing_to_restore_is_not_initialized, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__recover_session_of_a_model_not_ready_is_not_initialized, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__recover_session_not_ready_for_local_init_is_not_initialized, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_restored_model_needs_no_init_op, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_truncated_newest_checkpoint_falls_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__oom_loop, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__fs_fault_sweep, setup, teardown),
   };

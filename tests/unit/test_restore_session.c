@@ -119,7 +119,7 @@ static void fetch_state(hk_session *s, model *m, float *w, int64_t *gs) {
 /* D5.2 through a session: a new session on a directory whose state file is
  * gone resumes from the newest checkpoint, the hooks' after_create_session
  * sees the restored GS. */
-static void test_restore__d5_2_session_without_state_file_resumes(void **state) {
+static void test_restore__a_session_without_a_state_file_resumes_from_the_scan(void **state) {
   fx *f = *state;
   hk_session_options o;
   char *sf = test_path(f->dir, "checkpoint");
@@ -176,7 +176,7 @@ static const hk_session_creator_vtable restoring_creator_vtable = {HK_SESSION_CR
  * creation restored — its prefix "<dir>/<name>" — and NULL when the model
  * was initialized, when a custom creator made the raw session, or for a
  * NULL context. */
-static void test_restore__c94_creation_context_names_restored_checkpoint(void **state) {
+static void test_restore__the_creation_context_names_the_restored_checkpoint(void **state) {
   fx *f = *state;
   hk_session_options o;
   seen_restored seen;
@@ -342,12 +342,12 @@ static void test_restore__e2e_train_save_resume(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_restore__d5_2_session_without_state_file_resumes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_session_without_a_state_file_resumes_from_the_scan, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__session_default_scaffold_restores, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__session_explicit_scaffold_saver_used, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__session_restore_failure_no_after_create, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__e2e_train_save_resume, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__c94_creation_context_names_restored_checkpoint, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__the_creation_context_names_the_restored_checkpoint, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__sm_restored_checkpoint_reports_last_call, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

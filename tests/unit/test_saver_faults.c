@@ -61,17 +61,22 @@ static void sweep(fx *f, int errnum, hk_code code) {
   assert_true(n > 20); /* the sweep did cover the whole write sequence */
 }
 
-static void test_saver__fault_sweep_enospc_D4(void **state) {
+/* D4: a full disk at any file-system call of a save fails it and leaves the previous checkpoints and state file
+ * whole. */
+static void test_saver__a_full_disk_at_any_call_leaves_the_old_checkpoints(void **state) {
   fx *f = *state;
   sweep(f, ENOSPC, HK_RESOURCE_EXHAUSTED);
 }
 
-static void test_saver__fault_sweep_eio_D4(void **state) {
+/* D4: an I/O error at any file-system call of a save fails it and leaves the previous checkpoints and state file
+ * whole. */
+static void test_saver__an_io_error_at_any_call_leaves_the_old_checkpoints(void **state) {
   fx *f = *state;
   sweep(f, EIO, HK_UNKNOWN);
 }
 
-static void test_saver__short_writes_and_full_disk_D4_H9(void **state) {
+/* D4, H9: short writes are written again until complete, and a full disk is RESOURCE_EXHAUSTED. */
+static void test_saver__short_writes_are_completed_and_a_full_disk_reported(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   char prefix[1024];
@@ -100,7 +105,7 @@ static void test_saver__short_writes_and_full_disk_D4_H9(void **state) {
 /* H1: a failed save says that a checkpoint save failed, for which step and
  * where, then the file system's message, with the paths inside it relative
  * to that directory — so the OS's text survives even a long directory. */
-static void test_saver__failed_save_names_checkpoint_and_step_H1(void **state) {
+static void test_saver__failed_save_names_checkpoint_and_step(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   char want[1200];
@@ -128,7 +133,8 @@ static void test_saver__failed_save_names_checkpoint_and_step_H1(void **state) {
 
 /* ---- OOM loop (H7, house style 22a) -------------------------------------------------------- */
 
-static void test_saver__oom_loop_save_and_restore_H7(void **state) {
+/* H7: every allocation failure in save and restore is RESOURCE_EXHAUSTED and leaks nothing. */
+static void test_saver__allocation_failures_in_save_and_restore_leak_nothing(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   char prefix[1024];
@@ -278,7 +284,7 @@ static void use_rec_fs(fx *f) {
  * state file back first and removes the new data file only after that
  * (D4.3), never while the state file on disk still names it.
  */
-static void test_saver__failed_state_fsync_rolls_back_before_deleting_data_D4_4(void **state) {
+static void test_saver__failed_state_fsync_rolls_back_before_deleting_data(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   const char *prefix = NULL;
@@ -300,7 +306,7 @@ static void test_saver__failed_state_fsync_rolls_back_before_deleting_data_D4_4(
 /* D4.4: when the rollback of the state file fails too, the state file on
  * disk names checkpoint 2, so its files stay: every checkpoint a state
  * file names exists and verifies. */
-static void test_saver__failed_rollback_keeps_the_new_checkpoint_D4_4(void **state) {
+static void test_saver__failed_rollback_keeps_the_new_checkpoint(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   const char *prefix = NULL;
@@ -329,7 +335,7 @@ static void test_saver__failed_rollback_keeps_the_new_checkpoint_D4_4(void **sta
 /* D4.3: a save under an existing name whose state write fails keeps the
  * data file it replaced (complete, same step); the save under a new name
  * removes its own. */
-static void test_saver__failed_state_write_never_removes_an_existing_file_D4_3(void **state) {
+static void test_saver__failed_state_write_never_removes_an_existing_file(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   const char *prefix = NULL;
@@ -353,15 +359,15 @@ static void test_saver__failed_state_write_never_removes_an_existing_file_D4_3(v
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_saver__fault_sweep_enospc_D4, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__fault_sweep_eio_D4, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__short_writes_and_full_disk_D4_H9, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__failed_save_names_checkpoint_and_step_H1, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__oom_loop_save_and_restore_H7, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__failed_state_fsync_rolls_back_before_deleting_data_D4_4, setup,
+      cmocka_unit_test_setup_teardown(test_saver__a_full_disk_at_any_call_leaves_the_old_checkpoints, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__an_io_error_at_any_call_leaves_the_old_checkpoints, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__short_writes_are_completed_and_a_full_disk_reported, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__failed_save_names_checkpoint_and_step, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__allocation_failures_in_save_and_restore_leak_nothing, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__failed_state_fsync_rolls_back_before_deleting_data, setup,
                                       teardown),
-      cmocka_unit_test_setup_teardown(test_saver__failed_rollback_keeps_the_new_checkpoint_D4_4, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__failed_state_write_never_removes_an_existing_file_D4_3, setup,
+      cmocka_unit_test_setup_teardown(test_saver__failed_rollback_keeps_the_new_checkpoint, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__failed_state_write_never_removes_an_existing_file, setup,
                                       teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,7 +8,8 @@
 
 /* ---- restore errors (C125, H27) ---------------------------------------------------------- */
 
-static void test_saver__restore_errors_C125(void **state) {
+/* C125: restore refuses a NULL or missing path and a truncated or corrupt file, naming it. */
+static void test_saver__restore_refuses_bad_paths_and_files_naming_them(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   char path[1024], *data;
@@ -39,10 +40,10 @@ static void test_saver__restore_errors_C125(void **state) {
 
 /* ---- restore's two read paths: mapped and read (C125) ----------------------------------------- */
 
-/* Restore through the fs's map when it has one (one mapping of the file,
+/* C125: restore through the fs's map when it has one (one mapping of the file,
  * released by the end) and through reads when it has none: the same
  * values either way. */
-static void test_saver__restore_mapped_or_read_same_values_C125(void **state) {
+static void test_saver__restore_by_map_or_by_read_gives_the_same_values(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   char prefix[1024];
@@ -70,10 +71,10 @@ static void test_saver__restore_mapped_or_read_same_values_C125(void **state) {
   faulty_fs_no_map(&f->ff, 1);
 }
 
-/* A failing map is no error: restore reads instead (logged at DEBUG
+/* C125, H9: a failing map is no error: restore reads instead (logged at DEBUG
  * naming the file). A failing unmap is logged as a WARNING naming the
  * file, the values are restored and no mapping is left. */
-static void test_saver__restore_map_or_unmap_failure_C125_H9(void **state) {
+static void test_saver__a_map_or_unmap_failure_fails_the_restore(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   char prefix[1024];
@@ -164,11 +165,11 @@ static void big_close(big_graph *bg) {
   hk_graph_free(bg->g);
 }
 
-/* A tensor of several read pieces round-trips by both paths, and one
+/* C125: a tensor of several read pieces round-trips by both paths, and one
  * flipped byte in its second MiB is DATA_LOSS naming the file and the
  * tensor by both paths (the mapped bytes are checked before they are
  * assigned, the read ones piece by piece). */
-static void test_saver__restore_big_tensor_crc_both_paths_C125(void **state) {
+static void test_saver__a_big_tensor_s_checksum_is_checked_by_both_paths(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   big_graph bg;
@@ -204,10 +205,10 @@ static void test_saver__restore_big_tensor_crc_both_paths_C125(void **state) {
   big_close(&bg);
 }
 
-/* A restore large enough for two threads (>= 16 MiB, just written, so in
+/* C125: a restore large enough for two threads (>= 16 MiB, just written, so in
  * the page cache): exact bytes by both paths, and a flipped byte in the
  * middle is DATA_LOSS naming the file and the tensor (H27). */
-static void test_saver__restore_two_threads_in_place_C125_H27(void **state) {
+static void test_saver__two_threads_restore_in_place_at_once(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   big_graph bg;
@@ -274,12 +275,12 @@ static char *big_save_with(fx *f, big_graph *bg, const hk_env *env, int64_t step
   return bytes;
 }
 
-/* checkpoint-format.md: the same variables and step give the same bytes
+/* D4: checkpoint-format.md: the same variables and step give the same bytes
  * whichever way the file is written: data first with write_at (CRCs on a
  * second thread from 8 MiB on, else while writing), or in order through an
  * fs without write_at; and a version-1 fs vtable is never asked for
  * write_at (H10), whatever follows its last slot. */
-static void test_saver__same_bytes_by_every_write_path_D4_H10(void **state) {
+static void test_saver__every_write_path_writes_the_same_bytes(void **state) {
   fx *f = *state;
   static const size_t sizes[2] = {(size_t)40 << 10, ((size_t)9 << 20) + 17};
   static hk_fs_vtable append_only, v1;
@@ -365,7 +366,7 @@ static hk_code of_sync_dir(void *user, const char *path, hk_status *st) {
  * final offsets) and its header last, at offset 0, in one write; it makes
  * exactly four fsyncs: the data file, its directory, the state file, its
  * directory. */
-static void test_saver__data_first_header_last_and_four_fsyncs_D4(void **state) {
+static void test_saver__writes_data_first_header_last_with_four_fsyncs(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   static hk_fs_vtable vt;
@@ -502,11 +503,11 @@ static const hk_fs_vtable shrink_vtable = {
     .unmap = sh_unmap,
 };
 
-/* A data file that shrinks after the reader opened it is never touched
+/* C125: a data file that shrinks after the reader opened it is never touched
  * past its end (which would raise SIGBUS): the mapping is refused, the
  * read finds the file short, and restore fails with DATA_LOSS naming the
  * file and the tensor. */
-static void test_saver__restore_file_shrunk_after_open_no_sigbus_C125(void **state) {
+static void test_saver__a_file_shrunk_after_open_fails_the_restore_without_sigbus(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   big_graph bg;
@@ -591,7 +592,8 @@ static void mismatch_case(fx *f, const char *prefix, hk_dtype dt, int32_t rank, 
   hk_graph_free(g);
 }
 
-static void test_saver__restore_model_mismatch_H27(void **state) {
+/* H27: restoring a checkpoint of another model fails, naming the variable that does not match. */
+static void test_saver__restore_of_another_model_is_refused_naming_the_variable(void **state) {
   fx *f = *state;
   static const int64_t w_dims[2] = {2, 3}, w_t[2] = {3, 2};
   char prefix[1024];
@@ -607,15 +609,15 @@ static void test_saver__restore_model_mismatch_H27(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_saver__restore_errors_C125, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__restore_model_mismatch_H27, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__restore_mapped_or_read_same_values_C125, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__restore_map_or_unmap_failure_C125_H9, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__restore_big_tensor_crc_both_paths_C125, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__restore_file_shrunk_after_open_no_sigbus_C125, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__restore_two_threads_in_place_C125_H27, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__same_bytes_by_every_write_path_D4_H10, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__data_first_header_last_and_four_fsyncs_D4, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__restore_refuses_bad_paths_and_files_naming_them, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__restore_of_another_model_is_refused_naming_the_variable, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__restore_by_map_or_by_read_gives_the_same_values, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__a_map_or_unmap_failure_fails_the_restore, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__a_big_tensor_s_checksum_is_checked_by_both_paths, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__a_file_shrunk_after_open_fails_the_restore_without_sigbus, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__two_threads_restore_in_place_at_once, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__every_write_path_writes_the_same_bytes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__writes_data_first_header_last_with_four_fsyncs, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

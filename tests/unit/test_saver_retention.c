@@ -8,7 +8,8 @@
 
 /* ---- retention (D6, C126) ------------------------------------------------------------ */
 
-static void test_saver__max_to_keep_2_over_5_saves_D6_2(void **state) {
+/* D6.2: a save removes the oldest managed checkpoints beyond max_to_keep. */
+static void test_saver__max_to_keep_2_keeps_the_two_newest_of_five_saves(void **state) {
   fx *f = *state;
   size_t n;
   const char *const *paths;
@@ -26,7 +27,7 @@ static void test_saver__max_to_keep_2_over_5_saves_D6_2(void **state) {
 
 /* H31, D6.2: retention deletes a checkpoint's graph description with it,
  * and the <prefix>.meta an older version wrote for it too. */
-static void test_saver__graph_files_deleted_with_checkpoint_H31(void **state) {
+static void test_saver__retention_deletes_a_checkpoint_s_graph_files_with_it(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   char *legacy = ckpt_file(f, "model.ckpt-2.meta");
@@ -41,7 +42,8 @@ static void test_saver__graph_files_deleted_with_checkpoint_H31(void **state) {
   free(legacy);
 }
 
-static void test_saver__max_to_keep_0_keeps_all_D6_3(void **state) {
+/* D6.3: with max_to_keep 0 nothing is deleted and the state file lists every checkpoint. */
+static void test_saver__max_to_keep_0_keeps_every_checkpoint(void **state) {
   fx *f = *state;
   f->saver = make_saver(f, 0, HK_UNSET_SECS);
   for (int64_t s = 1; s <= 5; s++) save_step(f, f->saver, s);
@@ -51,7 +53,9 @@ static void test_saver__max_to_keep_0_keeps_all_D6_3(void **state) {
   assert_state(f, "model.ckpt-1,model.ckpt-2,model.ckpt-3,model.ckpt-4,model.ckpt-5");
 }
 
-static void test_saver__keep_every_n_hours_preserves_D6_2(void **state) {
+/* D6.2: a checkpoint dropped from the list is preserved when keep_checkpoint_every_n_hours have passed since the
+ * last preserved one. */
+static void test_saver__keep_every_n_hours_preserves_one_checkpoint_per_period(void **state) {
   fx *f = *state;
   hk_checkpoint_state *cs = NULL;
   hk_status st = HK_STATUS_INIT;
@@ -71,7 +75,8 @@ static void test_saver__keep_every_n_hours_preserves_D6_2(void **state) {
   hk_checkpoint_state_free(cs);
 }
 
-static void test_saver__retention_across_restarts_D6_1(void **state) {
+/* D6.1: a new Saver recovers the managed list from the state file, so retention continues across restarts. */
+static void test_saver__retention_continues_across_restarts(void **state) {
   fx *f = *state;
   hk_saver *a = make_saver(f, 2, HK_UNSET_SECS), *b;
   size_t n;
@@ -88,7 +93,8 @@ static void test_saver__retention_across_restarts_D6_1(void **state) {
   hk_saver_free(b);
 }
 
-static void test_saver__recovery_drops_missing_entries_C122(void **state) {
+/* C122: recovering the managed list drops the entries whose files are missing. */
+static void test_saver__recovery_drops_entries_whose_files_are_missing(void **state) {
   fx *f = *state;
   hk_saver *a = make_saver(f, 5, HK_UNSET_SECS), *b;
   hk_status st = HK_STATUS_INIT;
@@ -111,7 +117,8 @@ static void test_saver__recovery_drops_missing_entries_C122(void **state) {
   hk_saver_free(b);
 }
 
-static void test_saver__clock_reset_preserves_recovered_D6_1(void **state) {
+/* D6.1: a wall clock set back does not make the recovered checkpoints deletable. */
+static void test_saver__a_clock_set_back_still_preserves_recovered_checkpoints(void **state) {
   fx *f = *state;
   hk_saver *a = make_saver(f, 5, HK_UNSET_SECS), *b;
   hk_status st = HK_STATUS_INIT;
@@ -131,7 +138,8 @@ static void test_saver__clock_reset_preserves_recovered_D6_1(void **state) {
   hk_saver_free(b);
 }
 
-static void test_saver__resave_moves_to_end_D6_2(void **state) {
+/* D6.2: a save under a listed name moves it to the end of the list with a new timestamp. */
+static void test_saver__saving_a_name_again_moves_it_to_the_end(void **state) {
   fx *f = *state;
   f->saver = make_saver(f, 3, HK_UNSET_SECS);
   for (int64_t s = 1; s <= 3; s++) save_step(f, f->saver, s);
@@ -142,7 +150,8 @@ static void test_saver__resave_moves_to_end_D6_2(void **state) {
   assert_listing(f->dir, "checkpoint,model.ckpt-1.safetensors,model.ckpt-3.safetensors,model.ckpt-4.safetensors");
 }
 
-static void test_saver__no_state_is_unmanaged_C116_D6_4(void **state) {
+/* C116, D6.4: a save without write_state writes no state file, and its checkpoint is never deleted by retention. */
+static void test_saver__a_save_without_the_state_file_is_unmanaged(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   char *statefile = ckpt_file(f, "checkpoint");
@@ -169,7 +178,7 @@ static void test_saver__no_state_is_unmanaged_C116_D6_4(void **state) {
 /* D6.4, H60: files of other names, and a checkpoint of the managed form
  * older than the oldest one the state file lists (as a preserved one is),
  * are never deleted. */
-static void test_saver__unlisted_and_other_files_never_deleted_D6_4(void **state) {
+static void test_saver__unlisted_and_other_files_never_deleted(void **state) {
   fx *f = *state;
   const char *others[] = {"model.ckpt-0.safetensors", "notes.txt", "other-1.safetensors", "model.ckpt-9.meta",
                           "checkpoint.bak"};
@@ -188,7 +197,8 @@ static void test_saver__unlisted_and_other_files_never_deleted_D6_4(void **state
                  "notes.txt,other-1.safetensors");
 }
 
-static void test_saver__stale_temporaries_removed_D4_2(void **state) {
+/* D4.2: a save removes the stale temporary files an interrupted save left. */
+static void test_saver__stale_temporary_files_are_removed(void **state) {
   fx *f = *state;
   /* today's names, and the names older versions gave the graph descriptions */
   const char *stale[] = {"model.ckpt-3.safetensors.tmp-AbC123", "checkpoint.tmp-zzzzzz", "x.graph.txt.tmp-000000",
@@ -214,7 +224,7 @@ static void test_saver__stale_temporaries_removed_D4_2(void **state) {
 /* D6.2: t - hours*3600 >= last_preserved preserves, with equality included;
  * one second short deletes. D6.1: without a state file last_preserved is
  * now - 1 s at recovery. */
-static void test_saver__preservation_boundary_is_inclusive_D6_2(void **state) {
+static void test_saver__preservation_boundary_is_inclusive(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   char *p1, *p2, *p3;
@@ -243,18 +253,18 @@ static void test_saver__preservation_boundary_is_inclusive_D6_2(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_saver__max_to_keep_2_over_5_saves_D6_2, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__graph_files_deleted_with_checkpoint_H31, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__max_to_keep_0_keeps_all_D6_3, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__keep_every_n_hours_preserves_D6_2, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__retention_across_restarts_D6_1, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__recovery_drops_missing_entries_C122, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__clock_reset_preserves_recovered_D6_1, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__resave_moves_to_end_D6_2, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__no_state_is_unmanaged_C116_D6_4, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__unlisted_and_other_files_never_deleted_D6_4, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__stale_temporaries_removed_D4_2, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__preservation_boundary_is_inclusive_D6_2, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__max_to_keep_2_keeps_the_two_newest_of_five_saves, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__retention_deletes_a_checkpoint_s_graph_files_with_it, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__max_to_keep_0_keeps_every_checkpoint, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__keep_every_n_hours_preserves_one_checkpoint_per_period, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__retention_continues_across_restarts, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__recovery_drops_entries_whose_files_are_missing, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__a_clock_set_back_still_preserves_recovered_checkpoints, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__saving_a_name_again_moves_it_to_the_end, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__a_save_without_the_state_file_is_unmanaged, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__unlisted_and_other_files_never_deleted, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__stale_temporary_files_are_removed, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__preservation_boundary_is_inclusive, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,8 @@
 
 /* ---- round trip and names (C113, C114, C125) ---------------------------------------- */
 
-static void test_saver__round_trip_several_dtypes_C113_C125(void **state) {
+/* C113, C125: variables of every dtype are saved and restored bit for bit. */
+static void test_saver__variables_of_several_dtypes_round_trip(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   const char *prefix = NULL;
@@ -43,7 +44,8 @@ static void test_saver__round_trip_several_dtypes_C113_C125(void **state) {
   assert_values(f, 3);
 }
 
-static void test_saver__pad_step_number_C113(void **state) {
+/* C113: with pad_step_number the checkpoint name carries the step in eight digits. */
+static void test_saver__pad_step_number_writes_the_step_in_eight_digits(void **state) {
   fx *f = *state;
   hk_saver_options o = HK_SAVER_OPTIONS_INIT;
   hk_status st = HK_STATUS_INIT;
@@ -59,7 +61,8 @@ static void test_saver__pad_step_number_C113(void **state) {
   assert_listing(f->dir, "checkpoint,model.ckpt-00000042.safetensors");
 }
 
-static void test_saver__no_step_records_global_step_C113(void **state) {
+/* C113: a save without a step records the global step in the checkpoint. */
+static void test_saver__a_save_without_a_step_records_the_global_step(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   const char *prefix = NULL;
@@ -74,7 +77,8 @@ static void test_saver__no_step_records_global_step_C113(void **state) {
   assert_state(f, "model.ckpt");
 }
 
-static void test_saver__no_step_without_gs_records_zero_C113(void **state) {
+/* C113: a save without a step of a model without a global step records 0. */
+static void test_saver__a_save_without_a_step_or_global_step_records_zero(void **state) {
   fx *f = fx_build(0);
   hk_status st = HK_STATUS_INIT;
   const char *prefix = NULL;
@@ -92,7 +96,7 @@ static void test_saver__no_step_without_gs_records_zero_C113(void **state) {
 /* C114: HK_SAVE_META writes the executor's description of its graph as
  * <prefix>.graph.txt (hooked's own text, not a TensorFlow MetaGraphDef, so
  * not <prefix>.meta). */
-static void test_saver__graph_file_when_asked_C114(void **state) {
+static void test_saver__writes_a_graph_file_only_when_asked(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   f->saver = make_saver(f, 5, HK_UNSET_SECS);
@@ -112,7 +116,8 @@ static void test_saver__graph_file_when_asked_C114(void **state) {
   assert_listing(f->dir, "checkpoint,model.ckpt-1.graph.txt,model.ckpt-1.safetensors,model.ckpt-2.safetensors");
 }
 
-static void test_saver__selected_var_list_C112(void **state) {
+/* C112: a Saver with a var_list saves and restores only those variables. */
+static void test_saver__saves_only_the_variables_of_var_list(void **state) {
   fx *f = *state;
   hk_saver_options o = HK_SAVER_OPTIONS_INIT;
   const char *vl[2] = {"b", "i"};
@@ -145,7 +150,8 @@ static void expect_new_refused(fx *f, hk_saver_options *o, hk_code code, const c
   (void)f;
 }
 
-static void test_saver__new_refusals_C112_C115(void **state) {
+/* C112, C115: options_init checks its version, and new refuses NULL arguments and bad options, naming them. */
+static void test_saver__new_refuses_bad_options_naming_them(void **state) {
   fx *f = *state;
   hk_saver_options o;
   const char *dup[2] = {"w", "w"};
@@ -208,7 +214,8 @@ static void expect_save_refused(fx *f, const char *path, int64_t step, hk_code c
   assert_null(prefix);
 }
 
-static void test_saver__save_refusals_C115_C118_H32(void **state) {
+/* C115, C118, H32: save refuses a save path or latest_filename that is not a valid bare name, naming it. */
+static void test_saver__save_refuses_bad_paths_and_names(void **state) {
   fx *f = *state;
   hk_saver_options o = HK_SAVER_OPTIONS_INIT;
   hk_status st = HK_STATUS_INIT;
@@ -264,7 +271,8 @@ static void test_saver__save_refusals_C115_C118_H32(void **state) {
 
 /* ---- helpers (H34) ---------------------------------------------------------------------- */
 
-static void test_saver__exists_remove_mtimes_H34(void **state) {
+/* H34: checkpoint_exists, remove_checkpoint and checkpoint_mtimes take checkpoint prefixes. */
+static void test_saver__exists_remove_and_mtimes_helpers_work_on_prefixes(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   char p1[1024], p2[1024], p9[1024];
@@ -341,7 +349,7 @@ static void assign_zeros(hk_executor *ex, hk_raw_session *rs) {
  * and can never be restored: the save either writes a file that reads back
  * or refuses with INVALID_ARGUMENT.
  */
-static void test_saver__non_utf8_variable_name_never_saved_unreadable_C113_C125(void **state) {
+static void test_saver__a_non_utf8_variable_name_is_never_saved_unreadable(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   const char *prefix = NULL;
@@ -377,10 +385,10 @@ static void test_saver__non_utf8_variable_name_never_saved_unreadable_C113_C125(
   assert_int_equal(rc, HK_OK);
 }
 
-/* checkpoint-format.md: the refusal of a name that is not UTF-8 is
+/* H32: checkpoint-format.md: the refusal of a name that is not UTF-8 is
  * INVALID_ARGUMENT naming the tensor (its bad byte hex-escaped), and
  * nothing is written. */
-static void test_saver__non_utf8_name_refused_before_writing_H32(void **state) {
+static void test_saver__a_non_utf8_name_is_refused_before_writing(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   hk_executor *ex = NULL;
@@ -407,18 +415,18 @@ static void test_saver__non_utf8_name_refused_before_writing_H32(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_saver__round_trip_several_dtypes_C113_C125, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__pad_step_number_C113, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__no_step_records_global_step_C113, setup, teardown),
-      cmocka_unit_test(test_saver__no_step_without_gs_records_zero_C113),
-      cmocka_unit_test_setup_teardown(test_saver__graph_file_when_asked_C114, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__selected_var_list_C112, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__new_refusals_C112_C115, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__save_refusals_C115_C118_H32, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__exists_remove_mtimes_H34, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__non_utf8_variable_name_never_saved_unreadable_C113_C125, setup,
+      cmocka_unit_test_setup_teardown(test_saver__variables_of_several_dtypes_round_trip, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__pad_step_number_writes_the_step_in_eight_digits, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__a_save_without_a_step_records_the_global_step, setup, teardown),
+      cmocka_unit_test(test_saver__a_save_without_a_step_or_global_step_records_zero),
+      cmocka_unit_test_setup_teardown(test_saver__writes_a_graph_file_only_when_asked, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__saves_only_the_variables_of_var_list, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__new_refuses_bad_options_naming_them, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__save_refuses_bad_paths_and_names, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__exists_remove_and_mtimes_helpers_work_on_prefixes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__a_non_utf8_variable_name_is_never_saved_unreadable, setup,
                                       teardown),
-      cmocka_unit_test_setup_teardown(test_saver__non_utf8_name_refused_before_writing_H32, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__a_non_utf8_name_is_refused_before_writing, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

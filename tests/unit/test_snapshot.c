@@ -119,7 +119,8 @@ static void *run_copies(void *arg) {
   return NULL;
 }
 
-static void test_snapshot__d3_7_barrier_copies_before_the_write(void **state) {
+/* D3.7: the barrier copies a variable into the snapshot before the training thread writes it. */
+static void test_snapshot__the_barrier_copies_a_variable_before_it_is_written(void **state) {
   test_env *te = test_env_new();
   hk_snapshot *s = NULL;
   hk_status st = HK_STATUS_INIT;
@@ -166,10 +167,10 @@ static void test_snapshot__d3_7_barrier_copies_before_the_write(void **state) {
   assert_int_equal(test_env_release(te), 0);
 }
 
-/* The writer thread copies while this thread writes every variable in a
+/* D3.7: the writer thread copies while this thread writes every variable in a
  * shuffled order, each after its barrier: every round's snapshot holds the
  * values from before the writes, whoever copied each item. */
-static void test_snapshot__d3_7_concurrent_copies_and_writes(void **state) {
+static void test_snapshot__background_copies_and_concurrent_writes_keep_each_step(void **state) {
   test_env *te = test_env_new();
   hk_snapshot *s = NULL;
   hk_status st = HK_STATUS_INIT;
@@ -344,10 +345,10 @@ static void close_model(model *m, hk_hook *hook, hk_session *s, hk_code exit_cod
   model_free(m);
 }
 
-/* Every step's train op rewrites every variable while the writer thread
+/* D3.7: every step's train op rewrites every variable while the writer thread
  * copies the snapshot of the step before: each checkpoint is byte for byte
  * the synchronous hook's of the same step. */
-static void test_snapshot__d3_7_graph_checkpoints_equal_sync_saves(void **state) {
+static void test_snapshot__background_copied_checkpoints_equal_synchronous_ones(void **state) {
   test_env *te = test_env_new();
   char *tmp = test_tmpdir_new("snap-graph");
   char *sdir = test_path(tmp, "sync"), *adir = test_path(tmp, "async");
@@ -378,11 +379,11 @@ static void test_snapshot__d3_7_graph_checkpoints_equal_sync_saves(void **state)
   assert_int_equal(test_env_release(te), 0);
 }
 
-/* An assignment right after the snapshot, and the close of the raw session
+/* D3.7: an assignment right after the snapshot, and the close of the raw session
  * (an unclean close: no end(), so the writer finishes while the session
  * lets go of the hook), both wait for the copy: the checkpoint holds the
  * step's values, and the copy never reads freed storage (ASan). */
-static void test_snapshot__d3_7_graph_assign_and_close_keep_the_snapshot(void **state) {
+static void test_snapshot__an_assign_or_close_after_the_snapshot_keeps_it(void **state) {
   test_env *te = test_env_new();
   char *tmp = test_tmpdir_new("snap-assign");
   char *sdir = test_path(tmp, "sync"), *adir = test_path(tmp, "async");
@@ -436,9 +437,9 @@ static void test_snapshot__d3_7_graph_assign_and_close_keep_the_snapshot(void **
   assert_int_equal(test_env_release(te), 0);
 }
 
-/* An executor that does not take part (the fake executor answers
+/* D3.7: an executor that does not take part (the fake executor answers
  * UNIMPLEMENTED) keeps the copy at the step boundary, said once. */
-static void test_snapshot__d3_7_executor_without_control_op_copies_at_the_boundary(void **state) {
+static void test_snapshot__executor_without_control_op_copies_at_the_boundary(void **state) {
   test_env *te = test_env_new();
   char *tmp = test_tmpdir_new("snap-fake");
   char *dir = test_path(tmp, "ck");
@@ -476,11 +477,11 @@ static void test_snapshot__d3_7_executor_without_control_op_copies_at_the_bounda
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_snapshot__d3_7_barrier_copies_before_the_write),
-      cmocka_unit_test(test_snapshot__d3_7_concurrent_copies_and_writes),
-      cmocka_unit_test(test_snapshot__d3_7_graph_checkpoints_equal_sync_saves),
-      cmocka_unit_test(test_snapshot__d3_7_graph_assign_and_close_keep_the_snapshot),
-      cmocka_unit_test(test_snapshot__d3_7_executor_without_control_op_copies_at_the_boundary),
+      cmocka_unit_test(test_snapshot__the_barrier_copies_a_variable_before_it_is_written),
+      cmocka_unit_test(test_snapshot__background_copies_and_concurrent_writes_keep_each_step),
+      cmocka_unit_test(test_snapshot__background_copied_checkpoints_equal_synchronous_ones),
+      cmocka_unit_test(test_snapshot__an_assign_or_close_after_the_snapshot_keeps_it),
+      cmocka_unit_test(test_snapshot__executor_without_control_op_copies_at_the_boundary),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

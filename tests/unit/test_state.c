@@ -142,7 +142,8 @@ static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0;
 
 /* ---- reading: accepted forms (H33) ------------------------------------------------- */
 
-static void test_state__reads_the_format_doc_example_C123(void **state) {
+/* C123: the state file example of the format document reads back as written. */
+static void test_state__reads_the_format_doc_example(void **state) {
   fixture *f = *state;
   load_ok(f, golden);
   assert_model(f, "model.ckpt-3000");
@@ -159,7 +160,8 @@ static void test_state__reads_the_format_doc_example_C123(void **state) {
   assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, ""), 0);
 }
 
-static void test_state__accepts_spaces_tabs_comments_blank_lines_any_key_order_H33(void **state) {
+/* H33: the reader accepts spaces and tabs around tokens, comments, blank lines and keys in any order. */
+static void test_state__accepts_spaces_tabs_comments_blank_lines_any_key_order(void **state) {
   fixture *f = *state;
   load_ok(f,
           "# written by hand\n"
@@ -181,7 +183,8 @@ static void test_state__accepts_spaces_tabs_comments_blank_lines_any_key_order_H
   assert_true(hk_checkpoint_state_last_preserved(f->cs) == 7);
 }
 
-static void test_state__timestamps_and_last_preserved_are_optional_H33(void **state) {
+/* H33: timestamps and last_preserved_timestamp may be absent; the model path alone is a list of one. */
+static void test_state__timestamps_and_last_preserved_are_optional(void **state) {
   fixture *f = *state;
   load_ok(f,
           "model_checkpoint_path: \"m-2\"\nall_model_checkpoint_paths: \"m-1\"\nall_model_checkpoint_paths: \"m-2\"\n");
@@ -196,7 +199,8 @@ static void test_state__timestamps_and_last_preserved_are_optional_H33(void **st
   assert_model(f, "only");
 }
 
-static void test_state__numbers_are_strict_decimals_H33(void **state) {
+/* H33: numbers are unsigned decimals with an optional fraction and exponent. */
+static void test_state__numbers_are_strict_decimals(void **state) {
   fixture *f = *state;
   static const struct {
     const char *text;
@@ -223,7 +227,8 @@ static void test_state__numbers_are_strict_decimals_H33(void **state) {
   }
 }
 
-static void test_state__string_escapes_follow_tf_text_format_H33(void **state) {
+/* H33: quoted strings take TensorFlow's text-format escapes, octal and hex included. */
+static void test_state__string_escapes_follow_tf_text_format(void **state) {
   fixture *f = *state;
   /* TF writes ' as \' and non-ASCII bytes in octal: both are valid name bytes. */
   load_ok(f,
@@ -238,7 +243,8 @@ static void test_state__string_escapes_follow_tf_text_format_H33(void **state) {
   assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, ""), 0);
 }
 
-static void test_state__line_of_exactly_4096_bytes_is_accepted_H33(void **state) {
+/* H33: a line of 4096 bytes is accepted and one byte more is malformed. */
+static void test_state__line_of_exactly_4096_bytes_is_accepted(void **state) {
   fixture *f = *state;
   char *text = malloc(8192);
   size_t o = 0;
@@ -257,7 +263,8 @@ static void test_state__line_of_exactly_4096_bytes_is_accepted_H33(void **state)
 
 /* ---- reading: file-level refusals (H33, C123) -------------------------------------- */
 
-static void test_state__refuses_unknown_and_repeated_keys_H33(void **state) {
+/* H33: an unknown or repeated key, or a missing model_checkpoint_path, is malformed at its line. */
+static void test_state__refuses_unknown_and_repeated_keys(void **state) {
   fixture *f = *state;
   assert_malformed(f, "model_checkpoint_path: \"a\"\nfoo: 1\n", 2, "unknown key 'foo'");
   assert_malformed(f, "model_checkpoint_path: \"a\"\nModel_checkpoint_path: \"a\"\n", 2, "unknown key");
@@ -275,7 +282,8 @@ static void test_state__refuses_unknown_and_repeated_keys_H33(void **state) {
   assert_malformed(f, "model_checkpoint_path: \"a\" # trailing comment\n", 1, "unexpected text");
 }
 
-static void test_state__refuses_duplicate_names_at_the_repeating_line_H33(void **state) {
+/* H33: a name listed twice is malformed at the line that repeats it, whatever its spelling. */
+static void test_state__refuses_duplicate_names_at_the_repeating_line(void **state) {
   fixture *f = *state;
   assert_malformed(f,
                    "model_checkpoint_path: \"b\"\n"
@@ -293,7 +301,8 @@ static void test_state__refuses_duplicate_names_at_the_repeating_line_H33(void *
                    3, "duplicate");
 }
 
-static void test_state__refuses_a_timestamp_count_other_than_0_or_the_path_count_H33(void **state) {
+/* H33: a timestamp count other than 0 or the number of paths is malformed. */
+static void test_state__refuses_a_timestamp_count_other_than_0_or_the_path_count(void **state) {
   fixture *f = *state;
   assert_malformed(f,
                    "model_checkpoint_path: \"b\"\n"
@@ -312,7 +321,8 @@ static void test_state__refuses_a_timestamp_count_other_than_0_or_the_path_count
                    5, "1 all_model_checkpoint_timestamps for 2");
 }
 
-static void test_state__refuses_malformed_numbers_H33(void **state) {
+/* H33: a signed, hexadecimal, infinite, NaN or otherwise malformed number is refused naming its key. */
+static void test_state__refuses_malformed_numbers(void **state) {
   fixture *f = *state;
   static const char *const bad[] = {"-1",  "+1", "0x10", "inf",   "nan",   "1e",  "1e+",  "1.5.2", ".",       "e5",
                                     "1,5", "",   "1 2",  "\"1\"", "1e999", "1_0", "1.5f", "١",     "Infinity"};
@@ -336,7 +346,8 @@ static void test_state__refuses_malformed_numbers_H33(void **state) {
   free(big);
 }
 
-static void test_state__refuses_malformed_quoted_strings_H33(void **state) {
+/* H33: an unterminated, unquoted or badly escaped string is refused naming its key. */
+static void test_state__refuses_malformed_quoted_strings(void **state) {
   fixture *f = *state;
   static const char *const bad[] = {"\"a",       "a",       "'a'", "\"a\" \"b\"", "\"a\"x", "\"a\\q\"", "\"\\x\"",
                                     "\"\\400\"", "\"a\\\"", "",    "\"\\8\"",     "\"a\" 1"};
@@ -351,7 +362,8 @@ static void test_state__refuses_malformed_quoted_strings_H33(void **state) {
   assert_malformed(f, "model_checkpoint_path: \"a\n\"\n", 1, "unterminated");
 }
 
-static void test_state__refuses_a_nul_byte_H33(void **state) {
+/* H33: a NUL byte anywhere in the file is malformed at its line. */
+static void test_state__refuses_a_nul_byte(void **state) {
   fixture *f = *state;
   static const char text[] = "model_checkpoint_path: \"a\"\n# fine\nall_model_checkpoint_paths: \"a\0b\"\n";
   assert_malformed_n(f, text, sizeof text - 1, 3, "NUL byte");
@@ -359,13 +371,13 @@ static void test_state__refuses_a_nul_byte_H33(void **state) {
   assert_malformed_n(f, in_comment, sizeof in_comment - 1, 2, "NUL byte");
 }
 
-/* The reader's bound is 256 MiB (include/hooked/checkpoint.h), large enough
+/* H33: the reader's bound is 256 MiB (include/hooked/checkpoint.h), large enough
  * that D6.3's ever-growing list cannot reach it
- * (test_state__a_file_over_16_mib_is_written_and_read_D6_3_H33 reads a
+ * (test_state__a_file_over_16_mib_is_written_and_read reads a
  * 17.7 MB one). One byte more is refused before it is read: the sparse
  * file's NUL bytes would otherwise be reported at line 2, not as the whole
  * file, "(line 0)", with its size. */
-static void test_state__refuses_a_file_over_256_mib_unread_H33(void **state) {
+static void test_state__refuses_a_file_over_256_mib_unread(void **state) {
   fixture *f = *state;
   static const char first[] = "model_checkpoint_path: \"a\"\n";
   const off_t n = ((off_t)256 << 20) + 1;
@@ -381,7 +393,8 @@ static void test_state__refuses_a_file_over_256_mib_unread_H33(void **state) {
 
 /* ---- reading: entry-level refusals (H32, H33) ------------------------------------ */
 
-static void test_state__ignores_each_entry_that_is_not_a_bare_name_H33(void **state) {
+/* H33: each entry that is not a bare name is ignored with a warning showing it escaped. */
+static void test_state__ignores_each_entry_that_is_not_a_bare_name(void **state) {
   fixture *f = *state;
   char long_name[300], long_shown[300];
   memset(long_name, 'n', 256);
@@ -422,7 +435,8 @@ static void test_state__ignores_each_entry_that_is_not_a_bare_name_H33(void **st
   }
 }
 
-static void test_state__accepts_a_255_byte_name_H32(void **state) {
+/* H32: a checkpoint name of 255 bytes is valid. */
+static void test_state__accepts_a_255_byte_name(void **state) {
   fixture *f = *state;
   char name[256], text[600];
   memset(name, 'n', 255);
@@ -432,7 +446,8 @@ static void test_state__accepts_a_255_byte_name_H32(void **state) {
   assert_model(f, name);
 }
 
-static void test_state__refused_model_path_falls_back_to_the_newest_valid_entry_H33(void **state) {
+/* H33: a refused model_checkpoint_path falls back to the newest valid entry. */
+static void test_state__refused_model_path_falls_back_to_the_newest_valid_entry(void **state) {
   fixture *f = *state;
   load_ok(f,
           "model_checkpoint_path: \"/etc/passwd\"\n"
@@ -457,7 +472,8 @@ static void test_state__refused_model_path_falls_back_to_the_newest_valid_entry_
   assert_int_equal(count_refusals(f, "../x"), 1);
 }
 
-static void test_state__refuses_a_file_with_no_valid_entry_left_H33(void **state) {
+/* H33: a file with no valid entry left is malformed. */
+static void test_state__refuses_a_file_with_no_valid_entry_left(void **state) {
   fixture *f = *state;
   assert_malformed(f, "model_checkpoint_path: \"../x\"\n", 2, "no valid checkpoint entry left");
   assert_malformed(f,
@@ -469,9 +485,9 @@ static void test_state__refuses_a_file_with_no_valid_entry_left_H33(void **state
   assert_int_equal(count_refusals(f, "a/b"), 1);
 }
 
-/* The reader never touches a refused name: every fs call on a path naming
+/* H33: the reader never touches a refused name: every fs call on a path naming
  * one would fail, and none is made. */
-static void test_state__refused_entries_are_never_opened_H33(void **state) {
+static void test_state__refused_entries_are_never_opened(void **state) {
   fixture *f = *state;
   faulty_fs ff;
   faulty_fs_init(&ff);
@@ -492,7 +508,8 @@ static void test_state__refused_entries_are_never_opened_H33(void **state) {
 
 /* ---- reading: the model path is the newest entry (C117; documented choice) -------- */
 
-static void test_state__model_path_missing_from_the_list_is_appended_without_timestamps_C117(void **state) {
+/* C117: a model_checkpoint_path missing from the list is appended, and the timestamps dropped. */
+static void test_state__model_path_missing_from_the_list_is_appended_without_timestamps(void **state) {
   fixture *f = *state;
   load_ok(f,
           "model_checkpoint_path: \"c\"\n"
@@ -510,7 +527,8 @@ static void test_state__model_path_missing_from_the_list_is_appended_without_tim
   assert_true(hk_checkpoint_state_last_preserved(f->cs) == 5);
 }
 
-static void test_state__model_path_listed_early_moves_last_with_its_timestamp_C117(void **state) {
+/* C117: a model_checkpoint_path listed early moves last, taking its timestamp with it. */
+static void test_state__model_path_listed_early_moves_last_with_its_timestamp(void **state) {
   fixture *f = *state;
   load_ok(f,
           "model_checkpoint_path: \"a\"\n"
@@ -532,7 +550,8 @@ static void test_state__model_path_listed_early_moves_last_with_its_timestamp_C1
 
 /* ---- reading: errors that are not about the text (C123, H9) ----------------------- */
 
-static void test_state__not_found_without_a_state_file_C123(void **state) {
+/* C123: without a state file, or without the directory, the reader returns NOT_FOUND naming the path. */
+static void test_state__not_found_without_a_state_file(void **state) {
   fixture *f = *state;
   hk_code rc = hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &f->cs, &f->st);
   assert_status(rc, &f->st, HK_NOT_FOUND, f->state_path);
@@ -543,7 +562,8 @@ static void test_state__not_found_without_a_state_file_C123(void **state) {
   free(missing);
 }
 
-static void test_state__a_state_file_that_is_a_directory_is_refused_C123(void **state) {
+/* C123: a state file that is a directory is FAILED_PRECONDITION naming it. */
+static void test_state__a_state_file_that_is_a_directory_is_refused(void **state) {
   fixture *f = *state;
   assert_int_equal(mkdir(f->state_path, 0755), 0);
   hk_code rc = hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &f->cs, &f->st);
@@ -552,7 +572,8 @@ static void test_state__a_state_file_that_is_a_directory_is_refused_C123(void **
   assert_null(f->cs);
 }
 
-static void test_state__read_errors_are_the_file_system_s_H9(void **state) {
+/* H9: a read error at any file-system call is returned with the file system's code. */
+static void test_state__read_errors_are_the_file_system_s(void **state) {
   fixture *f = *state;
   faulty_fs ff;
   put_state(f, golden, strlen(golden));
@@ -579,7 +600,8 @@ static void test_state__read_errors_are_the_file_system_s_H9(void **state) {
   faulty_fs_destroy(&ff);
 }
 
-static void test_state__custom_latest_filename_C123(void **state) {
+/* C123: the state file may have another name, which must be a valid bare name. */
+static void test_state__custom_latest_filename(void **state) {
   fixture *f = *state;
   char *p = in_dir(f, "my_state");
   assert_int_equal(test_write_file(p, golden, strlen(golden)), 0);
@@ -594,7 +616,8 @@ static void test_state__custom_latest_filename_C123(void **state) {
   free(p);
 }
 
-static void test_state__paths_join_dir_as_given_C123(void **state) {
+/* C123: the listed names are joined to the directory as the caller spelled it. */
+static void test_state__paths_join_dir_as_given(void **state) {
   fixture *f = *state;
   char dir_slash[1024];
   put_state(f, golden, strlen(golden));
@@ -643,7 +666,8 @@ static void test_state__works_with_the_default_env(void **state) {
 
 /* ---- writing (C117, C118, H32, H34) ------------------------------------------------ */
 
-static void test_state__writes_exactly_the_format_doc_example_C117(void **state) {
+/* C117: the writer writes exactly the example of the format document, atomically. */
+static void test_state__writes_exactly_the_format_doc_example(void **state) {
   fixture *f = *state;
   const char *names[] = {"model.ckpt-2000", "model.ckpt-2500", "model.ckpt-3000"};
   const double ts[] = {1763700000.125, 1763700030.5, 1763700061.25};
@@ -659,7 +683,8 @@ static void test_state__writes_exactly_the_format_doc_example_C117(void **state)
   assert_int_equal(test_log_count(&f->te->log, -1, "Manually adding"), 0);
 }
 
-static void test_state__writes_no_timestamp_lines_without_timestamps_C117(void **state) {
+/* C117: without timestamps the writer writes no timestamp line. */
+static void test_state__writes_no_timestamp_lines_without_timestamps(void **state) {
   fixture *f = *state;
   const char *names[] = {"a", "b"};
   assert_ok(hk_update_checkpoint_state(&f->te->env, f->dir, "b", names, 2, NULL, 0.5, NULL, &f->st), &f->st);
@@ -672,7 +697,8 @@ static void test_state__writes_no_timestamp_lines_without_timestamps_C117(void *
   free(text);
 }
 
-static void test_state__timestamps_round_trip_bit_exactly_in_shortest_form_C117(void **state) {
+/* C117: timestamps are written in the shortest form that reads back to the same double. */
+static void test_state__timestamps_round_trip_bit_exactly_in_shortest_form(void **state) {
   fixture *f = *state;
   enum { N = 64 };
   const char *names[N];
@@ -730,7 +756,8 @@ static void test_state__timestamps_round_trip_bit_exactly_in_shortest_form_C117(
   free(text);
 }
 
-static void test_state__update_accepts_paths_in_dir_and_refuses_other_dirs_C118(void **state) {
+/* C118: paths in the directory are written as bare names; paths elsewhere are INVALID_ARGUMENT. */
+static void test_state__update_accepts_paths_in_dir_and_refuses_other_dirs(void **state) {
   fixture *f = *state;
   char *a = in_dir(f, "a"), *b = in_dir(f, "b");
   const char *names[] = {a, "b"};
@@ -768,7 +795,8 @@ static void test_state__update_accepts_paths_in_dir_and_refuses_other_dirs_C118(
   free(b);
 }
 
-static void test_state__update_appends_a_missing_newest_with_a_log_line_C117(void **state) {
+/* C117: a newest checkpoint missing from the list is appended with the wall-clock time and a log line. */
+static void test_state__update_appends_a_missing_newest_with_a_log_line(void **state) {
   fixture *f = *state;
   const char *names[] = {"a", "b"};
   const double ts[] = {10, 20};
@@ -795,7 +823,8 @@ static void test_state__update_appends_a_missing_newest_with_a_log_line_C117(voi
   free(c);
 }
 
-static void test_state__update_moves_a_listed_newest_last_C117(void **state) {
+/* C117: a newest checkpoint already listed moves last with its timestamp. */
+static void test_state__update_moves_a_listed_newest_last(void **state) {
   fixture *f = *state;
   const char *names[] = {"a", "b", "c"};
   const double ts[] = {1, 2, 3};
@@ -808,7 +837,8 @@ static void test_state__update_moves_a_listed_newest_last_C117(void **state) {
   assert_true(hk_checkpoint_state_timestamp(f->cs, 2) == 1);
 }
 
-static void test_state__update_refuses_a_name_equal_to_latest_filename_C118(void **state) {
+/* C118: a checkpoint name equal to the state file's name is INVALID_ARGUMENT. */
+static void test_state__update_refuses_a_name_equal_to_latest_filename(void **state) {
   fixture *f = *state;
   const char *names[] = {"a", "checkpoint"};
   char want[1100];
@@ -826,7 +856,8 @@ static void test_state__update_refuses_a_name_equal_to_latest_filename_C118(void
   assert_false(test_path_exists(f->state_path));
 }
 
-static void test_state__update_refuses_invalid_names_H32(void **state) {
+/* H32: a checkpoint name that is not 1 to 255 bytes of allowed characters is INVALID_ARGUMENT. */
+static void test_state__update_refuses_invalid_names(void **state) {
   fixture *f = *state;
   char long_name[300];
   memset(long_name, 'n', 256);
@@ -871,7 +902,7 @@ static void test_state__update_refuses_duplicates_and_bad_numbers(void **state) 
 
 /* D4, H9: a failed write reports the file system's error and leaves the
  * previous state file byte-identical, with no temporary file behind. */
-static void test_state__write_failures_leave_the_previous_state_file_intact_D4(void **state) {
+static void test_state__write_failures_leave_the_previous_state_file_intact(void **state) {
   fixture *f = *state;
   static const int slots[] = {FAULTY_FS_CREATE_EXCL, FAULTY_FS_WRITE, FAULTY_FS_SYNC, FAULTY_FS_CLOSE,
                               FAULTY_FS_RENAME};
@@ -925,7 +956,8 @@ static void test_state__write_failures_leave_the_previous_state_file_intact_D4(v
   faulty_fs_destroy(&ff);
 }
 
-static void test_state__short_writes_still_write_the_whole_file_D4(void **state) {
+/* D4: short writes are written again until the whole state file is written. */
+static void test_state__short_writes_still_write_the_whole_file(void **state) {
   fixture *f = *state;
   const char *names[] = {"model.ckpt-2000", "model.ckpt-2500", "model.ckpt-3000"};
   const double ts[] = {1763700000.125, 1763700030.5, 1763700061.25};
@@ -941,9 +973,9 @@ static void test_state__short_writes_still_write_the_whole_file_D4(void **state)
   faulty_fs_destroy(&ff);
 }
 
-/* House style 22a: every allocation failure is RESOURCE_EXHAUSTED, and
+/* H7: house style 22a: every allocation failure is RESOURCE_EXHAUSTED, and
  * nothing leaks (the teardown checks live blocks). */
-static void test_state__out_of_memory_everywhere_H7(void **state) {
+static void test_state__out_of_memory_everywhere(void **state) {
   fixture *f = *state;
   const char *names[] = {"a", "b", "c"};
   const double ts[] = {1, 2, 3};
@@ -999,7 +1031,7 @@ static void test_state__out_of_memory_everywhere_H7(void **state) {
  * written and read back, so a Saver with max_to_keep 0 never starts failing
  * its saves once enough checkpoints are listed.
  */
-static void test_state__a_file_over_16_mib_is_written_and_read_D6_3_H33(void **state) {
+static void test_state__a_file_over_16_mib_is_written_and_read(void **state) {
   fixture *f = *state;
   enum { N = 62000, LEN = 255 };
   char **names = calloc(N, sizeof *names);
@@ -1026,7 +1058,7 @@ static void test_state__a_file_over_16_mib_is_written_and_read_D6_3_H33(void **s
 
 /* H33: "-0" (a sign, even on zero) and "1e400" are malformed; "1e-400"
  * (underflows to 0, strtod's ERANGE), "1E+3" and "5." are numbers. */
-static void test_state__number_corner_cases_H33(void **state) {
+static void test_state__signed_and_overflowing_numbers_are_malformed_underflow_is_not(void **state) {
   fixture *f = *state;
   static const char *const bad[] = {"-0", "-0.0", "1e400"};
   static const char *const good[] = {"1e-400", "1E+3", "5."};
@@ -1046,7 +1078,7 @@ static void test_state__number_corner_cases_H33(void **state) {
 /* H33: a trailing comment after a value, and a NUL inside a quoted name
  * reached through an escape: the first is malformed, the second an entry
  * refused with the warning (never a crash, never a truncated name). */
-static void test_state__trailing_comment_malformed_and_escaped_nul_refused_H33(void **state) {
+static void test_state__trailing_comment_malformed_and_escaped_nul_refused(void **state) {
   fixture *f = *state;
   assert_status(load(f, "model_checkpoint_path: \"a\" # newest\n"), &f->st, HK_DATA_LOSS, "(line 1)");
   assert_ok(load(f,
@@ -1061,48 +1093,48 @@ static void test_state__trailing_comment_malformed_and_escaped_nul_refused_H33(v
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
-      T(test_state__reads_the_format_doc_example_C123),
-      T(test_state__accepts_spaces_tabs_comments_blank_lines_any_key_order_H33),
-      T(test_state__timestamps_and_last_preserved_are_optional_H33),
-      T(test_state__numbers_are_strict_decimals_H33),
-      T(test_state__string_escapes_follow_tf_text_format_H33),
-      T(test_state__line_of_exactly_4096_bytes_is_accepted_H33),
-      T(test_state__refuses_unknown_and_repeated_keys_H33),
-      T(test_state__refuses_duplicate_names_at_the_repeating_line_H33),
-      T(test_state__refuses_a_timestamp_count_other_than_0_or_the_path_count_H33),
-      T(test_state__refuses_malformed_numbers_H33),
-      T(test_state__refuses_malformed_quoted_strings_H33),
-      T(test_state__refuses_a_nul_byte_H33),
-      T(test_state__refuses_a_file_over_256_mib_unread_H33),
-      T(test_state__ignores_each_entry_that_is_not_a_bare_name_H33),
-      T(test_state__accepts_a_255_byte_name_H32),
-      T(test_state__refused_model_path_falls_back_to_the_newest_valid_entry_H33),
-      T(test_state__refuses_a_file_with_no_valid_entry_left_H33),
-      T(test_state__refused_entries_are_never_opened_H33),
-      T(test_state__model_path_missing_from_the_list_is_appended_without_timestamps_C117),
-      T(test_state__model_path_listed_early_moves_last_with_its_timestamp_C117),
-      T(test_state__not_found_without_a_state_file_C123),
-      T(test_state__a_state_file_that_is_a_directory_is_refused_C123),
-      T(test_state__read_errors_are_the_file_system_s_H9),
-      T(test_state__custom_latest_filename_C123),
-      T(test_state__paths_join_dir_as_given_C123),
+      T(test_state__reads_the_format_doc_example),
+      T(test_state__accepts_spaces_tabs_comments_blank_lines_any_key_order),
+      T(test_state__timestamps_and_last_preserved_are_optional),
+      T(test_state__numbers_are_strict_decimals),
+      T(test_state__string_escapes_follow_tf_text_format),
+      T(test_state__line_of_exactly_4096_bytes_is_accepted),
+      T(test_state__refuses_unknown_and_repeated_keys),
+      T(test_state__refuses_duplicate_names_at_the_repeating_line),
+      T(test_state__refuses_a_timestamp_count_other_than_0_or_the_path_count),
+      T(test_state__refuses_malformed_numbers),
+      T(test_state__refuses_malformed_quoted_strings),
+      T(test_state__refuses_a_nul_byte),
+      T(test_state__refuses_a_file_over_256_mib_unread),
+      T(test_state__ignores_each_entry_that_is_not_a_bare_name),
+      T(test_state__accepts_a_255_byte_name),
+      T(test_state__refused_model_path_falls_back_to_the_newest_valid_entry),
+      T(test_state__refuses_a_file_with_no_valid_entry_left),
+      T(test_state__refused_entries_are_never_opened),
+      T(test_state__model_path_missing_from_the_list_is_appended_without_timestamps),
+      T(test_state__model_path_listed_early_moves_last_with_its_timestamp),
+      T(test_state__not_found_without_a_state_file),
+      T(test_state__a_state_file_that_is_a_directory_is_refused),
+      T(test_state__read_errors_are_the_file_system_s),
+      T(test_state__custom_latest_filename),
+      T(test_state__paths_join_dir_as_given),
       T(test_state__null_arguments_and_accessors),
       T(test_state__works_with_the_default_env),
-      T(test_state__writes_exactly_the_format_doc_example_C117),
-      T(test_state__writes_no_timestamp_lines_without_timestamps_C117),
-      T(test_state__timestamps_round_trip_bit_exactly_in_shortest_form_C117),
-      T(test_state__update_accepts_paths_in_dir_and_refuses_other_dirs_C118),
-      T(test_state__update_appends_a_missing_newest_with_a_log_line_C117),
-      T(test_state__update_moves_a_listed_newest_last_C117),
-      T(test_state__update_refuses_a_name_equal_to_latest_filename_C118),
-      T(test_state__update_refuses_invalid_names_H32),
+      T(test_state__writes_exactly_the_format_doc_example),
+      T(test_state__writes_no_timestamp_lines_without_timestamps),
+      T(test_state__timestamps_round_trip_bit_exactly_in_shortest_form),
+      T(test_state__update_accepts_paths_in_dir_and_refuses_other_dirs),
+      T(test_state__update_appends_a_missing_newest_with_a_log_line),
+      T(test_state__update_moves_a_listed_newest_last),
+      T(test_state__update_refuses_a_name_equal_to_latest_filename),
+      T(test_state__update_refuses_invalid_names),
       T(test_state__update_refuses_duplicates_and_bad_numbers),
-      T(test_state__write_failures_leave_the_previous_state_file_intact_D4),
-      T(test_state__short_writes_still_write_the_whole_file_D4),
-      T(test_state__out_of_memory_everywhere_H7),
-      T(test_state__a_file_over_16_mib_is_written_and_read_D6_3_H33),
-      T(test_state__number_corner_cases_H33),
-      T(test_state__trailing_comment_malformed_and_escaped_nul_refused_H33),
+      T(test_state__write_failures_leave_the_previous_state_file_intact),
+      T(test_state__short_writes_still_write_the_whole_file),
+      T(test_state__out_of_memory_everywhere),
+      T(test_state__a_file_over_16_mib_is_written_and_read),
+      T(test_state__signed_and_overflowing_numbers_are_malformed_underflow_is_not),
+      T(test_state__trailing_comment_malformed_and_escaped_nul_refused),
 #undef T
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
