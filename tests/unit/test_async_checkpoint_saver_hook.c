@@ -207,7 +207,9 @@ static void poll_until_logged(fixture *f, const char *fmt, long long n) {
 
 /* ---- C104: options and the creation line ------------------------------------------ */
 
-static void test_async_checkpoint_saver_hook__c104_options_and_log(void **state) {
+/* C104: the asynchronous hook takes the synchronous hook's options, refuses the same bad ones and logs its creation
+ * line. */
+static void test_async_checkpoint_saver_hook__validates_options_and_logs_its_creation(void **state) {
   fixture *f = *state;
   hk_hook *h = (hk_hook *)1;
   char line[600];
@@ -247,7 +249,9 @@ static void test_async_checkpoint_saver_hook__c104_options_and_log(void **state)
 
 /* ---- C105, C106, C108, C109: saves, completions, listeners ----------------------- */
 
-static void test_async_checkpoint_saver_hook__c105_saves_listeners_logs(void **state) {
+/* C105: the save at creation and each later save are written in the background, with the listeners and log lines of
+ * a synchronous save. */
+static void test_async_checkpoint_saver_hook__saves_in_the_background_with_listeners_and_log_lines(void **state) {
   fixture *f = *state;
   char *save_path = test_path(f->dir, "model.ckpt");
   char line[600];
@@ -287,7 +291,9 @@ static void test_async_checkpoint_saver_hook__c105_saves_listeners_logs(void **s
 
 /* ---- D3.1: the checkpoint for step N holds exactly step N's values ---------------- */
 
-static void test_async_checkpoint_saver_hook__d3_snapshot_holds_step_values(void **state) {
+/* D3: checkpoint -N holds exactly the values the variables had at step N, though training goes on while it is
+ * written. */
+static void test_async_checkpoint_saver_hook__a_checkpoint_holds_the_values_of_its_step(void **state) {
   fixture *f = *state;
   int64_t n = -1, v_at_n = -1, gs, v, m;
   int i, reads, deferrals, before;
@@ -341,7 +347,8 @@ static void test_async_checkpoint_saver_hook__d3_snapshot_holds_step_values(void
 
 /* ---- D3.3: block_when_busy ------------------------------------------------------- */
 
-static void test_async_checkpoint_saver_hook__d3_block_when_busy(void **state) {
+/* D3: with block_when_busy a save that falls due during a write waits for it instead of being deferred. */
+static void test_async_checkpoint_saver_hook__block_when_busy_waits_for_the_write_in_flight(void **state) {
   fixture *f = *state;
   pthread_t opener;
 
@@ -364,7 +371,8 @@ static void test_async_checkpoint_saver_hook__d3_block_when_busy(void **state) {
 
 /* ---- D3.4: background errors ----------------------------------------------------- */
 
-static void test_async_checkpoint_saver_hook__d3_error_reaches_next_after_run(void **state) {
+/* D3: a background write error is returned by the first after_run on the training thread after the write ended. */
+static void test_async_checkpoint_saver_hook__a_write_error_reaches_the_next_after_run(void **state) {
   fixture *f = *state;
   int i, before;
   hk_code rc = HK_OK;
@@ -400,7 +408,8 @@ static void test_async_checkpoint_saver_hook__d3_error_reaches_next_after_run(vo
   assert_true(ckpt_exists(f, 3));
 }
 
-static void test_async_checkpoint_saver_hook__d3_error_fails_that_after_run_without_new_save(void **state) {
+/* D3: the after_run that meets a write error fails with it, names the checkpoint and starts no new save. */
+static void test_async_checkpoint_saver_hook__a_write_error_fails_that_after_run_and_starts_no_save(void **state) {
   fixture *f = *state;
 
   f->o.block_when_busy = 1;
@@ -416,7 +425,8 @@ static void test_async_checkpoint_saver_hook__d3_error_fails_that_after_run_with
   assert_false(ckpt_exists(f, 1));
 }
 
-static void test_async_checkpoint_saver_hook__d35_error_reaches_end_and_final_save_runs(void **state) {
+/* D3.5: end() returns the error of the write in flight and still saves the final step. */
+static void test_async_checkpoint_saver_hook__a_write_error_reaches_end_and_the_final_save_runs(void **state) {
   fixture *f = *state;
 
   f->o.block_when_busy = 1;
@@ -440,7 +450,8 @@ static void test_async_checkpoint_saver_hook__d35_error_reaches_end_and_final_sa
 
 /* ---- D3.5: end drains, then saves only if needed --------------------------------- */
 
-static void test_async_checkpoint_saver_hook__d35_end_drains_without_resave(void **state) {
+/* D3.5: end() waits for the write in flight and does not save again a step that write holds. */
+static void test_async_checkpoint_saver_hook__end_waits_for_the_write_in_flight_without_saving_again(void **state) {
   fixture *f = *state;
 
   f->o.block_when_busy = 1;
@@ -463,7 +474,8 @@ static void test_async_checkpoint_saver_hook__d35_end_drains_without_resave(void
   assert_true(f->l.end_step == 2);
 }
 
-static void test_async_checkpoint_saver_hook__d35_end_saves_final_step(void **state) {
+/* D3.5: end() saves the final step synchronously when no checkpoint of it was written. */
+static void test_async_checkpoint_saver_hook__end_saves_the_final_step(void **state) {
   fixture *f = *state;
   int64_t gs, v;
   int i;
@@ -481,7 +493,8 @@ static void test_async_checkpoint_saver_hook__d35_end_saves_final_step(void **st
 
 /* ---- D3.4, C105: a listener's stop request from the creation save is honoured ---- */
 
-static void test_async_checkpoint_saver_hook__c105_creation_stop_request_honoured(void **state) {
+/* C105: a listener's stop request from the save at creation is honoured when its completion is processed. */
+static void test_async_checkpoint_saver_hook__a_stop_request_after_the_creation_save_is_honoured(void **state) {
   fixture *f = *state;
 
   f->o.block_when_busy = 1;
@@ -495,7 +508,8 @@ static void test_async_checkpoint_saver_hook__c105_creation_stop_request_honoure
 
 /* ---- D12: a signal stop ends with the final checkpoint --------------------------- */
 
-static void test_async_checkpoint_saver_hook__d12_signal_stop_final_save(void **state) {
+/* D12: a signal is a clean stop, so end() still saves the final step. */
+static void test_async_checkpoint_saver_hook__a_signal_stop_still_saves_the_final_step(void **state) {
   fixture *f = *state;
   int i;
 
@@ -518,7 +532,7 @@ static void test_async_checkpoint_saver_hook__d12_signal_stop_final_save(void **
  * uses the session's default Scaffold's Saver (C99), which the session frees
  * with itself, so the write must be over by then (under ASan a late write
  * is a use-after-free). The result is dropped: no after_save, no end. */
-static void test_async_checkpoint_saver_hook__d32_unclean_close_completes_write(void **state) {
+static void test_async_checkpoint_saver_hook__an_unclean_close_completes_the_write_in_flight(void **state) {
   fixture *f = *state;
   pthread_t opener;
 
@@ -539,9 +553,9 @@ static void test_async_checkpoint_saver_hook__d32_unclean_close_completes_write(
   assert_int_equal(f->l.end, 0);
 }
 
-/* Freed without close (H20): the implicit close detaches the hook, which
+/* D3.2: freed without close (H20): the implicit close detaches the hook, which
  * finishes the write before the session's Saver goes away. */
-static void test_async_checkpoint_saver_hook__d32_free_without_close_completes_write(void **state) {
+static void test_async_checkpoint_saver_hook__free_without_close_completes_the_write_in_flight(void **state) {
   fixture *f = *state;
   pthread_t opener;
 
@@ -663,7 +677,8 @@ static void run_big_graph(fixture *f, int async, long *at_creation, long *in_ste
   assert_true(ckpt_exists(f, 4));
 }
 
-static void test_async_checkpoint_saver_hook__d32_snapshot_buffer_allocated_once(void **state) {
+/* D3.2: the snapshot buffer is allocated at the first save and reused by every later one. */
+static void test_async_checkpoint_saver_hook__the_snapshot_buffer_is_allocated_once(void **state) {
   fixture *f = *state;
   long sync_creation, sync_steps, async_creation, async_steps;
 
@@ -703,7 +718,7 @@ static long mutating_calls(fixture *f) {
  * before_save/after_save for it, and end() before any step does not save
  * GS synchronously either: it counts as written. The next save comes after
  * the cadence. */
-static void test_async_checkpoint_saver_hook__c105_restored_checkpoint_not_saved_again(void **state) {
+static void test_async_checkpoint_saver_hook__restored_checkpoint_not_saved_again(void **state) {
   fixture *f = *state;
   char line[1200];
   char *save_path = test_path(f->dir, "model.ckpt");
@@ -806,7 +821,7 @@ static void *open_much_later(void *arg) {
  * D3.5): the error belongs to the next after_run, which leaves the session
  * usable.
  */
-static void test_async_checkpoint_saver_hook__d34_write_error_met_at_recreation_reaches_after_run(void **state) {
+static void test_async_checkpoint_saver_hook__write_error_met_at_recreation_reaches_after_run(void **state) {
   fixture *f = *state;
   hk_code rc;
 
@@ -877,7 +892,7 @@ static graph_race the_graph_race;
  * temporary (whose rename would then fail with NOT_FOUND and put the MS,
  * only recovering from a preemption, into the failed state).
  */
-static void test_async_checkpoint_saver_hook__d32_graph_txt_not_written_beside_write_in_flight(void **state) {
+static void test_async_checkpoint_saver_hook__graph_txt_not_written_beside_write_in_flight(void **state) {
   fixture *f = *state;
   pthread_t opener;
   hk_code rc;
@@ -978,7 +993,7 @@ static void quarantine_release(quarantine *q) {
  * ever unlinked or logged ("Ignoring: ..."), and model.ckpt-0, which
  * retention (max_to_keep 1) has to delete, goes.
  */
-static void test_async_checkpoint_saver_hook__d32_restore_at_recreation_waits_for_the_writer(void **state) {
+static void test_async_checkpoint_saver_hook__restore_at_recreation_waits_for_the_writer(void **state) {
   fixture *f = *state;
   hk_saver_options so = HK_SAVER_OPTIONS_INIT;
   hk_scaffold_options sco = HK_SCAFFOLD_OPTIONS_INIT;
@@ -1073,7 +1088,7 @@ static void tc_sleep(void *u, double secs) {
  * the training thread at snapshot time and passed to the write, and the
  * write is timed on the training thread when its completion is processed.
  */
-static void test_async_checkpoint_saver_hook__h6_writer_thread_does_not_call_the_clock(void **state) {
+static void test_async_checkpoint_saver_hook__writer_thread_does_not_call_the_clock(void **state) {
   fixture *f = *state;
   thread_clock tc;
   hk_env env;
@@ -1120,25 +1135,25 @@ static void test_async_checkpoint_saver_hook__h6_writer_thread_does_not_call_the
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      T(test_async_checkpoint_saver_hook__c104_options_and_log),
-      T(test_async_checkpoint_saver_hook__c105_saves_listeners_logs),
-      T(test_async_checkpoint_saver_hook__d3_snapshot_holds_step_values),
-      T(test_async_checkpoint_saver_hook__d3_block_when_busy),
-      T(test_async_checkpoint_saver_hook__d3_error_reaches_next_after_run),
-      T(test_async_checkpoint_saver_hook__d3_error_fails_that_after_run_without_new_save),
-      T(test_async_checkpoint_saver_hook__d35_error_reaches_end_and_final_save_runs),
-      T(test_async_checkpoint_saver_hook__d35_end_drains_without_resave),
-      T(test_async_checkpoint_saver_hook__d35_end_saves_final_step),
-      T(test_async_checkpoint_saver_hook__c105_creation_stop_request_honoured),
-      T(test_async_checkpoint_saver_hook__d12_signal_stop_final_save),
-      T(test_async_checkpoint_saver_hook__d32_unclean_close_completes_write),
-      T(test_async_checkpoint_saver_hook__d32_free_without_close_completes_write),
-      T(test_async_checkpoint_saver_hook__d32_snapshot_buffer_allocated_once),
-      T(test_async_checkpoint_saver_hook__c105_restored_checkpoint_not_saved_again),
-      T(test_async_checkpoint_saver_hook__h6_writer_thread_does_not_call_the_clock),
-      T(test_async_checkpoint_saver_hook__d34_write_error_met_at_recreation_reaches_after_run),
-      T(test_async_checkpoint_saver_hook__d32_graph_txt_not_written_beside_write_in_flight),
-      T(test_async_checkpoint_saver_hook__d32_restore_at_recreation_waits_for_the_writer),
+      T(test_async_checkpoint_saver_hook__validates_options_and_logs_its_creation),
+      T(test_async_checkpoint_saver_hook__saves_in_the_background_with_listeners_and_log_lines),
+      T(test_async_checkpoint_saver_hook__a_checkpoint_holds_the_values_of_its_step),
+      T(test_async_checkpoint_saver_hook__block_when_busy_waits_for_the_write_in_flight),
+      T(test_async_checkpoint_saver_hook__a_write_error_reaches_the_next_after_run),
+      T(test_async_checkpoint_saver_hook__a_write_error_fails_that_after_run_and_starts_no_save),
+      T(test_async_checkpoint_saver_hook__a_write_error_reaches_end_and_the_final_save_runs),
+      T(test_async_checkpoint_saver_hook__end_waits_for_the_write_in_flight_without_saving_again),
+      T(test_async_checkpoint_saver_hook__end_saves_the_final_step),
+      T(test_async_checkpoint_saver_hook__a_stop_request_after_the_creation_save_is_honoured),
+      T(test_async_checkpoint_saver_hook__a_signal_stop_still_saves_the_final_step),
+      T(test_async_checkpoint_saver_hook__an_unclean_close_completes_the_write_in_flight),
+      T(test_async_checkpoint_saver_hook__free_without_close_completes_the_write_in_flight),
+      T(test_async_checkpoint_saver_hook__the_snapshot_buffer_is_allocated_once),
+      T(test_async_checkpoint_saver_hook__restored_checkpoint_not_saved_again),
+      T(test_async_checkpoint_saver_hook__writer_thread_does_not_call_the_clock),
+      T(test_async_checkpoint_saver_hook__write_error_met_at_recreation_reaches_after_run),
+      T(test_async_checkpoint_saver_hook__graph_txt_not_written_beside_write_in_flight),
+      T(test_async_checkpoint_saver_hook__restore_at_recreation_waits_for_the_writer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

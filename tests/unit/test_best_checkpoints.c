@@ -240,13 +240,15 @@ static void keeps_the_best(fixture *f, int async) {
   assert_true(exists(f, 7)); /* end() had nothing new to save */
 }
 
-static void test_best_checkpoints__h45_keeps_the_k_best_beside_the_newest(void **state) { keeps_the_best(*state, 0); }
+/* H45: retention keeps the best_k checkpoints by the metric besides the max_to_keep newest. */
+static void test_best_checkpoints__keeps_the_k_best_beside_the_newest(void **state) { keeps_the_best(*state, 0); }
 
-static void test_best_checkpoints__h45_keeps_the_k_best_async(void **state) { keeps_the_best(*state, 1); }
+/* H45: the asynchronous hook keeps the best_k checkpoints as the synchronous one does. */
+static void test_best_checkpoints__the_async_hook_keeps_the_k_best_too(void **state) { keeps_the_best(*state, 1); }
 
-/* A new Saver and hook (a restarted program) read the ranking back: step 3
+/* H45: a new Saver and hook (a restarted program) read the ranking back: step 3
  * stays the best, step 6 leaves it at the first save and is deleted. */
-static void test_best_checkpoints__h45_ranking_survives_a_restart(void **state) {
+static void test_best_checkpoints__ranking_survives_a_restart(void **state) {
   fixture *f = *state;
   keeps_the_best(f, 0);
   make_hook(f, 0, 2, 2, HK_MONITOR_MIN);
@@ -272,9 +274,9 @@ static void test_best_checkpoints__h45_ranking_survives_a_restart(void **state) 
   EXPECT_FILES(f, 10, "9 10");
 }
 
-/* MAX, k 1, max_to_keep 1: NaN is never ranked; the best one stays until a
+/* H45: MAX, k 1, max_to_keep 1: NaN is never ranked; the best one stays until a
  * better one comes, then goes. */
-static void test_best_checkpoints__h45_max_mode_and_nan(void **state) {
+static void test_best_checkpoints__max_mode_ranks_high_first_and_nan_never_ranks(void **state) {
   fixture *f = *state;
   use_dir(f, "max");
   make_hook(f, 0, 1, 1, HK_MONITOR_MAX);
@@ -291,9 +293,9 @@ static void test_best_checkpoints__h45_max_mode_and_nan(void **state) {
   free(rec);
 }
 
-/* A record that is refused is ignored with a WARNING (its checkpoints are
+/* H45: a record that is refused is ignored with a WARNING (its checkpoints are
  * ordinary ones) and rewritten; one of the other mode starts a new ranking. */
-static void test_best_checkpoints__h45_refused_record_is_rewritten(void **state) {
+static void test_best_checkpoints__refused_record_is_rewritten(void **state) {
   fixture *f = *state;
   use_dir(f, "refused");
   make_hook(f, 0, 1, 1, HK_MONITOR_MIN);
@@ -326,13 +328,13 @@ static void test_best_checkpoints__h45_refused_record_is_rewritten(void **state)
 
 /* ---- H45 + D4, D6.5: every failure leaves the directory as it was ------------------- */
 
-/* max_to_keep 1, best_k 1: after steps 0 (metric 5) and 1 (7) the directory
+/* H45: max_to_keep 1, best_k 1: after steps 0 (metric 5) and 1 (7) the directory
  * holds 0 (the best) and 1 (the newest). The save of step 2 (metric 3)
  * changes the record and deletes both. Each file-system call of it fails
  * in turn: a failed save leaves the state file and the record as they
  * were, with 0 and 1; a deletion that failed is finished by the next save
  * (D6.5). */
-static void test_best_checkpoints__h45_durable_under_faults(void **state) {
+static void test_best_checkpoints__a_save_failing_at_any_call_leaves_record_and_state_as_they_were(void **state) {
   fixture *f = *state;
   long n;
   for (n = 0; n < 400; n++) {
@@ -392,7 +394,8 @@ static void test_best_checkpoints__h45_durable_under_faults(void **state) {
 
 /* ---- options and errors -------------------------------------------------------------- */
 
-static void test_best_checkpoints__h45_bad_options_are_named(void **state) {
+/* H45: bad best_k, best_metric or best_mode options are INVALID_ARGUMENT naming the option. */
+static void test_best_checkpoints__bad_options_are_named(void **state) {
   fixture *f = *state;
   hk_checkpoint_saver_options co = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
   hk_hook *h = NULL;
@@ -439,9 +442,9 @@ static void test_best_checkpoints__h45_bad_options_are_named(void **state) {
   assert_int_equal(hk_checkpoint_saver_options_init(&co, 3), HK_INVALID_ARGUMENT);
 }
 
-/* An unknown best_metric fails begin(); one that is not a number fails the
+/* H45: an unknown best_metric fails begin(); one that is not a number fails the
  * save, named, and writes nothing. */
-static void test_best_checkpoints__h45_metric_errors(void **state) {
+static void test_best_checkpoints__an_unknown_or_non_numeric_metric_is_refused_naming_it(void **state) {
   fixture *f = *state;
   hk_checkpoint_saver_options co = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
   hk_session_options so;
@@ -465,14 +468,14 @@ static void test_best_checkpoints__h45_metric_errors(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      T(test_best_checkpoints__h45_keeps_the_k_best_beside_the_newest),
-      T(test_best_checkpoints__h45_keeps_the_k_best_async),
-      T(test_best_checkpoints__h45_ranking_survives_a_restart),
-      T(test_best_checkpoints__h45_max_mode_and_nan),
-      T(test_best_checkpoints__h45_refused_record_is_rewritten),
-      T(test_best_checkpoints__h45_durable_under_faults),
-      T(test_best_checkpoints__h45_bad_options_are_named),
-      T(test_best_checkpoints__h45_metric_errors),
+      T(test_best_checkpoints__keeps_the_k_best_beside_the_newest),
+      T(test_best_checkpoints__the_async_hook_keeps_the_k_best_too),
+      T(test_best_checkpoints__ranking_survives_a_restart),
+      T(test_best_checkpoints__max_mode_ranks_high_first_and_nan_never_ranks),
+      T(test_best_checkpoints__refused_record_is_rewritten),
+      T(test_best_checkpoints__a_save_failing_at_any_call_leaves_record_and_state_as_they_were),
+      T(test_best_checkpoints__bad_options_are_named),
+      T(test_best_checkpoints__an_unknown_or_non_numeric_metric_is_refused_naming_it),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,7 +36,8 @@ static int has_bytes(const char *data, size_t n, const char *needle) {
   return 0;
 }
 
-static void test_checkpoint_saver_hook__c98_event_file_written(void **state) {
+/* C98: each save writes a CHECKPOINT SessionLog event into the directory's event file. */
+static void test_checkpoint_saver_hook__writes_an_event_file_with_checkpoint_events(void **state) {
   fixture *f = *state;
   char *save_path = test_path(f->dir, "model.ckpt");
   size_t n = 0;
@@ -90,7 +91,7 @@ static uint64_t varint(const unsigned char **p, const unsigned char *end) {
  * 0x3a), never field 6 (which TensorBoard and TF's summary_iterator read
  * as a LogMessage).
  */
-static void test_checkpoint_saver_hook__h26_c98_session_log_is_event_field_7(void **state) {
+static void test_checkpoint_saver_hook__the_checkpoint_session_log_is_event_field_7(void **state) {
   fixture *f = *state;
   char *name, *path;
   unsigned char *data;
@@ -145,7 +146,7 @@ static void test_checkpoint_saver_hook__h26_c98_session_log_is_event_field_7(voi
  * file (a per-session registry of event writers keyed by directory,
  * obtained by begin(), C93), never "...<host>" and "...<host>.1".
  */
-static void test_checkpoint_saver_hook__h26_one_event_file_per_directory_per_session(void **state) {
+static void test_checkpoint_saver_hook__one_event_file_per_directory_per_session(void **state) {
   fixture *f = *state;
   hk_hook *hooks[2] = {NULL, NULL};
   hk_session_options so;
@@ -191,7 +192,7 @@ static gate_fs event_sync_fs;
  * (fsynced) all the same when the session's detach frees the event writer,
  * so the CHECKPOINT event of the creation save is made durable.
  */
-static void test_checkpoint_saver_hook__h26_event_file_flushed_at_unclean_close(void **state) {
+static void test_checkpoint_saver_hook__event_file_flushed_at_unclean_close(void **state) {
   fixture *f = *state;
 
   event_syncs = 0;
@@ -216,10 +217,10 @@ static void test_checkpoint_saver_hook__h26_event_file_flushed_at_unclean_close(
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      T(test_checkpoint_saver_hook__c98_event_file_written),
-      T(test_checkpoint_saver_hook__h26_c98_session_log_is_event_field_7),
-      T(test_checkpoint_saver_hook__h26_one_event_file_per_directory_per_session),
-      T(test_checkpoint_saver_hook__h26_event_file_flushed_at_unclean_close),
+      T(test_checkpoint_saver_hook__writes_an_event_file_with_checkpoint_events),
+      T(test_checkpoint_saver_hook__the_checkpoint_session_log_is_event_field_7),
+      T(test_checkpoint_saver_hook__one_event_file_per_directory_per_session),
+      T(test_checkpoint_saver_hook__event_file_flushed_at_unclean_close),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

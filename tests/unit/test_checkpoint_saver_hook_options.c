@@ -19,7 +19,8 @@ static void expect_invalid(fixture *f, const char *substr) {
   assert_null(h);
 }
 
-static void test_checkpoint_saver_hook__c92_validation(void **state) {
+/* C92: checkpoint_dir is required, exactly one cadence is given, and every bad option is INVALID_ARGUMENT naming it. */
+static void test_checkpoint_saver_hook__bad_options_are_invalid_argument_naming_the_option(void **state) {
   fixture *f = *state;
   hk_checkpoint_saver_options good = f->o;
   static const hk_checkpoint_listener_vtable v0 = {0, NULL, NULL, NULL, NULL};
@@ -111,7 +112,7 @@ static void test_checkpoint_saver_hook__c92_validation(void **state) {
  * set there reaches it: at WARNING no INFO line arrives; at INFO the line
  * arrives once, at begin() and not at construction, and a later session
  * of the same hook does not repeat it. */
-static void test_checkpoint_saver_hook__c92_creation_line_through_session_env(void **state) {
+static void test_checkpoint_saver_hook__without_an_env_logs_its_creation_through_the_session_s(void **state) {
   fixture *f = *state;
   hk_env warn = f->te->env;
   hk_hook *async = NULL;
@@ -170,7 +171,8 @@ static void test_checkpoint_saver_hook__options_init(void **state) {
 
 /* ---- C93: begin ------------------------------------------------------------------ */
 
-static void test_checkpoint_saver_hook__c93_begin_creates_dir_and_runs_listeners(void **state) {
+/* C93: begin() creates checkpoint_dir with its parents and calls every listener's begin. */
+static void test_checkpoint_saver_hook__begin_creates_dir_and_runs_listeners(void **state) {
   fixture *f = *state;
   char *nested = test_path(f->dir, "a/b");
 
@@ -187,7 +189,7 @@ static void test_checkpoint_saver_hook__c93_begin_creates_dir_and_runs_listeners
  * first: one directory fsync per level created, on its parent, before the
  * next level is made; a failing fsync fails begin() naming the directory
  * created and the one synced. Levels that exist cost nothing. */
-static void test_checkpoint_saver_hook__d4_5_created_directories_are_made_durable(void **state) {
+static void test_checkpoint_saver_hook__created_directories_are_made_durable(void **state) {
   fixture *f = *state;
   faulty_fs ff;
   char *levels[3], *parents[3];
@@ -245,7 +247,7 @@ static void test_checkpoint_saver_hook__d4_5_created_directories_are_made_durabl
 
 /* C98, H1: a save that fails says that saving the checkpoint failed, for
  * which step and into which save path, then the file system's message. */
-static void test_checkpoint_saver_hook__c98_failed_save_names_step_and_path(void **state) {
+static void test_checkpoint_saver_hook__failed_save_names_step_and_path(void **state) {
   fixture *f = *state;
   faulty_fs ff;
   char want[1200];
@@ -273,7 +275,8 @@ static void test_checkpoint_saver_hook__c98_failed_save_names_step_and_path(void
   faulty_fs_destroy(&ff);
 }
 
-static void test_checkpoint_saver_hook__c93_no_global_step(void **state) {
+/* C93: begin() without a global step is FAILED_PRECONDITION. */
+static void test_checkpoint_saver_hook__begin_without_a_global_step_fails(void **state) {
   fixture *f = *state;
   fake_executor *plain = fake_executor_new(&f->te->env);
   hk_handle train = fake_executor_add_op(plain, "train");
@@ -288,7 +291,8 @@ static void test_checkpoint_saver_hook__c93_no_global_step(void **state) {
   fake_executor_free(plain);
 }
 
-static void test_checkpoint_saver_hook__c93_listener_begin_failure(void **state) {
+/* C93: a listener's failing begin fails begin() and no later listener is called. */
+static void test_checkpoint_saver_hook__a_failing_listener_begin_fails_begin_and_stops_the_loop(void **state) {
   fixture *f = *state;
 
   f->l[0].fail_begin = HK_INTERNAL;
@@ -328,7 +332,8 @@ static int ckpt_has_v(fixture *f, int64_t step) {
   return has;
 }
 
-static void test_checkpoint_saver_hook__c99_explicit_saver(void **state) {
+/* C99: the explicit saver option comes before any Scaffold's Saver. */
+static void test_checkpoint_saver_hook__an_explicit_saver_is_used_first(void **state) {
   fixture *f = *state;
 
   new_saver_of_gs_only(f);
@@ -338,7 +343,8 @@ static void test_checkpoint_saver_hook__c99_explicit_saver(void **state) {
   assert_false(ckpt_has_v(f, 0)); /* the explicit Saver, not the scaffold's */
 }
 
-static void test_checkpoint_saver_hook__c99_options_scaffold_saver(void **state) {
+/* C99: without an explicit saver, the Saver of the scaffold option is used. */
+static void test_checkpoint_saver_hook__the_options_scaffold_s_saver_comes_next(void **state) {
   fixture *f = *state;
   hk_scaffold_options sco = HK_SCAFFOLD_OPTIONS_INIT;
   hk_scaffold *other = NULL;
@@ -355,7 +361,8 @@ static void test_checkpoint_saver_hook__c99_options_scaffold_saver(void **state)
   hk_scaffold_free(other);
 }
 
-static void test_checkpoint_saver_hook__c99_session_scaffold_saver(void **state) {
+/* C99: with neither option, the Saver of the session's Scaffold is used. */
+static void test_checkpoint_saver_hook__without_either_the_session_scaffold_s_saver_is_used(void **state) {
   fixture *f = *state;
 
   open_ok(f); /* neither given: the session's Scaffold's Saver, every global variable */
@@ -405,7 +412,8 @@ static void harness_end(fixture *f, harness *h) {
   (void)f;
 }
 
-static void test_checkpoint_saver_hook__c100_first_after_run_saves(void **state) {
+/* C100: driven without after_create_session, the first after_run saves. */
+static void test_checkpoint_saver_hook__driven_without_a_session_the_first_after_run_saves(void **state) {
   fixture *f = *state;
   harness h;
 
@@ -424,7 +432,8 @@ static void test_checkpoint_saver_hook__c100_first_after_run_saves(void **state)
   harness_end(f, &h);
 }
 
-static void test_checkpoint_saver_hook__c99_no_saver_available(void **state) {
+/* C99: with no Saver anywhere, a save is FAILED_PRECONDITION "No saver available". */
+static void test_checkpoint_saver_hook__no_saver_available_is_failed_precondition(void **state) {
   fixture *f = *state;
   harness h;
 
@@ -438,19 +447,19 @@ static void test_checkpoint_saver_hook__c99_no_saver_available(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      T(test_checkpoint_saver_hook__c92_validation),
+      T(test_checkpoint_saver_hook__bad_options_are_invalid_argument_naming_the_option),
       T(test_checkpoint_saver_hook__options_init),
-      T(test_checkpoint_saver_hook__c92_creation_line_through_session_env),
-      T(test_checkpoint_saver_hook__c93_begin_creates_dir_and_runs_listeners),
-      T(test_checkpoint_saver_hook__d4_5_created_directories_are_made_durable),
-      T(test_checkpoint_saver_hook__c98_failed_save_names_step_and_path),
-      T(test_checkpoint_saver_hook__c93_no_global_step),
-      T(test_checkpoint_saver_hook__c93_listener_begin_failure),
-      T(test_checkpoint_saver_hook__c99_explicit_saver),
-      T(test_checkpoint_saver_hook__c99_options_scaffold_saver),
-      T(test_checkpoint_saver_hook__c99_session_scaffold_saver),
-      T(test_checkpoint_saver_hook__c100_first_after_run_saves),
-      T(test_checkpoint_saver_hook__c99_no_saver_available),
+      T(test_checkpoint_saver_hook__without_an_env_logs_its_creation_through_the_session_s),
+      T(test_checkpoint_saver_hook__begin_creates_dir_and_runs_listeners),
+      T(test_checkpoint_saver_hook__created_directories_are_made_durable),
+      T(test_checkpoint_saver_hook__failed_save_names_step_and_path),
+      T(test_checkpoint_saver_hook__begin_without_a_global_step_fails),
+      T(test_checkpoint_saver_hook__a_failing_listener_begin_fails_begin_and_stops_the_loop),
+      T(test_checkpoint_saver_hook__an_explicit_saver_is_used_first),
+      T(test_checkpoint_saver_hook__the_options_scaffold_s_saver_comes_next),
+      T(test_checkpoint_saver_hook__without_either_the_session_scaffold_s_saver_is_used),
+      T(test_checkpoint_saver_hook__driven_without_a_session_the_first_after_run_saves),
+      T(test_checkpoint_saver_hook__no_saver_available_is_failed_precondition),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

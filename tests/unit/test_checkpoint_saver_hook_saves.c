@@ -14,7 +14,8 @@
 
 /* ---- C94, C96, C97, C98, C101 --------------------------------------------------- */
 
-static void test_checkpoint_saver_hook__c101_example(void **state) {
+/* C101: with save_steps N from GS 0, checkpoints are written at 0 and every N steps, and at the end. */
+static void test_checkpoint_saver_hook__save_steps_1_saves_at_creation_and_after_every_step(void **state) {
   fixture *f = *state;
   int64_t gs, v;
   hk_checkpoint_state *cs = NULL;
@@ -51,7 +52,8 @@ static void test_checkpoint_saver_hook__c101_example(void **state) {
   hk_checkpoint_state_free(cs);
 }
 
-static void test_checkpoint_saver_hook__c98_sequence_and_logs(void **state) {
+/* C98: a save calls every listener's before_save, saves, then every after_save, in order, logging each stage. */
+static void test_checkpoint_saver_hook__a_save_calls_listeners_in_order_and_logs_each_stage(void **state) {
   fixture *f = *state;
   char *save_path = test_path(f->dir, "model.ckpt");
   char line[600];
@@ -80,7 +82,8 @@ static void test_checkpoint_saver_hook__c98_sequence_and_logs(void **state) {
   free(save_path);
 }
 
-static void test_checkpoint_saver_hook__c101_save_steps_3(void **state) {
+/* C101: with save_steps 3 from GS 0, checkpoints are written at 0, 3 and 6. */
+static void test_checkpoint_saver_hook__save_steps_3_saves_at_0_3_and_6(void **state) {
   fixture *f = *state;
   int i;
 
@@ -98,7 +101,8 @@ static void test_checkpoint_saver_hook__c101_save_steps_3(void **state) {
   assert_true(f->l[0].end_step == 7);
 }
 
-static void test_checkpoint_saver_hook__c96_save_secs_with_mock_clock(void **state) {
+/* C96: with save_secs, after_run saves once the interval has passed on the env's clock. */
+static void test_checkpoint_saver_hook__save_secs_saves_when_the_clock_passes_the_interval(void **state) {
   fixture *f = *state;
 
   f->o.save_steps = HK_UNSET_STEPS;
@@ -116,7 +120,8 @@ static void test_checkpoint_saver_hook__c96_save_secs_with_mock_clock(void **sta
   assert_true(ckpt_exists(f, "model.ckpt", 4));
 }
 
-static void test_checkpoint_saver_hook__c95_fetches_gs_every_run(void **state) {
+/* C95: before_run fetches the global step on every run. */
+static void test_checkpoint_saver_hook__fetches_the_global_step_on_every_run(void **state) {
   fixture *f = *state;
   const fake_run_record *rec;
 
@@ -133,7 +138,7 @@ static void test_checkpoint_saver_hook__c95_fetches_gs_every_run(void **state) {
 
 /* C97: end() saves when the final GS was not saved, and calls listeners'
  * end with GS either way. */
-static void test_checkpoint_saver_hook__c97_end_listeners_without_save(void **state) {
+static void test_checkpoint_saver_hook__end_calls_listeners_without_saving_a_saved_step_again(void **state) {
   fixture *f = *state;
 
   f->o.save_steps = 100;
@@ -147,7 +152,8 @@ static void test_checkpoint_saver_hook__c97_end_listeners_without_save(void **st
 
 /* ---- C94, C96, C98: listener stop requests ------------------------------------------ */
 
-static void test_checkpoint_saver_hook__c96_listener_stop_request(void **state) {
+/* C96: a listener's after_save returning a stop request stops the session after the step. */
+static void test_checkpoint_saver_hook__a_listener_s_stop_request_stops_the_session(void **state) {
   fixture *f = *state;
 
   f->l[0].stop_at = 2;
@@ -162,7 +168,8 @@ static void test_checkpoint_saver_hook__c96_listener_stop_request(void **state) 
   assert_status(step(f), &f->st, HK_FAILED_PRECONDITION, "Run called even after should_stop requested.");
 }
 
-static void test_checkpoint_saver_hook__c94_creation_stop_request_ignored(void **state) {
+/* C94: a listener's stop request from the save at creation is logged and ignored. */
+static void test_checkpoint_saver_hook__a_stop_request_at_the_creation_save_is_logged_and_ignored(void **state) {
   fixture *f = *state;
 
   f->l[1].stop_at = 0;
@@ -176,7 +183,8 @@ static void test_checkpoint_saver_hook__c94_creation_stop_request_ignored(void *
 
 /* ---- C98: failures stop the sequence ----------------------------------------------- */
 
-static void test_checkpoint_saver_hook__c98_failing_before_save(void **state) {
+/* C98: a failing before_save fails the run, and nothing is saved. */
+static void test_checkpoint_saver_hook__a_failing_before_save_fails_the_run_before_saving(void **state) {
   fixture *f = *state;
 
   open_ok(f);
@@ -186,7 +194,8 @@ static void test_checkpoint_saver_hook__c98_failing_before_save(void **state) {
   assert_int_equal(f->l[0].after, 1);
 }
 
-static void test_checkpoint_saver_hook__c98_failing_after_save(void **state) {
+/* C98: a failing after_save fails the run after the checkpoint was written; later listeners are not called. */
+static void test_checkpoint_saver_hook__a_failing_after_save_fails_the_run_after_saving(void **state) {
   fixture *f = *state;
 
   open_ok(f);
@@ -196,7 +205,8 @@ static void test_checkpoint_saver_hook__c98_failing_after_save(void **state) {
   assert_int_equal(f->l[1].after, 1); /* the second listener was not called for step 1 */
 }
 
-static void test_checkpoint_saver_hook__c97_failing_end_listener(void **state) {
+/* C97: a listener's failing end fails close() and skips the later listeners. */
+static void test_checkpoint_saver_hook__a_failing_end_listener_fails_close_and_skips_later_ones(void **state) {
   fixture *f = *state;
 
   open_ok(f);
@@ -205,7 +215,8 @@ static void test_checkpoint_saver_hook__c97_failing_end_listener(void **state) {
   assert_int_equal(f->l[1].end, 0);
 }
 
-static void test_checkpoint_saver_hook__c98_saver_error_propagates(void **state) {
+/* C98: the Saver's error fails the run that saves. */
+static void test_checkpoint_saver_hook__a_saver_error_fails_the_run(void **state) {
   fixture *f = *state;
   faulty_fs ff;
 
@@ -232,7 +243,7 @@ static void test_checkpoint_saver_hook__c98_saver_error_propagates(void **state)
  * graph.txt (hooked's own text, not a TensorFlow GraphDef, so not
  * graph.pbtxt), and nothing beside each checkpoint (no .meta: it would not
  * be a MetaGraphDef either). */
-static void test_checkpoint_saver_hook__c102_graph_def_files(void **state) {
+static void test_checkpoint_saver_hook__save_graph_def_writes_graph_txt_once(void **state) {
   fixture *f = *state;
   char *graph = test_path(f->dir, "graph.txt");
   char *text;
@@ -255,7 +266,8 @@ static void test_checkpoint_saver_hook__c102_graph_def_files(void **state) {
   free(graph);
 }
 
-static void test_checkpoint_saver_hook__c102_no_graph_def(void **state) {
+/* C102: with save_graph_def false, no graph.txt and no companion file is written. */
+static void test_checkpoint_saver_hook__without_save_graph_def_no_graph_file_is_written(void **state) {
   fixture *f = *state;
 
   f->o.save_graph_def = 0;
@@ -267,7 +279,8 @@ static void test_checkpoint_saver_hook__c102_no_graph_def(void **state) {
   assert_int_equal(count_files(f, ".safetensors"), 2);
 }
 
-static void test_checkpoint_saver_hook__c94_undescribed_graph_logged_once(void **state) {
+/* C94: an executor that cannot describe its graph gets one log line, and no graph.txt. */
+static void test_checkpoint_saver_hook__an_executor_without_a_description_is_logged_once(void **state) {
   fixture *f = *state;
 
   fake_executor_set_unimplemented_defaults(f->fx, 1);
@@ -296,7 +309,8 @@ static void test_checkpoint_saver_hook__c94_undescribed_graph_logged_once(void *
 
 /* ---- D12: a signal stop ends with the final checkpoint --------------------------------- */
 
-static void test_checkpoint_saver_hook__d12_signal_stop_final_save(void **state) {
+/* D12: a signal is a clean stop, so end() saves the final step. */
+static void test_checkpoint_saver_hook__a_signal_stop_still_saves_the_final_step(void **state) {
   fixture *f = *state;
   int i;
 
@@ -312,7 +326,8 @@ static void test_checkpoint_saver_hook__d12_signal_stop_final_save(void **state)
   assert_int_equal(f->l[0].end, 1);
 }
 
-static void test_checkpoint_saver_hook__d12_coordinator_clean_stop(void **state) {
+/* D12: a clean stop through the coordinator still runs end(), which saves the final step. */
+static void test_checkpoint_saver_hook__a_coordinator_clean_stop_still_saves_the_final_step(void **state) {
   fixture *f = *state;
 
   f->o.save_steps = 1000;
@@ -326,7 +341,7 @@ static void test_checkpoint_saver_hook__d12_coordinator_clean_stop(void **state)
 }
 
 /* C16: an unclean close calls no end(): no final save. */
-static void test_checkpoint_saver_hook__c16_unclean_close_no_final_save(void **state) {
+static void test_checkpoint_saver_hook__an_unclean_close_makes_no_final_save(void **state) {
   fixture *f = *state;
 
   f->o.save_steps = 1000;
@@ -338,7 +353,7 @@ static void test_checkpoint_saver_hook__c16_unclean_close_no_final_save(void **s
 }
 
 /* H11: a hook reused by a later session starts over (begin resets). */
-static void test_checkpoint_saver_hook__h11_reuse_across_sessions(void **state) {
+static void test_checkpoint_saver_hook__a_hook_reused_by_a_later_session_starts_over(void **state) {
   fixture *f = *state;
 
   f->o.save_steps = 1000;
@@ -362,7 +377,8 @@ static hk_code preempt_first_train(void *user, fake_executor *fx, const hk_run_a
   return hk_status_set(st, HK_ABORTED, "preempted");
 }
 
-static void test_checkpoint_saver_hook__c94_saves_again_after_recreation(void **state) {
+/* C94: after_create_session saves again after every re-creation of the session. */
+static void test_checkpoint_saver_hook__saves_again_after_the_session_is_recreated(void **state) {
   fixture *f = *state;
 
   f->o.save_steps = 1000;
@@ -404,7 +420,7 @@ static long mutating_calls(faulty_fs *ff) {
  * a resume succeeds on a full disk. The timer is at GS: closing before any
  * step saves nothing either (the listeners' end still runs), and the next
  * save comes after the cadence. */
-static void test_checkpoint_saver_hook__c94_restored_checkpoint_not_saved_again(void **state) {
+static void test_checkpoint_saver_hook__restored_checkpoint_not_saved_again(void **state) {
   fixture *f = *state;
   faulty_fs ff;
   char line[1200];
@@ -471,7 +487,7 @@ static void test_checkpoint_saver_hook__c94_restored_checkpoint_not_saved_again(
 /* C94: only the checkpoint of GS from this hook's own directory counts. A
  * hook saving elsewhere saves as usual at creation; so does one whose
  * directory is spelled with a trailing slash, then recognized as the same. */
-static void test_checkpoint_saver_hook__c94_other_directory_still_saves(void **state) {
+static void test_checkpoint_saver_hook__a_restore_from_another_directory_still_saves_at_creation(void **state) {
   fixture *f = *state;
   char *other = test_path(f->tmp, "other");
   char *slashed = malloc(strlen(f->dir) + 3);
@@ -510,28 +526,28 @@ static void test_checkpoint_saver_hook__c94_other_directory_still_saves(void **s
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      T(test_checkpoint_saver_hook__c101_example),
-      T(test_checkpoint_saver_hook__c98_sequence_and_logs),
-      T(test_checkpoint_saver_hook__c101_save_steps_3),
-      T(test_checkpoint_saver_hook__c96_save_secs_with_mock_clock),
-      T(test_checkpoint_saver_hook__c95_fetches_gs_every_run),
-      T(test_checkpoint_saver_hook__c97_end_listeners_without_save),
-      T(test_checkpoint_saver_hook__c96_listener_stop_request),
-      T(test_checkpoint_saver_hook__c94_creation_stop_request_ignored),
-      T(test_checkpoint_saver_hook__c98_failing_before_save),
-      T(test_checkpoint_saver_hook__c98_failing_after_save),
-      T(test_checkpoint_saver_hook__c97_failing_end_listener),
-      T(test_checkpoint_saver_hook__c98_saver_error_propagates),
-      T(test_checkpoint_saver_hook__c102_graph_def_files),
-      T(test_checkpoint_saver_hook__c102_no_graph_def),
-      T(test_checkpoint_saver_hook__c94_undescribed_graph_logged_once),
-      T(test_checkpoint_saver_hook__d12_signal_stop_final_save),
-      T(test_checkpoint_saver_hook__d12_coordinator_clean_stop),
-      T(test_checkpoint_saver_hook__c16_unclean_close_no_final_save),
-      T(test_checkpoint_saver_hook__h11_reuse_across_sessions),
-      T(test_checkpoint_saver_hook__c94_saves_again_after_recreation),
-      T(test_checkpoint_saver_hook__c94_restored_checkpoint_not_saved_again),
-      T(test_checkpoint_saver_hook__c94_other_directory_still_saves),
+      T(test_checkpoint_saver_hook__save_steps_1_saves_at_creation_and_after_every_step),
+      T(test_checkpoint_saver_hook__a_save_calls_listeners_in_order_and_logs_each_stage),
+      T(test_checkpoint_saver_hook__save_steps_3_saves_at_0_3_and_6),
+      T(test_checkpoint_saver_hook__save_secs_saves_when_the_clock_passes_the_interval),
+      T(test_checkpoint_saver_hook__fetches_the_global_step_on_every_run),
+      T(test_checkpoint_saver_hook__end_calls_listeners_without_saving_a_saved_step_again),
+      T(test_checkpoint_saver_hook__a_listener_s_stop_request_stops_the_session),
+      T(test_checkpoint_saver_hook__a_stop_request_at_the_creation_save_is_logged_and_ignored),
+      T(test_checkpoint_saver_hook__a_failing_before_save_fails_the_run_before_saving),
+      T(test_checkpoint_saver_hook__a_failing_after_save_fails_the_run_after_saving),
+      T(test_checkpoint_saver_hook__a_failing_end_listener_fails_close_and_skips_later_ones),
+      T(test_checkpoint_saver_hook__a_saver_error_fails_the_run),
+      T(test_checkpoint_saver_hook__save_graph_def_writes_graph_txt_once),
+      T(test_checkpoint_saver_hook__without_save_graph_def_no_graph_file_is_written),
+      T(test_checkpoint_saver_hook__an_executor_without_a_description_is_logged_once),
+      T(test_checkpoint_saver_hook__a_signal_stop_still_saves_the_final_step),
+      T(test_checkpoint_saver_hook__a_coordinator_clean_stop_still_saves_the_final_step),
+      T(test_checkpoint_saver_hook__an_unclean_close_makes_no_final_save),
+      T(test_checkpoint_saver_hook__a_hook_reused_by_a_later_session_starts_over),
+      T(test_checkpoint_saver_hook__saves_again_after_the_session_is_recreated),
+      T(test_checkpoint_saver_hook__restored_checkpoint_not_saved_again),
+      T(test_checkpoint_saver_hook__a_restore_from_another_directory_still_saves_at_creation),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -139,10 +139,10 @@ static hk_early_stopping_info info_of(fixture *f) {
 
 /* ---- H44: evaluations, the stop and its line ------------------------------------- */
 
-/* MIN: 5 (best), 4 (best, step 2), 4.5, 4.2: the second evaluation without
+/* H44: MIN: 5 (best), 4 (best, step 2), 4.5, 4.2: the second evaluation without
  * improvement reaches patience 2 at step 4; the stop takes effect after the
  * step (C19, C20) and the line says why. */
-static void test_early_stopping__h44_min_mode_stops_after_patience(void **state) {
+static void test_early_stopping__min_mode_stops_after_patience(void **state) {
   fixture *f = *state;
   static const double vals[4] = {5, 4, 4.5, 4.2};
   hk_early_stopping_options o = es_opts(f);
@@ -169,8 +169,8 @@ static void test_early_stopping__h44_min_mode_stops_after_patience(void **state)
   assert_null(info.state);
 }
 
-/* MAX: higher is better; an improvement resets the count. */
-static void test_early_stopping__h44_max_mode(void **state) {
+/* H44: MAX: higher is better; an improvement resets the count. */
+static void test_early_stopping__max_mode_stops_when_the_metric_stops_rising(void **state) {
   fixture *f = *state;
   static const double vals[6] = {0.5, 0.7, 0.6, 0.8, 0.79, 0.78};
   hk_early_stopping_options o = es_opts(f);
@@ -192,10 +192,10 @@ static void test_early_stopping__h44_max_mode(void **state) {
   assert_int_equal(info.evaluations, 6);
 }
 
-/* An improvement must beat the best by MORE than min_delta: 4.25 after 5
+/* H44: an improvement must beat the best by MORE than min_delta: 4.25 after 5
  * with min_delta 0.5 is one, 3.75 after 4.25 is none (strict). Patience 0
  * acts as 1: the first evaluation without improvement stops. */
-static void test_early_stopping__h44_min_delta_and_patience_zero(void **state) {
+static void test_early_stopping__min_delta_and_patience_zero(void **state) {
   fixture *f = *state;
   hk_early_stopping_options o = es_opts(f);
   build(f, 1, 0);
@@ -213,9 +213,9 @@ static void test_early_stopping__h44_min_delta_and_patience_zero(void **state) {
                 "2).");
 }
 
-/* NaN never improves; the first value always does (the best starts at
+/* H44: NaN never improves; the first value always does (the best starts at
  * +Inf for MIN). */
-static void test_early_stopping__h44_nan_never_improves(void **state) {
+static void test_early_stopping__nan_never_improves(void **state) {
   fixture *f = *state;
   hk_early_stopping_options o = es_opts(f);
   build(f, 1, 0);
@@ -236,9 +236,9 @@ static void test_early_stopping__h44_nan_never_improves(void **state) {
   assert_true(hk_session_should_stop(f->s));
 }
 
-/* every_n_steps: evaluated after the runs that bring GS to a multiple (3,
+/* H44: every_n_steps: evaluated after the runs that bring GS to a multiple (3,
  * 6, 9), never at the creation step, whatever the value did between. */
-static void test_early_stopping__h44_cadence_on_the_global_step(void **state) {
+static void test_early_stopping__cadence_on_the_global_step(void **state) {
   fixture *f = *state;
   hk_early_stopping_options o = es_opts(f);
   build(f, 1, 0);
@@ -260,8 +260,8 @@ static void test_early_stopping__h44_cadence_on_the_global_step(void **state) {
                 "Early stopping at step 9: val did not improve by more than 0 for 2 evaluations (best 10 at step 3).");
 }
 
-/* A monitor that is not one number fails the evaluating after_run, named. */
-static void test_early_stopping__h44_monitor_must_be_one_number(void **state) {
+/* H44: a monitor that is not one number fails the evaluating after_run, named. */
+static void test_early_stopping__monitor_must_be_one_number(void **state) {
   fixture *f = *state;
   hk_early_stopping_options o = es_opts(f);
   build(f, 1, 0);
@@ -283,11 +283,11 @@ static void make_saver_hook(fixture *f, int64_t save_steps) {
   assert_ok(hk_checkpoint_saver_hook_new(&f->ck, &co, &f->st), &f->st);
 }
 
-/* A session restored from a checkpoint goes on counting where it stood
+/* H44: a session restored from a checkpoint goes on counting where it stood
  * (the hook before the saver: checkpoint 4 holds step 4's evaluation); one
  * restored from a checkpoint whose count reached the patience stops before
  * its first step (as D8). */
-static void test_early_stopping__h44_state_survives_a_restart(void **state) {
+static void test_early_stopping__state_survives_a_restart(void **state) {
   fixture *f = *state;
   static const double vals[4] = {3, 2, 2.5, 2.6};
   hk_early_stopping_options o = es_opts(f);
@@ -340,9 +340,9 @@ static void test_early_stopping__h44_state_survives_a_restart(void **state) {
   assert_int_equal(info.evaluations, 6);
 }
 
-/* A state kept for the other mode is dropped with a WARNING; the count
+/* H44: a state kept for the other mode is dropped with a WARNING; the count
  * starts over. */
-static void test_early_stopping__h44_state_of_another_mode_starts_over(void **state) {
+static void test_early_stopping__state_of_another_mode_starts_over(void **state) {
   fixture *f = *state;
   hk_early_stopping_options o = es_opts(f);
   f->dir = test_tmpdir_new("es-mode");
@@ -362,8 +362,8 @@ static void test_early_stopping__h44_state_of_another_mode_starts_over(void **st
   assert_int_equal(info_of(f).evaluations, 0);
 }
 
-/* begin() and after_create_session refuse what they cannot work with. */
-static void test_early_stopping__h44_begin_errors_are_named(void **state) {
+/* H44: begin() and after_create_session refuse what they cannot work with. */
+static void test_early_stopping__begin_refuses_what_it_cannot_monitor_naming_it(void **state) {
   fixture *f = *state;
   hk_early_stopping_options o = es_opts(f);
   struct {
@@ -393,7 +393,8 @@ static void test_early_stopping__h44_begin_errors_are_named(void **state) {
 
 /* ---- reported values -------------------------------------------------------------------- */
 
-static void test_early_stopping__h44_reported_values(void **state) {
+/* H44: values the program reports are evaluated at the next run, the last report winning. */
+static void test_early_stopping__values_reported_by_the_program_are_monitored(void **state) {
   fixture *f = *state;
   hk_early_stopping_options o = es_opts(f);
   hk_hook *other = NULL;
@@ -454,7 +455,8 @@ static void expect_refused(fixture *f, const hk_early_stopping_options *o, const
   assert_int_equal(test_alloc_live(&f->te->alloc), live);
 }
 
-static void test_early_stopping__h44_bad_options_are_named(void **state) {
+/* H44: a missing monitor and every other bad option are INVALID_ARGUMENT naming the option. */
+static void test_early_stopping__bad_options_are_named(void **state) {
   fixture *f = *state;
   hk_early_stopping_options o = es_opts(f);
   assert_status(hk_early_stopping_hook_new(NULL, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "out");
@@ -645,11 +647,14 @@ static void restart_matches(fixture *f, int reported) {
   test_tmpdir_free(root);
 }
 
-static void test_early_stopping__h46_loop_restart_is_exact(void **state) { restart_matches(*state, 0); }
+/* H46: a host loop restarted from a checkpoint goes on monitoring exactly where it stood. */
+static void test_early_stopping__a_restarted_loop_goes_on_exactly_where_it_stood(void **state) { restart_matches(*state, 0); }
 
-static void test_early_stopping__h46_loop_restart_is_exact_reported(void **state) { restart_matches(*state, 1); }
+/* H46: a restarted host loop whose program reports the values goes on exactly where it stood. */
+static void test_early_stopping__a_restarted_loop_with_reported_values_goes_on_exactly(void **state) { restart_matches(*state, 1); }
 
-static void test_early_stopping__h46_loop_add_errors(void **state) {
+/* H46: the host loop refuses a NULL, foreign or repeated early-stopping hook, naming the problem. */
+static void test_early_stopping__the_loop_refuses_a_bad_or_repeated_early_stopping_hook(void **state) {
   fixture *f = *state;
   prog p = {0, 0, 0};
   hk_loop_options lo = HK_LOOP_OPTIONS_INIT;
@@ -715,22 +720,22 @@ static void test_early_stopping__h46_loop_add_errors(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      T(test_early_stopping__h44_min_mode_stops_after_patience),
-      T(test_early_stopping__h44_max_mode),
-      T(test_early_stopping__h44_min_delta_and_patience_zero),
-      T(test_early_stopping__h44_nan_never_improves),
-      T(test_early_stopping__h44_cadence_on_the_global_step),
-      T(test_early_stopping__h44_monitor_must_be_one_number),
-      T(test_early_stopping__h44_state_survives_a_restart),
-      T(test_early_stopping__h44_state_of_another_mode_starts_over),
-      T(test_early_stopping__h44_begin_errors_are_named),
-      T(test_early_stopping__h44_reported_values),
-      T(test_early_stopping__h44_bad_options_are_named),
+      T(test_early_stopping__min_mode_stops_after_patience),
+      T(test_early_stopping__max_mode_stops_when_the_metric_stops_rising),
+      T(test_early_stopping__min_delta_and_patience_zero),
+      T(test_early_stopping__nan_never_improves),
+      T(test_early_stopping__cadence_on_the_global_step),
+      T(test_early_stopping__monitor_must_be_one_number),
+      T(test_early_stopping__state_survives_a_restart),
+      T(test_early_stopping__state_of_another_mode_starts_over),
+      T(test_early_stopping__begin_refuses_what_it_cannot_monitor_naming_it),
+      T(test_early_stopping__values_reported_by_the_program_are_monitored),
+      T(test_early_stopping__bad_options_are_named),
       T(test_early_stopping__options_init),
       T(test_early_stopping__oom_at_creation_is_clean),
-      T(test_early_stopping__h46_loop_restart_is_exact),
-      T(test_early_stopping__h46_loop_restart_is_exact_reported),
-      T(test_early_stopping__h46_loop_add_errors),
+      T(test_early_stopping__a_restarted_loop_goes_on_exactly_where_it_stood),
+      T(test_early_stopping__a_restarted_loop_with_reported_values_goes_on_exactly),
+      T(test_early_stopping__the_loop_refuses_a_bad_or_repeated_early_stopping_hook),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

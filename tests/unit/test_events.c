@@ -84,7 +84,8 @@ static char *expected_name(void) {
 
 /* ---- tests ------------------------------------------------------------------------- */
 
-static void test_events__h26_name_framing_and_checkpoint_events(void **state) {
+/* H26: event files are named as TensorBoard's, framed with checksums, and hold the CHECKPOINT events. */
+static void test_events__files_are_named_framed_and_hold_checkpoint_events(void **state) {
   fixture *f = *state;
   char names[4][600];
   char *expect = expected_name();
@@ -130,7 +131,8 @@ static hk_code failing_before_save(void *user, hk_raw_session *rs, int64_t step,
   return hk_status_set(st, HK_CANCELLED, "not now");
 }
 
-static void test_events__h26_created_at_first_write(void **state) {
+/* H26: an event file is created at its first write, not before. */
+static void test_events__an_event_file_is_created_at_its_first_write(void **state) {
   fixture *f = *state;
   static const hk_checkpoint_listener_vtable vt = {HK_CHECKPOINT_LISTENER_VTABLE_VERSION, NULL, failing_before_save,
                                                    NULL, NULL};
@@ -149,7 +151,7 @@ static void test_events__h26_created_at_first_write(void **state) {
 
 /* H26: an existing file of the same name is left alone; the writer appends
  * ".1" to its name. */
-static void test_events__h26_name_collision_gets_suffix(void **state) {
+static void test_events__a_taken_file_name_gets_a_suffix(void **state) {
   fixture *f = *state;
   char names[4][600];
   char *expect = expected_name();
@@ -182,10 +184,10 @@ static void test_events__h26_name_collision_gets_suffix(void **state) {
   free(expect);
 }
 
-/* A failed write is reported (H9 code, naming the file), and nothing is
+/* H26: a failed write is reported (H9 code, naming the file), and nothing is
  * appended after the torn record: the next event starts a new file, which
  * again begins with file_version. */
-static void test_events__h26_write_error_starts_new_file(void **state) {
+static void test_events__a_write_error_starts_a_new_file(void **state) {
   fixture *f = *state;
   faulty_fs ff;
   char names[4][600];
@@ -224,7 +226,7 @@ static void test_events__h26_write_error_starts_new_file(void **state) {
 }
 
 /* A create failure is returned with the path and H9's code. */
-static void test_events__h9_create_failure(void **state) {
+static void test_events__a_failed_create_returns_the_file_system_s_error(void **state) {
   fixture *f = *state;
   faulty_fs ff;
 
@@ -245,7 +247,7 @@ static void test_events__h9_create_failure(void **state) {
 /* H9: a file system that answers ABORTED or UNAVAILABLE for an event file
  * must not trigger session recovery: the event writer reports UNKNOWN,
  * naming the file, as every other checkpoint file does. */
-static void test_events__h9_preemption_code_becomes_unknown(void **state) {
+static void test_events__a_preemption_code_from_the_file_system_becomes_unknown(void **state) {
   fixture *f = *state;
   faulty_fs ff;
 
@@ -268,12 +270,12 @@ static void test_events__h9_preemption_code_becomes_unknown(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      T(test_events__h26_name_framing_and_checkpoint_events),
-      T(test_events__h26_created_at_first_write),
-      T(test_events__h26_name_collision_gets_suffix),
-      T(test_events__h26_write_error_starts_new_file),
-      T(test_events__h9_create_failure),
-      T(test_events__h9_preemption_code_becomes_unknown),
+      T(test_events__files_are_named_framed_and_hold_checkpoint_events),
+      T(test_events__an_event_file_is_created_at_its_first_write),
+      T(test_events__a_taken_file_name_gets_a_suffix),
+      T(test_events__a_write_error_starts_a_new_file),
+      T(test_events__a_failed_create_returns_the_file_system_s_error),
+      T(test_events__a_preemption_code_from_the_file_system_becomes_unknown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -117,9 +117,9 @@ static void test_feed_fn__options_init(void **state) {
 
 /* ---- C139 -------------------------------------------------------------------------- */
 
-/* feed_fn runs in every before_run, and exactly its feeds are requested:
+/* C139: feed_fn runs in every before_run, and exactly its feeds are requested:
  * no fetches, no targets of the hook's; the executor sees the fed value. */
-static void test_feed_fn__c139_feeds_every_run(void **state) {
+static void test_feed_fn__feed_fn_feeds_every_run_and_requests_only_its_feeds(void **state) {
   fixture *f = *state;
   make_hook(f);
   spy_hook_fetch(f->after, f->p);
@@ -141,8 +141,8 @@ static void test_feed_fn__c139_feeds_every_run(void **state) {
   assert_int_equal(fake_executor_last_run(f->fx)->nfeeds, 0);
 }
 
-/* A feed_fn error is before_run's, unchanged: the step does not run (C14). */
-static void test_feed_fn__c139_feed_fn_error_stops_the_step(void **state) {
+/* C139: a feed_fn error is before_run's, unchanged: the step does not run (C14). */
+static void test_feed_fn__a_feed_fn_error_fails_before_run_and_the_step(void **state) {
   fixture *f = *state;
   make_hook(f);
   open_session(f);
@@ -154,7 +154,8 @@ static void test_feed_fn__c139_feed_fn_error_stops_the_step(void **state) {
   assert_int_equal(f->after->calls[SPY_AFTER_RUN], 1);
 }
 
-static void test_feed_fn__c139_null_array_with_a_count_is_refused(void **state) {
+/* C139: a feed_fn that returns a NULL array with a non-zero count fails the run with INVALID_ARGUMENT. */
+static void test_feed_fn__null_array_with_a_count_is_refused(void **state) {
   fixture *f = *state;
   make_hook(f);
   open_session(f);
@@ -167,7 +168,7 @@ static void test_feed_fn__c139_null_array_with_a_count_is_refused(void **state) 
 
 /* Its feeds merge like any hook's: the caller feeding the same tensor is
  * C10's conflict. */
-static void test_feed_fn__c10_conflict_with_the_caller(void **state) {
+static void test_feed_fn__a_feed_the_caller_also_gives_is_refused(void **state) {
   fixture *f = *state;
   int64_t mine = 5;
   hk_feed feed = {f->p, hk_tensor_scalar_i64(&mine)};
@@ -178,9 +179,9 @@ static void test_feed_fn__c10_conflict_with_the_caller(void **state) {
                 "Same tensor is fed by a SessionRunHook and user.");
 }
 
-/* The embedded graph executor: a placeholder fed by the hook drives the
+/* C139: the embedded graph executor: a placeholder fed by the hook drives the
  * step (GS += the fed value). */
-static void test_feed_fn__c139_graph_placeholder(void **state) {
+static void test_feed_fn__feeds_a_placeholder_of_the_graph_executor(void **state) {
   fixture *f = *state;
   hk_graph *g = NULL;
   hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
@@ -267,11 +268,11 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_feed_fn__bad_options_are_named),
       T(test_feed_fn__options_init),
-      T(test_feed_fn__c139_feeds_every_run),
-      T(test_feed_fn__c139_feed_fn_error_stops_the_step),
-      T(test_feed_fn__c139_null_array_with_a_count_is_refused),
-      T(test_feed_fn__c10_conflict_with_the_caller),
-      T(test_feed_fn__c139_graph_placeholder),
+      T(test_feed_fn__feed_fn_feeds_every_run_and_requests_only_its_feeds),
+      T(test_feed_fn__a_feed_fn_error_fails_before_run_and_the_step),
+      T(test_feed_fn__null_array_with_a_count_is_refused),
+      T(test_feed_fn__a_feed_the_caller_also_gives_is_refused),
+      T(test_feed_fn__feeds_a_placeholder_of_the_graph_executor),
       T(test_feed_fn__host_loop_refuses_feeds),
       T(test_feed_fn__oom_at_creation_is_clean),
   };

@@ -148,11 +148,11 @@ static void test_final_ops__options_init(void **state) {
 
 /* ---- C138 -------------------------------------------------------------------------- */
 
-/* Nothing runs before end(); end() runs the final ops once, with the feed
+/* C138: nothing runs before end(); end() runs the final ops once, with the feed
  * (a tensor fed and fetched gives the fed value), an op without outputs as
  * a target; the values stay the hook's after the session is gone, until
  * its next begin(). */
-static void test_final_ops__c138_runs_only_in_end_and_keeps_values(void **state) {
+static void test_final_ops__runs_only_in_end_and_keeps_values(void **state) {
   fixture *f = *state;
   int64_t fed = 7;
   const hk_tensor *values = NULL;
@@ -200,8 +200,8 @@ static void test_final_ops__c138_runs_only_in_end_and_keeps_values(void **state)
   assert_status(hk_final_ops_hook_values(f->hook, &values, &n, &f->st), &f->st, HK_FAILED_PRECONDITION, NULL);
 }
 
-/* String values are copied, strings included. */
-static void test_final_ops__c138_string_values_are_copied(void **state) {
+/* C138: string values are copied, strings included. */
+static void test_final_ops__string_values_are_copied_strings_included(void **state) {
   fixture *f = *state;
   static const char *const names[2] = {"alpha", "b\"c"};
   static const char *const ops[1] = {"report"};
@@ -222,9 +222,9 @@ static void test_final_ops__c138_string_values_are_copied(void **state) {
   assert_true(((const char *const *)values[0].data)[0] != names[0]);
 }
 
-/* OUT_OF_RANGE from the final run: TF's WARNING, end() returns it, no
+/* C138: OUT_OF_RANGE from the final run: TF's WARNING, end() returns it, no
  * values. */
-static void test_final_ops__c138_out_of_range_warns(void **state) {
+static void test_final_ops__out_of_range_is_a_warning_not_an_error(void **state) {
   fixture *f = *state;
   const hk_tensor *values = NULL;
   size_t n = 0;
@@ -241,8 +241,8 @@ static void test_final_ops__c138_out_of_range_warns(void **state) {
   assert_status(hk_final_ops_hook_values(f->hook, &values, &n, &f->st), &f->st, HK_FAILED_PRECONDITION, NULL);
 }
 
-/* Any other error is end()'s as it is, without the warning. */
-static void test_final_ops__c138_other_errors_pass_through(void **state) {
+/* C138: any other error is end()'s as it is, without the warning. */
+static void test_final_ops__other_errors_are_end_s_unchanged(void **state) {
   fixture *f = *state;
   make_hook(f, OPS, 2, NULL);
   open_session(f);
@@ -251,8 +251,8 @@ static void test_final_ops__c138_other_errors_pass_through(void **state) {
   assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, "OutOfRangeError"), 0);
 }
 
-/* C16: a close that is not clean runs no end(): nothing runs, no values. */
-static void test_final_ops__c138_nothing_after_an_error(void **state) {
+/* C138, C16: a close that is not clean runs no end(): nothing runs, no values. */
+static void test_final_ops__nothing_runs_after_an_unclean_close(void **state) {
   fixture *f = *state;
   const hk_tensor *values = NULL;
   size_t n = 0;
@@ -367,11 +367,11 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_final_ops__bad_options_are_named),
       T(test_final_ops__options_init),
-      T(test_final_ops__c138_runs_only_in_end_and_keeps_values),
-      T(test_final_ops__c138_string_values_are_copied),
-      T(test_final_ops__c138_out_of_range_warns),
-      T(test_final_ops__c138_other_errors_pass_through),
-      T(test_final_ops__c138_nothing_after_an_error),
+      T(test_final_ops__runs_only_in_end_and_keeps_values),
+      T(test_final_ops__string_values_are_copied_strings_included),
+      T(test_final_ops__out_of_range_is_a_warning_not_an_error),
+      T(test_final_ops__other_errors_are_end_s_unchanged),
+      T(test_final_ops__nothing_runs_after_an_unclean_close),
       T(test_final_ops__begin_names_an_unknown_name),
       T(test_final_ops__values_refuses_other_hooks),
       T(test_final_ops__oom_is_clean),

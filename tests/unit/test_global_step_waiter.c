@@ -140,7 +140,8 @@ static const char *const WAITING = "Waiting for global step";
 
 /* ---- D1.1: options ------------------------------------------------------------- */
 
-static void test_global_step_waiter__d1_1_validation(void **state)
+/* D1.1: a poll interval or deadline that is not finite and positive is INVALID_ARGUMENT naming it. */
+static void test_global_step_waiter__bad_options_are_invalid_argument(void **state)
 {
   hk_global_step_waiter_options o = HK_GLOBAL_STEP_WAITER_OPTIONS_INIT;
   hk_status st = HK_STATUS_INIT;
@@ -178,7 +179,8 @@ static void test_global_step_waiter__d1_1_validation(void **state)
 
 /* ---- C88, C89 -------------------------------------------------------------------- */
 
-static void test_global_step_waiter__c88_begin_without_global_step(void **state)
+/* C88: begin() without a global step is FAILED_PRECONDITION. */
+static void test_global_step_waiter__begin_without_a_global_step_fails(void **state)
 {
   fixture *f = *state;
   fake_executor *bare = fake_executor_new(&f->te->env);
@@ -194,7 +196,8 @@ static void test_global_step_waiter__c88_begin_without_global_step(void **state)
   fake_executor_free(bare);
 }
 
-static void test_global_step_waiter__c89_non_positive_step_never_waits(void **state)
+/* C89: a wait_until_step of 0 or less marks the hook started without waiting. */
+static void test_global_step_waiter__non_positive_step_never_waits(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -208,7 +211,8 @@ static void test_global_step_waiter__c89_non_positive_step_never_waits(void **st
   assert_int_equal(test_clock_nsleeps(&f->te->clock), 0);
 }
 
-static void test_global_step_waiter__c89_c90_reached_at_once_then_started(void **state)
+/* C89, C90: a global step already reached starts the hook at once; later runs do not wait. */
+static void test_global_step_waiter__a_step_already_reached_starts_at_once(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -226,8 +230,8 @@ static void test_global_step_waiter__c89_c90_reached_at_once_then_started(void *
 
 /* ---- D1.2: the wait loop ------------------------------------------------------------ */
 
-/* (b), (e): polls every poll_interval_secs on the env's clock until GS is reached. */
-static void test_global_step_waiter__d1_2_polls_until_reached(void **state)
+/* D1.2: (b), (e): polls every poll_interval_secs on the env's clock until GS is reached. */
+static void test_global_step_waiter__polls_on_the_env_clock_until_the_step_is_reached(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -257,8 +261,8 @@ static void *publisher_main(void *arg)
   return NULL;
 }
 
-/* (b): GS reached because another thread moved it while the hook waited. */
-static void test_global_step_waiter__d1_2_reached_by_another_thread(void **state)
+/* D1.2: (b): GS reached because another thread moved it while the hook waited. */
+static void test_global_step_waiter__a_step_reached_by_another_thread_ends_the_wait(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -284,8 +288,8 @@ static void *stop_requester_main(void *arg)
   return NULL;
 }
 
-/* (a), (e), D1.3: a stop requested from another thread ends the wait with CANCELLED. */
-static void test_global_step_waiter__d1_2_stop_from_other_thread_cancels(void **state)
+/* D1.2: (a), (e), D1.3: a stop requested from another thread ends the wait with CANCELLED. */
+static void test_global_step_waiter__stop_from_other_thread_cancels(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -301,8 +305,8 @@ static void test_global_step_waiter__d1_2_stop_from_other_thread_cancels(void **
   assert_ok(hk_session_close(f->s, HK_CANCELLED, &st), &st);
 }
 
-/* (a) comes before (b): a pending stop wins even over a reached step, without reading GS. */
-static void test_global_step_waiter__d1_2_stop_checked_before_reading(void **state)
+/* D1.2: (a) comes before (b): a pending stop wins even over a reached step, without reading GS. */
+static void test_global_step_waiter__stop_checked_before_reading(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -314,8 +318,8 @@ static void test_global_step_waiter__d1_2_stop_checked_before_reading(void **sta
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);
 }
 
-/* (b): an error reading GS is returned. */
-static void test_global_step_waiter__d1_2_read_error_returned(void **state)
+/* D1.2: (b): an error reading GS is returned. */
+static void test_global_step_waiter__an_error_reading_the_step_is_returned(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -327,8 +331,8 @@ static void test_global_step_waiter__d1_2_read_error_returned(void **state)
   assert_int_equal(fake_executor_op_runs(f->fx, f->train), 0);
 }
 
-/* (c): the deadline, with the last poll shortened to the time left. */
-static void test_global_step_waiter__d1_2_deadline(void **state)
+/* D1.2: (c): the deadline, with the last poll shortened to the time left. */
+static void test_global_step_waiter__the_deadline_shortens_the_last_poll_and_fails_the_wait(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -342,8 +346,8 @@ static void test_global_step_waiter__d1_2_deadline(void **state)
   assert_int_equal(fake_executor_op_runs(f->fx, f->train), 0);
 }
 
-/* (b) before (c): deadline 0 still reads GS once. */
-static void test_global_step_waiter__d1_2_deadline_zero(void **state)
+/* D1.2: (b) before (c): deadline 0 still reads GS once. */
+static void test_global_step_waiter__a_zero_deadline_still_reads_the_step_once(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -358,7 +362,7 @@ static void test_global_step_waiter__d1_2_deadline_zero(void **state)
 }
 
 /* C91: a wait that ended without the step is repeated by the next run. */
-static void test_global_step_waiter__c91_rewait_after_failed_wait(void **state)
+static void test_global_step_waiter__the_next_run_repeats_a_wait_that_failed(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -380,7 +384,7 @@ static void test_global_step_waiter__c91_rewait_after_failed_wait(void **state)
 }
 
 /* C90, (d): progress whenever GS moved more than 1000 since the last progress line. */
-static void test_global_step_waiter__c90_progress_logs(void **state)
+static void test_global_step_waiter__logs_progress_when_the_step_moved_over_1000(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -418,7 +422,7 @@ static hk_code gs_script(void *user, fake_executor *fx, const hk_run_args *args,
  * be undefined, UBSan: signed-integer-overflow, and wrap to a huge positive
  * difference that logs "Current step is -9223372036854775808").
  */
-static void test_global_step_waiter__c90_progress_log_difference_does_not_overflow(void **state)
+static void test_global_step_waiter__progress_log_difference_does_not_overflow(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -433,7 +437,7 @@ static void test_global_step_waiter__c90_progress_log_difference_does_not_overfl
 }
 
 /* D12: the signal helper ends the wait with CANCELLED, and close(CANCELLED) is then clean. */
-static void test_global_step_waiter__d12_signal_cancels_wait(void **state)
+static void test_global_step_waiter__a_signal_cancels_the_wait(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -450,7 +454,7 @@ static void test_global_step_waiter__d12_signal_cancels_wait(void **state)
 }
 
 /* C88, H11: begin() clears the started flag, so a reused hook waits again. */
-static void test_global_step_waiter__c88_reuse_waits_again(void **state)
+static void test_global_step_waiter__a_reused_hook_waits_again(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -471,23 +475,23 @@ static void test_global_step_waiter__c88_reuse_waits_again(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_global_step_waiter__d1_1_validation),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__c88_begin_without_global_step, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__c89_non_positive_step_never_waits, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__c89_c90_reached_at_once_then_started, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__d1_2_polls_until_reached, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__d1_2_reached_by_another_thread, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__d1_2_stop_from_other_thread_cancels, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__d1_2_stop_checked_before_reading, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__d1_2_read_error_returned, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__d1_2_deadline, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__d1_2_deadline_zero, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__c91_rewait_after_failed_wait, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__c90_progress_logs, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__c90_progress_log_difference_does_not_overflow, setup,
+    cmocka_unit_test(test_global_step_waiter__bad_options_are_invalid_argument),
+    cmocka_unit_test_setup_teardown(test_global_step_waiter__begin_without_a_global_step_fails, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_global_step_waiter__non_positive_step_never_waits, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_global_step_waiter__a_step_already_reached_starts_at_once, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_global_step_waiter__polls_on_the_env_clock_until_the_step_is_reached, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_global_step_waiter__a_step_reached_by_another_thread_ends_the_wait, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_global_step_waiter__stop_from_other_thread_cancels, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_global_step_waiter__stop_checked_before_reading, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_global_step_waiter__an_error_reading_the_step_is_returned, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_global_step_waiter__the_deadline_shortens_the_last_poll_and_fails_the_wait, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_global_step_waiter__a_zero_deadline_still_reads_the_step_once, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_global_step_waiter__the_next_run_repeats_a_wait_that_failed, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_global_step_waiter__logs_progress_when_the_step_moved_over_1000, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_global_step_waiter__progress_log_difference_does_not_overflow, setup,
                                     teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__d12_signal_cancels_wait, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__c88_reuse_waits_again, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_global_step_waiter__a_signal_cancels_the_wait, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_global_step_waiter__a_reused_hook_waits_again, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

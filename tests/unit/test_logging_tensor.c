@@ -90,7 +90,9 @@ static void expect_refused(fixture *f, const hk_logging_tensor_options *o, const
   assert_int_equal(test_alloc_live(&f->te->alloc), live); /* no side effect (H3) */
 }
 
-static void test_logging_tensor__c127_bad_options_are_named(void **state) {
+/* C127: exactly one cadence or at_end alone, a non-empty list of tensors; anything else is INVALID_ARGUMENT naming
+ * it. */
+static void test_logging_tensor__bad_options_are_named(void **state) {
   fixture *f = *state;
   static const char *const bad_names[2] = {"x", NULL};
   static const char *const empty_names[1] = {""};
@@ -198,7 +200,8 @@ static void test_logging_tensor__options_init(void **state) {
 
 /* ---- C128: names ---------------------------------------------------------------- */
 
-static void test_logging_tensor__c128_unknown_name_is_not_found(void **state) {
+/* C128: begin() fails with NOT_FOUND naming a tensor the executor does not know. */
+static void test_logging_tensor__an_unknown_tensor_name_is_not_found(void **state) {
   fixture *f = *state;
   static const char *const names[2] = {"x", "nope:0"};
   hk_logging_tensor_options o = opts_xy(1);
@@ -209,7 +212,8 @@ static void test_logging_tensor__c128_unknown_name_is_not_found(void **state) {
   assert_null(f->s);
 }
 
-static void test_logging_tensor__c128_bare_name_of_multi_output_op_is_ambiguous(void **state) {
+/* C128: a bare op name of an op with several outputs is ambiguous and refused. */
+static void test_logging_tensor__a_bare_name_of_a_multi_output_op_is_ambiguous(void **state) {
   fixture *f = *state;
   static const char *const names[1] = {"multi"};
   static const char *const explicit_names[2] = {"multi:0", "multi:1"};
@@ -233,9 +237,9 @@ static void test_logging_tensor__c128_bare_name_of_multi_output_op_is_ambiguous(
 
 /* ---- C128, C129: cadence --------------------------------------------------------- */
 
-/* The timer counts the hook's own runs from 0, not the global step, and
+/* C128: the timer counts the hook's own runs from 0, not the global step, and
  * the tensors are fetched only on the runs that log. */
-static void test_logging_tensor__c128_every_n_iter_counts_its_own_runs(void **state) {
+static void test_logging_tensor__every_n_iter_counts_its_own_runs(void **state) {
   fixture *f = *state;
   hk_logging_tensor_options o = opts_xy(2);
   assert_ok(hk_logging_tensor_hook_new(&f->hook, &o, &f->st), &f->st);
@@ -251,7 +255,7 @@ static void test_logging_tensor__c128_every_n_iter_counts_its_own_runs(void **st
 
 /* C129: "tag = value" in the given order, then the seconds since the
  * previous log, except on the first. */
-static void test_logging_tensor__c129_line_and_seconds(void **state) {
+static void test_logging_tensor__logs_one_line_with_the_seconds_since_the_last(void **state) {
   fixture *f = *state;
   hk_logging_tensor_options o = opts_xy(1);
   float y = -0.25f;
@@ -265,7 +269,8 @@ static void test_logging_tensor__c129_line_and_seconds(void **state) {
   assert_string_equal(line_starting(f->te, "x = ", 1), "x = 3, y:0 = -0.25 (0.250 sec)");
 }
 
-static void test_logging_tensor__c129_every_n_secs(void **state) {
+/* C129: with every_n_secs the hook logs once the interval has passed on the env's clock. */
+static void test_logging_tensor__every_n_secs_logs_when_the_clock_passes_the_interval(void **state) {
   fixture *f = *state;
   hk_logging_tensor_options o = opts_xy(HK_UNSET_STEPS);
   o.every_n_secs = 10.0;
@@ -284,7 +289,7 @@ static void test_logging_tensor__c129_every_n_secs(void **state) {
 }
 
 /* C129: (tag, name) pairs are logged sorted by tag, bytewise. */
-static void test_logging_tensor__c129_tags_sorted_bytewise(void **state) {
+static void test_logging_tensor__tags_sorted_bytewise(void **state) {
   fixture *f = *state;
   hk_tagged_tensor tagged[3] = {{"loss", "y"}, {"Step", "x"}, {"global", "global_step"}};
   hk_logging_tensor_options o = HK_LOGGING_TENSOR_OPTIONS_INIT;
@@ -326,7 +331,7 @@ static hk_code formatter(void *user, const char *const *tags, const hk_tensor *v
 
 /* C129: the formatter's line replaces the whole line, seconds included;
  * its error is the run's (H1). */
-static void test_logging_tensor__c129_formatter_replaces_the_line(void **state) {
+static void test_logging_tensor__formatter_replaces_the_line(void **state) {
   fixture *f = *state;
   fmt_state fs;
   hk_logging_tensor_options o = opts_xy(1);
@@ -355,7 +360,8 @@ static void test_logging_tensor__c129_formatter_replaces_the_line(void **state) 
 
 /* ---- C130: at_end ----------------------------------------------------------------- */
 
-static void test_logging_tensor__c130_at_end_alone_logs_once_at_close(void **state) {
+/* C130: with at_end alone, end() fetches the tensors once and logs one line without seconds. */
+static void test_logging_tensor__at_end_alone_logs_once_at_close(void **state) {
   fixture *f = *state;
   hk_logging_tensor_options o = opts_xy(HK_UNSET_STEPS);
   o.at_end = 1;
@@ -372,7 +378,8 @@ static void test_logging_tensor__c130_at_end_alone_logs_once_at_close(void **sta
   assert_string_equal(line_starting(f->te, "x = ", 0), "x = 3, y:0 = 1.5");
 }
 
-static void test_logging_tensor__c130_at_end_with_cadence_reports_seconds(void **state) {
+/* C130: with at_end and a cadence, the line at end reports the seconds since the previous line. */
+static void test_logging_tensor__at_end_with_cadence_reports_seconds(void **state) {
   fixture *f = *state;
   hk_logging_tensor_options o = opts_xy(10);
   o.at_end = 1;
@@ -386,8 +393,8 @@ static void test_logging_tensor__c130_at_end_with_cadence_reports_seconds(void *
   assert_string_equal(line_starting(f->te, "x = ", 1), "x = 3, y:0 = 1.5 (2.000 sec)");
 }
 
-/* C16: a close that is not clean runs no end(), so nothing is logged. */
-static void test_logging_tensor__c130_no_end_log_after_an_error(void **state) {
+/* C130, C16: a close that is not clean runs no end(), so nothing is logged. */
+static void test_logging_tensor__no_end_log_after_an_error(void **state) {
   fixture *f = *state;
   hk_logging_tensor_options o = opts_xy(HK_UNSET_STEPS);
   o.at_end = 1;
@@ -400,7 +407,7 @@ static void test_logging_tensor__c130_no_end_log_after_an_error(void **state) {
 
 /* begin() resets the counter and the timer: a hook reused by a second
  * session logs at its first run again, without seconds (C128). */
-static void test_logging_tensor__c128_begin_resets_counter_and_timer(void **state) {
+static void test_logging_tensor__begin_resets_counter_and_timer(void **state) {
   fixture *f = *state;
   hk_logging_tensor_options o = opts_xy(3);
   assert_ok(hk_logging_tensor_hook_new(&f->hook, &o, &f->st), &f->st);
@@ -427,7 +434,8 @@ static const char *text_of(hk_dtype dtype, int32_t rank, const int64_t *dims, vo
   return buf;
 }
 
-static void test_logging_tensor__h28_scalars(void **state) {
+/* H28: booleans print as true or false, integers in decimal, floating point with %g. */
+static void test_logging_tensor__scalars_print_as_their_dtype_says(void **state) {
   (void)state;
   uint8_t b1 = 1, b0 = 0;
   int8_t i8 = -5;
@@ -449,7 +457,8 @@ static void test_logging_tensor__h28_scalars(void **state) {
   assert_string_equal(text_of(HK_DTYPE_STRING, 0, NULL, (void *)&s), "\"say \\\"hi\\\"\\\\\\x0a\"");
 }
 
-static void test_logging_tensor__h28_half_and_bfloat16(void **state) {
+/* H28: f16 and bf16 values print with %g like the other floating-point types. */
+static void test_logging_tensor__half_and_bfloat16_print_as_floats(void **state) {
   (void)state;
   static const int64_t six[1] = {6};
   uint16_t h[6] = {0x3c00, 0xc000, 0x7e00, 0xfc00, 0x0001, 0x7bff};
@@ -458,7 +467,8 @@ static void test_logging_tensor__h28_half_and_bfloat16(void **state) {
   assert_string_equal(text_of(HK_DTYPE_BF16, 1, six, b), "[1.5 -1 nan inf 0 -0]");
 }
 
-static void test_logging_tensor__h28_nesting_and_elision(void **state) {
+/* H28: tensors print as nested brackets, long dimensions showing their first and last three values. */
+static void test_logging_tensor__tensors_print_nested_with_long_dimensions_elided(void **state) {
   (void)state;
   int32_t v[40];
   static const int64_t d22[2] = {2, 2}, d10[1] = {10}, d7[1] = {7}, d6[1] = {6}, d0[1] = {0}, d20[2] = {2, 0},
@@ -476,7 +486,8 @@ static void test_logging_tensor__h28_nesting_and_elision(void **state) {
   assert_string_equal(text_of(HK_DTYPE_STRING, 1, d3, (void *)strs), "[\"a\" \"\" \"c\"]");
 }
 
-static void test_logging_tensor__h28_invalid_and_truncated(void **state) {
+/* H28: a tensor that does not match its shape prints "<invalid tensor>", and output is cut like snprintf. */
+static void test_logging_tensor__invalid_and_truncated_tensors_print_a_marker(void **state) {
   (void)state;
   char buf[8];
   int32_t v[4] = {1000, 2000, 3000, 4000};
@@ -520,7 +531,8 @@ static void long_sink_fn(void *user, hk_log_level level, const char *msg) {
   snprintf(ls->tail, sizeof ls->tail, "%s", msg + (n > 30 ? n - 30 : 0));
 }
 
-static void test_logging_tensor__c129_long_line_is_cut_and_marked(void **state) {
+/* C129: a line over the limit is cut and marked "(truncated)", the seconds kept. */
+static void test_logging_tensor__long_line_is_cut_and_marked(void **state) {
   fixture *f = *state;
   static char tag[6000];
   long_sink ls;
@@ -551,7 +563,7 @@ static void test_logging_tensor__c129_long_line_is_cut_and_marked(void **state) 
 
 /* A run that logs, like one that does not, allocates nothing once the
  * session has seen both fetch lists (H7). */
-static void test_logging_tensor__h7_logging_runs_allocate_nothing(void **state) {
+static void test_logging_tensor__logging_runs_allocate_nothing(void **state) {
   fixture *f = *state;
   hk_graph *g = NULL;
   hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
@@ -708,25 +720,25 @@ static void test_logging_tensor__oom_at_creation_is_clean(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      T(test_logging_tensor__c127_bad_options_are_named),
+      T(test_logging_tensor__bad_options_are_named),
       T(test_logging_tensor__options_init),
-      T(test_logging_tensor__c128_unknown_name_is_not_found),
-      T(test_logging_tensor__c128_bare_name_of_multi_output_op_is_ambiguous),
-      T(test_logging_tensor__c128_every_n_iter_counts_its_own_runs),
-      T(test_logging_tensor__c128_begin_resets_counter_and_timer),
-      T(test_logging_tensor__c129_line_and_seconds),
-      T(test_logging_tensor__c129_every_n_secs),
-      T(test_logging_tensor__c129_tags_sorted_bytewise),
-      T(test_logging_tensor__c129_formatter_replaces_the_line),
-      T(test_logging_tensor__c129_long_line_is_cut_and_marked),
-      T(test_logging_tensor__c130_at_end_alone_logs_once_at_close),
-      T(test_logging_tensor__c130_at_end_with_cadence_reports_seconds),
-      T(test_logging_tensor__c130_no_end_log_after_an_error),
-      T(test_logging_tensor__h28_scalars),
-      T(test_logging_tensor__h28_half_and_bfloat16),
-      T(test_logging_tensor__h28_nesting_and_elision),
-      T(test_logging_tensor__h28_invalid_and_truncated),
-      T(test_logging_tensor__h7_logging_runs_allocate_nothing),
+      T(test_logging_tensor__an_unknown_tensor_name_is_not_found),
+      T(test_logging_tensor__a_bare_name_of_a_multi_output_op_is_ambiguous),
+      T(test_logging_tensor__every_n_iter_counts_its_own_runs),
+      T(test_logging_tensor__begin_resets_counter_and_timer),
+      T(test_logging_tensor__logs_one_line_with_the_seconds_since_the_last),
+      T(test_logging_tensor__every_n_secs_logs_when_the_clock_passes_the_interval),
+      T(test_logging_tensor__tags_sorted_bytewise),
+      T(test_logging_tensor__formatter_replaces_the_line),
+      T(test_logging_tensor__long_line_is_cut_and_marked),
+      T(test_logging_tensor__at_end_alone_logs_once_at_close),
+      T(test_logging_tensor__at_end_with_cadence_reports_seconds),
+      T(test_logging_tensor__no_end_log_after_an_error),
+      T(test_logging_tensor__scalars_print_as_their_dtype_says),
+      T(test_logging_tensor__half_and_bfloat16_print_as_floats),
+      T(test_logging_tensor__tensors_print_nested_with_long_dimensions_elided),
+      T(test_logging_tensor__invalid_and_truncated_tensors_print_a_marker),
+      T(test_logging_tensor__logging_runs_allocate_nothing),
       T(test_logging_tensor__host_loop_logs_the_programs_arrays),
       T(test_logging_tensor__oom_at_creation_is_clean),
   };

@@ -135,11 +135,11 @@ static void test_nan_tensor__options_init(void **state) {
 
 /* ---- C134: fail and warn ---------------------------------------------------------------- */
 
-/* The loss is fetched on every run; a NaN logs ERROR "Model diverged with
+/* C134: the loss is fetched on every run; a NaN logs ERROR "Model diverged with
  * loss = NaN." and after_run returns INVALID_ARGUMENT "NaN loss during
  * training." (H2): later hooks' after_run are skipped and no stop is
  * applied (C14); a close with that error runs no end() (C16). */
-static void test_nan_tensor__c134_nan_fails_the_run(void **state) {
+static void test_nan_tensor__a_nan_loss_fails_the_run(void **state) {
   fixture *f = *state;
   float ok = 0.5f, nan = NAN;
   make_hook(f, "l32", 1, 1);
@@ -161,9 +161,9 @@ static void test_nan_tensor__c134_nan_fails_the_run(void **state) {
   assert_int_equal(f->after->calls[SPY_END], 0);
 }
 
-/* Without fail_on_nan_loss: WARNING and a stop request; the step's later
+/* C134: without fail_on_nan_loss: WARNING and a stop request; the step's later
  * hooks still run and see the request (C19), then should_stop() is true. */
-static void test_nan_tensor__c134_warn_mode_requests_a_stop(void **state) {
+static void test_nan_tensor__in_warn_mode_a_nan_loss_requests_a_stop(void **state) {
   fixture *f = *state;
   double nan = NAN;
   make_hook(f, "l64:0", 0, 1);
@@ -181,9 +181,9 @@ static void test_nan_tensor__c134_warn_mode_requests_a_stop(void **state) {
   assert_int_equal(f->after->calls[SPY_END], 1);
 }
 
-/* Every floating dtype, NaN decoded from the bits: quiet and signalling
+/* C134: every floating dtype, NaN decoded from the bits: quiet and signalling
  * payloads, either sign; the largest finite half and bfloat16 are fine. */
-static void test_nan_tensor__c134_every_float_dtype(void **state) {
+static void test_nan_tensor__checks_a_loss_of_every_float_dtype(void **state) {
   fixture *f = *state;
   struct {
     const char *name;
@@ -227,9 +227,9 @@ static void test_nan_tensor__c134_every_float_dtype(void **state) {
   }
 }
 
-/* Infinity: by default (non_finite) it counts as divergence, with its own
+/* C134: infinity: by default (non_finite) it counts as divergence, with its own
  * texts; with non_finite 0 it is not NaN, as in TF. */
-static void test_nan_tensor__c134_infinity(void **state) {
+static void test_nan_tensor__an_infinite_loss_diverges_unless_non_finite_is_off(void **state) {
   fixture *f = *state;
   float inf = HUGE_VALF, ninf = -HUGE_VALF;
   uint16_t hinf = 0x7c00;
@@ -272,8 +272,8 @@ static void test_nan_tensor__c134_infinity(void **state) {
   assert_false(hk_session_should_stop(f->s));
 }
 
-/* Any element counts, and a NaN anywhere is reported as NaN. */
-static void test_nan_tensor__c134_any_element_nan_wins(void **state) {
+/* C134: any element counts, and a NaN anywhere is reported as NaN. */
+static void test_nan_tensor__one_nan_element_anywhere_makes_the_loss_nan(void **state) {
   fixture *f = *state;
   float v[3] = {HUGE_VALF, 1.0f, NAN}, w[3] = {1.0f, -HUGE_VALF, 2.0f};
   make_hook(f, "vec", 1, 1);
@@ -286,7 +286,7 @@ static void test_nan_tensor__c134_any_element_nan_wins(void **state) {
 
 /* C134: a loss that is not floating is refused: a variable's dtype in
  * begin(), any other tensor's at the first fetch. */
-static void test_nan_tensor__c134_loss_must_be_floating(void **state) {
+static void test_nan_tensor__a_loss_that_is_not_floating_point_is_refused(void **state) {
   fixture *f = *state;
   make_hook(f, "ivar", 1, 1);
   assert_status(one_hook_session_new(&f->s, &f->te->env, HK_SESSION_MONITORED, f->ex, &f->hook, NULL, &f->st), &f->st,
@@ -297,7 +297,8 @@ static void test_nan_tensor__c134_loss_must_be_floating(void **state) {
   assert_status(run(f), &f->st, HK_INVALID_ARGUMENT, "loss 'lint' is a i32 tensor");
 }
 
-static void test_nan_tensor__c134_unknown_loss_is_not_found(void **state) {
+/* C134: a loss the executor does not know fails begin() with NOT_FOUND naming it. */
+static void test_nan_tensor__unknown_loss_is_not_found(void **state) {
   fixture *f = *state;
   make_hook(f, "no_such_loss:0", 1, 1);
   assert_status(one_hook_session_new(&f->s, &f->te->env, HK_SESSION_MONITORED, f->ex, &f->hook, NULL, &f->st), &f->st,
@@ -305,7 +306,8 @@ static void test_nan_tensor__c134_unknown_loss_is_not_found(void **state) {
   assert_null(f->s);
 }
 
-static void test_nan_tensor__c134_loss_by_handle(void **state) {
+/* C134: the loss may be given by handle instead of by name. */
+static void test_nan_tensor__the_loss_may_be_given_by_handle(void **state) {
   fixture *f = *state;
   hk_nan_tensor_options o = HK_NAN_TENSOR_OPTIONS_INIT;
   float nan = NAN;
@@ -580,14 +582,14 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_nan_tensor__bad_options_are_named),
       T(test_nan_tensor__options_init),
-      T(test_nan_tensor__c134_nan_fails_the_run),
-      T(test_nan_tensor__c134_warn_mode_requests_a_stop),
-      T(test_nan_tensor__c134_every_float_dtype),
-      T(test_nan_tensor__c134_infinity),
-      T(test_nan_tensor__c134_any_element_nan_wins),
-      T(test_nan_tensor__c134_loss_must_be_floating),
-      T(test_nan_tensor__c134_unknown_loss_is_not_found),
-      T(test_nan_tensor__c134_loss_by_handle),
+      T(test_nan_tensor__a_nan_loss_fails_the_run),
+      T(test_nan_tensor__in_warn_mode_a_nan_loss_requests_a_stop),
+      T(test_nan_tensor__checks_a_loss_of_every_float_dtype),
+      T(test_nan_tensor__an_infinite_loss_diverges_unless_non_finite_is_off),
+      T(test_nan_tensor__one_nan_element_anywhere_makes_the_loss_nan),
+      T(test_nan_tensor__a_loss_that_is_not_floating_point_is_refused),
+      T(test_nan_tensor__unknown_loss_is_not_found),
+      T(test_nan_tensor__the_loss_may_be_given_by_handle),
       T(test_nan_tensor__oom_at_creation_is_clean),
       T(test_nan_tensor__guard_before_saver_writes_no_nan_checkpoint),
       T(test_nan_tensor__guard_before_saver_writes_no_inf_checkpoint),

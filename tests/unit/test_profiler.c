@@ -97,7 +97,7 @@ static hk_hook *profiler(fx *f, int64_t save_steps) {
 /* C141, C142: with save_steps 2 the first run is never traced; runs whose
  * next step triggers are, and each timeline holds the run, the later hooks'
  * callbacks, the executor run and its ops, nested in time. */
-static void test_profiler__c141_c142_cadence_and_timeline(void **state) {
+static void test_profiler__traces_runs_on_its_cadence_and_writes_timelines(void **state) {
   fx *f = *state;
   hk_hook *prof = profiler(f, 2);
   spy_hook *spy = spy_hook_new("spy", NULL, NULL);
@@ -315,7 +315,8 @@ static void test_profiler__failed_traced_run_writes_nothing(void **state) {
   spy_hook_free(spy);
 }
 
-static void test_profiler__c140_validation(void **state) {
+/* C140: exactly one of save_steps and save_secs, each positive; anything else is INVALID_ARGUMENT naming it. */
+static void test_profiler__bad_options_are_invalid_argument(void **state) {
   fx *f = *state;
   hk_hook *h = (hk_hook *)1;
   hk_profiler_options o = HK_PROFILER_OPTIONS_INIT;
@@ -339,7 +340,7 @@ static void test_profiler__c140_validation(void **state) {
 }
 
 /* C140: begin() without a global step fails naming the hook's need. */
-static void test_profiler__c140_needs_global_step(void **state) {
+static void test_profiler__begin_without_a_global_step_fails(void **state) {
   fx *f = *state;
   hk_graph *g = NULL;
   hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
@@ -359,13 +360,13 @@ static void test_profiler__c140_needs_global_step(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_profiler__c141_c142_cadence_and_timeline, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_profiler__traces_runs_on_its_cadence_and_writes_timelines, setup, teardown),
       cmocka_unit_test_setup_teardown(test_profiler__host_loop_step_is_traced, setup, teardown),
       cmocka_unit_test_setup_teardown(test_profiler__traced_run_is_written_before_run_returns, setup, teardown),
       cmocka_unit_test_setup_teardown(test_profiler__run_metadata_holds_the_spans_and_ops, setup, teardown),
       cmocka_unit_test_setup_teardown(test_profiler__failed_traced_run_writes_nothing, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_profiler__c140_validation, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_profiler__c140_needs_global_step, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_profiler__bad_options_are_invalid_argument, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_profiler__begin_without_a_global_step_fails, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -80,7 +80,8 @@ static void close_ok(fixture *f) {
 
 /* ---- options (C131, D9, H25) -------------------------------------------------------- */
 
-static void test_step_counter__c131_options_init_and_defaults(void **state) {
+/* C131: options_init refuses a NULL struct or an unknown version and sets every default. */
+static void test_step_counter__options_init_checks_its_version_and_sets_defaults(void **state) {
   fixture *f = *state;
   hk_step_counter_options o;
   assert_int_equal(hk_step_counter_options_init(NULL, HK_STEP_COUNTER_OPTIONS_VERSION), HK_INVALID_ARGUMENT);
@@ -101,7 +102,9 @@ static void refused(fixture *f, const char *substr) {
   assert_null(h);
 }
 
-static void test_step_counter__d9_h25_bad_options_named(void **state) {
+/* D9, H25: both cadences, a zero or negative cadence and the other bad options are INVALID_ARGUMENT naming the
+ * option. */
+static void test_step_counter__bad_options_named(void **state) {
   fixture *f = *state;
   hk_env bad = f->te->env;
   long base = test_alloc_live(&f->te->alloc);
@@ -136,7 +139,7 @@ static void test_step_counter__d9_h25_bad_options_named(void **state) {
 }
 
 /* C131: every_n_secs alone uses seconds (TF would raise). */
-static void test_step_counter__c131_secs_alone_is_fine(void **state) {
+static void test_step_counter__every_n_secs_alone_counts_seconds(void **state) {
   fixture *f = *state;
   f->o.every_n_secs = 1.0;
   f->o.output_dir = f->dir;
@@ -156,7 +159,8 @@ static void test_step_counter__c131_secs_alone_is_fine(void **state) {
   }
 }
 
-static void test_step_counter__c131_begin_needs_a_global_step(void **state) {
+/* C131: begin() without a global step is FAILED_PRECONDITION. */
+static void test_step_counter__begin_needs_a_global_step(void **state) {
   fixture *f = *state;
   fake_executor *bare = fake_executor_new(&f->te->env);
   hk_hook *hooks[1];
@@ -173,7 +177,8 @@ static void test_step_counter__c131_begin_needs_a_global_step(void **state) {
 
 /* ---- cadence and output (C132, H26) ---------------------------------------------------- */
 
-static void test_step_counter__c132_rate_every_n_steps(void **state) {
+/* C132: every_n_steps writes and logs global_step/sec, the first trigger only starting the timer. */
+static void test_step_counter__writes_and_logs_the_rate_every_n_steps(void **state) {
   fixture *f = *state;
   ev_file *ef;
   const ev_event *e;
@@ -202,7 +207,7 @@ static void test_step_counter__c132_rate_every_n_steps(void **state) {
 }
 
 /* C132: steps_per_run: the stale GS + steps_per_run decides whether to read GS. */
-static void test_step_counter__c132_steps_per_run(void **state) {
+static void test_step_counter__steps_per_run_decides_when_to_read_the_global_step(void **state) {
   fixture *f = *state;
   int64_t before;
   f->o.every_n_steps = 4;
@@ -220,7 +225,7 @@ static void test_step_counter__c132_steps_per_run(void **state) {
 }
 
 /* C132: a rate over zero seconds is neither written nor logged. */
-static void test_step_counter__c132_zero_seconds_skipped(void **state) {
+static void test_step_counter__a_rate_over_zero_seconds_is_skipped(void **state) {
   fixture *f = *state;
   f->o.every_n_steps = 1;
   f->o.output_dir = f->dir;
@@ -235,8 +240,8 @@ static void test_step_counter__c132_zero_seconds_skipped(void **state) {
   }
 }
 
-/* No output_dir and no writer: the log line only. */
-static void test_step_counter__c132_logs_without_writer(void **state) {
+/* C132: no output_dir and no writer: the log line only. */
+static void test_step_counter__without_a_writer_only_logs_the_rate(void **state) {
   fixture *f = *state;
   f->o.every_n_steps = 1;
   open_ok(f);
@@ -246,8 +251,8 @@ static void test_step_counter__c132_logs_without_writer(void **state) {
   assert_false(test_path_exists(f->dir));
 }
 
-/* A summary_writer given wins over output_dir (as in TF). */
-static void test_step_counter__c131_summary_writer_given(void **state) {
+/* C131: a summary_writer given wins over output_dir (as in TF). */
+static void test_step_counter__a_given_summary_writer_wins_over_output_dir(void **state) {
   fixture *f = *state;
   hk_summary_writer_options wo = HK_SUMMARY_WRITER_OPTIONS_INIT;
   hk_summary_writer *w = NULL;
@@ -272,7 +277,7 @@ static void test_step_counter__c131_summary_writer_given(void **state) {
 }
 
 /* C133: at most five warnings per hook when GS does not move. */
-static void test_step_counter__c133_stalled_step_warns_five_times(void **state) {
+static void test_step_counter__stalled_step_warns_five_times(void **state) {
   fixture *f = *state;
   hk_run_args args;
   int i;
@@ -288,7 +293,7 @@ static void test_step_counter__c133_stalled_step_warns_five_times(void **state) 
 }
 
 /* Write errors are returned by the after_run that writes (H9). */
-static void test_step_counter__h9_write_error_returned(void **state) {
+static void test_step_counter__a_write_error_fails_the_after_run_that_writes(void **state) {
   fixture *f = *state;
   faulty_fs ff;
   faulty_fs_init(&ff);
@@ -308,7 +313,7 @@ static void test_step_counter__h9_write_error_returned(void **state) {
 }
 
 /* H7 (house style 22a): creation under failing allocations. */
-static void test_step_counter__h7_oom_new(void **state) {
+static void test_step_counter__allocation_failures_in_new_leak_nothing(void **state) {
   fixture *f = *state;
   long n, base = test_alloc_live(&f->te->alloc);
   hk_code rc = HK_INTERNAL;
@@ -328,7 +333,7 @@ static void test_step_counter__h7_oom_new(void **state) {
 
 /* On the graph executor: the GS variable's name ("global_step") makes the
  * tag (C132). */
-static void test_step_counter__c132_graph_executor(void **state) {
+static void test_step_counter__on_the_graph_executor_the_tag_is_the_step_s_name(void **state) {
   fixture *f = *state;
   hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
   hk_graph *g = NULL;
@@ -370,19 +375,19 @@ static void test_step_counter__c132_graph_executor(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      T(test_step_counter__c131_options_init_and_defaults),
-      T(test_step_counter__d9_h25_bad_options_named),
-      T(test_step_counter__c131_secs_alone_is_fine),
-      T(test_step_counter__c131_begin_needs_a_global_step),
-      T(test_step_counter__c132_rate_every_n_steps),
-      T(test_step_counter__c132_steps_per_run),
-      T(test_step_counter__c132_zero_seconds_skipped),
-      T(test_step_counter__c132_logs_without_writer),
-      T(test_step_counter__c131_summary_writer_given),
-      T(test_step_counter__c133_stalled_step_warns_five_times),
-      T(test_step_counter__h9_write_error_returned),
-      T(test_step_counter__h7_oom_new),
-      T(test_step_counter__c132_graph_executor),
+      T(test_step_counter__options_init_checks_its_version_and_sets_defaults),
+      T(test_step_counter__bad_options_named),
+      T(test_step_counter__every_n_secs_alone_counts_seconds),
+      T(test_step_counter__begin_needs_a_global_step),
+      T(test_step_counter__writes_and_logs_the_rate_every_n_steps),
+      T(test_step_counter__steps_per_run_decides_when_to_read_the_global_step),
+      T(test_step_counter__a_rate_over_zero_seconds_is_skipped),
+      T(test_step_counter__without_a_writer_only_logs_the_rate),
+      T(test_step_counter__a_given_summary_writer_wins_over_output_dir),
+      T(test_step_counter__stalled_step_warns_five_times),
+      T(test_step_counter__a_write_error_fails_the_after_run_that_writes),
+      T(test_step_counter__allocation_failures_in_new_leak_nothing),
+      T(test_step_counter__on_the_graph_executor_the_tag_is_the_step_s_name),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -102,7 +102,8 @@ static int64_t gs_now(fixture *f)
 
 /* ---- C80: options ------------------------------------------------------------ */
 
-static void test_stop_at_step__c80_validation(void **state)
+/* C80: exactly one of num_steps and last_step must be given, else INVALID_ARGUMENT. */
+static void test_stop_at_step__exactly_one_of_num_steps_and_last_step(void **state)
 {
   hk_stop_at_step_options o = HK_STOP_AT_STEP_OPTIONS_INIT;
   hk_status st = HK_STATUS_INIT;
@@ -149,7 +150,8 @@ static void test_stop_at_step__c80_validation(void **state)
 
 /* ---- C81, C143: the global step ---------------------------------------------- */
 
-static void test_stop_at_step__c81_begin_without_global_step(void **state)
+/* C81: begin() without a global step is FAILED_PRECONDITION. */
+static void test_stop_at_step__begin_without_a_global_step_fails(void **state)
 {
   fixture *f = *state;
   fake_executor *bare = fake_executor_new(&f->te->env);
@@ -166,7 +168,8 @@ static void test_stop_at_step__c81_begin_without_global_step(void **state)
   fake_executor_free(bare);
 }
 
-static void test_stop_at_step__c143_global_step_of_wrong_type(void **state)
+/* C143: a global step that is not an integer scalar is refused. */
+static void test_stop_at_step__a_global_step_of_the_wrong_type_is_refused(void **state)
 {
   fixture *f = *state;
   fake_executor *fx = fake_executor_new(&f->te->env);
@@ -186,7 +189,8 @@ static void test_stop_at_step__c143_global_step_of_wrong_type(void **state)
 
 /* ---- C83, C84: fetch and confirming read --------------------------------------- */
 
-static void test_stop_at_step__c84_stops_at_last_step_with_train_op(void **state)
+/* C84: the session stops after the step that brings the global step to last_step. */
+static void test_stop_at_step__stops_at_last_step_with_train_op(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -205,7 +209,8 @@ static void test_stop_at_step__c84_stops_at_last_step_with_train_op(void **state
   assert_int_equal(fake_executor_op_runs(f->fx, f->train), 3);
 }
 
-static void test_stop_at_step__c83_c84_fetches_gs_and_rereads_only_near_the_end(void **state)
+/* C83, C84: before_run always fetches the global step, and after_run reads it again only near last_step. */
+static void test_stop_at_step__fetches_the_step_and_rereads_it_only_near_the_end(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -246,7 +251,7 @@ static void test_stop_at_step__c83_c84_fetches_gs_and_rereads_only_near_the_end(
 }
 
 /* C85: last_step 10, no-op steps, GS assigned through the raw session. */
-static void c85_case(fixture *f, int64_t gs_value, int expect_stop)
+static void run_a_no_op_step_with_global_step_set_to(fixture *f, int64_t gs_value, int expect_stop)
 {
   hk_status st = HK_STATUS_INIT;
   hk_raw_session *rs;
@@ -268,29 +273,33 @@ static void c85_case(fixture *f, int64_t gs_value, int expect_stop)
   assert_int_equal(fake_executor_op_runs(f->fx, f->train), 0);
 }
 
-static void test_stop_at_step__c85_gs_9_does_not_stop(void **state)
+/* C85: with last_step 10, a global step set externally to 9 does not stop the session. */
+static void test_stop_at_step__a_step_set_to_9_below_last_step_10_does_not_stop(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
-  c85_case(f, 9, 0);
+  run_a_no_op_step_with_global_step_set_to(f, 9, 0);
   /* Another no-op step still sees 9: no stop, the run keeps working. */
   assert_ok(run_noop(f, &st), &st);
   assert_false(hk_session_should_stop(f->s));
 }
 
-static void test_stop_at_step__c85_gs_10_stops(void **state)
+/* C85: with last_step 10, a global step set externally to 10 stops the session. */
+static void test_stop_at_step__a_step_set_to_last_step_10_stops(void **state)
 {
-  c85_case(*state, 10, 1);
+  run_a_no_op_step_with_global_step_set_to(*state, 10, 1);
 }
 
-static void test_stop_at_step__c85_gs_11_stops(void **state)
+/* C85: with last_step 10, a global step set externally to 11 stops the session. */
+static void test_stop_at_step__a_step_set_past_last_step_10_stops(void **state)
 {
-  c85_case(*state, 11, 1);
+  run_a_no_op_step_with_global_step_set_to(*state, 11, 1);
 }
 
 /* ---- D8: stop before the first step --------------------------------------------- */
 
-static void test_stop_at_step__d8_num_steps_zero_stops_before_any_step(void **state)
+/* D8: num_steps 0 stops the session before the first step. */
+static void test_stop_at_step__num_steps_zero_stops_before_any_step(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -305,7 +314,8 @@ static void test_stop_at_step__d8_num_steps_zero_stops_before_any_step(void **st
   assert_int_equal(fake_executor_op_runs(f->fx, f->train), 0);
 }
 
-static void test_stop_at_step__d8_restored_gs_beyond_last_step(void **state)
+/* D8: a session restored at a global step past last_step stops before the first step. */
+static void test_stop_at_step__a_restored_step_past_last_step_stops_before_any_step(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -319,7 +329,8 @@ static void test_stop_at_step__d8_restored_gs_beyond_last_step(void **state)
   assert_status(run_noop(f, &st), &st, HK_FAILED_PRECONDITION, "Run called even after should_stop requested.");
 }
 
-static void test_stop_at_step__d8_not_reached_no_stop_no_log(void **state)
+/* D8: a last_step not yet reached at creation neither stops nor logs. */
+static void test_stop_at_step__a_last_step_not_reached_neither_stops_nor_logs(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -337,7 +348,8 @@ static void test_stop_at_step__d8_not_reached_no_stop_no_log(void **state)
 
 /* ---- D13: what num_steps counts from -------------------------------------------- */
 
-static void test_stop_at_step__d13_num_steps_counts_from_restored_gs(void **state)
+/* D13: num_steps counts from the global step the session starts at, restored ones included. */
+static void test_stop_at_step__num_steps_counts_from_the_restored_step(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -356,7 +368,7 @@ static void test_stop_at_step__d13_num_steps_counts_from_restored_gs(void **stat
 }
 
 /* D13, D2: a re-created session (GS restarting at 1) keeps last_step = 0 + 3. */
-static void test_stop_at_step__d13_recreation_keeps_last_step(void **state)
+static void test_stop_at_step__a_recreated_session_keeps_last_step(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -386,7 +398,7 @@ static void test_stop_at_step__d13_recreation_keeps_last_step(void **state)
 }
 
 /* D8 applies in every after_create_session, re-creations included. */
-static void test_stop_at_step__d8_applies_after_recreation(void **state)
+static void test_stop_at_step__stopping_before_a_step_applies_after_recreation(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -404,7 +416,7 @@ static void test_stop_at_step__d8_applies_after_recreation(void **state)
 }
 
 /* H11, D13: a hook reused by a later session starts over from that session's first creation. */
-static void test_stop_at_step__h11_reuse_recomputes_last_step(void **state)
+static void test_stop_at_step__a_reused_hook_computes_last_step_again(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -429,7 +441,7 @@ static void test_stop_at_step__h11_reuse_recomputes_last_step(void **state)
 /* C84, H29: with the embedded reference executor the stale GS of a step that
  * increments it is the pre-step value, so the confirming read happens only
  * on the last step and the hook stops exactly at last_step. */
-static void test_stop_at_step__h29_reference_executor(void **state)
+static void test_stop_at_step__on_the_graph_executor_rereads_only_at_the_last_step(void **state)
 {
   fixture *f = *state;
   hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
@@ -472,7 +484,7 @@ static void test_stop_at_step__h29_reference_executor(void **state)
 }
 
 /* H7: the hook allocates nothing per step (the fake executor never uses the env allocator). */
-static void test_stop_at_step__h7_no_allocation_per_step(void **state)
+static void test_stop_at_step__allocates_nothing_per_step(void **state)
 {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
@@ -491,24 +503,24 @@ static void test_stop_at_step__h7_no_allocation_per_step(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_stop_at_step__c80_validation),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__c81_begin_without_global_step, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__c143_global_step_of_wrong_type, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__c84_stops_at_last_step_with_train_op, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__c83_c84_fetches_gs_and_rereads_only_near_the_end, setup,
+    cmocka_unit_test(test_stop_at_step__exactly_one_of_num_steps_and_last_step),
+    cmocka_unit_test_setup_teardown(test_stop_at_step__begin_without_a_global_step_fails, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_stop_at_step__a_global_step_of_the_wrong_type_is_refused, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_stop_at_step__stops_at_last_step_with_train_op, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_stop_at_step__fetches_the_step_and_rereads_it_only_near_the_end, setup,
                                     teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__c85_gs_9_does_not_stop, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__c85_gs_10_stops, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__c85_gs_11_stops, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__d8_num_steps_zero_stops_before_any_step, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__d8_restored_gs_beyond_last_step, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__d8_not_reached_no_stop_no_log, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__d13_num_steps_counts_from_restored_gs, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__d13_recreation_keeps_last_step, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__d8_applies_after_recreation, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__h11_reuse_recomputes_last_step, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__h29_reference_executor, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__h7_no_allocation_per_step, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_stop_at_step__a_step_set_to_9_below_last_step_10_does_not_stop, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_stop_at_step__a_step_set_to_last_step_10_stops, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_stop_at_step__a_step_set_past_last_step_10_stops, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_stop_at_step__num_steps_zero_stops_before_any_step, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_stop_at_step__a_restored_step_past_last_step_stops_before_any_step, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_stop_at_step__a_last_step_not_reached_neither_stops_nor_logs, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_stop_at_step__num_steps_counts_from_the_restored_step, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_stop_at_step__a_recreated_session_keeps_last_step, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_stop_at_step__stopping_before_a_step_applies_after_recreation, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_stop_at_step__a_reused_hook_computes_last_step_again, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_stop_at_step__on_the_graph_executor_rereads_only_at_the_last_step, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_stop_at_step__allocates_nothing_per_step, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

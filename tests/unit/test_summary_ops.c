@@ -85,7 +85,8 @@ static size_t role_count(graph_fixture *f, const char *role) {
 
 /* ---- scalar ----------------------------------------------------------------------- */
 
-static void test_summary_ops__c137_scalar_summary_serializes_a_summary(void **state) {
+/* C137: a scalar summary op serializes a Summary and is registered under the summaries role. */
+static void test_summary_ops__a_scalar_summary_op_is_registered_as_a_summary(void **state) {
   graph_fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
   hk_handle x = constant_f32(f, "x", 2.5f), s = HK_NO_HANDLE;
@@ -249,7 +250,7 @@ static void test_summary_ops__merge_explicit_all_and_duplicates(void **state) {
 }
 
 /* H7: summary ops run from cached plans into pre-sized buffers. */
-static void test_summary_ops__h7_runs_allocate_nothing(void **state) {
+static void test_summary_ops__runs_of_summary_ops_allocate_nothing(void **state) {
   graph_fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
   hk_handle x = constant_f32(f, "x", 1.0f), v = placeholder_f32(f, "v"), m = HK_NO_HANDLE, s, h;
@@ -301,7 +302,8 @@ static void test_summary_ops__oom_builders_leave_graph_unchanged(void **state) {
 
 /* ---- the Scaffold's summary_op (C58, C61, C62, C64) -------------------------------- */
 
-static void test_summary_ops__c62_scaffold_default_merges_registered_summaries(void **state) {
+/* C62: an unset summary_op becomes one merge of the registered summaries at finalization. */
+static void test_summary_ops__scaffold_default_merges_registered_summaries(void **state) {
   graph_fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
   hk_handle x = constant_f32(f, "x", 1.0f), y = constant_f32(f, "y", 2.0f), sx, sy, role_op[2];
@@ -340,7 +342,8 @@ static void test_summary_ops__c62_scaffold_default_merges_registered_summaries(v
   assert_int_equal(n, 0);
 }
 
-static void test_summary_ops__c58_given_copied_and_c62_unset_without_summaries(void **state) {
+/* C58, C62: a summary_op given is kept as it is; with no summary registered it stays unset. */
+static void test_summary_ops__a_given_summary_op_is_kept_and_none_is_unset(void **state) {
   graph_fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
   hk_handle given[1], unset[1] = {HK_NO_HANDLE};
@@ -374,7 +377,8 @@ static void test_summary_ops__c58_given_copied_and_c62_unset_without_summaries(v
   hk_scaffold_free(copy);
 }
 
-static void test_summary_ops__c61_more_than_one_summary_op(void **state) {
+/* C61: more than one summary op registered fails finalization. */
+static void test_summary_ops__more_than_one_registered_merge_fails_finalize(void **state) {
   graph_fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
   hk_handle x = constant_f32(f, "x", 1.0f), sx, m1, m2;
@@ -393,9 +397,9 @@ static void test_summary_ops__c61_more_than_one_summary_op(void **state) {
   hk_scaffold_free(a);
 }
 
-/* An executor without HK_CONTROL_MERGE_SUMMARIES: the Scaffold takes the
+/* C62: an executor without HK_CONTROL_MERGE_SUMMARIES: the Scaffold takes the
  * registered summaries themselves, in order, and registers nothing. */
-static void test_summary_ops__c62_executor_without_merge(void **state) {
+static void test_summary_ops__without_a_merge_the_scaffold_takes_the_summaries(void **state) {
   graph_fixture *f = *state;
   fake_executor *fx = fake_executor_new(&f->te->env);
   hk_handle a = fake_executor_add_tensor(fx, "a", HK_DTYPE_U8, 1, (int64_t[]){0});
@@ -429,16 +433,16 @@ static void test_summary_ops__merge_control_refuses_bad_requests(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      T(test_summary_ops__c137_scalar_summary_serializes_a_summary),
+      T(test_summary_ops__a_scalar_summary_op_is_registered_as_a_summary),
       T(test_summary_ops__builders_refuse_bad_arguments_graph_unchanged),
       T(test_summary_ops__histogram_of_a_fed_tensor),
       T(test_summary_ops__merge_explicit_all_and_duplicates),
-      T(test_summary_ops__h7_runs_allocate_nothing),
+      T(test_summary_ops__runs_of_summary_ops_allocate_nothing),
       T(test_summary_ops__oom_builders_leave_graph_unchanged),
-      T(test_summary_ops__c62_scaffold_default_merges_registered_summaries),
-      T(test_summary_ops__c58_given_copied_and_c62_unset_without_summaries),
-      T(test_summary_ops__c61_more_than_one_summary_op),
-      T(test_summary_ops__c62_executor_without_merge),
+      T(test_summary_ops__scaffold_default_merges_registered_summaries),
+      T(test_summary_ops__a_given_summary_op_is_kept_and_none_is_unset),
+      T(test_summary_ops__more_than_one_registered_merge_fails_finalize),
+      T(test_summary_ops__without_a_merge_the_scaffold_takes_the_summaries),
       T(test_summary_ops__merge_control_refuses_bad_requests),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -103,7 +103,8 @@ static void refused(fixture *f, const char *substr) {
   assert_null(h);
 }
 
-static void test_summary_saver__c135_bad_options_named(void **state) {
+/* C135: options_init checks its version; both cadences and the other bad options are INVALID_ARGUMENT naming them. */
+static void test_summary_saver__bad_options_are_refused_naming_them(void **state) {
   fixture *f = *state;
   hk_summary_saver_options o;
   hk_scaffold *sc = NULL;
@@ -156,7 +157,8 @@ static void test_summary_saver__c135_bad_options_named(void **state) {
   assert_int_equal(test_alloc_live(&f->te->alloc), base);
 }
 
-static void test_summary_saver__c135_begin_needs_a_global_step(void **state) {
+/* C135: begin() without a global step is FAILED_PRECONDITION. */
+static void test_summary_saver__begin_needs_a_global_step(void **state) {
   fixture *f = *state;
   fake_executor *bare = fake_executor_new(&f->te->env);
   hk_hook *hooks[1];
@@ -172,7 +174,8 @@ static void test_summary_saver__c135_begin_needs_a_global_step(void **state) {
 
 /* ---- cadence and events (C136, C137) ---------------------------------------------------- */
 
-static void test_summary_saver__c136_c137_start_then_summaries_at_the_cadence(void **state) {
+/* C136, C137: the first run fetches the summaries and writes START, then summaries are written at the cadence. */
+static void test_summary_saver__writes_start_then_summaries_at_the_cadence(void **state) {
   fixture *f = *state;
   size_t fetched[6];
   ev_file *ef;
@@ -216,7 +219,7 @@ static void test_summary_saver__c136_c137_start_then_summaries_at_the_cadence(vo
 }
 
 /* C137: end() flushes the writer; its error is close()'s (H16). */
-static void test_summary_saver__c137_end_flushes(void **state) {
+static void test_summary_saver__end_flushes_and_close_returns_its_error(void **state) {
   fixture *f = *state;
   faulty_fs ff;
   faulty_fs_init(&ff);
@@ -234,7 +237,7 @@ static void test_summary_saver__c137_end_flushes(void **state) {
 }
 
 /* C137: without a writer nothing is written, and no summary op runs. */
-static void test_summary_saver__c137_nothing_without_writer(void **state) {
+static void test_summary_saver__without_a_writer_nothing_is_written_or_run(void **state) {
   fixture *f = *state;
   int i;
   f->o.output_dir = NULL;
@@ -244,8 +247,8 @@ static void test_summary_saver__c137_nothing_without_writer(void **state) {
   assert_false(test_path_exists(f->dir));
 }
 
-/* A summary_writer given wins over output_dir. */
-static void test_summary_saver__c135_summary_writer_given(void **state) {
+/* C135: a summary_writer given wins over output_dir. */
+static void test_summary_saver__a_given_summary_writer_wins_over_output_dir(void **state) {
   fixture *f = *state;
   hk_summary_writer_options wo = HK_SUMMARY_WRITER_OPTIONS_INIT;
   hk_summary_writer *w = NULL;
@@ -267,8 +270,8 @@ static void test_summary_saver__c135_summary_writer_given(void **state) {
   free(mine);
 }
 
-/* A fetched tensor that is not a serialized Summary fails the run, naming it. */
-static void test_summary_saver__c137_refuses_what_is_not_a_summary(void **state) {
+/* C137: a fetched tensor that is not a serialized Summary fails the run, naming it. */
+static void test_summary_saver__a_fetch_that_is_not_a_summary_fails_the_run(void **state) {
   fixture *f = *state;
   static const unsigned char junk[] = {0x0f, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09};
   hk_handle wrong[1];
@@ -288,7 +291,7 @@ static void test_summary_saver__c137_refuses_what_is_not_a_summary(void **state)
 }
 
 /* H7 (house style 22a): creation under failing allocations. */
-static void test_summary_saver__h7_oom_new(void **state) {
+static void test_summary_saver__allocation_failures_in_new_leak_nothing(void **state) {
   fixture *f = *state;
   long n, base = test_alloc_live(&f->te->alloc);
   hk_code rc = HK_INTERNAL;
@@ -307,7 +310,8 @@ static void test_summary_saver__h7_oom_new(void **state) {
 
 /* ---- with the graph executor and a Scaffold (C61, C62, C135, H26) ----------------------- */
 
-static void test_summary_saver__c62_scaffold_summary_op_on_the_graph(void **state) {
+/* C62: without a summary_op the hook uses the Scaffold's merge of the graph's summaries. */
+static void test_summary_saver__the_scaffold_merges_the_graph_s_summaries(void **state) {
   fixture *f = *state;
   hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
   hk_graph *g = NULL;
@@ -407,8 +411,8 @@ static void test_summary_saver__c62_scaffold_summary_op_on_the_graph(void **stat
   hk_graph_free(g);
 }
 
-/* A Scaffold without summaries: GS alone, START still written. */
-static void test_summary_saver__c62_scaffold_without_summaries(void **state) {
+/* C62: a Scaffold without summaries: GS alone, START still written. */
+static void test_summary_saver__a_scaffold_without_summaries_writes_start_only(void **state) {
   fixture *f = *state;
   hk_scaffold_options so = HK_SCAFFOLD_OPTIONS_INIT;
   hk_scaffold *scaffold = NULL;
@@ -441,16 +445,16 @@ static void test_summary_saver__c62_scaffold_without_summaries(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      T(test_summary_saver__c135_bad_options_named),
-      T(test_summary_saver__c135_begin_needs_a_global_step),
-      T(test_summary_saver__c136_c137_start_then_summaries_at_the_cadence),
-      T(test_summary_saver__c137_end_flushes),
-      T(test_summary_saver__c137_nothing_without_writer),
-      T(test_summary_saver__c135_summary_writer_given),
-      T(test_summary_saver__c137_refuses_what_is_not_a_summary),
-      T(test_summary_saver__h7_oom_new),
-      T(test_summary_saver__c62_scaffold_summary_op_on_the_graph),
-      T(test_summary_saver__c62_scaffold_without_summaries),
+      T(test_summary_saver__bad_options_are_refused_naming_them),
+      T(test_summary_saver__begin_needs_a_global_step),
+      T(test_summary_saver__writes_start_then_summaries_at_the_cadence),
+      T(test_summary_saver__end_flushes_and_close_returns_its_error),
+      T(test_summary_saver__without_a_writer_nothing_is_written_or_run),
+      T(test_summary_saver__a_given_summary_writer_wins_over_output_dir),
+      T(test_summary_saver__a_fetch_that_is_not_a_summary_fails_the_run),
+      T(test_summary_saver__allocation_failures_in_new_leak_nothing),
+      T(test_summary_saver__the_scaffold_merges_the_graph_s_summaries),
+      T(test_summary_saver__a_scaffold_without_summaries_writes_start_only),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

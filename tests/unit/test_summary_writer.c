@@ -62,7 +62,8 @@ static void expected_name(char *out, size_t cap, const char *suffix) {
 
 /* ---- options (H3, H4, H43) -------------------------------------------------------- */
 
-static void test_summary_writer__h43_options_init(void **state) {
+/* H43: options_init refuses a NULL struct or an unknown version. */
+static void test_summary_writer__options_init_checks_its_arguments_and_version(void **state) {
   hk_summary_writer_options o;
   (void)state;
   assert_int_equal(hk_summary_writer_options_init(NULL, HK_SUMMARY_WRITER_OPTIONS_VERSION), HK_INVALID_ARGUMENT);
@@ -81,7 +82,8 @@ static void expect_refused(fixture *f, const char *substr) {
   assert_null(w);
 }
 
-static void test_summary_writer__h3_bad_options_named_nothing_created(void **state) {
+/* H3: bad options are INVALID_ARGUMENT naming them, and nothing is created on disk. */
+static void test_summary_writer__bad_options_are_refused_and_nothing_is_created(void **state) {
   fixture *f = *state;
   hk_env bad_env = f->te->env;
   char longsuffix[300];
@@ -130,7 +132,8 @@ static void test_summary_writer__h3_bad_options_named_nothing_created(void **sta
 
 /* ---- files (H26, H43) --------------------------------------------------------------- */
 
-static void test_summary_writer__h26_created_at_first_write_with_parents(void **state) {
+/* H26: a writer's directory and file are created at its first write, parents included. */
+static void test_summary_writer__created_at_first_write_with_parents(void **state) {
   fixture *f = *state;
   char want[700], names[4][600];
   ev_file *ef;
@@ -166,7 +169,8 @@ static void test_summary_writer__h26_created_at_first_write_with_parents(void **
   event_file_free(ef);
 }
 
-static void test_summary_writer__h43_filename_suffix(void **state) {
+/* H43: filename_suffix is appended to the event file's name. */
+static void test_summary_writer__filename_suffix_ends_the_file_name(void **state) {
   fixture *f = *state;
   char want[700], names[4][600];
   f->o.filename_suffix = ".eval";
@@ -181,7 +185,7 @@ static void test_summary_writer__h43_filename_suffix(void **state) {
 /* H26: a name already taken in the same second (an earlier run's file) is
  * tried again with ".1" inserted; the attempt at the taken name leaves no
  * error in the caller's status, and the earlier file is not touched. */
-static void test_summary_writer__h26_taken_name_gets_a_counter_and_no_error(void **state) {
+static void test_summary_writer__taken_name_gets_a_counter_and_no_error(void **state) {
   fixture *f = *state;
   char taken[700], want[700], names[4][600];
   char *path;
@@ -209,8 +213,8 @@ static void test_summary_writer__h26_taken_name_gets_a_counter_and_no_error(void
   free(path);
 }
 
-/* A writer that is never written creates nothing, closes and frees cleanly. */
-static void test_summary_writer__h26_unused_writer_creates_nothing(void **state) {
+/* H26: a writer that is never written creates nothing, closes and frees cleanly. */
+static void test_summary_writer__unused_writer_creates_nothing(void **state) {
   fixture *f = *state;
   new_ok(f);
   assert_ok(hk_summary_writer_flush(f->w, &f->st), &f->st);
@@ -220,7 +224,8 @@ static void test_summary_writer__h26_unused_writer_creates_nothing(void **state)
 
 /* ---- scalars (H43) --------------------------------------------------------------------- */
 
-static void test_summary_writer__h43_scalars_as_float_simple_value(void **state) {
+/* H43: scalars are written as float simple values, at their step. */
+static void test_summary_writer__scalars_are_written_as_float_simple_values(void **state) {
   fixture *f = *state;
   ev_file *ef;
   const ev_event *e;
@@ -248,7 +253,8 @@ static void test_summary_writer__h43_scalars_as_float_simple_value(void **state)
   event_file_free(ef);
 }
 
-static void test_summary_writer__h43_bad_tags_named(void **state) {
+/* H43: a NULL, empty or too long tag is INVALID_ARGUMENT naming the problem. */
+static void test_summary_writer__bad_tags_are_refused_naming_the_problem(void **state) {
   fixture *f = *state;
   char longtag[HK_SUMMARY_TAG_MAX + 2];
   new_ok(f);
@@ -340,7 +346,8 @@ static void check_histo(const ev_value *v, const double *values, size_t nv) {
   free(e);
 }
 
-static void test_summary_writer__h43_histogram_tf_buckets(void **state) {
+/* H43: histograms use TensorFlow's bucket limits, runs of empty buckets collapsed. */
+static void test_summary_writer__histograms_use_tensorflow_s_buckets(void **state) {
   fixture *f = *state;
   float data[] = {-1.0f, 0.0f, 0.5f, 0.5f, 2.0f, 1e-13f, 3e9f};
   double as_double[7];
@@ -363,7 +370,8 @@ static void test_summary_writer__h43_histogram_tf_buckets(void **state) {
   event_file_free(ef);
 }
 
-static void test_summary_writer__h43_histogram_dtypes_and_shapes(void **state) {
+/* H43: histograms take every numeric dtype and shape, an empty tensor included. */
+static void test_summary_writer__histograms_take_every_numeric_dtype_and_shape(void **state) {
   fixture *f = *state;
   int64_t i64[2][3] = {{-3, 0, 7}, {7, 1000000000000LL, -2}};
   double d64[6];
@@ -398,7 +406,8 @@ static void test_summary_writer__h43_histogram_dtypes_and_shapes(void **state) {
   event_file_free(ef);
 }
 
-static void test_summary_writer__h43_histogram_refuses_nan_inf_bool(void **state) {
+/* H43: a histogram of NaN, infinite or boolean values, or of a tensor not matching its shape, is refused. */
+static void test_summary_writer__histograms_refuse_nan_inf_and_bool(void **state) {
   fixture *f = *state;
   double bad[3] = {1.0, NAN, 2.0};
   double inf[2] = {1.0, -HUGE_VAL};
@@ -424,7 +433,8 @@ static void test_summary_writer__h43_histogram_refuses_nan_inf_bool(void **state
 
 /* ---- text (H43: TensorBoard's text plugin) ------------------------------------------- */
 
-static void test_summary_writer__h43_text_plugin_value(void **state) {
+/* H43: text is written as a scalar string tensor for TensorBoard's text plugin. */
+static void test_summary_writer__text_is_a_text_plugin_string_tensor(void **state) {
   fixture *f = *state;
   ev_file *ef;
   const ev_value *v;
@@ -455,7 +465,8 @@ static void test_summary_writer__h43_text_plugin_value(void **state) {
 
 /* ---- serialized summaries (C137, H43) ------------------------------------------------- */
 
-static void test_summary_writer__c137_serialized_summary_verbatim(void **state) {
+/* C137: a serialized Summary is written as it is, and a malformed one refused. */
+static void test_summary_writer__a_serialized_summary_is_written_verbatim(void **state) {
   fixture *f = *state;
   /* Summary{value{tag "a" simple_value 1.5}, value{tag "b" simple_value 2}} */
   static const unsigned char two[] = {0x0a, 0x08, 0x0a, 0x01, 'a', 0x15, 0x00, 0x00, 0xc0, 0x3f,
@@ -485,7 +496,8 @@ static void test_summary_writer__c137_serialized_summary_verbatim(void **state) 
 
 /* ---- flushing and closing (H26, H43) --------------------------------------------------- */
 
-static void test_summary_writer__h43_flush_cadence_flush_and_close(void **state) {
+/* H43: the writer flushes every flush_secs, on flush() and at close. */
+static void test_summary_writer__flushes_on_its_cadence_on_flush_and_at_close(void **state) {
   fixture *f = *state;
   faulty_fs ff;
   faulty_fs_init(&ff);
@@ -531,7 +543,7 @@ static void test_summary_writer__h43_flush_cadence_flush_and_close(void **state)
 }
 
 /* A failing fsync is reported by the flush (H9); free without close logs it. */
-static void test_summary_writer__h9_flush_and_close_errors(void **state) {
+static void test_summary_writer__a_failing_fsync_is_reported_by_flush_and_free(void **state) {
   fixture *f = *state;
   faulty_fs ff;
   faulty_fs_init(&ff);
@@ -550,7 +562,7 @@ static void test_summary_writer__h9_flush_and_close_errors(void **state) {
 
 /* After a failed write the file is closed; the next write starts a new one
  * with file_version first (H26). */
-static void test_summary_writer__h26_write_error_starts_new_file(void **state) {
+static void test_summary_writer__write_error_starts_new_file(void **state) {
   fixture *f = *state;
   faulty_fs ff;
   char names[4][600];
@@ -587,7 +599,7 @@ static void test_summary_writer__h26_write_error_starts_new_file(void **state) {
 }
 
 /* H9: the directory cannot be made: the error names it. */
-static void test_summary_writer__h9_mkdir_failure(void **state) {
+static void test_summary_writer__a_directory_that_cannot_be_made_is_named(void **state) {
   fixture *f = *state;
   faulty_fs ff;
   faulty_fs_init(&ff);
@@ -603,7 +615,8 @@ static void test_summary_writer__h9_mkdir_failure(void **state) {
 
 /* ---- memory (H7, house style 22a) ------------------------------------------------------- */
 
-static void test_summary_writer__h7_steady_writes_allocate_nothing(void **state) {
+/* H7: writing the same tags again allocates nothing. */
+static void test_summary_writer__steady_writes_allocate_nothing(void **state) {
   fixture *f = *state;
   float w[64];
   int64_t d[1] = {64};
@@ -626,7 +639,8 @@ static void test_summary_writer__h7_steady_writes_allocate_nothing(void **state)
   close_ok(f);
 }
 
-static void test_summary_writer__h7_oom_loops(void **state) {
+/* H7: every allocation failure is RESOURCE_EXHAUSTED, leaks nothing, and leaves the writer usable. */
+static void test_summary_writer__allocation_failures_leak_nothing_and_leave_it_usable(void **state) {
   fixture *f = *state;
   float w[4] = {1, 2, 3, 4};
   int64_t d[1] = {4};
@@ -676,7 +690,8 @@ static void *write_many(void *arg) {
   return NULL;
 }
 
-static void test_summary_writer__h43_writes_from_threads(void **state) {
+/* H43: a writer may be written from several threads; no event is lost. */
+static void test_summary_writer__writes_from_two_threads_are_all_kept(void **state) {
   fixture *f = *state;
   writer_thread a = {NULL, "a", 0}, b = {NULL, "b", 0};
   pthread_t ta, tb;
@@ -718,7 +733,8 @@ static hk_code grab_writer(spy_hook *spy, spy_slot slot, void *arg, hk_status *s
   return HK_OK;
 }
 
-static void test_summary_writer__h26_one_writer_per_directory_per_session(void **state) {
+/* H26: a session has one writer per directory, shared by its hooks and the program. */
+static void test_summary_writer__one_writer_per_directory_per_session(void **state) {
   fixture *f = *state;
   sfix x;
   hk_checkpoint_saver_options co = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
@@ -794,27 +810,27 @@ static void test_summary_writer__h26_one_writer_per_directory_per_session(void *
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      T(test_summary_writer__h43_options_init),
-      T(test_summary_writer__h3_bad_options_named_nothing_created),
-      T(test_summary_writer__h26_created_at_first_write_with_parents),
-      T(test_summary_writer__h43_filename_suffix),
-      T(test_summary_writer__h26_unused_writer_creates_nothing),
-      T(test_summary_writer__h26_taken_name_gets_a_counter_and_no_error),
-      T(test_summary_writer__h43_scalars_as_float_simple_value),
-      T(test_summary_writer__h43_bad_tags_named),
-      T(test_summary_writer__h43_histogram_tf_buckets),
-      T(test_summary_writer__h43_histogram_dtypes_and_shapes),
-      T(test_summary_writer__h43_histogram_refuses_nan_inf_bool),
-      T(test_summary_writer__h43_text_plugin_value),
-      T(test_summary_writer__c137_serialized_summary_verbatim),
-      T(test_summary_writer__h43_flush_cadence_flush_and_close),
-      T(test_summary_writer__h9_flush_and_close_errors),
-      T(test_summary_writer__h26_write_error_starts_new_file),
-      T(test_summary_writer__h9_mkdir_failure),
-      T(test_summary_writer__h7_steady_writes_allocate_nothing),
-      T(test_summary_writer__h7_oom_loops),
-      T(test_summary_writer__h43_writes_from_threads),
-      T(test_summary_writer__h26_one_writer_per_directory_per_session),
+      T(test_summary_writer__options_init_checks_its_arguments_and_version),
+      T(test_summary_writer__bad_options_are_refused_and_nothing_is_created),
+      T(test_summary_writer__created_at_first_write_with_parents),
+      T(test_summary_writer__filename_suffix_ends_the_file_name),
+      T(test_summary_writer__unused_writer_creates_nothing),
+      T(test_summary_writer__taken_name_gets_a_counter_and_no_error),
+      T(test_summary_writer__scalars_are_written_as_float_simple_values),
+      T(test_summary_writer__bad_tags_are_refused_naming_the_problem),
+      T(test_summary_writer__histograms_use_tensorflow_s_buckets),
+      T(test_summary_writer__histograms_take_every_numeric_dtype_and_shape),
+      T(test_summary_writer__histograms_refuse_nan_inf_and_bool),
+      T(test_summary_writer__text_is_a_text_plugin_string_tensor),
+      T(test_summary_writer__a_serialized_summary_is_written_verbatim),
+      T(test_summary_writer__flushes_on_its_cadence_on_flush_and_at_close),
+      T(test_summary_writer__a_failing_fsync_is_reported_by_flush_and_free),
+      T(test_summary_writer__write_error_starts_new_file),
+      T(test_summary_writer__a_directory_that_cannot_be_made_is_named),
+      T(test_summary_writer__steady_writes_allocate_nothing),
+      T(test_summary_writer__allocation_failures_leak_nothing_and_leave_it_usable),
+      T(test_summary_writer__writes_from_two_threads_are_all_kept),
+      T(test_summary_writer__one_writer_per_directory_per_session),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
