@@ -153,14 +153,16 @@ static void zero_alloc_check(fixture *f, hk_session_kind kind) {
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
 }
 
-static void test_alloc__h7_steady_state_run_monitored(void **state) { zero_alloc_check(*state, HK_SESSION_MONITORED); }
+/* H7: a monitored session's run allocates nothing once it has run the same fetches before. */
+static void test_alloc__a_monitored_session_s_steady_state_run_allocates_nothing(void **state) { zero_alloc_check(*state, HK_SESSION_MONITORED); }
 
-static void test_alloc__h7_steady_state_run_singular(void **state) { zero_alloc_check(*state, HK_SESSION_SINGULAR); }
+/* H7: a singular session's run allocates nothing once it has run the same fetches before. */
+static void test_alloc__a_singular_session_s_steady_state_run_allocates_nothing(void **state) { zero_alloc_check(*state, HK_SESSION_SINGULAR); }
 
 /* H7 with the checkpoint saver hooks (sync and async) in the list: they
  * save at creation (which allocates), then a run on which neither triggers
  * allocates nothing (C95 fetches GS, C96's stale-step test). */
-static void test_alloc__h7_steady_state_with_checkpoint_hooks(void **state) {
+static void test_alloc__runs_that_save_no_checkpoint_allocate_nothing(void **state) {
   fixture *f = *state;
   char *root = test_tmpdir_new("alloc-ckpt");
   char *dirs[2] = {test_path(root, "sync"), test_path(root, "async")};
@@ -236,7 +238,8 @@ static hk_code n_feed_fn(void *user, const hk_feed **feeds, size_t *nfeeds, hk_s
   return HK_OK;
 }
 
-static void test_alloc__h7_steady_state_with_group_n_hooks(void **state) {
+/* H7: with LoggingTensor, NanTensor, FeedFn and FinalOps hooks in the list, steady-state runs allocate nothing. */
+static void test_alloc__runs_with_the_logging_feed_and_final_ops_hooks_allocate_nothing(void **state) {
   fixture *f = *state;
   static const char *const logged[3] = {"global_step", "c", "loss"};
   static const char *const finals[2] = {"loss", "ff"};
@@ -305,7 +308,7 @@ static void test_alloc__h7_steady_state_with_group_n_hooks(void **state) {
  * (H26): their first runs trigger (SessionLog START, the summaries, the
  * timer's start), which may allocate; a run on which neither triggers
  * fetches the global step alone and allocates nothing. */
-static void test_alloc__h7_steady_state_with_summary_hooks(void **state) {
+static void test_alloc__runs_with_step_counter_and_summary_saver_allocate_nothing(void **state) {
   fixture *f = *state;
   char *root = test_tmpdir_new("alloc-summary");
   hk_step_counter_options sco = HK_STEP_COUNTER_OPTIONS_INIT;
@@ -358,7 +361,7 @@ static void test_alloc__h7_steady_state_with_summary_hooks(void **state) {
  * fetches the metric), which may allocate; on the runs between their
  * triggers — the hook fetches only the global step, the saver's timer does
  * not fire — nothing is allocated. */
-static void test_alloc__h7_steady_state_with_early_stopping_and_best_k(void **state) {
+static void test_alloc__runs_with_early_stopping_and_best_k_allocate_nothing(void **state) {
   fixture *f = *state;
   char *root = test_tmpdir_new("alloc-best");
   hk_early_stopping_options eo = HK_EARLY_STOPPING_OPTIONS_INIT;
@@ -477,14 +480,14 @@ static void test_alloc__oom_loop_first_run(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      FAKE(test_alloc__h7_steady_state_run_monitored),
-      FAKE(test_alloc__h7_steady_state_run_singular),
-      GRAPH(test_alloc__h7_steady_state_run_monitored),
-      GRAPH(test_alloc__h7_steady_state_run_singular),
-      GRAPH(test_alloc__h7_steady_state_with_checkpoint_hooks),
-      GRAPH(test_alloc__h7_steady_state_with_summary_hooks),
-      GRAPH(test_alloc__h7_steady_state_with_group_n_hooks),
-      GRAPH(test_alloc__h7_steady_state_with_early_stopping_and_best_k),
+      FAKE(test_alloc__a_monitored_session_s_steady_state_run_allocates_nothing),
+      FAKE(test_alloc__a_singular_session_s_steady_state_run_allocates_nothing),
+      GRAPH(test_alloc__a_monitored_session_s_steady_state_run_allocates_nothing),
+      GRAPH(test_alloc__a_singular_session_s_steady_state_run_allocates_nothing),
+      GRAPH(test_alloc__runs_that_save_no_checkpoint_allocate_nothing),
+      GRAPH(test_alloc__runs_with_step_counter_and_summary_saver_allocate_nothing),
+      GRAPH(test_alloc__runs_with_the_logging_feed_and_final_ops_hooks_allocate_nothing),
+      GRAPH(test_alloc__runs_with_early_stopping_and_best_k_allocate_nothing),
       FAKE(test_alloc__oom_loop_session_new),
       GRAPH(test_alloc__oom_loop_session_new),
       FAKE(test_alloc__oom_loop_first_run),

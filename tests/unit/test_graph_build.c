@@ -53,7 +53,8 @@ static void test_graph__free_releases_everything(void **state) {
 
 /* ---- names and handles (H30) ----------------------------------------------- */
 
-static void test_graph__h30_resolve_names_and_handles(void **state) {
+/* H30: names and handles resolve to the graph's tensors and ops, and an unknown one is NOT_FOUND naming it. */
+static void test_graph__names_and_handles_resolve_or_are_not_found(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   hk_handle v = var_f32(f, "scope/v", 0), h, vop, two;
@@ -348,7 +349,8 @@ static void test_graph__stock_ops_validate_arguments(void **state) {
 
 /* ---- C3: after finalize ------------------------------------------------------ */
 
-static void test_graph__c3_finalized_graph_rejects_mutations(void **state) {
+/* C3: once finalized, every change to the graph is refused with "Graph is finalized and cannot be modified.". */
+static void test_graph__finalized_graph_rejects_mutations(void **state) {
   fx *f = *state;
   const char *msg = "Graph is finalized and cannot be modified.";
   hk_status st = HK_STATUS_INIT;
@@ -421,7 +423,8 @@ static void test_graph__role_registry(void **state) {
                 HK_INVALID_ARGUMENT, "out");
 }
 
-static void test_graph__c144_global_step(void **state) {
+/* C144: create_global_step makes one int64 scalar, initial 0, global and not trainable, under the global-step role. */
+static void test_graph__the_global_step_is_one_non_trainable_int64_scalar(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   hk_handle gs, again, h[2];
@@ -448,7 +451,8 @@ static void test_graph__c144_global_step(void **state) {
   assert_int_equal(v, 0);
 }
 
-static void test_graph__c143_existing_global_step_checked(void **state) {
+/* C143: get_global_step adopts an integer scalar named global_step and refuses one of another dtype or shape. */
+static void test_graph__an_existing_integer_global_step_is_adopted_others_refused(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   int64_t d1[1] = {1};
@@ -482,7 +486,8 @@ static void test_graph__c143_existing_global_step_checked(void **state) {
   }
 }
 
-static void test_graph__c62_default_ops(void **state) {
+/* C62: the default init and ready ops cover every global variable and each build gets a fresh name. */
+static void test_graph__default_ops_are_built_under_fresh_names_and_cover_every_variable(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   hk_handle init, local_init, ready, ready_local, again, fetch[2];
@@ -578,7 +583,8 @@ static hk_code failing_sink(void *user, const char *text, size_t len, hk_status 
   return hk_status_set(status, HK_DATA_LOSS, "sink full");
 }
 
-static void test_graph__h30_describe_and_control(void **state) {
+/* H30: describe lists every op with its inputs and outputs, and an unknown control op is UNIMPLEMENTED. */
+static void test_graph__describe_lists_every_op_and_unknown_control_ops_are_unimplemented(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   int64_t d2[2] = {2, -1};
@@ -604,17 +610,17 @@ int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, graph_fixture_setup, graph_fixture_teardown)
     T(test_graph__new_validates_arguments),
     T(test_graph__free_releases_everything),
-    T(test_graph__h30_resolve_names_and_handles),
+    T(test_graph__names_and_handles_resolve_or_are_not_found),
     T(test_graph__variable_validates_every_argument),
     T(test_graph__placeholder_constant_op_validate_arguments),
     T(test_graph__stock_ops_validate_arguments),
-    T(test_graph__c3_finalized_graph_rejects_mutations),
+    T(test_graph__finalized_graph_rejects_mutations),
     T(test_graph__role_registry),
-    T(test_graph__c144_global_step),
-    T(test_graph__c143_existing_global_step_checked),
-    T(test_graph__c62_default_ops),
+    T(test_graph__the_global_step_is_one_non_trainable_int64_scalar),
+    T(test_graph__an_existing_integer_global_step_is_adopted_others_refused),
+    T(test_graph__default_ops_are_built_under_fresh_names_and_cover_every_variable),
     T(test_graph__init_op_over_chosen_variables),
-    T(test_graph__h30_describe_and_control),
+    T(test_graph__describe_lists_every_op_and_unknown_control_ops_are_unimplemented),
 #undef T
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -190,7 +190,7 @@ static hk_tensor init_and_fetch(fx *f, hk_handle var) {
  * looks at the dtype before any conversion to int64_t (which would be
  * undefined for 1e30; UBSan: float-cast-overflow).
  */
-static void test_graph__h3_bool_constant_initializer_out_of_int64_range(void **state) {
+static void test_graph__a_bool_variable_accepts_any_finite_constant(void **state) {
   fx *f = *state;
   hk_handle v = var_full(f, "flag", HK_DTYPE_BOOL, 0, NULL, HK_INIT_CONSTANT, 1e30, HK_VAR_TRAINABLE, NULL);
   hk_tensor r = init_and_fetch(f, v);
@@ -203,7 +203,7 @@ static void test_graph__h3_bool_constant_initializer_out_of_int64_range(void **s
  * check and stored exactly, above INT64_MAX too (never converted to int64_t
  * first, which would be undefined; UBSan: float-cast-overflow).
  */
-static void test_graph__h3_u64_constant_initializer_above_int64_max(void **state) {
+static void test_graph__a_u64_constant_above_int64_max_is_stored_exactly(void **state) {
   fx *f = *state;
   hk_handle v = var_full(f, "big", HK_DTYPE_U64, 0, NULL, HK_INIT_CONSTANT, 1e19, HK_VAR_TRAINABLE, NULL);
   hk_tensor r = init_and_fetch(f, v);
@@ -244,8 +244,8 @@ int main(void) {
     T(test_graph__prng_deterministic_and_in_range),
     T(test_graph__constant_initializers_all_dtypes),
     T(test_graph__assign_add_dtypes),
-    T(test_graph__h3_bool_constant_initializer_out_of_int64_range),
-    T(test_graph__h3_u64_constant_initializer_above_int64_max),
+    T(test_graph__a_bool_variable_accepts_any_finite_constant),
+    T(test_graph__a_u64_constant_above_int64_max_is_stored_exactly),
 #undef T
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,7 +10,8 @@
 
 /* ---- runs: what executes, once, in order (H30) ----------------------------------- */
 
-static void test_graph__h30_diamond_each_op_once_in_order(void **state) {
+/* H30: a run executes exactly the ops the fetches and targets need, each once, in dependency order. */
+static void test_graph__a_diamond_runs_each_op_once_in_order(void **state) {
   fx *f = *state;
   recorder rec;
   counting_op ops[5];
@@ -62,7 +63,8 @@ static void test_graph__h30_diamond_each_op_once_in_order(void **state) {
   assert_int_equal(rec.calls[3], 1);
 }
 
-static void test_graph__h30_control_dependencies_run_first(void **state) {
+/* H30: control dependencies run before the op that depends on them. */
+static void test_graph__control_dependencies_run_first(void **state) {
   fx *f = *state;
   recorder rec;
   counting_op a = {&rec, 0, 0}, b = {&rec, 1, 0}, c = {&rec, 2, 0};
@@ -89,8 +91,8 @@ static void test_graph__h30_control_dependencies_run_first(void **state) {
   assert_int_equal(rec.calls[2], 1);
 }
 
-/* A fed tensor replaces its computation, and the kernel sees the caller's buffer. */
-static void test_graph__h30_feeds_replace_computation_zero_copy(void **state) {
+/* H30: a fed tensor replaces its computation, and the kernel sees the caller's buffer. */
+static void test_graph__feeds_replace_computation_zero_copy(void **state) {
   fx *f = *state;
   recorder rec;
   counting_op a = {&rec, 0, 5}, b = {&rec, 1, 0};
@@ -120,7 +122,8 @@ static void test_graph__h30_feeds_replace_computation_zero_copy(void **state) {
   assert_true(*(float *)r[0].data == 40.0f);
 }
 
-static void test_graph__h30_placeholders_and_feed_errors(void **state) {
+/* H30: a placeholder must be fed a tensor of its dtype and shape, and a bad feed is refused naming it. */
+static void test_graph__placeholders_need_feeds_of_their_dtype_and_shape(void **state) {
   fx *f = *state;
   recorder rec;
   counting_op a = {&rec, 0, 0};
@@ -192,7 +195,8 @@ static void test_graph__h30_placeholders_and_feed_errors(void **state) {
 
 /* ---- variables and H29 -------------------------------------------------------------- */
 
-static void test_graph__h29_fetched_variable_read_at_run_start(void **state) {
+/* H29: within one run a fetched variable is read as it was when the run started. */
+static void test_graph__fetched_variable_read_at_run_start(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   hk_handle gs, inc, one, init, fetch[3];
@@ -232,7 +236,8 @@ static void test_graph__h29_fetched_variable_read_at_run_start(void **state) {
   assert_int_equal(*(int64_t *)r[0].data, 2);
 }
 
-static void test_graph__h30_uninitialized_reads_fail(void **state) {
+/* H30: reading an uninitialized variable fails with "Attempting to use uninitialized value". */
+static void test_graph__uninitialized_reads_fail(void **state) {
   fx *f = *state;
   const char *msg = "Attempting to use uninitialized value v";
   recorder rec;
@@ -432,7 +437,8 @@ static void test_graph__variables_enumerate_read_assign(void **state) {
 
 /* ---- trace (H30) ----------------------------------------------------------------- */
 
-static void test_graph__h30_trace_lists_executed_ops(void **state) {
+/* H30: a traced run lists the ops it executed in the run metadata. */
+static void test_graph__trace_lists_executed_ops(void **state) {
   fx *f = *state;
   recorder rec;
   counting_op a = {&rec, 0, 0}, b = {&rec, 1, 0};
@@ -527,7 +533,7 @@ static hk_code bad_rank_kernel(void *user, hk_kernel_context *ctx, const hk_tens
  * variable_assign()), so it never reads past dims[] or the session's input
  * scratch (ASan: heap-buffer-overflow).
  */
-static void test_graph__h30_assign_from_kernel_output_with_rank_over_max(void **state) {
+static void test_graph__an_assign_of_a_kernel_output_that_no_longer_fits_fails(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   hk_op_def d = HK_OP_DEF_INIT;
@@ -551,7 +557,8 @@ static void test_graph__h30_assign_from_kernel_output_with_rank_over_max(void **
   assert_status(run(f, NULL, 0, NULL, 0, &assign, 1, NULL, &st), &st, HK_INVALID_ARGUMENT, "assign");
 }
 
-static void test_graph__h30_run_after_close_fails(void **state) {
+/* H30: a run on a closed raw session fails. */
+static void test_graph__run_after_close_fails(void **state) {
   fx *f = *state;
   hk_status st = HK_STATUS_INIT;
   hk_handle c = const_f32(f, "c", 1);
@@ -579,7 +586,8 @@ static void test_graph__ops_added_after_open_are_runnable(void **state) {
 
 /* ---- H7: steady state allocates nothing ----------------------------------------------- */
 
-static void test_graph__h7_steady_state_runs_allocate_nothing(void **state) {
+/* H7: the graph executor's runs allocate nothing once their plans are cached. */
+static void test_graph__steady_state_runs_allocate_nothing(void **state) {
   fx *f = *state;
   recorder rec;
   counting_op a = {&rec, 0, 1};
@@ -709,21 +717,21 @@ static void test_graph__oom_loop_reports_and_leaks_nothing(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, graph_fixture_setup, graph_fixture_teardown)
-    T(test_graph__h30_diamond_each_op_once_in_order),
-    T(test_graph__h30_control_dependencies_run_first),
-    T(test_graph__h30_feeds_replace_computation_zero_copy),
-    T(test_graph__h30_placeholders_and_feed_errors),
-    T(test_graph__h29_fetched_variable_read_at_run_start),
-    T(test_graph__h30_uninitialized_reads_fail),
+    T(test_graph__a_diamond_runs_each_op_once_in_order),
+    T(test_graph__control_dependencies_run_first),
+    T(test_graph__feeds_replace_computation_zero_copy),
+    T(test_graph__placeholders_need_feeds_of_their_dtype_and_shape),
+    T(test_graph__fetched_variable_read_at_run_start),
+    T(test_graph__uninitialized_reads_fail),
     T(test_graph__variables_live_per_raw_session),
     T(test_graph__external_variables_zero_copy),
     T(test_graph__variables_enumerate_read_assign),
-    T(test_graph__h30_trace_lists_executed_ops),
+    T(test_graph__trace_lists_executed_ops),
     T(test_graph__kernel_errors_reach_the_caller),
-    T(test_graph__h30_assign_from_kernel_output_with_rank_over_max),
-    T(test_graph__h30_run_after_close_fails),
+    T(test_graph__an_assign_of_a_kernel_output_that_no_longer_fits_fails),
+    T(test_graph__run_after_close_fails),
     T(test_graph__ops_added_after_open_are_runnable),
-    T(test_graph__h7_steady_state_runs_allocate_nothing),
+    T(test_graph__steady_state_runs_allocate_nothing),
     T(test_graph__oom_loop_reports_and_leaks_nothing),
 #undef T
   };

@@ -26,7 +26,7 @@ static hk_loop *run_half_second_steps(fx *f, model *m, const hk_loop_options *o,
  * global_step/sec every 100 steps into the checkpoint directory (and logs
  * it), into the one event file the session shares for it (H26) with the
  * checkpoint hook's CHECKPOINT events and the program's own scalars. */
-static void test_loop__h47_step_counter_writes_into_checkpoint_dir_by_default(void **state) {
+static void test_loop__step_counter_writes_into_checkpoint_dir_by_default(void **state) {
   fx *f = *state;
   model m;
   model_init(&m);
@@ -55,7 +55,7 @@ static void test_loop__h47_step_counter_writes_into_checkpoint_dir_by_default(vo
 
 /* C52, H47: a summary_dir takes the StepCounter's rate away from the
  * checkpoint directory; the program's scalars there share its file (H26). */
-static void test_loop__h47_summary_dir_overrides_checkpoint_dir(void **state) {
+static void test_loop__summary_dir_overrides_checkpoint_dir(void **state) {
   fx *f = *state;
   model m;
   model_init(&m);
@@ -84,7 +84,7 @@ static void test_loop__h47_summary_dir_overrides_checkpoint_dir(void **state) {
 
 /* C54, H47: log_step_count_steps 0 runs no StepCounter, so a loop whose
  * checkpoint saves are off too writes no event file; the default one does. */
-static void test_loop__h47_zero_log_step_count_steps_runs_no_step_counter(void **state) {
+static void test_loop__zero_log_step_count_steps_runs_no_step_counter(void **state) {
   fx *f = *state;
   for (int off = 0; off <= 1; off++) {
     model m;
@@ -115,7 +115,7 @@ static void test_loop__h47_zero_log_step_count_steps_runs_no_step_counter(void *
 /* H46, H47: the loop's own hooks run in this order — its watch, the NaN
  * guard, the early stopping, StopAtStep, the StepCounter, the checkpoint
  * saver — and then the program's. */
-static void test_loop__h47_own_hooks_run_in_order_step_counter_before_saver(void **state) {
+static void test_loop__own_hooks_run_in_order_step_counter_before_saver(void **state) {
   fx *f = *state;
   model m;
   model_init(&m);
@@ -156,7 +156,7 @@ static void test_loop__h47_own_hooks_run_in_order_step_counter_before_saver(void
 /* H47: a version-2 options struct (a program built against that header)
  * ends before summary_dir: the loop reads nothing past it and runs the
  * default StepCounter into the checkpoint directory. */
-static void test_loop__h47_version_2_options_get_the_default_step_counter(void **state) {
+static void test_loop__version_2_options_get_the_default_step_counter(void **state) {
   fx *f = *state;
   model m;
   model_init(&m);
@@ -270,7 +270,8 @@ static void nan_guard_case(fx *f, int async) {
   hk_loop_free(l);
 }
 
-static void test_loop__h46_nan_guard_keeps_nan_out_of_checkpoints(void **state) {
+/* H46: the nan_guard array stops the loop on a NaN before the step's values reach a checkpoint. */
+static void test_loop__nan_guard_keeps_nan_out_of_checkpoints(void **state) {
   fx *f = *state;
   nan_guard_case(f, 0);
   test_tmpdir_remove(f->ck);
@@ -278,9 +279,9 @@ static void test_loop__h46_nan_guard_keeps_nan_out_of_checkpoints(void **state) 
   nan_guard_case(f, 1);
 }
 
-/* What nan_guard and best_metric name is checked at the start, before
+/* H46: what nan_guard and best_metric name is checked at the start, before
  * anything is built or created, naming the option. */
-static void test_loop__h46_named_arrays_checked_at_start(void **state) {
+static void test_loop__arrays_named_by_options_are_checked_at_start(void **state) {
   fx *f = *state;
   static const struct {
     const char *nan_guard, *best_metric;
@@ -323,15 +324,15 @@ static void test_loop__h46_named_arrays_checked_at_start(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_loop__h47_step_counter_writes_into_checkpoint_dir_by_default, setup,
+      cmocka_unit_test_setup_teardown(test_loop__step_counter_writes_into_checkpoint_dir_by_default, setup,
                                       teardown),
-      cmocka_unit_test_setup_teardown(test_loop__h47_summary_dir_overrides_checkpoint_dir, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_loop__h47_zero_log_step_count_steps_runs_no_step_counter, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_loop__h47_own_hooks_run_in_order_step_counter_before_saver, setup,
+      cmocka_unit_test_setup_teardown(test_loop__summary_dir_overrides_checkpoint_dir, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_loop__zero_log_step_count_steps_runs_no_step_counter, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_loop__own_hooks_run_in_order_step_counter_before_saver, setup,
                                       teardown),
-      cmocka_unit_test_setup_teardown(test_loop__h47_version_2_options_get_the_default_step_counter, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_loop__h46_nan_guard_keeps_nan_out_of_checkpoints, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_loop__h46_named_arrays_checked_at_start, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_loop__version_2_options_get_the_default_step_counter, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_loop__nan_guard_keeps_nan_out_of_checkpoints, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_loop__arrays_named_by_options_are_checked_at_start, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -110,7 +110,7 @@ static void test_loop__opaque_state_round_trips(void **state) {
 /* H30: the loop's executor hands out each array's own memory as its
  * storage (so a restore reads the checkpoint straight into the program's
  * array), and none for an opaque state, which only its callbacks reach. */
-static void test_loop__arrays_are_storage_states_are_not_H30(void **state) {
+static void test_loop__arrays_are_storage_states_are_not(void **state) {
   fx *f = *state;
   model m;
   model_init(&m);
@@ -146,7 +146,7 @@ static void test_loop__arrays_are_storage_states_are_not_H30(void **state) {
  * and the state through its restore callback, bit for bit; a tensor whose
  * bytes no longer match their CRC fails the start with DATA_LOSS naming
  * the file and the tensor. */
-static void test_loop__restore_in_place_and_corrupt_tensor_H27(void **state) {
+static void test_loop__restores_arrays_in_place_and_a_corrupt_tensor_is_data_loss(void **state) {
   fx *f = *state;
   model m, n;
   model_init(&m);
@@ -533,12 +533,12 @@ static void expect_steps(fx *f, int upto, const char *want) {
   assert_string_equal(got, want);
 }
 
-/* max_to_keep 1, best_k 1, the lowest val: step 2 (3) outlives the newer
+/* H45: max_to_keep 1, best_k 1, the lowest val: step 2 (3) outlives the newer
  * ones until step 5 (2.5) beats it — across a restart in between. (The
  * asynchronous hook may defer a save while its writer is busy, D3.3, so
  * which steps it saves is not fixed; test_best_checkpoints ranks its saves
  * with block_when_busy.) */
-static void test_loop__h45_best_k_keeps_the_best_checkpoint(void **state) {
+static void test_loop__best_k_keeps_the_best_checkpoint(void **state) {
   fx *f = *state;
   static const double vals[7] = {10, 5, 3, 4, 6, 2.5, 7};
   for (int async = 0; async < 1; async++) {
@@ -560,8 +560,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_loop__resume_is_bit_exact, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__fresh_start_keeps_program_values, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__opaque_state_round_trips, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_loop__arrays_are_storage_states_are_not_H30, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_loop__restore_in_place_and_corrupt_tensor_H27, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_loop__arrays_are_storage_states_are_not, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_loop__restores_arrays_in_place_and_a_corrupt_tensor_is_data_loss, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__state_callback_errors_propagate, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__optional_state_missing_keeps_value, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__unrestored_tensor_is_named, setup, teardown),
@@ -572,7 +572,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_loop__save_now, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__hook_save_refuses_bad_calls, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__zero_cadence_saves_nothing, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_loop__h45_best_k_keeps_the_best_checkpoint, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_loop__best_k_keeps_the_best_checkpoint, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

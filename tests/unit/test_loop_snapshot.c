@@ -180,14 +180,14 @@ static void check_checkpoints_hold_their_steps(test_env *te, const char *dir, co
 
 #define ROUNDS 4
 
-/* The program reads every array, calls hk_loop_updates_begin(), then writes
+/* H42: the program reads every array, calls hk_loop_updates_begin(), then writes
  * every array. Each save after the first starts with the writer idle (the
  * mock clock makes it due once the save before has completed), so its
  * snapshot is attached and copied while the next steps write every array:
  * each checkpoint holds exactly its step's arrays and RNG state, every
  * array copied once and before the write that follows, whichever thread
  * copied it; the state's callback ran on the training thread only. */
-static void test_loop_snapshot__h42_loop_updates_begin_checkpoints_hold_their_steps(void **state) {
+static void test_loop_snapshot__with_updates_begin_checkpoints_hold_their_steps(void **state) {
   test_env *te = test_env_new();
   char *tmp = test_tmpdir_new("snap-loop");
   char *dir = test_path(tmp, "async");
@@ -240,9 +240,9 @@ static void test_loop_snapshot__h42_loop_updates_begin_checkpoints_hold_their_st
   assert_int_equal(test_env_release(te), 0);
 }
 
-/* Without hk_loop_updates_begin() the loop keeps the copy at the step
+/* H42: without hk_loop_updates_begin() the loop keeps the copy at the step
  * boundary: nothing is copied in the background. */
-static void test_loop_snapshot__h42_loop_without_updates_begin_copies_at_the_boundary(void **state) {
+static void test_loop_snapshot__without_updates_begin_the_copy_is_at_the_boundary(void **state) {
   test_env *te = test_env_new();
   char *tmp = test_tmpdir_new("snap-loop0");
   char *dir = test_path(tmp, "ck");
@@ -272,12 +272,12 @@ static void manual_step(hk_loop *l, program *p, int with_updates, int writes) {
   assert_ok(hk_loop_step_end(l, &st), &st);
 }
 
-/* A step that ends without the call after one that made it: a WARNING,
+/* H42: a step that ends without the call after one that made it: a WARNING,
  * once (that checkpoint may hold values of the later step), the copy is
  * completed then, and the loop goes back to copying at the boundary. The
  * mock clock decides which step saves (save_secs), and the step that saves
  * starts with the writer idle, so its snapshot is attached. */
-static void test_loop_snapshot__h42_loop_step_without_updates_begin_warns(void **state) {
+static void test_loop_snapshot__a_step_without_updates_begin_after_one_with_warns(void **state) {
   test_env *te = test_env_new();
   char *tmp = test_tmpdir_new("snap-loop1");
   char *dir = test_path(tmp, "ck");
@@ -325,8 +325,8 @@ static void test_loop_snapshot__h42_loop_step_without_updates_begin_warns(void *
   assert_int_equal(test_env_release(te), 0);
 }
 
-/* Misuse is refused without failing the loop; a second call does nothing. */
-static void test_loop_snapshot__h42_loop_updates_begin_misuse(void **state) {
+/* H42: misuse is refused without failing the loop; a second call does nothing. */
+static void test_loop_snapshot__updates_begin_misuse_is_refused(void **state) {
   test_env *te = test_env_new();
   hk_loop_options o = HK_LOOP_OPTIONS_INIT;
   hk_status st = HK_STATUS_INIT;
@@ -357,10 +357,10 @@ static void test_loop_snapshot__h42_loop_updates_begin_misuse(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_loop_snapshot__h42_loop_updates_begin_checkpoints_hold_their_steps),
-      cmocka_unit_test(test_loop_snapshot__h42_loop_without_updates_begin_copies_at_the_boundary),
-      cmocka_unit_test(test_loop_snapshot__h42_loop_step_without_updates_begin_warns),
-      cmocka_unit_test(test_loop_snapshot__h42_loop_updates_begin_misuse),
+      cmocka_unit_test(test_loop_snapshot__with_updates_begin_checkpoints_hold_their_steps),
+      cmocka_unit_test(test_loop_snapshot__without_updates_begin_the_copy_is_at_the_boundary),
+      cmocka_unit_test(test_loop_snapshot__a_step_without_updates_begin_after_one_with_warns),
+      cmocka_unit_test(test_loop_snapshot__updates_begin_misuse_is_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,7 +67,8 @@ static void one_step(fixture *f) {
   test_clock_advance(&f->te->clock, 0.5);
 }
 
-static void test_loop_summary__h43_refusals(void **state) {
+/* H43: summary calls before start, after finish or with bad arguments are refused naming the problem. */
+static void test_loop_summary__bad_summary_calls_are_refused_naming_the_problem(void **state) {
   fixture *f = *state;
   hk_summary_writer *w = (hk_summary_writer *)f;
   assert_status(hk_loop_summary_scalar(NULL, f->ckpt, "loss", 1, &f->st), &f->st, HK_INVALID_ARGUMENT, "loop");
@@ -90,7 +91,7 @@ static void test_loop_summary__h43_refusals(void **state) {
 
 /* H26: the program's values, StepCounter's rate and the checkpoint hook's
  * CHECKPOINT events share one file; values land at the step they follow. */
-static void test_loop_summary__h26_one_file_with_the_hooks(void **state) {
+static void test_loop_summary__the_program_and_the_hooks_share_one_event_file(void **state) {
   fixture *f = *state;
   hk_step_counter_options sco = HK_STEP_COUNTER_OPTIONS_INIT;
   hk_summary_writer *w = NULL, *again = NULL;
@@ -143,7 +144,7 @@ static void test_loop_summary__h26_one_file_with_the_hooks(void **state) {
 }
 
 /* H7: pushing the same values step after step allocates nothing. */
-static void test_loop_summary__h7_steady_steps_allocate_nothing(void **state) {
+static void test_loop_summary__steady_steps_allocate_nothing(void **state) {
   fixture *f = *state;
   char *logs = test_path(f->tmp, "logs");
   int i;
@@ -174,9 +175,9 @@ static void test_loop_summary__h7_steady_steps_allocate_nothing(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      T(test_loop_summary__h43_refusals),
-      T(test_loop_summary__h26_one_file_with_the_hooks),
-      T(test_loop_summary__h7_steady_steps_allocate_nothing),
+      T(test_loop_summary__bad_summary_calls_are_refused_naming_the_problem),
+      T(test_loop_summary__the_program_and_the_hooks_share_one_event_file),
+      T(test_loop_summary__steady_steps_allocate_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
