@@ -1,5 +1,5 @@
 /*
- * Memory (H7, house style 22): steady-state hk_session_run performs no
+ * Memory (H7): steady-state hk_session_run performs no
  * allocation through the session's allocator after the first two runs, with
  * three spy hooks (fetches and feeds) plus the built-in StopAtStep hook, on
  * the fake executor and on the embedded graph executor; and OOM loops over

@@ -575,7 +575,8 @@ static void name_body(void *user, hk_coordinator *c)
   gate_set(g, &g->finished);
 }
 
-/* House style 14: started threads carry their name (truncated to the 15 bytes pthreads allow). */
+/* Threads the library starts carry a name (truncated to the 15 bytes pthreads allow), so a debugger or top shows
+ * whose each thread is. */
 static void test_coordinator__started_thread_is_named(void **state)
 {
 #if defined(__GLIBC__)

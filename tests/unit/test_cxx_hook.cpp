@@ -1,7 +1,7 @@
 /*
  * A hook written as a C++17 class with virtual methods, adapted to the C API
- * with one static const hk_hook_vtable of trampolines (house style 8: "a C++
- * adapter is a static table of trampolines"). Runs a session through the C
+ * with one static const hk_hook_vtable of trampolines: the vtable lives in
+ * read-only static storage, so the adapter needs no table per instance. Runs a session through the C
  * API over the fake executor and checks the calls and a stop request.
  */
 #include "test_env.h"

@@ -654,7 +654,7 @@ static void test_graph__steady_state_runs_allocate_nothing(void **state) {
   assert_int_equal(rec.calls[0], 102);
 }
 
-/* ---- house style 22a: OOM loop -------------------------------------------------------- */
+/* ---- OOM loop: allocation N fails, for N = 0, 1, 2, ... until the call succeeds --------- */
 
 static hk_code build_and_run(test_env *te, int64_t *gs_out, hk_status *st) {
   hk_graph_options o = HK_GRAPH_OPTIONS_INIT;

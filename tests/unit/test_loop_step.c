@@ -384,7 +384,8 @@ static void test_loop__steady_state_steps_allocate_nothing(void **state) {
   steady_state_allocates_nothing(f, 1, 1, 1);
 }
 
-/* House style 22a: every allocation failure from new to finish is
+/* An OOM loop (allocation N fails, for N = 0, 1, 2, ... until the loop
+ * finishes): every allocation failure from new to finish is
  * RESOURCE_EXHAUSTED (or a clean finish) and leaks nothing. */
 static void test_loop__oom_anywhere_is_clean(void **state) {
   fx *f = *state;

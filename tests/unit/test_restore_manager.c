@@ -441,7 +441,7 @@ static void test_restore__a_truncated_newest_checkpoint_falls_back(void **state)
   free(p3);
 }
 
-/* House style 22a: every allocation of a restoring prepare_session failing
+/* An OOM loop: every allocation of a restoring prepare_session failing
  * in turn gives RESOURCE_EXHAUSTED, no session and no leak, and never a
  * silent fallback to the older checkpoint or an init instead. */
 static void test_restore__oom_loop(void **state) {
@@ -473,7 +473,7 @@ static void test_restore__oom_loop(void **state) {
   assert_int_equal(skipped_logged(f), 0);
 }
 
-/* House style 22c: each file-system call of a restoring prepare_session
+/* A faulty file system: each file-system call of a restoring prepare_session
  * failing in turn (EIO) leaves no file open and no block allocated; a
  * failure is returned without a session, and a success holds a
  * checkpoint's values, never the initializers'. */

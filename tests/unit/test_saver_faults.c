@@ -131,7 +131,7 @@ static void test_saver__failed_save_names_checkpoint_and_step(void **state) {
   assert_int_equal(test_dir_count_matching(f->dir, ".tmp-"), 0);
 }
 
-/* ---- OOM loop (H7, house style 22a) -------------------------------------------------------- */
+/* ---- OOM loop: allocation N fails, for N = 0, 1, 2, ... until the call succeeds (H7) ------------ */
 
 /* H7: every allocation failure in save and restore is RESOURCE_EXHAUSTED and leaks nothing. */
 static void test_saver__allocation_failures_in_save_and_restore_leak_nothing(void **state) {

@@ -973,8 +973,8 @@ static void test_state__short_writes_still_write_the_whole_file(void **state) {
   faulty_fs_destroy(&ff);
 }
 
-/* H7: house style 22a: every allocation failure is RESOURCE_EXHAUSTED, and
- * nothing leaks (the teardown checks live blocks). */
+/* H7: with allocation N failing, for N = 0, 1, 2, ... until the call succeeds, every allocation failure is
+ * RESOURCE_EXHAUSTED, and nothing leaks (the teardown checks live blocks). */
 static void test_state__out_of_memory_everywhere(void **state) {
   fixture *f = *state;
   const char *names[] = {"a", "b", "c"};

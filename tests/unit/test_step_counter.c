@@ -312,7 +312,8 @@ static void test_step_counter__a_write_error_fails_the_after_run_that_writes(voi
   faulty_fs_destroy(&ff);
 }
 
-/* H7 (house style 22a): creation under failing allocations. */
+/* H7: new with allocation N failing, for N = 0, 1, 2, ... until it succeeds: each failure is RESOURCE_EXHAUSTED and
+ * leaks nothing. */
 static void test_step_counter__allocation_failures_in_new_leak_nothing(void **state) {
   fixture *f = *state;
   long n, base = test_alloc_live(&f->te->alloc);

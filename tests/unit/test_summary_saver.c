@@ -290,7 +290,8 @@ static void test_summary_saver__a_fetch_that_is_not_a_summary_fails_the_run(void
   close_ok(f);
 }
 
-/* H7 (house style 22a): creation under failing allocations. */
+/* H7: new with allocation N failing, for N = 0, 1, 2, ... until it succeeds: each failure is RESOURCE_EXHAUSTED and
+ * leaks nothing. */
 static void test_summary_saver__allocation_failures_in_new_leak_nothing(void **state) {
   fixture *f = *state;
   long n, base = test_alloc_live(&f->te->alloc);

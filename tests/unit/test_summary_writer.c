@@ -613,7 +613,7 @@ static void test_summary_writer__a_directory_that_cannot_be_made_is_named(void *
   faulty_fs_destroy(&ff);
 }
 
-/* ---- memory (H7, house style 22a) ------------------------------------------------------- */
+/* ---- memory (H7): no allocation in steady state, and OOM loops ------------------------ */
 
 /* H7: writing the same tags again allocates nothing. */
 static void test_summary_writer__steady_writes_allocate_nothing(void **state) {

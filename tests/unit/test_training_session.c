@@ -373,7 +373,7 @@ static void test_training_session__bad_options_are_refused_before_any_side_effec
   assert_false(test_path_exists(f->ck));
 }
 
-/* House style 22a: an allocation failure anywhere in the constructor is
+/* An OOM loop: an allocation failure anywhere in the constructor is
  * RESOURCE_EXHAUSTED and leaks nothing. */
 static void test_training_session__oom_is_clean(void **state) {
   fx *f = *state;
