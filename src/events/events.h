@@ -40,7 +40,7 @@ static inline hk__event_writer *hk__event_writer_of(hk_summary_writer *w) { retu
  * An Event whose `tagged_run_metadata` (event.proto's TaggedRunMetadata)
  * holds `tag` and the n bytes of a serialized RunMetadata, at `step`: what
  * TensorFlow's FileWriter.add_run_metadata writes (the ProfilerHook's
- * "step_<GS>", C142). The bytes are written as given.
+ * "step_<GS>"). The bytes are written as given.
  * **Errors:** INVALID_ARGUMENT for an empty tag or NULL bytes with a size;
  * the writer's file errors; RESOURCE_EXHAUSTED.
  */

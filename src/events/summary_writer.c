@@ -1,5 +1,5 @@
 /*
- * Event files (contract H26, H43): the TensorBoard record stream the
+ * Event files: the TensorBoard record stream the
  * checkpoint hooks append their SessionLog CHECKPOINT events to, the
  * StepCounter and SummarySaver hooks their summaries, and programs their own
  * scalars, histograms and text (hooked/summary.h).
@@ -20,15 +20,16 @@
  * encoded here by hand (field numbers in proto.h; field 6 is log_message,
  * which TensorBoard would read a SessionLog under as a LogMessage, so the
  * SessionLog goes to 7). Every record is built in one buffer the writer keeps
- * and grows (a steady stream of records allocates nothing, H7) and goes out
+ * and grows (a steady stream of records allocates nothing) and goes out
  * in one write call unless the file system writes short.
  *
- * Event files are append-only and exempt from D4: a reader stops at a torn
+ * Event files are append-only, never written to a temporary
+ * name and renamed (TensorBoard reads them while they grow): a reader stops at a torn
  * last record, so after a failed write the file is closed and left in place,
  * and the next event starts a new file.
  *
  * One lock per writer serializes every call, so the writer a session shares
- * (H26) may be written from the program's threads as well as from hooks.
+ * may be written from the program's threads as well as from hooks.
  *
  * hk__event_writer (the internal API of events.h) and hk_summary_writer (the
  * public one) are the same struct hk_summary_writer; writers made through the
@@ -90,7 +91,7 @@ struct hk_summary_writer {
   int closed;       /* hk_summary_writer_close() ran */
   char *path;       /* NULL until the file exists */
   hk_fs_file *f;
-  int unsynced;     /* records written since the last fsync: end() and close both flush (H26) */
+  int unsynced;     /* records written since the last fsync: end() and close both flush */
   double last_sync; /* monotonic time of the last flush, or of the file's creation */
   unsigned char *rec;
   size_t caprec;
@@ -184,13 +185,13 @@ static hk_code create_file(writer *w, const char *path, hk_status *st) {
   hk_code rc = hk__fs_create_excl(&w->fs, path, &w->f, st);
   if (rc != HK_NOT_FOUND) return rc;
   /* No directory yet (a writer of the program's, or a directory no hook
-   * made): create it with its parents (D4.5), then try again. */
+   * made): create it with its parents, then try again. */
   rc = hk__mkdirs(&w->env, w->dir, st);
   if (rc != HK_OK) return rc;
   return hk__fs_create_excl(&w->fs, path, &w->f, st);
 }
 
-/* Create the file at the first write (H26). */
+/* Create the file at the first write. */
 static hk_code open_file(writer *w, hk_status *st) {
   char host[HOST_MAX];
   double wall = hk_env_wall(&w->env);

@@ -1,5 +1,5 @@
 /*
- * The embedded default executor (contract H30, C3, C61, C62, C143, C144):
+ * The embedded default executor:
  * the graph itself, the builder every op is added through, names and
  * handles, variables, the role registry and the global step. The ops a
  * program adds are in graph_ops.c, the executor's vtable in
@@ -534,7 +534,7 @@ hk_code hk__graph_role_add(void *self, const char *role, hk_handle handle, hk_st
   return HK_OK;
 }
 
-/* ---- global step (C143, C144) -------------------------------------------- */
+/* ---- global step --------------------------------------------------------- */
 
 hk_code hk_graph_create_global_step(hk_graph *g, hk_handle *out, hk_status *status) {
   hk_variable_def def = HK_VARIABLE_DEF_INIT;

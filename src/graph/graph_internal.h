@@ -104,7 +104,7 @@ struct hk_graph {
 
   size_t max_inputs; /* largest ninputs, for the session's input scratch */
 
-  /* The checkpoint snapshot attached to one raw session (D3.7, control ops
+  /* The checkpoint snapshot attached to one raw session (control ops
    * HK_CONTROL_SNAPSHOT_*): ops that mutate a variable of that session, and
    * assignments to it, copy the variable into it first. NULL: none. */
   hk_snapshot *snap;

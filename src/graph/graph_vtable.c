@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* ---- default ops (C62) --------------------------------------------------- */
+/* ---- default ops --------------------------------------------------------- */
 
 /* `base`, or `base_<k>` for the first free k. */
 static void unique_name(const hk_graph *g, const char *base, char *buf, size_t cap) {

@@ -1,11 +1,11 @@
 /*
- * The embedded default executor: raw sessions and runs (contract H29, H30).
+ * The embedded default executor: raw sessions and runs.
  *
  * A raw session owns the values of graph-owned variables (TF semantics: each
  * new session starts with them uninitialized), one pre-sized buffer per op
  * output, and a small cache of execution plans keyed by the run's handle
  * arrays. Once a plan is cached, a run only reads and writes preallocated
- * memory: steady-state runs call no allocator (H7).
+ * memory: steady-state runs call no allocator.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -20,7 +20,7 @@ typedef enum fetch_kind {
   FETCH_SLOT,     /* an op output buffer, after the run */
   FETCH_CONST,    /* a constant's graph-owned data */
   FETCH_VAR_VIEW, /* a variable no op of the run mutates: its storage */
-  FETCH_VAR_SNAP  /* a variable the run mutates: copied at run start (H29) */
+  FETCH_VAR_SNAP  /* a variable the run mutates: copied at run start */
 } fetch_kind;
 
 typedef struct fetch_src {
@@ -221,7 +221,7 @@ hk_code hk__graph_close(void *self, void *session, hk_status *status) {
   hk_graph *g = self;
   (void)status;
   if (session && g->snap && g->snap_session == session) {
-    /* D3.7: the snapshot's copy reads this session's storage. */
+    /* The snapshot's copy reads this session's storage. */
     hk_snapshot_complete(g->snap);
     g->snap = NULL;
     g->snap_session = NULL;
@@ -354,7 +354,7 @@ static hk_code plan_build(hk_graph *g, const hk_run_args *a, plan *p, hk_status 
     } else if (op->kind == HK__OP_VARIABLE) {
       const hk__graph_var *v = &g->vars[op->var];
       f->index = (uint32_t)op->var;
-      /* H29: a variable tensor depends on no op, so when the run mutates the
+      /* A variable tensor depends on no op, so when the run mutates the
        * variable its fetched value is the one at run start */
       if (mutated[op->var]) {
         f->kind = FETCH_VAR_SNAP;
@@ -462,7 +462,7 @@ static hk_code run_op(hk_graph *g, gsession *s, const plan *p, const hk_run_args
   for (k = 0; k < op->nmutates; k++) {
     uint32_t v = op->mutates[k];
     if (!s->var_init[v] && !op->initializes) return uninitialized(st, g, v);
-    /* D3.7: copy-before-write, once a pending snapshot holds v */
+    /* Copy-before-write, once a pending snapshot holds v */
     if (snap) hk_snapshot_before_write(snap, v);
     var_tensor(g, s, v, &s->var_view[v]);
   }
@@ -529,7 +529,7 @@ hk_code hk__graph_run(void *self, void *session, const hk_run_args *args, hk_ten
     if (rc != HK_OK) return rc;
   }
 
-  /* H29: fetched variables are read before any op of the run executes */
+  /* Fetched variables are read before any op of the run executes */
   for (i = 0; i < p->nfetches; i++) {
     const fetch_src *f = &p->fetch[i];
     if (f->kind != FETCH_VAR_VIEW && f->kind != FETCH_VAR_SNAP) continue;
@@ -621,7 +621,7 @@ hk_code hk__graph_variable_assign(void *self, void *session, size_t index, const
                          g->ops[v->op].name, value->nbytes, v->nbytes);
   if (v->nbytes && !value->data)
     return hk_status_set(status, HK_INVALID_ARGUMENT, "value for variable '%s' has NULL data", g->ops[v->op].name);
-  if (g->snap && g->snap_session == s) hk_snapshot_before_write(g->snap, index); /* D3.7 */
+  if (g->snap && g->snap_session == s) hk_snapshot_before_write(g->snap, index); /* a pending snapshot copies it first */
   if (v->nbytes && value->data != s->var_data[index]) memmove(s->var_data[index], value->data, v->nbytes);
   s->var_init[index] = 1;
   return HK_OK;
@@ -641,13 +641,13 @@ hk_code hk__graph_variable_storage(void *self, void *session, size_t index, hk_t
                          g->nvars);
   rc = sync(s, status);
   if (rc != HK_OK) return rc;
-  if (g->snap && g->snap_session == s) hk_snapshot_before_write(g->snap, index); /* D3.7 */
+  if (g->snap && g->snap_session == s) hk_snapshot_before_write(g->snap, index); /* the caller writes it next */
   var_tensor(g, s, index, out);
   s->var_init[index] = 1;
   return HK_OK;
 }
 
-/* ---- copy-before-write snapshots (D3.7) -------------------------------------------- */
+/* ---- copy-before-write snapshots --------------------------------------------------- */
 
 hk_code hk__graph_snapshot_control(hk_graph *g, int op, void *arg, hk_status *status) {
   const hk_control_snapshot *a = arg;

@@ -1,8 +1,7 @@
 /*
  * Summary ops of the embedded graph (hooked/graph.h: hk_graph_scalar_summary,
  * hk_graph_histogram_summary, hk_graph_merge_summary) and the merge a
- * Scaffold asks for as its default summary_op (HK_CONTROL_MERGE_SUMMARIES,
- * C62).
+ * Scaffold asks for as its default summary_op (HK_CONTROL_MERGE_SUMMARIES).
  *
  * Each op is a kernel op made with hk_graph_op(). Its output is declared as a
  * 1-D U8 tensor as long as the largest Summary the op can make; the kernel
@@ -338,7 +337,7 @@ hk_code hk_graph_merge_summary(hk_graph *g, hk_handle *out, const char *name, co
   return rc;
 }
 
-/* C62: the Scaffold's default summary_op, named as TensorFlow names
+/* The Scaffold's default summary_op, named as TensorFlow names
  * merge_all's op ("Merge/MergeSummary"), with a suffix when taken. */
 hk_code hk__graph_merge_summaries_control(hk_graph *g, void *arg, hk_status *st) {
   hk_merge_summaries_request *req = arg;

@@ -1,5 +1,5 @@
 /*
- * hooked::mpi — BroadcastGlobalVariablesHook (H48) and the ready ops of a
+ * hooked::mpi — BroadcastGlobalVariablesHook and the ready ops of a
  * synchronous worker.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0

@@ -1,6 +1,5 @@
 /*
- * hooked::mpi — the communicator context and deterministic averaging
- * (contract H49).
+ * hooked::mpi — the communicator context and deterministic averaging.
  *
  * hk_mpi_average() sums in rank order whatever MPI does: a reduce-scatter
  * by MPI_Alltoallv (rank r receives every rank's r-th block), a sum of the

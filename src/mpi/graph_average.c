@@ -1,5 +1,5 @@
 /*
- * hooked::mpi — gradient averaging as a graph op (H49).
+ * hooked::mpi — gradient averaging as a graph op.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */

@@ -87,7 +87,7 @@ hk_code hk__ps_layout(hk_mpi_ps *ps, hk_executor *ex, hk_status *st) {
   hk_status why = HK_STATUS_INIT;
   hk_code rc = hk_executor_global_step(ex, &gsinfo, &gs_index, &why);
   /* A graph without one is a bad argument of the serve op and the worker's
-   * ops (H52), whatever the executor's own code for it. */
+   * ops, whatever the executor's own code for it. */
   if (rc != HK_OK)
     return hk_status_set(st, HK_INVALID_ARGUMENT,
                          "parameter server: the model needs an int64 global step (the shared step): %s", why.message);

@@ -1,6 +1,6 @@
 /*
  * hooked::mpi — the parameter server's shared parts: the endpoint, the
- * layout of the shared state and the messages (H52–H56).
+ * layout of the shared state and the messages.
  *
  * Messages travel on the context's own communicator. A request from a
  * worker is a header (and, for a push, the update); the chief answers every

@@ -1,6 +1,6 @@
 /*
  * hooked::mpi — the parameter server's chief: the serve op and the hook
- * that ends the service (H52, H55, H56).
+ * that ends the service.
  *
  * The server is the chief's training loop itself: one run of the serve op
  * applies one worker's update (one global step) and answers the pulls and
@@ -237,7 +237,7 @@ static hk_code chief_end(void *user, hk_raw_session *rs, hk_status *st) {
       leave(ps, status.MPI_SOURCE);
       continue;
     }
-    /* A worker whose model differs is refused here too (H53): one that
+    /* A worker whose model differs is refused here too: one that
      * arrives while the job stops must not be handed the final state. */
     ps_header h;
     memcpy(&h, ps->rx, sizeof h);

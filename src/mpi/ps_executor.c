@@ -2,10 +2,10 @@
  * hooked::mpi — a worker's executor: the worker's own executor, except that
  * a run fetching the global step alone (hk_raw_session_global_step(): how
  * GlobalStepWaiterHook polls and StopAtStep re-reads) is answered with the
- * chief's shared step (H54). Written against the public executor interface,
+ * chief's shared step. Written against the public executor interface,
  * as any third-party wrapper could be: it owns its raw sessions (one raw
  * session of the inner executor per session of its own, which is its own
- * session pointer) and passes the inner executor that one (H61).
+ * session pointer) and passes the inner executor that one.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */

@@ -1,7 +1,7 @@
 /*
  * hooked::mpi — the parameter server's workers: the ready check of the
  * worker role, the hook that pushes updates and the executor that reads the
- * shared global step (H53, H54).
+ * shared global step.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */

@@ -1,5 +1,5 @@
 /*
- * hooked::mpi — the stop agreement (H50, H51): every rank stops after the
+ * hooked::mpi — the stop agreement: every rank stops after the
  * same step.
  *
  * Signals are the hard case: a signal lands at any instant, so a rank that

@@ -48,7 +48,7 @@ static int block_when_busy(const hk_training_session_options *o) {
   return o->version >= 2 && o->async_checkpoint_block_when_busy != 0;
 }
 
-/* C54: a given cadence is finite and >= 0. */
+/* A given cadence is finite and >= 0. */
 static hk_code check_secs(double v, const char *name, hk_status *st) {
   if (hk_secs_is_unset(v) || (isfinite(v) && v >= 0)) return HK_OK;
   return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_training_session_new: %s must be >= 0, got %g", name, v);
@@ -67,7 +67,7 @@ static hk_code check_hooks(hk_hook *const *a, size_t n, const char *name, hk_sta
   return HK_OK;
 }
 
-/* H23: everything the options say, before any side effect. */
+/* Everything the options say, before any side effect. */
 static hk_code validate(const hk_training_session_options *o, hk_status *st) {
   hk_code rc;
   if (o->version == 0 || o->version > HK_TRAINING_SESSION_OPTIONS_VERSION)
@@ -99,7 +99,7 @@ static hk_code validate(const hk_training_session_options *o, hk_status *st) {
   return HK_OK;
 }
 
-/* The session options that carry the MTS's own (C47, C48, C49, D2, D9). */
+/* The session options that carry the MTS's own. */
 static void session_options(const hk_training_session_options *o, hk_session_options *so) {
   hk_session_options_init(so, HK_SESSION_OPTIONS_VERSION);
   so->env = o->env;
@@ -116,9 +116,9 @@ static void session_options(const hk_training_session_options *o, hk_session_opt
   so->recovery_max_secs = o->recovery_max_secs;
 }
 
-/* C53: the chief's default hooks. */
+/* The chief's default hooks. */
 static hk_code make_default_hooks(const hk_training_session_options *o, owned *w, hk_status *st) {
-  const char *summary_dir = o->summary_dir ? o->summary_dir : o->checkpoint_dir; /* C52 */
+  const char *summary_dir = o->summary_dir ? o->summary_dir : o->checkpoint_dir;
   hk_code rc;
   if (summary_dir && o->log_step_count_steps > 0) {
     hk_step_counter_options sc = HK_STEP_COUNTER_OPTIONS_INIT;
@@ -133,7 +133,7 @@ static hk_code make_default_hooks(const hk_training_session_options *o, owned *w
   if (summary_dir && !summary_off) {
     hk_summary_saver_options ss = HK_SUMMARY_SAVER_OPTIONS_INIT;
     ss.env = o->env;
-    ss.save_steps = summary_both_unset ? 100 : o->save_summaries_steps; /* C51 */
+    ss.save_steps = summary_both_unset ? 100 : o->save_summaries_steps; /* default: every 100 steps */
     ss.save_secs = o->save_summaries_secs;
     ss.output_dir = summary_dir;
     ss.scaffold = w->scaffold ? w->scaffold : o->scaffold;
@@ -146,12 +146,12 @@ static hk_code make_default_hooks(const hk_training_session_options *o, owned *w
     hk_checkpoint_saver_options cs = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
     cs.env = o->env;
     cs.checkpoint_dir = o->checkpoint_dir;
-    cs.save_secs = ckpt_both_unset ? 600.0 : o->save_checkpoint_secs; /* C50 */
+    cs.save_secs = ckpt_both_unset ? 600.0 : o->save_checkpoint_secs; /* default: every 600 s */
     cs.save_steps = o->save_checkpoint_steps;
     cs.scaffold = w->scaffold ? w->scaffold : o->scaffold;
     cs.save_graph_def = o->save_graph_def != 0;
-    cs.block_when_busy = block_when_busy(o); /* D3.3 */
-    rc = o->async_checkpoint ? hk_async_checkpoint_saver_hook_new(&w->checkpoint_saver, &cs, st) /* H22 */
+    cs.block_when_busy = block_when_busy(o);
+    rc = o->async_checkpoint ? hk_async_checkpoint_saver_hook_new(&w->checkpoint_saver, &cs, st)
                              : hk_checkpoint_saver_hook_new(&w->checkpoint_saver, &cs, st);
     if (rc != HK_OK) return rc;
   }

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ---- atomic files (D4.1) ---------------------------------------------------------- */
+/* ---- atomic files ----------------------------------------------------------------- */
 
 static uint64_t splitmix64(uint64_t *state) {
   uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
@@ -190,7 +190,7 @@ hk_code hk__atomic_commit(hk__atomic_file *af, hk_status *st) {
   }
   /* The file is in place under its final name; only its directory entry may
    * not be durable yet. The temporary name no longer exists, so there is
-   * nothing to remove; the caller decides about the final file (D4.3). A
+   * nothing to remove; the caller decides about the final file. A
    * caller whose next step fsyncs this directory anyway may leave that
    * fsync to it (defer_dir_sync). */
   if (af->defer_dir_sync) {

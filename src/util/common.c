@@ -38,7 +38,7 @@ hk_code hk_status_setv(hk_status *st, hk_code code, const char *fmt, va_list ap)
   st->code = code;
   st->message[0] = '\0';
   if (fmt) vsnprintf(st->message, sizeof st->message, fmt, ap);
-  /* H1: a non-OK status always carries a message. */
+  /* A non-OK status always carries a message. */
   if (code != HK_OK && st->message[0] == '\0') snprintf(st->message, sizeof st->message, "%s", hk_code_name(code));
   return code;
 }
@@ -116,7 +116,7 @@ hk_code hk_env_check(const hk_env *env, const char *what, hk_status *st) {
       return hk_status_set(st, HK_INVALID_ARGUMENT,
                            "%s: the hk_fs_vtable sets one of map and unmap: set both or neither", what);
     /* A lock that could not be released would hold the directory for the
-     * process's life. Slots beyond the table's version are not read (H10). */
+     * process's life. Slots beyond the table's version are not read. */
     if (fs->version >= 3 && (fs->lock == NULL) != (fs->unlock == NULL))
       return hk_status_set(st, HK_INVALID_ARGUMENT,
                            "%s: the hk_fs_vtable sets one of lock and unlock: set both or neither", what);

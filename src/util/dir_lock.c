@@ -1,11 +1,11 @@
 /*
- * One trainer per checkpoint directory (contract H58): the POSIX hk_fs's
+ * One trainer per checkpoint directory: the POSIX hk_fs's
  * lock and unlock slots, the lock of a checkpoint directory that its
  * writers (the checkpoint saver hooks) take, and the set of them a session
  * holds.
  *
  * Two trainers writing one directory delete each other's checkpoints: each
- * save removes the directory's stale temporary files (D4.2), which are the
+ * save removes the directory's stale temporary files, which are the
  * other's writes in flight, and each Saver's retention deletes checkpoints
  * the other one's state file lists. So the second trainer must not start.
  * The lock is the kernel's (flock), not the file's existence: a lock file
@@ -73,7 +73,7 @@ static hk_code held_by_another(int fd, const char *path, hk_status *st) {
 }
 
 /* Replace the content of the locked file with `holder`. No room for it is
- * no error: the lock works without its description (H58). */
+ * no error: the lock works without its description. */
 static int write_holder(int fd, const char *holder) {
   size_t len = strlen(holder), done = 0;
   if (ftruncate(fd, 0) != 0) return errno;
@@ -181,7 +181,7 @@ struct hk__dir_lock {
 };
 
 static int fs_can_lock(const hk__fs *fs) {
-  /* H10: slots beyond a table's version are never read. */
+  /* Slots beyond a table's version are never read. */
   return fs->vt->version >= 3 && fs->vt->lock != NULL && fs->vt->unlock != NULL;
 }
 

@@ -12,7 +12,7 @@
 
 typedef struct hk__dir_lock hk__dir_lock;
 
-/* ---- checkpoint directory locks (dir_lock.c, H58) ------------------------- */
+/* ---- checkpoint directory locks (dir_lock.c) ------------------------------ */
 
 /** The lock file of a checkpoint directory: one per directory, whatever the
  *  checkpoints' basename or the state file's name. */
@@ -23,13 +23,13 @@ hk_code hk__posix_lock(void *user, const char *path, const char *holder, hk_fs_l
 hk_code hk__posix_unlock(void *user, hk_fs_lock *lock, hk_status *st);
 
 /**
- * Lock checkpoint directory `dir` (H58): "<dir>/hooked.lock" through env's
+ * Lock checkpoint directory `dir`: "<dir>/hooked.lock" through env's
  * file system, with this process's description (pid, host, since when, the
  * hooked version). A file system that cannot lock (no lock slot, or
  * UNIMPLEMENTED) gives *out NULL and OK, logged at DEBUG.
  * **Errors:** FAILED_PRECONDITION "Checkpoint directory <dir> is in use by
  * another trainer (<its description>; lock file <path>). ..." when another
- * holds it; the file system's errors (H9); RESOURCE_EXHAUSTED.
+ * holds it; the file system's errors; RESOURCE_EXHAUSTED.
  * @param out  owned: hk__dir_lock_release(). NULL on failure.
  */
 hk_code hk__dir_lock_take(const hk_env *env, const char *dir, hk__dir_lock **out, hk_status *st);

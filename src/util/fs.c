@@ -29,8 +29,8 @@ void hk__fs_init(hk__fs *fs, const hk_env *env) {
 }
 
 /* A replaceable fs may forget the message, fill it for another code, leave
- * out the path, or return a code that would trigger session recovery (H9
- * forbids ABORTED and UNAVAILABLE): make the result what the contract says. */
+ * out the path, or return a code that would trigger session recovery (file-system
+ * errors are never ABORTED or UNAVAILABLE): make the result what the contract says. */
 hk_code hk__fs_result(hk_code rc, hk_status *local, hk_status *st, const char *op, const char *path) {
   if (rc == HK_OK) return HK_OK;
   if (rc == HK_ABORTED || rc == HK_UNAVAILABLE) {
@@ -109,7 +109,7 @@ hk_code hk__fs_write_at(const hk__fs *fs, hk_fs_file *f, const char *path, const
   hk_status local = HK_STATUS_INIT;
   hk_code rc;
   *nwritten = 0;
-  /* H10: a version-1 vtable ends before this slot. */
+  /* A version-1 vtable ends before this slot. */
   if (!hk__fs_has_write_at(fs)) return hk_status_set(st, HK_UNIMPLEMENTED, "write %s at an offset: not supported", path);
   rc = fs->vt->write_at(fs->user, f, buf, len, offset, nwritten, &local);
   if (rc == HK_OK && *nwritten > len) *nwritten = len;
@@ -262,7 +262,7 @@ static hk_code mkdir_one(const hk__fs *fs, const char *path, hk_status *st) {
     hk__status_copy(st, &why);
     return rc;
   }
-  /* D4.5: the new directory's entry is durable once its parent is synced.
+  /* The new directory's entry is durable once its parent is synced.
    * Levels are made parent first, each synced before the next is made, so
    * no directory entry hangs from one that a crash could still take away. */
   parent = hk__path_dirname(fs->env, path);

@@ -23,8 +23,9 @@ typedef struct hk__fs {
 /** Resolve env->fs (POSIX when NULL or env version 1). `env` NULL: defaults. */
 void hk__fs_init(hk__fs *fs, const hk_env *env);
 
-/** What a slot returned, made what H9 says: a code other than ABORTED or
- *  UNAVAILABLE (those become UNKNOWN), with a message naming `path`,
+/** What a slot returned, made what the library promises of file-system
+ *  errors: a code other than ABORTED or UNAVAILABLE (those become UNKNOWN,
+ *  so that a disk error never triggers session recovery), with a message naming `path`,
  *  copied from `local` into `st`. @return the code. */
 hk_code hk__fs_result(hk_code rc, hk_status *local, hk_status *st, const char *op, const char *path);
 
@@ -39,7 +40,7 @@ hk_code hk__fs_create_excl(const hk__fs *fs, const char *path, hk_fs_file **out,
 /** One write call; *nwritten is at most len. */
 hk_code hk__fs_write(const hk__fs *fs, hk_fs_file *f, const char *path, const void *buf, size_t len, size_t *nwritten,
                      hk_status *st);
-/** The optional write_at slot (version 2, H10): nonzero when the fs has
+/** The optional write_at slot (version 2): nonzero when the fs has
  *  one; hk__fs_write_at is UNIMPLEMENTED otherwise. One call, like write. */
 int hk__fs_has_write_at(const hk__fs *fs);
 hk_code hk__fs_write_at(const hk__fs *fs, hk_fs_file *f, const char *path, const void *buf, size_t len,
@@ -65,7 +66,7 @@ int hk__fs_is_file(const hk__fs *fs, const char *path);
 /* ---- atomic files (atomic_file.c) --------------------------------------------- */
 
 /**
- * A file written atomically (D4.1): created as "<final>.tmp-XXXXXX" (six
+ * A file written atomically: created as "<final>.tmp-XXXXXX" (six
  * random [A-Za-z0-9], exclusive, retried on ALREADY_EXISTS), appended to,
  * then committed: fsync, close, rename over final, fsync of the directory.
  * Any failure removes the temporary file (best effort). Write errors are
@@ -82,7 +83,7 @@ typedef struct hk__atomic_file {
   uint64_t written;
   /* Set by the caller before commit: skip the directory fsync after the
    * rename, because the caller's next step fsyncs the same directory before
-   * anything depends on the new name (D6.5's record). */
+   * anything depends on the new name (the pending-deletion record). */
   int defer_dir_sync;
 } hk__atomic_file;
 
@@ -116,7 +117,7 @@ hk_code hk__read_file(const hk_env *env, const char *path, size_t max, char **ou
 
 /** mkdir -p through the fs; an existing directory is OK, an existing
  *  non-directory is FAILED_PRECONDITION naming it. Every level it creates
- *  is made durable (D4.5): its parent is fsynced before the next level is
+ *  is made durable: its parent is fsynced before the next level is
  *  made, so one sync_dir per directory created, none when all exist. */
 hk_code hk__mkdirs(const hk_env *env, const char *path, hk_status *st);
 

@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- errno mapping (H9) ------------------------------------------------------ */
+/* ---- errno mapping ----------------------------------------------------------- */
 
 static hk_code errno_code(int errnum) {
   switch (errnum) {

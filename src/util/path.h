@@ -9,7 +9,7 @@
 
 #include "util/common.h"
 
-/** H32: 1–255 bytes, no '/', '\\', '"', control bytes (0x01–0x1F, 0x7F),
+/** 1–255 bytes, no '/', '\\', '"', control bytes (0x01–0x1F, 0x7F),
  *  no "..", not ".". */
 int hk__valid_name(const char *name);
 /** "dir/name" (no doubled '/'; just name when dir is "" or NULL), allocated

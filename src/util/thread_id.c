@@ -1,5 +1,5 @@
 /*
- * An id of the calling thread for traces (H41): the kernel's thread id on
+ * An id of the calling thread for traces: the kernel's thread id on
  * Linux, as perf, top and Perfetto show it; elsewhere the pthread handle.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0

@@ -3,7 +3,7 @@
  * file written front to back (a checkpoint's data) has each completed 8 MiB
  * window handed to the disk at once, so the disk works while the rest is
  * still being written and the fsync that follows has little left to do.
- * Only a start: durability still comes from that fsync (D4.1). Linux's
+ * Only a start: durability still comes from that fsync. Linux's
  * sync_file_range(SYNC_FILE_RANGE_WRITE); elsewhere nothing. In a file of
  * its own because it needs _GNU_SOURCE, which fs.c must not define (it
  * would give it the GNU strerror_r).
