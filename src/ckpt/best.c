@@ -1,6 +1,6 @@
 /*
- * hooked — the best-checkpoint record of best-k retention (contract H45;
- * checkpoint-format.md "The best-checkpoint record").
+ * hooked — the best-checkpoint record of best-k retention
+ * (checkpoint-format.md "The best-checkpoint record").
  *
  * A Saver that keeps the k best checkpoints by a metric, beside the
  * max_to_keep newest, lists them in the state file like any managed
@@ -12,7 +12,7 @@
  *   best: "model.ckpt-300" 0.25
  *   best: "model.ckpt-100" 0.3125
  *
- * best first. The record is written atomically (D4.1) before the state
+ * best first. The record is written atomically before the state
  * file whenever it changes, so the state file that relies on it (keeping a
  * checkpoint beyond max_to_keep) never exists without it; it only ever
  * protects checkpoints the state file lists, so a record that is lost,
@@ -79,7 +79,7 @@ hk_code hk__best_write(const hk_env *env, const char *dir, const char *latest_fi
 
   for (size_t i = 0; i < n; i++) {
     const char *name = hk__path_basename(names[i]);
-    /* Only names the state file lists are ranked: valid ones (H32). */
+    /* Only names the state file lists are ranked: valid ones. */
     if (!hk__valid_name(name) || strcmp(name, latest_filename) == 0 || isnan(metrics[i]))
       return hk_status_set(st, HK_INTERNAL, "best checkpoint %s (%g) cannot be recorded in %s", names[i], metrics[i],
                            dir);
@@ -150,7 +150,7 @@ static hk_code parse(const hk_env *env, char *text, size_t len, const char *late
       snprintf(why, cap, "line %zu does not end with a number", lineno);
       goto refused;
     }
-    /* H32: a bare, valid checkpoint name of this directory, never the
+    /* A bare, valid checkpoint name of this directory, never the
      * state file; each once. */
     if (!hk__valid_name(name) || strcmp(name, latest) == 0) {
       snprintf(why, cap, "line %zu does not name a checkpoint of this directory", lineno);

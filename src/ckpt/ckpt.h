@@ -22,10 +22,10 @@ typedef struct hk__ckpt_tensor {
   int non_finite_ok;
 } hk__ckpt_tensor;
 
-/* ---- best-k retention (saver_recover.c; H45) --------------------------------------- */
+/* ---- best-k retention (saver_recover.c) -------------------------------------------- */
 
 /**
- * Best-k retention of a Saver (H45): from its next managed save on, keep
+ * Best-k retention of a Saver: from its next managed save on, keep
  * beside the max_to_keep newest the k best checkpoints by the metric each
  * save is given (hk__saver_note_metric), lower first with HK_MONITOR_MIN,
  * higher with HK_MONITOR_MAX; k 0 turns it off. A change re-reads the
@@ -57,14 +57,14 @@ int hk__managed_step(const char *name, const char *basename, int64_t *step);
 /* ---- saver (saver_save.c, saver_restore.c) ------------------------------------- */
 
 /**
- * Restore from checkpoint directory `dir` with fallback (D5.3): candidates
- * from the state file, or from a directory scan (C123) when the state file
- * is missing (D5.2: with a WARNING naming the directory), malformed or
+ * Restore from checkpoint directory `dir` with fallback: candidates
+ * from the state file, or from a directory scan when the state file
+ * is missing (with a WARNING naming the directory), malformed or
  * unreadable; a missing or corrupt one (before or during reading) is
- * skipped with D5.1's warning; a model mismatch (H27) is returned at once.
+ * skipped with a WARNING naming it and why; a model mismatch is returned at once.
  * On success *restored receives the prefix used (owned, env allocator) and,
  * unless the candidates came from a scan, the Saver adopts dir's managed
- * list (C122). HK_OK with *restored NULL when there is nothing to restore
+ * list. HK_OK with *restored NULL when there is nothing to restore
  * (the scan finds no checkpoint, or no directory): the caller then
  * initializes instead — so NOT_FOUND always means a model mismatch ("Key %s
  * not found in checkpoint %s"); DATA_LOSS when every candidate failed.
@@ -73,14 +73,14 @@ hk_code hk__saver_restore_latest(hk_saver *saver, hk_raw_session *rs, const char
                                  hk_status *st);
 
 /**
- * C68, D5.2: *found is 1 when `dir` holds a "<name>-<step>.safetensors"
- * file a directory scan would try (C123), else 0 (a missing directory
+ * *found is 1 when `dir` holds a "<name>-<step>.safetensors"
+ * file a directory scan would try, else 0 (a missing directory
  * included). List errors other than NOT_FOUND are returned.
  */
 hk_code hk__dir_has_checkpoints(const hk_env *env, const char *dir, int *found, hk_status *st);
 
 /** The prefix hk_saver_save(saver, rs, save_path, step, ...) would write
- *  (C113: "<save_path>-<step>", "%08d" with pad_step_number; save_path
+ *  ("<save_path>-<step>", "%08d" with pad_step_number; save_path
  *  itself for HK_UNSET_STEPS), allocated through the Saver's env; NULL on
  *  OOM or a NULL argument. */
 char *hk__saver_prefix(hk_saver *saver, const char *save_path, int64_t step);
@@ -89,7 +89,7 @@ char *hk__saver_prefix(hk_saver *saver, const char *save_path, int64_t step);
 const hk_env *hk__saver_env(const hk_saver *saver);
 
 /**
- * The asynchronous hook's split save (D3). snapshot_size: total bytes the
+ * The asynchronous hook's split save. snapshot_size: total bytes the
  * Saver's variables need (resolving var_list at the first call). snapshot:
  * copy every variable, read through rs, into `buf` (size >= snapshot_size)
  * and fill `tensors` (count = hk__saver_var_count) with views into buf.
@@ -100,8 +100,8 @@ const hk_env *hk__saver_env(const hk_saver *saver);
  * Saver. now: the wall time (hk_env_wall of the
  * Saver's env) read by the caller on the training thread at snapshot time;
  * it is the new checkpoint's timestamp and the "now" of any recovery and
- * clock-reset check (D6.1, D6.2) in the call, which reads no clock itself
- * (H6: the writer thread calls only the allocator, the log sink and the
+ * clock-reset check in the call, which reads no clock itself
+ * (the writer thread calls only the allocator, the log sink and the
  * fs). prefix: as hk_saver_save's, owned by the caller (env allocator).
  */
 hk_code hk__saver_snapshot_size(hk_saver *saver, size_t *nbytes, size_t *ntensors, hk_status *st);
@@ -110,7 +110,7 @@ hk_code hk__saver_snapshot(hk_saver *saver, hk_raw_session *rs, void *buf, size_
 hk_code hk__saver_write(hk_saver *saver, const char *save_path, int64_t step, unsigned flags, double now,
                         const hk__ckpt_tensor *tensors, size_t ntensors, char **prefix, hk_status *st);
 /**
- * The copy-before-write snapshot's read (D3.7): views of every variable of
+ * The copy-before-write snapshot's read: views of every variable of
  * the Saver read through rs, without copying: tensors[i] names variable i
  * and views its live value (valid until the next run, assign or close of
  * rs), index[i] is its executor index. ntensors as hk__saver_snapshot.

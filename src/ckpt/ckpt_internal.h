@@ -7,15 +7,15 @@
  *                 parser (_json), the public reader (_read), what they
  *                 share (safetensors.c, safetensors_internal.h)
  *   finite.c      the writer's scan for NaN and infinities
- *   state*.c      the state file: parse (state_parse.c, H33), format
- *                 (state.c, C117), public helpers
+ *   state*.c      the state file: parse (state_parse.c), format
+ *                 (state.c), public helpers
  *   pending.c     the pending-deletions record
  *   best.c        the best-checkpoint record
  *   adopt.c       checkpoints the state file does not list
  *   stale_tmp.c   stale temporary files of a checkpoint directory
  *   saver*.c      hk_saver: options and lifetime (saver.c), the managed
  *                 list (_recover), save (_save), latest_checkpoint and
- *                 restore with fallback (_restore; D5)
+ *                 restore with fallback (_restore)
  *   snapshot.c    the copy-before-write snapshot (snapshot.h)
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
@@ -90,7 +90,7 @@ typedef struct hk__tensor_view {
 } hk__tensor_view;
 
 /** DATA_LOSS naming the file and tensor for a short file or a CRC
- *  mismatch; fs errors as mapped (H9). On failure *v is zeroed. */
+ *  mismatch; fs errors as mapped. On failure *v is zeroed. */
 hk_code hk__reader_view(hk_checkpoint_reader *r, size_t i, hk__tensor_view *v, hk_status *st);
 
 /** A tensor of the reader (`entry`) to read into the caller's memory
@@ -110,7 +110,7 @@ typedef struct hk__read_target {
  * 1 MiB pieces into dst, each CRC'd while cache-hot. Tensors are read in
  * file order. DATA_LOSS naming the file and the tensor for a CRC mismatch
  * (the first in file order) or a short file; every dst may then hold
- * unverified bytes. fs errors as mapped (H9).
+ * unverified bytes. fs errors as mapped.
  */
 hk_code hk__reader_read_into(hk_checkpoint_reader *r, const hk__read_target *targets, size_t n, int may_use_thread,
                              hk_status *st);
@@ -131,10 +131,11 @@ typedef struct hk__state {
 } hk__state;
 
 /**
- * Parse a state file's text per H33. `what` names the file in messages.
+ * Parse a state file's text (the grammar is in state_parse.c). `what` names the file in messages.
  * Malformed → DATA_LOSS "Invalid checkpoint state loaded from <what>:
- * <reason> (line %d)". Entry-level refusals log the WARNING of H33 through
- * env. On failure *out is zeroed.
+ * <reason> (line %d)". An entry that is not a bare valid name is
+ * ignored with a WARNING through env ("Ignoring checkpoint state entry
+ * ..."). On failure *out is zeroed.
  */
 hk_code hk__state_parse(const hk_env *env, const char *what, const char *text, size_t len, hk__state *out,
                         hk_status *st);
@@ -144,25 +145,26 @@ hk_code hk__state_read(const hk_env *env, const char *dir, const char *latest_fi
 /** Free what a state holds; zeroes it. NULL is a no-op. */
 void hk__state_clear(const hk_env *env, hk__state *s);
 /**
- * Write "<dir>/<latest_filename>" atomically (C117, D4): names are bare
+ * Write "<dir>/<latest_filename>" atomically: names are bare
  * valid names, the last one is model_checkpoint_path; timestamps may be
- * NULL. Checks H32 and C118 (a name equal to latest_filename).
+ * NULL. Refuses an invalid name, and a name equal to latest_filename, with
+ * INVALID_ARGUMENT, so it never writes a file its reader would refuse.
  */
 hk_code hk__state_write(const hk_env *env, const char *dir, const char *latest_filename, const char *const *names,
                         const double *timestamps, size_t n, double last_preserved, hk_status *st);
 
-/** A state file larger than this is refused unread (H33, "line 0"). */
+/** A state file larger than this is refused unread ("line 0"). */
 #define HK__STATE_MAX_BYTES ((size_t)256 << 20)
 
 /**
- * The text hk__state_write writes for these arguments (C117), after the
+ * The text hk__state_write writes for these arguments, after the
  * same checks; *text is owned (env allocator), NUL-terminated, *len bytes.
  */
 hk_code hk__state_format(const hk_env *env, const char *dir, const char *latest_filename, const char *const *names,
                          const double *timestamps, size_t n, double last_preserved, char **text, size_t *len,
                          hk_status *st);
 
-/* ---- pending deletions (pending.c, D6.5) ------------------------------------------ */
+/* ---- pending deletions (pending.c) ------------------------------------------------ */
 
 /** The record's name is the state file's name plus this suffix, in the
  *  same directory: "checkpoint.pending-deletions". */
@@ -172,9 +174,9 @@ hk_code hk__state_format(const hk_env *env, const char *dir, const char *latest_
  * Record durably, before the state file that drops them, the checkpoints a
  * save's retention is about to delete (`drop`: their prefixes, "<dir>/<name>"
  * or bare names), bound to the exact state file the save then writes (the
- * CRC-32C of hk__state_format's text for the same arguments). Written as
- * D4.1 says except for the directory fsync: the data file's commit that
- * follows (D4.2) fsyncs the same directory before the state file is
+ * CRC-32C of hk__state_format's text for the same arguments). Written atomically
+ * (temporary name, fsync, rename) except for the directory fsync: the data file's commit that
+ * follows fsyncs the same directory before the state file is
  * written, so the record costs one file fsync. ndrop 0: nothing is written.
  */
 hk_code hk__pending_write(const hk_env *env, const char *dir, const char *latest_filename, const char *const *names,
@@ -202,7 +204,7 @@ void hk__pending_remove(const hk_env *env, const char *dir, const char *latest_f
  */
 hk_code hk__pending_finish(const hk_env *env, const char *dir, const char *latest_filename, hk_status *st);
 
-/* ---- best-k retention: the record (best.c; H45) ------------------------------------- */
+/* ---- best-k retention: the record (best.c) ------------------------------------------ */
 
 /** The best-checkpoint record's name is the state file's name plus this
  *  suffix, in the same directory: "checkpoint.best". */
@@ -225,7 +227,7 @@ typedef struct hk__best {
  */
 hk_code hk__best_read(const hk_env *env, const char *dir, const char *latest_filename, hk__best *out, char *why,
                       size_t cap, int *malformed, hk_status *st);
-/** Write the record atomically (D4.1: its own directory fsync): `names`
+/** Write the record atomically (its own directory fsync): `names`
  *  (prefixes or bare names of valid names, never latest_filename) with
  *  their metrics (not NaN), best first. */
 hk_code hk__best_write(const hk_env *env, const char *dir, const char *latest_filename, int mode,
@@ -254,10 +256,10 @@ hk_code hk__adopt_into(const hk_env *env, const char *dir, const char *base, dou
 /* ---- stale temporary files (stale_tmp.c) ----------------------------------------- */
 
 /**
- * D4.2 step 1: remove "<F>.tmp-XXXXXX" entries of `dir` where F is
+ * A save's first step: remove "<F>.tmp-XXXXXX" entries of `dir` where F is
  * `latest_filename`, its pending-deletion record (latest_filename +
- * HK__PENDING_SUFFIX, D6.5), its best-checkpoint record (latest_filename +
- * HK__BEST_SUFFIX, H45), "graph.txt", or ends in ".safetensors" or
+ * HK__PENDING_SUFFIX), its best-checkpoint record (latest_filename +
+ * HK__BEST_SUFFIX), "graph.txt", or ends in ".safetensors" or
  * ".graph.txt" — or, as named before, is "graph.pbtxt" or ends in ".meta".
  * Failures to remove are logged at WARNING, not returned; a listing error
  * is returned.

@@ -1,6 +1,6 @@
 /*
- * hooked — the pending-deletion record (contract D4.2, D4.4, D6.5;
- * checkpoint-format.md "The pending-deletion record").
+ * hooked — the pending-deletion record
+ * (checkpoint-format.md "The pending-deletion record").
  *
  * A save whose retention deletes checkpoints writes, before the state file
  * that stops listing them, "<latest_filename>.pending-deletions" beside the
@@ -19,7 +19,7 @@
  * finds it before its own work and finishes the deletions — but only while
  * the state file is still the one the record was written for, never for a
  * name that state file lists, and only "<name>.safetensors" and its
- * companions (H31) of valid names (H32) in that directory. It then removes
+ * companions of valid names in that directory. It then removes
  * the record durably, before writing anything, so a record can never
  * outlive the save that finds it and later meet a checkpoint re-created
  * under a recorded name.
@@ -40,7 +40,7 @@
 #define MAGIC "# hooked pending checkpoint deletions 1"
 #define KEY_CRC "state_crc32c: "
 #define KEY_DELETE "delete: \""
-/* The files of a checkpoint (H31): the data file, the graph description
+/* The files of a checkpoint: the data file, the graph description
  * and the name older versions gave it. */
 static const char *const companion_exts[3] = {".safetensors", ".graph.txt", ".meta"};
 
@@ -90,7 +90,7 @@ hk_code hk__pending_write(const hk_env *env, const char *dir, const char *latest
   rc = hk__atomic_begin(&af, env, path, st);
   if (rc != HK_OK) goto done;
   /* The data file's commit fsyncs this directory next, before the state
-   * file is written (D4.2): that fsync makes the record's name durable. */
+   * file is written: that fsync makes the record's name durable. */
   af.defer_dir_sync = 1;
   rc = hk__atomic_write(&af, text, len, st);
   if (rc != HK_OK) {
@@ -167,7 +167,7 @@ static hk_code parse_record(const hk_env *env, char *text, size_t len, const cha
       goto refused;
     }
     name[n - sizeof KEY_DELETE] = '\0'; /* drop the closing quote */
-    /* H32: only a bare, valid checkpoint name of this directory; never the
+    /* Only a bare, valid checkpoint name of this directory; never the
      * state file itself. */
     if (!hk__valid_name(name) || strcmp(name, latest) == 0) {
       snprintf(why, cap, "line %zu does not name a checkpoint of this directory", lineno);
@@ -184,9 +184,10 @@ refused:
   return HK_OK;
 }
 
-/* Remove the files of checkpoint dir/name (H31): *removed is set when one
+/* Remove the files of checkpoint dir/name: *removed is set when one
  * existed. Only RESOURCE_EXHAUSTED (before any removal) is returned; other
- * removal errors are logged at WARNING "Ignoring: %s", as D6.2's are. */
+ * removal errors are logged at WARNING "Ignoring: %s", as a save's retention
+ * deletions are. */
 static hk_code delete_checkpoint(const hk__fs *fs, const char *dir, const char *name, int *removed, hk_status *st) {
   char *files[3];
   int ok = 1;

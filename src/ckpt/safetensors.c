@@ -128,7 +128,7 @@ const char *hk__safetensors_escaped_name(const char *name, char *buf, size_t cap
   return buf;
 }
 
-/* The integer dtypes (a global step's, C143), and whether one is signed. */
+/* The integer dtypes (a global step's), and whether one is signed. */
 int hk__safetensors_int_dtype(hk_dtype dtype, int *is_signed) {
   int sign;
   switch (dtype) {

@@ -1,6 +1,6 @@
 /*
  * The data-file writer. It streams every tensor straight from its memory
- * into an atomic file (D4.1). The header's bytes depend only on the names,
+ * into an atomic file. The header's bytes depend only on the names,
  * dtypes, shapes, contents and step, so equal states give equal files; its
  * length does not depend on the contents (each CRC is 8 hex digits), so
  * when the file system can write at an offset the data goes first, at its
@@ -375,7 +375,7 @@ static hk_code write_in_order(hk__atomic_file *af, strbuf *header, const size_t 
 /* The tensor the header names as the global step: `gs_tensor` when it is
  * one of the tensors, an integer scalar, and holds `step` — so a reader
  * can hold the header's step against it. NULL otherwise (no such tensor,
- * or a save given another step than the variable holds, C113). */
+ * or a save given another step than the variable holds). */
 static const char *global_step_tensor(const char *gs_tensor, int64_t step, const hk__ckpt_tensor *tensors, size_t n) {
   for (size_t i = 0; gs_tensor && i < n; i++) {
     int64_t v;

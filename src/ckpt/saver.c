@@ -1,13 +1,16 @@
 /*
- * hooked — the Saver (contract group M, D4–D6), latest_checkpoint and
- * restore with fallback (D5), and the checkpoint helpers of H34.
+ * hooked — the Saver (contract group M), latest_checkpoint and
+ * restore with fallback, and the checkpoint helpers
+ * (checkpoint_exists, remove_checkpoint, checkpoint_mtimes,
+ * update_checkpoint_state).
  *
  * Variables are reached only through the executor interface (count, info,
  * read, assign, and the optional storage a restore reads straight into),
  * so any executor gets checkpoints. hk_saver_save() reads
  * zero-copy views of the variables and hands them to the same write path
  * the asynchronous hook uses from its writer thread (hk__saver_write), so
- * both share one implementation of D4's order and D6's retention.
+ * both share one implementation of the durable order of a save's files
+ * and of retention.
  *
  * This file holds the Saver's options, lifetime and variables, and the
  * checkpoint helpers; saver_internal.h lists the others.
@@ -110,7 +113,7 @@ static void unresolve(hk_saver *s) {
   s->gs_name = NULL;
 }
 
-/* C112: without a var_list, every global variable, resolved at first use so
+/* Without a var_list, every global variable, resolved at first use so
  * variables built after the Saver are included. */
 hk_code hk__saver_resolve_vars(hk_saver *s, hk_status *st) {
   size_t count, k = 0;
@@ -247,7 +250,7 @@ const char *hk_saver_latest_filename(const hk_saver *saver) { return saver ? sav
 
 const hk_env *hk__saver_env(const hk_saver *saver) { return saver ? &saver->env : NULL; }
 
-/* ---- helpers (H34) ------------------------------------------------------------------------- */
+/* ---- helpers ------------------------------------------------------------------------------- */
 
 /* "<prefix><ext>" into buf; a prefix that already names the data file keeps
  * its stem. 0 when it does not fit. */
@@ -269,7 +272,7 @@ int hk_checkpoint_exists(const hk_env *env, const char *prefix) {
 }
 
 hk_code hk_remove_checkpoint(const hk_env *env, const char *prefix, hk_status *status) {
-  /* The data file, the graph description and its legacy name (H31). */
+  /* The data file, the graph description and its legacy name. */
   static const char *const exts[3] = {DATA_EXT, GRAPH_EXT, LEGACY_META_EXT};
   char paths[3][PATH_BUF];
   int removed = 0;

@@ -41,7 +41,7 @@ struct hk_saver {
   size_t *var_index;
   hk_variable_info *var_info;
   hk__ckpt_tensor *views; /* scratch of nvars for hk_saver_save */
-  /* The managed list (D6) of directory `dir`; dir NULL until recovered. */
+  /* The managed list of directory `dir`; dir NULL until recovered. */
   char *dir;
   char **paths; /* "<dir>/<name>", oldest first */
   double *stamps;
@@ -49,14 +49,14 @@ struct hk_saver {
   double last_preserved;
   int state_seen;    /* recovery found a state file, readable or not */
   int adopt_pending; /* recovered without a save path: the next managed save adopts the unlisted */
-  int explicit_vars; /* a var_list was given (C112): H27's unrestored tensors are logged at DEBUG */
+  int explicit_vars; /* a var_list was given: checkpoint tensors it leaves unread are logged at DEBUG */
   char *prefix;      /* the last hk_saver_save's prefix */
   int graph_logged;  /* "cannot describe its graph" was logged */
-  /* The executor's global step (C143) when it is one of the variables:
+  /* The executor's global step when it is one of the variables:
    * its name (var_info's), which a checkpoint's header names as the tensor
    * holding its step (checkpoint-format.md); NULL otherwise. */
   const char *gs_name;
-  /* Best-k retention (H45): k (0: off) and mode; the best managed
+  /* Best-k retention: k (0: off) and mode; the best managed
    * checkpoints of `dir`, best first ("<dir>/<name>", each also in paths),
    * with their metrics, read from the best record at the first save after
    * a recovery (best_loaded); best_dirty: the record on disk differs. */

@@ -14,11 +14,11 @@
 
 #include <string.h>
 
-/* ---- recovery of the managed list (D6.1, C122) ----------------------------------------- */
+/* ---- recovery of the managed list ------------------------------------------------------ */
 
 /* `now` is the wall time the caller read: recovery may run on the
  * asynchronous hook's writer thread, which must not call the env's clocks
- * (H6). `base`: the basename of the save path of the save that recovers,
+ * (it calls only the allocator, the log sink and the file system). `base`: the basename of the save path of the save that recovers,
  * whose unlisted checkpoints are adopted; NULL (a recovery for a
  * restore) adopts nothing and leaves that to the next managed save
  * (hk__saver_adopt_after_restore). */
@@ -48,7 +48,7 @@ hk_code hk__saver_recover_list(hk_saver *s, const char *dir, double now, const c
   if (rc == HK_NOT_FOUND) {
     seen = 0;
   } else if (rc != HK_OK) {
-    /* C123: treated as absent, so nothing is ever deleted because of it. */
+    /* Treated as absent, so nothing is ever deleted because of it. */
     hk_env_log(env, HK_LOG_WARNING, "Ignoring the checkpoint state file %s/%s: %s", dir, s->latest_filename,
                why.message);
   } else {
@@ -125,7 +125,7 @@ hk_code hk__saver_recover_list(hk_saver *s, const char *dir, double now, const c
   s->state_seen = seen;
   hk_env_free(env, s->dir);
   s->dir = dircopy;
-  /* H45: the best record is read against this list at the next save. */
+  /* The best record is read against this list at the next save. */
   hk__saver_free_best(s);
   s->best_loaded = 0;
   return HK_OK;
@@ -169,7 +169,7 @@ void hk__saver_set_keep_all(hk_saver *saver, int on) {
   if (saver) saver->keep_all = on != 0;
 }
 
-/* ---- best-k retention (H45) ------------------------------------------------------------ */
+/* ---- best-k retention ------------------------------------------------------------------ */
 
 void hk__saver_set_best(hk_saver *saver, int64_t k, int mode) {
   if (!saver || k < 0) return;

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* ---- restore (C125, H27) -------------------------------------------------------------------- */
+/* ---- restore -------------------------------------------------------------------------------- */
 
 static void spec_of(hk_tensor *t, hk_dtype dtype, int32_t rank, const int64_t *dims) {
   memset(t, 0, sizeof *t);
@@ -25,10 +25,10 @@ static void spec_of(hk_tensor *t, hk_dtype dtype, int32_t rank, const int64_t *d
   if (rank > 0 && rank <= HK_MAX_RANK) memcpy(t->dims, dims, (size_t)rank * sizeof dims[0]);
 }
 
-/* No tensor of the checkpoint for this variable (an optional one, H27). */
+/* No tensor of the checkpoint for this variable (an optional one). */
 #define NOT_IN_CHECKPOINT SIZE_MAX
 
-/* H27, after a restore succeeded: what it did not do. Each optional variable
+/* After a restore succeeded: what it did not do. Each optional variable
  * the checkpoint lacks kept its value; each tensor no variable asked for was
  * not read — a WARNING when the Saver covers every global variable (a
  * variable renamed or dropped from the program shows up here), DEBUG when
@@ -59,7 +59,8 @@ static hk_code report_unrestored(hk_saver *s, hk_checkpoint_reader *r, const cha
   return HK_OK;
 }
 
-/* *mismatch is set for H27's model errors, which restore_latest must
+/* *mismatch is set for a model that differs from the file (a missing
+ * variable, another dtype or shape), which restore_latest must
  * return at once rather than fall back on. */
 static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, int *mismatch, hk_status *st) {
   const hk_env *env = senv(s);
@@ -85,7 +86,7 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
       goto done;
     }
   }
-  /* H27: every variable is checked before any is assigned. */
+  /* Every variable is checked before any is assigned. */
   for (size_t i = 0; i < s->nvars; i++) {
     const hk_variable_info *info = &s->var_info[i];
     hk_checkpoint_entry e;
@@ -124,10 +125,10 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
       goto done;
     }
   }
-  /* Two ways in. A variable whose storage the executor hands out (H30) is
+  /* Two ways in. A variable whose storage the executor hands out is
    * read straight into it, its CRC computed in the same pass; every other
    * one gets a checked view assigned (executors without the slot, host-loop
-   * states, and optional variables: an older candidate (D5.3) may lack one,
+   * states, and optional variables: an older candidate may lack one,
    * which must then keep a value that was verified, not a corrupt
    * tensor's unverified bytes). The storage is all handed out and filled
    * before the first assign, which would end its validity. */
@@ -196,7 +197,7 @@ hk_code hk_saver_restore(hk_saver *saver, hk_raw_session *rs, const char *path, 
   return restore_impl(saver, rs, path, &mismatch, status);
 }
 
-/* ---- candidates (D5, C123) ----------------------------------------------------------------- */
+/* ---- candidates ---------------------------------------------------------------------------- */
 
 typedef struct cands {
   const hk_env *env;
@@ -289,7 +290,7 @@ static void sort_scan(cands *c) {
   }
 }
 
-/* C123: every "<name>-<step>.safetensors" of dir (valid names), newest step
+/* Every "<name>-<step>.safetensors" of dir (valid names), newest step
  * first. A directory that does not exist is NOT_FOUND. */
 static hk_code scan_dir(const hk_env *env, const char *dir, cands *c, hk_status *st) {
   hk__fs fs;
@@ -325,7 +326,7 @@ hk_code hk__dir_has_checkpoints(const hk_env *env, const char *dir, int *found, 
 }
 
 /*
- * D5.1/D5.2: candidates from the state file, or from a directory scan when
+ * Candidates from the state file, or from a directory scan when
  * it is missing, malformed or unreadable (*scanned then set). NOT_FOUND when
  * there is no state file and the scan finds no checkpoint (or no directory).
  */
@@ -355,7 +356,7 @@ static hk_code get_candidates(const hk_env *env, const char *dir, const char *la
     return HK_OK;
   }
   if (rc == HK_NOT_FOUND) {
-    /* D5.2: a state file deleted by hand, or lost with a copied directory,
+    /* A state file deleted by hand, or lost with a copied directory,
      * must not turn into a silent fresh start that later overwrites the
      * checkpoints still there. */
     hk_status scan_st = HK_STATUS_INIT;
@@ -381,10 +382,10 @@ static hk_code get_candidates(const hk_env *env, const char *dir, const char *la
   return scan_dir(env, dir, c, st);
 }
 
-/* ---- the DATA_LOSS of D5.2/D5.3: every candidate named ------------------------------------ */
+/* ---- the DATA_LOSS when nothing verifies or restores: every candidate named -------------- */
 
 /* What each failed candidate gets in the message: its name relative to the
- * directory (a valid name, H32: at most 255 bytes) and its reason. */
+ * directory (a valid name: at most 255 bytes) and its reason. */
 #define FAIL_REASON_MAX 200
 /* What each reason gets before the directory is shown in full. */
 #define REASON_FIRST 64
@@ -632,7 +633,7 @@ hk_code hk__saver_restore_latest(hk_saver *saver, hk_raw_session *rs, const char
       *restored = hk_env_strdup(env, c.paths[i]);
       cands_free(&c);
       if (!*restored) return oom(st, "restoring a checkpoint");
-      /* C123: a list found by a scan is never adopted. */
+      /* A list found by a scan is never adopted. */
       if (!scanned) rc = hk__saver_recover_list(saver, dir, hk_env_wall(env), NULL, st);
       if (rc != HK_OK) {
         hk_env_free(env, *restored);

@@ -27,11 +27,11 @@
  * writer thread, beside training, so it computes CRCs on no second thread. */
 #define SAVE__ON_WRITER_THREAD 0x80000000u
 
-/* ---- save (C113–C116, D4, D6) ------------------------------------------------------------ */
+/* ---- save -------------------------------------------------------------------------------- */
 
 /* The managed list a save would leave, built before any file is touched so
  * a failure (OOM included) changes nothing, and installed only after the
- * state file naming it is durable (D4.3). */
+ * state file naming it is durable. */
 typedef struct plan {
   char **paths; /* owned copies */
   double *stamps;
@@ -40,7 +40,7 @@ typedef struct plan {
   char **drop;        /* owned copies: files to delete */
   size_t ndrop;
   double last_preserved;
-  /* H45: the best checkpoints after the save (owned copies, best first)
+  /* The best checkpoints after the save (owned copies, best first)
    * and whether the record on disk must change. */
   char **best;
   double *best_metric;
@@ -67,7 +67,7 @@ static int plan_ranks(const plan *p, const char *path) {
   return 0;
 }
 
-/* H45: the best list after saving `path` with `metric` (NaN: none): a
+/* The best list after saving `path` with `metric` (NaN: none): a
  * re-saved name loses its old rank; the new one enters when it beats the
  * worst of a full list (ties keep the older), and pushes that one out. */
 static int plan_best(hk_saver *s, const char *path, double metric, plan *p) {
@@ -117,7 +117,7 @@ static hk_code plan_build(hk_saver *s, const char *name, double now, double metr
   p->names = hk_env_calloc(env, cap, sizeof *p->names);
   p->drop = hk_env_calloc(env, cap, sizeof *p->drop);
   if (!p->paths || !p->stamps || !p->names || !p->drop) goto oom;
-  /* D6.2: X leaves its old place and is appended with timestamp now. */
+  /* X leaves its old place and is appended with timestamp now. */
   for (size_t i = 0; i < s->n; i++) {
     if (strcmp(hk__path_basename(s->paths[i]), name) == 0) continue;
     p->paths[p->n] = hk_env_strdup(env, s->paths[i]);
@@ -129,7 +129,7 @@ static hk_code plan_build(hk_saver *s, const char *name, double now, double metr
   p->stamps[p->n++] = now;
   p->last_preserved = s->last_preserved;
   if (s->best_k > 0 && !plan_best(s, p->paths[p->n - 1], metric, p)) goto oom;
-  /* D6.2: the max_to_keep newest stay, and (H45) the best ones; every
+  /* The max_to_keep newest stay, and the best ones; every
    * other entry, oldest first, is preserved or deleted. */
   keep_from = 0;
   if (!s->keep_all && s->max_to_keep > 0 && (int64_t)p->n > s->max_to_keep) keep_from = p->n - (size_t)s->max_to_keep;
@@ -146,7 +146,7 @@ static hk_code plan_build(hk_saver *s, const char *name, double now, double metr
     } else {
       /* Owned, not borrowed from the list: after planning, a write reads
        * nothing of the managed list, which a restore elsewhere may replace
-       * (D6.1, D3.2). The plan's own copy changes hands. */
+       * while the writer thread writes. The plan's own copy changes hands. */
       p->drop[p->ndrop++] = p->paths[i];
     }
   }
@@ -183,14 +183,14 @@ static void plan_install(hk_saver *s, plan *p) {
   plan_free(senv(s), p);
 }
 
-/* H45: the best record for the plan's list, before the state file that
+/* The best record for the plan's list, before the state file that
  * relies on it. */
 static hk_code write_best(hk_saver *s, const char *dir, const char *const *best, const double *metric, size_t n,
                           hk_status *st) {
   return hk__best_write(senv(s), dir, s->latest_filename, s->best_mode, best, metric, n, st);
 }
 
-/* H45, after a failed save that may have put its record in place (the
+/* Best-k retention, after a failed save that may have put its record in place (the
  * rename done, the directory fsync failed): the record the directory held
  * before, or none (best effort, logged; a record that stays is harmless:
  * it ranks only what the state file lists, and the next save rewrites
@@ -245,7 +245,7 @@ static int remove_ignoring(const hk__fs *fs, const char *path, int quiet_missing
   return why.code == HK_NOT_FOUND;
 }
 
-/* D4.3/D4.4: a failed state write may have renamed the new state file into
+/* A failed state write may have renamed the new state file into
  * place before its directory fsync failed; put back the list it replaced so
  * the directory holds what it held before. Returns nonzero when the state
  * file on disk is known not to name `name` any more, durably: only then may
@@ -291,7 +291,7 @@ static int rollback_state(hk_saver *s, const hk__fs *fs, const char *name) {
   }
   hk_env_log(env, HK_LOG_WARNING,
              "The state file %s/%s may name %s, whose save failed; its files are kept so every checkpoint the state "
-             "file names exists (D4.4).",
+             "file names exists.",
              s->dir, s->latest_filename, name);
   return 0;
 }
@@ -319,7 +319,9 @@ char *hk__saver_prefix(hk_saver *saver, const char *save_path, int64_t step) {
   return saver && save_path ? make_prefix(saver, save_path, step) : NULL;
 }
 
-/* Everything a save does once the variables are in hand (D4.2 steps 1–4). */
+/* Everything a save does once the variables are in hand (stale
+ * temporaries, pending-deletion record, data file and graph, best record,
+ * state file). */
 static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step, int64_t record_step, unsigned flags,
                           double now, const hk__ckpt_tensor *tensors, size_t ntensors, const char *graph,
                           size_t graph_len, char **prefix_out, hk_status *st) {
@@ -329,7 +331,7 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
   char *prefix = NULL, *dir = NULL, *data = NULL, *graphpath = NULL; /* graphpath: <prefix>.graph.txt */
   const char *name;
   int data_existed = 0, graph_existed = 0, planned = 0, best_written = 0;
-  /* H45: the metric given for this save, consumed by it. */
+  /* The metric given for this save, consumed by it. */
   double metric = s->have_metric ? s->metric : NAN;
   hk_fs_stat sb;
   hk__fs fs;
@@ -363,7 +365,7 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
                        prefix);
     goto done;
   }
-  /* C115: the Saver never creates directories. */
+  /* The Saver never creates directories. */
   {
     hk_status why = HK_STATUS_INIT;
     memset(&sb, 0, sizeof sb);
@@ -377,7 +379,7 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
       goto done;
     }
   }
-  /* D6.5: deletions an interrupted save recorded, before our own work —
+  /* Deletions an interrupted save recorded, before our own work —
    * and before a recovery that adopts unlisted checkpoints, which
    * must not take in the ones such a record is about to delete. */
   rc = hk__pending_finish(env, dir, s->latest_filename, st);
@@ -403,7 +405,7 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
   }
   rc = probe(&fs, data, &data_existed, st);
   if (rc == HK_OK && write_graph) rc = probe(&fs, graphpath, &graph_existed, st);
-  /* D6.5: what retention will delete, recorded before the state file that
+  /* What retention will delete, recorded before the state file that
    * drops it; the data file's directory fsync below makes it durable. */
   if (rc == HK_OK && planned)
     rc = hk__pending_write(env, dir, s->latest_filename, p.names, p.stamps, p.n, p.last_preserved, p.drop, p.ndrop, st);
@@ -428,7 +430,7 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
     }
   }
   if (planned && p.best_changed) {
-    /* H45: durable before the state file that keeps its checkpoints. */
+    /* Durable before the state file that keeps its checkpoints. */
     rc = write_best(s, dir, (const char *const *)p.best, p.best_metric, p.nbest, st);
     if (rc != HK_OK) {
       restore_best(s, &fs, dir);
@@ -442,10 +444,10 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
   if (manage) {
     rc = hk__state_write(env, dir, s->latest_filename, p.names, p.stamps, p.n, p.last_preserved, st);
     if (rc != HK_OK) {
-      /* H45: the ranking the previous state file goes with (best effort;
+      /* The ranking the previous state file goes with (best effort;
        * a record that names what a state file does not list is harmless). */
       if (best_written) restore_best(s, &fs, dir);
-      /* D4.4: the previous state file first, then the new files. */
+      /* The previous state file first, then the new files. */
       if (rollback_state(s, &fs, name)) {
         if (write_graph && !graph_existed) remove_created(&fs, graphpath);
         if (!data_existed) remove_created(&fs, data);
@@ -477,7 +479,7 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
         all_gone = 0;
         hk_env_log(env, HK_LOG_WARNING, "Ignoring: %s", why.message);
       }
-      /* D6.5: only once the deletions are durable may the record go (its
+      /* Only once the deletions are durable may the record go (its
        * removal first could leave unlisted checkpoints nothing deletes).
        * Its removal needs no fsync: a record that survives is bound to
        * this state file, and the next save removes it durably. A deletion
@@ -599,7 +601,7 @@ hk_code hk__saver_snapshot(hk_saver *saver, hk_raw_session *rs, void *buf, size_
   return rc;
 }
 
-/* The asynchronous hook's copy-before-write snapshot (D3.7) reads the views
+/* The asynchronous hook's copy-before-write snapshot reads the views
  * here and copies them itself, possibly on its writer thread, with the same
  * copy as above. */
 hk_code hk__saver_snapshot_views(hk_saver *saver, hk_raw_session *rs, hk__ckpt_tensor *tensors, size_t *index,
@@ -648,7 +650,7 @@ static hk_code text_sink(void *user, const char *text, size_t len, hk_status *st
 /* A failed save says what failed: the checkpoint, its step and where, then
  * the cause — whose paths are shown relative to the directory the first
  * part names, so the cause's own text (the OS's) still fits the status.
- * A refused argument, or C115's missing directory, is already about the
+ * A refused argument, or a missing parent directory (NOT_FOUND), is already about the
  * save: passed on as it is. */
 static hk_code save_failed(const char *save_path, int64_t step, hk_code rc, const hk_status *why, hk_status *status) {
   const char *slash = strrchr(save_path, '/');

@@ -1,5 +1,5 @@
 /*
- * hooked — copy-before-write snapshots (contract D3.7; see snapshot.h and
+ * hooked — copy-before-write snapshots (see snapshot.h and
  * hk_snapshot in hooked/sys/executor.h).
  *
  * Memory ordering. An item's bytes are written by the thread that claimed

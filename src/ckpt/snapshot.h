@@ -1,5 +1,5 @@
 /*
- * Copy-before-write snapshots (D3.7; hk_snapshot in hooked/sys/executor.h):
+ * Copy-before-write snapshots (hk_snapshot in hooked/sys/executor.h):
  * the asynchronous checkpoint hook's list of (variable, source, destination)
  * copies, made by its writer thread while the training thread goes on, with
  * a per-variable barrier an executor calls before it mutates a variable.
@@ -28,7 +28,7 @@ void hk__snapshot_free(hk_snapshot *s);
 /**
  * Empty the snapshot and make room for `n` items over executor variable
  * indices < `nvars`: allocates only when either grows past what an earlier
- * call reserved (D3.2). Training thread, while no other thread uses it.
+ * call reserved. Training thread, while no other thread uses it.
  */
 hk_code hk__snapshot_reset(hk_snapshot *s, size_t n, size_t nvars, hk_status *st);
 /** Add an item: variable `var` (< the reset's nvars, not added before) is

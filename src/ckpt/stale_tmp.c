@@ -30,11 +30,11 @@ static int is_our_tmp(const char *name, const char *latest) {
   size_t fl;
   if (!hk__atomic_tmp_name(name, &fl)) return 0;
   if (fl == strlen(latest) && memcmp(name, latest, fl) == 0) return 1;
-  /* The pending-deletion record beside the state file (D6.5). */
+  /* The pending-deletion record beside the state file. */
   if (fl == strlen(latest) + sizeof HK__PENDING_SUFFIX - 1 && memcmp(name, latest, strlen(latest)) == 0 &&
       memcmp(name + strlen(latest), HK__PENDING_SUFFIX, sizeof HK__PENDING_SUFFIX - 1) == 0)
     return 1;
-  /* The best-checkpoint record beside it (H45). */
+  /* The best-checkpoint record beside it. */
   if (fl == strlen(latest) + sizeof HK__BEST_SUFFIX - 1 && memcmp(name, latest, strlen(latest)) == 0 &&
       memcmp(name + strlen(latest), HK__BEST_SUFFIX, sizeof HK__BEST_SUFFIX - 1) == 0)
     return 1;

@@ -1,9 +1,9 @@
 /*
- * hooked — writing the checkpoint state file (contract C117, C118, H32–H34;
- * checkpoint-format.md "The state file"), and the public state-file API.
+ * hooked — writing the checkpoint state file
+ * (checkpoint-format.md "The state file"), and the public state-file API.
  * state_parse.c reads it.
  *
- * Writing (C117) emits the checksum line, then exactly checkpoint-format.md's
+ * Writing emits the checksum line, then exactly checkpoint-format.md's
  * lines in its order, numbers as the shortest %.Ng text (N = 1..17) that
  * converts back to the same double, always with '.' as the decimal point;
  * -0 is written as 0.
@@ -136,7 +136,8 @@ static void sbuf_field_number(sbuf *b, const char *key, double v) {
 
 static int cstr_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-/* The checks of H32, C118 and "no name twice", naming the culprit. */
+/* Every name valid and bare, none equal to latest_filename, none twice;
+ * a refusal names the culprit. */
 static hk_code check_names(const hk_env *env, const char *dir, const char *latest, const char *const *names, size_t n,
                            hk_status *st) {
   char buf[600];
@@ -217,7 +218,7 @@ hk_code hk__state_format(const hk_env *env, const char *dir, const char *latest_
   }
   if (b.len > STATE_MAX_BYTES) {
     hk_env_free(env, b.p);
-    /* H32's spirit: never write a state file the reader would refuse. */
+    /* Never write a state file the reader would refuse. */
     return hk_status_set(st, HK_INVALID_ARGUMENT,
                          "checkpoint state of %s would be %zu bytes, more than the %zu a reader accepts", dir, b.len,
                          STATE_MAX_BYTES);
@@ -326,7 +327,7 @@ double hk_checkpoint_state_timestamp(const hk_checkpoint_state *cs, size_t i) {
 double hk_checkpoint_state_last_preserved(const hk_checkpoint_state *cs) { return cs ? cs->last_preserved : NAN; }
 
 /* The bare name of `name` relative to dir: itself when it has no '/', the
- * rest after "<dir>/" otherwise; NULL when it lives elsewhere (C118). */
+ * rest after "<dir>/" otherwise; NULL when it lives elsewhere. */
 static const char *bare_name(const char *dir, const char *name) {
   size_t dl = strlen(dir);
   const char *rest;
@@ -391,7 +392,8 @@ hk_code hk_update_checkpoint_state(const hk_env *env, const char *dir, const cha
     if (at == n && strcmp(bare[i], newest_bare) == 0) at = i;
   }
   if (at == n) {
-    /* C117; the newest was just written, so "now" is its timestamp. */
+    /* The newest goes last in the list; it was just written, so "now" is its
+     * timestamp. */
     hk_env_log(env, HK_LOG_INFO, "%s is not in all_model_checkpoint_paths. Manually adding it.", newest);
     bare[n] = newest_bare;
     if (ts) ts[n] = hk_env_wall(env);

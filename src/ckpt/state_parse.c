@@ -1,8 +1,8 @@
 /*
- * hooked — reading the checkpoint state file (contract C117, C118, C123,
- * H32–H34; checkpoint-format.md "The state file"). state.c writes it.
+ * hooked — reading the checkpoint state file
+ * (checkpoint-format.md "The state file"). state.c writes it.
  *
- * Reading (H33). The grammar, per line (lines end at '\n'; a last line
+ * Reading. The grammar, per line (lines end at '\n'; a last line
  * without one counts):
  *   - blank: only spaces and tabs;
  *   - comment: optional spaces or tabs, then '#', then anything;
@@ -22,8 +22,8 @@
  * \" \?, octal \N..\NNN (at most 0377) and hex \xH or \xHH. Any other escape,
  * or a string without its closing quote, makes the file malformed. What an
  * escape decodes to is then judged as a name like any other byte: "\\",
- * "\"" or a control byte make the entry invalid (H32), so such an entry is
- * refused at entry level with H33's warning — never a file-level error —
+ * "\"" or a control byte make the entry invalid, so such an entry is
+ * refused at entry level with its WARNING — never a file-level error —
  * while "\'" and octal UTF-8 are valid name bytes.
  *
  * File-level refusals report the line where the problem is seen: the
@@ -32,25 +32,26 @@
  * model_checkpoint_path, timestamp count, no valid entry) the line of the
  * end of file (1 + the number of '\n'). A file over 256 MiB is refused
  * before it is read, as "(line 0)": the whole file. The bound keeps a
- * hostile file from costing unbounded memory while staying out of D6.3's
+ * hostile file from costing unbounded memory while staying out of retention's
  * reach: max_to_keep 0 lists every checkpoint, and ~750k entries of 255-byte
  * names with timestamps fit. A line longer than
  * 4096 bytes is reported before a NUL byte in the same line. The first
  * problem of the line-by-line pass wins; duplicates and counts are checked
  * after it.
  *
- * Entry-level refusals (H32/H33): each refused list entry is dropped
+ * Entry-level refusals: each refused list entry is dropped
  * together with its timestamp, with one WARNING naming it; a refused
  * model_checkpoint_path is warned about only when the list does not repeat
  * the same name (which already gave the warning). The parsed state keeps
- * C117's invariant that the model path is the newest list entry:
- *   - a refused model path is replaced by the newest valid entry (H33);
+ * the state file's invariant that the model path is the newest list
+ * entry:
+ *   - a refused model path is replaced by the newest valid entry;
  *   - a valid model path listed elsewhere than last moves, with its
  *     timestamp, to the end (TensorFlow treats model_checkpoint_path as the
  *     newest checkpoint);
  *   - a valid model path absent from the list is appended, and the state
  *     then has no timestamps at all: the file gives none for it, and
- *     consumers fall back to file times for every entry (C122) rather than
+ *     consumers fall back to file times for every entry rather than
  *     trusting an invented one.
  *
  * The checksum line: a file whose first line starts with
@@ -357,7 +358,7 @@ static int same_entry(const entry *a, const entry *b) {
   return a->len == b->len && memcmp(a->name, b->name, a->len) == 0;
 }
 
-/* Apply the entry-level rules and move the result into out (H33, C117). */
+/* Apply the entry-level rules and move the result into out. */
 static hk_code finish(parser *p, int eof_line, hk__state *out) {
   int dup_line;
   const entry *dup;
@@ -510,7 +511,7 @@ hk_code hk__state_read(const hk_env *env, const char *dir, const char *latest_fi
   hk__fs_init(&fs, env);
   memset(&sb, 0, sizeof sb);
   /* A directory would open on POSIX and then fail to read with an errno
-   * H9 maps to UNKNOWN; say what it is instead (TensorFlow maps EISDIR to
+   * that maps to UNKNOWN; say what it is instead (TensorFlow maps EISDIR to
    * FAILED_PRECONDITION too). */
   rc = hk__fs_stat(&fs, path, &sb, st);
   if (rc == HK_OK && sb.is_dir)
