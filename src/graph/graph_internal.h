@@ -1,6 +1,6 @@
 /*
  * The embedded default executor, shared between its files (hk__graph_ names).
- * Written only against the public headers (house style 16).
+ * Written only against the public headers.
  *
  * Layout: every node of the graph is an "op" (variables, placeholders and
  * constants included). Ops are stored in creation order, and a builder only

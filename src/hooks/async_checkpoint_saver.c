@@ -1,15 +1,15 @@
 /*
- * hooked — AsyncCheckpointSaverHook (contract groups K and L, D3): its
+ * hooked — AsyncCheckpointSaverHook (contract groups K and L): its
  * writer thread, its copy-before-write snapshot, its completion processing
  * and its end(). The rest of the hook (the listeners, the synchronous save,
  * the callbacks and the options) it shares with CheckpointSaverHook, in
  * checkpoint_saver.c (checkpoint_saver_internal.h).
  *
- * The asynchronous hook splits a save (D3): on the training thread it runs
+ * The asynchronous hook splits a save: on the training thread it runs
  * the listeners' before_save, lays out every variable of its Saver in one
  * snapshot buffer (allocated at the first save of a session, grown only when
  * the variables grow) and hands (snapshot, step, path) to one writer thread.
- * Where the executor takes part in copy-before-write snapshots (D3.7, the
+ * Where the executor takes part in copy-before-write snapshots (the
  * control ops of hooked/sys/executor.h), the training thread only reads the
  * variables' views and attaches the snapshot to the executor; the writer
  * thread copies the variables while the next step runs, and the executor
@@ -22,9 +22,9 @@
  * training thread touches neither the snapshot buffer nor the Saver, and
  * the session, before it re-creates (and restores through that Saver),
  * waits for the writer through the hook's quiesce callback. A result found
- * at a re-creation is kept for the next after_run or end() (D3.4): an
- * error returned by after_create_session would fail the session (D2.4,
- * H18) where an after_run's leaves it usable.
+ * at a re-creation is kept for the next after_run or end(): an
+ * error returned by after_create_session would fail the session (it
+ * would enter the failed state) where an after_run's leaves it usable.
  *
  * A write still in flight when a session lets go of the hook without end()
  * (an unclean close calls no hook; a session freed without close) is
@@ -45,10 +45,10 @@
 #include <pthread.h>
 #include <time.h>
 
-/* ---- the writer thread (D3) ---------------------------------------------------- */
+/* ---- the writer thread --------------------------------------------------------- */
 
-/* The writer thread may call only the allocator, the log sink and the fs
- * (H6): the env's clocks are the caller's and need not be thread-safe, so
+/* The writer thread may call only the allocator, the log sink and the fs:
+ * the env's clocks are the caller's and need not be thread-safe, so
  * the write is timed with the system's monotonic clock. */
 static double system_monotonic(void) {
   struct timespec ts;
@@ -74,7 +74,7 @@ static void *writer_main(void *arg) {
     double t0, t1;
     hk_code rc;
 
-    /* A job handed over before quit is written first (D3.2). */
+    /* A job handed over before quit is written first. */
     while (!w->pending && !w->quit) pthread_cond_wait(&w->cv, &w->mu);
     if (!w->pending) break;
     w->pending = 0;
@@ -87,7 +87,7 @@ static void *writer_main(void *arg) {
     snap = w->snap;
     pthread_mutex_unlock(&w->mu);
 
-    /* D3.7: the copies nobody made yet, while the training thread runs on. */
+    /* The copies nobody made yet, while the training thread runs on. */
     hk__snapshot_run(snap);
     t0 = system_monotonic();
     rc = hk__saver_write(saver, self->save_path, step, flags, now, tensors, ntensors, &prefix, &st);
@@ -134,7 +134,7 @@ static void writer_join(ckpt_hook *self) {
   pthread_mutex_unlock(&self->w.mu);
 }
 
-/* D3.7: the executor forgets the snapshot once the writer is idle (every
+/* The executor forgets the snapshot once the writer is idle (every
  * copy made; the executor would complete a pending one first anyway). */
 static void detach_snapshot(ckpt_hook *self) {
   hk_control_snapshot a = HK_CONTROL_SNAPSHOT_INIT;
@@ -175,7 +175,8 @@ static hk_code write_failed(const ckpt_hook *self, int64_t step, hk_code rc, con
                        wst->message[0] != '\0' ? wst->message : hk_code_name(rc));
 }
 
-/* D3.4 success: log lines, event, listeners' after_save. */
+/* A write that succeeded, processed on the training thread: log lines,
+ * event, listeners' after_save. */
 static hk_code complete_ok(ckpt_hook *self, hk_raw_session *rs, int64_t step, double secs, int *stop, hk_status *st) {
   hk_code rc;
 
@@ -200,7 +201,7 @@ static void hold_error(ckpt_hook *self, hk_code rc, const hk_status *st) {
               self->kind, st->message, self->save_path);
 }
 
-/* D3.4 at a re-creation (the writer is idle): nothing is processed that can
+/* A finished write found at a re-creation (the writer is idle): nothing is processed that can
  * fail the creation. The finished result moves out of the writer's slot,
  * which the creation's own save is about to reuse, and waits for the next
  * after_run or end(). Only when a result from an earlier re-creation is
@@ -231,7 +232,7 @@ void hk__async_ckpt_hold_completion(ckpt_hook *self, hk_raw_session *rs, hk_crea
   self->held_ok_secs = secs;
 }
 
-/* D3.4: process on the training thread what a re-creation held, then a
+/* Process on the training thread what a re-creation held, then a
  * finished write. Nothing finished: OK. An error returns at once; what
  * remains waits for the next call. */
 hk_code hk__async_ckpt_process_completion(ckpt_hook *self, hk_raw_session *rs, int *stop, hk_status *st) {
@@ -258,8 +259,7 @@ hk_code hk__async_ckpt_process_completion(ckpt_hook *self, hk_raw_session *rs, i
 }
 
 /* Grow the snapshot buffer and the tensor array when the variables need more
- * than they hold: after the first save of a session this allocates nothing
- * (D3.2). */
+ * than they hold: after the first save of a session this allocates nothing. */
 static hk_code reserve_snapshot(ckpt_hook *self, size_t nbytes, size_t ntensors, hk_status *st) {
   if (nbytes > self->buf_cap || self->buf == NULL) {
     size_t cap = nbytes > 0 ? nbytes : 1;
@@ -298,7 +298,7 @@ static hk_code reserve_snapshot(ckpt_hook *self, size_t nbytes, size_t ntensors,
   return HK_OK;
 }
 
-/* D3.1, D3.7: snapshot at the step boundary and hand the write over. The
+/* Snapshot at the step boundary and hand the write over. The
  * writer must be idle. The training thread reads every variable's view and
  * lays the snapshot out; an executor that takes part gets it attached, and
  * the writer copies what the executor has not copied before a write; any
@@ -351,9 +351,9 @@ hk_code hk__async_ckpt_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, h
     self->snap_step = step;
     self->snap_n = ntensors;
   } else {
-    /* D3.7: UNIMPLEMENTED is the executor's choice, said at DEBUG; any other
-     * error says the attach was wrong (a wrapper forwarding its own session,
-     * H61), said at WARNING. Once per session each. */
+    /* UNIMPLEMENTED is the executor's choice, said at DEBUG; any other
+     * error says the attach was wrong (a wrapper forwarding its own session
+     * instead of the one it wraps), said at WARNING. Once per session each. */
     unsigned kind = why.code == HK_UNIMPLEMENTED ? 1u : 2u;
     if (!((unsigned)self->overlap_refused & kind))
       hk_hook_log(self->hook, kind == 1u ? HK_LOG_DEBUG : HK_LOG_WARNING,
@@ -409,7 +409,7 @@ void hk__async_ckpt_stop_writer(ckpt_hook *self) {
   detach_snapshot(self);
 }
 
-/* The snapshot buffer, its tensors and copies (D3.2, D3.7); nothing to free
+/* The snapshot buffer, its tensors and copies; nothing to free
  * for the synchronous hook, which never allocates them. */
 void hk__async_ckpt_free_snapshot(ckpt_hook *self) {
   hk_env_free(&self->senv, self->buf);
@@ -426,7 +426,7 @@ void hk__async_ckpt_free_snapshot(ckpt_hook *self) {
   self->overlap_refused = 0;
 }
 
-/* ---- end (D3.5) ---------------------------------------------------------------- */
+/* ---- end ----------------------------------------------------------------------- */
 
 /* Remember the first error of end(). */
 static void keep_first(hk_code *first, hk_status *status, hk_code rc, const hk_status *st) {
@@ -435,7 +435,7 @@ static void keep_first(hk_code *first, hk_status *status, hk_code rc, const hk_s
   hk__status_copy(status, st);
 }
 
-/* D3.5: drain, process, then save GS synchronously unless it was written;
+/* Drain, process, then save GS synchronously unless it was written;
  * every step runs, and the first error is returned. */
 hk_code hk__async_ckpt_end(ckpt_hook *self, hk_raw_session *session, hk_status *status) {
   hk_code first = HK_OK, rc;
@@ -470,7 +470,7 @@ hk_code hk__async_ckpt_end(ckpt_hook *self, hk_raw_session *session, hk_status *
   return first;
 }
 
-/* ---- construction (C92, C104) -------------------------------------------------- */
+/* ---- construction -------------------------------------------------------------- */
 
 hk_code hk_async_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, hk_status *status) {
   return hk__ckpt_hook_new(out, opts, 1, status);

@@ -72,7 +72,7 @@ hk_code hk__ckpt_hook_check_after_run(ckpt_hook *self, hk_run_context *ctx, cons
   /* The save part of after_run checked the fetched global step is there. */
   rc = hk_tensor_to_i64(&values->results[0], "global_step", &stale, st);
   if (rc != HK_OK) return rc;
-  /* As StopAtStep (C84): the run's own step count first, then the step as
+  /* As StopAtStep: the run's own step count first, then the step as
    * the raw session has it. */
   if (stale < self->check.stop_at - self->steps_per_run) return HK_OK;
   rc = hk_raw_session_global_step(hk_run_context_session(ctx), &gs, st);

@@ -1,19 +1,19 @@
 /*
  * hooked — CheckpointSaverHook, and the code it shares with
- * AsyncCheckpointSaverHook (contract groups K and L, D3): one implementation,
- * whose asynchronous part (the writer thread, the snapshot, D3) is in
+ * AsyncCheckpointSaverHook (contract groups K and L): one implementation,
+ * whose asynchronous part (the writer thread, the snapshot) is in
  * async_checkpoint_saver.c and whose shared declarations are in
  * checkpoint_saver_internal.h. What a save runs (listeners, the graph
  * file, the event, the synchronous save) is in checkpoint_saver_save.c.
  *
- * Both hooks fetch GS in every before_run (C95), save at every session
- * creation (C94, C105), when the timer fires after a run (C96, C106) and at
- * end() when the final step was not saved yet (C97, D3.5). A save runs the
+ * Both hooks fetch GS in every before_run, save at every session
+ * creation, when the timer fires after a run and at
+ * end() when the final step was not saved yet. A save runs the
  * listeners around the Saver and appends a SessionLog CHECKPOINT event to the
- * event file of checkpoint_dir (C98), through the writer the session keeps
- * for that directory and shares with every hook writing there (H26).
+ * event file of checkpoint_dir, through the writer the session keeps
+ * for that directory and shares with every hook writing there.
  *
- * How the asynchronous hook splits a save (D3) is told in the file comment
+ * How the asynchronous hook splits a save is told in the file comment
  * of async_checkpoint_saver.c.
  *
  * Per-session resources (snapshot buffer, graph text, writer thread, and
@@ -21,7 +21,7 @@
  * are allocated through a copy of the env in force at begin() (the hook's
  * own, or the session's) and released by end(), when the session detaches
  * the hook, by the next begin(), or by hk_hook_free(). A session's event
- * writers and directory locks are its own (H26, H58).
+ * writers and directory locks are its own.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -71,7 +71,7 @@ static void release_session(ckpt_hook *self) {
 
 /* ---- hook callbacks ----------------------------------------------------------- */
 
-/* C92, C104: "Create ..." through hk_hook_env(): the hook's own env, or in
+/* "Create ..." through hk_hook_env(): the hook's own env, or in
  * begin() the session's. */
 static void log_created(ckpt_hook *self) {
   if (!self->async)
@@ -110,7 +110,7 @@ static hk_code cs_begin(void *user, hk_executor *graph, hk_status *status) {
 
   rc = hk__mkdirs(&self->senv, self->dir, status);
   if (rc != HK_OK) return rc;
-  /* H58: before anything is written into the directory. The session's
+  /* Before anything is written into the directory. The session's
    * other hooks created nothing there yet: event files are created at the
    * first write, after every begin(). */
   rc = hk__hook_dir_lock(self->hook, self->dir, &self->own_lock, status);
@@ -138,9 +138,9 @@ static size_t dir_len(const char *dir, size_t n) {
   return n;
 }
 
-/* C94, C105: whether this creation restored the very checkpoint the hook
+/* Whether this creation restored the very checkpoint the hook
  * would write for `step`: `restored`'s directory is checkpoint_dir (trailing
- * slashes aside) and its name is the one the Saver gives step (C113), so
+ * slashes aside) and its name is the one the Saver gives step, so
  * the checkpoint holds step. */
 static hk_code restored_own_checkpoint(ckpt_hook *self, const char *restored, int64_t step, int *same, hk_status *st) {
   static const char data_ext[] = ".safetensors";
@@ -170,7 +170,7 @@ static hk_code restored_own_checkpoint(ckpt_hook *self, const char *restored, in
 }
 
 /* *same: the graph file already holds this session's description, read
- * back, so a resume that rewrites nothing (C94) needs no room on the disk.
+ * back, so a resume that rewrites nothing needs no room on the disk.
  * A file that is missing, larger or unreadable is not the same; running
  * out of memory is an error. */
 static hk_code graph_file_current(ckpt_hook *self, int *same, hk_status *st) {
@@ -205,8 +205,8 @@ static hk_code cs_after_create_session(void *user, hk_raw_session *session, hk_c
   if (self->async) {
     /* A re-creation while a write is in flight (a hook driven outside a
      * session; a session has quiesced it already): finish it first, so at
-     * most one save is in flight (D3.2) and the writer's stale-temporary
-     * cleanup (D4.2) cannot remove graph.txt's temporary file below. */
+     * most one save is in flight and the writer's stale-temporary
+     * cleanup cannot remove graph.txt's temporary file below. */
     hk__async_ckpt_writer_wait_idle(self);
     hk__async_ckpt_hold_completion(self, session, ctx);
   }
@@ -226,10 +226,10 @@ static hk_code cs_after_create_session(void *user, hk_raw_session *session, hk_c
     if (rc != HK_OK) return rc;
   }
   if (skip) {
-    /* C94, C105: the checkpoint of GS is the one just read: rewriting it
+    /* The checkpoint of GS is the one just read: rewriting it
      * would change nothing but could fail (a resume on a full disk), and
      * its listeners' callbacks would announce a save that did not happen.
-     * It counts as written for end() (C97, D3.5). */
+     * It counts as written for end(). */
     hk_hook_log(self->hook, HK_LOG_INFO,
                 "Not saving checkpoint %" PRId64 " into %s at session creation: %s was just restored from it.", gs,
                 self->save_path, restored);
@@ -242,7 +242,7 @@ static hk_code cs_after_create_session(void *user, hk_raw_session *session, hk_c
     self->deferring = 0;
     rc = hk__async_ckpt_save(self, session, gs, status);
   } else {
-    /* C94: the listeners' stop request from this save is ignored. */
+    /* The listeners' stop request from this save is ignored. */
     rc = hk__ckpt_hook_save_sync(self, session, gs, &stop, status);
   }
   if (rc != HK_OK) return rc;
@@ -274,13 +274,13 @@ static hk_code after_run_save(ckpt_hook *self, hk_run_context *ctx, const hk_run
   if (rc != HK_OK) return rc;
 
   if (self->async) {
-    /* D3.4: a failed write fails this call, and no new save starts. */
+    /* A failed write fails this call, and no new save starts. */
     rc = hk__async_ckpt_process_completion(self, rs, &stop, status);
     if (stop) hk_run_context_request_stop(ctx);
     if (rc != HK_OK) return rc;
   }
-  /* C96: stale GS + steps_per_run is the post-run GS when every run adds
-   * steps_per_run (H29); the raw-session read confirms it. */
+  /* Stale GS + steps_per_run is the post-run GS when every run adds
+   * steps_per_run; the raw-session read confirms it. */
   if (!hk_timer_should_trigger(&self->timer, add_sat(stale, self->steps_per_run))) return HK_OK;
   rc = hk_raw_session_global_step(rs, &gs, status);
   if (rc != HK_OK) return rc;
@@ -298,7 +298,7 @@ static hk_code after_run_save(ckpt_hook *self, hk_run_context *ctx, const hk_run
     /* The check-resume mode waits: a deferred save would land on a step
      * that depends on timing, and two runs would share fewer checkpoints. */
     if (!self->block_when_busy && !self->check.on) {
-      /* D3.3: no snapshot, timer unchanged, so the next after_run tries again. */
+      /* No snapshot, timer unchanged, so the next after_run tries again. */
       if (!self->deferring)
         hk_hook_log(self->hook, HK_LOG_INFO, "Saver thread still in progress, deferring checkpoint.");
       self->deferring = 1;
@@ -324,7 +324,7 @@ static hk_code cs_after_run(void *user, hk_run_context *ctx, const hk_run_values
   return hk__ckpt_hook_check_after_run(self, ctx, values, status);
 }
 
-/* C97: save unless the final step was just saved; listeners' end always. */
+/* Save unless the final step was just saved; listeners' end always. */
 static hk_code end_sync(ckpt_hook *self, hk_raw_session *session, hk_status *status) {
   int64_t gs, last;
   int stop = 0;
@@ -379,8 +379,8 @@ static void cs_destroy(void *user) {
 static void cs_detach(void *user) { release_session(user); }
 
 /* A re-creation is about to restore through the Saver the writer may be
- * using (D3.2, D6.1): wait for it. Its result stays in the writer's slot
- * for after_create_session to hold (D3.4). */
+ * using: wait for it. Its result stays in the writer's slot
+ * for after_create_session to hold. */
 static void cs_quiesce(void *user) {
   ckpt_hook *self = user;
   if (self->async && self->in_session) hk__async_ckpt_writer_wait_idle(self);
@@ -390,10 +390,10 @@ static const hk_hook_vtable checkpoint_saver_vtable = {
     HK_HOOK_VTABLE_VERSION, cs_begin, cs_after_create_session, cs_before_run, cs_after_run, cs_end, cs_destroy,
 };
 
-/* ---- construction (C92, C104) -------------------------------------------------- */
+/* ---- construction -------------------------------------------------------------- */
 
 /* The size of each version of the options struct: a program built against
- * an older header has only that much (H10's rule, for options). */
+ * an older header has only that much, and nothing past it is read. */
 static size_t options_size(uint32_t version) {
   return version >= 2 ? sizeof(hk_checkpoint_saver_options) : offsetof(hk_checkpoint_saver_options, best_k);
 }
@@ -415,7 +415,7 @@ static void full_options(hk_checkpoint_saver_options *full, const hk_checkpoint_
   memcpy(full, given, options_size(given->version));
 }
 
-/* Everything the options say, checked before anything is allocated (H3). */
+/* Everything the options say, checked before anything is allocated. */
 static hk_code validate(const hk_checkpoint_saver_options *opts, const char *kind, hk_status *st) {
   hk_timer probe;
   size_t i;
@@ -545,7 +545,7 @@ hk_code hk__ckpt_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts
   hk__hook_set_on_quiesce(*out, cs_quiesce);
   /* With an env, it says how to log now; without one, the session's env
    * will, at the first begin(): logging through the default stderr sink
-   * here would ignore the log level the session is given (C92, C104). */
+   * here would ignore the log level the session is given. */
   if (opts->env != NULL)
     log_created(self);
   else
@@ -582,7 +582,7 @@ static hk_code save_now(ckpt_hook *self, const char *name, const char **prefix, 
   hk_code rc;
 
   if (self->async) {
-    /* The Saver is the writer's while a write is in flight (D3.2). */
+    /* The Saver is the writer's while a write is in flight. */
     hk__async_ckpt_writer_wait_idle(self);
     rc = hk__async_ckpt_process_completion(self, rs, &stop, st);
     if (rc != HK_OK) return rc;
@@ -593,7 +593,7 @@ static hk_code save_now(ckpt_hook *self, const char *name, const char **prefix, 
   if (rc != HK_OK) return rc;
   if (name == NULL) {
     char *mine;
-    /* A managed save at GS, as the timer's (C98); the cadence restarts. */
+    /* A managed save at GS, as the timer's; the cadence restarts. */
     hk_timer_update(&self->timer, gs, NULL, NULL);
     rc = hk__ckpt_hook_save_sync(self, rs, gs, &stop, st);
     if (rc != HK_OK) return rc;

@@ -11,8 +11,8 @@
  *                             the metric, the graph file, the event, the
  *                             synchronous save
  *   async_checkpoint_saver.c  the asynchronous hook's writer thread,
- *                             snapshot, completion processing and end()
- *                             (D3), and hk_async_checkpoint_saver_hook_new
+ *                             snapshot, completion processing and end(),
+ *                             and hk_async_checkpoint_saver_hook_new
  *   checkpoint_check_resume.c the check-resume mode (HOOKED_CHECK_RESUME):
  *                             the stop at a step, keeping every checkpoint
  *
@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* hooked's own text description of the graph (H30): not a TensorFlow
+/* hooked's own text description of the graph: not a TensorFlow
  * GraphDef, so not named like one. */
 #define GRAPH_FILE "graph.txt"
 
@@ -45,7 +45,7 @@ typedef struct listener {
 } listener;
 
 /*
- * What the training thread and the writer thread share (D3). Every field
+ * What the training thread and the writer thread share. Every field
  * below `mu` is read and written under it. The job's inputs (saver, step,
  * flags, now, tensors) are set by the training thread before it sets
  * `pending`, and stay untouched until the writer reports `finished`.
@@ -63,7 +63,7 @@ typedef struct writer {
   double now; /* wall time at the snapshot: the checkpoint's timestamp */
   const hk__ckpt_tensor *tensors;
   size_t ntensors;
-  hk_snapshot *snap; /* copied by the writer before the write (D3.7) */
+  hk_snapshot *snap; /* copied by the writer before the write */
   hk_code rc;
   hk_status st;
   double secs;
@@ -89,11 +89,11 @@ typedef struct ckpt_hook {
   int save_graph_def;
   int64_t steps_per_run;
   int block_when_busy;
-  int64_t best_k;    /* H45: 0 off */
+  int64_t best_k;    /* best-k retention: 0 off */
   char *best_metric; /* NULL without best_k */
   int best_mode;
   /* Created without an env: the creation line waits for the first begin(),
-   * to go through the session's env (its sink and log level, C92, C104). */
+   * to go through the session's env (its sink and log level). */
   int creation_unlogged;
 
   /* Per-session state, reset by begin(). */
@@ -101,12 +101,12 @@ typedef struct ckpt_hook {
   hk_env senv;    /* the env in force at begin(), for per-session resources */
   hk_executor *graph;
   hk_handle gs;
-  hk_handle metric; /* best_metric's tensor (H45) */
+  hk_handle metric; /* best_metric's tensor */
   hk_timer timer;
-  hk_saver *saver; /* resolved at the first save (C99) */
+  hk_saver *saver; /* resolved at the first save */
   hk__event_writer *events;
-  int owns_events; /* no session: a writer of our own (H26) */
-  hk__dir_lock *own_lock; /* no session: the directory's lock is ours (H58) */
+  int owns_events; /* no session: a writer of our own */
+  hk__dir_lock *own_lock; /* no session: the directory's lock is ours */
   int graph_state;
   char *graph_text;
   size_t graph_len, graph_cap;
@@ -115,11 +115,11 @@ typedef struct ckpt_hook {
   writer w;
   int thread_started;
   pthread_t tid;
-  unsigned char *buf; /* snapshot buffer (D3.2) */
+  unsigned char *buf; /* snapshot buffer */
   size_t buf_cap;
   hk__ckpt_tensor *tensors;
   size_t tensors_cap;
-  /* Copy-before-write (D3.7): the copies of the snapshot in flight, each
+  /* Copy-before-write: the copies of the snapshot in flight, each
    * tensor's executor index, and the executor the snapshot is attached to
    * (NULL: not attached). Detached on the training thread once the writer
    * is idle, so every copy is made. */
@@ -133,7 +133,7 @@ typedef struct ckpt_hook {
   int have_written; /* a checkpoint was written successfully this session */
   int64_t last_written;
   int deferring; /* the deferral line was logged for the current run of deferrals */
-  /* Results met at re-creations, kept for the next after_run or end() (D3.4)
+  /* Results met at re-creations, kept for the next after_run or end()
    * apart from the writer's slot, which the creation's own save reuses. */
   int held_ok; /* a successful write whose completion is not processed yet */
   int64_t held_ok_step;
@@ -158,27 +158,27 @@ hk_code hk__ckpt_hook_listeners_begin(ckpt_hook *self, hk_status *st);
 hk_code hk__ckpt_hook_capture_graph(ckpt_hook *self, hk_status *st);
 hk_code hk__ckpt_hook_write_graph_file(ckpt_hook *self, hk_status *st);
 
-/* C93, C97, C98, C103: the listeners' callbacks, in order; every listener's
+/* The listeners' callbacks, in order; every listener's
  * after_save is called even after one asked to stop. */
 hk_code hk__ckpt_hook_listeners_before_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st);
 hk_code hk__ckpt_hook_listeners_after_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, int *stop, hk_status *st);
 hk_code hk__ckpt_hook_listeners_end(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st);
-/* C99: the explicit saver, the given scaffold's, the session's Scaffold's. */
+/* The explicit saver, the given scaffold's, the session's Scaffold's. */
 hk_code hk__ckpt_hook_resolve_saver(ckpt_hook *self, hk_status *st);
-/* H45: best_metric's value now, for the checkpoint of `step`; NaN without
+/* best_metric's value now, for the checkpoint of `step`; NaN without
  * best_k. */
 hk_code hk__ckpt_hook_read_metric(ckpt_hook *self, hk_raw_session *rs, int64_t step, double *out, hk_status *st);
-/* C98: the SessionLog CHECKPOINT event of `step`. */
+/* The SessionLog CHECKPOINT event of `step`. */
 hk_code hk__ckpt_hook_write_event(ckpt_hook *self, int64_t step, hk_status *st);
-/* C98: one synchronous save at `step`. */
+/* One synchronous save at `step`. */
 hk_code hk__ckpt_hook_save_sync(ckpt_hook *self, hk_raw_session *rs, int64_t step, int *stop, hk_status *st);
 
 /* ---- checkpoint_saver.c -------------------------------------------------------- */
 
-/* Either hook, by `async` (C92, C104). */
+/* Either hook, by `async`. */
 hk_code hk__ckpt_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, int async, hk_status *status);
 
-/* ---- async_checkpoint_saver.c (D3) --------------------------------------------- */
+/* ---- async_checkpoint_saver.c -------------------------------------------------- */
 
 /* The writer's mutex and condition variable: made with the hook, destroyed
  * with it. */
@@ -193,14 +193,15 @@ void hk__async_ckpt_writer_wait_idle(ckpt_hook *self);
  * its tensors and copies (nothing for the synchronous hook). */
 void hk__async_ckpt_stop_writer(ckpt_hook *self);
 void hk__async_ckpt_free_snapshot(ckpt_hook *self);
-/* D3.4 at a re-creation, the writer idle: keep its result for later. */
+/* A write finished at a re-creation (the writer idle): keep its result
+ * for the next after_run or end(). */
 void hk__async_ckpt_hold_completion(ckpt_hook *self, hk_raw_session *rs, hk_creation_context *ctx);
-/* D3.4: process what a re-creation held, then a finished write. */
+/* Process what a re-creation held, then a finished write. */
 hk_code hk__async_ckpt_process_completion(ckpt_hook *self, hk_raw_session *rs, int *stop, hk_status *st);
-/* D3.1, D3.7: snapshot at the step boundary and hand the write over; the
+/* Snapshot at the step boundary and hand the write over; the
  * writer must be idle. */
 hk_code hk__async_ckpt_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st);
-/* D3.5: the asynchronous hook's end(). */
+/* The asynchronous hook's end(). */
 hk_code hk__async_ckpt_end(ckpt_hook *self, hk_raw_session *session, hk_status *status);
 
 /* ---- checkpoint_check_resume.c --------------------------------------------------- */

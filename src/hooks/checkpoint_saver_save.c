@@ -27,7 +27,7 @@ static const char *listener_name(const ckpt_hook *self, size_t i, char *buf, siz
   return buf;
 }
 
-/* ---- listeners (C93, C97, C98, C103) ----------------------------------------- */
+/* ---- listeners --------------------------------------------------------------- */
 
 hk_code hk__ckpt_hook_listeners_begin(ckpt_hook *self, hk_status *st) {
   size_t i;
@@ -58,7 +58,7 @@ hk_code hk__ckpt_hook_listeners_before_save(ckpt_hook *self, hk_raw_session *rs,
   return HK_OK;
 }
 
-/* Every listener is called even after one asked to stop (C98). */
+/* Every listener is called even after one asked to stop. */
 hk_code hk__ckpt_hook_listeners_after_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, int *stop,
                                            hk_status *st) {
   size_t i;
@@ -97,7 +97,7 @@ hk_code hk__ckpt_hook_listeners_end(ckpt_hook *self, hk_raw_session *rs, int64_t
 
 /* ---- shared pieces of a save ------------------------------------------------- */
 
-/* C99: the explicit saver, the given scaffold's, the session's Scaffold's. */
+/* The explicit saver, the given scaffold's, the session's Scaffold's. */
 hk_code hk__ckpt_hook_resolve_saver(ckpt_hook *self, hk_status *st) {
   hk_saver *s = self->opt_saver;
   hk_scaffold *session_scaffold;
@@ -107,14 +107,14 @@ hk_code hk__ckpt_hook_resolve_saver(ckpt_hook *self, hk_status *st) {
   if (s == NULL && (session_scaffold = hk_hook_scaffold(self->hook)) != NULL) s = hk_scaffold_saver(session_scaffold);
   if (s == NULL) return hk_status_set(st, HK_FAILED_PRECONDITION, "No saver available: provide a saver or a scaffold.");
   self->saver = s;
-  /* H45: the Saver ranks what this hook saves (the writer is idle: no
+  /* The Saver ranks what this hook saves (the writer is idle: no
    * save has started yet in this session). */
   if (self->best_k > 0) hk__saver_set_best(s, self->best_k, self->best_mode);
   hk__ckpt_hook_check_saver(self, s);
   return HK_OK;
 }
 
-/* H45: best_metric's value now, for the checkpoint of `step` (the caller
+/* best_metric's value now, for the checkpoint of `step` (the caller
  * hands it to the Saver just before the write). Read before the variables'
  * views are taken: a run would invalidate them. NaN without best_k. */
 hk_code hk__ckpt_hook_read_metric(ckpt_hook *self, hk_raw_session *rs, int64_t step, double *out, hk_status *st) {
@@ -164,7 +164,7 @@ static hk_code graph_sink(void *user, const char *text, size_t len, hk_status *s
 }
 
 /* Capture the graph description once per session; an executor that cannot
- * describe its graph makes graph.txt be skipped (C94, C102), logged once. */
+ * describe its graph makes graph.txt be skipped, logged once. */
 hk_code hk__ckpt_hook_capture_graph(ckpt_hook *self, hk_status *st) {
   hk_status local = HK_STATUS_INIT;
   hk_code rc;
@@ -196,7 +196,7 @@ hk_code hk__ckpt_hook_write_event(ckpt_hook *self, int64_t step, hk_status *st) 
   return hk__event_writer_session_log(self->events, step, SESSION_LOG_CHECKPOINT, self->save_path, st);
 }
 
-/* C98: one synchronous save at `step`. */
+/* One synchronous save at `step`. */
 hk_code hk__ckpt_hook_save_sync(ckpt_hook *self, hk_raw_session *rs, int64_t step, int *stop, hk_status *st) {
   double metric;
   hk_code rc = hk__ckpt_hook_resolve_saver(self, st);
@@ -208,8 +208,8 @@ hk_code hk__ckpt_hook_save_sync(ckpt_hook *self, hk_raw_session *rs, int64_t ste
   rc = hk__ckpt_hook_read_metric(self, rs, step, &metric, st);
   if (rc != HK_OK) return rc;
   if (self->best_k > 0) hk__saver_note_metric(self->saver, metric);
-  /* The graph is described once per creation, in graph.txt (C94); no file
-   * beside the checkpoint repeats it (C102). */
+  /* The graph is described once per creation, in graph.txt; no file
+   * beside the checkpoint repeats it. */
   rc = hk_saver_save(self->saver, rs, self->save_path, step, HK_SAVE_DEFAULT, NULL, st);
   /* A save that failed before its write must not leave the value to the next. */
   if (rc != HK_OK && self->best_k > 0) hk__saver_note_metric(self->saver, NAN);

@@ -1,7 +1,7 @@
 /*
- * hooked — EarlyStoppingHook (contract H44).
+ * hooked — EarlyStoppingHook.
  *
- * Written against the public headers only (house style 16). Everything is
+ * Written against the public headers only. Everything is
  * allocated at construction; the callbacks allocate nothing themselves (an
  * evaluation reads the monitor and assigns the state through the raw
  * session, runs the executor caches).
@@ -211,7 +211,7 @@ static hk_code es_begin(void *user, hk_executor *graph, hk_status *status) {
   rc = hk_executor_global_step(graph, &info, NULL, status);
   if (rc == HK_NOT_FOUND)
     return hk_status_set(status, HK_FAILED_PRECONDITION, "Global step should be created to use " HOOK_NAME ".");
-  if (rc != HK_OK) return rc; /* a GS of the wrong dtype or shape: C143's message */
+  if (rc != HK_OK) return rc; /* a GS of the wrong dtype or shape: get_global_step's message */
   self->gs = info.tensor;
   if (!self->reported) {
     rc = hk_executor_resolve_tensor(graph, self->monitor, &self->mon, &inner);
@@ -257,7 +257,7 @@ static hk_code es_after_create_session(void *user, hk_raw_session *session, hk_c
   self->bucket = floor_div(gs, self->every);
   self->pending = 0;
   /* Without a state variable, what the hook counted survives re-creations
-   * of its session (as a StopAtStep's last step does, D13). */
+   * of its session (as a StopAtStep's last step does). */
   if (self->state_name != NULL) {
     rc = load_state(self, session, status);
     if (rc != HK_OK) return rc;
@@ -306,7 +306,7 @@ static hk_code es_after_run(void *user, hk_run_context *ctx, const hk_run_values
     self->created = 1;
     return HK_OK;
   }
-  /* The fetched GS is the step's start (H29) or its end (a host loop): a
+  /* The fetched GS is the step's start or its end (a host loop): a
    * new multiple may have been reached only when stale + 1 reaches one.
    * The raw session's GS decides. */
   if (stale == INT64_MAX || floor_div(stale + 1, self->every) <= self->bucket) return HK_OK;

@@ -1,8 +1,8 @@
 /*
- * hooked — FeedFnHook (contract group N: C139).
+ * hooked — FeedFnHook (contract group N).
  *
- * Written against the public headers only (house style 16). The hook keeps
- * nothing but the callback: the feeds are the callback's (H14), so its
+ * Written against the public headers only. The hook keeps
+ * nothing but the callback: the feeds are the callback's, so its
  * runs allocate nothing of their own.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
@@ -26,7 +26,7 @@ static hk_code ff_before_run(void *user, hk_run_context *ctx, hk_run_request *re
 
   (void)ctx;
   rc = self->feed_fn(self->user, &feeds, &nfeeds, status);
-  if (rc != HK_OK) return rc; /* C139: unchanged (H1), and the step does not run (C14) */
+  if (rc != HK_OK) return rc; /* returned unchanged, so the step does not run */
   if (feeds == NULL && nfeeds > 0)
     return hk_status_set(status, HK_INVALID_ARGUMENT, HOOK_NAME ": feed_fn returned a NULL feeds array with nfeeds %zu",
                          nfeeds);

@@ -1,7 +1,7 @@
 /*
- * hooked — FinalOpsHook (contract group N: C138).
+ * hooked — FinalOpsHook (contract group N).
  *
- * Written against the public headers only (house style 16). The names, the
+ * Written against the public headers only. The names, the
  * feeds (data included) and the result slots are allocated at
  * construction; end() allocates the copies of the values it keeps.
  *
@@ -33,7 +33,7 @@ typedef struct final_ops {
   char **feed_names; /* nfeeds */
   void **feed_data;  /* nfeeds copies of the values' data */
   hk_feed *feeds;    /* nfeeds; tensors resolved by begin() */
-  /* What the last end() computed (C138): owned, freed by begin(). */
+  /* What the last end() computed: owned, freed by begin(). */
   hk_tensor *values; /* nops */
   void **blocks;     /* nops, the copies' data */
   int have_values;

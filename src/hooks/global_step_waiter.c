@@ -1,9 +1,9 @@
 /*
- * hooked — GlobalStepWaiterHook (contract group J, D1).
+ * hooked — GlobalStepWaiterHook (contract group J).
  *
- * Written against the public headers only (house style 16). The wait polls
+ * Written against the public headers only. The wait polls
  * through hk_coordinator_wait_for_stop(), so a stop request (or the signal
- * helper, D12) ends it early, and a mock clock in the env makes it instant.
+ * helper) ends it early, and a mock clock in the env makes it instant.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -12,7 +12,7 @@
 #include <inttypes.h>
 #include <math.h>
 
-/* C90: a progress line whenever GS moved more than this since the last one. */
+/* A progress line whenever GS moved more than this since the last one. */
 #define PROGRESS_STEPS 1000
 
 typedef struct global_step_waiter {
@@ -24,7 +24,7 @@ typedef struct global_step_waiter {
   double deadline_secs; /* HK_UNSET_SECS: none */
   /* Per-session state, reset by begin(). */
   int started;
-  hk_coordinator *coord; /* kept from after_create_session (D1.2) */
+  hk_coordinator *coord; /* kept from after_create_session */
 } global_step_waiter;
 
 static hk_code gsw_begin(void *user, hk_executor *graph, hk_status *status) {
@@ -46,7 +46,7 @@ static hk_code gsw_after_create_session(void *user, hk_raw_session *session, hk_
   (void)session;
   (void)ctx;
   (void)status;
-  /* A re-created session hands out a fresh coordinator (C4); the old one
+  /* A re-created session hands out a fresh coordinator; the old one
    * stays valid, but the new one is where stops are now requested. */
   self->coord = coord;
   return HK_OK;

@@ -1,9 +1,9 @@
 /*
- * hooked — LoggingTensorHook (contract group N: C127–C130, H28).
+ * hooked — LoggingTensorHook (contract group N).
  *
- * Written against the public headers only (house style 16). Everything is
+ * Written against the public headers only. Everything is
  * allocated at construction, the line buffer and the end() results
- * included, so a run that logs allocates nothing (H7): the line is
+ * included, so a run that logs allocates nothing: the line is
  * formatted into the buffer and handed to the sink as it is.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
@@ -18,14 +18,14 @@
 #include <string.h>
 
 #define HOOK_NAME "LoggingTensorHook"
-/* H28: a dimension longer than this shows its first and last EDGE entries. */
+/* A dimension longer than this shows its first and last EDGE entries. */
 #define ELIDE_ABOVE 6
 #define EDGE 3
 #define TRUNCATED " (truncated)"
 /* Room kept at the end of the line for TRUNCATED and " (%.3f sec)". */
 #define SUFFIX_ROOM 64
 
-/* ---- value text (H28) ------------------------------------------------------ */
+/* ---- value text ------------------------------------------------------------ */
 
 /* An snprintf-like writer: `len` counts the whole text, what fits is kept. */
 typedef struct writer {
@@ -220,7 +220,7 @@ typedef struct logging_tensor {
   char **names;          /* n, in logging order */
   char **tags;           /* n, in logging order (tags[i] == names[i] for the list form) */
   int tagged;            /* tags are separate copies */
-  char *probe;           /* scratch for "<bare name>:1" (C128) */
+  char *probe;           /* scratch for "<bare name>:1" */
   hk_handle *handles;    /* n, resolved by begin() */
   hk_tensor *end_values; /* n, for end()'s run */
   char *line;            /* HK_LOGGING_TENSOR_LINE_MAX */
@@ -247,7 +247,7 @@ static void emit(const logging_tensor *self, hk_log_level level, const char *lin
     hk_log_stderr(NULL, level, line);
 }
 
-/* C129: update the timer, then log the line (or the formatter's). */
+/* Update the timer, then log the line (or the formatter's). */
 static hk_code log_values(logging_tensor *self, const hk_tensor *values, hk_status *status) {
   double secs = 0;
   int has_secs = hk_timer_update(&self->timer, self->iter, &secs, NULL);
@@ -295,7 +295,7 @@ static hk_code resolve(logging_tensor *self, hk_executor *graph, size_t i, hk_st
 
   if (rc != HK_OK) return hk_status_set(status, rc, HOOK_NAME ": tensor '%s': %s", name, inner.message);
   if (strchr(name, ':') == NULL) {
-    /* C128: a bare name stands for output 0 only when the op has no
+    /* A bare name stands for output 0 only when the op has no
      * output 1. */
     snprintf(self->probe, strlen(name) + 3, "%s:1", name);
     if (hk_executor_resolve_tensor(graph, self->probe, &other, NULL) == HK_OK)
@@ -321,7 +321,7 @@ static hk_code lt_begin(void *user, hk_executor *graph, hk_status *status) {
     rc = hk_timer_init(&self->timer, self->every_n_secs, HK_UNSET_STEPS, "every_n_secs", "every_n_iter", &env->clock,
                        status);
   else {
-    hk_timer_init_never(&self->timer); /* at_end alone (C79) */
+    hk_timer_init_never(&self->timer); /* at_end alone */
     rc = HK_OK;
   }
   if (rc != HK_OK) return rc;
@@ -423,7 +423,7 @@ static hk_code validate(const hk_logging_tensor_options *opts, hk_status *status
                          (unsigned)HK_LOGGING_TENSOR_OPTIONS_VERSION);
   rc = hk_env_check(opts->env, "opts->env", status);
   if (rc != HK_OK) return rc;
-  /* C127, in TF's order: the cadence first, then every_n_iter's value. */
+  /* The options' checks, in TF's order: the cadence first, then every_n_iter's value. */
   if (!(opts->at_end && !iter_given && !secs_given) && iter_given == secs_given)
     return hk_status_set(status, HK_INVALID_ARGUMENT,
                          "either at_end and/or exactly one of every_n_iter and every_n_secs must be provided.");
@@ -498,7 +498,7 @@ hk_code hk_logging_tensor_hook_new(hk_hook **out, const hk_logging_tensor_option
       self->line == NULL || (self->tagged && sorted == NULL))
     goto oom;
   if (self->tagged) {
-    /* C129: (tag, name) pairs are logged sorted by tag, bytewise. */
+    /* (tag, name) pairs are logged sorted by tag, bytewise. */
     memcpy(sorted, opts->tagged, self->n * sizeof(*sorted));
     qsort(sorted, self->n, sizeof(*sorted), by_tag);
   }

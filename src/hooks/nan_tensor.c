@@ -1,7 +1,7 @@
 /*
- * hooked — NanTensorHook (contract group N: C134, H2).
+ * hooked — NanTensorHook (contract group N).
  *
- * Written against the public headers only (house style 16). Everything is
+ * Written against the public headers only. Everything is
  * allocated at construction; the callbacks allocate nothing. NaN and
  * infinity are recognised from the bits of each element, so half and
  * bfloat16 losses need no conversion and no floating-point exception flag
@@ -78,7 +78,7 @@ static hk_code nt_begin(void *user, hk_executor *graph, hk_status *status) {
   } else {
     snprintf(self->label, sizeof self->label, "%s", hk_executor_handle_name(graph, self->loss));
   }
-  /* C134: a loss that is a variable has a dtype known now; any other
+  /* A loss that is a variable has a dtype known now; any other
    * tensor's is checked on the first fetch. */
   nvars = hk_executor_variable_count(graph);
   for (size_t i = 0; i < nvars; i++) {

@@ -1,14 +1,14 @@
 /*
- * ProfilerHook (contract C140–C142, H41): every save_steps steps (or
+ * ProfilerHook: every save_steps steps (or
  * save_secs seconds) it asks for a traced run and writes
  * "<output_dir>/timeline-<GS>.json", a Chrome trace-event file that
  * Perfetto and chrome://tracing open: one span for the whole run, one per
- * hook callback and for the executor run (the session's spans, H41), and one
+ * hook callback and for the executor run (the session's spans), and one
  * per op the executor traced (the graph executor's ops; the host loop's
  * "step", the program's own math), all on the training thread's id. Beside
  * it, as TensorFlow's hook does, it writes a tagged_run_metadata event
  * "step_<GS>" into the event file of output_dir (the writer the session
- * shares for that directory, H26): a RunMetadata whose step_stats hold the
+ * shares for that directory): a RunMetadata whose step_stats hold the
  * same spans and ops as NodeExecStats.
  *
  * TensorFlow writes both in the traced run's after_run. Here the spans of a
@@ -16,7 +16,7 @@
  * after_run comes first when it is placed first (so that its trace covers
  * every other hook): the session calls back once every after_run of the
  * traced run has run, before run() returns, and both are written then (a
- * deliberate departure, D14). Driven without a session (no callback), the
+ * deliberate departure). Driven without a session (no callback), the
  * hook writes at its next before_run or at end().
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
@@ -47,7 +47,7 @@ typedef struct profiler {
   int have_senv;
   hk_handle gs;
   hk_timer timer;
-  int have_next; /* next_step is known (C141: not on the first run) */
+  int have_next; /* next_step is known (not on the first run) */
   int64_t next_step;
   int requested; /* this run asked for a trace */
   /* a traced run waiting to be written */
@@ -62,7 +62,7 @@ typedef struct profiler {
   unsigned char *pb; /* the serialized RunMetadata */
   size_t cap_pb;
   char step_name[32]; /* "step <GS>", the whole run's span */
-  hk__event_writer *events; /* output_dir's (H26) */
+  hk__event_writer *events; /* output_dir's */
   int owns_events;          /* driven outside a session: a writer of our own */
 } profiler;
 
@@ -169,7 +169,7 @@ static hk_code build_timeline(profiler *p, const hk_span *spans, size_t n, hk_st
   return HK_OK;
 }
 
-/* ---- run metadata (C142) ---------------------------------------------------------------- */
+/* ---- run metadata ----------------------------------------------------------------------- */
 
 static int64_t micros(double secs) { return isfinite(secs) ? (int64_t)llround(secs * 1e6) : 0; }
 
@@ -224,7 +224,8 @@ static hk_code build_run_metadata(profiler *p, const hk_span *spans, size_t n, s
   return HK_OK;
 }
 
-/* C142: write the pending timeline (D4-atomic), then the run-metadata event. */
+/* Write the pending timeline (atomically: temporary name, fsync, rename),
+ * then the run-metadata event. */
 static hk_code flush_pending(profiler *p, hk_status *st) {
   if (!p->pending) return HK_OK;
   p->pending = 0;
@@ -289,7 +290,7 @@ static hk_code prof_begin(void *user, hk_executor *graph, hk_status *st) {
   if (rc != HK_OK) return rc;
   p->gs = info.tensor;
   if (p->dir[0]) {
-    rc = hk_fs_make_dirs(hk_hook_env(p->hook), p->dir, st); /* H26 */
+    rc = hk_fs_make_dirs(hk_hook_env(p->hook), p->dir, st); /* output_dir, with its parents, in begin() */
     if (rc != HK_OK) return rc;
   }
   return hk__hook_event_writer(p->hook, p->dir, &p->events, &p->owns_events, st);
@@ -303,7 +304,7 @@ static hk_code prof_before_run(void *user, hk_run_context *ctx, hk_run_request *
   if (hk__hook_serves_session(p->hook)) p->pending = 0;
   hk_code rc = flush_pending(p, st);
   if (rc != HK_OK) return rc;
-  /* C141: the first run is never traced. */
+  /* The first run is never traced. */
   p->requested = p->have_next && hk_timer_should_trigger(&p->timer, p->next_step);
   request->fetches = &p->gs;
   request->nfetches = 1;
@@ -321,7 +322,7 @@ static hk_code prof_after_run(void *user, hk_run_context *ctx, const hk_run_valu
   if (!p->have_next) hk_timer_update(&p->timer, stale, NULL, NULL);
   gs = stale + 1;
   if (p->requested) {
-    /* C142: read GS again, keep the executor's trace until the spans of
+    /* Read GS again, keep the executor's trace until the spans of
      * this run are complete (every after_run of it has run). */
     rc = hk_raw_session_global_step(hk_run_context_session(ctx), &gs, st);
     if (rc != HK_OK) return rc;
@@ -369,7 +370,7 @@ static const hk_hook_vtable profiler_vtable = {
     .destroy = prof_destroy,
 };
 
-/* ---- construction (C140) --------------------------------------------------------------- */
+/* ---- construction ---------------------------------------------------------------------- */
 
 hk_code hk_profiler_options_init(hk_profiler_options *opts, uint32_t version) {
   static const hk_profiler_options init = HK_PROFILER_OPTIONS_INIT;

@@ -1,7 +1,7 @@
 /*
  * hooked — ProgressHook: a progress display on a stream the program chose.
  *
- * Written against the public headers only (house style 16). Everything is
+ * Written against the public headers only. Everything is
  * allocated at construction; the callbacks format into the hook's own line
  * buffer and write it with fputs, so a step allocates nothing (stdio may
  * allocate its stream buffer once, at the first write).
@@ -168,7 +168,7 @@ static void emit(progress *self, int final) {
 }
 
 /* The step after the run: GS through the raw session (exact with any
- * executor, H29 or not), else the runs counted since begin(). */
+ * executor, whenever it reads a fetched variable), else the runs counted since begin(). */
 static hk_code current_step(progress *self, hk_raw_session *session, int64_t *step, hk_status *status) {
   if (!self->has_gs) {
     *step = self->start_step + self->runs;

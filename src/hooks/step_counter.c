@@ -1,14 +1,14 @@
 /*
- * hooked — StepCounterHook (contract group N: C131–C133).
+ * hooked — StepCounterHook (contract group N).
  *
  * Fetches the global step in every before_run; after a run whose stale step
  * (plus steps_per_run) may trigger its timer, reads the step through the raw
  * session and, when the timer triggers there, logs and writes the rate
- * "<GS name>/sec" (C132). Its summaries go to the writer the session shares
- * for output_dir (H26), or to a writer the program gives.
+ * "<GS name>/sec". Its summaries go to the writer the session shares
+ * for output_dir, or to a writer the program gives.
  *
  * Everything a run needs is made at construction or in begin(): a run on
- * which the timer does not trigger allocates nothing (H7); one that writes
+ * which the timer does not trigger allocates nothing; one that writes
  * may grow the shared writer's record buffer.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
@@ -21,7 +21,7 @@
 #include <string.h>
 
 #define DEFAULT_EVERY_N_STEPS 100
-#define MAX_STALL_WARNINGS 5 /* C133: TF 2.x log_first_n */
+#define MAX_STALL_WARNINGS 5 /* "global step has not been increased", as TF 2.x's log_first_n */
 
 typedef struct step_counter {
   hk_hook *hook;
@@ -33,7 +33,7 @@ typedef struct step_counter {
   char *output_dir; /* NULL: none */
   hk_summary_writer *given; /* borrowed */
   int64_t steps_per_run;
-  int stall_warnings; /* per hook (C133) */
+  int stall_warnings; /* per hook */
   /* per session, set by begin() */
   hk_env senv; /* the env in force at begin(): clock, log */
   hk_timer timer;
@@ -77,9 +77,9 @@ static hk_code sc_begin(void *user, hk_executor *graph, hk_status *status) {
   rc = hk_executor_global_step(graph, &info, NULL, status);
   if (rc == HK_NOT_FOUND)
     return hk_status_set(status, HK_FAILED_PRECONDITION, "Global step should be created to use StepCounterHook.");
-  if (rc != HK_OK) return rc; /* C143's dtype and shape errors */
+  if (rc != HK_OK) return rc; /* a GS that is not an integer scalar */
   self->gs = info.tensor;
-  /* C132: the GS variable's name without ":0", then "/sec". */
+  /* The GS variable's name without ":0", then "/sec". */
   name = info.name ? info.name : "global_step";
   n = strlen(name);
   if (n >= 2 && strcmp(name + n - 2, ":0") == 0) n -= 2;
@@ -90,7 +90,7 @@ static hk_code sc_begin(void *user, hk_executor *graph, hk_status *status) {
   memcpy(self->tag, name, n);
   memcpy(self->tag + n, "/sec", 5);
   if (!self->given && self->output_dir) {
-    rc = hk__mkdirs(&self->senv, self->output_dir, status); /* H26 */
+    rc = hk__mkdirs(&self->senv, self->output_dir, status); /* output_dir, with its parents, in begin() */
     if (rc != HK_OK) return rc;
     rc = hk__hook_event_writer(self->hook, self->output_dir, &self->events, &self->owns_events, status);
     if (rc != HK_OK) return rc;
@@ -131,7 +131,7 @@ static hk_code sc_after_run(void *user, hk_run_context *ctx, const hk_run_values
   if (rc != HK_OK) return rc;
   next = stale > INT64_MAX - self->steps_per_run ? INT64_MAX : stale + self->steps_per_run;
   if (hk_timer_should_trigger(&self->timer, next)) {
-    /* C132: the stale value only says a trigger is possible; the real GS
+    /* The stale value only says a trigger is possible; the real GS
      * after the run decides. */
     rc = hk_raw_session_global_step(hk_run_context_session(ctx), &gs, status);
     if (rc != HK_OK) return rc;
@@ -199,10 +199,11 @@ hk_code hk_step_counter_hook_new(hk_hook **out, const hk_step_counter_options *o
                          fn, (unsigned)opts->version, (unsigned)HK_STEP_COUNTER_OPTIONS_VERSION);
   rc = hk_env_check(opts->env, "hk_step_counter_hook_new: opts->env", status);
   if (rc != HK_OK) return rc;
-  /* C131: every_n_steps unset means 100, unless every_n_secs is given. */
+  /* every_n_steps unset means 100, unless every_n_secs is given. */
   steps = opts->every_n_steps;
   if (steps == HK_UNSET_STEPS && hk_secs_is_unset(opts->every_n_secs)) steps = DEFAULT_EVERY_N_STEPS;
-  rc = hk_timer_init(&probe, opts->every_n_secs, steps, "every_n_secs", "every_n_steps", NULL, status); /* D9, H25 */
+  /* Both cadences given, or a zero one, are refused. */
+  rc = hk_timer_init(&probe, opts->every_n_secs, steps, "every_n_secs", "every_n_steps", NULL, status);
   if (rc != HK_OK) return rc;
   if (opts->steps_per_run < 1)
     return hk_status_set(status, HK_INVALID_ARGUMENT, "%s: steps_per_run must be >= 1, got %" PRId64, fn,

@@ -1,7 +1,7 @@
 /*
- * hooked — StopAtStepHook (contract group I, D8, D13).
+ * hooked — StopAtStepHook (contract group I).
  *
- * Written against the public headers only (house style 16). Everything is
+ * Written against the public headers only. Everything is
  * allocated at construction; the callbacks allocate nothing.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
@@ -18,9 +18,9 @@ typedef struct stop_at_step {
   int64_t given_last_step;
   /* Per-session state, reset by begin(). */
   int64_t last_step;
-  int have_last_step; /* last_step known (given, or computed per D13) */
+  int have_last_step; /* last_step known (given, or num_steps past the GS after the restore) */
   int created_since_begin;
-  hk_handle gs; /* the GS value tensor, fetched in before_run (C83) */
+  hk_handle gs; /* the GS value tensor, fetched in before_run */
 } stop_at_step;
 
 static const hk_env *own_env(const stop_at_step *self) { return self->has_env ? &self->env : NULL; }
@@ -37,7 +37,7 @@ static hk_code sas_begin(void *user, hk_executor *graph, hk_status *status) {
   rc = hk_executor_global_step(graph, &info, NULL, status);
   if (rc == HK_NOT_FOUND)
     return hk_status_set(status, HK_FAILED_PRECONDITION, "Global step should be created to use StopAtStepHook.");
-  if (rc != HK_OK) return rc; /* a GS of the wrong dtype or shape: C143's message */
+  if (rc != HK_OK) return rc; /* a GS of the wrong dtype or shape: get_global_step's message */
   self->gs = info.tensor;
   return HK_OK;
 }
@@ -52,7 +52,7 @@ static hk_code sas_after_create_session(void *user, hk_raw_session *session, hk_
   rc = hk_raw_session_global_step(session, &gs, status);
   if (rc != HK_OK) return rc;
 
-  /* D13: num_steps counts from the GS of the first creation after begin(),
+  /* num_steps counts from the GS of the first creation after begin(),
    * i.e. after any restore; re-creations keep that last_step. */
   if (!self->created_since_begin && self->num_steps != HK_UNSET_STEPS) {
     self->last_step = gs > INT64_MAX - self->num_steps ? INT64_MAX : gs + self->num_steps;
@@ -92,7 +92,7 @@ static hk_code sas_after_run(void *user, hk_run_context *ctx, const hk_run_value
   /* Driven without after_create_session and with num_steps, there is no
    * last step to compare with yet. */
   if (!self->have_last_step) return HK_OK;
-  /* C84: stale + 1 >= last_step, written so it cannot overflow
+  /* Stale + 1 >= last_step, written so it cannot overflow
    * (last_step >= 0). The +1 assumes the step added one; the re-read
    * confirms it. */
   if (stale < self->last_step - 1) return HK_OK;

@@ -1,12 +1,12 @@
 /*
- * hooked — SummarySaverHook (contract group N: C135–C137).
+ * hooked — SummarySaverHook (contract group N).
  *
  * Fetches the global step on every run and, on the first run after begin()
- * and whenever its timer may trigger at the next step, the summary ops too
- * (C136): the handles given, or the summary_op of a Scaffold, read once the
+ * and whenever its timer may trigger at the next step, the summary ops too:
+ * the handles given, or the summary_op of a Scaffold, read once the
  * Scaffold is finalized. after_run writes SessionLog START on the first run
- * and each fetched Summary verbatim on summary runs (C137), into the writer
- * the session shares for output_dir (H26) or a writer the program gives.
+ * and each fetched Summary verbatim on summary runs, into the writer
+ * the session shares for output_dir or a writer the program gives.
  *
  * Without any writer the hook writes nothing and runs no summary op: it
  * fetches the global step alone (TF would still compute the summaries, and
@@ -15,7 +15,7 @@
  * The fetch list is built at construction (summary_op given) or when the
  * Scaffold's summary_op is first read (a session creation, or the first run
  * of a hook driven directly): a run that fetches only the global step
- * allocates nothing (H7).
+ * allocates nothing.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -63,7 +63,7 @@ static void release_session(summary_saver *self) {
 
 static void ss_detach(void *user) { release_session(user); }
 
-/* The Scaffold's summary_op, once it is finalized (C62, C135). */
+/* The Scaffold's summary_op, once it is finalized. */
 static hk_code scaffold_ops(summary_saver *self, hk_status *status) {
   size_t n = 0;
   const hk_handle *ops;
@@ -99,7 +99,7 @@ static hk_code ss_begin(void *user, hk_executor *graph, hk_status *status) {
   if (rc != HK_OK) return rc;
   self->fetches[0] = info.tensor;
   if (!self->given && self->output_dir) {
-    rc = hk__mkdirs(&self->senv, self->output_dir, status); /* H26 */
+    rc = hk__mkdirs(&self->senv, self->output_dir, status); /* output_dir, with its parents, in begin() */
     if (rc != HK_OK) return rc;
     rc = hk__hook_event_writer(self->hook, self->output_dir, &self->events, &self->owns_events, status);
     if (rc != HK_OK) return rc;
@@ -119,7 +119,8 @@ static hk_code ss_before_run(void *user, hk_run_context *ctx, hk_run_request *re
   summary_saver *self = user;
   hk_code rc;
   (void)ctx;
-  /* C136; no writer: nothing to write, so no summary op runs. */
+  /* The first run and every due one; no writer: nothing to write, so no
+   * summary op runs. */
   self->requested = writer(self) != NULL && (!self->have_next || hk_timer_should_trigger(&self->timer, self->next_step));
   request->fetches = self->fetches;
   request->nfetches = 1;
@@ -154,7 +155,7 @@ static hk_code ss_after_run(void *user, hk_run_context *ctx, const hk_run_values
   int64_t gs;
   hk_code rc;
 
-  if (!w) return HK_OK; /* C137: nothing without a writer */
+  if (!w) return HK_OK; /* nothing to write without a writer */
   if (values == NULL || values->nresults < 1 || values->results == NULL)
     return hk_status_set(status, HK_INTERNAL,
                          "SummarySaverHook: the global step it fetched is missing from its run values");
@@ -183,7 +184,7 @@ static hk_code ss_end(void *user, hk_raw_session *session, hk_status *status) {
   summary_saver *self = user;
   hk_summary_writer *w = writer(self);
   (void)session;
-  return w ? hk_summary_writer_flush(w, status) : HK_OK; /* C137 */
+  return w ? hk_summary_writer_flush(w, status) : HK_OK; /* end() flushes the writer */
 }
 
 static void ss_destroy(void *user) {
@@ -236,7 +237,8 @@ hk_code hk_summary_saver_hook_new(hk_hook **out, const hk_summary_saver_options 
   for (i = 0; i < n; i++)
     if (opts->summary_op[i] == HK_NO_HANDLE)
       return hk_status_set(status, HK_INVALID_ARGUMENT, "%s: summary_op[%zu] is unset", fn, i);
-  rc = hk_timer_init(&probe, opts->save_secs, opts->save_steps, "save_secs", "save_steps", NULL, status); /* D9, H25 */
+  /* Both cadences given, or a zero one, are refused. */
+  rc = hk_timer_init(&probe, opts->save_secs, opts->save_steps, "save_secs", "save_steps", NULL, status);
   if (rc != HK_OK) return rc;
   if (opts->output_dir != NULL && opts->output_dir[0] == '\0')
     return hk_status_set(status, HK_INVALID_ARGUMENT, "%s: output_dir is empty", fn);
