@@ -1,5 +1,5 @@
 /*
- * hooked — the coordinator (contract H17, C26–C30, D11).
+ * hooked — the coordinator.
  *
  * Memory rule. Threads registered with a coordinator may outlive the session
  * that made it (a straggler after the join's grace period), so the
@@ -41,7 +41,7 @@
 #endif
 
 /* Longest wait between two looks at the signal flag, which a signal handler
- * can set but cannot announce through the condition variable (D12: waits end
+ * can set but cannot announce through the condition variable (waits end
  * within one poll interval). Also the slice for waits through an injected
  * sleep. */
 #define HK__WAIT_SLICE_SECS 0.1

@@ -20,16 +20,16 @@
  *  session's Saver can finish first. */
 void hk__hook_set_on_detach(hk_hook *hook, void (*fn)(void *user));
 /** Register a built-in hook's quiesce callback, for hooks with background
- *  work: called before every re-creation (D2), before the session restores
+ *  work: called before every re-creation, before the session restores
  *  through the Scaffold's Saver, so no background work uses that Saver
- *  meanwhile (D3.2). Results stay where the hook keeps them: the callback
+ *  meanwhile. Results stay where the hook keeps them: the callback
  *  only waits. */
 void hk__hook_set_on_quiesce(hk_hook *hook, void (*fn)(void *user));
 /** Register a built-in hook's traced-run callback, for hooks that write
  *  what a traced run recorded (ProfilerHook): called once every after_run
  *  of a traced run has run, before run() returns, so the spans of every
- *  hook are complete (H41). A non-OK code fails the run as an after_run
- *  failure does (C14). */
+ *  hook are complete. A non-OK code fails the run as an after_run
+ *  failure does. */
 void hk__hook_set_on_traced_run(hk_hook *hook, hk_code (*fn)(void *user, hk_status *status));
 /** The vtable `hook` was made with; NULL for NULL. */
 const hk_hook_vtable *hk__hook_vtable(const hk_hook *hook);
@@ -38,26 +38,26 @@ const hk_hook_vtable *hk__hook_vtable(const hk_hook *hook);
 int hk__hook_serves_session(const hk_hook *hook);
 
 /**
- * H26: the event writer for directory `dir` of the session `hook` serves
+ * The event writer for directory `dir` of the session `hook` serves
  * (hook->owner), shared by every hook asking for the same directory in that
  * session. The first request makes it, through hk_hook_env(hook) of the hook
  * asking; the session owns it, flushes it at close (after end(), clean or
  * not) and frees it when it is freed, so a hook must drop the pointer when
  * the session detaches it (on_detach). A hook serving no session (driven
- * directly, C100) gets a writer of its own: *caller_owns is then 1 and the
+ * directly) gets a writer of its own: *caller_owns is then 1 and the
  * hook frees it.
  */
 hk_code hk__hook_event_writer(hk_hook *hook, const char *dir, hk__event_writer **out, int *caller_owns, hk_status *st);
 /**
  * Drop what hk__hook_event_writer() gave: a writer the hook owns is flushed
- * (H26: also when no end() ran; an error is logged through the hook, naming
+ * (also when no end() ran; an error is logged through the hook, naming
  * `who`, not returned: the records were handed to the file system) and
  * freed; a session's is only forgotten. Sets *w to NULL and *caller_owns to 0.
  */
 void hk__hook_event_writer_release(hk_hook *hook, const char *who, hk__event_writer **w, int *caller_owns);
 
 /**
- * H58: lock checkpoint directory `dir` for the session `hook` serves, once
+ * Lock checkpoint directory `dir` for the session `hook` serves, once
  * per session and directory (the first hook to ask takes the lock, the
  * others of that session share it; "a/b" and "a/b/" are one directory),
  * held until the session closes or is freed. A hook serving no session

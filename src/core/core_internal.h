@@ -18,22 +18,22 @@ struct hk_hook {
   hk_env env; /* valid when has_env */
   int has_env;
   const hk_env *session_env;     /* borrowed from the attached session */
-  hk_scaffold *session_scaffold; /* borrowed from the attached session (C99) */
+  hk_scaffold *session_scaffold; /* borrowed from the attached session */
   /* The built-in hooks' callbacks (core.h says when each is called). */
   void (*on_detach)(void *user);
   void (*on_quiesce)(void *user);
   hk_code (*on_traced_run)(void *user, hk_status *status);
-  const void *owner; /* the session this hook serves, or NULL (H11) */
+  const void *owner; /* the session this hook serves, or NULL */
 };
 
 struct hk_run_context {
   const hk_run_args *args;
   hk_raw_session *session;
   int stop_requested;
-  const void *owner; /* the hk_session of the run (H41) */
+  const void *owner; /* the hk_session of the run */
 };
 
-/** The spans of the last completed traced run of session `s` (H41). */
+/** The spans of the last completed traced run of session `s`. */
 const hk_span *hk__session_last_spans(const void *s, size_t *n);
 
 struct hk_creation_context {

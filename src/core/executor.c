@@ -15,7 +15,7 @@ struct hk_executor {
   void *self;
   hk_env env;
   char name_buf[32]; /* "#<handle>" fallback of hk_executor_handle_name */
-  hk_raw_session *sessions; /* every raw session opened on it and not freed yet (H61) */
+  hk_raw_session *sessions; /* every raw session opened on it and not freed yet */
 };
 
 struct hk_raw_session {
@@ -227,7 +227,7 @@ hk_code hk_executor_describe(hk_executor *ex, hk_text_sink sink, void *user, hk_
   return ex->vt->describe(ex->self, sink, user, st);
 }
 
-/* H61: a raw session of ex, found by address among the ones it opened (a
+/* A raw session of ex, found by address among the ones it opened (a
  * pointer that is not one is never dereferenced). */
 static hk_raw_session *own_raw_session(const hk_executor *ex, const void *p) {
   for (hk_raw_session *rs = ex->sessions; rs; rs = rs->next)
@@ -235,7 +235,7 @@ static hk_raw_session *own_raw_session(const hk_executor *ex, const void *p) {
   return NULL;
 }
 
-/* HK_CONTROL_SNAPSHOT_ATTACH names a raw session of ex (H61): checked here,
+/* HK_CONTROL_SNAPSHOT_ATTACH names a raw session of ex: checked here,
  * for every executor, and the slot gets a copy naming that raw session's own
  * session, as the slot's open produced it. */
 static hk_code control_attach(hk_executor *ex, const hk_control_snapshot *a, hk_status *st) {
@@ -394,7 +394,7 @@ hk_code hk_raw_session_variable_storage(hk_raw_session *rs, size_t index, hk_ten
   if (index >= n)
     return hk_status_set(st, HK_OUT_OF_RANGE, "hk_raw_session_variable_storage: index %zu >= variable count %zu",
                          index, n);
-  /* H10: a version-1 vtable ends before this slot; it is never read. */
+  /* A version-1 vtable ends before this slot; it is never read. */
   if (rs->ex->vt->version < 2 || !rs->ex->vt->variable_storage)
     return hk_status_set(st, HK_UNIMPLEMENTED, "executor '%s' does not hand out variable storage", vt_name(rs->ex->vt));
   rc = hk_executor_variable_info(rs->ex, index, &info, st);

@@ -22,7 +22,7 @@ struct hk_scaffold {
   hk_feed *local_init_feed;
   size_t nlocal_init_feed;
   hk_executor *finalized_with;
-  hk_saver *saver; /* C58/C99: given (borrowed) or built by finalize (owned) */
+  hk_saver *saver; /* given (borrowed) or built by finalize (owned) */
   hk_saver *given_saver;
   int owns_saver;
   hk_handle *summary_op; /* owned copy; NULL/0 = unset */
@@ -76,7 +76,7 @@ static hk_handle *dup_handles(const hk_env *env, const hk_handle *src, size_t n)
   return p;
 }
 
-/* C58: summary_op given (version 3), else copy_from's. */
+/* summary_op given (version 3), else copy_from's. */
 static hk_code copy_summary_op(hk_scaffold *s, const hk_scaffold_options *o, const hk_scaffold *from, hk_status *st) {
   const hk_handle *src = NULL;
   size_t n = 0;
@@ -117,7 +117,7 @@ hk_code hk_scaffold_new(hk_scaffold **out, const hk_scaffold_options *o, hk_stat
   hk_code rc = hk_env_check(o->env, "hk_scaffold_new: env", st);
   if (rc != HK_OK) return rc;
   const hk_scaffold *from = o->copy_from;
-  /* C58: given fields win; the others come from copy_from. */
+  /* Given fields win; the others come from copy_from. */
   hk_handle init_op = o->init_op ? o->init_op : (from ? from->init_op : HK_NO_HANDLE);
   const hk_feed *init_feed = o->ninit_feed ? o->init_feed : (from ? from->init_feed : NULL);
   size_t ninit_feed = o->ninit_feed ? o->ninit_feed : (from ? from->ninit_feed : 0);
@@ -167,7 +167,7 @@ void hk_scaffold_free(hk_scaffold *s) {
   hk_env_free(&env, s);
 }
 
-/* C61: fill one unset field from the role registry or the executor's default. */
+/* Fill one unset field from the role registry or the executor's default. */
 static hk_code fill_role(hk_scaffold *s, hk_executor *ex, hk_handle *field, const char *role, hk_default_op kind,
                          hk_status *st) {
   if (*field != HK_NO_HANDLE) return HK_OK;
@@ -188,7 +188,7 @@ static hk_code fill_role(hk_scaffold *s, hk_executor *ex, hk_handle *field, cons
   rc = hk_executor_default_op(ex, kind, field, &tmp);
   if (rc == HK_UNIMPLEMENTED) {
     /* An executor without defaults leaves the field unset; the session
-     * manager then reports what is missing (C69). */
+     * manager then reports what is missing. */
     hk_env_log(&s->env, HK_LOG_DEBUG, "Scaffold: executor has no default %s: %s", role, tmp.message);
     *field = HK_NO_HANDLE;
     return HK_OK;
@@ -205,7 +205,7 @@ static hk_code fill_role(hk_scaffold *s, hk_executor *ex, hk_handle *field, cons
   return HK_OK;
 }
 
-/* C61, C62 for summary_op: the one op registered under the role, else a
+/* Finalization's summary_op when unset: the one op registered under the role, else a
  * merge of every registered summary (registered under the role), else —
  * an executor that cannot merge — the registered summaries themselves.
  * *out is owned (NULL with *n 0 when unset); the Scaffold is not touched. */
@@ -229,7 +229,7 @@ static hk_code fill_summary_op(hk_scaffold *s, hk_executor *ex, hk_handle **out,
     return HK_OK;
   }
   rc = hk_executor_role_get(ex, HK_ROLE_SUMMARIES, NULL, 0, &count, st);
-  if (rc != HK_OK || count == 0) return rc; /* no summaries: unset (C62) */
+  if (rc != HK_OK || count == 0) return rc; /* no summaries: unset */
   hk_handle *all = hk_env_calloc(&s->env, count, sizeof *all);
   if (!all) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_scaffold_finalize: out of memory");
   size_t got = 0;
@@ -269,7 +269,7 @@ hk_code hk_scaffold_finalize(hk_scaffold *s, hk_executor *ex, hk_status *st) {
     if (s->finalized_with != ex)
       return hk_status_set(st, HK_INVALID_ARGUMENT,
                            "hk_scaffold_finalize: the Scaffold was already finalized with another executor");
-    return HK_OK; /* C64: idempotent */
+    return HK_OK; /* finalizing again changes nothing */
   }
   hk_handle init_op = s->init_op, ready = s->ready_op, rfli = s->ready_for_local_init_op, local = s->local_init_op;
   hk_code rc = fill_role(s, ex, &init_op, HK_ROLE_INIT_OP, HK_DEFAULT_INIT_OP, st);
@@ -280,7 +280,7 @@ hk_code hk_scaffold_finalize(hk_scaffold *s, hk_executor *ex, hk_status *st) {
   hk_handle *summary_op = NULL;
   size_t nsummary_op = 0;
   if (rc == HK_OK) rc = fill_summary_op(s, ex, &summary_op, &nsummary_op, st);
-  /* C63, C99: the default Saver covers every global variable — none
+  /* The default Saver covers every global variable — none
    * included: an executor without variables still saves (an empty
    * checkpoint, with its global step) and restores as one with them. */
   hk_saver *saver = s->saver;

@@ -1,5 +1,5 @@
 /*
- * Monitored and singular sessions (contract groups A–D, D2, D7, D10–D12).
+ * Monitored and singular sessions (contract groups A–D).
  *
  * One hk_session is both kinds: the singular one simply never recovers.
  * This file builds, creates, recovers, closes and frees a session; its runs
@@ -48,7 +48,7 @@ void hk__session_log_status(hk_session *s, hk_log_level lvl, const char *what, c
   hk_env_log(&s->env, lvl, "%s: %s: %s", what, hk_code_name(st->code), st->message);
 }
 
-/* C31: raw-session close errors are logged, never returned. */
+/* Raw-session close errors are logged, never returned. */
 static void close_raw(hk_session *s) {
   if (!s->rs) return;
   hk_status tmp = HK_STATUS_INIT;
@@ -67,7 +67,7 @@ static void close_raw(hk_session *s) {
   s->rs = NULL;
 }
 
-/* Stop the current coordinator and join its threads (C29, C30). */
+/* Stop the current coordinator and join its threads. */
 static void stop_coordinator(hk_session *s) {
   if (!s->coord) return;
   hk_coordinator_request_stop(s->coord, HK_OK, NULL);
@@ -88,7 +88,7 @@ static void detach_hooks(hk_session *s) {
   }
 }
 
-/* D3.2: before a re-creation restores through the Scaffold's Saver, built-in
+/* Before a re-creation restores through the Scaffold's Saver, built-in
  * hooks finish background work that uses it. */
 static void quiesce_hooks(hk_session *s) {
   for (size_t i = 0; i < s->nhooks; i++) {
@@ -107,7 +107,7 @@ hk_code hk__session_report_failed(hk_session *s, hk_status *st) {
   return s->failed_status.code;
 }
 
-/* ---- creation (C4, C47, C48, H21) ------------------------------------------ */
+/* ---- creation -------------------------------------------------------------- */
 
 static hk_code make_raw_session(hk_session *s, hk_raw_session **out, hk_status *st) {
   if (s->creator) {
@@ -132,7 +132,7 @@ static hk_code make_raw_session(hk_session *s, hk_raw_session **out, hk_status *
   po.checkpoint_dir = s->ckpt_dir;
   po.checkpoint_filename_with_path = s->ckpt_path;
   po.saver = hk_scaffold_saver(s->scaffold);
-  s->busy++; /* init_fn runs inside (H19) */
+  s->busy++; /* init_fn runs inside */
   hk_code rc = hk_session_manager_prepare_session(s->sm, out, &po, st);
   s->busy--;
   return rc;
@@ -154,12 +154,12 @@ static hk_code create_once(hk_session *s, hk_status *st) {
     hk_raw_session_free(rs);
     return rc;
   }
-  /* H17: old coordinators stay valid (stopped) until the session is freed. */
+  /* Old coordinators stay valid (stopped) until the session is freed. */
   if (s->coord) s->old_coords[s->nold++] = s->coord;
   s->coord = coord;
   s->rs = rs;
   hk_creation_context cctx = {0};
-  /* C94, C105: what the chief's session manager restored, for hooks that
+  /* What the chief's session manager restored, for hooks that
    * would otherwise save the same checkpoint again. A custom creator or a
    * worker's wait restores nothing the session knows of. */
   if (!s->creator && s->is_chief) cctx.restored_checkpoint = hk_session_manager_restored_checkpoint(s->sm);
@@ -176,20 +176,21 @@ static hk_code create_once(hk_session *s, hk_status *st) {
     close_raw(s);
     return rc;
   }
-  if (cctx.stop_requested) s->hook_stop = 1; /* H12 */
+  if (cctx.stop_requested) s->hook_stop = 1; /* a stop from after_create_session */
   return HK_OK;
 }
 
-/* ---- recovery (C38–C41, D2) ------------------------------------------------- */
+/* ---- recovery --------------------------------------------------------------- */
 
 static const char *const TEXT_CREATE =
     "An error was raised while a session was being created. This may be due to a preemption of a connected worker "
     "or parameter server. A new session will be created.";
-/* Called with a preemption error in `err`. Re-creates the raw session per D2
- * until one creation succeeds (OK) or recovery gives up or meets another
- * error (returned; failed state when no raw session remains). */
+/* Called with a preemption error in `err`. Re-creates the raw session, with
+ * back-off between attempts, until one creation succeeds (OK) or recovery
+ * gives up or meets another error (returned; failed state when no raw
+ * session remains). */
 hk_code hk__session_recover(hk_session *s, episode *ep, const char *text, hk_code code, hk_status *err) {
-  /* The code is what counts; the status may not have been filled (H1). */
+  /* The code is what counts; the status may not have been filled. */
   hk__callback_result(code, err, "operation", "session");
   if (!ep->active) {
     ep->active = 1;
@@ -226,7 +227,7 @@ hk_code hk__session_recover(hk_session *s, episode *ep, const char *text, hk_cod
     hk__status_copy(err, &cst);
     code = rc;
     if (!hk_code_is_preemption(rc)) {
-      enter_failed(s, err); /* D2.4: no raw session remains */
+      enter_failed(s, err); /* no raw session remains */
       return rc;
     }
     text = TEXT_CREATE;
@@ -366,7 +367,8 @@ static hk_code session_new(hk_session **out, const hk_session_options *o, hk_sta
   hk_env_copy(&s->env, env);
   s->kind = o->kind;
   s->ex = o->executor;
-  s->is_chief = o->kind == HK_SESSION_SINGULAR || o->is_chief != 0; /* C24: SMS always uses the chief creator */
+  /* A singular session always uses the chief creator. */
+  s->is_chief = o->kind == HK_SESSION_SINGULAR || o->is_chief != 0;
   s->grace_secs = o->stop_grace_period_secs;
   s->max_wait_secs = o->max_wait_secs;
   s->rec_initial = o->recovery_initial_delay_secs;
@@ -420,14 +422,14 @@ static hk_code session_new(hk_session **out, const hk_session_options *o, hk_sta
     s->hooks[i]->session_env = &s->env;
     s->hooks[i]->session_scaffold = s->scaffold;
   }
-  /* C2: begin on every hook, in order, once. */
+  /* begin() on every hook, in order, once. */
   s->busy++;
   for (size_t i = 0; i < s->nhooks && rc == HK_OK; i++) {
     hk_hook *h = s->hooks[i];
     if (h->vt->begin) rc = hk__callback_result(h->vt->begin(h->user, s->ex, st), st, "begin", h->name);
   }
   s->busy--;
-  /* C3, C61–C64: the Scaffold finalizes the graph after every begin(). */
+  /* The Scaffold finalizes the graph after every begin(). */
   if (rc == HK_OK) rc = hk_scaffold_finalize(s->scaffold, s->ex, st);
   if (rc == HK_OK) {
     hk_session_manager_options mo = HK_SESSION_MANAGER_OPTIONS_INIT;
@@ -463,7 +465,7 @@ static hk_code session_new(hk_session **out, const hk_session_options *o, hk_sta
   return HK_OK;
 }
 
-/* ---- close and free (C29–C34, H15, H16, D7) ---------------------------------- */
+/* ---- close and free ---------------------------------------------------------- */
 
 static int is_clean(hk_session *s, hk_code code) {
   if (code == HK_OK || code == HK_OUT_OF_RANGE) return 1;
@@ -476,7 +478,7 @@ hk_code hk_session_close(hk_session *s, hk_code exit_code, hk_status *st) {
   if (s->closed) {
     hk_env_log(&s->env, HK_LOG_DEBUG, "close() on a closed session: nothing to do");
     hk_status_clear(st);
-    return HK_OK; /* D7 */
+    return HK_OK; /* a second close() does nothing */
   }
   if (s->busy) return hk_status_set(st, HK_FAILED_PRECONDITION, BUSY_MESSAGE);
   if (s->open) {
@@ -490,13 +492,13 @@ hk_code hk_session_close(hk_session *s, hk_code exit_code, hk_status *st) {
     s->busy++;
     for (size_t i = 0; i < s->nhooks; i++) {
       hk_hook *h = s->hooks[i];
-      /* H1: the code is what counts. An end() that returns OK may leave
+      /* The code is what counts. An end() that returns OK may leave
        * its status filled (an error it recovered from): that is no error. */
       hk_status why = HK_STATUS_INIT;
       if (!h->vt->end) continue;
       if (hk__callback_result(h->vt->end(h->user, s->rs, &why), &why, "end", h->name) != HK_OK) {
         hk__status_copy(&end_err, &why);
-        break; /* H16 */
+        break; /* a failed end() skips the later hooks' end() */
       }
     }
     s->busy--;
@@ -510,7 +512,7 @@ hk_code hk_session_close(hk_session *s, hk_code exit_code, hk_status *st) {
   s->closed = 1;
   detach_hooks(s);
   hk__session_flush_event_writers(s);
-  /* H58: the hooks are done with their directories (an asynchronous write
+  /* The hooks are done with their directories (an asynchronous write
    * in flight was completed when they were detached). */
   hk__dir_locks_release(&s->locks, &s->env);
 

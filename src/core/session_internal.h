@@ -24,7 +24,7 @@ typedef struct merged_run {
   hk_run_options opts;
 } merged_run;
 
-/* H26: one event writer per directory, shared by the hooks writing there. */
+/* One event writer per directory, shared by the hooks writing there. */
 typedef struct event_dir {
   char *dir;
   hk__event_writer *w;
@@ -45,21 +45,21 @@ struct hk_session {
   void (*on_free)(void *user); /* options v2 */
   void *on_free_user;
   int is_chief;
-  char *ckpt_dir, *ckpt_path; /* copied restore options (C67) */
+  char *ckpt_dir, *ckpt_path; /* copied restore options */
   double grace_secs, max_wait_secs;
   double rec_initial, rec_max_delay, rec_max_secs;
   int64_t rec_max_attempts;
 
   hk_raw_session *rs;
   hk_coordinator *coord;       /* current; NULL before the first creation */
-  hk_coordinator **old_coords; /* kept until free (H17) */
+  hk_coordinator **old_coords; /* kept until free */
   size_t nold, capold;
 
-  int hook_stop; /* C20, sticky */
+  int hook_stop; /* a hook requested a stop; sticky for the session's life */
   int closed;
-  int failed; /* H18 */
+  int failed; /* the failed state: no raw session, run() refused */
   hk_status failed_status;
-  int busy; /* H19: inside a hook callback or init_fn */
+  int busy; /* inside a hook callback or init_fn: run() and close() refused */
   /* A run split by hk_session_run_begin/run_end: its caller's arguments
    * (borrowed until run_end) and merged arguments. */
   int open;
@@ -75,7 +75,7 @@ struct hk_session {
   size_t cap_feeds;
   hk_tensor *results;
   size_t cap_results;
-  /* H41: spans of traced runs, two buffers of 2 * nhooks + 2: the run being
+  /* Spans of traced runs, two buffers of 2 * nhooks + 2: the run being
    * traced and the last completed one. */
   hk_span *spans[2];
   size_t nspans[2];
@@ -90,12 +90,12 @@ struct hk_session {
 
   event_dir *evw; /* made at the hooks' requests, freed with the session */
   size_t nevw, capevw;
-  /* H58: the checkpoint directories its hooks write, locked at their
+  /* The checkpoint directories its hooks write, locked at their
    * request, released at close (or free) once nothing writes there. */
   hk__dir_locks locks;
 };
 
-/* One recovery episode (D2): its attempts so far and when it began. */
+/* One recovery episode: its attempts so far and when it began. */
 typedef struct episode {
   int64_t attempts;
   double start;
@@ -112,9 +112,9 @@ int hk__session_grow(hk_session *s, void **arr, size_t *cap, size_t need, size_t
 hk_code hk__session_finish(hk_code rc, const hk_status *local, hk_status *st);
 /** Log `st` at `lvl` through the session's env, prefixed by `what`. */
 void hk__session_log_status(hk_session *s, hk_log_level lvl, const char *what, const hk_status *st);
-/** The failed state's error (H18), copied into st. */
+/** The failed state's error, copied into st. */
 hk_code hk__session_report_failed(hk_session *s, hk_status *st);
-/** Re-create the raw session after the preemption error in `err` (D2);
+/** Re-create the raw session after the preemption error in `err`;
  *  session.c says how. */
 hk_code hk__session_recover(hk_session *s, episode *ep, const char *text, hk_code code, hk_status *err);
 

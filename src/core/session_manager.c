@@ -107,7 +107,7 @@ void hk_session_manager_reset_cancel(hk_session_manager *sm) {
 
 static int cancel_requested(hk_session_manager *sm) { return atomic_load(&sm->cancelled) || hk_signal_fired(); }
 
-/* H24: sleep `secs`, ending early (within one recovery_wait_secs at most)
+/* Sleep `secs`, ending early (within one recovery_wait_secs at most)
  * when cancelled. A host clock sleeps in one piece; the system clock sleeps
  * in short slices so a cancel from another thread is seen promptly. */
 static hk_code interruptible_sleep(hk_session_manager *sm, double secs, hk_status *st) {
@@ -167,7 +167,8 @@ hk_code hk_session_manager_model_ready(hk_session_manager *sm, hk_raw_session *r
   return HK_OK;
 }
 
-/* C70. *ok tells whether local init could run; when not, `why` says why.
+/* Local init: runs local_init_op once ready_for_local_init_op allows it.
+ * *ok tells whether local init could run; when not, `why` says why.
  * Run errors are returned. */
 static hk_code try_local_init(hk_session_manager *sm, hk_raw_session *rs, int *ok, hk_status *why, hk_status *st) {
   *ok = 1;
@@ -209,15 +210,15 @@ static hk_code check_prepare(const hk_prepare_options *o, hk_status *st) {
 
 static hk_code fail_closing(hk_raw_session **rs, hk_code rc);
 
-/* The Saver of the options, when restoring is configured at all (C67). */
+/* The Saver of the options, when restoring is configured at all. */
 static hk_saver *restore_saver(const hk_prepare_options *o) {
   hk_saver *saver = o->version >= 2 ? o->saver : NULL;
   if (!saver || (!o->checkpoint_dir && !o->checkpoint_filename_with_path)) return NULL;
   return saver;
 }
 
-/* C68: while checkpoint_dir has neither a state file nor a checkpoint data
- * file (D5.2), wait for one if asked. *present tells whether either exists
+/* While checkpoint_dir has neither a state file nor a checkpoint data
+ * file, wait for one if asked. *present tells whether either exists
  * now. Only existence matters here (the restore reads and verifies), so
  * each poll is a stat, and a listing when there is no state file. */
 static hk_code wait_for_checkpoint_files(hk_session_manager *sm, const hk_prepare_options *o, hk_saver *saver,
@@ -234,10 +235,10 @@ static hk_code wait_for_checkpoint_files(hk_session_manager *sm, const hk_prepar
   hk__fs_init(&fs, env);
   for (;;) {
     hk_fs_stat sb;
-    /* Malformed or unreadable: present, and the restore scans (C123). */
+    /* Malformed or unreadable: present, and the restore scans. */
     *present = hk__fs_stat(&fs, path, &sb, NULL) != HK_NOT_FOUND;
     if (!*present) {
-      /* No state file but checkpoints (D5.2): the restore scans, with a
+      /* No state file but checkpoints: the restore scans, with a
        * WARNING. A directory it cannot list counts as present, so the
        * restore reports why; running out of memory is reported now. */
       int found = 0;
@@ -263,7 +264,7 @@ static hk_code wait_for_checkpoint_files(hk_session_manager *sm, const hk_prepar
 }
 
 /* Create a raw session and restore it when a checkpoint is configured
- * (C66 step 1, C67, C68, D5.3). *restored_from receives the prefix that was
+ * (the first step of prepare_session). *restored_from receives the prefix that was
  * restored (owned, sm->env), NULL when nothing was. A session whose restore
  * failed is never handed out. */
 static hk_code create_and_restore(hk_session_manager *sm, const hk_prepare_options *o, hk_raw_session **out,
@@ -280,7 +281,7 @@ static hk_code create_and_restore(hk_session_manager *sm, const hk_prepare_optio
   rc = hk_raw_session_open(out, sm->ex, st);
   if (rc != HK_OK || !saver) return rc;
   if (o->checkpoint_filename_with_path) {
-    /* C67, D5.4: restored unconditionally, no fallback. */
+    /* Restored unconditionally, no fallback. */
     rc = hk_saver_restore(saver, *out, o->checkpoint_filename_with_path, st);
     if (rc != HK_OK) return fail_closing(out, rc);
     *restored_from = hk_env_strdup(&sm->env, o->checkpoint_filename_with_path);
@@ -308,7 +309,7 @@ static hk_code fail_closing(hk_raw_session **rs, hk_code rc) {
   return rc;
 }
 
-/* C69: *needs is 0 when no variable of the executor needs initializing:
+/* *needs is 0 when no variable of the executor needs initializing:
  * every one is host-owned (HK_VAR_EXTERNAL: the host's memory counts as
  * initialized), or there is none. */
 static hk_code needs_init(hk_session_manager *sm, int *needs, hk_status *st) {
@@ -326,7 +327,8 @@ static hk_code needs_init(hk_session_manager *sm, int *needs, hk_status *st) {
   return HK_OK;
 }
 
-/* C66 after the checks; *restored_from as create_and_restore's, owned by
+/* prepare_session after the checks: restore, else init_op and init_fn;
+ * local init; the ready check. *restored_from as create_and_restore's, owned by
  * the caller whatever the result. */
 static hk_code prepare_impl(hk_session_manager *sm, hk_raw_session **out, const hk_prepare_options *o,
                             char **restored_from, hk_status *st) {
@@ -422,7 +424,7 @@ hk_code hk_session_manager_recover_session(hk_session_manager *sm, hk_raw_sessio
   char *from = NULL;
   rc = create_and_restore(sm, o, &rs, &from, st);
   if (rc != HK_OK) return rc;
-  /* C74: local init always runs, restored or not. */
+  /* Local init always runs, restored or not. */
   int ok = 1;
   hk_status why = HK_STATUS_INIT;
   rc = try_local_init(sm, rs, &ok, &why, st);
@@ -463,7 +465,7 @@ hk_code hk_session_manager_wait_for_session(hk_session_manager *sm, hk_raw_sessi
                                             hk_status *st) {
   if (out) *out = NULL;
   if (!sm) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_wait_for_session: manager is NULL");
-  forget_restored(sm); /* a worker never restores (C48) */
+  forget_restored(sm); /* a worker never restores */
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_wait_for_session: out is NULL");
   int unlimited = hk_secs_is_unset(max_wait_secs);
   if (!unlimited && !hk__secs_valid(max_wait_secs))
@@ -489,7 +491,7 @@ hk_code hk_session_manager_wait_for_session(hk_session_manager *sm, hk_raw_sessi
         return HK_OK;
       }
     }
-    hk_raw_session_free(rs); /* C73: close errors are ignored (and logged) */
+    hk_raw_session_free(rs); /* close errors are ignored (and logged) */
     if (!unlimited) {
       double remaining = max_wait_secs - (hk_env_monotonic(&sm->env) - start);
       if (remaining - sm->recovery_wait_secs < 0)

@@ -2,7 +2,7 @@
  * A session's runs: run, the split run_begin/run_end, should_stop,
  * run_step_fn, and the spans of traced runs.
  * The per-run path (run_once) works out of scratch arrays owned by the
- * session that only ever grow, so steady-state runs allocate nothing (H7).
+ * session that only ever grow, so steady-state runs allocate nothing.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -64,7 +64,7 @@ static int handles_contain(const hk_handle *a, size_t n, hk_handle h) {
   return 0;
 }
 
-/* H13: one list naming a tensor twice. */
+/* One list naming a tensor twice. */
 static hk_code check_single_list(hk_session *s, const hk_feed *f, size_t n, const char *who, hk_status *st) {
   for (size_t i = 1; i < n; i++)
     for (size_t j = 0; j < i; j++)
@@ -74,7 +74,7 @@ static hk_code check_single_list(hk_session *s, const hk_feed *f, size_t n, cons
   return HK_OK;
 }
 
-/* C9, C10, H13: merge the hooks' feeds after the caller's. */
+/* Merge the hooks' feeds after the caller's. */
 static hk_code merge_feeds(hk_session *s, const hk_run_args *a, size_t *nfeeds_out, const hk_feed **feeds_out,
                            hk_status *st) {
   hk_code rc = check_single_list(s, a->feeds, a->nfeeds, "the caller's feed list", st);
@@ -82,14 +82,14 @@ static hk_code merge_feeds(hk_session *s, const hk_run_args *a, size_t *nfeeds_o
   size_t hook_feeds = 0;
   for (size_t i = 0; i < s->nhooks; i++) hook_feeds += s->requests[i].nfeeds;
   if (hook_feeds == 0) {
-    *feeds_out = a->feeds; /* C10: unchanged */
+    *feeds_out = a->feeds; /* the caller's, unchanged */
     *nfeeds_out = a->nfeeds;
     return HK_OK;
   }
   size_t total = a->nfeeds + hook_feeds;
   if (!hk__session_grow(s, (void **)&s->feeds, &s->cap_feeds, total, sizeof *s->feeds))
     return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "run: out of memory merging feeds");
-  /* Hook feeds first, to find hook-vs-hook conflicts (C9) in order. */
+  /* Hook feeds first, to find hook-vs-hook conflicts in order. */
   size_t nh = 0;
   for (size_t i = 0; i < s->nhooks; i++) {
     const hk_run_request *r = &s->requests[i];
@@ -107,7 +107,7 @@ static hk_code merge_feeds(hk_session *s, const hk_run_args *a, size_t *nfeeds_o
     if (feed_index(s->feeds, nh, a->feeds[k].tensor) < nh)
       return conflict_error(s, st, "Same tensor is fed by a SessionRunHook and user.", a->feeds, a->nfeeds, s->feeds,
                             nh);
-  /* Caller's pairs first, then each hook's in list order (C10). */
+  /* Caller's pairs first, then each hook's in list order. */
   memmove(s->feeds + a->nfeeds, s->feeds, nh * sizeof *s->feeds);
   if (a->nfeeds) memcpy(s->feeds, a->feeds, a->nfeeds * sizeof *s->feeds);
   *feeds_out = s->feeds;
@@ -132,7 +132,7 @@ static hk_code check_request(hk_session *s, size_t i, hk_status *st) {
   return HK_OK;
 }
 
-/* C28: a non-preemption error yields to a recorded preemption error. */
+/* A non-preemption error yields to a recorded preemption error. */
 static hk_code substitute(hk_session *s, hk_code rc, hk_status *st) {
   if (rc == HK_OK || hk_code_is_preemption(rc) || !s->coord) return rc;
   hk_status rec = HK_STATUS_INIT;
@@ -144,10 +144,10 @@ static hk_code substitute(hk_session *s, hk_code rc, hk_status *st) {
   return rc;
 }
 
-/* First half of a run (C5, C7, C8–C11, C14, H13): before_run on every hook,
+/* First half of a run: before_run on every hook,
  * then the merge. On failure no after_run follows and the stop flag is
  * unchanged. */
-/* ---- traced runs (H41) ----------------------------------------------------- */
+/* ---- traced runs ----------------------------------------------------------- */
 
 static void trace_begin(hk_session *s, double t0) {
   s->tracing = 1;
@@ -178,7 +178,7 @@ static hk_code trace_complete(hk_session *s, hk_status *st) {
     hk_hook *h = s->hooks[i];
     if (!h->on_traced_run) continue;
     hk_code rc = hk__callback_result(h->on_traced_run(h->user, st), st, "after_run", h->name);
-    if (rc != HK_OK) return rc; /* as a failed after_run (C14) */
+    if (rc != HK_OK) return rc; /* as a failed after_run */
   }
   return HK_OK;
 }
@@ -190,8 +190,9 @@ const hk_span *hk__session_last_spans(const void *owner, size_t *n) {
   return s->spans[s->span_last];
 }
 
-/* The state checks before a run (C5, H18); their errors are never
- * substituted (C28 applies to what the hooks and the executor return). */
+/* The state checks before a run; their errors are never
+ * substituted (only what the hooks and the executor return is replaced
+ * by the coordinator's preemption error). */
 static hk_code run_precheck(hk_session *s, hk_status *st) {
   if (s->failed) return hk__session_report_failed(s, st);
   if (s->hook_stop) return hk_status_set(st, HK_FAILED_PRECONDITION, "Run called even after should_stop requested.");
@@ -221,11 +222,11 @@ static hk_code run_before(hk_session *s, const hk_run_args *a, merged_run *m, hk
       if (rc == HK_OK) rc = check_request(s, i, st);
       if (rc != HK_OK) {
         s->tracing = 0;
-        goto done; /* C14 */
+        goto done; /* later hooks' before_run and the executor run are skipped */
       }
       if (s->tracing)
         add_span(s, h->name, "before_run", t0, hk_env_monotonic(&s->env));
-      else if (r->trace_level >= 1) /* traced from here on (H41) */
+      else if (r->trace_level >= 1) /* traced from here on */
         trace_begin(s, hk_env_monotonic(&s->env));
     }
     nfetch += r->nfetches;
@@ -239,7 +240,7 @@ static hk_code run_before(hk_session *s, const hk_run_args *a, merged_run *m, hk
     rc = hk_status_set(st, HK_RESOURCE_EXHAUSTED, "run: out of memory merging run arguments");
     goto done;
   }
-  /* C8: caller's fetches, then each hook's; targets deduplicated (H30). */
+  /* Caller's fetches, then each hook's; targets deduplicated. */
   size_t nf = 0, nt = 0;
   if (a->nfetches) memcpy(s->fetches, a->fetches, a->nfetches * sizeof *s->fetches);
   nf = a->nfetches;
@@ -256,9 +257,9 @@ static hk_code run_before(hk_session *s, const hk_run_args *a, merged_run *m, hk
   rc = merge_feeds(s, a, &m->args.nfeeds, &m->args.feeds, st);
   if (rc != HK_OK) {
     s->tracing = 0;
-    goto done; /* H13: no after_run, stop flag unchanged */
+    goto done; /* no after_run, stop flag unchanged */
   }
-  /* C11: a session-owned merged copy of the options. */
+  /* A session-owned merged copy of the options. */
   m->opts.version = HK_RUN_OPTIONS_VERSION;
   m->opts.trace_level = trace;
   m->opts.timeout_ms = timeout;
@@ -273,7 +274,7 @@ done:
   return rc;
 }
 
-/* Second half (C7, C12–C14, C19, C20): one executor run with the merged
+/* Second half: one executor run with the merged
  * arguments, then after_run on every hook, then the caller's results. */
 static hk_code run_after(hk_session *s, const hk_run_args *a, merged_run *m, hk_tensor *results, hk_run_metadata *md,
                          hk_status *st) {
@@ -284,7 +285,7 @@ static hk_code run_after(hk_session *s, const hk_run_args *a, merged_run *m, hk_
   hk_run_metadata *used_md = md ? md : &s->own_md;
   double t0 = s->tracing ? hk_env_monotonic(&s->env) : 0;
   rc = hk_raw_session_run(s->rs, &m->args, s->results, used_md, st);
-  if (rc != HK_OK) goto done; /* C13 */
+  if (rc != HK_OK) goto done; /* no after_run for a failed executor run */
   if (s->tracing) add_span(s, "executor", "run", t0, hk_env_monotonic(&s->env));
   for (size_t i = 0; i < s->nhooks; i++) {
     hk_hook *h = s->hooks[i];
@@ -293,12 +294,12 @@ static hk_code run_after(hk_session *s, const hk_run_args *a, merged_run *m, hk_
     hk_run_values v = {r->nfetches ? s->results + s->offsets[i] : NULL, r->nfetches, &m->opts, used_md};
     t0 = s->tracing ? hk_env_monotonic(&s->env) : 0;
     rc = hk__callback_result(h->vt->after_run(h->user, &m->ctx, &v, st), st, "after_run", h->name);
-    if (rc != HK_OK) goto done; /* C14: this call's stop requests are dropped */
+    if (rc != HK_OK) goto done; /* this call's stop requests are dropped */
     if (s->tracing) add_span(s, h->name, "after_run", t0, hk_env_monotonic(&s->env));
   }
   rc = trace_complete(s, st);
   if (rc != HK_OK) goto done;
-  if (m->ctx.stop_requested) s->hook_stop = 1; /* C19, C20 */
+  if (m->ctx.stop_requested) s->hook_stop = 1; /* after the step, and sticky */
   if (a->nfetches) memcpy(results, s->results, a->nfetches * sizeof *results);
 done:
   s->tracing = 0; /* a failed run's spans are dropped */
@@ -355,7 +356,7 @@ static hk_code session_run(hk_session *s, const hk_run_args *args, hk_tensor *re
     if (s->kind != HK_SESSION_MONITORED || !hk_code_is_preemption(rc) || s->failed) return rc;
     hk_status err = HK_STATUS_INIT;
     hk__status_copy(&err, st);
-    rc = hk__session_recover(s, &ep, TEXT_RUN, rc, &err); /* C38, D2 */
+    rc = hk__session_recover(s, &ep, TEXT_RUN, rc, &err); /* a preemption error: re-create and run the call again */
     if (rc != HK_OK) {
       hk__status_copy(st, &err);
       return rc;
@@ -422,7 +423,7 @@ void hk_session_run_abandon(hk_session *s) {
   s->open_args = NULL;
 }
 
-/* ---- should_stop (C26, C40) -------------------------------------------------- */
+/* ---- should_stop ------------------------------------------------------------- */
 
 int hk_session_should_stop(hk_session *s) {
   if (!s || s->closed || s->failed || s->hook_stop) return 1;
@@ -432,13 +433,13 @@ int hk_session_should_stop(hk_session *s) {
   hk_code c = hk_coordinator_error(s->coord, &rec);
   if (s->kind == HK_SESSION_MONITORED && hk_code_is_preemption(c) && !s->busy && !s->open) {
     episode ep = {0, 0, 0};
-    /* D8, C26: a stop requested while re-creating still counts. */
+    /* A stop requested while re-creating still counts. */
     return hk__session_recover(s, &ep, TEXT_SHOULD_STOP, c, &rec) != HK_OK || s->hook_stop;
   }
   return 1;
 }
 
-/* ---- step_fn (C42–C45) ---------------------------------------------------------- */
+/* ---- step_fn -------------------------------------------------------------------- */
 
 hk_raw_session *hk_step_context_session(hk_step_context *ctx) { return ctx && ctx->s ? ctx->s->rs : NULL; }
 
@@ -458,7 +459,7 @@ hk_code hk_step_context_run_with_hooks(hk_step_context *ctx, const hk_run_args *
     return hk_status_set(st, HK_INVALID_ARGUMENT,
                          "hk_step_context_run_with_hooks: run metadata version %u is not supported",
                          (unsigned)md->version);
-  /* Preemption errors leave step_fn; run_step_fn recovers and calls it again (C45). */
+  /* Preemption errors leave step_fn; run_step_fn recovers and calls it again. */
   hk_status local;
   local.code = HK_OK;
   local.message[0] = '\0';

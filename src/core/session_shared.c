@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* ---- event writers (H26) ----------------------------------------------------- */
+/* ---- event writers ----------------------------------------------------------- */
 
 /* "a/b", "a/b/" and "a/b//" name one directory. */
 static size_t dir_key_len(const char *dir) {
@@ -129,7 +129,7 @@ hk_code hk__hook_dir_lock(hk_hook *hook, const char *dir, hk__dir_lock **own, hk
   return hk__dir_locks_take(&s->locks, &s->env, hk_hook_env(hook), dir, st);
 }
 
-/* H26: flushed at close, clean or not (an unclean close calls no end()).
+/* Flushed at close, clean or not (an unclean close calls no end()).
  * Logged, not returned: the records were handed to the file system. */
 void hk__session_flush_event_writers(hk_session *s) {
   for (size_t i = 0; i < s->nevw; i++) {

@@ -1,7 +1,7 @@
 /*
- * hooked — the opt-in signal helper (contract D12).
+ * hooked — the opt-in signal helper: a signal is a clean stop.
  *
- * This file holds the library's only process-wide mutable state (H7): signal
+ * This file holds the library's only process-wide mutable state: signal
  * dispositions are process-wide, so the record of what we replaced has to be
  * too. The handler does nothing but store to lock-free atomic ints (C11
  * allows those in handlers, and unlike a plain volatile sig_atomic_t they

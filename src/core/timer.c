@@ -1,5 +1,5 @@
 /*
- * hooked — the second-or-step timer (contract group H: C75–C79, H25, D9).
+ * hooked — the second-or-step timer (contract group H).
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -24,8 +24,8 @@ hk_code hk_timer_init(hk_timer *t, double every_secs, int64_t every_steps, const
   if (steps_name == NULL) steps_name = "every_steps";
   if (t == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "t: timer must not be NULL");
 
-  /* "Given" means not unset, whatever the value (D9): a NaN is given, and
-   * then refused by H25 below. */
+  /* "Given" means not unset, whatever the value: a NaN is given, and
+   * then refused below, as a zero cadence is. */
   secs_given = !hk_secs_is_unset(every_secs);
   steps_given = every_steps != HK_UNSET_STEPS;
   if (!secs_given && !steps_given)
@@ -73,7 +73,7 @@ int hk_timer_update(hk_timer *t, int64_t step, double *elapsed_secs, int64_t *el
   double now;
   int had_last;
 
-  /* A never-trigger timer records nothing, so it keeps reporting "none" (C79). */
+  /* A never-trigger timer records nothing, so it keeps reporting "none". */
   if (t == NULL || t->never) return 0;
   now = timer_now(t);
   had_last = t->has_last;

@@ -8,10 +8,10 @@
  * see the values the step produced. Written against hooked/sys/executor.h
  * alone.
  *
- * Copy-before-write snapshots (D3.7, H42): the executor accepts one only
+ * Copy-before-write snapshots: the executor accepts one only
  * when the loop allows it (the program called hk_loop_updates_begin() in
  * the step just ended). Opaque states and the global step are copied at
- * attach, on the training thread (H6: a state's bytes come from its save
+ * attach, on the training thread (a state's bytes come from its save
  * callback); arrays are copied by the writer thread until the program's
  * next hk_loop_updates_begin() completes the copy, before its writes.
  *
@@ -57,8 +57,8 @@ struct hk__host {
   int finalized;
   hk_op_trace trace; /* the last step, for traced runs */
   int has_trace;
-  int overlap;       /* the loop allows a snapshot to be attached (H42) */
-  hk_snapshot *snap; /* the attached snapshot (D3.7), NULL: none */
+  int overlap;       /* the loop allows a snapshot to be attached */
+  hk_snapshot *snap; /* the attached snapshot, NULL: none */
   /* The check-resume mode: states are read twice, the second time into
    * check_buf (as large as the largest state); report: the directory for
    * report files, NULL: none. */
@@ -176,7 +176,7 @@ void hk__host_clear_step_times(hk__host *h) { h->has_trace = 0; }
 
 /* ---- reading and writing entries ----------------------------------------------- */
 
-/* A callback may fail without a message (H1): name it. */
+/* A callback may fail without a message: name it. */
 static hk_code callback_status(hk_code rc, hk_status *st, const char *what, const char *name) {
   if (rc == HK_OK) return HK_OK;
   if (st && (st->code != rc || st->message[0] == '\0'))
@@ -443,7 +443,7 @@ static hk_code x_variable_assign(void *self, void *session, size_t index, const 
                          hk_dtype_name(value->dtype), hk_shape_str(value, got, sizeof got), e->name,
                          hk_dtype_name(e->dtype), hk_shape_str(&spec, want, sizeof want));
   }
-  hk_snapshot_before_write(((hk__host *)self)->snap, index); /* D3.7 */
+  hk_snapshot_before_write(((hk__host *)self)->snap, index); /* a pending snapshot copies it first */
   if (e->save)
     return callback_status(e->restore(e->user, value->data, e->nbytes, st), st, "restore", e->name);
   if (e->nbytes && value->data != e->data) memcpy(e->data, value->data, e->nbytes);
@@ -459,7 +459,7 @@ static hk_code x_variable_storage(void *self, void *session, size_t index, hk_te
   (void)session;
   if (e->save)
     return hk_status_set(st, HK_UNIMPLEMENTED, "'%s' is a state: its bytes go through its restore callback", e->name);
-  hk_snapshot_before_write(h->snap, index); /* D3.7 */
+  hk_snapshot_before_write(h->snap, index); /* the caller writes it next */
   *out = spec_of(e);
   out->data = e->data;
   out->nbytes = e->nbytes;
@@ -494,7 +494,7 @@ static hk_code x_describe(void *self, hk_text_sink sink, void *sink_user, hk_sta
   return HK_OK;
 }
 
-/* D3.7: HK_CONTROL_SNAPSHOT_ATTACH and _DETACH. */
+/* HK_CONTROL_SNAPSHOT_ATTACH and _DETACH. */
 static hk_code x_control(void *self, int op, void *arg, hk_status *st) {
   hk__host *h = self;
   const hk_control_snapshot *a = arg;
@@ -516,7 +516,7 @@ static hk_code x_control(void *self, int op, void *arg, hk_status *st) {
                          "hk_loop_updates_begin() in its steps");
   if (h->snap && h->snap != a->snapshot) hk_snapshot_complete(h->snap);
   h->snap = a->snapshot;
-  /* H6: a state's bytes are its save callback's, on this thread; the
+  /* A state's bytes are its save callback's, on this thread; the
    * global step is cheap, and a program may advance it early in a step. */
   for (size_t i = 0; i < h->n; i++)
     if (h->e[i].save || (h->has_gs && i == h->gs)) hk_snapshot_before_write(h->snap, i);

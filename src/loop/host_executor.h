@@ -40,14 +40,14 @@ size_t hk__host_count(const hk__host *h);
 int64_t hk__host_global_step(const hk__host *h);
 
 /** The monotonic times of the program's last step, traced as op "step" by
- *  runs with trace_level >= 1 (H30). */
+ *  runs with trace_level >= 1. */
 void hk__host_set_step_times(hk__host *h, double start, double end);
 /** The last step was not timed: traced runs record no "step" op. */
 void hk__host_clear_step_times(hk__host *h);
 
-/** Whether the executor accepts a copy-before-write snapshot (D3.7) from
+/** Whether the executor accepts a copy-before-write snapshot from
  *  now on: the loop allows it after a step in which the program called
- *  hk_loop_updates_begin() (H42). */
+ *  hk_loop_updates_begin(). */
 void hk__host_allow_overlap(hk__host *h, int allow);
 /** Nonzero while a snapshot is attached (its copy may still be running). */
 int hk__host_snapshot_attached(const hk__host *h);

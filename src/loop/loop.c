@@ -87,7 +87,7 @@ static hk_code validate(const hk_loop_options *o, hk_status *st) {
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: checkpoint_dir is empty");
   if (o->summary_dir && o->summary_dir[0] == '\0')
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: summary_dir is empty");
-  if (o->log_step_count_steps < 0) /* C54, H47 */
+  if (o->log_step_count_steps < 0) /* 0 turns the StepCounter off */
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: log_step_count_steps must be >= 0, got %lld",
                          (long long)o->log_step_count_steps);
   if (o->num_steps != HK_UNSET_STEPS && o->last_step != HK_UNSET_STEPS)
@@ -135,7 +135,9 @@ static hk_code validate(const hk_loop_options *o, hk_status *st) {
   return HK_OK;
 }
 
-/* H32, checked here so a bad basename fails before any side effect. */
+/* A valid checkpoint name (1–255 bytes, no '/', '\\', '"', control byte or
+ * "..", not "."), checked here so a bad basename fails before any side
+ * effect. */
 static int valid_file_name(const char *name) {
   size_t n = strlen(name);
   if (n == 0 || n > 255 || strcmp(name, ".") == 0 || strstr(name, "..")) return 0;
@@ -185,7 +187,7 @@ hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *st) {
   if (!oom && o->best_metric) oom = !(l->best_metric = hk_env_strdup(&l->env, o->best_metric));
   l->best_k = o->best_k;
   l->best_mode = o->best_mode;
-  /* C52, C53, H47: the StepCounter writes into summary_dir, by default the
+  /* The StepCounter writes into summary_dir, by default the
    * checkpoint_dir; with neither, or log_step_count_steps 0, there is none. */
   l->log_step_count_steps = o->log_step_count_steps;
   l->allow_non_finite = o->allow_non_finite != 0;
@@ -300,7 +302,7 @@ hk_code hk_loop_add_state(hk_loop *l, const char *name, size_t size, hk_loop_sta
   return HK_OK;
 }
 
-/* ---- early stopping as one of the loop's own hooks (H46) ------------------------------ */
+/* ---- early stopping as one of the loop's own hooks ------------------------------------ */
 
 hk_code hk_loop_add_early_stopping(hk_loop *l, hk_hook *hook, hk_status *st) {
   static const char fn[] = "hk_loop_add_early_stopping";
@@ -425,7 +427,7 @@ hk_code hk_loop_finish(hk_loop *l, hk_status *st) {
   }
   if (l->session) {
     /* A clean end runs every end(), which writes the final checkpoint
-     * (C97, D3.5); after an error nothing more is written (C16). */
+     * unless the final step was just saved; after an error nothing more is written. */
     hk_code exit_code = l->failed ? l->error.code : (l->ended_by_range ? HK_OUT_OF_RANGE : HK_OK);
     hk_status cst = HK_STATUS_INIT;
     hk_code rc = hk_session_close(l->session, exit_code, &cst);
@@ -450,7 +452,7 @@ void hk_loop_free(hk_loop *l) {
   if (l->started && !l->finished) {
     hk_env_log(&l->env, HK_LOG_WARNING, "loop freed without hk_loop_finish()");
     if (!l->failed) {
-      /* Not a clean code (H15): no end(), no final checkpoint. */
+      /* Not a clean code: no end(), no final checkpoint. */
       hk_status why = HK_STATUS_INIT;
       hk_status_set(&why, HK_FAILED_PRECONDITION, "loop freed without hk_loop_finish()");
       hk__loop_fail(l, HK_FAILED_PRECONDITION, &why);

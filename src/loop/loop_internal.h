@@ -25,14 +25,14 @@ struct hk_loop {
   int handle_signals;
   hk_hook **hooks; /* the program's */
   size_t nhooks;
-  char *nan_guard; /* H46: NULL: none */
-  int64_t best_k;  /* H45 */
+  char *nan_guard; /* the array a NanTensorHook guards; NULL: none */
+  int64_t best_k;  /* best-k retention: 0 off */
   char *best_metric;
   hk_monitor_mode best_mode;
-  char *summary_dir;            /* resolved (C52, H47): NULL: no StepCounter */
+  char *summary_dir;            /* resolved: NULL: no StepCounter */
   int64_t log_step_count_steps; /* 0: no StepCounter */
   int allow_non_finite;         /* the Saver's option of that name */
-  /* H46: early-stopping hooks run as the loop's own (borrowed), and the
+  /* Early-stopping hooks run as the loop's own (borrowed), and the
    * state arrays the loop registered for them (owned). */
   hk_hook **es;
   double **es_state;
@@ -60,7 +60,7 @@ struct hk_loop {
   _Atomic(hk_coordinator *) coord;
 
   size_t gs_index;   /* the global step's entry in the executor */
-  int updates_called; /* hk_loop_updates_begin() ran in the open step (H42) */
+  int updates_called; /* hk_loop_updates_begin() ran in the open step */
   int overlap_warned;
 
   int64_t gs_at_begin;

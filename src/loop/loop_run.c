@@ -44,7 +44,7 @@ static hk_code make_hooks(hk_loop *l, hk_status *st) {
   hk_code rc = hk_hook_new(&l->watch, &watch_vtable, l, "host loop", &l->env, st);
   if (rc != HK_OK) return rc;
   if (l->nan_guard) {
-    /* H46: fail mode, before the checkpoint hook (C14, C16, C134). */
+    /* Fail mode, before the checkpoint hook. */
     hk_nan_tensor_options no = HK_NAN_TENSOR_OPTIONS_INIT;
     no.env = &l->env;
     no.loss = l->nan_guard;
@@ -61,7 +61,7 @@ static hk_code make_hooks(hk_loop *l, hk_status *st) {
     rc = hk_stop_at_step_hook_new(&l->stop_hook, &so, st);
     if (rc != HK_OK) return rc;
   }
-  if (l->summary_dir) { /* C53, H47: after StopAtStep, before the checkpoint hook */
+  if (l->summary_dir) { /* StepCounter: after StopAtStep, before the checkpoint hook, as MTS orders its defaults */
     hk_step_counter_options sc = HK_STEP_COUNTER_OPTIONS_INIT;
     sc.env = &l->env;
     sc.every_n_steps = l->log_step_count_steps;
@@ -69,14 +69,14 @@ static hk_code make_hooks(hk_loop *l, hk_status *st) {
     rc = hk_step_counter_hook_new(&l->counter_hook, &sc, st);
     if (rc != HK_OK) return rc;
   }
-  int disabled = l->save_secs == 0 || l->save_steps == 0; /* C54 */
+  int disabled = l->save_secs == 0 || l->save_steps == 0; /* a zero cadence disables saving */
   if (l->ckpt_dir && !disabled) {
     hk_checkpoint_saver_options co = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
     co.env = &l->env;
     co.checkpoint_dir = l->ckpt_dir;
     co.save_secs = l->save_secs;
     co.save_steps = l->save_steps;
-    if (hk_secs_is_unset(co.save_secs) && co.save_steps == HK_UNSET_STEPS) co.save_secs = 600; /* C50 */
+    if (hk_secs_is_unset(co.save_secs) && co.save_steps == HK_UNSET_STEPS) co.save_secs = 600; /* default */
     co.saver = l->saver;
     co.checkpoint_basename = l->basename;
     co.save_graph_def = 0; /* nothing per save that was not asked for */
@@ -92,7 +92,7 @@ static hk_code make_hooks(hk_loop *l, hk_status *st) {
   return HK_OK;
 }
 
-/* H46: what nan_guard and best_metric name must be registered, and fit,
+/* What nan_guard and best_metric name must be registered, and fit,
  * before anything is built or created. */
 static hk_code check_named(hk_loop *l, hk_status *st) {
   hk_dtype dtype;
@@ -249,7 +249,7 @@ static hk_code step_begin(hk_loop *l, int64_t *step, hk_status *st) {
   l->step_open = 1;
   if (step) *step = l->gs_at_begin;
   /* A clock read costs more than the rest of the bracket on some machines:
-   * the step is timed only when a hook asked for a trace (H30). */
+   * the step is timed only when a hook asked for a trace. */
   const hk_run_options *ro = hk_session_open_run_options(l->session);
   l->traced = ro && ro->trace_level >= 1;
   if (l->traced) l->step_start = hk_env_monotonic(&l->env);
@@ -268,14 +268,14 @@ hk_code hk_loop_updates_begin(hk_loop *l, hk_status *st) {
   if (rc != HK_OK) return rc;
   if (!l->step_open)
     return MISUSE(st, "hk_loop_updates_begin: no step is open (call it inside a step, before writing its arrays)");
-  /* H42: the snapshot of the step before is copied in full before the
+  /* The snapshot of the step before is copied in full before the
    * program writes: what the writer thread has not copied, this thread does. */
   hk__host_updates_begin(hk_executor_self(l->ex));
   l->updates_called = 1;
   return HK_OK;
 }
 
-/* H42, at the end of a step (or when it is abandoned): a snapshot still
+/* At the end of a step (or when it is abandoned): a snapshot still
  * attached means the program wrote without hk_loop_updates_begin(), which
  * the step before promised; it is completed now, and the step's end says
  * whether the next snapshot may be copied in the background. */
@@ -329,7 +329,7 @@ static hk_code step_end(hk_loop *l, hk_status *st) {
   if (l->program_gs) {
     rc = check_moved(l, hk__loop_global_step(l), &local);
   } else {
-    hk__host_before_write(hk_executor_self(l->ex), l->gs_index); /* D3.7 */
+    hk__host_before_write(hk_executor_self(l->ex), l->gs_index); /* a pending snapshot copies GS first */
     l->own_gs++;
   }
   if (rc != HK_OK) {
@@ -363,11 +363,11 @@ hk_code hk_loop_step(hk_loop *l, hk_loop_step_fn fn, void *user, hk_status *st) 
   if (rc == HK_OK) return step_end(l, st);
   l->step_open = 0;
   hk__loop_settle_snapshot(l);
-  hk_session_run_abandon(l->session); /* C13: no after_run for a failed step */
+  hk_session_run_abandon(l->session); /* no after_run for a failed step */
   if (local.code != rc || local.message[0] == '\0')
     hk_status_set(&local, rc, "the step function failed with %s at global step %lld", hk_code_name(rc),
                   (long long)step);
-  if (rc == HK_OUT_OF_RANGE) { /* C35, H15: the end of the data is a clean end */
+  if (rc == HK_OUT_OF_RANGE) { /* the end of the data is a clean end */
     l->ended_by_range = 1;
     if (st) *st = local;
     return rc;

@@ -1,12 +1,12 @@
 /*
  * Summaries pushed from the program's code in a host loop (hooked/loop.h:
  * hk_loop_summary_writer, hk_loop_summary_scalar): the writer the loop's
- * session shares for a directory (H26), written at once at the loop's
+ * session shares for a directory, written at once at the loop's
  * global step. Written against the public headers only, like the loop.
  *
  * The loop keeps no summary state of its own: the directory is a parameter,
  * the writer lives in the session's per-directory registry, so a lookup by
- * an existing directory allocates nothing (H7).
+ * an existing directory allocates nothing.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
