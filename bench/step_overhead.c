@@ -14,7 +14,7 @@
  * Every case is measured --reps times, interleaved so that clock drift hits
  * all cases alike; the best repetition is reported. Allocations are counted
  * by a counting allocator in the env of the graph and of every session,
- * over the timed loops only (after a warm-up, H7).
+ * over the timed loops only (after a warm-up).
  *
  * Goals (issue): at most 50 ns per hook per step over the floor, and no
  * allocation. Exit status: 0 when no timed loop allocated, 1 otherwise or on

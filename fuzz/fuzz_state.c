@@ -1,10 +1,10 @@
 /*
- * libFuzzer target for the checkpoint state-file parser (H33, C123): the
+ * libFuzzer target for the checkpoint state-file parser: the
  * input is served as "<dir>/checkpoint" by an in-memory, read-only hk_fs and
  * read with hk_get_checkpoint_state(). Besides memory errors (ASan/UBSan),
  * it aborts when a parsed state breaks what the contract promises: every
- * path is "<dir>/<valid name>" (H32: nothing outside the directory), the
- * model path is the newest entry (C117), no name twice, timestamps finite
+ * path is "<dir>/<valid name>" (nothing outside the directory), the
+ * model path is the newest entry, no name twice, timestamps finite
  * and non-negative, and a refusal is DATA_LOSS naming the file.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
@@ -27,7 +27,8 @@ static void quiet_log(void *user, hk_log_level level, const char *msg) {
   (void)msg;
 }
 
-/* H32, restated independently of the library. */
+/* A valid checkpoint name (1-255 bytes, no "/", "\\", quote or control
+ * byte, no "..", not "."), restated independently of the library. */
 static int valid_name(const char *s) {
   size_t n = strlen(s);
   if (n < 1 || n > 255 || strcmp(s, ".") == 0 || strstr(s, "..")) return 0;

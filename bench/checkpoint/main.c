@@ -21,7 +21,7 @@
  *   (5) restore, hk_saver_restore(), of the file (2) wrote, against
  *   (6) a raw read of that same file (open, read in 8 MiB chunks into a
  *       pre-faulted buffer, close); restore writes straight into the
- *       variables (host buffers: the executor's variable storage, H30);
+ *       variables (host buffers: the executor's variable storage);
  *   (5c), (6c) the same two from the disk: the data file is dropped from the
  *       page cache before each (posix_fadvise DONTNEED needs no root for a
  *       clean file; mincore checks that it worked);
@@ -30,7 +30,7 @@
  *   (1e) (1) again, each 8 MiB chunk handed to the disk as soon as it is
  *       written (sync_file_range, Linux), as hooked's POSIX fs does for a
  *       checkpoint's data: (2) against a raw write doing the same;
- *   (7) the training thread's stall per save with copy-before-write (D3.7)
+ *   (7) the training thread's stall per save with copy-before-write
  *       on the embedded executor: a synthetic step reads every variable
  *       (its read-only phase: READ_WORK_MIN multiply-adds per element or
  *       more, compute-bound like a forward pass, and at least
@@ -44,7 +44,7 @@
  *       and write) is held until that next step is timed, as (4) leaves it
  *       out too: it competes with training alike with or without overlap;
  *   (8) the same with the host loop, the program calling
- *       hk_loop_updates_begin() between its reads and its writes (H42), and
+ *       hk_loop_updates_begin() between its reads and its writes, and
  *       (8b) without that call (the copy at the step boundary, for
  *       comparison).
  * Reads (5) and (6) are warm-cache: the file is read once before timing,
@@ -266,7 +266,7 @@ int main(int argc, char **argv) {
     /* Incompressible, non-zero data: no file system shortcut applies. Each
      * 32-bit word, an F32 of the state, has the top bit of its exponent
      * clear: finite (|x| < 2), as a training state is, since a checkpoint
-     * refuses NaN and infinities (H59) and scans every float for them. */
+     * refuses NaN and infinities and scans every float for them. */
     uint64_t x = 0x9E3779B97F4A7C15u;
     for (size_t i = 0; i + 8 <= b.bytes; i += 8) {
       uint64_t v;

@@ -17,7 +17,7 @@
 #define READ_OVER_COPY 1.5    /* the synthetic read-only phase takes at least this many times (3) */
 #define READ_WORK_MIN 16      /* multiply-adds per element read, at least: compute-bound, as a forward pass */
 
-/* ---- (7), (8): copy-before-write (D3.7, H42) ------------------------------------------ */
+/* ---- (7), (8): copy-before-write ------------------------------------------------------ */
 
 /* What the hook logs through its env, counted (the sink runs on the
  * training thread for these lines, but the writer thread may log too). */

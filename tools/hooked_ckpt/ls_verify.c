@@ -93,7 +93,7 @@ int cmd_ls(const hk_env *env, const char *path) {
 /* ---- verify --------------------------------------------------------------- */
 
 /* The step a data file's name says, "<basename>-<step>.safetensors" as the
- * Saver names it (C113, negative steps included: "model.ckpt--5"); 0 when
+ * Saver names it (negative steps included: "model.ckpt--5"); 0 when
  * the name says none (a checkpoint saved without a step). */
 static int name_says_step(const char *data_path, int64_t *step) {
   const char *slash = strrchr(data_path, '/'), *name = slash ? slash + 1 : data_path;

@@ -11,7 +11,7 @@
  * subdirectory at any depth that holds event files, named by its path
  * relative to PATH.
  *
- * Records are read as TensorFlow's RecordReader frames them (H26): uint64
+ * Records are read as TensorFlow's RecordReader frames them: uint64
  * length, masked CRC-32C of the length, payload, masked CRC-32C of the
  * payload; both CRCs of every record are checked. A file may end inside its
  * last record when its writer is still appending or was killed: that record
