@@ -78,7 +78,7 @@ if(NOT same EQUAL 0)
   message(FATAL_ERROR "the final checkpoints of the resumed and the uninterrupted run differ")
 endif()
 
-# Resuming a finished run trains nothing more and prints the same result (D8).
+# Resuming a finished run trains nothing more and prints the same result.
 run(0 --steps 200 --checkpoint-dir "${parts}" ${common})
 expect_match("${OUT}" "^resumed at step 200 from " "finished run")
 result_line(again 200)

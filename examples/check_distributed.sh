@@ -7,9 +7,9 @@
 #  2. SIGKILL to one rank of a 3-rank sync job mid-run: the job exits
 #     non-zero and no rank is left running; relaunched, it resumes from the
 #     chief's newest checkpoint and its final checkpoint is byte-identical to
-#     an uninterrupted 3-rank run's (deterministic averaging, H49);
+#     an uninterrupted 3-rank run's (deterministic averaging);
 #  3. SIGTERM to one rank only: every rank stops after the same step, the
-#     job exits 0, and the chief's final checkpoint is of that step (H50).
+#     job exits 0, and the chief's final checkpoint is of that step.
 # No timing is asserted: the waits below only bound a hung run.
 set -u
 mpiexec=$1

@@ -68,7 +68,7 @@ if(MODE STREQUAL "default")
 elseif(MODE STREQUAL "summaries")
   # --summary-dir: loss and test_accuracy every 100 steps (hk_loop_summary_scalar)
   # and global_step/sec (a StepCounterHook among the loop's hooks) in one
-  # event file of the directory (H26); the result is that of a run without it.
+  # event file of the directory; the result is that of a run without it.
   run(0 --steps 300 --log-every 0)
   set(plain "${OUT}")
   run(0 --steps 300 --log-every 0 --summary-dir "${WORK_DIR}/tb")
@@ -102,7 +102,7 @@ elseif(MODE STREQUAL "summaries")
 elseif(MODE STREQUAL "diverge")
   # A learning rate that makes the weights NaN at step 2, a checkpoint every
   # step and --keep 2: no guard in the program, yet no non-finite value is
-  # checkpointed (H59). The save of step 2 is refused, which fails the loop:
+  # checkpointed. The save of step 2 is refused, which fails the loop:
   # exit 1 with the refusal naming the array, no result line, and the newest
   # checkpoint is step 1's, finite, which verifies; none was rotated out by
   # a bad one. Synchronous and asynchronous saves alike: the writer thread's

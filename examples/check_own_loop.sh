@@ -32,7 +32,7 @@ fail() {
 # The step of the newest checkpoint the state file of $1 names, in STEP
 # (empty when there is none). The state file is the commit point of a save:
 # a data file it does not name yet is not restored. Its first line is
-# hooked's checksum line, then model_checkpoint_path (C117). Bash builtins
+# hooked's checksum line, then model_checkpoint_path. Bash builtins
 # only, so polling starts no process.
 state_step() {
   local line=

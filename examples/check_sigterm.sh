@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# ctest driver: SIGTERM stops train_digits cleanly (contract D12, C97).
+# ctest driver: SIGTERM stops train_digits cleanly: the step in progress
+# ends and the final checkpoint is written.
 # Usage: check_sigterm.sh <train_digits> <work dir>
 #
 # The trainer is started with a step budget it cannot finish, and signalled

@@ -71,7 +71,7 @@ elseif(MODE STREQUAL "short")
   if(ERR MATCHES "step [0-9]+: loss")
     message(FATAL_ERROR "--log-every 0 still logged:\n${ERR}")
   endif()
-  # D8: last_step 0 stops before the first step; the untrained model is still evaluated.
+  # --steps 0 (last step 0) stops before the first step; the untrained model is still evaluated.
   run(0 --steps 0)
   check_result(0)
   # stderr is not a terminal here: no progress line unless asked for; --progress
@@ -131,7 +131,7 @@ elseif(MODE STREQUAL "resume")
     file(READ "${parts}/checkpoint" state)
     expect_match("${state}" "^# hooked-crc32c: [0-9a-f]+\nmodel_checkpoint_path: \"model.ckpt-900\"\n" "${flags}: state file")
   endforeach()
-  # A finished run resumed with the same --steps trains nothing more (D8).
+  # A finished run resumed with the same --steps trains nothing more.
   run(0 --steps 900 --log-every 0 --checkpoint-dir "${WORK_DIR}/sync-whole" --save-steps 200 --keep 3)
   check_result(900)
   expect_match("${ERR}" "training time: [0-9.]+ s for 0 steps" "no extra steps")
@@ -174,7 +174,7 @@ elseif(MODE STREQUAL "nan")
       file(READ "${dir}/checkpoint" state)
       if(flags STREQUAL "async")
         # The save of step 1 is deferred behind the one of step 0 when the
-        # writer is still busy (D3.3), or not when it was quick: 0 or 1 is
+        # writer is still busy, or not when it was quick: 0 or 1 is
         # the newest, never the diverged step (checked above).
         set(newest "[01]")
       else()
@@ -234,7 +234,7 @@ elseif(MODE STREQUAL "early_stop")
   if(NOT h1 STREQUAL h2)
     message(FATAL_ERROR "the final checkpoints of the resumed and the uninterrupted run differ")
   endif()
-  # Restarted after it stopped: it stops again before the first step (D8).
+  # Restarted after it stopped: it stops again before the first step.
   run(0 ${flags} --checkpoint-dir "${WORK_DIR}/whole" --save-steps 100)
   check_result(${stop})
   expect_match("${ERR}" "Early stopping already reached at step ${stop}: [^\n]*stopping before the first step\\."

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# ctest driver: two trainers started on one checkpoint directory (contract H58).
+# ctest driver: two trainers started on one checkpoint directory: the
+# second is refused, since one trainer owns a directory.
 # Usage: check_two_trainers.sh <trainer> <hooked-ckpt> <work dir>
 # <trainer> is train_digits or digits_own_loop (same flags).
 #
@@ -9,7 +10,7 @@
 # second trainer is started on the same directory. It must exit non-zero with
 # the message naming the directory, the first one's pid and host, and the
 # lock file; the first must still be running. SIGTERM then stops the first
-# cleanly (D12): exit 0, its final checkpoint, every checkpoint of the
+# cleanly: exit 0, its final checkpoint, every checkpoint of the
 # directory verifies (hooked-ckpt verify), the lock file is gone, and the
 # directory holds one event file (the second trainer created none).
 #
