@@ -12,7 +12,10 @@
  *            return z ^ (z >> 31)
  *
  * draw(seed, 0), draw(seed, 1), ... is exactly the output sequence of
- * Vigna's splitmix64.c seeded with `seed` (seed 0 starts 0xE220A8397B1DCDAF).
+ * SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number
+ * generators", OOPSLA 2014) started from state `seed`, with its published
+ * constants: the golden-ratio increment 0x9E3779B97F4A7C15 and Stafford's
+ * "Mix13" finalizer above (seed 0 starts 0xE220A8397B1DCDAF).
  *
  * UNIFORM, element i uses c = i:
  *   f64:           u = (draw >> 11) * 2^-53                 (53-bit, in [0, 1))
