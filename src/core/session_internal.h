@@ -57,9 +57,9 @@ struct hk_session {
 
   int hook_stop; /* a hook requested a stop; sticky for the session's life */
   int closed;
-  int failed; /* the failed state: no raw session, run() refused */
+  int failed; /* the failed state: no raw session left; run() returns its error */
   hk_status failed_status;
-  int busy; /* inside a hook callback or init_fn: run() and close() refused */
+  int busy; /* inside a hook callback or init_fn: run(), run_step_fn() and close() are refused */
   /* A run split by hk_session_run_begin/run_end: its caller's arguments
    * (borrowed until run_end) and merged arguments. */
   int open;
