@@ -256,7 +256,7 @@ hk_code hk__adopt_into(const hk_env *env, const char *dir, const char *base, dou
 /* ---- stale temporary files (stale_tmp.c) ----------------------------------------- */
 
 /**
- * A save's first step: remove "<F>.tmp-XXXXXX" entries of `dir` where F is
+ * Before a save writes anything: remove "<F>.tmp-XXXXXX" entries of `dir` where F is
  * `latest_filename`, its pending-deletion record (latest_filename +
  * HK__PENDING_SUFFIX), its best-checkpoint record (latest_filename +
  * HK__BEST_SUFFIX), "graph.txt", or ends in ".safetensors" or

@@ -290,7 +290,7 @@ static hk_code prof_begin(void *user, hk_executor *graph, hk_status *st) {
   if (rc != HK_OK) return rc;
   p->gs = info.tensor;
   if (p->dir[0]) {
-    rc = hk_fs_make_dirs(hk_hook_env(p->hook), p->dir, st); /* output_dir, with its parents, in begin() */
+    rc = hk_fs_make_dirs(hk_hook_env(p->hook), p->dir, st); /* output_dir, with any missing parents */
     if (rc != HK_OK) return rc;
   }
   return hk__hook_event_writer(p->hook, p->dir, &p->events, &p->owns_events, st);

@@ -168,7 +168,7 @@ static void emit(progress *self, int final) {
 }
 
 /* The step after the run: GS through the raw session (exact with any
- * executor, whenever it reads a fetched variable), else the runs counted since begin(). */
+ * executor, whenever it reads a fetched GS), else the runs counted since begin(). */
 static hk_code current_step(progress *self, hk_raw_session *session, int64_t *step, hk_status *status) {
   if (!self->has_gs) {
     *step = self->start_step + self->runs;

@@ -90,7 +90,7 @@ static hk_code sc_begin(void *user, hk_executor *graph, hk_status *status) {
   memcpy(self->tag, name, n);
   memcpy(self->tag + n, "/sec", 5);
   if (!self->given && self->output_dir) {
-    rc = hk__mkdirs(&self->senv, self->output_dir, status); /* output_dir, with its parents, in begin() */
+    rc = hk__mkdirs(&self->senv, self->output_dir, status); /* output_dir, with any missing parents */
     if (rc != HK_OK) return rc;
     rc = hk__hook_event_writer(self->hook, self->output_dir, &self->events, &self->owns_events, status);
     if (rc != HK_OK) return rc;
