@@ -18,8 +18,9 @@
 
 /* `now` is the wall time the caller read: recovery may run on the
  * asynchronous hook's writer thread, which must not call the env's clocks
- * (it calls only the allocator, the log sink and the file system). `base`: the basename of the save path of the save that recovers,
- * whose unlisted checkpoints are adopted; NULL (a recovery for a
+ * (it calls only the allocator, the log sink and the file system).
+ * `base`: the basename of the save path of the save that recovers, whose
+ * unlisted checkpoints are adopted; NULL (a recovery for a
  * restore) adopts nothing and leaves that to the next managed save
  * (hk__saver_adopt_after_restore). */
 hk_code hk__saver_recover_list(hk_saver *s, const char *dir, double now, const char *base, hk_status *st) {

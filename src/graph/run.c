@@ -621,7 +621,8 @@ hk_code hk__graph_variable_assign(void *self, void *session, size_t index, const
                          g->ops[v->op].name, value->nbytes, v->nbytes);
   if (v->nbytes && !value->data)
     return hk_status_set(status, HK_INVALID_ARGUMENT, "value for variable '%s' has NULL data", g->ops[v->op].name);
-  if (g->snap && g->snap_session == s) hk_snapshot_before_write(g->snap, index); /* a pending snapshot copies it first */
+  /* A pending snapshot copies the variable before it is written. */
+  if (g->snap && g->snap_session == s) hk_snapshot_before_write(g->snap, index);
   if (v->nbytes && value->data != s->var_data[index]) memmove(s->var_data[index], value->data, v->nbytes);
   s->var_init[index] = 1;
   return HK_OK;
