@@ -214,7 +214,7 @@ static int open_case(bench *b, bench_case *c) {
     hk_tensor v = hk_tensor_scalar_i64(&zero);
     size_t index;
     if (hk_raw_session_open(&c->rs, hk_graph_executor(b->g), &st) != HK_OK) return fail("opening a raw session", &st);
-    if (hk_executor_global_step(hk_graph_executor(b->g), NULL, &index, &st) != HK_OK ||
+    if (hk_executor_global_step(NULL, &index, hk_graph_executor(b->g), &st) != HK_OK ||
         hk_raw_session_assign_variable(c->rs, index, &v, &st) != HK_OK)
       return fail("initializing global_step", &st);
     return 0;

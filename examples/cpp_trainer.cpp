@@ -247,8 +247,8 @@ int main(int argc, char **argv) {
         hooked::HookFunctions{}
             .on_begin([&](hk_executor *graph) {
               hooked::Status st;
-              st.check(hk_executor_resolve_tensor(graph, "global_step", &fetches[0], st.get()));
-              st.check(hk_executor_resolve_tensor(graph, "loss", &fetches[1], st.get()));
+              st.check(hk_executor_resolve_tensor(&fetches[0], graph, "global_step", st.get()));
+              st.check(hk_executor_resolve_tensor(&fetches[1], graph, "loss", st.get()));
             })
             .on_before_run([&](hk_run_context *, hk_run_request *request) {
               request->fetches = fetches;
@@ -258,7 +258,7 @@ int main(int argc, char **argv) {
               if (values->nresults != 2) throw hooked::Error(HK_INTERNAL, "loss_logger: expected 2 fetched values");
               hooked::Status st;
               int64_t step = 0;
-              st.check(hk_tensor_to_i64(&values->results[0], "global_step", &step, st.get()));
+              st.check(hk_tensor_to_i64(&step, &values->results[0], "global_step", st.get()));
               const float batch_loss = *static_cast<const float *>(values->results[1].data);
               if (fl.log_every > 0 && step % fl.log_every == 0)
                 std::fprintf(stderr, "step %lld: loss = %.6f\n", static_cast<long long>(step), batch_loss);

@@ -471,7 +471,7 @@ static int add_hooks(run *r, hk_status *st) {
 static int setup_distributed(run *r, hk_status *st) {
   hk_scaffold_options sco = HK_SCAFFOLD_OPTIONS_INIT;
   hk_code rc;
-  if (r->ps_chief && hk_mpi_ps_serve_op(g_dist.ps, r->m.g, &r->serve, "ps_serve", st) != HK_OK)
+  if (r->ps_chief && hk_mpi_ps_serve_op(&r->serve, g_dist.ps, r->m.g, "ps_serve", st) != HK_OK)
     return fail_status("building the parameter server", st);
   if (g_dist.chief) return 0;
   sco.env = &r->env;
@@ -550,7 +550,7 @@ static void report_divergence(const options *o, int64_t step) {
   if (o->f.checkpoint_dir) {
     hk_status st = HK_STATUS_INIT;
     char *latest = NULL;
-    if (hk_latest_checkpoint(NULL, o->f.checkpoint_dir, NULL, &latest, &st) == HK_OK)
+    if (hk_checkpoint_latest(&latest, NULL, o->f.checkpoint_dir, NULL, &st) == HK_OK)
       fprintf(stderr, PROG ": the newest checkpoint is the last good one: %s\n", latest);
     hk_env_free(NULL, latest);
   }
@@ -576,7 +576,7 @@ static int train_steps(run *r, hk_status *st) {
   hk_code rc = HK_OK;
   double t0;
   if (r->serve != HK_NO_HANDLE) {
-    if (hk_graph_op_output(r->m.g, r->serve, 0, &r->serve, st) != HK_OK)
+    if (hk_graph_op_output(r->m.g, &r->serve, r->serve, 0, st) != HK_OK)
       return fail_status("building the parameter server", st);
     args.fetches = args.targets = &r->serve;
   }
@@ -599,7 +599,7 @@ static int train_steps(run *r, hk_status *st) {
 /* --early-stop-patience: how the evaluations went. */
 static void report_early_stopping(const run *r, hk_status *st) {
   hk_early_stopping_info info;
-  if (hk_early_stopping_hook_info(r->early_stop, &info, st) != HK_OK || info.best_step == HK_UNSET_STEPS) return;
+  if (hk_early_stopping_hook_info(&info, r->early_stop, st) != HK_OK || info.best_step == HK_UNSET_STEPS) return;
   fprintf(stderr,
           PROG ": early stopping: best test_loss %.6f at step %" PRId64 ", %" PRId64 " evaluations, the last %" PRId64
                " without improvement%s\n",

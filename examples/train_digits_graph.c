@@ -16,7 +16,7 @@
 static hk_code check_params(hk_kernel_context *ctx, float *p[4], hk_status *status) {
   static const int64_t sizes[4] = {NPIX * NHID, NHID, NHID * NCLS, NCLS};
   for (size_t i = 0; i < 4; i++) {
-    hk_tensor *v = hk_kernel_variable(ctx, i);
+    hk_tensor *v = hk_kernel_context_variable(ctx, i);
     if (v == NULL || v->dtype != HK_DTYPE_F32 || hk_tensor_num_elements(v) != sizes[i])
       return hk_status_set(status, HK_INTERNAL,
                            "train: mutated variable %zu is not the f32 layer "
@@ -181,7 +181,7 @@ static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
  * hk_graph_assign_add takes no control inputs. */
 static hk_code increment_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
                                 hk_tensor *outputs, size_t noutputs, hk_status *status) {
-  hk_tensor *gs = hk_kernel_variable(ctx, 0);
+  hk_tensor *gs = hk_kernel_context_variable(ctx, 0);
   (void)user;
   (void)inputs;
   (void)ninputs;
@@ -254,7 +254,7 @@ static hk_code feeder_after_create_session(void *user, hk_raw_session *session, 
   feeder *f = user;
   (void)coord;
   (void)ctx;
-  return hk_raw_session_global_step(session, &f->gs, status);
+  return hk_raw_session_global_step(&f->gs, session, status);
 }
 
 static hk_code feeder_before_run(void *user, hk_run_context *ctx, hk_run_request *request, hk_status *status) {
@@ -293,7 +293,7 @@ static hk_code feeder_end(void *user, hk_raw_session *session, hk_status *status
   hk_run_args args = {NULL, 0, &f->accuracy, 1, NULL, 0, NULL};
   hk_tensor acc;
   hk_code rc;
-  if ((rc = hk_raw_session_global_step(session, &f->final_step, status)) != HK_OK) return rc;
+  if ((rc = hk_raw_session_global_step(&f->final_step, session, status)) != HK_OK) return rc;
   if ((rc = hk_raw_session_run(session, &args, &acc, NULL, status)) != HK_OK) return rc;
   f->test_accuracy = *(const float *)acc.data;
   f->have_result = 1;
@@ -386,7 +386,7 @@ static hk_code add_train_op(model *m, trainer *t, const feeder *f, hk_status *st
   def.outputs = scalar_f32;
   def.noutputs = 2;
   if ((rc = hk_graph_op(m->g, &ops[0], &def, st)) != HK_OK ||
-      (rc = hk_graph_op_output(m->g, ops[0], 0, &m->loss, st)) != HK_OK)
+      (rc = hk_graph_op_output(m->g, &m->loss, ops[0], 0, st)) != HK_OK)
     return rc;
   inc_def.name = "global_step_increment";
   inc_def.kernel = increment_kernel;
@@ -413,8 +413,8 @@ static hk_code add_eval_ops(model *m, feeder *f, hk_status *st) {
   def.outputs = scalar_f32;
   def.noutputs = 2;
   if ((rc = hk_graph_op(m->g, &op, &def, st)) != HK_OK ||
-      (rc = hk_graph_op_output(m->g, op, 0, &f->accuracy, st)) != HK_OK ||
-      (rc = hk_graph_op_output(m->g, op, 1, &loss, st)) != HK_OK)
+      (rc = hk_graph_op_output(m->g, &f->accuracy, op, 0, st)) != HK_OK ||
+      (rc = hk_graph_op_output(m->g, &loss, op, 1, st)) != HK_OK)
     return rc;
   copy_def.name = "test_loss";
   copy_def.kernel = copy_kernel;
@@ -423,7 +423,7 @@ static hk_code add_eval_ops(model *m, feeder *f, hk_status *st) {
   copy_def.outputs = scalar_f32;
   copy_def.noutputs = 1;
   if ((rc = hk_graph_op(m->g, &op, &copy_def, st)) != HK_OK) return rc;
-  return hk_graph_op_output(m->g, op, 0, &m->test_loss, st);
+  return hk_graph_op_output(m->g, &m->test_loss, op, 0, st);
 }
 
 /* The summary ops, which the Scaffold's default summary_op merges and the

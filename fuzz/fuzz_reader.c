@@ -61,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (size_t i = 0; i < n; i++) {
     hk_checkpoint_entry e;
     size_t found = SIZE_MAX;
-    check(hk_checkpoint_reader_entry(r, i, &e, &st) == HK_OK);
+    check(hk_checkpoint_reader_entry(&e, r, i, &st) == HK_OK);
     check(e.name != NULL && e.name[0] != '\0');
     check(prev == NULL || strcmp(prev, e.name) < 0);
     prev = e.name;
@@ -89,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* the tensors tile everything after the header */
   if (n > 0) check(data_start + total == size);
   hk_checkpoint_entry none;
-  check(hk_checkpoint_reader_entry(r, n, &none, &st) == HK_OUT_OF_RANGE);
+  check(hk_checkpoint_reader_entry(&none, r, n, &st) == HK_OUT_OF_RANGE);
   rc = hk_checkpoint_reader_verify(r, &st);
   check(rc == HK_OK || is_refusal(rc, &st));
   free(buf);

@@ -1,7 +1,7 @@
 /*
  * libFuzzer target for the checkpoint state-file parser: the
  * input is served as "<dir>/checkpoint" by an in-memory, read-only hk_fs and
- * read with hk_get_checkpoint_state(). Besides memory errors (ASan/UBSan),
+ * read with hk_checkpoint_state_get(). Besides memory errors (ASan/UBSan),
  * it aborts when a parsed state breaks what the contract promises: every
  * path is "<dir>/<valid name>" (nothing outside the directory), the
  * model path is the newest entry, no name twice, timestamps finite
@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   env.log = quiet_log;
   env.fs = mem_fs_vtable();
   env.fs_user = &m;
-  rc = hk_get_checkpoint_state(&env, FUZZ_DIR, NULL, &cs, &st);
+  rc = hk_checkpoint_state_get(&cs, &env, FUZZ_DIR, NULL, &st);
   if (rc != HK_OK) {
     if (cs) abort();
     if (rc != HK_DATA_LOSS && rc != HK_RESOURCE_EXHAUSTED) abort();

@@ -77,7 +77,7 @@ int sync_save(bench *b, int64_t step, const char **prefix, double *secs) {
     size_t n = 0;
     const char *const *kept = hk_saver_checkpoints(b->sync_saver, &n);
     for (size_t i = 0; i < n; i++)
-      if (hk_checkpoint_exists(&b->env, kept[i]) && hk_remove_checkpoint(&b->env, kept[i], &st) != HK_OK) {
+      if (hk_checkpoint_exists(&b->env, kept[i]) && hk_checkpoint_remove(&b->env, kept[i], &st) != HK_OK) {
         free(path);
         return hk_fail("removing the previous checkpoint", &st);
       }
@@ -89,7 +89,7 @@ int sync_save(bench *b, int64_t step, const char **prefix, double *secs) {
   atomic_store(&b->counts.syncs, 0);
   atomic_store(&b->counts.dir_syncs, 0);
   t0 = now_secs();
-  rc = hk_saver_save(b->sync_saver, b->rs, path, step, HK_SAVE_DEFAULT, prefix, &st);
+  rc = hk_saver_save(prefix, b->sync_saver, b->rs, path, step, HK_SAVE_DEFAULT, &st);
   *secs = now_secs() - t0;
   b->save_syncs = atomic_load(&b->counts.syncs);
   b->save_dir_syncs = atomic_load(&b->counts.dir_syncs);
@@ -295,7 +295,7 @@ int open_small(bench *b) {
   }
   if (hk_graph_create_global_step(b->small_g, &gs, &st) != HK_OK ||
       hk_raw_session_open(&b->small_rs, hk_graph_executor(b->small_g), &st) != HK_OK ||
-      hk_executor_global_step(hk_graph_executor(b->small_g), NULL, &gs_index, &st) != HK_OK ||
+      hk_executor_global_step(NULL, &gs_index, hk_graph_executor(b->small_g), &st) != HK_OK ||
       hk_raw_session_assign_variable(b->small_rs, gs_index, &zero_t, &st) != HK_OK)
     return hk_fail("opening the small model", &st);
   so.env = &b->env;
@@ -321,7 +321,7 @@ int small_save(bench *b, int64_t step, double *secs, unsigned long *syncs, unsig
   hk_code rc;
   if (path == NULL) return os_fail("allocating", "a path");
   for (size_t i = 0; i < n; i++)
-    if (hk_checkpoint_exists(&b->env, kept[i]) && hk_remove_checkpoint(&b->env, kept[i], &st) != HK_OK) {
+    if (hk_checkpoint_exists(&b->env, kept[i]) && hk_checkpoint_remove(&b->env, kept[i], &st) != HK_OK) {
       free(path);
       return hk_fail("removing the previous small checkpoint", &st);
     }
@@ -332,7 +332,7 @@ int small_save(bench *b, int64_t step, double *secs, unsigned long *syncs, unsig
   atomic_store(&b->counts.syncs, 0);
   atomic_store(&b->counts.dir_syncs, 0);
   t0 = now_secs();
-  rc = hk_saver_save(b->small_saver, b->small_rs, path, step, HK_SAVE_DEFAULT, NULL, &st);
+  rc = hk_saver_save(NULL, b->small_saver, b->small_rs, path, step, HK_SAVE_DEFAULT, &st);
   *secs = now_secs() - t0;
   *syncs = atomic_load(&b->counts.syncs);
   *dir_syncs = atomic_load(&b->counts.dir_syncs);

@@ -281,7 +281,7 @@ int open_sessions(bench *b) {
   sess.nhooks = 1;
   if (hk_session_new(&b->session, &sess, &st) != HK_OK) return hk_fail("creating the session", &st);
   if (hk_raw_session_open(&b->rs, hk_graph_executor(b->g), &st) != HK_OK ||
-      hk_executor_global_step(hk_graph_executor(b->g), NULL, &gs_index, &st) != HK_OK ||
+      hk_executor_global_step(NULL, &gs_index, hk_graph_executor(b->g), &st) != HK_OK ||
       hk_raw_session_assign_variable(b->rs, gs_index, &zero_t, &st) != HK_OK)
     return hk_fail("opening the raw session", &st);
   return 0;

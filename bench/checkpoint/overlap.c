@@ -192,7 +192,7 @@ static hk_code update_kernel(void *user, hk_kernel_context *ctx, const hk_tensor
   double t0 = now_secs();
   (void)in, (void)nin, (void)out, (void)nout, (void)st;
   for (size_t k = 0; k < o->ntensors; k++) {
-    hk_tensor *v = hk_kernel_variable(ctx, k);
+    hk_tensor *v = hk_kernel_context_variable(ctx, k);
     write_floats(v->data, v->nbytes / 4);
   }
   o->own += now_secs() - t0;

@@ -18,7 +18,7 @@ static void check(hk_code rc, const hk_status *st) {
 /* The train op: an SGD step on wb = {w, b} (mutates[0]) over x = -1, -0.75, ..., 0.75; global step (mutates[1]) + 1 */
 static hk_code sgd_step(void *user, hk_kernel_context *ctx, const hk_tensor *in, size_t nin, hk_tensor *out,
                         size_t nout, hk_status *status) {
-  float *wb = hk_kernel_variable(ctx, 0)->data, gw = 0, gb = 0, loss = 0;
+  float *wb = hk_kernel_context_variable(ctx, 0)->data, gw = 0, gb = 0, loss = 0;
   (void)user, (void)in, (void)nin, (void)nout, (void)status;
   for (int i = 0; i < 8; i++) {
     float x = i / 4.0f - 1, err = wb[0] * x + wb[1] - (2 * x + 1);
@@ -26,7 +26,7 @@ static hk_code sgd_step(void *user, hk_kernel_context *ctx, const hk_tensor *in,
   }
   wb[0] -= 0.02f * gw, wb[1] -= 0.02f * gb;
   *(float *)out[0].data = loss;
-  *(int64_t *)out[1].data = ++*(int64_t *)hk_kernel_variable(ctx, 1)->data;
+  *(int64_t *)out[1].data = ++*(int64_t *)hk_kernel_context_variable(ctx, 1)->data;
   return HK_OK;
 }
 
@@ -50,8 +50,8 @@ int main(int argc, char **argv) {
   check(hk_graph_variable(g, &vars[0], &var, &st), &st);
   check(hk_graph_create_global_step(g, &vars[1], &st), &st);
   check(hk_graph_op(g, &train, &op, &st), &st);
-  check(hk_graph_op_output(g, train, 0, &fetches[0], &st), &st);
-  check(hk_graph_op_output(g, train, 1, &fetches[1], &st), &st);
+  check(hk_graph_op_output(g, &fetches[0], train, 0, &st), &st);
+  check(hk_graph_op_output(g, &fetches[1], train, 1, &st), &st);
 
   hk_stop_at_step_options so = HK_STOP_AT_STEP_OPTIONS_INIT;
   so.last_step = 1000;

@@ -160,8 +160,8 @@ typedef enum hk_save_flags {
  * call starts and joins, beside the writes.
  * **Allocates:** yes.
  */
-HK_API hk_code hk_saver_save(hk_saver *saver, hk_raw_session *rs, const char *save_path, int64_t step,
-                             unsigned flags, const char **prefix, hk_status *status);
+HK_API hk_code hk_saver_save(const char **prefix, hk_saver *saver, hk_raw_session *rs, const char *save_path,
+                             int64_t step, unsigned flags, hk_status *status);
 
 /**
  * Restore every variable of the Saver from checkpoint `path` (C125, H27):
@@ -241,8 +241,8 @@ typedef struct hk_checkpoint_state hk_checkpoint_state;
  * as "(line 0)"); INVALID_ARGUMENT; file-system errors (H9).
  * **Threads:** any. **Allocates:** yes.
  */
-HK_API hk_code hk_get_checkpoint_state(const hk_env *env, const char *dir, const char *latest_filename,
-                                       hk_checkpoint_state **out, hk_status *status);
+HK_API hk_code hk_checkpoint_state_get(hk_checkpoint_state **out, const hk_env *env, const char *dir,
+                                       const char *latest_filename, hk_status *status);
 /** Free a state. @param cs consumed; NULL is a no-op. */
 HK_API void hk_checkpoint_state_free(hk_checkpoint_state *cs);
 /** @return "<dir>/<model_checkpoint_path>" (borrowed from cs), NULL for NULL. */
@@ -269,14 +269,13 @@ HK_API double hk_checkpoint_state_last_preserved(const hk_checkpoint_state *cs);
  * invalid name (H32), a name equal to latest_filename ("Save path '%s'
  * conflicts with path used for checkpoint state.  Please use a different
  * save path."), a duplicate, a file that would be larger than the 256 MiB
- * hk_get_checkpoint_state() reads (some 750,000 255-byte names with
+ * hk_checkpoint_state_get() reads (some 750,000 255-byte names with
  * timestamps); file-system errors.
  * **Threads:** any. **Allocates:** yes.
  */
-HK_API hk_code hk_update_checkpoint_state(const hk_env *env, const char *dir, const char *newest,
+HK_API hk_code hk_checkpoint_state_update(const hk_env *env, const char *dir, const char *newest,
                                           const char *const *names, size_t n, const double *timestamps,
-                                          double last_preserved, const char *latest_filename,
-                                          hk_status *status);
+                                          double last_preserved, const char *latest_filename, hk_status *status);
 
 /**
  * The newest checkpoint of `dir` that exists and verifies (D5.1, D5.2):
@@ -293,7 +292,7 @@ HK_API hk_code hk_update_checkpoint_state(const hk_env *env, const char *dir, co
  * INVALID_ARGUMENT; RESOURCE_EXHAUSTED.
  * **Threads:** any. **Allocates:** yes.
  */
-HK_API hk_code hk_latest_checkpoint(const hk_env *env, const char *dir, const char *latest_filename, char **out,
+HK_API hk_code hk_checkpoint_latest(char **out, const hk_env *env, const char *dir, const char *latest_filename,
                                     hk_status *status);
 
 /** @return nonzero iff "<prefix>.safetensors" exists (H34). **Threads:** any. */
@@ -304,14 +303,14 @@ HK_API int hk_checkpoint_exists(const hk_env *env, const char *prefix);
  * **Errors:** NOT_FOUND when none of them exists; file-system errors.
  * **Threads:** any. **Allocates:** no.
  */
-HK_API hk_code hk_remove_checkpoint(const hk_env *env, const char *prefix, hk_status *status);
+HK_API hk_code hk_checkpoint_remove(const hk_env *env, const char *prefix, hk_status *status);
 /**
  * Modification times of n checkpoints' data files (H34).
  * @param out  n doubles (seconds since the epoch).
  * **Errors:** NOT_FOUND naming the first prefix without a data file.
  * **Threads:** any. **Allocates:** no.
  */
-HK_API hk_code hk_checkpoint_mtimes(const hk_env *env, const char *const *prefixes, size_t n, double *out,
+HK_API hk_code hk_checkpoint_mtimes(double *out, const hk_env *env, const char *const *prefixes, size_t n,
                                     hk_status *status);
 
 /* ---- reader (checkpoint-format.md "Reading") ----------------------------- */
@@ -356,7 +355,7 @@ typedef struct hk_checkpoint_entry {
  * Entry i, tensors in the file's (bytewise name) order.
  * **Errors:** OUT_OF_RANGE for i >= count; INVALID_ARGUMENT.
  */
-HK_API hk_code hk_checkpoint_reader_entry(const hk_checkpoint_reader *r, size_t i, hk_checkpoint_entry *out,
+HK_API hk_code hk_checkpoint_reader_entry(hk_checkpoint_entry *out, const hk_checkpoint_reader *r, size_t i,
                                           hk_status *status);
 /** Find a tensor by name. **Errors:** NOT_FOUND "Key %s not found in
  *  checkpoint %s". */

@@ -78,7 +78,7 @@ HK_API int hk_coordinator_wait_for_stop(hk_coordinator *c, double timeout_secs);
  * @return the recorded code, HK_OK when none; INVALID_ARGUMENT for a NULL c.
  * **Threads:** any. **Allocates:** no.
  */
-HK_API hk_code hk_coordinator_error(hk_coordinator *c, hk_status *out);
+HK_API hk_code hk_coordinator_error(hk_status *out, hk_coordinator *c);
 /** @return nonzero when a stop was requested and no error is recorded, or
  *  the signal helper fired (a clean stop for H15).
  *  **Threads:** any. **Allocates:** no. */
@@ -95,8 +95,8 @@ HK_API int hk_coordinator_clean_stop_requested(hk_coordinator *c);
  * **Errors:** INVALID_ARGUMENT (NULL c, name or token); RESOURCE_EXHAUSTED.
  * **Threads:** any. **Allocates:** yes.
  */
-HK_API hk_code hk_coordinator_register_thread(hk_coordinator *c, const char *name,
-                                              hk_coordinator_thread **token, hk_status *status);
+HK_API hk_code hk_coordinator_register_thread(hk_coordinator_thread **token, hk_coordinator *c, const char *name,
+                                              hk_status *status);
 /**
  * Report completion of a registered thread and wake the join. The token
  * and, after hk_coordinator_free(), the coordinator may be gone when this

@@ -200,7 +200,7 @@ typedef struct hk_kernel_context hk_kernel_context;
  * kernel writes them in place, or may point `outputs[i].data` at storage it
  * owns that stays valid until the next run (its shape may then be changed).
  * Variables listed in the op's `mutates` are reached with
- * hk_kernel_variable(). A non-OK return fails the run with that status.
+ * hk_kernel_context_variable(). A non-OK return fails the run with that status.
  * Kernels run on the thread that called run and must not allocate per step
  * if the run is to stay allocation-free.
  */
@@ -255,8 +255,7 @@ HK_API hk_code hk_graph_op(hk_graph *g, hk_handle *out, const hk_op_def *def, hk
  * OUT_OF_RANGE for a bad index; INVALID_ARGUMENT for NULL g or out.
  * **Threads:** the owner's. **Allocates:** no.
  */
-HK_API hk_code hk_graph_op_output(hk_graph *g, hk_handle op, int32_t index, hk_handle *out,
-                                  hk_status *status);
+HK_API hk_code hk_graph_op_output(hk_graph *g, hk_handle *out, hk_handle op, int32_t index, hk_status *status);
 
 /**
  * Within a kernel: a mutable view of the op's i-th `mutates` variable; its
@@ -266,14 +265,14 @@ HK_API hk_code hk_graph_op_output(hk_graph *g, hk_handle op, int32_t index, hk_h
  *         or i >= def->nmutates.
  * **Threads:** the kernel's (the run's). **Allocates:** no.
  */
-HK_API hk_tensor *hk_kernel_variable(hk_kernel_context *ctx, size_t i);
+HK_API hk_tensor *hk_kernel_context_variable(hk_kernel_context *ctx, size_t i);
 /**
  * Within a kernel: the graph's env (for logging, hk_env_log()). NULL for a
  * NULL ctx.
  * **Ownership:** borrowed; valid for the graph's life.
  * **Threads:** the kernel's. **Allocates:** no.
  */
-HK_API const hk_env *hk_kernel_env(hk_kernel_context *ctx);
+HK_API const hk_env *hk_kernel_context_env(hk_kernel_context *ctx);
 
 /* ---- stock ops ---------------------------------------------------------- */
 

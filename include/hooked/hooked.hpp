@@ -135,7 +135,7 @@ inline void check(hk_code rc, const hk_status &status) {
  * A caller-owned hk_status for code that calls the C API directly:
  *
  *     hooked::Status st;
- *     st.check(hk_executor_resolve_tensor(graph, "w", &h, st.get()));
+ *     st.check(hk_executor_resolve_tensor(&h, graph, "w", st.get()));
  */
 class Status {
  public:
@@ -799,7 +799,7 @@ class Loop {
   std::string save(const char *name = nullptr) {
     hk_status st = HK_STATUS_INIT;
     const char *prefix = nullptr;
-    check(hk_loop_save(loop_, name, &prefix, &st), st);
+    check(hk_loop_save(&prefix, loop_, name, &st), st);
     return prefix ? std::string(prefix) : std::string();
   }
   /** hk_loop_request_stop(): stop after the step in progress. Any thread. */

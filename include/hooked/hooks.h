@@ -458,7 +458,7 @@ HK_API hk_code hk_final_ops_hook_new(hk_hook **out, const hk_final_ops_options *
  * successfully since begin()".
  * **Threads:** the training thread. **Allocates:** no.
  */
-HK_API hk_code hk_final_ops_hook_values(const hk_hook *hook, const hk_tensor **values, size_t *count,
+HK_API hk_code hk_final_ops_hook_values(const hk_tensor **values, size_t *count, const hk_hook *hook,
                                         hk_status *status);
 
 /* ---- FeedFnHook (group N: C139) -------------------------------------- */
@@ -607,7 +607,7 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * fetches best_metric and hands its value to the Saver with the
  * checkpoint; the Saver keeps the best_k best beside the max_to_keep
  * newest, listed in the state file like them (so TensorFlow and
- * hk_latest_checkpoint() see ordinary checkpoints), and records the best
+ * hk_checkpoint_latest() see ordinary checkpoints), and records the best
  * ones and their values in "<latest_filename>.best" beside the state file
  * (checkpoint-format.md), written atomically before the state file, and
  * read back when the Saver next saves into the directory, so the ranking
@@ -874,7 +874,7 @@ HK_API hk_code hk_summary_saver_hook_new(hk_hook **out, const hk_summary_saver_o
  * **Threads:** the training thread, between runs (never from inside a hook
  * callback of the same session). **Allocates:** yes.
  */
-HK_API hk_code hk_checkpoint_saver_hook_save(hk_hook *hook, const char *name, const char **prefix, hk_status *status);
+HK_API hk_code hk_checkpoint_saver_hook_save(const char **prefix, hk_hook *hook, const char *name, hk_status *status);
 
 /* ---- EarlyStoppingHook (H44) ----------------------------------------- */
 
@@ -1026,7 +1026,7 @@ typedef struct hk_early_stopping_info {
  * not an EarlyStoppingHook.
  * **Threads:** the training thread. **Allocates:** no.
  */
-HK_API hk_code hk_early_stopping_hook_info(const hk_hook *hook, hk_early_stopping_info *out, hk_status *status);
+HK_API hk_code hk_early_stopping_hook_info(hk_early_stopping_info *out, const hk_hook *hook, hk_status *status);
 
 /* ---- ProfilerHook (C140–C142, H41, D14) ----------------------------- */
 #define HK_PROFILER_OPTIONS_VERSION 1

@@ -490,7 +490,7 @@ HK_API hk_code hk_loop_run(hk_loop *loop, hk_loop_step_fn fn, void *user, hk_sta
  * fails the loop (sticky).
  * **Threads:** the training thread. **Allocates:** yes.
  */
-HK_API hk_code hk_loop_save(hk_loop *loop, const char *name, const char **prefix, hk_status *status);
+HK_API hk_code hk_loop_save(const char **prefix, hk_loop *loop, const char *name, hk_status *status);
 
 /**
  * Ask the loop to stop after the step in progress (a clean stop: the final
@@ -572,8 +572,7 @@ HK_API hk_session *hk_loop_session(hk_loop *loop);
  * **Threads:** the training thread (the writer itself may then be used
  * from any thread). **Allocates:** at the first request for a directory.
  */
-HK_API hk_code hk_loop_summary_writer(hk_loop *loop, const char *logdir, hk_summary_writer **out,
-                                      hk_status *status);
+HK_API hk_code hk_loop_summary_writer(hk_summary_writer **out, hk_loop *loop, const char *logdir, hk_status *status);
 
 /**
  * Record a value pushed from the program's code: a scalar summary `tag` =

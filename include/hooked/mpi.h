@@ -308,7 +308,7 @@ HK_API void hk_mpi_ps_free(hk_mpi_ps *ps);
  * **Errors:** INVALID_ARGUMENT for NULL arguments, on a worker, or for a
  * graph without a global step; the graph's errors.
  */
-HK_API hk_code hk_mpi_ps_serve_op(hk_mpi_ps *ps, hk_graph *g, hk_handle *out, const char *name, hk_status *status);
+HK_API hk_code hk_mpi_ps_serve_op(hk_handle *out, hk_mpi_ps *ps, hk_graph *g, const char *name, hk_status *status);
 
 /**
  * Chief: the hook that ends the service. It is a chief-only hook

@@ -125,7 +125,7 @@ HK_API hk_handle hk_scaffold_init_op(const hk_scaffold *s);
 /** @return the copied init feeds, borrowed; @param n receives their count. */
 HK_API const hk_feed *hk_scaffold_init_feed(const hk_scaffold *s, size_t *n);
 /** @return init_fn; @param user receives init_fn_user (borrowed). */
-HK_API hk_init_fn hk_scaffold_init_fn(const hk_scaffold *s, void **user);
+HK_API hk_init_fn hk_scaffold_init_fn(void **user, const hk_scaffold *s);
 /** @return the ready op: a 1-D string tensor (C62, C72). */
 HK_API hk_handle hk_scaffold_ready_op(const hk_scaffold *s);
 /** @return the ready-for-local-init op: a 1-D string tensor (C62, C70). */
@@ -248,7 +248,7 @@ typedef struct hk_prepare_options {
  * init_fn's and the executor's errors unchanged.
  * **Threads:** the owner's; init_fn runs on it. **Allocates:** yes.
  */
-HK_API hk_code hk_session_manager_prepare_session(hk_session_manager *sm, hk_raw_session **out,
+HK_API hk_code hk_session_manager_prepare_session(hk_raw_session **out, hk_session_manager *sm,
                                                   const hk_prepare_options *opts, hk_status *status);
 /**
  * Recover a raw session (C74): create a raw session, try to restore (as
@@ -269,9 +269,8 @@ HK_API hk_code hk_session_manager_prepare_session(hk_session_manager *sm, hk_raw
  * error: local init is skipped and *initialized stays 0.
  * **Threads:** the owner's. **Allocates:** yes.
  */
-HK_API hk_code hk_session_manager_recover_session(hk_session_manager *sm, hk_raw_session **out,
-                                                  int *initialized, const hk_prepare_options *opts,
-                                                  hk_status *status);
+HK_API hk_code hk_session_manager_recover_session(hk_raw_session **out, int *initialized, hk_session_manager *sm,
+                                                  const hk_prepare_options *opts, hk_status *status);
 /**
  * Wait for a ready raw session (C73), as a worker does: loop creating a raw
  * session, running local init and, if that could run, the ready check; a
@@ -289,8 +288,8 @@ HK_API hk_code hk_session_manager_recover_session(hk_session_manager *sm, hk_raw
  * and of running local init or the ready op, unchanged.
  * **Threads:** the owner's. **Allocates:** yes.
  */
-HK_API hk_code hk_session_manager_wait_for_session(hk_session_manager *sm, hk_raw_session **out,
-                                                   double max_wait_secs, hk_status *status);
+HK_API hk_code hk_session_manager_wait_for_session(hk_raw_session **out, hk_session_manager *sm, double max_wait_secs,
+                                                   hk_status *status);
 /**
  * What the last hk_session_manager_prepare_session() or
  * hk_session_manager_recover_session() call restored: the checkpoint prefix

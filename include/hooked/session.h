@@ -328,7 +328,7 @@ HK_API hk_code hk_step_context_request_stop(hk_step_context *ctx, hk_status *sta
  *         end() error; the failed-state error (H18); `exit_code` when not
  *         clean; OK. Errors not returned are logged at ERROR.
  * After the first close, whatever it returned, the session is closed (C32):
- * should_stop() is true, hk_session_graph() and hk_session_raw_session()
+ * should_stop() is true, hk_session_executor() and hk_session_raw_session()
  * return NULL, run() fails (C37), and
  * a further close does nothing and returns OK (D7).
  * **Errors:** as @return; FAILED_PRECONDITION with the busy message from
@@ -365,7 +365,7 @@ HK_API hk_raw_session *hk_session_raw_session(hk_session *s);
  * **Ownership:** borrowed (the caller owns the executor).
  * **Threads:** the training thread. **Allocates:** no.
  */
-HK_API hk_executor *hk_session_graph(hk_session *s);
+HK_API hk_executor *hk_session_executor(hk_session *s);
 /**
  * The current coordinator: a fresh one after each (re-)creation (C4), so
  * fetch it again after a recovery. Stop requests on it are seen by

@@ -28,8 +28,8 @@
  *     hk_summary_writer_free(w);
  *
  * One writer per directory per session (H26). Inside a session, ask the
- * session for its writer of a directory (hk_session_summary_writer(), or
- * hk_hook_summary_writer() from a hook): the built-in hooks (the checkpoint
+ * session for its writer of a directory (hk_summary_writer_from_session(), or
+ * hk_summary_writer_from_hook() from a hook): the built-in hooks (the checkpoint
  * savers' CHECKPOINT events, StepCounterHook, SummarySaverHook) use the same
  * one, so everything written into a directory during a session goes into one
  * file. Two writers of their own in one directory write two files, which
@@ -245,12 +245,12 @@ HK_API const char *hk_summary_writer_path(const hk_summary_writer *w);
  * **Threads:** the training thread (the writer itself may then be used from
  * any thread). **Allocates:** at the first request for a directory.
  */
-HK_API hk_code hk_session_summary_writer(hk_session *s, const char *logdir, hk_summary_writer **out,
-                                         hk_status *status);
+HK_API hk_code hk_summary_writer_from_session(hk_summary_writer **out, hk_session *s, const char *logdir,
+                                              hk_status *status);
 
 /**
  * From a hook's callbacks (begin() onwards): the writer the session this
- * hook serves shares for `logdir`, as hk_session_summary_writer() gives it,
+ * hook serves shares for `logdir`, as hk_summary_writer_from_session() gives it,
  * so a third-party hook writes into the same file as the built-in ones.
  * @param out  receives the writer; NULL on failure.
  * **Ownership:** the writer is borrowed until the session lets go of the
@@ -262,8 +262,8 @@ HK_API hk_code hk_session_summary_writer(hk_session *s, const char *logdir, hk_s
  * **Threads:** the training thread. **Allocates:** at the first request for
  * a directory in a session.
  */
-HK_API hk_code hk_hook_summary_writer(hk_hook *hook, const char *logdir, hk_summary_writer **out,
-                                      hk_status *status);
+HK_API hk_code hk_summary_writer_from_hook(hk_summary_writer **out, hk_hook *hook, const char *logdir,
+                                           hk_status *status);
 
 /* ---- summary ops in an executor (C61, C62, C135) ------------------------------ */
 

@@ -112,7 +112,7 @@ HK_API int hk_tensor_same_spec(const hk_tensor *a, const hk_tensor *b);
  * @return buf (unchanged and unwritten when buf is NULL or cap is 0).
  * **Ownership:** buf is the caller's.
  */
-HK_API const char *hk_shape_str(const hk_tensor *t, char *buf, size_t cap);
+HK_API const char *hk_tensor_shape_str(const hk_tensor *t, char *buf, size_t cap);
 
 /**
  * Scalar views of `*value` (rank 0, nbytes = the element size).

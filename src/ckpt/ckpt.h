@@ -79,7 +79,7 @@ hk_code hk__saver_restore_latest(hk_saver *saver, hk_raw_session *rs, const char
  */
 hk_code hk__dir_has_checkpoints(const hk_env *env, const char *dir, int *found, hk_status *st);
 
-/** The prefix hk_saver_save(saver, rs, save_path, step, ...) would write
+/** The prefix hk_saver_save(prefix, saver, rs, save_path, step, ...) would write
  *  ("<save_path>-<step>", "%08d" with pad_step_number; save_path
  *  itself for HK_UNSET_STEPS), allocated through the Saver's env; NULL on
  *  OOM or a NULL argument. */

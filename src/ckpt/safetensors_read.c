@@ -97,7 +97,7 @@ const char *hk_checkpoint_reader_path(const hk_checkpoint_reader *r) { return r 
 int64_t hk_checkpoint_reader_step(const hk_checkpoint_reader *r) { return r ? r->step : 0; }
 size_t hk_checkpoint_reader_count(const hk_checkpoint_reader *r) { return r ? r->n : 0; }
 
-hk_code hk_checkpoint_reader_entry(const hk_checkpoint_reader *r, size_t i, hk_checkpoint_entry *out,
+hk_code hk_checkpoint_reader_entry(hk_checkpoint_entry *out, const hk_checkpoint_reader *r, size_t i,
                                    hk_status *status) {
   if (!r) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_reader_entry: 'r' is NULL");
   if (!out) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_reader_entry: 'out' is NULL");

@@ -88,13 +88,13 @@ static hk_code describe_vars(hk_saver *s, hk_status *st) {
     if (!s->var_info || !s->views) return oom(st, "describing the Saver's variables");
   }
   for (size_t i = 0; i < s->nvars; i++) {
-    rc = hk_executor_variable_info(s->ex, s->var_index[i], &s->var_info[i], st);
+    rc = hk_executor_variable_info(&s->var_info[i], s->ex, s->var_index[i], st);
     if (rc != HK_OK) return rc;
   }
   s->gs_name = NULL;
   {
     size_t gs;
-    if (hk_executor_global_step(s->ex, NULL, &gs, NULL) == HK_OK)
+    if (hk_executor_global_step(NULL, &gs, s->ex, NULL) == HK_OK)
       for (size_t i = 0; i < s->nvars && !s->gs_name; i++)
         if (s->var_index[i] == gs) s->gs_name = s->var_info[i].name;
   }
@@ -127,7 +127,7 @@ hk_code hk__saver_resolve_vars(hk_saver *s, hk_status *st) {
     if (!s->var_index) return oom(st, "listing the executor's variables");
   }
   for (size_t i = 0; i < count; i++) {
-    rc = hk_executor_variable_info(s->ex, i, &info, st);
+    rc = hk_executor_variable_info(&info, s->ex, i, st);
     if (rc != HK_OK) {
       unresolve(s);
       return rc;
@@ -271,7 +271,7 @@ int hk_checkpoint_exists(const hk_env *env, const char *prefix) {
   return hk__fs_is_file(&fs, data);
 }
 
-hk_code hk_remove_checkpoint(const hk_env *env, const char *prefix, hk_status *status) {
+hk_code hk_checkpoint_remove(const hk_env *env, const char *prefix, hk_status *status) {
   /* The data file, the graph description and its legacy name. */
   static const char *const exts[3] = {DATA_EXT, GRAPH_EXT, LEGACY_META_EXT};
   char paths[3][PATH_BUF];
@@ -299,7 +299,7 @@ hk_code hk_remove_checkpoint(const hk_env *env, const char *prefix, hk_status *s
   return HK_OK;
 }
 
-hk_code hk_checkpoint_mtimes(const hk_env *env, const char *const *prefixes, size_t n, double *out, hk_status *status) {
+hk_code hk_checkpoint_mtimes(double *out, const hk_env *env, const char *const *prefixes, size_t n, hk_status *status) {
   hk__fs fs;
   if (n > 0 && !prefixes) return hk_status_set(status, HK_INVALID_ARGUMENT, "prefixes is NULL");
   if (n > 0 && !out) return hk_status_set(status, HK_INVALID_ARGUMENT, "out is NULL");

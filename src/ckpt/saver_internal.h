@@ -23,7 +23,7 @@
  * a TensorFlow MetaGraphDef, so not named like one). */
 #define GRAPH_EXT ".graph.txt"
 /* What that companion was called before; retention and
- * hk_remove_checkpoint still remove it. */
+ * hk_checkpoint_remove still remove it. */
 #define LEGACY_META_EXT ".meta"
 
 struct hk_saver {

@@ -51,7 +51,7 @@ static hk_code report_unrestored(hk_saver *s, hk_checkpoint_reader *r, const cha
     if (where[i] != NOT_IN_CHECKPOINT) used[where[i]] = 1;
   for (size_t j = 0; j < count; j++) {
     hk_checkpoint_entry e;
-    if (used[j] || hk_checkpoint_reader_entry(r, j, &e, NULL) != HK_OK) continue;
+    if (used[j] || hk_checkpoint_reader_entry(&e, r, j, NULL) != HK_OK) continue;
     hk_env_log(env, s->explicit_vars ? HK_LOG_DEBUG : HK_LOG_WARNING,
                "Checkpoint %s holds %s, which this program does not restore.", path, e.name);
   }
@@ -102,7 +102,7 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
       rc = hk_status_set(st, HK_NOT_FOUND, "Key %s not found in checkpoint %s", info->name, path);
       goto done;
     }
-    if (rc == HK_OK) rc = hk_checkpoint_reader_entry(r, where[i], &e, &why);
+    if (rc == HK_OK) rc = hk_checkpoint_reader_entry(&e, r, where[i], &why);
     if (rc != HK_OK) {
       hk__status_copy(st, &why);
       goto done;
@@ -121,7 +121,7 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
       *mismatch = 1;
       rc = hk_status_set(st, HK_INVALID_ARGUMENT,
                          "Variable %s has shape %s but checkpoint %s holds it with shape %s: shapes differ", info->name,
-                         hk_shape_str(&want, a, sizeof a), path, hk_shape_str(&have, b, sizeof b));
+                         hk_tensor_shape_str(&want, a, sizeof a), path, hk_tensor_shape_str(&have, b, sizeof b));
       goto done;
     }
   }
@@ -146,7 +146,7 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
     if (where[i] == NOT_IN_CHECKPOINT) continue;
     rc = (s->var_info[i].flags & HK_VAR_OPTIONAL)
              ? HK_UNIMPLEMENTED
-             : hk_raw_session_variable_storage(rs, s->var_index[i], &storage, &why);
+             : hk_raw_session_variable_storage(&storage, rs, s->var_index[i], &why);
     if (rc == HK_UNIMPLEMENTED) {
       assign[nassign++] = i;
       continue;
@@ -550,7 +550,7 @@ static void warn_skip(const hk_env *env, const char *path, const char *reason) {
 
 static const char *lf_or_default(const char *lf) { return lf ? lf : DEFAULT_LATEST; }
 
-hk_code hk_latest_checkpoint(const hk_env *env, const char *dir, const char *latest_filename, char **out,
+hk_code hk_checkpoint_latest(char **out, const hk_env *env, const char *dir, const char *latest_filename,
                              hk_status *status) {
   failures fl;
   cands c;

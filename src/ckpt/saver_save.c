@@ -530,7 +530,7 @@ size_t hk__saver_info_nbytes(const hk_variable_info *info) {
 
 static hk_code read_view(hk_saver *s, hk_raw_session *rs, size_t i, hk_tensor *out, hk_status *st) {
   const hk_variable_info *info = &s->var_info[i];
-  hk_code rc = hk_raw_session_read_variable(rs, s->var_index[i], out, st);
+  hk_code rc = hk_raw_session_read_variable(out, rs, s->var_index[i], st);
   if (rc != HK_OK) return rc;
   if (out->dtype != info->dtype || out->rank != info->rank ||
       memcmp(out->dims, info->dims, (size_t)info->rank * sizeof info->dims[0]) != 0 ||
@@ -680,8 +680,8 @@ static hk_code save_failed(const char *save_path, int64_t step, hk_code rc, cons
   return hk_status_set(status, rc, "Saving checkpoint for step %" PRId64 " into %s failed: %s", step, save_path, cause);
 }
 
-hk_code hk_saver_save(hk_saver *saver, hk_raw_session *rs, const char *save_path, int64_t step, unsigned flags,
-                      const char **prefix, hk_status *status) {
+hk_code hk_saver_save(const char **prefix, hk_saver *saver, hk_raw_session *rs, const char *save_path, int64_t step,
+                      unsigned flags, hk_status *status) {
   text_buf graph;
   int64_t record = step;
   char *out = NULL;
@@ -701,7 +701,7 @@ hk_code hk_saver_save(hk_saver *saver, hk_raw_session *rs, const char *save_path
   /* GS is read by a run, which would invalidate views taken before it. */
   if (step == HK_UNSET_STEPS) {
     hk_status why = HK_STATUS_INIT;
-    rc = hk_raw_session_global_step(rs, &record, &why);
+    rc = hk_raw_session_global_step(&record, rs, &why);
     if (rc == HK_NOT_FOUND) {
       record = 0;
     } else if (rc != HK_OK) {

@@ -264,8 +264,8 @@ void hk_checkpoint_state_free(hk_checkpoint_state *cs) {
   hk_env_free(&env, cs);
 }
 
-hk_code hk_get_checkpoint_state(const hk_env *env, const char *dir, const char *latest_filename,
-                                hk_checkpoint_state **out, hk_status *status) {
+hk_code hk_checkpoint_state_get(hk_checkpoint_state **out, const hk_env *env, const char *dir,
+                                const char *latest_filename, hk_status *status) {
   char buf[600];
   hk_checkpoint_state *cs;
   hk__state s;
@@ -274,11 +274,11 @@ hk_code hk_get_checkpoint_state(const hk_env *env, const char *dir, const char *
   if (out) *out = NULL;
   rc = hk_env_check(env, "env", status);
   if (rc != HK_OK) return rc;
-  if (!out) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_get_checkpoint_state: 'out' is NULL");
-  if (!dir) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_get_checkpoint_state: 'dir' is NULL");
+  if (!out) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_state_get: 'out' is NULL");
+  if (!dir) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_state_get: 'dir' is NULL");
   if (!latest_filename) latest_filename = DEFAULT_LATEST_FILENAME;
   if (!hk__valid_name(latest_filename))
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_get_checkpoint_state: latest_filename %s is not a valid name",
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_state_get: latest_filename %s is not a valid name",
                          hk__state_printable(latest_filename, strlen(latest_filename), buf, 300));
 
   rc = hk__state_read(env, dir, latest_filename, &s, status);
@@ -341,7 +341,7 @@ static const char *bare_name(const char *dir, const char *name) {
   return strchr(rest, '/') ? NULL : rest;
 }
 
-hk_code hk_update_checkpoint_state(const hk_env *env, const char *dir, const char *newest, const char *const *names,
+hk_code hk_checkpoint_state_update(const hk_env *env, const char *dir, const char *newest, const char *const *names,
                                    size_t n, const double *timestamps, double last_preserved,
                                    const char *latest_filename, hk_status *status) {
   const char **bare = NULL;
@@ -352,15 +352,15 @@ hk_code hk_update_checkpoint_state(const hk_env *env, const char *dir, const cha
 
   rc = hk_env_check(env, "env", status);
   if (rc != HK_OK) return rc;
-  if (!dir) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_update_checkpoint_state: 'dir' is NULL");
-  if (!newest) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_update_checkpoint_state: 'newest' is NULL");
+  if (!dir) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_state_update: 'dir' is NULL");
+  if (!newest) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_state_update: 'newest' is NULL");
   if (n > 0 && !names)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_update_checkpoint_state: 'names' is NULL with n = %zu", n);
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_state_update: 'names' is NULL with n = %zu", n);
   if (!hk__state_number_ok(last_preserved))
     return hk_status_set(status, HK_INVALID_ARGUMENT,
-                         "hk_update_checkpoint_state: last_preserved must be finite and >= 0, got %g", last_preserved);
+                         "hk_checkpoint_state_update: last_preserved must be finite and >= 0, got %g", last_preserved);
   if (n >= SIZE_MAX / sizeof(double) - 1)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_update_checkpoint_state: n = %zu is too large", n);
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_state_update: n = %zu is too large", n);
 
   newest_bare = bare_name(dir, newest);
   if (!newest_bare)
@@ -377,7 +377,7 @@ hk_code hk_update_checkpoint_state(const hk_env *env, const char *dir, const cha
   at = n;
   for (size_t i = 0; i < n; i++) {
     if (!names[i]) {
-      rc = hk_status_set(status, HK_INVALID_ARGUMENT, "hk_update_checkpoint_state: names[%zu] is NULL", i);
+      rc = hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_state_update: names[%zu] is NULL", i);
       goto done;
     }
     bare[i] = bare_name(dir, names[i]);

@@ -294,7 +294,7 @@ int hk_coordinator_wait_for_stop(hk_coordinator *c, double timeout_secs) {
   }
 }
 
-hk_code hk_coordinator_error(hk_coordinator *c, hk_status *out) {
+hk_code hk_coordinator_error(hk_status *out, hk_coordinator *c) {
   hk_code code;
 
   if (c == NULL) return hk_status_set(out, HK_INVALID_ARGUMENT, "c: coordinator must not be NULL");
@@ -324,7 +324,7 @@ int hk_coordinator_clean_stop_requested(hk_coordinator *c) {
 
 /* ---- threads ------------------------------------------------------------- */
 
-hk_code hk_coordinator_register_thread(hk_coordinator *c, const char *name, hk_coordinator_thread **token,
+hk_code hk_coordinator_register_thread(hk_coordinator_thread **token, hk_coordinator *c, const char *name,
                                        hk_status *status) {
   hk_coordinator_thread *t;
   size_t n;
@@ -423,7 +423,7 @@ hk_code hk_coordinator_start_thread(hk_coordinator *c, const char *name, hk_thre
   if (name == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "name: must not be NULL");
   if (fn == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "fn: must not be NULL");
 
-  rc = hk_coordinator_register_thread(c, name, &t, status);
+  rc = hk_coordinator_register_thread(&t, c, name, status);
   if (rc != HK_OK) return rc;
   t->fn = fn;
   t->user = user;

@@ -69,7 +69,7 @@ void *hk_executor_self(const hk_executor *ex) { return ex ? ex->self : NULL; }
     if (!ex) return hk_status_set(st, HK_INVALID_ARGUMENT, fn ": executor is NULL"); \
   } while (0)
 
-hk_code hk_executor_resolve_tensor(hk_executor *ex, const char *name, hk_handle *out, hk_status *st) {
+hk_code hk_executor_resolve_tensor(hk_handle *out, hk_executor *ex, const char *name, hk_status *st) {
   CHECK_EX("hk_executor_resolve_tensor");
   if (!name) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_executor_resolve_tensor: name is NULL");
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_executor_resolve_tensor: out is NULL");
@@ -77,7 +77,7 @@ hk_code hk_executor_resolve_tensor(hk_executor *ex, const char *name, hk_handle 
   return ex->vt->resolve_tensor(ex->self, name, out, st);
 }
 
-hk_code hk_executor_resolve_op(hk_executor *ex, const char *name, hk_handle *out, hk_status *st) {
+hk_code hk_executor_resolve_op(hk_handle *out, hk_executor *ex, const char *name, hk_status *st) {
   CHECK_EX("hk_executor_resolve_op");
   if (!name) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_executor_resolve_op: name is NULL");
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_executor_resolve_op: out is NULL");
@@ -106,7 +106,7 @@ size_t hk_executor_variable_count(hk_executor *ex) {
   return ex && ex->vt->variable_count ? ex->vt->variable_count(ex->self) : 0;
 }
 
-hk_code hk_executor_variable_info(hk_executor *ex, size_t index, hk_variable_info *out, hk_status *st) {
+hk_code hk_executor_variable_info(hk_variable_info *out, hk_executor *ex, size_t index, hk_status *st) {
   CHECK_EX("hk_executor_variable_info");
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_executor_variable_info: out is NULL");
   memset(out, 0, sizeof *out);
@@ -125,7 +125,7 @@ hk_code hk_executor_find_variable(hk_executor *ex, const char *name, size_t *ind
   size_t n = hk_executor_variable_count(ex);
   for (size_t i = 0; i < n; i++) {
     hk_variable_info info;
-    hk_code rc = hk_executor_variable_info(ex, i, &info, st);
+    hk_code rc = hk_executor_variable_info(&info, ex, i, st);
     if (rc != HK_OK) return rc;
     if (info.name && strcmp(info.name, name) == 0) {
       *index = i;
@@ -139,12 +139,12 @@ hk_code hk_executor_find_variable(hk_executor *ex, const char *name, size_t *ind
 static size_t variable_by_handle(hk_executor *ex, hk_handle h, hk_variable_info *info) {
   size_t n = hk_executor_variable_count(ex);
   for (size_t i = 0; i < n; i++) {
-    if (hk_executor_variable_info(ex, i, info, NULL) == HK_OK && info->tensor == h) return i;
+    if (hk_executor_variable_info(info, ex, i, NULL) == HK_OK && info->tensor == h) return i;
   }
   return n;
 }
 
-hk_code hk_executor_global_step(hk_executor *ex, hk_variable_info *out, size_t *index, hk_status *st) {
+hk_code hk_executor_global_step(hk_variable_info *out, size_t *index, hk_executor *ex, hk_status *st) {
   CHECK_EX("hk_executor_global_step");
   hk_variable_info info;
   size_t n = hk_executor_variable_count(ex);
@@ -163,7 +163,7 @@ hk_code hk_executor_global_step(hk_executor *ex, hk_variable_info *out, size_t *
   }
   if (found == n) {
     for (size_t i = 0; i < n; i++) {
-      if (hk_executor_variable_info(ex, i, &info, NULL) == HK_OK && info.name &&
+      if (hk_executor_variable_info(&info, ex, i, NULL) == HK_OK && info.name &&
           strcmp(info.name, "global_step") == 0) {
         found = i;
         break;
@@ -181,14 +181,14 @@ hk_code hk_executor_global_step(hk_executor *ex, hk_variable_info *out, size_t *
     memcpy(shape.dims, info.dims, sizeof shape.dims);
     char buf[128];
     return hk_status_set(st, HK_INVALID_ARGUMENT, "Existing \"global_step\" is not scalar: %s",
-                         hk_shape_str(&shape, buf, sizeof buf));
+                         hk_tensor_shape_str(&shape, buf, sizeof buf));
   }
   if (out) *out = info;
   if (index) *index = found;
   return HK_OK;
 }
 
-hk_code hk_executor_role_get(hk_executor *ex, const char *role, hk_handle *out, size_t cap, size_t *count,
+hk_code hk_executor_role_get(hk_handle *out, size_t cap, size_t *count, hk_executor *ex, const char *role,
                              hk_status *st) {
   CHECK_EX("hk_executor_role_get");
   if (!role) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_executor_role_get: role is NULL");
@@ -208,7 +208,7 @@ hk_code hk_executor_role_add(hk_executor *ex, const char *role, hk_handle h, hk_
   return ex->vt->role_add(ex->self, role, h, st);
 }
 
-hk_code hk_executor_default_op(hk_executor *ex, hk_default_op kind, hk_handle *out, hk_status *st) {
+hk_code hk_executor_default_op(hk_handle *out, hk_executor *ex, hk_default_op kind, hk_status *st) {
   CHECK_EX("hk_executor_default_op");
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_executor_default_op: out is NULL");
   *out = HK_NO_HANDLE;
@@ -353,7 +353,7 @@ hk_code hk_raw_session_run(hk_raw_session *rs, const hk_run_args *args, hk_tenso
   return rs->ex->vt->run(rs->ex->self, rs->session, args, results, md, st);
 }
 
-hk_code hk_raw_session_read_variable(hk_raw_session *rs, size_t index, hk_tensor *out, hk_status *st) {
+hk_code hk_raw_session_read_variable(hk_tensor *out, hk_raw_session *rs, size_t index, hk_status *st) {
   if (!rs) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_raw_session_read_variable: session is NULL");
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_raw_session_read_variable: out is NULL");
   if (!rs->open)
@@ -381,7 +381,7 @@ hk_code hk_raw_session_assign_variable(hk_raw_session *rs, size_t index, const h
   return rs->ex->vt->variable_assign(rs->ex->self, rs->session, index, value, st);
 }
 
-hk_code hk_raw_session_variable_storage(hk_raw_session *rs, size_t index, hk_tensor *out, hk_status *st) {
+hk_code hk_raw_session_variable_storage(hk_tensor *out, hk_raw_session *rs, size_t index, hk_status *st) {
   hk_variable_info info;
   hk_tensor want;
   hk_code rc;
@@ -397,7 +397,7 @@ hk_code hk_raw_session_variable_storage(hk_raw_session *rs, size_t index, hk_ten
   /* A version-1 vtable ends before this slot; it is never read. */
   if (rs->ex->vt->version < 2 || !rs->ex->vt->variable_storage)
     return hk_status_set(st, HK_UNIMPLEMENTED, "executor '%s' does not hand out variable storage", vt_name(rs->ex->vt));
-  rc = hk_executor_variable_info(rs->ex, index, &info, st);
+  rc = hk_executor_variable_info(&info, rs->ex, index, st);
   if (rc != HK_OK) return rc;
   rc = rs->ex->vt->variable_storage(rs->ex->self, rs->session, index, out, st);
   if (rc != HK_OK) {
@@ -426,15 +426,15 @@ hk_code hk_raw_session_variable_storage(hk_raw_session *rs, size_t index, hk_ten
   return HK_OK;
 }
 
-hk_code hk_raw_session_global_step(hk_raw_session *rs, int64_t *out, hk_status *st) {
+hk_code hk_raw_session_global_step(int64_t *out, hk_raw_session *rs, hk_status *st) {
   if (!rs) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_raw_session_global_step: session is NULL");
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_raw_session_global_step: out is NULL");
   hk_variable_info info;
-  hk_code rc = hk_executor_global_step(rs->ex, &info, NULL, st);
+  hk_code rc = hk_executor_global_step(&info, NULL, rs->ex, st);
   if (rc != HK_OK) return rc;
   hk_run_args args = {NULL, 0, &info.tensor, 1, NULL, 0, NULL};
   hk_tensor result;
   rc = hk_raw_session_run(rs, &args, &result, NULL, st);
   if (rc != HK_OK) return rc;
-  return hk_tensor_to_i64(&result, "global_step", out, st);
+  return hk_tensor_to_i64(out, &result, "global_step", st);
 }

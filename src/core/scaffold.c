@@ -173,7 +173,7 @@ static hk_code fill_role(hk_scaffold *s, hk_executor *ex, hk_handle *field, cons
   if (*field != HK_NO_HANDLE) return HK_OK;
   hk_handle found[2];
   size_t count = 0;
-  hk_code rc = hk_executor_role_get(ex, role, found, 2, &count, st);
+  hk_code rc = hk_executor_role_get(found, 2, &count, ex, role, st);
   if (rc != HK_OK) return rc;
   if (count > 1)
     return hk_status_set(st, HK_FAILED_PRECONDITION,
@@ -185,7 +185,7 @@ static hk_code fill_role(hk_scaffold *s, hk_executor *ex, hk_handle *field, cons
     return HK_OK;
   }
   hk_status tmp = HK_STATUS_INIT;
-  rc = hk_executor_default_op(ex, kind, field, &tmp);
+  rc = hk_executor_default_op(field, ex, kind, &tmp);
   if (rc == HK_UNIMPLEMENTED) {
     /* An executor without defaults leaves the field unset; the session
      * manager then reports what is missing. */
@@ -215,7 +215,7 @@ static hk_code fill_summary_op(hk_scaffold *s, hk_executor *ex, hk_handle **out,
   if (s->nsummary_op) return HK_OK;
   hk_handle found[2];
   size_t count = 0;
-  hk_code rc = hk_executor_role_get(ex, HK_ROLE_SUMMARY_OP, found, 2, &count, st);
+  hk_code rc = hk_executor_role_get(found, 2, &count, ex, HK_ROLE_SUMMARY_OP, st);
   if (rc != HK_OK) return rc;
   if (count > 1)
     return hk_status_set(st, HK_FAILED_PRECONDITION,
@@ -228,12 +228,12 @@ static hk_code fill_summary_op(hk_scaffold *s, hk_executor *ex, hk_handle **out,
     *n = 1;
     return HK_OK;
   }
-  rc = hk_executor_role_get(ex, HK_ROLE_SUMMARIES, NULL, 0, &count, st);
+  rc = hk_executor_role_get(NULL, 0, &count, ex, HK_ROLE_SUMMARIES, st);
   if (rc != HK_OK || count == 0) return rc; /* no summaries: unset */
   hk_handle *all = hk_env_calloc(&s->env, count, sizeof *all);
   if (!all) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_scaffold_finalize: out of memory");
   size_t got = 0;
-  rc = hk_executor_role_get(ex, HK_ROLE_SUMMARIES, all, count, &got, st);
+  rc = hk_executor_role_get(all, count, &got, ex, HK_ROLE_SUMMARIES, st);
   if (rc == HK_OK && got != count)
     rc = hk_status_set(st, HK_INTERNAL, "hk_scaffold_finalize: role \"%s\" changed size while read", HK_ROLE_SUMMARIES);
   if (rc != HK_OK) {
@@ -321,7 +321,7 @@ const hk_feed *hk_scaffold_init_feed(const hk_scaffold *s, size_t *n) {
   if (n) *n = s ? s->ninit_feed : 0;
   return s ? s->init_feed : NULL;
 }
-hk_init_fn hk_scaffold_init_fn(const hk_scaffold *s, void **user) {
+hk_init_fn hk_scaffold_init_fn(void **user, const hk_scaffold *s) {
   if (user) *user = s ? s->init_fn_user : NULL;
   return s ? s->init_fn : NULL;
 }

@@ -123,17 +123,17 @@ static hk_code make_raw_session(hk_session *s, hk_raw_session **out, hk_status *
     }
     return rc;
   }
-  if (!s->is_chief) return hk_session_manager_wait_for_session(s->sm, out, s->max_wait_secs, st);
+  if (!s->is_chief) return hk_session_manager_wait_for_session(out, s->sm, s->max_wait_secs, st);
   hk_prepare_options po = HK_PREPARE_OPTIONS_INIT;
   po.init_op = hk_scaffold_init_op(s->scaffold);
   po.init_feed = hk_scaffold_init_feed(s->scaffold, &po.ninit_feed);
-  po.init_fn = hk_scaffold_init_fn(s->scaffold, &po.init_fn_user);
+  po.init_fn = hk_scaffold_init_fn(&po.init_fn_user, s->scaffold);
   po.scaffold = s->scaffold;
   po.checkpoint_dir = s->ckpt_dir;
   po.checkpoint_filename_with_path = s->ckpt_path;
   po.saver = hk_scaffold_saver(s->scaffold);
   s->busy++; /* init_fn runs inside */
-  hk_code rc = hk_session_manager_prepare_session(s->sm, out, &po, st);
+  hk_code rc = hk_session_manager_prepare_session(out, s->sm, &po, st);
   s->busy--;
   return rc;
 }
@@ -507,7 +507,7 @@ hk_code hk_session_close(hk_session *s, hk_code exit_code, hk_status *st) {
   /* After the join: a thread may report an error while it is being stopped.
    * Our own stop request is clean, so it is never mistaken for one. */
   hk_status coord_err = HK_STATUS_INIT;
-  hk_code cc = s->coord ? hk_coordinator_error(s->coord, &coord_err) : HK_OK;
+  hk_code cc = s->coord ? hk_coordinator_error(&coord_err, s->coord) : HK_OK;
   close_raw(s);
   s->closed = 1;
   detach_hooks(s);
@@ -572,7 +572,7 @@ void hk_session_free(hk_session *s) {
 hk_raw_session *hk_session_raw_session(hk_session *s) {
   return s && !s->closed && s->kind == HK_SESSION_SINGULAR ? s->rs : NULL;
 }
-hk_executor *hk_session_graph(hk_session *s) { return s && !s->closed ? s->ex : NULL; }
+hk_executor *hk_session_executor(hk_session *s) { return s && !s->closed ? s->ex : NULL; }
 hk_coordinator *hk_session_coordinator(hk_session *s) { return s ? s->coord : NULL; }
 hk_scaffold *hk_session_scaffold(hk_session *s) { return s ? s->scaffold : NULL; }
 size_t hk_session_hook_count(const hk_session *s) { return s ? s->nhooks : 0; }

@@ -317,7 +317,7 @@ static hk_code needs_init(hk_session_manager *sm, int *needs, hk_status *st) {
   *needs = 0;
   for (size_t i = 0; i < n; i++) {
     hk_variable_info info;
-    hk_code rc = hk_executor_variable_info(sm->ex, i, &info, st);
+    hk_code rc = hk_executor_variable_info(&info, sm->ex, i, st);
     if (rc != HK_OK) return rc;
     if (!(info.flags & HK_VAR_EXTERNAL)) {
       *needs = 1;
@@ -389,7 +389,7 @@ static hk_code prepare_impl(hk_session_manager *sm, hk_raw_session **out, const 
   return HK_OK;
 }
 
-hk_code hk_session_manager_prepare_session(hk_session_manager *sm, hk_raw_session **out, const hk_prepare_options *o,
+hk_code hk_session_manager_prepare_session(hk_raw_session **out, hk_session_manager *sm, const hk_prepare_options *o,
                                            hk_status *st) {
   if (out) *out = NULL;
   if (!sm) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_prepare_session: manager is NULL");
@@ -408,7 +408,7 @@ hk_code hk_session_manager_prepare_session(hk_session_manager *sm, hk_raw_sessio
   return rc;
 }
 
-hk_code hk_session_manager_recover_session(hk_session_manager *sm, hk_raw_session **out, int *initialized,
+hk_code hk_session_manager_recover_session(hk_raw_session **out, int *initialized, hk_session_manager *sm,
                                            const hk_prepare_options *o, hk_status *st) {
   if (out) *out = NULL;
   if (initialized) *initialized = 0;
@@ -461,7 +461,7 @@ hk_code hk_session_manager_recover_session(hk_session_manager *sm, hk_raw_sessio
   return HK_OK;
 }
 
-hk_code hk_session_manager_wait_for_session(hk_session_manager *sm, hk_raw_session **out, double max_wait_secs,
+hk_code hk_session_manager_wait_for_session(hk_raw_session **out, hk_session_manager *sm, double max_wait_secs,
                                             hk_status *st) {
   if (out) *out = NULL;
   if (!sm) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_wait_for_session: manager is NULL");

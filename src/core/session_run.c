@@ -136,7 +136,7 @@ static hk_code check_request(hk_session *s, size_t i, hk_status *st) {
 static hk_code substitute(hk_session *s, hk_code rc, hk_status *st) {
   if (rc == HK_OK || hk_code_is_preemption(rc) || !s->coord) return rc;
   hk_status rec = HK_STATUS_INIT;
-  hk_code c = hk_coordinator_error(s->coord, &rec);
+  hk_code c = hk_coordinator_error(&rec, s->coord);
   if (hk_code_is_preemption(c)) {
     hk__status_copy(st, &rec);
     return c;
@@ -430,7 +430,7 @@ int hk_session_should_stop(hk_session *s) {
   if (!s->coord) return 1;
   if (!hk_coordinator_should_stop(s->coord)) return 0;
   hk_status rec = HK_STATUS_INIT;
-  hk_code c = hk_coordinator_error(s->coord, &rec);
+  hk_code c = hk_coordinator_error(&rec, s->coord);
   if (s->kind == HK_SESSION_MONITORED && hk_code_is_preemption(c) && !s->busy && !s->open) {
     episode ep = {0, 0, 0};
     /* A stop requested while re-creating still counts. */

@@ -1,7 +1,7 @@
 /*
  * What a session shares with its hooks: one event writer per directory,
  * made at the first hook's request and flushed at close, the public ways
- * to them (hk_session_summary_writer, hk_hook_summary_writer), and the
+ * to them (hk_summary_writer_from_session, hk_summary_writer_from_hook), and the
  * locks of the checkpoint directories its hooks write.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
@@ -95,22 +95,22 @@ static hk_code check_dir(const char *fn, const void *obj, const char *objname, c
   return HK_OK;
 }
 
-hk_code hk_session_summary_writer(hk_session *s, const char *logdir, hk_summary_writer **out, hk_status *st) {
+hk_code hk_summary_writer_from_session(hk_summary_writer **out, hk_session *s, const char *logdir, hk_status *st) {
   hk__event_writer *ew = NULL;
-  hk_code rc = check_dir("hk_session_summary_writer", s, "session", logdir, out, st);
+  hk_code rc = check_dir("hk_summary_writer_from_session", s, "session", logdir, out, st);
   if (rc != HK_OK) return rc;
   rc = shared_event_writer(s, NULL, logdir, &ew, st);
   if (rc == HK_OK) *out = hk__summary_writer_of(ew);
   return rc;
 }
 
-hk_code hk_hook_summary_writer(hk_hook *hook, const char *logdir, hk_summary_writer **out, hk_status *st) {
+hk_code hk_summary_writer_from_hook(hk_summary_writer **out, hk_hook *hook, const char *logdir, hk_status *st) {
   hk__event_writer *ew = NULL;
-  hk_code rc = check_dir("hk_hook_summary_writer", hook, "hook", logdir, out, st);
+  hk_code rc = check_dir("hk_summary_writer_from_hook", hook, "hook", logdir, out, st);
   if (rc != HK_OK) return rc;
   if (hook->owner == NULL)
     return hk_status_set(st, HK_FAILED_PRECONDITION,
-                         "hk_hook_summary_writer: hook '%s' serves no session (use hk_summary_writer_new() for a "
+                         "hk_summary_writer_from_hook: hook '%s' serves no session (use hk_summary_writer_new() for a "
                          "writer of its own)",
                          hk_hook_name(hook));
   rc = shared_event_writer((hk_session *)(uintptr_t)hook->owner, hk_hook_env(hook), logdir, &ew, st);

@@ -185,7 +185,7 @@ done:
   return rc;
 }
 
-hk_code hk_graph_op_output(hk_graph *g, hk_handle op, int32_t index, hk_handle *out, hk_status *status) {
+hk_code hk_graph_op_output(hk_graph *g, hk_handle *out, hk_handle op, int32_t index, hk_status *status) {
   int64_t o;
   if (out) *out = HK_NO_HANDLE;
   if (!g) return hk_status_set(status, HK_INVALID_ARGUMENT, "g is NULL");

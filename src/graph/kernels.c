@@ -301,7 +301,7 @@ static hk_code check_operand(hk_kernel_context *ctx, const hk_tensor *in, const 
 
 hk_code hk__kernel_assign(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
                           hk_tensor *outputs, size_t noutputs, hk_status *status) {
-  hk_tensor *var = hk_kernel_variable(ctx, 0);
+  hk_tensor *var = hk_kernel_context_variable(ctx, 0);
   hk_code rc;
   (void)user;
   (void)ninputs;
@@ -360,7 +360,7 @@ static void add_elements(hk_dtype dt, void *dst, const void *src, size_t n) {
 
 hk_code hk__kernel_assign_add(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
                               hk_tensor *outputs, size_t noutputs, hk_status *status) {
-  hk_tensor *var = hk_kernel_variable(ctx, 0);
+  hk_tensor *var = hk_kernel_context_variable(ctx, 0);
   size_t esize = hk_dtype_size(var->dtype);
   hk_code rc;
   (void)user;
@@ -386,7 +386,8 @@ hk_code hk__kernel_init(void *user, hk_kernel_context *ctx, const hk_tensor *inp
   (void)outputs;
   (void)noutputs;
   (void)status;
-  for (i = 0; i < op->nmutates; i++) hk__graph_initialize(&g->vars[op->mutates[i]], hk_kernel_variable(ctx, i)->data);
+  for (i = 0; i < op->nmutates; i++)
+    hk__graph_initialize(&g->vars[op->mutates[i]], hk_kernel_context_variable(ctx, i)->data);
   return HK_OK;
 }
 

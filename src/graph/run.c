@@ -46,7 +46,7 @@ typedef struct gsession {
   size_t nops, nslots, nvars, nin; /* graph sizes the arrays below cover */
   unsigned char *var_init;
   void **var_data;     /* graph-owned buffer or the host's external_data */
-  hk_tensor *var_view; /* what hk_kernel_variable hands out */
+  hk_tensor *var_view; /* what hk_kernel_context_variable hands out */
   hk_tensor *out;      /* per slot: the op output after its last execution */
   void **out_buf;      /* per slot: pre-sized buffer */
   hk_tensor *in;       /* kernel input scratch */
@@ -63,12 +63,12 @@ struct hk_kernel_context {
 
 /* ---- kernel context ------------------------------------------------------- */
 
-hk_tensor *hk_kernel_variable(hk_kernel_context *ctx, size_t i) {
+hk_tensor *hk_kernel_context_variable(hk_kernel_context *ctx, size_t i) {
   if (!ctx || !ctx->op || i >= ctx->op->nmutates) return NULL;
   return &ctx->s->var_view[ctx->op->mutates[i]];
 }
 
-const hk_env *hk_kernel_env(hk_kernel_context *ctx) { return ctx ? &ctx->g->env : NULL; }
+const hk_env *hk_kernel_context_env(hk_kernel_context *ctx) { return ctx ? &ctx->g->env : NULL; }
 
 const hk__graph_op *hk__kernel_op(hk_kernel_context *ctx) { return ctx->op; }
 

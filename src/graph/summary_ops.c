@@ -236,7 +236,7 @@ static hk_code add_summary_op(hk_graph *g, hk_handle *out, const char *name, hk_
   def.outputs = &spec;
   def.noutputs = 1;
   rc = hk_graph_op(g, &op, &def, st);
-  if (rc == HK_OK) rc = hk_graph_op_output(g, op, 0, &tensor, st);
+  if (rc == HK_OK) rc = hk_graph_op_output(g, &tensor, op, 0, st);
   if (rc != HK_OK) {
     hk_env_free(&g->env, state);
     return rc;
@@ -324,14 +324,14 @@ hk_code hk_graph_merge_summary(hk_graph *g, hk_handle *out, const char *name, co
     return add_merge(g, out, fn, name, inputs, n, status);
   }
   /* merge_all: what HK_ROLE_SUMMARIES holds now. */
-  rc = hk_executor_role_get(g->executor, HK_ROLE_SUMMARIES, NULL, 0, &count, status);
+  rc = hk_executor_role_get(NULL, 0, &count, g->executor, HK_ROLE_SUMMARIES, status);
   if (rc != HK_OK) return rc;
   if (count == 0)
     return hk_status_set(status, HK_FAILED_PRECONDITION, "%s: no summary is registered under \"%s\" to merge", fn,
                          HK_ROLE_SUMMARIES);
   all = hk_env_calloc(&g->env, count, sizeof *all);
   if (!all) return oom(status, name);
-  rc = hk_executor_role_get(g->executor, HK_ROLE_SUMMARIES, all, count, &count, status);
+  rc = hk_executor_role_get(all, count, &count, g->executor, HK_ROLE_SUMMARIES, status);
   if (rc == HK_OK) rc = add_merge(g, out, fn, name, all, count, status);
   hk_env_free(&g->env, all);
   return rc;

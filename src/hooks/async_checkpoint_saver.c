@@ -453,7 +453,7 @@ hk_code hk__async_ckpt_end(ckpt_hook *self, hk_raw_session *session, hk_status *
     keep_first(&first, status, rc, &st);
   }
 
-  rc = hk_raw_session_global_step(session, &gs, &st);
+  rc = hk_raw_session_global_step(&gs, session, &st);
   if (rc != HK_OK) {
     keep_first(&first, status, rc, &st);
     return first;

@@ -70,12 +70,12 @@ hk_code hk__ckpt_hook_check_after_run(ckpt_hook *self, hk_run_context *ctx, cons
 
   if (!self->check.has_stop_at) return HK_OK;
   /* The save part of after_run checked the fetched global step is there. */
-  rc = hk_tensor_to_i64(&values->results[0], "global_step", &stale, st);
+  rc = hk_tensor_to_i64(&stale, &values->results[0], "global_step", st);
   if (rc != HK_OK) return rc;
   /* As StopAtStep: the run's own step count first, then the step as
    * the raw session has it. */
   if (stale < self->check.stop_at - self->steps_per_run) return HK_OK;
-  rc = hk_raw_session_global_step(hk_run_context_session(ctx), &gs, st);
+  rc = hk_raw_session_global_step(&gs, hk_run_context_session(ctx), st);
   if (rc != HK_OK) return rc;
   if (gs < self->check.stop_at) return HK_OK;
   log_stop(self, gs, "after this step; the final checkpoint is written at it");

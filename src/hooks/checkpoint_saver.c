@@ -117,7 +117,7 @@ static hk_code cs_begin(void *user, hk_executor *graph, hk_status *status) {
   if (rc != HK_OK) return rc;
   rc = hk__hook_event_writer(self->hook, self->dir, &self->events, &self->owns_events, status);
   if (rc != HK_OK) return rc;
-  rc = hk_executor_global_step(graph, &info, NULL, status);
+  rc = hk_executor_global_step(&info, NULL, graph, status);
   if (rc == HK_NOT_FOUND)
     return hk_status_set(status, HK_FAILED_PRECONDITION, "Global step should be created to use %s.", self->kind);
   if (rc != HK_OK) return rc;
@@ -125,7 +125,7 @@ static hk_code cs_begin(void *user, hk_executor *graph, hk_status *status) {
   self->metric = HK_NO_HANDLE;
   if (self->best_k > 0) {
     hk_status why = HK_STATUS_INIT;
-    rc = hk_executor_resolve_tensor(graph, self->best_metric, &self->metric, &why);
+    rc = hk_executor_resolve_tensor(&self->metric, graph, self->best_metric, &why);
     if (rc != HK_OK) return hk_status_set(status, rc, "%s: best_metric '%s': %s", self->kind, self->best_metric, why.message);
   }
   return hk__ckpt_hook_listeners_begin(self, status);
@@ -200,7 +200,7 @@ static hk_code cs_after_create_session(void *user, hk_raw_session *session, hk_c
 
   (void)coord;
   self->rs = session;
-  rc = hk_raw_session_global_step(session, &gs, status);
+  rc = hk_raw_session_global_step(&gs, session, status);
   if (rc != HK_OK) return rc;
   if (self->async) {
     /* A re-creation while a write is in flight (a hook driven outside a
@@ -270,7 +270,7 @@ static hk_code after_run_save(ckpt_hook *self, hk_run_context *ctx, const hk_run
   if (values == NULL || values->nresults < 1 || values->results == NULL)
     return hk_status_set(status, HK_INTERNAL, "%s: the global step it fetched is missing from its run values",
                          self->kind);
-  rc = hk_tensor_to_i64(&values->results[0], "global_step", &stale, status);
+  rc = hk_tensor_to_i64(&stale, &values->results[0], "global_step", status);
   if (rc != HK_OK) return rc;
 
   if (self->async) {
@@ -282,7 +282,7 @@ static hk_code after_run_save(ckpt_hook *self, hk_run_context *ctx, const hk_run
   /* Stale GS + steps_per_run is the post-run GS when every run adds
    * steps_per_run; the raw-session read confirms it. */
   if (!hk_timer_should_trigger(&self->timer, add_sat(stale, self->steps_per_run))) return HK_OK;
-  rc = hk_raw_session_global_step(rs, &gs, status);
+  rc = hk_raw_session_global_step(&gs, rs, status);
   if (rc != HK_OK) return rc;
   if (!hk_timer_should_trigger(&self->timer, gs)) return HK_OK;
 
@@ -330,7 +330,7 @@ static hk_code end_sync(ckpt_hook *self, hk_raw_session *session, hk_status *sta
   int stop = 0;
   hk_code rc;
 
-  rc = hk_raw_session_global_step(session, &gs, status);
+  rc = hk_raw_session_global_step(&gs, session, status);
   if (rc != HK_OK) return rc;
   if (!hk_timer_last_triggered_step(&self->timer, &last) || last != gs) {
     rc = hk__ckpt_hook_save_sync(self, session, gs, &stop, status);
@@ -589,7 +589,7 @@ static hk_code save_now(ckpt_hook *self, const char *name, const char **prefix, 
   }
   rc = hk__ckpt_hook_resolve_saver(self, st);
   if (rc != HK_OK) return rc;
-  rc = hk_raw_session_global_step(rs, &gs, st);
+  rc = hk_raw_session_global_step(&gs, rs, st);
   if (rc != HK_OK) return rc;
   if (name == NULL) {
     char *mine;
@@ -611,14 +611,14 @@ static hk_code save_now(ckpt_hook *self, const char *name, const char **prefix, 
     char *path = hk__path_join(&self->senv, self->dir, name);
     if (path == NULL) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory", self->kind);
     hk_hook_log(self->hook, HK_LOG_INFO, "Saving unmanaged checkpoint %s at step %" PRId64 ".", path, gs);
-    rc = hk_saver_save(self->saver, rs, path, HK_UNSET_STEPS, HK_SAVE_NO_STATE, &written, st);
+    rc = hk_saver_save(&written, self->saver, rs, path, HK_UNSET_STEPS, HK_SAVE_NO_STATE, st);
     hk_env_free(&self->senv, path);
     if (rc != HK_OK) return rc;
     return keep_prefix(self, written, prefix, st);
   }
 }
 
-hk_code hk_checkpoint_saver_hook_save(hk_hook *hook, const char *name, const char **prefix, hk_status *status) {
+hk_code hk_checkpoint_saver_hook_save(const char **prefix, hk_hook *hook, const char *name, hk_status *status) {
   ckpt_hook *self;
 
   if (prefix != NULL) *prefix = NULL;

@@ -131,7 +131,7 @@ hk_code hk__ckpt_hook_read_metric(ckpt_hook *self, hk_raw_session *rs, int64_t s
   args.fetches = &self->metric;
   args.nfetches = 1;
   rc = hk_raw_session_run(rs, &args, &result, NULL, &why);
-  if (rc == HK_OK) rc = hk_tensor_to_f64(&result, self->best_metric, &value, &why);
+  if (rc == HK_OK) rc = hk_tensor_to_f64(&value, &result, self->best_metric, &why);
   if (rc != HK_OK)
     return hk_status_set(st, rc, "%s: best_metric '%s' for the checkpoint of step %" PRId64 ": %s", self->kind,
                          self->best_metric, step, why.message);
@@ -210,7 +210,7 @@ hk_code hk__ckpt_hook_save_sync(ckpt_hook *self, hk_raw_session *rs, int64_t ste
   if (self->best_k > 0) hk__saver_note_metric(self->saver, metric);
   /* The graph is described once per creation, in graph.txt; no file
    * beside the checkpoint repeats it. */
-  rc = hk_saver_save(self->saver, rs, self->save_path, step, HK_SAVE_DEFAULT, NULL, st);
+  rc = hk_saver_save(NULL, self->saver, rs, self->save_path, step, HK_SAVE_DEFAULT, st);
   /* A save that failed before its write must not leave the value to the next. */
   if (rc != HK_OK && self->best_k > 0) hk__saver_note_metric(self->saver, NAN);
   if (rc != HK_OK) return rc;

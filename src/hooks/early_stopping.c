@@ -88,7 +88,7 @@ static hk_code load_state(early_stopping *self, hk_raw_session *rs, hk_status *s
   hk_tensor t;
   double v[HK_EARLY_STOPPING_STATE_SIZE];
   hk_status inner = HK_STATUS_INIT;
-  hk_code rc = hk_raw_session_read_variable(rs, self->state_index, &t, &inner);
+  hk_code rc = hk_raw_session_read_variable(&t, rs, self->state_index, &inner);
 
   if (rc != HK_OK)
     return hk_status_set(status, rc, HOOK_NAME ": reading state variable '%s': %s", self->state_name, inner.message);
@@ -189,7 +189,7 @@ static hk_code read_monitor(early_stopping *self, hk_raw_session *rs, double *va
   rc = hk_raw_session_run(rs, &args, &result, NULL, &inner);
   if (rc != HK_OK)
     return hk_status_set(status, rc, HOOK_NAME ": reading monitor '%s': %s", self->monitor, inner.message);
-  rc = hk_tensor_to_f64(&result, self->monitor, value, &inner);
+  rc = hk_tensor_to_f64(value, &result, self->monitor, &inner);
   if (rc != HK_OK) return hk_status_set(status, rc, HOOK_NAME ": monitor %s", inner.message);
   return HK_OK;
 }
@@ -208,13 +208,13 @@ static hk_code es_begin(void *user, hk_executor *graph, hk_status *status) {
   self->mon = HK_NO_HANDLE;
   self->gs = HK_NO_HANDLE;
   reset_progress(self);
-  rc = hk_executor_global_step(graph, &info, NULL, status);
+  rc = hk_executor_global_step(&info, NULL, graph, status);
   if (rc == HK_NOT_FOUND)
     return hk_status_set(status, HK_FAILED_PRECONDITION, "Global step should be created to use " HOOK_NAME ".");
   if (rc != HK_OK) return rc; /* a GS of the wrong dtype or shape: get_global_step's message */
   self->gs = info.tensor;
   if (!self->reported) {
-    rc = hk_executor_resolve_tensor(graph, self->monitor, &self->mon, &inner);
+    rc = hk_executor_resolve_tensor(&self->mon, graph, self->monitor, &inner);
     if (rc != HK_OK) return hk_status_set(status, rc, HOOK_NAME ": monitor '%s': %s", self->monitor, inner.message);
   }
   if (self->state_name != NULL) {
@@ -223,7 +223,7 @@ static hk_code es_begin(void *user, hk_executor *graph, hk_status *status) {
       return hk_status_set(status, rc,
                            HOOK_NAME ": state variable '%s': %s (create it: F64, shape [%d], zero, checkpointed)",
                            self->state_name, inner.message, HK_EARLY_STOPPING_STATE_SIZE);
-    rc = hk_executor_variable_info(graph, self->state_index, &info, status);
+    rc = hk_executor_variable_info(&info, graph, self->state_index, status);
     if (rc != HK_OK) return rc;
     if (info.dtype != HK_DTYPE_F64 || info.rank != 1 || info.dims[0] != HK_EARLY_STOPPING_STATE_SIZE) {
       hk_tensor spec;
@@ -234,7 +234,7 @@ static hk_code es_begin(void *user, hk_executor *graph, hk_status *status) {
       memcpy(spec.dims, info.dims, sizeof spec.dims);
       return hk_status_set(status, HK_INVALID_ARGUMENT,
                            HOOK_NAME ": state variable '%s' is %s of shape %s; it must be F64 of shape [%d]",
-                           self->state_name, hk_dtype_name(info.dtype), hk_shape_str(&spec, shape, sizeof shape),
+                           self->state_name, hk_dtype_name(info.dtype), hk_tensor_shape_str(&spec, shape, sizeof shape),
                            HK_EARLY_STOPPING_STATE_SIZE);
     }
     if (info.flags & HK_VAR_LOCAL)
@@ -251,7 +251,7 @@ static hk_code es_after_create_session(void *user, hk_raw_session *session, hk_c
   hk_code rc;
 
   (void)coord;
-  rc = hk_raw_session_global_step(session, &gs, status);
+  rc = hk_raw_session_global_step(&gs, session, status);
   if (rc != HK_OK) return rc;
   /* A creation is no evaluation: the first one comes at the next multiple. */
   self->bucket = floor_div(gs, self->every);
@@ -292,13 +292,13 @@ static hk_code es_after_run(void *user, hk_run_context *ctx, const hk_run_values
   if (self->reported) {
     if (!self->pending) return HK_OK;
     self->pending = 0;
-    rc = hk_raw_session_global_step(rs, &gs, status);
+    rc = hk_raw_session_global_step(&gs, rs, status);
     if (rc != HK_OK) return rc;
     return evaluate(self, ctx, self->pending_value, gs, status);
   }
   if (values == NULL || values->nresults < 1 || values->results == NULL)
     return hk_status_set(status, HK_INTERNAL, HOOK_NAME ": the global step it fetched is missing from its run values");
-  rc = hk_tensor_to_i64(&values->results[0], "global_step", &stale, status);
+  rc = hk_tensor_to_i64(&stale, &values->results[0], "global_step", status);
   if (rc != HK_OK) return rc;
   /* Driven without after_create_session: the first run sets the bucket. */
   if (!self->created) {
@@ -310,7 +310,7 @@ static hk_code es_after_run(void *user, hk_run_context *ctx, const hk_run_values
    * new multiple may have been reached only when stale + 1 reaches one.
    * The raw session's GS decides. */
   if (stale == INT64_MAX || floor_div(stale + 1, self->every) <= self->bucket) return HK_OK;
-  rc = hk_raw_session_global_step(rs, &gs, status);
+  rc = hk_raw_session_global_step(&gs, rs, status);
   if (rc != HK_OK) return rc;
   if (floor_div(gs, self->every) <= self->bucket) return HK_OK;
   self->bucket = floor_div(gs, self->every);
@@ -454,7 +454,7 @@ hk_code hk_early_stopping_report(hk_hook *hook, double value, hk_status *status)
   return HK_OK;
 }
 
-hk_code hk_early_stopping_hook_info(const hk_hook *hook, hk_early_stopping_info *out, hk_status *status) {
+hk_code hk_early_stopping_hook_info(hk_early_stopping_info *out, const hk_hook *hook, hk_status *status) {
   const early_stopping *self;
   if (out != NULL) memset(out, 0, sizeof *out);
   if (hook == NULL || out == NULL)

@@ -61,11 +61,11 @@ static hk_code fo_begin(void *user, hk_executor *graph, hk_status *status) {
   for (size_t i = 0; i < self->nops; i++) {
     const char *name = self->names[i];
     hk_handle h = HK_NO_HANDLE;
-    rc = hk_executor_resolve_tensor(graph, name, &h, &inner);
+    rc = hk_executor_resolve_tensor(&h, graph, name, &inner);
     if (rc == HK_NOT_FOUND && strchr(name, ':') == NULL) {
       hk_status op_st = HK_STATUS_INIT;
       /* A bare name without an output 0 is an op run for its effect. */
-      if (hk_executor_resolve_op(graph, name, &h, &op_st) == HK_OK) {
+      if (hk_executor_resolve_op(&h, graph, name, &op_st) == HK_OK) {
         self->is_target[i] = 1;
         self->targets[self->ntargets++] = h;
         continue;
@@ -78,7 +78,7 @@ static hk_code fo_begin(void *user, hk_executor *graph, hk_status *status) {
     self->fetches[self->nfetches++] = h;
   }
   for (size_t i = 0; i < self->nfeeds; i++) {
-    rc = hk_executor_resolve_tensor(graph, self->feed_names[i], &self->feeds[i].tensor, &inner);
+    rc = hk_executor_resolve_tensor(&self->feeds[i].tensor, graph, self->feed_names[i], &inner);
     if (rc != HK_OK)
       return hk_status_set(status, rc, HOOK_NAME ": final_feed '%s': %s", self->feed_names[i], inner.message);
   }
@@ -318,7 +318,7 @@ oom:
   return hk_status_set(status, HK_RESOURCE_EXHAUSTED, HOOK_NAME ": out of memory");
 }
 
-hk_code hk_final_ops_hook_values(const hk_hook *hook, const hk_tensor **values, size_t *count, hk_status *status) {
+hk_code hk_final_ops_hook_values(const hk_tensor **values, size_t *count, const hk_hook *hook, hk_status *status) {
   const final_ops *self;
   uint64_t tag;
 

@@ -33,7 +33,7 @@ static hk_code gsw_begin(void *user, hk_executor *graph, hk_status *status) {
 
   self->started = 0;
   self->coord = NULL;
-  rc = hk_executor_global_step(graph, NULL, NULL, status);
+  rc = hk_executor_global_step(NULL, NULL, graph, status);
   if (rc == HK_NOT_FOUND)
     return hk_status_set(status, HK_FAILED_PRECONDITION, "Global step should be created to use GlobalStepWaiterHook.");
   return rc;
@@ -79,7 +79,7 @@ static hk_code gsw_before_run(void *user, hk_run_context *ctx, hk_run_request *r
       return hk_status_set(status, HK_CANCELLED, "Stopped waiting for global step %" PRId64 ": stop requested.",
                            self->wait_until_step);
     /* (b) */
-    rc = hk_raw_session_global_step(hk_run_context_session(ctx), &gs, status);
+    rc = hk_raw_session_global_step(&gs, hk_run_context_session(ctx), status);
     if (rc != HK_OK) return rc;
     if (gs >= self->wait_until_step) {
       self->started = 1;

@@ -291,14 +291,14 @@ static hk_code resolve(logging_tensor *self, hk_executor *graph, size_t i, hk_st
   const char *name = self->names[i];
   hk_status inner = HK_STATUS_INIT;
   hk_handle h = HK_NO_HANDLE, other = HK_NO_HANDLE;
-  hk_code rc = hk_executor_resolve_tensor(graph, name, &h, &inner);
+  hk_code rc = hk_executor_resolve_tensor(&h, graph, name, &inner);
 
   if (rc != HK_OK) return hk_status_set(status, rc, HOOK_NAME ": tensor '%s': %s", name, inner.message);
   if (strchr(name, ':') == NULL) {
     /* A bare name stands for output 0 only when the op has no
      * output 1. */
     snprintf(self->probe, strlen(name) + 3, "%s:1", name);
-    if (hk_executor_resolve_tensor(graph, self->probe, &other, NULL) == HK_OK)
+    if (hk_executor_resolve_tensor(&other, graph, self->probe, NULL) == HK_OK)
       return hk_status_set(status, HK_INVALID_ARGUMENT,
                            "Name %s is ambiguous, as this Operation has multiple outputs (at least 2).", name);
   }

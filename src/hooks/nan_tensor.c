@@ -72,7 +72,7 @@ static hk_code nt_begin(void *user, hk_executor *graph, hk_status *status) {
 
   self->loss = self->given;
   if (self->loss_name != NULL) {
-    hk_code rc = hk_executor_resolve_tensor(graph, self->loss_name, &self->loss, &inner);
+    hk_code rc = hk_executor_resolve_tensor(&self->loss, graph, self->loss_name, &inner);
     if (rc != HK_OK) return hk_status_set(status, rc, HOOK_NAME ": loss '%s': %s", self->loss_name, inner.message);
     snprintf(self->label, sizeof self->label, "%s", self->loss_name);
   } else {
@@ -83,7 +83,7 @@ static hk_code nt_begin(void *user, hk_executor *graph, hk_status *status) {
   nvars = hk_executor_variable_count(graph);
   for (size_t i = 0; i < nvars; i++) {
     hk_variable_info info;
-    if (hk_executor_variable_info(graph, i, &info, NULL) != HK_OK || info.tensor != self->loss) continue;
+    if (hk_executor_variable_info(&info, graph, i, NULL) != HK_OK || info.tensor != self->loss) continue;
     if (!hk_dtype_is_float(info.dtype))
       return hk_status_set(status, HK_INVALID_ARGUMENT,
                            HOOK_NAME ": loss '%s' is a %s variable; NaN needs a floating dtype (f16, bf16, f32, f64)",

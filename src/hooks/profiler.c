@@ -284,7 +284,7 @@ static hk_code prof_begin(void *user, hk_executor *graph, hk_status *st) {
   hk_code rc = hk_timer_init(&p->timer, p->save_secs, p->save_steps, "save_secs", "save_steps",
                              &hk_hook_env(p->hook)->clock, st);
   if (rc != HK_OK) return rc;
-  rc = hk_executor_global_step(graph, &info, NULL, st);
+  rc = hk_executor_global_step(&info, NULL, graph, st);
   if (rc == HK_NOT_FOUND)
     return hk_status_set(st, HK_FAILED_PRECONDITION, "Global step should be created to use ProfilerHook.");
   if (rc != HK_OK) return rc;
@@ -317,14 +317,14 @@ static hk_code prof_after_run(void *user, hk_run_context *ctx, const hk_run_valu
   int64_t stale, gs;
   if (!values || values->nresults < 1)
     return hk_status_set(st, HK_INTERNAL, "ProfilerHook: the global step it fetched is missing from its run values");
-  hk_code rc = hk_tensor_to_i64(&values->results[0], "global_step", &stale, st);
+  hk_code rc = hk_tensor_to_i64(&stale, &values->results[0], "global_step", st);
   if (rc != HK_OK) return rc;
   if (!p->have_next) hk_timer_update(&p->timer, stale, NULL, NULL);
   gs = stale + 1;
   if (p->requested) {
     /* Read GS again, keep the executor's trace until the spans of
      * this run are complete (every after_run of it has run). */
-    rc = hk_raw_session_global_step(hk_run_context_session(ctx), &gs, st);
+    rc = hk_raw_session_global_step(&gs, hk_run_context_session(ctx), st);
     if (rc != HK_OK) return rc;
     hk_timer_update(&p->timer, gs, NULL, NULL);
     const hk_run_metadata *md = values->metadata;

@@ -174,7 +174,7 @@ static hk_code current_step(progress *self, hk_raw_session *session, int64_t *st
     *step = self->start_step + self->runs;
     return HK_OK;
   }
-  return hk_raw_session_global_step(session, step, status);
+  return hk_raw_session_global_step(step, session, status);
 }
 
 static void sample_rate(progress *self, int64_t step, double now) {
@@ -235,7 +235,7 @@ static hk_code pg_begin(void *user, hk_executor *graph, hk_status *status) {
   self->every_secs = !hk_secs_is_unset(self->every_secs_opt) ? self->every_secs_opt
                      : self->terminal                        ? TERMINAL_SECS
                                                              : PLAIN_SECS;
-  rc = hk_executor_global_step(graph, NULL, NULL, &st);
+  rc = hk_executor_global_step(NULL, NULL, graph, &st);
   if (rc == HK_OK) {
     self->has_gs = 1;
   } else if (rc == HK_NOT_FOUND) {
@@ -245,7 +245,7 @@ static hk_code pg_begin(void *user, hk_executor *graph, hk_status *status) {
   }
   if (self->loss_name != NULL) {
     hk_status_clear(&st);
-    rc = hk_executor_resolve_tensor(graph, self->loss_name, &self->loss, &st);
+    rc = hk_executor_resolve_tensor(&self->loss, graph, self->loss_name, &st);
     if (rc != HK_OK) return hk_status_set(status, rc, HOOK_NAME ": loss tensor '%s': %s", self->loss_name, st.message);
   }
   return HK_OK;
@@ -262,7 +262,7 @@ static hk_code pg_after_create_session(void *user, hk_raw_session *session, hk_c
    * after begin() resumed at; a re-creation (recovery) keeps it. */
   if (self->stream == NULL || self->started) return HK_OK;
   if (self->has_gs) {
-    rc = hk_raw_session_global_step(session, &self->start_step, status);
+    rc = hk_raw_session_global_step(&self->start_step, session, status);
     if (rc != HK_OK) return rc;
   }
   self->started = 1;
@@ -335,7 +335,7 @@ static hk_code to_double(const progress *self, const hk_tensor *t, double *out, 
   }
   if (hk_dtype_is_integer(t->dtype)) {
     int64_t v;
-    hk_code rc = hk_tensor_to_i64(t, self->loss_name, &v, status);
+    hk_code rc = hk_tensor_to_i64(&v, t, self->loss_name, status);
     if (rc == HK_OK) *out = (double)v;
     return rc;
   }

@@ -74,7 +74,7 @@ static hk_code sc_begin(void *user, hk_executor *graph, hk_status *status) {
   rc = hk_timer_init(&self->timer, self->every_n_secs, self->every_n_steps, "every_n_secs", "every_n_steps",
                      &self->senv.clock, status);
   if (rc != HK_OK) return rc;
-  rc = hk_executor_global_step(graph, &info, NULL, status);
+  rc = hk_executor_global_step(&info, NULL, graph, status);
   if (rc == HK_NOT_FOUND)
     return hk_status_set(status, HK_FAILED_PRECONDITION, "Global step should be created to use StepCounterHook.");
   if (rc != HK_OK) return rc; /* a GS that is not an integer scalar */
@@ -127,13 +127,13 @@ static hk_code sc_after_run(void *user, hk_run_context *ctx, const hk_run_values
 
   if (values == NULL || values->nresults < 1 || values->results == NULL)
     return hk_status_set(status, HK_INTERNAL, "StepCounterHook: the global step it fetched is missing from its run values");
-  rc = hk_tensor_to_i64(&values->results[0], "global_step", &stale, status);
+  rc = hk_tensor_to_i64(&stale, &values->results[0], "global_step", status);
   if (rc != HK_OK) return rc;
   next = stale > INT64_MAX - self->steps_per_run ? INT64_MAX : stale + self->steps_per_run;
   if (hk_timer_should_trigger(&self->timer, next)) {
     /* The stale value only says a trigger is possible; the real GS
      * after the run decides. */
-    rc = hk_raw_session_global_step(hk_run_context_session(ctx), &gs, status);
+    rc = hk_raw_session_global_step(&gs, hk_run_context_session(ctx), status);
     if (rc != HK_OK) return rc;
     if (hk_timer_should_trigger(&self->timer, gs)) {
       double secs = 0;

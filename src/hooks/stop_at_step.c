@@ -34,7 +34,7 @@ static hk_code sas_begin(void *user, hk_executor *graph, hk_status *status) {
   self->have_last_step = self->num_steps == HK_UNSET_STEPS;
   self->last_step = self->have_last_step ? self->given_last_step : 0;
 
-  rc = hk_executor_global_step(graph, &info, NULL, status);
+  rc = hk_executor_global_step(&info, NULL, graph, status);
   if (rc == HK_NOT_FOUND)
     return hk_status_set(status, HK_FAILED_PRECONDITION, "Global step should be created to use StopAtStepHook.");
   if (rc != HK_OK) return rc; /* a GS of the wrong dtype or shape: get_global_step's message */
@@ -49,7 +49,7 @@ static hk_code sas_after_create_session(void *user, hk_raw_session *session, hk_
   hk_code rc;
 
   (void)coord;
-  rc = hk_raw_session_global_step(session, &gs, status);
+  rc = hk_raw_session_global_step(&gs, session, status);
   if (rc != HK_OK) return rc;
 
   /* num_steps counts from the GS of the first creation after begin(),
@@ -87,7 +87,7 @@ static hk_code sas_after_run(void *user, hk_run_context *ctx, const hk_run_value
   if (values == NULL || values->nresults < 1 || values->results == NULL)
     return hk_status_set(status, HK_INTERNAL,
                          "StopAtStepHook: the global step it fetched is missing from its run values");
-  rc = hk_tensor_to_i64(&values->results[0], "global_step", &stale, status);
+  rc = hk_tensor_to_i64(&stale, &values->results[0], "global_step", status);
   if (rc != HK_OK) return rc;
   /* Driven without after_create_session and with num_steps, there is no
    * last step to compare with yet. */
@@ -96,7 +96,7 @@ static hk_code sas_after_run(void *user, hk_run_context *ctx, const hk_run_value
    * (last_step >= 0). The +1 assumes the step added one; the re-read
    * confirms it. */
   if (stale < self->last_step - 1) return HK_OK;
-  rc = hk_raw_session_global_step(hk_run_context_session(ctx), &gs, status);
+  rc = hk_raw_session_global_step(&gs, hk_run_context_session(ctx), status);
   if (rc != HK_OK) return rc;
   if (gs >= self->last_step) hk_run_context_request_stop(ctx);
   return HK_OK;

@@ -93,7 +93,7 @@ static hk_code ss_begin(void *user, hk_executor *graph, hk_status *status) {
   rc = hk_timer_init(&self->timer, self->save_secs, self->save_steps, "save_secs", "save_steps", &self->senv.clock,
                      status);
   if (rc != HK_OK) return rc;
-  rc = hk_executor_global_step(graph, &info, NULL, status);
+  rc = hk_executor_global_step(&info, NULL, graph, status);
   if (rc == HK_NOT_FOUND)
     return hk_status_set(status, HK_FAILED_PRECONDITION, "Global step should be created to use SummarySaverHook.");
   if (rc != HK_OK) return rc;
@@ -159,11 +159,11 @@ static hk_code ss_after_run(void *user, hk_run_context *ctx, const hk_run_values
   if (values == NULL || values->nresults < 1 || values->results == NULL)
     return hk_status_set(status, HK_INTERNAL,
                          "SummarySaverHook: the global step it fetched is missing from its run values");
-  rc = hk_tensor_to_i64(&values->results[0], "global_step", &gs, status);
+  rc = hk_tensor_to_i64(&gs, &values->results[0], "global_step", status);
   if (rc != HK_OK) return rc;
   gs = gs == INT64_MAX ? gs : gs + 1; /* the stale step + 1 */
   if (!self->have_next || self->requested) {
-    rc = hk_raw_session_global_step(hk_run_context_session(ctx), &gs, status);
+    rc = hk_raw_session_global_step(&gs, hk_run_context_session(ctx), status);
     if (rc != HK_OK) return rc;
   }
   if (!self->have_next) {

@@ -162,7 +162,7 @@ int64_t hk__host_global_step(const hk__host *h) {
   hk_tensor t;
   if (hk_tensor_init(&t, e->dtype, 0, NULL, e->data, NULL) != HK_OK) return 0;
   int64_t v = 0;
-  (void)hk_tensor_to_i64(&t, e->name, &v, NULL);
+  (void)hk_tensor_to_i64(&v, &t, e->name, NULL);
   return v;
 }
 
@@ -440,8 +440,8 @@ static hk_code x_variable_assign(void *self, void *session, size_t index, const 
     char want[96], got[96];
     hk_tensor spec = spec_of(e);
     return hk_status_set(st, HK_INVALID_ARGUMENT, "cannot assign a %s%s value to '%s', a %s%s",
-                         hk_dtype_name(value->dtype), hk_shape_str(value, got, sizeof got), e->name,
-                         hk_dtype_name(e->dtype), hk_shape_str(&spec, want, sizeof want));
+                         hk_dtype_name(value->dtype), hk_tensor_shape_str(value, got, sizeof got), e->name,
+                         hk_dtype_name(e->dtype), hk_tensor_shape_str(&spec, want, sizeof want));
   }
   hk_snapshot_before_write(((hk__host *)self)->snap, index); /* a pending snapshot copies it first */
   if (e->save)
@@ -483,10 +483,10 @@ static hk_code x_describe(void *self, hk_text_sink sink, void *sink_user, hk_sta
     const entry *e = &h->e[i];
     char line[512], shape[96];
     hk_tensor t = spec_of(e);
-    int len = snprintf(line, sizeof line, "%s %s %s%s%s%s\n", e->save ? "state" : "array", e->name,
-                       hk_dtype_name(e->dtype), hk_shape_str(&t, shape, sizeof shape),
-                       (e->flags & HK_VAR_LOCAL) ? " not-checkpointed" : "",
-                       (e->flags & HK_VAR_OPTIONAL) ? " optional" : "");
+    int len =
+        snprintf(line, sizeof line, "%s %s %s%s%s%s\n", e->save ? "state" : "array", e->name, hk_dtype_name(e->dtype),
+                 hk_tensor_shape_str(&t, shape, sizeof shape), (e->flags & HK_VAR_LOCAL) ? " not-checkpointed" : "",
+                 (e->flags & HK_VAR_OPTIONAL) ? " optional" : "");
     if (len < 0) continue;
     hk_code rc = sink(sink_user, line, (size_t)len < sizeof line ? (size_t)len : sizeof line - 1, st);
     if (rc != HK_OK) return rc;

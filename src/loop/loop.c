@@ -313,7 +313,7 @@ hk_code hk_loop_add_early_stopping(hk_loop *l, hk_hook *hook, hk_status *st) {
   if (l->started || l->finished)
     return MISUSE(st, "%s: called after hk_loop_start(): add early stopping before the start", fn);
   if (!hook) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: hook is NULL", fn);
-  if (hk_early_stopping_hook_info(hook, &info, &why) != HK_OK)
+  if (hk_early_stopping_hook_info(&info, hook, &why) != HK_OK)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: hook '%s' is not an EarlyStoppingHook", fn, hk_hook_name(hook));
   for (size_t i = 0; i < l->nes; i++)
     if (l->es[i] == hook) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: hook '%s' was already added", fn,
@@ -368,7 +368,7 @@ static int is_managed_name(const char *name, const char *base) {
   return 1;
 }
 
-hk_code hk_loop_save(hk_loop *l, const char *name, const char **prefix, hk_status *st) {
+hk_code hk_loop_save(const char **prefix, hk_loop *l, const char *name, hk_status *st) {
   if (prefix) *prefix = NULL;
   hk_code rc = hk__loop_check_running(l, "hk_loop_save", st);
   if (rc != HK_OK) return rc;
@@ -385,7 +385,7 @@ hk_code hk_loop_save(hk_loop *l, const char *name, const char **prefix, hk_statu
                          name, base);
   hk_status local = HK_STATUS_INIT;
   if (l->ckpt_hook) {
-    rc = hk_checkpoint_saver_hook_save(l->ckpt_hook, name, prefix, &local);
+    rc = hk_checkpoint_saver_hook_save(prefix, l->ckpt_hook, name, &local);
   } else {
     /* No hook (saves disabled): nothing runs in the background, so the
      * Saver is ours to use. */
@@ -395,8 +395,8 @@ hk_code hk_loop_save(hk_loop *l, const char *name, const char **prefix, hk_statu
                      name ? name : (l->basename ? l->basename : "model.ckpt"));
     if (n < 0 || (size_t)n >= sizeof path)
       return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_save: the checkpoint path is too long");
-    rc = hk_saver_save(l->saver, rs, path, name ? HK_UNSET_STEPS : hk__loop_global_step(l), name ? HK_SAVE_NO_STATE : 0, prefix,
-                       &local);
+    rc = hk_saver_save(prefix, l->saver, rs, path, name ? HK_UNSET_STEPS : hk__loop_global_step(l),
+                       name ? HK_SAVE_NO_STATE : 0, &local);
   }
   if (rc != HK_OK) {
     hk__loop_fail(l, rc, &local);

@@ -23,13 +23,13 @@ static hk_code loop_writer(const char *fn, hk_loop *loop, const char *logdir, hk
     return hk_status_set(status, HK_INVALID_ARGUMENT, "%s: logdir is %s", fn, logdir ? "empty" : "NULL");
   s = hk_loop_session(loop);
   if (!s) return hk_status_set(status, HK_FAILED_PRECONDITION, "%s: the loop is not started (call hk_loop_start first)", fn);
-  rc = hk_session_summary_writer(s, logdir, out, status);
+  rc = hk_summary_writer_from_session(out, s, logdir, status);
   if (rc == HK_FAILED_PRECONDITION) /* its session is closed */
     return hk_status_set(status, HK_FAILED_PRECONDITION, "%s: the loop is finished", fn);
   return rc;
 }
 
-hk_code hk_loop_summary_writer(hk_loop *loop, const char *logdir, hk_summary_writer **out, hk_status *status) {
+hk_code hk_loop_summary_writer(hk_summary_writer **out, hk_loop *loop, const char *logdir, hk_status *status) {
   return loop_writer("hk_loop_summary_writer", loop, logdir, out, status);
 }
 

@@ -25,7 +25,7 @@ static int next_shared(hk_executor *ex, size_t *cursor, hk_variable_info *info) 
   while (*cursor < n) {
     hk_status ignore = HK_STATUS_INIT;
     size_t i = (*cursor)++;
-    if (hk_executor_variable_info(ex, i, info, &ignore) == HK_OK && shared_var(info, NULL)) return 1;
+    if (hk_executor_variable_info(info, ex, i, &ignore) == HK_OK && shared_var(info, NULL)) return 1;
   }
   return 0;
 }
@@ -118,11 +118,11 @@ static hk_code bcast_after_create_session(void *user, hk_raw_session *rs, hk_coo
   size_t sent = 0, bytes = 0;
   for (size_t i = 0; i < n; i++) {
     hk_variable_info info;
-    if ((rc = hk_executor_variable_info(ex, i, &info, st)) != HK_OK) return rc;
+    if ((rc = hk_executor_variable_info(&info, ex, i, st)) != HK_OK) return rc;
     if (!shared_var(&info, NULL)) continue;
     hk_tensor t;
     hk_status local = HK_STATUS_INIT;
-    rc = hk_raw_session_variable_storage(rs, i, &t, &local);
+    rc = hk_raw_session_variable_storage(&t, rs, i, &local);
     if (rc == HK_UNIMPLEMENTED) continue; /* an opaque state: per rank */
     if (rc != HK_OK) return hk_status_set(st, rc, "broadcast hook: variable '%s': %s", info.name, local.message);
     unsigned char *p = t.data;
@@ -200,7 +200,7 @@ hk_code hk__mpi_nothing_report(hk_graph *g, const char *name, hk_handle *out, hk
   hk_handle op;
   hk_code rc = hk_graph_op(g, &op, &def, st);
   if (rc != HK_OK) return rc;
-  return hk_graph_op_output(g, op, 0, out, st);
+  return hk_graph_op_output(g, out, op, 0, st);
 }
 
 hk_code hk_mpi_sync_worker_ops(hk_mpi *mpi, hk_graph *g, hk_handle *ready_op, hk_handle *ready_for_local_init_op,
@@ -215,7 +215,7 @@ hk_code hk_mpi_sync_worker_ops(hk_mpi *mpi, hk_graph *g, hk_handle *ready_op, hk
    * waits for both. */
   hk_handle parts[2];
   hk_code rc = hk_graph_init_op(g, &parts[0], "mpi/worker_init_global", NULL, 0, st);
-  if (rc == HK_OK) rc = hk_executor_default_op(hk_graph_executor(g), HK_DEFAULT_LOCAL_INIT_OP, &parts[1], st);
+  if (rc == HK_OK) rc = hk_executor_default_op(&parts[1], hk_graph_executor(g), HK_DEFAULT_LOCAL_INIT_OP, st);
   if (rc == HK_OK) rc = hk_graph_group(g, local_init_op, "mpi/worker_init", parts, 2, st);
   if (rc != HK_OK) return rc;
   rc = hk__mpi_nothing_report(g, "mpi/worker_ready_for_local_init", ready_for_local_init_op, st);

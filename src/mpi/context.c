@@ -36,7 +36,7 @@ hk_code hk__mpi_fingerprint(hk_executor *ex, hk__mpi_var_pick pick, void *user, 
   size_t n = hk_executor_variable_count(ex);
   for (size_t i = 0; i < n; i++) {
     hk_variable_info info;
-    hk_code rc = hk_executor_variable_info(ex, i, &info, st);
+    hk_code rc = hk_executor_variable_info(&info, ex, i, st);
     if (rc != HK_OK) return rc;
     if (pick && !pick(&info, user)) continue;
     crc = hk__mpi_describe(crc, &info);

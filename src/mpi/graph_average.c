@@ -14,8 +14,8 @@ static hk_code average_kernel(void *user, hk_kernel_context *ctx, const hk_tenso
   (void)ctx;
   if (ninputs != 1 || noutputs != 1 || !hk_tensor_same_spec(&inputs[0], &outputs[0]))
     return hk_status_set(st, HK_INVALID_ARGUMENT, "mpi average: input is %s %s, the op was built for %s %s",
-                         hk_dtype_name(inputs[0].dtype), hk_shape_str(&inputs[0], got, sizeof got),
-                         hk_dtype_name(outputs[0].dtype), hk_shape_str(&outputs[0], want, sizeof want));
+                         hk_dtype_name(inputs[0].dtype), hk_tensor_shape_str(&inputs[0], got, sizeof got),
+                         hk_dtype_name(outputs[0].dtype), hk_tensor_shape_str(&outputs[0], want, sizeof want));
   if (outputs[0].nbytes) memcpy(outputs[0].data, inputs[0].data, outputs[0].nbytes);
   return hk_mpi_average(m, outputs[0].dtype, outputs[0].data, (size_t)hk_tensor_num_elements(&outputs[0]), st);
 }
@@ -59,5 +59,5 @@ hk_code hk_mpi_graph_average(hk_graph *g, hk_handle *out, const char *name, hk_h
   hk_handle op;
   rc = hk_graph_op(g, &op, &def, st);
   if (rc != HK_OK) return rc;
-  return hk_graph_op_output(g, op, 0, out, st);
+  return hk_graph_op_output(g, out, op, 0, st);
 }

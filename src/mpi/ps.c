@@ -85,7 +85,7 @@ hk_code hk__ps_layout(hk_mpi_ps *ps, hk_executor *ex, hk_status *st) {
   hk_variable_info gsinfo;
   size_t gs_index;
   hk_status why = HK_STATUS_INIT;
-  hk_code rc = hk_executor_global_step(ex, &gsinfo, &gs_index, &why);
+  hk_code rc = hk_executor_global_step(&gsinfo, &gs_index, ex, &why);
   /* A graph without one is a bad argument of the serve op and the worker's
    * ops, whatever the executor's own code for it. */
   if (rc != HK_OK)
@@ -98,7 +98,7 @@ hk_code hk__ps_layout(hk_mpi_ps *ps, hk_executor *ex, hk_status *st) {
   size_t n = hk_executor_variable_count(ex), count = 0;
   for (size_t i = 0; i < n; i++) {
     hk_variable_info info;
-    if ((rc = hk_executor_variable_info(ex, i, &info, st)) != HK_OK) return rc;
+    if ((rc = hk_executor_variable_info(&info, ex, i, st)) != HK_OK) return rc;
     if (i != gs_index && shared(&info)) count++;
   }
   ps_var *vars = hk_env_calloc(&ps->env, count ? count : 1, sizeof *vars);
@@ -106,7 +106,7 @@ hk_code hk__ps_layout(hk_mpi_ps *ps, hk_executor *ex, hk_status *st) {
   size_t k = 0, offset = 0;
   for (size_t i = 0; i < n; i++) {
     hk_variable_info info;
-    if ((rc = hk_executor_variable_info(ex, i, &info, st)) != HK_OK) {
+    if ((rc = hk_executor_variable_info(&info, ex, i, st)) != HK_OK) {
       hk_env_free(&ps->env, vars);
       return rc;
     }

@@ -29,14 +29,14 @@ static hk_code reply(hk_mpi_ps *ps, int dest, int64_t gs, int64_t flags, int wit
 /* The variables' current values into the reply's payload. */
 static void pack(hk_mpi_ps *ps, hk_kernel_context *ctx) {
   for (size_t k = 0; k < ps->nvars; k++) {
-    hk_tensor *v = hk_kernel_variable(ctx, k);
+    hk_tensor *v = hk_kernel_context_variable(ctx, k);
     memcpy(ps->tx + PS_HEADER_BYTES + ps->vars[k].offset, v->data, ps->vars[k].nbytes);
   }
 }
 
 static void apply(hk_mpi_ps *ps, hk_kernel_context *ctx, const unsigned char *delta) {
   for (size_t k = 0; k < ps->nvars; k++) {
-    hk_tensor *v = hk_kernel_variable(ctx, k);
+    hk_tensor *v = hk_kernel_context_variable(ctx, k);
     const unsigned char *d = delta + ps->vars[k].offset;
     if (ps->vars[k].dtype == HK_DTYPE_F32) {
       float *dst = v->data;
@@ -102,7 +102,7 @@ static void leave(hk_mpi_ps *ps, int rank) {
 static hk_code serve_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
                             hk_tensor *outputs, size_t noutputs, hk_status *st) {
   hk_mpi_ps *ps = user;
-  hk_tensor *gsv = hk_kernel_variable(ctx, ps->nvars);
+  hk_tensor *gsv = hk_kernel_context_variable(ctx, ps->nvars);
   double idle = IDLE_MIN_SECS;
   (void)inputs, (void)ninputs;
   for (;;) {
@@ -154,7 +154,7 @@ static hk_code serve_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
   }
 }
 
-hk_code hk_mpi_ps_serve_op(hk_mpi_ps *ps, hk_graph *g, hk_handle *out, const char *name, hk_status *st) {
+hk_code hk_mpi_ps_serve_op(hk_handle *out, hk_mpi_ps *ps, hk_graph *g, const char *name, hk_status *st) {
   if (!ps || !g || !out || !name)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_ps_serve_op: %s is NULL",
                          !ps ? "ps" : !g ? "g" : !out ? "out" : "name");
@@ -168,7 +168,7 @@ hk_code hk_mpi_ps_serve_op(hk_mpi_ps *ps, hk_graph *g, hk_handle *out, const cha
   if (!mut) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_mpi_ps_serve_op: out of memory");
   for (size_t k = 0; k <= ps->nvars; k++) {
     hk_variable_info info;
-    rc = hk_executor_variable_info(ex, k < ps->nvars ? ps->vars[k].index : ps->gs_index, &info, st);
+    rc = hk_executor_variable_info(&info, ex, k < ps->nvars ? ps->vars[k].index : ps->gs_index, st);
     if (rc != HK_OK) {
       hk_env_free(&ps->env, mut);
       return rc;
@@ -216,7 +216,7 @@ static hk_code chief_end(void *user, hk_raw_session *rs, hk_status *st) {
   hk_mpi_ps *ps = user;
   if (!ps->have_layout || ps->nleft == 0) return HK_OK;
   hk_tensor gst;
-  hk_code rc = hk_raw_session_variable_storage(rs, ps->gs_index, &gst, st);
+  hk_code rc = hk_raw_session_variable_storage(&gst, rs, ps->gs_index, st);
   if (rc != HK_OK) return rc;
   int64_t gs;
   memcpy(&gs, gst.data, sizeof gs);
@@ -224,7 +224,7 @@ static hk_code chief_end(void *user, hk_raw_session *rs, hk_status *st) {
   /* The payload answers pulls (a worker still starting gets the final state). */
   for (size_t k = 0; k < ps->nvars; k++) {
     hk_tensor v;
-    if ((rc = hk_raw_session_variable_storage(rs, ps->vars[k].index, &v, st)) != HK_OK) return rc;
+    if ((rc = hk_raw_session_variable_storage(&v, rs, ps->vars[k].index, st)) != HK_OK) return rc;
     memcpy(ps->tx + PS_HEADER_BYTES + ps->vars[k].offset, v.data, ps->vars[k].nbytes);
   }
   double idle = IDLE_MIN_SECS;

@@ -21,10 +21,10 @@ typedef struct wrapper {
 } wrapper;
 
 static hk_code w_resolve_tensor(void *self, const char *name, hk_handle *out, hk_status *st) {
-  return hk_executor_resolve_tensor(((wrapper *)self)->inner, name, out, st);
+  return hk_executor_resolve_tensor(out, ((wrapper *)self)->inner, name, st);
 }
 static hk_code w_resolve_op(void *self, const char *name, hk_handle *out, hk_status *st) {
-  return hk_executor_resolve_op(((wrapper *)self)->inner, name, out, st);
+  return hk_executor_resolve_op(out, ((wrapper *)self)->inner, name, st);
 }
 static const char *w_handle_name(void *self, hk_handle handle) {
   return hk_executor_handle_name(((wrapper *)self)->inner, handle);
@@ -68,7 +68,7 @@ static hk_code w_run(void *self, void *session, const hk_run_args *args, hk_tens
   if (!w->have_gs) {
     hk_variable_info info;
     hk_status ignore = HK_STATUS_INIT;
-    if (hk_executor_global_step(w->inner, &info, NULL, &ignore) == HK_OK) w->gs_tensor = info.tensor;
+    if (hk_executor_global_step(&info, NULL, w->inner, &ignore) == HK_OK) w->gs_tensor = info.tensor;
     w->have_gs = 1;
   }
   /* Only a read of the step alone: training runs keep the step their
@@ -86,24 +86,24 @@ static hk_code w_run(void *self, void *session, const hk_run_args *args, hk_tens
 
 static size_t w_variable_count(void *self) { return hk_executor_variable_count(((wrapper *)self)->inner); }
 static hk_code w_variable_info(void *self, size_t index, hk_variable_info *out, hk_status *st) {
-  return hk_executor_variable_info(((wrapper *)self)->inner, index, out, st);
+  return hk_executor_variable_info(out, ((wrapper *)self)->inner, index, st);
 }
 static hk_code w_variable_read(void *self, void *session, size_t index, hk_tensor *out, hk_status *st) {
   (void)self;
-  return hk_raw_session_read_variable(session, index, out, st);
+  return hk_raw_session_read_variable(out, session, index, st);
 }
 static hk_code w_variable_assign(void *self, void *session, size_t index, const hk_tensor *value, hk_status *st) {
   (void)self;
   return hk_raw_session_assign_variable(session, index, value, st);
 }
 static hk_code w_role_get(void *self, const char *role, hk_handle *out, size_t cap, size_t *count, hk_status *st) {
-  return hk_executor_role_get(((wrapper *)self)->inner, role, out, cap, count, st);
+  return hk_executor_role_get(out, cap, count, ((wrapper *)self)->inner, role, st);
 }
 static hk_code w_role_add(void *self, const char *role, hk_handle handle, hk_status *st) {
   return hk_executor_role_add(((wrapper *)self)->inner, role, handle, st);
 }
 static hk_code w_default_op(void *self, hk_default_op kind, hk_handle *out, hk_status *st) {
-  return hk_executor_default_op(((wrapper *)self)->inner, kind, out, st);
+  return hk_executor_default_op(out, ((wrapper *)self)->inner, kind, st);
 }
 static hk_code w_describe(void *self, hk_text_sink sink, void *sink_user, hk_status *st) {
   return hk_executor_describe(((wrapper *)self)->inner, sink, sink_user, st);
@@ -118,7 +118,7 @@ static hk_code w_control(void *self, int op, void *arg, hk_status *st) {
 }
 static hk_code w_variable_storage(void *self, void *session, size_t index, hk_tensor *out, hk_status *st) {
   (void)self;
-  return hk_raw_session_variable_storage(session, index, out, st);
+  return hk_raw_session_variable_storage(out, session, index, st);
 }
 static void w_destroy(void *self) {
   wrapper *w = self;

@@ -56,11 +56,11 @@ static hk_code ready_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
   hk_code rc = check_reply(ps, &h, st);
   if (rc != HK_OK) return rc;
   for (size_t k = 0; k < ps->nvars; k++) {
-    hk_tensor *v = hk_kernel_variable(ctx, k);
+    hk_tensor *v = hk_kernel_context_variable(ctx, k);
     memcpy(v->data, ps->rx + PS_HEADER_BYTES + ps->vars[k].offset, ps->vars[k].nbytes);
   }
   memcpy(ps->base, ps->rx + PS_HEADER_BYTES, ps->payload);
-  memcpy(hk_kernel_variable(ctx, ps->nvars)->data, &h.global_step, sizeof h.global_step);
+  memcpy(hk_kernel_context_variable(ctx, ps->nvars)->data, &h.global_step, sizeof h.global_step);
   ps->have_pull = 1;
   outputs[0].data = (void *)not_served;
   outputs[0].dims[0] = 0;
@@ -82,7 +82,7 @@ hk_code hk_mpi_ps_worker_ready_ops(hk_mpi_ps *ps, hk_graph *g, hk_handle *ready_
   if (!mut) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_mpi_ps_worker_ready_ops: out of memory");
   for (size_t k = 0; k <= ps->nvars && rc == HK_OK; k++) {
     hk_variable_info info;
-    rc = hk_executor_variable_info(ex, k < ps->nvars ? ps->vars[k].index : ps->gs_index, &info, st);
+    rc = hk_executor_variable_info(&info, ex, k < ps->nvars ? ps->vars[k].index : ps->gs_index, st);
     mut[k] = info.tensor;
   }
   hk_output_spec spec;
@@ -102,7 +102,7 @@ hk_code hk_mpi_ps_worker_ready_ops(hk_mpi_ps *ps, hk_graph *g, hk_handle *ready_
   hk_handle op;
   if (rc == HK_OK) rc = hk_graph_op(g, &op, &def, st);
   hk_env_free(&ps->env, mut);
-  if (rc == HK_OK) rc = hk_graph_op_output(g, op, 0, ready_op, st);
+  if (rc == HK_OK) rc = hk_graph_op_output(g, ready_op, op, 0, st);
   if (rc == HK_OK) rc = hk__mpi_nothing_report(g, "mpi/ps_ready_for_local_init", ready_for_local_init_op, st);
   if (rc == HK_OK) rc = hk_graph_group(g, local_init_op, "mpi/ps_local_init", NULL, 0, st);
   return rc;
@@ -138,7 +138,7 @@ static hk_code worker_after_run(void *user, hk_run_context *ctx, const hk_run_va
   unsigned char *payload = ps->tx + PS_HEADER_BYTES;
   for (size_t k = 0; k < ps->nvars; k++) {
     hk_tensor v;
-    hk_code rc = hk_raw_session_variable_storage(rs, ps->vars[k].index, &v, st);
+    hk_code rc = hk_raw_session_variable_storage(&v, rs, ps->vars[k].index, st);
     if (rc != HK_OK) return rc;
     const unsigned char *base = ps->base + ps->vars[k].offset;
     unsigned char *d = payload + ps->vars[k].offset;
@@ -169,12 +169,12 @@ static hk_code worker_after_run(void *user, hk_run_context *ctx, const hk_run_va
   /* The shared state after the update, into the worker's variables. */
   for (size_t k = 0; k < ps->nvars; k++) {
     hk_tensor v;
-    if ((rc = hk_raw_session_variable_storage(rs, ps->vars[k].index, &v, st)) != HK_OK) return rc;
+    if ((rc = hk_raw_session_variable_storage(&v, rs, ps->vars[k].index, st)) != HK_OK) return rc;
     memcpy(v.data, ps->rx + PS_HEADER_BYTES + ps->vars[k].offset, ps->vars[k].nbytes);
   }
   memcpy(ps->base, ps->rx + PS_HEADER_BYTES, ps->payload);
   hk_tensor gs;
-  if ((rc = hk_raw_session_variable_storage(rs, ps->gs_index, &gs, st)) != HK_OK) return rc;
+  if ((rc = hk_raw_session_variable_storage(&gs, rs, ps->gs_index, st)) != HK_OK) return rc;
   memcpy(gs.data, &h.global_step, sizeof h.global_step);
   if (h.flags & PS_FLAG_APPLIED) ps->updates++; /* a "stop" may come with an applied update, or instead of one */
   if (ps->chief_stopped) hk_run_context_request_stop(ctx);

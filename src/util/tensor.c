@@ -104,7 +104,7 @@ int hk_tensor_same_spec(const hk_tensor *a, const hk_tensor *b) {
   return 1;
 }
 
-const char *hk_shape_str(const hk_tensor *t, char *buf, size_t cap) {
+const char *hk_tensor_shape_str(const hk_tensor *t, char *buf, size_t cap) {
   if (!buf || cap == 0) return buf;
   buf[0] = '\0';
   if (!t) return buf;
@@ -140,7 +140,7 @@ hk_tensor hk_tensor_scalar_f32(float *value) {
   return t;
 }
 
-hk_code hk_tensor_to_i64(const hk_tensor *t, const char *what, int64_t *out, hk_status *st) {
+hk_code hk_tensor_to_i64(int64_t *out, const hk_tensor *t, const char *what, hk_status *st) {
   if (!what) what = "tensor";
   if (!t || !out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_tensor_to_i64: NULL %s", !t ? "tensor" : "out");
   if (t->rank != 0) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s is not scalar (rank %d)", what, (int)t->rank);
@@ -185,7 +185,7 @@ static double half_to_double(uint16_t h) {
   return (h & 0x8000u) ? -v : v;
 }
 
-hk_code hk_tensor_to_f64(const hk_tensor *t, const char *what, double *out, hk_status *st) {
+hk_code hk_tensor_to_f64(double *out, const hk_tensor *t, const char *what, hk_status *st) {
   size_t size;
   if (!what) what = "tensor";
   if (!t || !out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_tensor_to_f64: NULL %s", !t ? "tensor" : "out");
@@ -234,7 +234,7 @@ hk_code hk_tensor_to_f64(const hk_tensor *t, const char *what, double *out, hk_s
     int64_t v;
     hk_code rc;
     scalar.rank = 0; /* one element: read it as the scalar it is */
-    rc = hk_tensor_to_i64(&scalar, what, &v, st);
+    rc = hk_tensor_to_i64(&v, &scalar, what, st);
     if (rc == HK_OK) *out = (double)v;
     return rc;
   }

@@ -47,7 +47,7 @@ static hk_code chief_init_fn(void *user, const hk_scaffold *scaffold, hk_raw_ses
   (void)user, (void)scaffold;
   size_t index;
   hk_variable_info info;
-  hk_code rc = hk_executor_global_step(hk_raw_session_executor(rs), &info, &index, st);
+  hk_code rc = hk_executor_global_step(&info, &index, hk_raw_session_executor(rs), st);
   if (rc != HK_OK) return rc;
   int64_t v = CHIEF_STEP;
   hk_tensor t = hk_tensor_scalar_i64(&v);

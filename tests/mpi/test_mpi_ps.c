@@ -99,9 +99,9 @@ typedef struct record {
 static void read_state(hk_raw_session *rs, const record *r, int64_t *gs, float w[4]) {
   hk_tensor t;
   hk_status st = HK_STATUS_INIT;
-  assert_ok(hk_raw_session_variable_storage(rs, r->gs_index, &t, &st), &st);
+  assert_ok(hk_raw_session_variable_storage(&t, rs, r->gs_index, &st), &st);
   memcpy(gs, t.data, sizeof *gs);
-  assert_ok(hk_raw_session_variable_storage(rs, r->w_index, &t, &st), &st);
+  assert_ok(hk_raw_session_variable_storage(&t, rs, r->w_index, &st), &st);
   memcpy(w, t.data, 4 * sizeof(float));
 }
 
@@ -204,14 +204,14 @@ static void ps_build(ps_rank *p, int w_len) {
   assert_ok(hk_graph_variable(p->g, &p->w, &def, &st), &st);
   hk_executor *ex = hk_graph_executor(p->g);
   hk_variable_info info;
-  assert_ok(hk_executor_global_step(ex, &info, &p->rec.gs_index, &st), &st);
+  assert_ok(hk_executor_global_step(&info, &p->rec.gs_index, ex, &st), &st);
   assert_ok(hk_executor_find_variable(ex, "w", &p->rec.w_index, &st), &st);
   assert_ok(hk_mpi_ps_new(&p->ps, p->mpi, &st), &st);
   hk_scaffold_options so;
   assert_int_equal(hk_scaffold_options_init(&so, HK_SCAFFOLD_OPTIONS_VERSION), HK_OK);
   so.env = &p->env;
   if (p->chief) {
-    assert_ok(hk_mpi_ps_serve_op(p->ps, p->g, &p->train, "serve", &st), &st);
+    assert_ok(hk_mpi_ps_serve_op(&p->train, p->ps, p->g, "serve", &st), &st);
     assert_ok(hk_mpi_ps_chief_hook_new(&p->role, p->ps, &st), &st);
   } else {
     float delta[4] = {0, 0, 0, 0};
@@ -659,7 +659,7 @@ static void test_the_worker_executor_hands_the_inner_executor_its_raw_session(vo
     assert_ok(hk_raw_session_open(&rs, p.wex, &st), &st);
     assert_ok(hk_tensor_init(&ones, HK_DTYPE_F32, 1, dims, one, &st), &st);
     assert_ok(hk_raw_session_assign_variable(rs, p.rec.w_index, &ones, &st), &st);
-    assert_ok(hk_raw_session_read_variable(rs, p.rec.w_index, &view, &st), &st);
+    assert_ok(hk_raw_session_read_variable(&view, rs, p.rec.w_index, &st), &st);
     assert_ok(hk__snapshot_new(&snap, &p.env, &st), &st);
     assert_ok(hk__snapshot_reset(snap, 1, hk_executor_variable_count(p.wex), &st), &st);
     hk__snapshot_add(snap, p.rec.w_index, view.data, copy, sizeof copy);
@@ -679,7 +679,7 @@ static void test_the_worker_executor_hands_the_inner_executor_its_raw_session(vo
     assert_ok(hk_raw_session_run(rs, &args, NULL, NULL, &st), &st);
     assert_int_equal(hk__snapshot_copied_here(snap), 1);
     for (int e = 0; e < 4; e++) assert_true(copy[e] == 1.0f);
-    assert_ok(hk_raw_session_read_variable(rs, p.rec.w_index, &view, &st), &st); /* the run wrote w */
+    assert_ok(hk_raw_session_read_variable(&view, rs, p.rec.w_index, &st), &st); /* the run wrote w */
     assert_true(((const float *)view.data)[(mpi_rank() - 1) % 3] == 1.0f + DELTA);
     assert_ok(hk_executor_control(p.wex, HK_CONTROL_SNAPSHOT_DETACH, &a, &st), &st);
     hk_raw_session_free(inner);
@@ -711,17 +711,17 @@ static void test_constructors_reject_bad_arguments_and_the_wrong_role(void) {
   hk_executor *ex = NULL;
   if (hk_mpi_is_chief(world)) {
     /* A graph without a global step cannot be served. */
-    assert_status(hk_mpi_ps_serve_op(ps, g, &a, "serve", &st), &st, HK_INVALID_ARGUMENT, "global step");
+    assert_status(hk_mpi_ps_serve_op(&a, ps, g, "serve", &st), &st, HK_INVALID_ARGUMENT, "global step");
     assert_status(hk_mpi_ps_worker_ready_ops(ps, g, &a, &b, &c, &st), &st, HK_INVALID_ARGUMENT, "chief");
     assert_status(hk_mpi_ps_worker_executor_new(&ex, ps, hk_graph_executor(g), &st), &st, HK_INVALID_ARGUMENT,
                   "chief");
     assert_status(hk_mpi_ps_worker_hook_new(&h, ps, &st), &st, HK_INVALID_ARGUMENT, "chief");
     assert_ok(hk_graph_get_or_create_global_step(g, &gs, &st), &st);
-    assert_status(hk_mpi_ps_serve_op(ps, g, &a, NULL, &st), &st, HK_INVALID_ARGUMENT, "name");
+    assert_status(hk_mpi_ps_serve_op(&a, ps, g, NULL, &st), &st, HK_INVALID_ARGUMENT, "name");
     assert_ok(hk_mpi_ps_chief_hook_new(&h, ps, &st), &st);
     hk_hook_free(h);
   } else {
-    assert_status(hk_mpi_ps_serve_op(ps, g, &a, "serve", &st), &st, HK_INVALID_ARGUMENT, "worker");
+    assert_status(hk_mpi_ps_serve_op(&a, ps, g, "serve", &st), &st, HK_INVALID_ARGUMENT, "worker");
     assert_status(hk_mpi_ps_chief_hook_new(&h, ps, &st), &st, HK_INVALID_ARGUMENT, "worker");
     assert_status(hk_mpi_ps_worker_executor_new(&ex, ps, NULL, &st), &st, HK_INVALID_ARGUMENT, "inner");
     assert_status(hk_mpi_ps_worker_ready_ops(ps, NULL, &a, &b, &c, &st), &st, HK_INVALID_ARGUMENT, NULL);

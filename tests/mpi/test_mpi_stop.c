@@ -89,7 +89,7 @@ static void trainer_init(trainer *t, int handle_signals) {
   hk_handle c;
   assert_ok(hk_graph_constant(t->g, &c, "one", &c1, &st), &st);
   assert_ok(hk_graph_assign_add(t->g, &t->train, "train", t->gs, c, &st), &st);
-  assert_ok(hk_graph_op_output(t->g, t->train, 0, &t->new_gs, &st), &st);
+  assert_ok(hk_graph_op_output(t->g, &t->new_gs, t->train, 0, &st), &st);
   hk_mpi_stop_options so = HK_MPI_STOP_OPTIONS_INIT;
   so.handle_signals = handle_signals;
   assert_ok(hk_mpi_stop_hook_new(&t->stop, t->mpi, &so, &st), &st);

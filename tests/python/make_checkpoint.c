@@ -181,7 +181,7 @@ static int save_all(hk_graph *g, hk_handle init_op, values *v, const char *dir, 
     rc = fail("initializing", &st);
     goto out;
   }
-  if (hk_executor_global_step(ex, NULL, &gs_index, &st) != HK_OK) {
+  if (hk_executor_global_step(NULL, &gs_index, ex, &st) != HK_OK) {
     rc = fail("global_step", &st);
     goto out;
   }
@@ -209,7 +209,7 @@ static int save_all(hk_graph *g, hk_handle init_op, values *v, const char *dir, 
       rc = fail("assigning global_step", &st);
       goto out;
     }
-    if (hk_saver_save(saver, rs, path, step, flags, &prefix, &st) != HK_OK) {
+    if (hk_saver_save(&prefix, saver, rs, path, step, flags, &st) != HK_OK) {
       rc = fail(path, &st);
       goto out;
     }

@@ -21,10 +21,10 @@ static hk_raw_session *inner_rs(void *session) { return ((fwd_session *)session)
 static hk_executor *inner(void *self) { return ((fwd *)self)->inner; }
 
 static hk_code f_resolve_tensor(void *self, const char *name, hk_handle *out, hk_status *st) {
-  return hk_executor_resolve_tensor(inner(self), name, out, st);
+  return hk_executor_resolve_tensor(out, inner(self), name, st);
 }
 static hk_code f_resolve_op(void *self, const char *name, hk_handle *out, hk_status *st) {
-  return hk_executor_resolve_op(inner(self), name, out, st);
+  return hk_executor_resolve_op(out, inner(self), name, st);
 }
 static const char *f_handle_name(void *self, hk_handle h) { return hk_executor_handle_name(inner(self), h); }
 static hk_code f_finalize(void *self, hk_status *st) { return hk_executor_finalize(inner(self), st); }
@@ -58,11 +58,11 @@ static hk_code f_run(void *self, void *session, const hk_run_args *args, hk_tens
 
 static size_t f_variable_count(void *self) { return hk_executor_variable_count(inner(self)); }
 static hk_code f_variable_info(void *self, size_t index, hk_variable_info *out, hk_status *st) {
-  return hk_executor_variable_info(inner(self), index, out, st);
+  return hk_executor_variable_info(out, inner(self), index, st);
 }
 static hk_code f_variable_read(void *self, void *session, size_t index, hk_tensor *out, hk_status *st) {
   (void)self;
-  return hk_raw_session_read_variable(inner_rs(session), index, out, st);
+  return hk_raw_session_read_variable(out, inner_rs(session), index, st);
 }
 static hk_code f_variable_assign(void *self, void *session, size_t index, const hk_tensor *value, hk_status *st) {
   (void)self;
@@ -70,16 +70,16 @@ static hk_code f_variable_assign(void *self, void *session, size_t index, const 
 }
 static hk_code f_variable_storage(void *self, void *session, size_t index, hk_tensor *out, hk_status *st) {
   (void)self;
-  return hk_raw_session_variable_storage(inner_rs(session), index, out, st);
+  return hk_raw_session_variable_storage(out, inner_rs(session), index, st);
 }
 static hk_code f_role_get(void *self, const char *role, hk_handle *out, size_t cap, size_t *count, hk_status *st) {
-  return hk_executor_role_get(inner(self), role, out, cap, count, st);
+  return hk_executor_role_get(out, cap, count, inner(self), role, st);
 }
 static hk_code f_role_add(void *self, const char *role, hk_handle h, hk_status *st) {
   return hk_executor_role_add(inner(self), role, h, st);
 }
 static hk_code f_default_op(void *self, hk_default_op kind, hk_handle *out, hk_status *st) {
-  return hk_executor_default_op(inner(self), kind, out, st);
+  return hk_executor_default_op(out, inner(self), kind, st);
 }
 static hk_code f_describe(void *self, hk_text_sink sink, void *user, hk_status *st) {
   return hk_executor_describe(inner(self), sink, user, st);

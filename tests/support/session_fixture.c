@@ -138,7 +138,7 @@ hk_code raw_session_assign_global_step(hk_raw_session *rs, int64_t value, hk_sta
 {
   size_t index;
   hk_tensor t;
-  hk_code rc = hk_executor_global_step(hk_raw_session_executor(rs), NULL, &index, st);
+  hk_code rc = hk_executor_global_step(NULL, &index, hk_raw_session_executor(rs), st);
   if (rc != HK_OK)
     return rc;
   t = hk_tensor_scalar_i64(&value);

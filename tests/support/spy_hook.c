@@ -173,8 +173,7 @@ static int64_t first_i64(const hk_tensor *t)
     return 0;
   if (t->rank == 0 && hk_dtype_is_integer(t->dtype)) {
     hk_status st = HK_STATUS_INIT;
-    if (hk_tensor_to_i64(t, "spy", &v, &st) == HK_OK)
-      return v;
+    if (hk_tensor_to_i64(&v, t, "spy", &st) == HK_OK) return v;
     v = 0;
   }
   memcpy(&v, t->data, t->nbytes < sizeof(v) ? t->nbytes : sizeof(v));

@@ -90,7 +90,7 @@ hk_code counting_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inp
   op->rec->calls[op->id]++;
   if (op->rec->norder < LOG_MAX) op->rec->order[op->rec->norder++] = op->id;
   op->rec->input_data[op->id] = ninputs ? inputs[0].data : NULL;
-  op->rec->var_view[op->id] = hk_kernel_variable(ctx, 0);
+  op->rec->var_view[op->id] = hk_kernel_context_variable(ctx, 0);
   for (i = 0; i < ninputs; i++)
     if (inputs[i].dtype == HK_DTYPE_F32 && inputs[i].rank == 0) sum += *(const float *)inputs[i].data;
   if (noutputs) *(float *)outputs[0].data = sum;
@@ -119,6 +119,6 @@ hk_handle counting(fx *f, const char *name, counting_op *op, const hk_handle *in
 hk_handle out0(fx *f, hk_handle op) {
   hk_status st = HK_STATUS_INIT;
   hk_handle t;
-  assert_ok(hk_graph_op_output(f->g, op, 0, &t, &st), &st);
+  assert_ok(hk_graph_op_output(f->g, &t, op, 0, &st), &st);
   return t;
 }

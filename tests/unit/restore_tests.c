@@ -60,7 +60,7 @@ void model_build(model *m, test_env *te, int b_variant, uint64_t seed) {
   assert_ok(hk_graph_init_op(m->g, &m->init, "my_init", NULL, 0, &st), &st);
   assert_ok(hk_graph_init_op(m->g, &m->local_init, "my_local_init", &m->loc, 1, &st), &st);
   assert_ok(hk_graph_report_uninitialized(m->g, &rep, "my_ready", NULL, 0, &st), &st);
-  assert_ok(hk_graph_op_output(m->g, rep, 0, &m->ready, &st), &st);
+  assert_ok(hk_graph_op_output(m->g, &m->ready, rep, 0, &st), &st);
 
   /* train: w += 1 and global_step += 1 */
   assert_ok(hk_tensor_init(&t, HK_DTYPE_F32, 2, w_dims, (void *)ones, &st), &st);
@@ -106,7 +106,7 @@ void set_values(model *m, hk_raw_session *rs, int seed) {
 int read_var(model *m, hk_raw_session *rs, const char *name, void *out, size_t n) {
   hk_status st = HK_STATUS_INIT;
   hk_tensor t;
-  if (hk_raw_session_read_variable(rs, var_index(m, name), &t, &st) != HK_OK) return 0;
+  if (hk_raw_session_read_variable(&t, rs, var_index(m, name), &st) != HK_OK) return 0;
   assert_int_equal(t.nbytes, n);
   memcpy(out, t.data, n);
   return 1;
@@ -236,7 +236,7 @@ void make_sm(fx *f) { assert_ok(hk_session_manager_new(&f->sm, &f->mo, &f->st), 
 /* Write checkpoint model.ckpt-<step> holding the values of seed `step`. */
 void save_with(fx *f, hk_saver *s, model *m, hk_raw_session *rs, int step) {
   set_values(m, rs, step);
-  assert_ok(hk_saver_save(s, rs, f->save_path, step, HK_SAVE_DEFAULT, NULL, &f->st), &f->st);
+  assert_ok(hk_saver_save(NULL, s, rs, f->save_path, step, HK_SAVE_DEFAULT, &f->st), &f->st);
 }
 void save(fx *f, int step) { save_with(f, f->writer, &f->m, f->rs, step); }
 
@@ -296,7 +296,7 @@ void assert_managed(fx *f, hk_saver *s, const int *steps, size_t n) {
 /* The state file of dir lists exactly the given steps, oldest first. */
 void assert_state_lists(fx *f, const int *steps, size_t n) {
   hk_checkpoint_state *cs = NULL;
-  assert_ok(hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &cs, &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_get(&cs, &f->te->env, f->dir, NULL, &f->st), &f->st);
   assert_int_equal(hk_checkpoint_state_count(cs), n);
   for (size_t i = 0; i < n; i++) {
     char *p = prefix_of(f, steps[i]);
@@ -306,7 +306,7 @@ void assert_state_lists(fx *f, const int *steps, size_t n) {
   hk_checkpoint_state_free(cs);
 }
 
-hk_code prepare(fx *f) { return hk_session_manager_prepare_session(f->sm, &f->out, &f->po, &f->st); }
+hk_code prepare(fx *f) { return hk_session_manager_prepare_session(&f->out, f->sm, &f->po, &f->st); }
 
 void drop_out(fx *f) {
   hk_raw_session_free(f->out);

@@ -82,7 +82,7 @@ void set_var(fx *f, const char *name, int seed, size_t v) {
   hk_tensor t;
   unsigned char buf[256];
   assert_ok(hk_executor_find_variable(f->ex, name, &idx, &st), &st);
-  assert_ok(hk_executor_variable_info(f->ex, idx, &info, &st), &st);
+  assert_ok(hk_executor_variable_info(&info, f->ex, idx, &st), &st);
   assert_ok(hk_tensor_init(&t, info.dtype, info.rank, info.dims, buf, &st), &st);
   assert_true(t.nbytes <= sizeof buf);
   for (size_t k = 0; k < t.nbytes; k++) buf[k] = value_byte(seed, v, k, info.dtype);
@@ -109,7 +109,7 @@ int var_is(fx *f, const char *name, int seed, size_t v) {
   hk_tensor t;
   const unsigned char *p;
   if (hk_executor_find_variable(f->ex, name, &idx, &st) != HK_OK) return 1; /* absent in this graph */
-  if (hk_raw_session_read_variable(f->rs, idx, &t, &st) != HK_OK) return 0;
+  if (hk_raw_session_read_variable(&t, f->rs, idx, &st) != HK_OK) return 0;
   p = t.data;
   if (strcmp(name, "global_step") == 0) {
     int64_t gs;
@@ -140,7 +140,7 @@ hk_saver *make_saver(fx *f, int64_t max_to_keep, double hours) {
 void save_step(fx *f, hk_saver *s, int64_t step) {
   hk_status st = HK_STATUS_INIT;
   set_values(f, (int)step);
-  assert_ok(hk_saver_save(s, f->rs, f->save_path, step, HK_SAVE_DEFAULT, NULL, &st), &st);
+  assert_ok(hk_saver_save(NULL, s, f->rs, f->save_path, step, HK_SAVE_DEFAULT, &st), &st);
 }
 
 int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -183,7 +183,7 @@ void assert_state(fx *f, const char *want) {
   hk_checkpoint_state *cs = NULL;
   hk_status st = HK_STATUS_INIT;
   char got[1024] = "";
-  assert_ok(hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &cs, &st), &st);
+  assert_ok(hk_checkpoint_state_get(&cs, &f->te->env, f->dir, NULL, &st), &st);
   for (size_t i = 0; i < hk_checkpoint_state_count(cs); i++) {
     const char *p = hk_checkpoint_state_path(cs, i);
     const char *slash = strrchr(p, '/');

@@ -87,7 +87,7 @@ static hk_saver *saver(fx *f, int64_t keep, double hours, int pad) {
 
 static void save(fx *f, hk_saver *s, int64_t step, unsigned flags) {
   f->w[0] = (float)step;
-  assert_ok(hk_saver_save(s, f->rs, f->save_path, step, flags, NULL, &f->st), &f->st);
+  assert_ok(hk_saver_save(NULL, s, f->rs, f->save_path, step, flags, &f->st), &f->st);
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -126,7 +126,7 @@ static void assert_listing(const char *dir, const char *want) {
 static void assert_state(fx *f, const char *want) {
   hk_checkpoint_state *cs = NULL;
   char got[1024] = "";
-  assert_ok(hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &cs, &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_get(&cs, &f->te->env, f->dir, NULL, &f->st), &f->st);
   for (size_t i = 0; i < hk_checkpoint_state_count(cs); i++) {
     const char *p = strrchr(hk_checkpoint_state_path(cs, i), '/') + 1;
     if (i) strcat(got, ",");
@@ -161,8 +161,8 @@ static void test_adopt__lost_state_file_then_next_save_keeps_exactly_max_to_keep
   char *other = test_path(f->dir, "other");
   size_t n;
   for (int64_t step = 1; step <= 4; step++) save(f, a, step, HK_SAVE_DEFAULT);
-  assert_ok(hk_saver_save(a, f->rs, f->save_path, HK_UNSET_STEPS, HK_SAVE_NO_STATE, NULL, &f->st), &f->st);
-  assert_ok(hk_saver_save(a, f->rs, other, 3, HK_SAVE_NO_STATE, NULL, &f->st), &f->st);
+  assert_ok(hk_saver_save(NULL, a, f->rs, f->save_path, HK_UNSET_STEPS, HK_SAVE_NO_STATE, &f->st), &f->st);
+  assert_ok(hk_saver_save(NULL, a, f->rs, other, 3, HK_SAVE_NO_STATE, &f->st), &f->st);
   hk_saver_free(a);
   remove_file(f, "checkpoint");
   write_file(f, "notes.txt", "not a checkpoint\n");
@@ -294,8 +294,8 @@ static void test_adopt__unmanaged_named_checkpoint_is_never_adopted(void **state
   char *padded = test_path(f->dir, "model.ckpt-7x");
   hk_saver *a = saver(f, 1, HK_UNSET_SECS, 0);
   save(f, a, 1, HK_SAVE_DEFAULT);
-  assert_ok(hk_saver_save(a, f->rs, best, HK_UNSET_STEPS, HK_SAVE_NO_STATE, NULL, &f->st), &f->st);
-  assert_ok(hk_saver_save(a, f->rs, padded, HK_UNSET_STEPS, HK_SAVE_NO_STATE, NULL, &f->st), &f->st);
+  assert_ok(hk_saver_save(NULL, a, f->rs, best, HK_UNSET_STEPS, HK_SAVE_NO_STATE, &f->st), &f->st);
+  assert_ok(hk_saver_save(NULL, a, f->rs, padded, HK_UNSET_STEPS, HK_SAVE_NO_STATE, &f->st), &f->st);
   hk_saver_free(a);
   remove_file(f, "checkpoint");
   a = saver(f, 1, HK_UNSET_SECS, 0);
@@ -332,14 +332,14 @@ static void test_adopt__managed_form_refused_for_unmanaged_saves(void **state) {
   assert_ok(hk_loop_new(&l, &lo, &f->st), &f->st);
   assert_ok(hk_loop_add_array(l, "w", HK_DTYPE_F32, 1, dims, w, 0, &f->st), &f->st);
   assert_ok(hk_loop_start(l, NULL, &f->st), &f->st);
-  assert_status(hk_loop_save(l, "net-12", NULL, &f->st), &f->st, HK_INVALID_ARGUMENT,
+  assert_status(hk_loop_save(NULL, l, "net-12", &f->st), &f->st, HK_INVALID_ARGUMENT,
                 "hk_loop_save: 'net-12' has the form 'net-<step>', which is reserved for the checkpoints retention "
                 "manages");
-  assert_status(hk_loop_save(l, "net-00000012", NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "'net-00000012'");
+  assert_status(hk_loop_save(NULL, l, "net-00000012", &f->st), &f->st, HK_INVALID_ARGUMENT, "'net-00000012'");
   assert_false(hk_loop_should_stop(l)); /* a refused name changes nothing */
-  assert_ok(hk_loop_save(l, "net-12x", NULL, &f->st), &f->st);
-  assert_ok(hk_loop_save(l, "net-", NULL, &f->st), &f->st);
-  assert_ok(hk_loop_save(l, "model.ckpt-12", NULL, &f->st), &f->st); /* another basename's form */
+  assert_ok(hk_loop_save(NULL, l, "net-12x", &f->st), &f->st);
+  assert_ok(hk_loop_save(NULL, l, "net-", &f->st), &f->st);
+  assert_ok(hk_loop_save(NULL, l, "model.ckpt-12", &f->st), &f->st); /* another basename's form */
   assert_ok(hk_loop_finish(l, &f->st), &f->st);
   hk_loop_free(l);
 
@@ -349,9 +349,9 @@ static void test_adopt__managed_form_refused_for_unmanaged_saves(void **state) {
   co.save_steps = 100;
   assert_ok(hk_checkpoint_saver_hook_new(&hook, &co, &f->st), &f->st);
   assert_ok(one_hook_session_new(&s, &f->te->env, HK_SESSION_SINGULAR, ex, &hook, NULL, &f->st), &f->st);
-  assert_status(hk_checkpoint_saver_hook_save(hook, "model.ckpt-3", NULL, &f->st), &f->st, HK_INVALID_ARGUMENT,
+  assert_status(hk_checkpoint_saver_hook_save(NULL, hook, "model.ckpt-3", &f->st), &f->st, HK_INVALID_ARGUMENT,
                 "hk_checkpoint_saver_hook_save: 'model.ckpt-3' has the form 'model.ckpt-<step>', which is reserved");
-  assert_ok(hk_checkpoint_saver_hook_save(hook, "model.ckpt-best", NULL, &f->st), &f->st);
+  assert_ok(hk_checkpoint_saver_hook_save(NULL, hook, "model.ckpt-best", &f->st), &f->st);
   assert_false(ckpt_data_exists(f->dir, "model.ckpt", 3));
   session_close_and_free(s);
   hk_hook_free(hook);

@@ -294,7 +294,7 @@ static void test_alloc__runs_with_the_logging_feed_and_final_ops_hooks_allocate_
   assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "global_step = 10, c = 3, loss = 0.25"), 1);
   assert_true(fd.value == 56.0f);
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
-  assert_ok(hk_final_ops_hook_values(n[3], &values, &nvalues, &f->st), &f->st);
+  assert_ok(hk_final_ops_hook_values(&values, &nvalues, n[3], &f->st), &f->st);
   assert_int_equal(nvalues, 2);
   assert_true(*(const float *)values[0].data == 0.25f);
   assert_true(*(const float *)values[1].data == -2.0f);
@@ -391,7 +391,7 @@ static void test_alloc__runs_with_early_stopping_and_best_k_allocate_nothing(voi
   if (test_alloc_count(&f->te->alloc) != 0)
     fprintf(stderr, "steady-state runs allocated %ld times\n", test_alloc_count(&f->te->alloc));
   assert_int_equal(test_alloc_count(&f->te->alloc), 0);
-  assert_ok(hk_early_stopping_hook_info(es, &info, &f->st), &f->st);
+  assert_ok(hk_early_stopping_hook_info(&info, es, &f->st), &f->st);
   assert_int_equal(info.evaluations, 0);
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
   hk_session_free(f->s);

@@ -150,9 +150,7 @@ static hk_code step(fixture *f, double metric) {
 
 /* The asynchronous hook's writes finish at its next after_run or end():
  * a save on demand waits for them. */
-static void settle(fixture *f) {
-  assert_ok(hk_checkpoint_saver_hook_save(f->hook, "settled", NULL, &f->st), &f->st);
-}
+static void settle(fixture *f) { assert_ok(hk_checkpoint_saver_hook_save(NULL, f->hook, "settled", &f->st), &f->st); }
 
 static int exists(fixture *f, int step) {
   char name[64];
@@ -183,7 +181,7 @@ static void listed(fixture *f, char *out, size_t cap) {
   hk_checkpoint_state *cs = NULL;
   size_t len = 0;
   out[0] = '\0';
-  assert_ok(hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &cs, &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_get(&cs, &f->te->env, f->dir, NULL, &f->st), &f->st);
   for (size_t i = 0; i < hk_checkpoint_state_count(cs); i++) {
     const char *dash = strrchr(hk_checkpoint_state_path(cs, i), '-');
     len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? " " : "", dash + 1);

@@ -383,7 +383,7 @@ static void harness_begin(fixture *f, harness *h) {
   hk_variable_info info;
 
   assert_ok(hk_executor_finalize(ex, &f->st), &f->st);
-  assert_ok(hk_executor_global_step(ex, &info, NULL, &f->st), &f->st);
+  assert_ok(hk_executor_global_step(&info, NULL, ex, &f->st), &f->st);
   assert_ok(hk_raw_session_open(&h->rs, ex, &f->st), &f->st);
   assert_ok(raw_session_assign_global_step(h->rs, 0, &f->st), &f->st);
   memset(&h->ctx, 0, sizeof h->ctx);

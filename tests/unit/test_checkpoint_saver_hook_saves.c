@@ -46,7 +46,7 @@ static void test_checkpoint_saver_hook__save_steps_1_saves_at_creation_and_after
   assert_true(gs == 2 && v == 10);
 
   /* The scaffold's Saver managed them (state file, C99). */
-  assert_ok(hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &cs, &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_get(&cs, &f->te->env, f->dir, NULL, &f->st), &f->st);
   assert_int_equal(hk_checkpoint_state_count(cs), 3);
   assert_non_null(strstr(hk_checkpoint_state_model_path(cs), "model.ckpt-2"));
   hk_checkpoint_state_free(cs);

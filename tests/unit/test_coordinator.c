@@ -145,7 +145,7 @@ static void test_coordinator__a_stop_with_ok_is_a_clean_stop(void **state)
   hk_coordinator_request_stop(c, HK_OK, NULL);
   assert_true(hk_coordinator_should_stop(c));
   assert_true(hk_coordinator_clean_stop_requested(c));
-  assert_int_equal(hk_coordinator_error(c, &err), HK_OK);
+  assert_int_equal(hk_coordinator_error(&err, c), HK_OK);
   assert_int_equal(err.code, HK_OK);
   assert_true(hk_coordinator_wait_for_stop(c, 0));
   hk_coordinator_free(c);
@@ -164,7 +164,7 @@ static void test_coordinator__first_error_wins(void **state)
   hk_coordinator_request_stop(c, HK_OK, NULL);
   assert_true(hk_coordinator_should_stop(c));
   assert_false(hk_coordinator_clean_stop_requested(c));
-  assert_int_equal(hk_coordinator_error(c, &err), HK_ABORTED);
+  assert_int_equal(hk_coordinator_error(&err, c), HK_ABORTED);
   assert_int_equal(err.code, HK_ABORTED);
   assert_string_equal(err.message, "first failure");
   assert_logged(te, HK_LOG_DEBUG, "second failure");
@@ -184,7 +184,7 @@ static void test_coordinator__an_error_after_a_clean_stop_is_still_the_first_err
   assert_true(hk_coordinator_clean_stop_requested(c));
   hk_coordinator_request_stop(c, HK_DATA_LOSS, NULL); /* NULL message: still non-empty */
   assert_false(hk_coordinator_clean_stop_requested(c));
-  assert_int_equal(hk_coordinator_error(c, &err), HK_DATA_LOSS);
+  assert_int_equal(hk_coordinator_error(&err, c), HK_DATA_LOSS);
   assert_true(strlen(err.message) > 0);
   hk_coordinator_free(c);
 }
@@ -204,7 +204,7 @@ static void test_coordinator__request_stop_truncates_a_long_message_without_allo
   hk_coordinator_request_stop(c, HK_UNAVAILABLE, longmsg);
   hk_coordinator_request_stop(c, HK_ABORTED, longmsg);
   assert_int_equal(test_alloc_count(&te->alloc), 0);
-  assert_int_equal(hk_coordinator_error(c, &err), HK_UNAVAILABLE);
+  assert_int_equal(hk_coordinator_error(&err, c), HK_UNAVAILABLE);
   assert_int_equal(strlen(err.message), HK_STATUS_MESSAGE_MAX - 1);
   hk_coordinator_free(c);
 }
@@ -227,7 +227,7 @@ static void test_coordinator__a_stop_can_be_requested_from_another_thread(void *
   assert_int_equal(pthread_create(&tid, NULL, request_stop_thread, c), 0);
   pthread_join(tid, NULL);
   assert_true(hk_coordinator_should_stop(c));
-  assert_int_equal(hk_coordinator_error(c, &err), HK_UNAVAILABLE);
+  assert_int_equal(hk_coordinator_error(&err, c), HK_UNAVAILABLE);
   assert_string_equal(err.message, "worker lost");
   hk_coordinator_free(c);
 }
@@ -351,7 +351,7 @@ static void test_coordinator__join_returns_without_a_warning_when_every_thread_f
   assert_ok(hk_coordinator_start_thread(c, "waiter-2", wait_stop_body, &g2, &st), &st);
   w.c = c;
   w.g = &g3;
-  assert_ok(hk_coordinator_register_thread(c, "manual", &w.token, &st), &st);
+  assert_ok(hk_coordinator_register_thread(&w.token, c, "manual", &st), &st);
   assert_int_equal(pthread_create(&tid, NULL, manual_worker_main, &w), 0);
 
   /* The join requests the stop itself; a grace of 120 s must not be waited out. */
@@ -389,8 +389,8 @@ static void test_coordinator__join_names_stuck_threads_in_a_warning_and_does_not
 
   gate_init(&g);
   c = coordinator_on(&env);
-  assert_ok(hk_coordinator_register_thread(c, "stuck-worker", &stuck, &st), &st);
-  assert_ok(hk_coordinator_register_thread(c, "done-worker", &done, &st), &st);
+  assert_ok(hk_coordinator_register_thread(&stuck, c, "stuck-worker", &st), &st);
+  assert_ok(hk_coordinator_register_thread(&done, c, "done-worker", &st), &st);
   hk_coordinator_thread_done(done);
   assert_ok(hk_coordinator_start_thread(c, "blocked-thread", blocked_body, &g, &st), &st);
   gate_wait_for(&g, &g.entered);
@@ -418,7 +418,7 @@ static void test_coordinator__the_join_s_grace_period_passes_on_the_mock_clock(v
   hk_status st = HK_STATUS_INIT;
 
   c = coordinator_on(&te->env);
-  assert_ok(hk_coordinator_register_thread(c, "slowpoke", &stuck, &st), &st);
+  assert_ok(hk_coordinator_register_thread(&stuck, c, "slowpoke", &st), &st);
   assert_ok(hk_coordinator_join(c, 3.0, &st), &st);
   assert_true(test_clock_total_slept(&te->clock) >= 3.0 - 1e-9);
   assert_logged(te, HK_LOG_WARNING, "Coordinator stopped with threads still running: slowpoke");
@@ -473,7 +473,7 @@ static void test_coordinator__join_with_a_huge_grace_period_returns_when_threads
   pthread_t helper;
 
   c = coordinator_on(&env);
-  assert_ok(hk_coordinator_register_thread(c, "late", &ld.token, &st), &st);
+  assert_ok(hk_coordinator_register_thread(&ld.token, c, "late", &st), &st);
   assert_int_equal(pthread_create(&helper, NULL, finish_later, &ld), 0);
   assert_ok(hk_coordinator_join(c, 1e300, &st), &st);
   assert_int_equal(pthread_join(helper, NULL), 0);
@@ -490,10 +490,10 @@ static void test_coordinator__register_thread_refuses_bad_arguments(void **state
   hk_status st = HK_STATUS_INIT;
 
   c = coordinator_on(&te->env);
-  assert_status(hk_coordinator_register_thread(c, NULL, &token, &st), &st, HK_INVALID_ARGUMENT, "name");
+  assert_status(hk_coordinator_register_thread(&token, c, NULL, &st), &st, HK_INVALID_ARGUMENT, "name");
   assert_null(token);
-  assert_status(hk_coordinator_register_thread(c, "x", NULL, &st), &st, HK_INVALID_ARGUMENT, "token");
-  assert_status(hk_coordinator_register_thread(NULL, "x", &token, &st), &st, HK_INVALID_ARGUMENT, "c");
+  assert_status(hk_coordinator_register_thread(NULL, c, "x", &st), &st, HK_INVALID_ARGUMENT, "token");
+  assert_status(hk_coordinator_register_thread(&token, NULL, "x", &st), &st, HK_INVALID_ARGUMENT, "c");
   assert_status(hk_coordinator_start_thread(c, "x", NULL, NULL, &st), &st, HK_INVALID_ARGUMENT, "fn");
   assert_status(hk_coordinator_start_thread(c, NULL, wait_stop_body, NULL, &st), &st, HK_INVALID_ARGUMENT,
                 "name");
@@ -513,8 +513,8 @@ static void test_coordinator__a_coordinator_stays_usable_after_its_join(void **s
   c = coordinator_on(&te->env);
   assert_ok(hk_coordinator_join(c, 0.0, &st), &st);
   hk_coordinator_request_stop(c, HK_INTERNAL, "late thread error");
-  assert_int_equal(hk_coordinator_error(c, &err), HK_INTERNAL);
-  assert_ok(hk_coordinator_register_thread(c, "late", &token, &st), &st);
+  assert_int_equal(hk_coordinator_error(&err, c), HK_INTERNAL);
+  assert_ok(hk_coordinator_register_thread(&token, c, "late", &st), &st);
   hk_coordinator_thread_done(token);
   assert_ok(hk_coordinator_join(c, 0.0, &st), &st);
   assert_int_equal(test_log_count(&te->log, HK_LOG_WARNING, "late"), 0);
@@ -531,7 +531,7 @@ static void test_coordinator__a_registered_thread_keeps_the_coordinator_alive_pa
   long live0 = test_alloc_live(&te->alloc);
 
   c = coordinator_on(&te->env);
-  assert_ok(hk_coordinator_register_thread(c, "straggler", &token, &st), &st);
+  assert_ok(hk_coordinator_register_thread(&token, c, "straggler", &st), &st);
   hk_coordinator_free(c);
   assert_true(test_alloc_live(&te->alloc) > live0);
   /* The straggler may still look at its coordinator, then reports completion. */
@@ -655,7 +655,7 @@ static void test_coordinator__a_signal_is_a_clean_stop_and_uninstall_restores(vo
   assert_true(hk_coordinator_should_stop(c));
   assert_true(hk_coordinator_clean_stop_requested(c));
   assert_true(hk_coordinator_wait_for_stop(c, HK_UNSET_SECS));
-  assert_int_equal(hk_coordinator_error(c, &err), HK_OK);
+  assert_int_equal(hk_coordinator_error(&err, c), HK_OK);
 
   assert_ok(hk_signal_uninstall(&st), &st);
   assert_int_equal(hk_signal_fired(), 0);

@@ -16,9 +16,9 @@
  *     are there, unchanged;
  *   - the state file is, byte for byte, the previous one or one the run
  *     renamed into place, complete; every checkpoint it names exists and
- *     verifies (D4.4, H31), so hk_latest_checkpoint() returns its
+ *     verifies (D4.4, H31), so hk_checkpoint_latest() returns its
  *     model_checkpoint_path, with no fallback;
- *   - hk_latest_checkpoint() returns the previous checkpoint or one the run
+ *   - hk_checkpoint_latest() returns the previous checkpoint or one the run
  *     wrote, never nothing or one older than the last save reported done
  *     (D4.5: "a save that returned is never lost"; the Saver's return, a
  *     listener's after_save for the hooks), and a Saver restores it
@@ -303,9 +303,9 @@ static int check_checkpoint(checker *ck, const hk_env *env, const char *prefix, 
     ok = -1;
   }
   if (ok == 0) {
-    assert_ok(hk_raw_session_read_variable(rs, var_index(ck->mv.ex, "global_step"), &t, &st), &st);
+    assert_ok(hk_raw_session_read_variable(&t, rs, var_index(ck->mv.ex, "global_step"), &st), &st);
     memcpy(&gs, t.data, sizeof gs);
-    assert_ok(hk_raw_session_read_variable(rs, var_index(ck->mv.ex, "v"), &t, &st), &st);
+    assert_ok(hk_raw_session_read_variable(&t, rs, var_index(ck->mv.ex, "v"), &st), &st);
     memcpy(&v, t.data, sizeof v);
     if (gs != step || v != 5 * step) {
       snprintf(why, cap, "restores global_step %" PRId64 " and v %" PRId64 ", saved were %" PRId64 " and %" PRId64, gs,
@@ -314,7 +314,7 @@ static int check_checkpoint(checker *ck, const hk_env *env, const char *prefix, 
     }
   }
   if (ok == 0) {
-    assert_ok(hk_raw_session_read_variable(rs, var_index(ck->mv.ex, "w"), &t, &st), &st);
+    assert_ok(hk_raw_session_read_variable(&t, rs, var_index(ck->mv.ex, "w"), &st), &st);
     assert_int_equal(t.nbytes, W_N * sizeof(float));
     for (size_t i = 0; i < W_N && ok == 0; i++) {
       float x;
@@ -345,7 +345,7 @@ static int64_t check_restorable(run_ctx *rc, const hk_env *env, const char *dir,
   int64_t state_step = -1, restored = -1;
   hk_code code;
 
-  code = hk_get_checkpoint_state(env, dir, NULL, &cs, &st);
+  code = hk_checkpoint_state_get(&cs, env, dir, NULL, &st);
   if (code == HK_OK) {
     state_step = step_of(hk_checkpoint_state_model_path(cs));
     for (size_t i = 0; i < hk_checkpoint_state_count(cs); i++) {
@@ -359,7 +359,7 @@ static int64_t check_restorable(run_ctx *rc, const hk_env *env, const char *dir,
   }
 
   st = (hk_status)HK_STATUS_INIT;
-  code = hk_latest_checkpoint(env, dir, NULL, &latest, &st);
+  code = hk_checkpoint_latest(&latest, env, dir, NULL, &st);
   if (code == HK_NOT_FOUND) {
     if (acked != CRASH_NO_MARK)
       violation(rc, "%s: nothing to restore, but the save of step %" PRId64 " had returned (D4.5)", when, acked);
@@ -367,12 +367,12 @@ static int64_t check_restorable(run_ctx *rc, const hk_env *env, const char *dir,
       violation(rc, "%s: nothing to restore, but checkpoint %" PRId64 " was there before (D4.4)", when,
                 must >= 0 ? must : rc->ex->prev);
   } else if (code != HK_OK) {
-    violation(rc, "%s: hk_latest_checkpoint fails: %s (D4.4, D5)", when, st.message);
+    violation(rc, "%s: hk_checkpoint_latest fails: %s (D4.4, D5)", when, st.message);
   } else {
     restored = step_of(latest);
     if (state_step >= 0 && restored != state_step)
       violation(
-          rc, "%s: hk_latest_checkpoint falls back to %s: the state file's newest, %" PRId64 ", does not verify (D4.4)",
+          rc, "%s: hk_checkpoint_latest falls back to %s: the state file's newest, %" PRId64 ", does not verify (D4.4)",
           when, latest, state_step);
     if (must >= 0 && restored != must)
       violation(rc, "%s: the newest checkpoint is %s, not step %" PRId64, when, latest, must);
@@ -547,7 +547,7 @@ static void check_retention(run_ctx *rc, const hk_env *env, const char *dir, con
   hk_status st = HK_STATUS_INIT;
   hk_checkpoint_state *cs = NULL;
   DIR *d;
-  if (hk_get_checkpoint_state(env, dir, NULL, &cs, &st) != HK_OK) return; /* judged by check_restorable() */
+  if (hk_checkpoint_state_get(&cs, env, dir, NULL, &st) != HK_OK) return; /* judged by check_restorable() */
   if ((int64_t)hk_checkpoint_state_count(cs) > rc->ex->max_to_keep)
     violation(rc, "%s: the state file lists %zu checkpoints, more than max_to_keep %" PRId64 " (D6.3)", when,
               hk_checkpoint_state_count(cs), rc->ex->max_to_keep);
@@ -635,7 +635,7 @@ static int visit(void *user, const crash_state *cs) {
   sv = saver_new(&next_env, ck->mv.ex, rc->ex->max_to_keep);
   assert_ok(hk_raw_session_open(&rs, ck->mv.ex, &st), &st);
   assign_step(rs, ck->mv.ex, rc->ex->next);
-  code = hk_saver_save(sv, rs, save_path, rc->ex->next, HK_SAVE_DEFAULT, NULL, &st);
+  code = hk_saver_save(NULL, sv, rs, save_path, rc->ex->next, HK_SAVE_DEFAULT, &st);
   hk_raw_session_free(rs);
   hk_saver_free(sv);
   if (code != HK_OK) {
@@ -814,12 +814,12 @@ static result run_scenario(scenario sc, run_opts ro) {
     assert_ok(hk_raw_session_open(&rs, mv.ex, &st), &st);
     for (int64_t step = 1; step <= 2; step++) {
       assign_step(rs, mv.ex, step);
-      assert_ok(hk_saver_save(sv, rs, save_path, step, HK_SAVE_META, NULL, &st), &st);
+      assert_ok(hk_saver_save(NULL, sv, rs, save_path, step, HK_SAVE_META, &st), &st);
     }
     {
       char *best = test_path(dir, "best");
       assign_step(rs, mv.ex, 2);
-      assert_ok(hk_saver_save(sv, rs, best, HK_UNSET_STEPS, HK_SAVE_NO_STATE, NULL, &st), &st);
+      assert_ok(hk_saver_save(NULL, sv, rs, best, HK_UNSET_STEPS, HK_SAVE_NO_STATE, &st), &st);
       free(best);
     }
     {
@@ -843,7 +843,7 @@ static result run_scenario(scenario sc, run_opts ro) {
     /* A restarted program: a fresh Saver, which recovers [1, 2] (D6.1). */
     sv = saver_new(&te->env, mv.ex, 2);
     assign_step(rs, mv.ex, 3);
-    assert_ok(hk_saver_save(sv, rs, save_path, 3, HK_SAVE_META, NULL, &st), &st);
+    assert_ok(hk_saver_save(NULL, sv, rs, save_path, 3, HK_SAVE_META, &st), &st);
     crash_fs_mark(cf, 3);
     hk_saver_free(sv);
     hk_raw_session_free(rs);
@@ -857,7 +857,7 @@ static result run_scenario(scenario sc, run_opts ro) {
       sv = saver_new(&te->env, mv.ex, 5);
       assert_ok(hk_raw_session_open(&rs, mv.ex, &st), &st);
       assign_step(rs, mv.ex, 1);
-      assert_ok(hk_saver_save(sv, rs, save_path, 1, HK_SAVE_DEFAULT, NULL, &st), &st);
+      assert_ok(hk_saver_save(NULL, sv, rs, save_path, 1, HK_SAVE_DEFAULT, &st), &st);
       crash_fs_mark(cf, 1);
       hk_raw_session_free(rs);
       hk_saver_free(sv);

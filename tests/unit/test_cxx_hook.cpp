@@ -74,7 +74,7 @@ class StepWatcher final : public Hook {
 
   hk_code begin(hk_executor *graph, hk_status *st) override {
     rec_.begins++;
-    if (hk_executor_resolve_tensor(graph, "global_step", &gs_, st) != HK_OK) return st->code;
+    if (hk_executor_resolve_tensor(&gs_, graph, "global_step", st) != HK_OK) return st->code;
     rec_.graph_name = hk_executor_handle_name(graph, gs_);
     return HK_OK;
   }
@@ -92,7 +92,7 @@ class StepWatcher final : public Hook {
     rec_.afters++;
     if (v->nresults != 1) return hk_status_set(st, HK_INTERNAL, "StepWatcher: expected 1 result");
     int64_t step = 0;
-    hk_code rc = hk_tensor_to_i64(&v->results[0], "global_step", &step, st);
+    hk_code rc = hk_tensor_to_i64(&step, &v->results[0], "global_step", st);
     if (rc != HK_OK) return rc;
     rec_.steps.push_back(step);
     /* The fetched value is the one before this step's increment. */

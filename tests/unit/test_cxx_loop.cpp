@@ -269,7 +269,7 @@ class Watcher final : public hooked::SessionRunHook {
   void begin(hk_executor *graph) override {
     c_.begins++;
     hooked::Status st;
-    st.check(hk_executor_resolve_tensor(graph, "w", &w_, st.get()));
+    st.check(hk_executor_resolve_tensor(&w_, graph, "w", st.get()));
   }
   void after_create_session(hk_raw_session *, hk_coordinator *, hk_creation_context *) override { c_.creates++; }
   void before_run(hk_run_context *, hk_run_request *req) override {

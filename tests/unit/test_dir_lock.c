@@ -213,7 +213,7 @@ static void second_loop_refused(fx *f, int async) {
   free(content);
   assert_ok(loop_steps(first, w1, 3, &f->st), &f->st);
   assert_ok(hk_loop_summary_scalar(first, f->ck, "loss", 0.5, &f->st), &f->st); /* the event file exists */
-  if (async) assert_ok(hk_loop_save(first, NULL, NULL, &f->st), &f->st);        /* no write in flight below */
+  if (async) assert_ok(hk_loop_save(NULL, first, NULL, &f->st), &f->st);        /* no write in flight below */
 
   snap_take(f->ck, &before);
   assert_true(before.n >= 4); /* state file, checkpoints, event file, lock file */

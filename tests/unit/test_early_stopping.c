@@ -133,7 +133,7 @@ static hk_code step(fixture *f, double value) {
 
 static hk_early_stopping_info info_of(fixture *f) {
   hk_early_stopping_info info;
-  assert_ok(hk_early_stopping_hook_info(f->es, &info, &f->st), &f->st);
+  assert_ok(hk_early_stopping_hook_info(&info, f->es, &f->st), &f->st);
   return info;
 }
 
@@ -432,9 +432,9 @@ static void test_early_stopping__values_reported_by_the_program_are_monitored(vo
   assert_status(hk_early_stopping_report(other, 1, &f->st), &f->st, HK_INVALID_ARGUMENT,
                 "hook 'StopAtStepHook' is not an EarlyStoppingHook");
   hk_early_stopping_info junk;
-  assert_status(hk_early_stopping_hook_info(other, &junk, &f->st), &f->st, HK_INVALID_ARGUMENT,
+  assert_status(hk_early_stopping_hook_info(&junk, other, &f->st), &f->st, HK_INVALID_ARGUMENT,
                 "is not an EarlyStoppingHook");
-  assert_status(hk_early_stopping_hook_info(f->es, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "out is NULL");
+  assert_status(hk_early_stopping_hook_info(NULL, f->es, &f->st), &f->st, HK_INVALID_ARGUMENT, "out is NULL");
   hk_hook_free(other);
   close_session(f);
   o.reported = 0;
@@ -635,7 +635,7 @@ static void restart_matches(fixture *f, int reported) {
   assert_int_equal(c.steps, 2);
   assert_true(c.w == a.w); /* restored, then two steps */
   hk_early_stopping_info info;
-  assert_ok(hk_early_stopping_hook_info(es, &info, &f->st), &f->st);
+  assert_ok(hk_early_stopping_hook_info(&info, es, &f->st), &f->st);
   assert_int_equal(info.best_step, 6);
   assert_int_equal(info.stopped_step, 10);
   assert_int_equal(info.evaluations, 5);

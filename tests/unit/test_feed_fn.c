@@ -198,7 +198,7 @@ static void test_feed_fn__feeds_a_placeholder_of_the_graph_executor(void **state
   assert_ok(one_hook_session_new(&f->s, &f->te->env, HK_SESSION_SINGULAR, hk_graph_executor(g), &f->hook, NULL, &f->st),
             &f->st);
   for (int i = 0; i < 3; i++) assert_ok(session_run_train(f->s, train, &f->st), &f->st);
-  assert_ok(hk_raw_session_global_step(hk_session_raw_session(f->s), &value, &f->st), &f->st);
+  assert_ok(hk_raw_session_global_step(&value, hk_session_raw_session(f->s), &f->st), &f->st);
   assert_int_equal(value, 2 + 3 + 4);
   /* Steady state: the same feed list every run allocates nothing (H7). */
   test_alloc_reset_counts(&f->te->alloc);
@@ -229,7 +229,7 @@ static void test_feed_fn__host_loop_refuses_feeds(void **state) {
   assert_ok(hk_loop_new(&l, &lo, &f->st), &f->st);
   assert_ok(hk_loop_add_array(l, "w", HK_DTYPE_F32, 1, d2, w, 0, &f->st), &f->st);
   assert_ok(hk_loop_start(l, NULL, &f->st), &f->st);
-  assert_ok(hk_executor_resolve_tensor(hk_loop_executor(l), "w", &f->fd.feeds[0].tensor, &f->st), &f->st);
+  assert_ok(hk_executor_resolve_tensor(&f->fd.feeds[0].tensor, hk_loop_executor(l), "w", &f->st), &f->st);
   assert_ok(hk_tensor_init(&f->fd.feeds[0].value, HK_DTYPE_F32, 1, d2, other, &f->st), &f->st);
   assert_ok(hk_loop_step_begin(l, NULL, &f->st), &f->st);
   assert_status(hk_loop_step_end(l, &f->st), &f->st, HK_INVALID_ARGUMENT, "the host loop takes no feeds (tensor 'w' is fed)");

@@ -166,7 +166,7 @@ static void test_final_ops__runs_only_in_end_and_keeps_values(void **state) {
     assert_int_equal(fake_executor_last_run(f->fx)->nfeeds, 0);
   }
   assert_int_equal(fake_executor_op_runs(f->fx, f->done), 0);
-  assert_status(hk_final_ops_hook_values(f->hook, &values, &n, &f->st), &f->st, HK_FAILED_PRECONDITION,
+  assert_status(hk_final_ops_hook_values(&values, &n, f->hook, &f->st), &f->st, HK_FAILED_PRECONDITION,
                 "no final values");
   assert_null(values);
   assert_int_equal(n, 0);
@@ -181,7 +181,7 @@ static void test_final_ops__runs_only_in_end_and_keeps_values(void **state) {
   assert_int_equal(fake_executor_op_runs(f->fx, f->done), 1);
   free_session(f);
 
-  assert_ok(hk_final_ops_hook_values(f->hook, &values, &n, &f->st), &f->st);
+  assert_ok(hk_final_ops_hook_values(&values, &n, f->hook, &f->st), &f->st);
   assert_int_equal(n, 4);
   assert_int_equal(values[0].dtype, HK_DTYPE_I64);
   assert_int_equal(*(const int64_t *)values[0].data, 3);
@@ -197,7 +197,7 @@ static void test_final_ops__runs_only_in_end_and_keeps_values(void **state) {
 
   /* A new session's begin() drops them. */
   open_session(f);
-  assert_status(hk_final_ops_hook_values(f->hook, &values, &n, &f->st), &f->st, HK_FAILED_PRECONDITION, NULL);
+  assert_status(hk_final_ops_hook_values(&values, &n, f->hook, &f->st), &f->st, HK_FAILED_PRECONDITION, NULL);
 }
 
 /* C138: string values are copied, strings included. */
@@ -213,7 +213,7 @@ static void test_final_ops__string_values_are_copied_strings_included(void **sta
   open_session(f);
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
   free_session(f);
-  assert_ok(hk_final_ops_hook_values(f->hook, &values, &n, &f->st), &f->st);
+  assert_ok(hk_final_ops_hook_values(&values, &n, f->hook, &f->st), &f->st);
   assert_int_equal(n, 1);
   assert_int_equal(values[0].dtype, HK_DTYPE_STRING);
   assert_int_equal(values[0].dims[0], 2);
@@ -238,7 +238,7 @@ static void test_final_ops__out_of_range_is_a_warning_not_an_error(void **state)
                                   "FinalOpsHook."),
                    1);
   assert_logged(f->te, HK_LOG_WARNING, "must only read variables");
-  assert_status(hk_final_ops_hook_values(f->hook, &values, &n, &f->st), &f->st, HK_FAILED_PRECONDITION, NULL);
+  assert_status(hk_final_ops_hook_values(&values, &n, f->hook, &f->st), &f->st, HK_FAILED_PRECONDITION, NULL);
 }
 
 /* C138: any other error is end()'s as it is, without the warning. */
@@ -261,7 +261,7 @@ static void test_final_ops__nothing_runs_after_an_unclean_close(void **state) {
   (void)hk_session_close(f->s, HK_INTERNAL, &f->st);
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);
   assert_int_equal(fake_executor_op_runs(f->fx, f->done), 0);
-  assert_status(hk_final_ops_hook_values(f->hook, &values, &n, &f->st), &f->st, HK_FAILED_PRECONDITION, NULL);
+  assert_status(hk_final_ops_hook_values(&values, &n, f->hook, &f->st), &f->st, HK_FAILED_PRECONDITION, NULL);
 }
 
 static void test_final_ops__begin_names_an_unknown_name(void **state) {
@@ -304,15 +304,14 @@ static void test_final_ops__values_refuses_other_hooks(void **state) {
   memset(impostor_state, 0, sizeof impostor_state);
   assert_ok(hk_hook_new(&impostor, &vt, impostor_state, "FinalOpsHook", NULL, &f->st), &f->st);
   make_hook(f, OPS, 1, NULL);
-  assert_status(hk_final_ops_hook_values(NULL, &values, &n, &f->st), &f->st, HK_INVALID_ARGUMENT, "hook is NULL");
+  assert_status(hk_final_ops_hook_values(&values, &n, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "hook is NULL");
   assert_null(values);
   assert_int_equal(n, 0);
-  assert_status(hk_final_ops_hook_values(f->hook, NULL, &n, &f->st), &f->st, HK_INVALID_ARGUMENT, "values is NULL");
-  assert_status(hk_final_ops_hook_values(f->hook, &values, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT,
-                "count is NULL");
-  assert_status(hk_final_ops_hook_values(spy->hook, &values, &n, &f->st), &f->st, HK_INVALID_ARGUMENT,
+  assert_status(hk_final_ops_hook_values(NULL, &n, f->hook, &f->st), &f->st, HK_INVALID_ARGUMENT, "values is NULL");
+  assert_status(hk_final_ops_hook_values(&values, NULL, f->hook, &f->st), &f->st, HK_INVALID_ARGUMENT, "count is NULL");
+  assert_status(hk_final_ops_hook_values(&values, &n, spy->hook, &f->st), &f->st, HK_INVALID_ARGUMENT,
                 "hook 'spy' is not a FinalOpsHook");
-  assert_status(hk_final_ops_hook_values(impostor, &values, &n, &f->st), &f->st, HK_INVALID_ARGUMENT,
+  assert_status(hk_final_ops_hook_values(&values, &n, impostor, &f->st), &f->st, HK_INVALID_ARGUMENT,
                 "is not a FinalOpsHook");
   hk_hook_free(impostor);
   spy_hook_free(spy);
@@ -354,7 +353,7 @@ static void test_final_ops__oom_is_clean(void **state) {
   assert_status(rc, &f->st, HK_RESOURCE_EXHAUSTED, "out of memory keeping the value of 'x'");
   const hk_tensor *values = NULL;
   size_t count = 0;
-  assert_status(hk_final_ops_hook_values(f->hook, &values, &count, &f->st), &f->st, HK_FAILED_PRECONDITION, NULL);
+  assert_status(hk_final_ops_hook_values(&values, &count, f->hook, &f->st), &f->st, HK_FAILED_PRECONDITION, NULL);
   free_session(f);
   hk_hook_free(f->hook);
   f->hook = NULL;

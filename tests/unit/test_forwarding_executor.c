@@ -47,7 +47,7 @@ static int setup(void **state) {
   assert_ok(hk_graph_create_global_step(f->g, &f->gs, &f->st), &f->st);
   assert_ok(hk_graph_constant(f->g, &one, "one", &one_t, &f->st), &f->st);
   assert_ok(hk_graph_assign_add(f->g, &f->train, "train", f->gs, one, &f->st), &f->st);
-  assert_ok(hk_executor_global_step(hk_graph_executor(f->g), &info, &f->gs_index, &f->st), &f->st);
+  assert_ok(hk_executor_global_step(&info, &f->gs_index, hk_graph_executor(f->g), &f->st), &f->st);
   *state = f;
   return 0;
 }
@@ -78,7 +78,7 @@ static hk_snapshot *arm_gs(fx *f, hk_raw_session *rs, int64_t *copy) {
   hk_snapshot *snap = NULL;
   hk_tensor view;
   assert_ok(hk__snapshot_new(&snap, &f->te->env, &f->st), &f->st);
-  assert_ok(hk_raw_session_read_variable(rs, f->gs_index, &view, &f->st), &f->st);
+  assert_ok(hk_raw_session_read_variable(&view, rs, f->gs_index, &f->st), &f->st);
   assert_ok(hk__snapshot_reset(snap, 1, hk_executor_variable_count(hk_raw_session_executor(rs)), &f->st), &f->st);
   *copy = -1;
   hk__snapshot_add(snap, f->gs_index, view.data, copy, sizeof *copy);
@@ -107,7 +107,7 @@ static void run_train(fx *f, hk_raw_session *rs) {
 
 static int64_t gs_of(fx *f, hk_raw_session *rs) {
   int64_t gs = -1;
-  assert_ok(hk_raw_session_global_step(rs, &gs, &f->st), &f->st);
+  assert_ok(hk_raw_session_global_step(&gs, rs, &f->st), &f->st);
   return gs;
 }
 

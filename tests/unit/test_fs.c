@@ -499,7 +499,7 @@ static void test_fs__an_atomic_write_failing_at_any_call_leaves_the_old_file(voi
   faulty_fs_bind(&ff, &env);
   for (long k = 0;; k++) {
     faulty_fs_fail_errno(&ff, FAULTY_FS_ANY, k, ENOSPC, 0);
-    hk_code rc = hk_update_checkpoint_state(&env, f->dir, "model.ckpt-2", names, 1, NULL, 0, NULL, &st);
+    hk_code rc = hk_checkpoint_state_update(&env, f->dir, "model.ckpt-2", names, 1, NULL, 0, NULL, &st);
     assert_int_equal(faulty_fs_open_handles(&ff), 0);
     assert_int_equal(test_dir_count_matching(f->dir, ".tmp-"), 0);
     if (faulty_fs_injected(&ff) == 0) {
@@ -520,7 +520,7 @@ static void test_fs__an_atomic_write_failing_at_any_call_leaves_the_old_file(voi
   faulty_fs_reset(&ff);
   faulty_fs_short_writes(&ff, 1);
   names[0] = "model.ckpt-3";
-  assert_ok(hk_update_checkpoint_state(&env, f->dir, "model.ckpt-3", names, 1, NULL, 0, NULL, &st), &st);
+  assert_ok(hk_checkpoint_state_update(&env, f->dir, "model.ckpt-3", names, 1, NULL, 0, NULL, &st), &st);
   assert_true(faulty_fs_calls(&ff, FAULTY_FS_WRITE) > 20);
   char *text = test_read_file(state_path, &n);
   assert_non_null(text);

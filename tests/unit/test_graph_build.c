@@ -65,11 +65,11 @@ static void test_graph__names_and_handles_resolve_or_are_not_found(void **state)
   memset(&rec, 0, sizeof(rec));
   c.rec = &rec;
 
-  assert_ok(hk_executor_resolve_tensor(f->ex, "scope/v:0", &h, &st), &st);
+  assert_ok(hk_executor_resolve_tensor(&h, f->ex, "scope/v:0", &st), &st);
   assert_true(h == v);
-  assert_ok(hk_executor_resolve_tensor(f->ex, "scope/v", &h, &st), &st);
+  assert_ok(hk_executor_resolve_tensor(&h, f->ex, "scope/v", &st), &st);
   assert_true(h == v);
-  assert_ok(hk_executor_resolve_op(f->ex, "scope/v", &vop, &st), &st);
+  assert_ok(hk_executor_resolve_op(&vop, f->ex, "scope/v", &st), &st);
   assert_true(vop != HK_NO_HANDLE && vop != v);
   assert_string_equal(hk_executor_handle_name(f->ex, v), "scope/v:0");
   assert_string_equal(hk_executor_handle_name(f->ex, vop), "scope/v");
@@ -80,31 +80,30 @@ static void test_graph__names_and_handles_resolve_or_are_not_found(void **state)
   d.outputs = outs;
   d.noutputs = 2;
   assert_ok(hk_graph_op(f->g, &two, &d, &st), &st);
-  assert_ok(hk_executor_resolve_tensor(f->ex, "two:1", &h, &st), &st);
+  assert_ok(hk_executor_resolve_tensor(&h, f->ex, "two:1", &st), &st);
   assert_string_equal(hk_executor_handle_name(f->ex, h), "two:1");
   {
     hk_handle o1;
-    assert_ok(hk_graph_op_output(f->g, two, 1, &o1, &st), &st);
+    assert_ok(hk_graph_op_output(f->g, &o1, two, 1, &st), &st);
     assert_true(o1 == h);
-    assert_status(hk_graph_op_output(f->g, two, 2, &o1, &st), &st, HK_OUT_OF_RANGE, "two");
-    assert_status(hk_graph_op_output(f->g, two, -1, &o1, &st), &st, HK_OUT_OF_RANGE, "index");
-    assert_status(hk_graph_op_output(f->g, v, 0, &o1, &st), &st, HK_NOT_FOUND, "op");
-    assert_status(hk_graph_op_output(f->g, two, 0, NULL, &st), &st, HK_INVALID_ARGUMENT, "out");
+    assert_status(hk_graph_op_output(f->g, &o1, two, 2, &st), &st, HK_OUT_OF_RANGE, "two");
+    assert_status(hk_graph_op_output(f->g, &o1, two, -1, &st), &st, HK_OUT_OF_RANGE, "index");
+    assert_status(hk_graph_op_output(f->g, &o1, v, 0, &st), &st, HK_NOT_FOUND, "op");
+    assert_status(hk_graph_op_output(f->g, NULL, two, 0, &st), &st, HK_INVALID_ARGUMENT, "out");
   }
 
-  assert_status(hk_executor_resolve_tensor(f->ex, "nope", &h, &st), &st, HK_NOT_FOUND, "'nope'");
+  assert_status(hk_executor_resolve_tensor(&h, f->ex, "nope", &st), &st, HK_NOT_FOUND, "'nope'");
   assert_true(h == HK_NO_HANDLE);
-  assert_status(hk_executor_resolve_tensor(f->ex, "scope/v:1", &h, &st), &st, HK_NOT_FOUND,
-                "'scope/v:1'");
-  assert_status(hk_executor_resolve_tensor(f->ex, "two:2", &h, &st), &st, HK_NOT_FOUND, "'two:2'");
-  assert_status(hk_executor_resolve_tensor(f->ex, "two:x", &h, &st), &st, HK_NOT_FOUND, "'two:x'");
-  assert_status(hk_executor_resolve_tensor(f->ex, "two:", &h, &st), &st, HK_NOT_FOUND, "'two:'");
-  assert_status(hk_executor_resolve_tensor(f->ex, "two:01", &h, &st), &st, HK_NOT_FOUND, "'two:01'");
-  assert_status(hk_executor_resolve_tensor(f->ex, "two:-1", &h, &st), &st, HK_NOT_FOUND, "'two:-1'");
-  assert_status(hk_executor_resolve_op(f->ex, "scope", &h, &st), &st, HK_NOT_FOUND, "'scope'");
+  assert_status(hk_executor_resolve_tensor(&h, f->ex, "scope/v:1", &st), &st, HK_NOT_FOUND, "'scope/v:1'");
+  assert_status(hk_executor_resolve_tensor(&h, f->ex, "two:2", &st), &st, HK_NOT_FOUND, "'two:2'");
+  assert_status(hk_executor_resolve_tensor(&h, f->ex, "two:x", &st), &st, HK_NOT_FOUND, "'two:x'");
+  assert_status(hk_executor_resolve_tensor(&h, f->ex, "two:", &st), &st, HK_NOT_FOUND, "'two:'");
+  assert_status(hk_executor_resolve_tensor(&h, f->ex, "two:01", &st), &st, HK_NOT_FOUND, "'two:01'");
+  assert_status(hk_executor_resolve_tensor(&h, f->ex, "two:-1", &st), &st, HK_NOT_FOUND, "'two:-1'");
+  assert_status(hk_executor_resolve_op(&h, f->ex, "scope", &st), &st, HK_NOT_FOUND, "'scope'");
   /* an op without outputs has no tensor "grp:0" */
   assert_ok(hk_graph_group(f->g, &h, "grp", NULL, 0, &st), &st);
-  assert_status(hk_executor_resolve_tensor(f->ex, "grp", &h, &st), &st, HK_NOT_FOUND, "'grp'");
+  assert_status(hk_executor_resolve_tensor(&h, f->ex, "grp", &st), &st, HK_NOT_FOUND, "'grp'");
   /* unknown handles have no name of their own */
   assert_string_not_equal(hk_executor_handle_name(f->ex, (hk_handle)12345), "scope/v");
 }
@@ -383,11 +382,10 @@ static void test_graph__finalized_graph_rejects_mutations(void **state) {
                 HK_FAILED_PRECONDITION, msg);
   assert_status(hk_executor_role_add(f->ex, HK_ROLE_INIT_OP, v, &st), &st, HK_FAILED_PRECONDITION,
                 msg);
-  assert_status(hk_executor_default_op(f->ex, HK_DEFAULT_INIT_OP, &h, &st), &st,
-                HK_FAILED_PRECONDITION, msg);
+  assert_status(hk_executor_default_op(&h, f->ex, HK_DEFAULT_INIT_OP, &st), &st, HK_FAILED_PRECONDITION, msg);
   /* nothing was added; reads still work */
   assert_int_equal(hk_executor_variable_count(f->ex), 1);
-  assert_status(hk_executor_resolve_op(f->ex, "grp", &h, &st), &st, HK_NOT_FOUND, "grp");
+  assert_status(hk_executor_resolve_op(&h, f->ex, "grp", &st), &st, HK_NOT_FOUND, "grp");
   open_rs(f);
   assert_status(run(f, NULL, 0, &v, 1, NULL, 0, &t, &st), &st, HK_FAILED_PRECONDITION,
                 "uninitialized");
@@ -402,25 +400,24 @@ static void test_graph__role_registry(void **state) {
   size_t n = 99;
   assert_ok(hk_graph_group(f->g, &a, "a", NULL, 0, &st), &st);
   assert_ok(hk_graph_group(f->g, &b, "b", NULL, 0, &st), &st);
-  assert_ok(hk_executor_role_get(f->ex, HK_ROLE_INIT_OP, out, 4, &n, &st), &st);
+  assert_ok(hk_executor_role_get(out, 4, &n, f->ex, HK_ROLE_INIT_OP, &st), &st);
   assert_int_equal(n, 0);
   assert_ok(hk_executor_role_add(f->ex, HK_ROLE_INIT_OP, a, &st), &st);
   assert_ok(hk_executor_role_add(f->ex, HK_ROLE_INIT_OP, b, &st), &st);
   assert_ok(hk_executor_role_add(f->ex, "summary_op", v, &st), &st);
-  assert_ok(hk_executor_role_get(f->ex, HK_ROLE_INIT_OP, out, 4, &n, &st), &st);
+  assert_ok(hk_executor_role_get(out, 4, &n, f->ex, HK_ROLE_INIT_OP, &st), &st);
   assert_int_equal(n, 2);
   assert_true(out[0] == a && out[1] == b);
   out[0] = out[1] = 0;
-  assert_ok(hk_executor_role_get(f->ex, HK_ROLE_INIT_OP, out, 1, &n, &st), &st);
+  assert_ok(hk_executor_role_get(out, 1, &n, f->ex, HK_ROLE_INIT_OP, &st), &st);
   assert_int_equal(n, 2); /* the total, even when cap is smaller */
   assert_true(out[0] == a && out[1] == 0);
-  assert_ok(hk_executor_role_get(f->ex, "summary_op", NULL, 0, &n, &st), &st);
+  assert_ok(hk_executor_role_get(NULL, 0, &n, f->ex, "summary_op", &st), &st);
   assert_int_equal(n, 1);
   assert_status(hk_executor_role_add(f->ex, HK_ROLE_INIT_OP, (hk_handle)42, &st), &st,
                 HK_INVALID_ARGUMENT, "handle");
   assert_status(hk_executor_role_add(f->ex, "", a, &st), &st, HK_INVALID_ARGUMENT, "role");
-  assert_status(hk_executor_role_get(f->ex, HK_ROLE_INIT_OP, NULL, 2, &n, &st), &st,
-                HK_INVALID_ARGUMENT, "out");
+  assert_status(hk_executor_role_get(NULL, 2, &n, f->ex, HK_ROLE_INIT_OP, &st), &st, HK_INVALID_ARGUMENT, "out");
 }
 
 /* C144: create_global_step makes one int64 scalar, initial 0, global and not trainable, under the global-step role. */
@@ -436,10 +433,10 @@ static void test_graph__the_global_step_is_one_non_trainable_int64_scalar(void *
                 "\"global_step\" already exists.");
   assert_ok(hk_graph_get_or_create_global_step(f->g, &again, &st), &st);
   assert_true(again == gs);
-  assert_ok(hk_executor_role_get(f->ex, HK_ROLE_GLOBAL_STEP, h, 2, &n, &st), &st);
+  assert_ok(hk_executor_role_get(h, 2, &n, f->ex, HK_ROLE_GLOBAL_STEP, &st), &st);
   assert_int_equal(n, 1);
   assert_true(h[0] == gs);
-  assert_ok(hk_executor_global_step(f->ex, &info, &idx, &st), &st);
+  assert_ok(hk_executor_global_step(&info, &idx, f->ex, &st), &st);
   assert_string_equal(info.name, "global_step");
   assert_true(info.tensor == gs);
   assert_int_equal(info.dtype, HK_DTYPE_I64);
@@ -447,7 +444,7 @@ static void test_graph__the_global_step_is_one_non_trainable_int64_scalar(void *
   assert_int_equal(info.flags, 0); /* global, not trainable */
   open_rs(f);
   run_target(f, init_all(f, "init"));
-  assert_ok(hk_raw_session_global_step(f->rs, &v, &st), &st);
+  assert_ok(hk_raw_session_global_step(&v, f->rs, &st), &st);
   assert_int_equal(v, 0);
 }
 
@@ -495,10 +492,10 @@ static void test_graph__default_ops_are_built_under_fresh_names_and_cover_every_
   var_f32(f, "g1", 1);
   var_full(f, "l1", HK_DTYPE_F32, 0, NULL, HK_INIT_CONSTANT, 2, HK_VAR_LOCAL, NULL);
   var_f32(f, "g2", 3);
-  assert_ok(hk_executor_default_op(f->ex, HK_DEFAULT_INIT_OP, &init, &st), &st);
-  assert_ok(hk_executor_default_op(f->ex, HK_DEFAULT_LOCAL_INIT_OP, &local_init, &st), &st);
-  assert_ok(hk_executor_default_op(f->ex, HK_DEFAULT_READY_OP, &ready, &st), &st);
-  assert_ok(hk_executor_default_op(f->ex, HK_DEFAULT_READY_FOR_LOCAL_INIT_OP, &ready_local, &st), &st);
+  assert_ok(hk_executor_default_op(&init, f->ex, HK_DEFAULT_INIT_OP, &st), &st);
+  assert_ok(hk_executor_default_op(&local_init, f->ex, HK_DEFAULT_LOCAL_INIT_OP, &st), &st);
+  assert_ok(hk_executor_default_op(&ready, f->ex, HK_DEFAULT_READY_OP, &st), &st);
+  assert_ok(hk_executor_default_op(&ready_local, f->ex, HK_DEFAULT_READY_FOR_LOCAL_INIT_OP, &st), &st);
   /* op handles for the init kinds, tensor handles for the readiness kinds */
   assert_string_equal(hk_executor_handle_name(f->ex, init), "init");
   assert_string_equal(hk_executor_handle_name(f->ex, local_init), "init_local");
@@ -506,10 +503,9 @@ static void test_graph__default_ops_are_built_under_fresh_names_and_cover_every_
   assert_string_equal(hk_executor_handle_name(f->ex, ready_local),
                       "report_uninitialized_global_variables:0");
   /* a second build gets a fresh name */
-  assert_ok(hk_executor_default_op(f->ex, HK_DEFAULT_INIT_OP, &again, &st), &st);
+  assert_ok(hk_executor_default_op(&again, f->ex, HK_DEFAULT_INIT_OP, &st), &st);
   assert_string_equal(hk_executor_handle_name(f->ex, again), "init_1");
-  assert_status(hk_executor_default_op(f->ex, (hk_default_op)9, &again, &st), &st,
-                HK_INVALID_ARGUMENT, "kind");
+  assert_status(hk_executor_default_op(&again, f->ex, (hk_default_op)9, &st), &st, HK_INVALID_ARGUMENT, "kind");
   open_rs(f);
 
   fetch[0] = ready;

@@ -9,7 +9,7 @@
 
 static void read_var(fx *f, size_t idx, hk_tensor *out) {
   hk_status st = HK_STATUS_INIT;
-  assert_ok(hk_raw_session_read_variable(f->rs, idx, out, &st), &st);
+  assert_ok(hk_raw_session_read_variable(out, f->rs, idx, &st), &st);
 }
 
 static size_t random_var(fx *f, const char *name, hk_dtype dt, int64_t n, hk_init_kind kind,

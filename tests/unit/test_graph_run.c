@@ -215,7 +215,7 @@ static void test_graph__fetched_variable_read_at_run_start(void **state) {
   assert_ok(run(f, NULL, 0, fetch, 1, &inc, 1, r, &st), &st);
   assert_int_equal(*(int64_t *)r[0].data, 0);
   /* ...and the variable moved on */
-  assert_ok(hk_raw_session_global_step(f->rs, &gsv, &st), &st);
+  assert_ok(hk_raw_session_global_step(&gsv, f->rs, &st), &st);
   assert_int_equal(gsv, 1);
   assert_int_equal(*(int64_t *)r[0].data, 0); /* the result is a copy, still valid */
 
@@ -227,7 +227,7 @@ static void test_graph__fetched_variable_read_at_run_start(void **state) {
   assert_int_equal(*(int64_t *)r[0].data, 2);
   assert_int_equal(*(int64_t *)r[1].data, 1);
   assert_int_equal(*(int64_t *)r[2].data, 1);
-  assert_ok(hk_raw_session_global_step(f->rs, &gsv, &st), &st);
+  assert_ok(hk_raw_session_global_step(&gsv, f->rs, &st), &st);
   assert_int_equal(gsv, 2);
 
   /* without a mutator in the run, the fetch is simply the current value */
@@ -259,7 +259,7 @@ static void test_graph__uninitialized_reads_fail(void **state) {
   assert_status(run(f, NULL, 0, NULL, 0, &rd, 1, NULL, &st), &st, HK_FAILED_PRECONDITION, msg);
   assert_int_equal(rec.calls[0], 0);
   assert_status(run(f, NULL, 0, NULL, 0, &inc, 1, NULL, &st), &st, HK_FAILED_PRECONDITION, msg);
-  assert_status(hk_raw_session_read_variable(f->rs, idx, &r, &st), &st, HK_FAILED_PRECONDITION, msg);
+  assert_status(hk_raw_session_read_variable(&r, f->rs, idx, &st), &st, HK_FAILED_PRECONDITION, msg);
 
   /* the readiness report names it (C72) */
   assert_ok(run(f, NULL, 0, &rept, 1, NULL, 0, &r, &st), &st);
@@ -315,7 +315,7 @@ static void test_graph__variables_live_per_raw_session(void **state) {
 
 static hk_code touch_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
                             size_t ninputs, hk_tensor *outputs, size_t noutputs, hk_status *status) {
-  hk_tensor *v = hk_kernel_variable(ctx, 0);
+  hk_tensor *v = hk_kernel_context_variable(ctx, 0);
   (void)inputs;
   (void)ninputs;
   (void)outputs;
@@ -323,8 +323,8 @@ static hk_code touch_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
   (void)status;
   *(void **)user = v->data;
   ((float *)v->data)[1] += 10;
-  assert_null(hk_kernel_variable(ctx, 1));
-  assert_non_null(hk_kernel_env(ctx));
+  assert_null(hk_kernel_context_variable(ctx, 1));
+  assert_non_null(hk_kernel_context_env(ctx));
   return HK_OK;
 }
 
@@ -354,13 +354,13 @@ static void test_graph__external_variables_zero_copy(void **state) {
   rep = out0(f, rep);
   assert_ok(hk_executor_find_variable(f->ex, "ext", &i1, &st), &st);
   assert_ok(hk_executor_find_variable(f->ex, "ext2", &i2, &st), &st);
-  assert_ok(hk_executor_variable_info(f->ex, i1, &info, &st), &st);
+  assert_ok(hk_executor_variable_info(&info, f->ex, i1, &st), &st);
   assert_true(info.flags & HK_VAR_EXTERNAL);
   assert_true(info.flags & HK_VAR_TRAINABLE);
   open_rs(f);
 
   /* no initializer: initialized from the start, in place */
-  assert_ok(hk_raw_session_read_variable(f->rs, i1, &r, &st), &st);
+  assert_ok(hk_raw_session_read_variable(&r, f->rs, i1, &st), &st);
   assert_ptr_equal(r.data, host);
   assert_ok(run(f, NULL, 0, &ext, 1, NULL, 0, &r, &st), &st);
   assert_ptr_equal(r.data, host);
@@ -375,21 +375,20 @@ static void test_graph__external_variables_zero_copy(void **state) {
   assert_ok(run(f, NULL, 0, &rep, 1, NULL, 0, &r, &st), &st);
   assert_int_equal(r.dims[0], 1);
   assert_string_equal(((const char **)r.data)[0], "ext2");
-  assert_status(hk_raw_session_read_variable(f->rs, i2, &r, &st), &st, HK_FAILED_PRECONDITION,
+  assert_status(hk_raw_session_read_variable(&r, f->rs, i2, &st), &st, HK_FAILED_PRECONDITION,
                 "uninitialized value ext2");
   run_target(f, init);
   assert_true(host2[0] == 3.0f && host2[1] == 3.0f);
   assert_true(host[0] == 8.0f); /* init does not touch an external variable without initializer */
-  assert_ok(hk_raw_session_read_variable(f->rs, i2, &r, &st), &st);
+  assert_ok(hk_raw_session_read_variable(&r, f->rs, i2, &st), &st);
   assert_ptr_equal(r.data, host2);
   assert_ok(run(f, NULL, 0, &ext2, 1, NULL, 0, &r, &st), &st);
   assert_ptr_equal(r.data, host2);
 
   /* a new session shares the host buffers but not the initialized flags */
   assert_ok(hk_raw_session_open(&other, f->ex, &st), &st);
-  assert_status(hk_raw_session_read_variable(other, i2, &r, &st), &st, HK_FAILED_PRECONDITION,
-                "ext2");
-  assert_ok(hk_raw_session_read_variable(other, i1, &r, &st), &st);
+  assert_status(hk_raw_session_read_variable(&r, other, i2, &st), &st, HK_FAILED_PRECONDITION, "ext2");
+  assert_ok(hk_raw_session_read_variable(&r, other, i1, &st), &st);
   assert_true(((float *)r.data)[0] == 8.0f);
   hk_raw_session_free(other);
 }
@@ -405,7 +404,7 @@ static void test_graph__variables_enumerate_read_assign(void **state) {
   hk_variable_info info;
   hk_tensor val, r;
   assert_int_equal(hk_executor_variable_count(f->ex), 2);
-  assert_ok(hk_executor_variable_info(f->ex, 0, &info, &st), &st);
+  assert_ok(hk_executor_variable_info(&info, f->ex, 0, &st), &st);
   assert_string_equal(info.name, "w");
   assert_true(info.tensor == w);
   assert_int_equal(info.dtype, HK_DTYPE_F32);
@@ -413,10 +412,10 @@ static void test_graph__variables_enumerate_read_assign(void **state) {
   assert_int_equal(info.dims[0], 2);
   assert_int_equal(info.dims[1], 3);
   assert_int_equal(info.flags, HK_VAR_TRAINABLE);
-  assert_ok(hk_executor_variable_info(f->ex, 1, &info, &st), &st);
+  assert_ok(hk_executor_variable_info(&info, f->ex, 1, &st), &st);
   assert_true(info.tensor == l);
   assert_int_equal(info.flags, HK_VAR_LOCAL);
-  assert_status(hk_executor_variable_info(f->ex, 2, &info, &st), &st, HK_OUT_OF_RANGE, "2");
+  assert_status(hk_executor_variable_info(&info, f->ex, 2, &st), &st, HK_OUT_OF_RANGE, "2");
   open_rs(f);
 
   assert_ok(hk_tensor_init(&val, HK_DTYPE_F64, 2, d23, dd, &st), &st);
@@ -428,11 +427,10 @@ static void test_graph__variables_enumerate_read_assign(void **state) {
   assert_ok(hk_tensor_init(&val, HK_DTYPE_F32, 2, d23, data, &st), &st);
   assert_ok(hk_raw_session_assign_variable(f->rs, 0, &val, &st), &st);
   data[0] = 100; /* assign copied */
-  assert_ok(hk_raw_session_read_variable(f->rs, 0, &r, &st), &st);
+  assert_ok(hk_raw_session_read_variable(&r, f->rs, 0, &st), &st);
   assert_true(((float *)r.data)[0] == 1.0f && ((float *)r.data)[5] == 6.0f);
   assert_int_equal(r.nbytes, 24);
-  assert_status(hk_raw_session_read_variable(f->rs, 1, &r, &st), &st, HK_FAILED_PRECONDITION,
-                "uninitialized value l");
+  assert_status(hk_raw_session_read_variable(&r, f->rs, 1, &st), &st, HK_FAILED_PRECONDITION, "uninitialized value l");
 }
 
 /* ---- trace (H30) ----------------------------------------------------------------- */
@@ -549,7 +547,7 @@ static void test_graph__an_assign_of_a_kernel_output_that_no_longer_fits_fails(v
   d.outputs = &out;
   d.noutputs = 1;
   assert_ok(hk_graph_op(f->g, &op, &d, &st), &st);
-  assert_ok(hk_graph_op_output(f->g, op, 0, &t, &st), &st);
+  assert_ok(hk_graph_op_output(f->g, &t, op, 0, &st), &st);
   assert_ok(hk_graph_assign(f->g, &assign, "assign", var, t, &st), &st);
   assert_ok(hk_graph_init_op(f->g, &init, "init", &var, 1, &st), &st);
   open_rs(f);
@@ -672,10 +670,9 @@ static hk_code build_and_run(test_env *te, int64_t *gs_out, hk_status *st) {
       (rc = hk_graph_constant(g, &one, "one", &t1, st)) != HK_OK ||
       (rc = hk_graph_assign_add(g, &inc, "train", gs, one, st)) != HK_OK ||
       (rc = hk_graph_report_uninitialized(g, &rep, "rep", NULL, 0, st)) != HK_OK ||
-      (rc = hk_executor_default_op(hk_graph_executor(g), HK_DEFAULT_INIT_OP, &init, st)) != HK_OK ||
+      (rc = hk_executor_default_op(&init, hk_graph_executor(g), HK_DEFAULT_INIT_OP, st)) != HK_OK ||
       (rc = hk_executor_role_add(hk_graph_executor(g), HK_ROLE_INIT_OP, init, st)) != HK_OK ||
-      (rc = hk_graph_finalize(g, st)) != HK_OK ||
-      (rc = hk_raw_session_open(&rs, hk_graph_executor(g), st)) != HK_OK)
+      (rc = hk_graph_finalize(g, st)) != HK_OK || (rc = hk_raw_session_open(&rs, hk_graph_executor(g), st)) != HK_OK)
     goto done;
   memset(&a, 0, sizeof(a));
   a.targets = &init;
@@ -685,7 +682,7 @@ static hk_code build_and_run(test_env *te, int64_t *gs_out, hk_status *st) {
   a.fetches = &gs;
   a.nfetches = 1;
   if ((rc = hk_raw_session_run(rs, &a, r, NULL, st)) != HK_OK) goto done;
-  rc = hk_raw_session_global_step(rs, gs_out, st);
+  rc = hk_raw_session_global_step(gs_out, rs, st);
 done:
   hk_raw_session_free(rs);
   hk_graph_free(g);

@@ -1,5 +1,5 @@
 /*
- * test_latest — hk_latest_checkpoint (D5.1, D5.2, C123): fallback past a
+ * test_latest — hk_checkpoint_latest (D5.1, D5.2, C123): fallback past a
  * corrupt or missing newest checkpoint, DATA_LOSS naming every candidate,
  * the directory scan for a missing or malformed state file, and state
  * entries that point outside the directory (H33, D6.4), which are never
@@ -100,7 +100,7 @@ static void set_v(fx *f, float x) {
 static void save(fx *f, int64_t step, hk_saver *s) {
   hk_status st = HK_STATUS_INIT;
   set_v(f, (float)step);
-  assert_ok(hk_saver_save(s ? s : f->saver, f->rs, f->save_path, step, 0, NULL, &st), &st);
+  assert_ok(hk_saver_save(NULL, s ? s : f->saver, f->rs, f->save_path, step, 0, &st), &st);
 }
 
 static char *prefix(fx *f, int64_t step) {
@@ -142,7 +142,7 @@ static void write_state_text(fx *f, const char *text) {
 static void expect_latest(fx *f, int64_t step) {
   hk_status st = HK_STATUS_INIT;
   char *got = NULL, *want = prefix(f, step);
-  assert_ok(hk_latest_checkpoint(&f->te->env, f->dir, NULL, &got, &st), &st);
+  assert_ok(hk_checkpoint_latest(&got, &f->te->env, f->dir, NULL, &st), &st);
   assert_string_equal(got, want);
   hk_env_free(&f->te->env, got);
   free(want);
@@ -164,20 +164,20 @@ static void test_latest__no_state_file_and_no_checkpoint_is_not_found(void **sta
   hk_status st = HK_STATUS_INIT;
   char *got = (char *)"x";
   /* no state file and no checkpoint: NOT_FOUND, and nothing to warn about */
-  assert_status(hk_latest_checkpoint(&f->te->env, f->dir, NULL, &got, &st), &st, HK_NOT_FOUND, NULL);
+  assert_status(hk_checkpoint_latest(&got, &f->te->env, f->dir, NULL, &st), &st, HK_NOT_FOUND, NULL);
   assert_null(got);
   assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING, ""), 0);
   /* nor a directory that does not exist */
   {
     char *missing = file_in(f->dir, "nowhere");
     got = (char *)"x";
-    assert_status(hk_latest_checkpoint(&f->te->env, missing, NULL, &got, &st), &st, HK_NOT_FOUND, NULL);
+    assert_status(hk_checkpoint_latest(&got, &f->te->env, missing, NULL, &st), &st, HK_NOT_FOUND, NULL);
     assert_null(got);
     free(missing);
   }
-  assert_status(hk_latest_checkpoint(&f->te->env, NULL, NULL, &got, &st), &st, HK_INVALID_ARGUMENT, "dir");
-  assert_status(hk_latest_checkpoint(&f->te->env, f->dir, NULL, NULL, &st), &st, HK_INVALID_ARGUMENT, "out");
-  assert_status(hk_latest_checkpoint(&f->te->env, f->dir, "a/b", &got, &st), &st, HK_INVALID_ARGUMENT,
+  assert_status(hk_checkpoint_latest(&got, &f->te->env, NULL, NULL, &st), &st, HK_INVALID_ARGUMENT, "dir");
+  assert_status(hk_checkpoint_latest(NULL, &f->te->env, f->dir, NULL, &st), &st, HK_INVALID_ARGUMENT, "out");
+  assert_status(hk_checkpoint_latest(&got, &f->te->env, f->dir, "a/b", &st), &st, HK_INVALID_ARGUMENT,
                 "latest_filename");
 }
 
@@ -203,7 +203,7 @@ static void test_latest__without_a_state_file_the_directory_is_scanned(void **st
   assert_logged(f->te, HK_LOG_WARNING, "trying an older one.");
   corrupt(f, 9);
   corrupt(f, 2);
-  assert_status(hk_latest_checkpoint(&f->te->env, f->dir, NULL, &got, &st), &st, HK_DATA_LOSS, "model.ckpt-10");
+  assert_status(hk_checkpoint_latest(&got, &f->te->env, f->dir, NULL, &st), &st, HK_DATA_LOSS, "model.ckpt-10");
   assert_non_null(strstr(st.message, "model.ckpt-9"));
   assert_non_null(strstr(st.message, "model.ckpt-2"));
   assert_null(got);
@@ -253,7 +253,7 @@ static void test_latest__newer_format_candidate_is_skipped(void **state) {
   unsigned char data[4] = {0};
   save(f, 1, NULL);
   write_raw(path, "{\"__metadata__\":{\"format\":\"hooked/2\"},\"w\":{\"layout\":\"new\"}}", data, sizeof data);
-  assert_ok(hk_update_checkpoint_state(&f->te->env, f->dir, names[1], names, 2, NULL, 0, NULL, &st), &st);
+  assert_ok(hk_checkpoint_state_update(&f->te->env, f->dir, names[1], names, 2, NULL, 0, NULL, &st), &st);
   expect_latest(f, 1);
   assert_logged(f->te, HK_LOG_WARNING, "model.ckpt-2 is missing or corrupt (Checkpoint");
   assert_logged(f->te, HK_LOG_WARNING, "\"hooked/2\", newer than this library reads");
@@ -269,7 +269,7 @@ static void test_latest__all_candidates_corrupt_is_data_loss_naming_each(void **
   corrupt(f, 1);
   corrupt(f, 2);
   remove_data(f, 3);
-  assert_status(hk_latest_checkpoint(&f->te->env, f->dir, NULL, &got, &st), &st, HK_DATA_LOSS, "model.ckpt-3");
+  assert_status(hk_checkpoint_latest(&got, &f->te->env, f->dir, NULL, &st), &st, HK_DATA_LOSS, "model.ckpt-3");
   assert_non_null(strstr(st.message, "model.ckpt-2"));
   assert_non_null(strstr(st.message, "model.ckpt-1"));
   assert_null(got);
@@ -311,7 +311,7 @@ static void corrupt_checkpoints_in(fx *f, const char *dir, int64_t n) {
     char name[64], *path, *data;
     size_t len;
     set_v(f, (float)k);
-    assert_ok(hk_saver_save(s, f->rs, save_path, k, 0, NULL, &st), &st);
+    assert_ok(hk_saver_save(NULL, s, f->rs, save_path, k, 0, &st), &st);
     snprintf(name, sizeof name, "model.ckpt-%lld.safetensors", (long long)k);
     path = test_path(dir, name);
     data = test_read_file(path, &len);
@@ -334,7 +334,7 @@ static void test_latest__all_corrupt_in_a_long_directory_still_names_every_candi
   const char *at;
   assert_int_equal(strlen(dir), 300);
   corrupt_checkpoints_in(f, dir, 5);
-  assert_status(hk_latest_checkpoint(&f->te->env, dir, NULL, &got, &st), &st, HK_DATA_LOSS, "No checkpoint in ");
+  assert_status(hk_checkpoint_latest(&got, &f->te->env, dir, NULL, &st), &st, HK_DATA_LOSS, "No checkpoint in ");
   assert_null(got);
   assert_true(strlen(st.message) < HK_STATUS_MESSAGE_MAX);
   at = st.message;
@@ -357,7 +357,7 @@ static void test_latest__all_corrupt_with_too_many_to_name_says_how_many(void **
   char *dir = long_dir(f, 300), *got = NULL, *more;
   size_t named = 0, rest = 0;
   corrupt_checkpoints_in(f, dir, 40);
-  assert_status(hk_latest_checkpoint(&f->te->env, dir, NULL, &got, &st), &st, HK_DATA_LOSS, "model.ckpt-40");
+  assert_status(hk_checkpoint_latest(&got, &f->te->env, dir, NULL, &st), &st, HK_DATA_LOSS, "model.ckpt-40");
   for (const char *p = strstr(st.message, "model.ckpt-"); p; p = strstr(p + 1, "model.ckpt-")) named++;
   more = strstr(st.message, "; and ");
   assert_non_null(more);
@@ -390,7 +390,7 @@ static void test_latest__a_malformed_state_file_and_no_checkpoint_is_not_found(v
   char *got = NULL, *other = file_in(f->dir, "notes-1.txt");
   assert_int_equal(test_write_file(other, "x", 1), 0);
   write_state_text(f, "model_checkpoint_path: \"unterminated\n");
-  assert_status(hk_latest_checkpoint(&f->te->env, f->dir, NULL, &got, &st), &st, HK_NOT_FOUND, NULL);
+  assert_status(hk_checkpoint_latest(&got, &f->te->env, f->dir, NULL, &st), &st, HK_NOT_FOUND, NULL);
   assert_null(got);
   free(other);
 }

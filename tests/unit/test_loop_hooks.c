@@ -193,7 +193,7 @@ static void test_loop__version_2_options_get_the_default_step_counter(void **sta
  * values of "w"; @return how many, *newest the newest one's step. */
 static int checkpoints_finite(fx *f, int64_t *newest) {
   hk_checkpoint_state *cs = NULL;
-  assert_ok(hk_get_checkpoint_state(&f->te->env, f->ck, NULL, &cs, &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_get(&cs, &f->te->env, f->ck, NULL, &f->st), &f->st);
   size_t n = hk_checkpoint_state_count(cs);
   for (size_t i = 0; i < n; i++) {
     hk_checkpoint_reader *r = NULL;

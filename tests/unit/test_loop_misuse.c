@@ -140,7 +140,7 @@ static void test_loop__bad_registrations_name_the_array(void **state) {
   /* misuse before start */
   assert_status(hk_loop_step_begin(l, NULL, &f->st), &f->st, HK_FAILED_PRECONDITION, "not started");
   assert_status(hk_loop_step_end(l, &f->st), &f->st, HK_FAILED_PRECONDITION, "not started");
-  assert_status(hk_loop_save(l, NULL, NULL, &f->st), &f->st, HK_FAILED_PRECONDITION, "not started");
+  assert_status(hk_loop_save(NULL, l, NULL, &f->st), &f->st, HK_FAILED_PRECONDITION, "not started");
   assert_true(hk_loop_should_stop(l));
   assert_ok(hk_loop_start(l, NULL, &f->st), &f->st);
   /* misuse after start: refused, the loop carries on */

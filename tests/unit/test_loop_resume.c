@@ -83,7 +83,7 @@ static void test_loop__opaque_state_round_trips(void **state) {
   size_t i = 0;
   assert_ok(hk_checkpoint_reader_find(r, "rng", &i, &f->st), &f->st);
   hk_checkpoint_entry e;
-  assert_ok(hk_checkpoint_reader_entry(r, i, &e, &f->st), &f->st);
+  assert_ok(hk_checkpoint_reader_entry(&e, r, i, &f->st), &f->st);
   assert_int_equal(e.dtype, HK_DTYPE_U8);
   assert_int_equal(e.rank, 1);
   assert_int_equal(e.dims[0], (int64_t)sizeof(rng));
@@ -128,14 +128,14 @@ static void test_loop__arrays_are_storage_states_are_not(void **state) {
   assert_ok(hk_executor_find_variable(ex, "b", &ib, &f->st), &f->st);
   assert_ok(hk_executor_find_variable(ex, "rng", &ir, &f->st), &f->st);
   assert_ok(hk_raw_session_open(&rs, ex, &f->st), &f->st);
-  assert_ok(hk_raw_session_variable_storage(rs, iw, &t, &f->st), &f->st);
+  assert_ok(hk_raw_session_variable_storage(&t, rs, iw, &f->st), &f->st);
   assert_ptr_equal(t.data, m.w);
   assert_int_equal(t.nbytes, sizeof m.w);
   assert_int_equal(t.dtype, HK_DTYPE_F32);
   assert_int_equal(t.rank, 2);
-  assert_ok(hk_raw_session_variable_storage(rs, ib, &t, &f->st), &f->st);
+  assert_ok(hk_raw_session_variable_storage(&t, rs, ib, &f->st), &f->st);
   assert_ptr_equal(t.data, m.b);
-  assert_status(hk_raw_session_variable_storage(rs, ir, &t, &f->st), &f->st, HK_UNIMPLEMENTED, "rng");
+  assert_status(hk_raw_session_variable_storage(&t, rs, ir, &f->st), &f->st, HK_UNIMPLEMENTED, "rng");
   assert_null(t.data);
   hk_raw_session_free(rs);
   assert_ok(hk_loop_finish(l, &f->st), &f->st);
@@ -421,17 +421,17 @@ static void test_loop__save_now(void **state) {
   assert_ok(hk_loop_start(l, NULL, &f->st), &f->st);
   assert_ok(hk_loop_step(l, step_fn, &m, &f->st), &f->st);
   const char *prefix = NULL;
-  assert_ok(hk_loop_save(l, "best", &prefix, &f->st), &f->st);
+  assert_ok(hk_loop_save(&prefix, l, "best", &f->st), &f->st);
   assert_non_null(strstr(prefix, "/best"));
   assert_ok(hk_loop_step(l, step_fn, &m, &f->st), &f->st);
-  assert_ok(hk_loop_save(l, NULL, &prefix, &f->st), &f->st);
+  assert_ok(hk_loop_save(&prefix, l, NULL, &f->st), &f->st);
   assert_non_null(strstr(prefix, "model.ckpt-2"));
   /* inside a step: refused, and the loop carries on */
   assert_ok(hk_loop_step_begin(l, NULL, &f->st), &f->st);
-  assert_status(hk_loop_save(l, "x", NULL, &f->st), &f->st, HK_FAILED_PRECONDITION, "step is open");
+  assert_status(hk_loop_save(NULL, l, "x", &f->st), &f->st, HK_FAILED_PRECONDITION, "step is open");
   model_step(&m);
   assert_ok(hk_loop_step_end(l, &f->st), &f->st);
-  assert_status(hk_loop_save(l, "bad/name", NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "bad/name");
+  assert_status(hk_loop_save(NULL, l, "bad/name", &f->st), &f->st, HK_INVALID_ARGUMENT, "bad/name");
   assert_ok(hk_loop_finish(l, &f->st), &f->st);
   hk_loop_free(l);
   char *best = ckpt_file(f, "best"), *c3 = ckpt_file(f, "model.ckpt-3"), *c2 = ckpt_file(f, "model.ckpt-2");
@@ -447,11 +447,10 @@ static void test_loop__save_now(void **state) {
 static void test_loop__hook_save_refuses_bad_calls(void **state) {
   fx *f = *state;
   const char *prefix = "untouched";
-  assert_status(hk_checkpoint_saver_hook_save(NULL, NULL, &prefix, &f->st), &f->st, HK_INVALID_ARGUMENT, "hook");
+  assert_status(hk_checkpoint_saver_hook_save(&prefix, NULL, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "hook");
   assert_null(prefix);
   spy_hook *h = spy_hook_new("not-a-saver", NULL, NULL);
-  assert_status(hk_checkpoint_saver_hook_save(h->hook, NULL, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT,
-                "not-a-saver");
+  assert_status(hk_checkpoint_saver_hook_save(NULL, h->hook, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "not-a-saver");
   spy_hook_free(h);
   hk_hook *ck = NULL;
   hk_checkpoint_saver_options co = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
@@ -460,9 +459,9 @@ static void test_loop__hook_save_refuses_bad_calls(void **state) {
   for (int async = 0; async <= 1; async++) {
     assert_ok(async ? hk_async_checkpoint_saver_hook_new(&ck, &co, &f->st) : hk_checkpoint_saver_hook_new(&ck, &co, &f->st),
               &f->st);
-    assert_status(hk_checkpoint_saver_hook_save(ck, NULL, NULL, &f->st), &f->st, HK_FAILED_PRECONDITION,
+    assert_status(hk_checkpoint_saver_hook_save(NULL, ck, NULL, &f->st), &f->st, HK_FAILED_PRECONDITION,
                   "serves no session");
-    assert_status(hk_checkpoint_saver_hook_save(ck, "../x", NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "../x");
+    assert_status(hk_checkpoint_saver_hook_save(NULL, ck, "../x", &f->st), &f->st, HK_INVALID_ARGUMENT, "../x");
     hk_hook_free(ck);
   }
   assert_false(test_path_exists(f->ck));

@@ -31,8 +31,8 @@ static void test_loop__hooks_bracket_the_step(void **state) {
   add_model(l, &m, f);
   assert_ok(hk_loop_start(l, NULL, &f->st), &f->st);
   hk_handle loss = HK_NO_HANDLE, gs = HK_NO_HANDLE;
-  assert_ok(hk_executor_resolve_tensor(hk_loop_executor(l), "loss:0", &loss, &f->st), &f->st);
-  assert_ok(hk_executor_resolve_tensor(hk_loop_executor(l), "global_step", &gs, &f->st), &f->st);
+  assert_ok(hk_executor_resolve_tensor(&loss, hk_loop_executor(l), "loss:0", &f->st), &f->st);
+  assert_ok(hk_executor_resolve_tensor(&gs, hk_loop_executor(l), "global_step", &f->st), &f->st);
   spy_hook_fetch(h2, loss);
   spy_hook_fetch(h2, gs);
   spy_log_clear(&log);
@@ -358,7 +358,7 @@ static void steady_state_allocates_nothing(fx *f, int async, int nhooks, int ext
    * completion is the hook triggering (it may allocate), at whichever step
    * finds it done: a managed save now waits for the writer, processes its
    * result and restarts the cadence from step 6. */
-  if (async) assert_ok(hk_loop_save(l, NULL, NULL, &f->st), &f->st);
+  if (async) assert_ok(hk_loop_save(NULL, l, NULL, &f->st), &f->st);
   test_alloc_reset_counts(&f->te->alloc);
   for (int i = 0; i < 3; i++) { /* steps 7..9: no save triggers */
     assert_ok(hk_loop_step_begin(l, NULL, &f->st), &f->st);

@@ -72,13 +72,13 @@ static void test_loop_summary__bad_summary_calls_are_refused_naming_the_problem(
   fixture *f = *state;
   hk_summary_writer *w = (hk_summary_writer *)f;
   assert_status(hk_loop_summary_scalar(NULL, f->ckpt, "loss", 1, &f->st), &f->st, HK_INVALID_ARGUMENT, "loop");
-  assert_status(hk_loop_summary_writer(NULL, f->ckpt, &w, &f->st), &f->st, HK_INVALID_ARGUMENT, "loop");
+  assert_status(hk_loop_summary_writer(&w, NULL, f->ckpt, &f->st), &f->st, HK_INVALID_ARGUMENT, "loop");
   assert_null(w);
   assert_ok(hk_loop_new(&f->loop, &f->o, &f->st), &f->st);
   assert_status(hk_loop_summary_scalar(f->loop, f->ckpt, "loss", 1, &f->st), &f->st, HK_FAILED_PRECONDITION,
                 "not started");
   assert_ok(hk_loop_start(f->loop, NULL, &f->st), &f->st);
-  assert_status(hk_loop_summary_writer(f->loop, f->ckpt, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "out");
+  assert_status(hk_loop_summary_writer(NULL, f->loop, f->ckpt, &f->st), &f->st, HK_INVALID_ARGUMENT, "out");
   assert_status(hk_loop_summary_scalar(f->loop, NULL, "loss", 1, &f->st), &f->st, HK_INVALID_ARGUMENT, "logdir");
   assert_status(hk_loop_summary_scalar(f->loop, "", "loss", 1, &f->st), &f->st, HK_INVALID_ARGUMENT, "logdir");
   assert_status(hk_loop_summary_scalar(f->loop, f->ckpt, "", 1, &f->st), &f->st, HK_INVALID_ARGUMENT, "tag");
@@ -114,13 +114,13 @@ static void test_loop_summary__the_program_and_the_hooks_share_one_event_file(vo
   f->o.checkpoint_dir = f->ckpt;
   f->o.save_steps = 100;
   start(f);
-  assert_ok(hk_loop_summary_writer(f->loop, f->ckpt, &w, &f->st), &f->st);
+  assert_ok(hk_loop_summary_writer(&w, f->loop, f->ckpt, &f->st), &f->st);
   assert_ok(hk_summary_writer_text(w, "config", 0, "lr = 0.5", &f->st), &f->st);
   for (i = 0; i < 4; i++) {
     one_step(f);
     assert_ok(hk_loop_summary_scalar(f->loop, f->ckpt, "loss", f->loss, &f->st), &f->st);
   }
-  assert_ok(hk_loop_summary_writer(f->loop, f->ckpt, &again, &f->st), &f->st);
+  assert_ok(hk_loop_summary_writer(&again, f->loop, f->ckpt, &f->st), &f->st);
   assert_ptr_equal(again, w);
   assert_ok(hk_tensor_init(&view, HK_DTYPE_F32, 1, dims, f->w, &f->st), &f->st);
   assert_ok(hk_summary_writer_histogram(w, "w", hk_loop_global_step(f->loop), &view, &f->st), &f->st);

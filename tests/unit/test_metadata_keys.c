@@ -83,7 +83,7 @@ static unsigned char *real_checkpoint(fixture *f, size_t *n) {
   so.env = &f->te->env;
   so.executor = hk_graph_executor(g);
   assert_ok(hk_saver_new(&sv, &so, &f->st), &f->st);
-  assert_ok(hk_saver_save(sv, rs, path, 12, HK_SAVE_NO_STATE, NULL, &f->st), &f->st);
+  assert_ok(hk_saver_save(NULL, sv, rs, path, 12, HK_SAVE_NO_STATE, &f->st), &f->st);
   bytes = (unsigned char *)test_read_file(data, n);
   assert_non_null(bytes);
   assert_int_equal(remove(data), 0);

@@ -347,7 +347,7 @@ static void test_nan_tensor__oom_at_creation_is_clean(void **state) {
 static int check_checkpoints_finite(test_env *te, const char *dir, const char *var, int64_t *newest) {
   hk_checkpoint_state *cs = NULL;
   hk_status st = HK_STATUS_INIT;
-  assert_ok(hk_get_checkpoint_state(&te->env, dir, NULL, &cs, &st), &st);
+  assert_ok(hk_checkpoint_state_get(&cs, &te->env, dir, NULL, &st), &st);
   size_t n = hk_checkpoint_state_count(cs);
   for (size_t i = 0; i < n; i++) {
     hk_checkpoint_reader *r = NULL;
@@ -356,7 +356,7 @@ static int check_checkpoints_finite(test_env *te, const char *dir, const char *v
     float w[8];
     assert_ok(hk_checkpoint_reader_open(&r, &te->env, hk_checkpoint_state_path(cs, i), &st), &st);
     assert_ok(hk_checkpoint_reader_find(r, var, &index, &st), &st);
-    assert_ok(hk_checkpoint_reader_entry(r, index, &e, &st), &st);
+    assert_ok(hk_checkpoint_reader_entry(&e, r, index, &st), &st);
     assert_int_equal(e.dtype, HK_DTYPE_F32);
     assert_true(e.nbytes <= sizeof w);
     assert_ok(hk_checkpoint_reader_read(r, index, w, sizeof w, &st), &st);

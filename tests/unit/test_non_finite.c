@@ -122,7 +122,7 @@ static hk_saver *saver_with(fx *f, uint32_t version, int allow, const hk_env *en
 
 static hk_code save(fx *f, hk_saver *s, int64_t step) {
   hk_status_clear(&f->st);
-  return hk_saver_save(s, f->rs, f->save_path, step, HK_SAVE_DEFAULT, NULL, &f->st);
+  return hk_saver_save(NULL, s, f->rs, f->save_path, step, HK_SAVE_DEFAULT, &f->st);
 }
 
 /* The directory's names and the state file's bytes, to compare before and after. */
@@ -325,12 +325,12 @@ static void test_non_finite__every_write_path_refuses(void **state) {
       big[where[k]] = k == 1 ? -HUGE_VALF : NAN;
       snprintf(want, sizeof want, "variable 'big' holds %s at element %zu,", k == 1 ? "-Inf" : "NaN", where[k]);
       hk_status_clear(&f->st);
-      assert_status(hk_saver_save(s, rs, f->save_path, 5, HK_SAVE_DEFAULT, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT,
+      assert_status(hk_saver_save(NULL, s, rs, f->save_path, 5, HK_SAVE_DEFAULT, &f->st), &f->st, HK_INVALID_ARGUMENT,
                     want);
       assert_int_equal(test_dir_count(f->dir), 0);
     }
     big[where[2]] = 1.0f;
-    assert_ok(hk_saver_save(s, rs, f->save_path, 5, HK_SAVE_DEFAULT, NULL, &f->st), &f->st);
+    assert_ok(hk_saver_save(NULL, s, rs, f->save_path, 5, HK_SAVE_DEFAULT, &f->st), &f->st);
     assert_true(ckpt_data_exists(f->dir, "model.ckpt", 5));
     hk_saver_free(s);
     assert_int_equal(test_tmpdir_remove(f->dir), 0);
@@ -429,7 +429,7 @@ static void test_non_finite__async_hook_returns_the_refusal_at_the_next_run(void
   assert_true(ckpt_data_exists(f->dir, "model.ckpt", 1));
   assert_false(ckpt_data_exists(f->dir, "model.ckpt", 2));
   assert_int_equal(test_dir_count_matching(f->dir, ".tmp-"), 0);
-  assert_ok(hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &cs, &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_get(&cs, &f->te->env, f->dir, NULL, &f->st), &f->st);
   assert_non_null(strstr(hk_checkpoint_state_model_path(cs), "model.ckpt-1"));
   hk_checkpoint_state_free(cs);
 }
@@ -498,7 +498,7 @@ static void test_non_finite__host_loop_keeps_its_last_finite_checkpoints(void **
   assert_int_equal(p.steps, 4);
   assert_false(ckpt_data_exists(f->dir, "model.ckpt", 4));
   assert_false(ckpt_data_exists(f->dir, "model.ckpt", 1));
-  assert_ok(hk_latest_checkpoint(&f->te->env, f->dir, NULL, &latest, &f->st), &f->st);
+  assert_ok(hk_checkpoint_latest(&latest, &f->te->env, f->dir, NULL, &f->st), &f->st);
   assert_non_null(strstr(latest, "model.ckpt-3"));
   hk_env_free(&f->te->env, latest);
   for (int64_t step = 2; step <= 3; step++) {

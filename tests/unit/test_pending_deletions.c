@@ -114,7 +114,7 @@ static hk_saver *make_saver(fx *f, int64_t max_to_keep, double hours) {
 static void save(fx *f, hk_saver *s, int64_t step, unsigned flags) {
   hk_status st = HK_STATUS_INIT;
   set_step(f, step);
-  assert_ok(hk_saver_save(s, f->rs, f->save_path, step, flags, NULL, &st), &st);
+  assert_ok(hk_saver_save(NULL, s, f->rs, f->save_path, step, flags, &st), &st);
 }
 
 /* The save of `step` runs as if the machine died right after its state file
@@ -324,7 +324,7 @@ static void test_pending_deletions__deletes_only_checkpoint_files_of_unlisted_na
   write_in(f, "model.ckpt-1.safetensors.bak", "x", 1);
   /* The state file lists only checkpoint 2; a record bound to it that
    * names 2 as well (hooked never writes one: defence in depth). */
-  assert_ok(hk_update_checkpoint_state(&f->te->env, f->dir, "model.ckpt-2", &names[1], 1, NULL, 0, NULL, &st), &st);
+  assert_ok(hk_checkpoint_state_update(&f->te->env, f->dir, "model.ckpt-2", &names[1], 1, NULL, 0, NULL, &st), &st);
   write_record_for_current_state(f, names, 2);
   b = make_saver(f, 5, HK_UNSET_SECS);
   save(f, b, 3, HK_SAVE_DEFAULT);
@@ -402,7 +402,7 @@ static void test_pending_deletions__failed_state_write_removes_the_record(void *
   faulty_fs_match(&f->ff, "checkpoint.tmp-");
   faulty_fs_fail_errno(&f->ff, FAULTY_FS_CREATE_EXCL, 0, ENOSPC, 1);
   set_step(f, 2);
-  assert_status(hk_saver_save(a, f->rs, f->save_path, 2, HK_SAVE_DEFAULT, NULL, &st), &st, HK_RESOURCE_EXHAUSTED,
+  assert_status(hk_saver_save(NULL, a, f->rs, f->save_path, 2, HK_SAVE_DEFAULT, &st), &st, HK_RESOURCE_EXHAUSTED,
                 "checkpoint.tmp-");
   faulty_fs_reset(&f->ff);
   assert_listing(f, "checkpoint,model.ckpt-1.safetensors");
@@ -488,7 +488,7 @@ static void test_pending_deletions__unreadable_record_fails_the_save_first(void 
   faulty_fs_match(&f->ff, RECORD);
   faulty_fs_fail_errno(&f->ff, FAULTY_FS_OPEN_READ, 0, EIO, 1);
   set_step(f, 3);
-  assert_status(hk_saver_save(a, f->rs, f->save_path, 3, HK_SAVE_DEFAULT, NULL, &st), &st, HK_UNKNOWN,
+  assert_status(hk_saver_save(NULL, a, f->rs, f->save_path, 3, HK_SAVE_DEFAULT, &st), &st, HK_UNKNOWN,
                 "Cannot read the pending-deletion record ");
   assert_non_null(strstr(st.message, RECORD));
   faulty_fs_reset(&f->ff);
@@ -496,7 +496,7 @@ static void test_pending_deletions__unreadable_record_fails_the_save_first(void 
   /* and one that cannot be removed */
   faulty_fs_match(&f->ff, RECORD);
   faulty_fs_fail_errno(&f->ff, FAULTY_FS_UNLINK, 0, EACCES, 1);
-  assert_status(hk_saver_save(a, f->rs, f->save_path, 3, HK_SAVE_DEFAULT, NULL, &st), &st, HK_PERMISSION_DENIED,
+  assert_status(hk_saver_save(NULL, a, f->rs, f->save_path, 3, HK_SAVE_DEFAULT, &st), &st, HK_PERMISSION_DENIED,
                 "Cannot remove the pending-deletion record ");
   faulty_fs_reset(&f->ff);
   assert_false(exists(f, "model.ckpt-3.safetensors"));
@@ -516,8 +516,7 @@ static void test_pending_deletions__failed_save_leaves_no_record(void **state) {
   faulty_fs_match(&f->ff, "model.ckpt-2.safetensors");
   faulty_fs_fail_errno(&f->ff, FAULTY_FS_WRITE, 0, ENOSPC, 1);
   set_step(f, 2);
-  assert_status(hk_saver_save(a, f->rs, f->save_path, 2, HK_SAVE_DEFAULT, NULL, &st), &st, HK_RESOURCE_EXHAUSTED,
-                NULL);
+  assert_status(hk_saver_save(NULL, a, f->rs, f->save_path, 2, HK_SAVE_DEFAULT, &st), &st, HK_RESOURCE_EXHAUSTED, NULL);
   faulty_fs_reset(&f->ff);
   assert_listing(f, "checkpoint,model.ckpt-1.safetensors");
   hk_saver_free(a);
@@ -553,7 +552,7 @@ static void test_pending_deletions__allocation_failures_while_finishing_lose_not
     set_step(f, 3);
     test_alloc_reset_counts(&f->te->alloc);
     test_alloc_fail_at(&f->te->alloc, n, 0);
-    rc = hk_saver_save(a, f->rs, f->save_path, 3, HK_SAVE_DEFAULT, NULL, &st);
+    rc = hk_saver_save(NULL, a, f->rs, f->save_path, 3, HK_SAVE_DEFAULT, &st);
     failed = f->te->alloc.nfailed;
     test_alloc_fail_at(&f->te->alloc, -1, 0);
     hk_saver_free(a);

@@ -33,7 +33,7 @@ typedef struct fx {
 static hk_code add_one(void *user, hk_kernel_context *ctx, const hk_tensor *in, size_t nin, hk_tensor *out,
                        size_t nout, hk_status *st) {
   (void)user, (void)in, (void)nin, (void)out, (void)nout, (void)st;
-  *(int64_t *)hk_kernel_variable(ctx, 0)->data += 1;
+  *(int64_t *)hk_kernel_context_variable(ctx, 0)->data += 1;
   return HK_OK;
 }
 
@@ -194,7 +194,7 @@ static void test_profiler__traced_run_is_written_before_run_returns(void **state
     free(t);
   }
   /* The program's own summary goes to the same file (H26). */
-  assert_ok(hk_session_summary_writer(s, out, &w, &f->st), &f->st);
+  assert_ok(hk_summary_writer_from_session(&w, s, out, &f->st), &f->st);
   assert_ok(hk_summary_writer_scalar(w, "loss", 2, 0.5, &f->st), &f->st);
   {
     ev_file *ef = event_file_only(out);

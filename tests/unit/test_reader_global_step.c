@@ -110,8 +110,8 @@ static void test_reader__saver_names_its_global_step_tensor(void **state) {
   hk_checkpoint_reader *r = NULL;
 
   saved_graph_open(f, &sg, "global_step"); /* an I32 scalar holding 7 */
-  assert_ok(hk_saver_save(sg.saver, sg.rs, save_path, 7, HK_SAVE_NO_STATE, &prefix, &st), &st);
-  assert_ok(hk_saver_save(sg.saver, sg.rs, save_path, 5, HK_SAVE_NO_STATE, &prefix, &st), &st);
+  assert_ok(hk_saver_save(&prefix, sg.saver, sg.rs, save_path, 7, HK_SAVE_NO_STATE, &st), &st);
+  assert_ok(hk_saver_save(&prefix, sg.saver, sg.rs, save_path, 5, HK_SAVE_NO_STATE, &st), &st);
   bytes = test_read_file(p5, &n);
   assert_null(strstr(bytes + 8, "global_step_tensor"));
   assert_non_null(strstr(bytes + 8, "\"global_step\":\"5\",\"global_step_crc32c\":\""));
@@ -170,7 +170,7 @@ static void test_reader__saver_escapes_names(void **state) {
   so.env = &f->te->env;
   so.executor = fake_executor_executor(fx);
   assert_ok(hk_saver_new(&saver, &so, &st), &st);
-  assert_ok(hk_saver_save(saver, rs, save_path, 9, HK_SAVE_NO_STATE, &prefix, &st), &st);
+  assert_ok(hk_saver_save(&prefix, saver, rs, save_path, 9, HK_SAVE_NO_STATE, &st), &st);
 
   hk_checkpoint_reader *r = NULL;
   size_t i;

@@ -27,7 +27,7 @@ static void test_reader__opens_base_file(void **state) {
   assert_string_equal(hk_checkpoint_reader_path(r), f->path);
   assert_int_equal(hk_checkpoint_reader_step(r), 7);
   assert_int_equal(hk_checkpoint_reader_count(r), 2);
-  assert_ok(hk_checkpoint_reader_entry(r, 0, &e, &st), &st);
+  assert_ok(hk_checkpoint_reader_entry(&e, r, 0, &st), &st);
   assert_string_equal(e.name, "a");
   assert_int_equal(e.dtype, HK_DTYPE_F32);
   assert_int_equal(e.rank, 1);
@@ -35,7 +35,7 @@ static void test_reader__opens_base_file(void **state) {
   assert_int_equal(e.offset, 8 + hlen);
   assert_int_equal(e.nbytes, 8);
   assert_int_equal(e.crc32c, crc(A_VALS, 8));
-  assert_ok(hk_checkpoint_reader_entry(r, 1, &e, &st), &st);
+  assert_ok(hk_checkpoint_reader_entry(&e, r, 1, &st), &st);
   assert_string_equal(e.name, "b");
   assert_int_equal(e.rank, 0);
   assert_int_equal(e.offset, 8 + hlen + 8);
@@ -77,7 +77,7 @@ static void test_reader__accepts_whitespace_and_any_order(void **state) {
   write_variant(f->path, json, 16);
   assert_ok(open_reader(f, &r, &st), &st);
   assert_int_equal(hk_checkpoint_reader_step(r), -3);
-  assert_ok(hk_checkpoint_reader_entry(r, 0, &e, &st), &st);
+  assert_ok(hk_checkpoint_reader_entry(&e, r, 0, &st), &st);
   assert_string_equal(e.name, "a"); /* name order, not file order */
   assert_ok(hk_checkpoint_reader_verify(r, &st), &st);
   hk_checkpoint_reader_free(r);
@@ -177,7 +177,7 @@ static void test_reader__round_trip_every_dtype(void **state) {
       unsigned char got[64];
       const char *name = names[d * 3 + (size_t)k];
       assert_ok(hk_checkpoint_reader_find(r, name, &idx, &st), &st);
-      assert_ok(hk_checkpoint_reader_entry(r, idx, &e, &st), &st);
+      assert_ok(hk_checkpoint_reader_entry(&e, r, idx, &st), &st);
       assert_string_equal(e.name, name);
       assert_int_equal(e.dtype, dts[d].dt);
       assert_int_equal(e.rank, k == 1 ? 0 : 2);
@@ -194,8 +194,8 @@ static void test_reader__round_trip_every_dtype(void **state) {
   /* entries come in bytewise name order */
   for (size_t i = 1; i < hk_checkpoint_reader_count(r); i++) {
     hk_checkpoint_entry p, q;
-    assert_ok(hk_checkpoint_reader_entry(r, i - 1, &p, &st), &st);
-    assert_ok(hk_checkpoint_reader_entry(r, i, &q, &st), &st);
+    assert_ok(hk_checkpoint_reader_entry(&p, r, i - 1, &st), &st);
+    assert_ok(hk_checkpoint_reader_entry(&q, r, i, &st), &st);
     assert_true(strcmp(p.name, q.name) < 0);
   }
   assert_ok(hk_checkpoint_reader_verify(r, &st), &st);
@@ -224,14 +224,14 @@ static void test_reader__golden_small_checkpoint(void **state) {
 
   assert_ok(open_reader(f, &r, &st), &st);
   assert_int_equal(hk_checkpoint_reader_step(r), 3000);
-  assert_ok(hk_checkpoint_reader_entry(r, 0, &e, &st), &st);
+  assert_ok(hk_checkpoint_reader_entry(&e, r, 0, &st), &st);
   assert_string_equal(e.name, "digits");
   assert_int_equal(e.crc32c, 0xe3069283U);
   assert_int_equal(e.offset, 8 + padded);
   assert_int_equal(e.offset % 64, 0);
   assert_ok(hk_checkpoint_reader_read(r, 0, got, sizeof got, &st), &st);
   assert_memory_equal(got, "123456789", 9);
-  assert_ok(hk_checkpoint_reader_entry(r, 1, &e, &st), &st);
+  assert_ok(hk_checkpoint_reader_entry(&e, r, 1, &st), &st);
   assert_string_equal(e.name, "empty");
   assert_int_equal(e.crc32c, 0);
   assert_int_equal(e.nbytes, 0);
@@ -276,9 +276,9 @@ static void test_reader__arguments(void **state) {
 
   write_variant(f->path, "{" META_AB "," ENT_A "," ENT_B "}", 16);
   assert_ok(open_reader(f, &r, &st), &st);
-  assert_status(hk_checkpoint_reader_entry(r, 2, &e, &st), &st, HK_OUT_OF_RANGE, f->path);
-  assert_status(hk_checkpoint_reader_entry(NULL, 0, &e, &st), &st, HK_INVALID_ARGUMENT, NULL);
-  assert_status(hk_checkpoint_reader_entry(r, 0, NULL, &st), &st, HK_INVALID_ARGUMENT, NULL);
+  assert_status(hk_checkpoint_reader_entry(&e, r, 2, &st), &st, HK_OUT_OF_RANGE, f->path);
+  assert_status(hk_checkpoint_reader_entry(&e, NULL, 0, &st), &st, HK_INVALID_ARGUMENT, NULL);
+  assert_status(hk_checkpoint_reader_entry(NULL, r, 0, &st), &st, HK_INVALID_ARGUMENT, NULL);
   assert_status(hk_checkpoint_reader_find(r, "zz", &i, &st), &st, HK_NOT_FOUND, "Key zz not found in checkpoint");
   assert_non_null(strstr(st.message, f->path));
   assert_status(hk_checkpoint_reader_find(r, NULL, &i, &st), &st, HK_INVALID_ARGUMENT, "name");
@@ -310,7 +310,7 @@ static void test_reader__saver_file_is_golden_and_deterministic(void **state) {
   size_t hl, n1 = 0, n2 = 0;
 
   saved_graph_open(f, &sg, NULL);
-  assert_ok(hk_saver_save(sg.saver, sg.rs, save_path, 5, HK_SAVE_NO_STATE, &prefix, &st), &st);
+  assert_ok(hk_saver_save(&prefix, sg.saver, sg.rs, save_path, 5, HK_SAVE_NO_STATE, &st), &st);
   char *first = test_read_file(data_path, &n1);
   assert_non_null(first);
 
@@ -331,7 +331,7 @@ static void test_reader__saver_file_is_golden_and_deterministic(void **state) {
 
   /* the same state again: byte-identical */
   assert_int_equal(rename(data_path, copy_path), 0);
-  assert_ok(hk_saver_save(sg.saver, sg.rs, save_path, 5, HK_SAVE_NO_STATE, &prefix, &st), &st);
+  assert_ok(hk_saver_save(&prefix, sg.saver, sg.rs, save_path, 5, HK_SAVE_NO_STATE, &st), &st);
   char *second = test_read_file(data_path, &n2);
   assert_non_null(second);
   assert_int_equal(n1, n2);

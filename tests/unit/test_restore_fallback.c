@@ -32,7 +32,7 @@ static void test_restore__a_corrupt_newest_checkpoint_falls_back_to_the_previous
   assert_int_equal(skipped_logged(f), 1);
   drop_out(f);
   /* C74 reports the checkpoint actually restored */
-  assert_ok(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st);
+  assert_ok(hk_session_manager_recover_session(&f->out, &initialized, f->sm, &f->po, &f->st), &f->st);
   assert_int_equal(initialized, 1);
   assert_true(holds(&f->m, f->out, 2));
   snprintf(line, sizeof line, "Restored model from %s", p2);
@@ -79,7 +79,7 @@ static void test_restore__all_checkpoints_corrupt_is_data_loss_and_no_session(vo
   assert_non_null(strstr(f->st.message, "; model.ckpt-1 (corrupt: tensor "));
   assert_null(f->out);
   live = test_alloc_live(&f->te->alloc);
-  assert_status(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st, HK_DATA_LOSS,
+  assert_status(hk_session_manager_recover_session(&f->out, &initialized, f->sm, &f->po, &f->st), &f->st, HK_DATA_LOSS,
                 want);
   assert_null(f->out);
   assert_int_equal(initialized, 0);
@@ -165,7 +165,7 @@ static void mismatch_case(fx *f, int variant, const char *mine, const char *thei
     assert_ok(hk_raw_session_assign_variable(f->rs2, var_index(&f->m2, "global_step"), &t, &f->st), &f->st);
   }
   f->writer2 = saver_new(f, &f->m2, 5, NULL, 0);
-  assert_ok(hk_saver_save(f->writer2, f->rs2, f->save_path, 2, HK_SAVE_DEFAULT, NULL, &f->st), &f->st);
+  assert_ok(hk_saver_save(NULL, f->writer2, f->rs2, f->save_path, 2, HK_SAVE_DEFAULT, &f->st), &f->st);
   make_sm(f);
   assert_status(prepare(f), &f->st, HK_INVALID_ARGUMENT, "b");
   assert_non_null(strstr(f->st.message, mine));
@@ -228,7 +228,7 @@ static void test_restore__a_missing_optional_variable_keeps_its_value(void **sta
   /* the graph describes the flag */
   {
     hk_variable_info info;
-    assert_ok(hk_executor_variable_info(f->m2.ex, var_index(&f->m2, "b"), &info, &f->st), &f->st);
+    assert_ok(hk_executor_variable_info(&info, f->m2.ex, var_index(&f->m2, "b"), &f->st), &f->st);
     assert_true(info.flags & HK_VAR_OPTIONAL);
   }
   /* f->m's "b" is not optional */

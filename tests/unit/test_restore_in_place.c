@@ -50,7 +50,7 @@ static void bytes_of(hk_executor *ex, hk_raw_session *rs, unsigned char *out) {
     size_t idx = 0;
     hk_tensor t;
     assert_ok(hk_executor_find_variable(ex, names[i], &idx, &st), &st);
-    assert_ok(hk_raw_session_read_variable(rs, idx, &t, &st), &st);
+    assert_ok(hk_raw_session_read_variable(&t, rs, idx, &st), &st);
     assert_int_equal(t.nbytes, sizes[i]);
     memcpy(out + at, t.data, sizes[i]);
   }
@@ -168,13 +168,13 @@ static void test_restore__a_version_1_executor_is_never_asked_for_storage(void *
   bytes_of(ex, rs, got);
   assert_memory_equal(got, want, MODEL_BYTES);
   assert_int_equal(fake_executor_calls(fk, FAKE_VARIABLE_ASSIGN), 3);
-  assert_status(hk_raw_session_variable_storage(rs, 0, &t, &f->st), &f->st, HK_UNIMPLEMENTED, "variable storage");
+  assert_status(hk_raw_session_variable_storage(&t, rs, 0, &f->st), &f->st, HK_UNIMPLEMENTED, "variable storage");
   assert_int_equal(poison_calls, 0);
   hk_raw_session_free(rs);
   /* The same table declaring version 2 is asked (and must then be right). */
   v1.version = 2;
   assert_ok(hk_raw_session_open(&rs, ex, &f->st), &f->st);
-  assert_status(hk_raw_session_variable_storage(rs, 0, &t, &f->st), &f->st, HK_INTERNAL, "does not match");
+  assert_status(hk_raw_session_variable_storage(&t, rs, 0, &f->st), &f->st, HK_INTERNAL, "does not match");
   assert_null(t.data);
   assert_int_equal(poison_calls, 1);
   hk_raw_session_free(rs);
@@ -231,22 +231,22 @@ static void test_restore__the_graph_executor_restores_into_its_storage(void **st
   hk_tensor t, v;
   size_t iw = var_index(&f->m, "w");
   assert_ok(hk_raw_session_open(&rs, f->m.ex, &f->st), &f->st);
-  assert_status(hk_raw_session_read_variable(rs, iw, &v, &f->st), &f->st, HK_FAILED_PRECONDITION, "uninitialized");
-  assert_ok(hk_raw_session_variable_storage(rs, iw, &t, &f->st), &f->st);
+  assert_status(hk_raw_session_read_variable(&v, rs, iw, &f->st), &f->st, HK_FAILED_PRECONDITION, "uninitialized");
+  assert_ok(hk_raw_session_variable_storage(&t, rs, iw, &f->st), &f->st);
   assert_int_equal(t.dtype, HK_DTYPE_F32);
   assert_int_equal(t.rank, 2);
   assert_int_equal(t.dims[0], 2);
   assert_int_equal(t.dims[1], 3);
   assert_int_equal(t.nbytes, NW * sizeof(float));
   for (size_t k = 0; k < NW; k++) ((float *)t.data)[k] = w_of(9, k);
-  assert_ok(hk_raw_session_read_variable(rs, iw, &v, &f->st), &f->st);
+  assert_ok(hk_raw_session_read_variable(&v, rs, iw, &f->st), &f->st);
   assert_ptr_equal(v.data, t.data);
   for (size_t k = 0; k < NW; k++) assert_true(((const float *)v.data)[k] == w_of(9, k));
-  assert_status(hk_raw_session_variable_storage(NULL, iw, &t, &f->st), &f->st, HK_INVALID_ARGUMENT, "session");
-  assert_status(hk_raw_session_variable_storage(rs, iw, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "out");
-  assert_status(hk_raw_session_variable_storage(rs, 1000, &t, &f->st), &f->st, HK_OUT_OF_RANGE, "1000");
+  assert_status(hk_raw_session_variable_storage(&t, NULL, iw, &f->st), &f->st, HK_INVALID_ARGUMENT, "session");
+  assert_status(hk_raw_session_variable_storage(NULL, rs, iw, &f->st), &f->st, HK_INVALID_ARGUMENT, "out");
+  assert_status(hk_raw_session_variable_storage(&t, rs, 1000, &f->st), &f->st, HK_OUT_OF_RANGE, "1000");
   assert_ok(hk_raw_session_close(rs, &f->st), &f->st);
-  assert_status(hk_raw_session_variable_storage(rs, iw, &t, &f->st), &f->st, HK_FAILED_PRECONDITION, "closed");
+  assert_status(hk_raw_session_variable_storage(&t, rs, iw, &f->st), &f->st, HK_FAILED_PRECONDITION, "closed");
   assert_null(t.data);
   hk_raw_session_free(rs);
 }

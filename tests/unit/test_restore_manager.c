@@ -59,7 +59,7 @@ static void test_restore__a_missing_explicit_path_is_not_found_and_no_session(vo
   assert_status(prepare(f), &f->st, HK_NOT_FOUND, "The passed save_path is not a valid checkpoint");
   assert_null(f->out);
   assert_int_equal(test_alloc_live(&f->te->alloc), live);
-  assert_status(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st, HK_NOT_FOUND,
+  assert_status(hk_session_manager_recover_session(&f->out, &initialized, f->sm, &f->po, &f->st), &f->st, HK_NOT_FOUND,
                 "The passed save_path is not a valid checkpoint");
   assert_null(f->out);
   assert_int_equal(initialized, 0);
@@ -104,7 +104,7 @@ static void test_restore__both_paths_given_are_refused_before_a_raw_session(void
   assert_status(prepare(f), &f->st, HK_INVALID_ARGUMENT,
                 "Can not provide both checkpoint_dir and checkpoint_filename_with_path.");
   assert_null(f->out);
-  assert_status(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st,
+  assert_status(hk_session_manager_recover_session(&f->out, &initialized, f->sm, &f->po, &f->st), &f->st,
                 HK_INVALID_ARGUMENT, "Can not provide both checkpoint_dir and checkpoint_filename_with_path.");
   assert_null(f->out);
   assert_int_equal(test_alloc_count(&f->te->alloc), 0);
@@ -151,7 +151,7 @@ static void test_restore__without_a_checkpoint_the_model_is_initialized(void **s
   assert_ok(prepare(f), &f->st);
   assert_true(initialized_by_init_op(&f->m, f->out));
   drop_out(f);
-  assert_ok(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st);
+  assert_ok(hk_session_manager_recover_session(&f->out, &initialized, f->sm, &f->po, &f->st), &f->st);
   assert_int_equal(initialized, 0);
   assert_int_equal(test_log_count(&f->te->log, -1, "Restoring parameters"), 0);
   assert_int_equal(test_log_count(&f->te->log, -1, WAIT_LINE), 0);
@@ -187,7 +187,7 @@ static void test_restore__without_a_state_file_restores_the_newest_scanned(void 
   drop_out(f);
   /* the newest is corrupt: the older one, with D5.1's warning */
   corrupt(f, 3);
-  assert_ok(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st);
+  assert_ok(hk_session_manager_recover_session(&f->out, &initialized, f->sm, &f->po, &f->st), &f->st);
   assert_int_equal(initialized, 1);
   assert_true(holds(&f->m, f->out, 2));
   snprintf(line, sizeof line, "Checkpoint %s is missing or corrupt (", p3);
@@ -318,7 +318,7 @@ static void test_restore__recover_session_reports_a_restored_model_initialized(v
   int64_t loc = -1;
   save(f, 5);
   make_sm(f);
-  assert_ok(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st);
+  assert_ok(hk_session_manager_recover_session(&f->out, &initialized, f->sm, &f->po, &f->st), &f->st);
   assert_int_equal(initialized, 1);
   assert_true(holds(&f->m, f->out, 5));
   assert_true(read_var(&f->m, f->out, "loc", &loc, sizeof loc));
@@ -334,7 +334,7 @@ static void test_restore__recover_session_with_nothing_to_restore_is_not_initial
   int64_t loc = -1;
   float w[NW];
   make_sm(f);
-  assert_ok(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st);
+  assert_ok(hk_session_manager_recover_session(&f->out, &initialized, f->sm, &f->po, &f->st), &f->st);
   assert_non_null(f->out);
   assert_int_equal(initialized, 0);
   assert_true(read_var(&f->m, f->out, "loc", &loc, sizeof loc));
@@ -356,7 +356,7 @@ static void test_restore__recover_session_of_a_model_not_ready_is_not_initialize
   f->saver = saver_new(f, &f->m, 5, no_b, 2);
   f->po.saver = f->saver;
   make_sm(f);
-  assert_ok(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st);
+  assert_ok(hk_session_manager_recover_session(&f->out, &initialized, f->sm, &f->po, &f->st), &f->st);
   assert_non_null(f->out);
   assert_int_equal(initialized, 0);
   assert_int_equal(gs_of(&f->m, f->out), 5);
@@ -384,13 +384,13 @@ static void test_restore__recover_session_not_ready_for_local_init_is_not_initia
   globals[1] = f->m.b;
   globals[2] = f->m.gs;
   assert_ok(hk_graph_report_uninitialized(f->m.g, &rep, "globals_ready", globals, 3, &f->st), &f->st);
-  assert_ok(hk_graph_op_output(f->m.g, rep, 0, &f->mo.ready_for_local_init_op, &f->st), &f->st);
+  assert_ok(hk_graph_op_output(f->m.g, &f->mo.ready_for_local_init_op, rep, 0, &f->st), &f->st);
   save(f, 5);
   hk_saver_free(f->saver);
   f->saver = saver_new(f, &f->m, 5, no_b, 2);
   f->po.saver = f->saver;
   make_sm(f);
-  assert_ok(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st);
+  assert_ok(hk_session_manager_recover_session(&f->out, &initialized, f->sm, &f->po, &f->st), &f->st);
   assert_non_null(f->out);
   assert_int_equal(initialized, 0);
   assert_false(read_var(&f->m, f->out, "loc", &loc, sizeof loc));

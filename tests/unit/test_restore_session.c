@@ -113,7 +113,7 @@ static void fetch_state(hk_session *s, model *m, float *w, int64_t *gs) {
   assert_ok(hk_session_run(s, &args, res, NULL, &st), &st);
   assert_int_equal(res[0].nbytes, NW * sizeof *w);
   memcpy(w, res[0].data, NW * sizeof *w);
-  assert_ok(hk_tensor_to_i64(&res[1], "global_step", gs, &st), &st);
+  assert_ok(hk_tensor_to_i64(gs, &res[1], "global_step", &st), &st);
 }
 
 /* D5.2 through a session: a new session on a directory whose state file is
@@ -241,7 +241,7 @@ static void test_restore__sm_restored_checkpoint_reports_last_call(void **state)
   drop_out(f);
   /* recover_session: restored and ready */
   f->po.checkpoint_dir = f->dir;
-  assert_ok(hk_session_manager_recover_session(f->sm, &f->out, &initialized, &f->po, &f->st), &f->st);
+  assert_ok(hk_session_manager_recover_session(&f->out, &initialized, f->sm, &f->po, &f->st), &f->st);
   assert_int_equal(initialized, 1);
   assert_string_equal(hk_session_manager_restored_checkpoint(f->sm), p2);
   drop_out(f);
@@ -261,7 +261,7 @@ static void test_restore__sm_restored_checkpoint_reports_last_call(void **state)
   assert_non_null(hk_session_manager_restored_checkpoint(f->sm));
   /* a worker's wait never restores (here it gives up at once: nothing is
    * initialized) */
-  assert_status(hk_session_manager_wait_for_session(f->sm, &f->out, 0, &f->st), &f->st, HK_DEADLINE_EXCEEDED, NULL);
+  assert_status(hk_session_manager_wait_for_session(&f->out, f->sm, 0, &f->st), &f->st, HK_DEADLINE_EXCEEDED, NULL);
   assert_null(hk_session_manager_restored_checkpoint(f->sm));
   free(p2);
   free(missing);

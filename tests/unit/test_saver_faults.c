@@ -33,7 +33,7 @@ static void sweep(fx *f, int errnum, hk_code code) {
     b = make_saver(f, 1, HK_UNSET_SECS);
     set_values(f, 2);
     faulty_fs_fail_errno(&f->ff, FAULTY_FS_ANY, n, errnum, 0);
-    rc = hk_saver_save(b, f->rs, f->save_path, 2, HK_SAVE_META, NULL, &st);
+    rc = hk_saver_save(NULL, b, f->rs, f->save_path, 2, HK_SAVE_META, &st);
     if (faulty_fs_injected(&f->ff) == 0) {
       assert_ok(rc, &st);
       hk_saver_free(b);
@@ -52,7 +52,7 @@ static void sweep(fx *f, int errnum, hk_code code) {
     set_values(f, 77);
     assert_ok(hk_saver_restore(b, f->rs, prev, &st), &st);
     assert_values(f, rc == HK_OK ? 2 : 1);
-    assert_ok(hk_latest_checkpoint(&f->te->env, f->dir, NULL, &got, &st), &st);
+    assert_ok(hk_checkpoint_latest(&got, &f->te->env, f->dir, NULL, &st), &st);
     assert_string_equal(got, prev);
     hk_env_free(&f->te->env, got);
     hk_saver_free(b);
@@ -93,7 +93,7 @@ static void test_saver__short_writes_are_completed_and_a_full_disk_reported(void
   before = listing(f->dir);
   faulty_fs_space(&f->ff, 100);
   set_values(f, 2);
-  assert_status(hk_saver_save(f->saver, f->rs, f->save_path, 2, 0, NULL, &st), &st, HK_RESOURCE_EXHAUSTED, NULL);
+  assert_status(hk_saver_save(NULL, f->saver, f->rs, f->save_path, 2, 0, &st), &st, HK_RESOURCE_EXHAUSTED, NULL);
   faulty_fs_reset(&f->ff);
   assert_listing(f->dir, before);
   free(before);
@@ -112,20 +112,20 @@ static void test_saver__failed_save_names_checkpoint_and_step(void **state) {
   f->saver = make_saver(f, 5, HK_UNSET_SECS);
   set_values(f, 40);
   faulty_fs_fail_errno(&f->ff, FAULTY_FS_WRITE, 0, ENOSPC, 1);
-  assert_status(hk_saver_save(f->saver, f->rs, f->save_path, 40, 0, NULL, &st), &st, HK_RESOURCE_EXHAUSTED, NULL);
+  assert_status(hk_saver_save(NULL, f->saver, f->rs, f->save_path, 40, 0, &st), &st, HK_RESOURCE_EXHAUSTED, NULL);
   snprintf(want, sizeof want, "Saving checkpoint for step 40 into %s failed: write model.ckpt-40.safetensors.tmp-",
            f->save_path);
   if (!strstr(st.message, want)) fail_msg("message '%s' lacks '%s'", st.message, want);
   assert_non_null(strstr(st.message, strerror(ENOSPC)));
   /* without a step: the save path is the checkpoint */
-  assert_status(hk_saver_save(f->saver, f->rs, f->save_path, HK_UNSET_STEPS, 0, NULL, &st), &st,
-                HK_RESOURCE_EXHAUSTED, NULL);
+  assert_status(hk_saver_save(NULL, f->saver, f->rs, f->save_path, HK_UNSET_STEPS, 0, &st), &st, HK_RESOURCE_EXHAUSTED,
+                NULL);
   snprintf(want, sizeof want, "Saving checkpoint into %s failed: write model.ckpt.safetensors.tmp-", f->save_path);
   if (!strstr(st.message, want)) fail_msg("message '%s' lacks '%s'", st.message, want);
   /* a refused argument is about the save already: unchanged (C115) */
-  assert_status(hk_saver_save(f->saver, f->rs, "/nonexistent-dir-9a/x/model.ckpt", 1, 0, NULL, &st), &st,
-                HK_NOT_FOUND, "Parent directory of /nonexistent-dir-9a/x/model.ckpt doesn't exist, can't save.");
-  assert_status(hk_saver_save(f->saver, f->rs, "bad\"name", 1, 0, NULL, &st), &st, HK_INVALID_ARGUMENT, NULL);
+  assert_status(hk_saver_save(NULL, f->saver, f->rs, "/nonexistent-dir-9a/x/model.ckpt", 1, 0, &st), &st, HK_NOT_FOUND,
+                "Parent directory of /nonexistent-dir-9a/x/model.ckpt doesn't exist, can't save.");
+  assert_status(hk_saver_save(NULL, f->saver, f->rs, "bad\"name", 1, 0, &st), &st, HK_INVALID_ARGUMENT, NULL);
   assert_null(strstr(st.message, "Saving checkpoint"));
   faulty_fs_reset(&f->ff);
   assert_int_equal(test_dir_count_matching(f->dir, ".tmp-"), 0);
@@ -148,7 +148,7 @@ static void test_saver__allocation_failures_in_save_and_restore_leak_nothing(voi
     long failed;
     test_alloc_reset_counts(&f->te->alloc);
     test_alloc_fail_at(&f->te->alloc, n, 0);
-    rc = hk_saver_save(s, f->rs, f->save_path, 3, HK_SAVE_META, NULL, &st);
+    rc = hk_saver_save(NULL, s, f->rs, f->save_path, 3, HK_SAVE_META, &st);
     failed = f->te->alloc.nfailed;
     test_alloc_fail_at(&f->te->alloc, -1, 0);
     if (rc != HK_OK) assert_status(rc, &st, HK_RESOURCE_EXHAUSTED, NULL);
@@ -291,12 +291,12 @@ static void test_saver__failed_state_fsync_rolls_back_before_deleting_data(void 
   use_rec_fs(f);
   set_values(f, 1);
   f->saver = make_saver(f, 5, HK_UNSET_SECS);
-  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, 0, &prefix, &st), &st);
+  assert_ok(hk_saver_save(&prefix, f->saver, f->rs, f->save_path, 1, 0, &st), &st);
 
   snprintf(rfs.watch_data, sizeof rfs.watch_data, "%s/model.ckpt-2.safetensors", f->dir);
   snprintf(rfs.watch_name, sizeof rfs.watch_name, "\"model.ckpt-2\"");
   rfs.armed = 1;
-  assert_status(hk_saver_save(f->saver, f->rs, f->save_path, 2, 0, &prefix, &st), &st, HK_UNKNOWN, "");
+  assert_status(hk_saver_save(&prefix, f->saver, f->rs, f->save_path, 2, 0, &st), &st, HK_UNKNOWN, "");
   assert_int_equal(rfs.armed, 0);           /* the fault did fire */
   assert_int_equal(rfs.watched_unlinks, 1); /* D4.3: the new data file is removed */
   /* ... but never while the state file on disk still names it. */
@@ -314,19 +314,19 @@ static void test_saver__failed_rollback_keeps_the_new_checkpoint(void **state) {
   use_rec_fs(f);
   set_values(f, 1);
   f->saver = make_saver(f, 5, HK_UNSET_SECS);
-  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, 0, &prefix, &st), &st);
+  assert_ok(hk_saver_save(&prefix, f->saver, f->rs, f->save_path, 1, 0, &st), &st);
   data2 = test_path(f->dir, "model.ckpt-2.safetensors");
   snprintf(rfs.watch_data, sizeof rfs.watch_data, "%s", data2);
   snprintf(rfs.watch_name, sizeof rfs.watch_name, "\"model.ckpt-2\"");
   rfs.armed = 1;
   rfs.fail_state_create = 2; /* the rollback's write of the previous state file fails */
-  assert_status(hk_saver_save(f->saver, f->rs, f->save_path, 2, 0, &prefix, &st), &st, HK_UNKNOWN, "");
+  assert_status(hk_saver_save(&prefix, f->saver, f->rs, f->save_path, 2, 0, &st), &st, HK_UNKNOWN, "");
   assert_int_equal(rfs.armed, 0);
   assert_int_equal(rfs.watched_unlinks, 0);
   assert_true(test_path_exists(data2));
   assert_logged(f->te, HK_LOG_WARNING, "its files are kept");
   rfs.fail_state_create = 0;
-  assert_ok(hk_latest_checkpoint(&f->te->env, f->dir, NULL, &got, &st), &st);
+  assert_ok(hk_checkpoint_latest(&got, &f->te->env, f->dir, NULL, &st), &st);
   assert_non_null(strstr(got, "model.ckpt-2"));
   hk_env_free(&f->te->env, got);
   free(data2);
@@ -343,13 +343,13 @@ static void test_saver__failed_state_write_never_removes_an_existing_file(void *
   use_rec_fs(f);
   set_values(f, 1);
   f->saver = make_saver(f, 5, HK_UNSET_SECS);
-  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, 0, &prefix, &st), &st);
+  assert_ok(hk_saver_save(&prefix, f->saver, f->rs, f->save_path, 1, 0, &st), &st);
   data1 = test_path(f->dir, "model.ckpt-1.safetensors");
   data2 = test_path(f->dir, "model.ckpt-2.safetensors");
   rfs.fail_state_create = 1;
-  assert_status(hk_saver_save(f->saver, f->rs, f->save_path, 1, 0, &prefix, &st), &st, HK_UNKNOWN, "checkpoint");
+  assert_status(hk_saver_save(&prefix, f->saver, f->rs, f->save_path, 1, 0, &st), &st, HK_UNKNOWN, "checkpoint");
   assert_true(test_path_exists(data1));
-  assert_status(hk_saver_save(f->saver, f->rs, f->save_path, 2, 0, &prefix, &st), &st, HK_UNKNOWN, "checkpoint");
+  assert_status(hk_saver_save(&prefix, f->saver, f->rs, f->save_path, 2, 0, &st), &st, HK_UNKNOWN, "checkpoint");
   assert_false(test_path_exists(data2));
   rfs.fail_state_create = 0;
   assert_ok(hk_saver_restore(f->saver, f->rs, data1, &st), &st);

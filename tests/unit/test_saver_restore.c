@@ -152,7 +152,7 @@ static int big_is(big_graph *bg, int seed) {
   hk_status st = HK_STATUS_INIT;
   hk_tensor t;
   const unsigned char *p;
-  if (hk_raw_session_read_variable(bg->rs, bg->idx, &t, &st) != HK_OK || t.nbytes != bg->n) return 0;
+  if (hk_raw_session_read_variable(&t, bg->rs, bg->idx, &st) != HK_OK || t.nbytes != bg->n) return 0;
   p = t.data;
   for (size_t k = 0; k < bg->n; k++)
     if (p[k] != (unsigned char)(k * 7 + (size_t)seed)) return 0;
@@ -178,7 +178,7 @@ static void test_saver__a_big_tensor_s_checksum_is_checked_by_both_paths(void **
   size_t n;
   big_open(f, &bg, ((size_t)3 << 20) + 5);
   big_set(&bg, 1);
-  assert_ok(hk_saver_save(bg.saver, bg.rs, f->save_path, 1, HK_SAVE_DEFAULT, &prefix, &st), &st);
+  assert_ok(hk_saver_save(&prefix, bg.saver, bg.rs, f->save_path, 1, HK_SAVE_DEFAULT, &st), &st);
   for (int no_map = 0; no_map < 2; no_map++) {
     faulty_fs_no_map(&f->ff, no_map);
     big_set(&bg, 2);
@@ -217,7 +217,7 @@ static void test_saver__two_threads_restore_in_place_at_once(void **state) {
   size_t n;
   big_open(f, &bg, ((size_t)20 << 20) + 333);
   big_set(&bg, 5);
-  assert_ok(hk_saver_save(bg.saver, bg.rs, f->save_path, 1, HK_SAVE_DEFAULT, &prefix, &st), &st);
+  assert_ok(hk_saver_save(&prefix, bg.saver, bg.rs, f->save_path, 1, HK_SAVE_DEFAULT, &st), &st);
   for (int no_map = 0; no_map < 2; no_map++) {
     faulty_fs_no_map(&f->ff, no_map);
     big_set(&bg, 6);
@@ -266,7 +266,7 @@ static char *big_save_with(fx *f, big_graph *bg, const hk_env *env, int64_t step
   o.executor = hk_graph_executor(bg->g);
   o.env = env;
   assert_ok(hk_saver_new(&s, &o, &st), &st);
-  assert_ok(hk_saver_save(s, bg->rs, f->save_path, step, HK_SAVE_NO_STATE, &prefix, &st), &st);
+  assert_ok(hk_saver_save(&prefix, s, bg->rs, f->save_path, step, HK_SAVE_NO_STATE, &st), &st);
   snprintf(path, sizeof path, "%s.safetensors", prefix);
   bytes = test_read_file(path, n);
   assert_non_null(bytes);
@@ -391,9 +391,9 @@ static void test_saver__writes_data_first_header_last_with_four_fsyncs(void **st
   so.env = &env;
   so.max_to_keep = 3;
   assert_ok(hk_saver_new(&s, &so, &st), &st);
-  assert_ok(hk_saver_save(s, f->rs, f->save_path, 1, HK_SAVE_DEFAULT, NULL, &st), &st); /* a state file exists */
+  assert_ok(hk_saver_save(NULL, s, f->rs, f->save_path, 1, HK_SAVE_DEFAULT, &st), &st); /* a state file exists */
   memset(&o, 0, sizeof o);
-  assert_ok(hk_saver_save(s, f->rs, f->save_path, 2, HK_SAVE_DEFAULT, &prefix, &st), &st);
+  assert_ok(hk_saver_save(&prefix, s, f->rs, f->save_path, 2, HK_SAVE_DEFAULT, &st), &st);
   assert_int_equal(o.appends, 0);
   assert_true(o.writes >= 2);
   assert_true(o.first_offset > 0); /* the data, first */
@@ -403,7 +403,7 @@ static void test_saver__writes_data_first_header_last_with_four_fsyncs(void **st
   assert_ok(hk_checkpoint_reader_open(&r, &env, prefix, &st), &st);
   {
     hk_checkpoint_entry e;
-    assert_ok(hk_checkpoint_reader_entry(r, 0, &e, &st), &st);
+    assert_ok(hk_checkpoint_reader_entry(&e, r, 0, &st), &st);
     assert_int_equal(o.last_len, e.offset); /* length and header, exactly what precedes the data */
   }
   assert_ok(hk_checkpoint_reader_verify(r, &st), &st);
@@ -521,7 +521,7 @@ static void test_saver__a_file_shrunk_after_open_fails_the_restore_without_sigbu
   f->te->env.fs_user = &sh;
   big_open(f, &bg, (size_t)1 << 16);
   big_set(&bg, 3);
-  assert_ok(hk_saver_save(bg.saver, bg.rs, f->save_path, 2, HK_SAVE_DEFAULT, &prefix, &st), &st);
+  assert_ok(hk_saver_save(&prefix, bg.saver, bg.rs, f->save_path, 2, HK_SAVE_DEFAULT, &st), &st);
   snprintf(path, sizeof path, "%s.safetensors", prefix);
   data = test_read_file(path, &n);
   assert_non_null(data);
@@ -585,7 +585,7 @@ static void mismatch_case(fx *f, const char *prefix, hk_dtype dt, int32_t rank, 
   assert_status(hk_saver_restore(s, rs, prefix, &st), &st, code, s1);
   if (s2) assert_non_null(strstr(st.message, s2));
   /* "b" comes first and matches, yet it was not assigned */
-  assert_ok(hk_raw_session_read_variable(rs, idx, &t, &st), &st);
+  assert_ok(hk_raw_session_read_variable(&t, rs, idx, &st), &st);
   assert_true(((double *)t.data)[0] == -1);
   hk_saver_free(s);
   hk_raw_session_free(rs);

@@ -33,11 +33,11 @@ static void test_saver__retention_deletes_a_checkpoint_s_graph_files_with_it(voi
   char *legacy = ckpt_file(f, "model.ckpt-2.meta");
   f->saver = make_saver(f, 1, HK_UNSET_SECS);
   set_values(f, 1);
-  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, HK_SAVE_META, NULL, &st), &st);
-  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 2, HK_SAVE_META, NULL, &st), &st);
+  assert_ok(hk_saver_save(NULL, f->saver, f->rs, f->save_path, 1, HK_SAVE_META, &st), &st);
+  assert_ok(hk_saver_save(NULL, f->saver, f->rs, f->save_path, 2, HK_SAVE_META, &st), &st);
   assert_listing(f->dir, "checkpoint,model.ckpt-2.graph.txt,model.ckpt-2.safetensors");
   assert_int_equal(test_write_file(legacy, "old graph text", 14), 0);
-  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 3, HK_SAVE_DEFAULT, NULL, &st), &st);
+  assert_ok(hk_saver_save(NULL, f->saver, f->rs, f->save_path, 3, HK_SAVE_DEFAULT, &st), &st);
   assert_listing(f->dir, "checkpoint,model.ckpt-3.safetensors");
   free(legacy);
 }
@@ -68,7 +68,7 @@ static void test_saver__keep_every_n_hours_preserves_one_checkpoint_per_period(v
     test_clock_advance(&f->te->clock, 1200);
   }
   assert_listing(f->dir, "checkpoint,model.ckpt-3.safetensors,model.ckpt-6.safetensors,model.ckpt-7.safetensors");
-  assert_ok(hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &cs, &st), &st);
+  assert_ok(hk_checkpoint_state_get(&cs, &f->te->env, f->dir, NULL, &st), &st);
   assert_int_equal(hk_checkpoint_state_count(cs), 1);
   assert_true(hk_checkpoint_state_last_preserved(cs) == t0 + 7200);
   assert_true(hk_checkpoint_state_timestamp(cs, 0) == t0 + 8400);
@@ -128,7 +128,7 @@ static void test_saver__a_clock_set_back_still_preserves_recovered_checkpoints(v
   for (int64_t s = 1; s <= 2; s++) save_step(f, a, s);
   hk_saver_free(a);
   /* a state file whose last_preserved_timestamp is an hour ahead of the clock */
-  assert_ok(hk_update_checkpoint_state(&f->te->env, f->dir, "model.ckpt-2", names, 2, ts, now + 3600, NULL, &st), &st);
+  assert_ok(hk_checkpoint_state_update(&f->te->env, f->dir, "model.ckpt-2", names, 2, ts, now + 3600, NULL, &st), &st);
   b = make_saver(f, 1, HK_UNSET_SECS);
   save_step(f, b, 3);
   assert_logged(f->te, HK_LOG_WARNING, "seconds behind the last preserved checkpoint timestamp.");
@@ -161,7 +161,7 @@ static void test_saver__a_save_without_the_state_file_is_unmanaged(void **state)
   for (int64_t s = 1; s <= 2; s++) save_step(f, f->saver, s);
   before = test_read_file(statefile, &nb);
   set_values(f, 10);
-  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 10, HK_SAVE_NO_STATE, NULL, &st), &st);
+  assert_ok(hk_saver_save(NULL, f->saver, f->rs, f->save_path, 10, HK_SAVE_NO_STATE, &st), &st);
   after = test_read_file(statefile, &na);
   assert_int_equal(nb, na);
   assert_memory_equal(before, after, nb);
@@ -235,11 +235,11 @@ static void test_saver__preservation_boundary_is_inclusive(void **state) {
   assert_ok(hk_saver_recover(f->saver, f->dir, &st), &st); /* no state file: last_preserved = t0 - 1 */
   /* Step 1 at t0 + 3599 is exactly one hour after last_preserved. */
   f->te->clock.wall = t0 + 3599;
-  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, 0, NULL, &st), &st);
+  assert_ok(hk_saver_save(NULL, f->saver, f->rs, f->save_path, 1, 0, &st), &st);
   f->te->clock.wall = t0 + 3599 + 3599; /* step 2: 1 s short of an hour after step 1 */
-  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 2, 0, NULL, &st), &st);
+  assert_ok(hk_saver_save(NULL, f->saver, f->rs, f->save_path, 2, 0, &st), &st);
   f->te->clock.wall = t0 + 3 * 3600;
-  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 3, 0, NULL, &st), &st);
+  assert_ok(hk_saver_save(NULL, f->saver, f->rs, f->save_path, 3, 0, &st), &st);
   p1 = test_path(f->dir, "model.ckpt-1.safetensors");
   p2 = test_path(f->dir, "model.ckpt-2.safetensors");
   p3 = test_path(f->dir, "model.ckpt-3.safetensors");

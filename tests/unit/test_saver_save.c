@@ -20,7 +20,7 @@ static void test_saver__variables_of_several_dtypes_round_trip(void **state) {
 
   f->saver = make_saver(f, 5, HK_UNSET_SECS);
   set_values(f, 3);
-  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 7, HK_SAVE_DEFAULT, &prefix, &st), &st);
+  assert_ok(hk_saver_save(&prefix, f->saver, f->rs, f->save_path, 7, HK_SAVE_DEFAULT, &st), &st);
   snprintf(want, sizeof want, "%s-7", f->save_path);
   assert_string_equal(prefix, want);
   assert_listing(f->dir, "checkpoint,model.ckpt-7.safetensors");
@@ -55,7 +55,7 @@ static void test_saver__pad_step_number_writes_the_step_in_eight_digits(void **s
   o.pad_step_number = 1;
   assert_ok(hk_saver_new(&f->saver, &o, &st), &st);
   set_values(f, 1);
-  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 42, HK_SAVE_DEFAULT, &prefix, &st), &st);
+  assert_ok(hk_saver_save(&prefix, f->saver, f->rs, f->save_path, 42, HK_SAVE_DEFAULT, &st), &st);
   snprintf(want, sizeof want, "%s-00000042", f->save_path);
   assert_string_equal(prefix, want);
   assert_listing(f->dir, "checkpoint,model.ckpt-00000042.safetensors");
@@ -69,7 +69,7 @@ static void test_saver__a_save_without_a_step_records_the_global_step(void **sta
   hk_checkpoint_reader *r = NULL;
   f->saver = make_saver(f, 5, HK_UNSET_SECS);
   set_values(f, 17); /* GS = 17 */
-  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, HK_UNSET_STEPS, HK_SAVE_DEFAULT, &prefix, &st), &st);
+  assert_ok(hk_saver_save(&prefix, f->saver, f->rs, f->save_path, HK_UNSET_STEPS, HK_SAVE_DEFAULT, &st), &st);
   assert_string_equal(prefix, f->save_path);
   assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, prefix, &st), &st);
   assert_int_equal(hk_checkpoint_reader_step(r), 17);
@@ -86,7 +86,7 @@ static void test_saver__a_save_without_a_step_or_global_step_records_zero(void *
   (void)state;
   f->saver = make_saver(f, 5, HK_UNSET_SECS);
   set_values(f, 2);
-  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, HK_UNSET_STEPS, HK_SAVE_DEFAULT, &prefix, &st), &st);
+  assert_ok(hk_saver_save(&prefix, f->saver, f->rs, f->save_path, HK_UNSET_STEPS, HK_SAVE_DEFAULT, &st), &st);
   assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, prefix, &st), &st);
   assert_int_equal(hk_checkpoint_reader_step(r), 0);
   hk_checkpoint_reader_free(r);
@@ -101,7 +101,7 @@ static void test_saver__writes_a_graph_file_only_when_asked(void **state) {
   hk_status st = HK_STATUS_INIT;
   f->saver = make_saver(f, 5, HK_UNSET_SECS);
   set_values(f, 1);
-  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, HK_SAVE_META, NULL, &st), &st);
+  assert_ok(hk_saver_save(NULL, f->saver, f->rs, f->save_path, 1, HK_SAVE_META, &st), &st);
   assert_listing(f->dir, "checkpoint,model.ckpt-1.graph.txt,model.ckpt-1.safetensors");
   {
     char *meta = ckpt_file(f, "model.ckpt-1.graph.txt");
@@ -112,7 +112,7 @@ static void test_saver__writes_a_graph_file_only_when_asked(void **state) {
     free(text);
     free(meta);
   }
-  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 2, HK_SAVE_DEFAULT, NULL, &st), &st);
+  assert_ok(hk_saver_save(NULL, f->saver, f->rs, f->save_path, 2, HK_SAVE_DEFAULT, &st), &st);
   assert_listing(f->dir, "checkpoint,model.ckpt-1.graph.txt,model.ckpt-1.safetensors,model.ckpt-2.safetensors");
 }
 
@@ -129,7 +129,7 @@ static void test_saver__saves_only_the_variables_of_var_list(void **state) {
   o.nvar_list = 2;
   assert_ok(hk_saver_new(&f->saver, &o, &st), &st);
   set_values(f, 4);
-  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, 0, &prefix, &st), &st);
+  assert_ok(hk_saver_save(&prefix, f->saver, f->rs, f->save_path, 1, 0, &st), &st);
   assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, prefix, &st), &st);
   assert_int_equal(hk_checkpoint_reader_count(r), 2);
   hk_checkpoint_reader_free(r);
@@ -210,7 +210,7 @@ static void test_saver__new_refuses_bad_options_naming_them(void **state) {
 static void expect_save_refused(fx *f, const char *path, int64_t step, hk_code code, const char *substr) {
   hk_status st = HK_STATUS_INIT;
   const char *prefix = "x";
-  assert_status(hk_saver_save(f->saver, f->rs, path, step, 0, &prefix, &st), &st, code, substr);
+  assert_status(hk_saver_save(&prefix, f->saver, f->rs, path, step, 0, &st), &st, code, substr);
   assert_null(prefix);
 }
 
@@ -228,10 +228,10 @@ static void test_saver__save_refuses_bad_paths_and_names(void **state) {
   set_values(f, 1);
   before = listing(f->dir);
 
-  assert_status(hk_saver_save(NULL, f->rs, f->save_path, 1, 0, NULL, &st), &st, HK_INVALID_ARGUMENT, "saver");
-  assert_status(hk_saver_save(f->saver, NULL, f->save_path, 1, 0, NULL, &st), &st, HK_INVALID_ARGUMENT, "rs");
-  assert_status(hk_saver_save(f->saver, f->rs, NULL, 1, 0, NULL, &st), &st, HK_INVALID_ARGUMENT, "save_path");
-  assert_status(hk_saver_save(f->saver, f->rs, f->save_path, 1, 1u << 7, NULL, &st), &st, HK_INVALID_ARGUMENT, "flags");
+  assert_status(hk_saver_save(NULL, NULL, f->rs, f->save_path, 1, 0, &st), &st, HK_INVALID_ARGUMENT, "saver");
+  assert_status(hk_saver_save(NULL, f->saver, NULL, f->save_path, 1, 0, &st), &st, HK_INVALID_ARGUMENT, "rs");
+  assert_status(hk_saver_save(NULL, f->saver, f->rs, NULL, 1, 0, &st), &st, HK_INVALID_ARGUMENT, "save_path");
+  assert_status(hk_saver_save(NULL, f->saver, f->rs, f->save_path, 1, 1u << 7, &st), &st, HK_INVALID_ARGUMENT, "flags");
 
   snprintf(path, sizeof path, "%s/", f->dir);
   expect_save_refused(f, path, 1, HK_INVALID_ARGUMENT, "not a valid checkpoint name");
@@ -280,7 +280,7 @@ static void test_saver__exists_remove_and_mtimes_helpers_work_on_prefixes(void *
   double mt[2] = {0, 0};
   f->saver = make_saver(f, 5, HK_UNSET_SECS);
   set_values(f, 1);
-  assert_ok(hk_saver_save(f->saver, f->rs, f->save_path, 1, HK_SAVE_META, NULL, &st), &st);
+  assert_ok(hk_saver_save(NULL, f->saver, f->rs, f->save_path, 1, HK_SAVE_META, &st), &st);
   save_step(f, f->saver, 2);
   snprintf(p1, sizeof p1, "%s-1", f->save_path);
   snprintf(p2, sizeof p2, "%s-2", f->save_path);
@@ -293,11 +293,11 @@ static void test_saver__exists_remove_and_mtimes_helpers_work_on_prefixes(void *
 
   prefixes[0] = p1;
   prefixes[1] = p2;
-  assert_ok(hk_checkpoint_mtimes(&f->te->env, prefixes, 2, mt, &st), &st);
+  assert_ok(hk_checkpoint_mtimes(mt, &f->te->env, prefixes, 2, &st), &st);
   assert_true(mt[0] > 1e9 && mt[1] > 1e9);
   prefixes[1] = p9;
-  assert_status(hk_checkpoint_mtimes(&f->te->env, prefixes, 2, mt, &st), &st, HK_NOT_FOUND, "model.ckpt-9");
-  assert_status(hk_checkpoint_mtimes(&f->te->env, NULL, 2, mt, &st), &st, HK_INVALID_ARGUMENT, "prefixes");
+  assert_status(hk_checkpoint_mtimes(mt, &f->te->env, prefixes, 2, &st), &st, HK_NOT_FOUND, "model.ckpt-9");
+  assert_status(hk_checkpoint_mtimes(mt, &f->te->env, NULL, 2, &st), &st, HK_INVALID_ARGUMENT, "prefixes");
 
   /* H31: with its graph description, and an older version's .meta */
   {
@@ -307,20 +307,20 @@ static void test_saver__exists_remove_and_mtimes_helpers_work_on_prefixes(void *
   }
   assert_listing(f->dir, "checkpoint,model.ckpt-1.graph.txt,model.ckpt-1.meta,model.ckpt-1.safetensors,"
                          "model.ckpt-2.safetensors");
-  assert_ok(hk_remove_checkpoint(&f->te->env, p1, &st), &st);
+  assert_ok(hk_checkpoint_remove(&f->te->env, p1, &st), &st);
   assert_listing(f->dir, "checkpoint,model.ckpt-2.safetensors");
-  assert_status(hk_remove_checkpoint(&f->te->env, p1, &st), &st, HK_NOT_FOUND, "model.ckpt-1");
+  assert_status(hk_checkpoint_remove(&f->te->env, p1, &st), &st, HK_NOT_FOUND, "model.ckpt-1");
   /* a lone legacy .meta is still removed */
   {
     char *legacy = ckpt_file(f, "model.ckpt-7.meta");
     char p7[1024];
     snprintf(p7, sizeof p7, "%s-7", f->save_path);
     assert_int_equal(test_write_file(legacy, "old", 3), 0);
-    assert_ok(hk_remove_checkpoint(&f->te->env, p7, &st), &st);
+    assert_ok(hk_checkpoint_remove(&f->te->env, p7, &st), &st);
     assert_false(test_path_exists(legacy));
     free(legacy);
   }
-  assert_status(hk_remove_checkpoint(&f->te->env, NULL, &st), &st, HK_INVALID_ARGUMENT, "prefix");
+  assert_status(hk_checkpoint_remove(&f->te->env, NULL, &st), &st, HK_INVALID_ARGUMENT, "prefix");
 }
 
 /* ---- checkpoint-format.md: the writer never writes what its reader refuses ------------- */
@@ -333,7 +333,7 @@ static void assign_zeros(hk_executor *ex, hk_raw_session *rs) {
   for (size_t i = 0; i < hk_executor_variable_count(ex); i++) {
     hk_variable_info info;
     hk_tensor t;
-    assert_ok(hk_executor_variable_info(ex, i, &info, &st), &st);
+    assert_ok(hk_executor_variable_info(&info, ex, i, &st), &st);
     assert_ok(hk_tensor_init(&t, info.dtype, info.rank, info.dims, zeros, &st), &st);
     assert_true(t.nbytes <= sizeof zeros);
     assert_ok(hk_raw_session_assign_variable(rs, i, &t, &st), &st);
@@ -369,7 +369,7 @@ static void test_saver__a_non_utf8_variable_name_is_never_saved_unreadable(void 
   so.env = &f->te->env;
   so.executor = ex;
   assert_ok(hk_saver_new(&saver, &so, &st), &st);
-  rc = hk_saver_save(saver, rs, f->save_path, 1, 0, &prefix, &st);
+  rc = hk_saver_save(&prefix, saver, rs, f->save_path, 1, 0, &st);
   if (rc == HK_OK) {
     /* Written: then it must read back. */
     rc = hk_saver_restore(saver, rs, prefix, &st);
@@ -405,7 +405,7 @@ static void test_saver__a_non_utf8_name_is_refused_before_writing(void **state) 
   so.env = &f->te->env;
   so.executor = ex;
   assert_ok(hk_saver_new(&saver, &so, &st), &st);
-  assert_status(hk_saver_save(saver, rs, f->save_path, 1, 0, NULL, &st), &st, HK_INVALID_ARGUMENT,
+  assert_status(hk_saver_save(NULL, saver, rs, f->save_path, 1, 0, &st), &st, HK_INVALID_ARGUMENT,
                 "tensor name 'b\\xc3(' is not well-formed UTF-8");
   assert_int_equal(test_dir_count(f->dir), 0);
   hk_saver_free(saver);

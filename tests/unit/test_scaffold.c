@@ -119,7 +119,7 @@ static void test_scaffold__fields_not_given_stay_unset_until_finalized(void **st
   n = 99;
   assert_null(hk_scaffold_local_init_feed(f->s, &n));
   assert_int_equal(n, 0);
-  assert_null(hk_scaffold_init_fn(f->s, &user));
+  assert_null(hk_scaffold_init_fn(&user, f->s));
   assert_null(user);
 }
 
@@ -164,7 +164,7 @@ static void test_scaffold__given_fields_are_copied(void **state)
   assert_int_equal(hk_scaffold_ready_op(f->s), f->my_ready);
   assert_int_equal(hk_scaffold_local_init_op(f->s), f->my_local);
   assert_int_equal(hk_scaffold_ready_for_local_init_op(f->s), HK_NO_HANDLE);
-  assert_ptr_equal(hk_scaffold_init_fn(f->s, &user), my_init_fn);
+  assert_ptr_equal(hk_scaffold_init_fn(&user, f->s), my_init_fn);
   assert_ptr_equal(user, &marker);
 }
 
@@ -190,7 +190,7 @@ static void test_scaffold__copy_from_takes_the_fields_not_given(void **state)
   assert_int_equal(hk_scaffold_init_op(f->s2), f->my_init);
   assert_int_equal(hk_scaffold_ready_op(f->s2), f->my_ready);
   assert_int_equal(hk_scaffold_local_init_op(f->s2), f->my_local);
-  assert_ptr_equal(hk_scaffold_init_fn(f->s2, &user), my_init_fn);
+  assert_ptr_equal(hk_scaffold_init_fn(&user, f->s2), my_init_fn);
   assert_ptr_equal(user, &marker);
   hk_scaffold_free(f->s2);
   f->s2 = NULL;
@@ -201,7 +201,7 @@ static void test_scaffold__copy_from_takes_the_fields_not_given(void **state)
   o.init_fn_user = NULL;
   assert_ok(hk_scaffold_new(&f->s2, &o, &f->st), &f->st);
   assert_int_equal(hk_scaffold_init_op(f->s2), f->my_local);
-  assert_ptr_equal(hk_scaffold_init_fn(f->s2, &user), other_init_fn);
+  assert_ptr_equal(hk_scaffold_init_fn(&user, f->s2), other_init_fn);
   assert_int_equal(hk_scaffold_local_init_op(f->s2), HK_NO_HANDLE);
   /* The copy is independent of its source. */
   hk_scaffold_free(f->s);
@@ -425,13 +425,13 @@ static void test_scaffold__a_graph_without_variables_still_gets_a_working_defaul
 
   ckpt_dir_new("scaffold-empty", &root, &dir, &save_path);
   assert_ok(hk_raw_session_open(&rs, hk_graph_executor(g), &f->st), &f->st);
-  assert_ok(hk_saver_save(saver, rs, save_path, 7, HK_SAVE_DEFAULT, &prefix, &f->st), &f->st);
+  assert_ok(hk_saver_save(&prefix, saver, rs, save_path, 7, HK_SAVE_DEFAULT, &f->st), &f->st);
   assert_ok(hk_checkpoint_reader_open(&r, &f->te->env, prefix, &f->st), &f->st);
   assert_int_equal(hk_checkpoint_reader_count(r), 0);
   assert_int_equal(hk_checkpoint_reader_step(r), 7);
   assert_ok(hk_checkpoint_reader_verify(r, &f->st), &f->st);
   hk_checkpoint_reader_free(r);
-  assert_ok(hk_latest_checkpoint(&f->te->env, dir, NULL, &latest, &f->st), &f->st);
+  assert_ok(hk_checkpoint_latest(&latest, &f->te->env, dir, NULL, &f->st), &f->st);
   assert_string_equal(latest, prefix);
   hk_env_free(&f->te->env, latest);
   assert_ok(hk_saver_restore(saver, rs, prefix, &f->st), &f->st);
@@ -462,7 +462,7 @@ static void test_scaffold__session_without_variables_restores(void **state)
   assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
   assert_ok(hk_scaffold_finalize(f->s, hk_graph_executor(g), &f->st), &f->st);
   assert_ok(hk_raw_session_open(&rs, hk_graph_executor(g), &f->st), &f->st);
-  assert_ok(hk_saver_save(hk_scaffold_saver(f->s), rs, save_path, 3, HK_SAVE_DEFAULT, &prefix, &f->st), &f->st);
+  assert_ok(hk_saver_save(&prefix, hk_scaffold_saver(f->s), rs, save_path, 3, HK_SAVE_DEFAULT, &f->st), &f->st);
   hk_raw_session_free(rs);
 
   o.env = &f->te->env;

@@ -55,7 +55,7 @@ static void test_session__a_failing_end_skips_later_ends_and_close_completes(voi
   assert_int_equal(fake_executor_open_sessions(f->fx), 0);
   assert_true(hk_coordinator_should_stop(hk_session_coordinator(f->s)));
   assert_true(hk_session_should_stop(f->s));
-  assert_null(hk_session_graph(f->s));
+  assert_null(hk_session_executor(f->s));
   assert_null(hk_session_raw_session(f->s));
   assert_status(session_fixture_run_train(f), &f->st, HK_FAILED_PRECONDITION, "Session is closed.");
 }
@@ -91,7 +91,7 @@ static void test_session__the_raw_session_and_graph_accessors_return_null_after_
 {
   fixture *f = *state;
   session_fixture_open(f);
-  assert_ptr_equal(hk_session_graph(f->s), f->ex);
+  assert_ptr_equal(hk_session_executor(f->s), f->ex);
   if (f->opts.kind == HK_SESSION_SINGULAR) {
     hk_raw_session *rs = hk_session_raw_session(f->s);
     assert_non_null(rs);
@@ -107,7 +107,7 @@ static void test_session__the_raw_session_and_graph_accessors_return_null_after_
   }
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
   assert_null(hk_session_raw_session(f->s));
-  assert_null(hk_session_graph(f->s));
+  assert_null(hk_session_executor(f->s));
   assert_non_null(hk_session_coordinator(f->s)); /* H17: valid until free */
 }
 
@@ -214,7 +214,7 @@ static void test_session__close_warns_about_a_stuck_thread_after_the_grace_perio
   double before;
   f->opts.stop_grace_period_secs = 5;
   session_fixture_open(f);
-  assert_ok(hk_coordinator_register_thread(hk_session_coordinator(f->s), "reader-7", &tok, &f->st), &f->st);
+  assert_ok(hk_coordinator_register_thread(&tok, hk_session_coordinator(f->s), "reader-7", &f->st), &f->st);
   before = test_clock_now(&f->te->clock);
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
   assert_logged(f->te, HK_LOG_WARNING, "Coordinator stopped with threads still running:");
@@ -233,7 +233,7 @@ static void test_session__close_does_not_wait_for_finished_threads(void **state)
   double before;
   f->opts.stop_grace_period_secs = 100;
   session_fixture_open(f);
-  assert_ok(hk_coordinator_register_thread(hk_session_coordinator(f->s), "done-thread", &tok, &f->st), &f->st);
+  assert_ok(hk_coordinator_register_thread(&tok, hk_session_coordinator(f->s), "done-thread", &f->st), &f->st);
   hk_coordinator_thread_done(tok);
   before = test_clock_now(&f->te->clock);
   assert_ok(hk_session_close(f->s, HK_OK, &f->st), &f->st);
@@ -574,7 +574,7 @@ static void test_session__error_reported_during_join_is_returned(void **state)
   assert_false(hk_session_should_stop(f->s));
   rc = hk_session_close(f->s, HK_OK, &f->st);
   /* The error was recorded before close() returned. */
-  assert_int_equal(hk_coordinator_error(hk_session_coordinator(f->s), NULL), HK_INTERNAL);
+  assert_int_equal(hk_coordinator_error(NULL, hk_session_coordinator(f->s)), HK_INTERNAL);
   assert_status(rc, &f->st, HK_INTERNAL, "worker thread failed while stopping");
 }
 

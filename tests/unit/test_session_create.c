@@ -223,8 +223,7 @@ static void test_session__changing_the_graph_after_construction_fails(void **sta
   session_fixture_open(f);
   assert_status(hk_executor_role_add(f->ex, "init_op", f->train, &f->st), &f->st, HK_FAILED_PRECONDITION,
                 "Graph is finalized and cannot be modified.");
-  assert_status(hk_executor_default_op(f->ex, HK_DEFAULT_INIT_OP, &h, &f->st), &f->st,
-                HK_FAILED_PRECONDITION, NULL);
+  assert_status(hk_executor_default_op(&h, f->ex, HK_DEFAULT_INIT_OP, &f->st), &f->st, HK_FAILED_PRECONDITION, NULL);
 }
 
 /* C4: a failing after_create_session fails construction with its error. */

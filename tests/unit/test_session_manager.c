@@ -150,7 +150,7 @@ static void test_session_manager__prepare_session_restores_inits_then_local_init
   v = 10; /* the manager copied the local init feed */
   f->po.init_fn = init_fn;
   f->po.init_fn_user = f;
-  assert_ok(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st);
+  assert_ok(hk_session_manager_prepare_session(&f->rs, f->sm, &f->po, &f->st), &f->st);
   assert_non_null(f->rs);
   assert_true(spy_log_equals(&f->log, expect, 5));
   assert_int_equal(f->init_fn_calls, 1);
@@ -178,7 +178,7 @@ static void test_session_manager__the_init_op_runs_with_the_init_feed(void **sta
   make_sm(f);
   f->po.init_feed = feed;
   f->po.ninit_feed = 1;
-  assert_ok(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st);
+  assert_ok(hk_session_manager_prepare_session(&f->rs, f->sm, &f->po, &f->st), &f->st);
   /* The last run was the init op with the init feed. */
   for (i = 0; i < fake_executor_last_run(f->fx)->nfeeds; i++)
     found |= fake_executor_last_run(f->fx)->feeds[i].tensor == f->p && fake_executor_last_run(f->fx)->feed_i64[i] == 5;
@@ -195,7 +195,7 @@ static void test_session_manager__a_failed_prepare_closes_the_raw_session(void *
   f->po.init_fn = init_fn;
   f->po.init_fn_user = f;
   f->rs = (hk_raw_session *)f;
-  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st, HK_INTERNAL,
+  assert_status(hk_session_manager_prepare_session(&f->rs, f->sm, &f->po, &f->st), &f->st, HK_INTERNAL,
                 "init kernel failed");
   assert_null(f->rs);
   assert_int_equal(f->init_fn_calls, 0);
@@ -210,7 +210,7 @@ static void test_session_manager__a_failing_init_fn_fails_prepare_and_closes_the
   f->po.init_fn = init_fn;
   f->po.init_fn_user = f;
   f->init_fn_rc = HK_ABORTED;
-  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st, HK_ABORTED,
+  assert_status(hk_session_manager_prepare_session(&f->rs, f->sm, &f->po, &f->st), &f->st, HK_ABORTED,
                 "init_fn failed");
   assert_null(f->rs);
   assert_int_equal(fake_executor_open_sessions(f->fx), 0);
@@ -223,8 +223,7 @@ static void test_session_manager__a_failed_open_fails_prepare(void **state)
   fixture *f = *state;
   make_sm(f);
   fake_executor_fail(f->fx, FAKE_OPEN, 1, 1, HK_UNAVAILABLE, "no master");
-  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st, HK_UNAVAILABLE,
-                "no master");
+  assert_status(hk_session_manager_prepare_session(&f->rs, f->sm, &f->po, &f->st), &f->st, HK_UNAVAILABLE, "no master");
   assert_null(f->rs);
 }
 
@@ -238,10 +237,10 @@ static void test_session_manager__both_checkpoint_paths_given_are_invalid_argume
   make_sm(f);
   f->po.checkpoint_dir = "/tmp/ckpt";
   f->po.checkpoint_filename_with_path = "/tmp/ckpt/model.ckpt-1";
-  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st, HK_INVALID_ARGUMENT,
+  assert_status(hk_session_manager_prepare_session(&f->rs, f->sm, &f->po, &f->st), &f->st, HK_INVALID_ARGUMENT,
                 "Can not provide both checkpoint_dir and checkpoint_filename_with_path.");
   assert_null(f->rs);
-  assert_status(hk_session_manager_recover_session(f->sm, &f->rs, &initialized, &f->po, &f->st), &f->st,
+  assert_status(hk_session_manager_recover_session(&f->rs, &initialized, f->sm, &f->po, &f->st), &f->st,
                 HK_INVALID_ARGUMENT, "Can not provide both checkpoint_dir and checkpoint_filename_with_path.");
   assert_null(f->rs);
   /* Checked before a raw session exists. */
@@ -257,14 +256,14 @@ static void test_session_manager__no_saver_restores_nothing(void **state)
   int initialized = 1;
   make_sm(f);
   f->po.checkpoint_dir = "/nonexistent/ckpt";
-  assert_ok(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st);
+  assert_ok(hk_session_manager_prepare_session(&f->rs, f->sm, &f->po, &f->st), &f->st);
   assert_non_null(f->rs);
   assert_int_equal(fake_executor_calls(f->fx, FAKE_OPEN), 1);
   hk_raw_session_free(f->rs);
   f->rs = NULL;
   f->po.checkpoint_dir = NULL;
   f->po.checkpoint_filename_with_path = "/nonexistent/ckpt/model.ckpt-1";
-  assert_ok(hk_session_manager_recover_session(f->sm, &f->rs, &initialized, &f->po, &f->st), &f->st);
+  assert_ok(hk_session_manager_recover_session(&f->rs, &initialized, f->sm, &f->po, &f->st), &f->st);
   assert_non_null(f->rs);
   assert_int_equal(initialized, 0);
 }
@@ -279,7 +278,7 @@ static void test_session_manager__a_model_nobody_initializes_is_failed_precondit
   f->mo.ready_for_local_init_op = HK_NO_HANDLE;
   make_sm(f);
   f->po.init_op = HK_NO_HANDLE;
-  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st, HK_FAILED_PRECONDITION,
+  assert_status(hk_session_manager_prepare_session(&f->rs, f->sm, &f->po, &f->st), &f->st, HK_FAILED_PRECONDITION,
                 "Model is not initialized and no init_op or init_fn or local_init_op was given");
   assert_null(f->rs);
   assert_int_equal(fake_executor_open_sessions(f->fx), 0);
@@ -310,7 +309,7 @@ static void test_session_manager__host_owned_variables_need_no_init_op(void **st
   assert_ok(hk_session_manager_new(&sm, &mo, &f->st), &f->st);
 
   /* no variable needs initializing: none at all */
-  assert_ok(hk_session_manager_prepare_session(sm, &rs, &po, &f->st), &f->st);
+  assert_ok(hk_session_manager_prepare_session(&rs, sm, &po, &f->st), &f->st);
   assert_non_null(rs);
   hk_raw_session_free(rs);
   rs = NULL;
@@ -319,7 +318,7 @@ static void test_session_manager__host_owned_variables_need_no_init_op(void **st
   w = fake_executor_add_variable(host, "w", HK_DTYPE_F32, 1, &two, HK_VAR_EXTERNAL | HK_VAR_TRAINABLE, w0);
   gs = fake_executor_add_variable(host, "global_step", HK_DTYPE_I64, 0, NULL, HK_VAR_EXTERNAL, &gs0);
   test_log_clear(&f->te->log);
-  assert_ok(hk_session_manager_prepare_session(sm, &rs, &po, &f->st), &f->st);
+  assert_ok(hk_session_manager_prepare_session(&rs, sm, &po, &f->st), &f->st);
   assert_non_null(rs);
   assert_true(fake_executor_is_initialized(host, NULL, w));
   assert_int_equal(fake_executor_get_i64(host, NULL, gs), 7);
@@ -330,7 +329,7 @@ static void test_session_manager__host_owned_variables_need_no_init_op(void **st
 
   /* one variable that is not: C69 */
   (void)fake_executor_add_variable(host, "inner", HK_DTYPE_I64, 0, NULL, HK_VAR_TRAINABLE, &zero);
-  assert_status(hk_session_manager_prepare_session(sm, &rs, &po, &f->st), &f->st, HK_FAILED_PRECONDITION,
+  assert_status(hk_session_manager_prepare_session(&rs, sm, &po, &f->st), &f->st, HK_FAILED_PRECONDITION,
                 "Model is not initialized and no init_op or init_fn or local_init_op was given");
   assert_null(rs);
   assert_int_equal(fake_executor_open_sessions(host), 0);
@@ -372,7 +371,7 @@ static void test_session_manager__not_ready_for_local_init_is_failed_preconditio
   hk_handle noop = fake_executor_add_op(f->fx, "noop_init");
   make_sm(f);
   f->po.init_op = noop; /* does not initialize the global step */
-  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st, HK_FAILED_PRECONDITION,
+  assert_status(hk_session_manager_prepare_session(&f->rs, f->sm, &f->po, &f->st), &f->st, HK_FAILED_PRECONDITION,
                 "Init operations did not make model ready for local_init.  Init op: ");
   assert_non_null(strstr(f->st.message, "noop_init"));
   assert_non_null(strstr(f->st.message, "init fn: "));
@@ -389,7 +388,7 @@ static void test_session_manager__a_failing_ready_check_is_failed_precondition(v
   static const char *const names[] = { "w1", "w2" };
   make_sm(f);
   fake_executor_script_report(f->fx, f->ready, names, 2, 1);
-  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st, HK_FAILED_PRECONDITION,
+  assert_status(hk_session_manager_prepare_session(&f->rs, f->sm, &f->po, &f->st), &f->st, HK_FAILED_PRECONDITION,
                 "Init operations did not make model ready.  Init op: ");
   assert_non_null(strstr(f->st.message, "local_init_op: "));
   assert_non_null(strstr(f->st.message, "local_init"));
@@ -410,7 +409,7 @@ static void test_session_manager__an_unguarded_local_init_reading_uninitialized_
   f->po.init_op = HK_NO_HANDLE;
   f->po.init_fn = init_fn;
   f->po.init_fn_user = f;
-  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &f->po, &f->st), &f->st, HK_FAILED_PRECONDITION,
+  assert_status(hk_session_manager_prepare_session(&f->rs, f->sm, &f->po, &f->st), &f->st, HK_FAILED_PRECONDITION,
                 "Attempting to use uninitialized value global_step");
   assert_null(f->rs);
 }
@@ -478,7 +477,7 @@ static void test_session_manager__wait_for_session_retries_until_the_model_is_re
   f->mo.ready_op = ready;
   f->mo.recovery_wait_secs = 10;
   make_sm(f);
-  assert_ok(hk_session_manager_wait_for_session(f->sm, &f->rs, HK_UNSET_SECS, &f->st), &f->st);
+  assert_ok(hk_session_manager_wait_for_session(&f->rs, f->sm, HK_UNSET_SECS, &f->st), &f->st);
   assert_non_null(f->rs);
   assert_int_equal(fake_executor_report_evals(plain, ready), 4);
   assert_int_equal(fake_executor_sessions_opened(plain), 4);
@@ -501,7 +500,7 @@ static void test_session_manager__wait_for_session_ends_at_its_deadline(void **s
   f->mo.recovery_wait_secs = 30;
   make_sm(f);
   /* The worker never initializes the GS, so the model never becomes ready. */
-  assert_status(hk_session_manager_wait_for_session(f->sm, &f->rs, 100, &f->st), &f->st, HK_DEADLINE_EXCEEDED,
+  assert_status(hk_session_manager_wait_for_session(&f->rs, f->sm, 100, &f->st), &f->st, HK_DEADLINE_EXCEEDED,
                 "Session was not ready after waiting 100 secs.");
   assert_null(f->rs);
   assert_int_equal(fake_executor_open_sessions(f->fx), 0);
@@ -519,7 +518,7 @@ static void test_session_manager__a_failing_local_init_keeps_the_wait_going(void
   make_sm(f);
   fake_executor_op_fails(f->fx, f->local_init, HK_INTERNAL, "local init broken");
   /* rfl reports the GS uninitialized: local init is not even attempted; errors are ignored. */
-  assert_status(hk_session_manager_wait_for_session(f->sm, &f->rs, 40, &f->st), &f->st, HK_DEADLINE_EXCEEDED,
+  assert_status(hk_session_manager_wait_for_session(&f->rs, f->sm, 40, &f->st), &f->st, HK_DEADLINE_EXCEEDED,
                 "Session was not ready after waiting 40 secs.");
   assert_int_equal(fake_executor_open_sessions(f->fx), 0);
 }
@@ -548,7 +547,7 @@ static void test_session_manager__a_cancel_from_another_thread_ends_the_wait(voi
   c.sm = f->sm;
   assert_int_equal(pthread_create(&th, NULL, cancel_main, &c), 0);
   /* Never ready, no limit: only the cancel ends the wait. */
-  rc = hk_session_manager_wait_for_session(f->sm, &f->rs, HK_UNSET_SECS, &f->st);
+  rc = hk_session_manager_wait_for_session(&f->rs, f->sm, HK_UNSET_SECS, &f->st);
   assert_int_equal(pthread_join(th, NULL), 0);
   assert_status(rc, &f->st, HK_CANCELLED, "wait cancelled: stop requested");
   assert_null(f->rs);
@@ -561,13 +560,12 @@ static void test_session_manager__a_cancel_stays_until_reset(void **state)
   fixture *f = *state;
   make_sm(f);
   hk_session_manager_cancel(f->sm);
-  assert_status(hk_session_manager_wait_for_session(f->sm, &f->rs, HK_UNSET_SECS, &f->st), &f->st, HK_CANCELLED,
+  assert_status(hk_session_manager_wait_for_session(&f->rs, f->sm, HK_UNSET_SECS, &f->st), &f->st, HK_CANCELLED,
                 "wait cancelled: stop requested");
-  assert_status(hk_session_manager_wait_for_session(f->sm, &f->rs, 1000, &f->st), &f->st, HK_CANCELLED,
+  assert_status(hk_session_manager_wait_for_session(&f->rs, f->sm, 1000, &f->st), &f->st, HK_CANCELLED,
                 "wait cancelled");
   hk_session_manager_reset_cancel(f->sm);
-  assert_status(hk_session_manager_wait_for_session(f->sm, &f->rs, 100, &f->st), &f->st, HK_DEADLINE_EXCEEDED,
-                NULL);
+  assert_status(hk_session_manager_wait_for_session(&f->rs, f->sm, 100, &f->st), &f->st, HK_DEADLINE_EXCEEDED, NULL);
   hk_session_manager_cancel(NULL);
 }
 
@@ -580,7 +578,7 @@ static void test_session_manager__recover_session_without_a_checkpoint_runs_loca
   int initialized = -1;
   f->mo.ready_for_local_init_op = HK_NO_HANDLE;
   make_sm(f);
-  assert_ok(hk_session_manager_recover_session(f->sm, &f->rs, &initialized, &f->po, &f->st), &f->st);
+  assert_ok(hk_session_manager_recover_session(&f->rs, &initialized, f->sm, &f->po, &f->st), &f->st);
   assert_non_null(f->rs);
   assert_int_equal(initialized, 0);
   /* Local init always runs; init_op is not run by recover_session. */
@@ -626,7 +624,7 @@ static void test_session_manager__silent_init_fn_failure_sets_status(void **stat
   po.init_fn = init_fn_silent_failure;
   po.init_fn_user = &calls;
   hk_status_clear(&f->st);
-  rc = hk_session_manager_prepare_session(f->sm, &f->rs, &po, &f->st);
+  rc = hk_session_manager_prepare_session(&f->rs, f->sm, &po, &f->st);
   assert_int_equal(calls, 1);
   assert_int_equal(rc, HK_INTERNAL);
   assert_null(f->rs);
@@ -666,7 +664,7 @@ static void test_session_manager__the_deadline_message_prints_a_large_max_wait_i
   mo.ready_op = ready;
   assert_ok(hk_session_manager_new(&f->sm, &mo, &f->st), &f->st);
   fake_executor_on_run(f->fx, advance_clock_on_run, f->te);
-  assert_status(hk_session_manager_wait_for_session(f->sm, &f->rs, 1e12, &f->st), &f->st, HK_DEADLINE_EXCEEDED,
+  assert_status(hk_session_manager_wait_for_session(&f->rs, f->sm, 1e12, &f->st), &f->st, HK_DEADLINE_EXCEEDED,
                 "Session was not ready after waiting 1000000000000 secs.");
   assert_null(f->rs);
 }
@@ -689,11 +687,11 @@ static void test_session_manager__prepare_refuses_a_bad_max_wait_secs(void **sta
   assert_ok(hk_session_manager_new(&f->sm, &mo, &f->st), &f->st);
   po.init_op = init;
   po.max_wait_secs = -5.0;
-  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &po, &f->st), &f->st, HK_INVALID_ARGUMENT,
+  assert_status(hk_session_manager_prepare_session(&f->rs, f->sm, &po, &f->st), &f->st, HK_INVALID_ARGUMENT,
                 "max_wait_secs");
   assert_null(f->rs);
   po.max_wait_secs = NAN;
-  assert_status(hk_session_manager_prepare_session(f->sm, &f->rs, &po, &f->st), &f->st, HK_INVALID_ARGUMENT,
+  assert_status(hk_session_manager_prepare_session(&f->rs, f->sm, &po, &f->st), &f->st, HK_INVALID_ARGUMENT,
                 "max_wait_secs");
   assert_null(f->rs);
 }

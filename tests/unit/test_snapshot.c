@@ -238,7 +238,7 @@ static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
   model *m = user;
   (void)in, (void)nin, (void)out, (void)nout, (void)st, (void)m;
   for (size_t k = 0; k < NVARS + 1; k++) {
-    hk_tensor *v = hk_kernel_variable(ctx, k);
+    hk_tensor *v = hk_kernel_context_variable(ctx, k);
     float *p = v->data;
     for (size_t i = 0; i < v->nbytes / sizeof(float); i++) p[i] = p[i] * 0.5f + (float)(k + 1);
   }
@@ -411,7 +411,7 @@ static void test_snapshot__an_assign_or_close_after_the_snapshot_keeps_it(void *
       char name[32];
       snprintf(name, sizeof name, "v%d", k);
       assert_ok(hk_executor_find_variable(ex, name, &index, &st), &st);
-      assert_ok(hk_executor_variable_info(ex, index, &info, &st), &st);
+      assert_ok(hk_executor_variable_info(&info, ex, index, &st), &st);
       assert_ok(hk_tensor_init(&t, info.dtype, info.rank, info.dims, junk, &st), &st);
       assert_ok(hk_raw_session_assign_variable(rs, index, &t, &st), &st);
     }

@@ -1,7 +1,7 @@
 /*
  * Tests of the checkpoint state file (contract C117, C118, C123, H32, H33,
  * H34; checkpoint-format.md "The state file"), through the public
- * hk_get_checkpoint_state() / hk_update_checkpoint_state() on a real
+ * hk_checkpoint_state_get() / hk_checkpoint_state_update() on a real
  * temporary directory, with faulty_fs for the write failures.
  */
 #include "faulty_fs.h"
@@ -83,7 +83,7 @@ static hk_code load(fixture *f, const char *text) {
   f->cs = NULL;
   put_state(f, text, strlen(text));
   hk_status_clear(&f->st);
-  return hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &f->cs, &f->st);
+  return hk_checkpoint_state_get(&f->cs, &f->te->env, f->dir, NULL, &f->st);
 }
 
 static void load_ok(fixture *f, const char *text) {
@@ -116,7 +116,7 @@ static void assert_malformed_n(fixture *f, const char *text, size_t n, int line,
   f->cs = NULL;
   put_state(f, text, n);
   hk_status_clear(&f->st);
-  rc = hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &f->cs, &f->st);
+  rc = hk_checkpoint_state_get(&f->cs, &f->te->env, f->dir, NULL, &f->st);
   if (rc != HK_DATA_LOSS) print_error("state text:\n%.*s\n", (int)(n > 300 ? 300 : n), text);
   snprintf(want, sizeof want, "Invalid checkpoint state loaded from %s: ", f->state_path);
   assert_status(rc, &f->st, HK_DATA_LOSS, want);
@@ -385,7 +385,7 @@ static void test_state__refuses_a_file_over_256_mib_unread(void **state) {
   put_state(f, first, sizeof first - 1);
   assert_int_equal(truncate(f->state_path, n), 0);
   hk_status_clear(&f->st);
-  rc = hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &f->cs, &f->st);
+  rc = hk_checkpoint_state_get(&f->cs, &f->te->env, f->dir, NULL, &f->st);
   assert_status(rc, &f->st, HK_DATA_LOSS, "Invalid checkpoint state loaded from ");
   assert_null(f->cs);
   assert_non_null(strstr(f->st.message, "268435457 bytes, larger than 268435456 bytes (line 0)"));
@@ -553,11 +553,11 @@ static void test_state__model_path_listed_early_moves_last_with_its_timestamp(vo
 /* C123: without a state file, or without the directory, the reader returns NOT_FOUND naming the path. */
 static void test_state__not_found_without_a_state_file(void **state) {
   fixture *f = *state;
-  hk_code rc = hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &f->cs, &f->st);
+  hk_code rc = hk_checkpoint_state_get(&f->cs, &f->te->env, f->dir, NULL, &f->st);
   assert_status(rc, &f->st, HK_NOT_FOUND, f->state_path);
   assert_null(f->cs);
   char *missing = in_dir(f, "nope");
-  rc = hk_get_checkpoint_state(&f->te->env, missing, NULL, &f->cs, &f->st);
+  rc = hk_checkpoint_state_get(&f->cs, &f->te->env, missing, NULL, &f->st);
   assert_status(rc, &f->st, HK_NOT_FOUND, missing);
   free(missing);
 }
@@ -566,7 +566,7 @@ static void test_state__not_found_without_a_state_file(void **state) {
 static void test_state__a_state_file_that_is_a_directory_is_refused(void **state) {
   fixture *f = *state;
   assert_int_equal(mkdir(f->state_path, 0755), 0);
-  hk_code rc = hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &f->cs, &f->st);
+  hk_code rc = hk_checkpoint_state_get(&f->cs, &f->te->env, f->dir, NULL, &f->st);
   assert_status(rc, &f->st, HK_FAILED_PRECONDITION, "is a directory");
   assert_non_null(strstr(f->st.message, f->state_path));
   assert_null(f->cs);
@@ -582,7 +582,7 @@ static void test_state__read_errors_are_the_file_system_s(void **state) {
   for (long n = 0;; n++) {
     faulty_fs_fail_errno(&ff, FAULTY_FS_ANY, n, EIO, 0);
     hk_status_clear(&f->st);
-    hk_code rc = hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &f->cs, &f->st);
+    hk_code rc = hk_checkpoint_state_get(&f->cs, &f->te->env, f->dir, NULL, &f->st);
     if (faulty_fs_injected(&ff) == 0) {
       assert_ok(rc, &f->st);
       break;
@@ -595,7 +595,7 @@ static void test_state__read_errors_are_the_file_system_s(void **state) {
   faulty_fs_fail_errno(&ff, FAULTY_FS_OPEN_READ, 0, EACCES, 0);
   hk_checkpoint_state_free(f->cs);
   f->cs = NULL;
-  assert_status(hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &f->cs, &f->st), &f->st, HK_PERMISSION_DENIED,
+  assert_status(hk_checkpoint_state_get(&f->cs, &f->te->env, f->dir, NULL, &f->st), &f->st, HK_PERMISSION_DENIED,
                 f->state_path);
   faulty_fs_destroy(&ff);
 }
@@ -605,13 +605,13 @@ static void test_state__custom_latest_filename(void **state) {
   fixture *f = *state;
   char *p = in_dir(f, "my_state");
   assert_int_equal(test_write_file(p, golden, strlen(golden)), 0);
-  assert_ok(hk_get_checkpoint_state(&f->te->env, f->dir, "my_state", &f->cs, &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_get(&f->cs, &f->te->env, f->dir, "my_state", &f->st), &f->st);
   assert_model(f, "model.ckpt-3000");
   hk_checkpoint_state_free(f->cs);
   f->cs = NULL;
-  assert_status(hk_get_checkpoint_state(&f->te->env, f->dir, "../my_state", &f->cs, &f->st), &f->st,
+  assert_status(hk_checkpoint_state_get(&f->cs, &f->te->env, f->dir, "../my_state", &f->st), &f->st,
                 HK_INVALID_ARGUMENT, "latest_filename");
-  assert_status(hk_get_checkpoint_state(&f->te->env, f->dir, "", &f->cs, &f->st), &f->st, HK_INVALID_ARGUMENT,
+  assert_status(hk_checkpoint_state_get(&f->cs, &f->te->env, f->dir, "", &f->st), &f->st, HK_INVALID_ARGUMENT,
                 "latest_filename");
   free(p);
 }
@@ -622,17 +622,17 @@ static void test_state__paths_join_dir_as_given(void **state) {
   char dir_slash[1024];
   put_state(f, golden, strlen(golden));
   snprintf(dir_slash, sizeof dir_slash, "%s/", f->dir);
-  assert_ok(hk_get_checkpoint_state(&f->te->env, dir_slash, NULL, &f->cs, &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_get(&f->cs, &f->te->env, dir_slash, NULL, &f->st), &f->st);
   assert_path(f, 0, "model.ckpt-2000");
 }
 
 static void test_state__null_arguments_and_accessors(void **state) {
   fixture *f = *state;
   hk_env bad_env = f->te->env;
-  assert_status(hk_get_checkpoint_state(&f->te->env, NULL, NULL, &f->cs, &f->st), &f->st, HK_INVALID_ARGUMENT, "dir");
-  assert_status(hk_get_checkpoint_state(&f->te->env, f->dir, NULL, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "out");
+  assert_status(hk_checkpoint_state_get(&f->cs, &f->te->env, NULL, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "dir");
+  assert_status(hk_checkpoint_state_get(NULL, &f->te->env, f->dir, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "out");
   bad_env.version = 0;
-  assert_status(hk_get_checkpoint_state(&bad_env, f->dir, NULL, &f->cs, &f->st), &f->st, HK_INVALID_ARGUMENT, "env");
+  assert_status(hk_checkpoint_state_get(&f->cs, &bad_env, f->dir, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "env");
   assert_null(hk_checkpoint_state_model_path(NULL));
   assert_int_equal(hk_checkpoint_state_count(NULL), 0);
   assert_null(hk_checkpoint_state_path(NULL, 0));
@@ -641,14 +641,14 @@ static void test_state__null_arguments_and_accessors(void **state) {
   hk_checkpoint_state_free(NULL);
 
   const char *names[] = {"a"};
-  assert_status(hk_update_checkpoint_state(&f->te->env, NULL, "a", names, 1, NULL, 0, NULL, &f->st), &f->st,
+  assert_status(hk_checkpoint_state_update(&f->te->env, NULL, "a", names, 1, NULL, 0, NULL, &f->st), &f->st,
                 HK_INVALID_ARGUMENT, "dir");
-  assert_status(hk_update_checkpoint_state(&f->te->env, f->dir, NULL, names, 1, NULL, 0, NULL, &f->st), &f->st,
+  assert_status(hk_checkpoint_state_update(&f->te->env, f->dir, NULL, names, 1, NULL, 0, NULL, &f->st), &f->st,
                 HK_INVALID_ARGUMENT, "newest");
-  assert_status(hk_update_checkpoint_state(&f->te->env, f->dir, "a", NULL, 1, NULL, 0, NULL, &f->st), &f->st,
+  assert_status(hk_checkpoint_state_update(&f->te->env, f->dir, "a", NULL, 1, NULL, 0, NULL, &f->st), &f->st,
                 HK_INVALID_ARGUMENT, "names");
   const char *with_null[] = {"a", NULL};
-  assert_status(hk_update_checkpoint_state(&f->te->env, f->dir, "a", with_null, 2, NULL, 0, NULL, &f->st), &f->st,
+  assert_status(hk_checkpoint_state_update(&f->te->env, f->dir, "a", with_null, 2, NULL, 0, NULL, &f->st), &f->st,
                 HK_INVALID_ARGUMENT, "names[1]");
   assert_false(test_path_exists(f->state_path));
 }
@@ -657,9 +657,9 @@ static void test_state__null_arguments_and_accessors(void **state) {
 static void test_state__works_with_the_default_env(void **state) {
   fixture *f = *state;
   const char *names[] = {"a", "b"};
-  assert_ok(hk_update_checkpoint_state(NULL, f->dir, "b", names, 2, NULL, 3, NULL, &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_update(NULL, f->dir, "b", names, 2, NULL, 3, NULL, &f->st), &f->st);
   hk_checkpoint_state *cs = NULL;
-  assert_ok(hk_get_checkpoint_state(NULL, f->dir, NULL, &cs, &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_get(&cs, NULL, f->dir, NULL, &f->st), &f->st);
   assert_int_equal(hk_checkpoint_state_count(cs), 2);
   hk_checkpoint_state_free(cs);
 }
@@ -672,7 +672,7 @@ static void test_state__writes_exactly_the_format_doc_example(void **state) {
   const char *names[] = {"model.ckpt-2000", "model.ckpt-2500", "model.ckpt-3000"};
   const double ts[] = {1763700000.125, 1763700030.5, 1763700061.25};
   size_t n = 0;
-  assert_ok(hk_update_checkpoint_state(&f->te->env, f->dir, "model.ckpt-3000", names, 3, ts, 1763690000, NULL, &f->st),
+  assert_ok(hk_checkpoint_state_update(&f->te->env, f->dir, "model.ckpt-3000", names, 3, ts, 1763690000, NULL, &f->st),
             &f->st);
   char *text = test_read_file(f->state_path, &n);
   assert_non_null(text);
@@ -687,7 +687,7 @@ static void test_state__writes_exactly_the_format_doc_example(void **state) {
 static void test_state__writes_no_timestamp_lines_without_timestamps(void **state) {
   fixture *f = *state;
   const char *names[] = {"a", "b"};
-  assert_ok(hk_update_checkpoint_state(&f->te->env, f->dir, "b", names, 2, NULL, 0.5, NULL, &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_update(&f->te->env, f->dir, "b", names, 2, NULL, 0.5, NULL, &f->st), &f->st);
   char *text = test_read_file(f->state_path, NULL);
   assert_written(text,
                  "model_checkpoint_path: \"b\"\n"
@@ -733,9 +733,9 @@ static void test_state__timestamps_round_trip_bit_exactly_in_shortest_form(void 
     snprintf(name_buf[i], sizeof name_buf[i], "m-%d", i);
     names[i] = name_buf[i];
   }
-  assert_ok(hk_update_checkpoint_state(&f->te->env, f->dir, names[N - 1], names, N, ts, 1.0 / 3.0, NULL, &f->st),
+  assert_ok(hk_checkpoint_state_update(&f->te->env, f->dir, names[N - 1], names, N, ts, 1.0 / 3.0, NULL, &f->st),
             &f->st);
-  assert_ok(hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &f->cs, &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_get(&f->cs, &f->te->env, f->dir, NULL, &f->st), &f->st);
   assert_int_equal(hk_checkpoint_state_count(f->cs), N);
   for (int i = 0; i < N; i++) {
     double want = ts[i] == 0 ? 0.0 : ts[i]; /* -0 is written as 0 */
@@ -761,8 +761,8 @@ static void test_state__update_accepts_paths_in_dir_and_refuses_other_dirs(void 
   fixture *f = *state;
   char *a = in_dir(f, "a"), *b = in_dir(f, "b");
   const char *names[] = {a, "b"};
-  assert_ok(hk_update_checkpoint_state(&f->te->env, f->dir, b, names, 2, NULL, 1, NULL, &f->st), &f->st);
-  assert_ok(hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &f->cs, &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_update(&f->te->env, f->dir, b, names, 2, NULL, 1, NULL, &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_get(&f->cs, &f->te->env, f->dir, NULL, &f->st), &f->st);
   assert_path(f, 0, "a");
   assert_path(f, 1, "b");
   char *before = test_read_file(f->state_path, NULL);
@@ -773,17 +773,17 @@ static void test_state__update_accepts_paths_in_dir_and_refuses_other_dirs(void 
   const char *other[] = {elsewhere};
   const char *deeper[] = {nested};
   const char *relative[] = {"x/a"};
-  assert_status(hk_update_checkpoint_state(&f->te->env, f->dir, "b", other, 1, NULL, 1, NULL, &f->st), &f->st,
+  assert_status(hk_checkpoint_state_update(&f->te->env, f->dir, "b", other, 1, NULL, 1, NULL, &f->st), &f->st,
                 HK_INVALID_ARGUMENT, elsewhere);
-  assert_status(hk_update_checkpoint_state(&f->te->env, f->dir, "b", deeper, 1, NULL, 1, NULL, &f->st), &f->st,
+  assert_status(hk_checkpoint_state_update(&f->te->env, f->dir, "b", deeper, 1, NULL, 1, NULL, &f->st), &f->st,
                 HK_INVALID_ARGUMENT, nested);
-  assert_status(hk_update_checkpoint_state(&f->te->env, f->dir, "b", relative, 1, NULL, 1, NULL, &f->st), &f->st,
+  assert_status(hk_checkpoint_state_update(&f->te->env, f->dir, "b", relative, 1, NULL, 1, NULL, &f->st), &f->st,
                 HK_INVALID_ARGUMENT, "x/a");
-  assert_status(hk_update_checkpoint_state(&f->te->env, f->dir, elsewhere, names, 2, NULL, 1, NULL, &f->st), &f->st,
+  assert_status(hk_checkpoint_state_update(&f->te->env, f->dir, elsewhere, names, 2, NULL, 1, NULL, &f->st), &f->st,
                 HK_INVALID_ARGUMENT, elsewhere);
   /* A dir given with a trailing slash is the same directory. */
   snprintf(dir_slash, sizeof dir_slash, "%s/", f->dir);
-  assert_ok(hk_update_checkpoint_state(&f->te->env, dir_slash, b, names, 2, NULL, 1, NULL, &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_update(&f->te->env, dir_slash, b, names, 2, NULL, 1, NULL, &f->st), &f->st);
 
   char *after = test_read_file(f->state_path, NULL);
   assert_string_equal(before, after);
@@ -801,11 +801,11 @@ static void test_state__update_appends_a_missing_newest_with_a_log_line(void **s
   const char *names[] = {"a", "b"};
   const double ts[] = {10, 20};
   char *c = in_dir(f, "c");
-  assert_ok(hk_update_checkpoint_state(&f->te->env, f->dir, c, names, 2, ts, 1, NULL, &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_update(&f->te->env, f->dir, c, names, 2, ts, 1, NULL, &f->st), &f->st);
   char want[1100];
   snprintf(want, sizeof want, "%s is not in all_model_checkpoint_paths. Manually adding it.", c);
   assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, want), 1);
-  assert_ok(hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &f->cs, &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_get(&f->cs, &f->te->env, f->dir, NULL, &f->st), &f->st);
   assert_int_equal(hk_checkpoint_state_count(f->cs), 3);
   assert_path(f, 2, "c");
   assert_model(f, "c");
@@ -815,7 +815,7 @@ static void test_state__update_appends_a_missing_newest_with_a_log_line(void **s
 
   /* with no names at all */
   test_log_clear(&f->te->log);
-  assert_ok(hk_update_checkpoint_state(&f->te->env, f->dir, "d", NULL, 0, NULL, 1, NULL, &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_update(&f->te->env, f->dir, "d", NULL, 0, NULL, 1, NULL, &f->st), &f->st);
   assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "d is not in all_model_checkpoint_paths"), 1);
   char *text = test_read_file(f->state_path, NULL);
   assert_written(text, "model_checkpoint_path: \"d\"\nall_model_checkpoint_paths: \"d\"\nlast_preserved_timestamp: 1\n");
@@ -828,9 +828,9 @@ static void test_state__update_moves_a_listed_newest_last(void **state) {
   fixture *f = *state;
   const char *names[] = {"a", "b", "c"};
   const double ts[] = {1, 2, 3};
-  assert_ok(hk_update_checkpoint_state(&f->te->env, f->dir, "a", names, 3, ts, 1, NULL, &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_update(&f->te->env, f->dir, "a", names, 3, ts, 1, NULL, &f->st), &f->st);
   assert_int_equal(test_log_count(&f->te->log, -1, "Manually adding"), 0);
-  assert_ok(hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &f->cs, &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_get(&f->cs, &f->te->env, f->dir, NULL, &f->st), &f->st);
   assert_path(f, 0, "b");
   assert_path(f, 1, "c");
   assert_path(f, 2, "a");
@@ -846,13 +846,13 @@ static void test_state__update_refuses_a_name_equal_to_latest_filename(void **st
            "Save path '%s/checkpoint' conflicts with path used for checkpoint state.  Please use a different save "
            "path.",
            f->dir);
-  assert_status(hk_update_checkpoint_state(&f->te->env, f->dir, "checkpoint", names, 2, NULL, 1, NULL, &f->st), &f->st,
+  assert_status(hk_checkpoint_state_update(&f->te->env, f->dir, "checkpoint", names, 2, NULL, 1, NULL, &f->st), &f->st,
                 HK_INVALID_ARGUMENT, want);
   const char *names2[] = {"state", "b"};
-  assert_status(hk_update_checkpoint_state(&f->te->env, f->dir, "b", names2, 2, NULL, 1, "state", &f->st), &f->st,
+  assert_status(hk_checkpoint_state_update(&f->te->env, f->dir, "b", names2, 2, NULL, 1, "state", &f->st), &f->st,
                 HK_INVALID_ARGUMENT, "conflicts with path used for checkpoint state");
   /* "checkpoint" is an ordinary name when the state file is called otherwise */
-  assert_ok(hk_update_checkpoint_state(&f->te->env, f->dir, "checkpoint", names, 2, NULL, 1, "state", &f->st), &f->st);
+  assert_ok(hk_checkpoint_state_update(&f->te->env, f->dir, "checkpoint", names, 2, NULL, 1, "state", &f->st), &f->st);
   assert_false(test_path_exists(f->state_path));
 }
 
@@ -865,15 +865,15 @@ static void test_state__update_refuses_invalid_names(void **state) {
   const char *bad[] = {"", ".", "..", "x..y", "a\\b", "q\"x", "a\tb", "a\nb", "\x7f", long_name};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     const char *names[] = {bad[i], "ok"};
-    assert_status(hk_update_checkpoint_state(&f->te->env, f->dir, "ok", names, 2, NULL, 1, NULL, &f->st), &f->st,
+    assert_status(hk_checkpoint_state_update(&f->te->env, f->dir, "ok", names, 2, NULL, 1, NULL, &f->st), &f->st,
                   HK_INVALID_ARGUMENT, "not a bare name");
-    assert_status(hk_update_checkpoint_state(&f->te->env, f->dir, bad[i], NULL, 0, NULL, 1, NULL, &f->st), &f->st,
+    assert_status(hk_checkpoint_state_update(&f->te->env, f->dir, bad[i], NULL, 0, NULL, 1, NULL, &f->st), &f->st,
                   HK_INVALID_ARGUMENT, NULL);
   }
   const char *names[] = {"ok"};
-  assert_status(hk_update_checkpoint_state(&f->te->env, f->dir, "ok", names, 1, NULL, 1, "a/state", &f->st), &f->st,
+  assert_status(hk_checkpoint_state_update(&f->te->env, f->dir, "ok", names, 1, NULL, 1, "a/state", &f->st), &f->st,
                 HK_INVALID_ARGUMENT, "latest_filename");
-  assert_status(hk_update_checkpoint_state(&f->te->env, f->dir, "ok", names, 1, NULL, 1, "..", &f->st), &f->st,
+  assert_status(hk_checkpoint_state_update(&f->te->env, f->dir, "ok", names, 1, NULL, 1, "..", &f->st), &f->st,
                 HK_INVALID_ARGUMENT, "latest_filename");
   assert_int_equal(test_dir_count(f->dir), 0);
 }
@@ -881,21 +881,21 @@ static void test_state__update_refuses_invalid_names(void **state) {
 static void test_state__update_refuses_duplicates_and_bad_numbers(void **state) {
   fixture *f = *state;
   const char *dup[] = {"a", "b", "a", "c"};
-  assert_status(hk_update_checkpoint_state(&f->te->env, f->dir, "c", dup, 4, NULL, 1, NULL, &f->st), &f->st,
+  assert_status(hk_checkpoint_state_update(&f->te->env, f->dir, "c", dup, 4, NULL, 1, NULL, &f->st), &f->st,
                 HK_INVALID_ARGUMENT, "listed twice");
   char *a = in_dir(f, "a");
   const char *dup_spelled[] = {"a", a};
-  assert_status(hk_update_checkpoint_state(&f->te->env, f->dir, "a", dup_spelled, 2, NULL, 1, NULL, &f->st), &f->st,
+  assert_status(hk_checkpoint_state_update(&f->te->env, f->dir, "a", dup_spelled, 2, NULL, 1, NULL, &f->st), &f->st,
                 HK_INVALID_ARGUMENT, "listed twice");
   free(a);
   const char *names[] = {"a", "b"};
   const double bad_ts[][2] = {{1, NAN}, {-1, 2}, {1, INFINITY}};
   for (size_t i = 0; i < 3; i++)
-    assert_status(hk_update_checkpoint_state(&f->te->env, f->dir, "b", names, 2, bad_ts[i], 1, NULL, &f->st), &f->st,
+    assert_status(hk_checkpoint_state_update(&f->te->env, f->dir, "b", names, 2, bad_ts[i], 1, NULL, &f->st), &f->st,
                   HK_INVALID_ARGUMENT, "timestamp");
   const double bad_lp[] = {NAN, -1, INFINITY, -INFINITY};
   for (size_t i = 0; i < 4; i++)
-    assert_status(hk_update_checkpoint_state(&f->te->env, f->dir, "b", names, 2, NULL, bad_lp[i], NULL, &f->st), &f->st,
+    assert_status(hk_checkpoint_state_update(&f->te->env, f->dir, "b", names, 2, NULL, bad_lp[i], NULL, &f->st), &f->st,
                   HK_INVALID_ARGUMENT, "last_preserved");
   assert_int_equal(test_dir_count(f->dir), 0);
 }
@@ -924,7 +924,7 @@ static void test_state__write_failures_leave_the_previous_state_file_intact(void
   faulty_fs_bind(&ff, &f->te->env);
   for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++) {
     faulty_fs_fail_errno(&ff, slots[i], 0, ENOSPC, 0);
-    hk_code rc = hk_update_checkpoint_state(&f->te->env, f->dir, "c", names, 3, ts, 1, NULL, &f->st);
+    hk_code rc = hk_checkpoint_state_update(&f->te->env, f->dir, "c", names, 3, ts, 1, NULL, &f->st);
     assert_int_equal(faulty_fs_injected(&ff), 1);
     assert_status(rc, &f->st, HK_RESOURCE_EXHAUSTED, NULL);
     assert_int_equal(faulty_fs_open_handles(&ff), 0);
@@ -936,7 +936,7 @@ static void test_state__write_failures_leave_the_previous_state_file_intact(void
   /* Every single-call failure of the sequence, up to a successful write. */
   for (long n = 0;; n++) {
     faulty_fs_fail_errno(&ff, FAULTY_FS_ANY, n, EIO, 0);
-    hk_code rc = hk_update_checkpoint_state(&f->te->env, f->dir, "c", names, 3, ts, 1, NULL, &f->st);
+    hk_code rc = hk_checkpoint_state_update(&f->te->env, f->dir, "c", names, 3, ts, 1, NULL, &f->st);
     if (faulty_fs_injected(&ff) == 0) {
       assert_ok(rc, &f->st);
       break;
@@ -965,7 +965,7 @@ static void test_state__short_writes_still_write_the_whole_file(void **state) {
   faulty_fs_init(&ff);
   faulty_fs_bind(&ff, &f->te->env);
   faulty_fs_short_writes(&ff, 7);
-  assert_ok(hk_update_checkpoint_state(&f->te->env, f->dir, "model.ckpt-3000", names, 3, ts, 1763690000, NULL, &f->st),
+  assert_ok(hk_checkpoint_state_update(&f->te->env, f->dir, "model.ckpt-3000", names, 3, ts, 1763690000, NULL, &f->st),
             &f->st);
   char *text = test_read_file(f->state_path, NULL);
   assert_written(text, golden);
@@ -981,7 +981,7 @@ static void test_state__out_of_memory_everywhere(void **state) {
   const double ts[] = {1, 2, 3};
   for (long n = 0;; n++) {
     test_alloc_fail_at(&f->te->alloc, n, 0);
-    hk_code rc = hk_update_checkpoint_state(&f->te->env, f->dir, "d", names, 3, ts, 1, NULL, &f->st);
+    hk_code rc = hk_checkpoint_state_update(&f->te->env, f->dir, "d", names, 3, ts, 1, NULL, &f->st);
     if (rc == HK_OK) break;
     assert_status(rc, &f->st, HK_RESOURCE_EXHAUSTED, NULL);
     assert_int_equal(test_alloc_live(&f->te->alloc), 0);
@@ -998,7 +998,7 @@ static void test_state__out_of_memory_everywhere(void **state) {
            "all_model_checkpoint_timestamps: 3\n");
   for (long n = 0;; n++) {
     test_alloc_fail_at(&f->te->alloc, n, 0);
-    hk_code rc = hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &f->cs, &f->st);
+    hk_code rc = hk_checkpoint_state_get(&f->cs, &f->te->env, f->dir, NULL, &f->st);
     if (rc == HK_OK) break;
     assert_status(rc, &f->st, HK_RESOURCE_EXHAUSTED, NULL);
     assert_null(f->cs);
@@ -1012,7 +1012,7 @@ static void test_state__out_of_memory_everywhere(void **state) {
     f->cs = NULL;
     put_text(f, "model_checkpoint_path: \"m\"\nall_model_checkpoint_paths: \"a\"\n");
     test_alloc_fail_at(&f->te->alloc, n, 0);
-    hk_code rc = hk_get_checkpoint_state(&f->te->env, f->dir, NULL, &f->cs, &f->st);
+    hk_code rc = hk_checkpoint_state_get(&f->cs, &f->te->env, f->dir, NULL, &f->st);
     if (rc == HK_OK) break;
     assert_status(rc, &f->st, HK_RESOURCE_EXHAUSTED, NULL);
     assert_int_equal(test_alloc_live(&f->te->alloc), 0);
@@ -1045,11 +1045,11 @@ static void test_state__a_file_over_16_mib_is_written_and_read(void **state) {
     memset(names[i], 'm', LEN);
     snprintf(names[i] + LEN - 12, 13, "-%011zu", i);
   }
-  rc = hk_update_checkpoint_state(NULL, f->dir, names[N - 1], (const char *const *)names, N, NULL, 0, NULL, &st);
+  rc = hk_checkpoint_state_update(NULL, f->dir, names[N - 1], (const char *const *)names, N, NULL, 0, NULL, &st);
   for (size_t i = 0; i < N; i++) free(names[i]);
   free(names);
   assert_ok(rc, &st);
-  assert_ok(hk_get_checkpoint_state(NULL, f->dir, NULL, &cs, &st), &st);
+  assert_ok(hk_checkpoint_state_get(&cs, NULL, f->dir, NULL, &st), &st);
   assert_int_equal(hk_checkpoint_state_count(cs), N);
   hk_checkpoint_state_free(cs);
 }

@@ -60,13 +60,13 @@ static const char body[] =
     "all_model_checkpoint_timestamps: 1763700061.25\n"
     "last_preserved_timestamp: 1763690000\n";
 
-/* The example written by hooked: hk_update_checkpoint_state(). @return the
+/* The example written by hooked: hk_checkpoint_state_update(). @return the
  * file's bytes (malloc), *n their count. */
 static char *write_example(fixture *f, size_t *n) {
   static const char *const names[3] = {"model.ckpt-2000", "model.ckpt-2500", "model.ckpt-3000"};
   static const double ts[3] = {1763700000.125, 1763700030.5, 1763700061.25};
   char *text;
-  assert_ok(hk_update_checkpoint_state(&f->te->env, f->dir, "model.ckpt-3000", names, 3, ts, 1763690000, NULL, &f->st),
+  assert_ok(hk_checkpoint_state_update(&f->te->env, f->dir, "model.ckpt-3000", names, 3, ts, 1763690000, NULL, &f->st),
             &f->st);
   text = test_read_file(f->state_path, n);
   assert_non_null(text);
@@ -77,7 +77,7 @@ static hk_code load(fixture *f, const char *text, size_t n, hk_checkpoint_state 
   *cs = NULL;
   assert_int_equal(test_write_file(f->state_path, text, n), 0);
   hk_status_clear(&f->st);
-  return hk_get_checkpoint_state(&f->te->env, f->dir, NULL, cs, &f->st);
+  return hk_checkpoint_state_get(cs, &f->te->env, f->dir, NULL, &f->st);
 }
 
 /* What a parsed state says, as one line, to compare two reads. */
@@ -109,7 +109,7 @@ static void test_state_checksum__written_first_and_matching(void **state) {
 }
 
 /* A listed name changed, the file still well-formed: refused as malformed,
- * at line 1; the Saver's recovery and hk_latest_checkpoint() then treat it
+ * at line 1; the Saver's recovery and hk_checkpoint_latest() then treat it
  * as absent and scan, with their WARNING (C123). */
 static void test_state_checksum__changed_name_is_refused(void **state) {
   fixture *f = *state;
@@ -128,7 +128,7 @@ static void test_state_checksum__changed_name_is_refused(void **state) {
   data = test_path(f->dir, "model.ckpt-2600.safetensors");
   assert_int_equal(test_write_file(data, "x", 1), 0);
   hk_status_clear(&f->st);
-  assert_status(hk_latest_checkpoint(&f->te->env, f->dir, NULL, &latest, &f->st), &f->st, HK_DATA_LOSS,
+  assert_status(hk_checkpoint_latest(&latest, &f->te->env, f->dir, NULL, &f->st), &f->st, HK_DATA_LOSS,
                 "model.ckpt-2600");
   assert_logged(f->te, HK_LOG_WARNING, "Ignoring the checkpoint state file");
   free(data);

@@ -299,7 +299,7 @@ static void test_status__tensor_init_ok(void **state)
   assert_ptr_equal(t.data, data);
   assert_int_equal(t.nbytes, 24);
   assert_int_equal(hk_tensor_num_elements(&t), 6);
-  assert_string_equal(hk_shape_str(&t, buf, sizeof(buf)), "[2, 3]");
+  assert_string_equal(hk_tensor_shape_str(&t, buf, sizeof(buf)), "[2, 3]");
 
   /* Scalar: rank 0, dims may be NULL, one element. */
   assert_ok(hk_tensor_init(&t, HK_DTYPE_F32, 0, NULL, data, &st), &st);
@@ -368,13 +368,13 @@ static void test_status__tensor_helpers(void **state)
   b = hk_tensor_scalar_i64(&out);
   assert_true(hk_tensor_same_spec(&a, &b));
 
-  assert_ok(hk_tensor_to_i64(&a, "gs", &out, &st), &st);
+  assert_ok(hk_tensor_to_i64(&out, &a, "gs", &st), &st);
   assert_int_equal(out, 41);
   assert_ok(hk_tensor_init(&b, HK_DTYPE_I32, 0, NULL, &i32, &st), &st);
-  assert_ok(hk_tensor_to_i64(&b, "gs", &out, &st), &st);
+  assert_ok(hk_tensor_to_i64(&out, &b, "gs", &st), &st);
   assert_int_equal(out, -7);
   b = hk_tensor_scalar_f32(&f);
-  assert_status(hk_tensor_to_i64(&b, "my_tensor", &out, &st), &st, HK_INVALID_ARGUMENT, "my_tensor");
+  assert_status(hk_tensor_to_i64(&out, &b, "my_tensor", &st), &st, HK_INVALID_ARGUMENT, "my_tensor");
 }
 
 int main(void)

@@ -263,7 +263,7 @@ static void run_a_no_op_step_with_global_step_set_to(fixture *f, int64_t gs_valu
   assert_ok(open_session(f, HK_SESSION_SINGULAR, &st), &st);
   rs = hk_session_raw_session(f->s);
   assert_non_null(rs);
-  assert_ok(hk_executor_global_step(hk_raw_session_executor(rs), NULL, &index, &st), &st);
+  assert_ok(hk_executor_global_step(NULL, &index, hk_raw_session_executor(rs), &st), &st);
   assert_ok(hk_raw_session_assign_variable(rs, index, &t, &st), &st);
 
   fake_executor_reset_calls(f->fx);
@@ -474,7 +474,7 @@ static void test_stop_at_step__on_the_graph_executor_rereads_only_at_the_last_st
     assert_ok(hk_session_run(s, &args, NULL, NULL, &st), &st);
   }
   assert_true(hk_session_should_stop(s));
-  assert_ok(hk_raw_session_global_step(hk_session_raw_session(s), &value, &st), &st);
+  assert_ok(hk_raw_session_global_step(&value, hk_session_raw_session(s), &st), &st);
   assert_int_equal(value, 4);
   assert_status(hk_session_run(s, &args, NULL, NULL, &st), &st, HK_FAILED_PRECONDITION,
                 "Run called even after should_stop requested.");

@@ -79,7 +79,7 @@ static hk_scaffold *scaffold_new(graph_fixture *f, hk_scaffold_options *o) {
 static size_t role_count(graph_fixture *f, const char *role) {
   size_t n = 99;
   hk_status st = HK_STATUS_INIT;
-  assert_ok(hk_executor_role_get(f->ex, role, NULL, 0, &n, &st), &st);
+  assert_ok(hk_executor_role_get(NULL, 0, &n, f->ex, role, &st), &st);
   return n;
 }
 
@@ -148,9 +148,9 @@ static void test_summary_ops__builders_refuse_bad_arguments_graph_unchanged(void
   assert_status(hk_graph_merge_summary(f->g, &s, "m", NULL, 0, &st), &st, HK_FAILED_PRECONDITION, "no summary");
   /* Nothing was added. */
   assert_int_equal(role_count(f, HK_ROLE_SUMMARIES), 0);
-  assert_int_equal(hk_executor_resolve_op(f->ex, "s", &op, NULL), HK_NOT_FOUND);
-  assert_int_equal(hk_executor_resolve_op(f->ex, "h", &op, NULL), HK_NOT_FOUND);
-  assert_int_equal(hk_executor_resolve_op(f->ex, "m", &op, NULL), HK_NOT_FOUND);
+  assert_int_equal(hk_executor_resolve_op(&op, f->ex, "s", NULL), HK_NOT_FOUND);
+  assert_int_equal(hk_executor_resolve_op(&op, f->ex, "h", NULL), HK_NOT_FOUND);
+  assert_int_equal(hk_executor_resolve_op(&op, f->ex, "m", NULL), HK_NOT_FOUND);
   /* After finalization (C3). */
   assert_ok(hk_graph_finalize(f->g, &st), &st);
   assert_status(hk_graph_scalar_summary(f->g, &s, "s", "t", x, &st), &st, HK_FAILED_PRECONDITION,
@@ -291,7 +291,7 @@ static void test_summary_ops__oom_builders_leave_graph_unchanged(void **state) {
       if (rc == HK_OK) break;
       assert_status(rc, &st, HK_RESOURCE_EXHAUSTED, NULL);
       assert_true(out == HK_NO_HANDLE);
-      assert_int_equal(hk_executor_resolve_op(f->ex, names[k], &op, NULL), HK_NOT_FOUND);
+      assert_int_equal(hk_executor_resolve_op(&op, f->ex, names[k], NULL), HK_NOT_FOUND);
       assert_int_equal(role_count(f, HK_ROLE_SUMMARIES), before);
     }
     assert_int_equal(rc, HK_OK);
@@ -322,7 +322,7 @@ static void test_summary_ops__scaffold_default_merges_registered_summaries(void 
   ops = hk_scaffold_summary_op(a, &n);
   assert_int_equal(n, 1);
   assert_string_equal(hk_executor_handle_name(f->ex, ops[0]), "Merge/MergeSummary:0");
-  assert_ok(hk_executor_role_get(f->ex, HK_ROLE_SUMMARY_OP, role_op, 2, &count, &st), &st);
+  assert_ok(hk_executor_role_get(role_op, 2, &count, f->ex, HK_ROLE_SUMMARY_OP, &st), &st);
   assert_int_equal(count, 1);
   assert_true(role_op[0] == ops[0]);
   /* C64: a second Scaffold on the same graph gets the same op. */

@@ -729,7 +729,7 @@ static hk_code grab_writer(spy_hook *spy, spy_slot slot, void *arg, hk_status *s
   sfix *x = spy->action_user;
   (void)arg;
   (void)st;
-  if (slot == SPY_BEGIN) x->hook_rc = hk_hook_summary_writer(spy->hook, x->f->dir, &x->from_hook, &x->hook_st);
+  if (slot == SPY_BEGIN) x->hook_rc = hk_summary_writer_from_hook(&x->from_hook, spy->hook, x->f->dir, &x->hook_st);
   return HK_OK;
 }
 
@@ -757,7 +757,7 @@ static void test_summary_writer__one_writer_per_directory_per_session(void **sta
   x.spy = spy_hook_new("third_party", NULL, NULL);
   x.spy->action = grab_writer;
   x.spy->action_user = &x;
-  assert_status(hk_hook_summary_writer(x.spy->hook, f->dir, &mine, &f->st), &f->st, HK_FAILED_PRECONDITION,
+  assert_status(hk_summary_writer_from_hook(&mine, x.spy->hook, f->dir, &f->st), &f->st, HK_FAILED_PRECONDITION,
                 "serves no session");
   assert_null(mine);
   hooks[0] = x.ckpt;
@@ -768,17 +768,17 @@ static void test_summary_writer__one_writer_per_directory_per_session(void **sta
   assert_ok(x.hook_rc, &x.hook_st);
   assert_non_null(x.from_hook);
 
-  assert_ok(hk_session_summary_writer(x.s, f->dir, &mine, &f->st), &f->st);
+  assert_ok(hk_summary_writer_from_session(&mine, x.s, f->dir, &f->st), &f->st);
   assert_ptr_equal(mine, x.from_hook);
   slashed = malloc(strlen(f->dir) + 3);
   assert_non_null(slashed);
   sprintf(slashed, "%s//", f->dir);
-  assert_ok(hk_session_summary_writer(x.s, slashed, &again, &f->st), &f->st);
+  assert_ok(hk_summary_writer_from_session(&again, x.s, slashed, &f->st), &f->st);
   assert_ptr_equal(again, mine);
   free(slashed);
-  assert_status(hk_session_summary_writer(x.s, "", &again, &f->st), &f->st, HK_INVALID_ARGUMENT, "logdir");
-  assert_status(hk_session_summary_writer(NULL, f->dir, &again, &f->st), &f->st, HK_INVALID_ARGUMENT, "session");
-  assert_status(hk_session_summary_writer(x.s, f->dir, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "out");
+  assert_status(hk_summary_writer_from_session(&again, x.s, "", &f->st), &f->st, HK_INVALID_ARGUMENT, "logdir");
+  assert_status(hk_summary_writer_from_session(&again, NULL, f->dir, &f->st), &f->st, HK_INVALID_ARGUMENT, "session");
+  assert_status(hk_summary_writer_from_session(NULL, x.s, f->dir, &f->st), &f->st, HK_INVALID_ARGUMENT, "out");
   /* Shared: the session closes and frees it, not the program. */
   assert_status(hk_summary_writer_close(mine, &f->st), &f->st, HK_FAILED_PRECONDITION, "shared");
   hk_summary_writer_free(mine);
@@ -788,7 +788,7 @@ static void test_summary_writer__one_writer_per_directory_per_session(void **sta
   assert_ok(session_run_train(x.s, x.train, &f->st), &f->st);
   assert_ok(hk_summary_writer_text(x.from_hook, "note", 1, "after one step", &f->st), &f->st);
   assert_ok(hk_session_close(x.s, HK_OK, &f->st), &f->st);
-  assert_status(hk_session_summary_writer(x.s, f->dir, &again, &f->st), &f->st, HK_FAILED_PRECONDITION,
+  assert_status(hk_summary_writer_from_session(&again, x.s, f->dir, &f->st), &f->st, HK_FAILED_PRECONDITION,
                 "Session is closed.");
   hk_session_free(x.s);
 

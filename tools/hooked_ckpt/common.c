@@ -130,7 +130,7 @@ int list_dir(const hk_env *env, const char *dir, dir_listing *d) {
 
   memset(d, 0, sizeof *d);
   d->dir = dir;
-  rc = hk_get_checkpoint_state(env, dir, NULL, &cs, &st);
+  rc = hk_checkpoint_state_get(&cs, env, dir, NULL, &st);
   if (rc == HK_OK) {
     const char *model = hk_checkpoint_state_model_path(cs);
     d->state_found = 1;

@@ -19,7 +19,7 @@ int side_open(const hk_env *env, ckpt_side *s, const char *arg) {
   memset(s, 0, sizeof *s);
   s->arg = arg;
   if (is_directory(arg)) {
-    if (hk_latest_checkpoint(env, arg, NULL, &s->latest, &st) != HK_OK) return side_problem(arg, &st);
+    if (hk_checkpoint_latest(&s->latest, env, arg, NULL, &st) != HK_OK) return side_problem(arg, &st);
     path = s->latest;
   }
   if (hk_checkpoint_reader_open(&s->r, env, path, &st) != HK_OK) return side_problem(path, &st);
@@ -119,7 +119,7 @@ int compare_checkpoints(ckpt_side *a, ckpt_side *b, compare_fn fn, void *user) {
 
   for (size_t k = 0; k < na + nb; k++) {
     ckpt_side *s = k < na ? a : b;
-    if (hk_checkpoint_reader_entry(s->r, k < na ? k : k - na, &ea, &st) != HK_OK)
+    if (hk_checkpoint_reader_entry(&ea, s->r, k < na ? k : k - na, &st) != HK_OK)
       return side_problem(hk_checkpoint_reader_path(s->r), &st);
   }
   /* Both files list their tensors in bytewise name order: a merge. */
@@ -127,8 +127,8 @@ int compare_checkpoints(ckpt_side *a, ckpt_side *b, compare_fn fn, void *user) {
     tensor_cmp c;
     int order;
     memset(&c, 0, sizeof c);
-    if (i < na) hk_checkpoint_reader_entry(a->r, i, &ea, NULL);
-    if (j < nb) hk_checkpoint_reader_entry(b->r, j, &eb, NULL);
+    if (i < na) hk_checkpoint_reader_entry(&ea, a->r, i, NULL);
+    if (j < nb) hk_checkpoint_reader_entry(&eb, b->r, j, NULL);
     order = i == na ? 1 : j == nb ? -1 : strcmp(ea.name, eb.name);
     if (order < 0) {
       if ((rc = side_read(a, i++, &ea)) != 0) return rc;

@@ -65,7 +65,7 @@ static void diff_header(const char *label, const ckpt_side *s) {
   size_t n = hk_checkpoint_reader_count(s->r);
   uint64_t total = 0;
   for (size_t i = 0; i < n; i++)
-    if (hk_checkpoint_reader_entry(s->r, i, &e, NULL) == HK_OK) total += e.nbytes;
+    if (hk_checkpoint_reader_entry(&e, s->r, i, NULL) == HK_OK) total += e.nbytes;
   printf("%s: %s: global step %" PRId64 ", %zu tensor%s, %" PRIu64 " bytes", label, hk_checkpoint_reader_path(s->r),
          hk_checkpoint_reader_step(s->r), n, n == 1 ? "" : "s", total);
   if (s->latest != NULL) printf(" (latest in %s)", s->arg);
@@ -89,7 +89,7 @@ int cmd_diff(const hk_env *env, const char *path_a, const char *path_b) {
   nb = hk_checkpoint_reader_count(b.r);
   for (size_t k = 0; k < na + nb; k++) {
     ckpt_side *s = k < na ? &a : &b;
-    if (hk_checkpoint_reader_entry(s->r, k < na ? k : k - na, &e, &st) != HK_OK) {
+    if (hk_checkpoint_reader_entry(&e, s->r, k < na ? k : k - na, &st) != HK_OK) {
       problem(hk_checkpoint_reader_path(s->r), &st);
       rc = DIFF_TROUBLE;
       goto out;

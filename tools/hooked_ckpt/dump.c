@@ -86,7 +86,7 @@ int cmd_dump(const hk_env *env, const char *path, const char *name, uint64_t lim
   if (hk_checkpoint_reader_open(&r, env, path, &st) != HK_OK) return problem(path, &st);
   path = hk_checkpoint_reader_path(r);
   if (hk_checkpoint_reader_find(r, name, &index, &st) != HK_OK ||
-      hk_checkpoint_reader_entry(r, index, &e, &st) != HK_OK)
+      hk_checkpoint_reader_entry(&e, r, index, &st) != HK_OK)
     goto fail;
   if (e.nbytes > SIZE_MAX) {
     fprintf(stderr, TOOL ": %s: tensor %s: %" PRIu64 " bytes do not fit in memory\n", path, name, e.nbytes);

@@ -178,7 +178,7 @@ static void widths(const hk_env *env, const char *path, size_t *wname, size_t *w
   char shape[SHAPE_MAX];
   if (hk_checkpoint_reader_open(&r, env, path, NULL) != HK_OK) return;
   for (size_t i = 0; i < hk_checkpoint_reader_count(r); i++) {
-    if (hk_checkpoint_reader_entry(r, i, &e, NULL) != HK_OK) continue;
+    if (hk_checkpoint_reader_entry(&e, r, i, NULL) != HK_OK) continue;
     format_shape(&e, shape, sizeof shape);
     if (strlen(e.name) > *wname) *wname = strlen(e.name);
     if (strlen(shape) > *wshape) *wshape = strlen(shape);

@@ -23,7 +23,7 @@ static int ls_checkpoint(const hk_env *env, const char *path, const char *note) 
   if (hk_checkpoint_reader_open(&r, env, path, &st) != HK_OK) return problem(path, &st);
   n = hk_checkpoint_reader_count(r);
   for (size_t i = 0; i < n; i++) {
-    if (hk_checkpoint_reader_entry(r, i, &e, &st) != HK_OK) {
+    if (hk_checkpoint_reader_entry(&e, r, i, &st) != HK_OK) {
       hk_checkpoint_reader_free(r);
       return problem(path, &st);
     }
@@ -36,7 +36,7 @@ static int ls_checkpoint(const hk_env *env, const char *path, const char *note) 
          hk_checkpoint_reader_step(r), n, n == 1 ? "" : "s", total, note);
   printf("  %-*s  %-5s  %-*s  %s\n", (int)wname, "name", "dtype", (int)wshape, "shape", "bytes");
   for (size_t i = 0; i < n; i++) {
-    hk_checkpoint_reader_entry(r, i, &e, NULL);
+    hk_checkpoint_reader_entry(&e, r, i, NULL);
     format_shape(&e, shape, sizeof shape);
     printf("  %-*s  %-5s  %-*s  %" PRIu64 "\n", (int)wname, e.name, dtype_st_name(e.dtype), (int)wshape, shape,
            e.nbytes);
@@ -181,7 +181,7 @@ static int check_finite(hk_checkpoint_reader *r, int finite, int *warned) {
     hk_checkpoint_entry e;
     nonfinite c = {0, 0, 0};
     uint64_t bad, elems;
-    if (hk_checkpoint_reader_entry(r, i, &e, &st) != HK_OK) break;
+    if (hk_checkpoint_reader_entry(&e, r, i, &st) != HK_OK) break;
     if (!hk_dtype_is_float(e.dtype) || e.nbytes == 0) continue;
     if (f == NULL && fs->open_read(NULL, path, &f, &st) != HK_OK) break;
     if (buf == NULL && (buf = malloc(SCAN_CHUNK)) == NULL) {
@@ -243,7 +243,7 @@ static int verify_checkpoint(const hk_env *env, const char *path, int finite, in
   }
   n = hk_checkpoint_reader_count(r);
   for (size_t i = 0; i < n; i++)
-    if (hk_checkpoint_reader_entry(r, i, &e, NULL) == HK_OK) total += e.nbytes;
+    if (hk_checkpoint_reader_entry(&e, r, i, NULL) == HK_OK) total += e.nbytes;
   printf("OK      %s (global step %" PRId64 ", %zu tensor%s, %" PRIu64 " bytes)\n", hk_checkpoint_reader_path(r),
          hk_checkpoint_reader_step(r), n, n == 1 ? "" : "s", total);
   hk_checkpoint_reader_free(r);
@@ -286,7 +286,7 @@ int cmd_verify(const hk_env *env, const char *path, int finite) {
 int cmd_latest(const hk_env *env, const char *dir) {
   hk_status st = HK_STATUS_INIT;
   char *path = NULL;
-  if (hk_latest_checkpoint(env, dir, NULL, &path, &st) != HK_OK) return problem(dir, &st);
+  if (hk_checkpoint_latest(&path, env, dir, NULL, &st) != HK_OK) return problem(dir, &st);
   printf("%s\n", path);
   hk_env_free(env, path);
   return 0;

@@ -19,7 +19,7 @@
  *     hk_raw_session_run(inner_rs, ...), hk_raw_session_read_variable(),
  *     _assign_variable(), _variable_storage();
  *   - slots without a session forward to the inner executor itself
- *     (hk_executor_resolve_tensor(inner, ...), ...), and so does `control`,
+ *     (hk_executor_resolve_tensor(out, inner, ...), ...), and so does `control`,
  *     except that an op naming a session is forwarded with the inner raw
  *     session in its place: for HK_CONTROL_SNAPSHOT_ATTACH, a copy of the
  *     hk_control_snapshot whose `session` is inner_rs (a wrapper whose own
@@ -301,16 +301,14 @@ HK_API void *hk_executor_self(const hk_executor *ex);
  * **Errors:** NOT_FOUND naming the tensor (H30); INVALID_ARGUMENT.
  * **Threads:** the owner's. **Allocates:** no (reference executor).
  */
-HK_API hk_code hk_executor_resolve_tensor(hk_executor *ex, const char *name, hk_handle *out,
-                                          hk_status *status);
+HK_API hk_code hk_executor_resolve_tensor(hk_handle *out, hk_executor *ex, const char *name, hk_status *status);
 /**
  * Resolve an op name to an op handle (for targets and init ops).
  * @param out  set to HK_NO_HANDLE first, then to the handle on success.
  * **Errors:** NOT_FOUND naming the op (H30); INVALID_ARGUMENT.
  * **Threads:** the owner's. **Allocates:** no (reference executor).
  */
-HK_API hk_code hk_executor_resolve_op(hk_executor *ex, const char *name, hk_handle *out,
-                                      hk_status *status);
+HK_API hk_code hk_executor_resolve_op(hk_handle *out, hk_executor *ex, const char *name, hk_status *status);
 /**
  * Name of a handle for messages: the executor's name for it ("op:k" or
  * "op"), else "#<number>"; "(null executor)" when ex is NULL. Never NULL.
@@ -343,8 +341,7 @@ HK_API size_t hk_executor_variable_count(hk_executor *ex);
  * UNIMPLEMENTED when the executor has no variable_info slot; INVALID_ARGUMENT.
  * **Threads:** the owner's. **Allocates:** no.
  */
-HK_API hk_code hk_executor_variable_info(hk_executor *ex, size_t index, hk_variable_info *out,
-                                         hk_status *status);
+HK_API hk_code hk_executor_variable_info(hk_variable_info *out, hk_executor *ex, size_t index, hk_status *status);
 /**
  * Find a variable by exact name (a linear scan).
  * @param index  receives its index on success; untouched on failure.
@@ -365,8 +362,7 @@ HK_API hk_code hk_executor_find_variable(hk_executor *ex, const char *name, size
  * or 'Existing "global_step" is not scalar: %s'.
  * **Threads:** the owner's. **Allocates:** no.
  */
-HK_API hk_code hk_executor_global_step(hk_executor *ex, hk_variable_info *out, size_t *index,
-                                       hk_status *status);
+HK_API hk_code hk_executor_global_step(hk_variable_info *out, size_t *index, hk_executor *ex, hk_status *status);
 
 /**
  * Role registry (C61, C143): write up to `cap` handles registered under
@@ -376,8 +372,8 @@ HK_API hk_code hk_executor_global_step(hk_executor *ex, hk_variable_info *out, s
  * **Errors:** INVALID_ARGUMENT (NULL role or count, NULL out with cap > 0).
  * **Threads:** the owner's. **Allocates:** no.
  */
-HK_API hk_code hk_executor_role_get(hk_executor *ex, const char *role, hk_handle *out, size_t cap,
-                                    size_t *count, hk_status *status);
+HK_API hk_code hk_executor_role_get(hk_handle *out, size_t cap, size_t *count, hk_executor *ex, const char *role,
+                                    hk_status *status);
 /**
  * Register `handle` under `role` (the reference executor copies the role
  * name and accepts any op or tensor handle of its graph).
@@ -398,8 +394,7 @@ HK_API hk_code hk_executor_role_add(hk_executor *ex, const char *role, hk_handle
  * outside hk_default_op.
  * **Threads:** the owner's. **Allocates:** yes (the graph grows).
  */
-HK_API hk_code hk_executor_default_op(hk_executor *ex, hk_default_op kind, hk_handle *out,
-                                      hk_status *status);
+HK_API hk_code hk_executor_default_op(hk_handle *out, hk_executor *ex, hk_default_op kind, hk_status *status);
 /**
  * Stream a text description of the graph to `sink` in consecutive chunks
  * (H30). A non-OK return from the sink stops the stream and is returned.
@@ -503,8 +498,7 @@ HK_API hk_code hk_raw_session_run(hk_raw_session *rs, const hk_run_args *args, h
  * this raw session (a background saver).
  * **Allocates:** no, in steady state (reference executor).
  */
-HK_API hk_code hk_raw_session_read_variable(hk_raw_session *rs, size_t index, hk_tensor *out,
-                                            hk_status *status);
+HK_API hk_code hk_raw_session_read_variable(hk_tensor *out, hk_raw_session *rs, size_t index, hk_status *status);
 /**
  * Assign variable `index` from `value`, which is copied, and mark the
  * variable initialized.
@@ -541,7 +535,7 @@ HK_API hk_code hk_raw_session_assign_variable(hk_raw_session *rs, size_t index,
  * until the call that invalidates it.
  * **Allocates:** no, in steady state (reference executor, host loop).
  */
-HK_API hk_code hk_raw_session_variable_storage(hk_raw_session *rs, size_t index, hk_tensor *out, hk_status *status);
+HK_API hk_code hk_raw_session_variable_storage(hk_tensor *out, hk_raw_session *rs, size_t index, hk_status *status);
 /**
  * Read the global step through a run that fetches it (works with any
  * executor that can run; C145).
@@ -553,7 +547,7 @@ HK_API hk_code hk_raw_session_variable_storage(hk_raw_session *rs, size_t index,
  * **Allocates:** no, in steady state (its run's handle list is cached like
  * any other).
  */
-HK_API hk_code hk_raw_session_global_step(hk_raw_session *rs, int64_t *out, hk_status *status);
+HK_API hk_code hk_raw_session_global_step(int64_t *out, hk_raw_session *rs, hk_status *status);
 
 /**
  * Convert a scalar tensor of any integer dtype (i8..u64) to int64.
@@ -564,7 +558,7 @@ HK_API hk_code hk_raw_session_global_step(hk_raw_session *rs, int64_t *out, hk_s
  * INT64_MAX.
  * **Threads:** any. **Allocates:** no.
  */
-HK_API hk_code hk_tensor_to_i64(const hk_tensor *t, const char *what, int64_t *out, hk_status *status);
+HK_API hk_code hk_tensor_to_i64(int64_t *out, const hk_tensor *t, const char *what, hk_status *status);
 /**
  * Convert a numeric tensor of exactly one element (a scalar, or any shape
  * of one element) to a double: f16, bf16, f32, f64 (NaN and infinities
@@ -577,7 +571,7 @@ HK_API hk_code hk_tensor_to_i64(const hk_tensor *t, const char *what, int64_t *o
  * number of elements, one without data, or of dtype BOOL or STRING.
  * **Threads:** any. **Allocates:** no.
  */
-HK_API hk_code hk_tensor_to_f64(const hk_tensor *t, const char *what, double *out, hk_status *status);
+HK_API hk_code hk_tensor_to_f64(double *out, const hk_tensor *t, const char *what, hk_status *status);
 
 /* ---- copy-before-write snapshots: control ops 100..101 ------------------ */
 

@@ -23,7 +23,7 @@ class StepRecorder {
   hk_code Begin(hk_executor *graph, hk_status *status) {
     steps_.clear();
     hk_variable_info gs;
-    hk_code rc = hk_executor_global_step(graph, &gs, nullptr, status);
+    hk_code rc = hk_executor_global_step(&gs, nullptr, graph, status);
     global_step_ = gs.tensor;
     return rc;
   }
@@ -34,7 +34,7 @@ class StepRecorder {
   }
   hk_code AfterRun(const hk_run_values *values, hk_status *status) {
     int64_t step = 0;
-    hk_code rc = hk_tensor_to_i64(&values->results[0], "global_step", &step, status);
+    hk_code rc = hk_tensor_to_i64(&step, &values->results[0], "global_step", status);
     if (rc == HK_OK)
       steps_.push_back(step);  // may throw std::bad_alloc: see Guard()
     return rc;

@@ -25,7 +25,7 @@ static hk_code loss_stop_begin(void *user, hk_executor *graph, hk_status *status
 {
   loss_stop *h = user;
   h->runs = 0;
-  return hk_executor_resolve_tensor(graph, h->loss_name, &h->loss, status);
+  return hk_executor_resolve_tensor(&h->loss, graph, h->loss_name, status);
 }
 
 /* before_run(): ask the session to fetch the loss along with the caller's

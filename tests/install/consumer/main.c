@@ -19,7 +19,7 @@ static void check(hk_code rc, const hk_status *st)
 static hk_code sgd_step(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
                         size_t ninputs, hk_tensor *outputs, size_t noutputs, hk_status *status)
 {
-  float *w = hk_kernel_variable(ctx, 0)->data;
+  float *w = hk_kernel_context_variable(ctx, 0)->data;
   float diff = *w - 3.0f;
   (void)user;
   (void)inputs;
@@ -64,7 +64,7 @@ int main(void)
   op.outputs = &scalar_f32;
   op.noutputs = 1;
   check(hk_graph_op(g, &train, &op, &st), &st);
-  check(hk_graph_op_output(g, train, 0, &loss, &st), &st);
+  check(hk_graph_op_output(g, &loss, train, 0, &st), &st);
 
   check(hk_graph_constant(g, &one, "one", &one_tensor, &st), &st);
   check(hk_graph_assign_add(g, &inc, "increment_global_step", gs, one, &st), &st);

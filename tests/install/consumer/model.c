@@ -6,7 +6,7 @@
 static hk_code sgd_step(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
                         size_t ninputs, hk_tensor *outputs, size_t noutputs, hk_status *status)
 {
-  float *w = hk_kernel_variable(ctx, 0)->data;
+  float *w = hk_kernel_context_variable(ctx, 0)->data;
   float diff = *w - 3.0f;
   (void)user;
   (void)inputs;
@@ -42,8 +42,7 @@ hk_code consumer_build_model(hk_graph *g, hk_handle *loss, hk_handle *train, hk_
   op.nmutates = 1;
   op.outputs = &scalar_f32;
   op.noutputs = 1;
-  if ((rc = hk_graph_op(g, &sgd, &op, st)) != HK_OK ||
-      (rc = hk_graph_op_output(g, sgd, 0, loss, st)) != HK_OK ||
+  if ((rc = hk_graph_op(g, &sgd, &op, st)) != HK_OK || (rc = hk_graph_op_output(g, loss, sgd, 0, st)) != HK_OK ||
       (rc = hk_graph_constant(g, &one, "one", &one_tensor, st)) != HK_OK ||
       (rc = hk_graph_assign_add(g, &inc, "increment_global_step", gs, one, st)) != HK_OK)
     return rc;
