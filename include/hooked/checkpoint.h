@@ -50,7 +50,7 @@ HK_API const char *hk_crc32c_implementation(void);
 
 typedef struct hk_saver hk_saver;
 
-#define HK_SAVER_OPTIONS_VERSION 2
+#define HK_SAVER_OPTIONS_VERSION 1
 typedef struct hk_saver_options {
   uint32_t version;             /**< HK_SAVER_OPTIONS_VERSION (1 or 2) */
   const hk_env *env;            /**< copied; NULL: the executor's env */
@@ -66,7 +66,6 @@ typedef struct hk_saver_options {
   double keep_checkpoint_every_n_hours;
   int pad_step_number;          /**< nonzero: "<path>-%08d" (C113) */
   const char *latest_filename;  /**< copied; NULL: "checkpoint"; a valid name (H32) */
-  /* version 2 */
   /** 0 (default): a save refuses to write a checkpoint in which a floating
    *  variable (F16, BF16, F32, F64) holds NaN or an infinity, unless the
    *  variable is flagged HK_VAR_NON_FINITE_OK (see hk_saver_save()).
@@ -76,18 +75,17 @@ typedef struct hk_saver_options {
 #define HK_SAVER_OPTIONS_INIT { HK_SAVER_OPTIONS_VERSION, NULL, NULL, NULL, 0, 5, HK_UNSET_SECS, 0, NULL, 0 }
 
 /**
- * Initialize options to HK_SAVER_OPTIONS_INIT, as that version of the
- * struct (1: the fields before allow_non_finite only — what a program built
- * against that header has).
- * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or a
- *         version other than 1..HK_SAVER_OPTIONS_VERSION.
+ * Initialize options to HK_SAVER_OPTIONS_INIT.
+ * @param version  HK_SAVER_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_SAVER_OPTIONS_VERSION.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_saver_options_init(hk_saver_options *opts, uint32_t version);
 
 /**
- * Create a Saver (C112). An options struct of version 1 is read as far as
- * it goes, allow_non_finite taking its default (0).
+ * Create a Saver (C112).
  * @param out   receives it; NULL on failure.
  * @param opts  required (the executor is); borrowed for the call.
  * **Ownership:** *out owned, hk_saver_free(); the executor is borrowed.

@@ -230,13 +230,13 @@ typedef struct hk_clock {
 } hk_clock;
 
 /* ---- environment ------------------------------------------------------- */
-#define HK_ENV_VERSION 2
+#define HK_ENV_VERSION 1
 
 struct hk_fs_vtable; /* hooked/sys/fs.h */
 
 /**
  * What the host program lends an object: allocator, log sink, clocks and
- * (version 2) the file system (H9).
+ * the file system (H9).
  * Options structs carry `const hk_env *env`; NULL means all defaults
  * (stdlib allocator, stderr sink at INFO and above, system clocks) unless
  * the options say it falls back to another object's env. The library copies
@@ -250,7 +250,6 @@ typedef struct hk_env {
   void *log_user;
   hk_log_level log_level;     /**< messages below this level are dropped (default INFO) */
   hk_clock clock;
-  /* fields below: version 2 */
   /** File system for every file the library reads or writes (H9); NULL:
    *  POSIX (hk_fs_posix()). Borrowed, like `user`; all slots required and
    *  thread-safe, see hooked/sys/fs.h. */
@@ -263,10 +262,9 @@ typedef struct hk_env {
 
 /**
  * Initialize `env` to the defaults of HK_ENV_INIT.
- * @param version  1..HK_ENV_VERSION: the version of the struct the caller
- *                 has (version 1 has no fs fields, which are not written).
+ * @param version  HK_ENV_VERSION, the version the caller was compiled with.
  * @return HK_OK, or INVALID_ARGUMENT (no message: there is no status) when
- *         env is NULL or version is not in 1..HK_ENV_VERSION; env is then
+ *         env is NULL or version is 0 or above HK_ENV_VERSION; env is then
  *         untouched.
  * **Threads:** any. **Allocates:** no.
  */
@@ -282,10 +280,8 @@ HK_API hk_code hk_env_init(hk_env *env, uint32_t version);
 HK_API void hk_log_stderr(void *user, hk_log_level level, const char *msg);
 
 /**
- * Copy an env of any supported version (1..HK_ENV_VERSION) into `dst`, a
- * current-version struct: fields the source's version lacks get their
- * defaults. Objects that keep an env use this instead of `*dst = *src`,
- * which would read past a version-1 struct.
+ * Copy an env into `dst`, or the defaults of HK_ENV_INIT when `src` is
+ * NULL. Objects that keep an env use this.
  * @param dst  required. @param src  borrowed; NULL: the defaults.
  * **Threads:** any. **Errors:** none. **Allocates:** no.
  */
@@ -363,11 +359,53 @@ HK_API void hk_env_sleep(const hk_env *env, double secs);
  * @return HK_OK or INVALID_ARGUMENT.
  * **Errors:** INVALID_ARGUMENT, naming `what`, for a version that is 0 or
  * newer than HK_ENV_VERSION, an allocator with some but not all of
- * alloc/realloc/free set, a log_level outside DEBUG..ERROR, or (version 2)
+ * alloc/realloc/free set, a log_level outside DEBUG..ERROR, or
  * an fs vtable with a bad version or a NULL slot.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_env_check(const hk_env *env, const char *what, hk_status *status);
+
+/* ---- versioned structs ------------------------------------------------- */
+/* Every options struct (and hk_env, hk_variable_def, hk_op_def, the run
+ * options and metadata) starts with `uint32_t version`, which its HK_X_INIT
+ * macro or its hk_x_init() sets to the version the program was compiled
+ * with. The library reads every field of a struct whose version it knows,
+ * and refuses version 0 (a struct nobody initialized) and a version above
+ * its own (a program built against a newer header). Implementers who give
+ * their own hooks or executors options structs follow the same rule with
+ * these two functions. */
+
+/**
+ * Fill a versioned struct from its initial value: the body of every
+ * hk_x_init(ptr, version).
+ * @param s        the struct to fill; `size` bytes.
+ * @param init     its initial value (HK_X_INIT), whose first member is the
+ *                 current version; borrowed for the call.
+ * @param version  the version the caller was compiled with.
+ * @return HK_OK; INVALID_ARGUMENT, writing nothing, for a NULL `s` or
+ *         `init`, or a version that is 0 or above the initial value's
+ *         (there is no status to name it in).
+ * **Ownership:** `init` is copied into `s`.
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_struct_init(void *s, size_t size, const void *init, uint32_t version);
+
+/**
+ * Check the version of a versioned struct a caller passed.
+ * @param s        the struct, borrowed for the call; NULL passes (whether
+ *                 NULL is allowed is the caller's rule).
+ * @param current  the version this code was compiled with (HK_X_VERSION).
+ * @param type     the struct's type name, for the message.
+ * @param what     how the caller names it, for the message ("hk_loop_new:
+ *                 opts").
+ * @return HK_OK for a version from 1 to `current`.
+ * **Errors:** INVALID_ARGUMENT for version 0 or above `current`: "<what>->
+ * version: version N of <type> is not one this library knows (1 to
+ * <current>); initialize the struct with its _INIT macro or _init()".
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_struct_check_version(const void *s, uint32_t current, const char *type, const char *what,
+                                       hk_status *status);
 
 /* Unset sentinels for optional options (contract §0 "unset"): durations are
  * doubles whose unset value is -infinity; counts and steps are int64 whose

@@ -36,6 +36,16 @@ typedef struct hk_graph_options {
 #define HK_GRAPH_OPTIONS_INIT { HK_GRAPH_OPTIONS_VERSION, NULL }
 
 /**
+ * Initialize options to HK_GRAPH_OPTIONS_INIT.
+ * @param version  HK_GRAPH_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_GRAPH_OPTIONS_VERSION.
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_graph_options_init(hk_graph_options *opts, uint32_t version);
+
+/**
  * Create an empty graph and its executor.
  * @param out   receives the graph; NULL on failure.
  * @param opts  borrowed for the call; NULL for defaults. Its version must be

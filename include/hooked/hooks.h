@@ -33,6 +33,16 @@ typedef struct hk_stop_at_step_options {
 #define HK_STOP_AT_STEP_OPTIONS_INIT { HK_STOP_AT_STEP_OPTIONS_VERSION, NULL, HK_UNSET_STEPS, HK_UNSET_STEPS }
 
 /**
+ * Initialize options to HK_STOP_AT_STEP_OPTIONS_INIT.
+ * @param version  HK_STOP_AT_STEP_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_STOP_AT_STEP_OPTIONS_VERSION.
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_stop_at_step_options_init(hk_stop_at_step_options *opts, uint32_t version);
+
+/**
  * StopAtStepHook: request a stop once the global step (GS) reaches
  * last_step, or, with num_steps, the GS read in the first
  * after_create_session after begin() plus num_steps (C82, D13; not
@@ -96,8 +106,10 @@ typedef struct hk_progress_options {
 
 /**
  * Initialize options to HK_PROGRESS_OPTIONS_INIT (stream = stderr).
- * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
- *         another version.
+ * @param version  HK_PROGRESS_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_PROGRESS_OPTIONS_VERSION.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_progress_options_init(hk_progress_options *opts, uint32_t version);
@@ -165,6 +177,16 @@ typedef struct hk_global_step_waiter_options {
   double deadline_secs;       /**< HK_UNSET_SECS (default: none) or finite >= 0 */
 } hk_global_step_waiter_options;
 #define HK_GLOBAL_STEP_WAITER_OPTIONS_INIT { HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION, NULL, 0, 0.5, HK_UNSET_SECS }
+
+/**
+ * Initialize options to HK_GLOBAL_STEP_WAITER_OPTIONS_INIT.
+ * @param version  HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION.
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_global_step_waiter_options_init(hk_global_step_waiter_options *opts, uint32_t version);
 
 /**
  * GlobalStepWaiterHook: hold the first run after begin() in its before_run
@@ -244,8 +266,10 @@ typedef struct hk_logging_tensor_options {
 
 /**
  * Initialize options to HK_LOGGING_TENSOR_OPTIONS_INIT.
- * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
- *         another version.
+ * @param version  HK_LOGGING_TENSOR_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_LOGGING_TENSOR_OPTIONS_VERSION.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_logging_tensor_options_init(hk_logging_tensor_options *opts, uint32_t version);
@@ -339,8 +363,10 @@ typedef struct hk_nan_tensor_options {
 
 /**
  * Initialize options to HK_NAN_TENSOR_OPTIONS_INIT.
- * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
- *         another version.
+ * @param version  HK_NAN_TENSOR_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_NAN_TENSOR_OPTIONS_VERSION.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_nan_tensor_options_init(hk_nan_tensor_options *opts, uint32_t version);
@@ -414,8 +440,10 @@ typedef struct hk_final_ops_options {
 
 /**
  * Initialize options to HK_FINAL_OPS_OPTIONS_INIT.
- * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
- *         another version.
+ * @param version  HK_FINAL_OPS_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_FINAL_OPS_OPTIONS_VERSION.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_final_ops_options_init(hk_final_ops_options *opts, uint32_t version);
@@ -488,8 +516,10 @@ typedef struct hk_feed_fn_options {
 
 /**
  * Initialize options to HK_FEED_FN_OPTIONS_INIT.
- * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
- *         another version.
+ * @param version  HK_FEED_FN_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_FEED_FN_OPTIONS_VERSION.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_feed_fn_options_init(hk_feed_fn_options *opts, uint32_t version);
@@ -540,7 +570,7 @@ typedef struct hk_checkpoint_listener {
 } hk_checkpoint_listener;
 
 /* ---- CheckpointSaverHook / AsyncCheckpointSaverHook (groups K, L, D3) - */
-#define HK_CHECKPOINT_SAVER_OPTIONS_VERSION 2
+#define HK_CHECKPOINT_SAVER_OPTIONS_VERSION 1
 typedef struct hk_checkpoint_saver_options {
   uint32_t version;            /**< HK_CHECKPOINT_SAVER_OPTIONS_VERSION (1 or 2) */
   const hk_env *env;           /**< NULL: the session's (clock, log, fs) */
@@ -555,7 +585,6 @@ typedef struct hk_checkpoint_saver_options {
   int save_graph_def;          /**< default 1: graph.txt in checkpoint_dir at each creation (C94, C102) */
   int64_t steps_per_run;       /**< >= 1, default 1 */
   int block_when_busy;         /**< asynchronous hook only (D3.3): default 0 defers */
-  /* version 2 */
   /**
    * Best-k retention (H45, Lightning's save_top_k): 0 (the default) is off;
    * k >= 1 keeps, beside the max_to_keep newest managed checkpoints, the k
@@ -578,11 +607,11 @@ typedef struct hk_checkpoint_saver_options {
   HK_UNSET_STEPS, NULL, NULL, NULL, NULL, 0, 1, 1, 0, 0, NULL, HK_MONITOR_MIN }
 
 /**
- * Initialize options to HK_CHECKPOINT_SAVER_OPTIONS_INIT, as that version
- * of the struct (1: the fields before best_k only, which a program built
- * against that header has).
- * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or a
- *         version other than 1..HK_CHECKPOINT_SAVER_OPTIONS_VERSION.
+ * Initialize options to HK_CHECKPOINT_SAVER_OPTIONS_INIT.
+ * @param version  HK_CHECKPOINT_SAVER_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_CHECKPOINT_SAVER_OPTIONS_VERSION.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opts, uint32_t version);
@@ -748,8 +777,11 @@ typedef struct hk_step_counter_options {
 
 /**
  * Initialize options to HK_STEP_COUNTER_OPTIONS_INIT.
- * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
- *         another version. **Threads:** any. **Allocates:** no.
+ * @param version  HK_STEP_COUNTER_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_STEP_COUNTER_OPTIONS_VERSION.
+ * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_step_counter_options_init(hk_step_counter_options *opts, uint32_t version);
 
@@ -809,8 +841,11 @@ typedef struct hk_summary_saver_options {
 
 /**
  * Initialize options to HK_SUMMARY_SAVER_OPTIONS_INIT.
- * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
- *         another version. **Threads:** any. **Allocates:** no.
+ * @param version  HK_SUMMARY_SAVER_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_SUMMARY_SAVER_OPTIONS_VERSION.
+ * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_summary_saver_options_init(hk_summary_saver_options *opts, uint32_t version);
 
@@ -936,8 +971,10 @@ typedef struct hk_early_stopping_options {
 
 /**
  * Initialize options to HK_EARLY_STOPPING_OPTIONS_INIT.
- * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
- *         another version.
+ * @param version  HK_EARLY_STOPPING_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_EARLY_STOPPING_OPTIONS_VERSION.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_early_stopping_options_init(hk_early_stopping_options *opts, uint32_t version);
@@ -1041,8 +1078,11 @@ typedef struct hk_profiler_options {
 
 /**
  * Initialize options to HK_PROFILER_OPTIONS_INIT.
- * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
- *         another version. **Threads:** any. **Allocates:** no.
+ * @param version  HK_PROFILER_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_PROFILER_OPTIONS_VERSION.
+ * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_profiler_options_init(hk_profiler_options *opts, uint32_t version);
 

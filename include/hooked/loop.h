@@ -101,7 +101,7 @@ typedef enum hk_loop_flags {
   HK_LOOP_NON_FINITE_OK = 1u << 3
 } hk_loop_flags;
 
-#define HK_LOOP_OPTIONS_VERSION 4
+#define HK_LOOP_OPTIONS_VERSION 1
 typedef struct hk_loop_options {
   uint32_t version;              /**< HK_LOOP_OPTIONS_VERSION (1 to 4) */
   /** Copied. Everything the loop creates (its executor, session, Saver and
@@ -146,7 +146,6 @@ typedef struct hk_loop_options {
    *  hk_loop_finish() (a helper the program installed itself is used and
    *  left installed). 0: the loop leaves signals alone. */
   int handle_signals;
-  /* version 2 */
   /**
    * Copied; NULL (default): none. The name of a registered floating array
    * (the loss, say) that the loop guards (H46): a fail-mode NanTensorHook
@@ -167,8 +166,7 @@ typedef struct hk_loop_options {
   /** Copied: the registered array (one number, e.g. "val_loss") whose value
    *  at each save ranks the checkpoint. Only with best_k. */
   const char *best_metric;
-  hk_monitor_mode best_mode;     /**< HK_MONITOR_MIN (default) or HK_MONITOR_MAX */
-  /* version 3 */
+  hk_monitor_mode best_mode; /**< HK_MONITOR_MIN (default) or HK_MONITOR_MAX */
   /** Copied; NULL (default): checkpoint_dir (C52). Where the loop's
    *  StepCounterHook (hooked/hooks.h, C131–C133) writes global_step/sec,
    *  through the writer the session shares for the directory (H26): what
@@ -184,7 +182,6 @@ typedef struct hk_loop_options {
    *  StepCounterHook; negative: INVALID_ARGUMENT naming it. It runs after
    *  StopAtStep and before the checkpoint saver. */
   int64_t log_step_count_steps;
-  /* version 4 */
   /** 0 (default): a checkpoint in which a floating array holds NaN or an
    *  infinity is refused (INVALID_ARGUMENT naming the array, the element
    *  and its value), which fails the loop (errors are sticky): nothing more is
@@ -201,12 +198,11 @@ typedef struct hk_loop_options {
   HK_UNSET_SECS, NULL, 0, HK_UNSET_STEPS, HK_UNSET_STEPS, NULL, 0, 1, NULL, 0, NULL, HK_MONITOR_MIN, NULL, 100, 0 }
 
 /**
- * Initialize options to HK_LOOP_OPTIONS_INIT, as that version of the struct
- * (1: the fields before nan_guard only; 2: those before summary_dir; 3:
- * those before allow_non_finite — what a program built against that header
- * has).
- * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or a
- *         version other than 1..HK_LOOP_OPTIONS_VERSION.
+ * Initialize options to HK_LOOP_OPTIONS_INIT.
+ * @param version  HK_LOOP_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_LOOP_OPTIONS_VERSION.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_loop_options_init(hk_loop_options *opts, uint32_t version);
@@ -232,8 +228,7 @@ HK_API hk_code hk_loop_options_init(hk_loop_options *opts, uint32_t version);
  * best_metric without best_k, a best_mode other than HK_MONITOR_MIN or
  * HK_MONITOR_MAX (H45, H46); an empty summary_dir; a negative
  * log_step_count_steps ("hk_loop_new: log_step_count_steps must be >= 0,
- * got N", C54, H47). An options struct of version 1, 2 or 3 is read as far
- * as it goes, the fields after it taking their defaults. RESOURCE_EXHAUSTED.
+ * got N", C54, H47). RESOURCE_EXHAUSTED.
  * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *status);

@@ -75,8 +75,11 @@ typedef struct hk_mpi_options {
 
 /**
  * Initialize options to HK_MPI_OPTIONS_INIT.
- * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or
- *         another version. **Allocates:** no.
+ * @param version  HK_MPI_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_MPI_OPTIONS_VERSION.
+ * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_mpi_options_init(hk_mpi_options *opts, uint32_t version);
 
@@ -230,6 +233,16 @@ typedef struct hk_mpi_stop_options {
   int handle_signals;
 } hk_mpi_stop_options;
 #define HK_MPI_STOP_OPTIONS_INIT { HK_MPI_STOP_OPTIONS_VERSION, NULL, 1 }
+
+/**
+ * Initialize options to HK_MPI_STOP_OPTIONS_INIT.
+ * @param version  HK_MPI_STOP_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_MPI_STOP_OPTIONS_VERSION.
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_mpi_stop_options_init(hk_mpi_stop_options *opts, uint32_t version);
 
 /**
  * Stop agreement: in after_run of every step each rank contributes whether

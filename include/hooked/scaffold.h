@@ -24,7 +24,7 @@ typedef struct hk_session_manager hk_session_manager;
 typedef hk_code (*hk_init_fn)(void *user, const hk_scaffold *scaffold, hk_raw_session *session,
                               hk_status *status);
 
-#define HK_SCAFFOLD_OPTIONS_VERSION 3
+#define HK_SCAFFOLD_OPTIONS_VERSION 1
 typedef struct hk_scaffold_options {
   uint32_t version;                  /**< HK_SCAFFOLD_OPTIONS_VERSION */
   const hk_env *env;                 /**< copied; NULL: copy_from's env, else defaults */
@@ -40,12 +40,10 @@ typedef struct hk_scaffold_options {
   size_t nlocal_init_feed;
   /** C58: copy every field not given here from this Scaffold (borrowed during the call). */
   const hk_scaffold *copy_from;
-  /* fields below: version 2 */
   /** The Saver sessions restore with and checkpoint hooks save with (C58,
    *  C99); borrowed, must outlive the Scaffold. NULL: finalization creates
    *  a default one over every global variable, owned by the Scaffold. */
   hk_saver *saver;
-  /* fields below: version 3 */
   /** The summaries SummarySaverHook writes (C58, C135): tensor handles of
    *  serialized Summary messages (1-D U8), array copied; count 0 = unset:
    *  finalization fills it (C61, C62, hk_scaffold_summary_op()). */
@@ -57,8 +55,10 @@ typedef struct hk_scaffold_options {
 
 /**
  * Initialize options to HK_SCAFFOLD_OPTIONS_INIT (every field unset, C60).
- * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or a
- *         version other than HK_SCAFFOLD_OPTIONS_VERSION.
+ * @param version  HK_SCAFFOLD_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_SCAFFOLD_OPTIONS_VERSION.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_scaffold_options_init(hk_scaffold_options *opts, uint32_t version);
@@ -167,8 +167,10 @@ typedef struct hk_session_manager_options {
 
 /**
  * Initialize options to HK_SESSION_MANAGER_OPTIONS_INIT.
- * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or a
- *         version other than HK_SESSION_MANAGER_OPTIONS_VERSION.
+ * @param version  HK_SESSION_MANAGER_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_SESSION_MANAGER_OPTIONS_VERSION.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_session_manager_options_init(hk_session_manager_options *opts, uint32_t version);
@@ -194,7 +196,7 @@ HK_API hk_code hk_session_manager_new(hk_session_manager **out, const hk_session
  */
 HK_API void hk_session_manager_free(hk_session_manager *sm);
 
-#define HK_PREPARE_OPTIONS_VERSION 2
+#define HK_PREPARE_OPTIONS_VERSION 1
 /** What prepare_session / recover_session use (C66–C68). */
 typedef struct hk_prepare_options {
   uint32_t version;                  /**< HK_PREPARE_OPTIONS_VERSION */
@@ -219,11 +221,20 @@ typedef struct hk_prepare_options {
    *  checkpoint data file */
   int wait_for_checkpoint;
   double max_wait_secs;              /**< default 7200 */
-  /* fields below: version 2 */
   hk_saver *saver;                   /**< borrowed for the call; NULL: nothing is restored (C67) */
 } hk_prepare_options;
 #define HK_PREPARE_OPTIONS_INIT { HK_PREPARE_OPTIONS_VERSION, HK_NO_HANDLE, NULL, 0, NULL, NULL, NULL, \
   NULL, NULL, 0, 7200.0, NULL }
+
+/**
+ * Initialize options to HK_PREPARE_OPTIONS_INIT.
+ * @param version  HK_PREPARE_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_PREPARE_OPTIONS_VERSION.
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_prepare_options_init(hk_prepare_options *opts, uint32_t version);
 
 /**
  * Prepare a ready raw session (C66): create a raw session; restore when

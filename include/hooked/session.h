@@ -63,7 +63,7 @@ typedef struct hk_session_creator_vtable {
 
 /* ---- options ----------------------------------------------------------- */
 
-#define HK_SESSION_OPTIONS_VERSION 2
+#define HK_SESSION_OPTIONS_VERSION 1
 typedef struct hk_session_options {
   uint32_t version;                 /**< HK_SESSION_OPTIONS_VERSION */
   const hk_env *env;                /**< copied; NULL: the executor's env */
@@ -91,7 +91,6 @@ typedef struct hk_session_options {
   double recovery_max_delay_secs;   /**< >= initial, default 60 */
   int64_t recovery_max_attempts;    /**< >= 0, default 10; 0 = unlimited */
   double recovery_max_secs;         /**< >= 0, default 0 = unlimited */
-  /* fields below: version 2 */
   /** Called once, last, by hk_session_free() of a session that was created
    *  (never when hk_session_new() fails): a layer that made resources for
    *  the session (hooks, a Scaffold) releases them with it. NULL: none. */
@@ -104,10 +103,10 @@ typedef struct hk_session_options {
 
 /**
  * Initialize options to the defaults of HK_SESSION_OPTIONS_INIT.
- * @param version  1..HK_SESSION_OPTIONS_VERSION: the version of the struct
- *                 the caller has (fields of later versions are not written).
- * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or another
- *         version; opts is then untouched.
+ * @param version  HK_SESSION_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_SESSION_OPTIONS_VERSION.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_session_options_init(hk_session_options *opts, uint32_t version);

@@ -87,8 +87,10 @@ typedef struct hk_summary_writer_options {
 
 /**
  * Initialize options to HK_SUMMARY_WRITER_OPTIONS_INIT.
- * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or a
- *         version other than HK_SUMMARY_WRITER_OPTIONS_VERSION.
+ * @param version  HK_SUMMARY_WRITER_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_SUMMARY_WRITER_OPTIONS_VERSION.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_summary_writer_options_init(hk_summary_writer_options *opts, uint32_t version);

@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define HK_TRAINING_SESSION_OPTIONS_VERSION 2
+#define HK_TRAINING_SESSION_OPTIONS_VERSION 1
 /**
  * Options of hk_training_session_new() (C49). Unset values are
  * HK_UNSET_SECS / HK_UNSET_STEPS / NULL; "0 disables" applies to the
@@ -47,7 +47,6 @@ typedef struct hk_training_session_options {
   int64_t recovery_max_attempts;    /**< default 10; 0 unlimited */
   double recovery_max_secs;         /**< default 0 = unlimited */
   int async_checkpoint;             /**< H22: AsyncCheckpointSaverHook in CheckpointSaverHook's place; default 0 */
-  /* fields below: version 2 */
   /**
    * With async_checkpoint only (else INVALID_ARGUMENT): the asynchronous
    * hook's block_when_busy (D3.3). Default 0: a save that falls due while
@@ -65,12 +64,11 @@ typedef struct hk_training_session_options {
 
 /**
  * Initialize options to HK_TRAINING_SESSION_OPTIONS_INIT.
- * @param version  1..HK_TRAINING_SESSION_OPTIONS_VERSION: the version of
- *                 the struct the caller has (fields of later versions are
- *                 not written; hk_training_session_new() reads no further).
- * @return HK_OK, or INVALID_ARGUMENT (no message) for a NULL opts or an
- *         unsupported version; opts is then untouched.
- *         **Threads:** any. **Allocates:** no.
+ * @param version  HK_TRAINING_SESSION_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_TRAINING_SESSION_OPTIONS_VERSION.
+ * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_training_session_options_init(hk_training_session_options *opts, uint32_t version);
 

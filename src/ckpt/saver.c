@@ -32,18 +32,8 @@
 
 /* ---- options and lifetime ----------------------------------------------------------- */
 
-/* The size of each version of the options: a program built against an
- * older header has only that much. */
-static size_t options_size(uint32_t version) {
-  return version >= 2 ? sizeof(hk_saver_options) : offsetof(hk_saver_options, allow_non_finite);
-}
-
 hk_code hk_saver_options_init(hk_saver_options *opts, uint32_t version) {
-  static const hk_saver_options init = HK_SAVER_OPTIONS_INIT;
-  if (!opts || version == 0 || version > HK_SAVER_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  memcpy(opts, &init, options_size(version));
-  opts->version = version;
-  return HK_OK;
+  return HK__STRUCT_INIT(opts, version, hk_saver_options, HK_SAVER_OPTIONS_INIT);
 }
 
 void hk__saver_free_best(hk_saver *s) {
@@ -146,9 +136,7 @@ hk_code hk__saver_resolve_vars(hk_saver *s, hk_status *st) {
 
 static hk_code check_options(const hk_saver_options *o, hk_status *st) {
   double h = o->keep_checkpoint_every_n_hours;
-  if (o->version == 0 || o->version > HK_SAVER_OPTIONS_VERSION)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "opts->version %u is not supported (expected 1..%d)",
-                         (unsigned)o->version, HK_SAVER_OPTIONS_VERSION);
+  HK__CHECK_VERSION(o, HK_SAVER_OPTIONS_VERSION, hk_saver_options, "opts", st);
   if (!o->executor) return hk_status_set(st, HK_INVALID_ARGUMENT, "opts->executor is required");
   if (o->max_to_keep < 0)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "max_to_keep must be >= 0 (0 keeps every checkpoint), got %" PRId64,
@@ -170,23 +158,14 @@ static hk_code check_options(const hk_saver_options *o, hk_status *st) {
   return HK_OK;
 }
 
-hk_code hk_saver_new(hk_saver **out, const hk_saver_options *given, hk_status *status) {
-  static const hk_saver_options init = HK_SAVER_OPTIONS_INIT;
-  hk_saver_options full;
-  const hk_saver_options *opts = given;
+hk_code hk_saver_new(hk_saver **out, const hk_saver_options *opts, hk_status *status) {
   hk_env env;
   hk_saver *s;
   hk_code rc;
 
   if (out) *out = NULL;
   if (!out) return hk_status_set(status, HK_INVALID_ARGUMENT, "out is NULL");
-  if (!given) return hk_status_set(status, HK_INVALID_ARGUMENT, "opts is NULL (the executor is required)");
-  /* An older version is read as far as it goes; the rest takes defaults. */
-  if (given->version >= 1 && given->version <= HK_SAVER_OPTIONS_VERSION) {
-    full = init;
-    memcpy(&full, given, options_size(given->version));
-    opts = &full;
-  }
+  if (!opts) return hk_status_set(status, HK_INVALID_ARGUMENT, "opts is NULL (the executor is required)");
   rc = check_options(opts, status);
   if (rc != HK_OK) return rc;
   rc = hk_env_check(opts->env, "opts->env", status);

@@ -27,6 +27,10 @@ struct hk_raw_session {
 
 static const char *vt_name(const hk_executor_vtable *vt) { return vt && vt->name ? vt->name : "executor"; }
 
+hk_code hk_run_options_init(hk_run_options *opts, uint32_t version) {
+  return HK__STRUCT_INIT(opts, version, hk_run_options, HK_RUN_OPTIONS_INIT);
+}
+
 hk_code hk_executor_new(hk_executor **out, const hk_executor_vtable *vt, void *self, const hk_env *env, hk_status *st) {
   if (out) *out = NULL;
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_executor_new: out is NULL");
@@ -324,9 +328,7 @@ hk_code hk__run_args_check(const hk_run_args *a, const char *what, hk_status *st
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: targets is NULL with ntargets %zu", what, a->ntargets);
   const hk_run_options *o = a->options;
   if (o) {
-    if (o->version == 0 || o->version > HK_RUN_OPTIONS_VERSION)
-      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: run options version %u is not supported", what,
-                           (unsigned)o->version);
+    HK__CHECK_VERSION(o, HK_RUN_OPTIONS_VERSION, hk_run_options, "args->options", st);
     if (o->trace_level < 0 || o->trace_level > 3)
       return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: trace_level %d outside [0, 3]", what, (int)o->trace_level);
     if (o->timeout_ms < 0)
@@ -346,9 +348,7 @@ hk_code hk_raw_session_run(hk_raw_session *rs, const hk_run_args *args, hk_tenso
   if (args->nfetches && !results)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_raw_session_run: results is NULL with %zu fetches",
                          args->nfetches);
-  if (md && (md->version == 0 || md->version > HK_RUN_METADATA_VERSION))
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_raw_session_run: run metadata version %u is not supported",
-                         (unsigned)md->version);
+  HK__CHECK_VERSION(md, HK_RUN_METADATA_VERSION, hk_run_metadata, "hk_raw_session_run: metadata", st);
   if (!rs->open) return hk_status_set(st, HK_FAILED_PRECONDITION, "hk_raw_session_run: the raw session is closed");
   return rs->ex->vt->run(rs->ex->self, rs->session, args, results, md, st);
 }

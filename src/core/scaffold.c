@@ -76,11 +76,11 @@ static hk_handle *dup_handles(const hk_env *env, const hk_handle *src, size_t n)
   return p;
 }
 
-/* summary_op given (version 3), else copy_from's. */
+/* summary_op given, else copy_from's. */
 static hk_code copy_summary_op(hk_scaffold *s, const hk_scaffold_options *o, const hk_scaffold *from, hk_status *st) {
   const hk_handle *src = NULL;
   size_t n = 0;
-  if (o->version >= 3 && o->nsummary_op) {
+  if (o->nsummary_op) {
     if (!o->summary_op)
       return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_scaffold_new: summary_op is NULL with nsummary_op %zu",
                            o->nsummary_op);
@@ -101,19 +101,14 @@ static hk_code copy_summary_op(hk_scaffold *s, const hk_scaffold_options *o, con
 }
 
 hk_code hk_scaffold_options_init(hk_scaffold_options *o, uint32_t version) {
-  if (!o) return HK_INVALID_ARGUMENT;
-  if (version != HK_SCAFFOLD_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  *o = default_options;
-  return HK_OK;
+  return HK__STRUCT_INIT(o, version, hk_scaffold_options, HK_SCAFFOLD_OPTIONS_INIT);
 }
 
 hk_code hk_scaffold_new(hk_scaffold **out, const hk_scaffold_options *o, hk_status *st) {
   if (out) *out = NULL;
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_scaffold_new: out is NULL");
   if (!o) o = &default_options;
-  if (o->version == 0 || o->version > HK_SCAFFOLD_OPTIONS_VERSION)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_scaffold_new: options version %u is not supported",
-                         (unsigned)o->version);
+  HK__CHECK_VERSION(o, HK_SCAFFOLD_OPTIONS_VERSION, hk_scaffold_options, "hk_scaffold_new: opts", st);
   hk_code rc = hk_env_check(o->env, "hk_scaffold_new: env", st);
   if (rc != HK_OK) return rc;
   const hk_scaffold *from = o->copy_from;
@@ -141,7 +136,7 @@ hk_code hk_scaffold_new(hk_scaffold **out, const hk_scaffold_options *o, hk_stat
   s->ready_for_local_init_op =
       o->ready_for_local_init_op ? o->ready_for_local_init_op : (from ? from->ready_for_local_init_op : HK_NO_HANDLE);
   s->local_init_op = o->local_init_op ? o->local_init_op : (from ? from->local_init_op : HK_NO_HANDLE);
-  s->given_saver = o->version >= 2 && o->saver ? o->saver : (from ? from->given_saver : NULL);
+  s->given_saver = o->saver ? o->saver : (from ? from->given_saver : NULL);
   s->saver = s->given_saver;
   rc = copy_summary_op(s, o, from, st);
   if (rc == HK_OK) rc = hk__feeds_copy(&s->env, init_feed, ninit_feed, &s->init_feed, "hk_scaffold_new: init_feed", st);

@@ -236,22 +236,12 @@ hk_code hk__session_recover(hk_session *s, episode *ep, const char *text, hk_cod
 
 /* ---- construction ------------------------------------------------------------ */
 
-static const hk_session_options default_options = HK_SESSION_OPTIONS_INIT;
-
 hk_code hk_session_options_init(hk_session_options *o, uint32_t version) {
-  if (!o || version == 0 || version > HK_SESSION_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  if (version == 1)
-    memcpy(o, &default_options, offsetof(hk_session_options, on_free));
-  else
-    *o = default_options;
-  o->version = version;
-  return HK_OK;
+  return HK__STRUCT_INIT(o, version, hk_session_options, HK_SESSION_OPTIONS_INIT);
 }
 
 static hk_code validate_options(const hk_session_options *o, hk_status *st) {
-  if (o->version == 0 || o->version > HK_SESSION_OPTIONS_VERSION)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_new: options version %u is not supported",
-                         (unsigned)o->version);
+  HK__CHECK_VERSION(o, HK_SESSION_OPTIONS_VERSION, hk_session_options, "hk_session_new: opts", st);
   hk_code rc = hk_env_check(o->env, "hk_session_new: env", st);
   if (rc != HK_OK) return rc;
   if (o->kind != HK_SESSION_MONITORED && o->kind != HK_SESSION_SINGULAR)
@@ -457,10 +447,8 @@ static hk_code session_new(hk_session **out, const hk_session_options *o, hk_sta
     return rc;
   }
   s->owns_creator = 1;
-  if (o->version >= 2) {
-    s->on_free = o->on_free;
-    s->on_free_user = o->on_free_user;
-  }
+  s->on_free = o->on_free;
+  s->on_free_user = o->on_free_user;
   *out = s;
   return HK_OK;
 }

@@ -30,12 +30,12 @@ struct hk_session_manager {
   char *restored;
 };
 
-static const hk_session_manager_options default_sm_options = HK_SESSION_MANAGER_OPTIONS_INIT;
-
 hk_code hk_session_manager_options_init(hk_session_manager_options *o, uint32_t version) {
-  if (!o || version != HK_SESSION_MANAGER_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  *o = default_sm_options;
-  return HK_OK;
+  return HK__STRUCT_INIT(o, version, hk_session_manager_options, HK_SESSION_MANAGER_OPTIONS_INIT);
+}
+
+hk_code hk_prepare_options_init(hk_prepare_options *opts, uint32_t version) {
+  return HK__STRUCT_INIT(opts, version, hk_prepare_options, HK_PREPARE_OPTIONS_INIT);
 }
 
 hk_code hk_session_manager_new(hk_session_manager **out, const hk_session_manager_options *o, hk_status *st) {
@@ -43,9 +43,8 @@ hk_code hk_session_manager_new(hk_session_manager **out, const hk_session_manage
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_new: out is NULL");
   if (!o)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_new: options is NULL (executor is required)");
-  if (o->version == 0 || o->version > HK_SESSION_MANAGER_OPTIONS_VERSION)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_new: options version %u is not supported",
-                         (unsigned)o->version);
+  HK__CHECK_VERSION(o, HK_SESSION_MANAGER_OPTIONS_VERSION, hk_session_manager_options, "hk_session_manager_new: opts",
+                    st);
   if (!o->executor) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_manager_new: executor is NULL");
   hk_code rc = hk_env_check(o->env, "hk_session_manager_new: env", st);
   if (rc != HK_OK) return rc;
@@ -194,8 +193,7 @@ static hk_code try_local_init(hk_session_manager *sm, hk_raw_session *rs, int *o
 static const hk_prepare_options default_prepare = HK_PREPARE_OPTIONS_INIT;
 
 static hk_code check_prepare(const hk_prepare_options *o, hk_status *st) {
-  if (o->version == 0 || o->version > HK_PREPARE_OPTIONS_VERSION)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "prepare options version %u is not supported", (unsigned)o->version);
+  HK__CHECK_VERSION(o, HK_PREPARE_OPTIONS_VERSION, hk_prepare_options, "opts", st);
   if (!o->init_feed && o->ninit_feed)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "prepare options: init_feed is NULL with a count of %zu",
                          o->ninit_feed);
@@ -212,7 +210,7 @@ static hk_code fail_closing(hk_raw_session **rs, hk_code rc);
 
 /* The Saver of the options, when restoring is configured at all. */
 static hk_saver *restore_saver(const hk_prepare_options *o) {
-  hk_saver *saver = o->version >= 2 ? o->saver : NULL;
+  hk_saver *saver = o->saver;
   if (!saver || (!o->checkpoint_dir && !o->checkpoint_filename_with_path)) return NULL;
   return saver;
 }

@@ -345,9 +345,7 @@ static hk_code session_run(hk_session *s, const hk_run_args *args, hk_tensor *re
                            hk_status *st) {
   hk_code rc = check_run_entry(s, args, results, 1, "hk_session_run", st);
   if (rc != HK_OK) return rc;
-  if (md && (md->version == 0 || md->version > HK_RUN_METADATA_VERSION))
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_run: run metadata version %u is not supported",
-                         (unsigned)md->version);
+  HK__CHECK_VERSION(md, HK_RUN_METADATA_VERSION, hk_run_metadata, "hk_session_run: metadata", st);
   if (!args) args = &empty_args;
   episode ep = {0, 0, 0};
   for (;;) {
@@ -396,9 +394,7 @@ static hk_code session_run_end(hk_session *s, hk_tensor *results, hk_run_metadat
   const hk_run_args *a = s->open_args;
   if (a->nfetches && !results)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_run_end: results is NULL with %zu fetches", a->nfetches);
-  if (md && (md->version == 0 || md->version > HK_RUN_METADATA_VERSION))
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_run_end: run metadata version %u is not supported",
-                         (unsigned)md->version);
+  HK__CHECK_VERSION(md, HK_RUN_METADATA_VERSION, hk_run_metadata, "hk_session_run_end: metadata", st);
   s->open = 0;
   s->open_args = NULL;
   hk_status_clear(st);
@@ -455,10 +451,7 @@ hk_code hk_step_context_run_with_hooks(hk_step_context *ctx, const hk_run_args *
   if (ctx->stopping) return hk_status_set(st, HK_OUT_OF_RANGE, STEP_STOP_MESSAGE);
   hk_code rc = check_run_entry(ctx->s, args, results, 1, "hk_step_context_run_with_hooks", st);
   if (rc != HK_OK) return rc;
-  if (md && (md->version == 0 || md->version > HK_RUN_METADATA_VERSION))
-    return hk_status_set(st, HK_INVALID_ARGUMENT,
-                         "hk_step_context_run_with_hooks: run metadata version %u is not supported",
-                         (unsigned)md->version);
+  HK__CHECK_VERSION(md, HK_RUN_METADATA_VERSION, hk_run_metadata, "hk_step_context_run_with_hooks: metadata", st);
   /* Preemption errors leave step_fn; run_step_fn recovers and calls it again. */
   hk_status local;
   local.code = HK_OK;

@@ -411,12 +411,8 @@ void hk__event_writer_free(hk__event_writer *ew) {
 
 /* ---- the public API (summary.h) ------------------------------------------------------ */
 
-static const hk_summary_writer_options default_options = HK_SUMMARY_WRITER_OPTIONS_INIT;
-
 hk_code hk_summary_writer_options_init(hk_summary_writer_options *opts, uint32_t version) {
-  if (opts == NULL || version != HK_SUMMARY_WRITER_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  *opts = default_options;
-  return HK_OK;
+  return HK__STRUCT_INIT(opts, version, hk_summary_writer_options, HK_SUMMARY_WRITER_OPTIONS_INIT);
 }
 
 static int valid_suffix(const char *s) {
@@ -437,9 +433,8 @@ hk_code hk_summary_writer_new(hk_summary_writer **out, const hk_summary_writer_o
   if (out != NULL) *out = NULL;
   if (out == NULL) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: out is NULL", fn);
   if (opts == NULL) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: opts is NULL (opts->logdir is required)", fn);
-  if (opts->version == 0 || opts->version > HK_SUMMARY_WRITER_OPTIONS_VERSION)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: opts->version %u is not HK_SUMMARY_WRITER_OPTIONS_VERSION (%u)",
-                         fn, (unsigned)opts->version, (unsigned)HK_SUMMARY_WRITER_OPTIONS_VERSION);
+  HK__CHECK_VERSION(opts, HK_SUMMARY_WRITER_OPTIONS_VERSION, hk_summary_writer_options, "hk_summary_writer_new: opts",
+                    st);
   rc = hk_env_check(opts->env, "hk_summary_writer_new: opts->env", st);
   if (rc != HK_OK) return rc;
   if (opts->logdir == NULL || opts->logdir[0] == '\0')

@@ -8,6 +8,7 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "graph/graph_internal.h"
+#include "util/common.h"
 #include "graph/summary_ops.h"
 
 #include <inttypes.h>
@@ -368,15 +369,17 @@ void hk__graph_destroy(void *self) {
   hk_env_free(&env, g);
 }
 
+hk_code hk_graph_options_init(hk_graph_options *opts, uint32_t version) {
+  return HK__STRUCT_INIT(opts, version, hk_graph_options, HK_GRAPH_OPTIONS_INIT);
+}
+
 hk_code hk_graph_new(hk_graph **out, const hk_graph_options *opts, hk_status *status) {
   hk_env env;
   hk_graph *g;
   hk_code rc;
   if (out) *out = NULL;
   if (!out) return hk_status_set(status, HK_INVALID_ARGUMENT, "out is NULL");
-  if (opts && (opts->version == 0 || opts->version > HK_GRAPH_OPTIONS_VERSION))
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "opts->version is %u, expected %u", (unsigned)opts->version,
-                         (unsigned)HK_GRAPH_OPTIONS_VERSION);
+  HK__CHECK_VERSION(opts, HK_GRAPH_OPTIONS_VERSION, hk_graph_options, "hk_graph_new: opts", status);
   if (opts && opts->env) {
     rc = hk_env_check(opts->env, "opts->env", status);
     if (rc != HK_OK) return rc;
@@ -457,9 +460,7 @@ hk_code hk_graph_variable(hk_graph *g, hk_handle *out, const hk_variable_def *de
   rc = hk__graph_builder_entry(g, out, "out", NULL, NULL, status);
   if (rc != HK_OK) return rc;
   if (!def) return hk_status_set(status, HK_INVALID_ARGUMENT, "def is NULL");
-  if (def->version == 0 || def->version > HK_VARIABLE_DEF_VERSION)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "def->version is %u, expected %u", (unsigned)def->version,
-                         (unsigned)HK_VARIABLE_DEF_VERSION);
+  HK__CHECK_VERSION(def, HK_VARIABLE_DEF_VERSION, hk_variable_def, "hk_graph_variable: def", status);
   rc = hk__graph_check_name(def->name, "def->name", status);
   if (rc != HK_OK) return rc;
   if (!hk__graph_dtype_valid(def->dtype) || def->dtype == HK_DTYPE_STRING)

@@ -7,6 +7,7 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "graph/graph_internal.h"
+#include "util/common.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -108,9 +109,7 @@ hk_code hk_graph_op(hk_graph *g, hk_handle *out, const hk_op_def *def, hk_status
   rc = hk__graph_builder_entry(g, out, "out", NULL, NULL, status);
   if (rc != HK_OK) return rc;
   if (!def) return hk_status_set(status, HK_INVALID_ARGUMENT, "def is NULL");
-  if (def->version == 0 || def->version > HK_OP_DEF_VERSION)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "def->version is %u, expected %u", (unsigned)def->version,
-                         (unsigned)HK_OP_DEF_VERSION);
+  HK__CHECK_VERSION(def, HK_OP_DEF_VERSION, hk_op_def, "hk_graph_op: def", status);
   rc = hk__graph_check_name(def->name, "def->name", status);
   if (rc != HK_OK) return rc;
   if (!def->kernel && (def->noutputs || def->nmutates))

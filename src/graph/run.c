@@ -10,6 +10,7 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "graph/graph_internal.h"
+#include "util/common.h"
 
 #include <string.h>
 
@@ -508,9 +509,7 @@ hk_code hk__graph_run(void *self, void *session, const hk_run_args *args, hk_ten
   if (args->nfetches && !results)
     return hk_status_set(status, HK_INVALID_ARGUMENT, "results is NULL but nfetches is %zu", args->nfetches);
   if (args->options) {
-    if (args->options->version == 0 || args->options->version > HK_RUN_OPTIONS_VERSION)
-      return hk_status_set(status, HK_INVALID_ARGUMENT, "args->options->version %u is not supported",
-                           (unsigned)args->options->version);
+    HK__CHECK_VERSION(args->options, HK_RUN_OPTIONS_VERSION, hk_run_options, "args->options", status);
     traced = args->options->trace_level >= 1;
   }
   if (metadata && metadata->version >= 1) {

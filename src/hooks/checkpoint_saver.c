@@ -392,27 +392,8 @@ static const hk_hook_vtable checkpoint_saver_vtable = {
 
 /* ---- construction -------------------------------------------------------------- */
 
-/* The size of each version of the options struct: a program built against
- * an older header has only that much, and nothing past it is read. */
-static size_t options_size(uint32_t version) {
-  return version >= 2 ? sizeof(hk_checkpoint_saver_options) : offsetof(hk_checkpoint_saver_options, best_k);
-}
-
 hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opts, uint32_t version) {
-  static const hk_checkpoint_saver_options init = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
-
-  if (opts == NULL || version == 0 || version > HK_CHECKPOINT_SAVER_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  memcpy(opts, &init, options_size(version));
-  opts->version = version;
-  return HK_OK;
-}
-
-/* The options as this version of the library reads them: the fields the
- * caller's version has, defaults for the rest. */
-static void full_options(hk_checkpoint_saver_options *full, const hk_checkpoint_saver_options *given) {
-  static const hk_checkpoint_saver_options init = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
-  *full = init;
-  memcpy(full, given, options_size(given->version));
+  return HK__STRUCT_INIT(opts, version, hk_checkpoint_saver_options, HK_CHECKPOINT_SAVER_OPTIONS_INIT);
 }
 
 /* Everything the options say, checked before anything is allocated. */
@@ -422,9 +403,7 @@ static hk_code validate(const hk_checkpoint_saver_options *opts, const char *kin
   hk_code rc;
 
   if (opts == NULL) return hk_status_set(st, HK_INVALID_ARGUMENT, "opts is NULL: %s needs a checkpoint_dir", kind);
-  if (opts->version == 0 || opts->version > HK_CHECKPOINT_SAVER_OPTIONS_VERSION)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "opts->version: %u is not HK_CHECKPOINT_SAVER_OPTIONS_VERSION (%u)",
-                         (unsigned)opts->version, (unsigned)HK_CHECKPOINT_SAVER_OPTIONS_VERSION);
+  HK__CHECK_VERSION(opts, HK_CHECKPOINT_SAVER_OPTIONS_VERSION, hk_checkpoint_saver_options, "opts", st);
   rc = hk_env_check(opts->env, "opts->env", st);
   if (rc != HK_OK) return rc;
   if (opts->best_k < 0)
@@ -503,18 +482,11 @@ static hk_code copy_options(ckpt_hook *self, const hk_checkpoint_saver_options *
 
 hk_code hk__ckpt_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, int async, hk_status *status) {
   const char *kind = async ? "AsyncCheckpointSaverHook" : "CheckpointSaverHook";
-  hk_checkpoint_saver_options full;
   ckpt_hook *self;
   hk_code rc;
 
   if (out == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "out: must not be NULL");
   *out = NULL;
-  /* A version-1 struct ends before best_k: read what it has, the defaults
-   * for the rest (validate refuses an unknown version before reading). */
-  if (opts != NULL && opts->version >= 1 && opts->version <= HK_CHECKPOINT_SAVER_OPTIONS_VERSION) {
-    full_options(&full, opts);
-    opts = &full;
-  }
   rc = validate(opts, kind, status);
   if (rc != HK_OK) return rc;
 

@@ -16,6 +16,7 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "hooked/hooks.h"
+#include "util/common.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -349,18 +350,13 @@ static const hk_hook_vtable early_stopping_vtable = {
 /* ---- construction -------------------------------------------------------------- */
 
 hk_code hk_early_stopping_options_init(hk_early_stopping_options *opts, uint32_t version) {
-  static const hk_early_stopping_options init = HK_EARLY_STOPPING_OPTIONS_INIT;
-  if (opts == NULL || version != HK_EARLY_STOPPING_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  *opts = init;
-  return HK_OK;
+  return HK__STRUCT_INIT(opts, version, hk_early_stopping_options, HK_EARLY_STOPPING_OPTIONS_INIT);
 }
 
 static hk_code validate(const hk_early_stopping_options *o, hk_status *status) {
   hk_code rc;
   if (o == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "opts is NULL: " HOOK_NAME " needs a monitor");
-  if (o->version == 0 || o->version > HK_EARLY_STOPPING_OPTIONS_VERSION)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "opts->version: %u is not HK_EARLY_STOPPING_OPTIONS_VERSION (%u)",
-                         (unsigned)o->version, (unsigned)HK_EARLY_STOPPING_OPTIONS_VERSION);
+  HK__CHECK_VERSION(o, HK_EARLY_STOPPING_OPTIONS_VERSION, hk_early_stopping_options, "opts", status);
   rc = hk_env_check(o->env, "opts->env", status);
   if (rc != HK_OK) return rc;
   if (o->monitor == NULL || o->monitor[0] == '\0')

@@ -8,6 +8,7 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "hooked/hooks.h"
+#include "util/common.h"
 
 #define HOOK_NAME "FeedFnHook"
 
@@ -48,10 +49,7 @@ static const hk_hook_vtable feed_fn_vtable = {
 };
 
 hk_code hk_feed_fn_options_init(hk_feed_fn_options *opts, uint32_t version) {
-  static const hk_feed_fn_options init = HK_FEED_FN_OPTIONS_INIT;
-  if (opts == NULL || version != HK_FEED_FN_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  *opts = init;
-  return HK_OK;
+  return HK__STRUCT_INIT(opts, version, hk_feed_fn_options, HK_FEED_FN_OPTIONS_INIT);
 }
 
 hk_code hk_feed_fn_hook_new(hk_hook **out, const hk_feed_fn_options *opts, hk_status *status) {
@@ -61,9 +59,7 @@ hk_code hk_feed_fn_hook_new(hk_hook **out, const hk_feed_fn_options *opts, hk_st
   if (out == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "out: must not be NULL");
   *out = NULL;
   if (opts == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "opts is NULL: " HOOK_NAME " needs feed_fn");
-  if (opts->version == 0 || opts->version > HK_FEED_FN_OPTIONS_VERSION)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "opts->version: %u is not HK_FEED_FN_OPTIONS_VERSION (%u)",
-                         (unsigned)opts->version, (unsigned)HK_FEED_FN_OPTIONS_VERSION);
+  HK__CHECK_VERSION(opts, HK_FEED_FN_OPTIONS_VERSION, hk_feed_fn_options, "hk_feed_fn_hook_new: opts", status);
   rc = hk_env_check(opts->env, "opts->env", status);
   if (rc != HK_OK) return rc;
   if (opts->feed_fn == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, HOOK_NAME ": feed_fn must not be NULL");

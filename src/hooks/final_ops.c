@@ -8,6 +8,7 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "hooked/hooks.h"
+#include "util/common.h"
 
 #include <string.h>
 
@@ -202,17 +203,12 @@ static const hk_hook_vtable final_ops_vtable = {
 };
 
 hk_code hk_final_ops_options_init(hk_final_ops_options *opts, uint32_t version) {
-  static const hk_final_ops_options init = HK_FINAL_OPS_OPTIONS_INIT;
-  if (opts == NULL || version != HK_FINAL_OPS_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  *opts = init;
-  return HK_OK;
+  return HK__STRUCT_INIT(opts, version, hk_final_ops_options, HK_FINAL_OPS_OPTIONS_INIT);
 }
 
 static hk_code validate(const hk_final_ops_options *opts, hk_status *status) {
   hk_code rc;
-  if (opts->version == 0 || opts->version > HK_FINAL_OPS_OPTIONS_VERSION)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "opts->version: %u is not HK_FINAL_OPS_OPTIONS_VERSION (%u)",
-                         (unsigned)opts->version, (unsigned)HK_FINAL_OPS_OPTIONS_VERSION);
+  HK__CHECK_VERSION(opts, HK_FINAL_OPS_OPTIONS_VERSION, hk_final_ops_options, "opts", status);
   rc = hk_env_check(opts->env, "opts->env", status);
   if (rc != HK_OK) return rc;
   if (opts->final_ops == NULL && opts->nfinal_ops > 0)

@@ -8,6 +8,7 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "hooked/hooks.h"
+#include "util/common.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -125,6 +126,10 @@ static const hk_hook_vtable global_step_waiter_vtable = {
     HK_HOOK_VTABLE_VERSION, gsw_begin, gsw_after_create_session, gsw_before_run, NULL, NULL, gsw_destroy,
 };
 
+hk_code hk_global_step_waiter_options_init(hk_global_step_waiter_options *opts, uint32_t version) {
+  return HK__STRUCT_INIT(opts, version, hk_global_step_waiter_options, HK_GLOBAL_STEP_WAITER_OPTIONS_INIT);
+}
+
 hk_code hk_global_step_waiter_hook_new(hk_hook **out, const hk_global_step_waiter_options *opts, hk_status *status) {
   hk_global_step_waiter_options defaults = HK_GLOBAL_STEP_WAITER_OPTIONS_INIT;
   global_step_waiter *self;
@@ -133,10 +138,8 @@ hk_code hk_global_step_waiter_hook_new(hk_hook **out, const hk_global_step_waite
   if (out == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "out: must not be NULL");
   *out = NULL;
   if (opts == NULL) opts = &defaults;
-  if (opts->version == 0 || opts->version > HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION)
-    return hk_status_set(status, HK_INVALID_ARGUMENT,
-                         "opts->version: %u is not HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION (%u)", (unsigned)opts->version,
-                         (unsigned)HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION);
+  HK__CHECK_VERSION(opts, HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION, hk_global_step_waiter_options,
+                    "hk_global_step_waiter_hook_new: opts", status);
   rc = hk_env_check(opts->env, "opts->env", status);
   if (rc != HK_OK) return rc;
   if (!(isfinite(opts->poll_interval_secs) && opts->poll_interval_secs > 0))

@@ -10,6 +10,7 @@
  */
 #include "hooked/hooks.h"
 #include "hooked/timer.h"
+#include "util/common.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -401,10 +402,7 @@ static const hk_hook_vtable logging_tensor_vtable = {
 };
 
 hk_code hk_logging_tensor_options_init(hk_logging_tensor_options *opts, uint32_t version) {
-  static const hk_logging_tensor_options init = HK_LOGGING_TENSOR_OPTIONS_INIT;
-  if (opts == NULL || version != HK_LOGGING_TENSOR_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  *opts = init;
-  return HK_OK;
+  return HK__STRUCT_INIT(opts, version, hk_logging_tensor_options, HK_LOGGING_TENSOR_OPTIONS_INIT);
 }
 
 static int by_tag(const void *a, const void *b) {
@@ -417,10 +415,7 @@ static hk_code validate(const hk_logging_tensor_options *opts, hk_status *status
   int secs_given = !hk_secs_is_unset(opts->every_n_secs);
   hk_code rc;
 
-  if (opts->version == 0 || opts->version > HK_LOGGING_TENSOR_OPTIONS_VERSION)
-    return hk_status_set(status, HK_INVALID_ARGUMENT,
-                         "opts->version: %u is not HK_LOGGING_TENSOR_OPTIONS_VERSION (%u)", (unsigned)opts->version,
-                         (unsigned)HK_LOGGING_TENSOR_OPTIONS_VERSION);
+  HK__CHECK_VERSION(opts, HK_LOGGING_TENSOR_OPTIONS_VERSION, hk_logging_tensor_options, "opts", status);
   rc = hk_env_check(opts->env, "opts->env", status);
   if (rc != HK_OK) return rc;
   /* The options' checks, in TF's order: the cadence first, then every_n_iter's value. */

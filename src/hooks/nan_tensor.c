@@ -10,6 +10,7 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "hooked/hooks.h"
+#include "util/common.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -157,10 +158,7 @@ static const hk_hook_vtable nan_tensor_vtable = {
 };
 
 hk_code hk_nan_tensor_options_init(hk_nan_tensor_options *opts, uint32_t version) {
-  static const hk_nan_tensor_options init = HK_NAN_TENSOR_OPTIONS_INIT;
-  if (opts == NULL || version != HK_NAN_TENSOR_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  *opts = init;
-  return HK_OK;
+  return HK__STRUCT_INIT(opts, version, hk_nan_tensor_options, HK_NAN_TENSOR_OPTIONS_INIT);
 }
 
 hk_code hk_nan_tensor_hook_new(hk_hook **out, const hk_nan_tensor_options *opts, hk_status *status) {
@@ -171,9 +169,7 @@ hk_code hk_nan_tensor_hook_new(hk_hook **out, const hk_nan_tensor_options *opts,
   *out = NULL;
   if (opts == NULL)
     return hk_status_set(status, HK_INVALID_ARGUMENT, "opts is NULL: " HOOK_NAME " needs loss or loss_tensor");
-  if (opts->version == 0 || opts->version > HK_NAN_TENSOR_OPTIONS_VERSION)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "opts->version: %u is not HK_NAN_TENSOR_OPTIONS_VERSION (%u)",
-                         (unsigned)opts->version, (unsigned)HK_NAN_TENSOR_OPTIONS_VERSION);
+  HK__CHECK_VERSION(opts, HK_NAN_TENSOR_OPTIONS_VERSION, hk_nan_tensor_options, "hk_nan_tensor_hook_new: opts", status);
   rc = hk_env_check(opts->env, "opts->env", status);
   if (rc != HK_OK) return rc;
   if (opts->loss == NULL && opts->loss_tensor == HK_NO_HANDLE)

@@ -24,6 +24,7 @@
 #include "core/core.h"
 #include "events/events.h"
 #include "events/proto.h"
+#include "util/common.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -373,10 +374,7 @@ static const hk_hook_vtable profiler_vtable = {
 /* ---- construction ---------------------------------------------------------------------- */
 
 hk_code hk_profiler_options_init(hk_profiler_options *opts, uint32_t version) {
-  static const hk_profiler_options init = HK_PROFILER_OPTIONS_INIT;
-  if (!opts || version != HK_PROFILER_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  *opts = init;
-  return HK_OK;
+  return HK__STRUCT_INIT(opts, version, hk_profiler_options, HK_PROFILER_OPTIONS_INIT);
 }
 
 hk_code hk_profiler_hook_new(hk_hook **out, const hk_profiler_options *opts, hk_status *st) {
@@ -384,9 +382,7 @@ hk_code hk_profiler_hook_new(hk_hook **out, const hk_profiler_options *opts, hk_
   if (out) *out = NULL;
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_profiler_hook_new: out is NULL");
   if (!opts) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_profiler_hook_new: opts is NULL (a cadence is required)");
-  if (opts->version == 0 || opts->version > HK_PROFILER_OPTIONS_VERSION)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_profiler_hook_new: options version %u is not supported",
-                         (unsigned)opts->version);
+  HK__CHECK_VERSION(opts, HK_PROFILER_OPTIONS_VERSION, hk_profiler_options, "hk_profiler_hook_new: opts", st);
   hk_code rc = hk_env_check(opts->env, "hk_profiler_hook_new: env", st);
   if (rc != HK_OK) return rc;
   rc = hk_timer_init(&probe, opts->save_secs, opts->save_steps, "save_secs", "save_steps", NULL, st);

@@ -21,6 +21,7 @@
 #endif
 
 #include "hooked/hooks.h"
+#include "util/common.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -408,15 +409,7 @@ static const hk_hook_vtable progress_vtable = {
 };
 
 hk_code hk_progress_options_init(hk_progress_options *opts, uint32_t version) {
-  if (opts == NULL || version != HK_PROGRESS_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  opts->version = HK_PROGRESS_OPTIONS_VERSION;
-  opts->env = NULL;
-  opts->stream = stderr;
-  opts->last_step = HK_UNSET_STEPS;
-  opts->loss = NULL;
-  opts->every_n_secs = HK_UNSET_SECS;
-  opts->mode = HK_PROGRESS_AUTO;
-  return HK_OK;
+  return HK__STRUCT_INIT(opts, version, hk_progress_options, HK_PROGRESS_OPTIONS_INIT);
 }
 
 hk_code hk_progress_hook_new(hk_hook **out, const hk_progress_options *opts, hk_status *status) {
@@ -430,9 +423,7 @@ hk_code hk_progress_hook_new(hk_hook **out, const hk_progress_options *opts, hk_
     hk_progress_options_init(&defaults, HK_PROGRESS_OPTIONS_VERSION);
     opts = &defaults;
   }
-  if (opts->version == 0 || opts->version > HK_PROGRESS_OPTIONS_VERSION)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "opts->version: %u is not HK_PROGRESS_OPTIONS_VERSION (%u)",
-                         (unsigned)opts->version, (unsigned)HK_PROGRESS_OPTIONS_VERSION);
+  HK__CHECK_VERSION(opts, HK_PROGRESS_OPTIONS_VERSION, hk_progress_options, "hk_progress_hook_new: opts", status);
   rc = hk_env_check(opts->env, "opts->env", status);
   if (rc != HK_OK) return rc;
   if (opts->last_step != HK_UNSET_STEPS && opts->last_step < 0)

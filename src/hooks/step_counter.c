@@ -16,6 +16,7 @@
 #include "core/core.h"
 #include "events/events.h"
 #include "util/fs.h"
+#include "util/common.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -179,9 +180,7 @@ static const hk_hook_vtable step_counter_vtable = {
 static const hk_step_counter_options default_options = HK_STEP_COUNTER_OPTIONS_INIT;
 
 hk_code hk_step_counter_options_init(hk_step_counter_options *opts, uint32_t version) {
-  if (opts == NULL || version != HK_STEP_COUNTER_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  *opts = default_options;
-  return HK_OK;
+  return HK__STRUCT_INIT(opts, version, hk_step_counter_options, HK_STEP_COUNTER_OPTIONS_INIT);
 }
 
 hk_code hk_step_counter_hook_new(hk_hook **out, const hk_step_counter_options *opts, hk_status *status) {
@@ -194,9 +193,8 @@ hk_code hk_step_counter_hook_new(hk_hook **out, const hk_step_counter_options *o
   if (out == NULL) return hk_status_set(status, HK_INVALID_ARGUMENT, "%s: out is NULL", fn);
   *out = NULL;
   if (opts == NULL) opts = &default_options;
-  if (opts->version == 0 || opts->version > HK_STEP_COUNTER_OPTIONS_VERSION)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "%s: opts->version %u is not HK_STEP_COUNTER_OPTIONS_VERSION (%u)",
-                         fn, (unsigned)opts->version, (unsigned)HK_STEP_COUNTER_OPTIONS_VERSION);
+  HK__CHECK_VERSION(opts, HK_STEP_COUNTER_OPTIONS_VERSION, hk_step_counter_options, "hk_step_counter_hook_new: opts",
+                    status);
   rc = hk_env_check(opts->env, "hk_step_counter_hook_new: opts->env", status);
   if (rc != HK_OK) return rc;
   /* every_n_steps unset means 100, unless every_n_secs is given. */

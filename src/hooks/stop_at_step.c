@@ -7,6 +7,7 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "hooked/hooks.h"
+#include "util/common.h"
 
 #include <inttypes.h>
 
@@ -115,6 +116,10 @@ static const hk_hook_vtable stop_at_step_vtable = {
     HK_HOOK_VTABLE_VERSION, sas_begin, sas_after_create_session, sas_before_run, sas_after_run, NULL, sas_destroy,
 };
 
+hk_code hk_stop_at_step_options_init(hk_stop_at_step_options *opts, uint32_t version) {
+  return HK__STRUCT_INIT(opts, version, hk_stop_at_step_options, HK_STOP_AT_STEP_OPTIONS_INIT);
+}
+
 hk_code hk_stop_at_step_hook_new(hk_hook **out, const hk_stop_at_step_options *opts, hk_status *status) {
   stop_at_step *self;
   hk_code rc;
@@ -123,9 +128,8 @@ hk_code hk_stop_at_step_hook_new(hk_hook **out, const hk_stop_at_step_options *o
   *out = NULL;
   if (opts == NULL)
     return hk_status_set(status, HK_INVALID_ARGUMENT, "opts is NULL: One of num_steps or last_step must be specified.");
-  if (opts->version == 0 || opts->version > HK_STOP_AT_STEP_OPTIONS_VERSION)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, "opts->version: %u is not HK_STOP_AT_STEP_OPTIONS_VERSION (%u)",
-                         (unsigned)opts->version, (unsigned)HK_STOP_AT_STEP_OPTIONS_VERSION);
+  HK__CHECK_VERSION(opts, HK_STOP_AT_STEP_OPTIONS_VERSION, hk_stop_at_step_options, "hk_stop_at_step_hook_new: opts",
+                    status);
   rc = hk_env_check(opts->env, "opts->env", status);
   if (rc != HK_OK) return rc;
   if (opts->num_steps == HK_UNSET_STEPS && opts->last_step == HK_UNSET_STEPS)

@@ -22,6 +22,7 @@
 #include "core/core.h"
 #include "events/events.h"
 #include "util/fs.h"
+#include "util/common.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -203,12 +204,8 @@ static const hk_hook_vtable summary_saver_vtable = {
     HK_HOOK_VTABLE_VERSION, ss_begin, ss_after_create_session, ss_before_run, ss_after_run, ss_end, ss_destroy,
 };
 
-static const hk_summary_saver_options default_options = HK_SUMMARY_SAVER_OPTIONS_INIT;
-
 hk_code hk_summary_saver_options_init(hk_summary_saver_options *opts, uint32_t version) {
-  if (opts == NULL || version != HK_SUMMARY_SAVER_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  *opts = default_options;
-  return HK_OK;
+  return HK__STRUCT_INIT(opts, version, hk_summary_saver_options, HK_SUMMARY_SAVER_OPTIONS_INIT);
 }
 
 hk_code hk_summary_saver_hook_new(hk_hook **out, const hk_summary_saver_options *opts, hk_status *status) {
@@ -223,10 +220,8 @@ hk_code hk_summary_saver_hook_new(hk_hook **out, const hk_summary_saver_options 
   if (opts == NULL)
     return hk_status_set(status, HK_INVALID_ARGUMENT,
                          "%s: opts is NULL: Exactly one of scaffold or summary_op must be provided.", fn);
-  if (opts->version == 0 || opts->version > HK_SUMMARY_SAVER_OPTIONS_VERSION)
-    return hk_status_set(status, HK_INVALID_ARGUMENT,
-                         "%s: opts->version %u is not HK_SUMMARY_SAVER_OPTIONS_VERSION (%u)", fn,
-                         (unsigned)opts->version, (unsigned)HK_SUMMARY_SAVER_OPTIONS_VERSION);
+  HK__CHECK_VERSION(opts, HK_SUMMARY_SAVER_OPTIONS_VERSION, hk_summary_saver_options, "hk_summary_saver_hook_new: opts",
+                    status);
   rc = hk_env_check(opts->env, "hk_summary_saver_hook_new: opts->env", status);
   if (rc != HK_OK) return rc;
   n = opts->nsummary_op;

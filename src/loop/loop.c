@@ -12,6 +12,7 @@
  */
 #include "loop/host_executor.h"
 #include "loop/loop_internal.h"
+#include "util/common.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -41,19 +42,8 @@ hk_code hk__loop_report(const hk_loop *l, hk_status *st) {
 
 static const hk_loop_options default_options = HK_LOOP_OPTIONS_INIT;
 
-/* The size of each version of the options: a program built against an
- * older header has only that much. */
-static size_t options_size(uint32_t version) {
-  if (version >= 4) return sizeof(hk_loop_options);
-  if (version == 3) return offsetof(hk_loop_options, allow_non_finite);
-  return version == 2 ? offsetof(hk_loop_options, summary_dir) : offsetof(hk_loop_options, nan_guard);
-}
-
 hk_code hk_loop_options_init(hk_loop_options *opts, uint32_t version) {
-  if (!opts || version == 0 || version > HK_LOOP_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  memcpy(opts, &default_options, options_size(version));
-  opts->version = version;
-  return HK_OK;
+  return HK__STRUCT_INIT(opts, version, hk_loop_options, HK_LOOP_OPTIONS_INIT);
 }
 
 static int valid_tensor_name(const char *name);
@@ -61,9 +51,7 @@ static int valid_tensor_name(const char *name);
 static int valid_secs_option(double v) { return hk_secs_is_unset(v) || (isfinite(v) && v >= 0); }
 
 static hk_code validate(const hk_loop_options *o, hk_status *st) {
-  if (o->version == 0 || o->version > HK_LOOP_OPTIONS_VERSION)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: options version %u is not supported",
-                         (unsigned)o->version);
+  HK__CHECK_VERSION(o, HK_LOOP_OPTIONS_VERSION, hk_loop_options, "hk_loop_new: opts", st);
   hk_code rc = hk_env_check(o->env, "hk_loop_new: env", st);
   if (rc != HK_OK) return rc;
   if (!valid_secs_option(o->save_secs))
@@ -152,15 +140,6 @@ hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *st) {
   if (out) *out = NULL;
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: out is NULL");
   const hk_loop_options *o = opts ? opts : &default_options;
-  hk_loop_options full;
-  /* An older struct (version 1 ends before nan_guard, 2 before
-   * summary_dir): what it has, and defaults. validate() refuses an unknown
-   * version before reading anything else. */
-  if (o->version >= 1 && o->version <= HK_LOOP_OPTIONS_VERSION) {
-    full = default_options;
-    memcpy(&full, o, options_size(o->version));
-    o = &full;
-  }
   hk_code rc = validate(o, st);
   if (rc != HK_OK) return rc;
   if (o->checkpoint_basename && !valid_file_name(o->checkpoint_basename))

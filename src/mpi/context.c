@@ -49,9 +49,7 @@ hk_code hk__mpi_fingerprint(hk_executor *ex, hk__mpi_var_pick pick, void *user, 
 static const hk_mpi_options default_options = HK_MPI_OPTIONS_INIT;
 
 hk_code hk_mpi_options_init(hk_mpi_options *opts, uint32_t version) {
-  if (!opts || version != HK_MPI_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  *opts = default_options;
-  return HK_OK;
+  return hk_struct_init(opts, sizeof(hk_mpi_options), &(const hk_mpi_options)HK_MPI_OPTIONS_INIT, version);
 }
 
 hk_code hk_mpi_new(hk_mpi **out, const hk_mpi_options *opts, hk_status *st) {
@@ -59,9 +57,8 @@ hk_code hk_mpi_new(hk_mpi **out, const hk_mpi_options *opts, hk_status *st) {
   if (out) *out = NULL;
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_new: out is NULL");
   const hk_mpi_options *o = opts ? opts : &default_options;
-  if (o->version != HK_MPI_OPTIONS_VERSION)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_new: options version %u is not supported",
-                         (unsigned)o->version);
+  if (hk_struct_check_version(o, HK_MPI_OPTIONS_VERSION, "hk_mpi_options", "hk_mpi_new: opts", st) != HK_OK)
+    return HK_INVALID_ARGUMENT;
   hk_code rc = hk_env_check(o->env, "hk_mpi_new: env", st);
   if (rc != HK_OK) return rc;
   MPI_Initialized(&flag);

@@ -177,13 +177,18 @@ static const hk_hook_vtable stop_vtable = {
 
 static const hk_mpi_stop_options default_stop = HK_MPI_STOP_OPTIONS_INIT;
 
+hk_code hk_mpi_stop_options_init(hk_mpi_stop_options *opts, uint32_t version) {
+  return hk_struct_init(opts, sizeof(hk_mpi_stop_options), &(const hk_mpi_stop_options)HK_MPI_STOP_OPTIONS_INIT,
+                        version);
+}
+
 hk_code hk_mpi_stop_hook_new(hk_hook **out, hk_mpi *mpi, const hk_mpi_stop_options *opts, hk_status *st) {
   if (out) *out = NULL;
   if (!out || !mpi) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_stop_hook_new: %s is NULL", !out ? "out" : "mpi");
   const hk_mpi_stop_options *o = opts ? opts : &default_stop;
-  if (o->version != HK_MPI_STOP_OPTIONS_VERSION)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_stop_hook_new: options version %u is not supported",
-                         (unsigned)o->version);
+  if (hk_struct_check_version(o, HK_MPI_STOP_OPTIONS_VERSION, "hk_mpi_stop_options", "hk_mpi_stop_hook_new: opts",
+                              st) != HK_OK)
+    return HK_INVALID_ARGUMENT;
   hk_code rc = hk_env_check(o->env, "hk_mpi_stop_hook_new: env", st);
   if (rc != HK_OK) return rc;
   const hk_env *env = o->env ? o->env : &mpi->env;

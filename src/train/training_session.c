@@ -31,22 +31,12 @@ static void owned_free(void *user) {
   hk_env_free(&env, o);
 }
 
-static const hk_training_session_options default_options = HK_TRAINING_SESSION_OPTIONS_INIT;
-
 hk_code hk_training_session_options_init(hk_training_session_options *opts, uint32_t version) {
-  if (!opts || version == 0 || version > HK_TRAINING_SESSION_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  if (version == 1)
-    memcpy(opts, &default_options, offsetof(hk_training_session_options, async_checkpoint_block_when_busy));
-  else
-    *opts = default_options;
-  opts->version = version;
-  return HK_OK;
+  return hk_struct_init(opts, sizeof(hk_training_session_options),
+                        &(const hk_training_session_options)HK_TRAINING_SESSION_OPTIONS_INIT, version);
 }
 
-/* Fields of version 2, read only from a struct that has them. */
-static int block_when_busy(const hk_training_session_options *o) {
-  return o->version >= 2 && o->async_checkpoint_block_when_busy != 0;
-}
+static int block_when_busy(const hk_training_session_options *o) { return o->async_checkpoint_block_when_busy != 0; }
 
 /* A given cadence is finite and >= 0. */
 static hk_code check_secs(double v, const char *name, hk_status *st) {
@@ -70,9 +60,9 @@ static hk_code check_hooks(hk_hook *const *a, size_t n, const char *name, hk_sta
 /* Everything the options say, before any side effect. */
 static hk_code validate(const hk_training_session_options *o, hk_status *st) {
   hk_code rc;
-  if (o->version == 0 || o->version > HK_TRAINING_SESSION_OPTIONS_VERSION)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_training_session_new: options version %u is not supported",
-                         (unsigned)o->version);
+  if (hk_struct_check_version(o, HK_TRAINING_SESSION_OPTIONS_VERSION, "hk_training_session_options",
+                              "hk_training_session_new: opts", st) != HK_OK)
+    return HK_INVALID_ARGUMENT;
   if (!o->executor) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_training_session_new: executor is NULL");
   rc = hk_env_check(o->env, "hk_training_session_new: env", st);
   if (rc != HK_OK) return rc;

@@ -64,36 +64,43 @@ hk_code hk__callback_result(hk_code rc, hk_status *st, const char *what, const c
   return rc;
 }
 
+/* ---- versioned structs ----------------------------------------------------- */
+
+hk_code hk_struct_init(void *s, size_t size, const void *init, uint32_t version) {
+  uint32_t current;
+  if (s == NULL || init == NULL) return HK_INVALID_ARGUMENT;
+  memcpy(&current, init, sizeof current);
+  if (version == 0 || version > current) return HK_INVALID_ARGUMENT;
+  memcpy(s, init, size);
+  return HK_OK;
+}
+
+hk_code hk_struct_check_version(const void *s, uint32_t current, const char *type, const char *what,
+                                hk_status *status) {
+  uint32_t version;
+  if (s == NULL) return HK_OK;
+  memcpy(&version, s, sizeof version);
+  if (version != 0 && version <= current) return HK_OK;
+  return hk_status_set(status, HK_INVALID_ARGUMENT,
+                       "%s->version: version %u of %s is not one this library knows (1 to %u); initialize the struct "
+                       "with its _INIT macro or _init()",
+                       what, (unsigned)version, type, (unsigned)current);
+}
+
 /* ---- env ------------------------------------------------------------------ */
 
 static const hk_env default_env = HK_ENV_INIT;
 
 const hk_env *hk__env_or_default(const hk_env *env) { return env ? env : &default_env; }
 
-/* Size of the struct a caller of `version` has: fields are only appended. */
-static size_t env_size(uint32_t version) { return version >= 2 ? sizeof(hk_env) : offsetof(hk_env, fs); }
+hk_code hk_env_init(hk_env *env, uint32_t version) { return HK__STRUCT_INIT(env, version, hk_env, HK_ENV_INIT); }
 
-hk_code hk_env_init(hk_env *env, uint32_t version) {
-  if (!env) return HK_INVALID_ARGUMENT;
-  if (version == 0 || version > HK_ENV_VERSION) return HK_INVALID_ARGUMENT;
-  memcpy(env, &default_env, env_size(version));
-  env->version = version;
-  return HK_OK;
-}
-
-void hk_env_copy(hk_env *dst, const hk_env *src) {
-  *dst = default_env;
-  if (!src) return;
-  memcpy(dst, src, env_size(src->version));
-  dst->version = HK_ENV_VERSION;
-}
+void hk_env_copy(hk_env *dst, const hk_env *src) { *dst = src ? *src : default_env; }
 
 hk_code hk_env_check(const hk_env *env, const char *what, hk_status *st) {
   if (!what) what = "env";
   if (!env) return HK_OK;
-  if (env->version == 0 || env->version > HK_ENV_VERSION)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: unsupported hk_env version %u (this library knows %u)", what,
-                         (unsigned)env->version, (unsigned)HK_ENV_VERSION);
+  HK__CHECK_VERSION(env, HK_ENV_VERSION, hk_env, what, st);
   const hk_allocator *a = &env->allocator;
   int n = (a->alloc != NULL) + (a->realloc != NULL) + (a->free != NULL);
   if (n != 0 && n != 3)
@@ -101,7 +108,7 @@ hk_code hk_env_check(const hk_env *env, const char *what, hk_status *st) {
                          what);
   if ((int)env->log_level < (int)HK_LOG_DEBUG || (int)env->log_level > (int)HK_LOG_ERROR)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: log_level %d is not a hk_log_level", what, (int)env->log_level);
-  if (env->version >= 2 && env->fs) {
+  if (env->fs) {
     const hk_fs_vtable *fs = env->fs;
     if (fs->version == 0 || fs->version > HK_FS_VTABLE_VERSION)
       return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: unsupported hk_fs_vtable version %u (this library knows %u)",

@@ -19,7 +19,7 @@
 void hk__fs_init(hk__fs *fs, const hk_env *env) {
   env = hk__env_or_default(env);
   fs->env = env;
-  if (env->version >= 2 && env->fs) {
+  if (env->fs) {
     fs->vt = env->fs;
     fs->user = env->fs_user;
   } else {

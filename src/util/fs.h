@@ -20,7 +20,7 @@ typedef struct hk__fs {
   const hk_env *env; /* borrowed: for allocation and logging; never NULL */
 } hk__fs;
 
-/** Resolve env->fs (POSIX when NULL or env version 1). `env` NULL: defaults. */
+/** Resolve env->fs (POSIX when NULL). `env` NULL: defaults. */
 void hk__fs_init(hk__fs *fs, const hk_env *env);
 
 /** What a slot returned, made what the library promises of file-system

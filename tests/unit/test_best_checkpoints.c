@@ -417,27 +417,31 @@ static void test_best_checkpoints__bad_options_are_named(void **state) {
   assert_null(h);
   assert_int_equal(test_dir_count(f->root), 0);
 
-  /* A version-1 struct has no best fields: whatever follows it is not read. */
-  co.version = 1;
-  co.best_k = -5;
-  co.best_metric = (const char *)1;
-  assert_ok(hk_checkpoint_saver_hook_new(&h, &co, &f->st), &f->st);
-  hk_hook_free(h);
-  h = NULL;
+  /* The one version rule: 0 and a version above the library's are refused,
+   * naming the struct, before any field is read. */
+  co.best_k = 1;
+  co.best_mode = HK_MONITOR_MIN;
+  co.version = 0;
+  assert_status(hk_checkpoint_saver_hook_new(&h, &co, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "version 0 of hk_checkpoint_saver_options");
+  co.version = HK_CHECKPOINT_SAVER_OPTIONS_VERSION + 1;
+  assert_status(hk_checkpoint_saver_hook_new(&h, &co, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "hk_checkpoint_saver_options");
+  assert_null(h);
+  assert_int_equal(test_dir_count(f->root), 0);
 
-  /* options_init: version 1 fills only what version 1 has. */
+  /* options_init fills every field, best ones included, for the current
+   * version and writes nothing for another. */
   memset(&co, 0x5a, sizeof co);
-  assert_int_equal(hk_checkpoint_saver_options_init(&co, 1), HK_OK);
-  assert_int_equal(co.version, 1);
-  assert_int_equal(co.steps_per_run, 1);
+  assert_int_equal(hk_checkpoint_saver_options_init(&co, 0), HK_INVALID_ARGUMENT);
+  assert_int_equal(hk_checkpoint_saver_options_init(&co, HK_CHECKPOINT_SAVER_OPTIONS_VERSION + 1), HK_INVALID_ARGUMENT);
   assert_int_equal(co.best_k, 0x5a5a5a5a5a5a5a5a);
   assert_int_equal(hk_checkpoint_saver_options_init(&co, HK_CHECKPOINT_SAVER_OPTIONS_VERSION), HK_OK);
-  assert_int_equal(co.version, 2);
+  assert_int_equal(co.version, HK_CHECKPOINT_SAVER_OPTIONS_VERSION);
+  assert_int_equal(co.steps_per_run, 1);
   assert_int_equal(co.best_k, 0);
   assert_null(co.best_metric);
   assert_int_equal(co.best_mode, HK_MONITOR_MIN);
-  assert_int_equal(hk_checkpoint_saver_options_init(&co, 0), HK_INVALID_ARGUMENT);
-  assert_int_equal(hk_checkpoint_saver_options_init(&co, 3), HK_INVALID_ARGUMENT);
 }
 
 /* H45: an unknown best_metric fails begin(); one that is not a number fails the

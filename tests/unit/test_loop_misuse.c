@@ -83,19 +83,20 @@ static void test_loop__bad_options_have_no_side_effect(void **state) {
   o = opts_for(f);
   o.summary_dir = "";
   assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "hk_loop_new: summary_dir is empty");
-  /* A version-1 struct ends before nan_guard: what follows is not read. */
+  /* The one version rule: version 0 is refused naming the struct, and
+   * _init of another version writes nothing. */
   o = opts_for(f);
-  o.version = 1;
-  o.best_k = -3;
-  o.nan_guard = "";
-  assert_ok(hk_loop_new(&l, &o, &f->st), &f->st);
-  hk_loop_free(l);
+  o.version = 0;
+  assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "hk_loop_new: opts->version: version 0 of hk_loop_options");
+  assert_null(l);
   memset(&o, 0x5a, sizeof o);
-  assert_int_equal(hk_loop_options_init(&o, 1), HK_OK);
-  assert_int_equal(o.version, 1);
-  assert_int_equal(o.handle_signals, 1);
+  assert_int_equal(hk_loop_options_init(&o, 0), HK_INVALID_ARGUMENT);
+  assert_int_equal(hk_loop_options_init(&o, HK_LOOP_OPTIONS_VERSION + 1), HK_INVALID_ARGUMENT);
   assert_true(o.nan_guard == (const char *)(uintptr_t)0x5a5a5a5a5a5a5a5aull);
   assert_int_equal(hk_loop_options_init(&o, HK_LOOP_OPTIONS_VERSION), HK_OK);
+  assert_int_equal(o.version, HK_LOOP_OPTIONS_VERSION);
+  assert_int_equal(o.handle_signals, 1);
   assert_null(o.nan_guard);
   assert_int_equal(o.best_k, 0);
   assert_null(o.best_metric);

@@ -115,7 +115,7 @@ static hk_saver *saver_with(fx *f, uint32_t version, int allow, const hk_env *en
   o.env = env ? env : &f->te->env;
   o.executor = f->ex;
   o.max_to_keep = 2;
-  if (version >= 2) o.allow_non_finite = allow;
+  o.allow_non_finite = allow;
   assert_ok(hk_saver_new(&s, &o, &f->st), &f->st);
   return s;
 }
@@ -249,13 +249,12 @@ static void test_non_finite__every_floating_dtype_is_scanned(void **state) {
   hk_saver_free(s);
 }
 
-/* The opt-outs: allow_non_finite writes NaN and infinities of every
- * variable as they are (TensorFlow's behaviour); a version-1 options
- * struct, which has no such field, refuses (the default). */
-static void test_non_finite__allow_option_and_older_options_version(void **state) {
+/* The opt-out: allow_non_finite writes NaN and infinities of every
+ * variable as they are (TensorFlow's behaviour); the default refuses. */
+static void test_non_finite__allow_option_and_the_default_refusal(void **state) {
   fx *f = *state;
   hk_saver *allow = saver_with(f, HK_SAVER_OPTIONS_VERSION, 1, NULL);
-  hk_saver *v1 = saver_with(f, 1, 0, NULL);
+  hk_saver *v1 = saver_with(f, HK_SAVER_OPTIONS_VERSION, 0, NULL);
   hk_saver_options o;
   float w[12];
   uint32_t bits;
@@ -267,13 +266,14 @@ static void test_non_finite__allow_option_and_older_options_version(void **state
   assert_true(isnan(w[1]));
   /* The first in the file's (bytewise name) order is named. */
   assert_status(save(f, v1, 2), &f->st, HK_INVALID_ARGUMENT, "variable 'd' holds -Inf at element 2");
-  /* _init of version 1 copies only that version's fields. */
+  /* _init fills every field, allow_non_finite's default included; another
+   * version writes nothing. */
   memset(&o, 0xAB, sizeof o);
-  assert_int_equal(hk_saver_options_init(&o, 1), HK_OK);
-  assert_int_equal(o.version, 1);
+  assert_int_equal(hk_saver_options_init(&o, HK_SAVER_OPTIONS_VERSION + 1), HK_INVALID_ARGUMENT);
   memcpy(&bits, &o.allow_non_finite, sizeof bits);
   assert_int_equal(bits, 0xABABABABu);
-  assert_int_equal(hk_saver_options_init(&o, HK_SAVER_OPTIONS_VERSION + 1), HK_INVALID_ARGUMENT);
+  assert_int_equal(hk_saver_options_init(&o, HK_SAVER_OPTIONS_VERSION), HK_OK);
+  assert_int_equal(o.allow_non_finite, 0);
   hk_saver_free(allow);
   hk_saver_free(v1);
 }
@@ -466,7 +466,7 @@ static hk_loop *loop_with(fx *f, prog *p, uint32_t version, int allow, int keep,
   o.max_to_keep = keep;
   o.last_step = 10; /* bounded, with or without a refusal */
   o.handle_signals = 0;
-  if (version >= 4) o.allow_non_finite = allow;
+  o.allow_non_finite = allow;
   assert_ok(hk_loop_new(&l, &o, &f->st), &f->st);
   assert_ok(hk_loop_add_array(l, "w", HK_DTYPE_F32, 1, dims, p->w, wflags, &f->st), &f->st);
   assert_ok(hk_loop_add_array(l, "loss", HK_DTYPE_F32, 0, NULL, &p->loss, HK_LOOP_NO_CHECKPOINT, &f->st), &f->st);
@@ -509,8 +509,8 @@ static void test_non_finite__host_loop_keeps_its_last_finite_checkpoints(void **
 }
 
 /* The loop's opt-outs: an array flagged HK_LOOP_NON_FINITE_OK, and the
- * option allow_non_finite, write NaN as it is and the loop goes on; a
- * version-3 options struct (no such field) refuses. */
+ * option allow_non_finite, write NaN as it is and the loop goes on; the
+ * default refuses. */
 static void test_non_finite__host_loop_flag_and_option(void **state) {
   fx *f = *state;
   for (int variant = 0; variant < 3; variant++) {
@@ -521,7 +521,7 @@ static void test_non_finite__host_loop_flag_and_option(void **state) {
     p.bad_at = 1;
     l = variant == 0   ? loop_with(f, &p, HK_LOOP_OPTIONS_VERSION, 0, 5, HK_LOOP_NON_FINITE_OK)
         : variant == 1 ? loop_with(f, &p, HK_LOOP_OPTIONS_VERSION, 1, 5, 0)
-                       : loop_with(f, &p, 3, 0, 5, 0);
+                       : loop_with(f, &p, HK_LOOP_OPTIONS_VERSION, 0, 5, 0);
     assert_ok(hk_loop_start(l, NULL, &f->st), &f->st);
     if (variant < 2) {
       for (int i = 0; i < 3; i++) assert_ok(hk_loop_step(l, prog_step, &p, &f->st), &f->st);
@@ -573,7 +573,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_non_finite__saver_refuses_nan_and_changes_nothing, setup, teardown),
       cmocka_unit_test_setup_teardown(test_non_finite__every_floating_dtype_is_scanned, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_non_finite__allow_option_and_older_options_version, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_non_finite__allow_option_and_the_default_refusal, setup, teardown),
       cmocka_unit_test_setup_teardown(test_non_finite__every_write_path_refuses, setup, teardown),
       cmocka_unit_test_setup_teardown(test_non_finite__checkpoint_hook_fails_the_step, setup, teardown),
       cmocka_unit_test_setup_teardown(test_non_finite__async_hook_returns_the_refusal_at_the_next_run, setup, teardown),

@@ -113,8 +113,8 @@ static void test_restore__both_paths_given_are_refused_before_a_raw_session(void
 }
 
 /* C67: without a saver nothing is restored, from a directory or an explicit
- * path; the model is initialized. A version-1 options struct has no saver
- * field, so one left in memory after it is not read. */
+ * path; the model is initialized. Options of a version the library does not
+ * know are refused, naming the struct, before anything is restored. */
 static void test_restore__without_a_saver_nothing_is_restored(void **state) {
   fx *f = *state;
   char *p = prefix_of(f, 4);
@@ -129,10 +129,12 @@ static void test_restore__without_a_saver_nothing_is_restored(void **state) {
   assert_ok(prepare(f), &f->st);
   assert_true(initialized_by_init_op(&f->m, f->out));
   drop_out(f);
+  drop_out(f);
   f->po.saver = f->saver;
-  f->po.version = 1;
-  assert_ok(prepare(f), &f->st);
-  assert_true(initialized_by_init_op(&f->m, f->out));
+  f->po.version = HK_PREPARE_OPTIONS_VERSION + 1;
+  assert_status(prepare(f), &f->st, HK_INVALID_ARGUMENT, "version 2 of hk_prepare_options");
+  f->po.version = 0;
+  assert_status(prepare(f), &f->st, HK_INVALID_ARGUMENT, "version 0 of hk_prepare_options");
   assert_int_equal(test_log_count(&f->te->log, -1, "Restoring parameters"), 0);
   free(p);
 }

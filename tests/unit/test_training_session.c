@@ -258,9 +258,10 @@ static void test_training_session__without_block_when_busy_defers_a_due_save(voi
   assert_true(checkpoint_gs(f, 1) == 1);
 }
 
-/* H22: the option needs async_checkpoint; version 2 of the options struct
- * holds it, and a version-1 struct is read no further than version 1. */
-static void test_training_session__block_when_busy_needs_async_and_options_version_2(void **state) {
+/* H22: the option needs async_checkpoint. The options struct follows the
+ * one version rule: init fills every field, block_when_busy included, and
+ * version 0 or a version above the library's is refused naming the struct. */
+static void test_training_session__block_when_busy_needs_async_and_a_known_options_version(void **state) {
   fx *f = *state;
   hk_session *s = NULL;
   hk_training_session_options o1;
@@ -269,18 +270,23 @@ static void test_training_session__block_when_busy_needs_async_and_options_versi
                 "async_checkpoint_block_when_busy is set without async_checkpoint");
   assert_null(s);
   assert_false(test_path_exists(f->ck)); /* H23 */
-  /* Version 1: the field is neither written by init nor read. */
   memset(&o1, 0, sizeof o1);
   o1.async_checkpoint_block_when_busy = 7;
-  assert_int_equal(hk_training_session_options_init(&o1, 1), HK_OK);
-  assert_int_equal(o1.version, 1);
-  assert_int_equal(o1.async_checkpoint_block_when_busy, 7);
+  assert_int_equal(hk_training_session_options_init(&o1, 0), HK_INVALID_ARGUMENT);
+  assert_int_equal(hk_training_session_options_init(&o1, HK_TRAINING_SESSION_OPTIONS_VERSION + 1), HK_INVALID_ARGUMENT);
+  assert_int_equal(o1.async_checkpoint_block_when_busy, 7); /* untouched */
+  assert_int_equal(hk_training_session_options_init(&o1, HK_TRAINING_SESSION_OPTIONS_VERSION), HK_OK);
+  assert_int_equal(o1.version, HK_TRAINING_SESSION_OPTIONS_VERSION);
+  assert_int_equal(o1.async_checkpoint_block_when_busy, 0);
   assert_int_equal(o1.log_step_count_steps, 100);
   o1.executor = f->o.executor;
+  o1.version = HK_TRAINING_SESSION_OPTIONS_VERSION + 1;
+  assert_status(hk_training_session_new(&s, &o1, &f->st), &f->st, HK_INVALID_ARGUMENT, "hk_training_session_options");
+  assert_null(s);
+  o1.version = HK_TRAINING_SESSION_OPTIONS_VERSION;
   assert_ok(hk_training_session_new(&s, &o1, &f->st), &f->st);
   assert_ok(hk_session_close(s, HK_OK, &f->st), &f->st);
   hk_session_free(s);
-  assert_int_equal(hk_training_session_options_init(&o1, 0), HK_INVALID_ARGUMENT);
 }
 
 /* C54: a cadence of 0 (or log_step_count_steps 0) disables its default
@@ -417,7 +423,7 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_training_session__without_block_when_busy_defers_a_due_save, setup,
                                       teardown),
-      cmocka_unit_test_setup_teardown(test_training_session__block_when_busy_needs_async_and_options_version_2, setup,
+      cmocka_unit_test_setup_teardown(test_training_session__block_when_busy_needs_async_and_a_known_options_version, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_training_session__a_zero_cadence_disables_its_default_hook, setup, teardown),
       cmocka_unit_test_setup_teardown(test_training_session__a_worker_runs_only_the_user_hooks, setup, teardown),

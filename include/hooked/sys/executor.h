@@ -63,6 +63,16 @@ typedef struct hk_run_options {
 } hk_run_options;
 #define HK_RUN_OPTIONS_INIT { HK_RUN_OPTIONS_VERSION, 0, 0, NULL }
 
+/**
+ * Initialize options to HK_RUN_OPTIONS_INIT.
+ * @param version  HK_RUN_OPTIONS_VERSION, the version the program is compiled with.
+ * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
+ *         nothing, for a NULL opts or a version that is 0 or above
+ *         HK_RUN_OPTIONS_VERSION.
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_run_options_init(hk_run_options *opts, uint32_t version);
+
 /** One traced op (reference executor with trace_level >= 1, contract H30). */
 typedef struct hk_op_trace {
   const char *op_name;       /**< borrowed from the executor */
