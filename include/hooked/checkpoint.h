@@ -11,7 +11,7 @@
  * ".meta"). The state file "checkpoint" in the same
  * directory lists the managed checkpoints, TensorFlow-style, with bare names.
  * Every file is written to a temporary name, fsynced, renamed and the
- * directory fsynced (D4), so a crash at any instant leaves the previous
+ * directory fsynced, so a crash at any instant leaves the previous
  * state file and every checkpoint it names whole.
  *
  * File access goes through hk_env.fs (hooked/sys/fs.h); paths are passed to
@@ -46,7 +46,7 @@ HK_API uint32_t hk_crc32c_extend(uint32_t crc, const void *data, size_t n);
  *  uses on this CPU. Static storage. **Threads:** any. */
 HK_API const char *hk_crc32c_implementation(void);
 
-/* ---- Saver (group M, D4, D6) ------------------------------------------- */
+/* ---- Saver (group M) ------------------------------------------- */
 
 typedef struct hk_saver hk_saver;
 
@@ -55,17 +55,17 @@ typedef struct hk_saver_options {
   uint32_t version;             /**< HK_SAVER_OPTIONS_VERSION (1 or 2) */
   const hk_env *env;            /**< copied; NULL: the executor's env */
   hk_executor *executor;        /**< required; borrowed for the Saver's life */
-  /** Names of the variables to save and restore, copied (C112). NULL with
+  /** Names of the variables to save and restore, copied. NULL with
    *  count 0: every global variable of the executor, resolved at the first
    *  save or restore. Each must name a variable; none twice. */
   const char *const *var_list;
   size_t nvar_list;
-  int64_t max_to_keep;          /**< >= 0, default 5; 0 keeps every checkpoint (D6) */
+  int64_t max_to_keep;          /**< >= 0, default 5; 0 keeps every checkpoint */
   /** HK_UNSET_SECS or 0: off; > 0 and finite: keep one checkpoint per that
-   *  many hours forever (D6.2). */
+   *  many hours forever. */
   double keep_checkpoint_every_n_hours;
-  int pad_step_number;          /**< nonzero: "<path>-%08d" (C113) */
-  const char *latest_filename;  /**< copied; NULL: "checkpoint"; a valid name (H32) */
+  int pad_step_number;          /**< nonzero: "<path>-%08d" */
+  const char *latest_filename;  /**< copied; NULL: "checkpoint"; a valid name */
   /** 0 (default): a save refuses to write a checkpoint in which a floating
    *  variable (F16, BF16, F32, F64) holds NaN or an infinity, unless the
    *  variable is flagged HK_VAR_NON_FINITE_OK (see hk_saver_save()).
@@ -85,14 +85,14 @@ typedef struct hk_saver_options {
 HK_API hk_code hk_saver_options_init(hk_saver_options *opts, uint32_t version);
 
 /**
- * Create a Saver (C112).
+ * Create a Saver.
  * @param out   receives it; NULL on failure.
  * @param opts  required (the executor is); borrowed for the call.
  * **Ownership:** *out owned, hk_saver_free(); the executor is borrowed.
  * **Errors:** INVALID_ARGUMENT naming the option: a negative max_to_keep,
  * a negative/NaN/infinite keep_checkpoint_every_n_hours, a latest_filename
  * that is not a valid name ("'latest_filename' must not contain path
- * components", C115), a NULL or duplicate var_list entry; NOT_FOUND for a
+ * components"), a NULL or duplicate var_list entry; NOT_FOUND for a
  * var_list name the executor does not have; RESOURCE_EXHAUSTED.
  * **Threads:** any. **Allocates:** yes.
  */
@@ -104,13 +104,13 @@ HK_API void hk_saver_free(hk_saver *saver);
 /** Flags for hk_saver_save(). */
 typedef enum hk_save_flags {
   HK_SAVE_DEFAULT = 0,
-  HK_SAVE_NO_STATE = 1u << 0,   /**< write_state false: unmanaged checkpoint, state file untouched (C116) */
-  /** also write <prefix>.graph.txt, the executor's text description of its graph, when it has one (C114) */
+  HK_SAVE_NO_STATE = 1u << 0,   /**< write_state false: unmanaged checkpoint, state file untouched */
+  /** also write <prefix>.graph.txt, the executor's text description of its graph, when it has one */
   HK_SAVE_META = 1u << 1
 } hk_save_flags;
 
 /**
- * Save every variable of the Saver (C113–C116, D4, D6).
+ * Save every variable of the Saver.
  * The prefix is "<save_path>-<step>" ("%08d" with pad_step_number), or
  * save_path itself when step is HK_UNSET_STEPS; the file records `step` as
  * its global_step (without a step: the GS value, or 0 when there is none).
@@ -119,7 +119,7 @@ typedef enum hk_save_flags {
  * the new checkpoint last, then the checkpoints retention drops are deleted
  * (removal errors are logged "Ignoring: %s", not returned). Before the
  * first save into a directory the managed list is recovered from its state
- * file (D6.1), and the first managed save after each recovery adopts the
+ * file, and the first managed save after each recovery adopts the
  * checkpoints "<basename of save_path>-<step>" (padded or not) that the
  * state file does not list — a save that crashed before its state file, a
  * state file that was lost — except those that may be preserved ones (a
@@ -136,10 +136,10 @@ typedef enum hk_save_flags {
  * @param prefix     may be NULL; receives the prefix, borrowed from the
  *                   Saver until its next save, restore or free.
  * **Errors:** INVALID_ARGUMENT: NULL arguments, a basename that is not a
- * valid name (H32), "'latest_filename' collides with 'save_path': ..."
- * (C115), a checkpoint name equal to latest_filename (C118); NOT_FOUND
- * "Parent directory of %s doesn't exist, can't save." (C115); file-system
- * errors (H9: RESOURCE_EXHAUSTED for a full disk, PERMISSION_DENIED, ...) —
+ * valid name, "'latest_filename' collides with 'save_path': ...",
+ * a checkpoint name equal to latest_filename; NOT_FOUND
+ * "Parent directory of %s doesn't exist, can't save."; file-system
+ * errors (RESOURCE_EXHAUSTED for a full disk, PERMISSION_DENIED, ...) —
  * after which the directory holds exactly what it held before; executor
  * errors reading a variable; INVALID_ARGUMENT for a floating variable that
  * holds NaN or an infinity, unless allow_non_finite or the variable's
@@ -153,7 +153,7 @@ typedef enum hk_save_flags {
  * CRCs, last; each CRC is computed while its tensor is written, and each
  * piece of a floating tensor is scanned for NaN and infinities right after
  * its CRC, while it is in cache (no pass of its own). Fsyncs: the
- * data file and its directory, the state file and its directory (D4.2).
+ * data file and its directory, the state file and its directory.
  * **Threads:** the owner's; 8 MiB or more are CRC'd by a second thread the
  * call starts and joins, beside the writes.
  * **Allocates:** yes.
@@ -162,13 +162,13 @@ HK_API hk_code hk_saver_save(const char **prefix, hk_saver *saver, hk_raw_sessio
                              int64_t step, unsigned flags, hk_status *status);
 
 /**
- * Restore every variable of the Saver from checkpoint `path` (C125, H27):
+ * Restore every variable of the Saver from checkpoint `path`:
  * a prefix, or the data file's path itself. Logs "Restoring parameters from
  * %s". Every variable is checked against the file before any is assigned;
  * every tensor read is CRC-verified: straight into the variable's own
  * memory when the executor hands it out (hk_raw_session_variable_storage,
  * H30), the CRC computed in the same pass, else from a checked view that
- * is assigned (optional variables always). Never falls back (D5.4).
+ * is assigned (optional variables always). Never falls back.
  * A variable flagged HK_VAR_OPTIONAL that the file lacks is not assigned:
  * it keeps its current value, and a WARNING names it and the checkpoint.
  * After a restore, each tensor of the file that no variable of the Saver
@@ -192,7 +192,7 @@ HK_API hk_code hk_saver_save(const char **prefix, hk_saver *saver, hk_raw_sessio
 HK_API hk_code hk_saver_restore(hk_saver *saver, hk_raw_session *rs, const char *path, hk_status *status);
 
 /**
- * Adopt the managed list of directory `dir` from its state file (D6.1,
+ * Adopt the managed list of directory `dir` from its state file (
  * C122): listed names whose data file exists become the managed list, in
  * order; timestamps from the file clamped to now, or the files' mtimes;
  * last_preserved_timestamp from the file or now - 1 s; the clock-reset
@@ -218,12 +218,12 @@ HK_API hk_executor *hk_saver_executor(const hk_saver *saver);
 /** @return the state file name in force (borrowed), NULL for NULL. */
 HK_API const char *hk_saver_latest_filename(const hk_saver *saver);
 
-/* ---- state file (C117, C123, H33, H34) ---------------------------------- */
+/* ---- state file ---------------------------------- */
 
 typedef struct hk_checkpoint_state hk_checkpoint_state;
 
 /**
- * Read and parse the state file `<dir>/<latest_filename>` (C123, H33).
+ * Read and parse the state file `<dir>/<latest_filename>`.
  * Entries that are not bare valid names are dropped with a WARNING (and the
  * newest remaining one becomes model_checkpoint_path when needed). A first
  * line starting with "# hooked-crc32c:" (what hooked writes) must be that
@@ -236,7 +236,7 @@ typedef struct hk_checkpoint_state hk_checkpoint_state;
  * **Errors:** NOT_FOUND when there is no state file; DATA_LOSS "Invalid
  * checkpoint state loaded from %s: <reason> (line %d)" for a malformed
  * one, and for a file larger than 256 MiB (refused unread, with its size,
- * as "(line 0)"); INVALID_ARGUMENT; file-system errors (H9).
+ * as "(line 0)"); INVALID_ARGUMENT; file-system errors.
  * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_checkpoint_state_get(hk_checkpoint_state **out, const hk_env *env, const char *dir,
@@ -255,16 +255,16 @@ HK_API double hk_checkpoint_state_timestamp(const hk_checkpoint_state *cs, size_
 HK_API double hk_checkpoint_state_last_preserved(const hk_checkpoint_state *cs);
 
 /**
- * Write the state file `<dir>/<latest_filename>` atomically (C117, D4, H34),
+ * Write the state file `<dir>/<latest_filename>` atomically,
  * its first line the checksum line "# hooked-crc32c: <8 hex>" (a comment
  * to TensorFlow's parser).
  * @param newest      a checkpoint name or "<dir>/<name>" (required); appended
- *                    to `names` with a log line when missing (C117).
+ *                    to `names` with a log line when missing.
  * @param names       n names or "<dir>/<name>" paths, oldest first.
  * @param timestamps  n wall-clock times, or NULL (no timestamps written).
  * @param last_preserved  finite >= 0.
- * **Errors:** INVALID_ARGUMENT: a name in another directory (C118), an
- * invalid name (H32), a name equal to latest_filename ("Save path '%s'
+ * **Errors:** INVALID_ARGUMENT: a name in another directory, an
+ * invalid name, a name equal to latest_filename ("Save path '%s'
  * conflicts with path used for checkpoint state.  Please use a different
  * save path."), a duplicate, a file that would be larger than the 256 MiB
  * hk_checkpoint_state_get() reads (some 750,000 255-byte names with
@@ -276,11 +276,11 @@ HK_API hk_code hk_checkpoint_state_update(const hk_env *env, const char *dir, co
                                           double last_preserved, const char *latest_filename, hk_status *status);
 
 /**
- * The newest checkpoint of `dir` that exists and verifies (D5.1, D5.2):
+ * The newest checkpoint of `dir` that exists and verifies:
  * candidates model_checkpoint_path, then the list newest to oldest, each
  * skipped one logged "Checkpoint %s is missing or corrupt (%s); trying an
  * older one."; a malformed or unreadable state file → directory scan of
- * "<name>-<step>.safetensors" files, newest step first (C123); a missing
+ * "<name>-<step>.safetensors" files, newest step first; a missing
  * state file with such files present → the same scan, after a WARNING
  * naming the directory and saying the state file is missing.
  * @param out  receives "<dir>/<name>" owned by the caller (hk_env_free()
@@ -293,17 +293,17 @@ HK_API hk_code hk_checkpoint_state_update(const hk_env *env, const char *dir, co
 HK_API hk_code hk_checkpoint_latest(char **out, const hk_env *env, const char *dir, const char *latest_filename,
                                     hk_status *status);
 
-/** @return nonzero iff "<prefix>.safetensors" exists (H34). **Threads:** any. */
+/** @return nonzero iff "<prefix>.safetensors" exists. **Threads:** any. */
 HK_API int hk_checkpoint_exists(const hk_env *env, const char *prefix);
 /**
  * Remove "<prefix>.safetensors", "<prefix>.graph.txt" and, from older
- * versions, "<prefix>.meta" (H31, H34).
+ * versions, "<prefix>.meta".
  * **Errors:** NOT_FOUND when none of them exists; file-system errors.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_checkpoint_remove(const hk_env *env, const char *prefix, hk_status *status);
 /**
- * Modification times of n checkpoints' data files (H34).
+ * Modification times of n checkpoints' data files.
  * @param out  n doubles (seconds since the epoch).
  * **Errors:** NOT_FOUND naming the first prefix without a data file.
  * **Threads:** any. **Allocates:** no.

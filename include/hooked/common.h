@@ -12,8 +12,11 @@
  *   Errors:    the codes a caller can act on. Any other code is an error
  *              too, see the message. New codes may appear in later releases.
  *   Allocates: whether the call may allocate through the env's allocator.
- * Clause IDs such as (C5) or (H19) refer to the behaviour contract; those
- * sentences are tested.
+ * Every sentence here is tested; docs/contract.md, the behaviour contract,
+ * says why each behaviour is what it is.
+ *
+ * Modules: version, code, status, env, log, struct, secs (besides the types
+ * declared here, each of which is a module too: hk_status_..., hk_env_...).
  *
  * Status rule. A function that returns hk_code writes the same code into
  * its `hk_status *status` argument (when not NULL) on failure, together with
@@ -82,7 +85,7 @@ HK_API const char *hk_version(void);
  */
 HK_API int hk_version_number(void);
 
-/* ---- status codes (contract H1: TensorFlow's numbering) ----------------- */
+/* ---- status codes (TensorFlow's numbering) ----------------- */
 /* X(name, value). New codes may be added; callers must treat any code they do
  * not know as an error. Test with `!= HK_OK`, never `< 0`. */
 #define HK_CODE_TABLE(X)            \
@@ -122,7 +125,7 @@ HK_API const char *hk_code_name(hk_code code);
 /**
  * Whether `code` is a preemption error.
  * @return nonzero for ABORTED and UNAVAILABLE, the codes that make a
- *         monitored session recover (C38); 0 for every other value.
+ *         monitored session recover; 0 for every other value.
  * **Threads:** any. **Errors:** none. **Allocates:** no.
  */
 HK_API int hk_code_is_preemption(hk_code code);
@@ -134,7 +137,7 @@ HK_API int hk_code_is_preemption(hk_code code);
  * Caller-owned status. Every fallible function returns an hk_code and takes a
  * trailing `hk_status *status` that may be NULL; when it is not NULL and the
  * call fails it receives the same code and a non-empty message that names
- * the offending argument, option, tensor, hook or file (H1).
+ * the offending argument, option, tensor, hook or file.
  * On success a function may leave the status untouched (some clear it, some
  * do not): test the returned code, and read the status only after a failure.
  * Reporting never allocates: the message lives inline and is truncated to
@@ -164,7 +167,7 @@ HK_API void hk_status_clear(hk_status *st);
  * @param code  stored as given (HK_OK included).
  * @param fmt   printf format for the message; may be NULL. The message is
  *              truncated to fit. A non-OK code with an empty message gets
- *              hk_code_name(code) as its message (H1).
+ *              hk_code_name(code) as its message.
  * @return `code`.
  * **Ownership:** the formatted text is copied into `st`.
  * **Threads:** the status owner's. **Errors:** none. **Allocates:** no.
@@ -176,7 +179,7 @@ HK_API hk_code hk_status_set(hk_status *st, hk_code code, const char *fmt, ...) 
  */
 HK_API hk_code hk_status_setv(hk_status *st, hk_code code, const char *fmt, va_list ap);
 
-/* ---- allocator (house style 11) ---------------------------------------- */
+/* ---- allocator ---------------------------------------- */
 /**
  * A per-object allocator. All three functions NULL means the C library's
  * malloc/realloc/free. Otherwise all three must be set (hk_env_check()). The
@@ -185,7 +188,7 @@ HK_API hk_code hk_status_setv(hk_status *st, hk_code code, const char *fmt, va_l
  * threads (a saver, a coordinator thread, the last registered thread to
  * leave a coordinator) may allocate or free. The library never calls them
  * with size 0. `alloc` and `realloc` return NULL on failure; the library then
- * reports RESOURCE_EXHAUSTED (H7). `free` may be passed NULL.
+ * reports RESOURCE_EXHAUSTED. `free` may be passed NULL.
  * Memory the library hands out is released by the matching hk_*_free, never
  * by the host's own free ("do not mix allocators").
  */
@@ -196,7 +199,7 @@ typedef struct hk_allocator {
   void *user;
 } hk_allocator;
 
-/* ---- log sink (house style 12, contract H8) ---------------------------- */
+/* ---- log sink (house style 12) ---------------------------- */
 typedef enum hk_log_level {
   HK_LOG_DEBUG = 0,
   HK_LOG_INFO = 1,
@@ -205,15 +208,15 @@ typedef enum hk_log_level {
 } hk_log_level;
 
 /**
- * Log sink (H8). `msg` is borrowed, valid only during the call, and has no
+ * Log sink. `msg` is borrowed, valid only during the call, and has no
  * trailing newline. Called on whatever thread logs: the training thread, a
- * coordinator's caller, or a background thread the library starts (H6), so
+ * coordinator's caller, or a background thread the library starts, so
  * a sink shared between threads must be thread-safe. A sink must not call
  * back into the object that is logging.
  */
 typedef void (*hk_log_fn)(void *user, hk_log_level level, const char *msg);
 
-/* ---- clocks (contract H5) ---------------------------------------------- */
+/* ---- clocks ---------------------------------------------- */
 /**
  * Clocks and sleep. All NULL means the system: CLOCK_MONOTONIC, the wall
  * clock (seconds since the epoch) and nanosleep. A test installs a mock whose
@@ -236,7 +239,7 @@ struct hk_fs_vtable; /* hooked/sys/fs.h */
 
 /**
  * What the host program lends an object: allocator, log sink, clocks and
- * the file system (H9).
+ * the file system.
  * Options structs carry `const hk_env *env`; NULL means all defaults
  * (stdlib allocator, stderr sink at INFO and above, system clocks) unless
  * the options say it falls back to another object's env. The library copies
@@ -250,7 +253,7 @@ typedef struct hk_env {
   void *log_user;
   hk_log_level log_level;     /**< messages below this level are dropped (default INFO) */
   hk_clock clock;
-  /** File system for every file the library reads or writes (H9); NULL:
+  /** File system for every file the library reads or writes; NULL:
    *  POSIX (hk_fs_posix()). Borrowed, like `user`; all slots required and
    *  thread-safe, see hooked/sys/fs.h. */
   const struct hk_fs_vtable *fs;
@@ -421,7 +424,7 @@ HK_API int hk_secs_is_unset(double secs);
 
 /**
  * Which way a monitored value improves: the EarlyStoppingHook
- * (hooked/hooks.h) and best-k checkpoint retention (H44, H45).
+ * (hooked/hooks.h) and best-k checkpoint retention.
  */
 typedef enum hk_monitor_mode {
   HK_MONITOR_MIN = 0, /**< lower is better (a loss); the default */

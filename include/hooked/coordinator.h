@@ -1,6 +1,6 @@
 /*
- * hooked — the coordinator (contract H17, C26–C30) and the opt-in signal
- * helper (D12).
+ * hooked — the coordinator and the opt-in signal
+ * helper.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -17,13 +17,13 @@ typedef struct hk_coordinator hk_coordinator;
 typedef struct hk_coordinator_thread hk_coordinator_thread;
 
 /*
- * Every coordinator function is safe from any thread (H6, H17) and never
+ * Every coordinator function is safe from any thread and never
  * calls back into user code except the log sink and, for
  * hk_coordinator_start_thread(), the thread body.
  */
 
 /**
- * Create a standalone coordinator (sessions make their own, C4).
+ * Create a standalone coordinator (sessions make their own).
  * @param out  receives it; NULL on failure.
  * @param env  copied; NULL for defaults. Its clock paces the waits.
  * **Ownership:** *out owned, hk_coordinator_free().
@@ -44,7 +44,7 @@ HK_API hk_code hk_coordinator_new(hk_coordinator **out, const hk_env *env, hk_st
 HK_API void hk_coordinator_free(hk_coordinator *c);
 
 /**
- * Request a stop; sets the stop flag and wakes every waiter (H17).
+ * Request a stop; sets the stop flag and wakes every waiter.
  * `code` HK_OK is a clean stop; the first non-OK code is recorded with its
  * message, and later ones are ignored (logged at DEBUG). A session counts a
  * recorded error per D11, C28 and H15.
@@ -55,7 +55,7 @@ HK_API void hk_coordinator_free(hk_coordinator *c);
  */
 HK_API void hk_coordinator_request_stop(hk_coordinator *c, hk_code code, const char *message);
 /** @return nonzero once a stop was requested (clean or not) or the signal
- *  helper fired (D12); for a NULL c, only the latter.
+ *  helper fired; for a NULL c, only the latter.
  *  **Threads:** any. **Allocates:** no. */
 HK_API int hk_coordinator_should_stop(hk_coordinator *c);
 /**
@@ -63,7 +63,7 @@ HK_API int hk_coordinator_should_stop(hk_coordinator *c);
  * `timeout_secs` passes.
  * @param timeout_secs  HK_UNSET_SECS or +infinity: no limit; zero, negative
  *                      or NaN: just test.
- * @return nonzero when a stop was requested, 0 at the timeout (H17).
+ * @return nonzero when a stop was requested, 0 at the timeout.
  * With an injected clock whose `sleep` is set, the wait sleeps through it in
  * slices of at most 0.1 s and measures time with its `monotonic`, so a mock
  * clock makes it instant. Otherwise it waits on a condition variable and
@@ -85,7 +85,7 @@ HK_API hk_code hk_coordinator_error(hk_status *out, hk_coordinator *c);
 HK_API int hk_coordinator_clean_stop_requested(hk_coordinator *c);
 
 /**
- * Register a thread that the join waits for (C30, H17). The thread calls
+ * Register a thread that the join waits for. The thread calls
  * hk_coordinator_thread_done(token) exactly once, as the last thing it does
  * with the coordinator.
  * @param name   copied; listed when the thread outlives a join.
@@ -125,10 +125,10 @@ HK_API hk_code hk_coordinator_start_thread(hk_coordinator *c, const char *name, 
 
 /**
  * Request a clean stop, then wait up to `grace_secs` for every registered
- * thread to report completion, returning as soon as all have (C30), and
+ * thread to report completion, returning as soon as all have, and
  * join the started threads that finished. Threads still running are logged
  * at WARNING "Coordinator stopped with threads still running: <names>" and
- * do not make the call fail (C29); started ones stay joinable for
+ * do not make the call fail; started ones stay joinable for
  * hk_coordinator_free().
  * @param grace_secs  finite, >= 0.
  * **Errors:** INVALID_ARGUMENT for a NULL c or a bad grace_secs.
@@ -136,13 +136,13 @@ HK_API hk_code hk_coordinator_start_thread(hk_coordinator *c, const char *name, 
  */
 HK_API hk_code hk_coordinator_join(hk_coordinator *c, double grace_secs, hk_status *status);
 
-/* ---- signal helper (D12) ---------------------------------------------- */
+/* ---- signal helper ---------------------------------------------- */
 /**
  * Install process-wide handlers for SIGINT and SIGTERM that only set an
- * async-signal-safe flag (D12; the library's one piece of global state,
+ * async-signal-safe flag (the library's one piece of global state,
  * H7). Every session, session manager and coordinator treats the flag as a
  * clean stop: should_stop() becomes true, waits end with CANCELLED within
- * one poll interval (D1, H24), close(OK) or close(CANCELLED) is clean. A
+ * one poll interval, close(OK) or close(CANCELLED) is clean. A
  * second delivery of the same signal restores the previous disposition and
  * re-raises it. The flag is cleared at install.
  * **Errors:** FAILED_PRECONDITION if already installed; UNIMPLEMENTED

@@ -5,9 +5,9 @@
  * Build a graph, hand hk_graph_executor(g) to a session, and the session
  * finalizes it. Names are resolved to handles once; a run executes exactly
  * the ops its fetches and targets need, each once, in dependency order
- * (contract H30). A raw session caches the plans of its last 8 distinct
+ *. A raw session caches the plans of its last 8 distinct
  * (feed, fetch, target) handle lists: a run whose lists were seen before,
- * on a graph that has not grown since, allocates nothing (H7).
+ * on a graph that has not grown since, allocates nothing.
  *
  * Thread-safety: a graph and its raw sessions are used from one thread at a
  * time, except that hk_raw_session_read_variable() may be called from another
@@ -72,7 +72,7 @@ HK_API void hk_graph_free(hk_graph *g);
 HK_API hk_executor *hk_graph_executor(hk_graph *g);
 /**
  * Finalize: hk_executor_finalize(hk_graph_executor(g)). Idempotent; a
- * session normally does this through its Scaffold (C3).
+ * session normally does this through its Scaffold.
  * **Errors:** INVALID_ARGUMENT for a NULL g.
  * **Threads:** the owner's. **Allocates:** no.
  */
@@ -82,7 +82,7 @@ HK_API hk_code hk_graph_finalize(hk_graph *g, hk_status *status);
  * Builders. Every builder below sets its output handle to HK_NO_HANDLE
  * first and fills it on success only; a failed builder leaves the graph
  * unchanged. It fails with FAILED_PRECONDITION "Graph is finalized and
- * cannot be modified." after finalization (C3), with ALREADY_EXISTS when the
+ * cannot be modified." after finalization, with ALREADY_EXISTS when the
  * name is taken, with RESOURCE_EXHAUSTED when memory runs out, and with
  * INVALID_ARGUMENT naming the bad argument (a NULL pointer, a handle that is
  * not of this graph, a bad dtype or shape). Names are 1..255 bytes of
@@ -143,13 +143,13 @@ typedef struct hk_variable_def {
  * @param def  borrowed for the call; version HK_VARIABLE_DEF_VERSION; dtype
  *             not STRING; flags only HK_VAR_LOCAL, HK_VAR_TRAINABLE,
  *             HK_VAR_EXTERNAL (which requires external_data, and is implied
- *             by it) and HK_VAR_OPTIONAL (H27: a restore from a
+ *             by it) and HK_VAR_OPTIONAL (a restore from a
  *             checkpoint that lacks the variable keeps its current value,
  *             with a WARNING, instead of failing with NOT_FOUND — for state
  *             added to a model after checkpoints of it were written; a
- *             session that restores runs no init op (C66), so a graph-owned
+ *             session that restores runs no init op, so a graph-owned
  *             optional variable missing from the checkpoint stays
- *             uninitialized and the ready check reports it (C71): give such
+ *             uninitialized and the ready check reports it: give such
  *             a variable external_data, which counts as initialized) and
  *             HK_VAR_NON_FINITE_OK (a checkpoint may hold it NaN or
  *             infinite; without it a save of such a value fails); an
@@ -161,7 +161,7 @@ HK_API hk_code hk_graph_variable(hk_graph *g, hk_handle *out, const hk_variable_
                                  hk_status *status);
 
 /**
- * Create the global step (C144): an int64 scalar named "global_step",
+ * Create the global step: an int64 scalar named "global_step",
  * initial value 0, non-trainable, global, registered under
  * HK_ROLE_GLOBAL_STEP.
  * @param out  receives its value tensor handle.
@@ -170,7 +170,7 @@ HK_API hk_code hk_graph_variable(hk_graph *g, hk_handle *out, const hk_variable_
  */
 HK_API hk_code hk_graph_create_global_step(hk_graph *g, hk_handle *out, hk_status *status);
 /**
- * Return the existing global step's value tensor handle (C143, C144),
+ * Return the existing global step's value tensor handle,
  * creating it when there is none; an existing one is returned even after
  * finalization.
  * **Errors:** INVALID_ARGUMENT 'Existing "global_step" does not have integer
@@ -187,7 +187,7 @@ HK_API hk_code hk_graph_get_or_create_global_step(hk_graph *g, hk_handle *out, h
  * Add a placeholder, fed at run time. A dimension of -1 accepts any size in
  * the feed. A run that needs an unfed placeholder fails with
  * INVALID_ARGUMENT "You must feed a value for placeholder tensor '<name>'
- * ..."; a feed of another dtype or shape with INVALID_ARGUMENT (H30).
+ * ..."; a feed of another dtype or shape with INVALID_ARGUMENT.
  * @param dims  rank entries, each >= -1, copied.
  */
 HK_API hk_code hk_graph_placeholder(hk_graph *g, hk_handle *out, const char *name, hk_dtype dtype,
@@ -298,7 +298,7 @@ HK_API hk_code hk_graph_assign(hk_graph *g, hk_handle *out_op, const char *name,
 /**
  * Add `var += delta`: numeric dtype, same dtype and shape. Output 0 is the
  * new value. Running it with var uninitialized fails with
- * FAILED_PRECONDITION "Attempting to use uninitialized value <var>" (H30).
+ * FAILED_PRECONDITION "Attempting to use uninitialized value <var>".
  */
 HK_API hk_code hk_graph_assign_add(hk_graph *g, hk_handle *out_op, const char *name, hk_handle var,
                                    hk_handle delta, hk_status *status);
@@ -317,12 +317,12 @@ HK_API hk_code hk_graph_init_op(hk_graph *g, hk_handle *out_op, const char *name
                                 const hk_handle *vars, size_t n, hk_status *status);
 /** Add an op whose output 0 is a 1-D string tensor of the names of the
  *  uninitialized variables among `vars` (variable handles, copied; NULL/0:
- *  all variables, global and local), for readiness checks (C72). The names
+ *  all variables, global and local), for readiness checks. The names
  *  are borrowed from the graph. */
 HK_API hk_code hk_graph_report_uninitialized(hk_graph *g, hk_handle *out_op, const char *name,
                                              const hk_handle *vars, size_t n, hk_status *status);
 
-/* ---- summary ops (hooked/summary.h; C61, C62, C135–C137) ----------------- */
+/* ---- summary ops (hooked/summary.h) ----------------- */
 /*
  * A summary op's output 0 is a serialized Summary protocol buffer, as a 1-D
  * U8 tensor (its bytes contain NULs, so not a string): what
@@ -340,7 +340,7 @@ HK_API hk_code hk_graph_report_uninitialized(hk_graph *g, hk_handle *out_op, con
  * Add a scalar summary op (TensorFlow's ScalarSummary): its output is a
  * Summary with one Value, `tag` and simple_value = the value of `tensor`
  * rounded to float. Its output is registered under HK_ROLE_SUMMARIES, so a
- * Scaffold's default summary_op includes it (C62).
+ * Scaffold's default summary_op includes it.
  * @param out     receives the Summary tensor handle ("name:0").
  * @param tensor  a scalar of any integer or floating dtype of this graph.
  * **Ownership:** name and tag copied.

@@ -35,7 +35,7 @@
  * the library (hook slots, state save/restore, the step function) is a
  * noexcept trampoline that catches everything and converts it into a code
  * and a status message, which then travel through the library as any C
- * callback's error would (H1) and come back out as a hooked::Error from the
+ * callback's error would and come back out as a hooked::Error from the
  * wrapper call that triggered them:
  *   - hooked::Error            its code and message, unchanged (HK_OK is
  *                              never an error code: it becomes HK_UNKNOWN);
@@ -224,16 +224,16 @@ class SessionRunHook {
   SessionRunHook &operator=(const SessionRunHook &) = delete;
   virtual ~SessionRunHook() = default;
 
-  /** Once per session, before the graph is finalized: resolve names (C2, C3). */
+  /** Once per session, before the graph is finalized: resolve names. */
   virtual void begin(hk_executor * /*graph*/) {}
-  /** After every raw-session creation (C4). */
+  /** After every raw-session creation. */
   virtual void after_create_session(hk_raw_session * /*session*/, hk_coordinator * /*coord*/,
                                     hk_creation_context * /*ctx*/) {}
-  /** Before each run (for a loop: each step_begin()); fill `request` to fetch (C7–C11). */
+  /** Before each run (for a loop: each step_begin()); fill `request` to fetch. */
   virtual void before_run(hk_run_context * /*ctx*/, hk_run_request * /*request*/) {}
-  /** After each successful run (for a loop: each step_end()) (C7, C13). */
+  /** After each successful run (for a loop: each step_end()). */
   virtual void after_run(hk_run_context * /*ctx*/, const hk_run_values * /*values*/) {}
-  /** At a clean close (C15). */
+  /** At a clean close. */
   virtual void end(hk_raw_session * /*session*/) {}
 
  protected:
@@ -456,7 +456,7 @@ inline Hook stop_at_last_step(int64_t last_step) {
   o.last_step = last_step;
   return stop_at_step_hook(o);
 }
-/** StopAtStepHook stopping `num_steps` steps after the step it starts at (D13). */
+/** StopAtStepHook stopping `num_steps` steps after the step it starts at. */
 inline Hook stop_after_steps(int64_t num_steps) {
   hk_stop_at_step_options o = HK_STOP_AT_STEP_OPTIONS_INIT;
   o.num_steps = num_steps;
@@ -620,7 +620,7 @@ class Loop {
    * is copied, except the hooks, which are borrowed).
    * @param hooks  the program's hooks, run after opts.hooks, in order;
    *               borrowed: they must outlive the Loop.
-   * @throws Error INVALID_ARGUMENT naming a bad option (H3: no side effect),
+   * @throws Error INVALID_ARGUMENT naming a bad option (no side effect),
    *         RESOURCE_EXHAUSTED.
    */
   explicit Loop(const hk_loop_options &opts, std::initializer_list<std::reference_wrapper<const Hook>> hooks = {}) {

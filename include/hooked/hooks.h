@@ -1,8 +1,8 @@
 /*
  * hooked — built-in hooks. Each constructor returns an hk_hook owned by the
- * caller (hk_hook_free()), which a session borrows (H11). On failure *out is
+ * caller (hk_hook_free()), which a session borrows. On failure *out is
  * NULL. Constructors may be called from any thread; the callbacks run on the
- * training thread (H6). With `env` NULL a built-in hook is allocated with the
+ * training thread. With `env` NULL a built-in hook is allocated with the
  * default allocator and logs through the env of the session it serves.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-/* ---- StopAtStepHook (group I, D8, D13) ------------------------------- */
+/* ---- StopAtStepHook (group I) ------------------------------- */
 #define HK_STOP_AT_STEP_OPTIONS_VERSION 1
 typedef struct hk_stop_at_step_options {
   uint32_t version;      /**< HK_STOP_AT_STEP_OPTIONS_VERSION */
@@ -45,21 +45,21 @@ HK_API hk_code hk_stop_at_step_options_init(hk_stop_at_step_options *opts, uint3
 /**
  * StopAtStepHook: request a stop once the global step (GS) reaches
  * last_step, or, with num_steps, the GS read in the first
- * after_create_session after begin() plus num_steps (C82, D13; not
- * recomputed on re-creation). It fetches GS in every before_run (C83); in
+ * after_create_session after begin() plus num_steps (not
+ * recomputed on re-creation). It fetches GS in every before_run; in
  * after_run, when the stale GS + 1 >= last_step, it re-reads GS through the
- * raw session and requests a stop iff GS >= last_step (C84). When GS already
+ * raw session and requests a stop iff GS >= last_step. When GS already
  * reaches last_step at a creation, it stops before the first step through
  * the creation context and logs "Global step %d already reached last step
- * %d; stopping before the first step." (D8); so num_steps 0 runs no step.
+ * %d; stopping before the first step."; so num_steps 0 runs no step.
  * @param opts  required (one of the steps is); borrowed for the call.
  * **Ownership:** *out owned, hk_hook_free().
- * **Errors:** (C80) INVALID_ARGUMENT "One of num_steps or last_step must be
+ * **Errors:** INVALID_ARGUMENT "One of num_steps or last_step must be
  * specified." (also for a NULL opts), "Only one of num_steps or last_step
  * can be specified.", or a negative value, named; INVALID_ARGUMENT for a
  * version other than HK_STOP_AT_STEP_OPTIONS_VERSION or a bad env;
  * RESOURCE_EXHAUSTED. Later, begin() fails with FAILED_PRECONDITION "Global
- * step should be created to use StopAtStepHook." without a GS (C81), or with
+ * step should be created to use StopAtStepHook." without a GS, or with
  * C143's INVALID_ARGUMENT for a GS of the wrong dtype or shape.
  * **Threads:** any. **Allocates:** at creation only; its callbacks do not
  * (their GS re-read is a run like any other).
@@ -167,7 +167,7 @@ HK_API hk_code hk_progress_hook_new(hk_hook **out, const hk_progress_options *op
  */
 HK_API void hk_progress_hook_log(void *hook, hk_log_level level, const char *msg);
 
-/* ---- GlobalStepWaiterHook (group J, D1) ------------------------------ */
+/* ---- GlobalStepWaiterHook (group J) ------------------------------ */
 #define HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION 1
 typedef struct hk_global_step_waiter_options {
   uint32_t version;           /**< HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION */
@@ -190,51 +190,51 @@ HK_API hk_code hk_global_step_waiter_options_init(hk_global_step_waiter_options 
 
 /**
  * GlobalStepWaiterHook: hold the first run after begin() in its before_run
- * until the global step reaches wait_until_step (C88–C91, D1). It polls GS
+ * until the global step reaches wait_until_step. It polls GS
  * through the raw session every poll_interval_secs, waiting on the
  * coordinator so a stop ends the wait early; logs "Waiting for global step
  * %d before starting training." once per wait and a progress line whenever
- * GS moved more than 1000 since the last one (C90). wait_until_step <= 0
- * never waits. A wait that fails is tried again at the next run (C91).
+ * GS moved more than 1000 since the last one. wait_until_step <= 0
+ * never waits. A wait that fails is tried again at the next run.
  * @param opts  borrowed for the call; NULL: HK_GLOBAL_STEP_WAITER_OPTIONS_INIT
  *              (which never waits).
  * **Ownership:** *out owned, hk_hook_free().
  * **Errors:** INVALID_ARGUMENT naming poll_interval_secs (finite, > 0) or
- * deadline_secs (HK_UNSET_SECS or finite >= 0) (D1.1), a wrong version or a
+ * deadline_secs (HK_UNSET_SECS or finite >= 0), a wrong version or a
  * bad env; RESOURCE_EXHAUSTED. Later, begin() fails with FAILED_PRECONDITION
- * "Global step should be created to use GlobalStepWaiterHook." (C88), and
+ * "Global step should be created to use GlobalStepWaiterHook.", and
  * the held run() returns CANCELLED "Stopped waiting for global step %d: stop
  * requested." when the coordinator has a stop request or the signal helper
  * fired, DEADLINE_EXCEEDED "Global step %d not reached within %g secs
- * (current step %d)." after deadline_secs (D1.2, D1.3), or a GS read error.
+ * (current step %d)." after deadline_secs, or a GS read error.
  * **Threads:** any. **Allocates:** at creation only.
  */
 HK_API hk_code hk_global_step_waiter_hook_new(hk_hook **out, const hk_global_step_waiter_options *opts,
                                               hk_status *status);
 
-/* ---- LoggingTensorHook (group N: C127–C130, H28) --------------------- */
+/* ---- LoggingTensorHook (group N: C127–C130) --------------------- */
 
-/** One (tag, name) pair of hk_logging_tensor_options.tagged (C127). */
+/** One (tag, name) pair of hk_logging_tensor_options.tagged. */
 typedef struct hk_tagged_tensor {
   const char *tag;   /**< required; copied; the text logged before " = " */
-  const char *name;  /**< required; copied; a tensor name, "op:k" or "op" (C128) */
+  const char *name;  /**< required; copied; a tensor name, "op:k" or "op" */
 } hk_tagged_tensor;
 
 /**
- * Formatter of a LoggingTensorHook (C129): makes the line to log from the
+ * Formatter of a LoggingTensorHook: makes the line to log from the
  * values of one log. It runs on the training thread, in the after_run (or
- * end()) that logs (H6).
+ * end()) that logs.
  * @param user    the options' formatter_user.
- * @param tags    n tags, in logging order (C129); borrowed for the call.
+ * @param tags    n tags, in logging order; borrowed for the call.
  * @param values  n tensors, values[i] for tags[i]; borrowed for the call
  *                (hk_logging_tensor_format_value() writes one as H28).
  * @param line    receives the text to log at INFO, verbatim: the hook adds
- *                nothing to it, not even the seconds (C129). It must stay
+ *                nothing to it, not even the seconds. It must stay
  *                valid until the formatter returns control to the hook's
  *                callback that called it (a buffer the formatter reuses will
  *                do). NULL: nothing is logged for this trigger.
  * @return HK_OK, or an error, which that after_run or end() returns
- *         unchanged (H1).
+ *         unchanged.
  */
 typedef hk_code (*hk_logging_tensor_formatter)(void *user, const char *const *tags, const hk_tensor *values,
                                                size_t n, const char **line, hk_status *status);
@@ -257,7 +257,7 @@ typedef struct hk_logging_tensor_options {
   size_t ntagged;
   int64_t every_n_iter;        /**< HK_UNSET_STEPS or >= 1: log every n of this hook's runs */
   double every_n_secs;         /**< HK_UNSET_SECS or finite > 0: log when n seconds passed */
-  int at_end;                  /**< nonzero: log once more in end() (C130); default 0 */
+  int at_end;                  /**< nonzero: log once more in end(); default 0 */
   hk_logging_tensor_formatter formatter; /**< NULL: the line of C129 */
   void *formatter_user;        /**< borrowed for the hook's life; passed to formatter */
 } hk_logging_tensor_options;
@@ -276,21 +276,21 @@ HK_API hk_code hk_logging_tensor_options_init(hk_logging_tensor_options *opts, u
 
 /**
  * LoggingTensorHook: log the values of some tensors every every_n_iter of
- * its runs or every every_n_secs seconds, and/or at the end (C127–C130).
+ * its runs or every every_n_secs seconds, and/or at the end.
  * Its timer counts this hook's own runs from 0, not the global step, and
  * begin() resets it and resolves the names: "op:k" is that output, a bare
- * "op" is output 0 (C128). On a triggering run it fetches the tensors and
+ * "op" is output 0. On a triggering run it fetches the tensors and
  * logs at INFO one line "tag1 = v1, tag2 = v2", followed by
  * " (%.3f sec)" with the seconds since its previous log except on the
- * first (C129); each value is written as hk_logging_tensor_format_value()
- * says (H28). A formatter's line replaces the whole line. With at_end,
+ * first; each value is written as hk_logging_tensor_format_value()
+ * says. A formatter's line replaces the whole line. With at_end,
  * end() fetches the tensors once more through the raw session and logs
- * them the same way (C130). Works with any executor that resolves the
+ * them the same way. Works with any executor that resolves the
  * names: graph tensors, or the arrays and states a host loop registered
  * (hooked/loop.h).
  * @param opts  required (the tensors are); borrowed for the call.
  * **Ownership:** *out owned, hk_hook_free().
- * **Errors:** INVALID_ARGUMENT (C127): "either at_end and/or exactly one
+ * **Errors:** INVALID_ARGUMENT: "either at_end and/or exactly one
  * of every_n_iter and every_n_secs must be provided." (neither cadence
  * without at_end, or both cadences); "invalid every_n_iter=%d." for
  * every_n_iter <= 0; every_n_secs not finite and > 0, named; a NULL opts,
@@ -300,18 +300,18 @@ HK_API hk_code hk_logging_tensor_options_init(hk_logging_tensor_options *opts, u
  * RESOURCE_EXHAUSTED. Later, begin() fails with NOT_FOUND naming a tensor
  * the executor does not know, or INVALID_ARGUMENT "Name %s is ambiguous,
  * as this Operation has multiple outputs (at least 2)." for a bare name
- * whose op has an output 1 (C128); after_run and end() return the
+ * whose op has an output 1; after_run and end() return the
  * formatter's error, end() a failed run's.
  * **Threads:** any; callbacks and the formatter on the training thread
- * (H6). **Allocates:** at creation only (the line buffer included): a run
- * allocates nothing, also when it logs (H7); end() with at_end runs the
+ *. **Allocates:** at creation only (the line buffer included): a run
+ * allocates nothing, also when it logs; end() with at_end runs the
  * executor once more, which may allocate for that new fetch list.
  */
 HK_API hk_code hk_logging_tensor_hook_new(hk_hook **out, const hk_logging_tensor_options *opts,
                                           hk_status *status);
 
 /**
- * Write a tensor's value as text (H28), as LoggingTensorHook logs it:
+ * Write a tensor's value as text, as LoggingTensorHook logs it:
  * booleans "true"/"false"; integers in decimal; f16, bf16, f32, f64 with
  * "%g" ("nan", "inf", "-inf" included); strings in double quotes, with '"'
  * and '\' escaped by a backslash and other bytes below 0x20 or 0x7f as
@@ -352,7 +352,7 @@ typedef struct hk_nan_tensor_options {
    * an infinite loss means infinite or NaN gradients, so the step that
    * produced it has already left non-finite weights (or will at the next
    * update), and a checkpoint of them would be no better than a NaN one —
-   * and, once written, it rotates a good checkpoint out (D6). A training
+   * and, once written, it rotates a good checkpoint out. A training
    * that recovers from an infinite loss is not a case worth that risk;
    * a program that has one (say, a loss scaled in f16 that overflows and
    * whose step it skips) passes 0.
@@ -372,34 +372,34 @@ typedef struct hk_nan_tensor_options {
 HK_API hk_code hk_nan_tensor_options_init(hk_nan_tensor_options *opts, uint32_t version);
 
 /**
- * NanTensorHook (C134): fetch the loss on every run and watch it for
+ * NanTensorHook: fetch the loss on every run and watch it for
  * divergence: any element that is NaN (f16, bf16, f32 or f64; half and
  * bfloat16 NaNs are decoded from their bits), or, with non_finite (the
  * default), +Inf or -Inf. With fail_on_nan_loss (the default) the hook
  * logs at ERROR "Model diverged with loss = NaN." and its after_run
- * returns INVALID_ARGUMENT "NaN loss during training." (H2); otherwise it
+ * returns INVALID_ARGUMENT "NaN loss during training."; otherwise it
  * logs the same text at WARNING and requests a stop (the step's later
- * hooks still run, C19). For an infinite loss the texts read "Inf" or
+ * hooks still run). For an infinite loss the texts read "Inf" or
  * "-Inf" instead of "NaN" ("Model diverged with loss = -Inf.", "Inf loss
  * during training."); a loss with both reports NaN.
  *
  * **No divergent checkpoints.** In fail mode, place this hook BEFORE the
  * checkpoint saver hooks in the session's list: when its after_run fails,
- * the later hooks' after_run do not run (C14), so the checkpoint saver
+ * the later hooks' after_run do not run, so the checkpoint saver
  * does not save that step, and the session closed with that error runs no
- * end() (C16), so no final checkpoint is written either. Every checkpoint
+ * end(), so no final checkpoint is written either. Every checkpoint
  * then holds a step whose loss was finite, and none is rotated out by a
  * divergent one. What the guard sees is the loss tensor: a loss the
- * executor computes before the step's update (H29) reaches it one step
+ * executor computes before the step's update reaches it one step
  * late, so fetch a loss computed from the updated values (the output of
  * the update op, or the host loop's array the program's step writes).
  * The host loop (hooked/loop.h) runs its own checkpoint hook BEFORE the
  * program's hooks, so a guard among them cannot keep its saves clean: name
  * the loss in the loop's nan_guard option instead, and the loop runs this
- * hook, in fail mode, ahead of its checkpoint hook (H46). A
+ * hook, in fail mode, ahead of its checkpoint hook. A
  * MonitoredTrainingSession (hooked/training_session.h) runs its `hooks`
  * after its CheckpointSaver too: pass the guard in chief_only_hooks, which
- * run before it (C53; only the chief saves).
+ * run before it (only the chief saves).
  * @param opts  required (the loss is); borrowed for the call.
  * **Ownership:** *out owned, hk_hook_free().
  * **Errors:** INVALID_ARGUMENT for a NULL opts, neither or both of loss and
@@ -449,7 +449,7 @@ typedef struct hk_final_ops_options {
 HK_API hk_code hk_final_ops_options_init(hk_final_ops_options *opts, uint32_t version);
 
 /**
- * FinalOpsHook (C138): in end(session) only — so at a clean close (C15) —
+ * FinalOpsHook: in end(session) only — so at a clean close —
  * run final_ops with final_feed through the raw session, once, and keep
  * the values (hk_final_ops_hook_values()). When that run fails with
  * OUT_OF_RANGE it logs a WARNING that starts "An OutOfRangeError or
@@ -472,7 +472,7 @@ HK_API hk_code hk_final_ops_options_init(hk_final_ops_options *opts, uint32_t ve
 HK_API hk_code hk_final_ops_hook_new(hk_hook **out, const hk_final_ops_options *opts, hk_status *status);
 
 /**
- * The values the last end() of a FinalOpsHook computed (C138): one per
+ * The values the last end() of a FinalOpsHook computed: one per
  * final_ops name, in that order.
  * @param hook    one made by hk_final_ops_hook_new() (it is recognised by
  *                its name "FinalOpsHook" and a tag in its state; do not
@@ -492,16 +492,16 @@ HK_API hk_code hk_final_ops_hook_values(const hk_tensor **values, size_t *count,
 /* ---- FeedFnHook (group N: C139) -------------------------------------- */
 
 /**
- * Feed callback of a FeedFnHook (C139), called in every before_run on the
- * training thread (H6).
+ * Feed callback of a FeedFnHook, called in every before_run on the
+ * training thread.
  * @param feeds   receives the feeds to request for this run: the array and
  *                the tensors' data are the callback's, and stay valid until
  *                the hook's after_run of the same run returns, or until the
- *                run returns when no after_run follows (H14). NULL with 0:
+ *                run returns when no after_run follows. NULL with 0:
  *                no feeds this run.
  * @param nfeeds  receives their number.
  * @return HK_OK, or an error, which before_run returns unchanged, so the
- *         step does not run (C14).
+ *         step does not run.
  */
 typedef hk_code (*hk_feed_fn)(void *user, const hk_feed **feeds, size_t *nfeeds, hk_status *status);
 
@@ -525,9 +525,9 @@ typedef struct hk_feed_fn_options {
 HK_API hk_code hk_feed_fn_options_init(hk_feed_fn_options *opts, uint32_t version);
 
 /**
- * FeedFnHook (C139): in every before_run, call feed_fn and request exactly
+ * FeedFnHook: in every before_run, call feed_fn and request exactly
  * the feeds it returns, and nothing else (no fetches, no targets). The
- * feeds are merged with the caller's and the other hooks' (C9, C10, H13).
+ * feeds are merged with the caller's and the other hooks'.
  * For graph executors: an executor over memory the program owns takes no
  * feeds — the host loop (hooked/loop.h) refuses them when the step ends,
  * with INVALID_ARGUMENT "the host loop takes no feeds (tensor '%s' is
@@ -544,20 +544,20 @@ HK_API hk_code hk_feed_fn_options_init(hk_feed_fn_options *opts, uint32_t versio
 HK_API hk_code hk_feed_fn_hook_new(hk_hook **out, const hk_feed_fn_options *opts, hk_status *status);
 
 
-/* ---- CheckpointSaverListener (C103) ----------------------------------- */
+/* ---- CheckpointSaverListener ----------------------------------- */
 #define HK_CHECKPOINT_LISTENER_VTABLE_VERSION 1
 /**
- * Listener of a checkpoint saver hook (C103). Every slot may be NULL (no-op
- * returning OK). Callbacks run on the training thread (H6, D3.6), also for
+ * Listener of a checkpoint saver hook. Every slot may be NULL (no-op
+ * returning OK). Callbacks run on the training thread, also for
  * the asynchronous hook. `session` is borrowed for the call. A non-OK
- * return stops that sequence and fails the hook callback that ran it (C98).
+ * return stops that sequence and fails the hook callback that ran it.
  */
 typedef struct hk_checkpoint_listener_vtable {
   uint32_t version; /**< HK_CHECKPOINT_LISTENER_VTABLE_VERSION */
   /* slots below: version 1 */
   hk_code (*begin)(void *user, hk_status *status);
   hk_code (*before_save)(void *user, hk_raw_session *session, int64_t step, hk_status *status);
-  /** Set *stop nonzero to request that training stop (C96, C98). */
+  /** Set *stop nonzero to request that training stop. */
   hk_code (*after_save)(void *user, hk_raw_session *session, int64_t step, int *stop, hk_status *status);
   hk_code (*end)(void *user, hk_raw_session *session, int64_t step, hk_status *status);
 } hk_checkpoint_listener_vtable;
@@ -569,7 +569,7 @@ typedef struct hk_checkpoint_listener {
   const char *name;   /**< copied; NULL: "listener <index>" in messages */
 } hk_checkpoint_listener;
 
-/* ---- CheckpointSaverHook / AsyncCheckpointSaverHook (groups K, L, D3) - */
+/* ---- CheckpointSaverHook / AsyncCheckpointSaverHook (groups K, L) - */
 #define HK_CHECKPOINT_SAVER_OPTIONS_VERSION 1
 typedef struct hk_checkpoint_saver_options {
   uint32_t version;            /**< HK_CHECKPOINT_SAVER_OPTIONS_VERSION (1 or 2) */
@@ -577,20 +577,20 @@ typedef struct hk_checkpoint_saver_options {
   const char *checkpoint_dir;  /**< required; copied; created with parents in begin() */
   double save_secs;            /**< HK_UNSET_SECS or finite > 0 (exactly one cadence, C75/H25/D9) */
   int64_t save_steps;          /**< HK_UNSET_STEPS or >= 1 */
-  hk_saver *saver;             /**< borrowed; NULL: the scaffold's, else the session's Scaffold's (C99) */
-  hk_scaffold *scaffold;       /**< borrowed; not together with saver (C92) */
-  const char *checkpoint_basename; /**< copied; NULL: "model.ckpt"; a valid name (H32) */
+  hk_saver *saver;             /**< borrowed; NULL: the scaffold's, else the session's Scaffold's */
+  hk_scaffold *scaffold;       /**< borrowed; not together with saver */
+  const char *checkpoint_basename; /**< copied; NULL: "model.ckpt"; a valid name */
   const hk_checkpoint_listener *listeners; /**< array copied; vtables and users borrowed */
   size_t nlisteners;
-  int save_graph_def;          /**< default 1: graph.txt in checkpoint_dir at each creation (C94, C102) */
+  int save_graph_def;          /**< default 1: graph.txt in checkpoint_dir at each creation */
   int64_t steps_per_run;       /**< >= 1, default 1 */
-  int block_when_busy;         /**< asynchronous hook only (D3.3): default 0 defers */
+  int block_when_busy;         /**< asynchronous hook only: default 0 defers */
   /**
-   * Best-k retention (H45, Lightning's save_top_k): 0 (the default) is off;
+   * Best-k retention (Lightning's save_top_k): 0 (the default) is off;
    * k >= 1 keeps, beside the max_to_keep newest managed checkpoints, the k
    * best by best_metric: max_to_keep never deletes one of them, and one that
    * leaves the best k is deleted then, unless it is still among the newest
-   * (durably, as retention deletes, D6.5). Needs best_metric.
+   * (durably, as retention deletes). Needs best_metric.
    */
   int64_t best_k;
   /**
@@ -617,21 +617,21 @@ typedef struct hk_checkpoint_saver_options {
 HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opts, uint32_t version);
 
 /**
- * CheckpointSaverHook (group K): saves at session creation (C94), when the
- * timer fires after a run (C96) and at end() when the final step was not
- * just saved (C97), each save running the listeners and logging TF's lines
- * (C98), and writing a SessionLog CHECKPOINT event into the event file of
- * checkpoint_dir (H26; in a session, one file per directory, shared by the
+ * CheckpointSaverHook (group K): saves at session creation, when the
+ * timer fires after a run and at end() when the final step was not
+ * just saved, each save running the listeners and logging TF's lines,
+ * and writing a SessionLog CHECKPOINT event into the event file of
+ * checkpoint_dir (in a session, one file per directory, shared by the
  * hooks writing there and flushed by end() and at close, clean or not).
  * A creation that restored the checkpoint of the current step from
  * checkpoint_dir (hk_creation_context_restored_checkpoint()) is not saved
  * again: nothing is written and no listener runs for it, so a resume works
- * on a full disk; it counts as the step just saved (C94, C97).
- * Logs "Create CheckpointSaverHook." (C92): at construction through
+ * on a full disk; it counts as the step just saved.
+ * Logs "Create CheckpointSaverHook.": at construction through
  * opts->env when it is given; otherwise at the hook's first begin(),
  * through the env of the session it serves, so that session's log sink and
  * log_level apply.
- * **Best checkpoints (H45).** With best_k, every managed save (timer,
+ * **Best checkpoints.** With best_k, every managed save (timer,
  * creation, end(), hk_checkpoint_saver_hook_save() with no name) first
  * fetches best_metric and hands its value to the Saver with the
  * checkpoint; the Saver keeps the best_k best beside the max_to_keep
@@ -643,7 +643,7 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * survives a restart. An unmanaged save (a name) is never ranked. The
  * Saver is configured by the hook at its first save: a Saver shared by
  * two hooks follows the last one's best_k.
- * **One trainer per directory (H58, D4.2):** every save first removes
+ * **One trainer per directory:** every save first removes
  * stale "<file>.tmp-XXXXXX" temporaries of checkpoint_dir (data, graph
  * descriptions, state file), and each Saver's retention deletes what its
  * state file no longer lists, so two trainers writing one directory would
@@ -669,7 +669,7 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * removes the hooks' temporaries. Hooks of one session with different
  * basenames in one directory are safe only while no two of their saves
  * overlap, which the asynchronous hook does not ensure.
- * **The check-resume mode (H57).** `hooked-ckpt check-resume` proves that a
+ * **The check-resume mode.** `hooked-ckpt check-resume` proves that a
  * program resumes exactly by running it to its end, then stopped at a step
  * K and resumed, without changing the program: it asks the library, through
  * the environment variable HOOKED_CHECK_RESUME, which is meant for that
@@ -694,22 +694,22 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * resumed one).
  * @param opts  required (checkpoint_dir is); borrowed for the call.
  * **Ownership:** *out owned, hk_hook_free().
- * **Errors:** INVALID_ARGUMENT (C92): no checkpoint_dir; "You cannot
+ * **Errors:** INVALID_ARGUMENT: no checkpoint_dir; "You cannot
  * provide both saver and scaffold."; "Either save_secs or save_steps should
- * be provided." / "Can not provide both save_secs and save_steps." (D9); an
- * invalid cadence (H25), steps_per_run < 1, a checkpoint_basename that is
- * not a valid name (H32), a listener without vtable or with a bad version
- * (H10), a negative best_k, best_k without best_metric (or an empty one),
+ * be provided." / "Can not provide both save_secs and save_steps."; an
+ * invalid cadence, steps_per_run < 1, a checkpoint_basename that is
+ * not a valid name, a listener without vtable or with a bad version,
+ * a negative best_k, best_k without best_metric (or an empty one),
  * best_metric without best_k, a best_mode other than HK_MONITOR_MIN or
- * HK_MONITOR_MAX (H45); RESOURCE_EXHAUSTED. Nothing is created on failure
- * (H3). Later: begin() fails with FAILED_PRECONDITION "Global step should
- * be created to use CheckpointSaverHook." (C93), with FAILED_PRECONDITION
- * "Checkpoint directory ... is in use by another trainer ..." (H58),
- * INVALID_ARGUMENT naming HOOKED_CHECK_RESUME for a malformed value of it
- * (H57), NOT_FOUND naming a best_metric the executor does not know, or a
+ * HK_MONITOR_MAX; RESOURCE_EXHAUSTED. Nothing is created on failure
+ *. Later: begin() fails with FAILED_PRECONDITION "Global step should
+ * be created to use CheckpointSaverHook.", with FAILED_PRECONDITION
+ * "Checkpoint directory ... is in use by another trainer ...",
+ * INVALID_ARGUMENT naming HOOKED_CHECK_RESUME for a malformed value of it,
+ * NOT_FOUND naming a best_metric the executor does not know, or a
  * file-system error creating or locking the directory; the first save
  * without any saver with FAILED_PRECONDITION
- * "No saver available: provide a saver or a scaffold." (C99); a save whose
+ * "No saver available: provide a saver or a scaffold."; a save whose
  * best_metric cannot be read or is not one number fails with that error,
  * naming best_metric, and writes nothing.
  * **Threads:** any; callbacks on the training thread. **Allocates:** yes
@@ -719,26 +719,26 @@ HK_API hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_s
                                             hk_status *status);
 
 /**
- * AsyncCheckpointSaverHook (group L, D3): as the synchronous hook, but a
+ * AsyncCheckpointSaverHook (group L): as the synchronous hook, but a
  * save snapshots every variable of its Saver into one reusable buffer and
- * one background thread writes it (D3.1, D3.2). Where the executor takes
- * part in copy-before-write (D3.7: the embedded executor for the variables
+ * one background thread writes it. Where the executor takes
+ * part in copy-before-write (the embedded executor for the variables
  * it owns, the host loop when the program calls hk_loop_updates_begin()),
  * the background thread makes the copy while the next step runs, and a
  * variable about to be written is copied first; elsewhere the copy is made
  * on the training thread at the step boundary, and is its stall. At most
  * one save is in flight; when the timer fires during one, the save is
  * deferred to the next after_run ("Saver thread still in progress,
- * deferring checkpoint.") or, with block_when_busy, waited for (D3.3). The
+ * deferring checkpoint.") or, with block_when_busy, waited for. The
  * completion (log lines, CHECKPOINT event, listeners' after_save and their
  * stop requests) is processed on the training thread at the next after_run
  * or end(); a background error is returned from there, naming the
- * checkpoint (D3.4). end() waits for the write in flight, then saves the
+ * checkpoint. end() waits for the write in flight, then saves the
  * final step synchronously unless it was already written, or restored at
- * creation (C105: like the synchronous hook, it does not save again the
- * checkpoint a creation just restored) (D3.5). Logs
+ * creation (like the synchronous hook, it does not save again the
+ * checkpoint a creation just restored). Logs
  * "Create AsyncCheckpointSaverHook saving to path\n%s", followed by
- * " with %zu listener(s)." when it has listeners (C104), when and where
+ * " with %zu listener(s)." when it has listeners, when and where
  * the synchronous hook logs its line.
  * **Ownership**, **Errors:** as hk_checkpoint_saver_hook_new(); write
  * errors of the background thread are returned by the after_run or end()
@@ -747,7 +747,7 @@ HK_API hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_s
  * hk_hook_free() (completing the write in flight first; a result no end()
  * processed is then dropped).
  * **Threads:** any; callbacks on the training thread; the writer thread
- * only copies variables' bytes (D3.7), does file I/O, and allocates and
+ * only copies variables' bytes, does file I/O, and allocates and
  * logs through the env.
  * **Allocates:** the snapshot buffer and its copy list at the first save
  * (they grow only if the variables grow); after that a save allocates
@@ -761,11 +761,11 @@ HK_API hk_code hk_async_checkpoint_saver_hook_new(hk_hook **out, const hk_checkp
 typedef struct hk_step_counter_options {
   uint32_t version;        /**< HK_STEP_COUNTER_OPTIONS_VERSION */
   const hk_env *env;       /**< NULL: the session's (its clock times the rate, its sink logs) */
-  /** HK_UNSET_STEPS: 100, unless every_n_secs is given (C131); else >= 1. */
+  /** HK_UNSET_STEPS: 100, unless every_n_secs is given; else >= 1. */
   int64_t every_n_steps;
-  double every_n_secs;     /**< HK_UNSET_SECS or finite > 0; not with every_n_steps (D9) */
+  double every_n_secs;     /**< HK_UNSET_SECS or finite > 0; not with every_n_steps */
   /** Copied; NULL: no summaries unless summary_writer. The session's shared
-   *  writer of this directory (H26), created with its parents in begin(). */
+   *  writer of this directory, created with its parents in begin(). */
   const char *output_dir;
   /** Borrowed, must outlive the hook's sessions; wins over output_dir, as in
    *  TF. NULL: output_dir's. */
@@ -786,32 +786,32 @@ typedef struct hk_step_counter_options {
 HK_API hk_code hk_step_counter_options_init(hk_step_counter_options *opts, uint32_t version);
 
 /**
- * StepCounterHook (C131–C133): measures training speed. It fetches GS in
+ * StepCounterHook: measures training speed. It fetches GS in
  * every before_run; in after_run, when the timer may trigger at the stale GS
  * + steps_per_run, it reads GS through the raw session and, when the timer
  * triggers at it, updates the timer and — except at the first update —
  * logs "<GS name>/sec: %g" (e.g. "global_step/sec: 12.5", the GS variable's
  * name without ":0") with elapsed steps / elapsed seconds of the hook's
  * clock, and writes that value as a scalar summary of that tag at GS into
- * the writer (C132). A zero elapsed time writes and logs nothing (C132).
+ * the writer. A zero elapsed time writes and logs nothing.
  * When the stale GS equals the previous run's, it logs WARNING "It seems
  * that global step has not been increased. Current value (could be stable):
- * %d vs previous value: %d." at most 5 times per hook (C133). Timer and
+ * %d vs previous value: %d." at most 5 times per hook. Timer and
  * previous step restart at begin() and at every session creation.
  * @param opts  borrowed for the call; NULL: HK_STEP_COUNTER_OPTIONS_INIT
  *              (every 100 steps, logging only).
  * **Ownership:** *out owned, hk_hook_free().
  * **Errors:** INVALID_ARGUMENT naming the option: a bad version or env, "Can
- * not provide both every_n_secs and every_n_steps." (D9), every_n_steps < 1
- * or every_n_secs not finite and > 0 (H25), steps_per_run < 1, an empty
+ * not provide both every_n_secs and every_n_steps.", every_n_steps < 1
+ * or every_n_secs not finite and > 0, steps_per_run < 1, an empty
  * output_dir; RESOURCE_EXHAUSTED. Later: begin() fails with
  * FAILED_PRECONDITION "Global step should be created to use
- * StepCounterHook." (C131), C143's INVALID_ARGUMENT for a GS of the wrong
+ * StepCounterHook.", C143's INVALID_ARGUMENT for a GS of the wrong
  * dtype or shape, or a file-system error creating output_dir; an after_run
- * that writes returns the writer's error (H9).
+ * that writes returns the writer's error.
  * **Threads:** any; callbacks on the training thread.
  * **Allocates:** at creation and in begin(); a run on which it does not
- * trigger allocates nothing (H7).
+ * trigger allocates nothing.
  */
 HK_API hk_code hk_step_counter_hook_new(hk_hook **out, const hk_step_counter_options *opts, hk_status *status);
 
@@ -822,14 +822,14 @@ typedef struct hk_summary_saver_options {
   const hk_env *env;       /**< NULL: the session's (its clock times save_secs) */
   double save_secs;        /**< HK_UNSET_SECS or finite > 0 (exactly one cadence, C75/H25/D9) */
   int64_t save_steps;      /**< HK_UNSET_STEPS or >= 1 */
-  /** Copied; the session's shared writer of this directory (H26), created
+  /** Copied; the session's shared writer of this directory, created
    *  with its parents in begin(). NULL and no summary_writer: nothing is
-   *  written and no summary op runs (C136, C137). */
+   *  written and no summary op runs. */
   const char *output_dir;
   /** Borrowed, must outlive the hook's sessions; wins over output_dir. */
   hk_summary_writer *summary_writer;
   /** Borrowed; its summary_op (hk_scaffold_summary_op(), read once it is
-   *  finalized). Exactly one of scaffold and summary_op (C135). */
+   *  finalized). Exactly one of scaffold and summary_op. */
   hk_scaffold *scaffold;
   /** Tensor handles of serialized Summary messages (1-D U8 tensors, e.g.
    *  from hk_graph_merge_summary()); array copied. */
@@ -850,34 +850,34 @@ typedef struct hk_summary_saver_options {
 HK_API hk_code hk_summary_saver_options_init(hk_summary_saver_options *opts, uint32_t version);
 
 /**
- * SummarySaverHook (C135–C137): saves summaries every save_steps steps or
+ * SummarySaverHook: saves summaries every save_steps steps or
  * save_secs seconds. before_run fetches GS on every run and, on the first
  * run after begin() and whenever the timer may trigger at the next step,
- * the summary ops too (none when the Scaffold has no summary_op) (C136).
+ * the summary ops too (none when the Scaffold has no summary_op).
  * after_run, when there is a writer: GS is the stale GS + 1, read through
  * the raw session on the first run and on summary runs; on the first run it
  * writes SessionLog START at GS; on a summary run it updates the timer and
- * writes each fetched Summary verbatim at GS (C137). end() flushes the
+ * writes each fetched Summary verbatim at GS. end() flushes the
  * writer. The fetched tensors must be 1-D U8 tensors holding serialized
  * Summary messages (what the summary ops of hooked/graph.h produce).
  * @param opts  required (a cadence and the summaries are); borrowed for the
  *              call.
  * **Ownership:** *out owned, hk_hook_free().
  * **Errors:** INVALID_ARGUMENT naming the option: a NULL out or opts, a bad
- * version or env, "Exactly one of scaffold or summary_op must be provided."
- * (C135), "Either save_secs or save_steps should be provided." / "Can not
- * provide both save_secs and save_steps." (D9) or an invalid cadence (H25),
+ * version or env, "Exactly one of scaffold or summary_op must be provided.",
+ * "Either save_secs or save_steps should be provided." / "Can not
+ * provide both save_secs and save_steps." or an invalid cadence,
  * a NULL summary_op with a count or an unset handle in it, an empty
  * output_dir; RESOURCE_EXHAUSTED. Later: begin() fails with
  * FAILED_PRECONDITION "Global step should be created to use
- * SummarySaverHook." (C135), C143's INVALID_ARGUMENT, or a file-system
+ * SummarySaverHook.", C143's INVALID_ARGUMENT, or a file-system
  * error creating output_dir; after_run returns INVALID_ARGUMENT naming a
  * fetched summary that is not a 1-D U8 serialized Summary, and the writer's
- * errors (H9); end() the flush's.
+ * errors; end() the flush's.
  * **Threads:** any; callbacks on the training thread.
  * **Allocates:** at creation, in begin() and at the first run after a
  * Scaffold is finalized; on summary runs (the records); a run that fetches
- * only GS allocates nothing (H7).
+ * only GS allocates nothing.
  */
 HK_API hk_code hk_summary_saver_hook_new(hk_hook **out, const hk_summary_saver_options *opts, hk_status *status);
 
@@ -886,32 +886,32 @@ HK_API hk_code hk_summary_saver_hook_new(hk_hook **out, const hk_summary_saver_o
  * AsyncCheckpointSaverHook attached to an open session, with its Saver and
  * the raw session of its last after_create_session. Synchronous: the
  * checkpoint is durable when this returns; the asynchronous hook first
- * waits for its write in flight and processes its completion (D3.4).
+ * waits for its write in flight and processes its completion.
  * @param name  NULL: a managed checkpoint at the current global step,
  *              exactly like a timer-triggered save (listeners, log lines,
- *              event, retention, state file; C98), and the timer restarts
+ *              event, retention, state file), and the timer restarts
  *              from it; a listener's stop request is ignored, as at creation
- *              (C94). Given: an unmanaged checkpoint "<checkpoint_dir>/<name>"
+ *             . Given: an unmanaged checkpoint "<checkpoint_dir>/<name>"
  *              (a valid name, H32, not of the managed form
  *              "<checkpoint_basename>-<digits>", which is reserved for the
  *              checkpoints retention manages), written atomically over
  *              an earlier one of that name, never listed in the state file
- *              nor deleted by retention (C116, D6.4); no listener runs.
+ *              nor deleted by retention; no listener runs.
  * @param prefix  may be NULL; receives the checkpoint's prefix, borrowed
  *              from the hook until its next save on demand or its session
  *              ends.
  * **Errors:** INVALID_ARGUMENT for a NULL hook, a hook that is not a
  * checkpoint saver hook, a bad name or one of the managed form (naming it
  * and the form); FAILED_PRECONDITION when the hook
- * serves no session; the processed write error of the asynchronous hook
- * (D3.4); the Saver's and the listeners' errors (file-system errors per H9,
+ * serves no session; the processed write error of the asynchronous hook;
+ * the Saver's and the listeners' errors (file-system errors per H9,
  * after which the directory holds what it held before).
  * **Threads:** the training thread, between runs (never from inside a hook
  * callback of the same session). **Allocates:** yes.
  */
 HK_API hk_code hk_checkpoint_saver_hook_save(const char **prefix, hk_hook *hook, const char *name, hk_status *status);
 
-/* ---- EarlyStoppingHook (H44) ----------------------------------------- */
+/* ---- EarlyStoppingHook ----------------------------------------- */
 
 /** Elements of an EarlyStoppingHook's state variable: an F64 vector, zero
  *  (a fresh state) until the hook's first evaluation. Its layout, for
@@ -980,14 +980,14 @@ typedef struct hk_early_stopping_options {
 HK_API hk_code hk_early_stopping_options_init(hk_early_stopping_options *opts, uint32_t version);
 
 /**
- * EarlyStoppingHook (H44; Keras' EarlyStopping, Lightning's): stop training
+ * EarlyStoppingHook (Keras' EarlyStopping, Lightning's): stop training
  * when a monitored value stops improving. Each evaluation compares the value
  * with the best so far: in mode MIN it improves when value + min_delta <
  * best, in MAX when value - min_delta > best (the first value always does;
  * NaN never does). An improvement makes it the best, at the evaluation's
  * global step, and resets the count of evaluations without improvement;
  * otherwise the count grows, and when it reaches max(patience, 1) the hook
- * requests a stop (the step completes, C19) and logs "Early stopping at
+ * requests a stop (the step completes) and logs "Early stopping at
  * step %d: <monitor> did not improve by more than %g for %d evaluations
  * (best %g at step %d).". Every evaluation is logged at DEBUG.
  *
@@ -1003,7 +1003,7 @@ HK_API hk_code hk_early_stopping_options_init(hk_early_stopping_options *opts, u
  * program restarted from one goes on counting where that checkpoint
  * stood; a state that already reached the patience stops the restarted
  * session before its first step ("Early stopping already reached at step
- * %d ...; stopping before the first step.", as StopAtStep does, D8). A
+ * %d ...; stopping before the first step.", as StopAtStep does). A
  * state of the other mode is dropped with a WARNING. Place the hook BEFORE
  * the checkpoint saver hooks in the session's list (in a
  * MonitoredTrainingSession, in chief_only_hooks; a host loop does so with
@@ -1025,7 +1025,7 @@ HK_API hk_code hk_early_stopping_options_init(hk_early_stopping_options *opts, u
  * session's error reading it.
  * **Threads:** any; callbacks on the training thread.
  * **Allocates:** at creation only; an evaluation's fetch and assignment
- * are runs of the executor (the reference executor caches them, H7).
+ * are runs of the executor (the reference executor caches them).
  */
 HK_API hk_code hk_early_stopping_hook_new(hk_hook **out, const hk_early_stopping_options *opts, hk_status *status);
 
@@ -1065,7 +1065,7 @@ typedef struct hk_early_stopping_info {
  */
 HK_API hk_code hk_early_stopping_hook_info(hk_early_stopping_info *out, const hk_hook *hook, hk_status *status);
 
-/* ---- ProfilerHook (C140–C142, H41, D14) ----------------------------- */
+/* ---- ProfilerHook ----------------------------- */
 #define HK_PROFILER_OPTIONS_VERSION 1
 typedef struct hk_profiler_options {
   uint32_t version;        /**< HK_PROFILER_OPTIONS_VERSION */
@@ -1087,34 +1087,34 @@ typedef struct hk_profiler_options {
 HK_API hk_code hk_profiler_options_init(hk_profiler_options *opts, uint32_t version);
 
 /**
- * ProfilerHook (C140–C142): every save_steps steps or save_secs seconds
- * (never on the first run, C141) it asks for a traced run (trace_level 3)
+ * ProfilerHook: every save_steps steps or save_secs seconds
+ * (never on the first run) it asks for a traced run (trace_level 3)
  * and writes "<output_dir>/timeline-<GS>.json" (D4-atomic; logs "Saving
  * timeline for %d into '%s'."): Chrome trace-event JSON that Perfetto and
  * chrome://tracing open, with one span for the run ("step <GS>"), one per
- * hook callback and for the executor run (the session's spans, H41), and
+ * hook callback and for the executor run (the session's spans), and
  * one per op the executor traced — every op of the graph executor, the
  * program's "step" of the host loop — each with its thread id. Place it
  * FIRST in the hook list to see every other hook's before_run (a run is
  * traced from the hook that asks). Beside it, as TensorFlow's hook does, it
  * writes a tagged_run_metadata event "step_<GS>" at step GS into the event
- * file of output_dir (the writer the session shares for it, H26): a
+ * file of output_dir (the writer the session shares for it): a
  * serialized RunMetadata whose step_stats hold the same spans, and the
  * ops, as NodeExecStats. Both are written once every after_run of the
  * traced run has run, before run() returns (TensorFlow writes them in the
- * hook's own after_run, which would cut off the later hooks' spans, D14); a
+ * hook's own after_run, which would cut off the later hooks' spans); a
  * traced run that fails writes neither. Driven without a session, the hook
  * writes at its next before_run or at end().
  * @param opts  required (a cadence is); borrowed for the call.
  * **Ownership:** *out owned, hk_hook_free().
  * **Errors:** INVALID_ARGUMENT: a NULL out or opts, a bad version or env,
  * "Either save_secs or save_steps should be provided." / "Can not provide
- * both save_secs and save_steps." (D9) or an invalid cadence (H25);
+ * both save_secs and save_steps." or an invalid cadence;
  * RESOURCE_EXHAUSTED. Later: begin() fails with FAILED_PRECONDITION
- * "Global step should be created to use ProfilerHook." (C140) or a
+ * "Global step should be created to use ProfilerHook." or a
  * file-system error creating output_dir; a failed write of the timeline or
- * of the event fails the run() of the traced run (H9), as a failed
- * after_run does (C14).
+ * of the event fails the run() of the traced run, as a failed
+ * after_run does.
  * **Threads:** any; callbacks on the training thread.
  * **Allocates:** at creation, and on traced steps (the timeline text, the
  * run metadata, the event record; their buffers are reused); an untraced

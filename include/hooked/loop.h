@@ -110,27 +110,27 @@ typedef struct hk_loop_options {
   const hk_env *env;
   /** Checkpoint directory, copied; created with its parents at start. At
    *  start the newest checkpoint in it that verifies is restored into the
-   *  registered memory (D5; with a WARNING when the state file is missing
+   *  registered memory (with a WARNING when the state file is missing
    *  and the directory is scanned); with none, the program's own initial
    *  values are kept — nothing is zeroed or re-initialized. NULL: no
    *  checkpoints at all. While the loop saves into it (a cadence that is
-   *  not 0), it is locked against a second trainer (H58): another loop or
+   *  not 0), it is locked against a second trainer: another loop or
    *  session writing it makes hk_loop_start() fail, naming the holder. */
   const char *checkpoint_dir;
-  /** Cadence of managed checkpoints (C50, C54, D9): at most one of the two;
+  /** Cadence of managed checkpoints: at most one of the two;
    *  both unset: every 600 s. 0 (either) disables periodic and final saves
    *  (the directory is still restored from; hk_loop_save() still works).
-   *  The start does not re-save the checkpoint it just restored (C94). */
+   *  The start does not re-save the checkpoint it just restored. */
   double save_secs;              /**< HK_UNSET_SECS, 0, or finite > 0 */
   int64_t save_steps;            /**< HK_UNSET_STEPS, 0, or >= 1 */
-  int64_t max_to_keep;           /**< managed checkpoints kept, >= 0 (0 = all); default 5 (D6) */
-  double keep_checkpoint_every_n_hours; /**< HK_UNSET_SECS or 0: off; > 0 (D6.2) */
-  const char *checkpoint_basename; /**< copied; NULL: "model.ckpt" (H32) */
-  int async_checkpoint;          /**< nonzero: AsyncCheckpointSaverHook (D3); default 0 */
-  /** Stop conditions (StopAtStepHook, C80–C85, D8): at most one; both
+  int64_t max_to_keep;           /**< managed checkpoints kept, >= 0 (0 = all); default 5 */
+  double keep_checkpoint_every_n_hours; /**< HK_UNSET_SECS or 0: off; > 0 */
+  const char *checkpoint_basename; /**< copied; NULL: "model.ckpt" */
+  int async_checkpoint;          /**< nonzero: AsyncCheckpointSaverHook; default 0 */
+  /** Stop conditions (StopAtStepHook): at most one; both
    *  HK_UNSET_STEPS (the default): the loop stops only when asked (a hook,
    *  hk_loop_request_stop(), a signal, a step returning OUT_OF_RANGE).
-   *  num_steps counts from the step the start resumed at (D13). */
+   *  num_steps counts from the step the start resumed at. */
   int64_t num_steps;
   int64_t last_step;
   /** The program's hooks, run after the loop's own (the NaN guard, the
@@ -148,8 +148,8 @@ typedef struct hk_loop_options {
   int handle_signals;
   /**
    * Copied; NULL (default): none. The name of a registered floating array
-   * (the loss, say) that the loop guards (H46): a fail-mode NanTensorHook
-   * with non_finite (hooked/hooks.h, C134) runs BEFORE the loop's StopAtStep
+   * (the loss, say) that the loop guards: a fail-mode NanTensorHook
+   * with non_finite (hooked/hooks.h) runs BEFORE the loop's StopAtStep
    * and checkpoint hooks, so a step that leaves it NaN or infinite fails
    * the loop ("NaN loss during training.", INVALID_ARGUMENT, from
    * hk_loop_step_end() and hk_loop_finish()) before its checkpoint is
@@ -158,7 +158,7 @@ typedef struct hk_loop_options {
    * hooks runs after the loop's checkpoint hook and cannot do that.)
    */
   const char *nan_guard;
-  /** Best-k retention of the loop's checkpoint hook (H45): 0 (default)
+  /** Best-k retention of the loop's checkpoint hook: 0 (default)
    *  off; k >= 1 keeps, beside the max_to_keep newest, the k best managed
    *  checkpoints by best_metric. Needs checkpoint saves (a checkpoint_dir,
    *  a cadence that is not 0). */
@@ -167,15 +167,15 @@ typedef struct hk_loop_options {
    *  at each save ranks the checkpoint. Only with best_k. */
   const char *best_metric;
   hk_monitor_mode best_mode; /**< HK_MONITOR_MIN (default) or HK_MONITOR_MAX */
-  /** Copied; NULL (default): checkpoint_dir (C52). Where the loop's
-   *  StepCounterHook (hooked/hooks.h, C131–C133) writes global_step/sec,
-   *  through the writer the session shares for the directory (H26): what
+  /** Copied; NULL (default): checkpoint_dir. Where the loop's
+   *  StepCounterHook (hooked/hooks.h) writes global_step/sec,
+   *  through the writer the session shares for the directory: what
    *  hk_loop_summary_scalar() writes there and the checkpoint hook's
    *  CHECKPOINT events go into the same event file. Created with its
    *  parents by hk_loop_start() when the StepCounter runs; its event file
    *  appears at the first write. Empty: INVALID_ARGUMENT. */
   const char *summary_dir;
-  /** The loop's StepCounterHook, as MonitoredTrainingSession's (C53, C54,
+  /** The loop's StepCounterHook, as MonitoredTrainingSession's (
    *  H47): every log_step_count_steps steps it logs "global_step/sec: %g"
    *  and writes that rate into summary_dir, when summary_dir (or the
    *  checkpoint_dir it defaults to) is set. Default 100; 0: no
@@ -209,7 +209,7 @@ HK_API hk_code hk_loop_options_init(hk_loop_options *opts, uint32_t version);
 
 /**
  * Create a loop. Every option is validated here, before any side effect
- * (H3, H23): nothing is created on disk, no hook runs, no signal handler is
+ *: nothing is created on disk, no hook runs, no signal handler is
  * installed until hk_loop_start().
  * @param out   receives the loop; NULL on failure.
  * @param opts  borrowed for the call; NULL: HK_LOOP_OPTIONS_INIT (no
@@ -217,18 +217,18 @@ HK_API hk_code hk_loop_options_init(hk_loop_options *opts, uint32_t version);
  * **Ownership:** *out owned: hk_loop_finish(), then hk_loop_free().
  * **Errors:** INVALID_ARGUMENT naming the option: a bad version or env; a
  * cadence that is negative, NaN or both given ("Can not provide both
- * save_secs and save_steps.", D9); a negative max_to_keep or
+ * save_secs and save_steps."); a negative max_to_keep or
  * keep_checkpoint_every_n_hours; a checkpoint_basename that is not a valid
- * name (H32); num_steps and last_step both given ("Only one of num_steps or
- * last_step can be specified.", C80) or negative; a NULL hooks array with a
- * count, a NULL hook or the same hook twice (H11); a cadence without a
+ * name; num_steps and last_step both given ("Only one of num_steps or
+ * last_step can be specified.") or negative; a NULL hooks array with a
+ * count, a NULL hook or the same hook twice; a cadence without a
  * checkpoint_dir; a nan_guard or best_metric that is not a valid array name
  * (empty included); a negative best_k, best_k without best_metric or
  * without checkpoint saves (no checkpoint_dir, or a cadence of 0),
  * best_metric without best_k, a best_mode other than HK_MONITOR_MIN or
- * HK_MONITOR_MAX (H45, H46); an empty summary_dir; a negative
+ * HK_MONITOR_MAX; an empty summary_dir; a negative
  * log_step_count_steps ("hk_loop_new: log_step_count_steps must be >= 0,
- * got N", C54, H47). RESOURCE_EXHAUSTED.
+ * got N"). RESOURCE_EXHAUSTED.
  * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *status);
@@ -265,7 +265,7 @@ HK_API hk_code hk_loop_add_array(hk_loop *loop, const char *name, hk_dtype dtype
  * fetches it. A non-OK return fails that save or run with its status.
  * Every byte of dst must come from the state: a struct copied with its
  * uninitialized padding makes checkpoints that differ from run to run.
- * In the check-resume mode (HOOKED_CHECK_RESUME, hooked/hooks.h, H57) each
+ * In the check-resume mode (HOOKED_CHECK_RESUME, hooked/hooks.h) each
  * read calls it twice, dst and the stack below filled with other bytes
  * each time, and a state whose two reads differ is named once, in a
  * WARNING "... gave different bytes in two reads of the same state ..."
@@ -292,7 +292,7 @@ typedef hk_code (*hk_loop_state_restore_fn)(void *user, const void *src, size_t 
  * @param name     as hk_loop_add_array().
  * @param size     the byte size, >= 1, the same in every run of the program
  *                 (a checkpoint whose tensor has another size fails the
- *                 start with INVALID_ARGUMENT naming it, H27).
+ *                 start with INVALID_ARGUMENT naming it).
  * @param save, restore  required; @param user  borrowed, passed to both.
  * @param flags    HK_LOOP_DEFAULT or HK_LOOP_OPTIONAL.
  * **Errors:** INVALID_ARGUMENT naming the state (NULL callback, size 0,
@@ -305,8 +305,8 @@ HK_API hk_code hk_loop_add_state(hk_loop *loop, const char *name, size_t size, h
                                  hk_loop_state_restore_fn restore, void *user, unsigned flags, hk_status *status);
 
 /**
- * Run an EarlyStoppingHook (hooked/hooks.h, H44) as one of the loop's own
- * hooks, and keep its state in the loop's checkpoints (H46): the hook runs
+ * Run an EarlyStoppingHook (hooked/hooks.h) as one of the loop's own
+ * hooks, and keep its state in the loop's checkpoints: the hook runs
  * after the NaN guard and BEFORE StopAtStep and the checkpoint saver (hooks
  * added so run in the order added), so the checkpoint of a step holds the
  * early-stopping state of that step's evaluation, and a program restarted
@@ -348,21 +348,21 @@ HK_API hk_code hk_loop_add_early_stopping(hk_loop *loop, hk_hook *hook, hk_statu
  *              (0, or the program's own global step's value, on a fresh
  *              start).
  * **Errors:** INVALID_ARGUMENT naming HOOKED_CHECK_RESUME for a malformed
- * value of it (H57); FAILED_PRECONDITION naming the option when nan_guard or
+ * value of it; FAILED_PRECONDITION naming the option when nan_guard or
  * best_metric names nothing registered, INVALID_ARGUMENT naming it when
  * nan_guard names a state or an array that is not floating, or best_metric
- * a state or an array of more than one number or not numeric (H46) —
+ * a state or an array of more than one number or not numeric —
  * checked before anything is built or created; FAILED_PRECONDITION when
  * called twice or after finish;
- * restore errors (H27: NOT_FOUND naming a registered array the checkpoint
+ * restore errors (NOT_FOUND naming a registered array the checkpoint
  * lacks, INVALID_ARGUMENT naming one whose dtype or shape differs;
- * DATA_LOSS naming every candidate when none verifies, D5.3); a hook's
+ * DATA_LOSS naming every candidate when none verifies); a hook's
  * begin()/after_create_session() error, among them FAILED_PRECONDITION
  * "Checkpoint directory <dir> is in use by another trainer (pid <pid> on
  * host <host> since <time> ...; lock file <dir>/hooked.lock). ..." when
  * another loop or session, here or in another process, saves into
- * checkpoint_dir (H58: nothing in the directory is touched); file-system
- * errors creating or locking the directory (H9). The loop is then failed
+ * checkpoint_dir (nothing in the directory is touched); file-system
+ * errors creating or locking the directory. The loop is then failed
  * (sticky).
  * **Threads:** the training thread. **Allocates:** yes.
  */
@@ -383,7 +383,7 @@ HK_API int hk_loop_should_stop(hk_loop *loop);
  * @param step  may be NULL; receives the global step the step starts at.
  * **Errors:** FAILED_PRECONDITION when not started, after finish, when a
  * step is already open, or when the loop should stop ("Run called even
- * after should_stop requested.", C5); a hook's error. The loop is then
+ * after should_stop requested."); a hook's error. The loop is then
  * failed (sticky), except for the "already open" and "not started" misuse.
  * **Threads:** the training thread. **Allocates:** no, in steady state.
  */
@@ -447,7 +447,7 @@ typedef hk_code (*hk_loop_step_fn)(void *user, int64_t step, hk_status *status);
  * One bracketed step: hk_loop_step_begin(), fn, hk_loop_step_end().
  * @param fn  required; @param user  borrowed, passed to fn.
  * **Errors:** those of the three parts; fn's own code and message
- * unchanged (H1), after which the step's after_run does not run (C13).
+ * unchanged, after which the step's after_run does not run.
  * OUT_OF_RANGE from fn is returned and ends the loop cleanly.
  * **Threads:** the training thread. **Allocates:** no, in steady state.
  */
@@ -472,14 +472,14 @@ HK_API hk_code hk_loop_run(hk_loop *loop, hk_loop_step_fn fn, void *user, hk_sta
  *              name, H32, e.g. "best", not of the managed form
  *              "<checkpoint_basename>-<digits>", which is reserved for the
  *              checkpoints retention manages), written atomically over
- *              any earlier one of that name and never deleted by retention
- *              (D6.4); the state file is untouched.
+ *              any earlier one of that name and never deleted by retention;
+ * the state file is untouched.
  * @param prefix  may be NULL; receives the checkpoint's prefix, borrowed
  *              until the next call on the loop.
  * **Errors:** FAILED_PRECONDITION when not started, after finish, inside
  * an open step, or without a checkpoint_dir; INVALID_ARGUMENT for a bad
  * name or one of the managed form (neither fails the loop); file-system
- * errors (H9: RESOURCE_EXHAUSTED for a full disk), after which the
+ * errors (RESOURCE_EXHAUSTED for a full disk), after which the
  * directory holds what it held before; INVALID_ARGUMENT for a floating
  * array holding NaN or an infinity (see allow_non_finite). A failed save
  * fails the loop (sticky).
@@ -499,8 +499,8 @@ HK_API void hk_loop_request_stop(hk_loop *loop);
  * Finish: abandon a step left open, then close the session — on a clean
  * end (a stop, a signal, OUT_OF_RANGE, or the program simply finishing)
  * every hook's end() runs, which writes the final checkpoint unless the
- * last step was just saved (C97) and joins the asynchronous writer; after
- * an error no end() runs and nothing more is written (C16). Uninstalls the
+ * last step was just saved and joins the asynchronous writer; after
+ * an error no end() runs and nothing more is written. Uninstalls the
  * signal helper the loop installed. Idempotent: a second call returns the
  * first call's result.
  * @return the loop's first error, else the first end() error, else OK.
@@ -544,17 +544,17 @@ HK_API hk_executor *hk_loop_executor(hk_loop *loop);
  */
 HK_API hk_session *hk_loop_session(hk_loop *loop);
 
-/* ---- summaries from the program's code (hooked/summary.h, H26, H43) ----- */
+/* ---- summaries from the program's code (hooked/summary.h) ----- */
 
 /**
- * The summary writer the loop's session shares for `logdir` (H26): what the
+ * The summary writer the loop's session shares for `logdir`: what the
  * program writes there (scalars, histograms of its arrays through an
  * hk_tensor view, text) goes into one event file with what the hooks write
  * into that directory — the loop's own StepCounterHook when logdir is its
  * summary_dir (by default the checkpoint_dir), a StepCounterHook or
  * SummarySaverHook given output_dir = logdir among the loop's hooks, the
  * checkpoint hook's CHECKPOINT events when logdir is the checkpoint_dir.
- * Writes happen when the program makes them, at the step it gives (H43).
+ * Writes happen when the program makes them, at the step it gives.
  * @param logdir  1 or more bytes, copied; created with its parents at the
  *                first write when missing.
  * @param out     receives the writer; NULL on failure.
@@ -583,8 +583,8 @@ HK_API hk_code hk_loop_summary_writer(hk_summary_writer **out, hk_loop *loop, co
  * hk_summary_writer_scalar() (a bad tag, file-system errors per H9 naming
  * the event file). The loop is not failed by them.
  * **Threads:** the training thread. **Allocates:** only when the writer
- * does (H43): recording the same tags step after step allocates nothing
- * after the first time (H7).
+ * does: recording the same tags step after step allocates nothing
+ * after the first time.
  */
 HK_API hk_code hk_loop_summary_scalar(hk_loop *loop, const char *logdir, const char *tag, double value,
                                       hk_status *status);

@@ -113,7 +113,7 @@ HK_API int hk_mpi_is_chief(const hk_mpi *mpi);
  *  Borrowed: valid until hk_mpi_free(). */
 HK_API MPI_Comm hk_mpi_comm(const hk_mpi *mpi);
 
-/* ---- deterministic averaging (H49) ------------------------------------------------ */
+/* ---- deterministic averaging ------------------------------------------------ */
 
 /**
  * Average `count` elements of `data` across the ranks, in place: every rank
@@ -167,7 +167,7 @@ HK_API hk_code hk_mpi_average_scalar(hk_mpi *mpi, double *value, hk_status *stat
 HK_API hk_code hk_mpi_graph_average(hk_graph *g, hk_handle *out, const char *name, hk_handle input, hk_dtype dtype,
                                     int32_t rank, const int64_t *dims, hk_mpi *mpi, hk_status *status);
 
-/* ---- synchronous data parallel: hooks (H48, H50, H51) ------------------------------ */
+/* ---- synchronous data parallel: hooks ------------------------------ */
 
 /**
  * BroadcastGlobalVariablesHook: in after_create_session (after the chief's
@@ -208,7 +208,7 @@ HK_API hk_code hk_mpi_broadcast_hook_new(hk_hook **out, hk_mpi *mpi, hk_status *
  * global variable and runs the default local init (local variables),
  * `ready_for_local_init_op` reports nothing, `ready_op` is
  * HK_NO_HANDLE (the default: every variable initialized). A worker never
- * restores a checkpoint (C48).
+ * restores a checkpoint.
  * **Errors:** INVALID_ARGUMENT for NULL arguments or on the chief; the
  * graph's errors.
  */
@@ -257,7 +257,7 @@ HK_API hk_code hk_mpi_stop_options_init(hk_mpi_stop_options *opts, uint32_t vers
  * host loop's StopAtStep on a chief restored at its last step, decided
  * before the broadcast gave the workers that step) stops every rank before
  * its first step, so no rank enters a step's collectives alone.
- * Cost (H51): one MPI_Allreduce of two ints (MAXLOC) per step, latency-bound (the
+ * Cost: one MPI_Allreduce of two ints (MAXLOC) per step, latency-bound (the
  * bench prints it next to the gradient average), and one at each session
  * creation; no other collective.
  * Place it LAST among the hooks, so it sees every earlier hook's request.
@@ -280,7 +280,7 @@ HK_API hk_code hk_mpi_stop_hook_new(hk_hook **out, hk_mpi *mpi, const hk_mpi_sto
  *  **Threads:** any; lock-free. NULL or another kind of hook: no-op. */
 HK_API void hk_mpi_stop_hook_request(hk_hook *stop_hook);
 
-/* ---- asynchronous parameter server (H52–H56) ---------------------------------------- */
+/* ---- asynchronous parameter server ---------------------------------------- */
 
 /*
  * The shared state: the global step and every F32 or F64 variable of the
@@ -326,7 +326,7 @@ HK_API hk_code hk_mpi_ps_serve_op(hk_handle *out, hk_mpi_ps *ps, hk_graph *g, co
 /**
  * Chief: the hook that ends the service. It is a chief-only hook
  * (MonitoredTrainingSession's `chief_only_hooks`): in after_run it turns a
- * worker's stop request into the chief's (C14); in end(), before the
+ * worker's stop request into the chief's; in end(), before the
  * checkpoint saver writes the final checkpoint, it answers every worker
  * still there with "stop" and waits until each has left (updates arriving
  * then are not applied), so the final checkpoint is the state at the
@@ -337,7 +337,7 @@ HK_API hk_code hk_mpi_ps_serve_op(hk_handle *out, hk_mpi_ps *ps, hk_graph *g, co
 HK_API hk_code hk_mpi_ps_chief_hook_new(hk_hook **out, hk_mpi_ps *ps, hk_status *status);
 
 /**
- * Worker: the ready check of the worker role (C48, C73). Fills the three
+ * Worker: the ready check of the worker role. Fills the three
  * scaffold fields so that a worker session (MonitoredTrainingSession with
  * is_chief 0) waits, interruptibly and within max_wait_secs, until the
  * chief has initialized or restored the model: `ready_op` asks the chief,

@@ -1,6 +1,6 @@
 /*
  * hooked — summaries for TensorBoard: event files a program, its hooks and
- * the built-in hooks write into (contract H26, H43).
+ * the built-in hooks write into.
  *
  * A summary writer appends TensorFlow Event records to one file
  * "events.out.tfevents.<10-digit epoch seconds>.<hostname>[suffix]" in its
@@ -27,7 +27,7 @@
  *     hk_summary_writer_close(w, &st);    // flush, close, report
  *     hk_summary_writer_free(w);
  *
- * One writer per directory per session (H26). Inside a session, ask the
+ * One writer per directory per session. Inside a session, ask the
  * session for its writer of a directory (hk_summary_writer_from_session(), or
  * hk_summary_writer_from_hook() from a hook): the built-in hooks (the checkpoint
  * savers' CHECKPOINT events, StepCounterHook, SummarySaverHook) use the same
@@ -41,7 +41,7 @@
  * at the first write at least flush_secs (default 120, as TensorFlow's
  * FileWriter) after its last flush; there is no background thread —, at
  * hk_summary_writer_flush() and _close(), and a session flushes its writers
- * when it closes, clean or not (H26). Event files are append-only and exempt
+ * when it closes, clean or not. Event files are append-only and exempt
  * from D4: after a failed write the file is closed (a reader stops at the
  * torn record), and the next write starts a new file.
  *
@@ -72,7 +72,7 @@ typedef struct hk_summary_writer hk_summary_writer;
 typedef struct hk_summary_writer_options {
   uint32_t version;             /**< HK_SUMMARY_WRITER_OPTIONS_VERSION */
   /** Copied: allocator, log sink, wall clock for event times and file names,
-   *  monotonic clock for the flush cadence, file system (H9). NULL: defaults. */
+   *  monotonic clock for the flush cadence, file system. NULL: defaults. */
   const hk_env *env;
   /** Required, copied, not empty. Created with its parents at the first
    *  write when missing (not by hk_summary_writer_new()). */
@@ -98,7 +98,7 @@ HK_API hk_code hk_summary_writer_options_init(hk_summary_writer_options *opts, u
 /**
  * Create a writer of the program's own for opts->logdir. Nothing is created
  * on disk until the first write, which creates the directory (with its
- * parents) when missing and the event file (H26, H43).
+ * parents) when missing and the event file.
  * @param out   receives the writer; NULL on failure.
  * @param opts  required (logdir is); borrowed for the call.
  * **Ownership:** *out owned: hk_summary_writer_close(), then
@@ -106,7 +106,7 @@ HK_API hk_code hk_summary_writer_options_init(hk_summary_writer_options *opts, u
  * **Errors:** INVALID_ARGUMENT naming the option: a NULL out or opts, a
  * bad version or env, a NULL or empty logdir, a flush_secs that is not
  * finite and > 0, a filename_suffix that is too long or holds '/', '\\' or
- * a control byte. RESOURCE_EXHAUSTED. Nothing is created on failure (H3).
+ * a control byte. RESOURCE_EXHAUSTED. Nothing is created on failure.
  * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_summary_writer_new(hk_summary_writer **out, const hk_summary_writer_options *opts,
@@ -129,7 +129,7 @@ HK_API hk_code hk_summary_writer_new(hk_summary_writer **out, const hk_summary_w
  * **Threads:** any: the calls on one writer are serialized by its lock.
  * **Allocates:** only when this record is larger than every earlier one
  * (the writer keeps and reuses its record buffer) and when it creates the
- * file; so a steady stream of summaries allocates nothing (H7).
+ * file; so a steady stream of summaries allocates nothing.
  */
 HK_API hk_code hk_summary_writer_scalar(hk_summary_writer *w, const char *tag, int64_t step, double value,
                                         hk_status *status);
@@ -173,7 +173,7 @@ HK_API hk_code hk_summary_writer_text(hk_summary_writer *w, const char *tag, int
 /**
  * Write a serialized Summary protocol buffer (what a summary op of
  * hooked/graph.h produces, or a merge of several) verbatim as the summary
- * of an Event at `step` (C137).
+ * of an Event at `step`.
  * @param summary  `nbytes` bytes, borrowed for the call; checked to parse as
  *                 a Summary (every field well-formed) before anything is
  *                 written. nbytes 0 is an empty Summary.
@@ -230,10 +230,10 @@ HK_API const char *hk_summary_writer_logdir(const hk_summary_writer *w);
  */
 HK_API const char *hk_summary_writer_path(const hk_summary_writer *w);
 
-/* ---- the writers a session shares (H26) -------------------------------------- */
+/* ---- the writers a session shares -------------------------------------- */
 
 /**
- * The writer session `s` shares for `logdir` (H26): made at the first
+ * The writer session `s` shares for `logdir`: made at the first
  * request for that directory (by any hook or this call; a logdir spelled
  * with trailing slashes is the same directory), flushed when the session
  * closes, freed with the session. Its events go into the same file as the
@@ -267,19 +267,19 @@ HK_API hk_code hk_summary_writer_from_session(hk_summary_writer **out, hk_sessio
 HK_API hk_code hk_summary_writer_from_hook(hk_summary_writer **out, hk_hook *hook, const char *logdir,
                                            hk_status *status);
 
-/* ---- summary ops in an executor (C61, C62, C135) ------------------------------ */
+/* ---- summary ops in an executor ------------------------------ */
 
 /** Role of every summary op's output (TensorFlow's SUMMARIES collection):
  *  the graph's summary builders register their output here. */
 #define HK_ROLE_SUMMARIES "summaries"
 /** Role of the op a Scaffold uses as its summary_op (TensorFlow's
- *  SUMMARY_OP collection, C61). */
+ *  SUMMARY_OP collection). */
 #define HK_ROLE_SUMMARY_OP "summary_op"
 
 /**
  * For executor implementers: hk_executor_control() op (in hooked's
  * reserved range) with which a Scaffold builds its default summary_op
- * (C62): the executor adds an op whose output 0, a 1-D U8 tensor, is the
+ *: the executor adds an op whose output 0, a 1-D U8 tensor, is the
  * concatenation of the serialized Summary messages of `inputs` (a valid
  * Summary merging all their Values), and returns that output's handle. An
  * executor without it answers UNIMPLEMENTED: the Scaffold then uses the

@@ -31,7 +31,7 @@ extern "C" {
 
 /**
  * Element types. HK_DTYPE_STRING is for readiness reports (a 1-D tensor of
- * variable names, contract C72): its data is an array of `const char *`,
+ * variable names): its data is an array of `const char *`,
  * each NUL-terminated, and its element size is sizeof(const char *).
  * HK_DTYPE_INVALID (0) is never a valid dtype.
  */

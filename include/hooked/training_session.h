@@ -17,39 +17,39 @@ extern "C" {
 
 #define HK_TRAINING_SESSION_OPTIONS_VERSION 1
 /**
- * Options of hk_training_session_new() (C49). Unset values are
+ * Options of hk_training_session_new(). Unset values are
  * HK_UNSET_SECS / HK_UNSET_STEPS / NULL; "0 disables" applies to the
- * cadences and log_step_count_steps (C54).
+ * cadences and log_step_count_steps.
  */
 typedef struct hk_training_session_options {
   uint32_t version;                 /**< HK_TRAINING_SESSION_OPTIONS_VERSION */
   const hk_env *env;                /**< copied; NULL: the executor's env. The default hooks use it too. */
   hk_executor *executor;            /**< required; borrowed for the session's life */
-  int is_chief;                     /**< default 1 (C55, C56) */
+  int is_chief;                     /**< default 1 */
   const char *checkpoint_dir;       /**< copied; NULL: no restore, no CheckpointSaverHook */
   hk_scaffold *scaffold;            /**< borrowed; NULL: a default one, owned by the session */
   hk_hook *const *hooks;            /**< run last, array copied, hooks borrowed */
   size_t nhooks;
-  hk_hook *const *chief_only_hooks; /**< run first on the chief, not at all on a worker (C53, C56) */
+  hk_hook *const *chief_only_hooks; /**< run first on the chief, not at all on a worker */
   size_t nchief_only_hooks;
-  double save_checkpoint_secs;      /**< C50: both unset → 600; 0 → no CheckpointSaverHook (C54) */
+  double save_checkpoint_secs;      /**< both unset → 600; 0 → no CheckpointSaverHook */
   int64_t save_checkpoint_steps;
-  int64_t save_summaries_steps;     /**< C51: both unset → 100 steps; 0 → no SummarySaverHook */
+  int64_t save_summaries_steps;     /**< both unset → 100 steps; 0 → no SummarySaverHook */
   double save_summaries_secs;
   double stop_grace_period_secs;    /**< default 120 */
   int64_t log_step_count_steps;     /**< default 100; 0 → no StepCounterHook */
   double max_wait_secs;             /**< worker's wait, default 7200 */
-  const char *summary_dir;          /**< copied; NULL: checkpoint_dir (C52) */
+  const char *summary_dir;          /**< copied; NULL: checkpoint_dir */
   int save_graph_def;               /**< default 1 */
-  double recovery_wait_secs;        /**< > 0, default 30 (D9) */
+  double recovery_wait_secs;        /**< > 0, default 30 */
   double recovery_initial_delay_secs; /**< D2, default 1 */
   double recovery_max_delay_secs;   /**< default 60 */
   int64_t recovery_max_attempts;    /**< default 10; 0 unlimited */
   double recovery_max_secs;         /**< default 0 = unlimited */
-  int async_checkpoint;             /**< H22: AsyncCheckpointSaverHook in CheckpointSaverHook's place; default 0 */
+  int async_checkpoint;             /**< AsyncCheckpointSaverHook in CheckpointSaverHook's place; default 0 */
   /**
    * With async_checkpoint only (else INVALID_ARGUMENT): the asynchronous
-   * hook's block_when_busy (D3.3). Default 0: a save that falls due while
+   * hook's block_when_busy. Default 0: a save that falls due while
    * the previous one is still being written is deferred to the next step
    * (logged "Saver thread still in progress, deferring checkpoint."), so it
    * lands at a later step than the cadence says; nonzero: that step waits
@@ -73,33 +73,33 @@ typedef struct hk_training_session_options {
 HK_API hk_code hk_training_session_options_init(hk_training_session_options *opts, uint32_t version);
 
 /**
- * MonitoredTrainingSession (C49–C56, H22, H23): a monitored session with
- * the default hooks. On the chief the hook order is (C53): chief_only_hooks;
+ * MonitoredTrainingSession: a monitored session with
+ * the default hooks. On the chief the hook order is: chief_only_hooks;
  * StepCounterHook (output_dir summary_dir, every log_step_count_steps
  * steps) when summary_dir is set and log_step_count_steps > 0;
  * SummarySaverHook (the Scaffold's summary_op, the summary cadence,
  * output_dir summary_dir) when summary_dir is set and the cadence value is
  * > 0; CheckpointSaverHook — AsyncCheckpointSaverHook with async_checkpoint
- * (H22; async_checkpoint_block_when_busy as its block_when_busy) —
+ * (async_checkpoint_block_when_busy as its block_when_busy) —
  * (checkpoint_dir, the checkpoint cadence, the Scaffold, save_graph_def)
  * when checkpoint_dir is set and the cadence value is > 0;
  * then `hooks`. The chief restores the newest checkpoint of checkpoint_dir
- * that verifies (C55, D5). Its checkpoint hook locks checkpoint_dir (H58):
+ * that verifies. Its checkpoint hook locks checkpoint_dir:
  * while another trainer writes it, the construction fails with
  * FAILED_PRECONDITION "Checkpoint directory <dir> is in use by another
  * trainer (...)" and nothing in it is touched. A worker uses the worker creator (max_wait_secs,
- * recovery_wait_secs) and only `hooks` (C56). The session owns the default
+ * recovery_wait_secs) and only `hooks`. The session owns the default
  * hooks and the default Scaffold it made and frees them with itself.
- * Every option is validated before any side effect (H23): on an option error
+ * Every option is validated before any side effect: on an option error
  * no hook's begin() runs and nothing is created on disk.
  * @param out   receives the session (close and free it as any session).
  * @param opts  required (the executor is); borrowed for the call.
  * **Ownership:** *out owned: hk_session_close(), hk_session_free().
  * **Errors:** INVALID_ARGUMENT naming the option: "Can not provide both
  * save_checkpoint_secs and save_checkpoint_steps." / "Can not provide both
- * save_summaries_secs and save_summaries_steps." (C50, C51, D9), a negative
- * or NaN cadence or log_step_count_steps (C54), bad durations (D2, D9), a
- * NULL hooks array with a count, a NULL or repeated hook (H11),
+ * save_summaries_secs and save_summaries_steps.", a negative
+ * or NaN cadence or log_step_count_steps, bad durations, a
+ * NULL hooks array with a count, a NULL or repeated hook,
  * async_checkpoint_block_when_busy without async_checkpoint; everything
  * hk_session_new() returns. RESOURCE_EXHAUSTED.
  * **Threads:** the training thread. **Allocates:** yes.

@@ -9,7 +9,7 @@
  * Wrappers. An executor may wrap another (the "inner" one) and forward to
  * it, changing what it needs to (hooked::mpi's worker executor answers
  * global-step reads; a program's may count runs or add latency). A wrapper
- * owns its raw sessions (contract H61):
+ * owns its raw sessions:
  *   - its `open` slot opens one raw session of the inner executor
  *     (hk_raw_session_open(&inner_rs, inner)) and returns it as its own
  *     session, or a struct of its own that keeps it; its `close` slot
@@ -34,7 +34,7 @@
  * in any minor release; from 1.0 on, source compatibility is kept within a
  * major version only by the versioned-vtable rule: slots are only ever
  * appended under a new HK_EXECUTOR_VTABLE_VERSION, and the library never
- * reads a slot beyond the version an implementer declares (H10). Helper
+ * reads a slot beyond the version an implementer declares. Helper
  * functions here may gain arguments or change in a minor release; programs
  * that only drive sessions need nothing from this header but the run
  * arguments, which follow the ordinary promise.
@@ -54,7 +54,7 @@ extern "C" {
 /* ---- run arguments ------------------------------------------------------ */
 
 #define HK_RUN_OPTIONS_VERSION 1
-/** Run options (contract C11). Never written by the library (D10). */
+/** Run options. Never written by the library. */
 typedef struct hk_run_options {
   uint32_t version;          /**< HK_RUN_OPTIONS_VERSION */
   int32_t trace_level;       /**< 0 none, 1 software, 2 hardware, 3 full */
@@ -73,7 +73,7 @@ typedef struct hk_run_options {
  */
 HK_API hk_code hk_run_options_init(hk_run_options *opts, uint32_t version);
 
-/** One traced op (reference executor with trace_level >= 1, contract H30). */
+/** One traced op (reference executor with trace_level >= 1). */
 typedef struct hk_op_trace {
   const char *op_name;       /**< borrowed from the executor */
   double start_secs;         /**< monotonic seconds */
@@ -82,7 +82,7 @@ typedef struct hk_op_trace {
 
 #define HK_RUN_METADATA_VERSION 1
 /**
- * Run metadata (contract C12), filled by the executor at each run. The
+ * Run metadata, filled by the executor at each run. The
  * arrays it points to are owned by the raw session and stay valid until the
  * next run on it or its close.
  */
@@ -102,7 +102,7 @@ typedef struct hk_feed {
 
 /**
  * The arguments of one run. Every array is borrowed for the duration of the
- * call and never written (D10). A NULL array requires a zero count.
+ * call and never written. A NULL array requires a zero count.
  * `options` NULL means HK_RUN_OPTIONS_INIT.
  */
 typedef struct hk_run_args {
@@ -121,7 +121,7 @@ typedef enum hk_variable_flags {
   HK_VAR_LOCAL = 1u << 0,       /**< local (not global) variable */
   HK_VAR_TRAINABLE = 1u << 1,   /**< trainable */
   HK_VAR_EXTERNAL = 1u << 2,    /**< backed by a buffer the host program owns */
-  /** Optional on restore (H27): a checkpoint without it restores the other
+  /** Optional on restore: a checkpoint without it restores the other
    *  variables and keeps this one's current value, with a WARNING naming it
    *  (state added to a model later must not make its old checkpoints
    *  unrestorable). */
@@ -143,7 +143,7 @@ typedef struct hk_variable_info {
   uint32_t flags;               /**< hk_variable_flags */
 } hk_variable_info;
 
-/** Defaults the Scaffold asks an executor to build (contract C62). */
+/** Defaults the Scaffold asks an executor to build. */
 typedef enum hk_default_op {
   HK_DEFAULT_INIT_OP = 1,                 /**< op: initialize every global variable */
   HK_DEFAULT_READY_OP = 2,                /**< tensor: names of uninitialized variables, global and local (1-D string) */
@@ -151,7 +151,7 @@ typedef enum hk_default_op {
   HK_DEFAULT_LOCAL_INIT_OP = 4            /**< op: initialize every local variable */
 } hk_default_op;
 
-/** Role names of the executor's role registry (contract C61, C143). */
+/** Role names of the executor's role registry. */
 #define HK_ROLE_INIT_OP "init_op"
 #define HK_ROLE_READY_OP "ready_op"
 #define HK_ROLE_READY_FOR_LOCAL_INIT_OP "ready_for_local_init_op"
@@ -172,12 +172,12 @@ typedef hk_code (*hk_text_sink)(void *user, const char *text, size_t len, hk_sta
  * hk_raw_session_* function states. The wrappers check NULL pointers, index
  * ranges and closed raw sessions before calling a slot, then return the
  * slot's code and status unchanged: a slot that fails must fill its status
- * with a message naming what is wrong (H1).
+ * with a message naming what is wrong.
  * Slots are called from one thread at a time (the training thread), except
  * `variable_read`, which a background saver may call while the training
  * thread is not running the same raw session.
  * Slots of a version are read only from a vtable that declares that
- * version or a later one (H10): a version-1 table may end at `destroy`.
+ * version or a later one: a version-1 table may end at `destroy`.
  */
 typedef struct hk_executor_vtable {
   uint32_t version;   /**< HK_EXECUTOR_VTABLE_VERSION */
@@ -190,7 +190,7 @@ typedef struct hk_executor_vtable {
   hk_code (*resolve_op)(void *self, const char *name, hk_handle *out, hk_status *status);
   /** Resolved name of a tensor ("op:k") or op handle, for messages; NULL if unknown. Borrowed. */
   const char *(*handle_name)(void *self, hk_handle handle);
-  /** Finalize the graph; idempotent. Later mutations fail with FAILED_PRECONDITION (C3). */
+  /** Finalize the graph; idempotent. Later mutations fail with FAILED_PRECONDITION. */
   hk_code (*finalize)(void *self, hk_status *status);
   /** Nonzero once finalized. */
   int (*is_finalized)(void *self);
@@ -201,7 +201,7 @@ typedef struct hk_executor_vtable {
   hk_code (*close)(void *self, void *session, hk_status *status);
   /**
    * (required) One run: feed, execute exactly what fetches and targets need,
-   * each op at most once, dependencies first (H30), and fill `results[i]` for
+   * each op at most once, dependencies first, and fill `results[i]` for
    * fetch i (data owned by the session until its next run or close). Fills
    * `metadata` when non-NULL. Must not allocate in steady state.
    */
@@ -226,7 +226,7 @@ typedef struct hk_executor_vtable {
   hk_code (*role_add)(void *self, const char *role, hk_handle handle, hk_status *status);
   /** Build one of the defaults of C62 (before finalize). UNIMPLEMENTED when NULL. */
   hk_code (*default_op)(void *self, hk_default_op kind, hk_handle *out, hk_status *status);
-  /** Stream a text description of the graph to `sink` (H30). UNIMPLEMENTED when NULL. */
+  /** Stream a text description of the graph to `sink`. UNIMPLEMENTED when NULL. */
   hk_code (*describe)(void *self, hk_text_sink sink, void *sink_user, hk_status *status);
   /** Open-ended extension; UNIMPLEMENTED for unknown ops. Ops 0..999 are reserved. */
   hk_code (*control)(void *self, int op, void *arg, hk_status *status);
@@ -238,13 +238,13 @@ typedef struct hk_executor_vtable {
   /**
    * The memory that holds variable `index` of `session`, handed out for the
    * caller to write the variable's value in place (a restore reads a
-   * checkpoint straight into it, H27). Fill `out` as variable_info
+   * checkpoint straight into it). Fill `out` as variable_info
    * describes the variable (dtype, rank, dims), with `nbytes` its byte size
    * and `data` that memory, writable (non-NULL when nbytes > 0). From this
    * call on the variable counts as initialized and its value is whatever
    * the caller writes there. The memory stays valid until the session's
    * next run, assign or close. Call hk_snapshot_before_write() first when a
-   * copy-before-write snapshot holds the session (D3.7).
+   * copy-before-write snapshot holds the session.
    * A variable whose value lives in no such memory (reached through
    * callbacks, on a device, computed) → UNIMPLEMENTED, changing nothing:
    * the caller then assigns it (variable_assign). NULL: UNIMPLEMENTED for
@@ -279,7 +279,7 @@ typedef struct hk_raw_session hk_raw_session;
  * **Ownership:** *out owned, hk_executor_free().
  * **Errors:** INVALID_ARGUMENT for NULL out/vtable, a version that is 0 or
  * newer than HK_EXECUTOR_VTABLE_VERSION, a missing required slot (named) or
- * a bad env (H10); RESOURCE_EXHAUSTED.
+ * a bad env; RESOURCE_EXHAUSTED.
  * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_executor_new(hk_executor **out, const hk_executor_vtable *vtable, void *self,
@@ -308,14 +308,14 @@ HK_API void *hk_executor_self(const hk_executor *ex);
  * Resolve a tensor name ("op:k", or "op" meaning "op:0") to a handle. Names
  * are resolved once (in begin() or before a session exists), not per step.
  * @param out  set to HK_NO_HANDLE first, then to the handle on success.
- * **Errors:** NOT_FOUND naming the tensor (H30); INVALID_ARGUMENT.
+ * **Errors:** NOT_FOUND naming the tensor; INVALID_ARGUMENT.
  * **Threads:** the owner's. **Allocates:** no (reference executor).
  */
 HK_API hk_code hk_executor_resolve_tensor(hk_handle *out, hk_executor *ex, const char *name, hk_status *status);
 /**
  * Resolve an op name to an op handle (for targets and init ops).
  * @param out  set to HK_NO_HANDLE first, then to the handle on success.
- * **Errors:** NOT_FOUND naming the op (H30); INVALID_ARGUMENT.
+ * **Errors:** NOT_FOUND naming the op; INVALID_ARGUMENT.
  * **Threads:** the owner's. **Allocates:** no (reference executor).
  */
 HK_API hk_code hk_executor_resolve_op(hk_handle *out, hk_executor *ex, const char *name, hk_status *status);
@@ -330,8 +330,8 @@ HK_API hk_code hk_executor_resolve_op(hk_handle *out, hk_executor *ex, const cha
 HK_API const char *hk_executor_handle_name(hk_executor *ex, hk_handle handle);
 /**
  * Finalize the graph: afterwards graph mutations fail with
- * FAILED_PRECONDITION "Graph is finalized and cannot be modified." (C3).
- * Idempotent (C64); OK without doing anything when the slot is NULL.
+ * FAILED_PRECONDITION "Graph is finalized and cannot be modified.".
+ * Idempotent; OK without doing anything when the slot is NULL.
  * **Errors:** INVALID_ARGUMENT; the slot's error.
  * **Threads:** the owner's. **Allocates:** as the slot.
  */
@@ -361,7 +361,7 @@ HK_API hk_code hk_executor_variable_info(hk_variable_info *out, hk_executor *ex,
 HK_API hk_code hk_executor_find_variable(hk_executor *ex, const char *name, size_t *index,
                                          hk_status *status);
 /**
- * The global-step variable (C143): the variable whose value tensor is
+ * The global-step variable: the variable whose value tensor is
  * registered under HK_ROLE_GLOBAL_STEP, else the variable named
  * "global_step".
  * @param out    may be NULL; filled on success only.
@@ -375,7 +375,7 @@ HK_API hk_code hk_executor_find_variable(hk_executor *ex, const char *name, size
 HK_API hk_code hk_executor_global_step(hk_variable_info *out, size_t *index, hk_executor *ex, hk_status *status);
 
 /**
- * Role registry (C61, C143): write up to `cap` handles registered under
+ * Role registry: write up to `cap` handles registered under
  * `role` into `out` and the total number into *count (which may exceed cap).
  * An executor without a role_get slot has an empty registry: OK, count 0.
  * @param out  may be NULL when cap is 0.
@@ -388,7 +388,7 @@ HK_API hk_code hk_executor_role_get(hk_handle *out, size_t cap, size_t *count, h
  * Register `handle` under `role` (the reference executor copies the role
  * name and accepts any op or tensor handle of its graph).
  * **Errors:** UNIMPLEMENTED when the executor has no role_add slot;
- * FAILED_PRECONDITION after finalization (C3); INVALID_ARGUMENT for a NULL
+ * FAILED_PRECONDITION after finalization; INVALID_ARGUMENT for a NULL
  * role or an unset handle.
  * **Threads:** the owner's. **Allocates:** yes (the registry grows).
  */
@@ -407,7 +407,7 @@ HK_API hk_code hk_executor_role_add(hk_executor *ex, const char *role, hk_handle
 HK_API hk_code hk_executor_default_op(hk_handle *out, hk_executor *ex, hk_default_op kind, hk_status *status);
 /**
  * Stream a text description of the graph to `sink` in consecutive chunks
- * (H30). A non-OK return from the sink stops the stream and is returned.
+ *. A non-OK return from the sink stops the stream and is returned.
  * @param sink_user  borrowed for the call.
  * **Errors:** UNIMPLEMENTED when the executor has no describe slot; the
  * sink's error; INVALID_ARGUMENT for a NULL sink.
@@ -417,12 +417,12 @@ HK_API hk_code hk_executor_default_op(hk_handle *out, hk_executor *ex, hk_defaul
 HK_API hk_code hk_executor_describe(hk_executor *ex, hk_text_sink sink, void *sink_user,
                                     hk_status *status);
 /**
- * Executor-defined extension (house style 9). Ops 0..999 are reserved for
+ * Executor-defined extension. Ops 0..999 are reserved for
  * hooked; `arg` is defined by the op. An op that names a raw session
  * (HK_CONTROL_SNAPSHOT_ATTACH) names one opened on `ex` with
  * hk_raw_session_open(); this function checks that before the slot runs
  * and hands the slot a copy of `arg` naming that raw session's own session,
- * as the slot's `open` produced it (H61).
+ * as the slot's `open` produced it.
  * **Errors:** UNIMPLEMENTED for an op the executor does not know (always
  * when it has no control slot); for an op naming a raw session,
  * INVALID_ARGUMENT naming the executor and the op when `arg` is NULL, of
@@ -450,7 +450,7 @@ HK_API hk_code hk_raw_session_open(hk_raw_session **out, hk_executor *ex, hk_sta
  * Close the raw session: the session is closed even when the close slot
  * reports an error, which is then returned. A second close returns OK at
  * once. Afterwards runs, reads and assigns fail with FAILED_PRECONDITION
- * (H30) and every view the session handed out is invalid.
+ * and every view the session handed out is invalid.
  * **Errors:** the close slot's error; INVALID_ARGUMENT for a NULL session.
  * **Threads:** the owner's. **Allocates:** no.
  */
@@ -468,9 +468,9 @@ HK_API int hk_raw_session_is_open(const hk_raw_session *rs);
 HK_API hk_executor *hk_raw_session_executor(const hk_raw_session *rs);
 
 /**
- * One executor run, no hooks (C17): feed, execute exactly the ops the
- * fetches and targets need, each at most once (H30), fetch.
- * @param args     borrowed for the call, never written (D10); NULL: an empty
+ * One executor run, no hooks: feed, execute exactly the ops the
+ * fetches and targets need, each at most once, fetch.
+ * @param args     borrowed for the call, never written; NULL: an empty
  *                 run. Options are checked: version 1, trace_level 0..3,
  *                 timeout_ms >= 0.
  * @param results  array of args->nfetches tensors, filled in fetch order; may
@@ -478,17 +478,17 @@ HK_API hk_executor *hk_raw_session_executor(const hk_raw_session *rs);
  *                 on failure (the reference executor zeroes them).
  * @param metadata may be NULL; when given its version must be
  *                 HK_RUN_METADATA_VERSION, and the executor resets and fills
- *                 it (C12).
+ *                 it.
  * **Ownership:** result views and metadata arrays are owned by the raw
  * session and valid until its next run, assign or close; copy what you keep.
  * **Errors:** INVALID_ARGUMENT for bad arguments (NULL array with a count,
  * bad options, a feed whose dtype or shape does not match its tensor, an
  * unfed placeholder); FAILED_PRECONDITION when closed, or "Attempting to use
- * uninitialized value <name>" (H30); whatever a kernel or the executor
+ * uninitialized value <name>"; whatever a kernel or the executor
  * reports.
  * **Threads:** the owner's.
  * **Allocates:** executor-defined. The reference executor: not in steady
- * state (H7), i.e. once it has seen the same feed/fetch/target handle lists
+ * state, i.e. once it has seen the same feed/fetch/target handle lists
  * before (it caches 8 such combinations per raw session) and the graph has
  * not grown since.
  */
@@ -502,7 +502,7 @@ HK_API hk_code hk_raw_session_run(hk_raw_session *rs, const hk_run_args *args, h
  * **Ownership:** the view is borrowed from the raw session, valid until its
  * next run, assign or close.
  * **Errors:** FAILED_PRECONDITION "Attempting to use uninitialized value
- * <name>" (H30) or when closed; OUT_OF_RANGE for a bad index; UNIMPLEMENTED
+ * <name>" or when closed; OUT_OF_RANGE for a bad index; UNIMPLEMENTED
  * when the executor has no variable_read slot.
  * **Threads:** the owner's, or another thread while no run is in progress on
  * this raw session (a background saver).
@@ -523,7 +523,7 @@ HK_API hk_code hk_raw_session_assign_variable(hk_raw_session *rs, size_t index,
 /**
  * The memory that holds variable `index`, for the caller to write the
  * variable's value in place (the executor's variable_storage slot, vtable
- * version 2; contract H30). Restore (H27) reads checkpoint data straight
+ * version 2). Restore reads checkpoint data straight
  * into it, computing the CRC in the same pass.
  * @param out  zeroed first; on success the variable's dtype and shape,
  *             `nbytes` its byte size and `data` its memory, writable
@@ -548,7 +548,7 @@ HK_API hk_code hk_raw_session_assign_variable(hk_raw_session *rs, size_t index,
 HK_API hk_code hk_raw_session_variable_storage(hk_tensor *out, hk_raw_session *rs, size_t index, hk_status *status);
 /**
  * Read the global step through a run that fetches it (works with any
- * executor that can run; C145).
+ * executor that can run).
  * @param out  receives the value on success.
  * **Errors:** those of hk_executor_global_step() (NOT_FOUND when there is
  * no GS) and of hk_raw_session_run(); OUT_OF_RANGE for a u64 value above
@@ -574,7 +574,7 @@ HK_API hk_code hk_tensor_to_i64(int64_t *out, const hk_tensor *t, const char *wh
  * of one element) to a double: f16, bf16, f32, f64 (NaN and infinities
  * kept), and every integer dtype (converted as C does: a 64-bit value
  * above 2^53 may round). What the EarlyStoppingHook and best-k retention
- * read (H44, H45).
+ * read.
  * @param what  names the tensor in messages; NULL means "tensor".
  * @param out   receives the value on success.
  * **Errors:** INVALID_ARGUMENT, naming `what`, for a tensor of another
@@ -587,7 +587,7 @@ HK_API hk_code hk_tensor_to_f64(double *out, const hk_tensor *t, const char *wha
 
 /**
  * A checkpoint snapshot whose copy is still being made while training goes
- * on (contract D3.7). The asynchronous checkpoint hook snapshots its Saver's
+ * on. The asynchronous checkpoint hook snapshots its Saver's
  * variables at a step boundary; rather than copying every byte there, on
  * the training thread, it can let its writer thread copy them while the
  * next step runs — provided no variable is written before its copy is
@@ -619,7 +619,7 @@ typedef struct hk_snapshot hk_snapshot;
  * that session, whichever comes first. A snapshot attached before is
  * completed (hk_snapshot_complete) and replaced. INVALID_ARGUMENT for a
  * NULL arg, session or snapshot or an unknown version; hk_executor_control()
- * refuses a session that is not a raw session of the executor (H61).
+ * refuses a session that is not a raw session of the executor.
  */
 #define HK_CONTROL_SNAPSHOT_ATTACH 100
 /**
@@ -636,7 +636,7 @@ typedef struct hk_control_snapshot {
   /**
    * ATTACH: the caller of hk_executor_control() names an hk_raw_session *
    * opened on that executor; the control slot receives a copy naming that
-   * raw session's own session, as its open slot produced it (H61).
+   * raw session's own session, as its open slot produced it.
    * DETACH: not used.
    */
   void *session;

@@ -1,5 +1,5 @@
 /*
- * hooked — the file-system interface (contract H9).
+ * hooked — the file-system interface.
  *
  * Every file the library touches (checkpoint data files, graph
  * descriptions, the checkpoint state file, event files) goes through an hk_fs:
@@ -113,7 +113,7 @@ typedef struct hk_fs_vtable {
   /** Release a mapping made by map, even when reporting an error (the
    *  library logs the error as a warning and goes on). */
   hk_code (*unmap)(void *user, void *token, hk_status *status);
-  /* slots below: version 2 (never read from a version-1 vtable, H10) */
+  /* slots below: version 2 (never read from a version-1 vtable) */
   /**
    * Optional (NULL: not supported). Write up to `len` bytes at `offset` of
    * a file opened by create_excl, as pwrite(): *nwritten may be short (the
@@ -127,7 +127,7 @@ typedef struct hk_fs_vtable {
    */
   hk_code (*write_at)(void *user, hk_fs_file *f, const void *buf, size_t len, uint64_t offset, size_t *nwritten,
                       hk_status *status);
-  /* slots below: version 3 (never read from a version-1 or -2 vtable, H10) */
+  /* slots below: version 3 (never read from a version-1 or -2 vtable) */
   /**
    * Optional, with unlock (NULL: this file system cannot lock; the
    * checkpoint hooks then write their directory unlocked, which they log at
@@ -145,7 +145,7 @@ typedef struct hk_fs_vtable {
    * - UNIMPLEMENTED means "cannot lock here" (a wrapper over a file system
    *   without the slot): the library goes on without a lock, as for NULL.
    * - Any other error: the file system's, naming the path; nothing held.
-   * The checkpoint hooks lock "<checkpoint_dir>/hooked.lock" (H58).
+   * The checkpoint hooks lock "<checkpoint_dir>/hooked.lock".
    */
   hk_code (*lock)(void *user, const char *path, const char *holder, hk_fs_lock **out, hk_status *status);
   /**
@@ -192,7 +192,7 @@ HK_API const hk_fs_vtable *hk_fs_posix(void);
 HK_API hk_code hk_fs_status_from_errno(hk_status *status, int errnum, const char *op, const char *path);
 
 /**
- * Write a whole file the way hooked writes its own (D4): to
+ * Write a whole file the way hooked writes its own: to
  * "<path>.tmp-XXXXXX" in the same directory (created exclusively), fsynced,
  * closed, renamed over `path`, then the directory fsynced; on failure the
  * temporary file is removed and `path` is untouched. Through env's file
@@ -200,7 +200,7 @@ HK_API hk_code hk_fs_status_from_errno(hk_status *status, int errnum, const char
  * @param env   borrowed; NULL: defaults (POSIX).
  * @param data  n bytes, borrowed for the call; may be NULL when n is 0.
  * **Errors:** INVALID_ARGUMENT for a NULL path or NULL data with n > 0;
- * the file system's errors (H9), naming the path.
+ * the file system's errors, naming the path.
  * **Threads:** any. **Allocates:** yes (the temporary name).
  */
 HK_API hk_code hk_fs_write_file_atomic(const hk_env *env, const char *path, const void *data, size_t n,
@@ -208,10 +208,10 @@ HK_API hk_code hk_fs_write_file_atomic(const hk_env *env, const char *path, cons
 
 /**
  * Create directory `path` and its missing parents, as the checkpoint hooks
- * do for their directory (C93, D4.5). An existing directory is OK.
+ * do for their directory. An existing directory is OK.
  * @param env  borrowed; NULL: defaults (POSIX).
  * **Errors:** INVALID_ARGUMENT for a NULL or empty path; the file system's
- * errors (H9), e.g. ALREADY_EXISTS when a component is a file.
+ * errors, e.g. ALREADY_EXISTS when a component is a file.
  * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_fs_make_dirs(const hk_env *env, const char *path, hk_status *status);

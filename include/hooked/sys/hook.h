@@ -4,8 +4,8 @@
  * A hook is a `static const hk_hook_vtable` plus a `void *user`, wrapped with
  * hk_hook_new(). Every slot may be NULL ("no-op returning OK", and for
  * before_run "no request"). Callbacks run on the thread that called the
- * session function (H6). A callback that returns non-OK stops that dispatch,
- * and its code and message reach the caller unchanged (H1); a callback that
+ * session function. A callback that returns non-OK stops that dispatch,
+ * and its code and message reach the caller unchanged; a callback that
  * returns non-OK without filling its status gets a message naming the hook.
  *
  * Stability: headers under hooked/sys/ are for implementers and carry a
@@ -13,7 +13,7 @@
  * in any minor release; from 1.0 on, source compatibility is kept within a
  * major version only by the versioned-vtable rule: slots are only ever
  * appended under a new HK_HOOK_VTABLE_VERSION, and the library never reads a
- * slot beyond the version a hook declares (H10). The context accessors may
+ * slot beyond the version a hook declares. The context accessors may
  * gain siblings in any release.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
@@ -35,9 +35,9 @@ typedef struct hk_run_context hk_run_context;
 typedef struct hk_creation_context hk_creation_context;
 
 /**
- * What before_run asks for (C8–C11). The session zeroes it before each
+ * What before_run asks for. The session zeroes it before each
  * before_run. Arrays stay owned by the hook and must remain valid until that
- * hook's after_run for the same call returns (H14). An invalid request (NULL
+ * hook's after_run for the same call returns. An invalid request (NULL
  * array with a count, trace_level outside 0..3, negative timeout_ms) fails
  * the run with INVALID_ARGUMENT naming the hook. Feed conflicts: C9, C10, H13.
  */
@@ -48,16 +48,16 @@ typedef struct hk_run_request {
   size_t nfeeds;
   const hk_handle *targets;
   size_t ntargets;
-  int32_t trace_level;   /**< merged as the maximum (C11) */
-  int64_t timeout_ms;    /**< merged as the maximum (C11) */
+  int32_t trace_level;   /**< merged as the maximum */
+  int64_t timeout_ms;    /**< merged as the maximum */
 } hk_run_request;
 
-/** What after_run receives: exactly this hook's fetches, in its order (C8). */
+/** What after_run receives: exactly this hook's fetches, in its order. */
 typedef struct hk_run_values {
   const hk_tensor *results;        /**< NULL when the hook fetched nothing */
   size_t nresults;
-  const hk_run_options *options;   /**< the merged options used for the run (C12) */
-  hk_run_metadata *metadata;       /**< the metadata used for the run (C12) */
+  const hk_run_options *options;   /**< the merged options used for the run */
+  hk_run_metadata *metadata;       /**< the metadata used for the run */
 } hk_run_values;
 
 #define HK_HOOK_VTABLE_VERSION 1
@@ -65,18 +65,18 @@ typedef struct hk_run_values {
 typedef struct hk_hook_vtable {
   uint32_t version;  /**< HK_HOOK_VTABLE_VERSION */
   /* slots below: version 1 */
-  /** Once per session, before the graph is finalized; resolve names here (C2, C3). */
+  /** Once per session, before the graph is finalized; resolve names here. */
   hk_code (*begin)(void *user, hk_executor *graph, hk_status *status);
-  /** After every raw-session creation (C4). `coord` stays valid until the session is freed (H17). */
+  /** After every raw-session creation. `coord` stays valid until the session is freed. */
   hk_code (*after_create_session)(void *user, hk_raw_session *session, hk_coordinator *coord,
                                   hk_creation_context *ctx, hk_status *status);
-  /** Before each run; fill `request` to add fetches, feeds, targets (C7–C11). */
+  /** Before each run; fill `request` to add fetches, feeds, targets. */
   hk_code (*before_run)(void *user, hk_run_context *ctx, hk_run_request *request,
                         hk_status *status);
-  /** After each successful run (C7, C13). Values are valid only during the call (H14). */
+  /** After each successful run. Values are valid only during the call. */
   hk_code (*after_run)(void *user, hk_run_context *ctx, const hk_run_values *values,
                        hk_status *status);
-  /** At a clean close, with the most recent raw session (C15). */
+  /** At a clean close, with the most recent raw session. */
   hk_code (*end)(void *user, hk_raw_session *session, hk_status *status);
   /** Release `user`; called exactly once, by hk_hook_free(). */
   void (*destroy)(void *user);
@@ -96,10 +96,10 @@ typedef struct hk_hook_vtable {
  * @return HK_OK or an error.
  * **Ownership:** *out owned by the caller, hk_hook_free(). A session borrows
  * its hooks: a hook must outlive the sessions using it, and serves one
- * session at a time (H11); it may serve a later session once the previous
+ * session at a time; it may serve a later session once the previous
  * one is closed or freed (begin() resets it).
  * **Errors:** INVALID_ARGUMENT for NULL out/vtable, a version that is 0 or
- * newer than HK_HOOK_VTABLE_VERSION (naming the hook, H10) or a bad env;
+ * newer than HK_HOOK_VTABLE_VERSION (naming the hook) or a bad env;
  * RESOURCE_EXHAUSTED.
  * **Threads:** any. **Allocates:** yes.
  */
@@ -137,7 +137,7 @@ HK_API const hk_env *hk_hook_env(const hk_hook *hook);
 HK_API void hk_hook_log(const hk_hook *hook, hk_log_level level, const char *fmt, ...) HK_PRINTF(3, 4);
 
 /**
- * The finalized Scaffold of the session this hook currently serves (C99:
+ * The finalized Scaffold of the session this hook currently serves (
  * the session makes it available to hooks), NULL while it serves none.
  * **Ownership:** borrowed; valid while the hook is attached (until that
  * session is closed). **Threads:** the training thread. **Allocates:** no.
@@ -145,13 +145,13 @@ HK_API void hk_hook_log(const hk_hook *hook, hk_log_level level, const char *fmt
 HK_API struct hk_scaffold *hk_hook_scaffold(const hk_hook *hook);
 
 /* ---- run context (group B) ---------------------------------------------- */
-/* A run context exists only during one run() call (C6): use it from
+/* A run context exists only during one run() call: use it from
  * before_run and after_run of that call, on the training thread, and do not
  * keep it. These accessors never fail (NULL in, NULL / 0 out) and never
  * allocate. */
 
 /**
- * @return the caller's original arguments, exactly as passed (C6, C21):
+ * @return the caller's original arguments, exactly as passed:
  *         the caller's own pointer, possibly NULL for a run without
  *         arguments. Read-only.
  * **Ownership:** borrowed from the caller for the duration of the run.
@@ -159,7 +159,7 @@ HK_API struct hk_scaffold *hk_hook_scaffold(const hk_hook *hook);
 HK_API const hk_run_args *hk_run_context_args(const hk_run_context *ctx);
 /**
  * @return the raw session of this run; calls on it go straight to the
- *         executor and trigger no hooks (C17).
+ *         executor and trigger no hooks.
  * **Ownership:** borrowed; valid during the callback only (the session may
  *         be re-created between runs).
  */
@@ -167,16 +167,16 @@ HK_API hk_raw_session *hk_run_context_session(const hk_run_context *ctx);
 /**
  * Request a stop. It takes effect after every after_run of this call has
  * run: the current step still executes, later hooks see the request, and
- * then should_stop() is true and run() fails per C5 (C18–C20). A request
- * from a call that fails (C14) is dropped. Cannot be undone.
+ * then should_stop() is true and run() fails per C5. A request
+ * from a call that fails is dropped. Cannot be undone.
  */
 HK_API void hk_run_context_request_stop(hk_run_context *ctx);
 /** @return nonzero once a stop was requested on this context, by this hook
- *  or an earlier one (C18, C19). */
+ *  or an earlier one. */
 HK_API int hk_run_context_stop_requested(const hk_run_context *ctx);
 
 /**
- * One timed part of a traced run (H41): a hook callback, the executor run,
+ * One timed part of a traced run: a hook callback, the executor run,
  * or the whole run. Times are monotonic seconds from the session env's
  * clock; `thread` identifies the thread it ran on (the kernel's thread id
  * on Linux), for trace viewers.
@@ -190,7 +190,7 @@ typedef struct hk_span {
 } hk_span;
 
 /**
- * The spans of this session's most recent completed traced run (H41): a
+ * The spans of this session's most recent completed traced run: a
  * run is traced from the moment the caller's options or a hook's request
  * set trace_level >= 1 (so a profiler placed first in the hook list sees
  * every other hook's before_run), and its spans cover every later
@@ -215,7 +215,7 @@ HK_API const hk_span *hk_run_context_last_traced_spans(const hk_run_context *ctx
 HK_API const hk_span *hk_hook_last_traced_spans(const hk_hook *hook, size_t *n);
 
 /**
- * Request a stop from after_create_session (H12, D8): once every
+ * Request a stop from after_create_session: once every
  * after_create_session of that creation succeeded, the session's stop flag
  * is set, so should_stop() is true before any step and run() fails per C5.
  * Dropped when the creation fails. Valid only during that callback.
@@ -233,14 +233,14 @@ HK_API void hk_creation_context_request_stop(hk_creation_context *ctx);
  */
 HK_API int hk_creation_context_stop_requested(const hk_creation_context *ctx);
 /**
- * The checkpoint this creation restored the model from (C66–C68, D5): its
+ * The checkpoint this creation restored the model from: its
  * prefix "<dir>/<name>", as hk_session_manager_restored_checkpoint() gives
  * it. A hook that writes checkpoints can tell from it that the checkpoint
- * of the current step is already on disk (C94, C105: the checkpoint saver
+ * of the current step is already on disk (the checkpoint saver
  * hooks do not save it again).
  * @return NULL when the model was initialized rather than restored, when
- *         the raw session came from a custom session creator (H21) or a
- *         worker's wait (C48), and for a NULL ctx.
+ *         the raw session came from a custom session creator or a
+ *         worker's wait, and for a NULL ctx.
  * **Ownership:** borrowed; valid only during that after_create_session
  * callback: copy it to keep it.
  * **Threads:** the training thread. **Allocates:** no.
