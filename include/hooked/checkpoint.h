@@ -1,7 +1,10 @@
 /*
- * hooked — checkpoints (contract groups M and P, D4–D6; on-disk format in
- * checkpoint-format.md): the Saver, a checkpoint reader, the state file and
- * its helpers, and CRC-32C.
+ * hooked — checkpoints (the on-disk format is docs/checkpoint-format.md's):
+ * the Saver, a checkpoint reader, the state file and its helpers, and
+ * CRC-32C.
+ *
+ * Modules: checkpoint (hk_saver, hk_checkpoint_state and
+ * hk_checkpoint_reader are modules of their own), crc32c.
  *
  * A checkpoint is addressed by its PREFIX "<dir>/<name>" (e.g.
  * "ckpt/model.ckpt-3000"); its data is the single safetensors file

@@ -1,6 +1,7 @@
 /*
- * hooked — the coordinator and the opt-in signal
- * helper.
+ * hooked — the coordinator and the opt-in signal helper.
+ *
+ * Modules: coordinator, signal.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */

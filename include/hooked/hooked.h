@@ -8,6 +8,7 @@
 
 #include "hooked/common.h"
 #include "hooked/tensor.h"
+#include "hooked/run.h"
 #include "hooked/sys/executor.h"
 #include "hooked/graph.h"
 #include "hooked/coordinator.h"
