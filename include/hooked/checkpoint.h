@@ -46,7 +46,9 @@ extern "C" {
  */
 HK_API uint32_t hk_crc32c_extend(uint32_t crc, const void *data, size_t n);
 /** @return "sse4.2" or "portable": the implementation hk_crc32c_extend()
- *  uses on this CPU. Static storage. **Threads:** any. */
+ *  uses on this CPU. Static storage. **Threads:** any.
+ * **Allocates:** no.
+ */
 HK_API const char *hk_crc32c_implementation(void);
 
 /* ---- Saver (group M) ------------------------------------------- */
@@ -169,8 +171,8 @@ HK_API hk_code hk_saver_save(const char **prefix, hk_saver *saver, hk_raw_sessio
  * a prefix, or the data file's path itself. Logs "Restoring parameters from
  * %s". Every variable is checked against the file before any is assigned;
  * every tensor read is CRC-verified: straight into the variable's own
- * memory when the executor hands it out (hk_raw_session_variable_storage,
- * H30), the CRC computed in the same pass, else from a checked view that
+ * memory when the executor hands it out (hk_raw_session_variable_storage()),
+ * the CRC computed in the same pass, else from a checked view that
  * is assigned (optional variables always). Never falls back.
  * A variable flagged HK_VAR_OPTIONAL that the file lacks is not assigned:
  * it keeps its current value, and a WARNING names it and the checkpoint.
@@ -195,8 +197,8 @@ HK_API hk_code hk_saver_save(const char **prefix, hk_saver *saver, hk_raw_sessio
 HK_API hk_code hk_saver_restore(hk_saver *saver, hk_raw_session *rs, const char *path, hk_status *status);
 
 /**
- * Adopt the managed list of directory `dir` from its state file (
- * C122): listed names whose data file exists become the managed list, in
+ * Adopt the managed list of directory `dir` from its state file: listed
+ * names whose data file exists become the managed list, in
  * order; timestamps from the file clamped to now, or the files' mtimes;
  * last_preserved_timestamp from the file or now - 1 s; the clock-reset
  * rule. A missing state file gives an empty list; a malformed one an empty
@@ -216,9 +218,11 @@ HK_API hk_code hk_saver_recover(hk_saver *saver, const char *dir, hk_status *sta
  * **Threads:** the owner's. **Allocates:** no.
  */
 HK_API const char *const *hk_saver_checkpoints(const hk_saver *saver, size_t *n);
-/** @return the Saver's executor (borrowed), NULL for NULL. */
+/** @return the Saver's executor (borrowed), NULL for NULL.
+ *  **Threads:** the Saver's owner's. **Allocates:** no. */
 HK_API hk_executor *hk_saver_executor(const hk_saver *saver);
-/** @return the state file name in force (borrowed), NULL for NULL. */
+/** @return the state file name in force (borrowed), NULL for NULL.
+ *  **Threads:** the Saver's owner's. **Allocates:** no. */
 HK_API const char *hk_saver_latest_filename(const hk_saver *saver);
 
 /* ---- state file ---------------------------------- */
@@ -244,17 +248,23 @@ typedef struct hk_checkpoint_state hk_checkpoint_state;
  */
 HK_API hk_code hk_checkpoint_state_get(hk_checkpoint_state **out, const hk_env *env, const char *dir,
                                        const char *latest_filename, hk_status *status);
-/** Free a state. @param cs consumed; NULL is a no-op. */
+/** Free a state. @param cs consumed; NULL is a no-op.
+ *  **Threads:** any thread, one at a time per state. **Allocates:** no. */
 HK_API void hk_checkpoint_state_free(hk_checkpoint_state *cs);
-/** @return "<dir>/<model_checkpoint_path>" (borrowed from cs), NULL for NULL. */
+/** @return "<dir>/<model_checkpoint_path>" (borrowed from cs), NULL for NULL.
+ *  **Threads:** any thread, one at a time per state. **Allocates:** no. */
 HK_API const char *hk_checkpoint_state_model_path(const hk_checkpoint_state *cs);
-/** @return the number of all_model_checkpoint_paths entries (0 for NULL). */
+/** @return the number of all_model_checkpoint_paths entries (0 for NULL).
+ *  **Threads:** any thread, one at a time per state. **Allocates:** no. */
 HK_API size_t hk_checkpoint_state_count(const hk_checkpoint_state *cs);
-/** @return entry i ("<dir>/<name>", oldest first; borrowed), NULL when out of range. */
+/** @return entry i ("<dir>/<name>", oldest first; borrowed), NULL when out of range.
+ *  **Threads:** any thread, one at a time per state. **Allocates:** no. */
 HK_API const char *hk_checkpoint_state_path(const hk_checkpoint_state *cs, size_t i);
-/** @return entry i's timestamp, or NaN when the file has none / out of range. */
+/** @return entry i's timestamp, or NaN when the file has none / out of range.
+ *  **Threads:** any thread, one at a time per state. **Allocates:** no. */
 HK_API double hk_checkpoint_state_timestamp(const hk_checkpoint_state *cs, size_t i);
-/** @return last_preserved_timestamp, NaN when the file has none. */
+/** @return last_preserved_timestamp, NaN when the file has none.
+ *  **Threads:** any thread, one at a time per state. **Allocates:** no. */
 HK_API double hk_checkpoint_state_last_preserved(const hk_checkpoint_state *cs);
 
 /**
@@ -296,7 +306,7 @@ HK_API hk_code hk_checkpoint_state_update(const hk_env *env, const char *dir, co
 HK_API hk_code hk_checkpoint_latest(char **out, const hk_env *env, const char *dir, const char *latest_filename,
                                     hk_status *status);
 
-/** @return nonzero iff "<prefix>.safetensors" exists. **Threads:** any. */
+/** @return nonzero iff "<prefix>.safetensors" exists. **Threads:** any. **Allocates:** no. */
 HK_API int hk_checkpoint_exists(const hk_env *env, const char *prefix);
 /**
  * Remove "<prefix>.safetensors", "<prefix>.graph.txt" and, from older
@@ -334,13 +344,16 @@ typedef struct hk_checkpoint_reader hk_checkpoint_reader;
  */
 HK_API hk_code hk_checkpoint_reader_open(hk_checkpoint_reader **out, const hk_env *env, const char *path,
                                          hk_status *status);
-/** Close and free. @param r consumed; NULL is a no-op. */
+/** Close and free. @param r consumed; NULL is a no-op.
+ *  **Threads:** any thread, one at a time per reader. **Allocates:** no. */
 HK_API void hk_checkpoint_reader_free(hk_checkpoint_reader *r);
-/** @return the data file path (borrowed), NULL for NULL. */
+/** @return the data file path (borrowed), NULL for NULL.
+ *  **Threads:** any thread, one at a time per reader. **Allocates:** no. */
 HK_API const char *hk_checkpoint_reader_path(const hk_checkpoint_reader *r);
-/** @return the global_step metadata. */
+/** @return the global_step metadata. **Threads:** any thread, one at a time per reader. **Allocates:** no. */
 HK_API int64_t hk_checkpoint_reader_step(const hk_checkpoint_reader *r);
-/** @return the number of tensors (0 for NULL). */
+/** @return the number of tensors (0 for NULL).
+ *  **Threads:** any thread, one at a time per reader. **Allocates:** no. */
 HK_API size_t hk_checkpoint_reader_count(const hk_checkpoint_reader *r);
 /** One tensor of a checkpoint. */
 typedef struct hk_checkpoint_entry {
@@ -355,11 +368,14 @@ typedef struct hk_checkpoint_entry {
 /**
  * Entry i, tensors in the file's (bytewise name) order.
  * **Errors:** OUT_OF_RANGE for i >= count; INVALID_ARGUMENT.
+ * **Threads:** any thread, one at a time per reader. **Allocates:** no.
  */
 HK_API hk_code hk_checkpoint_reader_entry(hk_checkpoint_entry *out, const hk_checkpoint_reader *r, size_t i,
                                           hk_status *status);
 /** Find a tensor by name. **Errors:** NOT_FOUND "Key %s not found in
- *  checkpoint %s". */
+ *  checkpoint %s".
+ * **Threads:** any thread, one at a time per reader. **Allocates:** no.
+ */
 HK_API hk_code hk_checkpoint_reader_find(const hk_checkpoint_reader *r, const char *name, size_t *index,
                                          hk_status *status);
 /**

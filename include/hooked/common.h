@@ -176,6 +176,7 @@ HK_API hk_code hk_status_set(hk_status *st, hk_code code, const char *fmt, ...) 
 /**
  * va_list variant of hk_status_set(); same contract. `ap` is consumed as
  * by vsnprintf.
+ * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_status_setv(hk_status *st, hk_code code, const char *fmt, va_list ap);
 
@@ -199,7 +200,7 @@ typedef struct hk_allocator {
   void *user;
 } hk_allocator;
 
-/* ---- log sink (house style 12) ---------------------------- */
+/* ---- log sink ---------------------------- */
 typedef enum hk_log_level {
   HK_LOG_DEBUG = 0,
   HK_LOG_INFO = 1,

@@ -47,8 +47,10 @@ HK_API void hk_coordinator_free(hk_coordinator *c);
 /**
  * Request a stop; sets the stop flag and wakes every waiter.
  * `code` HK_OK is a clean stop; the first non-OK code is recorded with its
- * message, and later ones are ignored (logged at DEBUG). A session counts a
- * recorded error per D11, C28 and H15.
+ * message, and later ones are ignored (logged at DEBUG). A session that
+ * owns the coordinator then answers should_stop() with true, returns a
+ * recorded preemption error in place of a run's own error, and reports the
+ * recorded error from close().
  * @param message  copied (truncated to HK_STATUS_MESSAGE_MAX - 1 bytes);
  *                 NULL or "": hk_code_name(code).
  * NULL c is a no-op.
@@ -81,7 +83,8 @@ HK_API int hk_coordinator_wait_for_stop(hk_coordinator *c, double timeout_secs);
  */
 HK_API hk_code hk_coordinator_error(hk_status *out, hk_coordinator *c);
 /** @return nonzero when a stop was requested and no error is recorded, or
- *  the signal helper fired (a clean stop for H15).
+ *  the signal helper fired (what a session's close() counts as a clean
+ *  stop).
  *  **Threads:** any. **Allocates:** no. */
 HK_API int hk_coordinator_clean_stop_requested(hk_coordinator *c);
 
@@ -140,8 +143,8 @@ HK_API hk_code hk_coordinator_join(hk_coordinator *c, double grace_secs, hk_stat
 /* ---- signal helper ---------------------------------------------- */
 /**
  * Install process-wide handlers for SIGINT and SIGTERM that only set an
- * async-signal-safe flag (the library's one piece of global state,
- * H7). Every session, session manager and coordinator treats the flag as a
+ * async-signal-safe flag (the library's one piece of global state: a
+ * signal is process-wide). Every session, session manager and coordinator treats the flag as a
  * clean stop: should_stop() becomes true, waits end with CANCELLED within
  * one poll interval, close(OK) or close(CANCELLED) is clean. A
  * second delivery of the same signal restores the previous disposition and

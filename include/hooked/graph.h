@@ -4,8 +4,8 @@
  *
  * Build a graph, hand hk_graph_executor(g) to a session, and the session
  * finalizes it. Names are resolved to handles once; a run executes exactly
- * the ops its fetches and targets need, each once, in dependency order
- *. A raw session caches the plans of its last 8 distinct
+ * the ops its fetches and targets need, each once, in dependency order.
+ * A raw session caches the plans of its last 8 distinct
  * (feed, fetch, target) handle lists: a run whose lists were seen before,
  * on a graph that has not grown since, allocates nothing.
  *
@@ -156,6 +156,7 @@ typedef struct hk_variable_def {
  *             initializer valid for the dtype.
  * **Ownership:** name and dims copied; external_data borrowed for the
  * graph's life.
+ * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
 HK_API hk_code hk_graph_variable(hk_graph *g, hk_handle *out, const hk_variable_def *def,
                                  hk_status *status);
@@ -167,6 +168,7 @@ HK_API hk_code hk_graph_variable(hk_graph *g, hk_handle *out, const hk_variable_
  * @param out  receives its value tensor handle.
  * **Errors:** ALREADY_EXISTS '"global_step" already exists.' when a GS is
  * registered or an op named "global_step" exists; the builder errors.
+ * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
 HK_API hk_code hk_graph_create_global_step(hk_graph *g, hk_handle *out, hk_status *status);
 /**
@@ -178,6 +180,7 @@ HK_API hk_code hk_graph_create_global_step(hk_graph *g, hk_handle *out, hk_statu
  * when several are registered (logged at WARNING "Multiple tensors in
  * global_step collection.") or "global_step" names a non-variable op; the
  * builder errors when it must create one.
+ * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
 HK_API hk_code hk_graph_get_or_create_global_step(hk_graph *g, hk_handle *out, hk_status *status);
 
@@ -189,6 +192,7 @@ HK_API hk_code hk_graph_get_or_create_global_step(hk_graph *g, hk_handle *out, h
  * INVALID_ARGUMENT "You must feed a value for placeholder tensor '<name>'
  * ..."; a feed of another dtype or shape with INVALID_ARGUMENT.
  * @param dims  rank entries, each >= -1, copied.
+ * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
 HK_API hk_code hk_graph_placeholder(hk_graph *g, hk_handle *out, const char *name, hk_dtype dtype,
                                     int32_t rank, const int64_t *dims, hk_status *status);
@@ -196,6 +200,7 @@ HK_API hk_code hk_graph_placeholder(hk_graph *g, hk_handle *out, const char *nam
  * Add a constant.
  * @param value  copied, data included; dtype not STRING; its nbytes must
  *               match dtype and shape.
+ * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
 HK_API hk_code hk_graph_constant(hk_graph *g, hk_handle *out, const char *name,
                                  const hk_tensor *value, hk_status *status);
@@ -256,6 +261,7 @@ typedef struct hk_op_def {
  *             kernel may declare no outputs and no mutates.
  * **Ownership:** arrays and name copied; kernel_user borrowed for the
  * graph's life.
+ * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
 HK_API hk_code hk_graph_op(hk_graph *g, hk_handle *out, const hk_op_def *def, hk_status *status);
 /**
@@ -292,6 +298,7 @@ HK_API const hk_env *hk_kernel_context_env(hk_kernel_context *ctx);
  * var.
  * @param var    the variable's value or op handle.
  * @param value  a tensor handle of this graph.
+ * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
 HK_API hk_code hk_graph_assign(hk_graph *g, hk_handle *out_op, const char *name, hk_handle var,
                                hk_handle value, hk_status *status);
@@ -299,11 +306,14 @@ HK_API hk_code hk_graph_assign(hk_graph *g, hk_handle *out_op, const char *name,
  * Add `var += delta`: numeric dtype, same dtype and shape. Output 0 is the
  * new value. Running it with var uninitialized fails with
  * FAILED_PRECONDITION "Attempting to use uninitialized value <var>".
+ * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
 HK_API hk_code hk_graph_assign_add(hk_graph *g, hk_handle *out_op, const char *name, hk_handle var,
                                    hk_handle delta, hk_status *status);
 /** Add a no-op that depends (control) on `ops` (op or tensor handles,
- *  copied); n may be 0. Use it as a target to run several ops at once. */
+ *  copied); n may be 0. Use it as a target to run several ops at once.
+ * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
+ */
 HK_API hk_code hk_graph_group(hk_graph *g, hk_handle *out_op, const char *name,
                               const hk_handle *ops, size_t n, hk_status *status);
 /**
@@ -312,13 +322,16 @@ HK_API hk_code hk_graph_group(hk_graph *g, hk_handle *out_op, const char *name,
  * initializer (HK_INIT_NONE) are skipped, except that a graph-owned one in
  * an explicit list is INVALID_ARGUMENT (only an assignment can initialize
  * it).
+ * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
 HK_API hk_code hk_graph_init_op(hk_graph *g, hk_handle *out_op, const char *name,
                                 const hk_handle *vars, size_t n, hk_status *status);
 /** Add an op whose output 0 is a 1-D string tensor of the names of the
  *  uninitialized variables among `vars` (variable handles, copied; NULL/0:
  *  all variables, global and local), for readiness checks. The names
- *  are borrowed from the graph. */
+ *  are borrowed from the graph.
+ * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
+ */
 HK_API hk_code hk_graph_report_uninitialized(hk_graph *g, hk_handle *out_op, const char *name,
                                              const hk_handle *vars, size_t n, hk_status *status);
 

@@ -60,7 +60,7 @@ HK_API hk_code hk_stop_at_step_options_init(hk_stop_at_step_options *opts, uint3
  * version other than HK_STOP_AT_STEP_OPTIONS_VERSION or a bad env;
  * RESOURCE_EXHAUSTED. Later, begin() fails with FAILED_PRECONDITION "Global
  * step should be created to use StopAtStepHook." without a GS, or with
- * C143's INVALID_ARGUMENT for a GS of the wrong dtype or shape.
+ * INVALID_ARGUMENT for a GS that is not an integer scalar.
  * **Threads:** any. **Allocates:** at creation only; its callbacks do not
  * (their GS re-read is a run like any other).
  */
@@ -212,7 +212,7 @@ HK_API hk_code hk_global_step_waiter_options_init(hk_global_step_waiter_options 
 HK_API hk_code hk_global_step_waiter_hook_new(hk_hook **out, const hk_global_step_waiter_options *opts,
                                               hk_status *status);
 
-/* ---- LoggingTensorHook (group N: C127–C130) --------------------- */
+/* ---- LoggingTensorHook --------------------- */
 
 /** One (tag, name) pair of hk_logging_tensor_options.tagged. */
 typedef struct hk_tagged_tensor {
@@ -227,7 +227,8 @@ typedef struct hk_tagged_tensor {
  * @param user    the options' formatter_user.
  * @param tags    n tags, in logging order; borrowed for the call.
  * @param values  n tensors, values[i] for tags[i]; borrowed for the call
- *                (hk_logging_tensor_format_value() writes one as H28).
+ *                (hk_logging_tensor_format_value() writes one as the
+ *                hook's own line does).
  * @param line    receives the text to log at INFO, verbatim: the hook adds
  *                nothing to it, not even the seconds. It must stay
  *                valid until the formatter returns control to the hook's
@@ -258,7 +259,7 @@ typedef struct hk_logging_tensor_options {
   int64_t every_n_iter;        /**< HK_UNSET_STEPS or >= 1: log every n of this hook's runs */
   double every_n_secs;         /**< HK_UNSET_SECS or finite > 0: log when n seconds passed */
   int at_end;                  /**< nonzero: log once more in end(); default 0 */
-  hk_logging_tensor_formatter formatter; /**< NULL: the line of C129 */
+  hk_logging_tensor_formatter formatter; /**< NULL: the hook's own line, "tag1 = v1, tag2 = v2" */
   void *formatter_user;        /**< borrowed for the hook's life; passed to formatter */
 } hk_logging_tensor_options;
 #define HK_LOGGING_TENSOR_OPTIONS_INIT { HK_LOGGING_TENSOR_OPTIONS_VERSION, NULL, NULL, 0, NULL, 0, HK_UNSET_STEPS, \
@@ -302,8 +303,8 @@ HK_API hk_code hk_logging_tensor_options_init(hk_logging_tensor_options *opts, u
  * as this Operation has multiple outputs (at least 2)." for a bare name
  * whose op has an output 1; after_run and end() return the
  * formatter's error, end() a failed run's.
- * **Threads:** any; callbacks and the formatter on the training thread
- *. **Allocates:** at creation only (the line buffer included): a run
+ * **Threads:** any; callbacks and the formatter on the training thread.
+ * **Allocates:** at creation only (the line buffer included): a run
  * allocates nothing, also when it logs; end() with at_end runs the
  * executor once more, which may allocate for that new fetch list.
  */
@@ -331,7 +332,7 @@ HK_API hk_code hk_logging_tensor_hook_new(hk_hook **out, const hk_logging_tensor
  */
 HK_API size_t hk_logging_tensor_format_value(char *buf, size_t cap, const hk_tensor *value);
 
-/* ---- NanTensorHook (group N: C134) ----------------------------------- */
+/* ---- NanTensorHook ----------------------------------- */
 #define HK_NAN_TENSOR_OPTIONS_VERSION 1
 typedef struct hk_nan_tensor_options {
   uint32_t version;         /**< HK_NAN_TENSOR_OPTIONS_VERSION */
@@ -415,7 +416,7 @@ HK_API hk_code hk_nan_tensor_options_init(hk_nan_tensor_options *opts, uint32_t 
  */
 HK_API hk_code hk_nan_tensor_hook_new(hk_hook **out, const hk_nan_tensor_options *opts, hk_status *status);
 
-/* ---- FinalOpsHook (group N: C138) ------------------------------------ */
+/* ---- FinalOpsHook ------------------------------------ */
 
 /** A named feed of hk_final_ops_options.final_feed. */
 typedef struct hk_final_feed {
@@ -489,7 +490,7 @@ HK_API hk_code hk_final_ops_hook_new(hk_hook **out, const hk_final_ops_options *
 HK_API hk_code hk_final_ops_hook_values(const hk_tensor **values, size_t *count, const hk_hook *hook,
                                         hk_status *status);
 
-/* ---- FeedFnHook (group N: C139) -------------------------------------- */
+/* ---- FeedFnHook -------------------------------------- */
 
 /**
  * Feed callback of a FeedFnHook, called in every before_run on the
@@ -575,7 +576,7 @@ typedef struct hk_checkpoint_saver_options {
   uint32_t version;            /**< HK_CHECKPOINT_SAVER_OPTIONS_VERSION (1 or 2) */
   const hk_env *env;           /**< NULL: the session's (clock, log, fs) */
   const char *checkpoint_dir;  /**< required; copied; created with parents in begin() */
-  double save_secs;            /**< HK_UNSET_SECS or finite > 0 (exactly one cadence, C75/H25/D9) */
+  double save_secs;            /**< HK_UNSET_SECS or finite > 0 (exactly one of the two cadences) */
   int64_t save_steps;          /**< HK_UNSET_STEPS or >= 1 */
   hk_saver *saver;             /**< borrowed; NULL: the scaffold's, else the session's Scaffold's */
   hk_scaffold *scaffold;       /**< borrowed; not together with saver */
@@ -701,8 +702,8 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * not a valid name, a listener without vtable or with a bad version,
  * a negative best_k, best_k without best_metric (or an empty one),
  * best_metric without best_k, a best_mode other than HK_MONITOR_MIN or
- * HK_MONITOR_MAX; RESOURCE_EXHAUSTED. Nothing is created on failure
- *. Later: begin() fails with FAILED_PRECONDITION "Global step should
+ * HK_MONITOR_MAX; RESOURCE_EXHAUSTED. Nothing is created on failure.
+ * Later: begin() fails with FAILED_PRECONDITION "Global step should
  * be created to use CheckpointSaverHook.", with FAILED_PRECONDITION
  * "Checkpoint directory ... is in use by another trainer ...",
  * INVALID_ARGUMENT naming HOOKED_CHECK_RESUME for a malformed value of it,
@@ -756,7 +757,7 @@ HK_API hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_s
 HK_API hk_code hk_async_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts,
                                                   hk_status *status);
 
-/* ---- StepCounterHook (group N: C131–C133) ---------------------------- */
+/* ---- StepCounterHook ---------------------------- */
 #define HK_STEP_COUNTER_OPTIONS_VERSION 1
 typedef struct hk_step_counter_options {
   uint32_t version;        /**< HK_STEP_COUNTER_OPTIONS_VERSION */
@@ -806,8 +807,8 @@ HK_API hk_code hk_step_counter_options_init(hk_step_counter_options *opts, uint3
  * or every_n_secs not finite and > 0, steps_per_run < 1, an empty
  * output_dir; RESOURCE_EXHAUSTED. Later: begin() fails with
  * FAILED_PRECONDITION "Global step should be created to use
- * StepCounterHook.", C143's INVALID_ARGUMENT for a GS of the wrong
- * dtype or shape, or a file-system error creating output_dir; an after_run
+ * StepCounterHook.", INVALID_ARGUMENT for a GS that is not an integer
+ * scalar, or a file-system error creating output_dir; an after_run
  * that writes returns the writer's error.
  * **Threads:** any; callbacks on the training thread.
  * **Allocates:** at creation and in begin(); a run on which it does not
@@ -815,12 +816,12 @@ HK_API hk_code hk_step_counter_options_init(hk_step_counter_options *opts, uint3
  */
 HK_API hk_code hk_step_counter_hook_new(hk_hook **out, const hk_step_counter_options *opts, hk_status *status);
 
-/* ---- SummarySaverHook (group N: C135–C137) --------------------------- */
+/* ---- SummarySaverHook --------------------------- */
 #define HK_SUMMARY_SAVER_OPTIONS_VERSION 1
 typedef struct hk_summary_saver_options {
   uint32_t version;        /**< HK_SUMMARY_SAVER_OPTIONS_VERSION */
   const hk_env *env;       /**< NULL: the session's (its clock times save_secs) */
-  double save_secs;        /**< HK_UNSET_SECS or finite > 0 (exactly one cadence, C75/H25/D9) */
+  double save_secs;        /**< HK_UNSET_SECS or finite > 0 (exactly one of the two cadences) */
   int64_t save_steps;      /**< HK_UNSET_STEPS or >= 1 */
   /** Copied; the session's shared writer of this directory, created
    *  with its parents in begin(). NULL and no summary_writer: nothing is
@@ -870,7 +871,8 @@ HK_API hk_code hk_summary_saver_options_init(hk_summary_saver_options *opts, uin
  * a NULL summary_op with a count or an unset handle in it, an empty
  * output_dir; RESOURCE_EXHAUSTED. Later: begin() fails with
  * FAILED_PRECONDITION "Global step should be created to use
- * SummarySaverHook.", C143's INVALID_ARGUMENT, or a file-system
+ * SummarySaverHook.", INVALID_ARGUMENT for a GS that is not an integer
+ * scalar, or a file-system
  * error creating output_dir; after_run returns INVALID_ARGUMENT naming a
  * fetched summary that is not a 1-D U8 serialized Summary, and the writer's
  * errors; end() the flush's.
@@ -890,9 +892,11 @@ HK_API hk_code hk_summary_saver_hook_new(hk_hook **out, const hk_summary_saver_o
  * @param name  NULL: a managed checkpoint at the current global step,
  *              exactly like a timer-triggered save (listeners, log lines,
  *              event, retention, state file), and the timer restarts
- *              from it; a listener's stop request is ignored, as at creation
- *             . Given: an unmanaged checkpoint "<checkpoint_dir>/<name>"
- *              (a valid name, H32, not of the managed form
+ *              from it; a listener's stop request is ignored, as at creation.
+ * Given: an unmanaged checkpoint "<checkpoint_dir>/<name>"
+ *              (a valid name: 1 to 255 bytes without '/', '\\', '"', control
+ *              bytes or "..", and not ".";
+ *              not of the managed form
  *              "<checkpoint_basename>-<digits>", which is reserved for the
  *              checkpoints retention manages), written atomically over
  *              an earlier one of that name, never listed in the state file
@@ -904,8 +908,8 @@ HK_API hk_code hk_summary_saver_hook_new(hk_hook **out, const hk_summary_saver_o
  * checkpoint saver hook, a bad name or one of the managed form (naming it
  * and the form); FAILED_PRECONDITION when the hook
  * serves no session; the processed write error of the asynchronous hook;
- * the Saver's and the listeners' errors (file-system errors per H9,
- * after which the directory holds what it held before).
+ * the Saver's and the listeners' errors (file-system errors, e.g.
+ * RESOURCE_EXHAUSTED for a full disk, after which the directory holds what it held before).
  * **Threads:** the training thread, between runs (never from inside a hook
  * callback of the same session). **Allocates:** yes.
  */
@@ -1057,7 +1061,7 @@ typedef struct hk_early_stopping_info {
 
 /**
  * Read an EarlyStoppingHook's progress: after training, best_step says which
- * checkpoint to keep (with best-k retention, H45, it is still there).
+ * checkpoint to keep (with best-k retention it is still there).
  * @param out  filled on success; zeroed first.
  * **Errors:** INVALID_ARGUMENT for a NULL hook or out, or a hook that is
  * not an EarlyStoppingHook.
@@ -1070,7 +1074,7 @@ HK_API hk_code hk_early_stopping_hook_info(hk_early_stopping_info *out, const hk
 typedef struct hk_profiler_options {
   uint32_t version;        /**< HK_PROFILER_OPTIONS_VERSION */
   const hk_env *env;       /**< NULL: the session's (clock, log, fs) */
-  double save_secs;        /**< HK_UNSET_SECS or finite > 0 (exactly one cadence, C75/H25/D9) */
+  double save_secs;        /**< HK_UNSET_SECS or finite > 0 (exactly one of the two cadences) */
   int64_t save_steps;      /**< HK_UNSET_STEPS or >= 1 */
   const char *output_dir;  /**< copied; NULL or "": the current directory; created with parents in begin() */
 } hk_profiler_options;
@@ -1089,7 +1093,7 @@ HK_API hk_code hk_profiler_options_init(hk_profiler_options *opts, uint32_t vers
 /**
  * ProfilerHook: every save_steps steps or save_secs seconds
  * (never on the first run) it asks for a traced run (trace_level 3)
- * and writes "<output_dir>/timeline-<GS>.json" (D4-atomic; logs "Saving
+ * and writes "<output_dir>/timeline-<GS>.json" (atomically; logs "Saving
  * timeline for %d into '%s'."): Chrome trace-event JSON that Perfetto and
  * chrome://tracing open, with one span for the run ("step <GS>"), one per
  * hook callback and for the executor run (the session's spans), and

@@ -142,7 +142,7 @@ typedef struct hk_loop_options {
   /** Default 1: SIGINT/SIGTERM stop the loop cleanly (the step in progress
    *  completes, the final checkpoint is written, hk_loop_finish() returns
    *  OK; a second signal acts as without hooked) through the process-wide
-   *  helper of D12, installed by hk_loop_start() and uninstalled by
+   *  signal helper (hooked/coordinator.h), installed by hk_loop_start() and uninstalled by
    *  hk_loop_finish() (a helper the program installed itself is used and
    *  left installed). 0: the loop leaves signals alone. */
   int handle_signals;
@@ -175,12 +175,10 @@ typedef struct hk_loop_options {
    *  parents by hk_loop_start() when the StepCounter runs; its event file
    *  appears at the first write. Empty: INVALID_ARGUMENT. */
   const char *summary_dir;
-  /** The loop's StepCounterHook, as MonitoredTrainingSession's (
-   *  H47): every log_step_count_steps steps it logs "global_step/sec: %g"
-   *  and writes that rate into summary_dir, when summary_dir (or the
-   *  checkpoint_dir it defaults to) is set. Default 100; 0: no
-   *  StepCounterHook; negative: INVALID_ARGUMENT naming it. It runs after
-   *  StopAtStep and before the checkpoint saver. */
+  /** The loop's StepCounterHook, as MonitoredTrainingSession's: every log_step_count_steps steps it logs
+   * "global_step/sec: %g" and writes that rate into summary_dir, when summary_dir (or the checkpoint_dir it defaults
+   * to) is set. Default 100; 0: no StepCounterHook; negative: INVALID_ARGUMENT naming it. It runs after StopAtStep and
+   * before the checkpoint saver. */
   int64_t log_step_count_steps;
   /** 0 (default): a checkpoint in which a floating array holds NaN or an
    *  infinity is refused (INVALID_ARGUMENT naming the array, the element
@@ -438,7 +436,7 @@ HK_API hk_code hk_loop_updates_begin(hk_loop *loop, hk_status *status);
  * One step of the program's, as a callback: `step` is the global step it
  * starts at; return HK_OK, OUT_OF_RANGE when the data is exhausted (a clean
  * end: the loop stops, hk_loop_finish() writes the final checkpoint and
- * returns OK, C35/H15), or an error (the loop fails; the step's after_run
+ * returns OK), or an error (the loop fails; the step's after_run
  * does not run and no final checkpoint is written).
  */
 typedef hk_code (*hk_loop_step_fn)(void *user, int64_t step, hk_status *status);
@@ -469,7 +467,9 @@ HK_API hk_code hk_loop_run(hk_loop *loop, hk_loop_step_fn fn, void *user, hk_sta
  *              current global step, exactly like a periodic save (listeners,
  *              retention, the state file), and the cadence restarts from
  *              it. Given: an unmanaged checkpoint "<dir>/<name>" (a valid
- *              name, H32, e.g. "best", not of the managed form
+ *              name: 1 to 255 bytes without '/', '\\', '"', control bytes or
+ *              "..", and not ".", e.g.
+ *              "best", not of the managed form
  *              "<checkpoint_basename>-<digits>", which is reserved for the
  *              checkpoints retention manages), written atomically over
  *              any earlier one of that name and never deleted by retention;
@@ -492,6 +492,7 @@ HK_API hk_code hk_loop_save(const char **prefix, hk_loop *loop, const char *name
  * checkpoint is written). Safe from any thread and from a signal-free
  * context; NULL is a no-op.
  * **Allocates:** no.
+ * **Threads:** any.
  */
 HK_API void hk_loop_request_stop(hk_loop *loop);
 
@@ -580,7 +581,7 @@ HK_API hk_code hk_loop_summary_writer(hk_summary_writer **out, hk_loop *loop, co
  *                hk_summary_writer_scalar(); `value` is written as a float.
  * **Ownership:** logdir and tag are copied; nothing is kept from the call.
  * **Errors:** those of hk_loop_summary_writer() and of
- * hk_summary_writer_scalar() (a bad tag, file-system errors per H9 naming
+ * hk_summary_writer_scalar() (a bad tag, file-system errors naming
  * the event file). The loop is not failed by them.
  * **Threads:** the training thread. **Allocates:** only when the writer
  * does: recording the same tags step after step allocates nothing

@@ -1,6 +1,6 @@
 /*
- * hooked::mpi — training across processes and machines over MPI (contract
- * group S, H48–H56; docs/distributed.md).
+ * hooked::mpi — training across processes and machines over MPI (see
+ * docs/distributed.md).
  *
  * An optional component: its own library (CMake target hooked::mpi,
  * pkg-config module hooked-mpi), built when MPI is found. The core library
@@ -93,24 +93,30 @@ HK_API hk_code hk_mpi_options_init(hk_mpi_options *opts, uint32_t version);
  * version or env, or a root outside 0..size-1 (named with the size);
  * INTERNAL when MPI_Comm_dup fails; RESOURCE_EXHAUSTED.
  * **Allocates:** yes.
+ * **Threads:** the training thread.
  */
 HK_API hk_code hk_mpi_new(hk_mpi **out, const hk_mpi_options *opts, hk_status *status);
 /** Free the context and its communicator (collective: every rank calls
  *  it), before MPI_Finalize. NULL is a no-op. **Threads:** the training
- *  thread. **Errors:** none (after MPI_Finalize only memory is freed). */
+ *  thread. **Errors:** none (after MPI_Finalize only memory is freed).
+ *  **Allocates:** no. */
 HK_API void hk_mpi_free(hk_mpi *mpi);
 
-/** This process's rank in the context's communicator; -1 for NULL. */
+/** This process's rank in the context's communicator; -1 for NULL. **Threads:** any. **Allocates:** no. */
 HK_API int hk_mpi_rank(const hk_mpi *mpi);
-/** The number of ranks; 0 for NULL. */
+/** The number of ranks; 0 for NULL. **Threads:** any. **Allocates:** no. */
 HK_API int hk_mpi_size(const hk_mpi *mpi);
-/** The chief's rank (options.root); -1 for NULL. */
+/** The chief's rank (options.root); -1 for NULL. **Threads:** any. **Allocates:** no. */
 HK_API int hk_mpi_root(const hk_mpi *mpi);
 /** 1 on the chief (rank == root), else 0 (also for NULL): what
- *  MonitoredTrainingSession's is_chief takes. */
+ *  MonitoredTrainingSession's is_chief takes.
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API int hk_mpi_is_chief(const hk_mpi *mpi);
 /** The context's own communicator (the duplicate); MPI_COMM_NULL for NULL.
- *  Borrowed: valid until hk_mpi_free(). */
+ *  Borrowed: valid until hk_mpi_free().
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API MPI_Comm hk_mpi_comm(const hk_mpi *mpi);
 
 /* ---- deterministic averaging ------------------------------------------------ */
@@ -132,13 +138,15 @@ HK_API MPI_Comm hk_mpi_comm(const hk_mpi *mpi);
  * **Allocates:** the first call for a larger buffer than before grows the
  * context's scratch (hk_mpi_reserve() does it up front); later calls of
  * that size or smaller allocate nothing.
+ * **Threads:** the training thread.
  */
 HK_API hk_code hk_mpi_average(hk_mpi *mpi, hk_dtype dtype, void *data, size_t count, hk_status *status);
 
 /** Grow the scratch of hk_mpi_average() for buffers of up to `bytes` (the
  *  size of the largest buffer the program will average), so the steps that
  *  follow allocate nothing. Not collective. **Errors:** INVALID_ARGUMENT,
- *  RESOURCE_EXHAUSTED. */
+ *  RESOURCE_EXHAUSTED. **Threads:** the training thread. **Allocates:** yes,
+ *  when the scratch grows. */
 HK_API hk_code hk_mpi_reserve(hk_mpi *mpi, size_t bytes, hk_status *status);
 
 /**
@@ -146,6 +154,7 @@ HK_API hk_code hk_mpi_reserve(hk_mpi *mpi, size_t bytes, hk_status *status);
  * fixed order as hk_mpi_average()), e.g. the loss the chief logs or writes
  * as a summary. Collective. **Errors:** as hk_mpi_average().
  * **Allocates:** no.
+ * **Threads:** the training thread.
  */
 HK_API hk_code hk_mpi_average_scalar(hk_mpi *mpi, double *value, hk_status *status);
 
@@ -163,6 +172,7 @@ HK_API hk_code hk_mpi_average_scalar(hk_mpi *mpi, double *value, hk_status *stat
  * INVALID_ARGUMENT naming both.
  * **Allocates:** at build time (the scratch is reserved); a run allocates
  * nothing.
+ * **Threads:** the graph's owner's.
  */
 HK_API hk_code hk_mpi_graph_average(hk_graph *g, hk_handle *out, const char *name, hk_handle input, hk_dtype dtype,
                                     int32_t rank, const int64_t *dims, hk_mpi *mpi, hk_status *status);
@@ -196,13 +206,14 @@ HK_API hk_code hk_mpi_graph_average(hk_graph *g, hk_handle *out, const char *nam
  * **Ownership:** *out owned, hk_hook_free().
  * **Errors:** INVALID_ARGUMENT for NULL arguments; RESOURCE_EXHAUSTED.
  * **Allocates:** at creation and in after_create_session; not per step.
+ * **Threads:** the training thread.
  */
 HK_API hk_code hk_mpi_broadcast_hook_new(hk_hook **out, hk_mpi *mpi, hk_status *status);
 
 /**
  * The worker role of synchronous training on the graph executor: fills the
- * scaffold fields of a worker (MonitoredTrainingSession with is_chief 0,
- * C48) so that it initializes its own copy of every global variable as its
+ * scaffold fields of a worker (MonitoredTrainingSession with is_chief 0)
+ * so that it initializes its own copy of every global variable as its
  * local init — the values the broadcast hook then replaces by the chief's —
  * and is ready once they are initialized: `local_init_op` initializes every
  * global variable and runs the default local init (local variables),
@@ -211,6 +222,7 @@ HK_API hk_code hk_mpi_broadcast_hook_new(hk_hook **out, hk_mpi *mpi, hk_status *
  * restores a checkpoint.
  * **Errors:** INVALID_ARGUMENT for NULL arguments or on the chief; the
  * graph's errors.
+ * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
 HK_API hk_code hk_mpi_sync_worker_ops(hk_mpi *mpi, hk_graph *g, hk_handle *ready_op,
                                       hk_handle *ready_for_local_init_op, hk_handle *local_init_op,
@@ -272,12 +284,15 @@ HK_API hk_code hk_mpi_stop_options_init(hk_mpi_stop_options *opts, uint32_t vers
  * handle_signals is set and another hooked hook of this kind already
  * handles signals in this process.
  * **Allocates:** at creation only.
+ * **Threads:** the training thread.
  */
 HK_API hk_code hk_mpi_stop_hook_new(hk_hook **out, hk_mpi *mpi, const hk_mpi_stop_options *opts,
                                     hk_status *status);
 
 /** Ask the stop hook to stop every rank after the current or next step.
- *  **Threads:** any; lock-free. NULL or another kind of hook: no-op. */
+ *  **Threads:** any; lock-free. NULL or another kind of hook: no-op.
+ * **Allocates:** no.
+ */
 HK_API void hk_mpi_stop_hook_request(hk_hook *stop_hook);
 
 /* ---- asynchronous parameter server ---------------------------------------- */
@@ -301,11 +316,14 @@ typedef struct hk_mpi_ps hk_mpi_ps;
  * **Ownership:** *out owned, hk_mpi_ps_free().
  * **Errors:** INVALID_ARGUMENT for NULL arguments or a communicator of one
  * rank (a server needs a worker); RESOURCE_EXHAUSTED.
+ * **Threads:** the training thread. **Allocates:** yes.
  */
 HK_API hk_code hk_mpi_ps_new(hk_mpi_ps **out, hk_mpi *mpi, hk_status *status);
 /** Free the endpoint (not collective; a pull still pending is cancelled).
  *  Free it after the sessions that use it and before hk_mpi_free() of its
- *  context. NULL is a no-op. **Threads:** the training thread. */
+ *  context. NULL is a no-op. **Threads:** the training thread.
+ * **Allocates:** no.
+ */
 HK_API void hk_mpi_ps_free(hk_mpi_ps *ps);
 
 /**
@@ -320,6 +338,7 @@ HK_API void hk_mpi_ps_free(hk_mpi_ps *ps);
  * @param ps  borrowed; must outlive the graph.
  * **Errors:** INVALID_ARGUMENT for NULL arguments, on a worker, or for a
  * graph without a global step; the graph's errors.
+ * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
 HK_API hk_code hk_mpi_ps_serve_op(hk_handle *out, hk_mpi_ps *ps, hk_graph *g, const char *name, hk_status *status);
 
@@ -333,6 +352,7 @@ HK_API hk_code hk_mpi_ps_serve_op(hk_handle *out, hk_mpi_ps *ps, hk_graph *g, co
  * chief's last step and no worker is left waiting.
  * **Ownership:** *out owned, hk_hook_free(). **Errors:** INVALID_ARGUMENT
  * for NULL arguments or on a worker.
+ * **Threads:** the training thread. **Allocates:** yes.
  */
 HK_API hk_code hk_mpi_ps_chief_hook_new(hk_hook **out, hk_mpi_ps *ps, hk_status *status);
 
@@ -348,6 +368,7 @@ HK_API hk_code hk_mpi_ps_chief_hook_new(hk_hook **out, hk_mpi_ps *ps, hk_status 
  * `local_init_op` is a no-op.
  * **Errors:** INVALID_ARGUMENT for NULL arguments or on the chief; the
  * graph's errors.
+ * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
 HK_API hk_code hk_mpi_ps_worker_ready_ops(hk_mpi_ps *ps, hk_graph *g, hk_handle *ready_op,
                                           hk_handle *ready_for_local_init_op, hk_handle *local_init_op,
@@ -362,6 +383,7 @@ HK_API hk_code hk_mpi_ps_worker_ready_ops(hk_mpi_ps *ps, hk_graph *g, hk_handle 
  * **Ownership:** *out owned, hk_executor_free(); `inner` borrowed and must
  * outlive it. **Errors:** INVALID_ARGUMENT for NULL arguments or on the
  * chief.
+ * **Threads:** the training thread. **Allocates:** yes.
  */
 HK_API hk_code hk_mpi_ps_worker_executor_new(hk_executor **out, hk_mpi_ps *ps, hk_executor *inner,
                                              hk_status *status);
@@ -378,12 +400,15 @@ HK_API hk_code hk_mpi_ps_worker_executor_new(hk_executor **out, hk_mpi_ps *ps, h
  * **Ownership:** *out owned, hk_hook_free(). **Errors:** INVALID_ARGUMENT
  * for NULL arguments or on the chief. **Allocates:** at creation and at
  * the first pull; not per step.
+ * **Threads:** the training thread.
  */
 HK_API hk_code hk_mpi_ps_worker_hook_new(hk_hook **out, hk_mpi_ps *ps, hk_status *status);
 
 /** Number of updates the chief applied, or of this worker's updates the
  *  chief applied (a push answered "stop" is not); 0 for NULL.
- *  **Threads:** the training thread. */
+ *  **Threads:** the training thread.
+ * **Allocates:** no.
+ */
 HK_API int64_t hk_mpi_ps_updates(const hk_mpi_ps *ps);
 
 #ifdef __cplusplus

@@ -116,10 +116,12 @@ HK_API hk_code hk_raw_session_close(hk_raw_session *rs, hk_status *status);
  * **Threads:** the owner's. **Allocates:** no.
  */
 HK_API void hk_raw_session_free(hk_raw_session *rs);
-/** @return nonzero while open; 0 for NULL. **Threads:** the owner's. */
+/** @return nonzero while open; 0 for NULL. **Threads:** the owner's. **Allocates:** no. */
 HK_API int hk_raw_session_is_open(const hk_raw_session *rs);
 /** @return the executor, NULL for NULL. **Ownership:** borrowed.
- *  **Threads:** any. */
+ *  **Threads:** any.
+ * **Allocates:** no.
+ */
 HK_API hk_executor *hk_raw_session_executor(const hk_raw_session *rs);
 
 /**

@@ -40,8 +40,8 @@ typedef struct hk_scaffold_options {
   size_t nlocal_init_feed;
   /** copy every field not given here from this Scaffold (borrowed during the call). */
   const hk_scaffold *copy_from;
-  /** The Saver sessions restore with and checkpoint hooks save with (
-   *  C99); borrowed, must outlive the Scaffold. NULL: finalization creates
+  /** The Saver sessions restore with and checkpoint hooks save with;
+   *  borrowed, must outlive the Scaffold. NULL: finalization creates
    *  a default one over every global variable, owned by the Scaffold. */
   hk_saver *saver;
   /** The summaries SummarySaverHook writes: tensor handles of
@@ -113,39 +113,49 @@ HK_API void hk_scaffold_free(hk_scaffold *s);
  * **Threads:** the owner's. **Allocates:** yes.
  */
 HK_API hk_code hk_scaffold_finalize(hk_scaffold *s, hk_executor *ex, hk_status *status);
-/** @return nonzero once finalized; 0 for NULL. **Threads:** the owner's. */
+/** @return nonzero once finalized; 0 for NULL. **Threads:** the owner's. **Allocates:** no. */
 HK_API int hk_scaffold_is_finalized(const hk_scaffold *s);
 
 /* Field getters: HK_NO_HANDLE / NULL (count 0) when unset or for a NULL
  * Scaffold; op fields read before finalization hold only what was given.
  * `n` and `user` may be NULL. Returned feeds are borrowed, valid for the
  * Scaffold's life. They never fail or allocate; the owner's thread. */
-/** @return the init op. */
+/** @return the init op.
+ *  **Threads:** any, once the Scaffold is finalized (it no longer changes). **Allocates:** no. */
 HK_API hk_handle hk_scaffold_init_op(const hk_scaffold *s);
-/** @return the copied init feeds, borrowed; @param n receives their count. */
+/** @return the copied init feeds, borrowed; @param n receives their count.
+ *  **Threads:** any, once the Scaffold is finalized (it no longer changes). **Allocates:** no. */
 HK_API const hk_feed *hk_scaffold_init_feed(const hk_scaffold *s, size_t *n);
-/** @return init_fn; @param user receives init_fn_user (borrowed). */
+/** @return init_fn; @param user receives init_fn_user (borrowed).
+ *  **Threads:** any, once the Scaffold is finalized (it no longer changes). **Allocates:** no. */
 HK_API hk_init_fn hk_scaffold_init_fn(void **user, const hk_scaffold *s);
-/** @return the ready op: a 1-D string tensor. */
+/** @return the ready op: a 1-D string tensor.
+ *  **Threads:** any, once the Scaffold is finalized (it no longer changes). **Allocates:** no. */
 HK_API hk_handle hk_scaffold_ready_op(const hk_scaffold *s);
-/** @return the ready-for-local-init op: a 1-D string tensor. */
+/** @return the ready-for-local-init op: a 1-D string tensor.
+ *  **Threads:** any, once the Scaffold is finalized (it no longer changes). **Allocates:** no. */
 HK_API hk_handle hk_scaffold_ready_for_local_init_op(const hk_scaffold *s);
-/** @return the local init op. */
+/** @return the local init op.
+ *  **Threads:** any, once the Scaffold is finalized (it no longer changes). **Allocates:** no. */
 HK_API hk_handle hk_scaffold_local_init_op(const hk_scaffold *s);
-/** @return the copied local init feeds, borrowed; @param n receives their count. */
+/** @return the copied local init feeds, borrowed; @param n receives their count.
+ *  **Threads:** any, once the Scaffold is finalized (it no longer changes). **Allocates:** no. */
 HK_API const hk_feed *hk_scaffold_local_init_feed(const hk_scaffold *s, size_t *n);
 /**
  * @return the summary_op: the handles given, or after
  * finalization the registered or default ones (NULL and a count of 0 when
  * unset); borrowed, valid for the Scaffold's life. @param n receives their
  * count.
+ * **Threads:** any, once the Scaffold is finalized (it no longer changes). **Allocates:** no.
  */
 HK_API const hk_handle *hk_scaffold_summary_op(const hk_scaffold *s, size_t *n);
 /** @return the Saver: the one given, or after finalization
  *  the default one the Scaffold owns, over every global variable (also when
  *  there are none: it then saves checkpoints that hold no tensor); NULL
  *  only before finalization when none was given. Borrowed, valid for the
- *  Scaffold's life. */
+ *  Scaffold's life.
+ * **Threads:** any, once the Scaffold is finalized (it no longer changes). **Allocates:** no.
+ */
 HK_API hk_saver *hk_scaffold_saver(const hk_scaffold *s);
 
 /* ---- session manager (group G) ---------------------------------------- */
@@ -212,8 +222,8 @@ typedef struct hk_prepare_options {
    *  missing or corrupt ones) is restored and the Saver adopts the
    *  directory's managed list; without a state file, or with an
    *  unreadable one, the directory is scanned for "<name>-<step>.safetensors"
-   *  files (with a WARNING) and what a scan finds is never adopted
-   * . With checkpoint_filename_with_path, that checkpoint (a prefix)
+   *  files (with a WARNING) and what a scan finds is never adopted.
+   * With checkpoint_filename_with_path, that checkpoint (a prefix)
    *  is restored, without fallback. Nothing is restored without a saver. */
   const char *checkpoint_dir;
   const char *checkpoint_filename_with_path;
@@ -239,8 +249,8 @@ HK_API hk_code hk_prepare_options_init(hk_prepare_options *opts, uint32_t versio
 /**
  * Prepare a ready raw session: create a raw session; restore when
  * configured; only if nothing was restored, run init_op
- * with init_feed if set, then init_fn if set; local init; ready check
- *. The first failing step's error is returned and the raw session is
+ * with init_feed if set, then init_fn if set; local init; ready check.
+ * The first failing step's error is returned and the raw session is
  * closed and freed; a session whose restore failed is never handed out.
  * @param out   receives the raw session; NULL on failure.
  * @param opts  borrowed for the call; NULL: HK_PREPARE_OPTIONS_INIT.
@@ -251,11 +261,12 @@ HK_API hk_code hk_prepare_options_init(hk_prepare_options *opts, uint32_t versio
  * model needs no init op), "Init operations did not
  * make model ready for local_init. ...", "Init operations did not
  * make model ready. ..."; INVALID_ARGUMENT (bad options, both
- * checkpoint paths, C67; a variable whose dtype or shape differs from the
- * checkpoint's); NOT_FOUND (a variable missing from the checkpoint,
- * H27; an explicit checkpoint that does not exist); DATA_LOSS when every
+ * checkpoint paths; a variable whose dtype or shape differs from the
+ * checkpoint's); NOT_FOUND (a variable missing from the checkpoint; an
+ * explicit checkpoint that does not exist); DATA_LOSS when every
  * candidate of checkpoint_dir is missing or corrupt, naming them;
- * CANCELLED "wait cancelled: stop requested" from the C68 wait;
+ * CANCELLED "wait cancelled: stop requested" from the wait for a
+ * checkpoint;
  * init_fn's and the executor's errors unchanged.
  * **Threads:** the owner's; init_fn runs on it. **Allocates:** yes.
  */
@@ -318,7 +329,7 @@ HK_API hk_code hk_session_manager_wait_for_session(hk_raw_session **out, hk_sess
 HK_API const char *hk_session_manager_restored_checkpoint(const hk_session_manager *sm);
 
 /**
- * End a wait of C68/C73 early with CANCELLED. Sticky: every later
+ * End a wait for a checkpoint or for a ready model early with CANCELLED. Sticky: every later
  * wait_for_session() fails at once with CANCELLED until
  * hk_session_manager_reset_cancel(). NULL is a no-op.
  * **Threads:** any (an atomic flag). **Allocates:** no.

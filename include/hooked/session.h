@@ -50,7 +50,7 @@ typedef enum hk_session_kind {
  * and for every re-creation, on the training thread. A raw session left in
  * *out together with a non-OK code is freed by the session; OK with a NULL
  * *out is reported as INTERNAL. In a monitored session ABORTED and
- * UNAVAILABLE are retried per D2.
+ * UNAVAILABLE are retried, with a back-off, until recovery gives up.
  */
 typedef struct hk_session_creator_vtable {
   uint32_t version;  /**< HK_SESSION_CREATOR_VTABLE_VERSION */
@@ -115,11 +115,12 @@ HK_API hk_code hk_session_options_init(hk_session_options *opts, uint32_t versio
  * Create a session.
  * Every option is validated before any side effect: on an option error
  * no hook runs and nothing is created. Then begin() on each hook in order,
- * exactly once; Scaffold finalization, which finalizes the graph (
- * C61–C64); creation and initialization of a raw session (chief: C66;
- * worker: C73; or the custom creator); a fresh coordinator; and
- * after_create_session() on each hook. In a monitored session
- * ABORTED/UNAVAILABLE during creation are retried per D2.
+ * exactly once; Scaffold finalization, which finalizes the graph;
+ * creation and initialization of a raw session (the chief restores or
+ * initializes it, a worker waits until it is ready, or the custom creator
+ * makes it); a fresh coordinator; and after_create_session() on each hook.
+ * In a monitored session ABORTED/UNAVAILABLE during creation are retried,
+ * with a back-off, until recovery gives up.
  * @param out   receives the session; NULL on failure.
  * @param opts  required (the executor is); borrowed for the call. The env,
  *              durations and hooks array are copied; the executor, hooks,
@@ -130,7 +131,7 @@ HK_API hk_code hk_session_options_init(hk_session_options *opts, uint32_t versio
  * reuse, a raw session that was created is closed, and creator_user stays
  * the caller's (creator->destroy is not called).
  * **Errors:** INVALID_ARGUMENT for a bad option or hook list (NULL entry,
- * the same hook twice, a hook serving another session, H11; a scaffold
+ * the same hook twice, a hook serving another session; a scaffold
  * finalized with another executor; both checkpoint_dir and
  * checkpoint_filename_with_path); restore errors (NOT_FOUND,
  * INVALID_ARGUMENT naming a variable, DATA_LOSS); a hook's, the Scaffold's or the executor's
@@ -146,9 +147,9 @@ HK_API hk_code hk_session_new(hk_session **out, const hk_session_options *opts, 
  * Run once with hooks: before_run on each hook in list order, one
  * executor run with the merged arguments, after_run on each hook
  * in list order, then the caller's results. In a monitored session an
- * ABORTED/UNAVAILABLE error (from the executor, a hook, or substituted per
- * C28) closes and re-creates the raw session and runs the whole call again,
- * hooks included.
+ * ABORTED/UNAVAILABLE error (from the executor, a hook, or the
+ * coordinator's recorded preemption error in place of the run's) closes and re-creates the raw session and runs the
+ * whole call again, hooks included.
  * @param args     the caller's arguments, borrowed for the call and never
  *                 written. NULL: an empty run.
  * @param results  args->nfetches tensors, written in fetch order on success
@@ -167,8 +168,8 @@ HK_API hk_code hk_session_new(hk_session **out, const hk_session_options *opts, 
  * other hook or executor error, passed through. A session in the
  * failed state returns its failure at once. ABORTED/UNAVAILABLE
  * reach the caller from a singular session, or from a monitored one when
- * recovery gave up (message ending "(gave up after %d recovery attempts)",
- * D2.3). Otherwise see the message.
+ * recovery gave up (message ending "(gave up after %d recovery
+ * attempts)"). Otherwise see the message.
  * **Threads:** the training thread. The status is written on success too.
  * **Allocates:** no, in steady state: with the reference executor and
  * built-in hooks, not after the first two runs unless a hook triggers or
@@ -181,7 +182,8 @@ HK_API hk_code hk_session_run(hk_session *s, const hk_run_args *args, hk_tensor 
  * The first half of a run whose work the caller does itself between the
  * hooks' before_run and after_run (a training loop that owns its math, such
  * as the host loop of hooked/loop.h). It does what hk_session_run() does
- * up to the executor run: the C5/C37/H18/H19 checks, before_run on every
+ * up to the executor run: the refusals after a hook's stop request, after
+ * close, in the failed state and from inside a callback, before_run on every
  * hook in list order and the merge of the caller's and the hooks'
  * arguments. On success the run is OPEN: the caller does its
  * work, then calls hk_session_run_end() (or hk_session_run_abandon()).
@@ -203,8 +205,7 @@ HK_API hk_code hk_session_run_begin(hk_session *s, const hk_run_args *args, hk_s
 /**
  * The second half of an open run: one executor run with the merged
  * arguments (whose fetched values therefore reflect the caller's work),
- * after_run on every hook in list order, then the caller's results (
- * C12–C14). The run is closed whatever the result.
+ * after_run on every hook in list order, then the caller's results. The run is closed whatever the result.
  * @param results   the open run's args->nfetches tensors, written on success
  *                  only; may be NULL when there are no fetches.
  * @param metadata  as hk_session_run().
@@ -245,7 +246,7 @@ HK_API void hk_session_run_abandon(hk_session *s);
  * signal helper fired. A stop requested on the coordinator does not
  * make run() fail. OUT_OF_RANGE from run() does not set it.
  * In a monitored session, a recorded ABORTED/UNAVAILABLE on the coordinator
- * instead re-creates the raw session per D2 and returns 0 (nonzero if
+ * instead re-creates the raw session (with a back-off) and returns 0 (nonzero if
  * recovery gives up or a hook stops the new session); inside a
  * callback it just returns nonzero.
  * @return a boolean; never an error.
@@ -265,8 +266,8 @@ typedef hk_code (*hk_step_fn)(hk_step_context *ctx, void *user, hk_status *statu
 /**
  * Call step_fn once with a step context. In a monitored session, when
  * step_fn returns ABORTED/UNAVAILABLE the raw session is re-created and
- * step_fn is called again from the start, repeating its side effects (
- * D2).
+ * step_fn is called again from the start, repeating its side effects,
+ * until recovery gives up.
  * @param user  borrowed; passed to step_fn.
  * @return step_fn's code; after hk_step_context_request_stop(), OUT_OF_RANGE
  *         "step_fn has requested the iterations to stop." unless step_fn
@@ -280,8 +281,8 @@ typedef hk_code (*hk_step_fn)(hk_step_context *ctx, void *user, hk_status *statu
 HK_API hk_code hk_session_run_step_fn(hk_session *s, hk_step_fn step_fn, void *user,
                                       hk_status *status);
 /**
- * Within step_fn: the current raw session; calls on it trigger no hooks
- *. NULL for a NULL ctx.
+ * Within step_fn: the current raw session; calls on it trigger no hooks.
+ * NULL for a NULL ctx.
  * **Ownership:** borrowed; valid during this step_fn call only.
  * **Threads:** the training thread. **Allocates:** no.
  */
@@ -319,8 +320,7 @@ HK_API hk_code hk_step_context_request_stop(hk_step_context *ctx, hk_status *sta
  * stragglers are logged at WARNING and do not fail the close); the raw
  * session's close (its errors are logged, never returned). The hooks
  * are then released for reuse. Clean codes: OK, OUT_OF_RANGE, and CANCELLED
- * when the coordinator holds a clean stop request or the signal helper fired
- *.
+ * when the coordinator holds a clean stop request or the signal helper fired.
  * @param exit_code  any code, unknown numbers included (not clean).
  * @return by precedence: the coordinator's recorded error (monitored:
  *         not ABORTED/UNAVAILABLE, which are logged instead); the first

@@ -41,8 +41,8 @@
  * at the first write at least flush_secs (default 120, as TensorFlow's
  * FileWriter) after its last flush; there is no background thread —, at
  * hk_summary_writer_flush() and _close(), and a session flushes its writers
- * when it closes, clean or not. Event files are append-only and exempt
- * from D4: after a failed write the file is closed (a reader stops at the
+ * when it closes, clean or not. Event files are append-only, not written
+ * atomically like checkpoints: after a failed write the file is closed (a reader stops at the
  * torn record), and the next write starts a new file.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
@@ -122,7 +122,7 @@ HK_API hk_code hk_summary_writer_new(hk_summary_writer **out, const hk_summary_w
  * **Ownership:** `tag` is copied into the record; nothing is kept.
  * **Errors:** INVALID_ARGUMENT naming the writer or the tag (NULL, empty,
  * too long, not UTF-8); FAILED_PRECONDITION after hk_summary_writer_close();
- * file-system errors per H9 (RESOURCE_EXHAUSTED for a full disk) naming the
+ * file-system errors (RESOURCE_EXHAUSTED for a full disk) naming the
  * event file, after which the next write starts a new file;
  * RESOURCE_EXHAUSTED when memory runs out. A flush due on the cadence that
  * fails is reported here too (the record itself was written).
@@ -191,7 +191,7 @@ HK_API hk_code hk_summary_writer_summary(hk_summary_writer *w, int64_t step, con
  * Make everything written so far durable (fsync of the event file). Nothing
  * written since the last flush, or no file yet: nothing to do. Restarts the
  * flush cadence.
- * **Errors:** INVALID_ARGUMENT for a NULL writer; file-system errors per H9
+ * **Errors:** INVALID_ARGUMENT for a NULL writer; file-system errors
  * naming the file. **Threads:** any (serialized). **Allocates:** no.
  */
 HK_API hk_code hk_summary_writer_flush(hk_summary_writer *w, hk_status *status);
@@ -201,8 +201,8 @@ HK_API hk_code hk_summary_writer_flush(hk_summary_writer *w, hk_status *status);
  * (hk_summary_writer_new()); later writes fail with FAILED_PRECONDITION. A
  * second close does nothing and returns OK.
  * **Errors:** INVALID_ARGUMENT for a NULL writer; FAILED_PRECONDITION for a
- * writer a session shares (the session closes it); file-system errors per
- * H9 (the file is closed all the same).
+ * writer a session shares (the session closes it); file-system errors (the
+ * file is closed all the same).
  * **Threads:** any (serialized). **Allocates:** no.
  */
 HK_API hk_code hk_summary_writer_close(hk_summary_writer *w, hk_status *status);

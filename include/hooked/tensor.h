@@ -65,14 +65,19 @@ typedef struct hk_tensor {
  * included), may be called from any thread and do not allocate. */
 
 /** @return the element size in bytes (sizeof(const char *) for STRING), 0
- *  for an invalid dtype. */
+ *  for an invalid dtype.
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API size_t hk_dtype_size(hk_dtype dtype);
 /** @return "f32", "i64", "string", ... (the lower-case table name) or
- *  "invalid". **Ownership:** static storage. */
+ *  "invalid". **Ownership:** static storage.
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API const char *hk_dtype_name(hk_dtype dtype);
-/** @return nonzero for f16, bf16, f32, f64. */
+/** @return nonzero for f16, bf16, f32, f64. **Threads:** any. **Allocates:** no. */
 HK_API int hk_dtype_is_float(hk_dtype dtype);
-/** @return nonzero for the signed and unsigned integer dtypes (BOOL is not one). */
+/** @return nonzero for the signed and unsigned integer dtypes (BOOL is not one).
+ *  **Threads:** any. **Allocates:** no. */
 HK_API int hk_dtype_is_integer(hk_dtype dtype);
 
 /**
@@ -99,18 +104,23 @@ HK_API hk_code hk_tensor_init(hk_tensor *out, hk_dtype dtype, int32_t rank, cons
 
 /** @return the number of elements of `t`'s shape (1 for a scalar, 0 when a
  *  dimension is 0), or -1 when t is NULL or the rank, a dimension or the
- *  product is invalid or overflows int64. */
+ *  product is invalid or overflows int64.
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API int64_t hk_tensor_num_elements(const hk_tensor *t);
 
 /** @return nonzero when a and b are both non-NULL and have the same dtype,
- *  rank and dimensions; data and nbytes are ignored. */
+ *  rank and dimensions; data and nbytes are ignored.
+ * **Threads:** any. **Allocates:** no.
+ */
 HK_API int hk_tensor_same_spec(const hk_tensor *a, const hk_tensor *b);
 
 /**
  * Write `t`'s shape as "[64, 32]" ("[]" for a scalar, "" for a NULL t) into
  * buf, truncated to fit and NUL-terminated when cap > 0.
  * @return buf (unchanged and unwritten when buf is NULL or cap is 0).
- * **Ownership:** buf is the caller's.
+ * **Ownership:** returns `buf`, borrowed from the caller.
+ * **Threads:** any. **Allocates:** no.
  */
 HK_API const char *hk_tensor_shape_str(const hk_tensor *t, char *buf, size_t cap);
 
@@ -118,9 +128,10 @@ HK_API const char *hk_tensor_shape_str(const hk_tensor *t, char *buf, size_t cap
  * Scalar views of `*value` (rank 0, nbytes = the element size).
  * **Ownership:** `value` is borrowed by the returned view: keep it alive as
  * long as the view is used.
+ * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_tensor hk_tensor_scalar_i64(int64_t *value);
-/** As hk_tensor_scalar_i64(), for f32. */
+/** As hk_tensor_scalar_i64(), for f32. **Threads:** any. **Allocates:** no. */
 HK_API hk_tensor hk_tensor_scalar_f32(float *value);
 
 /**

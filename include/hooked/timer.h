@@ -20,7 +20,7 @@ extern "C" {
 typedef struct hk_timer {
   double every_secs;     /* HK_UNSET_SECS when unset */
   int64_t every_steps;   /* HK_UNSET_STEPS when unset */
-  int never;             /* C79 */
+  int never;             /* a never-trigger timer */
   int has_last;
   double last_time;
   int64_t last_step;
@@ -46,7 +46,9 @@ HK_API hk_code hk_timer_init(hk_timer *t, double every_secs, int64_t every_steps
                              const char *secs_name, const char *steps_name, const hk_clock *clock,
                              hk_status *status);
 /** Initialize a timer that never triggers and always reports "none".
- *  NULL is a no-op. */
+ *  NULL is a no-op.
+ * **Threads:** the timer owner's. **Allocates:** no.
+ */
 HK_API void hk_timer_init_never(hk_timer *t);
 /**
  * Whether to trigger at `step`, in this order: true if it never
@@ -54,6 +56,7 @@ HK_API void hk_timer_init_never(hk_timer *t);
  * step; true if every_secs is set and now >= last time + every_secs; true if
  * every_steps is set and step >= last step + every_steps; else false.
  * @return a boolean; 0 for NULL or a never-trigger timer.
+ * **Threads:** the timer owner's. **Allocates:** no.
  */
 HK_API int hk_timer_should_trigger(hk_timer *t, int64_t step);
 /**
@@ -63,16 +66,20 @@ HK_API int hk_timer_should_trigger(hk_timer *t, int64_t step);
  * @return nonzero when elapsed values were computed, 0 on the first update
  *         ("none"), for NULL, and for a never-trigger timer (which records
  *         nothing).
+ * **Threads:** the timer owner's. **Allocates:** no.
  */
 HK_API int hk_timer_update(hk_timer *t, int64_t step, double *elapsed_secs, int64_t *elapsed_steps);
 /** Forget the last trigger, so the next should_trigger() is true.
- *  NULL is a no-op. */
+ *  NULL is a no-op.
+ * **Threads:** the timer owner's. **Allocates:** no.
+ */
 HK_API void hk_timer_reset(hk_timer *t);
 /**
  * The last triggered step.
  * @param step  may be NULL; receives the step of the last update.
  * @return nonzero when the timer was updated at least once since init or
  *         reset; 0 ("none") otherwise, for NULL and for a never-trigger timer.
+ * **Threads:** the timer owner's. **Allocates:** no.
  */
 HK_API int hk_timer_last_triggered_step(const hk_timer *t, int64_t *step);
 

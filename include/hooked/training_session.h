@@ -42,7 +42,7 @@ typedef struct hk_training_session_options {
   const char *summary_dir;          /**< copied; NULL: checkpoint_dir */
   int save_graph_def;               /**< default 1 */
   double recovery_wait_secs;        /**< > 0, default 30 */
-  double recovery_initial_delay_secs; /**< D2, default 1 */
+  double recovery_initial_delay_secs; /**< the first recovery back-off, default 1 */
   double recovery_max_delay_secs;   /**< default 60 */
   int64_t recovery_max_attempts;    /**< default 10; 0 unlimited */
   double recovery_max_secs;         /**< default 0 = unlimited */

@@ -161,7 +161,7 @@ typedef struct hk_executor_vtable {
                       hk_status *status);
   /** Register `handle` under `role`. FAILED_PRECONDITION after finalize. */
   hk_code (*role_add)(void *self, const char *role, hk_handle handle, hk_status *status);
-  /** Build one of the defaults of C62 (before finalize). UNIMPLEMENTED when NULL. */
+  /** Build one of the default ops (init, ready, local init; before finalize). UNIMPLEMENTED when NULL. */
   hk_code (*default_op)(void *self, hk_default_op kind, hk_handle *out, hk_status *status);
   /** Stream a text description of the graph to `sink`. UNIMPLEMENTED when NULL. */
   hk_code (*describe)(void *self, hk_text_sink sink, void *sink_user, hk_status *status);
@@ -330,7 +330,7 @@ HK_API hk_code hk_executor_role_get(hk_handle *out, size_t cap, size_t *count, h
 HK_API hk_code hk_executor_role_add(hk_executor *ex, const char *role, hk_handle handle,
                                     hk_status *status);
 /**
- * Build one of the default ops of C62 (ops for INIT/LOCAL_INIT, 1-D string
+ * Build one of the default ops (ops for INIT/LOCAL_INIT, 1-D string
  * tensors for READY/READY_FOR_LOCAL_INIT). It is not registered: the
  * Scaffold registers what it builds.
  * @param out  set to HK_NO_HANDLE first, then to the handle on success.
@@ -341,8 +341,8 @@ HK_API hk_code hk_executor_role_add(hk_executor *ex, const char *role, hk_handle
  */
 HK_API hk_code hk_executor_default_op(hk_handle *out, hk_executor *ex, hk_default_op kind, hk_status *status);
 /**
- * Stream a text description of the graph to `sink` in consecutive chunks
- *. A non-OK return from the sink stops the stream and is returned.
+ * Stream a text description of the graph to `sink` in consecutive chunks.
+ * A non-OK return from the sink stops the stream and is returned.
  * @param sink_user  borrowed for the call.
  * **Errors:** UNIMPLEMENTED when the executor has no describe slot; the
  * sink's error; INVALID_ARGUMENT for a NULL sink.

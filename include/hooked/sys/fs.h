@@ -15,7 +15,7 @@
  *   optional write_at of version 2 and the optional pair lock/unlock of
  *   version 3 (set both or neither).
  *   Return HK_OK or an error code with a message naming the path; map
- *   OS errors as H9 says (hk_fs_status_from_errno() does it): ENOSPC/EDQUOT →
+ *   OS errors this way (hk_fs_status_from_errno() does it): ENOSPC/EDQUOT →
  *   RESOURCE_EXHAUSTED; EACCES/EPERM/EROFS → PERMISSION_DENIED;
  *   ENOENT/ENOTDIR → NOT_FOUND; EEXIST → ALREADY_EXISTS; else UNKNOWN. Never
  *   return ABORTED or UNAVAILABLE (they would trigger session recovery).
@@ -183,7 +183,7 @@ typedef struct hk_fs_vtable {
 HK_API const hk_fs_vtable *hk_fs_posix(void);
 
 /**
- * Fill `status` from an OS error number as H9 maps it, with the message
+ * Fill `status` from an OS error number, mapped as hk_fs_vtable says, with the message
  * "<op> <path>: <strerror text>". For implementers of hk_fs.
  * @return the code: RESOURCE_EXHAUSTED, PERMISSION_DENIED, NOT_FOUND,
  *         ALREADY_EXISTS or UNKNOWN (also for errnum 0).

@@ -39,7 +39,9 @@ typedef struct hk_creation_context hk_creation_context;
  * before_run. Arrays stay owned by the hook and must remain valid until that
  * hook's after_run for the same call returns. An invalid request (NULL
  * array with a count, trace_level outside 0..3, negative timeout_ms) fails
- * the run with INVALID_ARGUMENT naming the hook. Feed conflicts: C9, C10, H13.
+ * the run with INVALID_ARGUMENT naming the hook. So does a feed that
+ * conflicts: two hooks, or a hook and the caller, feeding one tensor, or
+ * one list naming a tensor twice (no after_run runs then).
  */
 typedef struct hk_run_request {
   const hk_handle *fetches;
@@ -155,6 +157,7 @@ HK_API struct hk_scaffold *hk_hook_scaffold(const hk_hook *hook);
  *         the caller's own pointer, possibly NULL for a run without
  *         arguments. Read-only.
  * **Ownership:** borrowed from the caller for the duration of the run.
+ * **Threads:** the hook callback's (the thread running the session). **Allocates:** no.
  */
 HK_API const hk_run_args *hk_run_context_args(const hk_run_context *ctx);
 /**
@@ -162,17 +165,22 @@ HK_API const hk_run_args *hk_run_context_args(const hk_run_context *ctx);
  *         executor and trigger no hooks.
  * **Ownership:** borrowed; valid during the callback only (the session may
  *         be re-created between runs).
+ * **Threads:** the hook callback's (the thread running the session). **Allocates:** no.
  */
 HK_API hk_raw_session *hk_run_context_session(const hk_run_context *ctx);
 /**
  * Request a stop. It takes effect after every after_run of this call has
  * run: the current step still executes, later hooks see the request, and
- * then should_stop() is true and run() fails per C5. A request
+ * then should_stop() is true and run() fails with FAILED_PRECONDITION
+ * "Run called even after should_stop requested.". A request
  * from a call that fails is dropped. Cannot be undone.
+ * **Threads:** the hook callback's (the thread running the session). **Allocates:** no.
  */
 HK_API void hk_run_context_request_stop(hk_run_context *ctx);
 /** @return nonzero once a stop was requested on this context, by this hook
- *  or an earlier one. */
+ *  or an earlier one.
+ * **Threads:** the hook callback's (the thread running the session). **Allocates:** no.
+ */
 HK_API int hk_run_context_stop_requested(const hk_run_context *ctx);
 
 /**
@@ -217,7 +225,8 @@ HK_API const hk_span *hk_hook_last_traced_spans(const hk_hook *hook, size_t *n);
 /**
  * Request a stop from after_create_session: once every
  * after_create_session of that creation succeeded, the session's stop flag
- * is set, so should_stop() is true before any step and run() fails per C5.
+ * is set, so should_stop() is true before any step and run() fails with
+ * FAILED_PRECONDITION.
  * Dropped when the creation fails. Valid only during that callback.
  * **Threads:** the training thread. **Allocates:** no.
  */
