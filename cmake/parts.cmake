@@ -6,7 +6,7 @@
 #                                     something missing fails configure
 #   hooked_summary(KEY STATE DETAIL)  one line of the summary
 #   hooked_print_summary()            the summary: each part, on or off and why
-#   hooked_check_header_version(H)    include/hooked/common.h's HK_VERSION_*
+#   hooked_check_header_version(H)    include/hooked/common.h's HOOKED_VERSION_*
 #                                     must be the project's version
 
 set(HOOKED_TRUE_VALUES ON YES TRUE Y 1)
@@ -137,18 +137,18 @@ function(hooked_print_summary)
 endfunction()
 
 function(hooked_check_header_version header)
-  file(STRINGS "${header}" lines REGEX "^#define HK_VERSION_(MAJOR|MINOR|PATCH|STRING) ")
+  file(STRINGS "${header}" lines REGEX "^#define HOOKED_VERSION_(MAJOR|MINOR|PATCH|STRING) ")
   set(found "")
   foreach(line IN LISTS lines)
-    if(line MATCHES "^#define HK_VERSION_(MAJOR|MINOR|PATCH) +([0-9]+)")
+    if(line MATCHES "^#define HOOKED_VERSION_(MAJOR|MINOR|PATCH) +([0-9]+)")
       set(header_${CMAKE_MATCH_1} ${CMAKE_MATCH_2})
-    elseif(line MATCHES "^#define HK_VERSION_STRING +\"([^\"]*)\"")
+    elseif(line MATCHES "^#define HOOKED_VERSION_STRING +\"([^\"]*)\"")
       set(header_STRING "${CMAKE_MATCH_1}")
     endif()
   endforeach()
   set(header_version "${header_MAJOR}.${header_MINOR}.${header_PATCH}")
   if(NOT header_version STREQUAL PROJECT_VERSION OR NOT header_STRING STREQUAL PROJECT_VERSION)
-    message(FATAL_ERROR "hooked: ${header} says version ${header_version} (HK_VERSION_STRING \"${header_STRING}\") "
+    message(FATAL_ERROR "hooked: ${header} says version ${header_version} (HOOKED_VERSION_STRING \"${header_STRING}\") "
                         "but CMakeLists.txt's project() says ${PROJECT_VERSION}; a release changes both")
   endif()
 endfunction()

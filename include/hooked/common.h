@@ -63,23 +63,23 @@ extern "C" {
 #endif
 
 /* ---- version ----------------------------------------------------------- */
-#define HK_VERSION_MAJOR 0
-#define HK_VERSION_MINOR 2
-#define HK_VERSION_PATCH 0
+#define HOOKED_VERSION_MAJOR 0
+#define HOOKED_VERSION_MINOR 2
+#define HOOKED_VERSION_PATCH 0
 /** MAJOR*10000 + MINOR*100 + PATCH; compare with hk_version_number(). */
-#define HK_VERSION_NUMBER (HK_VERSION_MAJOR * 10000 + HK_VERSION_MINOR * 100 + HK_VERSION_PATCH)
-#define HK_VERSION_STRING "0.2.0"
+#define HOOKED_VERSION_NUMBER (HOOKED_VERSION_MAJOR * 10000 + HOOKED_VERSION_MINOR * 100 + HOOKED_VERSION_PATCH)
+#define HOOKED_VERSION_STRING "0.2.0"
 
 /**
  * The version of the library actually linked.
- * @return its version string, e.g. "0.2.0" (HK_VERSION_STRING at build time).
+ * @return its version string, e.g. "0.2.0" (HOOKED_VERSION_STRING at build time).
  * **Ownership:** static storage; never free it.
  * **Threads:** any. **Errors:** none. **Allocates:** no.
  */
 HK_API const char *hk_version(void);
 /**
  * The version number of the library actually linked; compare it with
- * HK_VERSION_NUMBER to check that header and library match.
+ * HOOKED_VERSION_NUMBER to check that header and library match.
  * @return MAJOR*10000 + MINOR*100 + PATCH.
  * **Threads:** any. **Errors:** none. **Allocates:** no.
  */

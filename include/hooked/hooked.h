@@ -12,6 +12,7 @@
 #include "hooked/sys/executor.h"
 #include "hooked/graph.h"
 #include "hooked/coordinator.h"
+#include "hooked/hook.h"
 #include "hooked/sys/hook.h"
 #include "hooked/scaffold.h"
 #include "hooked/session.h"

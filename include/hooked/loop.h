@@ -69,7 +69,7 @@
 #include "hooked/common.h"
 #include "hooked/tensor.h"
 #include "hooked/sys/executor.h"
-#include "hooked/sys/hook.h"
+#include "hooked/hook.h"
 #include "hooked/session.h"
 #include "hooked/summary.h"
 

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <time.h>
 
-const char *hk_version(void) { return HK_VERSION_STRING; }
-int hk_version_number(void) { return HK_VERSION_NUMBER; }
+const char *hk_version(void) { return HOOKED_VERSION_STRING; }
+int hk_version_number(void) { return HOOKED_VERSION_NUMBER; }
 
 const char *hk_code_name(hk_code code) {
   switch (code) {

@@ -30,5 +30,5 @@ int hk_headertest_init_macros(void)
          (int)run.version + (int)md.version + (int)scaffold.version + (int)manager.version +
          (int)prepare.version + (int)session.version + (int)stop.version + (int)waiter.version +
          (int)none + (hk_secs_is_unset(waiter.deadline_secs) ? 1 : 0) +
-         (stop.num_steps == HK_UNSET_STEPS ? 1 : 0) + HK_VERSION_NUMBER;
+         (stop.num_steps == HK_UNSET_STEPS ? 1 : 0) + HOOKED_VERSION_NUMBER;
 }

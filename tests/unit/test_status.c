@@ -113,8 +113,8 @@ static void test_status__setv(void **state)
 static void test_status__version(void **state)
 {
   (void)state;
-  assert_string_equal(hk_version(), HK_VERSION_STRING);
-  assert_int_equal(hk_version_number(), HK_VERSION_NUMBER);
+  assert_string_equal(hk_version(), HOOKED_VERSION_STRING);
+  assert_int_equal(hk_version_number(), HOOKED_VERSION_NUMBER);
 }
 
 /* ---- env ---------------------------------------------------------------- */

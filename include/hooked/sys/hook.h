@@ -2,7 +2,8 @@
  * hooked — the hook interface (contract groups A and B).
  *
  * A hook is a `static const hk_hook_vtable` plus a `void *user`, wrapped with
- * hk_hook_new(). Every slot may be NULL ("no-op returning OK", and for
+ * hk_hook_new(). What a program that only uses hooks needs (the hk_hook
+ * type, hk_hook_free(), hk_hook_name()) is in hooked/hook.h. Every slot may be NULL ("no-op returning OK", and for
  * before_run "no request"). Callbacks run on the thread that called the
  * session function. A callback that returns non-OK stops that dispatch,
  * and its code and message reach the caller unchanged; a callback that
@@ -23,6 +24,7 @@
 
 #include "hooked/common.h"
 #include "hooked/tensor.h"
+#include "hooked/hook.h"
 #include "hooked/sys/executor.h"
 #include "hooked/coordinator.h"
 
@@ -30,7 +32,6 @@
 extern "C" {
 #endif
 
-typedef struct hk_hook hk_hook;
 typedef struct hk_run_context hk_run_context;
 typedef struct hk_creation_context hk_creation_context;
 
@@ -107,20 +108,6 @@ typedef struct hk_hook_vtable {
  */
 HK_API hk_code hk_hook_new(hk_hook **out, const hk_hook_vtable *vtable, void *user,
                            const char *name, const hk_env *env, hk_status *status);
-/**
- * Free the hook, calling vtable->destroy(user) exactly once (if set).
- * @param hook  consumed; NULL is a no-op. It must not be attached to a
- *              session that is still open: close or free the session first.
- * **Threads:** the owner's. **Allocates:** no.
- */
-HK_API void hk_hook_free(hk_hook *hook);
-/**
- * @return the name given at creation ("hook" when it was NULL; "(null hook)"
- *         for a NULL hook).
- * **Ownership:** borrowed; valid until hk_hook_free().
- * **Threads:** any. **Allocates:** no.
- */
-HK_API const char *hk_hook_name(const hk_hook *hook);
 /** @return the user pointer given at creation (NULL for a NULL hook).
  *  **Ownership:** borrowed. **Threads:** any. **Allocates:** no. */
 HK_API void *hk_hook_user(const hk_hook *hook);

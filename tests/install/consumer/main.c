@@ -39,8 +39,8 @@ int main(void)
   int64_t one_value = 1;
   hk_tensor one_tensor = hk_tensor_scalar_i64(&one_value);
 
-  if (hk_version_number() != HK_VERSION_NUMBER) {
-    fprintf(stderr, "hooked.h is %s but the library is %s\n", HK_VERSION_STRING, hk_version());
+  if (hk_version_number() != HOOKED_VERSION_NUMBER) {
+    fprintf(stderr, "hooked.h is %s but the library is %s\n", HOOKED_VERSION_STRING, hk_version());
     return 1;
   }
 
