@@ -135,11 +135,11 @@ typedef enum hk_save_flags {
  * form, into a directory where a managed Saver of that basename saves, is
  * adopted by that Saver's next recovery; give unmanaged checkpoints other
  * names (or HK_UNSET_STEPS).
+ * @param prefix     may be NULL; receives the prefix, borrowed from the
+ *                   Saver until its next save, restore or free.
  * @param rs         borrowed for the call; variables are read through it.
  * @param save_path  "<dir>/<basename>"; the directory must exist.
  * @param flags      hk_save_flags.
- * @param prefix     may be NULL; receives the prefix, borrowed from the
- *                   Saver until its next save, restore or free.
  * **Errors:** INVALID_ARGUMENT: NULL arguments, a basename that is not a
  * valid name, "'latest_filename' collides with 'save_path': ...",
  * a checkpoint name equal to latest_filename; NOT_FOUND
@@ -236,9 +236,9 @@ typedef struct hk_checkpoint_state hk_checkpoint_state;
  * line starting with "# hooked-crc32c:" (what hooked writes) must be that
  * line exactly and hold the CRC-32C of the rest of the file, or the file is
  * malformed; a file without it (TensorFlow's) is read as it is.
+ * @param out              receives the state; NULL on failure.
  * @param env              borrowed for the call; NULL: defaults.
  * @param latest_filename  NULL: "checkpoint".
- * @param out              receives the state; NULL on failure.
  * **Ownership:** *out owned, hk_checkpoint_state_free().
  * **Errors:** NOT_FOUND when there is no state file; DATA_LOSS "Invalid
  * checkpoint state loaded from %s: <reason> (line %d)" for a malformed

@@ -92,8 +92,8 @@ HK_API int hk_coordinator_clean_stop_requested(hk_coordinator *c);
  * Register a thread that the join waits for. The thread calls
  * hk_coordinator_thread_done(token) exactly once, as the last thing it does
  * with the coordinator.
- * @param name   copied; listed when the thread outlives a join.
  * @param token  receives the registration; NULL on failure.
+ * @param name   copied; listed when the thread outlives a join.
  * **Ownership:** the token belongs to the coordinator; it is released by
  * thread_done together with the thread's hold on the coordinator.
  * **Errors:** INVALID_ARGUMENT (NULL c, name or token); RESOURCE_EXHAUSTED.

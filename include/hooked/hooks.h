@@ -475,13 +475,13 @@ HK_API hk_code hk_final_ops_hook_new(hk_hook **out, const hk_final_ops_options *
 /**
  * The values the last end() of a FinalOpsHook computed: one per
  * final_ops name, in that order.
- * @param hook    one made by hk_final_ops_hook_new() (it is recognised by
- *                its name "FinalOpsHook" and a tag in its state; do not
- *                give a hook of your own that name).
  * @param values  receives the array, NULL on failure. The tensors and their
  *                data are owned by the hook, valid until its next begin()
  *                (a new session) or hk_hook_free().
  * @param count   receives the number of values, 0 on failure.
+ * @param hook    one made by hk_final_ops_hook_new() (it is recognised by
+ *                its name "FinalOpsHook" and a tag in its state; do not
+ *                give a hook of your own that name).
  * **Errors:** INVALID_ARGUMENT for NULL arguments or another kind of hook;
  * FAILED_PRECONDITION "FinalOpsHook: no final values: end() has not run
  * successfully since begin()".
@@ -889,6 +889,9 @@ HK_API hk_code hk_summary_saver_hook_new(hk_hook **out, const hk_summary_saver_o
  * the raw session of its last after_create_session. Synchronous: the
  * checkpoint is durable when this returns; the asynchronous hook first
  * waits for its write in flight and processes its completion.
+ * @param prefix  may be NULL; receives the checkpoint's prefix, borrowed
+ *                from the hook until its next save on demand or its
+ *                session ends.
  * @param name  NULL: a managed checkpoint at the current global step,
  *              exactly like a timer-triggered save (listeners, log lines,
  *              event, retention, state file), and the timer restarts
@@ -901,9 +904,6 @@ HK_API hk_code hk_summary_saver_hook_new(hk_hook **out, const hk_summary_saver_o
  *              checkpoints retention manages), written atomically over
  *              an earlier one of that name, never listed in the state file
  *              nor deleted by retention; no listener runs.
- * @param prefix  may be NULL; receives the checkpoint's prefix, borrowed
- *              from the hook until its next save on demand or its session
- *              ends.
  * **Errors:** INVALID_ARGUMENT for a NULL hook, a hook that is not a
  * checkpoint saver hook, a bad name or one of the managed form (naming it
  * and the form); FAILED_PRECONDITION when the hook

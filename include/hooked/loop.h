@@ -463,6 +463,8 @@ HK_API hk_code hk_loop_run(hk_loop *loop, hk_loop_step_fn fn, void *user, hk_sta
  * Save a checkpoint now, between steps, synchronously (it is durable when
  * this returns; with asynchronous checkpoints the write in flight is
  * finished first).
+ * @param prefix  may be NULL; receives the checkpoint's prefix, borrowed
+ *              until the next call on the loop.
  * @param name  NULL: a managed checkpoint "<dir>/<basename>-<step>" at the
  *              current global step, exactly like a periodic save (listeners,
  *              retention, the state file), and the cadence restarts from
@@ -474,8 +476,6 @@ HK_API hk_code hk_loop_run(hk_loop *loop, hk_loop_step_fn fn, void *user, hk_sta
  *              checkpoints retention manages), written atomically over
  *              any earlier one of that name and never deleted by retention;
  * the state file is untouched.
- * @param prefix  may be NULL; receives the checkpoint's prefix, borrowed
- *              until the next call on the loop.
  * **Errors:** FAILED_PRECONDITION when not started, after finish, inside
  * an open step, or without a checkpoint_dir; INVALID_ARGUMENT for a bad
  * name or one of the managed form (neither fails the loop); file-system
@@ -556,9 +556,9 @@ HK_API hk_session *hk_loop_session(hk_loop *loop);
  * SummarySaverHook given output_dir = logdir among the loop's hooks, the
  * checkpoint hook's CHECKPOINT events when logdir is the checkpoint_dir.
  * Writes happen when the program makes them, at the step it gives.
+ * @param out     receives the writer; NULL on failure.
  * @param logdir  1 or more bytes, copied; created with its parents at the
  *                first write when missing.
- * @param out     receives the writer; NULL on failure.
  * **Ownership:** the writer is borrowed until hk_loop_finish(): do not
  * close or free it (the loop's session flushes it when the loop finishes,
  * and frees it with the loop). `logdir` is copied.

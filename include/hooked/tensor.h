@@ -136,8 +136,8 @@ HK_API hk_tensor hk_tensor_scalar_f32(float *value);
 
 /**
  * Convert a scalar tensor of any integer dtype (i8..u64) to int64.
- * @param what  names the tensor in messages; NULL means "tensor".
  * @param out   receives the value on success.
+ * @param what  names the tensor in messages; NULL means "tensor".
  * **Errors:** INVALID_ARGUMENT, naming `what`, for a non-integer or
  * non-scalar tensor or one without data; OUT_OF_RANGE for a u64 value above
  * INT64_MAX.
@@ -150,8 +150,8 @@ HK_API hk_code hk_tensor_to_i64(int64_t *out, const hk_tensor *t, const char *wh
  * kept), and every integer dtype (converted as C does: a 64-bit value
  * above 2^53 may round). What the EarlyStoppingHook and best-k retention
  * read.
- * @param what  names the tensor in messages; NULL means "tensor".
  * @param out   receives the value on success.
+ * @param what  names the tensor in messages; NULL means "tensor".
  * **Errors:** INVALID_ARGUMENT, naming `what`, for a tensor of another
  * number of elements, one without data, or of dtype BOOL or STRING.
  * **Threads:** any. **Allocates:** no.

@@ -15,6 +15,8 @@ the header, the line and the rule, on:
   - an options struct (`typedef struct hk_<x>_options`) whose first member
     is not `uint32_t version`, or without its HK_<X>_OPTIONS_INIT macro, its
     HK_<X>_OPTIONS_VERSION or its hk_<x>_options_init() function;
+  - an @param line naming no parameter, or @param lines out of the
+    parameters' order;
   - a public function whose doc comment lacks a **Threads:** or an
     **Allocates:** line, or, when it returns a pointer, the ownership of
     what it returns (one of: borrowed, owned, static, consumed, copied);
@@ -278,6 +280,17 @@ def check_header(root, path, findings):
             finding(d.line, "documentation", "%s(): no **Threads:** line" % d.name)
         if "**Allocates:**" not in doc:
             finding(d.line, "documentation", "%s(): no **Allocates:** line" % d.name)
+        # @param lines name real parameters, in the declaration's order.
+        documented = [m.group(1) for m in re.finditer(r"@param\s+([A-Za-z_][A-Za-z0-9_]*)", doc)]
+        unknown = [n for n in documented if n not in names]
+        if unknown:
+            finding(d.line, "documentation", "%s(): @param %s names no parameter (parameters: %s)"
+                    % (d.name, unknown[0], ", ".join(names)))
+        else:
+            order = [names.index(n) for n in documented]
+            if order != sorted(order):
+                finding(d.line, "documentation", "%s(): the @param lines are not in the parameters' order (%s)"
+                        % (d.name, ", ".join(names)))
         if "*" in d.ret and not OWNERSHIP_RE.search(doc):
             finding(d.line, "documentation", "%s() returns a pointer but its comment says not whose it is "
                     "(borrowed, owned, static, consumed or copied)" % d.name)
@@ -319,6 +332,12 @@ def check(root):
 # Each case: (rule the finding must name, header, text appended before the
 # header's last #endif).
 SELF_TEST_CASES = [
+    ("documentation", "session.h",
+     "/** x.\n * @param status  y.\n * @param s  z.\n * **Threads:** any. **Allocates:** no. */\n"
+     "HK_API hk_code hk_session_broken_order(hk_session *s, hk_status *status);\n"),
+    ("documentation", "session.h",
+     "/** x.\n * @param session  y.\n * **Threads:** any. **Allocates:** no. */\n"
+     "HK_API hk_code hk_session_broken_name(hk_session *s, hk_status *status);\n"),
     ("export", "session.h", "/** x. **Threads:** any. **Allocates:** no. */\nhk_code hk_session_broken(void);\n"),
     ("module prefix", "session.h", "/** x. **Threads:** any. **Allocates:** no. */\nHK_API int hk_broken_session(void);\n"),
     ("outputs first", "session.h",
