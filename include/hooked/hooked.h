@@ -20,6 +20,7 @@
 #include "hooked/sys/fs.h"
 #include "hooked/checkpoint.h"
 #include "hooked/hooks.h"
+#include "hooked/learning_rate.h"
 #include "hooked/summary.h"
 #include "hooked/loop.h"
 #include "hooked/training_session.h"

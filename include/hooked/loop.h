@@ -36,8 +36,8 @@
  * How it is built: the loop is an executor over the registered host memory
  * (hooked/sys/executor.h), a singular session over that executor
  * (hooked/session.h) with the loop's own hooks — in this order: the NaN
- * guard (nan_guard), the early-stopping hooks of
- * hk_loop_add_early_stopping(), StopAtStep, the StepCounter
+ * guard (nan_guard), the early-stopping and learning-rate hooks of
+ * hk_loop_add_early_stopping() and hk_loop_add_learning_rate(), StopAtStep, the StepCounter
  * (global_step/sec, summary_dir), the checkpoint saver — followed by the
  * program's hooks, and the Scaffold's Saver — written
  * against the public headers only. Every hook, built-in or the program's,
@@ -134,8 +134,8 @@ typedef struct hk_loop_options {
   int64_t num_steps;
   int64_t last_step;
   /** The program's hooks, run after the loop's own (the NaN guard, the
-   *  early-stopping hooks, StopAtStep, the StepCounter, then the
-   *  checkpoint saver) in this order. Array copied, hooks borrowed: they
+   *  early-stopping and learning-rate hooks, StopAtStep, the StepCounter,
+   *  then the checkpoint saver) in this order. Array copied, hooks borrowed: they
    *  must outlive the loop (hk_loop_free() first, then hk_hook_free()). */
   hk_hook *const *hooks;
   size_t nhooks;
@@ -333,6 +333,44 @@ HK_API hk_code hk_loop_add_state(hk_loop *loop, const char *name, size_t size, h
  * **Threads:** the training thread. **Allocates:** yes.
  */
 HK_API hk_code hk_loop_add_early_stopping(hk_loop *loop, hk_hook *hook, hk_status *status);
+
+/**
+ * Run a LearningRateHook (hooked/learning_rate.h) as one of the loop's own
+ * hooks: it runs after the NaN guard and BEFORE StopAtStep and the
+ * checkpoint saver, with the early-stopping hooks in the order added, so
+ * the checkpoint of a step holds the reduce-on-plateau state of that
+ * step's evaluation and a program restarted from it writes the rates an
+ * uninterrupted run would. When the hook has a `state` name, the loop
+ * registers that array for it — F64, shape [HK_LEARNING_RATE_STATE_SIZE],
+ * zero, in the loop's own memory, checkpointed and HK_LOOP_OPTIONAL — so
+ * the program registers nothing for it. The rate's own variable is the
+ * program's: it registers it (an F32 or F64 scalar its update reads), best
+ * with HK_LOOP_NO_CHECKPOINT since the hook writes it before every step (a
+ * checkpointed one works too, and shows the rate of the checkpoint's last
+ * step to tools). Do not also list the hook in opts.hooks. Only before
+ * hk_loop_start().
+ *
+ *     float lr;                                // what the update reads
+ *     hk_loop_add_array(loop, "learning_rate", HK_DTYPE_F32, 0, NULL, &lr, HK_LOOP_NO_CHECKPOINT, &st);
+ *     hk_learning_rate_options lo = HK_LEARNING_RATE_OPTIONS_INIT;
+ *     lo.variable = "learning_rate";
+ *     lo.rate = 0.1;
+ *     lo.monitor = "val_loss";                 // a registered array ...
+ *     lo.every_n_steps = 500;                  // ... evaluated every 500 steps
+ *     lo.patience = 3;
+ *     lo.state = "learning_rate_state";        // kept in every checkpoint
+ *     hk_learning_rate_hook_new(&lrh, &lo, &st);
+ *     hk_loop_add_learning_rate(loop, lrh, &st);
+ *
+ * @param hook  borrowed: it must outlive the loop, like opts.hooks.
+ * **Errors:** INVALID_ARGUMENT for a NULL loop or hook, a hook that is not
+ * a LearningRateHook, one already added or listed in opts.hooks, or a state
+ * name that is not a valid array name; ALREADY_EXISTS when the state name
+ * is taken; FAILED_PRECONDITION after start; the loop's sticky error.
+ * RESOURCE_EXHAUSTED.
+ * **Threads:** the training thread. **Allocates:** yes.
+ */
+HK_API hk_code hk_loop_add_learning_rate(hk_loop *loop, hk_hook *hook, hk_status *status);
 
 /**
  * Start: create the checkpoint directory, build the session (every hook's

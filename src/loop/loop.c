@@ -281,19 +281,14 @@ hk_code hk_loop_add_state(hk_loop *l, const char *name, size_t size, hk_loop_sta
   return HK_OK;
 }
 
-/* ---- early stopping as one of the loop's own hooks ------------------------------------ */
+/* ---- early stopping and learning rates as the loop's own hooks -------------------------- */
 
-hk_code hk_loop_add_early_stopping(hk_loop *l, hk_hook *hook, hk_status *st) {
-  static const char fn[] = "hk_loop_add_early_stopping";
-  hk_early_stopping_info info;
-  hk_status why = HK_STATUS_INIT;
-  if (!l) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: loop is NULL", fn);
-  if (l->failed) return hk__loop_report(l, st);
-  if (l->started || l->finished)
-    return MISUSE(st, "%s: called after hk_loop_start(): add early stopping before the start", fn);
-  if (!hook) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: hook is NULL", fn);
-  if (hk_early_stopping_hook_info(&info, hook, &why) != HK_OK)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: hook '%s' is not an EarlyStoppingHook", fn, hk_hook_name(hook));
+/* Make `hook` one of the loop's own hooks, run before StopAtStep and the
+ * checkpoint hook in the order added, and register for it the F64 state
+ * array of `size` elements named `state` (when not NULL) in the loop's own
+ * memory. */
+static hk_code add_own_hook(hk_loop *l, const char *fn, hk_hook *hook, const char *state, int64_t size,
+                            hk_status *st) {
   for (size_t i = 0; i < l->nes; i++)
     if (l->es[i] == hook) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: hook '%s' was already added", fn,
                                                hk_hook_name(hook));
@@ -302,10 +297,9 @@ hk_code hk_loop_add_early_stopping(hk_loop *l, hk_hook *hook, hk_status *st) {
       return hk_status_set(st, HK_INVALID_ARGUMENT,
                            "%s: hook '%s' is hooks[%zu] of the loop's options: a hook runs once, added or listed", fn,
                            hk_hook_name(hook), i);
-  if (info.state && !valid_tensor_name(info.state))
+  if (state && !valid_tensor_name(state))
     return hk_status_set(st, HK_INVALID_ARGUMENT,
-                         "%s: the hook's state '%s' is not an array name (1..255 bytes of [A-Za-z0-9_./-])", fn,
-                         info.state);
+                         "%s: the hook's state '%s' is not an array name (1..255 bytes of [A-Za-z0-9_./-])", fn, state);
   if (l->nes == l->es_cap) {
     size_t cap = l->es_cap ? l->es_cap * 2 : 2;
     hk_hook **es = hk_env_realloc(&l->env, l->es, cap * sizeof *es);
@@ -316,15 +310,14 @@ hk_code hk_loop_add_early_stopping(hk_loop *l, hk_hook *hook, hk_status *st) {
     l->es_cap = cap;
   }
   double *mem = NULL;
-  if (info.state) {
-    static const int64_t dims[1] = {HK_EARLY_STOPPING_STATE_SIZE};
-    mem = hk_env_calloc(&l->env, HK_EARLY_STOPPING_STATE_SIZE, sizeof *mem);
+  if (state) {
+    const int64_t dims[1] = {size};
+    mem = hk_env_calloc(&l->env, (size_t)size, sizeof *mem);
     if (!mem) return hk__loop_fail(l, hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory", fn), st);
-    /* Optional: a checkpoint written before the early stopping restores,
-     * and the count starts over (zero is a fresh state). Its best value is
+    /* Optional: a checkpoint written before the hook restores, and its
+     * progress starts over (zero is a fresh state). Its best value is
      * +-Inf until an evaluation improves: checkpointed as it is. */
-    hk_code rc = hk_loop_add_array(l, info.state, HK_DTYPE_F64, 1, dims, mem, HK_LOOP_OPTIONAL | HK_LOOP_NON_FINITE_OK,
-                                   st);
+    hk_code rc = hk_loop_add_array(l, state, HK_DTYPE_F64, 1, dims, mem, HK_LOOP_OPTIONAL | HK_LOOP_NON_FINITE_OK, st);
     if (rc != HK_OK) {
       hk_env_free(&l->env, mem);
       return rc;
@@ -333,6 +326,38 @@ hk_code hk_loop_add_early_stopping(hk_loop *l, hk_hook *hook, hk_status *st) {
   l->es[l->nes] = hook;
   l->es_state[l->nes++] = mem;
   return HK_OK;
+}
+
+/* NULL loop, failed, started: the checks both adders make first. */
+static hk_code check_own_hook(hk_loop *l, const char *fn, const char *what, hk_hook *hook, hk_status *st) {
+  if (!l) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: loop is NULL", fn);
+  if (l->failed) return hk__loop_report(l, st);
+  if (l->started || l->finished)
+    return MISUSE(st, "%s: called after hk_loop_start(): add %s before the start", fn, what);
+  if (!hook) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: hook is NULL", fn);
+  return HK_OK;
+}
+
+hk_code hk_loop_add_early_stopping(hk_loop *l, hk_hook *hook, hk_status *st) {
+  static const char fn[] = "hk_loop_add_early_stopping";
+  hk_early_stopping_info info;
+  hk_status why = HK_STATUS_INIT;
+  hk_code rc = check_own_hook(l, fn, "early stopping", hook, st);
+  if (rc != HK_OK) return rc;
+  if (hk_early_stopping_hook_info(&info, hook, &why) != HK_OK)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: hook '%s' is not an EarlyStoppingHook", fn, hk_hook_name(hook));
+  return add_own_hook(l, fn, hook, info.state, HK_EARLY_STOPPING_STATE_SIZE, st);
+}
+
+hk_code hk_loop_add_learning_rate(hk_loop *l, hk_hook *hook, hk_status *st) {
+  static const char fn[] = "hk_loop_add_learning_rate";
+  hk_learning_rate_info info;
+  hk_status why = HK_STATUS_INIT;
+  hk_code rc = check_own_hook(l, fn, "learning-rate hooks", hook, st);
+  if (rc != HK_OK) return rc;
+  if (hk_learning_rate_hook_info(&info, hook, &why) != HK_OK)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: hook '%s' is not a LearningRateHook", fn, hk_hook_name(hook));
+  return add_own_hook(l, fn, hook, info.state, HK_LEARNING_RATE_STATE_SIZE, st);
 }
 
 /* ---- save now, stop, finish ------------------------------------------------------------ */

@@ -32,8 +32,9 @@ struct hk_loop {
   char *summary_dir;            /* resolved: NULL: no StepCounter */
   int64_t log_step_count_steps; /* 0: no StepCounter */
   int allow_non_finite;         /* the Saver's option of that name */
-  /* Early-stopping hooks run as the loop's own (borrowed), and the
-   * state arrays the loop registered for them (owned). */
+  /* The early-stopping and learning-rate hooks run as the loop's own
+   * (borrowed), in the order added, and the state arrays the loop
+   * registered for them (owned). */
   hk_hook **es;
   double **es_state;
   size_t nes, es_cap;
@@ -46,7 +47,7 @@ struct hk_loop {
   hk_scaffold *scaffold;
   hk_hook *watch;     /* the loop's own hook: what the creation restored */
   hk_hook *nan_hook, *stop_hook, *counter_hook, *ckpt_hook;
-  hk_hook **all;      /* watch, NaN guard, early stopping, stop, step counter, checkpoint, then the program's */
+  hk_hook **all;      /* watch, NaN guard, early stopping and learning rates, stop, step counter, checkpoint, then the program's */
   hk_session *session;
   char *restored;
 
