@@ -1,12 +1,16 @@
 # ctest driver for what train_digits and digits_own_loop share through
 # digits_common.c: the flags the other drivers leave untested, and the data
 # loading. Usage:
-#   cmake -DEXE=<train_digits|digits_own_loop> -DMODE=<flags|bad_data> -DWORK_DIR=<dir> -P check_digits_flags.cmake
+#   cmake -DEXE=<train_digits|digits_own_loop> -DMODE=<flags|learning_rate|bad_data> -DWORK_DIR=<dir> -P check_digits_flags.cmake
 #
 # flags: -h; --data with a plain and a gzip-compressed file of the same rows
 #   (same split, same result); --save-secs (a cadence shorter than a step
 #   saves every step, a long one at the start and the end only); --keep;
 #   train_digits' --early-stop-every.
+# learning_rate: --lr-schedule piecewise, cosine with --warmup-steps and
+#   exponential with --lr-staircase end at the rate they define; the rate
+#   is the summary learning_rate; --lr-plateau reduces it; flags that do not
+#   go together are refused.
 # bad_data: each fault of a data file is named with the program, the file
 #   and the line; nothing on stdout; exit status 1.
 
@@ -112,6 +116,55 @@ if(MODE STREQUAL "flags")
     expect_match("${ERR}" "${name}: early stopping: best test_loss [0-9.]+ at step ${b}, ${n} evaluations, " "summary")
     expect_match("${OUT}" "^result: step=${s} " "result")
   endif()
+
+elseif(MODE STREQUAL "learning_rate")
+  # --lr-schedule: the LearningRateHook writes the rate the step reads; the
+  # programs say the last one. piecewise: 0.01 after step 200.
+  set(small --steps 300 --log-every 0)
+  run(0 ${small} --lr-schedule piecewise --lr-boundaries 100,200 --lr-values 0.5,0.1,0.01
+      --summary-dir "${WORK_DIR}/pw")
+  expect_match("${ERR}" "${name}: learning rate 0\\.01 at step 299, 0 reductions\n" "piecewise")
+  expect_match("${OUT}" "^result: step=300 " "piecewise")
+  # The rate is the summary learning_rate, in the summary directory's event file.
+  file(GLOB events "${WORK_DIR}/pw/events.out.tfevents.*")
+  list(LENGTH events nevents)
+  if(NOT nevents EQUAL 1)
+    message(FATAL_ERROR "${name}: ${nevents} event files in ${WORK_DIR}/pw, expected 1")
+  endif()
+  file(READ "${events}" bytes HEX)
+  string(HEX "learning_rate" tag)
+  string(FIND "${bytes}" "${tag}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "${name}: no learning_rate summary in ${events}")
+  endif()
+  # cosine after a warmup of 100: the cosine's last step, 99 of 100, is
+  # 0.1 (1 + cos(0.99 pi)) / 2 = 2.467e-05.
+  run(0 --steps 200 --log-every 0 --lr-schedule cosine --warmup-steps 100)
+  expect_match("${ERR}" "${name}: learning rate 2\\.467[0-9]*e-05 at step 199, 0 reductions\n" "cosine")
+  # exponential, staircase: 0.1 * 0.5^floor(299 / 100) = 0.025.
+  run(0 ${small} --lr-schedule exponential --lr-decay-steps 100 --lr-decay-rate 0.5 --lr-staircase)
+  expect_match("${ERR}" "${name}: learning rate 0\\.025 at step 299, 0 reductions\n" "exponential")
+  # --lr-plateau: at --lr 0.5 the test loss stops improving, and the rate is
+  # halved; each reduction is logged.
+  run(0 --steps 1500 --log-every 0 --lr 0.5 --lr-plateau 2,0.5 --lr-plateau-every 100)
+  expect_match("${ERR}" "LearningRateHook: test_loss(:0)? did not improve for 2 evaluations; learning rate reduced to "
+               "plateau log")
+  expect_match("${ERR}" "${name}: learning rate [0-9.e-]+ at step 1499, [1-9][0-9]* reductions\n" "plateau")
+  # Flags that do not go together, and bad values: exit status 2, named.
+  foreach(bad "--lr-values 1,2|--lr-boundaries and --lr-values need --lr-schedule piecewise"
+              "--lr-schedule piecewise --lr-boundaries 5|needs --lr-boundaries B1,..,Bn and n \\+ 1 --lr-values"
+              "--lr-schedule sometimes|--lr-schedule 'sometimes' is none of"
+              "--lr-schedule exponential --lr-decay-rate 0.5|needs --lr-decay-rate and --lr-decay-steps"
+              "--warmup-steps 10|--warmup-steps and --lr-alpha need --lr-schedule cosine"
+              "--lr-plateau 2,1.5|invalid FACTOR '1.5' for --lr-plateau"
+              "--lr-plateau-every 10|--lr-plateau-every needs --lr-plateau")
+    string(REPLACE "|" ";" parts "${bad}")
+    list(GET parts 0 args)
+    list(GET parts 1 msg)
+    separate_arguments(args)
+    run(2 ${args})
+    expect_match("${ERR}" "${msg}" "${args}")
+  endforeach()
 
 elseif(MODE STREQUAL "bad_data")
   set(missing "${WORK_DIR}/no-such-file.csv.gz")

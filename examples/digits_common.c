@@ -126,6 +126,161 @@ static int parse_shared(digits_flags *f, const char *flag, const char *value) {
   return parse_seed(prog, value, &f->seed);
 }
 
+/* ---- the learning-rate flags -------------------------------------------- */
+
+static const char *const lr_valued[] = {"--lr-schedule", "--lr-boundaries", "--lr-values",  "--lr-decay-steps",
+                                        "--lr-decay-rate", "--warmup-steps",  "--lr-alpha",   "--lr-plateau",
+                                        "--lr-plateau-every", NULL};
+
+const char digits_lr_usage[] =
+    "  --lr-schedule constant|piecewise|exponential|cosine\n"
+    "                   the learning rate as a function of the global step k, written\n"
+    "                   before each step by a LearningRateHook (default constant: --lr):\n"
+    "                   piecewise: --lr-values V0,..,Vn, Vi while k <= --lr-boundaries Bi;\n"
+    "                   exponential: --lr * --lr-decay-rate^(k / --lr-decay-steps)\n"
+    "                   (--lr-staircase floors the exponent); cosine: linear from 0 to --lr\n"
+    "                   over --warmup-steps, then a cosine down to --lr-alpha * --lr over\n"
+    "                   --lr-decay-steps (default: the steps left)\n"
+    "  --lr-boundaries B1,..,Bn  --lr-values V0,..,Vn  --lr-decay-steps N  --lr-decay-rate X\n"
+    "  --lr-staircase  --warmup-steps N  --lr-alpha X\n"
+    "  --lr-plateau PATIENCE[,FACTOR]\n"
+    "                   multiply the rate by FACTOR (default 0.1) when the test loss,\n"
+    "                   evaluated every --lr-plateau-every steps (default 100), has not\n"
+    "                   improved for PATIENCE evaluations (Keras' ReduceLROnPlateau);\n"
+    "                   with --checkpoint-dir its state survives restarts\n"
+    "  The rate is the summary learning_rate (every 100 steps, into --summary-dir, else\n"
+    "  --checkpoint-dir).\n";
+
+/* A finite double >= 0 (or > 0 with `positive`) for `flag`. */
+static int parse_number(const char *prog, const char *flag, const char *text, int positive, double *out) {
+  char *end;
+  double v;
+  errno = 0;
+  v = strtod(text, &end);
+  if (end == text || *end != '\0' || errno == ERANGE || !isfinite(v) || v < 0.0 || (positive && v == 0.0))
+    return digits_usage_error(prog, "invalid value '%s' for %s: expected a finite number %s 0", text, flag,
+                              positive ? ">" : ">=");
+  *out = v;
+  return 0;
+}
+
+/* A comma-separated list of at most `cap` integers (ints) or numbers. */
+static int parse_list(const char *prog, const char *flag, const char *text, int ints, void *out, size_t cap,
+                      size_t *n) {
+  char item[64];
+  const char *p = text;
+  *n = 0;
+  for (;;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    int rc;
+    if (*n == cap || len == 0 || len >= sizeof item)
+      return digits_usage_error(prog, "invalid value '%s' for %s: expected 1 to %zu comma-separated numbers", text,
+                                flag, cap);
+    memcpy(item, p, len);
+    item[len] = '\0';
+    rc = ints ? digits_parse_i64(prog, flag, item, 0, INT64_MAX, (int64_t *)out + *n)
+              : parse_number(prog, flag, item, 0, (double *)out + *n);
+    if (rc != 0) return rc;
+    (*n)++;
+    if (!comma) return 0;
+    p = comma + 1;
+  }
+}
+
+static int parse_lr(digits_lr_flags *lr, const char *prog, const char *flag, const char *value) {
+  static const char *const names[] = {"constant", "piecewise", "exponential", "cosine"};
+  if (strcmp(flag, "--lr-schedule") == 0) {
+    for (int i = 0; i < 4; i++)
+      if (strcmp(value, names[i]) == 0) {
+        lr->schedule = i; /* HK_LEARNING_RATE_CONSTANT .. COSINE, in that order */
+        return 0;
+      }
+    return digits_usage_error(prog, "--lr-schedule '%s' is none of constant, piecewise, exponential, cosine", value);
+  }
+  if (strcmp(flag, "--lr-boundaries") == 0)
+    return parse_list(prog, flag, value, 1, lr->boundaries, DIGITS_LR_MAX_BOUNDARIES, &lr->nboundaries);
+  if (strcmp(flag, "--lr-values") == 0)
+    return parse_list(prog, flag, value, 0, lr->values, DIGITS_LR_MAX_BOUNDARIES + 1, &lr->nvalues);
+  if (strcmp(flag, "--lr-decay-steps") == 0) return digits_parse_i64(prog, flag, value, 1, INT64_MAX, &lr->decay_steps);
+  if (strcmp(flag, "--lr-decay-rate") == 0) return parse_number(prog, flag, value, 1, &lr->decay_rate);
+  if (strcmp(flag, "--warmup-steps") == 0) return digits_parse_i64(prog, flag, value, 0, INT64_MAX, &lr->warmup_steps);
+  if (strcmp(flag, "--lr-alpha") == 0) {
+    if (parse_number(prog, flag, value, 0, &lr->alpha) != 0) return DIGITS_EXIT_USAGE;
+    return lr->alpha <= 1 ? 0 : digits_usage_error(prog, "invalid value '%s' for --lr-alpha: expected 0..1", value);
+  }
+  if (strcmp(flag, "--lr-plateau-every") == 0)
+    return digits_parse_i64(prog, flag, value, 1, INT64_MAX, &lr->plateau_every);
+  /* --lr-plateau PATIENCE[,FACTOR] */
+  {
+    char patience[32];
+    const char *comma = strchr(value, ',');
+    size_t len = comma ? (size_t)(comma - value) : strlen(value);
+    if (len == 0 || len >= sizeof patience)
+      return digits_usage_error(prog, "invalid value '%s' for --lr-plateau: expected PATIENCE[,FACTOR]", value);
+    memcpy(patience, value, len);
+    patience[len] = '\0';
+    if (digits_parse_i64(prog, flag, patience, 0, INT64_MAX, &lr->patience) != 0) return DIGITS_EXIT_USAGE;
+    if (comma && (parse_number(prog, flag, comma + 1, 1, &lr->factor) != 0 || lr->factor >= 1))
+      return digits_usage_error(prog, "invalid FACTOR '%s' for --lr-plateau: expected a number > 0 and < 1",
+                                comma + 1);
+    return 0;
+  }
+}
+
+/* The flags that go together, and only together. */
+static int check_lr(const digits_flags *f) {
+  const digits_lr_flags *lr = &f->lr_flags;
+  const int s = lr->schedule;
+  if ((lr->nboundaries || lr->nvalues) && s != HK_LEARNING_RATE_PIECEWISE)
+    return digits_usage_error(f->prog, "--lr-boundaries and --lr-values need --lr-schedule piecewise");
+  if (s == HK_LEARNING_RATE_PIECEWISE && (lr->nboundaries == 0 || lr->nvalues != lr->nboundaries + 1))
+    return digits_usage_error(f->prog, "--lr-schedule piecewise needs --lr-boundaries B1,..,Bn and n + 1 --lr-values");
+  if ((lr->decay_rate != 0 || lr->staircase) && s != HK_LEARNING_RATE_EXPONENTIAL)
+    return digits_usage_error(f->prog, "--lr-decay-rate and --lr-staircase need --lr-schedule exponential");
+  if (s == HK_LEARNING_RATE_EXPONENTIAL && (lr->decay_rate == 0 || lr->decay_steps == HK_UNSET_STEPS))
+    return digits_usage_error(f->prog, "--lr-schedule exponential needs --lr-decay-rate and --lr-decay-steps");
+  if (lr->decay_steps != HK_UNSET_STEPS && s != HK_LEARNING_RATE_EXPONENTIAL && s != HK_LEARNING_RATE_COSINE)
+    return digits_usage_error(f->prog, "--lr-decay-steps needs --lr-schedule exponential or cosine");
+  if ((lr->warmup_steps != HK_UNSET_STEPS || lr->alpha >= 0) && s != HK_LEARNING_RATE_COSINE)
+    return digits_usage_error(f->prog, "--warmup-steps and --lr-alpha need --lr-schedule cosine");
+  if (s == HK_LEARNING_RATE_COSINE && lr->decay_steps == HK_UNSET_STEPS &&
+      f->steps <= (lr->warmup_steps == HK_UNSET_STEPS ? 0 : lr->warmup_steps))
+    return digits_usage_error(f->prog, "--lr-schedule cosine: no steps left after --warmup-steps (give --lr-decay-steps)");
+  if (lr->plateau_every != HK_UNSET_STEPS && lr->patience < 0)
+    return digits_usage_error(f->prog, "--lr-plateau-every needs --lr-plateau");
+  return 0;
+}
+
+int digits_lr_options(const digits_flags *f, const char *variable, struct hk_learning_rate_options *o) {
+  const digits_lr_flags *lr = &f->lr_flags;
+  hk_learning_rate_options_init(o, HK_LEARNING_RATE_OPTIONS_VERSION);
+  o->variable = variable;
+  o->schedule = lr->schedule < 0 ? HK_LEARNING_RATE_CONSTANT : (hk_learning_rate_schedule)lr->schedule;
+  o->rate = o->schedule == HK_LEARNING_RATE_PIECEWISE ? 0 : f->lr;
+  if (o->schedule == HK_LEARNING_RATE_PIECEWISE) {
+    o->boundaries = lr->boundaries;
+    o->nboundaries = lr->nboundaries;
+    o->values = lr->values;
+  }
+  if (o->schedule == HK_LEARNING_RATE_EXPONENTIAL) {
+    o->decay_steps = lr->decay_steps;
+    o->decay_rate = lr->decay_rate;
+    o->staircase = lr->staircase;
+  }
+  if (o->schedule == HK_LEARNING_RATE_COSINE) {
+    o->warmup_steps = lr->warmup_steps == HK_UNSET_STEPS ? 0 : lr->warmup_steps;
+    o->decay_steps = lr->decay_steps != HK_UNSET_STEPS ? lr->decay_steps : f->steps - o->warmup_steps;
+    o->alpha = lr->alpha < 0 ? 0 : lr->alpha;
+  }
+  if (lr->patience >= 0) {
+    o->patience = lr->patience;
+    o->factor = lr->factor;
+    o->every_n_steps = lr->plateau_every == HK_UNSET_STEPS ? 100 : lr->plateau_every;
+  }
+  return lr->schedule > HK_LEARNING_RATE_CONSTANT || lr->patience >= 0;
+}
+
 static int listed(const char *const *list, const char *s) {
   for (; list != NULL && *list != NULL; list++)
     if (strcmp(*list, s) == 0) return 1;
@@ -143,6 +298,13 @@ static void set_defaults(digits_flags *f, const char *prog) {
   f->save_steps = HK_UNSET_STEPS;
   f->save_secs = HK_UNSET_SECS;
   f->keep = 5;
+  f->lr_flags.schedule = -1;
+  f->lr_flags.decay_steps = HK_UNSET_STEPS;
+  f->lr_flags.warmup_steps = HK_UNSET_STEPS;
+  f->lr_flags.alpha = -1;
+  f->lr_flags.patience = -1;
+  f->lr_flags.factor = 0.1;
+  f->lr_flags.plateau_every = HK_UNSET_STEPS;
 }
 
 /* The checks across flags. Neither --save-steps nor --save-secs: the
@@ -177,8 +339,8 @@ int digits_parse_flags(digits_flags *f, const char *prog, int argc, char **argv,
     char flag[32];
     int shared, rc;
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) return DIGITS_HELP;
-    if (strcmp(arg, "--async") == 0) {
-      f->async = 1;
+    if (strcmp(arg, "--async") == 0 || strcmp(arg, "--lr-staircase") == 0) {
+      *(arg[2] == 'a' ? &f->async : &f->lr_flags.staircase) = 1;
       continue;
     }
     if (listed(extra->switches, arg)) {
@@ -188,17 +350,20 @@ int digits_parse_flags(digits_flags *f, const char *prog, int argc, char **argv,
     if (strncmp(arg, "--", 2) != 0) return digits_usage_error(prog, "unexpected argument '%s'", arg);
     /* Both "--flag value" and "--flag=value". */
     if (split_flag(arg, flag, sizeof flag, &value) != 0) return digits_usage_error(prog, "unknown option '%s'", arg);
-    shared = listed(shared_valued, flag);
+    shared = listed(shared_valued, flag) || listed(lr_valued, flag);
     if (!shared && !listed(extra->valued, flag)) return digits_usage_error(prog, "unknown option '%s'", flag);
     if (value == NULL) {
       if (i + 1 >= argc) return digits_usage_error(prog, "option '%s' needs a value", flag);
       value = argv[++i];
     }
-    rc = shared ? parse_shared(f, flag, value) : extra->parse(extra->user, flag, value);
+    rc = listed(lr_valued, flag) ? parse_lr(&f->lr_flags, prog, flag, value)
+         : shared                ? parse_shared(f, flag, value)
+                                 : extra->parse(extra->user, flag, value);
     if (rc != 0) return rc;
     keep_given |= strcmp(flag, "--keep") == 0;
   }
-  return check_combinations(f, keep_given);
+  if (check_combinations(f, keep_given) != 0) return DIGITS_EXIT_USAGE;
+  return check_lr(f);
 }
 
 /* ---- loading the data --------------------------------------------------- */

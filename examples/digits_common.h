@@ -48,6 +48,24 @@ uint64_t epoch_seed(uint64_t seed, int64_t epoch);
 
 /* ---- the flags both programs take --------------------------------------- */
 
+/* The learning-rate flags (digits_lr_options() turns them into a
+ * LearningRateHook's options). */
+#define DIGITS_LR_MAX_BOUNDARIES 16
+typedef struct digits_lr_flags {
+  int schedule;          /* hk_learning_rate_schedule; -1 when --lr-schedule is not given */
+  int64_t boundaries[DIGITS_LR_MAX_BOUNDARIES];
+  double values[DIGITS_LR_MAX_BOUNDARIES + 1];
+  size_t nboundaries, nvalues;
+  int64_t decay_steps;   /* HK_UNSET_STEPS when not given */
+  double decay_rate;     /* 0 when not given */
+  int staircase;
+  int64_t warmup_steps;  /* HK_UNSET_STEPS when not given */
+  double alpha;          /* -1 when not given */
+  int64_t patience;      /* -1: no --lr-plateau */
+  double factor;         /* --lr-plateau's, 0.1 when not given */
+  int64_t plateau_every; /* HK_UNSET_STEPS when not given: 100 */
+} digits_lr_flags;
+
 typedef struct digits_flags {
   const char *prog; /* the program's name, which starts every message */
   const char *data; /* NULL: the bundled digits.csv.gz */
@@ -62,6 +80,7 @@ typedef struct digits_flags {
   int async;
   int64_t keep;
   const char *summary_dir; /* NULL when not given */
+  digits_lr_flags lr_flags;
 } digits_flags;
 
 /*
@@ -104,6 +123,22 @@ int digits_parse_i64(const char *prog, const char *flag, const char *text, int64
 /* *out = `text`, a path that must not be empty. @return 0 or
  * DIGITS_EXIT_USAGE after naming `flag`. */
 int digits_parse_path(const char *prog, const char *flag, const char *text, const char **out);
+
+/* ---- the learning rate -------------------------------------------------- */
+
+/* The --help text of the learning-rate flags, the same in both programs. */
+extern const char digits_lr_usage[];
+
+/*
+ * The LearningRateHook's options the flags ask for, writing the variable
+ * `variable` (borrowed); the caller sets the monitor (with --lr-plateau),
+ * the state and the summary directory. The base rate is --lr; a cosine's
+ * decay_steps defaults to the --steps left after the warmup.
+ * @return 1 when a hook is wanted (a schedule or --lr-plateau was given), 0
+ *         when the rate stays --lr.
+ */
+struct hk_learning_rate_options;
+int digits_lr_options(const digits_flags *f, const char *variable, struct hk_learning_rate_options *o);
 
 /* ---- the data ----------------------------------------------------------- */
 

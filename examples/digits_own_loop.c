@@ -21,7 +21,11 @@
  * checkpoint directory) at it, and one 4-line statement records the loss
  * and the test accuracy every 100 steps with hk_loop_summary_scalar(). Add
  * the two callbacks iter_save and iter_restore (9 lines) that hand the data
- * iterator's own tell and seek to hk_loop_add_state(). Take all that out,
+ * iterator's own tell and seek to hk_loop_add_state(). The learning-rate
+ * flags (--lr-schedule, --lr-plateau, ...) add a LearningRateHook in
+ * add_learning_rate() and two lines marked HOOKED (--lr): the rate the
+ * update reads becomes a registered scalar the hook writes before every
+ * step, and the test loss is reported to it. Take all that out,
  * loop `while (step < o->steps)`, and what is left is the plain C trainer it
  * started as.
  *
@@ -75,7 +79,8 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: digits_own_loop [--data PATH] [--steps N] [--batch N] [--lr X] [--seed N]\n"
           "                       [--log-every N] [--checkpoint-dir DIR [--save-steps N | --save-secs S]\n"
-          "                       [--async] [--keep N]] [--summary-dir DIR] [--help]\n"
+          "                       [--async] [--keep N]] [--summary-dir DIR] [--lr-schedule S ...]\n"
+          "                       [--lr-plateau PATIENCE[,FACTOR] [--lr-plateau-every N]] [--help]\n"
           "\n"
           "Train a 64-32-10 MLP on the UCI digits data with the program's own loop and math,\n"
           "checkpointed and stopped by hooked's host loop.\n"
@@ -98,12 +103,14 @@ static void usage(FILE *out) {
           "  --summary-dir DIR\n"
           "                   write TensorBoard event files into DIR: loss and test_accuracy\n"
           "                   every 100 steps, and global_step/sec\n"
+          "%s"
           "  --help           show this text\n"
           "\n"
           "SIGINT or SIGTERM stops training after the current step; with --checkpoint-dir\n"
           "the final checkpoint is written. The result line is printed either way.\n"
           "\n"
-          "Prints one line on stdout: result: step=<N> loss=<x> test_accuracy=<y>\n");
+          "Prints one line on stdout: result: step=<N> loss=<x> test_accuracy=<y>\n",
+          digits_lr_usage);
 }
 
 /* ---- the data iterator: the program's state across steps ---------------- */
@@ -311,6 +318,20 @@ static float accuracy(const model *m, const digits_data *test) {
   return (float)((double)correct / (double)test->n);
 }
 
+/* The mean cross-entropy loss on `test`: what --lr-plateau watches. */
+static float test_loss(const model *m, const digits_data *test) {
+  double loss = 0.0;
+  for (size_t r = 0; r < test->n; r++) {
+    float hpre[NHID], h[NHID], logits[NCLS], mx, sum = 0.0f;
+    forward_row(m, test->x + r * NPIX, hpre, h, logits);
+    mx = logits[0];
+    for (int k = 1; k < NCLS; k++) mx = logits[k] > mx ? logits[k] : mx;
+    for (int k = 0; k < NCLS; k++) sum += expf(logits[k] - mx);
+    loss += (double)(logf(sum) + mx - logits[test->y[r]]);
+  }
+  return (float)(loss / (double)test->n);
+}
+
 /* ---- training ----------------------------------------------------------- */
 
 static double now_secs(void) {
@@ -352,6 +373,35 @@ static int report(const digits_flags *o, int64_t step, int64_t steps_run, double
   return fflush(stdout) == 0 ? 0 : DIGITS_EXIT_RUNTIME;
 }
 
+/* HOOKED (--lr): the learning-rate flags as a LearningRateHook among the
+ * loop's own hooks, writing `lr` (registered, not checkpointed: the hook
+ * writes it before every step) and, with --lr-plateau, watching the test
+ * loss the program reports; its plateau state is in every checkpoint.
+ * Without those flags *hook stays NULL and the rate stays --lr. */
+static void add_learning_rate(hk_loop *loop, const digits_flags *o, float *lr, hk_hook **hook, hk_status *st) {
+  hk_learning_rate_options lo;
+  if (!digits_lr_options(o, "learning_rate", &lo)) return;
+  if (o->lr_flags.patience >= 0) {
+    lo.monitor = "test_loss";
+    lo.reported = 1;
+    lo.every_n_steps = HK_UNSET_STEPS; /* the program reports every --lr-plateau-every steps */
+    lo.state = "learning_rate_state";
+  }
+  lo.summary_dir = o->summary_dir ? o->summary_dir : o->checkpoint_dir;
+  if (hk_loop_add_array(loop, "learning_rate", HK_DTYPE_F32, 0, NULL, lr, HK_LOOP_NO_CHECKPOINT, st) != HK_OK ||
+      hk_learning_rate_hook_new(hook, &lo, st) != HK_OK)
+    return; /* the error is in st; a failed registration is the loop's too (sticky) */
+  hk_loop_add_learning_rate(loop, *hook, st);
+}
+
+/* What the LearningRateHook did, on stderr. */
+static void report_learning_rate(const hk_hook *hook) {
+  hk_learning_rate_info info;
+  if (hook == NULL || hk_learning_rate_hook_info(&info, hook, NULL) != HK_OK || info.rate_step == HK_UNSET_STEPS) return;
+  fprintf(stderr, PROG ": learning rate %g at step %" PRId64 ", %" PRId64 " reductions\n", info.rate, info.rate_step,
+          info.reductions);
+}
+
 /* The plain C trainer, with the HOOKED lines that make it a hooked one. */
 static int train(const digits_flags *o, const digits_data *trn, const digits_data *tst) {
   model m;
@@ -367,6 +417,9 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
   double t0, secs;
   hk_status st = HK_STATUS_INIT; /* HOOKED */
   hk_loop *loop = NULL;          /* HOOKED */
+  hk_hook *lr_hook = NULL;       /* HOOKED (--lr) */
+  float lr = (float)o->lr;       /* what the update reads */
+  const int64_t plateau_every = o->lr_flags.plateau_every == HK_UNSET_STEPS ? 100 : o->lr_flags.plateau_every;
 
   it.perm = malloc(trn->n * sizeof *it.perm);
   if (s == NULL || it.perm == NULL) {
@@ -386,6 +439,7 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
     hk_loop_add_array(loop, params[i].name, HK_DTYPE_F32, params[i].rank, params[i].dims, params[i].data, 0, &st);
   hk_loop_add_array(loop, "loss", HK_DTYPE_F32, 0, NULL, &loss, HK_LOOP_NO_CHECKPOINT, &st);
   hk_loop_add_state(loop, "data_iter", ITER_STATE_BYTES, iter_save, iter_restore, &it, HK_LOOP_DEFAULT, &st);
+  add_learning_rate(loop, o, &lr, &lr_hook, &st); /* HOOKED (--lr) */
   hk_loop_start(loop, &step, &st); /* restores into m, it (and step), or keeps them */
   /* ==== end HOOKED (errors are sticky: hk_loop_finish() below returns the first) ==== */
 
@@ -393,7 +447,9 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
   t0 = now_secs();
   while (!hk_loop_should_stop(loop) && hk_loop_step_begin(loop, NULL, &st) == HK_OK) { /* HOOKED */
     iter_next(&it, s->x, s->y);
-    loss = train_step(&m, s, o->batch, (float)o->lr);
+    loss = train_step(&m, s, o->batch, lr);
+    if (lr_hook && o->lr_flags.patience >= 0 && (step + 1) % plateau_every == 0) /* HOOKED (--lr): the step's test loss */
+      hk_learning_rate_report(lr_hook, test_loss(&m, tst), &st);
     hk_loop_step_end(loop, &st); /* HOOKED: the global step moves, a checkpoint due is saved */
     step++;
     steps_run++;
@@ -406,6 +462,7 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
   }
   secs = now_secs() - t0;
   if (hk_loop_finish(loop, &st) != HK_OK) goto failed; /* HOOKED: the final checkpoint */
+  report_learning_rate(lr_hook);
   status = report(o, step, steps_run, secs, loss, accuracy(&m, tst));
   goto out;
 
@@ -413,6 +470,7 @@ failed:
   fprintf(stderr, PROG ": %s: %s\n", hk_code_name(st.code), st.message); /* HOOKED */
 out:
   hk_loop_free(loop); /* HOOKED */
+  hk_hook_free(lr_hook); /* HOOKED (--lr) */
   scratch_free(s);
   free(it.perm);
   return status;

@@ -22,7 +22,8 @@
  * that watches the loss guarded by the updated weights (train:1), so a
  * diverging step fails the run before the checkpoint saver sees it, then an
  * EarlyStoppingHook on the test loss (--early-stop-patience), whose state
- * the checkpoints keep; and after them its feeding hook, StopAtStepHook and
+ * the checkpoints keep, then a LearningRateHook (--lr-schedule,
+ * --lr-plateau) writing the rate the train op reads; and after them its feeding hook, StopAtStepHook and
  * a ProgressHook (--progress).
  *
  * SIGINT and SIGTERM stop it cleanly from the start: during training the
@@ -101,6 +102,7 @@ static void usage(FILE *out) {
           "                    [--async] [--keep N]] [--summary-dir DIR]\n"
           "                    [--profile-dir DIR [--profile-steps N]] [--progress | --no-progress]\n"
           "                    [--early-stop-patience N [--early-stop-every N]]\n"
+          "                    [--lr-schedule S ...] [--lr-plateau PATIENCE[,FACTOR] [--lr-plateau-every N]]\n"
           "                    [--distributed sync|ps [--ps-wait-k K]] [--help]\n"
           "\n"
           "Train a 64-32-10 MLP on the UCI digits data through a hooked MonitoredTrainingSession.\n"
@@ -134,6 +136,7 @@ static void usage(FILE *out) {
           "                   steps, has not improved for N evaluations in a row; with\n"
           "                   --checkpoint-dir the count survives restarts\n"
           "  --early-stop-every N  steps between evaluations (default 100)\n"
+          "%s"
           "  --help           show this text\n"
           "\n"
           "SIGINT or SIGTERM stops training after the current step; with --checkpoint-dir\n"
@@ -143,7 +146,8 @@ static void usage(FILE *out) {
           "that step with exit status 1, before it is checkpointed: the newest checkpoint\n"
           "stays the last good one.\n"
           "\n"
-          "Prints one line on stdout: result: step=<N> loss=<x> test_accuracy=<y>\n");
+          "Prints one line on stdout: result: step=<N> loss=<x> test_accuracy=<y>\n",
+          digits_lr_usage);
 }
 
 static int parse_distributed(options *o, const char *value) {
@@ -205,6 +209,8 @@ static int parse_args(int argc, char **argv, options *o) {
   if (!o->early_patience && o->early_every != HK_UNSET_STEPS)
     return digits_usage_error(PROG, "--early-stop-every needs --early-stop-patience");
   if (o->early_every == HK_UNSET_STEPS) o->early_every = 100;
+  if (o->distributed != DIST_NONE && (o->f.lr_flags.schedule >= 0 || o->f.lr_flags.patience >= 0))
+    return digits_usage_error(PROG, "--lr-schedule and --lr-plateau do not combine with --distributed");
   return 0;
 }
 
@@ -220,9 +226,9 @@ typedef struct run {
   trainer t;
   feeder f;
   model m;
-  hk_hook *progress, *profiler, *nan_guard, *early_stop, *feed, *stop;
+  hk_hook *progress, *profiler, *nan_guard, *early_stop, *learning_rate, *feed, *stop;
   hk_hook *dist_first, *dist_last, *waiter, *ps_serve; /* --distributed */
-  hk_hook *chief_hooks[4], *hooks[8];                  /* the session's two lists */
+  hk_hook *chief_hooks[5], *hooks[8];                  /* the session's two lists */
   size_t nchief, nhooks;
   hk_saver *saver;
   hk_scaffold *scaffold;
@@ -312,6 +318,7 @@ static void run_free(run *r) {
   hk_hook_free(r->nan_guard);
   hk_hook_free(r->profiler);
   hk_hook_free(r->early_stop);
+  hk_hook_free(r->learning_rate);
   hk_hook_free(r->dist_first);
   hk_hook_free(r->dist_last);
   hk_hook_free(r->waiter);
@@ -348,8 +355,12 @@ static int add_progress_hook(run *r, hk_status *st) {
 /* The graph, and the feeds of x and y over the feeder's buffers. */
 static int build(run *r, const digits_data *tst, hk_status *st) {
   int64_t xdims[2] = {r->t.batch, NPIX}, ydims[1] = {r->t.batch};
-  if (build_model(&r->m, &r->t, &r->f, tst, r->o->f.seed, r->o->early_patience != 0, &r->env, r->summaries, st) !=
-      HK_OK)
+  hk_learning_rate_options lo;
+  const int lr = !digits_lr_options(&r->o->f, LR_NAME, &lo)   ? 0
+                 : r->o->f.lr_flags.patience >= 0 ? MODEL_LR_VARIABLE | MODEL_LR_STATE
+                                                  : MODEL_LR_VARIABLE;
+  if (build_model(&r->m, &r->t, &r->f, tst, r->o->f.seed, r->o->early_patience != 0, lr, &r->env, r->summaries,
+                  st) != HK_OK)
     return fail_status("building the graph", st);
   r->f.feeds[0].tensor = r->f.x;
   r->f.feeds[1].tensor = r->f.y;
@@ -396,17 +407,35 @@ static int add_early_stop(run *r, hk_status *st) {
   return 0;
 }
 
+/* --lr-schedule, --lr-plateau: a LearningRateHook writing the rate the
+ * train op reads, watching the test loss, its plateau state in the graph's
+ * variable; the rate is a summary beside the graph's. */
+static int add_learning_rate(run *r, hk_status *st) {
+  hk_learning_rate_options lo;
+  if (!digits_lr_options(&r->o->f, LR_NAME, &lo)) return 0;
+  if (r->o->f.lr_flags.patience >= 0) {
+    lo.monitor = TEST_LOSS_NAME;
+    lo.state = LR_STATE_NAME;
+  }
+  if (r->summaries) lo.summary_dir = r->o->f.summary_dir ? r->o->f.summary_dir : r->o->f.checkpoint_dir;
+  if (hk_learning_rate_hook_new(&r->learning_rate, &lo, st) != HK_OK)
+    return fail_status("creating the learning-rate hook", st);
+  r->chief_hooks[r->nchief++] = r->learning_rate;
+  return 0;
+}
+
 /* Chief-only hooks run before the MTS's own StepCounter, SummarySaver and
  * CheckpointSaver: the profiler first, to trace every other hook; then the
  * NaN guard, whose failing after_run keeps the checkpoint saver from saving
  * a diverged step and the session from running end(), so no final
- * checkpoint of it either; then early stopping, so that a checkpoint holds
- * the state of its own step's evaluation. */
+ * checkpoint of it either; then early stopping and the learning rate, so
+ * that a checkpoint holds the state of its own step's evaluation. */
 static int add_chief_hooks(run *r, hk_status *st) {
   int rc = 0;
   if (r->o->profile_dir) rc = add_profiler(r, st);
   if (rc == 0 && !r->ps_chief) rc = add_nan_guard(r, st);
   if (rc == 0 && r->o->early_patience) rc = add_early_stop(r, st);
+  if (rc == 0) rc = add_learning_rate(r, st);
   return rc;
 }
 
@@ -617,6 +646,12 @@ static int finish(run *r, hk_status *st) {
   }
   if (hk_signal_fired()) fputs(PROG ": stopped by a signal\n", stderr);
   if (r->early_stop) report_early_stopping(r, st);
+  if (r->learning_rate) {
+    hk_learning_rate_info info;
+    if (hk_learning_rate_hook_info(&info, r->learning_rate, st) == HK_OK && info.rate_step != HK_UNSET_STEPS)
+      fprintf(stderr, PROG ": learning rate %g at step %" PRId64 ", %" PRId64 " reductions\n", info.rate,
+              info.rate_step, info.reductions);
+  }
   fprintf(stderr, "training time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", r->secs, r->steps_run,
           r->steps_run ? r->secs * 1e6 / (double)r->steps_run : 0.0);
   if (g_dist.chief)

@@ -131,15 +131,17 @@ static hk_code average_across_ranks(trainer *t, double *loss, hk_status *status)
 }
 #endif
 
-static void sgd_update(const trainer *t, float *const p[4]) {
-  for (int i = 0; i < NPIX * NHID; i++) p[0][i] -= t->lr * t->gw1[i];
-  for (int j = 0; j < NHID; j++) p[1][j] -= t->lr * t->gb1[j];
-  for (int i = 0; i < NHID * NCLS; i++) p[2][i] -= t->lr * t->gw2[i];
-  for (int k = 0; k < NCLS; k++) p[3][k] -= t->lr * t->gb2[k];
+static void sgd_update(const trainer *t, float lr, float *const p[4]) {
+  for (int i = 0; i < NPIX * NHID; i++) p[0][i] -= lr * t->gw1[i];
+  for (int j = 0; j < NHID; j++) p[1][j] -= lr * t->gb1[j];
+  for (int i = 0; i < NHID * NCLS; i++) p[2][i] -= lr * t->gw2[i];
+  for (int k = 0; k < NCLS; k++) p[3][k] -= lr * t->gb2[k];
 }
 
 /*
- * The train op: forward, backward and the SGD update, in place. Output 0:
+ * The train op: forward, backward and the SGD update, in place, at the
+ * trainer's rate or, given a third input, at that f32 scalar's (the
+ * "learning_rate" variable a LearningRateHook writes). Output 0:
  * the batch's mean loss, computed before the update. Output 1: the same loss
  * guarded by the update, NaN when the update left a non-finite weight: the
  * NanTensorHook watches it, because a loss computed before the update
@@ -154,17 +156,20 @@ static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
   double loss = 0.0;
   hk_code rc;
 
-  if (ninputs != 2 || noutputs != 2 || inputs[0].dtype != HK_DTYPE_F32 || inputs[1].dtype != HK_DTYPE_I32 ||
-      hk_tensor_num_elements(&inputs[0]) != B * NPIX || hk_tensor_num_elements(&inputs[1]) != B)
+  if ((ninputs != 2 && ninputs != 3) || noutputs != 2 || inputs[0].dtype != HK_DTYPE_F32 ||
+      inputs[1].dtype != HK_DTYPE_I32 || hk_tensor_num_elements(&inputs[0]) != B * NPIX ||
+      hk_tensor_num_elements(&inputs[1]) != B ||
+      (ninputs == 3 && (inputs[2].dtype != HK_DTYPE_F32 || hk_tensor_num_elements(&inputs[2]) != 1)))
     return hk_status_set(status, HK_INVALID_ARGUMENT,
-                         "train: expected inputs x [%" PRId64 ", %d] f32 and y [%" PRId64 "] i32", B, NPIX, B);
+                         "train: expected inputs x [%" PRId64 ", %d] f32, y [%" PRId64 "] i32 and an f32 rate", B,
+                         NPIX, B);
   if ((rc = check_params(ctx, p, status)) != HK_OK) return rc;
   if ((rc = forward_batch(t, inputs[0].data, inputs[1].data, p, &loss, status)) != HK_OK) return rc;
   backward_batch(t, inputs[0].data, p[2]);
 #ifdef HK_EXAMPLE_MPI
   if (t->mpi && (rc = average_across_ranks(t, &loss, status)) != HK_OK) return rc;
 #endif
-  sgd_update(t, p);
+  sgd_update(t, ninputs == 3 ? *(const float *)inputs[2].data : t->lr, p);
   {
     const float mean = (float)(loss / (double)B);
     const int finite = all_finite(p[0], NPIX * NHID) && all_finite(p[1], NHID) && all_finite(p[2], NHID * NCLS) &&
@@ -352,6 +357,31 @@ static hk_code add_early_state(model *m, hk_status *st) {
   return hk_graph_variable(m->g, &state, &def, st);
 }
 
+/* --lr-*: the rate the train op reads, local (the LearningRateHook writes
+ * it before every step, so no checkpoint needs it), and with --lr-plateau
+ * the hook's plateau state, checkpointed and optional like the
+ * early-stopping state. */
+static hk_code add_learning_rate(model *m, const trainer *t, int learning_rate, hk_status *st) {
+  static const int64_t d_state[1] = {HK_LEARNING_RATE_STATE_SIZE};
+  hk_variable_def def = HK_VARIABLE_DEF_INIT, sdef = HK_VARIABLE_DEF_INIT;
+  hk_handle state;
+  hk_code rc;
+  def.name = LR_NAME;
+  def.dtype = HK_DTYPE_F32;
+  def.flags = HK_VAR_LOCAL;
+  def.init.kind = HK_INIT_CONSTANT;
+  def.init.value = t->lr;
+  if ((rc = hk_graph_variable(m->g, &m->learning_rate, &def, st)) != HK_OK || !(learning_rate & MODEL_LR_STATE))
+    return rc;
+  sdef.name = LR_STATE_NAME;
+  sdef.dtype = HK_DTYPE_F64;
+  sdef.rank = 1;
+  sdef.dims = d_state;
+  sdef.flags = HK_VAR_OPTIONAL | HK_VAR_NON_FINITE_OK;
+  sdef.external_data = m->lr_state;
+  return hk_graph_variable(m->g, &state, &sdef, st);
+}
+
 /* The placeholders x and y the feeder fills, and the test set as constants. */
 static hk_code add_inputs(model *m, feeder *f, int64_t batch, const digits_data *test, hk_status *st) {
   int64_t xdims[2] = {batch, NPIX}, ydims[1] = {batch};
@@ -374,13 +404,13 @@ static const hk_output_spec scalar_f32[2] = {{HK_DTYPE_F32, 0, {0}}, {HK_DTYPE_F
  * step's increment after it, and train_op, the group of the two. */
 static hk_code add_train_op(model *m, trainer *t, const feeder *f, hk_status *st) {
   hk_op_def def = HK_OP_DEF_INIT, inc_def = HK_OP_DEF_INIT;
-  hk_handle in[2] = {f->x, f->y}, ops[2];
+  hk_handle in[3] = {f->x, f->y, m->learning_rate}, ops[2];
   hk_code rc;
   def.name = "train";
   def.kernel = train_kernel;
   def.kernel_user = t;
   def.inputs = in;
-  def.ninputs = 2;
+  def.ninputs = m->learning_rate != HK_NO_HANDLE ? 3 : 2;
   def.mutates = m->params;
   def.nmutates = 4;
   def.outputs = scalar_f32;
@@ -442,12 +472,14 @@ static hk_code add_summaries(model *m, const feeder *f, hk_status *st) {
 }
 
 hk_code build_model(model *m, trainer *t, feeder *f, const digits_data *test, uint64_t seed, int early_stopping,
-                    const hk_env *env, int summaries, hk_status *st) {
+                    int learning_rate, const hk_env *env, int summaries, hk_status *st) {
   hk_graph_options gopts = HK_GRAPH_OPTIONS_INIT;
   hk_code rc;
   gopts.env = env;
+  m->learning_rate = HK_NO_HANDLE;
   if ((rc = hk_graph_new(&m->g, &gopts, st)) != HK_OK || (rc = add_params(m, seed, st)) != HK_OK) return rc;
   if (early_stopping && (rc = add_early_state(m, st)) != HK_OK) return rc;
+  if (learning_rate && (rc = add_learning_rate(m, t, learning_rate, st)) != HK_OK) return rc;
   if ((rc = hk_graph_get_or_create_global_step(m->g, &m->global_step, st)) != HK_OK ||
       (rc = add_inputs(m, f, t->batch, test, st)) != HK_OK || (rc = add_train_op(m, t, f, st)) != HK_OK ||
       (rc = add_eval_ops(m, f, st)) != HK_OK)

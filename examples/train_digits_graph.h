@@ -83,21 +83,32 @@ typedef struct model {
   hk_handle loss;      /* "train:0" */
   hk_handle test_loss; /* "test_loss:0", a copy of "accuracy:1" */
   hk_handle train_op;  /* group of train and the step increment */
+  hk_handle learning_rate; /* "learning_rate:0" (--lr-*): the rate train reads; HK_NO_HANDLE without */
   /* The EarlyStoppingHook's state: a variable over this memory, zero (a
    * fresh state) unless a checkpoint holding it is restored. */
   double early_state[HK_EARLY_STOPPING_STATE_SIZE];
+  /* The LearningRateHook's plateau state (--lr-plateau), the same way. */
+  double lr_state[HK_LEARNING_RATE_STATE_SIZE];
 } model;
 
 #define LOSS_NAME "train:0"
 #define GUARDED_LOSS_NAME "train:1"
 #define TEST_LOSS_NAME "test_loss:0"
 #define EARLY_STATE_NAME "early_stopping"
+#define LR_NAME "learning_rate"
+#define LR_STATE_NAME "learning_rate_state"
+
+/* build_model()'s `learning_rate`: what the LearningRateHook needs. */
+#define MODEL_LR_VARIABLE 1 /* the rate as a variable the train op reads */
+#define MODEL_LR_STATE 2    /* and the plateau's state, checkpointed */
 
 /* The graph, in this order (the order of its variables in a checkpoint):
  * the parameters, the early-stopping state (--early-stop-patience), the
- * global step; then the inputs, the train op, the evaluation and, with
- * `summaries`, the summary ops. */
+ * learning rate (local: never checkpointed) and its plateau state
+ * (`learning_rate`, MODEL_LR_* bits), the global step; then the inputs, the
+ * train op, the evaluation and, with `summaries`, the summary ops. Without
+ * MODEL_LR_VARIABLE the train op uses the trainer's fixed rate. */
 hk_code build_model(model *m, trainer *t, feeder *f, const digits_data *test, uint64_t seed, int early_stopping,
-                    const hk_env *env, int summaries, hk_status *st);
+                    int learning_rate, const hk_env *env, int summaries, hk_status *st);
 
 #endif /* HOOKED_EXAMPLES_TRAIN_DIGITS_GRAPH_H */
