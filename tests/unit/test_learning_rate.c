@@ -66,7 +66,7 @@ static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
 }
 
 static void add_var(fixture *f, hk_handle *h, const char *name, hk_dtype dtype, int32_t rank, const int64_t *dims,
-                    void *data, uint32_t flags) {
+                    void *data, uint32_t flags, double init) {
   hk_variable_def vd = HK_VARIABLE_DEF_INIT;
   vd.name = name;
   vd.dtype = dtype;
@@ -74,12 +74,15 @@ static void add_var(fixture *f, hk_handle *h, const char *name, hk_dtype dtype, 
   vd.dims = dims;
   vd.flags = flags;
   vd.external_data = data;
-  if (!data) vd.init.kind = HK_INIT_CONSTANT;
+  if (!data) {
+    vd.init.kind = HK_INIT_CONSTANT;
+    vd.init.value = init;
+  }
   assert_ok(hk_graph_variable(f->m.g, h, &vd, &f->st), &f->st);
 }
 
 /* state: 0 none; 1 "lrs" F64[8] zero; 2 "lrs" of another shape; 3 "lrs"
- * local. rate: the rate variable's dtype (F32; F64 or I32 for refusals). */
+ * local; 4 "lrs" holding 7s (no valid state). */
 static void build(fixture *f, int with_gs, int state) {
   static const int64_t eight[1] = {HK_LEARNING_RATE_STATE_SIZE}, five[1] = {5};
   hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
@@ -88,12 +91,13 @@ static void build(fixture *f, int with_gs, int state) {
   go.env = &f->te->env;
   memset(&f->m.seen, 0, sizeof f->m.seen);
   assert_ok(hk_graph_new(&f->m.g, &go, &f->st), &f->st);
-  add_var(f, &f->m.lr, "lr", HK_DTYPE_F32, 0, NULL, NULL, HK_VAR_LOCAL);
-  add_var(f, &h, "val", HK_DTYPE_F64, 0, NULL, &f->m.val, HK_VAR_LOCAL);
-  add_var(f, &h, "lr_i32", HK_DTYPE_I32, 0, NULL, NULL, HK_VAR_LOCAL);
-  if (state == 1) add_var(f, &h, "lrs", HK_DTYPE_F64, 1, eight, NULL, HK_VAR_NON_FINITE_OK);
-  if (state == 2) add_var(f, &h, "lrs", HK_DTYPE_F64, 1, five, NULL, 0);
-  if (state == 3) add_var(f, &h, "lrs", HK_DTYPE_F64, 1, eight, NULL, HK_VAR_LOCAL);
+  add_var(f, &f->m.lr, "lr", HK_DTYPE_F32, 0, NULL, NULL, HK_VAR_LOCAL, 0);
+  add_var(f, &h, "val", HK_DTYPE_F64, 0, NULL, &f->m.val, HK_VAR_LOCAL, 0);
+  add_var(f, &h, "lr_i32", HK_DTYPE_I32, 0, NULL, NULL, HK_VAR_LOCAL, 0);
+  if (state == 1) add_var(f, &h, "lrs", HK_DTYPE_F64, 1, eight, NULL, HK_VAR_NON_FINITE_OK, 0);
+  if (state == 2) add_var(f, &h, "lrs", HK_DTYPE_F64, 1, five, NULL, 0, 0);
+  if (state == 3) add_var(f, &h, "lrs", HK_DTYPE_F64, 1, eight, NULL, HK_VAR_LOCAL, 0);
+  if (state == 4) add_var(f, &h, "lrs", HK_DTYPE_F64, 1, eight, NULL, 0, 7);
   if (!with_gs) return;
   assert_ok(hk_graph_get_or_create_global_step(f->m.g, &f->m.gs, &f->st), &f->st);
   def.name = "train";
@@ -503,6 +507,7 @@ static void test_learning_rate__begin_errors_are_named(void **state) {
       {1, 0, "lr", "val", "lrs", HK_NOT_FOUND, "state variable 'lrs'"},
       {1, 2, "lr", "val", "lrs", HK_INVALID_ARGUMENT, "state variable 'lrs' is f64 of shape [5]; it must be F64"},
       {1, 3, "lr", "val", "lrs", HK_INVALID_ARGUMENT, "state variable 'lrs' is local"},
+      {1, 4, "lr", "val", "lrs", HK_DATA_LOSS, "state variable 'lrs' holds no valid learning-rate state"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     build(f, cases[i].gs, cases[i].state);
@@ -794,6 +799,35 @@ static void test_learning_rate__loop_step_k_reads_the_schedule_at_k(void **state
   }
 }
 
+/* The rate's variable may be F64: written without rounding. */
+static void test_learning_rate__loop_rate_variable_may_be_f64(void **state) {
+  fixture *f = *state;
+  hk_learning_rate_options o = lr_opts(f);
+  hk_loop_options lo = HK_LOOP_OPTIONS_INIT;
+  hk_loop *l = NULL;
+  hk_hook *h = NULL;
+  double rate = 0;
+  int64_t step = 0;
+  o.schedule = HK_LEARNING_RATE_EXPONENTIAL;
+  o.decay_steps = 3;
+  o.decay_rate = 0.7;
+  assert_ok(hk_learning_rate_hook_new(&h, &o, &f->st), &f->st);
+  lo.env = &f->te->env;
+  lo.handle_signals = 0;
+  assert_ok(hk_loop_new(&l, &lo, &f->st), &f->st);
+  assert_ok(hk_loop_add_array(l, "lr", HK_DTYPE_F64, 1, (int64_t[]){1}, &rate, HK_LOOP_NO_CHECKPOINT, &f->st), &f->st);
+  assert_ok(hk_loop_add_learning_rate(l, h, &f->st), &f->st);
+  assert_ok(hk_loop_start(l, &step, &f->st), &f->st);
+  for (int k = 0; k < 5; k++) {
+    assert_ok(hk_loop_step_begin(l, &step, &f->st), &f->st);
+    assert_true(rate == 0.1 * pow(0.7, (double)k / 3.0));
+    assert_ok(hk_loop_step_end(l, &f->st), &f->st);
+  }
+  assert_ok(hk_loop_finish(l, &f->st), &f->st);
+  hk_loop_free(l);
+  hk_hook_free(h);
+}
+
 static hk_hook *loop_lr(fixture *f, int reported) {
   hk_learning_rate_options o = restart_opts(f);
   hk_hook *h = NULL;
@@ -1006,6 +1040,7 @@ int main(void) {
       T(test_learning_rate__loop_resumed_run_writes_the_same_rates),
       T(test_learning_rate__loop_resumed_run_writes_the_same_rates_reported),
       T(test_learning_rate__loop_rate_is_a_summary),
+      T(test_learning_rate__loop_rate_variable_may_be_f64),
       T(test_learning_rate__loop_steady_state_steps_allocate_nothing),
       T(test_learning_rate__loop_add_errors_are_named),
   };
