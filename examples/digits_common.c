@@ -246,7 +246,8 @@ static int check_lr(const digits_flags *f) {
     return digits_usage_error(f->prog, "--warmup-steps and --lr-alpha need --lr-schedule cosine");
   if (s == HK_LEARNING_RATE_COSINE && lr->decay_steps == HK_UNSET_STEPS &&
       f->steps <= (lr->warmup_steps == HK_UNSET_STEPS ? 0 : lr->warmup_steps))
-    return digits_usage_error(f->prog, "--lr-schedule cosine: no steps left after --warmup-steps (give --lr-decay-steps)");
+    return digits_usage_error(f->prog,
+                              "--lr-schedule cosine: no steps left after --warmup-steps (give --lr-decay-steps)");
   if (lr->plateau_every != HK_UNSET_STEPS && lr->patience < 0)
     return digits_usage_error(f->prog, "--lr-plateau-every needs --lr-plateau");
   return 0;

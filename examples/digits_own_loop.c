@@ -397,7 +397,8 @@ static void add_learning_rate(hk_loop *loop, const digits_flags *o, float *lr, h
 /* What the LearningRateHook did, on stderr. */
 static void report_learning_rate(const hk_hook *hook) {
   hk_learning_rate_info info;
-  if (hook == NULL || hk_learning_rate_hook_info(&info, hook, NULL) != HK_OK || info.rate_step == HK_UNSET_STEPS) return;
+  if (hook == NULL || hk_learning_rate_hook_info(&info, hook, NULL) != HK_OK || info.rate_step == HK_UNSET_STEPS)
+    return;
   fprintf(stderr, PROG ": learning rate %g at step %" PRId64 ", %" PRId64 " reductions\n", info.rate, info.rate_step,
           info.reductions);
 }
@@ -448,7 +449,7 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
   while (!hk_loop_should_stop(loop) && hk_loop_step_begin(loop, NULL, &st) == HK_OK) { /* HOOKED */
     iter_next(&it, s->x, s->y);
     loss = train_step(&m, s, o->batch, lr);
-    if (lr_hook && o->lr_flags.patience >= 0 && (step + 1) % plateau_every == 0) /* HOOKED (--lr): the step's test loss */
+    if (lr_hook && o->lr_flags.patience >= 0 && (step + 1) % plateau_every == 0) /* HOOKED (--lr): test loss */
       hk_learning_rate_report(lr_hook, test_loss(&m, tst), &st);
     hk_loop_step_end(loop, &st); /* HOOKED: the global step moves, a checkpoint due is saved */
     step++;

@@ -152,9 +152,11 @@ typedef struct hk_learning_rate_options {
    *  summary_dir. */
   int64_t summary_steps;
 } hk_learning_rate_options;
-#define HK_LEARNING_RATE_OPTIONS_INIT                                                                                  \
-  { HK_LEARNING_RATE_OPTIONS_VERSION, NULL, NULL, HK_LEARNING_RATE_CONSTANT, 0.0, NULL, 0, NULL, HK_UNSET_STEPS, 0.0, \
-    0, 0, 0.0, 0.0, NULL, 0, HK_MONITOR_MIN, 0.1, 10, 1e-4, 0, 0.0, HK_UNSET_STEPS, NULL, NULL, HK_UNSET_STEPS }
+#define HK_LEARNING_RATE_OPTIONS_INIT                                                                                 \
+  {                                                                                                                   \
+    HK_LEARNING_RATE_OPTIONS_VERSION, NULL, NULL, HK_LEARNING_RATE_CONSTANT, 0.0, NULL, 0, NULL, HK_UNSET_STEPS, 0.0, \
+        0, 0, 0.0, 0.0, NULL, 0, HK_MONITOR_MIN, 0.1, 10, 1e-4, 0, 0.0, HK_UNSET_STEPS, NULL, NULL, HK_UNSET_STEPS    \
+  }
 
 /**
  * Initialize options to HK_LEARNING_RATE_OPTIONS_INIT.

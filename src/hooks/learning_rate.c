@@ -58,8 +58,8 @@ typedef struct learning_rate {
   int mode; /* hk_monitor_mode */
   double factor, min_delta, min_rate;
   int64_t patience, cooldown;
-  int64_t every; /* every_n_steps (1 when unset) */
-  char *state_name; /* NULL: not checkpointed */
+  int64_t every;     /* every_n_steps (1 when unset) */
+  char *state_name;  /* NULL: not checkpointed */
   char *summary_dir; /* NULL: no summary */
   int64_t summary_steps;
   /* Per-session, set by begin(). */
@@ -81,7 +81,7 @@ typedef struct learning_rate {
   double pending_value;
   int in_step; /* before_run wrote the rate of the run in progress */
   /* What the hook knows. */
-  double current;   /* the rate last written */
+  double current; /* the rate last written */
   int64_t current_step;
   int64_t evaluations;
   double best;
@@ -137,17 +137,14 @@ static double cosine(const learning_rate *self, int64_t k) {
 
 static double schedule_at(const learning_rate *self, int64_t k) {
   switch (self->schedule) {
-  case HK_LEARNING_RATE_PIECEWISE:
-    return piecewise(self, k);
-  case HK_LEARNING_RATE_EXPONENTIAL: {
-    double p = self->staircase ? (double)floor_div(k, self->decay_steps) : (double)k / (double)self->decay_steps;
-    return self->rate * pow(self->decay_rate, p);
-  }
-  case HK_LEARNING_RATE_COSINE:
-    return cosine(self, k);
-  case HK_LEARNING_RATE_CONSTANT:
-  default:
-    return self->rate;
+    case HK_LEARNING_RATE_PIECEWISE: return piecewise(self, k);
+    case HK_LEARNING_RATE_EXPONENTIAL: {
+      double p = self->staircase ? (double)floor_div(k, self->decay_steps) : (double)k / (double)self->decay_steps;
+      return self->rate * pow(self->decay_rate, p);
+    }
+    case HK_LEARNING_RATE_COSINE: return cosine(self, k);
+    case HK_LEARNING_RATE_CONSTANT:
+    default: return self->rate;
   }
 }
 
@@ -183,8 +180,9 @@ static hk_code load_state(learning_rate *self, hk_raw_session *rs, hk_status *st
       !whole(v[S_REDUCTIONS], 0) || !(v[S_SCALE] >= 0 && v[S_SCALE] <= 1) || (v[S_MODE] != 0 && v[S_MODE] != 1) ||
       isnan(v[S_BEST]))
     return hk_status_set(status, HK_DATA_LOSS,
-                         HOOK_NAME ": state variable '%s' holds no valid learning-rate state ([%g, %g, %g, %g, %g, %g, "
-                                   "%g, %g])",
+                         HOOK_NAME
+                         ": state variable '%s' holds no valid learning-rate state ([%g, %g, %g, %g, %g, %g, "
+                         "%g, %g])",
                          self->state_name, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
   if ((int)v[S_MODE] != self->mode) {
     hk_hook_log(self->hook, HK_LOG_WARNING,
@@ -229,8 +227,8 @@ static hk_code store_state(learning_rate *self, hk_raw_session *rs, hk_status *s
 /* Keras' ReduceLROnPlateau.on_epoch_end, with the rate of the step just run
  * as the optimizer's current rate. */
 static hk_code evaluate(learning_rate *self, hk_raw_session *rs, double value, int64_t gs, hk_status *status) {
-  int improved = self->mode == HK_MONITOR_MAX ? value - self->min_delta > self->best
-                                              : value + self->min_delta < self->best;
+  int improved =
+      self->mode == HK_MONITOR_MAX ? value - self->min_delta > self->best : value + self->min_delta < self->best;
   if (self->cooldown_left > 0) {
     self->cooldown_left--;
     self->wait = 0;
@@ -248,7 +246,8 @@ static hk_code evaluate(learning_rate *self, hk_raw_session *rs, double value, i
       self->cooldown_left = self->cooldown;
       self->wait = 0;
       hk_hook_log(self->hook, HK_LOG_INFO,
-                  HOOK_NAME ": %s did not improve for %" PRId64 " evaluations; learning rate reduced to %g from step "
+                  HOOK_NAME ": %s did not improve for %" PRId64
+                            " evaluations; learning rate reduced to %g from step "
                             "%" PRId64 ".",
                   self->monitor, waited, rate_at(self, gs), gs);
     }
@@ -256,7 +255,7 @@ static hk_code evaluate(learning_rate *self, hk_raw_session *rs, double value, i
   self->evaluations++;
   hk_hook_log(self->hook, HK_LOG_DEBUG,
               HOOK_NAME ": %s = %g at step %" PRId64 "; best %g at step %" PRId64 ", %" PRId64
-              " evaluation(s) without improvement, %" PRId64 " of cooldown left.",
+                        " evaluation(s) without improvement, %" PRId64 " of cooldown left.",
               self->monitor, value, gs, self->best, self->best_step, self->wait, self->cooldown_left);
   return self->state_name != NULL ? store_state(self, rs, status) : HK_OK;
 }
@@ -335,7 +334,8 @@ static hk_code find_variable(learning_rate *self, hk_executor *graph, hk_status 
   for (int32_t i = 0; i < info.rank; i++) n *= info.dims[i];
   if ((info.dtype != HK_DTYPE_F32 && info.dtype != HK_DTYPE_F64) || n != 1)
     return hk_status_set(status, HK_INVALID_ARGUMENT,
-                         HOOK_NAME ": variable '%s' is %s with %" PRId64 " elements; the rate needs one F32 or F64 "
+                         HOOK_NAME ": variable '%s' is %s with %" PRId64
+                                   " elements; the rate needs one F32 or F64 "
                                    "element",
                          self->variable, hk_dtype_name(info.dtype), n);
   rc = hk_tensor_init(&self->var, info.dtype, info.rank, info.dims, &self->value, status);
@@ -607,7 +607,8 @@ hk_code hk_learning_rate_report(hk_hook *hook, double value, hk_status *status) 
                          "hk_learning_rate_report: this " HOOK_NAME " has no monitor (no reduce-on-plateau)");
   if (!self->reported)
     return hk_status_set(status, HK_FAILED_PRECONDITION,
-                         "hk_learning_rate_report: this " HOOK_NAME " fetches its monitor '%s' itself (set "
+                         "hk_learning_rate_report: this " HOOK_NAME
+                         " fetches its monitor '%s' itself (set "
                          "opts.reported to report values)",
                          self->monitor);
   if (!self->began)

@@ -19,14 +19,10 @@ hk_code hk_learning_rate_options_init(hk_learning_rate_options *opts, uint32_t v
 
 static const char *schedule_name(hk_learning_rate_schedule s) {
   switch (s) {
-  case HK_LEARNING_RATE_CONSTANT:
-    return "CONSTANT";
-  case HK_LEARNING_RATE_PIECEWISE:
-    return "PIECEWISE";
-  case HK_LEARNING_RATE_EXPONENTIAL:
-    return "EXPONENTIAL";
-  case HK_LEARNING_RATE_COSINE:
-    return "COSINE";
+    case HK_LEARNING_RATE_CONSTANT: return "CONSTANT";
+    case HK_LEARNING_RATE_PIECEWISE: return "PIECEWISE";
+    case HK_LEARNING_RATE_EXPONENTIAL: return "EXPONENTIAL";
+    case HK_LEARNING_RATE_COSINE: return "COSINE";
   }
   return "?";
 }
@@ -108,15 +104,17 @@ static hk_code check_plateau(const hk_learning_rate_options *o, hk_status *statu
     if (o->reported || o->state != NULL || o->every_n_steps != HK_UNSET_STEPS)
       return hk_status_set(status, HK_INVALID_ARGUMENT,
                            HOOK_NAME ": %s applies to reduce-on-plateau, which needs a monitor",
-                           o->reported ? "reported" : o->state != NULL ? "state" : "every_n_steps");
+                           o->reported        ? "reported"
+                           : o->state != NULL ? "state"
+                                              : "every_n_steps");
     return HK_OK;
   }
   if (o->monitor[0] == '\0')
     return hk_status_set(status, HK_INVALID_ARGUMENT,
                          HOOK_NAME ": monitor is empty (a tensor name, or with reported the value's name)");
   if (o->mode != HK_MONITOR_MIN && o->mode != HK_MONITOR_MAX)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, HOOK_NAME ": mode %d is neither HK_MONITOR_MIN nor HK_MONITOR_MAX",
-                         (int)o->mode);
+    return hk_status_set(status, HK_INVALID_ARGUMENT,
+                         HOOK_NAME ": mode %d is neither HK_MONITOR_MIN nor HK_MONITOR_MAX", (int)o->mode);
   if (!(o->factor > 0 && o->factor < 1))
     return hk_status_set(status, HK_INVALID_ARGUMENT, HOOK_NAME ": factor must be > 0 and < 1, got %g", o->factor);
   if (o->patience < 0)
@@ -131,8 +129,9 @@ static hk_code check_plateau(const hk_learning_rate_options *o, hk_status *statu
                          o->min_rate);
   if (o->every_n_steps != HK_UNSET_STEPS && o->reported)
     return hk_status_set(status, HK_INVALID_ARGUMENT,
-                         HOOK_NAME ": every_n_steps applies to a fetched monitor; with reported, each value reported "
-                                   "is one evaluation");
+                         HOOK_NAME
+                         ": every_n_steps applies to a fetched monitor; with reported, each value reported "
+                         "is one evaluation");
   if (o->every_n_steps != HK_UNSET_STEPS && o->every_n_steps < 1)
     return hk_status_set(status, HK_INVALID_ARGUMENT, HOOK_NAME ": every_n_steps must be >= 1, got %" PRId64,
                          o->every_n_steps);

@@ -332,7 +332,8 @@ static void test_learning_rate__graph_plateau_reported_values(void **state) {
   assert_ok(step(f, 0), &f->st);
   assert_true(f->m.seen.rate[2] == 0.1f);
   assert_true(f->m.seen.rate[3] == 0.01f);
-  assert_logged(f->te, HK_LOG_INFO, "accuracy did not improve for 1 evaluations; learning rate reduced to 0.01 from step 3.");
+  assert_logged(f->te, HK_LOG_INFO,
+                "accuracy did not improve for 1 evaluations; learning rate reduced to 0.01 from step 3.");
 
   /* Misuse. */
   assert_status(hk_learning_rate_report(NULL, 1, &f->st), &f->st, HK_INVALID_ARGUMENT, "hook is NULL");
