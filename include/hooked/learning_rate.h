@@ -228,7 +228,8 @@ HK_API hk_code hk_learning_rate_options_init(hk_learning_rate_options *opts, uin
  * F32 or F64 element, or a state variable of another dtype or shape, or
  * local; after_create_session with DATA_LOSS naming a state variable that
  * holds no valid state; an evaluating after_run with INVALID_ARGUMENT naming
- * a monitor that is not one number.
+ * a monitor that is not one number; an after_run whose summary write fails
+ * with the writer's error (a file-system error naming the event file).
  * **Threads:** any; callbacks on the training thread.
  * **Allocates:** at creation, and at a session's begin() (the summary
  * writer); a step allocates nothing (its reads and assignments are runs of
@@ -254,7 +255,7 @@ HK_API hk_code hk_learning_rate_report(hk_hook *hook, double value, hk_status *s
 
 /** What a LearningRateHook knows (hk_learning_rate_hook_info()). */
 typedef struct hk_learning_rate_info {
-  double rate;         /**< the rate last written; 0 before the first step */
+  double rate;         /**< the rate last written, before rounding to the variable's dtype; 0 before the first step */
   int64_t rate_step;   /**< the global step it was written for; HK_UNSET_STEPS before the first step */
   double scale;        /**< the product of the reductions' factors (1 before the first) */
   int64_t reductions;  /**< reductions so far, those of restored checkpoints included */
