@@ -340,8 +340,12 @@ int digits_parse_flags(digits_flags *f, const char *prog, int argc, char **argv,
     char flag[32];
     int shared, rc;
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) return DIGITS_HELP;
-    if (strcmp(arg, "--async") == 0 || strcmp(arg, "--lr-staircase") == 0) {
-      *(arg[2] == 'a' ? &f->async : &f->lr_flags.staircase) = 1;
+    if (strcmp(arg, "--async") == 0) {
+      f->async = 1;
+      continue;
+    }
+    if (strcmp(arg, "--lr-staircase") == 0) {
+      f->lr_flags.staircase = 1;
       continue;
     }
     if (listed(extra->switches, arg)) {
