@@ -24,7 +24,6 @@
 
 #include <inttypes.h>
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 #define HOOK_NAME "LearningRateHook"
