@@ -24,5 +24,6 @@
 #include "hooked/summary.h"
 #include "hooked/loop.h"
 #include "hooked/training_session.h"
+#include "hooked/metrics_log.h"
 
 #endif /* HOOKED_HOOKED_H */

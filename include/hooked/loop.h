@@ -37,7 +37,8 @@
  * (hooked/sys/executor.h), a singular session over that executor
  * (hooked/session.h) with the loop's own hooks — in this order: the NaN
  * guard (nan_guard), the early-stopping and learning-rate hooks of
- * hk_loop_add_early_stopping() and hk_loop_add_learning_rate(), StopAtStep, the StepCounter
+ * hk_loop_add_early_stopping() and hk_loop_add_learning_rate(), the
+ * metrics log of hk_loop_add_metrics_log(), StopAtStep, the StepCounter
  * (global_step/sec, summary_dir), the checkpoint saver — followed by the
  * program's hooks, and the Scaffold's Saver — written
  * against the public headers only. Every hook, built-in or the program's,
@@ -72,6 +73,7 @@
 #include "hooked/hook.h"
 #include "hooked/session.h"
 #include "hooked/summary.h"
+#include "hooked/metrics_log.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -134,9 +136,10 @@ typedef struct hk_loop_options {
   int64_t num_steps;
   int64_t last_step;
   /** The program's hooks, run after the loop's own (the NaN guard, the
-   *  early-stopping and learning-rate hooks, StopAtStep, the StepCounter,
-   *  then the checkpoint saver) in this order. Array copied, hooks borrowed: they
-   *  must outlive the loop (hk_loop_free() first, then hk_hook_free()). */
+   *  early-stopping and learning-rate hooks, the metrics log, StopAtStep,
+   *  the StepCounter, then the checkpoint saver) in this order. Array
+   *  copied, hooks borrowed: they must outlive the loop (hk_loop_free()
+   *  first, then hk_hook_free()). */
   hk_hook *const *hooks;
   size_t nhooks;
   /** Default 1: SIGINT/SIGTERM stop the loop cleanly (the step in progress
@@ -371,6 +374,32 @@ HK_API hk_code hk_loop_add_early_stopping(hk_loop *loop, hk_hook *hook, hk_statu
  * **Threads:** the training thread. **Allocates:** yes.
  */
 HK_API hk_code hk_loop_add_learning_rate(hk_loop *loop, hk_hook *hook, hk_status *status);
+
+/**
+ * Run a MetricsLogHook (hooked/metrics_log.h) as one of the loop's own
+ * hooks: after the early-stopping and learning-rate hooks and BEFORE StopAtStep and the
+ * checkpoint saver, so the row of a step is in the file before that step's
+ * checkpoint is written, and with its checkpoint listener on the loop's
+ * checkpoint saver, so the log is fsynced before each checkpoint: a
+ * program restarted from a checkpoint finds every row up to its step, even
+ * after a power loss. Do not also list the hook in opts.hooks. At most one
+ * per loop. Only before hk_loop_start().
+ *
+ *     hk_metrics_log_options mo = HK_METRICS_LOG_OPTIONS_INIT;
+ *     mo.path = "run/metrics.csv";
+ *     mo.tensors = (const char *[]){"loss"};   // a registered array
+ *     mo.ntensors = 1;
+ *     mo.every_n_steps = 100;
+ *     hk_metrics_log_hook_new(&ml, &mo, &st);
+ *     hk_loop_add_metrics_log(loop, ml, &st);
+ *
+ * @param hook  borrowed: it must outlive the loop, like opts.hooks.
+ * **Errors:** INVALID_ARGUMENT for a NULL loop or hook, a hook that is not
+ * a MetricsLogHook, a second one, or one listed in opts.hooks;
+ * FAILED_PRECONDITION after start; the loop's sticky error.
+ * **Threads:** the training thread. **Allocates:** no.
+ */
+HK_API hk_code hk_loop_add_metrics_log(hk_loop *loop, hk_hook *hook, hk_status *status);
 
 /**
  * Start: create the checkpoint directory, build the session (every hook's

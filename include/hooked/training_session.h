@@ -10,6 +10,7 @@
 
 #include "hooked/common.h"
 #include "hooked/session.h"
+#include "hooked/hooks.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -56,11 +57,18 @@ typedef struct hk_training_session_options {
    * for the write in flight, and every due save is written at its step.
    */
   int async_checkpoint_block_when_busy;
+  /** Listeners of the checkpoint saver hook (hooked/hooks.h): array copied,
+   *  vtables and users borrowed for the session's life. A MetricsLogHook's
+   *  (hk_metrics_log_checkpoint_listener()) fsyncs its log before each
+   *  checkpoint. Ignored when there is no checkpoint saver hook; NULL with a
+   *  count: INVALID_ARGUMENT. */
+  const hk_checkpoint_listener *checkpoint_listeners;
+  size_t ncheckpoint_listeners;
 } hk_training_session_options;
 
 #define HK_TRAINING_SESSION_OPTIONS_INIT { HK_TRAINING_SESSION_OPTIONS_VERSION, NULL, NULL, 1, NULL, NULL, NULL, \
   0, NULL, 0, HK_UNSET_SECS, HK_UNSET_STEPS, HK_UNSET_STEPS, HK_UNSET_SECS, 120.0, 100, 7200.0, NULL, 1, 30.0, \
-  1.0, 60.0, 10, 0.0, 0, 0 }
+  1.0, 60.0, 10, 0.0, 0, 0, NULL, 0 }
 
 /**
  * Initialize options to HK_TRAINING_SESSION_OPTIONS_INIT.

@@ -360,6 +360,29 @@ hk_code hk_loop_add_learning_rate(hk_loop *l, hk_hook *hook, hk_status *st) {
   return add_own_hook(l, fn, hook, info.state, HK_LEARNING_RATE_STATE_SIZE, st);
 }
 
+/* ---- the metrics log as one of the loop's own hooks ------------------------------------ */
+
+hk_code hk_loop_add_metrics_log(hk_loop *l, hk_hook *hook, hk_status *st) {
+  static const char fn[] = "hk_loop_add_metrics_log";
+  hk_checkpoint_listener listener;
+  hk_status why = HK_STATUS_INIT;
+  hk_code rc = check_own_hook(l, fn, "the metrics log", hook, st);
+  if (rc != HK_OK) return rc;
+  if (hk_metrics_log_checkpoint_listener(&listener, hook, &why) != HK_OK)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: hook '%s' is not a MetricsLogHook", fn, hk_hook_name(hook));
+  if (l->mlog)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: the loop has a metrics log already ('%s')", fn,
+                         hk_hook_name(l->mlog));
+  for (size_t i = 0; i < l->nhooks; i++)
+    if (l->hooks[i] == hook)
+      return hk_status_set(st, HK_INVALID_ARGUMENT,
+                           "%s: hook '%s' is hooks[%zu] of the loop's options: a hook runs once, added or listed", fn,
+                           hk_hook_name(hook), i);
+  l->mlog = hook;
+  l->mlog_listener = listener;
+  return HK_OK;
+}
+
 /* ---- save now, stop, finish ------------------------------------------------------------ */
 
 /* "<base>-<digits>": the name of a managed checkpoint, which an

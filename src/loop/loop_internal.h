@@ -38,6 +38,10 @@ struct hk_loop {
   hk_hook **es;
   double **es_state;
   size_t nes, es_cap;
+  /* The metrics log of hk_loop_add_metrics_log() (borrowed; NULL: none),
+   * run before the checkpoint hook, and its listener on that hook. */
+  hk_hook *mlog;
+  hk_checkpoint_listener mlog_listener;
 
   hk__host *host;     /* the registry, until start hands it to the executor */
   hk_executor *ex;
@@ -47,7 +51,9 @@ struct hk_loop {
   hk_scaffold *scaffold;
   hk_hook *watch;     /* the loop's own hook: what the creation restored */
   hk_hook *nan_hook, *stop_hook, *counter_hook, *ckpt_hook;
-  hk_hook **all;      /* watch, NaN guard, early stopping and learning rates, stop, step counter, checkpoint, then the program's */
+  /* watch, NaN guard, early stopping and learning rates, metrics log, stop,
+   * step counter, checkpoint, then the program's */
+  hk_hook **all;
   hk_session *session;
   char *restored;
 

@@ -38,6 +38,9 @@ hk_code hk_training_session_options_init(hk_training_session_options *opts, uint
 
 static int block_when_busy(const hk_training_session_options *o) { return o->async_checkpoint_block_when_busy != 0; }
 
+/* The checkpoint saver's listeners. */
+static size_t nlisteners(const hk_training_session_options *o) { return o->ncheckpoint_listeners; }
+
 /* A given cadence is finite and >= 0. */
 static hk_code check_secs(double v, const char *name, hk_status *st) {
   if (hk_secs_is_unset(v) || (isfinite(v) && v >= 0)) return HK_OK;
@@ -80,6 +83,9 @@ static hk_code validate(const hk_training_session_options *o, hk_status *st) {
     return rc;
   if (o->log_step_count_steps == HK_UNSET_STEPS)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_training_session_new: log_step_count_steps must be >= 0 (0 disables)");
+  if (nlisteners(o) > 0 && !o->checkpoint_listeners)
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_training_session_new: checkpoint_listeners is NULL with a count of %zu", nlisteners(o));
   if (block_when_busy(o) && !o->async_checkpoint)
     return hk_status_set(st, HK_INVALID_ARGUMENT,
                          "hk_training_session_new: async_checkpoint_block_when_busy is set without async_checkpoint");
@@ -141,6 +147,8 @@ static hk_code make_default_hooks(const hk_training_session_options *o, owned *w
     cs.scaffold = w->scaffold ? w->scaffold : o->scaffold;
     cs.save_graph_def = o->save_graph_def != 0;
     cs.block_when_busy = block_when_busy(o);
+    cs.listeners = nlisteners(o) > 0 ? o->checkpoint_listeners : NULL;
+    cs.nlisteners = nlisteners(o);
     rc = o->async_checkpoint ? hk_async_checkpoint_saver_hook_new(&w->checkpoint_saver, &cs, st)
                              : hk_checkpoint_saver_hook_new(&w->checkpoint_saver, &cs, st);
     if (rc != HK_OK) return rc;
