@@ -6,7 +6,7 @@
 # flags: -h; --data with a plain and a gzip-compressed file of the same rows
 #   (same split, same result); --save-secs (a cadence shorter than a step
 #   saves every step, a long one at the start and the end only); --keep;
-#   train_digits' --early-stop-every.
+#   train_digits' --early-stop-every; --metrics-log's flags.
 # learning_rate: --lr-schedule piecewise, cosine with --warmup-steps and
 #   exponential with --lr-staircase end at the rate they define; the rate
 #   is the summary learning_rate; --lr-plateau reduces it; flags that do not
@@ -92,6 +92,24 @@ if(MODE STREQUAL "flags")
   # --keep: the newest N stay.
   run(0 --steps 500 --log-every 0 --checkpoint-dir "${WORK_DIR}/keep" --save-steps 100 --keep 2)
   expect_checkpoints("${WORK_DIR}/keep" 400 500)
+
+  # --metrics-log's flags: a bad format, a path without a known suffix, and
+  # the two flags without --metrics-log are usage errors (exit 2).
+  run(2 --metrics-log m.csv --metrics-format xml)
+  expect_match("${ERR}" "--metrics-format 'xml' is neither csv nor jsonl" "bad --metrics-format")
+  run(2 --metrics-log m.txt)
+  expect_match("${ERR}" "ends in neither .csv nor .jsonl: add --metrics-format" "no suffix")
+  run(2 --metrics-every 5)
+  expect_match("${ERR}" "--metrics-format and --metrics-every need --metrics-log" "without --metrics-log")
+  run(2 --metrics-log m.csv --metrics-every 0)
+  # --metrics-every 5 to step 20: rows 5, 10, 15, 20.
+  run(0 --steps 20 --log-every 0 --metrics-log "${WORK_DIR}/m.csv" --metrics-every 5)
+  file(STRINGS "${WORK_DIR}/m.csv" rows)
+  list(LENGTH rows nrows)
+  list(GET rows 4 last)
+  if(NOT nrows EQUAL 5 OR NOT last MATCHES "^20,")
+    message(FATAL_ERROR "${name}: --metrics-every 5 to step 20 wrote:\n${rows}")
+  endif()
 
   if(name STREQUAL "train_digits")
     # --early-stop-every 50: the test loss is evaluated every 50 steps, so

@@ -110,9 +110,47 @@ int digits_parse_path(const char *prog, const char *flag, const char *text, cons
   return 0;
 }
 
+static int listed(const char *const *list, const char *s) {
+  for (; list != NULL && *list != NULL; list++)
+    if (strcmp(*list, s) == 0) return 1;
+  return 0;
+}
+
+/* The metrics log's flags: a block of their own. */
+static const char *const metrics_valued[] = {"--metrics-log", "--metrics-format", "--metrics-every", NULL};
+
+static int parse_metrics(digits_flags *f, const char *flag, const char *value) {
+  if (strcmp(flag, "--metrics-log") == 0) return digits_parse_path(f->prog, flag, value, &f->metrics_log);
+  if (strcmp(flag, "--metrics-every") == 0)
+    return digits_parse_i64(f->prog, flag, value, 1, INT64_MAX, &f->metrics_every);
+  if (strcmp(value, "csv") == 0)
+    f->metrics_format = HK_METRICS_LOG_CSV;
+  else if (strcmp(value, "jsonl") == 0)
+    f->metrics_format = HK_METRICS_LOG_JSONL;
+  else
+    return digits_usage_error(f->prog, "--metrics-format '%s' is neither csv nor jsonl", value);
+  return 0;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n > m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int check_metrics(const digits_flags *f, int every_given) {
+  if (!f->metrics_log && (f->metrics_format || every_given))
+    return digits_usage_error(f->prog, "--metrics-format and --metrics-every need --metrics-log");
+  if (f->metrics_log && !f->metrics_format && !ends_with(f->metrics_log, ".csv") &&
+      !ends_with(f->metrics_log, ".jsonl") && !ends_with(f->metrics_log, ".json"))
+    return digits_usage_error(f->prog, "--metrics-log '%s' ends in neither .csv nor .jsonl: add --metrics-format",
+                              f->metrics_log);
+  return 0;
+}
+
 /* One shared flag that takes a value. */
 static int parse_shared(digits_flags *f, const char *flag, const char *value) {
   const char *prog = f->prog;
+  if (listed(metrics_valued, flag)) return parse_metrics(f, flag, value);
   if (strcmp(flag, "--data") == 0) return digits_parse_path(prog, flag, value, &f->data);
   if (strcmp(flag, "--checkpoint-dir") == 0) return digits_parse_path(prog, flag, value, &f->checkpoint_dir);
   if (strcmp(flag, "--summary-dir") == 0) return digits_parse_path(prog, flag, value, &f->summary_dir);
@@ -128,9 +166,9 @@ static int parse_shared(digits_flags *f, const char *flag, const char *value) {
 
 /* ---- the learning-rate flags -------------------------------------------- */
 
-static const char *const lr_valued[] = {"--lr-schedule", "--lr-boundaries", "--lr-values",  "--lr-decay-steps",
-                                        "--lr-decay-rate", "--warmup-steps",  "--lr-alpha",   "--lr-plateau",
-                                        "--lr-plateau-every", NULL};
+static const char *const lr_valued[] = {
+    "--lr-schedule",  "--lr-boundaries", "--lr-values",  "--lr-decay-steps",   "--lr-decay-rate",
+    "--warmup-steps", "--lr-alpha",      "--lr-plateau", "--lr-plateau-every", NULL};
 
 const char digits_lr_usage[] =
     "  --lr-schedule constant|piecewise|exponential|cosine\n"
@@ -222,8 +260,7 @@ static int parse_lr(digits_lr_flags *lr, const char *prog, const char *flag, con
     patience[len] = '\0';
     if (digits_parse_i64(prog, flag, patience, 0, INT64_MAX, &lr->patience) != 0) return DIGITS_EXIT_USAGE;
     if (comma && (parse_number(prog, flag, comma + 1, 1, &lr->factor) != 0 || lr->factor >= 1))
-      return digits_usage_error(prog, "invalid FACTOR '%s' for --lr-plateau: expected a number > 0 and < 1",
-                                comma + 1);
+      return digits_usage_error(prog, "invalid FACTOR '%s' for --lr-plateau: expected a number > 0 and < 1", comma + 1);
     return 0;
   }
 }
@@ -282,12 +319,6 @@ int digits_lr_options(const digits_flags *f, const char *variable, struct hk_lea
   return lr->schedule > HK_LEARNING_RATE_CONSTANT || lr->patience >= 0;
 }
 
-static int listed(const char *const *list, const char *s) {
-  for (; list != NULL && *list != NULL; list++)
-    if (strcmp(*list, s) == 0) return 1;
-  return 0;
-}
-
 static void set_defaults(digits_flags *f, const char *prog) {
   memset(f, 0, sizeof *f);
   f->prog = prog;
@@ -306,6 +337,7 @@ static void set_defaults(digits_flags *f, const char *prog) {
   f->lr_flags.patience = -1;
   f->lr_flags.factor = 0.1;
   f->lr_flags.plateau_every = HK_UNSET_STEPS;
+  f->metrics_every = 100;
 }
 
 /* The checks across flags. Neither --save-steps nor --save-secs: the
@@ -332,7 +364,7 @@ static int split_flag(const char *arg, char *flag, size_t cap, const char **valu
 
 int digits_parse_flags(digits_flags *f, const char *prog, int argc, char **argv, const digits_extra_flags *extra) {
   static const digits_extra_flags none = {NULL, NULL, NULL, NULL};
-  int keep_given = 0;
+  int keep_given = 0, metrics_every_given = 0, rc0;
   if (extra == NULL) extra = &none;
   set_defaults(f, prog);
   for (int i = 1; i < argc; i++) {
@@ -355,7 +387,7 @@ int digits_parse_flags(digits_flags *f, const char *prog, int argc, char **argv,
     if (strncmp(arg, "--", 2) != 0) return digits_usage_error(prog, "unexpected argument '%s'", arg);
     /* Both "--flag value" and "--flag=value". */
     if (split_flag(arg, flag, sizeof flag, &value) != 0) return digits_usage_error(prog, "unknown option '%s'", arg);
-    shared = listed(shared_valued, flag) || listed(lr_valued, flag);
+    shared = listed(shared_valued, flag) || listed(lr_valued, flag) || listed(metrics_valued, flag);
     if (!shared && !listed(extra->valued, flag)) return digits_usage_error(prog, "unknown option '%s'", flag);
     if (value == NULL) {
       if (i + 1 >= argc) return digits_usage_error(prog, "option '%s' needs a value", flag);
@@ -366,7 +398,9 @@ int digits_parse_flags(digits_flags *f, const char *prog, int argc, char **argv,
                                  : extra->parse(extra->user, flag, value);
     if (rc != 0) return rc;
     keep_given |= strcmp(flag, "--keep") == 0;
+    metrics_every_given |= strcmp(flag, "--metrics-every") == 0;
   }
+  if ((rc0 = check_metrics(f, metrics_every_given)) != 0) return rc0;
   if (check_combinations(f, keep_given) != 0) return DIGITS_EXIT_USAGE;
   return check_lr(f);
 }

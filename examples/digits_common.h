@@ -81,6 +81,11 @@ typedef struct digits_flags {
   int64_t keep;
   const char *summary_dir; /* NULL when not given */
   digits_lr_flags lr_flags;
+  /* --metrics-log PATH [--metrics-format csv|jsonl] [--metrics-every N]:
+   * a MetricsLogHook (hooked/metrics_log.h) */
+  const char *metrics_log;  /* NULL: none */
+  int metrics_format;       /* 0 by the suffix, 1 CSV, 2 JSON lines (hk_metrics_log_format) */
+  int64_t metrics_every;    /* steps between rows, default 100 */
 } digits_flags;
 
 /*
@@ -105,7 +110,9 @@ typedef struct digits_extra_flags {
  * 42, a log line every 500 steps, keep 5) and the program's own flags
  * through `extra` (may be NULL). Checks that --save-steps and --save-secs
  * are not combined and that they, --async and --keep come with
- * --checkpoint-dir.
+ * --checkpoint-dir; that --metrics-format and --metrics-every come with
+ * --metrics-log, whose suffix (.csv, .jsonl, .json) says the format when
+ * --metrics-format does not.
  * @return 0 to go on, DIGITS_HELP, or DIGITS_EXIT_USAGE after printing why.
  */
 int digits_parse_flags(digits_flags *f, const char *prog, int argc, char **argv, const digits_extra_flags *extra);

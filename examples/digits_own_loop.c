@@ -27,7 +27,10 @@
  * update reads becomes a registered scalar the hook writes before every
  * step, and the test loss is reported to it. Take all that out,
  * loop `while (step < o->steps)`, and what is left is the plain C trainer it
- * started as.
+ * started as. --metrics-log adds 13 more: a MetricsLogHook of the loss
+ * array and of the test accuracy the program reports (its declaration and
+ * its free, a 9-line block that makes it and hands it to the loop, and a
+ * 2-line report in the steps that write a row).
  *
  * The data, its train/test split and the order of the batches follow the
  * recipe of digits_common.h, as in train_digits.c, so the two compare;
@@ -80,7 +83,9 @@ static void usage(FILE *out) {
           "usage: digits_own_loop [--data PATH] [--steps N] [--batch N] [--lr X] [--seed N]\n"
           "                       [--log-every N] [--checkpoint-dir DIR [--save-steps N | --save-secs S]\n"
           "                       [--async] [--keep N]] [--summary-dir DIR] [--lr-schedule S ...]\n"
-          "                       [--lr-plateau PATIENCE[,FACTOR] [--lr-plateau-every N]] [--help]\n"
+          "                       [--lr-plateau PATIENCE[,FACTOR] [--lr-plateau-every N]]\n"
+          "                       [--metrics-log PATH [--metrics-format csv|jsonl] [--metrics-every N]]\n"
+          "                       [--help]\n"
           "\n"
           "Train a 64-32-10 MLP on the UCI digits data with the program's own loop and math,\n"
           "checkpointed and stopped by hooked's host loop.\n"
@@ -104,6 +109,13 @@ static void usage(FILE *out) {
           "                   write TensorBoard event files into DIR: loss and test_accuracy\n"
           "                   every 100 steps, and global_step/sec\n"
           "%s"
+          "  --metrics-log PATH\n"
+          "                   write step, wall_time, loss and test_accuracy to PATH every\n"
+          "                   --metrics-every steps, CSV (.csv) or JSON lines (.jsonl); a\n"
+          "                   restart keeps the rows up to the restored checkpoint and\n"
+          "                   drops the rest, so each step appears once\n"
+          "  --metrics-format csv|jsonl  the format, whatever PATH ends in\n"
+          "  --metrics-every N  steps between rows (default 100)\n"
           "  --help           show this text\n"
           "\n"
           "SIGINT or SIGTERM stops training after the current step; with --checkpoint-dir\n"
@@ -421,6 +433,7 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
   hk_hook *lr_hook = NULL;       /* HOOKED (--lr) */
   float lr = (float)o->lr;       /* what the update reads */
   const int64_t plateau_every = o->lr_flags.plateau_every == HK_UNSET_STEPS ? 100 : o->lr_flags.plateau_every;
+  hk_hook *metrics = NULL; /* HOOKED: --metrics-log */
 
   it.perm = malloc(trn->n * sizeof *it.perm);
   if (s == NULL || it.perm == NULL) {
@@ -441,6 +454,15 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
   hk_loop_add_array(loop, "loss", HK_DTYPE_F32, 0, NULL, &loss, HK_LOOP_NO_CHECKPOINT, &st);
   hk_loop_add_state(loop, "data_iter", ITER_STATE_BYTES, iter_save, iter_restore, &it, HK_LOOP_DEFAULT, &st);
   add_learning_rate(loop, o, &lr, &lr_hook, &st); /* HOOKED (--lr) */
+  if (o->metrics_log) { /* --metrics-log: the loss array and the reported test accuracy, before the saver */
+    static const char *const tensors[] = {"loss"}, *const reported[] = {"test_accuracy"};
+    hk_metrics_log_options mo = HK_METRICS_LOG_OPTIONS_INIT;
+    mo.path = o->metrics_log, mo.format = (hk_metrics_log_format)o->metrics_format;
+    mo.tensors = tensors, mo.ntensors = 1, mo.reported = reported, mo.nreported = 1;
+    mo.every_n_steps = o->metrics_every;
+    if (hk_metrics_log_hook_new(&metrics, &mo, &st) != HK_OK || hk_loop_add_metrics_log(loop, metrics, &st) != HK_OK)
+      goto failed;
+  }
   hk_loop_start(loop, &step, &st); /* restores into m, it (and step), or keeps them */
   /* ==== end HOOKED (errors are sticky: hk_loop_finish() below returns the first) ==== */
 
@@ -451,6 +473,8 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
     loss = train_step(&m, s, o->batch, lr);
     if (lr_hook && o->lr_flags.patience >= 0 && (step + 1) % plateau_every == 0) /* HOOKED (--lr): test loss */
       hk_learning_rate_report(lr_hook, test_loss(&m, tst), &st);
+    if (metrics && (step + 1) % o->metrics_every == 0) /* HOOKED: the row of this step has it */
+      hk_metrics_log_report(metrics, "test_accuracy", accuracy(&m, tst), &st);
     hk_loop_step_end(loop, &st); /* HOOKED: the global step moves, a checkpoint due is saved */
     step++;
     steps_run++;
@@ -470,8 +494,9 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
 failed:
   fprintf(stderr, PROG ": %s: %s\n", hk_code_name(st.code), st.message); /* HOOKED */
 out:
-  hk_loop_free(loop); /* HOOKED */
+  hk_loop_free(loop);    /* HOOKED */
   hk_hook_free(lr_hook); /* HOOKED (--lr) */
+  hk_hook_free(metrics); /* HOOKED: after the loop that borrowed it */
   scratch_free(s);
   free(it.perm);
   return status;

@@ -23,8 +23,10 @@
  * diverging step fails the run before the checkpoint saver sees it, then an
  * EarlyStoppingHook on the test loss (--early-stop-patience), whose state
  * the checkpoints keep, then a LearningRateHook (--lr-schedule,
- * --lr-plateau) writing the rate the train op reads; and after them its feeding hook, StopAtStepHook and
- * a ProgressHook (--progress).
+ * --lr-plateau) writing the rate the train op reads, then a MetricsLogHook
+ * (--metrics-log) writing the loss, test loss and test accuracy to a CSV or
+ * JSON-lines file; and after them its feeding hook, StopAtStepHook and a
+ * ProgressHook (--progress).
  *
  * SIGINT and SIGTERM stop it cleanly from the start: during training the
  * step in progress completes and the final checkpoint is written; while the
@@ -103,6 +105,7 @@ static void usage(FILE *out) {
           "                    [--profile-dir DIR [--profile-steps N]] [--progress | --no-progress]\n"
           "                    [--early-stop-patience N [--early-stop-every N]]\n"
           "                    [--lr-schedule S ...] [--lr-plateau PATIENCE[,FACTOR] [--lr-plateau-every N]]\n"
+          "                    [--metrics-log PATH [--metrics-format csv|jsonl] [--metrics-every N]]\n"
           "                    [--distributed sync|ps [--ps-wait-k K]] [--help]\n"
           "\n"
           "Train a 64-32-10 MLP on the UCI digits data through a hooked MonitoredTrainingSession.\n"
@@ -137,6 +140,13 @@ static void usage(FILE *out) {
           "                   --checkpoint-dir the count survives restarts\n"
           "  --early-stop-every N  steps between evaluations (default 100)\n"
           "%s"
+          "  --metrics-log PATH\n"
+          "                   write step, wall_time, loss, test_loss and test_accuracy to\n"
+          "                   PATH every --metrics-every steps, CSV (.csv) or JSON lines\n"
+          "                   (.jsonl); a restart keeps the rows up to the restored\n"
+          "                   checkpoint and drops the rest, so each step appears once\n"
+          "  --metrics-format csv|jsonl  the format, whatever PATH ends in\n"
+          "  --metrics-every N  steps between rows (default 100)\n"
           "  --help           show this text\n"
           "\n"
           "SIGINT or SIGTERM stops training after the current step; with --checkpoint-dir\n"
@@ -228,7 +238,9 @@ typedef struct run {
   model m;
   hk_hook *progress, *profiler, *nan_guard, *early_stop, *learning_rate, *feed, *stop;
   hk_hook *dist_first, *dist_last, *waiter, *ps_serve; /* --distributed */
-  hk_hook *chief_hooks[5], *hooks[8];                  /* the session's two lists */
+  hk_hook *metrics;                                    /* --metrics-log */
+  hk_checkpoint_listener metrics_listener;
+  hk_hook *chief_hooks[6], *hooks[8]; /* the session's two lists */
   size_t nchief, nhooks;
   hk_saver *saver;
   hk_scaffold *scaffold;
@@ -319,6 +331,7 @@ static void run_free(run *r) {
   hk_hook_free(r->profiler);
   hk_hook_free(r->early_stop);
   hk_hook_free(r->learning_rate);
+  hk_hook_free(r->metrics);
   hk_hook_free(r->dist_first);
   hk_hook_free(r->dist_last);
   hk_hook_free(r->waiter);
@@ -356,11 +369,11 @@ static int add_progress_hook(run *r, hk_status *st) {
 static int build(run *r, const digits_data *tst, hk_status *st) {
   int64_t xdims[2] = {r->t.batch, NPIX}, ydims[1] = {r->t.batch};
   hk_learning_rate_options lo;
-  const int lr = !digits_lr_options(&r->o->f, LR_NAME, &lo)   ? 0
-                 : r->o->f.lr_flags.patience >= 0 ? MODEL_LR_VARIABLE | MODEL_LR_STATE
-                                                  : MODEL_LR_VARIABLE;
-  if (build_model(&r->m, &r->t, &r->f, tst, r->o->f.seed, r->o->early_patience != 0, lr, &r->env, r->summaries,
-                  st) != HK_OK)
+  const int lr = !digits_lr_options(&r->o->f, LR_NAME, &lo) ? 0
+                 : r->o->f.lr_flags.patience >= 0           ? MODEL_LR_VARIABLE | MODEL_LR_STATE
+                                                            : MODEL_LR_VARIABLE;
+  if (build_model(&r->m, &r->t, &r->f, tst, r->o->f.seed, r->o->early_patience != 0, lr, &r->env, r->summaries, st) !=
+      HK_OK)
     return fail_status("building the graph", st);
   r->f.feeds[0].tensor = r->f.x;
   r->f.feeds[1].tensor = r->f.y;
@@ -424,6 +437,26 @@ static int add_learning_rate(run *r, hk_status *st) {
   return 0;
 }
 
+/* --metrics-log: a row of the training loss, the test loss and the test
+ * accuracy every --metrics-every steps, before the checkpoint saver, with
+ * the listener that fsyncs the log before each checkpoint. */
+static int add_metrics_log(run *r, hk_status *st) {
+  static const char *const tensors[] = {LOSS_NAME, TEST_LOSS_NAME, "accuracy:0"};
+  static const char *const columns[] = {"loss", "test_loss", "test_accuracy"};
+  hk_metrics_log_options mo = HK_METRICS_LOG_OPTIONS_INIT;
+  mo.path = r->o->f.metrics_log;
+  mo.format = (hk_metrics_log_format)r->o->f.metrics_format;
+  mo.tensors = tensors;
+  mo.columns = columns;
+  mo.ntensors = 3;
+  mo.every_n_steps = r->o->f.metrics_every;
+  if (hk_metrics_log_hook_new(&r->metrics, &mo, st) != HK_OK ||
+      hk_metrics_log_checkpoint_listener(&r->metrics_listener, r->metrics, st) != HK_OK)
+    return fail_status("creating the metrics log", st);
+  r->chief_hooks[r->nchief++] = r->metrics;
+  return 0;
+}
+
 /* Chief-only hooks run before the MTS's own StepCounter, SummarySaver and
  * CheckpointSaver: the profiler first, to trace every other hook; then the
  * NaN guard, whose failing after_run keeps the checkpoint saver from saving
@@ -436,6 +469,7 @@ static int add_chief_hooks(run *r, hk_status *st) {
   if (rc == 0 && !r->ps_chief) rc = add_nan_guard(r, st);
   if (rc == 0 && r->o->early_patience) rc = add_early_stop(r, st);
   if (rc == 0) rc = add_learning_rate(r, st);
+  if (rc == 0 && r->o->f.metrics_log && !r->ps_chief) rc = add_metrics_log(r, st);
   return rc;
 }
 
@@ -553,6 +587,10 @@ static int new_session(run *r, hk_status *st) {
   to.save_checkpoint_steps = f->save_steps;
   to.save_checkpoint_secs = f->save_secs;
   to.async_checkpoint = f->async;
+  if (r->metrics) { /* the log is fsynced before each checkpoint */
+    to.checkpoint_listeners = &r->metrics_listener;
+    to.ncheckpoint_listeners = 1;
+  }
   if (hk_training_session_new(&r->s, &to, st) != HK_OK) return fail_status("creating the session", st);
   return 0;
 }
