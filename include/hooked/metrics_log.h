@@ -63,7 +63,9 @@ typedef enum hk_metrics_log_format {
    * or LF is quoted, its double quotes doubled. An empty field is a value
    * not reported since the previous row (or a fetched value missing, see
    * hk_metrics_log_hook_new()); NaN and infinities are "nan", "inf", "-inf"
-   * (what Python's float() and pandas read).
+   * (what Python's float() and pandas read). Numbers in either format read
+   * back exactly and have a '.' for their decimal point, whatever the
+   * program's locale.
    */
   HK_METRICS_LOG_CSV = 1,
   /**

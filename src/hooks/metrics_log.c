@@ -34,7 +34,6 @@ static hk_code ml_begin(void *user, hk_executor *graph, hk_status *status) {
   hk_code rc;
 
   hk__metrics_log_close(self);
-  self->began = 1;
   self->created = 0;
   self->fetched = 0;
   self->broken = 0;
@@ -131,7 +130,6 @@ static hk_code ml_end(void *user, hk_raw_session *session, hk_status *status) {
   metrics_log *self = user;
   hk_code rc;
   (void)session;
-  self->began = 0;
   rc = hk__metrics_log_sync(self, status);
   hk__metrics_log_close(self);
   return rc;

@@ -36,8 +36,20 @@ static size_t put_non_finite(char *dst, double v, int json) {
   return put(dst, json ? "\"-Infinity\"" : "-inf");
 }
 
+/* Copy a finite number printed by "%g" with a '.' for its decimal point,
+ * whatever LC_NUMERIC the program set: the only other bytes are digits,
+ * signs and the exponent's 'e'. */
+static size_t put_number(char *dst, const char *buf, int n) {
+  for (int i = 0; i < n; i++) {
+    char c = buf[i];
+    dst[i] = (c >= '0' && c <= '9') || c == '-' || c == '+' || c == 'e' ? c : '.';
+  }
+  return (size_t)n;
+}
+
 /* The shortest of %.15g, %.16g and %.17g that reads back as the same
- * double: %.17g always does, the shorter ones spare "0.10000000000000001". */
+ * double: %.17g always does, the shorter ones spare "0.10000000000000001".
+ * (Printed and read back in the program's locale, then given a '.'.) */
 static size_t put_f64(char *dst, double v, int json) {
   char buf[HK__METRICS_LOG_CELL_MAX];
   int n = 0;
@@ -46,8 +58,7 @@ static size_t put_f64(char *dst, double v, int json) {
     n = snprintf(buf, sizeof buf, "%.*g", p, v);
     if (p == 17 || strtod(buf, NULL) == v) break;
   }
-  memcpy(dst, buf, (size_t)n);
-  return (size_t)n;
+  return put_number(dst, buf, n);
 }
 
 /* The same for a float: the shortest of %.6g .. %.9g that reads back as it. */
@@ -59,8 +70,7 @@ static size_t put_f32(char *dst, float v, int json) {
     n = snprintf(buf, sizeof buf, "%.*g", p, (double)v);
     if (p == 9 || strtof(buf, NULL) == v) break;
   }
-  memcpy(dst, buf, (size_t)n);
-  return (size_t)n;
+  return put_number(dst, buf, n);
 }
 
 static size_t put_i64(char *dst, int64_t v) {

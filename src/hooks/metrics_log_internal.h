@@ -42,7 +42,7 @@ typedef struct metrics_log {
   char *line;
   size_t line_cap;
   /* Per session. */
-  int began, created;
+  int created;       /* an after_create_session (or a first before_run) opened the log */
   int64_t last_seen; /* the global step fetched by the last run (or read at creation) */
   int64_t bucket;    /* every_steps: floor(GS / every_steps) of the last row or the creation */
   int fetched;       /* the open run fetches the tensors */
