@@ -146,6 +146,24 @@ static int row_step(const metrics_log *self, const char *line, size_t n, int64_t
   return 1;
 }
 
+/* Whether a first line cut short (n bytes, no newline) may be this hook's:
+ * the start of its CSV header or of a JSON row, or zeros (a power loss
+ * keeps a file's size but not the bytes written since its last fsync). */
+static int torn_start_is_ours(const metrics_log *self, const char *p, size_t n) {
+  static const char json_head[] = "{\"step\":";
+  const char *start = self->format == HK_METRICS_LOG_CSV ? self->header : json_head;
+  size_t m = self->format == HK_METRICS_LOG_CSV ? self->header_len : sizeof json_head - 1;
+  if (n > 0 && p[0] == '\0') return 1;
+  return memcmp(p, start, n < m ? n : m) == 0;
+}
+
+static hk_code not_a_log(const metrics_log *self, hk_status *status) {
+  return hk_status_set(status, HK_FAILED_PRECONDITION,
+                       HOOK_NAME ": '%s' is no metrics log (its first line is no row); log to another file, or move "
+                                 "this one away",
+                       self->path);
+}
+
 /* How many bytes of the file's `n` to keep at restored step `gs`: the
  * header and the rows up to gs; counts what is dropped. */
 static hk_code scan(metrics_log *self, const char *data, size_t n, int64_t gs, size_t *keep, hk_status *status) {
@@ -160,6 +178,7 @@ static hk_code scan(metrics_log *self, const char *data, size_t n, int64_t gs, s
   if (self->format == HK_METRICS_LOG_CSV) {
     nl = memchr(data, '\n', n);
     if (nl == NULL) { /* a header cut short: the file starts over */
+      if (!torn_start_is_ours(self, data, n)) return not_a_log(self, status);
       self->dropped_torn = 1;
       return HK_OK;
     }
@@ -176,15 +195,12 @@ static hk_code scan(metrics_log *self, const char *data, size_t n, int64_t gs, s
   for (; pos < n; line_no++) {
     nl = memchr(data + pos, '\n', n - pos);
     if (nl == NULL) {
+      if (pos == 0 && !torn_start_is_ours(self, data, n)) return not_a_log(self, status);
       self->dropped_torn = 1;
       break;
     }
     if (!row_step(self, data + pos, (size_t)(nl - (data + pos)), &step)) {
-      if (pos == 0)
-        return hk_status_set(status, HK_FAILED_PRECONDITION,
-                             HOOK_NAME ": '%s' is no metrics log (its first line is no row); log to another file, or "
-                             "move this one away",
-                             self->path);
+      if (pos == 0) return not_a_log(self, status);
       hk_hook_log(self->hook, HK_LOG_WARNING,
                   HOOK_NAME ": metrics log '%s': line %zu is no row; it and the lines after it are dropped",
                   self->path, line_no);

@@ -412,7 +412,7 @@ static void test_metrics_log__refuses_a_csv_file_of_other_columns(void **state) 
  * JSON-lines log takes rows of other columns (each row names its keys). */
 static void test_metrics_log__refuses_a_foreign_file_and_lets_json_lines_change_columns(void **state) {
   fixture *f = *state;
-  static const char foreign[] = "hello\n";
+  static const char foreign[] = "hello\n", one_line[] = "hello";
   static const char old[] = "{\"step\":0,\"wall_time\":1,\"acc\":0.5}\n";
   hk_metrics_log_options o = ml_opts(f, 1);
   free(f->path);
@@ -423,6 +423,12 @@ static void test_metrics_log__refuses_a_foreign_file_and_lets_json_lines_change_
   assert_status(open_session(f), &f->st, HK_FAILED_PRECONDITION, "is no metrics log");
   char *text = slurp(f->path);
   assert_string_equal(text, foreign);
+  free(text);
+  /* Nor is a line without its newline, unless it starts as a row does. */
+  assert_int_equal(test_write_file(f->path, one_line, strlen(one_line)), 0);
+  assert_status(open_session(f), &f->st, HK_FAILED_PRECONDITION, "is no metrics log");
+  text = slurp(f->path);
+  assert_string_equal(text, one_line);
   free(text);
   assert_int_equal(test_write_file(f->path, old, strlen(old)), 0);
   assert_ok(open_session(f), &f->st);
