@@ -79,7 +79,7 @@ typedef enum hk_metrics_log_format {
 
 #define HK_METRICS_LOG_OPTIONS_VERSION 1
 typedef struct hk_metrics_log_options {
-  uint32_t version;      /**< HK_METRICS_LOG_OPTIONS_VERSION */
+  uint32_t version; /**< HK_METRICS_LOG_OPTIONS_VERSION */
   /** NULL: the session's. Its file system writes the file, its wall clock
    *  stamps the rows, its sink logs. */
   const hk_env *env;
@@ -113,8 +113,11 @@ typedef struct hk_metrics_log_options {
   int64_t every_n_steps; /**< HK_UNSET_STEPS or >= 1 */
   double every_n_secs;   /**< HK_UNSET_SECS or finite > 0 */
 } hk_metrics_log_options;
-#define HK_METRICS_LOG_OPTIONS_INIT { HK_METRICS_LOG_OPTIONS_VERSION, NULL, NULL, HK_METRICS_LOG_AUTO, NULL, 0, NULL, \
-  NULL, 0, HK_UNSET_STEPS, HK_UNSET_SECS }
+#define HK_METRICS_LOG_OPTIONS_INIT                                                                          \
+  {                                                                                                          \
+    HK_METRICS_LOG_OPTIONS_VERSION, NULL, NULL, HK_METRICS_LOG_AUTO, NULL, 0, NULL, NULL, 0, HK_UNSET_STEPS, \
+        HK_UNSET_SECS                                                                                        \
+  }
 
 /**
  * Initialize options to HK_METRICS_LOG_OPTIONS_INIT.
@@ -214,12 +217,12 @@ HK_API hk_code hk_metrics_log_checkpoint_listener(hk_checkpoint_listener *out, h
 
 /** What a MetricsLogHook did (hk_metrics_log_hook_info()). */
 typedef struct hk_metrics_log_info {
-  const char *path;       /**< the log file (borrowed from the hook) */
-  int format;             /**< HK_METRICS_LOG_CSV or HK_METRICS_LOG_JSONL */
-  int64_t rows;           /**< rows written by the hook since its last session creation */
-  int64_t kept_rows;      /**< rows kept at the last session creation */
-  int64_t dropped_rows;   /**< rows past the restored step dropped then */
-  int dropped_torn;       /**< nonzero: a last line without its newline was dropped then */
+  const char *path;     /**< the log file (borrowed from the hook) */
+  int format;           /**< HK_METRICS_LOG_CSV or HK_METRICS_LOG_JSONL */
+  int64_t rows;         /**< rows written by the hook since its last session creation */
+  int64_t kept_rows;    /**< rows kept at the last session creation */
+  int64_t dropped_rows; /**< rows past the restored step dropped then */
+  int dropped_torn;     /**< nonzero: a last line without its newline was dropped then */
 } hk_metrics_log_info;
 
 /**

@@ -86,8 +86,8 @@ static hk_code ml_before_run(void *user, hk_run_context *ctx, hk_run_request *re
   /* The run ends at last_seen + 1 (a host loop fetches the step's end) or
    * + 2 (a graph fetches its start): fetch when either may write. */
   if (self->every_steps != HK_UNSET_STEPS)
-    self->fetched = self->last_seen <= INT64_MAX - 2 &&
-                    floor_div(self->last_seen + 2, self->every_steps) > self->bucket;
+    self->fetched =
+        self->last_seen <= INT64_MAX - 2 && floor_div(self->last_seen + 2, self->every_steps) > self->bucket;
   else
     self->fetched = self->last_seen < INT64_MAX && hk_timer_should_trigger(&self->timer, self->last_seen + 1);
   request->fetches = self->fetch;
@@ -224,22 +224,20 @@ static hk_code validate(const hk_metrics_log_options *o, int *format, hk_status 
   if (o->path[strlen(o->path) - 1] == '/')
     return hk_status_set(status, HK_INVALID_ARGUMENT, HOOK_NAME ": path '%s' names a directory, not a file", o->path);
   switch (o->format) {
-  case HK_METRICS_LOG_AUTO:
-    if (ends_with(o->path, ".csv"))
-      *format = HK_METRICS_LOG_CSV;
-    else if (ends_with(o->path, ".jsonl") || ends_with(o->path, ".json"))
-      *format = HK_METRICS_LOG_JSONL;
-    else
+    case HK_METRICS_LOG_AUTO:
+      if (ends_with(o->path, ".csv"))
+        *format = HK_METRICS_LOG_CSV;
+      else if (ends_with(o->path, ".jsonl") || ends_with(o->path, ".json"))
+        *format = HK_METRICS_LOG_JSONL;
+      else
+        return hk_status_set(status, HK_INVALID_ARGUMENT,
+                             HOOK_NAME ": path '%s' ends in neither .csv nor .jsonl (nor .json): set format", o->path);
+      break;
+    case HK_METRICS_LOG_CSV:
+    case HK_METRICS_LOG_JSONL: *format = (int)o->format; break;
+    default:
       return hk_status_set(status, HK_INVALID_ARGUMENT,
-                           HOOK_NAME ": path '%s' ends in neither .csv nor .jsonl (nor .json): set format", o->path);
-    break;
-  case HK_METRICS_LOG_CSV:
-  case HK_METRICS_LOG_JSONL:
-    *format = (int)o->format;
-    break;
-  default:
-    return hk_status_set(status, HK_INVALID_ARGUMENT,
-                         HOOK_NAME ": format %d is none of HK_METRICS_LOG_AUTO, _CSV, _JSONL", (int)o->format);
+                           HOOK_NAME ": format %d is none of HK_METRICS_LOG_AUTO, _CSV, _JSONL", (int)o->format);
   }
   rc = check_names(o->tensors, o->ntensors, "tensors", status);
   if (rc == HK_OK && o->columns != NULL) rc = check_names(o->columns, o->ntensors, "columns", status);

@@ -91,23 +91,22 @@ static hk_code put_tensor(char *dst, size_t *len, const hk_tensor *t, const char
                          HOOK_NAME ": column '%s' is %s of %" PRId64 " element(s); a metrics column is one number",
                          name, hk_dtype_name(t->dtype), hk_tensor_num_elements(t));
   switch (t->dtype) {
-  case HK_DTYPE_F32: {
-    float f;
-    memcpy(&f, t->data, sizeof f);
-    *len = put_f32(dst, f, json);
-    return HK_OK;
-  }
-  case HK_DTYPE_U64: {
-    uint64_t u;
-    int n;
-    memcpy(&u, t->data, sizeof u);
-    n = snprintf(buf, sizeof buf, "%" PRIu64, u);
-    memcpy(dst, buf, (size_t)n);
-    *len = (size_t)n;
-    return HK_OK;
-  }
-  default:
-    break;
+    case HK_DTYPE_F32: {
+      float f;
+      memcpy(&f, t->data, sizeof f);
+      *len = put_f32(dst, f, json);
+      return HK_OK;
+    }
+    case HK_DTYPE_U64: {
+      uint64_t u;
+      int n;
+      memcpy(&u, t->data, sizeof u);
+      n = snprintf(buf, sizeof buf, "%" PRIu64, u);
+      memcpy(dst, buf, (size_t)n);
+      *len = (size_t)n;
+      return HK_OK;
+    }
+    default: break;
   }
   if (hk_dtype_is_integer(t->dtype)) {
     int64_t i;
@@ -159,8 +158,9 @@ static int torn_start_is_ours(const metrics_log *self, const char *p, size_t n) 
 
 static hk_code not_a_log(const metrics_log *self, hk_status *status) {
   return hk_status_set(status, HK_FAILED_PRECONDITION,
-                       HOOK_NAME ": '%s' is no metrics log (its first line is no row); log to another file, or move "
-                                 "this one away",
+                       HOOK_NAME
+                       ": '%s' is no metrics log (its first line is no row); log to another file, or move "
+                       "this one away",
                        self->path);
 }
 
@@ -185,7 +185,8 @@ static hk_code scan(metrics_log *self, const char *data, size_t n, int64_t gs, s
     if ((size_t)(nl - data) + 1 != self->header_len || memcmp(data, self->header, self->header_len) != 0) {
       int theirs = (int)(nl - data) > 200 ? 200 : (int)(nl - data);
       return hk_status_set(status, HK_FAILED_PRECONDITION,
-                           HOOK_NAME ": metrics log '%s' has the columns \"%.*s\", this run's are \"%.*s\"; log to "
+                           HOOK_NAME
+                           ": metrics log '%s' has the columns \"%.*s\", this run's are \"%.*s\"; log to "
                            "another file, or move this one away",
                            self->path, theirs, data, (int)self->header_len - 1, self->header);
     }
@@ -202,8 +203,8 @@ static hk_code scan(metrics_log *self, const char *data, size_t n, int64_t gs, s
     if (!row_step(self, data + pos, (size_t)(nl - (data + pos)), &step)) {
       if (pos == 0) return not_a_log(self, status);
       hk_hook_log(self->hook, HK_LOG_WARNING,
-                  HOOK_NAME ": metrics log '%s': line %zu is no row; it and the lines after it are dropped",
-                  self->path, line_no);
+                  HOOK_NAME ": metrics log '%s': line %zu is no row; it and the lines after it are dropped", self->path,
+                  line_no);
       break;
     }
     if (step > gs) break;
@@ -219,8 +220,7 @@ static hk_code scan(metrics_log *self, const char *data, size_t n, int64_t gs, s
 
 /* ---- the file ------------------------------------------------------------------- */
 
-static hk_code write_all(const hk_fs_vtable *fs, void *fu, hk_fs_file *f, const char *p, size_t n,
-                         hk_status *status) {
+static hk_code write_all(const hk_fs_vtable *fs, void *fu, hk_fs_file *f, const char *p, size_t n, hk_status *status) {
   while (n > 0) {
     size_t done = 0;
     hk_code rc = fs->write(fu, f, p, n, &done, status);
@@ -313,7 +313,8 @@ hk_code hk__metrics_log_open(metrics_log *self, int64_t gs, hk_status *status) {
     }
   }
   if (rc == HK_OK) rc = fs->create_excl(fu, self->tmp_path, &f, status);
-  if (rc == HK_OK && keep == 0 && self->header != NULL) rc = write_all(fs, fu, f, self->header, self->header_len, status);
+  if (rc == HK_OK && keep == 0 && self->header != NULL)
+    rc = write_all(fs, fu, f, self->header, self->header_len, status);
   if (rc == HK_OK && keep > 0) rc = write_all(fs, fu, f, data, keep, status);
   if (rc == HK_OK) rc = fs->sync(fu, f, status);
   if (rc == HK_OK) rc = fs->rename(fu, self->tmp_path, self->path, status);
@@ -335,7 +336,7 @@ hk_code hk__metrics_log_open(metrics_log *self, int64_t gs, hk_status *status) {
   if (self->dropped_rows > 0 || self->dropped_torn)
     hk_hook_log(self->hook, HK_LOG_INFO,
                 HOOK_NAME ": metrics log '%s' resumed at step %" PRId64 ": kept %" PRId64 " row(s), dropped %" PRId64
-                " row(s) past that step%s.",
+                          " row(s) past that step%s.",
                 self->path, gs, self->kept_rows, self->dropped_rows,
                 self->dropped_torn ? " and a last line cut short" : "");
   return HK_OK;

@@ -28,13 +28,13 @@ typedef struct metrics_log {
   size_t ntensors, nreported, ncols;
   char **names;   /* ncols: the tensors' columns, then the reported ones */
   char **tensors; /* ntensors: the tensors' names */
-  char **keys;  /* JSON: ",\"<name>\":" of each column */
+  char **keys;    /* JSON: ",\"<name>\":" of each column */
   size_t *key_len;
   char *header; /* CSV: the header line, '\n' included; JSON: NULL */
   size_t header_len;
   int64_t every_steps; /* HK_UNSET_STEPS with every_secs */
   double every_secs;
-  hk_timer timer;      /* every_secs; initialized by begin() */
+  hk_timer timer; /* every_secs; initialized by begin() */
   /* Buffers, allocated at construction. */
   hk_handle *fetch; /* 1 + ntensors: the global step, then the tensors */
   double *rep;      /* nreported: the values reported since the last row */
@@ -49,7 +49,7 @@ typedef struct metrics_log {
   hk_fs_file *file;  /* the log, open for appending; NULL: none */
   const hk_fs_vtable *file_fs;
   void *file_fs_user;
-  int broken;        /* a row write failed: nothing more is written */
+  int broken; /* a row write failed: nothing more is written */
   hk_code broken_code;
   /* hk_metrics_log_hook_info() */
   int64_t rows, kept_rows, dropped_rows;

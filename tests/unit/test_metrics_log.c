@@ -23,7 +23,7 @@
 typedef struct model {
   hk_graph *g;
   hk_handle gs, train;
-  float loss;   /* the test sets it before each step */
+  float loss; /* the test sets it before each step */
   int64_t hits;
   float vec[2]; /* not one number */
 } model;
@@ -190,9 +190,10 @@ static void test_metrics_log__writes_a_csv_row_every_n_steps(void **state) {
   run_to(f, 3, 5);
   close_session(f, HK_OK);
   char *text = slurp(f->path);
-  assert_string_equal(text, "step,wall_time,loss,hits,val_loss\n"
-                            "2,1700000000,0.5,20,\n"
-                            "4,1700000000,1,40,0.1\n");
+  assert_string_equal(text,
+                      "step,wall_time,loss,hits,val_loss\n"
+                      "2,1700000000,0.5,20,\n"
+                      "4,1700000000,1,40,0.1\n");
   free(text);
 }
 
@@ -218,10 +219,11 @@ static void test_metrics_log__writes_json_lines_with_exact_numbers_and_named_non
   assert_ok(session_run_train(f->s, f->m.train, &f->st), &f->st);
   close_session(f, HK_OK);
   char *text = slurp(f->path);
-  assert_string_equal(text,
-                      "{\"step\":1,\"wall_time\":1700000000,\"loss\":\"NaN\",\"hits\":0,\"val_loss\":null}\n"
-                      "{\"step\":2,\"wall_time\":1700000000,\"loss\":\"-Infinity\",\"hits\":0,\"val_loss\":\"Infinity\"}\n"
-                      "{\"step\":3,\"wall_time\":1700000000,\"loss\":0.1,\"hits\":-7,\"val_loss\":0.30000000000000004}\n");
+  assert_string_equal(
+      text,
+      "{\"step\":1,\"wall_time\":1700000000,\"loss\":\"NaN\",\"hits\":0,\"val_loss\":null}\n"
+      "{\"step\":2,\"wall_time\":1700000000,\"loss\":\"-Infinity\",\"hits\":0,\"val_loss\":\"Infinity\"}\n"
+      "{\"step\":3,\"wall_time\":1700000000,\"loss\":0.1,\"hits\":-7,\"val_loss\":0.30000000000000004}\n");
   /* Round trip: the text of 0.1 + 0.2 reads back as that double. */
   assert_true(strtod("0.30000000000000004", NULL) == 0.1 + 0.2);
   free(text);
@@ -435,8 +437,9 @@ static void test_metrics_log__refuses_a_foreign_file_and_lets_json_lines_change_
   run_to(f, 0, 1);
   close_session(f, HK_OK);
   text = slurp(f->path);
-  assert_string_equal(text, "{\"step\":0,\"wall_time\":1,\"acc\":0.5}\n"
-                            "{\"step\":1,\"wall_time\":1700000000,\"loss\":0.25,\"hits\":10,\"val_loss\":null}\n");
+  assert_string_equal(text,
+                      "{\"step\":0,\"wall_time\":1,\"acc\":0.5}\n"
+                      "{\"step\":1,\"wall_time\":1700000000,\"loss\":0.25,\"hits\":10,\"val_loss\":null}\n");
   free(text);
 }
 
@@ -452,7 +455,7 @@ static void test_metrics_log__a_failed_write_stops_the_log_and_the_restart_drops
   make_ml(f, &o);
   assert_ok(open_session(f), &f->st);
   run_to(f, 0, 1);
-  faulty_fs_short_writes(&ff, 5); /* the row goes out 5 bytes at a time ... */
+  faulty_fs_short_writes(&ff, 5);                           /* the row goes out 5 bytes at a time ... */
   faulty_fs_fail_errno(&ff, FAULTY_FS_WRITE, 2, ENOSPC, 0); /* ... and the disk fills after 10 */
   f->m.loss = 1;
   assert_status(session_run_train(f->s, f->m.train, &f->st), &f->st, HK_RESOURCE_EXHAUSTED, "metrics.csv");
@@ -596,7 +599,8 @@ static void test_metrics_log__refuses_bad_options_naming_them(void **state) {
   o.path = NULL;
   assert_status(hk_metrics_log_hook_new(&h, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "path is required");
   o.path = "m.txt";
-  assert_status(hk_metrics_log_hook_new(&h, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "ends in neither .csv nor .jsonl");
+  assert_status(hk_metrics_log_hook_new(&h, &o, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "ends in neither .csv nor .jsonl");
   o.format = HK_METRICS_LOG_JSONL;
   assert_ok(hk_metrics_log_hook_new(&h, &o, &f->st), &f->st);
   hk_hook_free(h);
@@ -695,8 +699,7 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(test_metrics_log__quotes_csv_names_and_writes_non_finite_as_python_reads_them,
                                       setup, teardown),
-      cmocka_unit_test_setup_teardown(test_metrics_log__every_n_secs_writes_after_the_time_has_come, setup,
-                                      teardown),
+      cmocka_unit_test_setup_teardown(test_metrics_log__every_n_secs_writes_after_the_time_has_come, setup, teardown),
       cmocka_unit_test_setup_teardown(test_metrics_log__names_tensor_columns_as_asked, setup, teardown),
       cmocka_unit_test_setup_teardown(test_metrics_log__construction_fails_cleanly_out_of_memory, setup, teardown),
       cmocka_unit_test_setup_teardown(test_metrics_log__restart_drops_rows_past_the_restored_step, setup, teardown),
@@ -712,8 +715,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_metrics_log__training_session_fsyncs_the_log_before_each_checkpoint, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_metrics_log__refuses_bad_options_naming_them, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_metrics_log__names_an_unknown_tensor_and_a_column_that_is_no_number,
-                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_metrics_log__names_an_unknown_tensor_and_a_column_that_is_no_number, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_metrics_log__a_step_allocates_nothing, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -85,7 +85,8 @@ static hk_code run_new(run *r, const hk_env *env, const char *ck, const char *pa
   lo.handle_signals = 0;
   rc = hk_loop_new(&r->loop, &lo, st);
   if (rc == HK_OK) rc = hk_loop_add_array(r->loop, "w", HK_DTYPE_F32, 1, two, r->m.w, 0, st);
-  if (rc == HK_OK) rc = hk_loop_add_array(r->loop, "loss", HK_DTYPE_F32, 0, NULL, &r->m.loss, HK_LOOP_NO_CHECKPOINT, st);
+  if (rc == HK_OK)
+    rc = hk_loop_add_array(r->loop, "loss", HK_DTYPE_F32, 0, NULL, &r->m.loss, HK_LOOP_NO_CHECKPOINT, st);
   if (rc == HK_OK) rc = hk_loop_add_metrics_log(r->loop, r->ml, st);
   return rc;
 }
@@ -157,8 +158,9 @@ static void test_metrics_log__writes_rows_of_a_host_loops_arrays(void **state) {
   assert_ok(train(&r, NULL, &f->st), &f->st);
   run_free(&r);
   char *text = slurp(f->path);
-  assert_string_equal(text, "{\"step\":2,\"wall_time\":1700000000,\"loss\":0.5,\"val\":null}\n"
-                            "{\"step\":4,\"wall_time\":1700000000,\"loss\":1,\"val\":4}\n");
+  assert_string_equal(text,
+                      "{\"step\":2,\"wall_time\":1700000000,\"loss\":0.5,\"val\":null}\n"
+                      "{\"step\":4,\"wall_time\":1700000000,\"loss\":1,\"val\":4}\n");
   free(text);
 }
 
@@ -189,8 +191,7 @@ static void test_metrics_log__loop_refuses_a_second_log_and_other_hooks(void **s
   assert_status(hk_loop_add_metrics_log(r.loop, r.ml, &f->st), &f->st, HK_INVALID_ARGUMENT,
                 "has a metrics log already");
   assert_ok(hk_stop_at_step_hook_new(&other, &so, &f->st), &f->st);
-  assert_status(hk_loop_add_metrics_log(r.loop, other, &f->st), &f->st, HK_INVALID_ARGUMENT,
-                "is not a MetricsLogHook");
+  assert_status(hk_loop_add_metrics_log(r.loop, other, &f->st), &f->st, HK_INVALID_ARGUMENT, "is not a MetricsLogHook");
   assert_status(hk_loop_add_metrics_log(r.loop, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "hook is NULL");
   assert_ok(hk_loop_start(r.loop, NULL, &f->st), &f->st);
   assert_status(hk_loop_add_metrics_log(r.loop, r.ml, &f->st), &f->st, HK_FAILED_PRECONDITION, "after hk_loop_start");
@@ -359,8 +360,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_metrics_log__loop_refuses_a_second_log_and_other_hooks, setup, teardown),
       cmocka_unit_test_setup_teardown(test_metrics_log__loop_names_an_array_that_is_no_number, setup, teardown),
       cmocka_unit_test_setup_teardown(test_metrics_log__a_killed_run_resumed_logs_each_step_once, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_metrics_log__every_power_loss_resumes_to_each_step_once, setup,
-                                      teardown),
+      cmocka_unit_test_setup_teardown(test_metrics_log__every_power_loss_resumes_to_each_step_once, setup, teardown),
       cmocka_unit_test_setup_teardown(test_metrics_log__a_loop_step_allocates_nothing, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
