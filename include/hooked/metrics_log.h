@@ -46,7 +46,7 @@
 
 #include "hooked/common.h"
 #include "hooked/hooks.h"
-#include "hooked/sys/hook.h"
+#include "hooked/hook.h"
 
 #ifdef __cplusplus
 extern "C" {
