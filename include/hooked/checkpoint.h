@@ -306,6 +306,26 @@ HK_API hk_code hk_checkpoint_state_update(const hk_env *env, const char *dir, co
 HK_API hk_code hk_checkpoint_latest(char **out, const hk_env *env, const char *dir, const char *latest_filename,
                                     hk_status *status);
 
+/**
+ * The best checkpoint of `dir` by its best-checkpoint record
+ * "<dir>/<latest_filename>.best", which best-k retention writes (the
+ * checkpoint saver hooks' best_k; checkpoint-format.md): the first one it
+ * lists. What Keras' restore_best_weights restores.
+ * @param out    receives "<dir>/<name>" owned by the caller (hk_env_free()
+ *               with the same env); NULL on failure.
+ * @param value  may be NULL; receives its metric value.
+ * @param latest_filename  NULL: "checkpoint".
+ * **Errors:** NOT_FOUND "No best-checkpoint record <path> ..." when the
+ * directory has no record (no best-k retention saved there, or no ranked
+ * value was a number) or the record lists none; DATA_LOSS naming the
+ * record and why for a malformed one; INVALID_ARGUMENT for a NULL out or
+ * dir or a latest_filename that is not a valid name; file-system errors;
+ * RESOURCE_EXHAUSTED.
+ * **Threads:** any. **Allocates:** yes.
+ */
+HK_API hk_code hk_checkpoint_best(char **out, double *value, const hk_env *env, const char *dir,
+                                  const char *latest_filename, hk_status *status);
+
 /** @return nonzero iff "<prefix>.safetensors" exists. **Threads:** any. **Allocates:** no. */
 HK_API int hk_checkpoint_exists(const hk_env *env, const char *prefix);
 /**

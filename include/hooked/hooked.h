@@ -21,6 +21,7 @@
 #include "hooked/checkpoint.h"
 #include "hooked/hooks.h"
 #include "hooked/learning_rate.h"
+#include "hooked/ema.h"
 #include "hooked/summary.h"
 #include "hooked/loop.h"
 #include "hooked/training_session.h"

@@ -573,7 +573,7 @@ typedef struct hk_checkpoint_listener {
 /* ---- CheckpointSaverHook / AsyncCheckpointSaverHook (groups K, L) - */
 #define HK_CHECKPOINT_SAVER_OPTIONS_VERSION 1
 typedef struct hk_checkpoint_saver_options {
-  uint32_t version;            /**< HK_CHECKPOINT_SAVER_OPTIONS_VERSION (1 or 2) */
+  uint32_t version;            /**< HK_CHECKPOINT_SAVER_OPTIONS_VERSION */
   const hk_env *env;           /**< NULL: the session's (clock, log, fs) */
   const char *checkpoint_dir;  /**< required; copied; created with parents in begin() */
   double save_secs;            /**< HK_UNSET_SECS or finite > 0 (exactly one of the two cadences) */
@@ -603,9 +603,24 @@ typedef struct hk_checkpoint_saver_options {
    */
   const char *best_metric;
   hk_monitor_mode best_mode;   /**< HK_MONITOR_MIN (default: lower is better) or HK_MONITOR_MAX */
+  /**
+   * Keras' restore_best_weights (needs best_k). 0 (default): off. Nonzero:
+   * a clean end(), after its final save (the final checkpoint is ranked
+   * too; the asynchronous hook's write is finished first), restores the
+   * best checkpoint of the directory's best-checkpoint record
+   * (hk_checkpoint_best(), hooked/checkpoint.h) into every global variable
+   * of the executor but the global step, through end()'s raw session, and
+   * logs "Restored the best checkpoint <prefix> (step S, <best_metric> = V)
+   * into the variables." at INFO: hooks whose end() runs after this one
+   * (a FinalOpsHook listed after it; in a MonitoredTrainingSession, any of
+   * `hooks`) evaluate the best model. With no best checkpoint (every ranked
+   * value was NaN) end() fails with NOT_FOUND naming the record, and the
+   * variables keep their values.
+   */
+  int restore_best;
 } hk_checkpoint_saver_options;
 #define HK_CHECKPOINT_SAVER_OPTIONS_INIT { HK_CHECKPOINT_SAVER_OPTIONS_VERSION, NULL, NULL, HK_UNSET_SECS, \
-  HK_UNSET_STEPS, NULL, NULL, NULL, NULL, 0, 1, 1, 0, 0, NULL, HK_MONITOR_MIN }
+  HK_UNSET_STEPS, NULL, NULL, NULL, NULL, 0, 1, 1, 0, 0, NULL, HK_MONITOR_MIN, 0 }
 
 /**
  * Initialize options to HK_CHECKPOINT_SAVER_OPTIONS_INIT.
@@ -702,7 +717,8 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * not a valid name, a listener without vtable or with a bad version,
  * a negative best_k, best_k without best_metric (or an empty one),
  * best_metric without best_k, a best_mode other than HK_MONITOR_MIN or
- * HK_MONITOR_MAX; RESOURCE_EXHAUSTED. Nothing is created on failure.
+ * HK_MONITOR_MAX, restore_best without best_k; RESOURCE_EXHAUSTED. Nothing
+ * is created on failure.
  * Later: begin() fails with FAILED_PRECONDITION "Global step should
  * be created to use CheckpointSaverHook.", with FAILED_PRECONDITION
  * "Checkpoint directory ... is in use by another trainer ...",

@@ -74,6 +74,7 @@
 #include "hooked/session.h"
 #include "hooked/summary.h"
 #include "hooked/metrics_log.h"
+#include "hooked/ema.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -105,7 +106,7 @@ typedef enum hk_loop_flags {
 
 #define HK_LOOP_OPTIONS_VERSION 1
 typedef struct hk_loop_options {
-  uint32_t version;              /**< HK_LOOP_OPTIONS_VERSION (1 to 4) */
+  uint32_t version;              /**< HK_LOOP_OPTIONS_VERSION */
   /** Copied. Everything the loop creates (its executor, session, Saver and
    *  hooks) uses it, and hooks the program creates with env NULL log
    *  through it: one log_level reaches them all. NULL: defaults. */
@@ -193,10 +194,28 @@ typedef struct hk_loop_options {
    *  hooked/checkpoint.h). nan_guard, when given, stops a diverged step
    *  before its checkpoint is even attempted. */
   int allow_non_finite;
+  /**
+   * Keras' restore_best_weights. 0 (default): the arrays hold the values of
+   * the last step when the loop finishes. Nonzero (needs best_k): a clean
+   * hk_loop_finish(), once every end() ran (the final checkpoint is ranked
+   * too), restores the best checkpoint of best-k retention — the first of
+   * the record "<checkpoint_dir>/checkpoint.best", see hk_checkpoint_best()
+   * in hooked/checkpoint.h — into the program's checkpointed arrays, the
+   * global step and the arrays the loop registered for its own hooks
+   * excepted (early-stopping and learning-rate states, averages; opaque
+   * states are not restored either: they are not weights), CRC-checked,
+   * and logs "Restored the best checkpoint <prefix> (step S, <best_metric>
+   * = V) into the program's arrays." at INFO; the program then evaluates
+   * and saves the best model. With no best checkpoint (every ranked value
+   * was NaN) hk_loop_finish() fails with NOT_FOUND naming the record and
+   * the arrays keep the last step's values. After an error nothing is
+   * restored.
+   */
+  int restore_best;
 } hk_loop_options;
 
 #define HK_LOOP_OPTIONS_INIT { HK_LOOP_OPTIONS_VERSION, NULL, NULL, HK_UNSET_SECS, HK_UNSET_STEPS, 5, \
-  HK_UNSET_SECS, NULL, 0, HK_UNSET_STEPS, HK_UNSET_STEPS, NULL, 0, 1, NULL, 0, NULL, HK_MONITOR_MIN, NULL, 100, 0 }
+  HK_UNSET_SECS, NULL, 0, HK_UNSET_STEPS, HK_UNSET_STEPS, NULL, 0, 1, NULL, 0, NULL, HK_MONITOR_MIN, NULL, 100, 0, 0 }
 
 /**
  * Initialize options to HK_LOOP_OPTIONS_INIT.
@@ -229,7 +248,7 @@ HK_API hk_code hk_loop_options_init(hk_loop_options *opts, uint32_t version);
  * best_metric without best_k, a best_mode other than HK_MONITOR_MIN or
  * HK_MONITOR_MAX; an empty summary_dir; a negative
  * log_step_count_steps ("hk_loop_new: log_step_count_steps must be >= 0,
- * got N"). RESOURCE_EXHAUSTED.
+ * got N"); restore_best without best_k. RESOURCE_EXHAUSTED.
  * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *status);
@@ -400,6 +419,41 @@ HK_API hk_code hk_loop_add_learning_rate(hk_loop *loop, hk_hook *hook, hk_status
  * **Threads:** the training thread. **Allocates:** no.
  */
 HK_API hk_code hk_loop_add_metrics_log(hk_loop *loop, hk_hook *hook, hk_status *status);
+
+/**
+ * Run an ExponentialMovingAverage hook (hooked/ema.h) as one of the loop's
+ * own hooks, and keep its averages in the loop's checkpoints: the hook runs
+ * after the early-stopping and learning-rate hooks and BEFORE StopAtStep
+ * and the checkpoint
+ * saver (hooks added so run in the order added), so the checkpoint of a
+ * step holds the averages of that step and a resumed run averages exactly
+ * as one that was not stopped. For each averaged array "w" the loop
+ * registers the shadow "w/<name>" (its dtype and shape) and the count
+ * "<name>/num_updates" (I64 scalar), in the loop's own memory,
+ * checkpointed and HK_LOOP_OPTIONAL (a checkpoint written before the
+ * average restores, and the average starts over) — so the program
+ * registers nothing. Do not also list the hook in opts.hooks. Register the
+ * arrays first; only before hk_loop_start().
+ *
+ *     const char *avg[] = {"w1", "b1"};
+ *     hk_ema_options eo = HK_EMA_OPTIONS_INIT;
+ *     eo.variables = avg;
+ *     eo.nvariables = 2;
+ *     eo.decay = 0.99;
+ *     hk_ema_hook_new(&ema, &eo, &st);
+ *     hk_loop_add_ema(loop, ema, &st);
+ *
+ * @param hook  borrowed: it must outlive the loop, like opts.hooks.
+ * **Errors:** INVALID_ARGUMENT for a NULL loop or hook, a hook that is not
+ * an ExponentialMovingAverage hook, one already added or listed in
+ * opts.hooks, an averaged name that is an opaque state, an array that is
+ * not F32 or F64 or is HK_LOOP_NO_CHECKPOINT; FAILED_PRECONDITION naming an
+ * averaged name that is not registered, and after start; ALREADY_EXISTS
+ * when a shadow's or the count's name is taken (nothing is registered
+ * then); the loop's sticky error. RESOURCE_EXHAUSTED.
+ * **Threads:** the training thread. **Allocates:** yes.
+ */
+HK_API hk_code hk_loop_add_ema(hk_loop *loop, hk_hook *hook, hk_status *status);
 
 /**
  * Start: create the checkpoint directory, build the session (every hook's

@@ -64,11 +64,22 @@ typedef struct hk_training_session_options {
    *  count: INVALID_ARGUMENT. */
   const hk_checkpoint_listener *checkpoint_listeners;
   size_t ncheckpoint_listeners;
+  /** The CheckpointSaverHook's best-k retention: best_k (0: off),
+   *  best_metric (copied; the tensor that ranks each save), best_mode, and
+   *  restore_best (Keras' restore_best_weights: at the hook's clean end(),
+   *  the best checkpoint back into the variables, so `hooks`, whose end()
+   *  runs after it, evaluate the best model). See
+   *  hk_checkpoint_saver_options (hooked/hooks.h). They need the
+   *  checkpoint hook (a checkpoint_dir and a cadence that is not 0). */
+  int64_t best_k;
+  const char *best_metric;
+  hk_monitor_mode best_mode;
+  int restore_best;
 } hk_training_session_options;
 
 #define HK_TRAINING_SESSION_OPTIONS_INIT { HK_TRAINING_SESSION_OPTIONS_VERSION, NULL, NULL, 1, NULL, NULL, NULL, \
   0, NULL, 0, HK_UNSET_SECS, HK_UNSET_STEPS, HK_UNSET_STEPS, HK_UNSET_SECS, 120.0, 100, 7200.0, NULL, 1, 30.0, \
-  1.0, 60.0, 10, 0.0, 0, 0, NULL, 0 }
+  1.0, 60.0, 10, 0.0, 0, 0, NULL, 0, 0, NULL, HK_MONITOR_MIN, 0 }
 
 /**
  * Initialize options to HK_TRAINING_SESSION_OPTIONS_INIT.
@@ -108,7 +119,9 @@ HK_API hk_code hk_training_session_options_init(hk_training_session_options *opt
  * save_summaries_secs and save_summaries_steps.", a negative
  * or NaN cadence or log_step_count_steps, bad durations, a
  * NULL hooks array with a count, a NULL or repeated hook,
- * async_checkpoint_block_when_busy without async_checkpoint; everything
+ * async_checkpoint_block_when_busy without async_checkpoint; best_k,
+ * best_metric or restore_best without the checkpoint hook, and what
+ * hk_checkpoint_saver_hook_new() refuses of them; everything
  * hk_session_new() returns. RESOURCE_EXHAUSTED.
  * **Threads:** the training thread. **Allocates:** yes.
  */

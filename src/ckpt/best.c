@@ -203,3 +203,36 @@ hk_code hk__best_read(const hk_env *env, const char *dir, const char *latest_fil
   hk_env_free(env, path);
   return rc;
 }
+
+hk_code hk_checkpoint_best(char **out, double *value, const hk_env *env, const char *dir, const char *latest_filename,
+                           hk_status *st) {
+  static const char fn[] = "hk_checkpoint_best";
+  hk__best b;
+  char why[256] = "";
+  int malformed = 0;
+  if (out) *out = NULL;
+  if (!out || !dir) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: %s is NULL", fn, !out ? "out" : "dir");
+  const char *latest = latest_filename ? latest_filename : "checkpoint";
+  if (!hk__valid_name(latest))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: latest_filename '%s' is not a valid name", fn, latest);
+  char *path = record_path(env, dir, latest);
+  if (!path) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+  hk_status rst = HK_STATUS_INIT;
+  hk_code rc = hk__best_read(env, dir, latest, &b, why, sizeof why, &malformed, &rst);
+  if (rc == HK_NOT_FOUND || (rc == HK_OK && !malformed && b.n == 0))
+    rc = hk_status_set(st, HK_NOT_FOUND,
+                       "No best-checkpoint record %s lists a checkpoint: best-k retention (best_k with best_metric) "
+                       "has ranked no save in %s with a value that is a number",
+                       path, dir);
+  else if (rc != HK_OK)
+    hk__status_copy(st, &rst);
+  else if (malformed)
+    rc = hk_status_set(st, HK_DATA_LOSS, "The best-checkpoint record %s is malformed: %s", path, why);
+  else if (!(*out = hk__path_join(env, dir, b.names[0])))
+    rc = hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+  else if (value)
+    *value = b.metrics[0];
+  hk__best_clear(env, &b);
+  hk_env_free(env, path);
+  return rc;
+}

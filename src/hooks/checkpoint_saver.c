@@ -345,6 +345,8 @@ static hk_code cs_end(void *user, hk_raw_session *session, hk_status *status) {
   ckpt_hook *self = user;
   hk_code rc = self->async ? hk__async_ckpt_end(self, session, status) : end_sync(self, session, status);
 
+  /* Keras' restore_best_weights: once the final checkpoint is ranked. */
+  if (rc == HK_OK && self->restore_best) rc = hk__ckpt_hook_restore_best(self, session, status);
   release_session(self);
   return rc;
 }
@@ -417,6 +419,10 @@ static hk_code validate(const hk_checkpoint_saver_options *opts, const char *kin
   if (opts->best_mode != HK_MONITOR_MIN && opts->best_mode != HK_MONITOR_MAX)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "best_mode: %d is neither HK_MONITOR_MIN nor HK_MONITOR_MAX",
                          (int)opts->best_mode);
+  if (opts->restore_best && opts->best_k == 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "restore_best: needs best_k (and best_metric): the best checkpoint is the first of best-k "
+                         "retention's record");
   if (opts->checkpoint_dir == NULL || opts->checkpoint_dir[0] == '\0')
     return hk_status_set(st, HK_INVALID_ARGUMENT, "checkpoint_dir: required by %s", kind);
   if (opts->saver != NULL && opts->scaffold != NULL)
@@ -475,6 +481,7 @@ static hk_code copy_options(ckpt_hook *self, const hk_checkpoint_saver_options *
   self->block_when_busy = opts->block_when_busy != 0;
   self->best_k = opts->best_k;
   self->best_mode = opts->best_mode;
+  self->restore_best = opts->restore_best != 0;
   if (opts->best_k > 0 && (self->best_metric = hk_env_strdup(env, opts->best_metric)) == NULL)
     return HK_RESOURCE_EXHAUSTED;
   return HK_OK;

@@ -92,6 +92,7 @@ typedef struct ckpt_hook {
   int64_t best_k;    /* best-k retention: 0 off */
   char *best_metric; /* NULL without best_k */
   int best_mode;
+  int restore_best; /* at a clean end(), the best checkpoint into the variables */
   /* Created without an env: the creation line waits for the first begin(),
    * to go through the session's env (its sink and log level). */
   int creation_unlogged;
@@ -170,6 +171,9 @@ hk_code hk__ckpt_hook_resolve_saver(ckpt_hook *self, hk_status *st);
 hk_code hk__ckpt_hook_read_metric(ckpt_hook *self, hk_raw_session *rs, int64_t step, double *out, hk_status *st);
 /* The SessionLog CHECKPOINT event of `step`. */
 hk_code hk__ckpt_hook_write_event(ckpt_hook *self, int64_t step, hk_status *st);
+/* restore_best: the best checkpoint of the directory's record into every
+ * global variable but the global step, through `rs`. */
+hk_code hk__ckpt_hook_restore_best(ckpt_hook *self, hk_raw_session *rs, hk_status *st);
 /* One synchronous save at `step`. */
 hk_code hk__ckpt_hook_save_sync(ckpt_hook *self, hk_raw_session *rs, int64_t step, int *stop, hk_status *st);
 

@@ -222,3 +222,50 @@ hk_code hk__ckpt_hook_save_sync(ckpt_hook *self, hk_raw_session *rs, int64_t ste
   if (rc != HK_OK) return rc;
   return hk__ckpt_hook_listeners_after_save(self, rs, step, stop, st);
 }
+
+/* ---- restore_best (Keras' restore_best_weights) ---------------------------------- */
+
+hk_code hk__ckpt_hook_restore_best(ckpt_hook *self, hk_raw_session *rs, hk_status *st) {
+  hk_executor *ex = hk_raw_session_executor(rs);
+  const char *latest = self->saver ? hk_saver_latest_filename(self->saver) : NULL;
+  char *prefix = NULL;
+  double value = 0.0;
+  hk_status why = HK_STATUS_INIT;
+  hk_code rc = hk_checkpoint_best(&prefix, &value, &self->senv, self->dir, latest, &why);
+  if (rc != HK_OK)
+    return hk_status_set(st, rc, "%s: restore_best: %s; the variables keep their values", self->kind, why.message);
+  size_t total = hk_executor_variable_count(ex), n = 0, gs = (size_t)-1;
+  const char **names = hk_env_calloc(&self->senv, total ? total : 1, sizeof *names);
+  if (!names) {
+    hk_env_free(&self->senv, prefix);
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: restore_best: out of memory", self->kind);
+  }
+  (void)hk_executor_global_step(NULL, &gs, ex, NULL);
+  for (size_t k = 0; k < total; k++) {
+    hk_variable_info vi;
+    if (k != gs && hk_executor_variable_info(&vi, ex, k, NULL) == HK_OK && !(vi.flags & HK_VAR_LOCAL))
+      names[n++] = vi.name;
+  }
+  hk_checkpoint_reader *r = NULL;
+  int64_t step = 0;
+  if (hk_checkpoint_reader_open(&r, &self->senv, prefix, NULL) == HK_OK) step = hk_checkpoint_reader_step(r);
+  hk_checkpoint_reader_free(r);
+  hk_saver *saver = NULL;
+  hk_saver_options so = HK_SAVER_OPTIONS_INIT;
+  so.env = &self->senv;
+  so.executor = ex;
+  so.var_list = names;
+  so.nvar_list = n;
+  rc = n ? hk_saver_new(&saver, &so, &why) : HK_OK;
+  if (rc == HK_OK && n) rc = hk_saver_restore(saver, rs, prefix, &why);
+  if (rc != HK_OK)
+    hk_status_set(st, rc, "%s: restore_best: restoring %s: %s", self->kind, prefix, why.message);
+  else
+    hk_hook_log(self->hook, HK_LOG_INFO,
+                "Restored the best checkpoint %s (step %" PRId64 ", %s = %.9g) into the variables (%zu).", prefix, step,
+                self->best_metric, value, n);
+  hk_saver_free(saver);
+  hk_env_free(&self->senv, names);
+  hk_env_free(&self->senv, prefix);
+  return rc;
+}

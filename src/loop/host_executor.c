@@ -149,6 +149,21 @@ int hk__host_describe(const hk__host *h, const char *name, hk_dtype *dtype, int6
   return 1;
 }
 
+static hk_tensor spec_of(const entry *e);
+
+int hk__host_spec(const hk__host *h, const char *name, hk_tensor *spec, uint32_t *flags, int *is_state) {
+  size_t len = strlen(name);
+  if (len >= 2 && strcmp(name + len - 2, ":0") == 0) len -= 2;
+  const entry *e = find(h, name, len);
+  if (!e) return 0;
+  *spec = spec_of(e);
+  spec->data = NULL;
+  spec->nbytes = e->nbytes;
+  *flags = e->flags;
+  *is_state = e->save != NULL;
+  return 1;
+}
+
 void hk__host_set_global_step(hk__host *h, size_t index) {
   h->gs = index;
   h->has_gs = 1;

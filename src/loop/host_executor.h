@@ -32,6 +32,12 @@ hk_code hk__host_add(hk__host *h, const char *name, hk_dtype dtype, int32_t rank
  * elements and whether it is an opaque state; 0 otherwise.
  */
 int hk__host_describe(const hk__host *h, const char *name, hk_dtype *dtype, int64_t *elements, int *is_state);
+/**
+ * Look up `name` as hk__host_describe does: 1 when registered, with its
+ * spec (dtype, rank, dims, nbytes; data NULL), its hk_variable_flags and
+ * whether it is an opaque state; 0 otherwise.
+ */
+int hk__host_spec(const hk__host *h, const char *name, hk_tensor *spec, uint32_t *flags, int *is_state);
 /** Make entry `index` the global step (registered under HK_ROLE_GLOBAL_STEP). */
 void hk__host_set_global_step(hk__host *h, size_t index);
 /** The number of entries (the next index hk__host_add uses). */

@@ -111,6 +111,10 @@ static hk_code validate(const hk_loop_options *o, hk_status *st) {
     return hk_status_set(st, HK_INVALID_ARGUMENT,
                          "hk_loop_new: best_k needs the loop's checkpoint saves (%s)",
                          !o->checkpoint_dir ? "there is no checkpoint_dir" : "a cadence of 0 disables them");
+  if (o->restore_best && o->best_k == 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_loop_new: restore_best needs best_k (and best_metric): the best checkpoint is the first "
+                         "of best-k retention's record");
   if (!o->hooks && o->nhooks)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: hooks is NULL with nhooks %zu", o->nhooks);
   for (size_t i = 0; i < o->nhooks; i++) {
@@ -170,6 +174,7 @@ hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *st) {
    * checkpoint_dir; with neither, or log_step_count_steps 0, there is none. */
   l->log_step_count_steps = o->log_step_count_steps;
   l->allow_non_finite = o->allow_non_finite != 0;
+  l->restore_best = o->restore_best != 0;
   const char *summary_dir = o->summary_dir ? o->summary_dir : o->checkpoint_dir;
   if (!oom && summary_dir && l->log_step_count_steps > 0)
     oom = !(l->summary_dir = hk_env_strdup(&l->env, summary_dir));
@@ -459,6 +464,11 @@ hk_code hk_loop_finish(hk_loop *l, hk_status *st) {
     hk_status cst = HK_STATUS_INIT;
     hk_code rc = hk_session_close(l->session, exit_code, &cst);
     if (rc != HK_OK && !l->failed) hk__loop_fail(l, rc, &cst);
+    /* Keras' restore_best_weights: once the final checkpoint is ranked. */
+    if (l->restore_best && !l->failed) {
+      hk_status bst = HK_STATUS_INIT;
+      if (hk__loop_restore_best(l, &bst) != HK_OK) hk__loop_fail(l, bst.code, &bst);
+    }
   }
   if (l->installed_signals) {
     hk_status sst = HK_STATUS_INIT;
@@ -508,6 +518,9 @@ void hk_loop_free(hk_loop *l) {
   for (size_t i = 0; i < l->nes; i++) hk_env_free(&env, l->es_state[i]);
   hk_env_free(&env, l->es);
   hk_env_free(&env, l->es_state);
+  for (size_t i = 0; i < l->nowned; i++) hk_env_free(&env, l->owned[i]);
+  hk_env_free(&env, l->owned);
+  hk_env_free(&env, l->ema);
   hk_env_free(&env, l);
 }
 

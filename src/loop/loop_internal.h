@@ -43,6 +43,17 @@ struct hk_loop {
   hk_hook *mlog;
   hk_checkpoint_listener mlog_listener;
 
+  /* ExponentialMovingAverage hooks run as the loop's own (borrowed),
+   * after the early-stopping hooks; `owned` lists the memory the loop
+   * registered for them (their shadows and counts). */
+  hk_hook **ema;
+  size_t nema, ema_cap;
+  void **owned;
+  size_t nowned, owned_cap;
+  /* restore_best: at a clean finish, the best checkpoint's values go back
+   * into the program's arrays (loop_best.c). */
+  int restore_best;
+
   hk__host *host;     /* the registry, until start hands it to the executor */
   hk_executor *ex;
   int64_t own_gs;     /* the loop-owned global step */
@@ -51,8 +62,8 @@ struct hk_loop {
   hk_scaffold *scaffold;
   hk_hook *watch;     /* the loop's own hook: what the creation restored */
   hk_hook *nan_hook, *stop_hook, *counter_hook, *ckpt_hook;
-  /* watch, NaN guard, early stopping and learning rates, metrics log, stop,
-   * step counter, checkpoint, then the program's */
+  /* watch, NaN guard, early stopping and learning rates, averages, metrics
+   * log, stop, step counter, checkpoint, then the program's */
   hk_hook **all;
   hk_session *session;
   char *restored;
@@ -96,6 +107,9 @@ int64_t hk__loop_global_step(const hk_loop *l);
 /** INVALID_ARGUMENT for NULL, the loop's error when it failed,
  *  FAILED_PRECONDITION naming `fn` when it is finished or not started. */
 hk_code hk__loop_check_running(hk_loop *l, const char *fn, hk_status *st);
+/** Restore the best checkpoint into the program's arrays, after a clean
+ *  close (restore_best; loop_best.c). */
+hk_code hk__loop_restore_best(hk_loop *l, hk_status *st);
 /** At the end of a step (or when it is abandoned): complete a
  *  copy-before-write snapshot the step left attached (loop_run.c). */
 void hk__loop_settle_snapshot(hk_loop *l);

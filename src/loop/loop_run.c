@@ -91,7 +91,7 @@ static hk_code make_hooks(hk_loop *l, hk_status *st) {
                   : hk_checkpoint_saver_hook_new(&l->ckpt_hook, &co, st);
     if (rc != HK_OK) return rc;
   }
-  l->all = hk_env_calloc(&l->env, 6 + l->nes + l->nhooks, sizeof *l->all);
+  l->all = hk_env_calloc(&l->env, 6 + l->nes + l->nema + l->nhooks, sizeof *l->all);
   if (!l->all) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_loop_start: out of memory");
   return HK_OK;
 }
@@ -172,6 +172,7 @@ static hk_code start(hk_loop *l, hk_status *st) {
   l->all[n++] = l->watch;
   if (l->nan_hook) l->all[n++] = l->nan_hook;
   for (size_t i = 0; i < l->nes; i++) l->all[n++] = l->es[i];
+  for (size_t i = 0; i < l->nema; i++) l->all[n++] = l->ema[i];
   if (l->mlog) l->all[n++] = l->mlog;
   if (l->stop_hook) l->all[n++] = l->stop_hook;
   if (l->counter_hook) l->all[n++] = l->counter_hook;

@@ -40,6 +40,13 @@ static int block_when_busy(const hk_training_session_options *o) { return o->asy
 
 /* The checkpoint saver's listeners. */
 static size_t nlisteners(const hk_training_session_options *o) { return o->ncheckpoint_listeners; }
+/* The checkpoint hook's best-k options. */
+static void best_options(const hk_training_session_options *o, hk_checkpoint_saver_options *cs) {
+  cs->best_k = o->best_k;
+  cs->best_metric = o->best_metric;
+  cs->best_mode = o->best_mode;
+  cs->restore_best = o->restore_best;
+}
 
 /* A given cadence is finite and >= 0. */
 static hk_code check_secs(double v, const char *name, hk_status *st) {
@@ -89,6 +96,11 @@ static hk_code validate(const hk_training_session_options *o, hk_status *st) {
   if (block_when_busy(o) && !o->async_checkpoint)
     return hk_status_set(st, HK_INVALID_ARGUMENT,
                          "hk_training_session_new: async_checkpoint_block_when_busy is set without async_checkpoint");
+  int ckpt_hook = o->checkpoint_dir && o->is_chief && o->save_checkpoint_secs != 0 && o->save_checkpoint_steps != 0;
+  if (!ckpt_hook && (o->best_k || o->best_metric || o->restore_best))
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_training_session_new: best_k, best_metric and restore_best configure the checkpoint hook, "
+                         "and there is none (no checkpoint_dir, a cadence of 0, or not the chief)");
   if ((o->checkpoint_dir && !*o->checkpoint_dir) || (o->summary_dir && !*o->summary_dir))
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_training_session_new: %s is empty",
                          o->checkpoint_dir && !*o->checkpoint_dir ? "checkpoint_dir" : "summary_dir");
@@ -149,6 +161,7 @@ static hk_code make_default_hooks(const hk_training_session_options *o, owned *w
     cs.block_when_busy = block_when_busy(o);
     cs.listeners = nlisteners(o) > 0 ? o->checkpoint_listeners : NULL;
     cs.nlisteners = nlisteners(o);
+    best_options(o, &cs);
     rc = o->async_checkpoint ? hk_async_checkpoint_saver_hook_new(&w->checkpoint_saver, &cs, st)
                              : hk_checkpoint_saver_hook_new(&w->checkpoint_saver, &cs, st);
     if (rc != HK_OK) return rc;

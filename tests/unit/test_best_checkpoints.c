@@ -442,6 +442,7 @@ static void test_best_checkpoints__bad_options_are_named(void **state) {
   assert_int_equal(co.best_k, 0);
   assert_null(co.best_metric);
   assert_int_equal(co.best_mode, HK_MONITOR_MIN);
+  assert_int_equal(co.restore_best, 0);
 }
 
 /* H45: an unknown best_metric fails begin(); one that is not a number fails the
