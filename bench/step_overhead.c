@@ -20,6 +20,10 @@
  *     step every 100 steps, in a session running a train op that increments
  *     the global step (against the same session with no hooks) and in the
  *     host loop (against the host loop with no hooks).
+ *   - an ExponentialMovingAverage hook (hooked/ema.h): on a session over
+ *     the graph averaging 16 floats, and on the host loop averaging the
+ *     program's 16 floats and 65536 floats, against the 0-hook session and
+ *     loop.
  * Every case is measured --reps times, interleaved so that clock drift hits
  * all cases alike; the best repetition is reported. Allocations are counted
  * by a counting allocator in the env of the graph and of every session,
@@ -105,11 +109,15 @@ static const hk_hook_vtable empty_hook_vtable = {
 
 /* ---- cases --------------------------------------------------------------- */
 
-typedef enum hook_kind { HOOKS_NONE, HOOKS_NULL, HOOKS_EMPTY, HOOKS_STOP, HOOKS_LR, HOOKS_INC, HOOKS_METRICS } hook_kind;
+typedef enum hook_kind {
+  HOOKS_NONE, HOOKS_NULL, HOOKS_EMPTY, HOOKS_STOP, HOOKS_LR, HOOKS_INC, HOOKS_METRICS, HOOKS_EMA, HOOKS_EMA_BIG
+} hook_kind;
 /* HOOKS_INC: no hooks, the session runs the train op that increments the
  * global step (the metrics log's fair reference); HOOKS_METRICS: one
  * MetricsLogHook, running that op too (in the host loop: added with
  * hk_loop_add_metrics_log). */
+
+#define EMA_BIG 65536 /* floats of the large host-loop average */
 
 typedef enum case_kind { SESSION = 0, RAW = 1, BARE_STEP = 2, HOST_LOOP = 3, MTS = 4 } case_kind;
 
@@ -128,6 +136,7 @@ typedef struct bench_case {
   double best_ns;
   unsigned long long allocs;
   float lr, val; /* HOOKS_LR on the host loop: the rate it writes, the value it watches */
+  float *big; /* HOOKS_EMA_BIG: the program's EMA_BIG floats */
 } bench_case;
 
 typedef struct bench {
@@ -137,6 +146,8 @@ typedef struct bench {
   hk_handle noop, gs, inc; /* inc: the global step + 1, the MTS case's train op */
   char dir[64];            /* the MTS case's checkpoint and summary directory */
   char mdir[64];           /* the metrics log cases' directory */
+  hk_hook *graph_ema;      /* the session case's average of "ema_w" */
+  float ema_w[16];         /* its variable, the graph's external memory */
   bench_case *cases;
   size_t ncases;
   unsigned long long setup_allocs; /* before the timed loops: proves the counter is wired */
@@ -181,6 +192,23 @@ static int build_graph(bench *b) {
   if (hk_graph_constant(b->g, &one, "one", &one_tensor, &st) != HK_OK ||
       hk_graph_assign_add(b->g, &b->inc, "increment_global_step", b->gs, one, &st) != HK_OK)
     return fail("building the graph", &st);
+  /* "ema_w", averaged by the EMA session case, and its shadows. */
+  static const int64_t dims[1] = {16};
+  static const char *const averaged[1] = {"ema_w"};
+  hk_variable_def vd = HK_VARIABLE_DEF_INIT;
+  hk_handle h;
+  hk_ema_options eo = HK_EMA_OPTIONS_INIT;
+  vd.name = "ema_w";
+  vd.dtype = HK_DTYPE_F32;
+  vd.rank = 1;
+  vd.dims = dims;
+  vd.external_data = b->ema_w;
+  eo.variables = averaged;
+  eo.nvariables = 1;
+  eo.decay = 0.99;
+  if (hk_graph_variable(b->g, &h, &vd, &st) != HK_OK || hk_ema_hook_new(&b->graph_ema, &eo, &st) != HK_OK ||
+      hk_ema_hook_add_graph_variables(b->graph_ema, b->g, &st) != HK_OK)
+    return fail("building the graph's average", &st);
   hk_variable_def lr = HK_VARIABLE_DEF_INIT; /* what the LearningRateHook writes */
   hk_handle lr_handle;
   lr.name = "learning_rate";
@@ -234,6 +262,23 @@ static int metrics_hook(bench *b, hk_hook **out, const char *name) {
   return 0;
 }
 
+/* The host-loop EMA cases: an ExponentialMovingAverage hook on the
+ * program's array, one of the loop's own hooks. */
+static int add_loop_ema(bench_case *c, hk_status *st) {
+  static const char *const user[1] = {"user"}, *const big[1] = {"big"};
+  static const int64_t dims[1] = {EMA_BIG};
+  hk_ema_options eo = HK_EMA_OPTIONS_INIT;
+  eo.variables = c->kind == HOOKS_EMA_BIG ? big : user;
+  eo.nvariables = 1;
+  eo.decay = 0.99;
+  if (c->kind == HOOKS_EMA_BIG) {
+    if (!(c->big = calloc(EMA_BIG, sizeof *c->big))) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory");
+    if (hk_loop_add_array(c->loop, "big", HK_DTYPE_F32, 1, dims, c->big, 0, st) != HK_OK) return st->code;
+  }
+  if (hk_ema_hook_new(&c->hooks[0], &eo, st) != HK_OK) return st->code;
+  return hk_loop_add_ema(c->loop, c->hooks[0], st);
+}
+
 static int open_case(bench *b, bench_case *c) {
   hk_status st = HK_STATUS_INIT;
   hk_session_options so = HK_SESSION_OPTIONS_INIT;
@@ -258,17 +303,19 @@ static int open_case(bench *b, bench_case *c) {
   if (c->raw == HOST_LOOP) {
     hk_loop_options lo = HK_LOOP_OPTIONS_INIT;
     static const int64_t dims[1] = {16};
-    for (size_t i = 0; i < c->nhooks && c->kind != HOOKS_METRICS; i++)
+    const int ema = c->kind == HOOKS_EMA || c->kind == HOOKS_EMA_BIG;
+    for (size_t i = 0; i < c->nhooks && c->kind != HOOKS_METRICS && !ema; i++)
       if (hk_hook_new(&c->hooks[i], &empty_hook_vtable, NULL, "empty", NULL, &st) != HK_OK)
         return fail("creating a hook", &st);
     if (c->kind == HOOKS_METRICS && metrics_hook(b, &c->hooks[0], "loop.csv") != 0) return 1;
     lo.env = &b->env;
-    lo.hooks = c->hooks;
-    lo.nhooks = c->kind == HOOKS_METRICS ? 0 : c->nhooks;
+    lo.hooks = ema ? NULL : c->hooks;
+    lo.nhooks = c->kind == HOOKS_METRICS || ema ? 0 : c->nhooks;
     lo.handle_signals = 0;
     if (hk_loop_new(&c->loop, &lo, &st) != HK_OK ||
         hk_loop_add_array(c->loop, "user", HK_DTYPE_F32, 1, dims, c->user, 0, &st) != HK_OK ||
-        (c->kind == HOOKS_METRICS && hk_loop_add_metrics_log(c->loop, c->hooks[0], &st) != HK_OK))
+        (c->kind == HOOKS_METRICS && hk_loop_add_metrics_log(c->loop, c->hooks[0], &st) != HK_OK) ||
+        (ema && add_loop_ema(c, &st) != HK_OK))
       return fail("starting a host loop", &st);
     if (c->kind == HOOKS_LR &&
         (new_lr_hook(&c->hooks[MAX_HOOKS - 1], 1) != 0 ||
@@ -299,6 +346,9 @@ static int open_case(bench *b, bench_case *c) {
       rc = hk_hook_new(&c->hooks[i], &null_hook_vtable, NULL, "null", NULL, &st);
     } else if (c->kind == HOOKS_EMPTY) {
       rc = hk_hook_new(&c->hooks[i], &empty_hook_vtable, NULL, "empty", NULL, &st);
+    } else if (c->kind == HOOKS_EMA) {
+      c->hooks[i] = b->graph_ema; /* the case frees it from here on */
+      b->graph_ema = NULL;
     } else if (c->kind == HOOKS_STOP) {
       hk_stop_at_step_options o = HK_STOP_AT_STEP_OPTIONS_INIT;
       o.last_step = INT64_MAX / 2;
@@ -335,6 +385,8 @@ static void close_case(bench_case *c) {
     hk_hook_free(c->hooks[i]);
     c->hooks[i] = NULL;
   }
+  free(c->big);
+  c->big = NULL;
 }
 
 /* The program's own step of the host-loop cases: a few dozen ns of work the
@@ -358,6 +410,7 @@ static int run_case(bench *b, bench_case *c, uint64_t n) {
       if (hk_loop_step_begin(c->loop, NULL, &st) != HK_OK) return fail(c->label, &st);
       user_step(c->user);
       c->val = c->user[(i & 7)] * c->lr; /* the value the plateau watches, read by the hook every 100 steps */
+      if (c->big) user_step(c->big);
       if (hk_loop_step_end(c->loop, &st) != HK_OK) return fail(c->label, &st);
     }
     return 0;
@@ -454,6 +507,15 @@ static void report(const bench *b, uint64_t iters, uint64_t reps) {
            "train op with no hooks (%.2fx), %.1f ns/step over the host loop with no hooks (%.2fx)\n",
            ml - ref, ml / ref, lml - l0, lml / l0);
   }
+  {
+    const double l0 = find(b, "host loop, 0 hooks")->best_ns;
+    const double le = find(b, "host loop, EMA of 16 floats")->best_ns;
+    const double lb = find(b, "host loop, EMA of 65536 floats")->best_ns;
+    printf("ExponentialMovingAverage hook: %.1f ns/step on a session (16 floats, over 0 hooks); on the host loop "
+           "%.1f ns/step for 16 floats, %.1f ns/step for %d floats (%.2f ns/float), over 0 hooks\n",
+           find(b, "session, EMA of 16 floats")->best_ns - s0, le - l0, lb - l0, EMA_BIG,
+           (lb - l0) / (double)EMA_BIG);
+  }
   printf("session with no hooks: %.1f ns/step over the floor\n", s0 - floor_ns);
   printf("LearningRateHook (cosine after a warmup, the rate written before every step): %.1f ns/step on a session "
          "(over 0 hooks); %.1f ns/step on the host loop with reduce-on-plateau every 100 steps (over 0 hooks)\n",
@@ -473,37 +535,41 @@ static void report(const bench *b, uint64_t iters, uint64_t reps) {
 
 int main(int argc, char **argv) {
   bench_case cases[] = {
-      {"floor", 1, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"floor + fetch global_step", 1, 1, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"session, 0 hooks", 0, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"session, 1 NULL-slot hook", 0, 0, HOOKS_NULL, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"session, 10 NULL-slot hooks", 0, 0, HOOKS_NULL, 10, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"session, 1 empty hook", 0, 0, HOOKS_EMPTY, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"session, 10 empty hooks", 0, 0, HOOKS_EMPTY, 10, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"session, StopAtStep hook", 0, 0, HOOKS_STOP, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"MonitoredTrainingSession", MTS, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"bare program step", BARE_STEP, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"host loop, 0 hooks", HOST_LOOP, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"host loop, 1 empty hook", HOST_LOOP, 0, HOOKS_EMPTY, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"host loop, 10 empty hooks", HOST_LOOP, 0, HOOKS_EMPTY, 10, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"session, LearningRate hook", 0, 0, HOOKS_LR, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"host loop, LearningRate hook", HOST_LOOP, 0, HOOKS_LR, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"floor", 1, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"floor + fetch global_step", 1, 1, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"session, 0 hooks", 0, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"session, 1 NULL-slot hook", 0, 0, HOOKS_NULL, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"session, 10 NULL-slot hooks", 0, 0, HOOKS_NULL, 10, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"session, 1 empty hook", 0, 0, HOOKS_EMPTY, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"session, 10 empty hooks", 0, 0, HOOKS_EMPTY, 10, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"session, StopAtStep hook", 0, 0, HOOKS_STOP, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"MonitoredTrainingSession", MTS, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"bare program step", BARE_STEP, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"host loop, 0 hooks", HOST_LOOP, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"host loop, 1 empty hook", HOST_LOOP, 0, HOOKS_EMPTY, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"host loop, 10 empty hooks", HOST_LOOP, 0, HOOKS_EMPTY, 10, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"session, 0 hooks, train op", 0, 0, HOOKS_INC, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"session, MetricsLog hook", 0, 0, HOOKS_METRICS, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
-      {"host loop, MetricsLog hook", HOST_LOOP, 0, HOOKS_METRICS, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0},
+      {"floor", 1, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"floor + fetch global_step", 1, 1, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"session, 0 hooks", 0, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"session, 1 NULL-slot hook", 0, 0, HOOKS_NULL, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"session, 10 NULL-slot hooks", 0, 0, HOOKS_NULL, 10, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"session, 1 empty hook", 0, 0, HOOKS_EMPTY, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"session, 10 empty hooks", 0, 0, HOOKS_EMPTY, 10, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"session, StopAtStep hook", 0, 0, HOOKS_STOP, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"MonitoredTrainingSession", MTS, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"bare program step", BARE_STEP, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"host loop, 0 hooks", HOST_LOOP, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"host loop, 1 empty hook", HOST_LOOP, 0, HOOKS_EMPTY, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"host loop, 10 empty hooks", HOST_LOOP, 0, HOOKS_EMPTY, 10, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"session, LearningRate hook", 0, 0, HOOKS_LR, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"host loop, LearningRate hook", HOST_LOOP, 0, HOOKS_LR, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"floor", 1, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"floor + fetch global_step", 1, 1, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"session, 0 hooks", 0, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"session, 1 NULL-slot hook", 0, 0, HOOKS_NULL, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"session, 10 NULL-slot hooks", 0, 0, HOOKS_NULL, 10, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"session, 1 empty hook", 0, 0, HOOKS_EMPTY, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"session, 10 empty hooks", 0, 0, HOOKS_EMPTY, 10, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"session, StopAtStep hook", 0, 0, HOOKS_STOP, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"MonitoredTrainingSession", MTS, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"bare program step", BARE_STEP, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"host loop, 0 hooks", HOST_LOOP, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"host loop, 1 empty hook", HOST_LOOP, 0, HOOKS_EMPTY, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"host loop, 10 empty hooks", HOST_LOOP, 0, HOOKS_EMPTY, 10, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"session, 0 hooks, train op", 0, 0, HOOKS_INC, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"session, MetricsLog hook", 0, 0, HOOKS_METRICS, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"host loop, MetricsLog hook", HOST_LOOP, 0, HOOKS_METRICS, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"session, EMA of 16 floats", 0, 0, HOOKS_EMA, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"host loop, EMA of 16 floats", HOST_LOOP, 0, HOOKS_EMA, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
+      {"host loop, EMA of 65536 floats", HOST_LOOP, 0, HOOKS_EMA_BIG, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0,
+       NULL},
   };
   const size_t ncases = sizeof cases / sizeof cases[0];
   bench b;
@@ -562,6 +628,7 @@ int main(int argc, char **argv) {
 out:
   for (size_t i = 0; i < ncases; i++) close_case(&cases[i]);
   hk_graph_free(b.g);
+  hk_hook_free(b.graph_ema);
   if (b.dir[0]) remove_tree(b.dir);
   if (b.mdir[0]) remove_tree(b.mdir);
   return status;

@@ -57,7 +57,8 @@ uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
 /* The shared flags that take a value. */
 static const char *const shared_valued[] = {"--data",      "--steps",     "--batch",          "--lr",
                                             "--seed",      "--log-every", "--checkpoint-dir", "--save-steps",
-                                            "--save-secs", "--keep",      "--summary-dir",    NULL};
+                                            "--save-secs", "--keep",      "--summary-dir",    "--ema",
+                                            "--ema-export", "--best-k",   NULL};
 
 int digits_usage_error(const char *prog, const char *fmt, ...) {
   va_list ap;
@@ -89,6 +90,18 @@ static int parse_positive(const char *prog, const char *flag, const char *text, 
   v = strtod(text, &end);
   if (end == text || *end != '\0' || errno == ERANGE || !isfinite(v) || v <= 0.0)
     return digits_usage_error(prog, "invalid value '%s' for %s: expected a finite number > 0", text, flag);
+  *out = v;
+  return 0;
+}
+
+/* A decay in [0, 1] for `flag`. */
+static int parse_decay(const char *prog, const char *flag, const char *text, double *out) {
+  char *end;
+  double v;
+  errno = 0;
+  v = strtod(text, &end);
+  if (end == text || *end != '\0' || errno == ERANGE || !(v >= 0.0 && v <= 1.0))
+    return digits_usage_error(prog, "invalid value '%s' for %s: expected a decay in [0, 1]", text, flag);
   *out = v;
   return 0;
 }
@@ -161,6 +174,9 @@ static int parse_shared(digits_flags *f, const char *flag, const char *value) {
   if (strcmp(flag, "--keep") == 0) return digits_parse_i64(prog, flag, value, 0, INT64_MAX, &f->keep);
   if (strcmp(flag, "--save-secs") == 0) return parse_positive(prog, flag, value, &f->save_secs);
   if (strcmp(flag, "--lr") == 0) return parse_positive(prog, flag, value, &f->lr);
+  if (strcmp(flag, "--ema") == 0) return parse_decay(prog, flag, value, &f->ema_decay);
+  if (strcmp(flag, "--ema-export") == 0) return digits_parse_path(prog, flag, value, &f->ema_export);
+  if (strcmp(flag, "--best-k") == 0) return digits_parse_i64(prog, flag, value, 1, 1000, &f->best_k);
   return parse_seed(prog, value, &f->seed);
 }
 
@@ -338,6 +354,7 @@ static void set_defaults(digits_flags *f, const char *prog) {
   f->lr_flags.factor = 0.1;
   f->lr_flags.plateau_every = HK_UNSET_STEPS;
   f->metrics_every = 100;
+  f->ema_decay = -1.0;
 }
 
 /* The checks across flags. Neither --save-steps nor --save-secs: the
@@ -347,6 +364,9 @@ static int check_combinations(const digits_flags *f, int keep_given) {
   if (save_steps && save_secs) return digits_usage_error(f->prog, "--save-steps and --save-secs cannot be combined");
   if (!f->checkpoint_dir && (save_steps || save_secs || f->async || keep_given))
     return digits_usage_error(f->prog, "--save-steps, --save-secs, --async and --keep need --checkpoint-dir");
+  if (f->best_k && !f->checkpoint_dir) return digits_usage_error(f->prog, "--best-k needs --checkpoint-dir");
+  if (f->restore_best && !f->best_k) return digits_usage_error(f->prog, "--restore-best needs --best-k");
+  if (f->ema_export && f->ema_decay < 0) return digits_usage_error(f->prog, "--ema-export needs --ema");
   return 0;
 }
 
@@ -380,6 +400,10 @@ int digits_parse_flags(digits_flags *f, const char *prog, int argc, char **argv,
       f->lr_flags.staircase = 1;
       continue;
     }
+    if (strcmp(arg, "--restore-best") == 0) {
+      f->restore_best = 1;
+      continue;
+    }
     if (listed(extra->switches, arg)) {
       if ((rc = extra->parse(extra->user, arg, NULL)) != 0) return rc;
       continue;
@@ -403,6 +427,17 @@ int digits_parse_flags(digits_flags *f, const char *prog, int argc, char **argv,
   if ((rc0 = check_metrics(f, metrics_every_given)) != 0) return rc0;
   if (check_combinations(f, keep_given) != 0) return DIGITS_EXIT_USAGE;
   return check_lr(f);
+}
+
+void digits_report_best(const digits_flags *f, const char *metric) {
+  hk_status st = HK_STATUS_INIT;
+  char *prefix = NULL;
+  double value = 0.0;
+  if (hk_checkpoint_best(&prefix, &value, NULL, f->checkpoint_dir, NULL, &st) == HK_OK)
+    fprintf(stderr, "%s: --restore-best: the weights are those of %s (%s %.6f)\n", f->prog, prefix, metric, value);
+  else
+    fprintf(stderr, "%s: --restore-best: %s\n", f->prog, st.message);
+  hk_env_free(NULL, prefix);
 }
 
 /* ---- loading the data --------------------------------------------------- */

@@ -86,7 +86,25 @@ typedef struct digits_flags {
   const char *metrics_log;  /* NULL: none */
   int metrics_format;       /* 0 by the suffix, 1 CSV, 2 JSON lines (hk_metrics_log_format) */
   int64_t metrics_every;    /* steps between rows, default 100 */
+  /* The moving average and the best weights (hooked/ema.h, restore_best). */
+  double ema_decay;       /* --ema DECAY in [0, 1]; -1 when not given */
+  const char *ema_export; /* --ema-export PATH (needs --ema); NULL when not given */
+  int64_t best_k;         /* --best-k K (needs --checkpoint-dir); 0 when not given */
+  int restore_best;       /* --restore-best (needs --best-k) */
 } digits_flags;
+
+/* The help lines of the flags above, the same in both programs. */
+#define DIGITS_AVERAGE_USAGE                                                                   \
+  "  --ema DECAY      keep an exponential moving average of the weights (TensorFlow's\n"       \
+  "                   ExponentialMovingAverage, decay in [0, 1], e.g. 0.99), in every\n"       \
+  "                   checkpoint; the result line adds ema_test_accuracy=<z>\n"                \
+  "  --ema-export PATH\n"                                                                      \
+  "                   at the end, write the averaged weights as a checkpoint of their\n"       \
+  "                   own at prefix PATH (PATH.safetensors, under the weights' names)\n"       \
+  "  --best-k K       keep the K best checkpoints by the test metric beside the newest\n"      \
+  "                   (needs --checkpoint-dir)\n"                                              \
+  "  --restore-best   at the end, put the best checkpoint's weights back into the model\n"     \
+  "                   before it is evaluated (Keras' restore_best_weights; needs --best-k)\n"
 
 /*
  * A program's own flags, besides the shared ones. `switches` take no value
@@ -116,6 +134,11 @@ typedef struct digits_extra_flags {
  * @return 0 to go on, DIGITS_HELP, or DIGITS_EXIT_USAGE after printing why.
  */
 int digits_parse_flags(digits_flags *f, const char *prog, int argc, char **argv, const digits_extra_flags *extra);
+
+/* --restore-best, after training: print "<prog>: --restore-best: the
+ * weights are those of <prefix> (<metric> <value>)", the best checkpoint of
+ * f->checkpoint_dir (hk_checkpoint_best()), or why there is none. */
+void digits_report_best(const digits_flags *f, const char *metric);
 
 /* Print "<prog>: <message>" and the hint to try --help. @return DIGITS_EXIT_USAGE. */
 #if defined(__GNUC__) || defined(__clang__)

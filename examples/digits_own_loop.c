@@ -85,7 +85,7 @@ static void usage(FILE *out) {
           "                       [--async] [--keep N]] [--summary-dir DIR] [--lr-schedule S ...]\n"
           "                       [--lr-plateau PATIENCE[,FACTOR] [--lr-plateau-every N]]\n"
           "                       [--metrics-log PATH [--metrics-format csv|jsonl] [--metrics-every N]]\n"
-          "                       [--help]\n"
+          "                       [--ema DECAY [--ema-export PATH]] [--best-k K [--restore-best]] [--help]\n"
           "\n"
           "Train a 64-32-10 MLP on the UCI digits data with the program's own loop and math,\n"
           "checkpointed and stopped by hooked's host loop.\n"
@@ -107,7 +107,8 @@ static void usage(FILE *out) {
           "  --keep N         checkpoints to keep, 0 for all (default 5)\n"
           "  --summary-dir DIR\n"
           "                   write TensorBoard event files into DIR: loss and test_accuracy\n"
-          "                   every 100 steps, and global_step/sec\n"
+          "                   every 100 steps, and global_step/sec\n" DIGITS_AVERAGE_USAGE
+          "                   (the test metric: the test accuracy, higher is better)\n"
           "%s"
           "  --metrics-log PATH\n"
           "                   write step, wall_time, loss and test_accuracy to PATH every\n"
@@ -376,12 +377,39 @@ static scratch *scratch_new(int64_t batch) {
   return s;
 }
 
+/* --ema: an ExponentialMovingAverage hook on the weights, one of the
+ * loop's own hooks (it runs before the checkpoint hook, which saves its
+ * averages), exporting them at the end with --ema-export. */
+static hk_code add_ema(hk_loop *loop, const digits_flags *o, hk_hook **ema, hk_status *st) {
+  static const char *const weights[NPARAMS] = {"w1", "b1", "w2", "b2"};
+  hk_ema_options eo = HK_EMA_OPTIONS_INIT;
+  eo.variables = weights, eo.nvariables = NPARAMS, eo.decay = o->ema_decay, eo.export_path = o->ema_export;
+  if (hk_ema_hook_new(ema, &eo, st) != HK_OK) return st->code;
+  return hk_loop_add_ema(loop, *ema, st);
+}
+
+/* The test accuracy of the averaged weights. */
+static float ema_accuracy(const hk_hook *ema, const digits_data *test) {
+  static model avg; /* too large for some stacks */
+  float *dst[NPARAMS] = {avg.w1, avg.b1, avg.w2, avg.b2};
+  static const char *const weights[NPARAMS] = {"w1", "b1", "w2", "b2"};
+  for (int i = 0; i < NPARAMS; i++) {
+    hk_tensor t;
+    if (hk_ema_hook_average(&t, ema, weights[i], NULL) != HK_OK) return NAN;
+    memcpy(dst[i], t.data, t.nbytes);
+  }
+  return accuracy(&avg, test);
+}
+
 /* The report on stderr and the result line on stdout. */
-static int report(const digits_flags *o, int64_t step, int64_t steps_run, double secs, float loss, float acc) {
+static int report(const digits_flags *o, int64_t step, int64_t steps_run, double secs, float loss, float acc,
+                  float ema_acc) {
+  char ema[48] = "";
   if (step < o->steps) fprintf(stderr, PROG ": stopped by a signal at step %" PRId64 "\n", step);
   fprintf(stderr, "training time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", secs, steps_run,
           steps_run ? secs * 1e6 / (double)steps_run : 0.0);
-  printf("result: step=%" PRId64 " loss=%.6f test_accuracy=%.6f\n", step, (double)loss, (double)acc);
+  if (o->ema_decay >= 0) snprintf(ema, sizeof ema, " ema_test_accuracy=%.6f", (double)ema_acc);
+  printf("result: step=%" PRId64 " loss=%.6f test_accuracy=%.6f%s\n", step, (double)loss, (double)acc, ema);
   return fflush(stdout) == 0 ? 0 : DIGITS_EXIT_RUNTIME;
 }
 
@@ -415,6 +443,12 @@ static void report_learning_rate(const hk_hook *hook) {
           info.reductions);
 }
 
+/* --best-k ranks the checkpoint of each save by the test accuracy: evaluate
+ * it before the steps that end in a save. */
+static int save_due(const digits_flags *o, int64_t step) {
+  return o->save_steps == HK_UNSET_STEPS || step % o->save_steps == 0 || step == o->steps;
+}
+
 /* The plain C trainer, with the HOOKED lines that make it a hooked one. */
 static int train(const digits_flags *o, const digits_data *trn, const digits_data *tst) {
   model m;
@@ -425,6 +459,7 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
   scratch *s = scratch_new(o->batch);
   data_iter it = {trn, o->batch, o->seed, 0, 0, NULL};
   float loss = NAN; /* of the last step */
+  float test_acc = NAN; /* --best-k: the test accuracy at the last save */
   int64_t step = 0, steps_run = 0;
   int status = DIGITS_EXIT_RUNTIME;
   double t0, secs;
@@ -434,6 +469,7 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
   float lr = (float)o->lr;       /* what the update reads */
   const int64_t plateau_every = o->lr_flags.plateau_every == HK_UNSET_STEPS ? 100 : o->lr_flags.plateau_every;
   hk_hook *metrics = NULL; /* HOOKED: --metrics-log */
+  hk_hook *ema = NULL;           /* HOOKED: --ema */
 
   it.perm = malloc(trn->n * sizeof *it.perm);
   if (s == NULL || it.perm == NULL) {
@@ -448,10 +484,14 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
   lo.checkpoint_dir = o->checkpoint_dir, lo.max_to_keep = o->keep, lo.async_checkpoint = o->async;
   lo.last_step = o->steps, lo.save_steps = o->save_steps, lo.save_secs = o->save_secs; /* unset: every 600 s */
   lo.summary_dir = o->summary_dir; /* global_step/sec every 100 steps; NULL: into the checkpoint dir */
+  lo.best_k = o->best_k, lo.restore_best = o->restore_best; /* --best-k K [--restore-best] */
+  if (o->best_k) lo.best_metric = "test_accuracy", lo.best_mode = HK_MONITOR_MAX;
   if (hk_loop_new(&loop, &lo, &st) != HK_OK) goto failed;
   for (int i = 0; i < NPARAMS; i++) /* w1, b1, w2, b2 */
     hk_loop_add_array(loop, params[i].name, HK_DTYPE_F32, params[i].rank, params[i].dims, params[i].data, 0, &st);
   hk_loop_add_array(loop, "loss", HK_DTYPE_F32, 0, NULL, &loss, HK_LOOP_NO_CHECKPOINT, &st);
+  hk_loop_add_array(loop, "test_accuracy", HK_DTYPE_F32, 0, NULL, &test_acc, HK_LOOP_NO_CHECKPOINT, &st);
+  if (o->ema_decay >= 0 && add_ema(loop, o, &ema, &st) != HK_OK) goto failed;
   hk_loop_add_state(loop, "data_iter", ITER_STATE_BYTES, iter_save, iter_restore, &it, HK_LOOP_DEFAULT, &st);
   add_learning_rate(loop, o, &lr, &lr_hook, &st); /* HOOKED (--lr) */
   if (o->metrics_log) { /* --metrics-log: the loss array and the reported test accuracy, before the saver */
@@ -475,6 +515,7 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
       hk_learning_rate_report(lr_hook, test_loss(&m, tst), &st);
     if (metrics && (step + 1) % o->metrics_every == 0) /* HOOKED: the row of this step has it */
       hk_metrics_log_report(metrics, "test_accuracy", accuracy(&m, tst), &st);
+    if (o->best_k && save_due(o, step + 1)) test_acc = accuracy(&m, tst);
     hk_loop_step_end(loop, &st); /* HOOKED: the global step moves, a checkpoint due is saved */
     step++;
     steps_run++;
@@ -486,9 +527,10 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
       goto failed; /* HOOKED */
   }
   secs = now_secs() - t0;
-  if (hk_loop_finish(loop, &st) != HK_OK) goto failed; /* HOOKED: the final checkpoint */
+  if (hk_loop_finish(loop, &st) != HK_OK) goto failed; /* HOOKED: the final checkpoint (--restore-best: then the best) */
   report_learning_rate(lr_hook);
-  status = report(o, step, steps_run, secs, loss, accuracy(&m, tst));
+  if (o->restore_best) digits_report_best(o, "test_accuracy");
+  status = report(o, step, steps_run, secs, loss, accuracy(&m, tst), ema ? ema_accuracy(ema, tst) : NAN);
   goto out;
 
 failed:
@@ -497,6 +539,7 @@ out:
   hk_loop_free(loop);    /* HOOKED */
   hk_hook_free(lr_hook); /* HOOKED (--lr) */
   hk_hook_free(metrics); /* HOOKED: after the loop that borrowed it */
+  hk_hook_free(ema);      /* HOOKED (--ema) */
   scratch_free(s);
   free(it.perm);
   return status;

@@ -240,6 +240,19 @@ static hk_code accuracy_kernel(void *user, hk_kernel_context *ctx, const hk_tens
   return HK_OK;
 }
 
+float host_accuracy(const float *w1, const float *b1, const float *w2, const float *b2, const digits_data *test) {
+  int64_t correct = 0;
+  for (size_t r = 0; r < test->n; r++) {
+    float hpre[NHID], h[NHID], logits[NCLS];
+    int best = 0;
+    forward_row(test->x + r * NPIX, w1, b1, w2, b2, hpre, h, logits);
+    for (int k = 1; k < NCLS; k++)
+      if (logits[k] > logits[best]) best = k;
+    correct += best == test->y[r];
+  }
+  return test->n ? (float)((double)correct / (double)test->n) : 0.0f;
+}
+
 /* Output 0 = input 0, a scalar f32: gives a tensor a name of its own
  * ("test_loss:0"), which the EarlyStoppingHook's messages show. */
 static hk_code copy_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,

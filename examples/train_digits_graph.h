@@ -102,6 +102,11 @@ typedef struct model {
 #define MODEL_LR_VARIABLE 1 /* the rate as a variable the train op reads */
 #define MODEL_LR_STATE 2    /* and the plateau's state, checkpointed */
 
+/* The fraction of `test` the model with these weights classifies right:
+ * the evaluation of the accuracy op, on the host (for weights outside the
+ * graph, such as --ema's averages). */
+float host_accuracy(const float *w1, const float *b1, const float *w2, const float *b2, const digits_data *test);
+
 /* The graph, in this order (the order of its variables in a checkpoint):
  * the parameters, the early-stopping state (--early-stop-patience), the
  * learning rate (local: never checkpointed) and its plateau state

@@ -192,7 +192,11 @@ HK_API hk_code hk_ema_hook_average(hk_tensor *out, const hk_hook *hook, const ch
  * model (its global step is the run's). The state file is not touched and
  * retention never deletes it; a later export overwrites it. Between runs,
  * while the hook serves a session whose raw session exists, after at least
- * one update or restored average.
+ * one update or restored average. Export into a directory no
+ * asynchronous checkpoint hook writes while it exports (a save first
+ * removes its directory's stale temporary files, and a write in flight
+ * has one): another directory, or a checkpoint directory written
+ * synchronously.
  * @param prefix  may be NULL; receives the prefix written, borrowed until
  *                the hook's next export or hk_hook_free().
  * **Errors:** INVALID_ARGUMENT for a NULL hook or path, an empty path, a
