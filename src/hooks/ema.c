@@ -576,7 +576,9 @@ hk_code hk_ema_hook_export(const char **prefix, hk_hook *hook, const char *path,
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: hook '%s' is not an ExponentialMovingAverage hook", fn,
                          hk_hook_name(hook));
   if (!path || !*path) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: path is %s", fn, path ? "empty" : "NULL");
-  if (!self->rs)
+  /* A session closed after an error runs no end(): the raw session kept
+   * from its callbacks is gone once the hook serves no session. */
+  if (!self->rs || !hk_hook_scaffold(hook))
     return hk_status_set(st, HK_FAILED_PRECONDITION, "%s: the hook serves no session (export between its runs)", fn);
   if (!self->have_avg)
     return hk_status_set(st, HK_FAILED_PRECONDITION, "%s: no average yet (no update since the session began)", fn);

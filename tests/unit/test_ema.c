@@ -360,6 +360,11 @@ static void test_ema__export_holds_the_averages_under_the_variables_names(void *
   assert_ok(hk_saver_restore(saver, hk_session_raw_session(f->s), path, &f->st), &f->st);
   assert_memory_equal(f->w, w, sizeof w);
   hk_saver_free(saver);
+
+  /* A session closed after an error runs no end(): its raw session is gone,
+   * and the export says the hook serves no session. */
+  (void)hk_session_close(f->s, HK_INTERNAL, NULL);
+  assert_status(hk_ema_hook_export(&prefix, f->ema, path, &f->st), &f->st, HK_FAILED_PRECONDITION, "serves no session");
   free(path);
 }
 
