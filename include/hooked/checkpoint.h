@@ -315,6 +315,8 @@ HK_API hk_code hk_checkpoint_latest(char **out, const hk_env *env, const char *d
  *               with the same env); NULL on failure.
  * @param value  may be NULL; receives its metric value.
  * @param latest_filename  NULL: "checkpoint".
+ * **Ownership:** *out owned (hk_env_free() with env); the strings given are
+ * borrowed for the call.
  * **Errors:** NOT_FOUND "No best-checkpoint record <path> ..." when the
  * directory has no record (no best-k retention saved there, or no ranked
  * value was a number) or the record lists none; DATA_LOSS naming the

@@ -139,6 +139,8 @@ HK_API hk_code hk_ema_hook_new(hk_hook **out, const hk_ema_options *opts, hk_sta
  * finalized. A checkpoint written before they existed does not restore
  * into them (NOT_FOUND naming the shadow): add the average at the start of
  * a run's checkpoints.
+ * **Ownership:** hook and graph borrowed for the call; the graph copies
+ * the names.
  * **Errors:** INVALID_ARGUMENT for a NULL hook or graph, a hook that is not
  * an ExponentialMovingAverage hook, or a variable that is not F32 or F64;
  * NOT_FOUND naming a variable the graph does not have; the graph's errors
@@ -163,6 +165,8 @@ typedef struct hk_ema_info {
 /**
  * Read what the hook is and how far it got.
  * @param out  filled on success; zeroed first.
+ * **Ownership:** the pointers in *out are borrowed from the hook, valid
+ * until hk_hook_free().
  * **Errors:** INVALID_ARGUMENT for a NULL hook or out, or a hook that is
  * not an ExponentialMovingAverage hook.
  * **Threads:** the training thread. **Allocates:** no.
@@ -173,8 +177,10 @@ HK_API hk_code hk_ema_hook_info(hk_ema_info *out, const hk_hook *hook, hk_status
  * The current average of `variable`: the shadow as the last update, restore
  * or end() left it — still there after the session closed, for a program
  * that evaluates with the averages itself.
- * @param out  a view of the hook's copy (dtype and shape of the variable),
- *             borrowed until the hook's next callback or hk_hook_free().
+ * @param out  a view of the hook's copy (dtype and shape of the variable);
+ *             zeroed first.
+ * **Ownership:** the view's data is borrowed from the hook until its next
+ * callback or hk_hook_free(); `variable` is borrowed for the call.
  * **Errors:** INVALID_ARGUMENT for a NULL argument or a hook that is not an
  * ExponentialMovingAverage hook; NOT_FOUND naming a variable the hook does
  * not average; FAILED_PRECONDITION while the hook holds no average yet (no
@@ -197,8 +203,9 @@ HK_API hk_code hk_ema_hook_average(hk_tensor *out, const hk_hook *hook, const ch
  * removes its directory's stale temporary files, and a write in flight
  * has one): another directory, or a checkpoint directory written
  * synchronously.
- * @param prefix  may be NULL; receives the prefix written, borrowed until
- *                the hook's next export or hk_hook_free().
+ * @param prefix  may be NULL; receives the prefix written; NULL on failure.
+ * **Ownership:** *prefix is borrowed from the hook until its next export or
+ * hk_hook_free(); `path` is borrowed for the call.
  * **Errors:** INVALID_ARGUMENT for a NULL hook or path, an empty path, a
  * hook that is not an ExponentialMovingAverage hook; FAILED_PRECONDITION
  * when the hook serves no session or holds no average yet; the Saver's
