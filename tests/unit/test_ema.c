@@ -5,7 +5,8 @@
  * checkpoint so that a resumed run averages exactly as one that was not
  * stopped, the export holds them under the variables' names, updates
  * allocate nothing — on the embedded graph executor and on the host loop —
- * and bad inputs are refused with a message naming them. Everything goes
+ * and bad inputs and allocation failures are refused with a message naming
+ * them. Everything goes
  * through the public headers.
  */
 #include "session_fixture.h"
@@ -619,6 +620,68 @@ static void test_ema__loop_add_refusals_are_named(void **state) {
   assert_status(hk_loop_add_ema(f->loop, f->ema, &f->st), &f->st, HK_FAILED_PRECONDITION, "after hk_loop_start()");
 }
 
+/* Every allocation failure — creating the hook, in its begin() (a session
+ * over the graph), in hk_loop_add_ema() — is RESOURCE_EXHAUSTED naming it,
+ * and leaks nothing. */
+static void test_ema__out_of_memory_is_clean(void **state) {
+  fixture *f = *state;
+  hk_ema_options o = ema_opts(f, 0.9);
+  hk_code rc = HK_INTERNAL;
+  long n, live = test_alloc_live(&f->te->alloc);
+  for (n = 0; n < 100; n++) {
+    hk_hook *h = (hk_hook *)f;
+    test_alloc_fail_at(&f->te->alloc, n, 0);
+    rc = hk_ema_hook_new(&h, &o, &f->st);
+    test_alloc_fail_at(&f->te->alloc, -1, 0);
+    if (rc == HK_OK) {
+      hk_hook_free(h);
+      break;
+    }
+    assert_status(rc, &f->st, HK_RESOURCE_EXHAUSTED, "out of memory");
+    assert_null(h);
+    assert_int_equal(test_alloc_live(&f->te->alloc), live);
+  }
+  assert_int_equal(rc, HK_OK);
+  assert_true(n >= 5); /* the struct, the names, the shadows' names, the wrapper */
+
+  make_ema(f, &o);
+  build(f, 1);
+  rc = HK_INTERNAL;
+  for (n = 0; n < 400 && rc != HK_OK; n++) {
+    test_alloc_fail_at(&f->te->alloc, n, 0);
+    rc = open_session(f);
+    test_alloc_fail_at(&f->te->alloc, -1, 0);
+    if (rc != HK_OK) {
+      assert_int_equal(rc, HK_RESOURCE_EXHAUSTED);
+      assert_null(f->s);
+    }
+  }
+  assert_int_equal(rc, HK_OK);
+  graph_steps(f, 0, 2);
+  check_averages(f, 2, 0.9, 0);
+  close_session(f);
+
+  prog p;
+  memset(&p, 0, sizeof p);
+  rc = HK_INTERNAL;
+  for (n = 0; n < 100 && rc != HK_OK; n++) {
+    static const int64_t three[1] = {3}, two[1] = {2};
+    hk_loop_options lo = HK_LOOP_OPTIONS_INIT;
+    hk_loop *l = NULL;
+    lo.env = &f->te->env;
+    lo.handle_signals = 0;
+    assert_ok(hk_loop_new(&l, &lo, &f->st), &f->st);
+    assert_ok(hk_loop_add_array(l, "w", HK_DTYPE_F32, 1, three, p.w, 0, &f->st), &f->st);
+    assert_ok(hk_loop_add_array(l, "d", HK_DTYPE_F64, 1, two, p.d, 0, &f->st), &f->st);
+    test_alloc_fail_at(&f->te->alloc, n, 0);
+    rc = hk_loop_add_ema(l, f->ema, &f->st);
+    test_alloc_fail_at(&f->te->alloc, -1, 0);
+    if (rc != HK_OK) assert_status(rc, &f->st, HK_RESOURCE_EXHAUSTED, "out of memory");
+    hk_loop_free(l);
+  }
+  assert_int_equal(rc, HK_OK);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_ema__graph_averages_follow_the_definition, setup, teardown),
@@ -632,6 +695,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_ema__loop_resumed_run_averages_as_an_uninterrupted_one, setup, teardown),
       cmocka_unit_test_setup_teardown(test_ema__loop_update_allocates_nothing, setup, teardown),
       cmocka_unit_test_setup_teardown(test_ema__loop_add_refusals_are_named, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_ema__out_of_memory_is_clean, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
