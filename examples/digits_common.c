@@ -357,6 +357,16 @@ static void set_defaults(digits_flags *f, const char *prog) {
   f->ema_decay = -1.0;
 }
 
+/* Whether the file at prefix `path` would be in directory `dir` (as
+ * written: "a/b" and "a/b/" are one, "./a/b" another). */
+static int same_dir(const char *path, const char *dir) {
+  const char *slash = strrchr(path, '/');
+  size_t n = slash ? (size_t)(slash - path) : 1, d = strlen(dir);
+  if (!slash) path = ".";
+  while (d > 1 && dir[d - 1] == '/') d--;
+  return n == d && strncmp(path, dir, n) == 0;
+}
+
 /* The checks across flags. Neither --save-steps nor --save-secs: the
  * programs save every 600 s, the default of hooked (and TensorFlow). */
 static int check_combinations(const digits_flags *f, int keep_given) {
@@ -367,6 +377,10 @@ static int check_combinations(const digits_flags *f, int keep_given) {
   if (f->best_k && !f->checkpoint_dir) return digits_usage_error(f->prog, "--best-k needs --checkpoint-dir");
   if (f->restore_best && !f->best_k) return digits_usage_error(f->prog, "--restore-best needs --best-k");
   if (f->ema_export && f->ema_decay < 0) return digits_usage_error(f->prog, "--ema-export needs --ema");
+  if (f->ema_export && f->async && same_dir(f->ema_export, f->checkpoint_dir))
+    return digits_usage_error(f->prog,
+                              "--ema-export cannot go into --checkpoint-dir with --async (the background writer "
+                              "and the export would each remove the other's file in flight)");
   return 0;
 }
 

@@ -100,7 +100,8 @@ typedef struct digits_flags {
   "                   checkpoint; the result line adds ema_test_accuracy=<z>\n"                \
   "  --ema-export PATH\n"                                                                      \
   "                   at the end, write the averaged weights as a checkpoint of their\n"       \
-  "                   own at prefix PATH (PATH.safetensors, under the weights' names)\n"       \
+  "                   own at prefix PATH (PATH.safetensors, under the weights' names;\n"       \
+  "                   with --async, not inside --checkpoint-dir)\n"                           \
   "  --best-k K       keep the K best checkpoints by the test metric beside the newest\n"      \
   "                   (needs --checkpoint-dir)\n"                                              \
   "  --restore-best   at the end, put the best checkpoint's weights back into the model\n"     \

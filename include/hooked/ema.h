@@ -198,11 +198,10 @@ HK_API hk_code hk_ema_hook_average(hk_tensor *out, const hk_hook *hook, const ch
  * model (its global step is the run's). The state file is not touched and
  * retention never deletes it; a later export overwrites it. Between runs,
  * while the hook serves a session whose raw session exists, after at least
- * one update or restored average. Export into a directory no
- * asynchronous checkpoint hook writes while it exports (a save first
- * removes its directory's stale temporary files, and a write in flight
- * has one): another directory, or a checkpoint directory written
- * synchronously.
+ * one update or restored average. Export into another directory than
+ * one an asynchronous checkpoint hook writes (a save first removes the
+ * temporary files it finds in its directory as stale, so each would remove
+ * the other's file in flight); beside synchronous checkpoints is fine.
  * @param prefix  may be NULL; receives the prefix written; NULL on failure.
  * **Ownership:** *prefix is borrowed from the hook until its next export or
  * hk_hook_free(); `path` is borrowed for the call.
