@@ -154,11 +154,10 @@ static void ema_destroy(void *user) {
 
 /* ---- begin: find the variables, their shadows and the count --------------------------- */
 
-static hk_code find(ema *self, hk_executor *ex, const char *name, const char *what, size_t *index, hk_status *st) {
+static hk_code find(hk_executor *ex, const char *name, const char *what, size_t *index, hk_status *st) {
   hk_status inner = HK_STATUS_INIT;
   hk_code rc = hk_executor_find_variable(ex, name, index, &inner);
   if (rc == HK_OK) return HK_OK;
-  (void)self;
   return hk_status_set(st, rc,
                        HOOK_NAME ": %s '%s': %s (a host loop registers the shadows and the count with "
                                  "hk_loop_add_ema(); a graph creates them with hk_ema_hook_add_graph_variables())",
@@ -167,8 +166,8 @@ static hk_code find(ema *self, hk_executor *ex, const char *name, const char *wh
 
 static hk_code prepare_variable(ema *self, hk_executor *ex, size_t i, hk_status *st) {
   hk_variable_info vi, si;
-  hk_code rc = find(self, ex, self->vars[i], "variable", &self->var_index[i], st);
-  if (rc == HK_OK) rc = find(self, ex, self->shadows[i], "shadow", &self->shadow_index[i], st);
+  hk_code rc = find(ex, self->vars[i], "variable", &self->var_index[i], st);
+  if (rc == HK_OK) rc = find(ex, self->shadows[i], "shadow", &self->shadow_index[i], st);
   if (rc == HK_OK) rc = hk_executor_variable_info(&vi, ex, self->var_index[i], st);
   if (rc == HK_OK) rc = hk_executor_variable_info(&si, ex, self->shadow_index[i], st);
   if (rc != HK_OK) return rc;
@@ -215,7 +214,7 @@ static hk_code ema_begin(void *user, hk_executor *ex, hk_status *st) {
     hk_code rc = prepare_variable(self, ex, i, st);
     if (rc != HK_OK) return rc;
   }
-  hk_code rc = find(self, ex, self->count_name, "count", &self->count_index, st);
+  hk_code rc = find(ex, self->count_name, "count", &self->count_index, st);
   if (rc == HK_OK) rc = hk_executor_variable_info(&ci, ex, self->count_index, st);
   if (rc != HK_OK) return rc;
   if (ci.dtype != HK_DTYPE_I64 || ci.rank != 0 || (ci.flags & HK_VAR_LOCAL))
@@ -226,12 +225,10 @@ static hk_code ema_begin(void *user, hk_executor *ex, hk_status *st) {
 
 /* ---- the session's state --------------------------------------------------------------- */
 
-static hk_code read_into(ema *self, hk_raw_session *rs, size_t index, const char *name, hk_tensor *dst,
-                         hk_status *st) {
+static hk_code read_into(hk_raw_session *rs, size_t index, const char *name, hk_tensor *dst, hk_status *st) {
   hk_tensor t;
   hk_status inner = HK_STATUS_INIT;
   hk_code rc = hk_raw_session_read_variable(&t, rs, index, &inner);
-  (void)self;
   if (rc != HK_OK) return hk_status_set(st, rc, HOOK_NAME ": reading '%s': %s", name, inner.message);
   if (t.nbytes != dst->nbytes || (t.nbytes && !t.data))
     return hk_status_set(st, HK_INTERNAL, HOOK_NAME ": '%s' read back as %zu bytes, not %zu", name, t.nbytes,
@@ -249,7 +246,7 @@ static hk_code ema_after_create_session(void *user, hk_raw_session *rs, hk_coord
   (void)ctx;
   self->rs = rs;
   hk_code rc = hk_tensor_init(&count, HK_DTYPE_I64, 0, NULL, &n, st);
-  if (rc == HK_OK) rc = read_into(self, rs, self->count_index, self->count_name, &count, st);
+  if (rc == HK_OK) rc = read_into(rs, self->count_index, self->count_name, &count, st);
   if (rc != HK_OK) return rc;
   if (n < 0)
     return hk_status_set(st, HK_DATA_LOSS, HOOK_NAME ": count '%s' holds %" PRId64 ", not a count of updates",
@@ -258,7 +255,7 @@ static hk_code ema_after_create_session(void *user, hk_raw_session *rs, hk_coord
   self->have_avg = 0;
   if (n == 0) return HK_OK; /* fresh: the first update sets the shadows */
   for (size_t i = 0; i < self->n; i++) {
-    rc = read_into(self, rs, self->shadow_index[i], self->shadows[i], &self->avg[i], st);
+    rc = read_into(rs, self->shadow_index[i], self->shadows[i], &self->avg[i], st);
     if (rc != HK_OK) return rc;
   }
   self->have_avg = 1;
