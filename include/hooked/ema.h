@@ -47,7 +47,7 @@
 
 #include "hooked/common.h"
 #include "hooked/tensor.h"
-#include "hooked/sys/hook.h"
+#include "hooked/hook.h"
 #include "hooked/graph.h"
 
 #ifdef __cplusplus

@@ -20,6 +20,7 @@
  */
 #include "hooked/ema.h"
 #include "hooked/checkpoint.h"
+#include "hooked/sys/hook.h"
 
 #include <inttypes.h>
 #include <math.h>
