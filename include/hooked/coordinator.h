@@ -140,14 +140,69 @@ HK_API hk_code hk_coordinator_start_thread(hk_coordinator *c, const char *name, 
  */
 HK_API hk_code hk_coordinator_join(hk_coordinator *c, double grace_secs, hk_status *status);
 
+/* ---- why training stopped -------------------------------------------- */
+
+/** Why a session or a host loop stopped (hk_session_stop_reason(),
+ *  hk_loop_stop_reason()). The first cause wins: a run that reached its
+ *  last step and was then interrupted by a signal says HK_STOP_LAST_STEP. */
+typedef enum hk_stop_reason {
+  HK_STOP_NONE = 0,       /**< not stopped: still running, or not started */
+  HK_STOP_LAST_STEP,      /**< StopAtStepHook: the last step was reached */
+  HK_STOP_HOOK,           /**< a hook asked; the detail is the hook's name */
+  HK_STOP_SIGNAL,         /**< a stop signal of the signal helper; the detail names it ("SIGUSR1") */
+  HK_STOP_EARLY_STOPPING, /**< EarlyStoppingHook: the monitored value stopped improving */
+  HK_STOP_NON_FINITE,     /**< a value went NaN or infinite (NanTensorHook, the host loop's nan_guard) */
+  HK_STOP_TIME_LIMIT,     /**< a wall-clock limit (TimeLimitHook, hooked/time_limit.h) */
+  HK_STOP_ERROR,          /**< an error: code and detail are its status */
+  HK_STOP_END_OF_INPUT,   /**< a run or step returned OUT_OF_RANGE: the data is exhausted */
+  HK_STOP_REQUESTED,      /**< the program asked (hk_loop_request_stop(), hk_coordinator_request_stop()) */
+  HK_STOP_CLOSED          /**< the program closed the session or finished the loop without any stop */
+} hk_stop_reason;
+
+/** What hk_session_stop_reason() and hk_loop_stop_reason() report. */
+typedef struct hk_stop_info {
+  hk_stop_reason reason;
+  /** HK_OK for a clean stop; the error's code for HK_STOP_ERROR (and for a
+   *  HK_STOP_NON_FINITE that failed the run, such as the NaN guard's
+   *  INVALID_ARGUMENT); HK_OUT_OF_RANGE for HK_STOP_END_OF_INPUT. */
+  hk_code code;
+  int signal;             /**< the signal's number for HK_STOP_SIGNAL, else 0 */
+  /** A sentence for people: which hook, which signal, the error's message,
+   *  the step and the limit reached. "" for HK_STOP_NONE. */
+  char detail[HK_STATUS_MESSAGE_MAX];
+} hk_stop_info;
+
+/**
+ * @return a short lowercase name of the reason ("last step", "hook",
+ *         "signal", "early stopping", "non-finite value", "time limit",
+ *         "error", "end of input", "requested", "closed", "none"); "unknown"
+ *         for a value outside the enum. Static storage.
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API const char *hk_stop_reason_name(hk_stop_reason reason);
+
 /* ---- signal helper ---------------------------------------------- */
+
+
+/** Signals the helper can turn into a clean stop (a set: OR them). */
+typedef enum hk_signal_set {
+  HK_SIGNAL_INT = 1u << 0,  /**< SIGINT: Ctrl-C */
+  HK_SIGNAL_TERM = 1u << 1, /**< SIGTERM: kill, a scheduler's end of job */
+  HK_SIGNAL_HUP = 1u << 2,  /**< SIGHUP: the terminal was closed */
+  HK_SIGNAL_USR1 = 1u << 3, /**< SIGUSR1: Slurm's warning before the time limit (sbatch --signal=USR1@120) */
+  HK_SIGNAL_USR2 = 1u << 4  /**< SIGUSR2 */
+} hk_signal_set;
+/** The set hk_signal_install() handles. */
+#define HK_SIGNAL_DEFAULT_SET (HK_SIGNAL_INT | HK_SIGNAL_TERM)
+
 /**
  * Install process-wide handlers for SIGINT and SIGTERM that only set an
  * async-signal-safe flag (the library's one piece of global state: a
- * signal is process-wide). Every session, session manager and coordinator treats the flag as a
+ * signal is process-wide): hk_signal_install_set(HK_SIGNAL_DEFAULT_SET).
+ * Every session, session manager and coordinator treats the flag as a
  * clean stop: should_stop() becomes true, waits end with CANCELLED within
- * one poll interval, close(OK) or close(CANCELLED) is clean. A
- * second delivery of the same signal restores the previous disposition and
+ * one poll interval, close(OK) or close(CANCELLED) is clean. A second
+ * delivery of the same signal restores the previous disposition and
  * re-raises it. The flag is cleared at install.
  * **Errors:** FAILED_PRECONDITION if already installed; UNIMPLEMENTED
  * without POSIX signals; INTERNAL when sigaction fails (nothing installed).
@@ -156,14 +211,33 @@ HK_API hk_code hk_coordinator_join(hk_coordinator *c, double grace_secs, hk_stat
  */
 HK_API hk_code hk_signal_install(hk_status *status);
 /**
+ * As hk_signal_install(), for the signals of `signals` (an OR of
+ * hk_signal_set): each of them stops cleanly, the first one received is
+ * what hk_signal_fired() returns and what the stop reason names. SIGHUP
+ * (the terminal closed) and SIGUSR1 (a batch system's warning) otherwise
+ * end the process with no final checkpoint.
+ * **Errors:** INVALID_ARGUMENT naming the bits for an empty set or bits
+ * outside hk_signal_set; as hk_signal_install() otherwise (UNIMPLEMENTED
+ * when a signal of the set does not exist on the platform).
+ * **Threads:** any (install and uninstall are serialized).
+ * **Allocates:** no.
+ */
+HK_API hk_code hk_signal_install_set(unsigned signals, hk_status *status);
+/**
+ * @return the name of a signal ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1",
+ *         "SIGUSR2"), "signal" for any other number. Static storage.
+ * **Threads:** any; async-signal-safe. **Allocates:** no.
+ */
+HK_API const char *hk_signal_name(int signal);
+/**
  * Restore the previous dispositions and clear the flag.
  * **Errors:** FAILED_PRECONDITION if not installed; UNIMPLEMENTED without
  * POSIX signals.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_signal_uninstall(hk_status *status);
-/** @return the first signal received (SIGINT or SIGTERM) since install, or
- *  0. **Threads:** any; async-signal-safe. **Allocates:** no. */
+/** @return the first signal of the installed set received since install,
+ *  or 0. **Threads:** any; async-signal-safe. **Allocates:** no. */
 HK_API int hk_signal_fired(void);
 
 #ifdef __cplusplus

@@ -788,9 +788,15 @@ typedef struct hk_step_counter_options {
    *  TF. NULL: output_dir's. */
   hk_summary_writer *summary_writer;
   int64_t steps_per_run;   /**< >= 1, default 1 */
+  /** How often the rate is logged, apart from how often it is written:
+   *  HK_UNSET_SECS (default): with every summary, as TensorFlow does; 0:
+   *  never (the summary only); finite > 0: at most once per that many
+   *  seconds of the hook's clock (a SecondOrStepTimer), the first rate
+   *  included. The MonitoredTrainingSession and the host loop pass 10. */
+  double log_every_secs;
 } hk_step_counter_options;
 #define HK_STEP_COUNTER_OPTIONS_INIT { HK_STEP_COUNTER_OPTIONS_VERSION, NULL, HK_UNSET_STEPS, HK_UNSET_SECS, \
-  NULL, NULL, 1 }
+  NULL, NULL, 1, HK_UNSET_SECS }
 
 /**
  * Initialize options to HK_STEP_COUNTER_OPTIONS_INIT.
@@ -810,7 +816,9 @@ HK_API hk_code hk_step_counter_options_init(hk_step_counter_options *opts, uint3
  * logs "<GS name>/sec: %g" (e.g. "global_step/sec: 12.5", the GS variable's
  * name without ":0") with elapsed steps / elapsed seconds of the hook's
  * clock, and writes that value as a scalar summary of that tag at GS into
- * the writer. A zero elapsed time writes and logs nothing.
+ * the writer; with log_every_secs the log line is written at most that
+ * often, the summary still at every trigger. A zero elapsed time writes
+ * and logs nothing.
  * When the stale GS equals the previous run's, it logs WARNING "It seems
  * that global step has not been increased. Current value (could be stable):
  * %d vs previous value: %d." at most 5 times per hook. Timer and
@@ -821,7 +829,8 @@ HK_API hk_code hk_step_counter_options_init(hk_step_counter_options *opts, uint3
  * **Errors:** INVALID_ARGUMENT naming the option: a bad version or env, "Can
  * not provide both every_n_secs and every_n_steps.", every_n_steps < 1
  * or every_n_secs not finite and > 0, steps_per_run < 1, an empty
- * output_dir; RESOURCE_EXHAUSTED. Later: begin() fails with
+ * output_dir, a log_every_secs that is negative or not finite;
+ * RESOURCE_EXHAUSTED. Later: begin() fails with
  * FAILED_PRECONDITION "Global step should be created to use
  * StepCounterHook.", INVALID_ARGUMENT for a GS that is not an integer
  * scalar, or a file-system error creating output_dir; an after_run

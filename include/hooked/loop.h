@@ -138,12 +138,12 @@ typedef struct hk_loop_options {
   int64_t last_step;
   /** The program's hooks, run after the loop's own (the NaN guard, the
    *  early-stopping and learning-rate hooks, the metrics log, StopAtStep,
-   *  the StepCounter, then the checkpoint saver) in this order. Array
-   *  copied, hooks borrowed: they must outlive the loop (hk_loop_free()
-   *  first, then hk_hook_free()). */
+   *  the StepCounter, then the checkpoint saver) in this order; hooks_first
+   *  runs before them. Array copied, hooks borrowed: they must outlive the
+   *  loop (hk_loop_free() first, then hk_hook_free()). */
   hk_hook *const *hooks;
   size_t nhooks;
-  /** Default 1: SIGINT/SIGTERM stop the loop cleanly (the step in progress
+  /** Default 1: SIGINT/SIGTERM (stop_signals) stop the loop cleanly (the step in progress
    *  completes, the final checkpoint is written, hk_loop_finish() returns
    *  OK; a second signal acts as without hooked) through the process-wide
    *  signal helper (hooked/coordinator.h), installed by hk_loop_start() and uninstalled by
@@ -212,10 +212,39 @@ typedef struct hk_loop_options {
    * restored.
    */
   int restore_best;
+  /** The program's hooks that run BEFORE the loop's own, in this order:
+   *  hooks_first, the NaN guard, the early-stopping hooks, StopAtStep, the
+   *  StepCounter, the checkpoint saver, then `hooks`. A step timer here
+   *  sees its before_run before the checkpoint saver's and its after_run
+   *  before the saver writes, so it times the write; one in `hooks` does
+   *  not. Array copied, hooks borrowed as `hooks`; a hook appears once
+   *  across both lists. NULL / 0 (default): none. */
+  hk_hook *const *hooks_first;
+  size_t nhooks_first;
+  /** The signals that stop the loop cleanly with handle_signals: an OR of
+   *  hk_signal_set (hooked/coordinator.h). 0 (default):
+   *  HK_SIGNAL_DEFAULT_SET (SIGINT, SIGTERM). Add HK_SIGNAL_HUP for a
+   *  terminal that may close, HK_SIGNAL_USR1 for Slurm's warning
+   *  (`#SBATCH --signal=USR1@120`): each then ends the run with its final
+   *  checkpoint, and hk_loop_stop_reason() names the signal. */
+  unsigned stop_signals;
+  /** With async_checkpoint only: the asynchronous hook's block_when_busy.
+   *  0 (default): a save that falls due while the previous one is still
+   *  being written is deferred to a later step (the checkpoints drift off
+   *  the cadence on slow storage); nonzero: that step waits for the write
+   *  in flight, so every save lands on its step, as TensorFlow's saver
+   *  does. */
+  int async_checkpoint_block_when_busy;
+  /** How often the loop's StepCounterHook logs "global_step/sec: %g", in
+   *  seconds (its log_every_secs); the rate is still written into
+   *  summary_dir every log_step_count_steps steps. Default 10;
+   *  HK_UNSET_SECS: at every write; 0: never. */
+  double log_step_count_secs;
 } hk_loop_options;
 
 #define HK_LOOP_OPTIONS_INIT { HK_LOOP_OPTIONS_VERSION, NULL, NULL, HK_UNSET_SECS, HK_UNSET_STEPS, 5, \
-  HK_UNSET_SECS, NULL, 0, HK_UNSET_STEPS, HK_UNSET_STEPS, NULL, 0, 1, NULL, 0, NULL, HK_MONITOR_MIN, NULL, 100, 0, 0 }
+  HK_UNSET_SECS, NULL, 0, HK_UNSET_STEPS, HK_UNSET_STEPS, NULL, 0, 1, NULL, 0, NULL, HK_MONITOR_MIN, NULL, 100, 0, 0, \
+  NULL, 0, 0, 0, 10.0 }
 
 /**
  * Initialize options to HK_LOOP_OPTIONS_INIT.
@@ -248,7 +277,11 @@ HK_API hk_code hk_loop_options_init(hk_loop_options *opts, uint32_t version);
  * best_metric without best_k, a best_mode other than HK_MONITOR_MIN or
  * HK_MONITOR_MAX; an empty summary_dir; a negative
  * log_step_count_steps ("hk_loop_new: log_step_count_steps must be >= 0,
- * got N"); restore_best without best_k. RESOURCE_EXHAUSTED.
+ * got N"); restore_best without best_k; a NULL hooks_first with a count, a NULL hook in it or a hook
+ * in both lists; stop_signals with bits outside hk_signal_set, or given
+ * with handle_signals 0; async_checkpoint_block_when_busy without
+ * async_checkpoint; a negative or non-finite log_step_count_secs.
+ * RESOURCE_EXHAUSTED.
  * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *status);
@@ -624,7 +657,7 @@ HK_API void hk_loop_request_stop(hk_loop *loop);
  * last step was just saved and joins the asynchronous writer; after
  * an error no end() runs and nothing more is written. Uninstalls the
  * signal helper the loop installed. Idempotent: a second call returns the
- * first call's result.
+ * first call's result. hk_loop_stop_reason() then says why the run ended.
  * @return the loop's first error, else the first end() error, else OK.
  * **Threads:** the training thread. **Allocates:** no (end() may).
  */
@@ -639,6 +672,27 @@ HK_API hk_code hk_loop_finish(hk_loop *loop, hk_status *status);
  * **Threads:** the training thread. **Allocates:** no.
  */
 HK_API void hk_loop_free(hk_loop *loop);
+
+/**
+ * Why the loop stopped, the first cause: the last step (StopAtStep, with
+ * the step), a hook's request (its name, or the reason it gave: early
+ * stopping, a time limit), a signal (which one, signal set), the NaN guard
+ * (HK_STOP_NON_FINITE with its INVALID_ARGUMENT), hk_loop_request_stop()
+ * (HK_STOP_REQUESTED), the step function's OUT_OF_RANGE
+ * (HK_STOP_END_OF_INPUT), an error (HK_STOP_ERROR with the loop's sticky
+ * status), or, after hk_loop_finish() with none of these, HK_STOP_CLOSED
+ * (the program ended its loop itself). HK_STOP_NONE while the loop runs.
+ * An example prints it in its result line:
+ *
+ *     hk_stop_info why;
+ *     hk_loop_stop_reason(&why, loop, NULL);
+ *     printf("stopped: %s (%s)\n", hk_stop_reason_name(why.reason), why.detail);
+ *
+ * @param out  receives the cause; zeroed first.
+ * **Errors:** INVALID_ARGUMENT for a NULL out or loop.
+ * **Threads:** the training thread. **Allocates:** no.
+ */
+HK_API hk_code hk_loop_stop_reason(hk_stop_info *out, const hk_loop *loop, hk_status *status);
 
 /** @return the current global step (the value a checkpoint would record);
  *  0 for NULL. **Threads:** the training thread. **Allocates:** no. */

@@ -257,6 +257,25 @@ HK_API void hk_session_run_abandon(hk_session *s);
 HK_API int hk_session_should_stop(hk_session *s);
 
 /**
+ * Why training stopped (the first cause wins): a hook's request (its name,
+ * or the reason it gave: StopAtStepHook's last step, EarlyStoppingHook's,
+ * a time limit, a non-finite value), a signal of the signal helper (which
+ * one), a stop requested on the coordinator (an error recorded there is
+ * HK_STOP_ERROR with its status), the step function's request. A run that
+ * failed is the cause unless a later run succeeds (HK_STOP_ERROR with its
+ * status, HK_STOP_END_OF_INPUT for OUT_OF_RANGE, or the reason the failing
+ * hook gave). hk_session_close() fixes the cause: with none known, the
+ * code it is given says (OUT_OF_RANGE: end of input; an error: that error;
+ * OK: HK_STOP_CLOSED). A preemption a monitored session recovers from is
+ * not a stop. HK_STOP_NONE while the session runs.
+ * @param out  receives the cause; zeroed first.
+ * **Errors:** INVALID_ARGUMENT for a NULL out or session.
+ * **Threads:** the training thread (also after close, until
+ * hk_session_free()). **Allocates:** no.
+ */
+HK_API hk_code hk_session_stop_reason(hk_stop_info *out, const hk_session *session, hk_status *status);
+
+/**
  * A step function. It runs on the training thread; results travel
  * through `user`. `ctx` is valid only during the call. Return a status as
  * any callback does.

@@ -188,6 +188,20 @@ HK_API hk_code hk_summary_writer_summary(hk_summary_writer *w, int64_t step, con
                                          hk_status *status);
 
 /**
+ * Write TensorBoard's SessionLog START at `step`: the run (re)starts there.
+ * TensorBoard then drops the events of this file's directory at steps >=
+ * `step` written before it (what a crashed run wrote after the checkpoint
+ * its successor resumed from), so a resumed run's curves do not show those
+ * steps twice. SummarySaverHook writes it at its first run; the host loop
+ * at every start.
+ * **Errors:** INVALID_ARGUMENT for a NULL writer; FAILED_PRECONDITION after
+ * hk_summary_writer_close(); file-system errors per H9 naming the event
+ * file. **Threads:** any (serialized). **Allocates:** as
+ * hk_summary_writer_scalar().
+ */
+HK_API hk_code hk_summary_writer_session_start(hk_summary_writer *w, int64_t step, hk_status *status);
+
+/**
  * Make everything written so far durable (fsync of the event file). Nothing
  * written since the last flush, or no file yet: nothing to do. Restarts the
  * flush cadence.

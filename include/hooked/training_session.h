@@ -75,11 +75,29 @@ typedef struct hk_training_session_options {
   const char *best_metric;
   hk_monitor_mode best_mode;
   int restore_best;
+  /**
+   * The program's hooks that run BEFORE everything else, the default hooks
+   * included (on the chief: hooks_first, chief_only_hooks, StepCounter,
+   * SummarySaver, the checkpoint saver, hooks; on a worker: hooks_first,
+   * hooks), in this order: a step timer placed here times the step alone,
+   * while one in `hooks` counts the checkpoint write in it. Array copied, hooks borrowed, as
+   * `hooks`. NULL / 0 (default): none.
+   */
+  hk_hook *const *hooks_first;
+  size_t nhooks_first;
+  /**
+   * How often the default StepCounterHook logs "global_step/sec: %g", in
+   * seconds (its log_every_secs): the rate is still written as a summary
+   * every log_step_count_steps steps. Default 10: a log line a person
+   * reads, not one per 100 steps. HK_UNSET_SECS: with every summary, as
+   * TensorFlow does; 0: never. Negative or not finite: INVALID_ARGUMENT.
+   */
+  double log_step_count_secs;
 } hk_training_session_options;
 
 #define HK_TRAINING_SESSION_OPTIONS_INIT { HK_TRAINING_SESSION_OPTIONS_VERSION, NULL, NULL, 1, NULL, NULL, NULL, \
   0, NULL, 0, HK_UNSET_SECS, HK_UNSET_STEPS, HK_UNSET_STEPS, HK_UNSET_SECS, 120.0, 100, 7200.0, NULL, 1, 30.0, \
-  1.0, 60.0, 10, 0.0, 0, 0, NULL, 0, 0, NULL, HK_MONITOR_MIN, 0 }
+  1.0, 60.0, 10, 0.0, 0, 0, NULL, 0, 0, NULL, HK_MONITOR_MIN, 0, NULL, 0, 10.0 }
 
 /**
  * Initialize options to HK_TRAINING_SESSION_OPTIONS_INIT.
@@ -93,9 +111,11 @@ HK_API hk_code hk_training_session_options_init(hk_training_session_options *opt
 
 /**
  * MonitoredTrainingSession: a monitored session with
- * the default hooks. On the chief the hook order is: chief_only_hooks;
+ * the default hooks. On the chief the hook order is: hooks_first;
+ * chief_only_hooks;
  * StepCounterHook (output_dir summary_dir, every log_step_count_steps
- * steps) when summary_dir is set and log_step_count_steps > 0;
+ * steps, logging at most every log_step_count_secs) when summary_dir is set
+ * and log_step_count_steps > 0;
  * SummarySaverHook (the Scaffold's summary_op, the summary cadence,
  * output_dir summary_dir) when summary_dir is set and the cadence value is
  * > 0; CheckpointSaverHook — AsyncCheckpointSaverHook with async_checkpoint
@@ -107,7 +127,7 @@ HK_API hk_code hk_training_session_options_init(hk_training_session_options *opt
  * while another trainer writes it, the construction fails with
  * FAILED_PRECONDITION "Checkpoint directory <dir> is in use by another
  * trainer (...)" and nothing in it is touched. A worker uses the worker creator (max_wait_secs,
- * recovery_wait_secs) and only `hooks`. The session owns the default
+ * recovery_wait_secs) and only hooks_first and `hooks`. The session owns the default
  * hooks and the default Scaffold it made and frees them with itself.
  * Every option is validated before any side effect: on an option error
  * no hook's begin() runs and nothing is created on disk.
@@ -121,7 +141,9 @@ HK_API hk_code hk_training_session_options_init(hk_training_session_options *opt
  * NULL hooks array with a count, a NULL or repeated hook,
  * async_checkpoint_block_when_busy without async_checkpoint; best_k,
  * best_metric or restore_best without the checkpoint hook, and what
- * hk_checkpoint_saver_hook_new() refuses of them; everything
+ * hk_checkpoint_saver_hook_new() refuses of them; a NULL hooks_first
+ * with a count or a NULL hook in it, a negative or non-finite
+ * log_step_count_secs; everything
  * hk_session_new() returns. RESOURCE_EXHAUSTED.
  * **Threads:** the training thread. **Allocates:** yes.
  */

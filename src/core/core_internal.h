@@ -26,18 +26,31 @@ struct hk_hook {
   const void *owner; /* the session this hook serves, or NULL */
 };
 
+/* Why a hook asked to stop, when it said (..._request_stop_with_reason):
+ * the first reason of a run or a creation. */
+typedef struct hk__stop_note {
+  hk_stop_reason reason; /* HK_STOP_NONE: none given */
+  char detail[HK_STATUS_MESSAGE_MAX];
+} hk__stop_note;
+
 struct hk_run_context {
   const hk_run_args *args;
   hk_raw_session *session;
   int stop_requested;
   const void *owner; /* the hk_session of the run */
+  const hk_hook *stop_hook; /* the hook whose call first requested the stop */
+  hk__stop_note note;       /* note.reason is reset per run; detail only when set */
 };
 
+/** Why session `s` stopped (hk_session_stop_reason()). */
+void hk__session_stop_info(const void *s, hk_stop_info *out);
 /** The spans of the last completed traced run of session `s`. */
 const hk_span *hk__session_last_spans(const void *s, size_t *n);
 
 struct hk_creation_context {
   int stop_requested;
+  const hk_hook *stop_hook;
+  hk__stop_note note;
   /* The prefix this creation restored (borrowed from the session manager),
    * NULL when the model was initialized, or created by a custom creator or
    * a worker. */

@@ -85,10 +85,37 @@ void hk_run_context_request_stop(hk_run_context *ctx) {
 }
 int hk_run_context_stop_requested(const hk_run_context *ctx) { return ctx ? ctx->stop_requested : 0; }
 
+static void note_reason(hk__stop_note *note, hk_stop_reason reason, const char *detail) {
+  if (note->reason != HK_STOP_NONE || reason == HK_STOP_NONE) return;
+  note->reason = reason;
+  note->detail[0] = '\0';
+  if (detail) {
+    size_t n = strlen(detail);
+    if (n >= sizeof note->detail) n = sizeof note->detail - 1;
+    memcpy(note->detail, detail, n);
+    note->detail[n] = '\0';
+  }
+}
+
+void hk_run_context_request_stop_with_reason(hk_run_context *ctx, hk_stop_reason reason, const char *detail) {
+  if (!ctx) return;
+  ctx->stop_requested = 1;
+  note_reason(&ctx->note, reason, detail);
+}
+
 const hk_span *hk_hook_last_traced_spans(const hk_hook *hook, size_t *n) {
   if (n) *n = 0;
   if (!hook || !n || !hook->owner) return NULL;
   return hk__session_last_spans(hook->owner, n);
+}
+
+hk_code hk_hook_stop_reason(hk_stop_info *out, const hk_hook *hook, hk_status *st) {
+  if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_hook_stop_reason: out is NULL");
+  memset(out, 0, sizeof *out);
+  if (!hook) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_hook_stop_reason: hook is NULL");
+  if (hook->owner) hk__session_stop_info(hook->owner, out);
+  hk_status_clear(st);
+  return HK_OK;
 }
 
 const hk_span *hk_run_context_last_traced_spans(const hk_run_context *ctx, size_t *n) {
@@ -101,6 +128,12 @@ void hk_creation_context_request_stop(hk_creation_context *ctx) {
   if (ctx) ctx->stop_requested = 1;
 }
 int hk_creation_context_stop_requested(const hk_creation_context *ctx) { return ctx ? ctx->stop_requested : 0; }
+void hk_creation_context_request_stop_with_reason(hk_creation_context *ctx, hk_stop_reason reason,
+                                                  const char *detail) {
+  if (!ctx) return;
+  ctx->stop_requested = 1;
+  note_reason(&ctx->note, reason, detail);
+}
 const char *hk_creation_context_restored_checkpoint(const hk_creation_context *ctx) {
   return ctx ? ctx->restored_checkpoint : NULL;
 }

@@ -158,7 +158,8 @@ static hk_code create_once(hk_session *s, hk_status *st) {
   if (s->coord) s->old_coords[s->nold++] = s->coord;
   s->coord = coord;
   s->rs = rs;
-  hk_creation_context cctx = {0};
+  hk_creation_context cctx;
+  memset(&cctx, 0, sizeof cctx);
   /* What the chief's session manager restored, for hooks that
    * would otherwise save the same checkpoint again. A custom creator or a
    * worker's wait restores nothing the session knows of. */
@@ -169,6 +170,7 @@ static hk_code create_once(hk_session *s, hk_status *st) {
     if (h->vt->after_create_session)
       rc = hk__callback_result(h->vt->after_create_session(h->user, rs, coord, &cctx, st), st, "after_create_session",
                                h->name);
+    if (rc == HK_OK && cctx.stop_requested && !cctx.stop_hook) cctx.stop_hook = h;
   }
   s->busy--;
   if (rc != HK_OK) {
@@ -176,7 +178,10 @@ static hk_code create_once(hk_session *s, hk_status *st) {
     close_raw(s);
     return rc;
   }
-  if (cctx.stop_requested) s->hook_stop = 1; /* a stop from after_create_session */
+  if (cctx.stop_requested) { /* a stop from after_create_session */
+    s->hook_stop = 1;
+    hk__session_note_hook_stop(s, cctx.stop_hook, &cctx.note);
+  }
   return HK_OK;
 }
 
@@ -461,6 +466,103 @@ static int is_clean(hk_session *s, hk_code code) {
   return 0;
 }
 
+/* ---- why training stopped ------------------------------------------------- */
+
+void hk__session_note_stop(hk_session *s, hk_stop_reason reason, hk_code code, int sig, const char *detail) {
+  if (s->stop.reason != HK_STOP_NONE) return;
+  s->stop.reason = reason;
+  s->stop.code = code;
+  s->stop.signal = sig;
+  snprintf(s->stop.detail, sizeof s->stop.detail, "%s", detail ? detail : "");
+}
+
+void hk__session_note_hook_stop(hk_session *s, const hk_hook *h, const hk__stop_note *note) {
+  if (s->stop.reason != HK_STOP_NONE) return;
+  const char *name = h && h->name ? h->name : "a hook";
+  if (note->reason != HK_STOP_NONE)
+    hk__session_note_stop(s, note->reason, HK_OK, 0, note->detail[0] ? note->detail : name);
+  else
+    hk__session_note_stop(s, HK_STOP_HOOK, HK_OK, 0, name);
+}
+
+static void coordinator_cause(hk_session *s, hk_stop_info *out) {
+  memset(out, 0, sizeof *out);
+  int sig = hk_signal_fired();
+  hk_status rec = HK_STATUS_INIT;
+  hk_code c = s->coord ? hk_coordinator_error(&rec, s->coord) : HK_OK;
+  if (c != HK_OK) {
+    out->reason = HK_STOP_ERROR;
+    out->code = c;
+    snprintf(out->detail, sizeof out->detail, "%s", rec.message[0] ? rec.message : hk_code_name(c));
+  } else if (sig != 0) {
+    out->reason = HK_STOP_SIGNAL;
+    out->signal = sig;
+    snprintf(out->detail, sizeof out->detail, "%s", hk_signal_name(sig));
+  } else if (s->coord && hk_coordinator_should_stop(s->coord)) {
+    out->reason = HK_STOP_REQUESTED;
+    snprintf(out->detail, sizeof out->detail, "a stop was requested on the session's coordinator");
+  }
+}
+
+void hk__session_note_coordinator_stop(hk_session *s) {
+  if (s->stop.reason != HK_STOP_NONE) return;
+  hk_stop_info c;
+  coordinator_cause(s, &c);
+  if (c.reason != HK_STOP_NONE) s->stop = c;
+}
+
+void hk__session_note_run_failure(hk_session *s, hk_code rc, const hk_status *st, const hk_run_context *ctx) {
+  hk_stop_info *p = &s->pending;
+  /* A hook that gave a reason and then failed (the NaN guard) names it. */
+  if (ctx && ctx->stop_requested && !ctx->stop_hook && ctx->note.reason != HK_STOP_NONE)
+    p->reason = ctx->note.reason;
+  else
+    p->reason = rc == HK_OUT_OF_RANGE ? HK_STOP_END_OF_INPUT : HK_STOP_ERROR;
+  p->code = rc;
+  p->signal = 0;
+  snprintf(p->detail, sizeof p->detail, "%s", st && st->message[0] ? st->message : hk_code_name(rc));
+}
+
+/* The cause when nothing was noted yet: the last run's failure, the
+ * coordinator's, or (at close) the code the program closed with. */
+static void current_cause(hk_session *s, hk_stop_info *out, int closing, hk_code exit_code) {
+  if (s->stop.reason != HK_STOP_NONE) {
+    *out = s->stop;
+    return;
+  }
+  if (s->pending.reason != HK_STOP_NONE) {
+    *out = s->pending;
+    return;
+  }
+  coordinator_cause(s, out);
+  if (out->reason != HK_STOP_NONE || !closing) return;
+  if (exit_code == HK_OUT_OF_RANGE) {
+    out->reason = HK_STOP_END_OF_INPUT;
+    out->code = HK_OUT_OF_RANGE;
+    snprintf(out->detail, sizeof out->detail, "the session was closed with OUT_OF_RANGE (the input is exhausted)");
+  } else if (exit_code != HK_OK) {
+    out->reason = HK_STOP_ERROR;
+    out->code = exit_code;
+    snprintf(out->detail, sizeof out->detail, "session closed with status %s", hk_code_name(exit_code));
+  } else {
+    out->reason = HK_STOP_CLOSED;
+    snprintf(out->detail, sizeof out->detail, "the program closed the session");
+  }
+}
+
+void hk__session_stop_info(const void *owner, hk_stop_info *out) {
+  current_cause((hk_session *)owner, out, 0, HK_OK);
+}
+
+hk_code hk_session_stop_reason(hk_stop_info *out, const hk_session *s, hk_status *st) {
+  if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_stop_reason: out is NULL");
+  memset(out, 0, sizeof *out);
+  if (!s) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_stop_reason: session is NULL");
+  current_cause((hk_session *)s, out, 0, HK_OK);
+  hk_status_clear(st);
+  return HK_OK;
+}
+
 hk_code hk_session_close(hk_session *s, hk_code exit_code, hk_status *st) {
   if (!s) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_close: session is NULL");
   if (s->closed) {
@@ -475,6 +577,7 @@ hk_code hk_session_close(hk_session *s, hk_code exit_code, hk_status *st) {
     s->open_args = NULL;
   }
   int clean = is_clean(s, exit_code);
+  if (s->stop.reason == HK_STOP_NONE) current_cause(s, &s->stop, 1, exit_code);
   hk_status end_err = HK_STATUS_INIT;
   if (clean && !s->failed && s->rs) {
     s->busy++;

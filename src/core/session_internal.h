@@ -56,6 +56,11 @@ struct hk_session {
   size_t nold, capold;
 
   int hook_stop; /* a hook requested a stop; sticky for the session's life */
+  /* Why training stopped: `stop` once a cause is known (the first wins);
+   * `pending` the last run's failure (an error, OUT_OF_RANGE), cleared by
+   * a run that succeeds, and made the cause at close. */
+  hk_stop_info stop;
+  hk_stop_info pending;
   int closed;
   int failed; /* the failed state: no raw session left; run() returns its error */
   hk_status failed_status;
@@ -117,6 +122,15 @@ hk_code hk__session_report_failed(hk_session *s, hk_status *st);
 /** Re-create the raw session after the preemption error in `err`;
  *  session.c says how. */
 hk_code hk__session_recover(hk_session *s, episode *ep, const char *text, hk_code code, hk_status *err);
+
+/** Record why training stopped unless a cause is already known. */
+void hk__session_note_stop(hk_session *s, hk_stop_reason reason, hk_code code, int sig, const char *detail);
+/** A hook's stop request (its name, and the reason it gave if any). */
+void hk__session_note_hook_stop(hk_session *s, const hk_hook *h, const hk__stop_note *note);
+/** The cause a stopped coordinator or the signal helper gives. */
+void hk__session_note_coordinator_stop(hk_session *s);
+/** A failed run: the cause at close unless a later run succeeds. */
+void hk__session_note_run_failure(hk_session *s, hk_code rc, const hk_status *st, const hk_run_context *ctx);
 
 /* ---- session_shared.c -------------------------------------------------------- */
 

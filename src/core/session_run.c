@@ -205,6 +205,8 @@ static hk_code run_before(hk_session *s, const hk_run_args *a, merged_run *m, hk
   m->ctx.session = s->rs;
   m->ctx.stop_requested = 0;
   m->ctx.owner = s;
+  m->ctx.stop_hook = NULL;
+  m->ctx.note.reason = HK_STOP_NONE;
   hk_code rc = HK_OK;
   s->busy++;
   size_t nfetch = a->nfetches, ntarget = a->ntargets;
@@ -224,6 +226,7 @@ static hk_code run_before(hk_session *s, const hk_run_args *a, merged_run *m, hk
         s->tracing = 0;
         goto done; /* later hooks' before_run and the executor run are skipped */
       }
+      if (m->ctx.stop_requested && !m->ctx.stop_hook) m->ctx.stop_hook = h;
       if (s->tracing)
         add_span(s, h->name, "before_run", t0, hk_env_monotonic(&s->env));
       else if (r->trace_level >= 1) /* traced from here on */
@@ -270,6 +273,7 @@ static hk_code run_before(hk_session *s, const hk_run_args *a, merged_run *m, hk
   m->args.ntargets = nt;
   m->args.options = &m->opts;
 done:
+  if (rc != HK_OK) hk__session_note_run_failure(s, rc, st, &m->ctx);
   s->busy--;
   return rc;
 }
@@ -295,13 +299,21 @@ static hk_code run_after(hk_session *s, const hk_run_args *a, merged_run *m, hk_
     t0 = s->tracing ? hk_env_monotonic(&s->env) : 0;
     rc = hk__callback_result(h->vt->after_run(h->user, &m->ctx, &v, st), st, "after_run", h->name);
     if (rc != HK_OK) goto done; /* this call's stop requests are dropped */
+    if (m->ctx.stop_requested && !m->ctx.stop_hook) m->ctx.stop_hook = h;
     if (s->tracing) add_span(s, h->name, "after_run", t0, hk_env_monotonic(&s->env));
   }
   rc = trace_complete(s, st);
   if (rc != HK_OK) goto done;
-  if (m->ctx.stop_requested) s->hook_stop = 1; /* after the step, and sticky */
+  if (m->ctx.stop_requested) { /* after the step, and sticky */
+    s->hook_stop = 1;
+    hk__session_note_hook_stop(s, m->ctx.stop_hook, &m->ctx.note);
+  }
   if (a->nfetches) memcpy(results, s->results, a->nfetches * sizeof *results);
 done:
+  if (rc != HK_OK)
+    hk__session_note_run_failure(s, rc, st, &m->ctx);
+  else
+    s->pending.reason = HK_STOP_NONE;
   s->tracing = 0; /* a failed run's spans are dropped */
   s->busy--;
   return rc;
@@ -427,11 +439,13 @@ int hk_session_should_stop(hk_session *s) {
   if (!hk_coordinator_should_stop(s->coord)) return 0;
   hk_status rec = HK_STATUS_INIT;
   hk_code c = hk_coordinator_error(&rec, s->coord);
-  if (s->kind == HK_SESSION_MONITORED && hk_code_is_preemption(c) && !s->busy && !s->open) {
+  if (s->kind == HK_SESSION_MONITORED && hk_code_is_preemption(c)) {
+    if (s->busy || s->open) return 1;
     episode ep = {0, 0, 0};
     /* A stop requested while re-creating still counts. */
     return hk__session_recover(s, &ep, TEXT_SHOULD_STOP, c, &rec) != HK_OK || s->hook_stop;
   }
+  hk__session_note_coordinator_stop(s);
   return 1;
 }
 
@@ -480,8 +494,10 @@ static hk_code session_run_step_fn(hk_session *s, hk_step_fn fn, void *user, hk_
     hk_step_context ctx = {s, 0};
     hk_status_clear(st);
     hk_code rc = hk__callback_result(fn(&ctx, user, st), st, "step_fn", "run_step_fn");
-    if (ctx.stopping && (rc == HK_OK || rc == HK_OUT_OF_RANGE))
+    if (ctx.stopping && (rc == HK_OK || rc == HK_OUT_OF_RANGE)) {
+      hk__session_note_stop(s, HK_STOP_REQUESTED, HK_OK, 0, "the step function called hk_step_context_request_stop()");
       return hk_status_set(st, HK_OUT_OF_RANGE, STEP_STOP_MESSAGE);
+    }
     if (s->kind != HK_SESSION_MONITORED || !hk_code_is_preemption(rc) || s->failed || s->closed) return rc;
     hk_status err = HK_STATUS_INIT;
     hk__status_copy(&err, st);

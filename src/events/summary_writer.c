@@ -547,6 +547,11 @@ hk_code hk_summary_writer_text(hk_summary_writer *w, const char *tag, int64_t st
   return rc;
 }
 
+hk_code hk_summary_writer_session_start(hk_summary_writer *w, int64_t step, hk_status *st) {
+  if (w == NULL) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_summary_writer_session_start: the writer is NULL");
+  return hk__event_writer_session_log(hk__event_writer_of(w), step, HK__SESSION_LOG_START, NULL, st);
+}
+
 hk_code hk_summary_writer_summary(hk_summary_writer *w, int64_t step, const void *summary, size_t nbytes,
                                   hk_status *st) {
   hk_code rc;

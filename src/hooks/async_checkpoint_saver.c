@@ -182,7 +182,7 @@ static hk_code complete_ok(ckpt_hook *self, hk_raw_session *rs, int64_t step, do
 
   self->have_written = 1;
   self->last_written = step;
-  hk_hook_log(self->hook, HK_LOG_INFO, "Checkpoint actual writing time: (%.3f sec)", secs);
+  hk_hook_log(self->hook, HK_LOG_DEBUG, "Checkpoint actual writing time: (%.3f sec)", secs);
   hk_hook_log(self->hook, HK_LOG_INFO, "Checkpoint finished for %" PRId64 " into %s.", step, self->save_path);
   rc = hk__ckpt_hook_write_event(self, step, st);
   if (rc != HK_OK) return rc;
@@ -377,7 +377,7 @@ hk_code hk__async_ckpt_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, h
   self->w.busy = 1;
   pthread_cond_broadcast(&self->w.cv);
   pthread_mutex_unlock(&self->w.mu);
-  hk_hook_log(self->hook, HK_LOG_INFO, "Saving checkpoints for %" PRId64 " into %s.", step, self->save_path);
+  hk_hook_log(self->hook, HK_LOG_DEBUG, "Saving checkpoints for %" PRId64 " into %s.", step, self->save_path);
   return HK_OK;
 }
 

@@ -45,7 +45,7 @@ hk_code hk__ckpt_hook_listeners_begin(ckpt_hook *self, hk_status *st) {
 
 hk_code hk__ckpt_hook_listeners_before_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st) {
   size_t i;
-  hk_hook_log(self->hook, HK_LOG_INFO, "Calling checkpoint listeners before saving checkpoint %" PRId64 "...", step);
+  hk_hook_log(self->hook, HK_LOG_DEBUG, "Calling checkpoint listeners before saving checkpoint %" PRId64 "...", step);
   for (i = 0; i < self->nlisteners; i++) {
     const listener *l = &self->listeners[i];
     char nb[32];
@@ -62,7 +62,7 @@ hk_code hk__ckpt_hook_listeners_before_save(ckpt_hook *self, hk_raw_session *rs,
 hk_code hk__ckpt_hook_listeners_after_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, int *stop,
                                            hk_status *st) {
   size_t i;
-  hk_hook_log(self->hook, HK_LOG_INFO, "Calling checkpoint listeners after saving checkpoint %" PRId64 "...", step);
+  hk_hook_log(self->hook, HK_LOG_DEBUG, "Calling checkpoint listeners after saving checkpoint %" PRId64 "...", step);
   for (i = 0; i < self->nlisteners; i++) {
     const listener *l = &self->listeners[i];
     char nb[32];

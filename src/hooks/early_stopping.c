@@ -148,6 +148,13 @@ static void log_stop(early_stopping *self, const char *already) {
               *already ? "; stopping before the first step." : ".");
 }
 
+static void stop_detail(const early_stopping *self, char *buf, size_t size) {
+  snprintf(buf, size,
+           "%s did not improve by more than %g for %" PRId64 " evaluations (best %g at step %" PRId64
+           "); stopped at step %" PRId64,
+           self->monitor, self->min_delta, self->wait, self->best, self->best_step, self->last_step);
+}
+
 static hk_code evaluate(early_stopping *self, hk_run_context *ctx, double value, int64_t gs, hk_status *status) {
   int improved = self->mode == HK_MONITOR_MAX ? value - self->min_delta > self->best
                                               : value + self->min_delta < self->best;
@@ -171,7 +178,9 @@ static hk_code evaluate(early_stopping *self, hk_run_context *ctx, double value,
   if (!improved && self->wait >= threshold(self)) {
     self->stopped_step = gs;
     log_stop(self, "");
-    hk_run_context_request_stop(ctx);
+    char detail[HK_STATUS_MESSAGE_MAX];
+    stop_detail(self, detail, sizeof detail);
+    hk_run_context_request_stop_with_reason(ctx, HK_STOP_EARLY_STOPPING, detail);
   }
   return HK_OK;
 }
@@ -265,7 +274,9 @@ static hk_code es_after_create_session(void *user, hk_raw_session *session, hk_c
     if (self->evaluations > 0 && self->wait >= threshold(self)) {
       self->stopped_step = self->last_step;
       log_stop(self, "already reached ");
-      hk_creation_context_request_stop(ctx);
+      char detail[HK_STATUS_MESSAGE_MAX];
+      stop_detail(self, detail, sizeof detail);
+      hk_creation_context_request_stop_with_reason(ctx, HK_STOP_EARLY_STOPPING, detail);
     }
   }
   self->created = 1;

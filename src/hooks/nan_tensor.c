@@ -134,10 +134,14 @@ static hk_code nt_after_run(void *user, hk_run_context *ctx, const hk_run_values
   text = worst == IS_NAN ? "NaN" : worst == NEG_INF ? "-Inf" : "Inf";
   if (self->fail) {
     hk_hook_log(self->hook, HK_LOG_ERROR, "Model diverged with loss = %s.", text);
+    /* Names the cause; the stop request of a call that fails is itself dropped. */
+    hk_run_context_request_stop_with_reason(ctx, HK_STOP_NON_FINITE, NULL);
     return hk_status_set(status, HK_INVALID_ARGUMENT, "%s loss during training.", text);
   }
   hk_hook_log(self->hook, HK_LOG_WARNING, "Model diverged with loss = %s.", text);
-  hk_run_context_request_stop(ctx);
+  char detail[HK_STATUS_MESSAGE_MAX];
+  snprintf(detail, sizeof detail, "Model diverged with loss = %s.", text);
+  hk_run_context_request_stop_with_reason(ctx, HK_STOP_NON_FINITE, detail);
   return HK_OK;
 }
 

@@ -118,13 +118,28 @@ static void put_rate(progress *self, size_t *len, double rate, const char *suffi
     put(self, len, "%.2f s/step%s", 1.0 / rate, suffix);
 }
 
+static double percent(const progress *self, int64_t step) {
+  double pct = self->last_step > 0 ? 100.0 * (double)step / (double)self->last_step : 100.0;
+  if (pct > 100.0) pct = 100.0;
+  if (pct < 0.0) pct = 0.0;
+  return pct;
+}
+
 static void put_step(progress *self, size_t *len, int64_t step) {
   put(self, len, "step %" PRId64, step);
-  if (self->last_step != HK_UNSET_STEPS) {
-    double pct = self->last_step > 0 ? 100.0 * (double)step / (double)self->last_step : 100.0;
-    if (pct > 100.0) pct = 100.0;
-    if (pct < 0.0) pct = 0.0;
-    put(self, len, "/%" PRId64 " (%.1f%%)", self->last_step, pct);
+  if (self->last_step != HK_UNSET_STEPS) put(self, len, "/%" PRId64 " (%.1f%%)", self->last_step, percent(self, step));
+}
+
+/* A stop that ended the run before its end: a signal, a hook's request, a
+ * time limit, early stopping. The last step, the end of the input and a
+ * program that simply closed are the run being done. */
+static int stopped_early(const hk_stop_info *why) {
+  switch (why->reason) {
+  case HK_STOP_NONE:
+  case HK_STOP_LAST_STEP:
+  case HK_STOP_END_OF_INPUT:
+  case HK_STOP_CLOSED: return 0;
+  default: return 1;
   }
 }
 
@@ -382,8 +397,20 @@ static hk_code pg_end(void *user, hk_raw_session *session, hk_status *status) {
   now = now_secs(self);
   elapsed = self->have_t0 ? now - self->t0 : 0.0;
   self->line[0] = '\0';
-  put_step(self, &len, step);
-  put(self, &len, "  done in ");
+  hk_stop_info why;
+  hk_hook_stop_reason(&why, self->hook, NULL);
+  if (stopped_early(&why)) {
+    /* Interrupted: say where and why, not "done". */
+    put(self, &len, "step %" PRId64, step);
+    if (self->last_step != HK_UNSET_STEPS) put(self, &len, "/%" PRId64 "  stopped at %.0f%%", self->last_step,
+                                               percent(self, step));
+    else
+      put(self, &len, "  stopped");
+    put(self, &len, " (%s: %s) after ", hk_stop_reason_name(why.reason), why.detail);
+  } else {
+    put_step(self, &len, step);
+    put(self, &len, "  done in ");
+  }
   put_duration(self, &len, elapsed);
   put(self, &len, "  ");
   put_rate(self, &len, elapsed > 0 ? (double)(step - self->start_step) / elapsed : 0.0, " avg");

@@ -19,6 +19,7 @@
 #include "util/common.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #define DEFAULT_EVERY_N_STEPS 100
@@ -34,10 +35,12 @@ typedef struct step_counter {
   char *output_dir; /* NULL: none */
   hk_summary_writer *given; /* borrowed */
   int64_t steps_per_run;
+  double log_every_secs; /* HK_UNSET_SECS: log every rate; 0: never */
   int stall_warnings; /* per hook */
   /* per session, set by begin() */
   hk_env senv; /* the env in force at begin(): clock, log */
   hk_timer timer;
+  hk_timer log_timer; /* with log_every_secs > 0 */
   hk_handle gs;
   char *tag;   /* "<GS name>/sec" (senv allocator) */
   hk__event_writer *events;
@@ -75,6 +78,11 @@ static hk_code sc_begin(void *user, hk_executor *graph, hk_status *status) {
   rc = hk_timer_init(&self->timer, self->every_n_secs, self->every_n_steps, "every_n_secs", "every_n_steps",
                      &self->senv.clock, status);
   if (rc != HK_OK) return rc;
+  if (self->log_every_secs > 0) {
+    rc = hk_timer_init(&self->log_timer, self->log_every_secs, HK_UNSET_STEPS, "log_every_secs", "every_n_steps",
+                       &self->senv.clock, status);
+    if (rc != HK_OK) return rc;
+  }
   rc = hk_executor_global_step(&info, NULL, graph, status);
   if (rc == HK_NOT_FOUND)
     return hk_status_set(status, HK_FAILED_PRECONDITION, "Global step should be created to use StepCounterHook.");
@@ -121,6 +129,17 @@ static hk_code sc_before_run(void *user, hk_run_context *ctx, hk_run_request *re
   return HK_OK;
 }
 
+/* The log line is paced apart from the summary when log_every_secs says so. */
+static int should_log(step_counter *self, int64_t gs) {
+  if (hk_secs_is_unset(self->log_every_secs)) return 1;
+  if (!(self->log_every_secs > 0)) return 0;
+  if (!hk_timer_should_trigger(&self->log_timer, gs)) return 0;
+  double secs;
+  int64_t steps;
+  hk_timer_update(&self->log_timer, gs, &secs, &steps);
+  return 1;
+}
+
 static hk_code sc_after_run(void *user, hk_run_context *ctx, const hk_run_values *values, hk_status *status) {
   step_counter *self = user;
   int64_t stale, gs, next;
@@ -146,7 +165,7 @@ static hk_code sc_after_run(void *user, hk_run_context *ctx, const hk_run_values
           rc = hk_summary_writer_scalar(w, self->tag, gs, rate, status);
           if (rc != HK_OK) return rc;
         }
-        hk_hook_log(self->hook, HK_LOG_INFO, "%s: %g", self->tag, rate);
+        if (should_log(self, gs)) hk_hook_log(self->hook, HK_LOG_INFO, "%s: %g", self->tag, rate);
       }
     }
   }
@@ -208,6 +227,10 @@ hk_code hk_step_counter_hook_new(hk_hook **out, const hk_step_counter_options *o
                          opts->steps_per_run);
   if (opts->output_dir != NULL && opts->output_dir[0] == '\0')
     return hk_status_set(status, HK_INVALID_ARGUMENT, "%s: output_dir is empty", fn);
+  double log_secs = opts->log_every_secs;
+  if (!hk_secs_is_unset(log_secs) && !(isfinite(log_secs) && log_secs >= 0))
+    return hk_status_set(status, HK_INVALID_ARGUMENT,
+                         "%s: log_every_secs must be finite and >= 0 (0: never log), got %g", fn, log_secs);
 
   self = hk_env_calloc(opts->env, 1, sizeof(*self));
   if (self == NULL) return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "StepCounterHook: out of memory");
@@ -219,6 +242,7 @@ hk_code hk_step_counter_hook_new(hk_hook **out, const hk_step_counter_options *o
   self->every_n_secs = opts->every_n_secs;
   self->given = opts->summary_writer;
   self->steps_per_run = opts->steps_per_run;
+  self->log_every_secs = log_secs;
   self->gs = HK_NO_HANDLE;
   if (opts->output_dir != NULL && !(self->output_dir = hk_env_strdup(own_env(self), opts->output_dir))) {
     hk_env_free(own_env(self), self);

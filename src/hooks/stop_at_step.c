@@ -10,6 +10,7 @@
 #include "util/common.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 
 typedef struct stop_at_step {
   hk_hook *hook; /* the wrapper, for its env and log */
@@ -65,7 +66,9 @@ static hk_code sas_after_create_session(void *user, hk_raw_session *session, hk_
     hk_hook_log(self->hook, HK_LOG_INFO,
                 "Global step %" PRId64 " already reached last step %" PRId64 "; stopping before the first step.", gs,
                 self->last_step);
-    hk_creation_context_request_stop(ctx);
+    char detail[96];
+    snprintf(detail, sizeof detail, "global step %" PRId64 " reached the last step %" PRId64, gs, self->last_step);
+    hk_creation_context_request_stop_with_reason(ctx, HK_STOP_LAST_STEP, detail);
   }
   return HK_OK;
 }
@@ -99,7 +102,11 @@ static hk_code sas_after_run(void *user, hk_run_context *ctx, const hk_run_value
   if (stale < self->last_step - 1) return HK_OK;
   rc = hk_raw_session_global_step(&gs, hk_run_context_session(ctx), status);
   if (rc != HK_OK) return rc;
-  if (gs >= self->last_step) hk_run_context_request_stop(ctx);
+  if (gs >= self->last_step) {
+    char detail[96];
+    snprintf(detail, sizeof detail, "global step %" PRId64 " reached the last step %" PRId64, gs, self->last_step);
+    hk_run_context_request_stop_with_reason(ctx, HK_STOP_LAST_STEP, detail);
+  }
   return HK_OK;
 }
 

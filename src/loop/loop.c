@@ -50,6 +50,18 @@ static int valid_tensor_name(const char *name);
 
 static int valid_secs_option(double v) { return hk_secs_is_unset(v) || (isfinite(v) && v >= 0); }
 
+static hk_code check_hook_list(hk_hook *const *hooks, size_t n, const char *name, hk_status *st) {
+  if (!hooks && n) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: %s is NULL with a count of %zu", name, n);
+  for (size_t i = 0; i < n; i++) {
+    if (!hooks[i]) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: %s[%zu] is NULL", name, i);
+    for (size_t j = 0; j < i; j++)
+      if (hooks[j] == hooks[i])
+        return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: hook '%s' appears twice (%s[%zu] and %s[%zu])",
+                             hk_hook_name(hooks[i]), name, j, name, i);
+  }
+  return HK_OK;
+}
+
 static hk_code validate(const hk_loop_options *o, hk_status *st) {
   HK__CHECK_VERSION(o, HK_LOOP_OPTIONS_VERSION, hk_loop_options, "hk_loop_new: opts", st);
   hk_code rc = hk_env_check(o->env, "hk_loop_new: env", st);
@@ -115,15 +127,31 @@ static hk_code validate(const hk_loop_options *o, hk_status *st) {
     return hk_status_set(st, HK_INVALID_ARGUMENT,
                          "hk_loop_new: restore_best needs best_k (and best_metric): the best checkpoint is the first "
                          "of best-k retention's record");
-  if (!o->hooks && o->nhooks)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: hooks is NULL with nhooks %zu", o->nhooks);
-  for (size_t i = 0; i < o->nhooks; i++) {
-    if (!o->hooks[i]) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: hooks[%zu] is NULL", i);
-    for (size_t j = 0; j < i; j++)
-      if (o->hooks[j] == o->hooks[i])
-        return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: hook '%s' appears twice (hooks[%zu] and hooks[%zu])",
-                             hk_hook_name(o->hooks[i]), j, i);
-  }
+  hk_code hrc = check_hook_list(o->hooks, o->nhooks, "hooks", st);
+  if (hrc != HK_OK) return hrc;
+  hrc = check_hook_list(o->hooks_first, o->nhooks_first, "hooks_first", st);
+  if (hrc != HK_OK) return hrc;
+  for (size_t i = 0; i < o->nhooks_first; i++)
+    for (size_t j = 0; j < o->nhooks; j++)
+      if (o->hooks_first[i] == o->hooks[j])
+        return hk_status_set(st, HK_INVALID_ARGUMENT,
+                             "hk_loop_new: hook '%s' is both hooks_first[%zu] and hooks[%zu]: a hook runs once",
+                             hk_hook_name(o->hooks[j]), i, j);
+  unsigned all_signals = HK_SIGNAL_INT | HK_SIGNAL_TERM | HK_SIGNAL_HUP | HK_SIGNAL_USR1 | HK_SIGNAL_USR2;
+  if (o->stop_signals & ~all_signals)
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_loop_new: stop_signals 0x%x has bits 0x%x that name no hk_signal_set signal",
+                         o->stop_signals, o->stop_signals & ~all_signals);
+  if (o->stop_signals && !o->handle_signals)
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_loop_new: stop_signals is given but handle_signals is 0 (the loop installs no handler)");
+  if (o->async_checkpoint_block_when_busy && !o->async_checkpoint)
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_loop_new: async_checkpoint_block_when_busy is set without async_checkpoint");
+  if (!valid_secs_option(o->log_step_count_secs))
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_loop_new: log_step_count_secs must be finite and >= 0 (0: never log), got %g",
+                         o->log_step_count_secs);
   return HK_OK;
 }
 
@@ -160,6 +188,9 @@ hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *st) {
   l->num_steps = o->num_steps;
   l->last_step = o->last_step;
   l->handle_signals = o->handle_signals != 0;
+  l->stop_signals = o->stop_signals ? o->stop_signals : HK_SIGNAL_DEFAULT_SET;
+  l->block_when_busy = o->async_checkpoint_block_when_busy != 0;
+  l->log_step_count_secs = o->log_step_count_secs;
   atomic_init(&l->stop_requested, 0);
   atomic_init(&l->coord, NULL);
   l->host = hk__host_new(&l->env);
@@ -178,6 +209,13 @@ hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *st) {
   const char *summary_dir = o->summary_dir ? o->summary_dir : o->checkpoint_dir;
   if (!oom && summary_dir && l->log_step_count_steps > 0)
     oom = !(l->summary_dir = hk_env_strdup(&l->env, summary_dir));
+  if (!oom && summary_dir) oom = !(l->events_dir = hk_env_strdup(&l->env, summary_dir));
+  if (!oom && o->nhooks_first) {
+    l->hooks_first = hk_env_calloc(&l->env, o->nhooks_first, sizeof *l->hooks_first);
+    oom = !l->hooks_first;
+    if (!oom) memcpy(l->hooks_first, o->hooks_first, o->nhooks_first * sizeof *l->hooks_first);
+  }
+  l->nhooks_first = o->nhooks_first;
   if (!oom && o->nhooks) {
     l->hooks = hk_env_calloc(&l->env, o->nhooks, sizeof *l->hooks);
     oom = !l->hooks;
@@ -302,6 +340,11 @@ static hk_code add_own_hook(hk_loop *l, const char *fn, hk_hook *hook, const cha
       return hk_status_set(st, HK_INVALID_ARGUMENT,
                            "%s: hook '%s' is hooks[%zu] of the loop's options: a hook runs once, added or listed", fn,
                            hk_hook_name(hook), i);
+  for (size_t i = 0; i < l->nhooks_first; i++)
+    if (l->hooks_first[i] == hook)
+      return hk_status_set(st, HK_INVALID_ARGUMENT,
+                           "%s: hook '%s' is hooks_first[%zu] of the loop's options: a hook runs once, added or listed",
+                           fn, hk_hook_name(hook), i);
   if (state && !valid_tensor_name(state))
     return hk_status_set(st, HK_INVALID_ARGUMENT,
                          "%s: the hook's state '%s' is not an array name (1..255 bytes of [A-Za-z0-9_./-])", fn, state);
@@ -437,6 +480,8 @@ hk_code hk_loop_save(const char **prefix, hk_loop *l, const char *name, hk_statu
   return HK_OK;
 }
 
+/* From any thread: only the flag and the coordinator (thread-safe); the
+ * training thread records the cause when it sees the flag. */
 void hk_loop_request_stop(hk_loop *l) {
   if (!l) return;
   atomic_store(&l->stop_requested, 1);
@@ -509,6 +554,8 @@ void hk_loop_free(hk_loop *l) {
   hk__host_free(l->host);
   hk_env_free(&env, l->all);
   hk_env_free(&env, l->hooks);
+  hk_env_free(&env, l->hooks_first);
+  hk_env_free(&env, l->events_dir);
   hk_env_free(&env, l->restored);
   hk_env_free(&env, l->ckpt_dir);
   hk_env_free(&env, l->basename);
@@ -522,6 +569,50 @@ void hk_loop_free(hk_loop *l) {
   hk_env_free(&env, l->owned);
   hk_env_free(&env, l->ema);
   hk_env_free(&env, l);
+}
+
+/* ---- why the loop stopped ------------------------------------------------------------- */
+
+void hk__loop_note_stop(hk_loop *l, hk_stop_reason reason, hk_code code, const char *detail) {
+  if (l->stop.reason != HK_STOP_NONE) return;
+  if (l->session) {
+    hk_stop_info s;
+    hk_session_stop_reason(&s, l->session, NULL);
+    if (s.reason != HK_STOP_NONE) return; /* the session saw a cause first */
+  }
+  l->stop.reason = reason;
+  l->stop.code = code;
+  l->stop.signal = 0;
+  snprintf(l->stop.detail, sizeof l->stop.detail, "%s", detail);
+}
+
+hk_code hk_loop_stop_reason(hk_stop_info *out, const hk_loop *l, hk_status *st) {
+  if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_stop_reason: out is NULL");
+  memset(out, 0, sizeof *out);
+  if (!l) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_stop_reason: loop is NULL");
+  hk_status_clear(st);
+  if (l->stop.reason != HK_STOP_NONE) {
+    *out = l->stop;
+    return HK_OK;
+  }
+  hk_stop_info s;
+  memset(&s, 0, sizeof s);
+  if (l->session) hk_session_stop_reason(&s, l->session, NULL);
+  /* The loop's own error (a step function's, a stalled global step) says
+   * more than the code its session was closed with; a hook's reason (the
+   * NaN guard's) says more than the loop's copy of its error. */
+  if (l->failed && (s.reason == HK_STOP_NONE || s.reason == HK_STOP_ERROR || s.reason == HK_STOP_CLOSED)) {
+    out->reason = HK_STOP_ERROR;
+    out->code = l->error.code;
+    snprintf(out->detail, sizeof out->detail, "%s", l->error.message);
+    return HK_OK;
+  }
+  if (s.reason == HK_STOP_CLOSED) {
+    if (!l->finished) return HK_OK;
+    snprintf(s.detail, sizeof s.detail, "the program finished the loop (hk_loop_finish) without a stop");
+  }
+  *out = s;
+  return HK_OK;
 }
 
 /* ---- accessors ------------------------------------------------------------------------- */

@@ -23,8 +23,15 @@ struct hk_loop {
   int async;
   int64_t num_steps, last_step;
   int handle_signals;
-  hk_hook **hooks; /* the program's */
+  hk_hook **hooks; /* the program's, after the loop's own */
   size_t nhooks;
+  hk_hook **hooks_first; /* the program's, before the loop's own */
+  size_t nhooks_first;
+  unsigned stop_signals;   /* the signal helper's set */
+  int block_when_busy;     /* the asynchronous saver waits for the write in flight */
+  double log_step_count_secs;
+  char *events_dir;        /* where SessionLog START goes: summary_dir, else checkpoint_dir; NULL: none */
+  hk_stop_info stop;       /* why the loop stopped, when the loop itself knows first */
   char *nan_guard; /* the array a NanTensorHook guards; NULL: none */
   int64_t best_k;  /* best-k retention: 0 off */
   char *best_metric;
@@ -62,8 +69,9 @@ struct hk_loop {
   hk_scaffold *scaffold;
   hk_hook *watch;     /* the loop's own hook: what the creation restored */
   hk_hook *nan_hook, *stop_hook, *counter_hook, *ckpt_hook;
-  /* watch, NaN guard, early stopping and learning rates, averages, metrics
-   * log, stop, step counter, checkpoint, then the program's */
+  /* watch, hooks_first, NaN guard, early stopping and learning rates,
+   * averages, metrics log, stop, step counter, checkpoint, then the
+   * program's hooks */
   hk_hook **all;
   hk_session *session;
   char *restored;
@@ -102,6 +110,9 @@ struct hk_loop {
 hk_code hk__loop_fail(hk_loop *l, hk_code rc, const hk_status *st);
 /** The failed state's error, copied into st. */
 hk_code hk__loop_report(const hk_loop *l, hk_status *st);
+/** Record why the loop stopped, unless the loop or its session knows a
+ *  cause already. */
+void hk__loop_note_stop(hk_loop *l, hk_stop_reason reason, hk_code code, const char *detail);
 /** The global step: the executor's, or before start the registry's. */
 int64_t hk__loop_global_step(const hk_loop *l);
 /** INVALID_ARGUMENT for NULL, the loop's error when it failed,

@@ -7,6 +7,7 @@
  */
 #include "loop/host_executor.h"
 #include "loop/loop_internal.h"
+#include "util/fs.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -65,6 +66,7 @@ static hk_code make_hooks(hk_loop *l, hk_status *st) {
     hk_step_counter_options sc = HK_STEP_COUNTER_OPTIONS_INIT;
     sc.env = &l->env;
     sc.every_n_steps = l->log_step_count_steps;
+    sc.log_every_secs = l->log_step_count_secs; /* a log line a person reads */
     sc.output_dir = l->summary_dir;
     rc = hk_step_counter_hook_new(&l->counter_hook, &sc, st);
     if (rc != HK_OK) return rc;
@@ -87,11 +89,12 @@ static hk_code make_hooks(hk_loop *l, hk_status *st) {
       co.listeners = &l->mlog_listener;
       co.nlisteners = 1;
     }
+    co.block_when_busy = l->block_when_busy;
     rc = l->async ? hk_async_checkpoint_saver_hook_new(&l->ckpt_hook, &co, st)
                   : hk_checkpoint_saver_hook_new(&l->ckpt_hook, &co, st);
     if (rc != HK_OK) return rc;
   }
-  l->all = hk_env_calloc(&l->env, 6 + l->nes + l->nema + l->nhooks, sizeof *l->all);
+  l->all = hk_env_calloc(&l->env, 6 + l->nes + l->nema + l->nhooks_first + l->nhooks, sizeof *l->all);
   if (!l->all) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_loop_start: out of memory");
   return HK_OK;
 }
@@ -127,6 +130,37 @@ static hk_code check_named(hk_loop *l, hk_status *st) {
                                                                         : hk_dtype_name(dtype));
   }
   return HK_OK;
+}
+
+/* ---- SessionLog START ------------------------------------------------------------------ */
+
+static hk_code find_event_file(void *user, const char *name, hk_status *st) {
+  (void)st;
+  if (strncmp(name, "events.out.tfevents.", 20) == 0) *(int *)user = 1;
+  return HK_OK;
+}
+
+/* A restart: TensorBoard drops what an earlier run wrote into the directory
+ * at steps from this run's start on (steps a crash left past the restored
+ * checkpoint), once the event file says the run (re)starts here. Written
+ * when an earlier run left an event file (otherwise there is nothing to
+ * drop, and the file appears at the first event, as before). A failure is
+ * a WARNING: no data is at stake, only how TensorBoard draws the curves. */
+static void write_session_start(hk_loop *l, int64_t gs) {
+  if (!l->events_dir) return;
+  hk__fs fs;
+  hk__fs_init(&fs, &l->env);
+  int found = 0;
+  hk_status st = HK_STATUS_INIT;
+  if (hk__fs_list(&fs, l->events_dir, find_event_file, &found, &st) != HK_OK || !found) return;
+  hk_summary_writer *w = NULL;
+  hk_code rc = hk_summary_writer_from_session(&w, l->session, l->events_dir, &st);
+  if (rc == HK_OK) rc = hk_summary_writer_session_start(w, gs, &st);
+  if (rc != HK_OK)
+    hk_env_log(&l->env, HK_LOG_WARNING,
+               "host loop: could not write SessionLog START at step %lld into %s (TensorBoard may show the steps "
+               "after it twice): %s",
+               (long long)gs, l->events_dir, st.message);
 }
 
 static hk_code start(hk_loop *l, hk_status *st) {
@@ -170,6 +204,7 @@ static hk_code start(hk_loop *l, hk_status *st) {
 
   size_t n = 0;
   l->all[n++] = l->watch;
+  for (size_t i = 0; i < l->nhooks_first; i++) l->all[n++] = l->hooks_first[i];
   if (l->nan_hook) l->all[n++] = l->nan_hook;
   for (size_t i = 0; i < l->nes; i++) l->all[n++] = l->es[i];
   for (size_t i = 0; i < l->nema; i++) l->all[n++] = l->ema[i];
@@ -191,7 +226,7 @@ static hk_code start(hk_loop *l, hk_status *st) {
 
   if (l->handle_signals) {
     hk_status sst = HK_STATUS_INIT;
-    hk_code src = hk_signal_install(&sst);
+    hk_code src = hk_signal_install_set(l->stop_signals, &sst);
     if (src == HK_OK)
       l->installed_signals = 1;
     else
@@ -199,6 +234,7 @@ static hk_code start(hk_loop *l, hk_status *st) {
                  sst.message);
   }
   int64_t gs = hk__host_global_step(hk_executor_self(l->ex));
+  write_session_start(l, gs);
   if (l->restored)
     hk_env_log(&l->env, HK_LOG_INFO, "Host loop resumes at global step %lld from %s", (long long)gs, l->restored);
   else
@@ -228,7 +264,10 @@ hk_code hk_loop_start(hk_loop *l, int64_t *step, hk_status *st) {
 
 int hk_loop_should_stop(hk_loop *l) {
   if (!l || !l->started || l->finished || l->failed || l->ended_by_range) return 1;
-  if (atomic_load(&l->stop_requested)) return 1;
+  if (atomic_load(&l->stop_requested)) {
+    hk__loop_note_stop(l, HK_STOP_REQUESTED, HK_OK, "hk_loop_request_stop() was called");
+    return 1;
+  }
   return hk_session_should_stop(l->session);
 }
 
@@ -375,6 +414,7 @@ hk_code hk_loop_step(hk_loop *l, hk_loop_step_fn fn, void *user, hk_status *st) 
                   (long long)step);
   if (rc == HK_OUT_OF_RANGE) { /* the end of the data is a clean end */
     l->ended_by_range = 1;
+    hk__loop_note_stop(l, HK_STOP_END_OF_INPUT, HK_OUT_OF_RANGE, local.message);
     if (st) *st = local;
     return rc;
   }

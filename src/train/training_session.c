@@ -47,6 +47,9 @@ static void best_options(const hk_training_session_options *o, hk_checkpoint_sav
   cs->best_mode = o->best_mode;
   cs->restore_best = o->restore_best;
 }
+static size_t nhooks_first(const hk_training_session_options *o) { return o->nhooks_first; }
+static hk_hook *const *hooks_first(const hk_training_session_options *o) { return o->hooks_first; }
+static double log_secs(const hk_training_session_options *o) { return o->log_step_count_secs; }
 
 /* A given cadence is finite and >= 0. */
 static hk_code check_secs(double v, const char *name, hk_status *st) {
@@ -86,7 +89,9 @@ static hk_code validate(const hk_training_session_options *o, hk_status *st) {
       (rc = check_steps(o->save_summaries_steps, "save_summaries_steps", st)) != HK_OK ||
       (rc = check_steps(o->log_step_count_steps, "log_step_count_steps", st)) != HK_OK ||
       (rc = check_hooks(o->hooks, o->nhooks, "hooks", st)) != HK_OK ||
-      (rc = check_hooks(o->chief_only_hooks, o->nchief_only_hooks, "chief_only_hooks", st)) != HK_OK)
+      (rc = check_hooks(o->chief_only_hooks, o->nchief_only_hooks, "chief_only_hooks", st)) != HK_OK ||
+      (rc = check_hooks(hooks_first(o), nhooks_first(o), "hooks_first", st)) != HK_OK ||
+      (rc = check_secs(log_secs(o), "log_step_count_secs", st)) != HK_OK)
     return rc;
   if (o->log_step_count_steps == HK_UNSET_STEPS)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_training_session_new: log_step_count_steps must be >= 0 (0 disables)");
@@ -132,6 +137,7 @@ static hk_code make_default_hooks(const hk_training_session_options *o, owned *w
     hk_step_counter_options sc = HK_STEP_COUNTER_OPTIONS_INIT;
     sc.env = o->env;
     sc.every_n_steps = o->log_step_count_steps;
+    sc.log_every_secs = log_secs(o); /* a log line a person reads */
     sc.output_dir = summary_dir;
     rc = hk_step_counter_hook_new(&w->step_counter, &sc, st);
     if (rc != HK_OK) return rc;
@@ -182,7 +188,7 @@ hk_code hk_training_session_new(hk_session **out, const hk_training_session_opti
   owned *w = hk_env_calloc(env, 1, sizeof *w);
   if (!w) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_training_session_new: out of memory");
   hk_env_copy(&w->env, env);
-  size_t n = 0, cap = o->nhooks + (o->is_chief ? o->nchief_only_hooks + 3 : 0);
+  size_t n = 0, cap = nhooks_first(o) + o->nhooks + (o->is_chief ? o->nchief_only_hooks + 3 : 0);
   if (cap && !(w->hooks = hk_env_calloc(&w->env, cap, sizeof *w->hooks))) {
     owned_free(w);
     return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_training_session_new: out of memory");
@@ -197,6 +203,7 @@ hk_code hk_training_session_new(hk_session **out, const hk_training_session_opti
       return rc;
     }
   }
+  for (size_t i = 0; i < nhooks_first(o); i++) w->hooks[n++] = hooks_first(o)[i];
   if (o->is_chief) {
     rc = make_default_hooks(o, w, st);
     if (rc != HK_OK) {

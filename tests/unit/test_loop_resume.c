@@ -315,12 +315,16 @@ static void test_loop__shape_mismatch_fails_start(void **state) {
 
 /* C94: a restarted run does not rewrite the checkpoint it just restored —
  * on a disk that refuses every write, the resume starts, and a finish with
- * no step in between writes nothing. */
+ * no step in between writes nothing. (The summaries go elsewhere: a
+ * restart writes SessionLog START into an event file an earlier run left,
+ * H69, and the checkpoint hook's CHECKPOINT events left one in ck.) */
 static void test_loop__no_resave_after_restore(void **state) {
   fx *f = *state;
   model m;
   model_init(&m);
   hk_loop_options o = opts_for(f);
+  char *sums = test_path(f->dir, "summaries");
+  o.summary_dir = sums;
   o.last_step = 4;
   run_to(f, &m, &o);
   faulty_fs ff;
@@ -340,6 +344,7 @@ static void test_loop__no_resave_after_restore(void **state) {
   hk_loop_free(l);
   f->te->env.fs = NULL;
   faulty_fs_destroy(&ff);
+  free(sums);
 }
 
 /* D5.2: checkpoints and no state file (deleted by hand) restore the newest

@@ -85,7 +85,7 @@ static void test_step_counter__options_init_checks_its_version_and_sets_defaults
   fixture *f = *state;
   hk_step_counter_options o;
   assert_int_equal(hk_step_counter_options_init(NULL, HK_STEP_COUNTER_OPTIONS_VERSION), HK_INVALID_ARGUMENT);
-  assert_int_equal(hk_step_counter_options_init(&o, 2), HK_INVALID_ARGUMENT);
+  assert_int_equal(hk_step_counter_options_init(&o, HK_STEP_COUNTER_OPTIONS_VERSION + 1), HK_INVALID_ARGUMENT);
   assert_int_equal(hk_step_counter_options_init(&o, HK_STEP_COUNTER_OPTIONS_VERSION), HK_OK);
   assert_true(o.every_n_steps == HK_UNSET_STEPS && hk_secs_is_unset(o.every_n_secs));
   assert_null(o.output_dir);

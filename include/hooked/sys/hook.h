@@ -169,6 +169,22 @@ HK_API void hk_run_context_request_stop(hk_run_context *ctx);
  * **Threads:** the hook callback's (the thread running the session). **Allocates:** no.
  */
 HK_API int hk_run_context_stop_requested(const hk_run_context *ctx);
+/**
+ * hk_run_context_request_stop(), saying why: the session (and a host loop
+ * over it) reports `reason` and `detail` as why training stopped
+ * (hk_session_stop_reason()) when this is the first cause. A plain
+ * hk_run_context_request_stop() reports HK_STOP_HOOK with the hook's name.
+ * A hook whose call then fails (C14) still names the reason, with the
+ * failure's code: the NaN guard reports HK_STOP_NON_FINITE so. The first
+ * reason given in a run is kept; later ones are ignored.
+ * @param reason  any hk_stop_reason but HK_STOP_NONE (which requests the
+ *                stop as HK_STOP_HOOK).
+ * @param detail  copied (truncated to HK_STATUS_MESSAGE_MAX - 1 bytes);
+ *                NULL: the hook's name.
+ * **Threads:** the training thread, inside before_run or after_run.
+ * **Allocates:** no.
+ */
+HK_API void hk_run_context_request_stop_with_reason(hk_run_context *ctx, hk_stop_reason reason, const char *detail);
 
 /**
  * One timed part of a traced run: a hook callback, the executor run,
@@ -210,6 +226,17 @@ HK_API const hk_span *hk_run_context_last_traced_spans(const hk_run_context *ctx
 HK_API const hk_span *hk_hook_last_traced_spans(const hk_hook *hook, size_t *n);
 
 /**
+ * Why the session this hook serves stopped, as hk_session_stop_reason()
+ * says: in end() the cause is known (a progress display says "stopped at
+ * 24% (signal: SIGINT)" rather than "done"); HK_STOP_NONE while it runs or
+ * when the hook serves no session.
+ * @param out  receives the cause; zeroed first.
+ * **Errors:** INVALID_ARGUMENT for a NULL out or hook.
+ * **Threads:** the training thread. **Allocates:** no.
+ */
+HK_API hk_code hk_hook_stop_reason(hk_stop_info *out, const hk_hook *hook, hk_status *status);
+
+/**
  * Request a stop from after_create_session: once every
  * after_create_session of that creation succeeded, the session's stop flag
  * is set, so should_stop() is true before any step and run() fails with
@@ -218,6 +245,16 @@ HK_API const hk_span *hk_hook_last_traced_spans(const hk_hook *hook, size_t *n);
  * **Threads:** the training thread. **Allocates:** no.
  */
 HK_API void hk_creation_context_request_stop(hk_creation_context *ctx);
+/**
+ * hk_creation_context_request_stop(), saying why (as
+ * hk_run_context_request_stop_with_reason(); StopAtStepHook says
+ * HK_STOP_LAST_STEP when the restored step is already the last).
+ * @param detail  copied; NULL: the hook's name.
+ * **Threads:** the training thread, inside after_create_session.
+ * **Allocates:** no.
+ */
+HK_API void hk_creation_context_request_stop_with_reason(hk_creation_context *ctx, hk_stop_reason reason,
+                                                         const char *detail);
 /**
  * Whether a hook has requested a stop in this creation so far
  * (hk_creation_context_request_stop() from an earlier hook's
