@@ -26,5 +26,6 @@
 #include "hooked/loop.h"
 #include "hooked/training_session.h"
 #include "hooked/metrics_log.h"
+#include "hooked/time_limit.h"
 
 #endif /* HOOKED_HOOKED_H */

@@ -146,13 +146,17 @@ static hk_code find_event_file(void *user, const char *name, hk_status *st) {
  * when an earlier run left an event file (otherwise there is nothing to
  * drop, and the file appears at the first event, as before). A failure is
  * a WARNING: no data is at stake, only how TensorBoard draws the curves. */
-static void write_session_start(hk_loop *l, int64_t gs) {
-  if (!l->events_dir) return;
+static int earlier_events(hk_loop *l) {
+  if (!l->events_dir) return 0;
   hk__fs fs;
   hk__fs_init(&fs, &l->env);
   int found = 0;
   hk_status st = HK_STATUS_INIT;
-  if (hk__fs_list(&fs, l->events_dir, find_event_file, &found, &st) != HK_OK || !found) return;
+  return hk__fs_list(&fs, l->events_dir, find_event_file, &found, &st) == HK_OK && found;
+}
+
+static void write_session_start(hk_loop *l, int64_t gs) {
+  hk_status st = HK_STATUS_INIT;
   hk_summary_writer *w = NULL;
   hk_code rc = hk_summary_writer_from_session(&w, l->session, l->events_dir, &st);
   if (rc == HK_OK) rc = hk_summary_writer_session_start(w, gs, &st);
@@ -221,6 +225,7 @@ static hk_code start(hk_loop *l, hk_status *st) {
   so.nhooks = n;
   so.scaffold = l->scaffold;
   so.checkpoint_dir = l->ckpt_dir;
+  int restart = earlier_events(l); /* looked at before this run's hooks write */
   rc = hk_session_new(&l->session, &so, st);
   if (rc != HK_OK) return rc;
 
@@ -234,7 +239,7 @@ static hk_code start(hk_loop *l, hk_status *st) {
                  sst.message);
   }
   int64_t gs = hk__host_global_step(hk_executor_self(l->ex));
-  write_session_start(l, gs);
+  if (restart) write_session_start(l, gs);
   if (l->restored)
     hk_env_log(&l->env, HK_LOG_INFO, "Host loop resumes at global step %lld from %s", (long long)gs, l->restored);
   else

@@ -317,7 +317,7 @@ static void test_loop__shape_mismatch_fails_start(void **state) {
  * on a disk that refuses every write, the resume starts, and a finish with
  * no step in between writes nothing. (The summaries go elsewhere: a
  * restart writes SessionLog START into an event file an earlier run left,
- * H69, and the checkpoint hook's CHECKPOINT events left one in ck.) */
+ * H68, and the checkpoint hook's CHECKPOINT events left one in ck.) */
 static void test_loop__no_resave_after_restore(void **state) {
   fx *f = *state;
   model m;

@@ -44,6 +44,7 @@ WRAP(hk_step_counter_options, hk_step_counter_options_init)
 WRAP(hk_summary_saver_options, hk_summary_saver_options_init)
 WRAP(hk_early_stopping_options, hk_early_stopping_options_init)
 WRAP(hk_profiler_options, hk_profiler_options_init)
+WRAP(hk_time_limit_options, hk_time_limit_options_init)
 
 #define VERSIONED(type, current) \
   { #type, sizeof(type), (current), init_##type }
@@ -72,6 +73,7 @@ static const versioned every_options_struct[] = {
     VERSIONED(hk_summary_saver_options, HK_SUMMARY_SAVER_OPTIONS_VERSION),
     VERSIONED(hk_early_stopping_options, HK_EARLY_STOPPING_OPTIONS_VERSION),
     VERSIONED(hk_profiler_options, HK_PROFILER_OPTIONS_VERSION),
+    VERSIONED(hk_time_limit_options, HK_TIME_LIMIT_OPTIONS_VERSION),
 };
 
 #define NSTRUCTS (sizeof every_options_struct / sizeof every_options_struct[0])
