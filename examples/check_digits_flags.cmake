@@ -13,6 +13,11 @@
 #   go together are refused.
 # bad_data: each fault of a data file is named with the program, the file
 #   and the line; nothing on stdout; exit status 1.
+# run_flags: how a run reads and stops: by default one INFO line per
+#   checkpoint and a steps/sec line at most every 10 s; --quiet prints the
+#   result line alone; --verbose adds hooked's DEBUG lines; --time-limit
+#   stops with the final checkpoint and says stop=time_limit; a bad
+#   --stop-signals is refused.
 
 foreach(var EXE MODE WORK_DIR)
   if(NOT DEFINED ${var})
@@ -75,7 +80,7 @@ if(MODE STREQUAL "flags")
   set(small --steps 20 --batch 8 --log-every 0)
   run(0 --data "${WORK_DIR}/rows.csv" ${small})
   expect_match("${ERR}" "^${name}: ${WORK_DIR}/rows\\.csv: 40 training rows, 10 test rows\n" "--data plain")
-  expect_match("${OUT}" "^result: step=20 loss=[0-9.]+ test_accuracy=[0-9.]+\n$" "--data plain")
+  expect_match("${OUT}" "^result: step=20 loss=[0-9.]+ test_accuracy=[0-9.]+ stop=last_step\n$" "--data plain")
   set(plain "${OUT}")
   run(0 --data=${WORK_DIR}/rows.csv.gz ${small})
   expect_match("${ERR}" "^${name}: ${WORK_DIR}/rows\\.csv\\.gz: 40 training rows, 10 test rows\n" "--data gzip")
@@ -183,6 +188,52 @@ elseif(MODE STREQUAL "learning_rate")
     run(2 ${args})
     expect_match("${ERR}" "${msg}" "${args}")
   endforeach()
+elseif(MODE STREQUAL "run_flags")
+  set(ck --checkpoint-dir "${WORK_DIR}/ck" --save-steps 100 --steps 300 --log-every 0 --no-progress)
+  if(name STREQUAL "digits_own_loop")
+    list(REMOVE_ITEM ck --no-progress)
+  endif()
+  run(0 ${ck})
+  string(REGEX MATCHALL "Saving checkpoints for [0-9]+" saves "${ERR}")
+  list(LENGTH saves nsaves)
+  if(NOT nsaves EQUAL 4 OR ERR MATCHES "Calling checkpoint listeners")
+    message(FATAL_ERROR "${name}: expected one line per checkpoint (0, 100, 200, 300):\n${ERR}")
+  endif()
+  string(REGEX MATCHALL "global_step/sec: " rates "${ERR}")
+  list(LENGTH rates nrates)
+  if(nrates GREATER 1) # 300 quick steps: the first rate, then at most one every 10 s
+    message(FATAL_ERROR "${name}: ${nrates} steps/sec lines for 300 steps:\n${ERR}")
+  endif()
+  expect_match("${OUT}" "^result: step=300 loss=[0-9.]+ test_accuracy=[0-9.]+ stop=last_step\n$" "default")
+
+  file(REMOVE_RECURSE "${WORK_DIR}/ck")
+  run(0 ${ck} --quiet)
+  if(NOT ERR STREQUAL "")
+    message(FATAL_ERROR "${name}: --quiet wrote to stderr:\n${ERR}")
+  endif()
+  expect_match("${OUT}" "^result: step=300 loss=[0-9.]+ test_accuracy=[0-9.]+ stop=last_step\n$" "--quiet")
+
+  file(REMOVE_RECURSE "${WORK_DIR}/ck")
+  run(0 ${ck} --verbose)
+  expect_match("${ERR}" "Calling checkpoint listeners before saving checkpoint 100" "--verbose")
+
+  # --time-limit: a limit shorter than any step stops after the first one,
+  # with the final checkpoint of that step.
+  file(REMOVE_RECURSE "${WORK_DIR}/ck")
+  run(0 --checkpoint-dir "${WORK_DIR}/ck" --steps 100000 --log-every 0 --time-limit 0.000001)
+  if(NOT OUT MATCHES "^result: step=([0-9]+) loss=[0-9.]+ test_accuracy=[0-9.]+ stop=time_limit\n$")
+    message(FATAL_ERROR "${name}: --time-limit: no 'stop=time_limit' result line:\n${OUT}${ERR}")
+  endif()
+  set(s "${CMAKE_MATCH_1}")
+  if(NOT EXISTS "${WORK_DIR}/ck/model.ckpt-${s}.safetensors")
+    message(FATAL_ERROR "${name}: --time-limit: no final checkpoint of step ${s}")
+  endif()
+  expect_match("${ERR}" "stopped at step ${s}: time limit \\(Time limit of 1e-06 s reached" "--time-limit")
+
+  run(2 --stop-signals INT,BOGUS)
+  expect_match("${ERR}" "invalid value 'INT,BOGUS' for --stop-signals" "--stop-signals")
+  run(2 --time-limit 0)
+  expect_match("${ERR}" "invalid value '0' for --time-limit" "--time-limit 0")
 
 elseif(MODE STREQUAL "bad_data")
   set(missing "${WORK_DIR}/no-such-file.csv.gz")

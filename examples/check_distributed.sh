@@ -29,7 +29,7 @@ run() { # run NAME NP ARGS...: mpirun in the background, pid in $job
   "$mpiexec" --oversubscribe -np "$np" "$exe" --no-progress --log-every 0 "$@" >"$work/$name.out" 2>"$work/$name.err" &
   job=$!
 }
-accuracy() { sed -n 's/^result: .*test_accuracy=\([0-9.]*\)$/\1/p' "$work/$1.out"; }
+accuracy() { sed -n 's/^result: .*test_accuracy=\([0-9.]*\) stop=.*$/\1/p' "$work/$1.out"; }
 check_accuracy() {
   local a
   a=$(accuracy "$1")

@@ -32,7 +32,7 @@ endfunction()
 # check_result(<step>): the single stdout line; sets LOSS, ACC.
 function(check_result step)
   set(num "-?(nan|[0-9]+\\.[0-9]+)")
-  if(NOT OUT MATCHES "^result: step=${step} loss=${num} test_accuracy=([0-9]+\\.[0-9]+)\n$")
+  if(NOT OUT MATCHES "^result: step=${step} loss=${num} test_accuracy=([0-9]+\\.[0-9]+) stop=[a-z_:A-Z0-9]+\n$")
     message(FATAL_ERROR "no 'result: step=${step} loss=<x> test_accuracy=<y>' line in:\n${OUT}")
   endif()
   set(LOSS "${CMAKE_MATCH_1}" PARENT_SCOPE)

@@ -73,7 +73,7 @@ wait_exit() {
   wait "$pid" || STATUS=$?
 }
 
-result_re='^result: step=([0-9]+) loss=[0-9.]+ test_accuracy=[0-9.]+$'
+result_re='^result: step=([0-9]+) loss=[0-9.]+ test_accuracy=[0-9.]+ stop=[a-z_:A-Z0-9]+$'
 
 case $mode in
 kill)
@@ -155,8 +155,9 @@ sigterm)
     [[ $line =~ $result_re ]] || fail "$flavor: no result line"
     step=${BASH_REMATCH[1]}
     [ "$step" -ge 1000 ] && [ "$step" -lt 100000000 ] || fail "$flavor: stopped at step $step"
-    grep -q "^digits_own_loop: stopped by a signal at step $step$" "$work/run.err" ||
-      fail "$flavor: no 'stopped by a signal at step $step' line"
+    grep -q "^digits_own_loop: stopped at step $step: signal (SIGTERM)$" "$work/run.err" ||
+      fail "$flavor: no 'stopped at step $step: signal (SIGTERM)' line"
+    [[ $line == *" stop=signal:SIGTERM" ]] || fail "$flavor: the result line does not say stop=signal:SIGTERM"
     [ -f "$dir/model.ckpt-$step.safetensors" ] || fail "$flavor: no final checkpoint model.ckpt-$step"
     grep -q "^model_checkpoint_path: \"model.ckpt-$step\"$" "$dir/checkpoint" ||
       fail "$flavor: the state file does not name model.ckpt-$step"

@@ -60,12 +60,12 @@ for mode in sync async; do
   wait "$pid" || status=$?
   [ "$status" -eq 0 ] || fail "$mode: exit status $status after SIGTERM, expected 0"
   line=$(cat "$work/out")
-  [[ "$line" =~ ^result:\ step=([0-9]+)\ loss=[0-9.]+\ test_accuracy=[0-9.]+$ ]] ||
+  [[ "$line" =~ ^result:\ step=([0-9]+)\ loss=[0-9.]+\ test_accuracy=[0-9.]+\ stop=signal:SIGTERM$ ]] ||
     fail "$mode: no result line"
   step=${BASH_REMATCH[1]}
   [ "$step" -gt 0 ] || fail "$mode: stopped at step 0"
   [ "$step" -lt 100000000 ] || fail "$mode: ran to the end instead of stopping"
-  grep -q "stopped by a signal" "$work/err" || fail "$mode: no 'stopped by a signal' line"
+  grep -q "stopped at step $step: signal (SIGTERM)" "$work/err" || fail "$mode: no 'stopped at step $step: signal (SIGTERM)' line"
   [ -f "$dir/model.ckpt-$step.safetensors" ] || fail "$mode: no final checkpoint model.ckpt-$step"
   grep -q "^model_checkpoint_path: \"model.ckpt-$step\"$" "$dir/checkpoint" ||
     fail "$mode: the state file does not name model.ckpt-$step"

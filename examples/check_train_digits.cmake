@@ -32,7 +32,7 @@ endfunction()
 function(check_result step)
   set(num "-?(nan|[0-9]+\\.[0-9]+)")
   # Matched here, not in expect_match(): CMAKE_MATCH_<n> is scoped to the function that matched.
-  if(NOT OUT MATCHES "^result: step=${step} loss=${num} test_accuracy=([0-9]+\\.[0-9]+)\n$")
+  if(NOT OUT MATCHES "^result: step=${step} loss=${num} test_accuracy=([0-9]+\\.[0-9]+) stop=[a-z_:A-Z0-9]+\n$")
     message(FATAL_ERROR "no 'result: step=${step} loss=<x> test_accuracy=<y>' line in:\n${OUT}")
   endif()
   set(LOSS "${CMAKE_MATCH_1}" PARENT_SCOPE)

@@ -58,7 +58,8 @@ uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
 static const char *const shared_valued[] = {"--data",      "--steps",     "--batch",          "--lr",
                                             "--seed",      "--log-every", "--checkpoint-dir", "--save-steps",
                                             "--save-secs", "--keep",      "--summary-dir",    "--ema",
-                                            "--ema-export", "--best-k",   NULL};
+                                            "--ema-export", "--best-k",   "--time-limit",     "--stop-signals",
+                                            NULL};
 
 int digits_usage_error(const char *prog, const char *fmt, ...) {
   va_list ap;
@@ -160,6 +161,28 @@ static int check_metrics(const digits_flags *f, int every_given) {
   return 0;
 }
 
+/* --stop-signals INT,TERM,HUP,USR1,USR2 (any of them, at least one). */
+static int parse_signals(const char *prog, const char *text, unsigned *out) {
+  static const char *const names[] = {"INT", "TERM", "HUP", "USR1", "USR2"};
+  static const unsigned bits[] = {HK_SIGNAL_INT, HK_SIGNAL_TERM, HK_SIGNAL_HUP, HK_SIGNAL_USR1, HK_SIGNAL_USR2};
+  unsigned set = 0;
+  const char *p = text;
+  for (;;) {
+    size_t len = strcspn(p, ",");
+    int found = 0;
+    if (len > 3 && strncmp(p, "SIG", 3) == 0) p += 3, len -= 3;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+      if (strlen(names[i]) == len && strncmp(p, names[i], len) == 0) set |= bits[i], found = 1;
+    if (!found)
+      return digits_usage_error(prog, "invalid value '%s' for --stop-signals: expected a comma-separated list of INT, "
+                                "TERM, HUP, USR1, USR2", text);
+    if (p[len] == '\0') break;
+    p += len + 1;
+  }
+  *out = set;
+  return 0;
+}
+
 /* One shared flag that takes a value. */
 static int parse_shared(digits_flags *f, const char *flag, const char *value) {
   const char *prog = f->prog;
@@ -177,6 +200,8 @@ static int parse_shared(digits_flags *f, const char *flag, const char *value) {
   if (strcmp(flag, "--ema") == 0) return parse_decay(prog, flag, value, &f->ema_decay);
   if (strcmp(flag, "--ema-export") == 0) return digits_parse_path(prog, flag, value, &f->ema_export);
   if (strcmp(flag, "--best-k") == 0) return digits_parse_i64(prog, flag, value, 1, 1000, &f->best_k);
+  if (strcmp(flag, "--time-limit") == 0) return parse_positive(prog, flag, value, &f->time_limit);
+  if (strcmp(flag, "--stop-signals") == 0) return parse_signals(prog, value, &f->stop_signals);
   return parse_seed(prog, value, &f->seed);
 }
 
@@ -355,6 +380,7 @@ static void set_defaults(digits_flags *f, const char *prog) {
   f->lr_flags.plateau_every = HK_UNSET_STEPS;
   f->metrics_every = 100;
   f->ema_decay = -1.0;
+  f->time_limit = HK_UNSET_SECS;
 }
 
 /* Whether the file at prefix `path` would be in directory `dir` (as
@@ -408,6 +434,10 @@ int digits_parse_flags(digits_flags *f, const char *prog, int argc, char **argv,
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) return DIGITS_HELP;
     if (strcmp(arg, "--async") == 0) {
       f->async = 1;
+      continue;
+    }
+    if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "--verbose") == 0) {
+      f->verbosity = arg[2] == 'q' ? -1 : 1;
       continue;
     }
     if (strcmp(arg, "--lr-staircase") == 0) {
@@ -684,6 +714,36 @@ int digits_load(const digits_flags *f, digits_data *train, digits_data *test) {
     digits_data_free(test);
     return DIGITS_EXIT_RUNTIME;
   }
-  fprintf(stderr, "%s: %s: %zu training rows, %zu test rows\n", f->prog, path, train->n, test->n);
+  if (f->verbosity >= 0) fprintf(stderr, "%s: %s: %zu training rows, %zu test rows\n", f->prog, path, train->n, test->n);
   return 0;
+}
+
+/* ---- how a run reads and stops -------------------------------------------- */
+
+void digits_env_levels(const digits_flags *f, hk_env *env) {
+  env->log_level = f->verbosity < 0 ? HK_LOG_WARNING : f->verbosity > 0 ? HK_LOG_DEBUG : HK_LOG_INFO;
+}
+
+unsigned digits_stop_signals(const digits_flags *f) { return f->stop_signals ? f->stop_signals : HK_SIGNAL_DEFAULT_SET; }
+
+int digits_time_limit_hook(const digits_flags *f, hk_hook **out) {
+  hk_time_limit_options to = HK_TIME_LIMIT_OPTIONS_INIT;
+  hk_status st = HK_STATUS_INIT;
+  *out = NULL;
+  if (hk_secs_is_unset(f->time_limit)) return 0;
+  to.duration_secs = f->time_limit;
+  if (hk_time_limit_hook_new(out, &to, &st) == HK_OK) return 0;
+  fprintf(stderr, "%s: --time-limit: %s\n", f->prog, st.message);
+  return DIGITS_EXIT_RUNTIME;
+}
+
+const char *digits_stop_word(const hk_stop_info *why, char *buf, size_t cap) {
+  size_t n;
+  if (why->reason == HK_STOP_SIGNAL)
+    snprintf(buf, cap, "signal:%s", why->detail);
+  else
+    snprintf(buf, cap, "%s", hk_stop_reason_name(why->reason));
+  for (n = 0; buf[n] != '\0'; n++)
+    if (buf[n] == ' ' || buf[n] == '-') buf[n] = '_';
+  return buf;
 }

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <hooked/hooked.h>
+
 #define NPIX 64 /* pixels of an image (8 x 8), each 0..16 in the file */
 #define NCLS 10 /* classes: the digits 0..9 */
 
@@ -91,6 +93,10 @@ typedef struct digits_flags {
   const char *ema_export; /* --ema-export PATH (needs --ema); NULL when not given */
   int64_t best_k;         /* --best-k K (needs --checkpoint-dir); 0 when not given */
   int restore_best;       /* --restore-best (needs --best-k) */
+  /* How the run reads and when it stops (quiet defaults, issue 15). */
+  int verbosity;          /* --quiet: -1 (warnings and the result line), --verbose: 1 (DEBUG), else 0 */
+  double time_limit;      /* --time-limit SECS: HK_UNSET_SECS when not given */
+  unsigned stop_signals;  /* --stop-signals LIST: hk_signal_set bits; 0: SIGINT and SIGTERM */
 } digits_flags;
 
 /* The help lines of the flags above, the same in both programs. */
@@ -170,6 +176,30 @@ extern const char digits_lr_usage[];
  */
 struct hk_learning_rate_options;
 int digits_lr_options(const digits_flags *f, const char *variable, struct hk_learning_rate_options *o);
+/* The help text of the shared flags above, for both programs' usage(). */
+#define DIGITS_RUN_FLAGS_HELP                                                                        \
+  "  --quiet          warnings, errors and the result line only (no progress, no log lines)\n"       \
+  "  --verbose        also hooked's DEBUG lines (every checkpoint step, the listeners)\n"            \
+  "  --time-limit S   stop cleanly after S seconds of training, with the final checkpoint\n"         \
+  "                   (hooked/time_limit.h; the result line says stop=time_limit)\n"                 \
+  "  --stop-signals LIST\n"                                                                          \
+  "                   the signals that stop training cleanly, comma-separated from INT, TERM,\n"     \
+  "                   HUP, USR1, USR2 (default INT,TERM); HUP: a closed terminal, USR1: the\n"       \
+  "                   warning of a batch system (Slurm: #SBATCH --signal=USR1@120)\n"
+
+/* Set env's log level from --quiet / --verbose. */
+void digits_env_levels(const digits_flags *f, hk_env *env);
+
+/* The stop signals to install: --stop-signals, else SIGINT and SIGTERM. */
+unsigned digits_stop_signals(const digits_flags *f);
+
+/* --time-limit: a TimeLimitHook into *out (NULL without the flag).
+ * @return 0, or DIGITS_EXIT_RUNTIME after printing why. */
+int digits_time_limit_hook(const digits_flags *f, hk_hook **out);
+
+/* Why training stopped as one word for the result line: "last_step",
+ * "signal:SIGINT", "time_limit", "early_stopping", "end_of_input", ... */
+const char *digits_stop_word(const hk_stop_info *why, char *buf, size_t cap);
 
 /* ---- the data ----------------------------------------------------------- */
 

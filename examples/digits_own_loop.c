@@ -10,8 +10,11 @@
  * checkpoint directory (as MonitoredTrainingSession does), with the loss
  * and the test accuracy when --summary-dir is given.
  *
- * THE HOOKED CHANGE is the #include and 21 lines of train(), marked
- * HOOKED (alone or inside a HOOKED block). 16 are the loop: 10 call it
+ * THE HOOKED CHANGE is the #include and 31 lines of train(), marked
+ * HOOKED (alone or inside a HOOKED block). 10 of them serve the run's
+ * flags: --quiet/--verbose (the env and its log level), --time-limit (a
+ * TimeLimitHook, made and freed), --stop-signals, and why the run stopped
+ * for the result line (hk_loop_stop_reason()); of the other 21, 16 are the loop: 10 call it
  * (hk_loop_new; hk_loop_add_array for w1, b1, w2, b2 in one two-line loop
  * and for the loss; hk_loop_add_state for the data iterator; hk_loop_start;
  * the step bracketing, 2 lines; hk_loop_finish; hk_loop_free), 5 declare the
@@ -85,7 +88,8 @@ static void usage(FILE *out) {
           "                       [--async] [--keep N]] [--summary-dir DIR] [--lr-schedule S ...]\n"
           "                       [--lr-plateau PATIENCE[,FACTOR] [--lr-plateau-every N]]\n"
           "                       [--metrics-log PATH [--metrics-format csv|jsonl] [--metrics-every N]]\n"
-          "                       [--ema DECAY [--ema-export PATH]] [--best-k K [--restore-best]] [--help]\n"
+          "                       [--ema DECAY [--ema-export PATH]] [--best-k K [--restore-best]]\n"
+          "                       [--quiet | --verbose] [--time-limit S] [--stop-signals LIST] [--help]\n"
           "\n"
           "Train a 64-32-10 MLP on the UCI digits data with the program's own loop and math,\n"
           "checkpointed and stopped by hooked's host loop.\n"
@@ -109,7 +113,7 @@ static void usage(FILE *out) {
           "                   write TensorBoard event files into DIR: loss and test_accuracy\n"
           "                   every 100 steps, and global_step/sec\n" DIGITS_AVERAGE_USAGE
           "                   (the test metric: the test accuracy, higher is better)\n"
-          "%s"
+          "%s%s"
           "  --metrics-log PATH\n"
           "                   write step, wall_time, loss and test_accuracy to PATH every\n"
           "                   --metrics-every steps, CSV (.csv) or JSON lines (.jsonl); a\n"
@@ -119,11 +123,12 @@ static void usage(FILE *out) {
           "  --metrics-every N  steps between rows (default 100)\n"
           "  --help           show this text\n"
           "\n"
-          "SIGINT or SIGTERM stops training after the current step; with --checkpoint-dir\n"
-          "the final checkpoint is written. The result line is printed either way.\n"
+          "SIGINT or SIGTERM (--stop-signals) stops training after the current step; with\n"
+          "--checkpoint-dir the final checkpoint is written. The result line is printed\n"
+          "either way, with why training stopped (last_step, signal:SIGINT, time_limit, ...).\n"
           "\n"
-          "Prints one line on stdout: result: step=<N> loss=<x> test_accuracy=<y>\n",
-          digits_lr_usage);
+          "Prints one line on stdout: result: step=<N> loss=<x> test_accuracy=<y> stop=<why>\n",
+          DIGITS_RUN_FLAGS_HELP, digits_lr_usage);
 }
 
 /* ---- the data iterator: the program's state across steps ---------------- */
@@ -401,15 +406,20 @@ static float ema_accuracy(const hk_hook *ema, const digits_data *test) {
   return accuracy(&avg, test);
 }
 
-/* The report on stderr and the result line on stdout. */
-static int report(const digits_flags *o, int64_t step, int64_t steps_run, double secs, float loss, float acc,
-                  float ema_acc) {
-  char ema[48] = "";
-  if (step < o->steps) fprintf(stderr, PROG ": stopped by a signal at step %" PRId64 "\n", step);
-  fprintf(stderr, "training time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", secs, steps_run,
-          steps_run ? secs * 1e6 / (double)steps_run : 0.0);
+/* The report on stderr and the result line on stdout, with why it stopped. */
+static int report(const digits_flags *o, const hk_stop_info *why, int64_t step, int64_t steps_run, double secs,
+                  float loss, float acc, float ema_acc) {
+  char word[64], ema[48] = "";
+  if (o->verbosity >= 0) {
+    if (why->reason != HK_STOP_LAST_STEP)
+      fprintf(stderr, PROG ": stopped at step %" PRId64 ": %s (%s)\n", step, hk_stop_reason_name(why->reason),
+              why->detail);
+    fprintf(stderr, "training time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", secs, steps_run,
+            steps_run ? secs * 1e6 / (double)steps_run : 0.0);
+  }
   if (o->ema_decay >= 0) snprintf(ema, sizeof ema, " ema_test_accuracy=%.6f", (double)ema_acc);
-  printf("result: step=%" PRId64 " loss=%.6f test_accuracy=%.6f%s\n", step, (double)loss, (double)acc, ema);
+  printf("result: step=%" PRId64 " loss=%.6f test_accuracy=%.6f%s stop=%s\n", step, (double)loss, (double)acc, ema,
+         digits_stop_word(why, word, sizeof word));
   return fflush(stdout) == 0 ? 0 : DIGITS_EXIT_RUNTIME;
 }
 
@@ -470,6 +480,9 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
   const int64_t plateau_every = o->lr_flags.plateau_every == HK_UNSET_STEPS ? 100 : o->lr_flags.plateau_every;
   hk_hook *metrics = NULL; /* HOOKED: --metrics-log */
   hk_hook *ema = NULL;           /* HOOKED: --ema */
+  hk_hook *limit = NULL;         /* HOOKED: --time-limit */
+  hk_stop_info why;              /* HOOKED: why it stopped */
+  hk_env env;                    /* HOOKED: --quiet / --verbose */
 
   it.perm = malloc(trn->n * sizeof *it.perm);
   if (s == NULL || it.perm == NULL) {
@@ -480,7 +493,12 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
   iter_seek_to(&it, 0, 0);
 
   /* ==== HOOKED: the loop, its options from the flags, the program's memory registered in place ==== */
+  hk_env_init(&env, HK_ENV_VERSION);
+  digits_env_levels(o, &env);
+  if (digits_time_limit_hook(o, &limit) != 0) goto out;
   hk_loop_options lo = HK_LOOP_OPTIONS_INIT;
+  lo.env = &env, lo.stop_signals = digits_stop_signals(o); /* --stop-signals */
+  lo.hooks = &limit, lo.nhooks = limit != NULL;             /* --time-limit */
   lo.checkpoint_dir = o->checkpoint_dir, lo.max_to_keep = o->keep, lo.async_checkpoint = o->async;
   lo.last_step = o->steps, lo.save_steps = o->save_steps, lo.save_secs = o->save_secs; /* unset: every 600 s */
   lo.summary_dir = o->summary_dir; /* global_step/sec every 100 steps; NULL: into the checkpoint dir */
@@ -506,7 +524,7 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
   hk_loop_start(loop, &step, &st); /* restores into m, it (and step), or keeps them */
   /* ==== end HOOKED (errors are sticky: hk_loop_finish() below returns the first) ==== */
 
-  if (step > 0) fprintf(stderr, PROG ": resumed at step %" PRId64 "\n", step);
+  if (step > 0 && o->verbosity >= 0) fprintf(stderr, PROG ": resumed at step %" PRId64 "\n", step);
   t0 = now_secs();
   while (!hk_loop_should_stop(loop) && hk_loop_step_begin(loop, NULL, &st) == HK_OK) { /* HOOKED */
     iter_next(&it, s->x, s->y);
@@ -519,7 +537,7 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
     hk_loop_step_end(loop, &st); /* HOOKED: the global step moves, a checkpoint due is saved */
     step++;
     steps_run++;
-    if (o->log_every > 0 && step % o->log_every == 0)
+    if (o->log_every > 0 && step % o->log_every == 0 && o->verbosity >= 0)
       fprintf(stderr, "step %" PRId64 ": loss = %.4f\n", step, (double)loss);
     if (o->summary_dir && step % 100 == 0 && /* HOOKED: TensorBoard scalars at the loop's global step */
         (hk_loop_summary_scalar(loop, o->summary_dir, "loss", loss, &st) != HK_OK ||
@@ -529,8 +547,9 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
   secs = now_secs() - t0;
   if (hk_loop_finish(loop, &st) != HK_OK) goto failed; /* HOOKED: the final checkpoint (--restore-best: then the best) */
   report_learning_rate(lr_hook);
-  if (o->restore_best) digits_report_best(o, "test_accuracy");
-  status = report(o, step, steps_run, secs, loss, accuracy(&m, tst), ema ? ema_accuracy(ema, tst) : NAN);
+  if (o->restore_best && o->verbosity >= 0) digits_report_best(o, "test_accuracy");
+  hk_loop_stop_reason(&why, loop, NULL); /* HOOKED */
+  status = report(o, &why, step, steps_run, secs, loss, accuracy(&m, tst), ema ? ema_accuracy(ema, tst) : NAN);
   goto out;
 
 failed:
@@ -540,6 +559,7 @@ out:
   hk_hook_free(lr_hook); /* HOOKED (--lr) */
   hk_hook_free(metrics); /* HOOKED: after the loop that borrowed it */
   hk_hook_free(ema);      /* HOOKED (--ema) */
+  hk_hook_free(limit);   /* HOOKED */
   scratch_free(s);
   free(it.perm);
   return status;

@@ -106,7 +106,8 @@ static void usage(FILE *out) {
           "                    [--early-stop-patience N [--early-stop-every N]]\n"
           "                    [--lr-schedule S ...] [--lr-plateau PATIENCE[,FACTOR] [--lr-plateau-every N]]\n"
           "                    [--metrics-log PATH [--metrics-format csv|jsonl] [--metrics-every N]]\n"
-          "                    [--distributed sync|ps [--ps-wait-k K]]\n"
+          "                    [--distributed sync|ps [--ps-wait-k K]] [--quiet | --verbose]\n"
+          "                    [--time-limit S] [--stop-signals LIST]\n"
           "                    [--ema DECAY [--ema-export PATH]] [--best-k K [--restore-best]] [--help]\n"
           "\n"
           "Train a 64-32-10 MLP on the UCI digits data through a hooked MonitoredTrainingSession.\n"
@@ -140,8 +141,8 @@ static void usage(FILE *out) {
           "                   steps, has not improved for N evaluations in a row; with\n"
           "                   --checkpoint-dir the count survives restarts\n"
           "  --early-stop-every N  steps between evaluations (default 100)\n"
-          "%s",
-          digits_lr_usage);
+          "%s%s",
+          DIGITS_RUN_FLAGS_HELP, digits_lr_usage);
   /* Its own call: one string literal of the whole text would pass the
    * 4095 bytes C requires compilers to accept. */
   fprintf(out,
@@ -162,8 +163,9 @@ static void usage(FILE *out) {
           "that step with exit status 1, before it is checkpointed: the newest checkpoint\n"
           "stays the last good one.\n"
           "\n"
-          "Prints one line on stdout: result: step=<N> loss=<x> test_accuracy=<y>\n"
-          "(with --ema: ema_test_accuracy=<z> after it)\n");
+          "Prints one line on stdout: result: step=<N> loss=<x> test_accuracy=<y> stop=<why>\n"
+          "(with --ema: ema_test_accuracy=<z> before stop=; why training stopped: last_step,\n"
+          "signal:SIGINT, time_limit, early_stopping, ...)\n");
 }
 
 static int parse_distributed(options *o, const char *value) {
@@ -242,13 +244,13 @@ typedef struct run {
   trainer t;
   feeder f;
   model m;
-  hk_hook *progress, *profiler, *nan_guard, *early_stop, *learning_rate, *feed, *stop;
+  hk_hook *progress, *profiler, *nan_guard, *early_stop, *learning_rate, *feed, *stop, *time_limit;
   hk_hook *dist_first, *dist_last, *waiter, *ps_serve; /* --distributed */
   hk_hook *metrics;                                    /* --metrics-log */
   hk_checkpoint_listener metrics_listener;
   hk_hook *ema;                                        /* --ema */
   const digits_data *tst;                              /* the test set, for --ema's accuracy */
-  hk_hook *chief_hooks[7], *hooks[8];                  /* the session's two lists */
+  hk_hook *chief_hooks[7], *hooks[10];                 /* the session's two lists */
   size_t nchief, nhooks;
   hk_saver *saver;
   hk_scaffold *scaffold;
@@ -318,6 +320,7 @@ static int run_init(run *r, const options *o, const digits_data *trn) {
    * parameter server's chief computes no loss to summarize. */
   r->summaries = (o->f.summary_dir != NULL || o->f.checkpoint_dir != NULL) && !r->ps_chief;
   hk_env_init(&r->env, HK_ENV_VERSION);
+  digits_env_levels(&o->f, &r->env); /* --quiet, --verbose */
   r->serve = HK_NO_HANDLE;
   r->last_loss = NAN;
   oom = trainer_init(&r->t, (size_t)o->f.batch, local_batch, o->f.lr);
@@ -335,6 +338,7 @@ static void run_free(run *r) {
   hk_session_free(r->s);
   hk_hook_free(r->feed);
   hk_hook_free(r->stop);
+  hk_hook_free(r->time_limit);
   hk_hook_free(r->nan_guard);
   hk_hook_free(r->profiler);
   hk_hook_free(r->early_stop);
@@ -364,7 +368,7 @@ static void run_free(run *r) {
  * written, so the two never mix. */
 static int add_progress_hook(run *r, hk_status *st) {
   hk_progress_options po = HK_PROGRESS_OPTIONS_INIT;
-  const int wanted = r->o->progress > 0 || (r->o->progress < 0 && isatty(STDERR_FILENO));
+  const int wanted = r->o->progress > 0 || (r->o->progress < 0 && r->o->f.verbosity >= 0 && isatty(STDERR_FILENO));
   if (!g_dist.chief || !wanted) return 0;
   po.last_step = r->o->f.steps;
   po.loss = r->ps_chief ? NULL : LOSS_NAME; /* the chief of a parameter server computes no loss */
@@ -547,6 +551,8 @@ static int add_hooks(run *r, hk_status *st) {
   if (r->nan_guard && g_dist.mode != DIST_NONE) r->hooks[r->nhooks++] = r->nan_guard;
   r->hooks[r->nhooks++] = r->feed;
   r->hooks[r->nhooks++] = r->stop;
+  if (digits_time_limit_hook(&r->o->f, &r->time_limit) != 0) return DIGITS_EXIT_RUNTIME;
+  if (r->time_limit) r->hooks[r->nhooks++] = r->time_limit; /* --time-limit */
   if (r->progress) r->hooks[r->nhooks++] = r->progress;
   if (r->dist_last) r->hooks[r->nhooks++] = r->dist_last;
   return 0;
@@ -630,7 +636,7 @@ static int new_session(run *r, hk_status *st) {
  * sink when there is one. */
 static void log_loss(run *r) {
   char line[64];
-  if (r->o->f.log_every <= 0 || r->f.gs % r->o->f.log_every != 0) return;
+  if (r->o->f.log_every <= 0 || r->f.gs % r->o->f.log_every != 0 || r->o->f.verbosity < 0) return;
   snprintf(line, sizeof line, "step %" PRId64 ": loss = %.4f", r->f.gs, (double)r->last_loss);
   if (r->progress)
     hk_progress_hook_log(r->progress, HK_LOG_INFO, line);
@@ -728,20 +734,27 @@ static int finish(run *r, hk_status *st) {
     fputs(PROG ": the session closed without evaluating the test set\n", stderr);
     return DIGITS_EXIT_RUNTIME;
   }
-  if (hk_signal_fired()) fputs(PROG ": stopped by a signal\n", stderr);
-  if (r->early_stop) report_early_stopping(r, st);
-  if (r->learning_rate) {
-    hk_learning_rate_info info;
-    if (hk_learning_rate_hook_info(&info, r->learning_rate, st) == HK_OK && info.rate_step != HK_UNSET_STEPS)
-      fprintf(stderr, PROG ": learning rate %g at step %" PRId64 ", %" PRId64 " reductions\n", info.rate,
-              info.rate_step, info.reductions);
+  hk_stop_info why;
+  char word[64];
+  hk_session_stop_reason(&why, r->s, NULL);
+  if (r->o->f.verbosity >= 0) {
+    if (why.reason != HK_STOP_LAST_STEP)
+      fprintf(stderr, PROG ": stopped at step %" PRId64 ": %s (%s)\n", r->f.final_step, hk_stop_reason_name(why.reason),
+              why.detail);
+    if (r->early_stop) report_early_stopping(r, st);
+    if (r->learning_rate) {
+      hk_learning_rate_info info;
+      if (hk_learning_rate_hook_info(&info, r->learning_rate, st) == HK_OK && info.rate_step != HK_UNSET_STEPS)
+        fprintf(stderr, PROG ": learning rate %g at step %" PRId64 ", %" PRId64 " reductions\n", info.rate,
+                info.rate_step, info.reductions);
+    }
+    fprintf(stderr, "training time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", r->secs, r->steps_run,
+            r->steps_run ? r->secs * 1e6 / (double)r->steps_run : 0.0);
   }
-  if (g_dist.chief && r->o->f.restore_best) digits_report_best(&r->o->f, "test_loss");
-  fprintf(stderr, "training time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", r->secs, r->steps_run,
-          r->steps_run ? r->secs * 1e6 / (double)r->steps_run : 0.0);
+  if (g_dist.chief && r->o->f.restore_best && r->o->f.verbosity >= 0) digits_report_best(&r->o->f, "test_loss");
   if (g_dist.chief)
-    printf("result: step=%" PRId64 " loss=%.6f test_accuracy=%.6f%s\n", r->f.final_step, (double)r->last_loss,
-           (double)r->f.test_accuracy, r->ema ? ema_result(r) : "");
+    printf("result: step=%" PRId64 " loss=%.6f test_accuracy=%.6f%s stop=%s\n", r->f.final_step, (double)r->last_loss,
+           (double)r->f.test_accuracy, r->ema ? ema_result(r) : "", digits_stop_word(&why, word, sizeof word));
   else
     fprintf(stderr, PROG ": rank %d: step=%" PRId64 " test_accuracy=%.6f\n", g_dist.rank, r->f.final_step,
             (double)r->f.test_accuracy);
@@ -799,7 +812,7 @@ static int run_with_signals(const options *o) {
   int installed = 0, rc;
   if (o->distributed == DIST_SYNC)
     installed = 0;
-  else if (hk_signal_install(&st) == HK_OK)
+  else if (hk_signal_install_set(digits_stop_signals(&o->f), &st) == HK_OK)
     installed = 1;
   else
     fprintf(stderr, PROG ": signals will not stop training cleanly: %s\n", st.message);
