@@ -35,10 +35,11 @@
  *
  * How it is built: the loop is an executor over the registered host memory
  * (hooked/sys/executor.h), a singular session over that executor
- * (hooked/session.h) with the loop's own hooks — in this order: the NaN
- * guard (nan_guard), the early-stopping and learning-rate hooks of
- * hk_loop_add_early_stopping() and hk_loop_add_learning_rate(), the
- * metrics log of hk_loop_add_metrics_log(), StopAtStep, the StepCounter
+ * (hooked/session.h) with the loop's own hooks — in this order: the
+ * program's hooks_first, the NaN guard (nan_guard), the early-stopping and
+ * learning-rate hooks of hk_loop_add_early_stopping() and
+ * hk_loop_add_learning_rate(), the metrics log of hk_loop_add_metrics_log(),
+ * StopAtStep, the StepCounter
  * (global_step/sec, summary_dir), the checkpoint saver — followed by the
  * program's hooks, and the Scaffold's Saver — written
  * against the public headers only. Every hook, built-in or the program's,
@@ -215,9 +216,9 @@ typedef struct hk_loop_options {
   /** The program's hooks that run BEFORE the loop's own, in this order:
    *  hooks_first, the NaN guard, the early-stopping hooks, StopAtStep, the
    *  StepCounter, the checkpoint saver, then `hooks`. A step timer here
-   *  sees its before_run before the checkpoint saver's and its after_run
-   *  before the saver writes, so it times the write; one in `hooks` does
-   *  not. Array copied, hooks borrowed as `hooks`; a hook appears once
+   *  has its before_run before the checkpoint saver's and its after_run
+   *  before the saver writes, so it times the program's step alone; one in
+   *  `hooks` counts the checkpoint write in the step. Array copied, hooks borrowed as `hooks`; a hook appears once
    *  across both lists. NULL / 0 (default): none. */
   hk_hook *const *hooks_first;
   size_t nhooks_first;

@@ -1,8 +1,8 @@
 /*
  * The host loop (hooked/loop.h): a singular session over the host executor
- * (host_executor.c) with the built-in hooks ahead of the program's — the
- * NaN guard, the early-stopping hooks, StopAtStep, the StepCounter, the
- * checkpoint saver —
+ * (host_executor.c) with the built-in hooks between the program's two
+ * lists — hooks_first, then the NaN guard, the early-stopping hooks,
+ * StopAtStep, the StepCounter, the checkpoint saver, then hooks —
  * each step split by hk_session_run_begin/run_end around the program's own
  * math. Written against the public headers only, as any third party could.
  * This file holds options, registration, save, finish and free; start and

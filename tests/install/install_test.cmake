@@ -187,7 +187,8 @@ function(consumer label dir find_args)
 endfunction()
 
 # ---- 2. find_package(hooked 0.2) on a machine view without MPI ----------------
-set(programs consumer_main consumer_own_loop consumer_custom_hook consumer_cpp_hook consumer_version consumer_averages)
+set(programs consumer_main consumer_own_loop consumer_custom_hook consumer_cpp_hook consumer_version consumer_averages
+  consumer_run_control)
 consumer(prefix ${WORK_DIR}/consumer-build "-DCMAKE_PREFIX_PATH=${prefix};${no_mpi}" ${programs})
 # The README's host-loop program resumes: a second run starts at step 500.
 run(own_loop-resume ${WORK_DIR}/consumer-build/consumer_own_loop ${WORK_DIR}/own_loop_ckpt)

@@ -491,17 +491,21 @@ static void test_stop_reason__loop_time_limit_stops_with_final_checkpoint(void *
   o.hooks = &limit;
   o.nhooks = 1;
   hk_loop *l = start_loop(f, &m, &o);
+  assert_ok(hk_loop_step(l, step_fn, &m, &f->st), &f->st); /* warm-up */
+  test_alloc_reset_counts(&f->te->alloc);
+  for (int i = 0; i < 20; i++) assert_ok(hk_loop_step(l, step_fn, &m, &f->st), &f->st);
+  assert_int_equal(test_alloc_count(&f->te->alloc), 0); /* steady-state steps allocate nothing (H7) */
   for (int i = 0; i < 4; i++) {
     assert_false(hk_loop_should_stop(l));
     assert_ok(hk_loop_step(l, step_fn, &m, &f->st), &f->st);
     test_clock_advance(&f->te->clock, 10);
   }
-  assert_true(hk_loop_should_stop(l)); /* 30 s had passed at the end of step 4 */
+  assert_true(hk_loop_should_stop(l)); /* 30 s had passed at the end of step 25 */
   assert_ok(hk_loop_finish(l, &f->st), &f->st);
-  assert_true(loop_ckpt_exists(f, 4));
+  assert_true(loop_ckpt_exists(f, 25));
   hk_stop_info why = loop_reason(l);
   assert_int_equal(why.reason, HK_STOP_TIME_LIMIT);
-  assert_non_null(strstr(why.detail, "at global step 4"));
+  assert_non_null(strstr(why.detail, "at global step 25"));
   hk_loop_free(l);
   hk_hook_free(limit);
 
