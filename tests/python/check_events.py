@@ -472,11 +472,11 @@ def main():
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wall_end = time.time()
     fields = r.stdout.split()
-    if r.returncode != 0 or len(fields) != 4 or fields[:2] != ["result:", "step=401"]:
+    if r.returncode != 0 or len(fields) != 5 or fields[:2] != ["result:", "step=401"] or fields[4] != "stop=last_step":
         print("check_events: %s: exit %d\nstdout:\n%s\nstderr:\n%s" % (" ".join(cmd), r.returncode, r.stdout,
                                                                       r.stderr))
         return 1
-    result = {k: float(v) for k, v in (f.split("=") for f in fields[2:])}
+    result = {k: float(v) for k, v in (f.split("=") for f in fields[2:4])}
     try:
         files, n = check_summaries(msgs, sdir, result)
         print("check_events: %s: %d events, every CRC right" % (", ".join(os.path.basename(f) for f in files), n))
