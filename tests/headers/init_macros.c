@@ -24,12 +24,14 @@ int hk_headertest_init_macros(void)
   hk_stop_at_step_options stop = HK_STOP_AT_STEP_OPTIONS_INIT;
   hk_global_step_waiter_options waiter = HK_GLOBAL_STEP_WAITER_OPTIONS_INIT;
   hk_learning_rate_options lr = HK_LEARNING_RATE_OPTIONS_INIT;
+  hk_time_limit_options limit = HK_TIME_LIMIT_OPTIONS_INIT;
   hk_handle none = HK_NO_HANDLE;
 
   /* Use every object so no -Wunused-variable fires. */
   return (int)st.code + (int)env.version + (int)graph.version + (int)var.version + (int)op.version +
          (int)run.version + (int)md.version + (int)scaffold.version + (int)manager.version +
          (int)prepare.version + (int)session.version + (int)stop.version + (int)waiter.version + (int)lr.version +
+         (int)limit.version +
          (int)none + (hk_secs_is_unset(waiter.deadline_secs) ? 1 : 0) +
          (stop.num_steps == HK_UNSET_STEPS ? 1 : 0) + HOOKED_VERSION_NUMBER;
 }
