@@ -195,8 +195,8 @@ HK_API hk_code hk_summary_writer_summary(hk_summary_writer *w, int64_t step, con
  * steps twice. SummarySaverHook writes it at its first run; the host loop
  * at every start.
  * **Errors:** INVALID_ARGUMENT for a NULL writer; FAILED_PRECONDITION after
- * hk_summary_writer_close(); file-system errors per H9 naming the event
- * file. **Threads:** any (serialized). **Allocates:** as
+ * hk_summary_writer_close(); file-system errors naming the event file
+ * (RESOURCE_EXHAUSTED for a full disk). **Threads:** any (serialized). **Allocates:** as
  * hk_summary_writer_scalar().
  */
 HK_API hk_code hk_summary_writer_session_start(hk_summary_writer *w, int64_t step, hk_status *status);

@@ -174,8 +174,9 @@ HK_API int hk_run_context_stop_requested(const hk_run_context *ctx);
  * over it) reports `reason` and `detail` as why training stopped
  * (hk_session_stop_reason()) when this is the first cause. A plain
  * hk_run_context_request_stop() reports HK_STOP_HOOK with the hook's name.
- * A hook whose call then fails (C14) still names the reason, with the
- * failure's code: the NaN guard reports HK_STOP_NON_FINITE so. The first
+ * A hook whose call then fails still names the reason, with the failure's
+ * code (the stop request itself is dropped, as any of a failing call): the
+ * NaN guard reports HK_STOP_NON_FINITE so. The first
  * reason given in a run is kept; later ones are ignored.
  * @param reason  any hk_stop_reason but HK_STOP_NONE (which requests the
  *                stop as HK_STOP_HOOK).
