@@ -282,6 +282,10 @@ static void test_run_defaults__graph_hooks_first_run_before_the_defaults(void **
   hk_session_free(s);
   f->o.hooks_first = NULL;
   assert_status(hk_training_session_new(&s, &f->o, &f->st), &f->st, HK_INVALID_ARGUMENT, "hooks_first");
+  f->o.nhooks_first = 0;
+  f->o.log_step_count_secs = -1;
+  assert_status(hk_training_session_new(&s, &f->o, &f->st), &f->st, HK_INVALID_ARGUMENT, "log_step_count_secs");
+  assert_null(s);
   spy_hook_free(first);
   spy_hook_free(last);
   gfx_free(f);
