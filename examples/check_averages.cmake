@@ -58,7 +58,7 @@ endif()
 # ---- --ema and --ema-export ---------------------------------------------------------
 set(dir "${WORK_DIR}/ema")
 run(0 --steps 300 ${quiet} --checkpoint-dir "${dir}" --save-steps 100 --ema 0.99 --ema-export "${WORK_DIR}/averages")
-expect_match("${OUT}" "^result: step=300 loss=[0-9.]+ test_accuracy=[0-9.]+ ema_test_accuracy=[0-9.]+\n$" "--ema")
+expect_match("${OUT}" "^result: step=300 loss=[0-9.]+ test_accuracy=[0-9.]+ ema_test_accuracy=[0-9.]+ stop=last_step\n$" "--ema")
 ckpt(ls "${dir}/model.ckpt-300")
 foreach(w w1 b1 w2 b2)
   expect_match("${CKPT}" "\n  ${w}/ExponentialMovingAverage +F32 " "the shadow of ${w} in checkpoint 300")
