@@ -1,40 +1,50 @@
 /*
  * step_overhead — what a session and its hooks add to one executor run.
  *
- * Times, in one process, a tight loop of runs of a trivial op (a no-op
- * group):
- *   - the floor: hk_raw_session_run on a raw session, no session, no hooks;
- *   - the floor fetching global_step (what StopAtStep adds to the run itself);
- *   - hk_session_run with 0, 1 and 10 no-op hooks, both hooks whose slots
- *     are all NULL and hooks with empty before_run/after_run callbacks;
- *   - hk_session_run with the StopAtStep hook (last_step never reached),
- *     and with a TimeLimitHook (its limit never reached), on a session
- *     and on the host loop;
+ * Times, in one process, tight loops of runs of a trivial op (a no-op group,
+ * or a train op that increments the global step), each case against its
+ * fair reference (the same loop without what the case adds):
+ *   - the floor: hk_raw_session_run of the no-op on a raw session, no
+ *     session, no hooks; the floor fetching global_step (what StopAtStep
+ *     adds to the run itself) and the floor running the train op, both
+ *     against the floor;
+ *   - hk_session_run with no hooks, against the floor; with 1 and 10 no-op
+ *     hooks, both hooks whose slots are all NULL and hooks with empty
+ *     before_run/after_run callbacks, against the session with no hooks;
+ *   - the StopAtStep hook (last_step never reached), the LearningRateHook
+ *     (hooked/learning_rate.h: a cosine schedule after a warmup, writing a
+ *     rate variable before every step) and the TimeLimitHook
+ *     (hooked/time_limit.h, its limit never reached), against the session
+ *     with no hooks;
+ *   - the session running the train op, against the floor running it; the
+ *     MetricsLogHook (hooked/metrics_log.h: a CSV row of the global step
+ *     every 100 steps) and MonitoredTrainingSession with its default hooks,
+ *     against the session running the train op with no hooks;
  *   - the host loop (hooked/loop.h) around a program's own step: the bare
- *     step alone in a plain loop (its floor), then hk_loop_step_begin/end
- *     around the same step with 0, 1 and 10 empty hooks;
- *   - the LearningRateHook (hooked/learning_rate.h), a cosine schedule after
- *     a warmup, writing a rate variable before every step: on a session
- *     (over the 0-hook session), and on the host loop with reduce-on-plateau
- *     on a registered value every 100 steps and its state registered (over
- *     the 0-hook loop).
- *   - the MetricsLogHook (hooked/metrics_log.h), a CSV row of the global
- *     step every 100 steps, in a session running a train op that increments
- *     the global step (against the same session with no hooks) and in the
- *     host loop (against the host loop with no hooks).
- *   - an ExponentialMovingAverage hook (hooked/ema.h): on a session over
- *     the graph averaging 16 floats, and on the host loop averaging the
- *     program's 16 floats and 65536 floats, against the 0-hook session and
- *     loop.
- * Every case is measured --reps times, interleaved so that clock drift hits
- * all cases alike; the best repetition is reported. Allocations are counted
- * by a counting allocator in the env of the graph and of every session,
- * over the timed loops only (after a warm-up).
+ *     step alone in a plain loop is the reference of hk_loop_step_begin/end
+ *     around the same step with no hooks, which is the reference of the same
+ *     loop with 1 and 10 empty hooks, the LearningRateHook (reduce-on-plateau
+ *     on a registered value every 100 steps, its state registered), the
+ *     MetricsLogHook and the TimeLimitHook;
+ *   - an ExponentialMovingAverage hook (hooked/ema.h): on a session over the
+ *     graph averaging 16 floats, against the session with no hooks; on the
+ *     host loop averaging the program's 16 floats, against the loop with no
+ *     hooks, and averaging 65536 floats, against the loop with no hooks and
+ *     the same 65536 floats registered (itself against the loop with no
+ *     hooks).
+ * The run has --rounds rounds; in each round every case runs --iters times,
+ * in an order rotated by one each round (round r starts at case r mod the
+ * number of cases), so that drift and position hit every case alike. Each
+ * case reports, over the rounds, min / median / max of its time per step
+ * divided by its reference's in the same round, and of the difference in
+ * ns per step. Allocations are counted by a counting allocator in the env
+ * of the graph and of every session, over the timed loops only (after a
+ * warm-up).
  *
- * Goals (issue): at most 50 ns per hook per step over the floor, and no
- * allocation. Exit status: 0 when no timed loop allocated, 1 otherwise or on
- * error, 2 for a usage error. The timing goal is reported, not enforced:
- * timings depend on the machine and its load.
+ * Goals (issue): at most 50 ns per hook per step, and no allocation. Exit
+ * status: 0 when no timed loop allocated, 1 otherwise or on error, 2 for a
+ * usage error. The timing goal is reported, not enforced: timings depend on
+ * the machine and its load.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -112,15 +122,18 @@ static const hk_hook_vtable empty_hook_vtable = {
 /* ---- cases --------------------------------------------------------------- */
 
 typedef enum hook_kind {
-  HOOKS_NONE, HOOKS_NULL, HOOKS_EMPTY, HOOKS_STOP, HOOKS_LR, HOOKS_INC, HOOKS_METRICS, HOOKS_EMA, HOOKS_EMA_BIG,
+  HOOKS_NONE,
+  HOOKS_NULL,
+  HOOKS_EMPTY,
+  HOOKS_STOP,
+  HOOKS_LR,
+  HOOKS_METRICS,
+  HOOKS_EMA,
   HOOKS_TIME_LIMIT
 } hook_kind;
-/* HOOKS_INC: no hooks, the session runs the train op that increments the
- * global step (the metrics log's fair reference); HOOKS_METRICS: one
- * MetricsLogHook, running that op too (in the host loop: added with
- * hk_loop_add_metrics_log). */
 
-#define EMA_BIG 65536 /* floats of the large host-loop average */
+#define EMA_BIG 65536   /* floats of the large host-loop array */
+#define BIG_DIVISOR 100 /* the big_array cases run --iters / this per round: their steps take microseconds */
 
 /* A TimeLimitHook that never fires during the bench (hooked/time_limit.h). */
 static hk_code time_limit_hook(hk_hook **out, hk_status *st) {
@@ -133,27 +146,68 @@ typedef enum case_kind { SESSION = 0, RAW = 1, BARE_STEP = 2, HOST_LOOP = 3, MTS
 
 typedef struct bench_case {
   const char *label;
-  int raw;      /* a case_kind: 1 (RAW) is hk_raw_session_run, no session */
+  case_kind where;
   int fetch_gs; /* raw only: also fetch global_step */
+  int train_op; /* run the op that increments global_step, not the no-op */
   hook_kind kind;
   size_t nhooks;
+  int big_array;   /* host loop: also register EMA_BIG floats (averaged by HOOKS_EMA) */
+  const char *ref; /* the label of its reference, NULL for none */
   /* state */
+  const struct bench_case *reference;
   hk_raw_session *rs;
   hk_session *s;
   hk_hook *hooks[MAX_HOOKS];
   hk_loop *loop;
   float user[16]; /* the program's own state, stepped by user_step */
-  double best_ns;
+  float lr, val;  /* the host loop's registered rate and watched value */
+  float *big;     /* big_array: the program's EMA_BIG floats */
+  double *ns;     /* ns per step, one per round */
   unsigned long long allocs;
-  float lr, val; /* HOOKS_LR on the host loop: the rate it writes, the value it watches */
-  float *big; /* HOOKS_EMA_BIG: the program's EMA_BIG floats */
 } bench_case;
+
+/* Every case, in the order of the first round. A case's reference is the
+ * same loop without what the case adds. */
+#define CASE(l, w, f, t, k, n, r) \
+  { .label = l, .where = w, .fetch_gs = f, .train_op = t, .kind = k, .nhooks = n, .ref = r }
+#define BIG_CASE(l, k, n, r) \
+  { .label = l, .where = HOST_LOOP, .kind = k, .nhooks = n, .big_array = 1, .ref = r }
+static const bench_case case_table[] = {
+    CASE("floor", RAW, 0, 0, HOOKS_NONE, 0, NULL),
+    CASE("floor + fetch global_step", RAW, 1, 0, HOOKS_NONE, 0, "floor"),
+    CASE("floor, train op", RAW, 0, 1, HOOKS_NONE, 0, "floor"),
+    CASE("session, 0 hooks", SESSION, 0, 0, HOOKS_NONE, 0, "floor"),
+    CASE("session, 1 NULL-slot hook", SESSION, 0, 0, HOOKS_NULL, 1, "session, 0 hooks"),
+    CASE("session, 10 NULL-slot hooks", SESSION, 0, 0, HOOKS_NULL, 10, "session, 0 hooks"),
+    CASE("session, 1 empty hook", SESSION, 0, 0, HOOKS_EMPTY, 1, "session, 0 hooks"),
+    CASE("session, 10 empty hooks", SESSION, 0, 0, HOOKS_EMPTY, 10, "session, 0 hooks"),
+    CASE("session, StopAtStep hook", SESSION, 0, 0, HOOKS_STOP, 1, "session, 0 hooks"),
+    CASE("session, LearningRate hook", SESSION, 0, 0, HOOKS_LR, 1, "session, 0 hooks"),
+    CASE("session, TimeLimitHook", SESSION, 0, 0, HOOKS_TIME_LIMIT, 1, "session, 0 hooks"),
+    CASE("session, 0 hooks, train op", SESSION, 0, 1, HOOKS_NONE, 0, "floor, train op"),
+    CASE("session, MetricsLog hook", SESSION, 0, 1, HOOKS_METRICS, 1, "session, 0 hooks, train op"),
+    CASE("MonitoredTrainingSession", MTS, 0, 1, HOOKS_NONE, 0, "session, 0 hooks, train op"),
+    CASE("bare program step", BARE_STEP, 0, 0, HOOKS_NONE, 0, NULL),
+    CASE("host loop, 0 hooks", HOST_LOOP, 0, 0, HOOKS_NONE, 0, "bare program step"),
+    CASE("host loop, 1 empty hook", HOST_LOOP, 0, 0, HOOKS_EMPTY, 1, "host loop, 0 hooks"),
+    CASE("host loop, 10 empty hooks", HOST_LOOP, 0, 0, HOOKS_EMPTY, 10, "host loop, 0 hooks"),
+    CASE("host loop, LearningRate hook", HOST_LOOP, 0, 0, HOOKS_LR, 1, "host loop, 0 hooks"),
+    CASE("host loop, MetricsLog hook", HOST_LOOP, 0, 0, HOOKS_METRICS, 1, "host loop, 0 hooks"),
+    CASE("host loop, TimeLimitHook", HOST_LOOP, 0, 0, HOOKS_TIME_LIMIT, 1, "host loop, 0 hooks"),
+    CASE("session, EMA of 16 floats", SESSION, 0, 0, HOOKS_EMA, 1, "session, 0 hooks"),
+    CASE("host loop, EMA of 16 floats", HOST_LOOP, 0, 0, HOOKS_EMA, 1, "host loop, 0 hooks"),
+    BIG_CASE("host loop, 0 hooks, 65536 floats", HOOKS_NONE, 0, "host loop, 0 hooks"),
+    BIG_CASE("host loop, EMA of 65536 floats", HOOKS_EMA, 1, "host loop, 0 hooks, 65536 floats"),
+};
+#undef CASE
+#undef BIG_CASE
+#define NCASES (sizeof case_table / sizeof case_table[0])
 
 typedef struct bench {
   counter count;
   hk_env env;
   hk_graph *g;
-  hk_handle noop, gs, inc; /* inc: the global step + 1, the MTS case's train op */
+  hk_handle noop, gs, inc; /* inc: the global step + 1, the train op */
   char dir[64];            /* the MTS case's checkpoint and summary directory */
   char mdir[64];           /* the metrics log cases' directory */
   hk_hook *graph_ema;      /* the session case's average of "ema_w" */
@@ -273,18 +327,13 @@ static int metrics_hook(bench *b, hk_hook **out, const char *name) {
 }
 
 /* The host-loop EMA cases: an ExponentialMovingAverage hook on the
- * program's array, one of the loop's own hooks. */
-static int add_loop_ema(bench_case *c, hk_status *st) {
+ * program's array ("big" when the case has one, else "user"). */
+static hk_code add_loop_ema(bench_case *c, hk_status *st) {
   static const char *const user[1] = {"user"}, *const big[1] = {"big"};
-  static const int64_t dims[1] = {EMA_BIG};
   hk_ema_options eo = HK_EMA_OPTIONS_INIT;
-  eo.variables = c->kind == HOOKS_EMA_BIG ? big : user;
+  eo.variables = c->big_array ? big : user;
   eo.nvariables = 1;
   eo.decay = 0.99;
-  if (c->kind == HOOKS_EMA_BIG) {
-    if (!(c->big = calloc(EMA_BIG, sizeof *c->big))) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory");
-    if (hk_loop_add_array(c->loop, "big", HK_DTYPE_F32, 1, dims, c->big, 0, st) != HK_OK) return st->code;
-  }
   if (hk_ema_hook_new(&c->hooks[0], &eo, st) != HK_OK) return st->code;
   return hk_loop_add_ema(c->loop, c->hooks[0], st);
 }
@@ -293,8 +342,8 @@ static int open_case(bench *b, bench_case *c) {
   hk_status st = HK_STATUS_INIT;
   hk_session_options so = HK_SESSION_OPTIONS_INIT;
 
-  if (c->raw == BARE_STEP) return 0;
-  if (c->raw == MTS) {
+  if (c->where == BARE_STEP) return 0;
+  if (c->where == MTS) {
     /* MonitoredTrainingSession with its defaults: StepCounter every 100
      * steps and SummarySaver every 100 (both writing into dir), and a
      * CheckpointSaver every 600 s (one save at creation). */
@@ -302,6 +351,7 @@ static int open_case(bench *b, bench_case *c) {
     snprintf(b->dir, sizeof b->dir, "/tmp/hooked-bench-XXXXXX");
     if (!mkdtemp(b->dir)) {
       fprintf(stderr, "step_overhead: mkdtemp: %s\n", strerror(errno));
+      b->dir[0] = '\0';
       return 1;
     }
     to.env = &b->env;
@@ -310,39 +360,45 @@ static int open_case(bench *b, bench_case *c) {
     if (hk_training_session_new(&c->s, &to, &st) != HK_OK) return fail("creating a MonitoredTrainingSession", &st);
     return 0;
   }
-  if (c->raw == HOST_LOOP) {
+  if (c->where == HOST_LOOP) {
+    /* Every host-loop case registers the same arrays (the program's state,
+     * the rate and the watched value), so that each differs from its
+     * reference only by its hooks. */
     hk_loop_options lo = HK_LOOP_OPTIONS_INIT;
-    static const int64_t dims[1] = {16};
-    const int ema = c->kind == HOOKS_EMA || c->kind == HOOKS_EMA_BIG;
-    for (size_t i = 0; i < c->nhooks && c->kind != HOOKS_METRICS && !ema; i++)
-      if ((c->kind == HOOKS_TIME_LIMIT ? time_limit_hook(&c->hooks[i], &st)
-                                       : hk_hook_new(&c->hooks[i], &empty_hook_vtable, NULL, "empty", NULL, &st)) !=
-          HK_OK)
-        return fail("creating a hook", &st);
+    static const int64_t dims[1] = {16}, big_dims[1] = {EMA_BIG};
+    if (c->big_array && !(c->big = calloc(EMA_BIG, sizeof *c->big))) {
+      fprintf(stderr, "step_overhead: %s: out of memory\n", c->label);
+      return 1;
+    }
+    if (c->kind == HOOKS_EMPTY)
+      for (size_t i = 0; i < c->nhooks; i++)
+        if (hk_hook_new(&c->hooks[i], &empty_hook_vtable, NULL, "empty", NULL, &st) != HK_OK)
+          return fail("creating a hook", &st);
     if (c->kind == HOOKS_METRICS && metrics_hook(b, &c->hooks[0], "loop.csv") != 0) return 1;
+    if (c->kind == HOOKS_LR && new_lr_hook(&c->hooks[0], 1) != 0) return 1;
+    if (c->kind == HOOKS_TIME_LIMIT && time_limit_hook(&c->hooks[0], &st) != HK_OK)
+      return fail("creating a TimeLimitHook", &st);
     lo.env = &b->env;
-    lo.hooks = ema ? NULL : c->hooks;
-    lo.nhooks = c->kind == HOOKS_METRICS || ema ? 0 : c->nhooks;
+    lo.hooks = c->hooks;
+    lo.nhooks = c->kind == HOOKS_EMPTY || c->kind == HOOKS_TIME_LIMIT ? c->nhooks : 0;
     lo.handle_signals = 0;
     if (hk_loop_new(&c->loop, &lo, &st) != HK_OK ||
         hk_loop_add_array(c->loop, "user", HK_DTYPE_F32, 1, dims, c->user, 0, &st) != HK_OK ||
+        hk_loop_add_array(c->loop, "learning_rate", HK_DTYPE_F32, 0, NULL, &c->lr, HK_LOOP_NO_CHECKPOINT, &st) !=
+            HK_OK ||
+        hk_loop_add_array(c->loop, "val", HK_DTYPE_F32, 0, NULL, &c->val, HK_LOOP_NO_CHECKPOINT, &st) != HK_OK ||
+        (c->big_array && hk_loop_add_array(c->loop, "big", HK_DTYPE_F32, 1, big_dims, c->big, 0, &st) != HK_OK) ||
+        (c->kind == HOOKS_EMA && add_loop_ema(c, &st) != HK_OK) ||
         (c->kind == HOOKS_METRICS && hk_loop_add_metrics_log(c->loop, c->hooks[0], &st) != HK_OK) ||
-        (ema && add_loop_ema(c, &st) != HK_OK))
+        (c->kind == HOOKS_LR && hk_loop_add_learning_rate(c->loop, c->hooks[0], &st) != HK_OK) ||
+        hk_loop_start(c->loop, NULL, &st) != HK_OK)
       return fail("starting a host loop", &st);
-    if (c->kind == HOOKS_LR &&
-        (new_lr_hook(&c->hooks[MAX_HOOKS - 1], 1) != 0 ||
-         hk_loop_add_array(c->loop, "learning_rate", HK_DTYPE_F32, 0, NULL, &c->lr, HK_LOOP_NO_CHECKPOINT, &st) !=
-             HK_OK ||
-         hk_loop_add_array(c->loop, "val", HK_DTYPE_F32, 0, NULL, &c->val, HK_LOOP_NO_CHECKPOINT, &st) != HK_OK ||
-         hk_loop_add_learning_rate(c->loop, c->hooks[MAX_HOOKS - 1], &st) != HK_OK))
-      return st.code != HK_OK ? fail("adding the LearningRateHook", &st) : 1;
-    if (hk_loop_start(c->loop, NULL, &st) != HK_OK) return fail("starting a host loop", &st);
     return 0;
   }
-  if (c->raw) {
+  if (c->where == RAW) {
     /* The sessions opened before finalized the graph and initialized
      * nothing this raw session needs: the no-op reads no variable; the
-     * global step is initialized by hand for the fetching case. */
+     * global step is initialized by hand for the fetch and train-op cases. */
     int64_t zero = 0;
     hk_tensor v = hk_tensor_scalar_i64(&zero);
     size_t index;
@@ -383,6 +439,8 @@ static int open_case(bench *b, bench_case *c) {
 }
 
 static void close_case(bench_case *c) {
+  free(c->ns);
+  c->ns = NULL;
   if (c->loop != NULL) {
     hk_loop_finish(c->loop, NULL);
     hk_loop_free(c->loop);
@@ -412,14 +470,15 @@ static void user_step(float *x) {
 /* `n` runs of the case. @return 0 or 1 after printing the error. */
 static int run_case(bench *b, bench_case *c, uint64_t n) {
   hk_status st = HK_STATUS_INIT;
-  if (c->raw == BARE_STEP) {
+  if (c->where == BARE_STEP) {
     for (uint64_t i = 0; i < n; i++) {
       user_step(c->user);
+      c->val = c->user[(i & 7)] * c->lr;
       __asm__ volatile("" ::: "memory"); /* as opaque as the loop's calls */
     }
     return 0;
   }
-  if (c->raw == HOST_LOOP) {
+  if (c->where == HOST_LOOP) {
     for (uint64_t i = 0; i < n; i++) {
       if (hk_loop_step_begin(c->loop, NULL, &st) != HK_OK) return fail(c->label, &st);
       user_step(c->user);
@@ -429,28 +488,33 @@ static int run_case(bench *b, bench_case *c, uint64_t n) {
     }
     return 0;
   }
-  const int inc = c->raw == MTS || c->kind == HOOKS_INC || c->kind == HOOKS_METRICS;
-  hk_run_args args = {NULL, 0, NULL, 0, inc ? &b->inc : &b->noop, 1, NULL};
+  hk_run_args args = {NULL, 0, NULL, 0, c->train_op ? &b->inc : &b->noop, 1, NULL};
   hk_tensor result;
-  if (c->raw == RAW && c->fetch_gs) {
+  if (c->where == RAW && c->fetch_gs) {
     args.fetches = &b->gs;
     args.nfetches = 1;
   }
   for (uint64_t i = 0; i < n; i++) {
-    hk_code rc =
-        c->raw == RAW ? hk_raw_session_run(c->rs, &args, &result, NULL, &st) : hk_session_run(c->s, &args, NULL, NULL, &st);
+    hk_code rc = c->where == RAW ? hk_raw_session_run(c->rs, &args, &result, NULL, &st)
+                                 : hk_session_run(c->s, &args, NULL, NULL, &st);
     if (rc != HK_OK) return fail(c->label, &st);
   }
   return 0;
 }
 
-static int time_case(bench *b, bench_case *c, uint64_t iters) {
+/* Runs of the case per round. */
+static uint64_t runs_of(const bench_case *c, uint64_t iters) {
+  return c->big_array ? (iters + BIG_DIVISOR - 1) / BIG_DIVISOR : iters;
+}
+
+/* One timed loop of the case in round `round`. */
+static int time_case(bench *b, bench_case *c, uint64_t iters, uint64_t round) {
+  const uint64_t n = runs_of(c, iters);
   unsigned long long a0 = atomic_load(&b->count.allocs);
-  double t0 = now_secs(), ns;
-  if (run_case(b, c, iters) != 0) return 1;
-  ns = (now_secs() - t0) * 1e9 / (double)iters;
+  double t0 = now_secs();
+  if (run_case(b, c, n) != 0) return 1;
+  c->ns[round] = (now_secs() - t0) * 1e9 / (double)n;
   c->allocs += atomic_load(&b->count.allocs) - a0;
-  if (c->best_ns < 0 || ns < c->best_ns) c->best_ns = ns;
   return 0;
 }
 
@@ -467,132 +531,105 @@ static int parse_u64(const char *flag, const char *text, uint64_t *out) {
   return 0;
 }
 
-static const bench_case *find(const bench *b, const char *label) {
-  for (size_t i = 0; i < b->ncases; i++)
-    if (strcmp(b->cases[i].label, label) == 0) return &b->cases[i];
-  return NULL;
+static int cmp_double(const void *x, const void *y) {
+  const double a = *(const double *)x, b = *(const double *)y;
+  return a < b ? -1 : a > b;
 }
 
-static void report(const bench *b, uint64_t iters, uint64_t reps) {
-  const double floor_ns = find(b, "floor")->best_ns;
-  const double s0 = find(b, "session, 0 hooks")->best_ns;
-  const double n10 = find(b, "session, 10 NULL-slot hooks")->best_ns;
-  const double e10 = find(b, "session, 10 empty hooks")->best_ns;
-  const double per_null = (n10 - s0) / 10.0, per_empty = (e10 - s0) / 10.0;
-  unsigned long long allocs = 0;
-  const char *bt = HOOKED_BENCH_BUILD_TYPE;
+/* min, median and max of v[0..n), sorted in place. */
+typedef struct spread {
+  double min, med, max;
+} spread;
 
-  printf("hooked %s step_overhead: %" PRIu64 " runs x %" PRIu64
-         " repetitions per case, best "
-         "repetition; build type %s\n",
-         hk_version(), iters, reps, *bt ? bt : "(none: unoptimized)");
-  printf("%-30s %9s %9s %12s %12s %7s\n", "case", "ns/step", "x floor", "ns/hook", "ns/hook", "allocs");
-  printf("%-30s %9s %9s %12s %12s %7s\n", "", "", "", "over floor", "over 0 hooks", "");
+static spread spread_of(double *v, size_t n) {
+  spread s;
+  qsort(v, n, sizeof *v, cmp_double);
+  s.min = v[0];
+  s.max = v[n - 1];
+  s.med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+  return s;
+}
+
+/* The per-round ratios to the reference and differences from it, in
+ * `ratio` and `diff` (each `rounds` long). */
+static void against_reference(const bench_case *c, uint64_t rounds, double *ratio, double *diff, spread *r, spread *d) {
+  for (uint64_t k = 0; k < rounds; k++) {
+    ratio[k] = c->ns[k] / c->reference->ns[k];
+    diff[k] = c->ns[k] - c->reference->ns[k];
+  }
+  *r = spread_of(ratio, (size_t)rounds);
+  *d = spread_of(diff, (size_t)rounds);
+}
+
+static void report(const bench *b, uint64_t iters, uint64_t rounds, double *ratio, double *diff) {
+  const char *bt = HOOKED_BENCH_BUILD_TYPE;
+  unsigned long long allocs = 0;
+  double per_hook_10[2] = {0, 0}; /* median ns per hook: NULL slots, empty callbacks */
+
+  printf("hooked %s step_overhead: iters=%" PRIu64 " rounds=%" PRIu64 " cases=%zu build_type=%s\n", hk_version(), iters,
+         rounds, b->ncases, *bt ? bt : "none");
+  printf("%" PRIu64 " runs per case and round (the %d-float cases: %" PRIu64
+         "), the order rotated by one each round;\n"
+         "ratio = ns/step of the case over its reference's in the same round, diff = the difference in ns/step;\n"
+         "min / median / max over the rounds\n\n",
+         iters, EMA_BIG, (iters + BIG_DIVISOR - 1) / BIG_DIVISOR);
+  printf("%-33s %8s  %-33s %-22s %-26s %8s %6s\n", "case", "ns/step", "reference", "ratio min/med/max",
+         "diff ns min/med/max", "ns/hook", "allocs");
   for (size_t i = 0; i < b->ncases; i++) {
     const bench_case *c = &b->cases[i];
-    char over_floor[32] = "-", over_s0[32] = "-";
-    if (c->raw == SESSION && c->nhooks > 0) {
-      snprintf(over_floor, sizeof over_floor, "%.1f", (c->best_ns - floor_ns) / (double)c->nhooks);
-      snprintf(over_s0, sizeof over_s0, "%.1f", (c->best_ns - s0) / (double)c->nhooks);
+    double own[2];
+    char rtext[32] = "-", dtext[40] = "-", ptext[16] = "-";
+    for (uint64_t k = 0; k < rounds; k++) ratio[k] = c->ns[k];
+    own[0] = spread_of(ratio, (size_t)rounds).med;
+    if (c->reference != NULL) {
+      spread r, d;
+      against_reference(c, rounds, ratio, diff, &r, &d);
+      snprintf(rtext, sizeof rtext, "%.2f %.2f %.2f", r.min, r.med, r.max);
+      snprintf(dtext, sizeof dtext, "%.1f %.1f %.1f", d.min, d.med, d.max);
+      if (c->nhooks > 0) {
+        own[1] = d.med / (double)c->nhooks;
+        snprintf(ptext, sizeof ptext, "%.1f", own[1]);
+        if (c->nhooks == MAX_HOOKS && c->where == SESSION) per_hook_10[c->kind == HOOKS_EMPTY] = own[1];
+      }
     }
-    printf("%-30s %9.1f %8.2fx %12s %12s %7llu\n", c->label, c->best_ns, c->best_ns / floor_ns, over_floor, over_s0,
+    printf("%-33s %8.1f  %-33s %-22s %-26s %8s %6llu\n", c->label, own[0], c->ref ? c->ref : "-", rtext, dtext, ptext,
            c->allocs);
     allocs += c->allocs;
   }
-  {
-    const double bare = find(b, "bare program step")->best_ns;
-    const double l0 = find(b, "host loop, 0 hooks")->best_ns;
-    const double l1 = find(b, "host loop, 1 empty hook")->best_ns;
-    const double l10 = find(b, "host loop, 10 empty hooks")->best_ns;
-    printf("\nhost loop around the program's step: %.1f ns/step with 0 hooks, %.1f with 1, %.1f with 10 "
-           "(%.2fx, %.2fx, %.2fx the bare step's %.1f ns)\n",
-           l0 - bare, l1 - bare, l10 - bare, l0 / bare, l1 / bare, l10 / bare, bare);
-  }
-  printf("MonitoredTrainingSession with its default hooks (StepCounter and SummarySaver every 100 steps, "
-         "CheckpointSaver every 600 s), running a train op that increments global_step: %.1f ns/step, %.1f over a "
-         "0-hook session\n",
-         find(b, "MonitoredTrainingSession")->best_ns, find(b, "MonitoredTrainingSession")->best_ns - s0);
-  {
-    const double ref = find(b, "session, 0 hooks, train op")->best_ns;
-    const double ml = find(b, "session, MetricsLog hook")->best_ns;
-    const double l0 = find(b, "host loop, 0 hooks")->best_ns;
-    const double lml = find(b, "host loop, MetricsLog hook")->best_ns;
-    printf("MetricsLogHook (a CSV row of global_step every 100 steps): %.1f ns/step over a session running the same "
-           "train op with no hooks (%.2fx), %.1f ns/step over the host loop with no hooks (%.2fx)\n",
-           ml - ref, ml / ref, lml - l0, lml / l0);
-  }
-  {
-    const double l0 = find(b, "host loop, 0 hooks")->best_ns;
-    const double le = find(b, "host loop, EMA of 16 floats")->best_ns;
-    const double lb = find(b, "host loop, EMA of 65536 floats")->best_ns;
-    printf("ExponentialMovingAverage hook: %.1f ns/step on a session (16 floats, over 0 hooks); on the host loop "
-           "%.1f ns/step for 16 floats, %.1f ns/step for %d floats (%.2f ns/float), over 0 hooks\n",
-           find(b, "session, EMA of 16 floats")->best_ns - s0, le - l0, lb - l0, EMA_BIG,
-           (lb - l0) / (double)EMA_BIG);
-  }
-  printf("session with no hooks: %.1f ns/step over the floor\n", s0 - floor_ns);
-  printf("LearningRateHook (cosine after a warmup, the rate written before every step): %.1f ns/step on a session "
-         "(over 0 hooks); %.1f ns/step on the host loop with reduce-on-plateau every 100 steps (over 0 hooks)\n",
-         find(b, "session, LearningRate hook")->best_ns - s0,
-         find(b, "host loop, LearningRate hook")->best_ns - find(b, "host loop, 0 hooks")->best_ns);
-  printf("TimeLimitHook (one clock read per step): %.1f ns/step over a 0-hook session, %.1f over a 0-hook host loop\n",
-         find(b, "session, TimeLimitHook")->best_ns - s0,
-         find(b, "host loop, TimeLimitHook")->best_ns - find(b, "host loop, 0 hooks")->best_ns);
   printf(
-      "per-hook overhead (10 hooks, over 0 hooks): %.1f ns NULL-slot, %.1f ns empty "
-      "callbacks (goal <= %.0f): %s\n",
-      per_null, per_empty, GOAL_NS_PER_HOOK,
-      per_null <= GOAL_NS_PER_HOOK && per_empty <= GOAL_NS_PER_HOOK ? "met" : "NOT met");
-  printf(
-      "allocations in the timed loops: %llu (goal 0): %s; the same counter saw %llu during "
-      "setup and warm-up\n",
-      allocs, allocs == 0 ? "met" : "NOT met", b->setup_allocs);
+      "\nper-hook overhead (session, 10 hooks, median over 0 hooks): %.1f ns NULL-slot, %.1f ns empty callbacks "
+      "(goal <= %.0f): %s\n",
+      per_hook_10[0], per_hook_10[1], GOAL_NS_PER_HOOK,
+      per_hook_10[0] <= GOAL_NS_PER_HOOK && per_hook_10[1] <= GOAL_NS_PER_HOOK ? "met" : "NOT met");
+  printf("allocations in the timed loops: %llu (goal 0): %s; the same counter saw %llu during setup and warm-up\n",
+         allocs, allocs == 0 ? "met" : "NOT met", b->setup_allocs);
   fflush(stdout);
 }
 
 int main(int argc, char **argv) {
-  bench_case cases[] = {
-      {"floor", 1, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"floor + fetch global_step", 1, 1, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"session, 0 hooks", 0, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"session, 1 NULL-slot hook", 0, 0, HOOKS_NULL, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"session, 10 NULL-slot hooks", 0, 0, HOOKS_NULL, 10, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"session, 1 empty hook", 0, 0, HOOKS_EMPTY, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"session, 10 empty hooks", 0, 0, HOOKS_EMPTY, 10, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"session, StopAtStep hook", 0, 0, HOOKS_STOP, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"MonitoredTrainingSession", MTS, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"bare program step", BARE_STEP, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"host loop, 0 hooks", HOST_LOOP, 0, HOOKS_NONE, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"host loop, 1 empty hook", HOST_LOOP, 0, HOOKS_EMPTY, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"host loop, 10 empty hooks", HOST_LOOP, 0, HOOKS_EMPTY, 10, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"session, LearningRate hook", 0, 0, HOOKS_LR, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"host loop, LearningRate hook", HOST_LOOP, 0, HOOKS_LR, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"session, 0 hooks, train op", 0, 0, HOOKS_INC, 0, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"session, MetricsLog hook", 0, 0, HOOKS_METRICS, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"host loop, MetricsLog hook", HOST_LOOP, 0, HOOKS_METRICS, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"session, EMA of 16 floats", 0, 0, HOOKS_EMA, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"host loop, EMA of 16 floats", HOST_LOOP, 0, HOOKS_EMA, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"host loop, EMA of 65536 floats", HOST_LOOP, 0, HOOKS_EMA_BIG, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0,
-       NULL},
-      {"session, TimeLimitHook", 0, 0, HOOKS_TIME_LIMIT, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-      {"host loop, TimeLimitHook", HOST_LOOP, 0, HOOKS_TIME_LIMIT, 1, NULL, NULL, {NULL}, NULL, {0}, -1, 0, 0, 0, NULL},
-  };
-  const size_t ncases = sizeof cases / sizeof cases[0];
+  bench_case cases[NCASES];
   bench b;
-  uint64_t iters = 2000000, reps = 5;
+  uint64_t iters = 1000000, rounds = 15;
+  double *ratio = NULL, *diff = NULL;
   int status = 1;
 
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       printf(
-          "usage: step_overhead [--iters N] [--reps N]\n"
-          "  --iters N   runs per case and repetition (default 2000000)\n"
-          "  --reps N    repetitions; the best is reported (default 5)\n");
+          "usage: step_overhead [--iters N] [--rounds N] [--list]\n"
+          "  --iters N    runs per case and round (default 1000000)\n"
+          "  --rounds N   rounds; every case runs once a round, the order rotated by one each\n"
+          "               round; min / median / max over the rounds are reported (default 15)\n"
+          "  --list       print the case labels, one a line, and exit\n");
       return 0;
     }
-    if ((strcmp(a, "--iters") == 0 || strcmp(a, "--reps") == 0) && i + 1 < argc) {
-      if (parse_u64(a, argv[i + 1], strcmp(a, "--iters") == 0 ? &iters : &reps) != 0) return 2;
+    if (strcmp(a, "--list") == 0) {
+      for (size_t k = 0; k < NCASES; k++) printf("%s\n", case_table[k].label);
+      return 0;
+    }
+    if ((strcmp(a, "--iters") == 0 || strcmp(a, "--rounds") == 0) && i + 1 < argc) {
+      if (parse_u64(a, argv[i + 1], strcmp(a, "--iters") == 0 ? &iters : &rounds) != 0) return 2;
       i++;
       continue;
     }
@@ -601,6 +638,7 @@ int main(int argc, char **argv) {
   }
 
   memset(&b, 0, sizeof b);
+  memcpy(cases, case_table, sizeof cases);
   atomic_init(&b.count.allocs, 0);
   hk_env_init(&b.env, HK_ENV_VERSION);
   b.env.allocator.alloc = count_alloc;
@@ -609,33 +647,56 @@ int main(int argc, char **argv) {
   b.env.allocator.user = &b.count;
   b.env.log_level = HK_LOG_WARNING;
   b.cases = cases;
-  b.ncases = ncases;
+  b.ncases = NCASES;
+
+  /* The bench's own buffers, outside the counted env. */
+  ratio = calloc((size_t)rounds, sizeof *ratio);
+  diff = calloc((size_t)rounds, sizeof *diff);
+  if (ratio == NULL || diff == NULL) {
+    fprintf(stderr, "step_overhead: out of memory for %" PRIu64 " rounds\n", rounds);
+    goto out;
+  }
+  for (size_t i = 0; i < NCASES; i++) {
+    cases[i].ns = calloc((size_t)rounds, sizeof *cases[i].ns);
+    if (cases[i].ns == NULL) {
+      fprintf(stderr, "step_overhead: out of memory for %" PRIu64 " rounds\n", rounds);
+      goto out;
+    }
+    for (size_t k = 0; k < NCASES && cases[i].ref != NULL; k++)
+      if (strcmp(cases[k].label, cases[i].ref) == 0) cases[i].reference = &cases[k];
+    if (cases[i].ref != NULL && cases[i].reference == NULL) {
+      fprintf(stderr, "step_overhead: case '%s': no case '%s' for its reference\n", cases[i].label, cases[i].ref);
+      goto out;
+    }
+  }
 
   if (build_graph(&b) != 0) goto out;
   /* Sessions first: the first one's Scaffold finalizes the graph, which the
    * raw sessions of the floor cases then open as is. */
-  for (size_t i = 0; i < ncases; i++)
-    if (cases[i].raw == SESSION && open_case(&b, &cases[i]) != 0) goto out;
-  for (size_t i = 0; i < ncases; i++)
-    if (cases[i].raw != SESSION && open_case(&b, &cases[i]) != 0) goto out;
+  for (size_t i = 0; i < NCASES; i++)
+    if (cases[i].where == SESSION && open_case(&b, &cases[i]) != 0) goto out;
+  for (size_t i = 0; i < NCASES; i++)
+    if (cases[i].where != SESSION && open_case(&b, &cases[i]) != 0) goto out;
   /* The metrics log cases warm up past their first two rows (at steps 100
    * and 200): a row's run fetches more, and is planned once. */
-  for (size_t i = 0; i < ncases; i++)
+  for (size_t i = 0; i < NCASES; i++)
     if (run_case(&b, &cases[i], cases[i].kind == HOOKS_METRICS ? 250 : WARMUP_RUNS) != 0) goto out;
   b.setup_allocs = atomic_load(&b.count.allocs);
-  for (uint64_t r = 0; r < reps; r++)
-    for (size_t i = 0; i < ncases; i++)
-      if (time_case(&b, &cases[i], iters) != 0) goto out;
-  report(&b, iters, reps);
+  for (uint64_t r = 0; r < rounds; r++)
+    for (size_t k = 0; k < NCASES; k++)
+      if (time_case(&b, &cases[(r + k) % NCASES], iters, r) != 0) goto out;
+  report(&b, iters, rounds, ratio, diff);
   status = 0;
-  for (size_t i = 0; i < ncases; i++)
+  for (size_t i = 0; i < NCASES; i++)
     if (cases[i].allocs != 0) status = 1;
 
 out:
-  for (size_t i = 0; i < ncases; i++) close_case(&cases[i]);
+  for (size_t i = 0; i < NCASES; i++) close_case(&cases[i]);
   hk_graph_free(b.g);
   hk_hook_free(b.graph_ema);
   if (b.dir[0]) remove_tree(b.dir);
   if (b.mdir[0]) remove_tree(b.mdir);
+  free(ratio);
+  free(diff);
   return status;
 }
