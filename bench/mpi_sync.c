@@ -199,10 +199,11 @@ static void bench_average(size_t bytes) {
     for (int k = 1; k < B.size; k++) same &= all[k] == all[0];
     if (!same) B.bad_bits = 1;
     double hk = median(t_hk, B.reps), raw = median(t_raw, B.reps);
-    printf("%-8s %5zu calls/rep  hk_mpi_average %10.1f us  raw %10.1f us  ratio %5.2fx  "
-           "(%.2f GB/s of buffer per call; same bits on every rank: %s; max rel. diff vs raw %.1e)\n",
-           size_name(bytes, name, sizeof name), calls, hk * 1e6, raw * 1e6, hk / raw, (double)bytes / hk * 1e-9,
-           same ? "yes" : "NO", gmax);
+    printf(
+        "%-8s %5zu calls/rep  hk_mpi_average %10.1f us  raw %10.1f us  ratio %5.2fx  "
+        "(%.2f GB/s of buffer per call; same bits on every rank: %s; max rel. diff vs raw %.1e)\n",
+        size_name(bytes, name, sizeof name), calls, hk * 1e6, raw * 1e6, hk / raw, (double)bytes / hk * 1e-9,
+        same ? "yes" : "NO", gmax);
   }
   free(all);
   free(a);
@@ -248,7 +249,8 @@ static double loop_unit(float *data, size_t n, hk_hook *const *hooks, size_t nho
   lo.log_step_count_steps = 0;
   MPI_Barrier(B.comm);
   double t0 = now_secs();
-  if (hk_loop_new(&loop, &lo, &st) != HK_OK || hk_loop_add_array(loop, "w", HK_DTYPE_F32, 1, dims, data, 0, &st) != HK_OK ||
+  if (hk_loop_new(&loop, &lo, &st) != HK_OK ||
+      hk_loop_add_array(loop, "w", HK_DTYPE_F32, 1, dims, data, 0, &st) != HK_OK ||
       hk_loop_start(loop, NULL, &st) != HK_OK || hk_loop_finish(loop, &st) != HK_OK)
     die("a host loop with the broadcast hook", &st);
   hk_loop_free(loop);
@@ -295,10 +297,11 @@ static void bench_broadcast(size_t bytes, hk_hook *bcast, hk_hook *m0, hk_hook *
   if (B.rank == 0) {
     double h = median(hook, units), r = median(raw, units), wh = median(whole, units), ba = median(bare, units),
            sm = median(same, units);
-    printf("%-8s %3d starts  broadcast hook %10.1f us  raw MPI_Bcast %10.1f us  ratio %5.2fx  "
-           "(the hook's three calls raw: %.1f us, %.2fx; loop start+finish: %.1f us with the hook, %.1f us "
-           "without)\n",
-           size_name(bytes, name, sizeof name), units, h * 1e6, r * 1e6, h / r, sm * 1e6, h / sm, wh * 1e6, ba * 1e6);
+    printf(
+        "%-8s %3d starts  broadcast hook %10.1f us  raw MPI_Bcast %10.1f us  ratio %5.2fx  "
+        "(the hook's three calls raw: %.1f us, %.2fx; loop start+finish: %.1f us with the hook, %.1f us "
+        "without)\n",
+        size_name(bytes, name, sizeof name), units, h * 1e6, r * 1e6, h / r, sm * 1e6, h / sm, wh * 1e6, ba * 1e6);
   }
   free(prints);
   free(hook);
@@ -317,7 +320,8 @@ static hk_loop *open_step_loop(hk_hook *const *hooks, size_t nhooks, float *user
   lo.nhooks = nhooks;
   lo.handle_signals = 0;
   lo.log_step_count_steps = 0;
-  if (hk_loop_new(&loop, &lo, &st) != HK_OK || hk_loop_add_array(loop, "user", HK_DTYPE_F32, 1, dims, user, 0, &st) != HK_OK ||
+  if (hk_loop_new(&loop, &lo, &st) != HK_OK ||
+      hk_loop_add_array(loop, "user", HK_DTYPE_F32, 1, dims, user, 0, &st) != HK_OK ||
       hk_loop_start(loop, NULL, &st) != HK_OK)
     die("starting a host loop", &st);
   return loop;
@@ -374,12 +378,13 @@ static void bench_stop(void) {
   if (B.rank == 0) {
     double w = median(t_with, B.reps), wo = median(t_without, B.reps), r1 = median(t_raw1, B.reps),
            r2 = median(t_raw2, B.reps);
-    printf("host loop, empty steps: %.2f us/step with the stop hook, %.2f us/step without: the hook adds %.2f us/step\n",
-           w * 1e6, wo * 1e6, (w - wo) * 1e6);
+    printf(
+        "host loop, empty steps: %.2f us/step with the stop hook, %.2f us/step without: the hook adds %.2f us/step\n",
+        w * 1e6, wo * 1e6, (w - wo) * 1e6);
     printf("raw MPI_Allreduce per step: 1 int (MPI_MAX) %.2f us, MPI_2INT (MPI_MAXLOC, what the hook sends) %.2f us\n",
            r1 * 1e6, r2 * 1e6);
-    printf("the hook's cost per step: %.2fx a raw 1-int allreduce, %.2fx a raw 2-int MAXLOC allreduce\n",
-           (w - wo) / r1, (w - wo) / r2);
+    printf("the hook's cost per step: %.2fx a raw 1-int allreduce, %.2fx a raw 2-int MAXLOC allreduce\n", (w - wo) / r1,
+           (w - wo) / r2);
   }
 }
 
@@ -413,10 +418,11 @@ int main(int argc, char **argv) {
     int rc = 0;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       if (B.rank == 0)
-        printf("usage: mpirun -np N mpi_sync [--reps N] [--steps N]\n"
-               "  --reps N    repetitions of every case; the median is printed (default 15)\n"
-               "  --steps N   host-loop steps and raw allreduces per repetition of the stop-agreement "
-               "case (default 20000)\n");
+        printf(
+            "usage: mpirun -np N mpi_sync [--reps N] [--steps N]\n"
+            "  --reps N    repetitions of every case; the median is printed (default 15)\n"
+            "  --steps N   host-loop steps and raw allreduces per repetition of the stop-agreement "
+            "case (default 20000)\n");
       MPI_Finalize();
       return 0;
     }
@@ -456,18 +462,21 @@ int main(int argc, char **argv) {
     printf("hooked %s mpi_sync: %d ranks, %s; %ld cores online on rank 0's host%s; build type %s\n", hk_version(),
            B.size, lib, cores, cores < B.size ? " (ranks outnumber cores: timings include their time-sharing)" : "",
            *bt ? bt : "(none: unoptimized)");
-    printf("every figure: the median of %d repetitions, each from an MPI_Barrier to the slowest rank's end\n\n", B.reps);
-    printf("(A) gradient averaging, f32, in place: hk_mpi_average (MPI_Alltoallv, sum in rank order, "
-           "MPI_Allgatherv) vs raw MPI_Allreduce(MPI_SUM) + division by %d\n",
-           B.size);
+    printf("every figure: the median of %d repetitions, each from an MPI_Barrier to the slowest rank's end\n\n",
+           B.reps);
+    printf(
+        "(A) gradient averaging, f32, in place: hk_mpi_average (MPI_Alltoallv, sum in rank order, "
+        "MPI_Allgatherv) vs raw MPI_Allreduce(MPI_SUM) + division by %d\n",
+        B.size);
     fflush(stdout);
   }
   for (int k = 0; k < NSIZES; k++) bench_average(sizes[k]);
 
   if (B.rank == 0) {
-    printf("\n(B) broadcast hook, one fresh host loop per start with one f32 array of the size: the hook's "
-           "after_create_session\n    (bracketed by two timing hooks; MPI_Allgather of the model fingerprint + "
-           "MPI_Bcast of global_step + MPI_Bcast of the array) vs a raw MPI_Bcast of the array's bytes\n");
+    printf(
+        "\n(B) broadcast hook, one fresh host loop per start with one f32 array of the size: the hook's "
+        "after_create_session\n    (bracketed by two timing hooks; MPI_Allgather of the model fingerprint + "
+        "MPI_Bcast of global_step + MPI_Bcast of the array) vs a raw MPI_Bcast of the array's bytes\n");
     fflush(stdout);
   }
   for (int k = 0; k < NSIZES; k++) bench_broadcast(sizes[k], bcast, m0, m1);

@@ -104,8 +104,8 @@ int parse_flags(int argc, char **argv, Flags &fl) {
       value = argv[i + 1];
     }
     bool ok = true;
-    bool known = name == "--checkpoint-dir" || name == "--steps" || name == "--save-steps" ||
-                 name == "--log-every" || name == "--seed" || name == "--lr";
+    bool known = name == "--checkpoint-dir" || name == "--steps" || name == "--save-steps" || name == "--log-every" ||
+                 name == "--seed" || name == "--lr";
     if (!known) {
       std::fprintf(stderr, "cpp_trainer: unknown argument '%s'\n", arg.c_str());
       return -1;
@@ -221,21 +221,16 @@ double eval_loss(const float *w, float b) {
 int main(int argc, char **argv) {
   Flags fl;
   switch (parse_flags(argc, argv, fl)) {
-    case 1:
-      usage(stdout);
-      return 0;
-    case -1:
-      usage(stderr);
-      return 2;
-    default:
-      break;
+    case 1: usage(stdout); return 0;
+    case -1: usage(stderr); return 2;
+    default: break;
   }
 
   /* The program's own state: parameters, optimizer slots, data stream. */
   float w[kFeatures] = {0};
   float b = 0;
   float velocity[kFeatures + 1] = {0};  // momentum of w, then of b
-  float loss = 0;                        // of the last batch, for the log hook
+  float loss = 0;                       // of the last batch, for the log hook
   std::mt19937 data_rng(static_cast<std::mt19937::result_type>(fl.seed));
 
   try {
@@ -298,8 +293,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < kFeatures; i++) grad[i] += 2 * err * e.x[i] / kBatch;
         grad[kFeatures] += 2 * err / kBatch;
       }
-      for (int i = 0; i <= kFeatures; i++)
-        velocity[i] = static_cast<float>(kMomentum * velocity[i] - lr * grad[i]);
+      for (int i = 0; i <= kFeatures; i++) velocity[i] = static_cast<float>(kMomentum * velocity[i] - lr * grad[i]);
       for (int i = 0; i < kFeatures; i++) w[i] += velocity[i];
       b += velocity[kFeatures];
       loss = static_cast<float>(sum / kBatch);

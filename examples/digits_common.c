@@ -55,11 +55,10 @@ uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
 /* ---- the flags ---------------------------------------------------------- */
 
 /* The shared flags that take a value. */
-static const char *const shared_valued[] = {"--data",      "--steps",     "--batch",          "--lr",
-                                            "--seed",      "--log-every", "--checkpoint-dir", "--save-steps",
-                                            "--save-secs", "--keep",      "--summary-dir",    "--ema",
-                                            "--ema-export", "--best-k",   "--time-limit",     "--stop-signals",
-                                            NULL};
+static const char *const shared_valued[] = {
+    "--data",       "--steps",        "--batch", "--lr",          "--seed", "--log-every",  "--checkpoint-dir",
+    "--save-steps", "--save-secs",    "--keep",  "--summary-dir", "--ema",  "--ema-export", "--best-k",
+    "--time-limit", "--stop-signals", NULL};
 
 int digits_usage_error(const char *prog, const char *fmt, ...) {
   va_list ap;
@@ -174,8 +173,10 @@ static int parse_signals(const char *prog, const char *text, unsigned *out) {
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
       if (strlen(names[i]) == len && strncmp(p, names[i], len) == 0) set |= bits[i], found = 1;
     if (!found)
-      return digits_usage_error(prog, "invalid value '%s' for --stop-signals: expected a comma-separated list of INT, "
-                                "TERM, HUP, USR1, USR2", text);
+      return digits_usage_error(prog,
+                                "invalid value '%s' for --stop-signals: expected a comma-separated list of INT, "
+                                "TERM, HUP, USR1, USR2",
+                                text);
     if (p[len] == '\0') break;
     p += len + 1;
   }
@@ -714,7 +715,8 @@ int digits_load(const digits_flags *f, digits_data *train, digits_data *test) {
     digits_data_free(test);
     return DIGITS_EXIT_RUNTIME;
   }
-  if (f->verbosity >= 0) fprintf(stderr, "%s: %s: %zu training rows, %zu test rows\n", f->prog, path, train->n, test->n);
+  if (f->verbosity >= 0)
+    fprintf(stderr, "%s: %s: %zu training rows, %zu test rows\n", f->prog, path, train->n, test->n);
   return 0;
 }
 
@@ -724,7 +726,9 @@ void digits_env_levels(const digits_flags *f, hk_env *env) {
   env->log_level = f->verbosity < 0 ? HK_LOG_WARNING : f->verbosity > 0 ? HK_LOG_DEBUG : HK_LOG_INFO;
 }
 
-unsigned digits_stop_signals(const digits_flags *f) { return f->stop_signals ? f->stop_signals : HK_SIGNAL_DEFAULT_SET; }
+unsigned digits_stop_signals(const digits_flags *f) {
+  return f->stop_signals ? f->stop_signals : HK_SIGNAL_DEFAULT_SET;
+}
 
 int digits_time_limit_hook(const digits_flags *f, hk_hook **out) {
   hk_time_limit_options to = HK_TIME_LIMIT_OPTIONS_INIT;

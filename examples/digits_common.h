@@ -54,12 +54,12 @@ uint64_t epoch_seed(uint64_t seed, int64_t epoch);
  * LearningRateHook's options). */
 #define DIGITS_LR_MAX_BOUNDARIES 16
 typedef struct digits_lr_flags {
-  int schedule;          /* hk_learning_rate_schedule; -1 when --lr-schedule is not given */
+  int schedule; /* hk_learning_rate_schedule; -1 when --lr-schedule is not given */
   int64_t boundaries[DIGITS_LR_MAX_BOUNDARIES];
   double values[DIGITS_LR_MAX_BOUNDARIES + 1];
   size_t nboundaries, nvalues;
-  int64_t decay_steps;   /* HK_UNSET_STEPS when not given */
-  double decay_rate;     /* 0 when not given */
+  int64_t decay_steps; /* HK_UNSET_STEPS when not given */
+  double decay_rate;   /* 0 when not given */
   int staircase;
   int64_t warmup_steps;  /* HK_UNSET_STEPS when not given */
   double alpha;          /* -1 when not given */
@@ -85,32 +85,32 @@ typedef struct digits_flags {
   digits_lr_flags lr_flags;
   /* --metrics-log PATH [--metrics-format csv|jsonl] [--metrics-every N]:
    * a MetricsLogHook (hooked/metrics_log.h) */
-  const char *metrics_log;  /* NULL: none */
-  int metrics_format;       /* 0 by the suffix, 1 CSV, 2 JSON lines (hk_metrics_log_format) */
-  int64_t metrics_every;    /* steps between rows, default 100 */
+  const char *metrics_log; /* NULL: none */
+  int metrics_format;      /* 0 by the suffix, 1 CSV, 2 JSON lines (hk_metrics_log_format) */
+  int64_t metrics_every;   /* steps between rows, default 100 */
   /* The moving average and the best weights (hooked/ema.h, restore_best). */
   double ema_decay;       /* --ema DECAY in [0, 1]; -1 when not given */
   const char *ema_export; /* --ema-export PATH (needs --ema); NULL when not given */
   int64_t best_k;         /* --best-k K (needs --checkpoint-dir); 0 when not given */
   int restore_best;       /* --restore-best (needs --best-k) */
   /* How the run reads and when it stops (quiet defaults, issue 15). */
-  int verbosity;          /* --quiet: -1 (warnings and the result line), --verbose: 1 (DEBUG), else 0 */
-  double time_limit;      /* --time-limit SECS: HK_UNSET_SECS when not given */
-  unsigned stop_signals;  /* --stop-signals LIST: hk_signal_set bits; 0: SIGINT and SIGTERM */
+  int verbosity;         /* --quiet: -1 (warnings and the result line), --verbose: 1 (DEBUG), else 0 */
+  double time_limit;     /* --time-limit SECS: HK_UNSET_SECS when not given */
+  unsigned stop_signals; /* --stop-signals LIST: hk_signal_set bits; 0: SIGINT and SIGTERM */
 } digits_flags;
 
 /* The help lines of the flags above, the same in both programs. */
-#define DIGITS_AVERAGE_USAGE                                                                   \
-  "  --ema DECAY      keep an exponential moving average of the weights (TensorFlow's\n"       \
-  "                   ExponentialMovingAverage, decay in [0, 1], e.g. 0.99), in every\n"       \
-  "                   checkpoint; the result line adds ema_test_accuracy=<z>\n"                \
-  "  --ema-export PATH\n"                                                                      \
-  "                   at the end, write the averaged weights as a checkpoint of their\n"       \
-  "                   own at prefix PATH (PATH.safetensors, under the weights' names;\n"       \
-  "                   with --async, not inside --checkpoint-dir)\n"                           \
-  "  --best-k K       keep the K best checkpoints by the test metric beside the newest\n"      \
-  "                   (needs --checkpoint-dir)\n"                                              \
-  "  --restore-best   at the end, put the best checkpoint's weights back into the model\n"     \
+#define DIGITS_AVERAGE_USAGE                                                               \
+  "  --ema DECAY      keep an exponential moving average of the weights (TensorFlow's\n"   \
+  "                   ExponentialMovingAverage, decay in [0, 1], e.g. 0.99), in every\n"   \
+  "                   checkpoint; the result line adds ema_test_accuracy=<z>\n"            \
+  "  --ema-export PATH\n"                                                                  \
+  "                   at the end, write the averaged weights as a checkpoint of their\n"   \
+  "                   own at prefix PATH (PATH.safetensors, under the weights' names;\n"   \
+  "                   with --async, not inside --checkpoint-dir)\n"                        \
+  "  --best-k K       keep the K best checkpoints by the test metric beside the newest\n"  \
+  "                   (needs --checkpoint-dir)\n"                                          \
+  "  --restore-best   at the end, put the best checkpoint's weights back into the model\n" \
   "                   before it is evaluated (Keras' restore_best_weights; needs --best-k)\n"
 
 /*
@@ -177,14 +177,14 @@ extern const char digits_lr_usage[];
 struct hk_learning_rate_options;
 int digits_lr_options(const digits_flags *f, const char *variable, struct hk_learning_rate_options *o);
 /* The help text of the shared flags above, for both programs' usage(). */
-#define DIGITS_RUN_FLAGS_HELP                                                                        \
-  "  --quiet          warnings, errors and the result line only (no progress, no log lines)\n"       \
-  "  --verbose        also hooked's DEBUG lines (every checkpoint step, the listeners)\n"            \
-  "  --time-limit S   stop cleanly after S seconds of training, with the final checkpoint\n"         \
-  "                   (hooked/time_limit.h; the result line says stop=time_limit)\n"                 \
-  "  --stop-signals LIST\n"                                                                          \
-  "                   the signals that stop training cleanly, comma-separated from INT, TERM,\n"     \
-  "                   HUP, USR1, USR2 (default INT,TERM); HUP: a closed terminal, USR1: the\n"       \
+#define DIGITS_RUN_FLAGS_HELP                                                                    \
+  "  --quiet          warnings, errors and the result line only (no progress, no log lines)\n"   \
+  "  --verbose        also hooked's DEBUG lines (every checkpoint step, the listeners)\n"        \
+  "  --time-limit S   stop cleanly after S seconds of training, with the final checkpoint\n"     \
+  "                   (hooked/time_limit.h; the result line says stop=time_limit)\n"             \
+  "  --stop-signals LIST\n"                                                                      \
+  "                   the signals that stop training cleanly, comma-separated from INT, TERM,\n" \
+  "                   HUP, USR1, USR2 (default INT,TERM); HUP: a closed terminal, USR1: the\n"   \
   "                   warning of a batch system (Slurm: #SBATCH --signal=USR1@120)\n"
 
 /* Set env's log level from --quiet / --verbose. */

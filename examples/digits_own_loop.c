@@ -468,7 +468,7 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
                            {"b2", 1, {NCLS, 0}, NHID, m.b2}};
   scratch *s = scratch_new(o->batch);
   data_iter it = {trn, o->batch, o->seed, 0, 0, NULL};
-  float loss = NAN; /* of the last step */
+  float loss = NAN;     /* of the last step */
   float test_acc = NAN; /* --best-k: the test accuracy at the last save */
   int64_t step = 0, steps_run = 0;
   int status = DIGITS_EXIT_RUNTIME;
@@ -479,10 +479,10 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
   float lr = (float)o->lr;       /* what the update reads */
   const int64_t plateau_every = o->lr_flags.plateau_every == HK_UNSET_STEPS ? 100 : o->lr_flags.plateau_every;
   hk_hook *metrics = NULL; /* HOOKED: --metrics-log */
-  hk_hook *ema = NULL;           /* HOOKED: --ema */
-  hk_hook *limit = NULL;         /* HOOKED: --time-limit */
-  hk_stop_info why;              /* HOOKED: why it stopped */
-  hk_env env;                    /* HOOKED: --quiet / --verbose */
+  hk_hook *ema = NULL;     /* HOOKED: --ema */
+  hk_hook *limit = NULL;   /* HOOKED: --time-limit */
+  hk_stop_info why;        /* HOOKED: why it stopped */
+  hk_env env;              /* HOOKED: --quiet / --verbose */
 
   it.perm = malloc(trn->n * sizeof *it.perm);
   if (s == NULL || it.perm == NULL) {
@@ -498,7 +498,7 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
   if (digits_time_limit_hook(o, &limit) != 0) goto out;
   hk_loop_options lo = HK_LOOP_OPTIONS_INIT;
   lo.env = &env, lo.stop_signals = digits_stop_signals(o); /* --stop-signals */
-  lo.hooks = &limit, lo.nhooks = limit != NULL;             /* --time-limit */
+  lo.hooks = &limit, lo.nhooks = limit != NULL;            /* --time-limit */
   lo.checkpoint_dir = o->checkpoint_dir, lo.max_to_keep = o->keep, lo.async_checkpoint = o->async;
   lo.last_step = o->steps, lo.save_steps = o->save_steps, lo.save_secs = o->save_secs; /* unset: every 600 s */
   lo.summary_dir = o->summary_dir; /* global_step/sec every 100 steps; NULL: into the checkpoint dir */
@@ -545,7 +545,8 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
       goto failed; /* HOOKED */
   }
   secs = now_secs() - t0;
-  if (hk_loop_finish(loop, &st) != HK_OK) goto failed; /* HOOKED: the final checkpoint (--restore-best: then the best) */
+  if (hk_loop_finish(loop, &st) != HK_OK)
+    goto failed; /* HOOKED: the final checkpoint (--restore-best: then the best) */
   report_learning_rate(lr_hook);
   if (o->restore_best && o->verbosity >= 0) digits_report_best(o, "test_accuracy");
   hk_loop_stop_reason(&why, loop, NULL); /* HOOKED */
@@ -558,7 +559,7 @@ out:
   hk_loop_free(loop);    /* HOOKED */
   hk_hook_free(lr_hook); /* HOOKED (--lr) */
   hk_hook_free(metrics); /* HOOKED: after the loop that borrowed it */
-  hk_hook_free(ema);      /* HOOKED (--ema) */
+  hk_hook_free(ema);     /* HOOKED (--ema) */
   hk_hook_free(limit);   /* HOOKED */
   scratch_free(s);
   free(it.perm);

@@ -145,8 +145,8 @@ static void usage(FILE *out) {
           DIGITS_RUN_FLAGS_HELP, digits_lr_usage);
   /* Its own call: one string literal of the whole text would pass the
    * 4095 bytes C requires compilers to accept. */
-  fprintf(out,
-          DIGITS_AVERAGE_USAGE "                   (the test metric: the test loss, lower is better)\n"
+  fprintf(out, DIGITS_AVERAGE_USAGE
+          "                   (the test metric: the test loss, lower is better)\n"
           "  --metrics-log PATH\n"
           "                   write step, wall_time, loss, test_loss and test_accuracy to\n"
           "                   PATH every --metrics-every steps, CSV (.csv) or JSON lines\n"
@@ -248,9 +248,9 @@ typedef struct run {
   hk_hook *dist_first, *dist_last, *waiter, *ps_serve; /* --distributed */
   hk_hook *metrics;                                    /* --metrics-log */
   hk_checkpoint_listener metrics_listener;
-  hk_hook *ema;                                        /* --ema */
-  const digits_data *tst;                              /* the test set, for --ema's accuracy */
-  hk_hook *chief_hooks[7], *hooks[10];                 /* the session's two lists */
+  hk_hook *ema;                        /* --ema */
+  const digits_data *tst;              /* the test set, for --ema's accuracy */
+  hk_hook *chief_hooks[7], *hooks[10]; /* the session's two lists */
   size_t nchief, nhooks;
   hk_saver *saver;
   hk_scaffold *scaffold;

@@ -161,8 +161,8 @@ static hk_code train_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
       hk_tensor_num_elements(&inputs[1]) != B ||
       (ninputs == 3 && (inputs[2].dtype != HK_DTYPE_F32 || hk_tensor_num_elements(&inputs[2]) != 1)))
     return hk_status_set(status, HK_INVALID_ARGUMENT,
-                         "train: expected inputs x [%" PRId64 ", %d] f32, y [%" PRId64 "] i32 and an f32 rate", B,
-                         NPIX, B);
+                         "train: expected inputs x [%" PRId64 ", %d] f32, y [%" PRId64 "] i32 and an f32 rate", B, NPIX,
+                         B);
   if ((rc = check_params(ctx, p, status)) != HK_OK) return rc;
   if ((rc = forward_batch(t, inputs[0].data, inputs[1].data, p, &loss, status)) != HK_OK) return rc;
   backward_batch(t, inputs[0].data, p[2]);

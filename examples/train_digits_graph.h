@@ -80,9 +80,9 @@ typedef struct model {
   hk_handle params[4];   /* w1, b1, w2, b2 */
   hk_handle global_step; /* "global_step:0" */
   hk_handle x_test, y_test;
-  hk_handle loss;      /* "train:0" */
-  hk_handle test_loss; /* "test_loss:0", a copy of "accuracy:1" */
-  hk_handle train_op;  /* group of train and the step increment */
+  hk_handle loss;          /* "train:0" */
+  hk_handle test_loss;     /* "test_loss:0", a copy of "accuracy:1" */
+  hk_handle train_op;      /* group of train and the step increment */
   hk_handle learning_rate; /* "learning_rate:0" (--lr-*): the rate train reads; HK_NO_HANDLE without */
   /* The EarlyStoppingHook's state: a variable over this memory, zero (a
    * fresh state) unless a checkpoint holding it is restored. */

@@ -104,8 +104,8 @@ int open_sessions(bench *b);
 
 /* ---- cases.c ----------------------------------------------------------------- */
 
-int raw_write_file(const char *dir, const char *tmp, const char *final, const unsigned char *data, size_t n,
-                   int early, double *secs);
+int raw_write_file(const char *dir, const char *tmp, const char *final, const unsigned char *data, size_t n, int early,
+                   double *secs);
 int raw_write(bench *b, int early, double *secs);
 int sync_save(bench *b, int64_t step, const char **prefix, double *secs);
 int ensure_copy(bench *b, size_t n);

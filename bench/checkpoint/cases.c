@@ -25,8 +25,8 @@
 /* Write n bytes to `final` with plain POSIX calls, as durably as a
  * checkpoint: a temporary file, written, fsynced, closed, renamed, then the
  * directory fsynced. */
-int raw_write_file(const char *dir, const char *tmp, const char *final, const unsigned char *data, size_t n,
-                   int early, double *secs) {
+int raw_write_file(const char *dir, const char *tmp, const char *final, const unsigned char *data, size_t n, int early,
+                   double *secs) {
   double t0;
   /* The hooked save writes a new file each time (a new step, retention
    * deletes nothing inside the timed window); replacing the previous raw

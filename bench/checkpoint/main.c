@@ -184,7 +184,7 @@ int main(int argc, char **argv) {
   /* (5c), (6c), (1s), (2s) */
   double *t_read_cold = NULL, *t_restore_cold = NULL, *t_small_raw = NULL, *t_small_save = NULL, *t_raw_early = NULL;
   double cold_resident = 0; /* the most of the file a drop left cached */
-  int cold_known = 1;         /* every drop was checked */
+  int cold_known = 1;       /* every drop was checked */
   unsigned long small_syncs = 0, small_dir_syncs = 0;
   int status = 1;
 
@@ -368,7 +368,8 @@ int main(int argc, char **argv) {
   {
     const double step = nplain > 0 ? median(plain, nplain) : 0;
     double raw, save, copy, split, stall, rd, rest;
-    double rdc = median(t_read_cold, repeat), restc = median(t_restore_cold, repeat), rawe = median(t_raw_early, repeat);
+    double rdc = median(t_read_cold, repeat), restc = median(t_restore_cold, repeat),
+           rawe = median(t_raw_early, repeat);
     double sraw = median(t_small_raw, repeat * SMALL_REPEAT), ssave = median(t_small_save, repeat * SMALL_REPEAT);
     char label[96], ratio[64], small_label[32];
     const char *bt = HOOKED_BENCH_BUILD_TYPE;
@@ -419,17 +420,20 @@ int main(int argc, char **argv) {
         "Reads are warm-cache for both (5) and (6): the file is read once before timing.\n",
         nplain, step * 1e6);
     if (cold_known)
-      printf("(5c), (6c): the data file dropped from the page cache before each (posix_fadvise DONTNEED; at most\n"
-             "%.1f%% of its pages were still cached, mincore).\n",
-             100 * cold_resident);
+      printf(
+          "(5c), (6c): the data file dropped from the page cache before each (posix_fadvise DONTNEED; at most\n"
+          "%.1f%% of its pages were still cached, mincore).\n",
+          100 * cold_resident);
     else
-      printf("(5c), (6c): the data file dropped from the page cache before each (posix_fadvise DONTNEED), which\n"
-             "could not be checked here: they may be warm reads.\n");
-    printf("(1s), (2s): a model of %zu f32 tensors, %zu bytes, and the global step; median of %zu saves.\n", nsmall_tensors,
-           b.small_bytes, repeat * SMALL_REPEAT);
-    printf("fsyncs of one save, counted through a counting hk_fs: (2) %lu of files + %lu of directories, (2s) %lu + "
-           "%lu\n(the data file, its directory, the state file, its directory); (1) and (1s) 1 + 1.\n",
-           b.save_syncs, b.save_dir_syncs, small_syncs, small_dir_syncs);
+      printf(
+          "(5c), (6c): the data file dropped from the page cache before each (posix_fadvise DONTNEED), which\n"
+          "could not be checked here: they may be warm reads.\n");
+    printf("(1s), (2s): a model of %zu f32 tensors, %zu bytes, and the global step; median of %zu saves.\n",
+           nsmall_tensors, b.small_bytes, repeat * SMALL_REPEAT);
+    printf(
+        "fsyncs of one save, counted through a counting hk_fs: (2) %lu of files + %lu of directories, (2s) %lu + "
+        "%lu\n(the data file, its directory, the state file, its directory); (1) and (1s) 1 + 1.\n",
+        b.save_syncs, b.save_dir_syncs, small_syncs, small_dir_syncs);
     printf(
         "(7), (8), (8b): a step reads every variable (%d multiply-adds per element, %.4f s alone: %.2fx (3),\n"
         "%.1f GB/s), then rewrites every variable. The stall is the training thread's time outside the program's\n"
@@ -441,10 +445,13 @@ int main(int argc, char **argv) {
     for (int v = 0; v < 3; v++) {
       char copied[64] = "all, at the step boundary";
       if (ov[v].copied_here >= 0) snprintf(copied, sizeof copied, "%.1f of %zu", ov[v].copied_here, b.ntensors + 1);
-      printf("  %-5s stall: snapshot step %+.4f s, next step %+.4f s; the program's work in the next step %+.4f s;\n"
-             "        whole steps %+.4f s (plain step %.4f s); tensors the training thread copied per save: %s\n",
-             v == 0 ? "(7)" : v == 1 ? "(8)" : "(8b)", ov[v].snap, ov[v].next, ov[v].contention, ov[v].whole,
-             ov[v].plain, copied);
+      printf(
+          "  %-5s stall: snapshot step %+.4f s, next step %+.4f s; the program's work in the next step %+.4f s;\n"
+          "        whole steps %+.4f s (plain step %.4f s); tensors the training thread copied per save: %s\n",
+          v == 0   ? "(7)"
+          : v == 1 ? "(8)"
+                   : "(8b)",
+          ov[v].snap, ov[v].next, ov[v].contention, ov[v].whole, ov[v].plain, copied);
     }
     printf("\ngoals:\n");
     goal("sync save vs raw write+fsync (speed)", raw / save, GOAL_SAVE, 1);

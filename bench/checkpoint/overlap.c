@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OVERLAP_SAVE_STEPS 8  /* a snapshot step, the step after it, the writer's wait, plain steps */
-#define READ_OVER_COPY 1.5    /* the synthetic read-only phase takes at least this many times (3) */
-#define READ_WORK_MIN 16      /* multiply-adds per element read, at least: compute-bound, as a forward pass */
+#define OVERLAP_SAVE_STEPS 8 /* a snapshot step, the step after it, the writer's wait, plain steps */
+#define READ_OVER_COPY 1.5   /* the synthetic read-only phase takes at least this many times (3) */
+#define READ_WORK_MIN 16     /* multiply-adds per element read, at least: compute-bound, as a forward pass */
 
 /* ---- (7), (8): copy-before-write ------------------------------------------------------ */
 
@@ -42,7 +42,7 @@ typedef struct overlap {
   double read_secs;         /* the calibrated read phase, alone */
   double own;               /* the program's own time (read + update phases) in the last step */
   size_t ntensors;
-  volatile float sink;      /* the read phase's result, so it is not optimized away */
+  volatile float sink; /* the read phase's result, so it is not optimized away */
   /* (7) */
   hk_graph *g;
   hk_handle gs, read, update, bump;
@@ -539,7 +539,8 @@ int run_overlap_cases(bench *b, double copy, double raw, size_t nsaves, overlap_
   if (open_overlap_graph(b, o) != 0) goto out;
   atomic_store(&o->copied_here, 0), atomic_store(&o->detached, 0);
   if (measure_overlap(b, o, graph_step, nsaves, &res[0]) != 0) goto out;
-  res[0].copied_here = atomic_load(&o->detached) ? (double)atomic_load(&o->copied_here) / (double)atomic_load(&o->detached) : -1;
+  res[0].copied_here =
+      atomic_load(&o->detached) ? (double)atomic_load(&o->copied_here) / (double)atomic_load(&o->detached) : -1;
   close_overlap_graph(o);
   for (int v = 0; v < 2; v++) {
     o->updates = v == 0;

@@ -57,27 +57,28 @@ typedef struct hk_saver hk_saver;
 
 #define HK_SAVER_OPTIONS_VERSION 1
 typedef struct hk_saver_options {
-  uint32_t version;             /**< HK_SAVER_OPTIONS_VERSION (1 or 2) */
-  const hk_env *env;            /**< copied; NULL: the executor's env */
-  hk_executor *executor;        /**< required; borrowed for the Saver's life */
+  uint32_t version;      /**< HK_SAVER_OPTIONS_VERSION (1 or 2) */
+  const hk_env *env;     /**< copied; NULL: the executor's env */
+  hk_executor *executor; /**< required; borrowed for the Saver's life */
   /** Names of the variables to save and restore, copied. NULL with
    *  count 0: every global variable of the executor, resolved at the first
    *  save or restore. Each must name a variable; none twice. */
   const char *const *var_list;
   size_t nvar_list;
-  int64_t max_to_keep;          /**< >= 0, default 5; 0 keeps every checkpoint */
+  int64_t max_to_keep; /**< >= 0, default 5; 0 keeps every checkpoint */
   /** HK_UNSET_SECS or 0: off; > 0 and finite: keep one checkpoint per that
    *  many hours forever. */
   double keep_checkpoint_every_n_hours;
-  int pad_step_number;          /**< nonzero: "<path>-%08d" */
-  const char *latest_filename;  /**< copied; NULL: "checkpoint"; a valid name */
+  int pad_step_number;         /**< nonzero: "<path>-%08d" */
+  const char *latest_filename; /**< copied; NULL: "checkpoint"; a valid name */
   /** 0 (default): a save refuses to write a checkpoint in which a floating
    *  variable (F16, BF16, F32, F64) holds NaN or an infinity, unless the
    *  variable is flagged HK_VAR_NON_FINITE_OK (see hk_saver_save()).
    *  Nonzero: every variable is written as it is (TensorFlow's behaviour). */
   int allow_non_finite;
 } hk_saver_options;
-#define HK_SAVER_OPTIONS_INIT { HK_SAVER_OPTIONS_VERSION, NULL, NULL, NULL, 0, 5, HK_UNSET_SECS, 0, NULL, 0 }
+#define HK_SAVER_OPTIONS_INIT \
+  { HK_SAVER_OPTIONS_VERSION, NULL, NULL, NULL, 0, 5, HK_UNSET_SECS, 0, NULL, 0 }
 
 /**
  * Initialize options to HK_SAVER_OPTIONS_INIT.
@@ -109,7 +110,7 @@ HK_API void hk_saver_free(hk_saver *saver);
 /** Flags for hk_saver_save(). */
 typedef enum hk_save_flags {
   HK_SAVE_DEFAULT = 0,
-  HK_SAVE_NO_STATE = 1u << 0,   /**< write_state false: unmanaged checkpoint, state file untouched */
+  HK_SAVE_NO_STATE = 1u << 0, /**< write_state false: unmanaged checkpoint, state file untouched */
   /** also write <prefix>.graph.txt, the executor's text description of its graph, when it has one */
   HK_SAVE_META = 1u << 1
 } hk_save_flags;
@@ -379,13 +380,13 @@ HK_API int64_t hk_checkpoint_reader_step(const hk_checkpoint_reader *r);
 HK_API size_t hk_checkpoint_reader_count(const hk_checkpoint_reader *r);
 /** One tensor of a checkpoint. */
 typedef struct hk_checkpoint_entry {
-  const char *name;          /**< borrowed from the reader */
+  const char *name; /**< borrowed from the reader */
   hk_dtype dtype;
   int32_t rank;
   int64_t dims[HK_MAX_RANK];
-  uint64_t offset;           /**< of its bytes from the start of the file */
+  uint64_t offset; /**< of its bytes from the start of the file */
   uint64_t nbytes;
-  uint32_t crc32c;           /**< the recorded CRC-32C */
+  uint32_t crc32c; /**< the recorded CRC-32C */
 } hk_checkpoint_entry;
 /**
  * Entry i, tensors in the file's (bytewise name) order.
@@ -407,8 +408,7 @@ HK_API hk_code hk_checkpoint_reader_find(const hk_checkpoint_reader *r, const ch
  * file-system errors.
  * **Threads:** the owner's. **Allocates:** no.
  */
-HK_API hk_code hk_checkpoint_reader_read(hk_checkpoint_reader *r, size_t i, void *dst, size_t cap,
-                                         hk_status *status);
+HK_API hk_code hk_checkpoint_reader_read(hk_checkpoint_reader *r, size_t i, void *dst, size_t cap, hk_status *status);
 /**
  * Read every tensor through a bounded buffer and verify every CRC.
  * **Errors:** DATA_LOSS naming the file and the first bad tensor.

@@ -39,23 +39,23 @@
 #error "define at most one of HK_BUILDING_SHARED and HK_SHARED"
 #endif
 #if defined(_WIN32)
-#  if defined(HK_BUILDING_SHARED)
-#    define HK_API __declspec(dllexport)
-#  elif defined(HK_SHARED)
-#    define HK_API __declspec(dllimport)
-#  else
-#    define HK_API
-#  endif
-#elif defined(__GNUC__) || defined(__clang__)
-#  define HK_API __attribute__((visibility("default")))
+#if defined(HK_BUILDING_SHARED)
+#define HK_API __declspec(dllexport)
+#elif defined(HK_SHARED)
+#define HK_API __declspec(dllimport)
 #else
-#  define HK_API
+#define HK_API
+#endif
+#elif defined(__GNUC__) || defined(__clang__)
+#define HK_API __attribute__((visibility("default")))
+#else
+#define HK_API
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
-#  define HK_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define HK_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
-#  define HK_PRINTF(f, a)
+#define HK_PRINTF(f, a)
 #endif
 
 #ifdef __cplusplus
@@ -88,29 +88,29 @@ HK_API int hk_version_number(void);
 /* ---- status codes (TensorFlow's numbering) ----------------- */
 /* X(name, value). New codes may be added; callers must treat any code they do
  * not know as an error. Test with `!= HK_OK`, never `< 0`. */
-#define HK_CODE_TABLE(X)            \
-  X(OK, 0)                          \
-  X(CANCELLED, 1)                   \
-  X(UNKNOWN, 2)                     \
-  X(INVALID_ARGUMENT, 3)            \
-  X(DEADLINE_EXCEEDED, 4)           \
-  X(NOT_FOUND, 5)                   \
-  X(ALREADY_EXISTS, 6)              \
-  X(PERMISSION_DENIED, 7)           \
-  X(RESOURCE_EXHAUSTED, 8)          \
-  X(FAILED_PRECONDITION, 9)         \
-  X(ABORTED, 10)                    \
-  X(OUT_OF_RANGE, 11)               \
-  X(UNIMPLEMENTED, 12)              \
-  X(INTERNAL, 13)                   \
-  X(UNAVAILABLE, 14)                \
+#define HK_CODE_TABLE(X)    \
+  X(OK, 0)                  \
+  X(CANCELLED, 1)           \
+  X(UNKNOWN, 2)             \
+  X(INVALID_ARGUMENT, 3)    \
+  X(DEADLINE_EXCEEDED, 4)   \
+  X(NOT_FOUND, 5)           \
+  X(ALREADY_EXISTS, 6)      \
+  X(PERMISSION_DENIED, 7)   \
+  X(RESOURCE_EXHAUSTED, 8)  \
+  X(FAILED_PRECONDITION, 9) \
+  X(ABORTED, 10)            \
+  X(OUT_OF_RANGE, 11)       \
+  X(UNIMPLEMENTED, 12)      \
+  X(INTERNAL, 13)           \
+  X(UNAVAILABLE, 14)        \
   X(DATA_LOSS, 15)
 
 typedef enum hk_code {
 #define HK__CODE_ENUM(name, value) HK_##name = value,
   HK_CODE_TABLE(HK__CODE_ENUM)
 #undef HK__CODE_ENUM
-  HK__CODE_FORCE_INT = 0x7fffffff
+      HK__CODE_FORCE_INT = 0x7fffffff
 } hk_code;
 
 /**
@@ -150,7 +150,10 @@ typedef struct hk_status {
   char message[HK_STATUS_MESSAGE_MAX];
 } hk_status;
 
-#define HK_STATUS_INIT { HK_OK, { 0 } }
+#define HK_STATUS_INIT \
+  {                    \
+    HK_OK, { 0 }       \
+  }
 
 /**
  * Reset a status to OK with an empty message.
@@ -201,12 +204,7 @@ typedef struct hk_allocator {
 } hk_allocator;
 
 /* ---- log sink ---------------------------- */
-typedef enum hk_log_level {
-  HK_LOG_DEBUG = 0,
-  HK_LOG_INFO = 1,
-  HK_LOG_WARNING = 2,
-  HK_LOG_ERROR = 3
-} hk_log_level;
+typedef enum hk_log_level { HK_LOG_DEBUG = 0, HK_LOG_INFO = 1, HK_LOG_WARNING = 2, HK_LOG_ERROR = 3 } hk_log_level;
 
 /**
  * Log sink. `msg` is borrowed, valid only during the call, and has no
@@ -248,21 +246,21 @@ struct hk_fs_vtable; /* hooked/sys/fs.h */
  * borrowed and must outlive the object (and everything created from it).
  */
 typedef struct hk_env {
-  uint32_t version;           /**< HK_ENV_VERSION */
+  uint32_t version; /**< HK_ENV_VERSION */
   hk_allocator allocator;
-  hk_log_fn log;              /**< NULL: default stderr sink */
+  hk_log_fn log; /**< NULL: default stderr sink */
   void *log_user;
-  hk_log_level log_level;     /**< messages below this level are dropped (default INFO) */
+  hk_log_level log_level; /**< messages below this level are dropped (default INFO) */
   hk_clock clock;
   /** File system for every file the library reads or writes; NULL:
    *  POSIX (hk_fs_posix()). Borrowed, like `user`; all slots required and
    *  thread-safe, see hooked/sys/fs.h. */
   const struct hk_fs_vtable *fs;
-  void *fs_user;              /**< passed to every fs slot; borrowed */
+  void *fs_user; /**< passed to every fs slot; borrowed */
 } hk_env;
 
-#define HK_ENV_INIT { HK_ENV_VERSION, { NULL, NULL, NULL, NULL }, NULL, NULL, HK_LOG_INFO, { NULL, NULL, NULL, NULL }, \
-  NULL, NULL }
+#define HK_ENV_INIT \
+  { HK_ENV_VERSION, {NULL, NULL, NULL, NULL}, NULL, NULL, HK_LOG_INFO, {NULL, NULL, NULL, NULL}, NULL, NULL }
 
 /**
  * Initialize `env` to the defaults of HK_ENV_INIT.

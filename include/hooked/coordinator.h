@@ -124,8 +124,8 @@ typedef void (*hk_thread_fn)(void *user, hk_coordinator *c);
  * failure). On failure no thread runs.
  * **Threads:** any. **Allocates:** yes.
  */
-HK_API hk_code hk_coordinator_start_thread(hk_coordinator *c, const char *name, hk_thread_fn fn,
-                                           void *user, hk_status *status);
+HK_API hk_code hk_coordinator_start_thread(hk_coordinator *c, const char *name, hk_thread_fn fn, void *user,
+                                           hk_status *status);
 
 /**
  * Request a clean stop, then wait up to `grace_secs` for every registered
@@ -166,7 +166,7 @@ typedef struct hk_stop_info {
    *  HK_STOP_NON_FINITE that failed the run, such as the NaN guard's
    *  INVALID_ARGUMENT); HK_OUT_OF_RANGE for HK_STOP_END_OF_INPUT. */
   hk_code code;
-  int signal;             /**< the signal's number for HK_STOP_SIGNAL, else 0 */
+  int signal; /**< the signal's number for HK_STOP_SIGNAL, else 0 */
   /** A sentence for people: which hook, which signal, the error's message,
    *  the step and the limit reached. "" for HK_STOP_NONE. */
   char detail[HK_STATUS_MESSAGE_MAX];
@@ -182,7 +182,6 @@ typedef struct hk_stop_info {
 HK_API const char *hk_stop_reason_name(hk_stop_reason reason);
 
 /* ---- signal helper ---------------------------------------------- */
-
 
 /** Signals the helper can turn into a clean stop (a set: OR them). */
 typedef enum hk_signal_set {

@@ -59,8 +59,8 @@ extern "C" {
 
 #define HK_EMA_OPTIONS_VERSION 1
 typedef struct hk_ema_options {
-  uint32_t version;              /**< HK_EMA_OPTIONS_VERSION */
-  const hk_env *env;             /**< copied; NULL: the session's (its sink logs) */
+  uint32_t version;  /**< HK_EMA_OPTIONS_VERSION */
+  const hk_env *env; /**< copied; NULL: the session's (its sink logs) */
   /** Required: the names of the variables to average (1 or more, none
    *  twice), each an F32 or F64 variable of the executor that checkpoints
    *  keep. Array and names copied. */
@@ -82,7 +82,8 @@ typedef struct hk_ema_options {
    *  averages to, as hk_ema_hook_export() does. */
   const char *export_path;
 } hk_ema_options;
-#define HK_EMA_OPTIONS_INIT { HK_EMA_OPTIONS_VERSION, NULL, NULL, 0, 0.999, 0, NULL, NULL }
+#define HK_EMA_OPTIONS_INIT \
+  { HK_EMA_OPTIONS_VERSION, NULL, NULL, 0, 0.999, 0, NULL, NULL }
 
 /**
  * Initialize options to HK_EMA_OPTIONS_INIT.
@@ -159,7 +160,7 @@ typedef struct hk_ema_info {
   const char *count;            /**< the count's name ("<name>/num_updates") */
   double decay;
   int num_updates;
-  int64_t updates;              /**< updates applied so far, those of restored checkpoints included */
+  int64_t updates; /**< updates applied so far, those of restored checkpoints included */
 } hk_ema_info;
 
 /**

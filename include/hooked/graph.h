@@ -30,10 +30,11 @@ typedef struct hk_graph hk_graph;
 
 #define HK_GRAPH_OPTIONS_VERSION 1
 typedef struct hk_graph_options {
-  uint32_t version;   /**< HK_GRAPH_OPTIONS_VERSION */
-  const hk_env *env;  /**< copied; NULL for defaults */
+  uint32_t version;  /**< HK_GRAPH_OPTIONS_VERSION */
+  const hk_env *env; /**< copied; NULL for defaults */
 } hk_graph_options;
-#define HK_GRAPH_OPTIONS_INIT { HK_GRAPH_OPTIONS_VERSION, NULL }
+#define HK_GRAPH_OPTIONS_INIT \
+  { HK_GRAPH_OPTIONS_VERSION, NULL }
 
 /**
  * Initialize options to HK_GRAPH_OPTIONS_INIT.
@@ -95,12 +96,12 @@ HK_API hk_code hk_graph_finalize(hk_graph *g, hk_status *status);
 /* ---- variables ---------------------------------------------------------- */
 
 typedef enum hk_init_kind {
-  HK_INIT_NONE = 0,      /**< no initializer: stays uninitialized until assigned
-                              (external variables: counts as initialized) */
+  HK_INIT_NONE = 0, /**< no initializer: stays uninitialized until assigned
+                         (external variables: counts as initialized) */
   HK_INIT_ZEROS = 1,
-  HK_INIT_CONSTANT = 2,  /**< every element = value */
-  HK_INIT_UNIFORM = 3,   /**< U[minval, maxval) */
-  HK_INIT_NORMAL = 4     /**< N(mean, stddev) */
+  HK_INIT_CONSTANT = 2, /**< every element = value */
+  HK_INIT_UNIFORM = 3,  /**< U[minval, maxval) */
+  HK_INIT_NORMAL = 4    /**< N(mean, stddev) */
 } hk_init_kind;
 
 /**
@@ -119,21 +120,21 @@ typedef struct hk_initializer {
 
 #define HK_VARIABLE_DEF_VERSION 1
 typedef struct hk_variable_def {
-  uint32_t version;       /**< HK_VARIABLE_DEF_VERSION */
-  const char *name;       /**< copied */
-  hk_dtype dtype;         /**< not STRING */
+  uint32_t version; /**< HK_VARIABLE_DEF_VERSION */
+  const char *name; /**< copied */
+  hk_dtype dtype;   /**< not STRING */
   int32_t rank;
-  const int64_t *dims;    /**< copied; rank entries, each >= 0 */
+  const int64_t *dims; /**< copied; rank entries, each >= 0 */
   hk_initializer init;
-  uint32_t flags;         /**< HK_VAR_LOCAL, HK_VAR_TRAINABLE, HK_VAR_EXTERNAL, HK_VAR_OPTIONAL,
-                               HK_VAR_NON_FINITE_OK */
+  uint32_t flags; /**< HK_VAR_LOCAL, HK_VAR_TRAINABLE, HK_VAR_EXTERNAL, HK_VAR_OPTIONAL,
+                       HK_VAR_NON_FINITE_OK */
   /** Optional host-owned storage of exactly the variable's byte size:
    *  borrowed for the graph's life, used in place (zero copy). Reads, kernels
    *  and assignments work on it directly. NULL: the graph owns storage. */
   void *external_data;
 } hk_variable_def;
-#define HK_VARIABLE_DEF_INIT { HK_VARIABLE_DEF_VERSION, NULL, HK_DTYPE_INVALID, 0, NULL, \
-  { HK_INIT_NONE, 0, 0, 0, 0, 0, 0 }, HK_VAR_TRAINABLE, NULL }
+#define HK_VARIABLE_DEF_INIT \
+  { HK_VARIABLE_DEF_VERSION, NULL, HK_DTYPE_INVALID, 0, NULL, {HK_INIT_NONE, 0, 0, 0, 0, 0, 0}, HK_VAR_TRAINABLE, NULL }
 
 /**
  * Add a variable. A graph-owned variable starts uninitialized in every new
@@ -158,8 +159,7 @@ typedef struct hk_variable_def {
  * graph's life.
  * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
-HK_API hk_code hk_graph_variable(hk_graph *g, hk_handle *out, const hk_variable_def *def,
-                                 hk_status *status);
+HK_API hk_code hk_graph_variable(hk_graph *g, hk_handle *out, const hk_variable_def *def, hk_status *status);
 
 /**
  * Create the global step: an int64 scalar named "global_step",
@@ -194,16 +194,16 @@ HK_API hk_code hk_graph_get_or_create_global_step(hk_graph *g, hk_handle *out, h
  * @param dims  rank entries, each >= -1, copied.
  * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
-HK_API hk_code hk_graph_placeholder(hk_graph *g, hk_handle *out, const char *name, hk_dtype dtype,
-                                    int32_t rank, const int64_t *dims, hk_status *status);
+HK_API hk_code hk_graph_placeholder(hk_graph *g, hk_handle *out, const char *name, hk_dtype dtype, int32_t rank,
+                                    const int64_t *dims, hk_status *status);
 /**
  * Add a constant.
  * @param value  copied, data included; dtype not STRING; its nbytes must
  *               match dtype and shape.
  * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
-HK_API hk_code hk_graph_constant(hk_graph *g, hk_handle *out, const char *name,
-                                 const hk_tensor *value, hk_status *status);
+HK_API hk_code hk_graph_constant(hk_graph *g, hk_handle *out, const char *name, const hk_tensor *value,
+                                 hk_status *status);
 
 /* ---- ops with C kernels ------------------------------------------------- */
 
@@ -219,9 +219,8 @@ typedef struct hk_kernel_context hk_kernel_context;
  * Kernels run on the thread that called run and must not allocate per step
  * if the run is to stay allocation-free.
  */
-typedef hk_code (*hk_kernel_fn)(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
-                                size_t ninputs, hk_tensor *outputs, size_t noutputs,
-                                hk_status *status);
+typedef hk_code (*hk_kernel_fn)(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
+                                hk_tensor *outputs, size_t noutputs, hk_status *status);
 
 /** Output declaration of an op. */
 typedef struct hk_output_spec {
@@ -232,24 +231,25 @@ typedef struct hk_output_spec {
 
 #define HK_OP_DEF_VERSION 1
 typedef struct hk_op_def {
-  uint32_t version;                 /**< HK_OP_DEF_VERSION */
-  const char *name;                 /**< copied */
-  hk_kernel_fn kernel;              /**< NULL: a no-op (group) */
-  void *kernel_user;                /**< borrowed for the graph's life */
-  const hk_handle *inputs;          /**< tensor handles (data dependencies), copied */
+  uint32_t version;        /**< HK_OP_DEF_VERSION */
+  const char *name;        /**< copied */
+  hk_kernel_fn kernel;     /**< NULL: a no-op (group) */
+  void *kernel_user;       /**< borrowed for the graph's life */
+  const hk_handle *inputs; /**< tensor handles (data dependencies), copied */
   size_t ninputs;
-  const hk_handle *control_inputs;  /**< op handles that must run first, copied */
+  const hk_handle *control_inputs; /**< op handles that must run first, copied */
   size_t ncontrol_inputs;
-  const hk_handle *mutates;         /**< variable tensor handles the kernel may write, copied */
+  const hk_handle *mutates; /**< variable tensor handles the kernel may write, copied */
   size_t nmutates;
   /** Nonzero: mutated variables need not be initialized, and the op marks
    *  them initialized when it succeeds (an initializer or assign). Zero:
    *  reading an uninitialized one fails with FAILED_PRECONDITION. */
   int initializes;
-  const hk_output_spec *outputs;    /**< copied */
+  const hk_output_spec *outputs; /**< copied */
   size_t noutputs;
 } hk_op_def;
-#define HK_OP_DEF_INIT { HK_OP_DEF_VERSION, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, 0, NULL, 0 }
+#define HK_OP_DEF_INIT \
+  { HK_OP_DEF_VERSION, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, 0, NULL, 0 }
 
 /**
  * Add an op with a C kernel (or a no-op).
@@ -300,22 +300,22 @@ HK_API const hk_env *hk_kernel_context_env(hk_kernel_context *ctx);
  * @param value  a tensor handle of this graph.
  * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
-HK_API hk_code hk_graph_assign(hk_graph *g, hk_handle *out_op, const char *name, hk_handle var,
-                               hk_handle value, hk_status *status);
+HK_API hk_code hk_graph_assign(hk_graph *g, hk_handle *out_op, const char *name, hk_handle var, hk_handle value,
+                               hk_status *status);
 /**
  * Add `var += delta`: numeric dtype, same dtype and shape. Output 0 is the
  * new value. Running it with var uninitialized fails with
  * FAILED_PRECONDITION "Attempting to use uninitialized value <var>".
  * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
-HK_API hk_code hk_graph_assign_add(hk_graph *g, hk_handle *out_op, const char *name, hk_handle var,
-                                   hk_handle delta, hk_status *status);
+HK_API hk_code hk_graph_assign_add(hk_graph *g, hk_handle *out_op, const char *name, hk_handle var, hk_handle delta,
+                                   hk_status *status);
 /** Add a no-op that depends (control) on `ops` (op or tensor handles,
  *  copied); n may be 0. Use it as a target to run several ops at once.
  * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
-HK_API hk_code hk_graph_group(hk_graph *g, hk_handle *out_op, const char *name,
-                              const hk_handle *ops, size_t n, hk_status *status);
+HK_API hk_code hk_graph_group(hk_graph *g, hk_handle *out_op, const char *name, const hk_handle *ops, size_t n,
+                              hk_status *status);
 /**
  * Add an op running the initializers of `vars` (variable handles, copied,
  * duplicates ignored); NULL/0: every global variable. Variables without an
@@ -324,16 +324,16 @@ HK_API hk_code hk_graph_group(hk_graph *g, hk_handle *out_op, const char *name,
  * it).
  * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
-HK_API hk_code hk_graph_init_op(hk_graph *g, hk_handle *out_op, const char *name,
-                                const hk_handle *vars, size_t n, hk_status *status);
+HK_API hk_code hk_graph_init_op(hk_graph *g, hk_handle *out_op, const char *name, const hk_handle *vars, size_t n,
+                                hk_status *status);
 /** Add an op whose output 0 is a 1-D string tensor of the names of the
  *  uninitialized variables among `vars` (variable handles, copied; NULL/0:
  *  all variables, global and local), for readiness checks. The names
  *  are borrowed from the graph.
  * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
-HK_API hk_code hk_graph_report_uninitialized(hk_graph *g, hk_handle *out_op, const char *name,
-                                             const hk_handle *vars, size_t n, hk_status *status);
+HK_API hk_code hk_graph_report_uninitialized(hk_graph *g, hk_handle *out_op, const char *name, const hk_handle *vars,
+                                             size_t n, hk_status *status);
 
 /* ---- summary ops (hooked/summary.h) ----------------- */
 /*
@@ -361,8 +361,8 @@ HK_API hk_code hk_graph_report_uninitialized(hk_graph *g, hk_handle *out_op, con
  * empty, too long or not UTF-8, or a tensor that is not a numeric scalar.
  * **Threads:** the graph owner's. **Allocates:** yes (its run does not).
  */
-HK_API hk_code hk_graph_scalar_summary(hk_graph *g, hk_handle *out, const char *name, const char *tag,
-                                       hk_handle tensor, hk_status *status);
+HK_API hk_code hk_graph_scalar_summary(hk_graph *g, hk_handle *out, const char *name, const char *tag, hk_handle tensor,
+                                       hk_status *status);
 
 /**
  * Add a histogram summary op (TensorFlow's HistogramSummary): its output is
@@ -398,8 +398,8 @@ HK_API hk_code hk_graph_histogram_summary(hk_graph *g, hk_handle *out, const cha
  * with no summary registered.
  * **Threads:** the graph owner's. **Allocates:** yes (its run does not).
  */
-HK_API hk_code hk_graph_merge_summary(hk_graph *g, hk_handle *out, const char *name, const hk_handle *inputs,
-                                      size_t n, hk_status *status);
+HK_API hk_code hk_graph_merge_summary(hk_graph *g, hk_handle *out, const char *name, const hk_handle *inputs, size_t n,
+                                      hk_status *status);
 
 #ifdef __cplusplus
 }

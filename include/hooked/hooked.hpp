@@ -187,8 +187,7 @@ hk_code guard(hk_status *status, const char *where, Body &&body) noexcept {
 
 /* As guard(), with a "<kind> '<name>' <slot>" location built only on failure. */
 template <class Body>
-hk_code guard_named(hk_status *status, const char *kind, const char *name, const char *slot,
-                    Body &&body) noexcept {
+hk_code guard_named(hk_status *status, const char *kind, const char *name, const char *slot, Body &&body) noexcept {
   try {
     return std::forward<Body>(body)();
   } catch (...) {
@@ -273,8 +272,7 @@ struct HookTrampolines {
       return HK_OK;
     });
   }
-  static hk_code after_run(void *user, hk_run_context *ctx, const hk_run_values *values,
-                           hk_status *status) noexcept {
+  static hk_code after_run(void *user, hk_run_context *ctx, const hk_run_values *values, hk_status *status) noexcept {
     return guard_named(status, "hook", name(user), "after_run", [&] {
       self(user)->after_run(ctx, values);
       return HK_OK;
@@ -290,8 +288,8 @@ struct HookTrampolines {
 };
 
 inline constexpr hk_hook_vtable hook_vtable = {
-    HK_HOOK_VTABLE_VERSION,         &HookTrampolines::begin, &HookTrampolines::after_create_session,
-    &HookTrampolines::before_run,   &HookTrampolines::after_run, &HookTrampolines::end,
+    HK_HOOK_VTABLE_VERSION,       &HookTrampolines::begin,     &HookTrampolines::after_create_session,
+    &HookTrampolines::before_run, &HookTrampolines::after_run, &HookTrampolines::end,
     &HookTrampolines::destroy,
 };
 
@@ -315,21 +313,51 @@ struct HookFunctions {
 
   /* On a temporary (HookFunctions{}.on_...) they return it as an rvalue, so
    * the chain moves into Hook::from(); on a named object, a reference. */
-  template <class F> HookFunctions &on_begin(F &&f) & { begin = std::forward<F>(f); return *this; }
-  template <class F> HookFunctions &on_after_create_session(F &&f) & {
+  template <class F>
+  HookFunctions &on_begin(F &&f) & {
+    begin = std::forward<F>(f);
+    return *this;
+  }
+  template <class F>
+  HookFunctions &on_after_create_session(F &&f) & {
     after_create_session = std::forward<F>(f);
     return *this;
   }
-  template <class F> HookFunctions &on_before_run(F &&f) & { before_run = std::forward<F>(f); return *this; }
-  template <class F> HookFunctions &on_after_run(F &&f) & { after_run = std::forward<F>(f); return *this; }
-  template <class F> HookFunctions &on_end(F &&f) & { end = std::forward<F>(f); return *this; }
-  template <class F> HookFunctions &&on_begin(F &&f) && { return std::move(on_begin(std::forward<F>(f))); }
-  template <class F> HookFunctions &&on_after_create_session(F &&f) && {
+  template <class F>
+  HookFunctions &on_before_run(F &&f) & {
+    before_run = std::forward<F>(f);
+    return *this;
+  }
+  template <class F>
+  HookFunctions &on_after_run(F &&f) & {
+    after_run = std::forward<F>(f);
+    return *this;
+  }
+  template <class F>
+  HookFunctions &on_end(F &&f) & {
+    end = std::forward<F>(f);
+    return *this;
+  }
+  template <class F>
+  HookFunctions &&on_begin(F &&f) && {
+    return std::move(on_begin(std::forward<F>(f)));
+  }
+  template <class F>
+  HookFunctions &&on_after_create_session(F &&f) && {
     return std::move(on_after_create_session(std::forward<F>(f)));
   }
-  template <class F> HookFunctions &&on_before_run(F &&f) && { return std::move(on_before_run(std::forward<F>(f))); }
-  template <class F> HookFunctions &&on_after_run(F &&f) && { return std::move(on_after_run(std::forward<F>(f))); }
-  template <class F> HookFunctions &&on_end(F &&f) && { return std::move(on_end(std::forward<F>(f))); }
+  template <class F>
+  HookFunctions &&on_before_run(F &&f) && {
+    return std::move(on_before_run(std::forward<F>(f)));
+  }
+  template <class F>
+  HookFunctions &&on_after_run(F &&f) && {
+    return std::move(on_after_run(std::forward<F>(f)));
+  }
+  template <class F>
+  HookFunctions &&on_end(F &&f) && {
+    return std::move(on_end(std::forward<F>(f)));
+  }
 };
 
 namespace detail {
@@ -373,7 +401,8 @@ class Hook {
 
   Hook(const Hook &) = delete;
   Hook &operator=(const Hook &) = delete;
-  Hook(Hook &&other) noexcept : hook_(std::exchange(other.hook_, nullptr)), impl_(std::exchange(other.impl_, nullptr)) {}
+  Hook(Hook &&other) noexcept
+      : hook_(std::exchange(other.hook_, nullptr)), impl_(std::exchange(other.impl_, nullptr)) {}
   Hook &operator=(Hook &&other) noexcept {
     if (this != &other) {
       reset();
@@ -524,9 +553,15 @@ constexpr hk_dtype dtype_of() noexcept {
     static_assert(sizeof(U) == 1 || sizeof(U) == 2 || sizeof(U) == 4 || sizeof(U) == 8,
                   "hooked::dtype_of: no dtype of this size");
     if constexpr (std::is_signed_v<U>) {
-      return sizeof(U) == 1 ? HK_DTYPE_I8 : sizeof(U) == 2 ? HK_DTYPE_I16 : sizeof(U) == 4 ? HK_DTYPE_I32 : HK_DTYPE_I64;
+      return sizeof(U) == 1   ? HK_DTYPE_I8
+             : sizeof(U) == 2 ? HK_DTYPE_I16
+             : sizeof(U) == 4 ? HK_DTYPE_I32
+                              : HK_DTYPE_I64;
     } else {
-      return sizeof(U) == 1 ? HK_DTYPE_U8 : sizeof(U) == 2 ? HK_DTYPE_U16 : sizeof(U) == 4 ? HK_DTYPE_U32 : HK_DTYPE_U64;
+      return sizeof(U) == 1   ? HK_DTYPE_U8
+             : sizeof(U) == 2 ? HK_DTYPE_U16
+             : sizeof(U) == 4 ? HK_DTYPE_U32
+                              : HK_DTYPE_U64;
     }
   }
 }
@@ -567,7 +602,8 @@ hk_code step_trampoline(void *user, int64_t step, hk_status *status) noexcept {
   return guard(status, "step", [&] {
     hk_code rc = invoke_step(*static_cast<F *>(user), step);
     /* A bare code gets a message naming it (a clean OUT_OF_RANGE included). */
-    if (rc != HK_OK) return hk_status_set(status, rc, "step %lld returned %s", static_cast<long long>(step), hk_code_name(rc));
+    if (rc != HK_OK)
+      return hk_status_set(status, rc, "step %lld returned %s", static_cast<long long>(step), hk_code_name(rc));
     return HK_OK;
   });
 }
@@ -657,8 +693,10 @@ class Loop {
    * @throws Error as hk_loop_add_array().
    */
   template <class T>
-  Loop &add_array(const char *name, T *data, std::initializer_list<int64_t> dims = {}, unsigned flags = HK_LOOP_DEFAULT) {
-    static_assert(!std::is_const_v<T>, "hooked::Loop::add_array: restores write into the array: pass a non-const pointer");
+  Loop &add_array(const char *name, T *data, std::initializer_list<int64_t> dims = {},
+                  unsigned flags = HK_LOOP_DEFAULT) {
+    static_assert(!std::is_const_v<T>,
+                  "hooked::Loop::add_array: restores write into the array: pass a non-const pointer");
     return add_array_raw(name, dtype_of<T>(), dims.begin(), dims.size(), static_cast<void *>(data), flags);
   }
   /** As above, with the shape in a container of integers (std::vector<size_t>,
@@ -666,20 +704,22 @@ class Loop {
    *  dimension, one beyond INT64_MAX, or more than HK_MAX_RANK of them. */
   template <class T, class Dims, class = decltype(std::begin(std::declval<const Dims &>()))>
   Loop &add_array(const char *name, T *data, const Dims &dims, unsigned flags = HK_LOOP_DEFAULT) {
-    static_assert(!std::is_const_v<T>, "hooked::Loop::add_array: restores write into the array: pass a non-const pointer");
+    static_assert(!std::is_const_v<T>,
+                  "hooked::Loop::add_array: restores write into the array: pass a non-const pointer");
     int64_t buf[HK_MAX_RANK] = {0};
     std::size_t rank = 0;
     for (const auto &d : dims) {
       using D = std::remove_cv_t<std::remove_reference_t<decltype(d)>>;
       static_assert(std::is_integral_v<D>, "hooked::Loop::add_array: dims must be integers");
       if (rank == HK_MAX_RANK)
-        throw Error(HK_INVALID_ARGUMENT, std::string("add_array '") + (name ? name : "(null)") + "': more than HK_MAX_RANK (" +
-                                             std::to_string(HK_MAX_RANK) + ") dims");
+        throw Error(HK_INVALID_ARGUMENT, std::string("add_array '") + (name ? name : "(null)") +
+                                             "': more than HK_MAX_RANK (" + std::to_string(HK_MAX_RANK) + ") dims");
       bool fits;
       if constexpr (std::is_signed_v<D>) {
         fits = d >= 0;
       } else {
-        fits = static_cast<unsigned long long>(d) <= static_cast<unsigned long long>(std::numeric_limits<int64_t>::max());
+        fits =
+            static_cast<unsigned long long>(d) <= static_cast<unsigned long long>(std::numeric_limits<int64_t>::max());
       }
       if (!fits)
         throw Error(HK_INVALID_ARGUMENT, std::string("add_array '") + (name ? name : "(null)") + "': dims[" +
@@ -775,7 +815,8 @@ class Loop {
   bool step(F &&fn) {
     using Fn = std::remove_reference_t<F>;
     hk_status st = HK_STATUS_INIT;
-    hk_code rc = hk_loop_step(loop_, &detail::step_trampoline<Fn>, const_cast<void *>(static_cast<const void *>(std::addressof(fn))), &st);
+    hk_code rc = hk_loop_step(loop_, &detail::step_trampoline<Fn>,
+                              const_cast<void *>(static_cast<const void *>(std::addressof(fn))), &st);
     if (rc == HK_OUT_OF_RANGE) return false;
     check(rc, st);
     return true;
@@ -787,7 +828,8 @@ class Loop {
   void run(F &&fn) {
     using Fn = std::remove_reference_t<F>;
     hk_status st = HK_STATUS_INIT;
-    check(hk_loop_run(loop_, &detail::step_trampoline<Fn>, const_cast<void *>(static_cast<const void *>(std::addressof(fn))), &st),
+    check(hk_loop_run(loop_, &detail::step_trampoline<Fn>,
+                      const_cast<void *>(static_cast<const void *>(std::addressof(fn))), &st),
           st);
   }
   /**
@@ -841,10 +883,11 @@ class Loop {
   Loop &add_array_raw(const char *name, hk_dtype dtype, const int64_t *dims, std::size_t rank, void *data,
                       unsigned flags) {
     if (rank > HK_MAX_RANK)
-      throw Error(HK_INVALID_ARGUMENT, std::string("add_array '") + (name ? name : "(null)") + "': more than HK_MAX_RANK (" +
-                                           std::to_string(HK_MAX_RANK) + ") dims");
+      throw Error(HK_INVALID_ARGUMENT, std::string("add_array '") + (name ? name : "(null)") +
+                                           "': more than HK_MAX_RANK (" + std::to_string(HK_MAX_RANK) + ") dims");
     hk_status st = HK_STATUS_INIT;
-    check(hk_loop_add_array(loop_, name, dtype, static_cast<int32_t>(rank), rank ? dims : nullptr, data, flags, &st), st);
+    check(hk_loop_add_array(loop_, name, dtype, static_cast<int32_t>(rank), rank ? dims : nullptr, data, flags, &st),
+          st);
     return *this;
   }
   void reset() noexcept {

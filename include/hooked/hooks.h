@@ -25,12 +25,13 @@ extern "C" {
 /* ---- StopAtStepHook (group I) ------------------------------- */
 #define HK_STOP_AT_STEP_OPTIONS_VERSION 1
 typedef struct hk_stop_at_step_options {
-  uint32_t version;      /**< HK_STOP_AT_STEP_OPTIONS_VERSION */
-  const hk_env *env;     /**< NULL: the session's */
-  int64_t num_steps;     /**< HK_UNSET_STEPS or >= 0 */
-  int64_t last_step;     /**< HK_UNSET_STEPS or >= 0 */
+  uint32_t version;  /**< HK_STOP_AT_STEP_OPTIONS_VERSION */
+  const hk_env *env; /**< NULL: the session's */
+  int64_t num_steps; /**< HK_UNSET_STEPS or >= 0 */
+  int64_t last_step; /**< HK_UNSET_STEPS or >= 0 */
 } hk_stop_at_step_options;
-#define HK_STOP_AT_STEP_OPTIONS_INIT { HK_STOP_AT_STEP_OPTIONS_VERSION, NULL, HK_UNSET_STEPS, HK_UNSET_STEPS }
+#define HK_STOP_AT_STEP_OPTIONS_INIT \
+  { HK_STOP_AT_STEP_OPTIONS_VERSION, NULL, HK_UNSET_STEPS, HK_UNSET_STEPS }
 
 /**
  * Initialize options to HK_STOP_AT_STEP_OPTIONS_INIT.
@@ -64,8 +65,7 @@ HK_API hk_code hk_stop_at_step_options_init(hk_stop_at_step_options *opts, uint3
  * **Threads:** any. **Allocates:** at creation only; its callbacks do not
  * (their GS re-read is a run like any other).
  */
-HK_API hk_code hk_stop_at_step_hook_new(hk_hook **out, const hk_stop_at_step_options *opts,
-                                        hk_status *status);
+HK_API hk_code hk_stop_at_step_hook_new(hk_hook **out, const hk_stop_at_step_options *opts, hk_status *status);
 
 /* ---- ProgressHook: a progress display --------------------------------- */
 /** Where and how a ProgressHook draws. */
@@ -83,15 +83,15 @@ typedef enum hk_progress_mode {
 
 #define HK_PROGRESS_OPTIONS_VERSION 1
 typedef struct hk_progress_options {
-  uint32_t version;      /**< HK_PROGRESS_OPTIONS_VERSION */
-  const hk_env *env;     /**< NULL: the session's (its monotonic clock paces redraws and measures rates) */
+  uint32_t version;  /**< HK_PROGRESS_OPTIONS_VERSION */
+  const hk_env *env; /**< NULL: the session's (its monotonic clock paces redraws and measures rates) */
   /** Where to draw; borrowed: it must stay open until hk_hook_free(). The
    *  _INIT macro and hk_progress_options_init() set stderr (so the macro is
    *  an initializer for automatic variables, not for static ones). NULL: the
    *  hook does nothing at all: it draws nothing, resolves and fetches no
    *  loss, reads no clock. */
   FILE *stream;
-  int64_t last_step;     /**< HK_UNSET_STEPS (unknown: no "/ last", no percentage, no ETA) or >= 0 */
+  int64_t last_step; /**< HK_UNSET_STEPS (unknown: no "/ last", no percentage, no ETA) or >= 0 */
   /** A tensor to fetch at every run and show as "loss": any name the
    *  executor resolves (a graph's "loss:0", a host loop's registered array
    *  "loss"), a scalar of any float or integer dtype. Copied. NULL: none. */
@@ -101,8 +101,8 @@ typedef struct hk_progress_options {
   double every_n_secs;
   hk_progress_mode mode; /**< default HK_PROGRESS_AUTO */
 } hk_progress_options;
-#define HK_PROGRESS_OPTIONS_INIT { HK_PROGRESS_OPTIONS_VERSION, NULL, stderr, HK_UNSET_STEPS, NULL, HK_UNSET_SECS, \
-  HK_PROGRESS_AUTO }
+#define HK_PROGRESS_OPTIONS_INIT \
+  { HK_PROGRESS_OPTIONS_VERSION, NULL, stderr, HK_UNSET_STEPS, NULL, HK_UNSET_SECS, HK_PROGRESS_AUTO }
 
 /**
  * Initialize options to HK_PROGRESS_OPTIONS_INIT (stream = stderr).
@@ -170,13 +170,14 @@ HK_API void hk_progress_hook_log(void *hook, hk_log_level level, const char *msg
 /* ---- GlobalStepWaiterHook (group J) ------------------------------ */
 #define HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION 1
 typedef struct hk_global_step_waiter_options {
-  uint32_t version;           /**< HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION */
-  const hk_env *env;          /**< NULL: the session's (its clock paces the polls) */
-  int64_t wait_until_step;    /**< <= 0: never waits */
-  double poll_interval_secs;  /**< finite, > 0; default 0.5 */
-  double deadline_secs;       /**< HK_UNSET_SECS (default: none) or finite >= 0 */
+  uint32_t version;          /**< HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION */
+  const hk_env *env;         /**< NULL: the session's (its clock paces the polls) */
+  int64_t wait_until_step;   /**< <= 0: never waits */
+  double poll_interval_secs; /**< finite, > 0; default 0.5 */
+  double deadline_secs;      /**< HK_UNSET_SECS (default: none) or finite >= 0 */
 } hk_global_step_waiter_options;
-#define HK_GLOBAL_STEP_WAITER_OPTIONS_INIT { HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION, NULL, 0, 0.5, HK_UNSET_SECS }
+#define HK_GLOBAL_STEP_WAITER_OPTIONS_INIT \
+  { HK_GLOBAL_STEP_WAITER_OPTIONS_VERSION, NULL, 0, 0.5, HK_UNSET_SECS }
 
 /**
  * Initialize options to HK_GLOBAL_STEP_WAITER_OPTIONS_INIT.
@@ -216,8 +217,8 @@ HK_API hk_code hk_global_step_waiter_hook_new(hk_hook **out, const hk_global_ste
 
 /** One (tag, name) pair of hk_logging_tensor_options.tagged. */
 typedef struct hk_tagged_tensor {
-  const char *tag;   /**< required; copied; the text logged before " = " */
-  const char *name;  /**< required; copied; a tensor name, "op:k" or "op" */
+  const char *tag;  /**< required; copied; the text logged before " = " */
+  const char *name; /**< required; copied; a tensor name, "op:k" or "op" */
 } hk_tagged_tensor;
 
 /**
@@ -237,8 +238,8 @@ typedef struct hk_tagged_tensor {
  * @return HK_OK, or an error, which that after_run or end() returns
  *         unchanged.
  */
-typedef hk_code (*hk_logging_tensor_formatter)(void *user, const char *const *tags, const hk_tensor *values,
-                                               size_t n, const char **line, hk_status *status);
+typedef hk_code (*hk_logging_tensor_formatter)(void *user, const char *const *tags, const hk_tensor *values, size_t n,
+                                               const char **line, hk_status *status);
 
 /** The longest line the hook formats itself, terminating NUL included; a
  *  longer one is cut and ends with " (truncated)" before the seconds. */
@@ -246,8 +247,8 @@ typedef hk_code (*hk_logging_tensor_formatter)(void *user, const char *const *ta
 
 #define HK_LOGGING_TENSOR_OPTIONS_VERSION 1
 typedef struct hk_logging_tensor_options {
-  uint32_t version;            /**< HK_LOGGING_TENSOR_OPTIONS_VERSION */
-  const hk_env *env;           /**< NULL: the session's (its clock times every_n_secs, its sink logs) */
+  uint32_t version;  /**< HK_LOGGING_TENSOR_OPTIONS_VERSION */
+  const hk_env *env; /**< NULL: the session's (its clock times every_n_secs, its sink logs) */
   /** Tensor names, logged in this order, each name its own tag. Array and
    *  names copied. Exactly one of tensors and tagged is non-empty. */
   const char *const *tensors;
@@ -256,14 +257,14 @@ typedef struct hk_logging_tensor_options {
    *  dict's keys; tags unique. Array and strings copied. */
   const hk_tagged_tensor *tagged;
   size_t ntagged;
-  int64_t every_n_iter;        /**< HK_UNSET_STEPS or >= 1: log every n of this hook's runs */
-  double every_n_secs;         /**< HK_UNSET_SECS or finite > 0: log when n seconds passed */
-  int at_end;                  /**< nonzero: log once more in end(); default 0 */
+  int64_t every_n_iter;                  /**< HK_UNSET_STEPS or >= 1: log every n of this hook's runs */
+  double every_n_secs;                   /**< HK_UNSET_SECS or finite > 0: log when n seconds passed */
+  int at_end;                            /**< nonzero: log once more in end(); default 0 */
   hk_logging_tensor_formatter formatter; /**< NULL: the hook's own line, "tag1 = v1, tag2 = v2" */
-  void *formatter_user;        /**< borrowed for the hook's life; passed to formatter */
+  void *formatter_user;                  /**< borrowed for the hook's life; passed to formatter */
 } hk_logging_tensor_options;
-#define HK_LOGGING_TENSOR_OPTIONS_INIT { HK_LOGGING_TENSOR_OPTIONS_VERSION, NULL, NULL, 0, NULL, 0, HK_UNSET_STEPS, \
-  HK_UNSET_SECS, 0, NULL, NULL }
+#define HK_LOGGING_TENSOR_OPTIONS_INIT \
+  { HK_LOGGING_TENSOR_OPTIONS_VERSION, NULL, NULL, 0, NULL, 0, HK_UNSET_STEPS, HK_UNSET_SECS, 0, NULL, NULL }
 
 /**
  * Initialize options to HK_LOGGING_TENSOR_OPTIONS_INIT.
@@ -308,8 +309,7 @@ HK_API hk_code hk_logging_tensor_options_init(hk_logging_tensor_options *opts, u
  * allocates nothing, also when it logs; end() with at_end runs the
  * executor once more, which may allocate for that new fetch list.
  */
-HK_API hk_code hk_logging_tensor_hook_new(hk_hook **out, const hk_logging_tensor_options *opts,
-                                          hk_status *status);
+HK_API hk_code hk_logging_tensor_hook_new(hk_hook **out, const hk_logging_tensor_options *opts, hk_status *status);
 
 /**
  * Write a tensor's value as text, as LoggingTensorHook logs it:
@@ -335,8 +335,8 @@ HK_API size_t hk_logging_tensor_format_value(char *buf, size_t cap, const hk_ten
 /* ---- NanTensorHook ----------------------------------- */
 #define HK_NAN_TENSOR_OPTIONS_VERSION 1
 typedef struct hk_nan_tensor_options {
-  uint32_t version;         /**< HK_NAN_TENSOR_OPTIONS_VERSION */
-  const hk_env *env;        /**< NULL: the session's */
+  uint32_t version;  /**< HK_NAN_TENSOR_OPTIONS_VERSION */
+  const hk_env *env; /**< NULL: the session's */
   /** The loss: a tensor name ("op:k", or "op" for output 0), copied and
    *  resolved in begin() ... */
   const char *loss;
@@ -360,7 +360,8 @@ typedef struct hk_nan_tensor_options {
    */
   int non_finite;
 } hk_nan_tensor_options;
-#define HK_NAN_TENSOR_OPTIONS_INIT { HK_NAN_TENSOR_OPTIONS_VERSION, NULL, NULL, HK_NO_HANDLE, 1, 1 }
+#define HK_NAN_TENSOR_OPTIONS_INIT \
+  { HK_NAN_TENSOR_OPTIONS_VERSION, NULL, NULL, HK_NO_HANDLE, 1, 1 }
 
 /**
  * Initialize options to HK_NAN_TENSOR_OPTIONS_INIT.
@@ -420,14 +421,14 @@ HK_API hk_code hk_nan_tensor_hook_new(hk_hook **out, const hk_nan_tensor_options
 
 /** A named feed of hk_final_ops_options.final_feed. */
 typedef struct hk_final_feed {
-  const char *name;  /**< required; copied; resolved in begin() */
-  hk_tensor value;   /**< copied, data included; any dtype but STRING */
+  const char *name; /**< required; copied; resolved in begin() */
+  hk_tensor value;  /**< copied, data included; any dtype but STRING */
 } hk_final_feed;
 
 #define HK_FINAL_OPS_OPTIONS_VERSION 1
 typedef struct hk_final_ops_options {
-  uint32_t version;                /**< HK_FINAL_OPS_OPTIONS_VERSION */
-  const hk_env *env;               /**< NULL: the session's */
+  uint32_t version;  /**< HK_FINAL_OPS_OPTIONS_VERSION */
+  const hk_env *env; /**< NULL: the session's */
   /** Names to evaluate in end(), non-empty; array and names copied. "op:k"
    *  is a tensor; a bare "op" is its output 0 when it has one, else the
    *  op itself, run as a target (its value is an empty tensor of dtype
@@ -437,7 +438,8 @@ typedef struct hk_final_ops_options {
   const hk_final_feed *final_feed; /**< array, names and values copied; may be empty */
   size_t nfinal_feed;
 } hk_final_ops_options;
-#define HK_FINAL_OPS_OPTIONS_INIT { HK_FINAL_OPS_OPTIONS_VERSION, NULL, NULL, 0, NULL, 0 }
+#define HK_FINAL_OPS_OPTIONS_INIT \
+  { HK_FINAL_OPS_OPTIONS_VERSION, NULL, NULL, 0, NULL, 0 }
 
 /**
  * Initialize options to HK_FINAL_OPS_OPTIONS_INIT.
@@ -508,12 +510,13 @@ typedef hk_code (*hk_feed_fn)(void *user, const hk_feed **feeds, size_t *nfeeds,
 
 #define HK_FEED_FN_OPTIONS_VERSION 1
 typedef struct hk_feed_fn_options {
-  uint32_t version;     /**< HK_FEED_FN_OPTIONS_VERSION */
-  const hk_env *env;    /**< NULL: the session's */
-  hk_feed_fn feed_fn;   /**< required */
-  void *feed_fn_user;   /**< borrowed for the hook's life; passed to feed_fn */
+  uint32_t version;   /**< HK_FEED_FN_OPTIONS_VERSION */
+  const hk_env *env;  /**< NULL: the session's */
+  hk_feed_fn feed_fn; /**< required */
+  void *feed_fn_user; /**< borrowed for the hook's life; passed to feed_fn */
 } hk_feed_fn_options;
-#define HK_FEED_FN_OPTIONS_INIT { HK_FEED_FN_OPTIONS_VERSION, NULL, NULL, NULL }
+#define HK_FEED_FN_OPTIONS_INIT \
+  { HK_FEED_FN_OPTIONS_VERSION, NULL, NULL, NULL }
 
 /**
  * Initialize options to HK_FEED_FN_OPTIONS_INIT.
@@ -544,7 +547,6 @@ HK_API hk_code hk_feed_fn_options_init(hk_feed_fn_options *opts, uint32_t versio
  */
 HK_API hk_code hk_feed_fn_hook_new(hk_hook **out, const hk_feed_fn_options *opts, hk_status *status);
 
-
 /* ---- CheckpointSaverListener ----------------------------------- */
 #define HK_CHECKPOINT_LISTENER_VTABLE_VERSION 1
 /**
@@ -567,25 +569,25 @@ typedef struct hk_checkpoint_listener_vtable {
 typedef struct hk_checkpoint_listener {
   const hk_checkpoint_listener_vtable *vtable; /**< required */
   void *user;
-  const char *name;   /**< copied; NULL: "listener <index>" in messages */
+  const char *name; /**< copied; NULL: "listener <index>" in messages */
 } hk_checkpoint_listener;
 
 /* ---- CheckpointSaverHook / AsyncCheckpointSaverHook (groups K, L) - */
 #define HK_CHECKPOINT_SAVER_OPTIONS_VERSION 1
 typedef struct hk_checkpoint_saver_options {
-  uint32_t version;            /**< HK_CHECKPOINT_SAVER_OPTIONS_VERSION */
-  const hk_env *env;           /**< NULL: the session's (clock, log, fs) */
-  const char *checkpoint_dir;  /**< required; copied; created with parents in begin() */
-  double save_secs;            /**< HK_UNSET_SECS or finite > 0 (exactly one of the two cadences) */
-  int64_t save_steps;          /**< HK_UNSET_STEPS or >= 1 */
-  hk_saver *saver;             /**< borrowed; NULL: the scaffold's, else the session's Scaffold's */
-  hk_scaffold *scaffold;       /**< borrowed; not together with saver */
-  const char *checkpoint_basename; /**< copied; NULL: "model.ckpt"; a valid name */
+  uint32_t version;                        /**< HK_CHECKPOINT_SAVER_OPTIONS_VERSION */
+  const hk_env *env;                       /**< NULL: the session's (clock, log, fs) */
+  const char *checkpoint_dir;              /**< required; copied; created with parents in begin() */
+  double save_secs;                        /**< HK_UNSET_SECS or finite > 0 (exactly one of the two cadences) */
+  int64_t save_steps;                      /**< HK_UNSET_STEPS or >= 1 */
+  hk_saver *saver;                         /**< borrowed; NULL: the scaffold's, else the session's Scaffold's */
+  hk_scaffold *scaffold;                   /**< borrowed; not together with saver */
+  const char *checkpoint_basename;         /**< copied; NULL: "model.ckpt"; a valid name */
   const hk_checkpoint_listener *listeners; /**< array copied; vtables and users borrowed */
   size_t nlisteners;
-  int save_graph_def;          /**< default 1: graph.txt in checkpoint_dir at each creation */
-  int64_t steps_per_run;       /**< >= 1, default 1 */
-  int block_when_busy;         /**< asynchronous hook only: default 0 defers */
+  int save_graph_def;    /**< default 1: graph.txt in checkpoint_dir at each creation */
+  int64_t steps_per_run; /**< >= 1, default 1 */
+  int block_when_busy;   /**< asynchronous hook only: default 0 defers */
   /**
    * Best-k retention (Lightning's save_top_k): 0 (the default) is off;
    * k >= 1 keeps, beside the max_to_keep newest managed checkpoints, the k
@@ -602,7 +604,7 @@ typedef struct hk_checkpoint_saver_options {
    * among the best. Only with best_k.
    */
   const char *best_metric;
-  hk_monitor_mode best_mode;   /**< HK_MONITOR_MIN (default: lower is better) or HK_MONITOR_MAX */
+  hk_monitor_mode best_mode; /**< HK_MONITOR_MIN (default: lower is better) or HK_MONITOR_MAX */
   /**
    * Keras' restore_best_weights (needs best_k). 0 (default): off. Nonzero:
    * a clean end(), after its final save (the final checkpoint is ranked
@@ -619,8 +621,11 @@ typedef struct hk_checkpoint_saver_options {
    */
   int restore_best;
 } hk_checkpoint_saver_options;
-#define HK_CHECKPOINT_SAVER_OPTIONS_INIT { HK_CHECKPOINT_SAVER_OPTIONS_VERSION, NULL, NULL, HK_UNSET_SECS, \
-  HK_UNSET_STEPS, NULL, NULL, NULL, NULL, 0, 1, 1, 0, 0, NULL, HK_MONITOR_MIN, 0 }
+#define HK_CHECKPOINT_SAVER_OPTIONS_INIT                                                                             \
+  {                                                                                                                  \
+    HK_CHECKPOINT_SAVER_OPTIONS_VERSION, NULL, NULL, HK_UNSET_SECS, HK_UNSET_STEPS, NULL, NULL, NULL, NULL, 0, 1, 1, \
+        0, 0, NULL, HK_MONITOR_MIN, 0                                                                                \
+  }
 
 /**
  * Initialize options to HK_CHECKPOINT_SAVER_OPTIONS_INIT.
@@ -732,8 +737,7 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * **Threads:** any; callbacks on the training thread. **Allocates:** yes
  * (and at every save).
  */
-HK_API hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts,
-                                            hk_status *status);
+HK_API hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts, hk_status *status);
 
 /**
  * AsyncCheckpointSaverHook (group L): as the synchronous hook, but a
@@ -776,18 +780,18 @@ HK_API hk_code hk_async_checkpoint_saver_hook_new(hk_hook **out, const hk_checkp
 /* ---- StepCounterHook ---------------------------- */
 #define HK_STEP_COUNTER_OPTIONS_VERSION 1
 typedef struct hk_step_counter_options {
-  uint32_t version;        /**< HK_STEP_COUNTER_OPTIONS_VERSION */
-  const hk_env *env;       /**< NULL: the session's (its clock times the rate, its sink logs) */
+  uint32_t version;  /**< HK_STEP_COUNTER_OPTIONS_VERSION */
+  const hk_env *env; /**< NULL: the session's (its clock times the rate, its sink logs) */
   /** HK_UNSET_STEPS: 100, unless every_n_secs is given; else >= 1. */
   int64_t every_n_steps;
-  double every_n_secs;     /**< HK_UNSET_SECS or finite > 0; not with every_n_steps */
+  double every_n_secs; /**< HK_UNSET_SECS or finite > 0; not with every_n_steps */
   /** Copied; NULL: no summaries unless summary_writer. The session's shared
    *  writer of this directory, created with its parents in begin(). */
   const char *output_dir;
   /** Borrowed, must outlive the hook's sessions; wins over output_dir, as in
    *  TF. NULL: output_dir's. */
   hk_summary_writer *summary_writer;
-  int64_t steps_per_run;   /**< >= 1, default 1 */
+  int64_t steps_per_run; /**< >= 1, default 1 */
   /** How often the rate is logged, apart from how often it is written:
    *  HK_UNSET_SECS (default): with every summary, as TensorFlow does; 0:
    *  never (the summary only); finite > 0: at most once per that many
@@ -795,8 +799,8 @@ typedef struct hk_step_counter_options {
    *  included. The MonitoredTrainingSession and the host loop pass 10. */
   double log_every_secs;
 } hk_step_counter_options;
-#define HK_STEP_COUNTER_OPTIONS_INIT { HK_STEP_COUNTER_OPTIONS_VERSION, NULL, HK_UNSET_STEPS, HK_UNSET_SECS, \
-  NULL, NULL, 1, HK_UNSET_SECS }
+#define HK_STEP_COUNTER_OPTIONS_INIT \
+  { HK_STEP_COUNTER_OPTIONS_VERSION, NULL, HK_UNSET_STEPS, HK_UNSET_SECS, NULL, NULL, 1, HK_UNSET_SECS }
 
 /**
  * Initialize options to HK_STEP_COUNTER_OPTIONS_INIT.
@@ -844,10 +848,10 @@ HK_API hk_code hk_step_counter_hook_new(hk_hook **out, const hk_step_counter_opt
 /* ---- SummarySaverHook --------------------------- */
 #define HK_SUMMARY_SAVER_OPTIONS_VERSION 1
 typedef struct hk_summary_saver_options {
-  uint32_t version;        /**< HK_SUMMARY_SAVER_OPTIONS_VERSION */
-  const hk_env *env;       /**< NULL: the session's (its clock times save_secs) */
-  double save_secs;        /**< HK_UNSET_SECS or finite > 0 (exactly one of the two cadences) */
-  int64_t save_steps;      /**< HK_UNSET_STEPS or >= 1 */
+  uint32_t version;   /**< HK_SUMMARY_SAVER_OPTIONS_VERSION */
+  const hk_env *env;  /**< NULL: the session's (its clock times save_secs) */
+  double save_secs;   /**< HK_UNSET_SECS or finite > 0 (exactly one of the two cadences) */
+  int64_t save_steps; /**< HK_UNSET_STEPS or >= 1 */
   /** Copied; the session's shared writer of this directory, created
    *  with its parents in begin(). NULL and no summary_writer: nothing is
    *  written and no summary op runs. */
@@ -862,8 +866,8 @@ typedef struct hk_summary_saver_options {
   const hk_handle *summary_op;
   size_t nsummary_op;
 } hk_summary_saver_options;
-#define HK_SUMMARY_SAVER_OPTIONS_INIT { HK_SUMMARY_SAVER_OPTIONS_VERSION, NULL, HK_UNSET_SECS, HK_UNSET_STEPS, \
-  NULL, NULL, NULL, NULL, 0 }
+#define HK_SUMMARY_SAVER_OPTIONS_INIT \
+  { HK_SUMMARY_SAVER_OPTIONS_VERSION, NULL, HK_UNSET_SECS, HK_UNSET_STEPS, NULL, NULL, NULL, NULL, 0 }
 
 /**
  * Initialize options to HK_SUMMARY_SAVER_OPTIONS_INIT.
@@ -952,8 +956,8 @@ HK_API hk_code hk_checkpoint_saver_hook_save(const char **prefix, hk_hook *hook,
 
 #define HK_EARLY_STOPPING_OPTIONS_VERSION 1
 typedef struct hk_early_stopping_options {
-  uint32_t version;        /**< HK_EARLY_STOPPING_OPTIONS_VERSION */
-  const hk_env *env;       /**< NULL: the session's (its sink logs) */
+  uint32_t version;  /**< HK_EARLY_STOPPING_OPTIONS_VERSION */
+  const hk_env *env; /**< NULL: the session's (its sink logs) */
   /**
    * Required; copied. The value to watch: a tensor name the executor
    * resolves ("val_loss:0" of a graph, a host loop's registered array
@@ -966,7 +970,7 @@ typedef struct hk_early_stopping_options {
   /** Nonzero: the program reports the values (hk_early_stopping_report()),
    *  for one that evaluates outside its graph; 0 (default): fetched. */
   int reported;
-  hk_monitor_mode mode;    /**< default HK_MONITOR_MIN: lower is better */
+  hk_monitor_mode mode; /**< default HK_MONITOR_MIN: lower is better */
   /** An improvement must beat the best by more than this: finite, >= 0;
    *  default 0. */
   double min_delta;
@@ -995,8 +999,8 @@ typedef struct hk_early_stopping_options {
    */
   const char *state;
 } hk_early_stopping_options;
-#define HK_EARLY_STOPPING_OPTIONS_INIT { HK_EARLY_STOPPING_OPTIONS_VERSION, NULL, NULL, 0, HK_MONITOR_MIN, 0.0, 0, \
-  HK_UNSET_STEPS, NULL }
+#define HK_EARLY_STOPPING_OPTIONS_INIT \
+  { HK_EARLY_STOPPING_OPTIONS_VERSION, NULL, NULL, 0, HK_MONITOR_MIN, 0.0, 0, HK_UNSET_STEPS, NULL }
 
 /**
  * Initialize options to HK_EARLY_STOPPING_OPTIONS_INIT.
@@ -1076,12 +1080,12 @@ HK_API hk_code hk_early_stopping_report(hk_hook *hook, double value, hk_status *
 
 /** What an EarlyStoppingHook knows (hk_early_stopping_hook_info()). */
 typedef struct hk_early_stopping_info {
-  int64_t evaluations; /**< evaluations so far, those of restored checkpoints included */
-  double best;         /**< the best value; +Inf (MIN) or -Inf (MAX) before the first improvement */
-  int64_t best_step;   /**< the global step of the best value; HK_UNSET_STEPS when none */
-  int64_t wait;        /**< evaluations since the best one without improvement */
-  int64_t stopped_step;/**< the global step at which it requested a stop; HK_UNSET_STEPS when it did not */
-  const char *state;   /**< the state variable's name (borrowed from the hook), NULL when none */
+  int64_t evaluations;  /**< evaluations so far, those of restored checkpoints included */
+  double best;          /**< the best value; +Inf (MIN) or -Inf (MAX) before the first improvement */
+  int64_t best_step;    /**< the global step of the best value; HK_UNSET_STEPS when none */
+  int64_t wait;         /**< evaluations since the best one without improvement */
+  int64_t stopped_step; /**< the global step at which it requested a stop; HK_UNSET_STEPS when it did not */
+  const char *state;    /**< the state variable's name (borrowed from the hook), NULL when none */
 } hk_early_stopping_info;
 
 /**
@@ -1097,13 +1101,14 @@ HK_API hk_code hk_early_stopping_hook_info(hk_early_stopping_info *out, const hk
 /* ---- ProfilerHook ----------------------------- */
 #define HK_PROFILER_OPTIONS_VERSION 1
 typedef struct hk_profiler_options {
-  uint32_t version;        /**< HK_PROFILER_OPTIONS_VERSION */
-  const hk_env *env;       /**< NULL: the session's (clock, log, fs) */
-  double save_secs;        /**< HK_UNSET_SECS or finite > 0 (exactly one of the two cadences) */
-  int64_t save_steps;      /**< HK_UNSET_STEPS or >= 1 */
-  const char *output_dir;  /**< copied; NULL or "": the current directory; created with parents in begin() */
+  uint32_t version;       /**< HK_PROFILER_OPTIONS_VERSION */
+  const hk_env *env;      /**< NULL: the session's (clock, log, fs) */
+  double save_secs;       /**< HK_UNSET_SECS or finite > 0 (exactly one of the two cadences) */
+  int64_t save_steps;     /**< HK_UNSET_STEPS or >= 1 */
+  const char *output_dir; /**< copied; NULL or "": the current directory; created with parents in begin() */
 } hk_profiler_options;
-#define HK_PROFILER_OPTIONS_INIT { HK_PROFILER_OPTIONS_VERSION, NULL, HK_UNSET_SECS, HK_UNSET_STEPS, NULL }
+#define HK_PROFILER_OPTIONS_INIT \
+  { HK_PROFILER_OPTIONS_VERSION, NULL, HK_UNSET_SECS, HK_UNSET_STEPS, NULL }
 
 /**
  * Initialize options to HK_PROFILER_OPTIONS_INIT.

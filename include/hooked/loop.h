@@ -107,7 +107,7 @@ typedef enum hk_loop_flags {
 
 #define HK_LOOP_OPTIONS_VERSION 1
 typedef struct hk_loop_options {
-  uint32_t version;              /**< HK_LOOP_OPTIONS_VERSION */
+  uint32_t version; /**< HK_LOOP_OPTIONS_VERSION */
   /** Copied. Everything the loop creates (its executor, session, Saver and
    *  hooks) uses it, and hooks the program creates with env NULL log
    *  through it: one log_level reaches them all. NULL: defaults. */
@@ -125,12 +125,12 @@ typedef struct hk_loop_options {
    *  both unset: every 600 s. 0 (either) disables periodic and final saves
    *  (the directory is still restored from; hk_loop_save() still works).
    *  The start does not re-save the checkpoint it just restored. */
-  double save_secs;              /**< HK_UNSET_SECS, 0, or finite > 0 */
-  int64_t save_steps;            /**< HK_UNSET_STEPS, 0, or >= 1 */
-  int64_t max_to_keep;           /**< managed checkpoints kept, >= 0 (0 = all); default 5 */
+  double save_secs;                     /**< HK_UNSET_SECS, 0, or finite > 0 */
+  int64_t save_steps;                   /**< HK_UNSET_STEPS, 0, or >= 1 */
+  int64_t max_to_keep;                  /**< managed checkpoints kept, >= 0 (0 = all); default 5 */
   double keep_checkpoint_every_n_hours; /**< HK_UNSET_SECS or 0: off; > 0 */
-  const char *checkpoint_basename; /**< copied; NULL: "model.ckpt" */
-  int async_checkpoint;          /**< nonzero: AsyncCheckpointSaverHook; default 0 */
+  const char *checkpoint_basename;      /**< copied; NULL: "model.ckpt" */
+  int async_checkpoint;                 /**< nonzero: AsyncCheckpointSaverHook; default 0 */
   /** Stop conditions (StopAtStepHook): at most one; both
    *  HK_UNSET_STEPS (the default): the loop stops only when asked (a hook,
    *  hk_loop_request_stop(), a signal, a step returning OUT_OF_RANGE).
@@ -243,9 +243,11 @@ typedef struct hk_loop_options {
   double log_step_count_secs;
 } hk_loop_options;
 
-#define HK_LOOP_OPTIONS_INIT { HK_LOOP_OPTIONS_VERSION, NULL, NULL, HK_UNSET_SECS, HK_UNSET_STEPS, 5, \
-  HK_UNSET_SECS, NULL, 0, HK_UNSET_STEPS, HK_UNSET_STEPS, NULL, 0, 1, NULL, 0, NULL, HK_MONITOR_MIN, NULL, 100, 0, 0, \
-  NULL, 0, 0, 0, 10.0 }
+#define HK_LOOP_OPTIONS_INIT                                                                                       \
+  {                                                                                                                \
+    HK_LOOP_OPTIONS_VERSION, NULL, NULL, HK_UNSET_SECS, HK_UNSET_STEPS, 5, HK_UNSET_SECS, NULL, 0, HK_UNSET_STEPS, \
+        HK_UNSET_STEPS, NULL, 0, 1, NULL, 0, NULL, HK_MONITOR_MIN, NULL, 100, 0, 0, NULL, 0, 0, 0, 10.0            \
+  }
 
 /**
  * Initialize options to HK_LOOP_OPTIONS_INIT.
@@ -308,8 +310,8 @@ HK_API hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status
  * RESOURCE_EXHAUSTED.
  * **Threads:** the training thread. **Allocates:** yes.
  */
-HK_API hk_code hk_loop_add_array(hk_loop *loop, const char *name, hk_dtype dtype, int32_t rank,
-                                 const int64_t *dims, void *data, unsigned flags, hk_status *status);
+HK_API hk_code hk_loop_add_array(hk_loop *loop, const char *name, hk_dtype dtype, int32_t rank, const int64_t *dims,
+                                 void *data, unsigned flags, hk_status *status);
 
 /**
  * Save callback of an opaque state: write exactly `size` bytes describing

@@ -61,7 +61,7 @@ typedef struct hk_mpi hk_mpi;
 
 #define HK_MPI_OPTIONS_VERSION 1
 typedef struct hk_mpi_options {
-  uint32_t version;   /**< HK_MPI_OPTIONS_VERSION */
+  uint32_t version; /**< HK_MPI_OPTIONS_VERSION */
   /** Copied; NULL: defaults. Allocations and logs of everything built on
    *  this context. */
   const hk_env *env;
@@ -69,9 +69,10 @@ typedef struct hk_mpi_options {
    *  messages never meet the program's. MPI_COMM_NULL (the default):
    *  MPI_COMM_WORLD. */
   MPI_Comm comm;
-  int root;           /**< the chief's rank in comm; default 0 */
+  int root; /**< the chief's rank in comm; default 0 */
 } hk_mpi_options;
-#define HK_MPI_OPTIONS_INIT { HK_MPI_OPTIONS_VERSION, NULL, MPI_COMM_NULL, 0 }
+#define HK_MPI_OPTIONS_INIT \
+  { HK_MPI_OPTIONS_VERSION, NULL, MPI_COMM_NULL, 0 }
 
 /**
  * Initialize options to HK_MPI_OPTIONS_INIT.
@@ -224,14 +225,13 @@ HK_API hk_code hk_mpi_broadcast_hook_new(hk_hook **out, hk_mpi *mpi, hk_status *
  * graph's errors.
  * **Threads:** the graph's owner's. **Allocates:** yes (the graph grows).
  */
-HK_API hk_code hk_mpi_sync_worker_ops(hk_mpi *mpi, hk_graph *g, hk_handle *ready_op,
-                                      hk_handle *ready_for_local_init_op, hk_handle *local_init_op,
-                                      hk_status *status);
+HK_API hk_code hk_mpi_sync_worker_ops(hk_mpi *mpi, hk_graph *g, hk_handle *ready_op, hk_handle *ready_for_local_init_op,
+                                      hk_handle *local_init_op, hk_status *status);
 
 #define HK_MPI_STOP_OPTIONS_VERSION 1
 typedef struct hk_mpi_stop_options {
-  uint32_t version;    /**< HK_MPI_STOP_OPTIONS_VERSION */
-  const hk_env *env;   /**< NULL: the session's */
+  uint32_t version;  /**< HK_MPI_STOP_OPTIONS_VERSION */
+  const hk_env *env; /**< NULL: the session's */
   /** Default 1: the hook installs its own SIGINT/SIGTERM handlers in begin()
    *  (removed in end() and when it is freed): a signal delivered to any
    *  rank — one rank alone, or all of them by mpirun (which SIGKILLs ranks
@@ -244,7 +244,8 @@ typedef struct hk_mpi_stop_options {
    *  signalled rank alone. 0: signals are left alone. */
   int handle_signals;
 } hk_mpi_stop_options;
-#define HK_MPI_STOP_OPTIONS_INIT { HK_MPI_STOP_OPTIONS_VERSION, NULL, 1 }
+#define HK_MPI_STOP_OPTIONS_INIT \
+  { HK_MPI_STOP_OPTIONS_VERSION, NULL, 1 }
 
 /**
  * Initialize options to HK_MPI_STOP_OPTIONS_INIT.
@@ -286,8 +287,7 @@ HK_API hk_code hk_mpi_stop_options_init(hk_mpi_stop_options *opts, uint32_t vers
  * **Allocates:** at creation only.
  * **Threads:** the training thread.
  */
-HK_API hk_code hk_mpi_stop_hook_new(hk_hook **out, hk_mpi *mpi, const hk_mpi_stop_options *opts,
-                                    hk_status *status);
+HK_API hk_code hk_mpi_stop_hook_new(hk_hook **out, hk_mpi *mpi, const hk_mpi_stop_options *opts, hk_status *status);
 
 /** Ask the stop hook to stop every rank after the current or next step.
  *  **Threads:** any; lock-free. NULL or another kind of hook: no-op.
@@ -385,8 +385,7 @@ HK_API hk_code hk_mpi_ps_worker_ready_ops(hk_mpi_ps *ps, hk_graph *g, hk_handle 
  * chief.
  * **Threads:** the training thread. **Allocates:** yes.
  */
-HK_API hk_code hk_mpi_ps_worker_executor_new(hk_executor **out, hk_mpi_ps *ps, hk_executor *inner,
-                                             hk_status *status);
+HK_API hk_code hk_mpi_ps_worker_executor_new(hk_executor **out, hk_mpi_ps *ps, hk_executor *inner, hk_status *status);
 
 /**
  * Worker: the hook that pushes. In after_run, after the step changed the

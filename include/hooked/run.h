@@ -30,12 +30,13 @@ typedef struct hk_raw_session hk_raw_session;
 #define HK_RUN_OPTIONS_VERSION 1
 /** Run options. Never written by the library. */
 typedef struct hk_run_options {
-  uint32_t version;          /**< HK_RUN_OPTIONS_VERSION */
-  int32_t trace_level;       /**< 0 none, 1 software, 2 hardware, 3 full */
-  int64_t timeout_ms;        /**< 0 = none; >= 0 */
-  void *executor_options;    /**< opaque, defined by the executor; passed through */
+  uint32_t version;       /**< HK_RUN_OPTIONS_VERSION */
+  int32_t trace_level;    /**< 0 none, 1 software, 2 hardware, 3 full */
+  int64_t timeout_ms;     /**< 0 = none; >= 0 */
+  void *executor_options; /**< opaque, defined by the executor; passed through */
 } hk_run_options;
-#define HK_RUN_OPTIONS_INIT { HK_RUN_OPTIONS_VERSION, 0, 0, NULL }
+#define HK_RUN_OPTIONS_INIT \
+  { HK_RUN_OPTIONS_VERSION, 0, 0, NULL }
 
 /**
  * Initialize options to HK_RUN_OPTIONS_INIT.
@@ -49,8 +50,8 @@ HK_API hk_code hk_run_options_init(hk_run_options *opts, uint32_t version);
 
 /** One traced op (reference executor with trace_level >= 1). */
 typedef struct hk_op_trace {
-  const char *op_name;       /**< borrowed from the executor */
-  double start_secs;         /**< monotonic seconds */
+  const char *op_name; /**< borrowed from the executor */
+  double start_secs;   /**< monotonic seconds */
   double end_secs;
 } hk_op_trace;
 
@@ -61,12 +62,13 @@ typedef struct hk_op_trace {
  * next run on it or its close.
  */
 typedef struct hk_run_metadata {
-  uint32_t version;          /**< HK_RUN_METADATA_VERSION */
-  const hk_op_trace *trace;  /**< NULL/0 unless traced */
+  uint32_t version;         /**< HK_RUN_METADATA_VERSION */
+  const hk_op_trace *trace; /**< NULL/0 unless traced */
   size_t ntrace;
-  void *executor_data;       /**< executor-defined, may be NULL */
+  void *executor_data; /**< executor-defined, may be NULL */
 } hk_run_metadata;
-#define HK_RUN_METADATA_INIT { HK_RUN_METADATA_VERSION, NULL, 0, NULL }
+#define HK_RUN_METADATA_INIT \
+  { HK_RUN_METADATA_VERSION, NULL, 0, NULL }
 
 /** A feed: a tensor handle and the value to feed (data borrowed). */
 typedef struct hk_feed {
@@ -175,8 +177,8 @@ HK_API hk_code hk_raw_session_read_variable(hk_tensor *out, hk_raw_session *rs, 
  * bad index; UNIMPLEMENTED when the executor has no variable_assign slot.
  * **Threads:** the owner's. **Allocates:** no, in steady state.
  */
-HK_API hk_code hk_raw_session_assign_variable(hk_raw_session *rs, size_t index,
-                                              const hk_tensor *value, hk_status *status);
+HK_API hk_code hk_raw_session_assign_variable(hk_raw_session *rs, size_t index, const hk_tensor *value,
+                                              hk_status *status);
 /**
  * The memory that holds variable `index`, for the caller to write the
  * variable's value in place (the executor's variable_storage slot, vtable

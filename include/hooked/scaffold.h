@@ -21,15 +21,14 @@ typedef struct hk_session_manager hk_session_manager;
 /** init_fn: called on the training thread, once per created raw
  *  session when nothing was restored, after init_op. `scaffold` and
  *  `session` are borrowed for the call. A non-OK code fails the creation. */
-typedef hk_code (*hk_init_fn)(void *user, const hk_scaffold *scaffold, hk_raw_session *session,
-                              hk_status *status);
+typedef hk_code (*hk_init_fn)(void *user, const hk_scaffold *scaffold, hk_raw_session *session, hk_status *status);
 
 #define HK_SCAFFOLD_OPTIONS_VERSION 1
 typedef struct hk_scaffold_options {
-  uint32_t version;                  /**< HK_SCAFFOLD_OPTIONS_VERSION */
-  const hk_env *env;                 /**< copied; NULL: copy_from's env, else defaults */
-  hk_handle init_op;                 /**< op; HK_NO_HANDLE = unset */
-  const hk_feed *init_feed;          /**< copied, values included */
+  uint32_t version;         /**< HK_SCAFFOLD_OPTIONS_VERSION */
+  const hk_env *env;        /**< copied; NULL: copy_from's env, else defaults */
+  hk_handle init_op;        /**< op; HK_NO_HANDLE = unset */
+  const hk_feed *init_feed; /**< copied, values included */
   size_t ninit_feed;
   hk_init_fn init_fn;                /**< NULL = unset */
   void *init_fn_user;                /**< borrowed */
@@ -50,8 +49,11 @@ typedef struct hk_scaffold_options {
   const hk_handle *summary_op;
   size_t nsummary_op;
 } hk_scaffold_options;
-#define HK_SCAFFOLD_OPTIONS_INIT { HK_SCAFFOLD_OPTIONS_VERSION, NULL, HK_NO_HANDLE, NULL, 0, NULL, NULL, \
-  HK_NO_HANDLE, HK_NO_HANDLE, HK_NO_HANDLE, NULL, 0, NULL, NULL, NULL, 0 }
+#define HK_SCAFFOLD_OPTIONS_INIT                                                                                    \
+  {                                                                                                                 \
+    HK_SCAFFOLD_OPTIONS_VERSION, NULL, HK_NO_HANDLE, NULL, 0, NULL, NULL, HK_NO_HANDLE, HK_NO_HANDLE, HK_NO_HANDLE, \
+        NULL, 0, NULL, NULL, NULL, 0                                                                                \
+  }
 
 /**
  * Initialize options to HK_SCAFFOLD_OPTIONS_INIT (every field unset).
@@ -170,10 +172,10 @@ typedef struct hk_session_manager_options {
   hk_handle ready_for_local_init_op; /**< 1-D string tensor or unset; requires local_init_op */
   const hk_feed *local_init_feed;    /**< copied */
   size_t nlocal_init_feed;
-  double recovery_wait_secs;         /**< > 0, default 30 */
+  double recovery_wait_secs; /**< > 0, default 30 */
 } hk_session_manager_options;
-#define HK_SESSION_MANAGER_OPTIONS_INIT { HK_SESSION_MANAGER_OPTIONS_VERSION, NULL, NULL, HK_NO_HANDLE, \
-  HK_NO_HANDLE, HK_NO_HANDLE, NULL, 0, 30.0 }
+#define HK_SESSION_MANAGER_OPTIONS_INIT \
+  { HK_SESSION_MANAGER_OPTIONS_VERSION, NULL, NULL, HK_NO_HANDLE, HK_NO_HANDLE, HK_NO_HANDLE, NULL, 0, 30.0 }
 
 /**
  * Initialize options to HK_SESSION_MANAGER_OPTIONS_INIT.
@@ -209,13 +211,13 @@ HK_API void hk_session_manager_free(hk_session_manager *sm);
 #define HK_PREPARE_OPTIONS_VERSION 1
 /** What prepare_session / recover_session use. */
 typedef struct hk_prepare_options {
-  uint32_t version;                  /**< HK_PREPARE_OPTIONS_VERSION */
+  uint32_t version; /**< HK_PREPARE_OPTIONS_VERSION */
   hk_handle init_op;
-  const hk_feed *init_feed;          /**< borrowed during the call */
+  const hk_feed *init_feed; /**< borrowed during the call */
   size_t ninit_feed;
   hk_init_fn init_fn;
   void *init_fn_user;
-  const hk_scaffold *scaffold;       /**< passed to init_fn; may be NULL */
+  const hk_scaffold *scaffold; /**< passed to init_fn; may be NULL */
   /** Restoring from a checkpoint: both set →
    *  INVALID_ARGUMENT, checked before anything is created. With
    *  checkpoint_dir, the newest checkpoint that verifies (falling back past
@@ -230,11 +232,11 @@ typedef struct hk_prepare_options {
   /** wait while checkpoint_dir holds neither a state file nor a
    *  checkpoint data file */
   int wait_for_checkpoint;
-  double max_wait_secs;              /**< default 7200 */
-  hk_saver *saver;                   /**< borrowed for the call; NULL: nothing is restored */
+  double max_wait_secs; /**< default 7200 */
+  hk_saver *saver;      /**< borrowed for the call; NULL: nothing is restored */
 } hk_prepare_options;
-#define HK_PREPARE_OPTIONS_INIT { HK_PREPARE_OPTIONS_VERSION, HK_NO_HANDLE, NULL, 0, NULL, NULL, NULL, \
-  NULL, NULL, 0, 7200.0, NULL }
+#define HK_PREPARE_OPTIONS_INIT \
+  { HK_PREPARE_OPTIONS_VERSION, HK_NO_HANDLE, NULL, 0, NULL, NULL, NULL, NULL, NULL, 0, 7200.0, NULL }
 
 /**
  * Initialize options to HK_PREPARE_OPTIONS_INIT.
@@ -354,9 +356,8 @@ HK_API void hk_session_manager_reset_cancel(hk_session_manager *sm);
  * **Threads:** the owner's.
  * **Allocates:** as hk_raw_session_run() (no, in steady state).
  */
-HK_API hk_code hk_session_manager_model_ready(hk_session_manager *sm, hk_raw_session *rs,
-                                              hk_handle ready_op, int *ready, hk_status *reason,
-                                              hk_status *status);
+HK_API hk_code hk_session_manager_model_ready(hk_session_manager *sm, hk_raw_session *rs, hk_handle ready_op,
+                                              int *ready, hk_status *reason, hk_status *status);
 
 #ifdef __cplusplus
 }

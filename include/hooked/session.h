@@ -36,8 +36,8 @@ typedef struct hk_session hk_session;
 typedef struct hk_step_context hk_step_context;
 
 typedef enum hk_session_kind {
-  HK_SESSION_MONITORED = 0,   /**< recovers from ABORTED/UNAVAILABLE */
-  HK_SESSION_SINGULAR = 1     /**< never recovers; exposes its raw session */
+  HK_SESSION_MONITORED = 0, /**< recovers from ABORTED/UNAVAILABLE */
+  HK_SESSION_SINGULAR = 1   /**< never recovers; exposes its raw session */
 } hk_session_kind;
 
 /* ---- session creators -------------------------------------------- */
@@ -53,7 +53,7 @@ typedef enum hk_session_kind {
  * UNAVAILABLE are retried, with a back-off, until recovery gives up.
  */
 typedef struct hk_session_creator_vtable {
-  uint32_t version;  /**< HK_SESSION_CREATOR_VTABLE_VERSION */
+  uint32_t version; /**< HK_SESSION_CREATOR_VTABLE_VERSION */
   /* slots below: version 1 */
   /** (required) */
   hk_code (*create)(void *user, hk_executor *executor, hk_raw_session **out, hk_status *status);
@@ -65,18 +65,18 @@ typedef struct hk_session_creator_vtable {
 
 #define HK_SESSION_OPTIONS_VERSION 1
 typedef struct hk_session_options {
-  uint32_t version;                 /**< HK_SESSION_OPTIONS_VERSION */
-  const hk_env *env;                /**< copied; NULL: the executor's env */
-  hk_session_kind kind;             /**< default MONITORED */
-  hk_executor *executor;            /**< required; borrowed for the session's life */
-  hk_hook *const *hooks;            /**< array copied, hooks borrowed; may be empty */
+  uint32_t version;      /**< HK_SESSION_OPTIONS_VERSION */
+  const hk_env *env;     /**< copied; NULL: the executor's env */
+  hk_session_kind kind;  /**< default MONITORED */
+  hk_executor *executor; /**< required; borrowed for the session's life */
+  hk_hook *const *hooks; /**< array copied, hooks borrowed; may be empty */
   size_t nhooks;
-  hk_scaffold *scaffold;            /**< borrowed; NULL: the session owns a default one */
-  int is_chief;                     /**< default 1: chief creator; 0: worker */
+  hk_scaffold *scaffold;                    /**< borrowed; NULL: the session owns a default one */
+  int is_chief;                             /**< default 1: chief creator; 0: worker */
   const hk_session_creator_vtable *creator; /**< optional custom creator, borrowed */
-  void *creator_user;               /**< taken by the session when hk_session_new succeeds and
-                                         released by creator->destroy at hk_session_free; on
-                                         failure the caller keeps it */
+  void *creator_user;                       /**< taken by the session when hk_session_new succeeds and
+                                                 released by creator->destroy at hk_session_free; on
+                                                 failure the caller keeps it */
   /** Restore at every (re-)creation from the newest checkpoint of this
    *  directory that verifies, with the Scaffold's Saver;
    *  copied. A chief also adopts the directory's managed list. */
@@ -84,22 +84,25 @@ typedef struct hk_session_options {
   /** Restore this checkpoint (a prefix), without fallback; not together
    *  with checkpoint_dir; copied. */
   const char *checkpoint_filename_with_path;
-  double stop_grace_period_secs;    /**< >= 0, default 120 */
-  double max_wait_secs;             /**< worker wait, default 1800; HK_UNSET_SECS: no limit */
-  double recovery_wait_secs;        /**< > 0, default 30 */
+  double stop_grace_period_secs;      /**< >= 0, default 120 */
+  double max_wait_secs;               /**< worker wait, default 1800; HK_UNSET_SECS: no limit */
+  double recovery_wait_secs;          /**< > 0, default 30 */
   double recovery_initial_delay_secs; /**< >= 0, default 1 */
-  double recovery_max_delay_secs;   /**< >= initial, default 60 */
-  int64_t recovery_max_attempts;    /**< >= 0, default 10; 0 = unlimited */
-  double recovery_max_secs;         /**< >= 0, default 0 = unlimited */
+  double recovery_max_delay_secs;     /**< >= initial, default 60 */
+  int64_t recovery_max_attempts;      /**< >= 0, default 10; 0 = unlimited */
+  double recovery_max_secs;           /**< >= 0, default 0 = unlimited */
   /** Called once, last, by hk_session_free() of a session that was created
    *  (never when hk_session_new() fails): a layer that made resources for
    *  the session (hooks, a Scaffold) releases them with it. NULL: none. */
   void (*on_free)(void *user);
-  void *on_free_user;               /**< passed to on_free; borrowed */
+  void *on_free_user; /**< passed to on_free; borrowed */
 } hk_session_options;
 
-#define HK_SESSION_OPTIONS_INIT { HK_SESSION_OPTIONS_VERSION, NULL, HK_SESSION_MONITORED, NULL, NULL, 0, \
-  NULL, 1, NULL, NULL, NULL, NULL, 120.0, 1800.0, 30.0, 1.0, 60.0, 10, 0.0, NULL, NULL }
+#define HK_SESSION_OPTIONS_INIT                                                                                    \
+  {                                                                                                                \
+    HK_SESSION_OPTIONS_VERSION, NULL, HK_SESSION_MONITORED, NULL, NULL, 0, NULL, 1, NULL, NULL, NULL, NULL, 120.0, \
+        1800.0, 30.0, 1.0, 60.0, 10, 0.0, NULL, NULL                                                               \
+  }
 
 /**
  * Initialize options to the defaults of HK_SESSION_OPTIONS_INIT.
@@ -175,8 +178,8 @@ HK_API hk_code hk_session_new(hk_session **out, const hk_session_options *opts, 
  * built-in hooks, not after the first two runs unless a hook triggers or
  * the merged arguments grow. Recovery allocates.
  */
-HK_API hk_code hk_session_run(hk_session *s, const hk_run_args *args, hk_tensor *results,
-                              hk_run_metadata *metadata, hk_status *status);
+HK_API hk_code hk_session_run(hk_session *s, const hk_run_args *args, hk_tensor *results, hk_run_metadata *metadata,
+                              hk_status *status);
 
 /**
  * The first half of a run whose work the caller does itself between the
@@ -218,8 +221,7 @@ HK_API hk_code hk_session_run_begin(hk_session *s, const hk_run_args *args, hk_s
  * **Threads:** the training thread. The status is written on success too.
  * **Allocates:** no, in steady state (as hk_session_run()).
  */
-HK_API hk_code hk_session_run_end(hk_session *s, hk_tensor *results, hk_run_metadata *metadata,
-                                  hk_status *status);
+HK_API hk_code hk_session_run_end(hk_session *s, hk_tensor *results, hk_run_metadata *metadata, hk_status *status);
 /**
  * The merged run options (the caller's and every hook's trace_level
  * and timeout_ms) of the run open between hk_session_run_begin() and its
@@ -297,8 +299,7 @@ typedef hk_code (*hk_step_fn)(hk_step_context *ctx, void *user, hk_status *statu
  * **Threads:** the training thread. The status is written on success too.
  * **Allocates:** no by itself (step_fn and recovery may).
  */
-HK_API hk_code hk_session_run_step_fn(hk_session *s, hk_step_fn step_fn, void *user,
-                                      hk_status *status);
+HK_API hk_code hk_session_run_step_fn(hk_session *s, hk_step_fn step_fn, void *user, hk_status *status);
 /**
  * Within step_fn: the current raw session; calls on it trigger no hooks.
  * NULL for a NULL ctx.
@@ -317,9 +318,8 @@ HK_API hk_raw_session *hk_step_context_session(hk_step_context *ctx);
  * INVALID_ARGUMENT for a NULL ctx.
  * **Threads:** the training thread, inside step_fn.
  */
-HK_API hk_code hk_step_context_run_with_hooks(hk_step_context *ctx, const hk_run_args *args,
-                                              hk_tensor *results, hk_run_metadata *metadata,
-                                              hk_status *status);
+HK_API hk_code hk_step_context_run_with_hooks(hk_step_context *ctx, const hk_run_args *args, hk_tensor *results,
+                                              hk_run_metadata *metadata, hk_status *status);
 /**
  * Within step_fn: mark the step as stopping. should_stop() is not
  * changed; close(OUT_OF_RANGE) is clean.

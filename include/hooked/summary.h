@@ -70,7 +70,7 @@ typedef struct hk_summary_writer hk_summary_writer;
 
 #define HK_SUMMARY_WRITER_OPTIONS_VERSION 1
 typedef struct hk_summary_writer_options {
-  uint32_t version;             /**< HK_SUMMARY_WRITER_OPTIONS_VERSION */
+  uint32_t version; /**< HK_SUMMARY_WRITER_OPTIONS_VERSION */
   /** Copied: allocator, log sink, wall clock for event times and file names,
    *  monotonic clock for the flush cadence, file system. NULL: defaults. */
   const hk_env *env;
@@ -83,7 +83,8 @@ typedef struct hk_summary_writer_options {
    *  filename_suffix): at most 255 bytes, no '/', '\\' or control byte. */
   const char *filename_suffix;
 } hk_summary_writer_options;
-#define HK_SUMMARY_WRITER_OPTIONS_INIT { HK_SUMMARY_WRITER_OPTIONS_VERSION, NULL, NULL, HK_UNSET_SECS, NULL }
+#define HK_SUMMARY_WRITER_OPTIONS_INIT \
+  { HK_SUMMARY_WRITER_OPTIONS_VERSION, NULL, NULL, HK_UNSET_SECS, NULL }
 
 /**
  * Initialize options to HK_SUMMARY_WRITER_OPTIONS_INIT.
@@ -109,8 +110,7 @@ HK_API hk_code hk_summary_writer_options_init(hk_summary_writer_options *opts, u
  * a control byte. RESOURCE_EXHAUSTED. Nothing is created on failure.
  * **Threads:** any. **Allocates:** yes.
  */
-HK_API hk_code hk_summary_writer_new(hk_summary_writer **out, const hk_summary_writer_options *opts,
-                                     hk_status *status);
+HK_API hk_code hk_summary_writer_new(hk_summary_writer **out, const hk_summary_writer_options *opts, hk_status *status);
 
 /**
  * Write a scalar: an Event at `step` holding a Summary with one Value whose
@@ -153,8 +153,8 @@ HK_API hk_code hk_summary_writer_scalar(hk_summary_writer *w, const char *tag, i
  * **Threads:** any (serialized). **Allocates:** as hk_summary_writer_scalar(),
  * and at the first histogram of the writer its bucket arrays (25 KB, kept).
  */
-HK_API hk_code hk_summary_writer_histogram(hk_summary_writer *w, const char *tag, int64_t step,
-                                           const hk_tensor *values, hk_status *status);
+HK_API hk_code hk_summary_writer_histogram(hk_summary_writer *w, const char *tag, int64_t step, const hk_tensor *values,
+                                           hk_status *status);
 
 /**
  * Write text for TensorBoard's text dashboard (which renders Markdown): a

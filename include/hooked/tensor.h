@@ -13,20 +13,20 @@ extern "C" {
 #endif
 
 /* X(name, enum suffix, element size, safetensors name) */
-#define HK_DTYPE_TABLE(X)      \
-  X(f16, F16, 2, "F16")        \
-  X(bf16, BF16, 2, "BF16")     \
-  X(f32, F32, 4, "F32")        \
-  X(f64, F64, 8, "F64")        \
-  X(i8, I8, 1, "I8")           \
-  X(i16, I16, 2, "I16")        \
-  X(i32, I32, 4, "I32")        \
-  X(i64, I64, 8, "I64")        \
-  X(u8, U8, 1, "U8")           \
-  X(u16, U16, 2, "U16")        \
-  X(u32, U32, 4, "U32")        \
-  X(u64, U64, 8, "U64")        \
-  X(bool, BOOL, 1, "BOOL")     \
+#define HK_DTYPE_TABLE(X)  \
+  X(f16, F16, 2, "F16")    \
+  X(bf16, BF16, 2, "BF16") \
+  X(f32, F32, 4, "F32")    \
+  X(f64, F64, 8, "F64")    \
+  X(i8, I8, 1, "I8")       \
+  X(i16, I16, 2, "I16")    \
+  X(i32, I32, 4, "I32")    \
+  X(i64, I64, 8, "I64")    \
+  X(u8, U8, 1, "U8")       \
+  X(u16, U16, 2, "U16")    \
+  X(u32, U32, 4, "U32")    \
+  X(u64, U64, 8, "U64")    \
+  X(bool, BOOL, 1, "BOOL") \
   X(string, STRING, 0, "STRING")
 
 /**
@@ -40,7 +40,7 @@ typedef enum hk_dtype {
 #define HK__DTYPE_ENUM(lc, uc, size, st) HK_DTYPE_##uc,
   HK_DTYPE_TABLE(HK__DTYPE_ENUM)
 #undef HK__DTYPE_ENUM
-  HK_DTYPE__COUNT
+      HK_DTYPE__COUNT
 } hk_dtype;
 
 /** Maximum rank of a tensor. */
@@ -96,8 +96,8 @@ HK_API int hk_dtype_is_integer(hk_dtype dtype);
  * byte size that overflows size_t, or NULL data with a non-empty shape.
  * **Threads:** any. **Allocates:** no.
  */
-HK_API hk_code hk_tensor_init(hk_tensor *out, hk_dtype dtype, int32_t rank, const int64_t *dims,
-                              void *data, hk_status *status);
+HK_API hk_code hk_tensor_init(hk_tensor *out, hk_dtype dtype, int32_t rank, const int64_t *dims, void *data,
+                              hk_status *status);
 
 /* The tensor helpers below never fail, accept NULL tensors, may be called
  * from any thread and do not allocate. */

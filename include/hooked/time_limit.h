@@ -40,12 +40,13 @@ extern "C" {
 #define HK_TIME_LIMIT_OPTIONS_VERSION 1
 /** Options of hk_time_limit_hook_new(). */
 typedef struct hk_time_limit_options {
-  uint32_t version;     /**< HK_TIME_LIMIT_OPTIONS_VERSION */
-  const hk_env *env;    /**< copied; NULL: the session's (its monotonic clock, its log) */
+  uint32_t version;  /**< HK_TIME_LIMIT_OPTIONS_VERSION */
+  const hk_env *env; /**< copied; NULL: the session's (its monotonic clock, its log) */
   /** Required: finite and > 0 seconds of the run after which it stops. */
   double duration_secs;
 } hk_time_limit_options;
-#define HK_TIME_LIMIT_OPTIONS_INIT { HK_TIME_LIMIT_OPTIONS_VERSION, NULL, HK_UNSET_SECS }
+#define HK_TIME_LIMIT_OPTIONS_INIT \
+  { HK_TIME_LIMIT_OPTIONS_VERSION, NULL, HK_UNSET_SECS }
 
 /**
  * Initialize options to HK_TIME_LIMIT_OPTIONS_INIT.

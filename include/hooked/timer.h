@@ -18,9 +18,9 @@ extern "C" {
 #endif
 
 typedef struct hk_timer {
-  double every_secs;     /* HK_UNSET_SECS when unset */
-  int64_t every_steps;   /* HK_UNSET_STEPS when unset */
-  int never;             /* a never-trigger timer */
+  double every_secs;   /* HK_UNSET_SECS when unset */
+  int64_t every_steps; /* HK_UNSET_STEPS when unset */
+  int never;           /* a never-trigger timer */
   int has_last;
   double last_time;
   int64_t last_step;
@@ -42,9 +42,8 @@ typedef struct hk_timer {
  * it for every_steps < 1 or every_secs not finite and > 0; also for a NULL t.
  * **Threads:** the timer owner's. **Allocates:** no.
  */
-HK_API hk_code hk_timer_init(hk_timer *t, double every_secs, int64_t every_steps,
-                             const char *secs_name, const char *steps_name, const hk_clock *clock,
-                             hk_status *status);
+HK_API hk_code hk_timer_init(hk_timer *t, double every_secs, int64_t every_steps, const char *secs_name,
+                             const char *steps_name, const hk_clock *clock, hk_status *status);
 /** Initialize a timer that never triggers and always reports "none".
  *  NULL is a no-op.
  * **Threads:** the timer owner's. **Allocates:** no.

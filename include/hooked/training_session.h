@@ -23,31 +23,31 @@ extern "C" {
  * cadences and log_step_count_steps.
  */
 typedef struct hk_training_session_options {
-  uint32_t version;                 /**< HK_TRAINING_SESSION_OPTIONS_VERSION */
-  const hk_env *env;                /**< copied; NULL: the executor's env. The default hooks use it too. */
-  hk_executor *executor;            /**< required; borrowed for the session's life */
-  int is_chief;                     /**< default 1 */
-  const char *checkpoint_dir;       /**< copied; NULL: no restore, no CheckpointSaverHook */
-  hk_scaffold *scaffold;            /**< borrowed; NULL: a default one, owned by the session */
-  hk_hook *const *hooks;            /**< run last, array copied, hooks borrowed */
+  uint32_t version;           /**< HK_TRAINING_SESSION_OPTIONS_VERSION */
+  const hk_env *env;          /**< copied; NULL: the executor's env. The default hooks use it too. */
+  hk_executor *executor;      /**< required; borrowed for the session's life */
+  int is_chief;               /**< default 1 */
+  const char *checkpoint_dir; /**< copied; NULL: no restore, no CheckpointSaverHook */
+  hk_scaffold *scaffold;      /**< borrowed; NULL: a default one, owned by the session */
+  hk_hook *const *hooks;      /**< run last, array copied, hooks borrowed */
   size_t nhooks;
   hk_hook *const *chief_only_hooks; /**< run first on the chief, not at all on a worker */
   size_t nchief_only_hooks;
-  double save_checkpoint_secs;      /**< both unset → 600; 0 → no CheckpointSaverHook */
+  double save_checkpoint_secs; /**< both unset → 600; 0 → no CheckpointSaverHook */
   int64_t save_checkpoint_steps;
-  int64_t save_summaries_steps;     /**< both unset → 100 steps; 0 → no SummarySaverHook */
+  int64_t save_summaries_steps; /**< both unset → 100 steps; 0 → no SummarySaverHook */
   double save_summaries_secs;
-  double stop_grace_period_secs;    /**< default 120 */
-  int64_t log_step_count_steps;     /**< default 100; 0 → no StepCounterHook */
-  double max_wait_secs;             /**< worker's wait, default 7200 */
-  const char *summary_dir;          /**< copied; NULL: checkpoint_dir */
-  int save_graph_def;               /**< default 1 */
-  double recovery_wait_secs;        /**< > 0, default 30 */
+  double stop_grace_period_secs;      /**< default 120 */
+  int64_t log_step_count_steps;       /**< default 100; 0 → no StepCounterHook */
+  double max_wait_secs;               /**< worker's wait, default 7200 */
+  const char *summary_dir;            /**< copied; NULL: checkpoint_dir */
+  int save_graph_def;                 /**< default 1 */
+  double recovery_wait_secs;          /**< > 0, default 30 */
   double recovery_initial_delay_secs; /**< the first recovery back-off, default 1 */
-  double recovery_max_delay_secs;   /**< default 60 */
-  int64_t recovery_max_attempts;    /**< default 10; 0 unlimited */
-  double recovery_max_secs;         /**< default 0 = unlimited */
-  int async_checkpoint;             /**< AsyncCheckpointSaverHook in CheckpointSaverHook's place; default 0 */
+  double recovery_max_delay_secs;     /**< default 60 */
+  int64_t recovery_max_attempts;      /**< default 10; 0 unlimited */
+  double recovery_max_secs;           /**< default 0 = unlimited */
+  int async_checkpoint;               /**< AsyncCheckpointSaverHook in CheckpointSaverHook's place; default 0 */
   /**
    * With async_checkpoint only (else INVALID_ARGUMENT): the asynchronous
    * hook's block_when_busy. Default 0: a save that falls due while
@@ -95,9 +95,12 @@ typedef struct hk_training_session_options {
   double log_step_count_secs;
 } hk_training_session_options;
 
-#define HK_TRAINING_SESSION_OPTIONS_INIT { HK_TRAINING_SESSION_OPTIONS_VERSION, NULL, NULL, 1, NULL, NULL, NULL, \
-  0, NULL, 0, HK_UNSET_SECS, HK_UNSET_STEPS, HK_UNSET_STEPS, HK_UNSET_SECS, 120.0, 100, 7200.0, NULL, 1, 30.0, \
-  1.0, 60.0, 10, 0.0, 0, 0, NULL, 0, 0, NULL, HK_MONITOR_MIN, 0, NULL, 0, 10.0 }
+#define HK_TRAINING_SESSION_OPTIONS_INIT                                                                              \
+  {                                                                                                                   \
+    HK_TRAINING_SESSION_OPTIONS_VERSION, NULL, NULL, 1, NULL, NULL, NULL, 0, NULL, 0, HK_UNSET_SECS, HK_UNSET_STEPS,  \
+        HK_UNSET_STEPS, HK_UNSET_SECS, 120.0, 100, 7200.0, NULL, 1, 30.0, 1.0, 60.0, 10, 0.0, 0, 0, NULL, 0, 0, NULL, \
+        HK_MONITOR_MIN, 0, NULL, 0, 10.0                                                                              \
+  }
 
 /**
  * Initialize options to HK_TRAINING_SESSION_OPTIONS_INIT.
@@ -147,8 +150,7 @@ HK_API hk_code hk_training_session_options_init(hk_training_session_options *opt
  * hk_session_new() returns. RESOURCE_EXHAUSTED.
  * **Threads:** the training thread. **Allocates:** yes.
  */
-HK_API hk_code hk_training_session_new(hk_session **out, const hk_training_session_options *opts,
-                                       hk_status *status);
+HK_API hk_code hk_training_session_new(hk_session **out, const hk_training_session_options *opts, hk_status *status);
 
 #ifdef __cplusplus
 }

@@ -69,8 +69,7 @@ int hk__managed_step(const char *name, const char *basename, int64_t *step);
  * initializes instead — so NOT_FOUND always means a model mismatch ("Key %s
  * not found in checkpoint %s"); DATA_LOSS when every candidate failed.
  */
-hk_code hk__saver_restore_latest(hk_saver *saver, hk_raw_session *rs, const char *dir, char **restored,
-                                 hk_status *st);
+hk_code hk__saver_restore_latest(hk_saver *saver, hk_raw_session *rs, const char *dir, char **restored, hk_status *st);
 
 /**
  * *found is 1 when `dir` holds a "<name>-<step>.safetensors"

@@ -123,8 +123,8 @@ char *hk__ckpt_data_path(const hk_env *env, const char *path);
 
 /** A parsed state file: bare names, oldest first. */
 typedef struct hk__state {
-  char **names;          /* n owned names (env allocator) */
-  double *timestamps;    /* n values, or NULL when the file has none */
+  char **names;       /* n owned names (env allocator) */
+  double *timestamps; /* n values, or NULL when the file has none */
   size_t n;
   char *model;           /* owned: model_checkpoint_path (a valid name; also the last of names) */
   double last_preserved; /* NaN when absent */
@@ -140,8 +140,7 @@ typedef struct hk__state {
 hk_code hk__state_parse(const hk_env *env, const char *what, const char *text, size_t len, hk__state *out,
                         hk_status *st);
 /** Read and parse "<dir>/<latest_filename>"; NOT_FOUND when absent. */
-hk_code hk__state_read(const hk_env *env, const char *dir, const char *latest_filename, hk__state *out,
-                       hk_status *st);
+hk_code hk__state_read(const hk_env *env, const char *dir, const char *latest_filename, hk__state *out, hk_status *st);
 /** Free what a state holds; zeroes it. NULL is a no-op. */
 void hk__state_clear(const hk_env *env, hk__state *s);
 /**

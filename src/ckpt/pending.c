@@ -254,8 +254,8 @@ hk_code hk__pending_finish(const hk_env *env, const char *dir, const char *lates
   }
   if (malformed) {
     hk_env_log(env, HK_LOG_WARNING,
-               "Ignoring the pending-deletion record %s: %s; nothing is deleted because of it, and it is removed.", path,
-               reason);
+               "Ignoring the pending-deletion record %s: %s; nothing is deleted because of it, and it is removed.",
+               path, reason);
     goto remove;
   }
   state_path = hk__path_join(env, dir, latest_filename);
@@ -337,8 +337,7 @@ remove:
     hk_status_clear(&why);
     rc = hk__fs_sync_dir(&fs, dir, &why);
     if (rc != HK_OK)
-      hk_status_set(st, rc, "Cannot make the removal of the pending-deletion record %s durable: %s", path,
-                    why.message);
+      hk_status_set(st, rc, "Cannot make the removal of the pending-deletion record %s durable: %s", path, why.message);
   }
 
 done:

@@ -44,7 +44,7 @@ typedef struct parser {
   const char *step_text; /* global_step's value as written */
   int seen_step_crc;     /* global_step_crc32c, and its value */
   uint32_t step_crc;
-  const char *gs_tensor; /* global_step_tensor, NULL when absent */
+  const char *gs_tensor;   /* global_step_tensor, NULL when absent */
   const char *unknown_key; /* the first metadata key the format does not define, NULL when none */
 } parser;
 
@@ -351,7 +351,8 @@ static hk_code parse_metadata(parser *ps) {
     } else if (strncmp(key, CRC_KEY_PREFIX, sizeof CRC_KEY_PREFIX - 1) == 0) {
       const char *name = key + sizeof CRC_KEY_PREFIX - 1;
       uint32_t crc;
-      if (!hk__crc32c_from_hex(val, strlen(val), &crc)) return corrupt(ps, name, "CRC \"%.40s\" is not 8 lowercase hex digits", val);
+      if (!hk__crc32c_from_hex(val, strlen(val), &crc))
+        return corrupt(ps, name, "CRC \"%.40s\" is not 8 lowercase hex digits", val);
       if (ps->nnotes == ps->capnotes) {
         size_t cap = ps->capnotes ? ps->capnotes * 2 : 16;
         crc_note *grown = hk_env_realloc(&ps->r->env, ps->notes, cap * sizeof *grown);
@@ -642,9 +643,9 @@ static hk_code parse_header(parser *ps) {
   if (ps->unknown_key) {
     char shown[160];
     return corrupt(ps, NULL,
-                   "metadata key \"%s\" is not one the format " FORMAT_PREFIX HK__STR(FORMAT_VERSION)
-                   " defines (format, global_step, " STEP_CRC_KEY ", " STEP_TENSOR_KEY ", " CRC_KEY_PREFIX
-                   "<tensor>): a damaged key",
+                   "metadata key \"%s\" is not one the format " FORMAT_PREFIX HK__STR(
+                       FORMAT_VERSION) " defines (format, global_step, " STEP_CRC_KEY ", " STEP_TENSOR_KEY
+                                       ", " CRC_KEY_PREFIX "<tensor>): a damaged key",
                    hk__safetensors_escaped_name(ps->unknown_key, shown, sizeof shown));
   }
   if (!ps->seen_step) return corrupt(ps, NULL, "metadata has no \"global_step\"");

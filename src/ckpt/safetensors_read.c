@@ -236,8 +236,8 @@ typedef struct piece {
 } piece;
 
 typedef struct fused_job {
-  const unsigned char *map; /* the data region */
-  const hk__reader_entry *const *e;    /* per target */
+  const unsigned char *map;         /* the data region */
+  const hk__reader_entry *const *e; /* per target */
   const hk__read_target *targets;
   piece *pieces;
   size_t npieces;

@@ -425,8 +425,7 @@ hk_code hk__ckpt_write(const hk_env *env, const char *final_path, int64_t step, 
         goto done;
       }
   }
-  rc = build_header(&header, final_path, step, global_step_tensor(gs_tensor, step, tensors, n), sorted, crc_at, n,
-                    st);
+  rc = build_header(&header, final_path, step, global_step_tensor(gs_tensor, step, tensors, n), sorted, crc_at, n, st);
   if (rc != HK_OK) goto done;
 
   rc = hk__atomic_begin(&af, env, final_path, st);

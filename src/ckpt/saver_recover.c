@@ -153,8 +153,8 @@ hk_code hk__saver_adopt_after_restore(hk_saver *s, const char *dir, const char *
     hk__status_copy(st, &why);
     return rc;
   }
-  rc = hk__adopt_into(env, dir, base, now, s->keep_hours > 0, rc == HK_OK ? &state : NULL, &s->paths, &s->stamps,
-                      &s->n, st);
+  rc = hk__adopt_into(env, dir, base, now, s->keep_hours > 0, rc == HK_OK ? &state : NULL, &s->paths, &s->stamps, &s->n,
+                      st);
   hk__state_clear(env, &state);
   if (rc == HK_OK) s->adopt_pending = 0;
   return rc;

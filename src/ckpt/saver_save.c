@@ -676,7 +676,8 @@ static hk_code save_failed(const char *save_path, int64_t step, hk_code rc, cons
     cause[o++] = *p++;
   }
   cause[o] = '\0';
-  if (step == HK_UNSET_STEPS) return hk_status_set(status, rc, "Saving checkpoint into %s failed: %s", save_path, cause);
+  if (step == HK_UNSET_STEPS)
+    return hk_status_set(status, rc, "Saving checkpoint into %s failed: %s", save_path, cause);
   return hk_status_set(status, rc, "Saving checkpoint for step %" PRId64 " into %s failed: %s", step, save_path, cause);
 }
 

@@ -41,14 +41,14 @@ typedef struct item {
 
 struct hk_snapshot {
   hk_env env;
-  item *items;            /* n items; written by the training thread while unarmed */
-  atomic_uchar *state;    /* per item */
+  item *items;         /* n items; written by the training thread while unarmed */
+  atomic_uchar *state; /* per item */
   size_t n, cap;
-  uint32_t *by_var;       /* executor variable index -> item index + 1; 0: not in the snapshot */
+  uint32_t *by_var; /* executor variable index -> item index + 1; 0: not in the snapshot */
   size_t nvars_cap;
   atomic_size_t remaining; /* items not DONE; 0 when nothing is pending */
   atomic_int waiters;
-  size_t copied_here;     /* training thread only */
+  size_t copied_here; /* training thread only */
   pthread_mutex_t mu;
   pthread_cond_t cv;
 };

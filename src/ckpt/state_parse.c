@@ -92,10 +92,8 @@ static int shown_len(size_t n) { return n > 64 ? 64 : (int)n; }
 
 /* ---- parser ----------------------------------------------------------------------- */
 
-
 const char *const hk__state_key_names[KEY_COUNT] = {"model_checkpoint_path", "all_model_checkpoint_paths",
-                                                        "all_model_checkpoint_timestamps",
-                                                        "last_preserved_timestamp"};
+                                                    "all_model_checkpoint_timestamps", "last_preserved_timestamp"};
 
 /* A decoded string value: may hold a NUL from an escape, hence len. */
 typedef struct entry {

@@ -523,17 +523,17 @@ hk_code hk_coordinator_join(hk_coordinator *c, double grace_secs, hk_status *sta
 
 const char *hk_stop_reason_name(hk_stop_reason reason) {
   switch (reason) {
-  case HK_STOP_NONE: return "none";
-  case HK_STOP_LAST_STEP: return "last step";
-  case HK_STOP_HOOK: return "hook";
-  case HK_STOP_SIGNAL: return "signal";
-  case HK_STOP_EARLY_STOPPING: return "early stopping";
-  case HK_STOP_NON_FINITE: return "non-finite value";
-  case HK_STOP_TIME_LIMIT: return "time limit";
-  case HK_STOP_ERROR: return "error";
-  case HK_STOP_END_OF_INPUT: return "end of input";
-  case HK_STOP_REQUESTED: return "requested";
-  case HK_STOP_CLOSED: return "closed";
+    case HK_STOP_NONE: return "none";
+    case HK_STOP_LAST_STEP: return "last step";
+    case HK_STOP_HOOK: return "hook";
+    case HK_STOP_SIGNAL: return "signal";
+    case HK_STOP_EARLY_STOPPING: return "early stopping";
+    case HK_STOP_NON_FINITE: return "non-finite value";
+    case HK_STOP_TIME_LIMIT: return "time limit";
+    case HK_STOP_ERROR: return "error";
+    case HK_STOP_END_OF_INPUT: return "end of input";
+    case HK_STOP_REQUESTED: return "requested";
+    case HK_STOP_CLOSED: return "closed";
   }
   return "unknown";
 }

@@ -74,10 +74,10 @@ hk_code hk__hook_dir_lock(hk_hook *hook, const char *dir, hk__dir_lock **own, hk
 #define HK__CHECK_RESUME_VAR "HOOKED_CHECK_RESUME"
 /** HOOKED_CHECK_RESUME as read (hooked/hooks.h says what it does). */
 typedef struct hk__check_resume {
-  int on;            /* the variable is set and not empty */
-  int has_stop_at;   /* stop_at=K given */
+  int on;          /* the variable is set and not empty */
+  int has_stop_at; /* stop_at=K given */
   int64_t stop_at;
-  int keep_all;      /* keep_all=1 */
+  int keep_all;       /* keep_all=1 */
   const char *report; /* report=DIR: borrowed from the parsed value, report_len bytes (not terminated); NULL: none */
   size_t report_len;
 } hk__check_resume;

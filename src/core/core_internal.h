@@ -37,7 +37,7 @@ struct hk_run_context {
   const hk_run_args *args;
   hk_raw_session *session;
   int stop_requested;
-  const void *owner; /* the hk_session of the run */
+  const void *owner;        /* the hk_session of the run */
   const hk_hook *stop_hook; /* the hook whose call first requested the stop */
   hk__stop_note note;       /* note.reason is reset per run; detail only when set */
 };

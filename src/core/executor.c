@@ -14,7 +14,7 @@ struct hk_executor {
   const hk_executor_vtable *vt;
   void *self;
   hk_env env;
-  char name_buf[32]; /* "#<handle>" fallback of hk_executor_handle_name */
+  char name_buf[32];        /* "#<handle>" fallback of hk_executor_handle_name */
   hk_raw_session *sessions; /* every raw session opened on it and not freed yet */
 };
 
@@ -392,8 +392,8 @@ hk_code hk_raw_session_variable_storage(hk_tensor *out, hk_raw_session *rs, size
     return hk_status_set(st, HK_FAILED_PRECONDITION, "hk_raw_session_variable_storage: the raw session is closed");
   size_t n = hk_executor_variable_count(rs->ex);
   if (index >= n)
-    return hk_status_set(st, HK_OUT_OF_RANGE, "hk_raw_session_variable_storage: index %zu >= variable count %zu",
-                         index, n);
+    return hk_status_set(st, HK_OUT_OF_RANGE, "hk_raw_session_variable_storage: index %zu >= variable count %zu", index,
+                         n);
   /* A version-1 vtable ends before this slot; it is never read. */
   if (rs->ex->vt->version < 2 || !rs->ex->vt->variable_storage)
     return hk_status_set(st, HK_UNIMPLEMENTED, "executor '%s' does not hand out variable storage", vt_name(rs->ex->vt));
@@ -413,8 +413,10 @@ hk_code hk_raw_session_variable_storage(hk_tensor *out, hk_raw_session *rs, size
     int ok = info.rank >= 0 && info.rank <= HK_MAX_RANK;
     for (int32_t d = 0; ok && d < info.rank; d++) {
       size_t dim = (size_t)info.dims[d];
-      if (info.dims[d] < 0 || (dim != 0 && bytes > SIZE_MAX / dim)) ok = 0;
-      else bytes *= dim;
+      if (info.dims[d] < 0 || (dim != 0 && bytes > SIZE_MAX / dim))
+        ok = 0;
+      else
+        bytes *= dim;
     }
     if (!ok || !hk_tensor_same_spec(out, &want) || out->nbytes != bytes || (out->nbytes > 0 && !out->data)) {
       memset(out, 0, sizeof *out);

@@ -128,8 +128,7 @@ void hk_creation_context_request_stop(hk_creation_context *ctx) {
   if (ctx) ctx->stop_requested = 1;
 }
 int hk_creation_context_stop_requested(const hk_creation_context *ctx) { return ctx ? ctx->stop_requested : 0; }
-void hk_creation_context_request_stop_with_reason(hk_creation_context *ctx, hk_stop_reason reason,
-                                                  const char *detail) {
+void hk_creation_context_request_stop_with_reason(hk_creation_context *ctx, hk_stop_reason reason, const char *detail) {
   if (!ctx) return;
   ctx->stop_requested = 1;
   note_reason(&ctx->note, reason, detail);

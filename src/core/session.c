@@ -113,7 +113,8 @@ static hk_code make_raw_session(hk_session *s, hk_raw_session **out, hk_status *
   if (s->creator) {
     *out = NULL;
     s->busy++;
-    hk_code rc = hk__callback_result(s->creator->create(s->creator_user, s->ex, out, st), st, "create", "session creator");
+    hk_code rc =
+        hk__callback_result(s->creator->create(s->creator_user, s->ex, out, st), st, "create", "session creator");
     s->busy--;
     if (rc == HK_OK && !*out)
       return hk_status_set(st, HK_INTERNAL, "session creator returned OK without a raw session");
@@ -550,9 +551,7 @@ static void current_cause(hk_session *s, hk_stop_info *out, int closing, hk_code
   }
 }
 
-void hk__session_stop_info(const void *owner, hk_stop_info *out) {
-  current_cause((hk_session *)owner, out, 0, HK_OK);
-}
+void hk__session_stop_info(const void *owner, hk_stop_info *out) { current_cause((hk_session *)owner, out, 0, HK_OK); }
 
 hk_code hk_session_stop_reason(hk_stop_info *out, const hk_session *s, hk_status *st) {
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_stop_reason: out is NULL");
@@ -650,7 +649,8 @@ void hk_session_free(hk_session *s) {
   if (!s->closed) {
     hk_env_log(&s->env, HK_LOG_WARNING, "session destroyed without close");
     hk_status tmp = HK_STATUS_INIT;
-    if (hk_session_close(s, HK_CANCELLED, &tmp) != HK_OK) hk__session_log_status(s, HK_LOG_ERROR, "close at free", &tmp);
+    if (hk_session_close(s, HK_CANCELLED, &tmp) != HK_OK)
+      hk__session_log_status(s, HK_LOG_ERROR, "close at free", &tmp);
   }
   void (*on_free)(void *) = s->on_free;
   void *on_free_user = s->on_free_user;

@@ -84,11 +84,11 @@ struct hk_session {
    * traced and the last completed one. */
   hk_span *spans[2];
   size_t nspans[2];
-  int span_cur;     /* the buffer the current run writes */
-  int span_last;    /* the last completed traced run's buffer, -1: none */
-  int tracing;      /* the current run is traced */
-  double trace_t0;  /* when its tracing began */
-  uint64_t tid;     /* the training thread, for spans */
+  int span_cur;             /* the buffer the current run writes */
+  int span_last;            /* the last completed traced run's buffer, -1: none */
+  int tracing;              /* the current run is traced */
+  double trace_t0;          /* when its tracing began */
+  uint64_t tid;             /* the training thread, for spans */
   hk_run_request *requests; /* nhooks */
   size_t *offsets;          /* nhooks: where each hook's results start */
   hk_run_metadata own_md;

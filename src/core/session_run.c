@@ -402,7 +402,8 @@ static hk_code session_run_end(hk_session *s, hk_tensor *results, hk_run_metadat
   if (s->busy) return hk_status_set(st, HK_FAILED_PRECONDITION, BUSY_MESSAGE);
   if (s->closed) return hk_status_set(st, HK_FAILED_PRECONDITION, CLOSED_MESSAGE);
   if (!s->open)
-    return hk_status_set(st, HK_FAILED_PRECONDITION, "hk_session_run_end: no run is open (call hk_session_run_begin first)");
+    return hk_status_set(st, HK_FAILED_PRECONDITION,
+                         "hk_session_run_end: no run is open (call hk_session_run_begin first)");
   const hk_run_args *a = s->open_args;
   if (a->nfetches && !results)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_session_run_end: results is NULL with %zu fetches", a->nfetches);

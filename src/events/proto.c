@@ -201,15 +201,18 @@ hk_code hk__histo_add_tensor(hk__histo *h, const hk_tensor *t, const char *tag, 
   size_t esize;
   int64_t i;
 
-  if (n < 0) return hk_status_set(st, HK_INVALID_ARGUMENT, "histogram '%s': the values tensor has an invalid shape", tag);
+  if (n < 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "histogram '%s': the values tensor has an invalid shape", tag);
   if (t->dtype == HK_DTYPE_BOOL || t->dtype == HK_DTYPE_STRING || hk_dtype_size(t->dtype) == 0)
-    return hk_status_set(st, HK_INVALID_ARGUMENT,
-                         "histogram '%s': values of dtype %s cannot be summarized (an integer or floating dtype is needed)",
-                         tag, hk_dtype_name(t->dtype));
+    return hk_status_set(
+        st, HK_INVALID_ARGUMENT,
+        "histogram '%s': values of dtype %s cannot be summarized (an integer or floating dtype is needed)", tag,
+        hk_dtype_name(t->dtype));
   esize = hk_dtype_size(t->dtype);
   if ((uint64_t)n > SIZE_MAX / esize || t->nbytes != (size_t)n * esize)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "histogram '%s': the values tensor has nbytes %zu, its shape needs %lld",
-                         tag, t->nbytes, (long long)n * (long long)esize);
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "histogram '%s': the values tensor has nbytes %zu, its shape needs %lld", tag, t->nbytes,
+                         (long long)n * (long long)esize);
   if (n > 0 && t->data == NULL)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "histogram '%s': the values tensor has no data", tag);
   for (i = 0; i < n; i++) {
@@ -473,9 +476,7 @@ int hk__utf8_valid(const char *s, size_t n) {
 #define NODE_TIMELINE_LABEL 8u
 #define NODE_THREAD_ID 10u
 
-static size_t node_name_len(const hk__node_stats *s) {
-  return strlen(s->name) + (s->part ? 1 + strlen(s->part) : 0);
-}
+static size_t node_name_len(const hk__node_stats *s) { return strlen(s->name) + (s->part ? 1 + strlen(s->part) : 0); }
 
 /* An int64 field; proto3 leaves zero out. */
 static size_t int_field_size(uint64_t v) { return v ? 1 + hk__pb_varint_len(v) : 0; }

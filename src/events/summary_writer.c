@@ -85,17 +85,17 @@ struct hk_summary_writer {
   hk__fs fs;  /* fs.env points at env above */
   pthread_mutex_t mu;
   char *dir;
-  char *suffix;     /* "" when none */
+  char *suffix; /* "" when none */
   double flush_secs;
-  int managed;      /* a session's or a hook's: the public close/free refuse it */
-  int closed;       /* hk_summary_writer_close() ran */
-  char *path;       /* NULL until the file exists */
+  int managed; /* a session's or a hook's: the public close/free refuse it */
+  int closed;  /* hk_summary_writer_close() ran */
+  char *path;  /* NULL until the file exists */
   hk_fs_file *f;
   int unsynced;     /* records written since the last fsync: end() and close both flush */
   double last_sync; /* monotonic time of the last flush, or of the file's creation */
   unsigned char *rec;
   size_t caprec;
-  double *limits;   /* HK__HISTO_LIMITS each, at the first histogram */
+  double *limits; /* HK__HISTO_LIMITS each, at the first histogram */
   double *counts;
 };
 
@@ -201,9 +201,9 @@ static hk_code open_file(writer *w, hk_status *st) {
 
   host_name(host, sizeof(host));
   for (k = 0; k <= MAX_NAME_SUFFIX; k++) {
-    char *name = k == 0 ? hk__asprintf(&w->env, "%s%010" PRId64 ".%s%s", EVENT_FILE_PREFIX, secs, host, w->suffix)
-                        : hk__asprintf(&w->env, "%s%010" PRId64 ".%s.%d%s", EVENT_FILE_PREFIX, secs, host, k,
-                                       w->suffix);
+    char *name = k == 0
+                     ? hk__asprintf(&w->env, "%s%010" PRId64 ".%s%s", EVENT_FILE_PREFIX, secs, host, w->suffix)
+                     : hk__asprintf(&w->env, "%s%010" PRId64 ".%s.%d%s", EVENT_FILE_PREFIX, secs, host, k, w->suffix);
     char *path = name == NULL ? NULL : hk__path_join(&w->env, w->dir, name);
     /* A name taken is tried again under the next one: its ALREADY_EXISTS
      * must not stay in the caller's status once a name is found. */
@@ -285,8 +285,7 @@ static unsigned char *put_summary_head(writer *w, int64_t step, size_t summary_l
   return hk__pb_len(p, EVENT_SUMMARY, summary_len);
 }
 
-static writer *make_writer(const hk_env *env, const char *dir, double flush_secs, const char *suffix,
-                           hk_status *st) {
+static writer *make_writer(const hk_env *env, const char *dir, double flush_secs, const char *suffix, hk_status *st) {
   writer *w = hk_env_calloc(env, 1, sizeof(*w));
   if (w == NULL) {
     hk_status_set(st, HK_RESOURCE_EXHAUSTED, "event writer for %s: out of memory", dir);

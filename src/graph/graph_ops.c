@@ -244,7 +244,8 @@ static hk_code add_assign(hk_graph *g, hk_handle *out_op, const char *name, hk_h
     char a[96], b[96];
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s '%s' (%s %s) does not match var '%s' (%s %s)", vname, s->name,
                          hk_dtype_name(s->dtype), hk__graph_shape_str(s->rank, s->dims, a, sizeof(a)),
-                         g->ops[v->op].name, hk_dtype_name(v->dtype), hk__graph_shape_str(v->rank, v->dims, b, sizeof(b)));
+                         g->ops[v->op].name, hk_dtype_name(v->dtype),
+                         hk__graph_shape_str(v->rank, v->dims, b, sizeof(b)));
   }
   memset(&od, 0, sizeof(od));
   od.dtype = v->dtype;

@@ -56,8 +56,8 @@ static hk_code scalar_kernel(void *user, hk_kernel_context *ctx, const hk_tensor
   if (out[0].nbytes < need)
     return hk_status_set(st, HK_INTERNAL, "scalar summary '%s': output buffer of %zu bytes, %zu needed", s->tag,
                          out[0].nbytes, need);
-  shrink(&out[0], hk__summary_scalar(out[0].data, s->tag, s->taglen,
-                                     (float)hk__element_as_double(in[0].dtype, in[0].data, 0)));
+  shrink(&out[0],
+         hk__summary_scalar(out[0].data, s->tag, s->taglen, (float)hk__element_as_double(in[0].dtype, in[0].data, 0)));
   return HK_OK;
 }
 
@@ -135,7 +135,8 @@ static hk_code check_tag(const char *fn, const char *tag, hk_status *st) {
   n = strlen(tag);
   if (n == 0 || n > HK_SUMMARY_TAG_MAX)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: tag must be 1..%d bytes, got %zu", fn, HK_SUMMARY_TAG_MAX, n);
-  if (!hk__utf8_valid(tag, n)) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: tag '%s' is not valid UTF-8", fn, tag);
+  if (!hk__utf8_valid(tag, n))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: tag '%s' is not valid UTF-8", fn, tag);
   return HK_OK;
 }
 
@@ -285,8 +286,8 @@ hk_code hk_graph_histogram_summary(hk_graph *g, hk_handle *out, const char *name
                          "%s: values '%s' has dtype %s; an integer or floating dtype is needed", fn, sl->name,
                          hk_dtype_name(sl->dtype));
   if (!(s = make_state(&g->env, tag, 1))) return oom(status, name);
-  return add_summary_op(g, out, name, histogram_kernel, s, &values, 1,
-                        hk__summary_histogram_max_size(strlen(tag)), 1, status);
+  return add_summary_op(g, out, name, histogram_kernel, s, &values, 1, hk__summary_histogram_max_size(strlen(tag)), 1,
+                        status);
 }
 
 /* The merge of `inputs`: each a 1-D U8 tensor of a known length. */

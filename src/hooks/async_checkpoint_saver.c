@@ -147,7 +147,8 @@ static void detach_snapshot(ckpt_hook *self) {
                 self->kind, self->save_path, st.message);
   self->attached = NULL;
   hk_hook_log(self->hook, HK_LOG_DEBUG,
-              "Checkpoint snapshot for %" PRId64 " copied in the background; the training thread copied %zu of its "
+              "Checkpoint snapshot for %" PRId64
+              " copied in the background; the training thread copied %zu of its "
               "%zu tensors itself.",
               self->snap_step, hk__snapshot_copied_here(self->snap), self->snap_n);
 }

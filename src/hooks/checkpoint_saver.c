@@ -126,7 +126,8 @@ static hk_code cs_begin(void *user, hk_executor *graph, hk_status *status) {
   if (self->best_k > 0) {
     hk_status why = HK_STATUS_INIT;
     rc = hk_executor_resolve_tensor(&self->metric, graph, self->best_metric, &why);
-    if (rc != HK_OK) return hk_status_set(status, rc, "%s: best_metric '%s': %s", self->kind, self->best_metric, why.message);
+    if (rc != HK_OK)
+      return hk_status_set(status, rc, "%s: best_metric '%s': %s", self->kind, self->best_metric, why.message);
   }
   return hk__ckpt_hook_listeners_begin(self, status);
 }
@@ -219,7 +220,8 @@ static hk_code cs_after_create_session(void *user, hk_raw_session *session, hk_c
       int same = 0;
       rc = hk__ckpt_hook_capture_graph(self, status);
       if (rc == HK_OK && self->graph_state == GRAPH_CAPTURED) rc = graph_file_current(self, &same, status);
-      if (rc == HK_OK && self->graph_state == GRAPH_CAPTURED && !same) rc = hk__ckpt_hook_write_graph_file(self, status);
+      if (rc == HK_OK && self->graph_state == GRAPH_CAPTURED && !same)
+        rc = hk__ckpt_hook_write_graph_file(self, status);
     } else {
       rc = hk__ckpt_hook_write_graph_file(self, status);
     }
@@ -411,11 +413,11 @@ static hk_code validate(const hk_checkpoint_saver_options *opts, const char *kin
   if (opts->best_k < 0)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "best_k: must be >= 0 (0: off), got %" PRId64, opts->best_k);
   if (opts->best_k > 0 && (opts->best_metric == NULL || opts->best_metric[0] == '\0'))
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "best_metric: best_k %" PRId64 " needs the name of a tensor to rank by",
-                         opts->best_k);
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "best_metric: best_k %" PRId64 " needs the name of a tensor to rank by", opts->best_k);
   if (opts->best_k == 0 && opts->best_metric != NULL)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "best_metric: '%s' is given but best_k is 0 (best-k retention is off)",
-                         opts->best_metric);
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "best_metric: '%s' is given but best_k is 0 (best-k retention is off)", opts->best_metric);
   if (opts->best_mode != HK_MONITOR_MIN && opts->best_mode != HK_MONITOR_MAX)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "best_mode: %d is neither HK_MONITOR_MIN nor HK_MONITOR_MAX",
                          (int)opts->best_mode);

@@ -106,7 +106,7 @@ typedef struct ckpt_hook {
   hk_timer timer;
   hk_saver *saver; /* resolved at the first save */
   hk__event_writer *events;
-  int owns_events; /* no session: a writer of our own */
+  int owns_events;        /* no session: a writer of our own */
   hk__dir_lock *own_lock; /* no session: the directory's lock is ours */
   int graph_state;
   char *graph_text;
@@ -131,7 +131,7 @@ typedef struct ckpt_hook {
   int64_t snap_step; /* the attached snapshot's step and tensor count */
   size_t snap_n;
   int overlap_refused; /* the executor declined (1) or refused (2): each logged once per session */
-  int have_written; /* a checkpoint was written successfully this session */
+  int have_written;    /* a checkpoint was written successfully this session */
   int64_t last_written;
   int deferring; /* the deferral line was logged for the current run of deferrals */
   /* Results met at re-creations, kept for the next after_run or end()
@@ -218,7 +218,6 @@ void hk__ckpt_hook_check_saver(ckpt_hook *self, hk_saver *saver);
 /* after_create_session at `gs`: at or past stop_at, stop before the first step. */
 void hk__ckpt_hook_check_created(ckpt_hook *self, int64_t gs, hk_creation_context *ctx);
 /* after_run, after the save part: a run that reached stop_at requests a stop. */
-hk_code hk__ckpt_hook_check_after_run(ckpt_hook *self, hk_run_context *ctx, const hk_run_values *values,
-                                      hk_status *st);
+hk_code hk__ckpt_hook_check_after_run(ckpt_hook *self, hk_run_context *ctx, const hk_run_values *values, hk_status *st);
 
 #endif /* HOOKED_HOOKS_CHECKPOINT_SAVER_INTERNAL_H */

@@ -102,7 +102,8 @@ static hk_code load_state(early_stopping *self, hk_raw_session *rs, hk_status *s
   if (!whole(v[S_EVALS], 1) || !whole(v[S_WAIT], 0) || v[S_WAIT] > v[S_EVALS] || !whole(v[S_BEST_STEP] + 1, 0) ||
       !whole(v[S_LAST] + 1, 0) || (v[S_MODE] != 0 && v[S_MODE] != 1) || isnan(v[S_BEST]))
     return hk_status_set(status, HK_DATA_LOSS,
-                         HOOK_NAME ": state variable '%s' holds no valid early-stopping state ([%g, %g, %g, %g, %g, %g])",
+                         HOOK_NAME
+                         ": state variable '%s' holds no valid early-stopping state ([%g, %g, %g, %g, %g, %g])",
                          self->state_name, v[0], v[1], v[2], v[3], v[4], v[5]);
   if ((int)v[S_MODE] != self->mode) {
     hk_hook_log(self->hook, HK_LOG_WARNING,
@@ -156,8 +157,8 @@ static void stop_detail(const early_stopping *self, char *buf, size_t size) {
 }
 
 static hk_code evaluate(early_stopping *self, hk_run_context *ctx, double value, int64_t gs, hk_status *status) {
-  int improved = self->mode == HK_MONITOR_MAX ? value - self->min_delta > self->best
-                                              : value + self->min_delta < self->best;
+  int improved =
+      self->mode == HK_MONITOR_MAX ? value - self->min_delta > self->best : value + self->min_delta < self->best;
   if (improved) {
     self->best = value;
     self->best_step = gs;
@@ -169,7 +170,7 @@ static hk_code evaluate(early_stopping *self, hk_run_context *ctx, double value,
   self->last_step = gs;
   hk_hook_log(self->hook, HK_LOG_DEBUG,
               HOOK_NAME ": %s = %g at step %" PRId64 "; best %g at step %" PRId64 ", %" PRId64
-              " evaluation(s) without improvement.",
+                        " evaluation(s) without improvement.",
               self->monitor, value, gs, self->best, self->best_step, self->wait);
   if (self->state_name != NULL) {
     hk_code rc = store_state(self, hk_run_context_session(ctx), status);
@@ -249,7 +250,8 @@ static hk_code es_begin(void *user, hk_executor *graph, hk_status *status) {
     }
     if (info.flags & HK_VAR_LOCAL)
       return hk_status_set(status, HK_INVALID_ARGUMENT,
-                           HOOK_NAME ": state variable '%s' is local, so no checkpoint would keep it", self->state_name);
+                           HOOK_NAME ": state variable '%s' is local, so no checkpoint would keep it",
+                           self->state_name);
   }
   return HK_OK;
 }
@@ -374,8 +376,8 @@ static hk_code validate(const hk_early_stopping_options *o, hk_status *status) {
     return hk_status_set(status, HK_INVALID_ARGUMENT,
                          HOOK_NAME ": monitor is required (a tensor name, or with reported the value's name)");
   if (o->mode != HK_MONITOR_MIN && o->mode != HK_MONITOR_MAX)
-    return hk_status_set(status, HK_INVALID_ARGUMENT, HOOK_NAME ": mode %d is neither HK_MONITOR_MIN nor HK_MONITOR_MAX",
-                         (int)o->mode);
+    return hk_status_set(status, HK_INVALID_ARGUMENT,
+                         HOOK_NAME ": mode %d is neither HK_MONITOR_MIN nor HK_MONITOR_MAX", (int)o->mode);
   if (!(o->min_delta >= 0 && isfinite(o->min_delta)))
     return hk_status_set(status, HK_INVALID_ARGUMENT, HOOK_NAME ": min_delta must be finite and >= 0, got %g",
                          o->min_delta);
@@ -383,8 +385,9 @@ static hk_code validate(const hk_early_stopping_options *o, hk_status *status) {
     return hk_status_set(status, HK_INVALID_ARGUMENT, HOOK_NAME ": patience must be >= 0, got %" PRId64, o->patience);
   if (o->every_n_steps != HK_UNSET_STEPS && o->reported)
     return hk_status_set(status, HK_INVALID_ARGUMENT,
-                         HOOK_NAME ": every_n_steps applies to a fetched monitor; with reported, each value reported "
-                                   "is one evaluation");
+                         HOOK_NAME
+                         ": every_n_steps applies to a fetched monitor; with reported, each value reported "
+                         "is one evaluation");
   if (o->every_n_steps != HK_UNSET_STEPS && o->every_n_steps < 1)
     return hk_status_set(status, HK_INVALID_ARGUMENT, HOOK_NAME ": every_n_steps must be >= 1, got %" PRId64,
                          o->every_n_steps);
@@ -450,7 +453,8 @@ hk_code hk_early_stopping_report(hk_hook *hook, double value, hk_status *status)
                          hk_hook_name(hook));
   if (!self->reported)
     return hk_status_set(status, HK_FAILED_PRECONDITION,
-                         "hk_early_stopping_report: this " HOOK_NAME " fetches its monitor '%s' itself (set "
+                         "hk_early_stopping_report: this " HOOK_NAME
+                         " fetches its monitor '%s' itself (set "
                          "opts.reported to report values)",
                          self->monitor);
   if (!self->began)

@@ -56,13 +56,13 @@ typedef struct ema {
   /* Per session, set by begin(). */
   hk_executor *ex;
   size_t *var_index, *shadow_index, count_index;
-  hk_tensor *avg; /* the hook's averages: spec of the variable, data in a buffer of its own */
-  size_t cap;     /* buffers allocated (avg[i].data for i < cap) */
+  hk_tensor *avg;     /* the hook's averages: spec of the variable, data in a buffer of its own */
+  size_t cap;         /* buffers allocated (avg[i].data for i < cap) */
   hk_raw_session *rs; /* the current session's, between after_create_session and end() */
   int have_avg;       /* avg holds averages (an update, or restored shadows) */
   int64_t updates;
-  int64_t count_buf;     /* the count's bytes for an assignment */
-  char *export_prefix;   /* the last export's */
+  int64_t count_buf;   /* the count's bytes for an assignment */
+  char *export_prefix; /* the last export's */
 } ema;
 
 static const hk_env *own_env(const ema *self) { return self->has_env ? &self->env : NULL; }
@@ -160,8 +160,9 @@ static hk_code find(hk_executor *ex, const char *name, const char *what, size_t 
   hk_code rc = hk_executor_find_variable(ex, name, index, &inner);
   if (rc == HK_OK) return HK_OK;
   return hk_status_set(st, rc,
-                       HOOK_NAME ": %s '%s': %s (a host loop registers the shadows and the count with "
-                                 "hk_loop_add_ema(); a graph creates them with hk_ema_hook_add_graph_variables())",
+                       HOOK_NAME
+                       ": %s '%s': %s (a host loop registers the shadows and the count with "
+                       "hk_loop_add_ema(); a graph creates them with hk_ema_hook_add_graph_variables())",
                        what, name, inner.message);
 }
 
@@ -192,8 +193,7 @@ static hk_code prepare_variable(ema *self, hk_executor *ex, size_t i, hk_status 
   t->data = NULL;
   if (rc != HK_OK) return hk_status_set(st, rc, HOOK_NAME ": variable '%s': %s", self->vars[i], why.message);
   if (t->nbytes && !(t->data = hk_env_calloc(own_env(self), 1, t->nbytes)))
-    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, HOOK_NAME ": out of memory for the average of '%s'",
-                         self->vars[i]);
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, HOOK_NAME ": out of memory for the average of '%s'", self->vars[i]);
   self->cap = i + 1;
   return HK_OK;
 }
@@ -238,8 +238,8 @@ static hk_code read_into(hk_raw_session *rs, size_t index, const char *name, hk_
   return HK_OK;
 }
 
-static hk_code ema_after_create_session(void *user, hk_raw_session *rs, hk_coordinator *coord,
-                                        hk_creation_context *ctx, hk_status *st) {
+static hk_code ema_after_create_session(void *user, hk_raw_session *rs, hk_coordinator *coord, hk_creation_context *ctx,
+                                        hk_status *st) {
   ema *self = user;
   hk_tensor count;
   int64_t n = 0;
@@ -471,7 +471,8 @@ static hk_code x_run(void *user, void *session, const hk_run_args *args, hk_tens
   for (size_t i = 0; i < args->nfetches; i++) {
     size_t k = (size_t)(args->fetches[i] - 1);
     if (args->fetches[i] == HK_NO_HANDLE || k >= x->n)
-      return hk_status_set(st, HK_INVALID_ARGUMENT, "the averages' export has no tensor #%zu", (size_t)args->fetches[i]);
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "the averages' export has no tensor #%zu",
+                           (size_t)args->fetches[i]);
     hk_code rc = x_variable_read(user, session, k, &results[i], st);
     if (rc != HK_OK) return rc;
   }
@@ -495,8 +496,26 @@ static hk_code x_role_get(void *user, const char *role, hk_handle *out, size_t c
 }
 
 static const hk_executor_vtable export_vtable = {
-    1,       "ExponentialMovingAverage export", x_resolve_tensor, x_resolve_op, NULL, NULL, NULL, x_open, x_close,
-    x_run,   x_variable_count, x_variable_info, x_variable_read, NULL, x_role_get, NULL, NULL, NULL, NULL, NULL,
+    1,
+    "ExponentialMovingAverage export",
+    x_resolve_tensor,
+    x_resolve_op,
+    NULL,
+    NULL,
+    NULL,
+    x_open,
+    x_close,
+    x_run,
+    x_variable_count,
+    x_variable_info,
+    x_variable_read,
+    NULL,
+    x_role_get,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
     NULL,
 };
 
@@ -554,8 +573,9 @@ static hk_code export_to(ema *self, hk_raw_session *rs, const char *path, const 
       hk_env_free(own_env(self), self->export_prefix);
       self->export_prefix = copy;
       if (prefix) *prefix = copy;
-      hk_hook_log(self->hook, HK_LOG_INFO, HOOK_NAME ": exported the averages of %zu variable(s) after %" PRId64
-                  " update(s) to %s", self->n, self->updates, copy);
+      hk_hook_log(self->hook, HK_LOG_INFO,
+                  HOOK_NAME ": exported the averages of %zu variable(s) after %" PRId64 " update(s) to %s", self->n,
+                  self->updates, copy);
     }
   }
   hk_raw_session_free(xrs);
@@ -606,8 +626,7 @@ hk_code hk_ema_hook_average(hk_tensor *out, const hk_hook *hook, const char *var
   static const char fn[] = "hk_ema_hook_average";
   const ema *self = ema_of(hook);
   if (out) memset(out, 0, sizeof *out);
-  if (!out || !variable)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: %s is NULL", fn, !out ? "out" : "variable");
+  if (!out || !variable) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: %s is NULL", fn, !out ? "out" : "variable");
   if (!self)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: hook '%s' is not an ExponentialMovingAverage hook", fn,
                          hk_hook_name(hook));

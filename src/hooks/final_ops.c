@@ -23,13 +23,13 @@ typedef struct final_ops {
   hk_env env;    /* what the struct was allocated with */
   int has_env;
   size_t nops;
-  char **names;      /* nops */
-  int *is_target;    /* nops; set by begin() */
+  char **names;       /* nops */
+  int *is_target;     /* nops; set by begin() */
   hk_handle *fetches; /* the tensors among the names, in order */
   size_t nfetches;
   hk_handle *targets; /* the ops among the names, in order */
   size_t ntargets;
-  hk_tensor *raw;    /* nops slots for end()'s run results */
+  hk_tensor *raw; /* nops slots for end()'s run results */
   size_t nfeeds;
   char **feed_names; /* nfeeds */
   void **feed_data;  /* nfeeds copies of the values' data */
@@ -232,8 +232,9 @@ static hk_code validate(const hk_final_ops_options *opts, hk_status *status) {
                            f->name == NULL ? "NULL" : "empty");
     if (f->value.dtype == HK_DTYPE_STRING)
       return hk_status_set(status, HK_INVALID_ARGUMENT,
-                           HOOK_NAME ": final_feed[%zu] ('%s'): a STRING value cannot be fed; feed a numeric or "
-                                     "bool tensor",
+                           HOOK_NAME
+                           ": final_feed[%zu] ('%s'): a STRING value cannot be fed; feed a numeric or "
+                           "bool tensor",
                            i, f->name);
     if (hk_tensor_init(&check, f->value.dtype, f->value.rank, f->value.dims, f->value.data, &inner) != HK_OK)
       return hk_status_set(status, HK_INVALID_ARGUMENT, HOOK_NAME ": final_feed[%zu] ('%s').value: %s", i, f->name,

@@ -91,66 +91,62 @@ static void put_string(writer *w, const char *s) {
 static void put_element(writer *w, hk_dtype dtype, const unsigned char *p) {
   char num[48];
   switch (dtype) {
-  case HK_DTYPE_BOOL:
-    put(w, *p ? "true" : "false");
-    return;
-  case HK_DTYPE_STRING: {
-    const char *s;
-    memcpy(&s, p, sizeof s);
-    put_string(w, s);
-    return;
-  }
-  case HK_DTYPE_F16: {
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    snprintf(num, sizeof num, "%g", f16_to_double(h));
-    break;
-  }
-  case HK_DTYPE_BF16: {
-    uint16_t b;
-    memcpy(&b, p, sizeof b);
-    snprintf(num, sizeof num, "%g", bf16_to_double(b));
-    break;
-  }
-  case HK_DTYPE_F32: {
-    float f;
-    memcpy(&f, p, sizeof f);
-    snprintf(num, sizeof num, "%g", (double)f);
-    break;
-  }
-  case HK_DTYPE_F64: {
-    double d;
-    memcpy(&d, p, sizeof d);
-    snprintf(num, sizeof num, "%g", d);
-    break;
-  }
-#define SIGNED_CASE(DT, T)                            \
-  case DT: {                                          \
-    T v;                                              \
-    memcpy(&v, p, sizeof v);                          \
-    snprintf(num, sizeof num, "%" PRId64, (int64_t)v); \
-    break;                                            \
-  }
-#define UNSIGNED_CASE(DT, T)                           \
+    case HK_DTYPE_BOOL: put(w, *p ? "true" : "false"); return;
+    case HK_DTYPE_STRING: {
+      const char *s;
+      memcpy(&s, p, sizeof s);
+      put_string(w, s);
+      return;
+    }
+    case HK_DTYPE_F16: {
+      uint16_t h;
+      memcpy(&h, p, sizeof h);
+      snprintf(num, sizeof num, "%g", f16_to_double(h));
+      break;
+    }
+    case HK_DTYPE_BF16: {
+      uint16_t b;
+      memcpy(&b, p, sizeof b);
+      snprintf(num, sizeof num, "%g", bf16_to_double(b));
+      break;
+    }
+    case HK_DTYPE_F32: {
+      float f;
+      memcpy(&f, p, sizeof f);
+      snprintf(num, sizeof num, "%g", (double)f);
+      break;
+    }
+    case HK_DTYPE_F64: {
+      double d;
+      memcpy(&d, p, sizeof d);
+      snprintf(num, sizeof num, "%g", d);
+      break;
+    }
+#define SIGNED_CASE(DT, T)                             \
   case DT: {                                           \
     T v;                                               \
     memcpy(&v, p, sizeof v);                           \
-    snprintf(num, sizeof num, "%" PRIu64, (uint64_t)v); \
+    snprintf(num, sizeof num, "%" PRId64, (int64_t)v); \
     break;                                             \
   }
-    SIGNED_CASE(HK_DTYPE_I8, int8_t)
-    SIGNED_CASE(HK_DTYPE_I16, int16_t)
-    SIGNED_CASE(HK_DTYPE_I32, int32_t)
-    SIGNED_CASE(HK_DTYPE_I64, int64_t)
-    UNSIGNED_CASE(HK_DTYPE_U8, uint8_t)
-    UNSIGNED_CASE(HK_DTYPE_U16, uint16_t)
-    UNSIGNED_CASE(HK_DTYPE_U32, uint32_t)
-    UNSIGNED_CASE(HK_DTYPE_U64, uint64_t)
+#define UNSIGNED_CASE(DT, T)                            \
+  case DT: {                                            \
+    T v;                                                \
+    memcpy(&v, p, sizeof v);                            \
+    snprintf(num, sizeof num, "%" PRIu64, (uint64_t)v); \
+    break;                                              \
+  }
+      SIGNED_CASE(HK_DTYPE_I8, int8_t)
+      SIGNED_CASE(HK_DTYPE_I16, int16_t)
+      SIGNED_CASE(HK_DTYPE_I32, int32_t)
+      SIGNED_CASE(HK_DTYPE_I64, int64_t)
+      UNSIGNED_CASE(HK_DTYPE_U8, uint8_t)
+      UNSIGNED_CASE(HK_DTYPE_U16, uint16_t)
+      UNSIGNED_CASE(HK_DTYPE_U32, uint32_t)
+      UNSIGNED_CASE(HK_DTYPE_U64, uint64_t)
 #undef SIGNED_CASE
 #undef UNSIGNED_CASE
-  default:
-    snprintf(num, sizeof num, "?");
-    break;
+    default: snprintf(num, sizeof num, "?"); break;
   }
   put(w, num);
 }
@@ -256,8 +252,7 @@ static hk_code log_values(logging_tensor *self, const hk_tensor *values, hk_stat
 
   if (self->formatter != NULL) {
     const char *text = NULL;
-    hk_code rc = self->formatter(self->formatter_user, (const char *const *)self->tags, values, self->n, &text,
-                                 status);
+    hk_code rc = self->formatter(self->formatter_user, (const char *const *)self->tags, values, self->n, &text, status);
     if (rc != HK_OK) return rc;
     if (text != NULL) emit(self, HK_LOG_INFO, text);
     return HK_OK;
@@ -354,8 +349,8 @@ static hk_code lt_after_run(void *user, hk_run_context *ctx, const hk_run_values
   (void)ctx;
   if (self->should_trigger) {
     if (values == NULL || values->results == NULL || values->nresults != self->n)
-      return hk_status_set(status, HK_INTERNAL, HOOK_NAME ": the %zu tensors it fetched are missing from its run values",
-                           self->n);
+      return hk_status_set(status, HK_INTERNAL,
+                           HOOK_NAME ": the %zu tensors it fetched are missing from its run values", self->n);
     rc = log_values(self, values->results, status);
   }
   self->iter++;

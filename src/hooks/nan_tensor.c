@@ -23,46 +23,45 @@ typedef struct nan_tensor {
   hk_hook *hook; /* the wrapper, for its env and log */
   hk_env env;    /* what the struct was allocated with */
   int has_env;
-  char *loss_name;   /* NULL when a handle was given */
-  hk_handle given;   /* HK_NO_HANDLE when a name was given */
-  int fail;          /* fail_on_nan_loss */
+  char *loss_name; /* NULL when a handle was given */
+  hk_handle given; /* HK_NO_HANDLE when a name was given */
+  int fail;        /* fail_on_nan_loss */
   int non_finite;
   /* Per-session state, reset by begin(). */
   hk_handle loss;
-  char label[160];   /* the loss, for messages */
+  char label[160]; /* the loss, for messages */
 } nan_tensor;
 
 /* Exponent all ones: infinity when the mantissa is 0, NaN otherwise. */
-#define CLASSIFY(bits, exp_mask, mant_mask, sign_mask)                                         \
-  (((bits) & (exp_mask)) != (exp_mask) ? FINITE                                                \
-   : ((bits) & (mant_mask)) != 0      ? IS_NAN                                                 \
-   : ((bits) & (sign_mask)) != 0      ? NEG_INF                                                \
-                                      : POS_INF)
+#define CLASSIFY(bits, exp_mask, mant_mask, sign_mask) \
+  (((bits) & (exp_mask)) != (exp_mask) ? FINITE        \
+   : ((bits) & (mant_mask)) != 0       ? IS_NAN        \
+   : ((bits) & (sign_mask)) != 0       ? NEG_INF       \
+                                       : POS_INF)
 
 static verdict classify(hk_dtype dtype, const unsigned char *p) {
   switch (dtype) {
-  case HK_DTYPE_F16: {
-    uint16_t b;
-    memcpy(&b, p, sizeof b);
-    return CLASSIFY(b, 0x7c00u, 0x03ffu, 0x8000u);
-  }
-  case HK_DTYPE_BF16: {
-    uint16_t b;
-    memcpy(&b, p, sizeof b);
-    return CLASSIFY(b, 0x7f80u, 0x007fu, 0x8000u);
-  }
-  case HK_DTYPE_F32: {
-    uint32_t b;
-    memcpy(&b, p, sizeof b);
-    return CLASSIFY(b, 0x7f800000u, 0x007fffffu, 0x80000000u);
-  }
-  case HK_DTYPE_F64: {
-    uint64_t b;
-    memcpy(&b, p, sizeof b);
-    return CLASSIFY(b, UINT64_C(0x7ff0000000000000), UINT64_C(0x000fffffffffffff), UINT64_C(0x8000000000000000));
-  }
-  default:
-    return FINITE;
+    case HK_DTYPE_F16: {
+      uint16_t b;
+      memcpy(&b, p, sizeof b);
+      return CLASSIFY(b, 0x7c00u, 0x03ffu, 0x8000u);
+    }
+    case HK_DTYPE_BF16: {
+      uint16_t b;
+      memcpy(&b, p, sizeof b);
+      return CLASSIFY(b, 0x7f80u, 0x007fu, 0x8000u);
+    }
+    case HK_DTYPE_F32: {
+      uint32_t b;
+      memcpy(&b, p, sizeof b);
+      return CLASSIFY(b, 0x7f800000u, 0x007fffffu, 0x80000000u);
+    }
+    case HK_DTYPE_F64: {
+      uint64_t b;
+      memcpy(&b, p, sizeof b);
+      return CLASSIFY(b, UINT64_C(0x7ff0000000000000), UINT64_C(0x000fffffffffffff), UINT64_C(0x8000000000000000));
+    }
+    default: return FINITE;
   }
 }
 

@@ -39,7 +39,7 @@ typedef struct profiler {
   hk_hook *hook;
   hk_env env; /* the options' env (has_env), for the struct itself */
   int has_env;
-  char *dir;  /* output_dir; "" = the current directory */
+  char *dir; /* output_dir; "" = the current directory */
   double save_secs;
   int64_t save_steps;
 
@@ -62,7 +62,7 @@ typedef struct profiler {
   size_t cap_nodes;
   unsigned char *pb; /* the serialized RunMetadata */
   size_t cap_pb;
-  char step_name[32]; /* "step <GS>", the whole run's span */
+  char step_name[32];       /* "step <GS>", the whole run's span */
   hk__event_writer *events; /* output_dir's */
   int owns_events;          /* driven outside a session: a writer of our own */
 } profiler;
@@ -149,13 +149,17 @@ static hk_code build_timeline(profiler *p, const hk_span *spans, size_t n, hk_st
     t0 = p->ops[0].start_secs;
   }
   p->len = 0;
-  int ok = putf(p, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"hooked %s ProfilerHook\",\"global_step\":%" PRId64
-                   "},\n\"traceEvents\":[\n",
-                hk_version(), p->pending_step) &&
-           putf(p, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"hooked\"}},\n") &&
-           putf(p, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%" PRIu64
-                   ",\"args\":{\"name\":\"training thread\"}}",
-                tid);
+  int ok =
+      putf(
+          p,
+          "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"hooked %s ProfilerHook\",\"global_step\":%" PRId64
+          "},\n\"traceEvents\":[\n",
+          hk_version(), p->pending_step) &&
+      putf(p, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"hooked\"}},\n") &&
+      putf(p,
+           "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%" PRIu64
+           ",\"args\":{\"name\":\"training thread\"}}",
+           tid);
   if (ok && whole) ok = put_event(p, 0, p->step_name, NULL, "step", whole->start_secs, whole->end_secs, t0, tid);
   for (size_t i = 0; ok && i < n; i++) {
     if (&spans[i] == whole) continue;
@@ -381,7 +385,8 @@ hk_code hk_profiler_hook_new(hk_hook **out, const hk_profiler_options *opts, hk_
   hk_timer probe;
   if (out) *out = NULL;
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_profiler_hook_new: out is NULL");
-  if (!opts) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_profiler_hook_new: opts is NULL (a cadence is required)");
+  if (!opts)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_profiler_hook_new: opts is NULL (a cadence is required)");
   HK__CHECK_VERSION(opts, HK_PROFILER_OPTIONS_VERSION, hk_profiler_options, "hk_profiler_hook_new: opts", st);
   hk_code rc = hk_env_check(opts->env, "hk_profiler_hook_new: env", st);
   if (rc != HK_OK) return rc;

@@ -135,11 +135,11 @@ static void put_step(progress *self, size_t *len, int64_t step) {
  * program that simply closed are the run being done. */
 static int stopped_early(const hk_stop_info *why) {
   switch (why->reason) {
-  case HK_STOP_NONE:
-  case HK_STOP_LAST_STEP:
-  case HK_STOP_END_OF_INPUT:
-  case HK_STOP_CLOSED: return 0;
-  default: return 1;
+    case HK_STOP_NONE:
+    case HK_STOP_LAST_STEP:
+    case HK_STOP_END_OF_INPUT:
+    case HK_STOP_CLOSED: return 0;
+    default: return 1;
   }
 }
 
@@ -402,8 +402,8 @@ static hk_code pg_end(void *user, hk_raw_session *session, hk_status *status) {
   if (stopped_early(&why)) {
     /* Interrupted: say where and why, not "done". */
     put(self, &len, "step %" PRId64, step);
-    if (self->last_step != HK_UNSET_STEPS) put(self, &len, "/%" PRId64 "  stopped at %.0f%%", self->last_step,
-                                               percent(self, step));
+    if (self->last_step != HK_UNSET_STEPS)
+      put(self, &len, "/%" PRId64 "  stopped at %.0f%%", self->last_step, percent(self, step));
     else
       put(self, &len, "  stopped");
     put(self, &len, " (%s: %s) after ", hk_stop_reason_name(why.reason), why.detail);

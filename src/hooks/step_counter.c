@@ -32,17 +32,17 @@ typedef struct step_counter {
   /* options */
   int64_t every_n_steps; /* resolved: HK_UNSET_STEPS when seconds are used */
   double every_n_secs;
-  char *output_dir; /* NULL: none */
+  char *output_dir;         /* NULL: none */
   hk_summary_writer *given; /* borrowed */
   int64_t steps_per_run;
   double log_every_secs; /* HK_UNSET_SECS: log every rate; 0: never */
-  int stall_warnings; /* per hook */
+  int stall_warnings;    /* per hook */
   /* per session, set by begin() */
   hk_env senv; /* the env in force at begin(): clock, log */
   hk_timer timer;
   hk_timer log_timer; /* with log_every_secs > 0 */
   hk_handle gs;
-  char *tag;   /* "<GS name>/sec" (senv allocator) */
+  char *tag; /* "<GS name>/sec" (senv allocator) */
   hk__event_writer *events;
   int owns_events; /* driven outside a session: a writer of our own */
   int has_last;
@@ -146,7 +146,8 @@ static hk_code sc_after_run(void *user, hk_run_context *ctx, const hk_run_values
   hk_code rc;
 
   if (values == NULL || values->nresults < 1 || values->results == NULL)
-    return hk_status_set(status, HK_INTERNAL, "StepCounterHook: the global step it fetched is missing from its run values");
+    return hk_status_set(status, HK_INTERNAL,
+                         "StepCounterHook: the global step it fetched is missing from its run values");
   rc = hk_tensor_to_i64(&stale, &values->results[0], "global_step", status);
   if (rc != HK_OK) return rc;
   next = stale > INT64_MAX - self->steps_per_run ? INT64_MAX : stale + self->steps_per_run;

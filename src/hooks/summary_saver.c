@@ -122,7 +122,8 @@ static hk_code ss_before_run(void *user, hk_run_context *ctx, hk_run_request *re
   (void)ctx;
   /* The first run and every due one; no writer: nothing to write, so no
    * summary op runs. */
-  self->requested = writer(self) != NULL && (!self->have_next || hk_timer_should_trigger(&self->timer, self->next_step));
+  self->requested =
+      writer(self) != NULL && (!self->have_next || hk_timer_should_trigger(&self->timer, self->next_step));
   request->fetches = self->fetches;
   request->nfetches = 1;
   if (self->requested) {

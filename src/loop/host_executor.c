@@ -41,7 +41,7 @@ typedef struct entry {
   int64_t dims[HK_MAX_RANK];
   void *data; /* the program's array, or `buf` for a state */
   size_t nbytes;
-  uint32_t flags; /* hk_variable_flags */
+  uint32_t flags;             /* hk_variable_flags */
   hk_loop_state_save_fn save; /* NULL for an array */
   hk_loop_state_restore_fn restore;
   void *user;
@@ -52,7 +52,7 @@ struct hk__host {
   hk_env env;
   entry *e;
   size_t n, cap;
-  size_t gs;  /* index of the global step */
+  size_t gs; /* index of the global step */
   int has_gs;
   int finalized;
   hk_op_trace trace; /* the last step, for traced runs */
@@ -459,8 +459,7 @@ static hk_code x_variable_assign(void *self, void *session, size_t index, const 
                          hk_dtype_name(e->dtype), hk_tensor_shape_str(&spec, want, sizeof want));
   }
   hk_snapshot_before_write(((hk__host *)self)->snap, index); /* a pending snapshot copies it first */
-  if (e->save)
-    return callback_status(e->restore(e->user, value->data, e->nbytes, st), st, "restore", e->name);
+  if (e->save) return callback_status(e->restore(e->user, value->data, e->nbytes, st), st, "restore", e->name);
   if (e->nbytes && value->data != e->data) memcpy(e->data, value->data, e->nbytes);
   return HK_OK;
 }
@@ -516,8 +515,10 @@ static hk_code x_control(void *self, int op, void *arg, hk_status *st) {
   if (op != HK_CONTROL_SNAPSHOT_ATTACH && op != HK_CONTROL_SNAPSHOT_DETACH)
     return hk_status_set(st, HK_UNIMPLEMENTED, "the host loop has no control op %d", op);
   if (!a || a->version != HK_CONTROL_SNAPSHOT_VERSION || !a->snapshot)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "the host loop's control op %d needs an hk_control_snapshot (version %u) "
-                         "with a snapshot", op, (unsigned)HK_CONTROL_SNAPSHOT_VERSION);
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "the host loop's control op %d needs an hk_control_snapshot (version %u) "
+                         "with a snapshot",
+                         op, (unsigned)HK_CONTROL_SNAPSHOT_VERSION);
   if (op == HK_CONTROL_SNAPSHOT_DETACH) {
     if (h->snap == a->snapshot) {
       hk_snapshot_complete(h->snap);

@@ -51,7 +51,8 @@ static int valid_tensor_name(const char *name);
 static int valid_secs_option(double v) { return hk_secs_is_unset(v) || (isfinite(v) && v >= 0); }
 
 static hk_code check_hook_list(hk_hook *const *hooks, size_t n, const char *name, hk_status *st) {
-  if (!hooks && n) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: %s is NULL with a count of %zu", name, n);
+  if (!hooks && n)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: %s is NULL with a count of %zu", name, n);
   for (size_t i = 0; i < n; i++) {
     if (!hooks[i]) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: %s[%zu] is NULL", name, i);
     for (size_t j = 0; j < i; j++)
@@ -117,11 +118,10 @@ static hk_code validate(const hk_loop_options *o, hk_status *st) {
                          "hk_loop_new: best_metric '%s' is not an array name (1..255 bytes of [A-Za-z0-9_./-])",
                          o->best_metric);
   if (o->best_mode != HK_MONITOR_MIN && o->best_mode != HK_MONITOR_MAX)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: best_mode %d is neither HK_MONITOR_MIN nor HK_MONITOR_MAX",
-                         (int)o->best_mode);
-  if (o->best_k > 0 && (!o->checkpoint_dir || o->save_secs == 0 || o->save_steps == 0))
     return hk_status_set(st, HK_INVALID_ARGUMENT,
-                         "hk_loop_new: best_k needs the loop's checkpoint saves (%s)",
+                         "hk_loop_new: best_mode %d is neither HK_MONITOR_MIN nor HK_MONITOR_MAX", (int)o->best_mode);
+  if (o->best_k > 0 && (!o->checkpoint_dir || o->save_secs == 0 || o->save_steps == 0))
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_new: best_k needs the loop's checkpoint saves (%s)",
                          !o->checkpoint_dir ? "there is no checkpoint_dir" : "a cadence of 0 disables them");
   if (o->restore_best && o->best_k == 0)
     return hk_status_set(st, HK_INVALID_ARGUMENT,
@@ -207,8 +207,7 @@ hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *st) {
   l->allow_non_finite = o->allow_non_finite != 0;
   l->restore_best = o->restore_best != 0;
   const char *summary_dir = o->summary_dir ? o->summary_dir : o->checkpoint_dir;
-  if (!oom && summary_dir && l->log_step_count_steps > 0)
-    oom = !(l->summary_dir = hk_env_strdup(&l->env, summary_dir));
+  if (!oom && summary_dir && l->log_step_count_steps > 0) oom = !(l->summary_dir = hk_env_strdup(&l->env, summary_dir));
   if (!oom && summary_dir) oom = !(l->events_dir = hk_env_strdup(&l->env, summary_dir));
   if (!oom && o->nhooks_first) {
     l->hooks_first = hk_env_calloc(&l->env, o->nhooks_first, sizeof *l->hooks_first);
@@ -287,8 +286,10 @@ hk_code hk_loop_add_array(hk_loop *l, const char *name, hk_dtype dtype, int32_t 
                          fn);
   }
   uint32_t vf = 0;
-  if (flags & HK_LOOP_NO_CHECKPOINT) vf |= HK_VAR_LOCAL;
-  else if (!is_gs) vf |= HK_VAR_TRAINABLE;
+  if (flags & HK_LOOP_NO_CHECKPOINT)
+    vf |= HK_VAR_LOCAL;
+  else if (!is_gs)
+    vf |= HK_VAR_TRAINABLE;
   if (flags & HK_LOOP_OPTIONAL) vf |= HK_VAR_OPTIONAL;
   if (flags & HK_LOOP_NON_FINITE_OK) vf |= HK_VAR_NON_FINITE_OK;
   size_t index = hk__host_count(l->host);
@@ -313,8 +314,8 @@ hk_code hk_loop_add_state(hk_loop *l, const char *name, size_t size, hk_loop_sta
   if (size > (size_t)INT64_MAX)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: state '%s': size %zu is too large", fn, name, size);
   if (flags & ~(unsigned)HK_LOOP_OPTIONAL)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: state '%s': only HK_LOOP_OPTIONAL applies to a state (flags 0x%x)",
-                         fn, name, flags);
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "%s: state '%s': only HK_LOOP_OPTIONAL applies to a state (flags 0x%x)", fn, name, flags);
   if (strcmp(name, "global_step") == 0)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: 'global_step' names the loop's global step", fn);
   int64_t dims[1] = {(int64_t)size};
@@ -330,11 +331,10 @@ hk_code hk_loop_add_state(hk_loop *l, const char *name, size_t size, hk_loop_sta
  * checkpoint hook in the order added, and register for it the F64 state
  * array of `size` elements named `state` (when not NULL) in the loop's own
  * memory. */
-static hk_code add_own_hook(hk_loop *l, const char *fn, hk_hook *hook, const char *state, int64_t size,
-                            hk_status *st) {
+static hk_code add_own_hook(hk_loop *l, const char *fn, hk_hook *hook, const char *state, int64_t size, hk_status *st) {
   for (size_t i = 0; i < l->nes; i++)
-    if (l->es[i] == hook) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: hook '%s' was already added", fn,
-                                               hk_hook_name(hook));
+    if (l->es[i] == hook)
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: hook '%s' was already added", fn, hk_hook_name(hook));
   for (size_t i = 0; i < l->nhooks; i++)
     if (l->hooks[i] == hook)
       return hk_status_set(st, HK_INVALID_ARGUMENT,
@@ -466,8 +466,7 @@ hk_code hk_loop_save(const char **prefix, hk_loop *l, const char *name, hk_statu
      * Saver is ours to use. */
     hk_raw_session *rs = hk_session_raw_session(l->session);
     char path[4096];
-    int n = snprintf(path, sizeof path, "%s/%s", l->ckpt_dir,
-                     name ? name : (l->basename ? l->basename : "model.ckpt"));
+    int n = snprintf(path, sizeof path, "%s/%s", l->ckpt_dir, name ? name : (l->basename ? l->basename : "model.ckpt"));
     if (n < 0 || (size_t)n >= sizeof path)
       return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_loop_save: the checkpoint path is too long");
     rc = hk_saver_save(prefix, l->saver, rs, path, name ? HK_UNSET_STEPS : hk__loop_global_step(l),

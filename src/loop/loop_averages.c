@@ -43,7 +43,7 @@ static hk_code check_names(hk_loop *l, const hk_ema_info *info, const char *fn, 
     if (is_state || (spec.dtype != HK_DTYPE_F32 && spec.dtype != HK_DTYPE_F64) || (flags & HK_VAR_LOCAL))
       return hk_status_set(st, HK_INVALID_ARGUMENT,
                            "%s: '%s' is %s; the hook averages checkpointed arrays of dtype f32 or f64", fn, v,
-                           is_state ? "an opaque state"
+                           is_state                 ? "an opaque state"
                            : (flags & HK_VAR_LOCAL) ? "not checkpointed (HK_LOOP_NO_CHECKPOINT)"
                                                     : hk_dtype_name(spec.dtype));
     if (hk__host_spec(l->host, info->shadows[i], &spec, &flags, &is_state))
@@ -61,7 +61,8 @@ hk_code hk_loop_add_ema(hk_loop *l, hk_hook *hook, hk_status *st) {
   hk_status why = HK_STATUS_INIT;
   if (!l) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: loop is NULL", fn);
   if (l->failed) return hk__loop_report(l, st);
-  if (l->started || l->finished) return MISUSE(st, "%s: called after hk_loop_start(): add averages before the start", fn);
+  if (l->started || l->finished)
+    return MISUSE(st, "%s: called after hk_loop_start(): add averages before the start", fn);
   if (!hook) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: hook is NULL", fn);
   if (hk_ema_hook_info(&info, hook, &why) != HK_OK)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: hook '%s' is not an ExponentialMovingAverage hook", fn,

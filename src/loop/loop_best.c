@@ -19,10 +19,8 @@ static int loop_owned(const hk_loop *l, const char *name) {
   for (size_t i = 0; i < l->nes; i++) {
     hk_early_stopping_info es;
     hk_learning_rate_info lr;
-    if (hk_early_stopping_hook_info(&es, l->es[i], NULL) == HK_OK && es.state && strcmp(es.state, name) == 0)
-      return 1;
-    if (hk_learning_rate_hook_info(&lr, l->es[i], NULL) == HK_OK && lr.state && strcmp(lr.state, name) == 0)
-      return 1;
+    if (hk_early_stopping_hook_info(&es, l->es[i], NULL) == HK_OK && es.state && strcmp(es.state, name) == 0) return 1;
+    if (hk_learning_rate_hook_info(&lr, l->es[i], NULL) == HK_OK && lr.state && strcmp(lr.state, name) == 0) return 1;
   }
   for (size_t i = 0; i < l->nema; i++) {
     hk_ema_info ema;
@@ -91,8 +89,8 @@ hk_code hk__loop_restore_best(hk_loop *l, hk_status *st) {
     hk_status_set(st, rc, "restore_best: restoring %s: %s", prefix, why.message);
   } else {
     hk_env_log(&l->env, HK_LOG_INFO,
-               "Restored the best checkpoint %s (step %" PRId64 ", %s = %.9g) into the program's arrays (%zu).",
-               prefix, step, l->best_metric, value, n);
+               "Restored the best checkpoint %s (step %" PRId64 ", %s = %.9g) into the program's arrays (%zu).", prefix,
+               step, l->best_metric, value, n);
   }
   hk_env_free(&l->env, names);
   hk_env_free(&l->env, prefix);

@@ -27,13 +27,13 @@ struct hk_loop {
   size_t nhooks;
   hk_hook **hooks_first; /* the program's, before the loop's own */
   size_t nhooks_first;
-  unsigned stop_signals;   /* the signal helper's set */
-  int block_when_busy;     /* the asynchronous saver waits for the write in flight */
+  unsigned stop_signals; /* the signal helper's set */
+  int block_when_busy;   /* the asynchronous saver waits for the write in flight */
   double log_step_count_secs;
-  char *events_dir;        /* where SessionLog START goes: summary_dir, else checkpoint_dir; NULL: none */
-  hk_stop_info stop;       /* why the loop stopped, when the loop itself knows first */
-  char *nan_guard; /* the array a NanTensorHook guards; NULL: none */
-  int64_t best_k;  /* best-k retention: 0 off */
+  char *events_dir;  /* where SessionLog START goes: summary_dir, else checkpoint_dir; NULL: none */
+  hk_stop_info stop; /* why the loop stopped, when the loop itself knows first */
+  char *nan_guard;   /* the array a NanTensorHook guards; NULL: none */
+  int64_t best_k;    /* best-k retention: 0 off */
   char *best_metric;
   hk_monitor_mode best_mode;
   char *summary_dir;            /* resolved: NULL: no StepCounter */
@@ -61,13 +61,13 @@ struct hk_loop {
    * into the program's arrays (loop_best.c). */
   int restore_best;
 
-  hk__host *host;     /* the registry, until start hands it to the executor */
+  hk__host *host; /* the registry, until start hands it to the executor */
   hk_executor *ex;
-  int64_t own_gs;     /* the loop-owned global step */
-  int program_gs;     /* the program registered its own */
+  int64_t own_gs; /* the loop-owned global step */
+  int program_gs; /* the program registered its own */
   hk_saver *saver;
   hk_scaffold *scaffold;
-  hk_hook *watch;     /* the loop's own hook: what the creation restored */
+  hk_hook *watch; /* the loop's own hook: what the creation restored */
   hk_hook *nan_hook, *stop_hook, *counter_hook, *ckpt_hook;
   /* watch, hooks_first, NaN guard, early stopping and learning rates,
    * averages, metrics log, stop, step counter, checkpoint, then the
@@ -85,7 +85,7 @@ struct hk_loop {
   atomic_int stop_requested;
   _Atomic(hk_coordinator *) coord;
 
-  size_t gs_index;   /* the global step's entry in the executor */
+  size_t gs_index;    /* the global step's entry in the executor */
   int updates_called; /* hk_loop_updates_begin() ran in the open step */
   int overlap_warned;
 

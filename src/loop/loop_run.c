@@ -126,8 +126,9 @@ static hk_code check_named(hk_loop *l, hk_status *st) {
     if (is_state || elements != 1 || !(hk_dtype_is_float(dtype) || hk_dtype_is_integer(dtype)))
       return hk_status_set(st, HK_INVALID_ARGUMENT,
                            "hk_loop_start: best_metric '%s' is %s; it must be an array of one number", l->best_metric,
-                           is_state ? "an opaque state" : elements != 1 ? "an array of more than one element"
-                                                                        : hk_dtype_name(dtype));
+                           is_state        ? "an opaque state"
+                           : elements != 1 ? "an array of more than one element"
+                                           : hk_dtype_name(dtype));
   }
   return HK_OK;
 }
@@ -172,8 +173,8 @@ static hk_code start(hk_loop *l, hk_status *st) {
   if (rc != HK_OK) return rc;
   if (!l->program_gs) {
     size_t index = hk__host_count(l->host);
-    rc = hk__host_add(l->host, "global_step", HK_DTYPE_I64, 0, NULL, &l->own_gs, sizeof l->own_gs, 0, NULL,
-                      NULL, NULL, st);
+    rc = hk__host_add(l->host, "global_step", HK_DTYPE_I64, 0, NULL, &l->own_gs, sizeof l->own_gs, 0, NULL, NULL, NULL,
+                      st);
     if (rc != HK_OK) return rc;
     hk__host_set_global_step(l->host, index);
     l->gs_index = index;

@@ -22,7 +22,8 @@ static hk_code loop_writer(const char *fn, hk_loop *loop, const char *logdir, hk
   if (!logdir || !logdir[0])
     return hk_status_set(status, HK_INVALID_ARGUMENT, "%s: logdir is %s", fn, logdir ? "empty" : "NULL");
   s = hk_loop_session(loop);
-  if (!s) return hk_status_set(status, HK_FAILED_PRECONDITION, "%s: the loop is not started (call hk_loop_start first)", fn);
+  if (!s)
+    return hk_status_set(status, HK_FAILED_PRECONDITION, "%s: the loop is not started (call hk_loop_start first)", fn);
   rc = hk_summary_writer_from_session(out, s, logdir, status);
   if (rc == HK_FAILED_PRECONDITION) /* its session is closed */
     return hk_status_set(status, HK_FAILED_PRECONDITION, "%s: the loop is finished", fn);

@@ -45,7 +45,6 @@ hk_code hk__mpi_fingerprint(hk_executor *ex, hk__mpi_var_pick pick, void *user, 
   return HK_OK;
 }
 
-
 static const hk_mpi_options default_options = HK_MPI_OPTIONS_INIT;
 
 hk_code hk_mpi_options_init(hk_mpi_options *opts, uint32_t version) {
@@ -62,7 +61,8 @@ hk_code hk_mpi_new(hk_mpi **out, const hk_mpi_options *opts, hk_status *st) {
   hk_code rc = hk_env_check(o->env, "hk_mpi_new: env", st);
   if (rc != HK_OK) return rc;
   MPI_Initialized(&flag);
-  if (!flag) return hk_status_set(st, HK_FAILED_PRECONDITION, "hk_mpi_new: MPI is not initialized (call MPI_Init first)");
+  if (!flag)
+    return hk_status_set(st, HK_FAILED_PRECONDITION, "hk_mpi_new: MPI is not initialized (call MPI_Init first)");
   MPI_Finalized(&flag);
   if (flag) return hk_status_set(st, HK_FAILED_PRECONDITION, "hk_mpi_new: MPI is already finalized");
   MPI_Comm base = o->comm == MPI_COMM_NULL ? MPI_COMM_WORLD : o->comm;
@@ -146,22 +146,23 @@ static void block(size_t n, int N, int r, size_t *start, size_t *len) {
   *start = q * (size_t)r + ((size_t)r < extra ? (size_t)r : extra);
 }
 
-#define SUM_IN_RANK_ORDER(T)                                               \
-  do {                                                                     \
-    T *dst = (T *)data + mine_start;                                       \
-    const T *src = (const T *)m->scratch;                                  \
-    for (size_t e = 0; e < mine_len; e++) {                                \
-      T acc = src[e];                                                      \
-      for (int r = 1; r < N; r++) acc += src[(size_t)r * mine_len + e];   \
-      dst[e] = acc / (T)N;                                                 \
-    }                                                                      \
+#define SUM_IN_RANK_ORDER(T)                                            \
+  do {                                                                  \
+    T *dst = (T *)data + mine_start;                                    \
+    const T *src = (const T *)m->scratch;                               \
+    for (size_t e = 0; e < mine_len; e++) {                             \
+      T acc = src[e];                                                   \
+      for (int r = 1; r < N; r++) acc += src[(size_t)r * mine_len + e]; \
+      dst[e] = acc / (T)N;                                              \
+    }                                                                   \
   } while (0)
 
 hk_code hk_mpi_average(hk_mpi *m, hk_dtype dtype, void *data, size_t count, hk_status *st) {
   if (!m) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_average: mpi is NULL");
   if (dtype != HK_DTYPE_F32 && dtype != HK_DTYPE_F64)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_average: dtype %s is not f32 or f64", hk_dtype_name(dtype));
-  if (!data && count) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_average: data is NULL with count %zu", count);
+  if (!data && count)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_average: data is NULL with count %zu", count);
   const int N = m->size;
   const size_t esize = dtype == HK_DTYPE_F32 ? sizeof(float) : sizeof(double);
   MPI_Datatype type = dtype == HK_DTYPE_F32 ? MPI_FLOAT : MPI_DOUBLE;
@@ -175,9 +176,9 @@ hk_code hk_mpi_average(hk_mpi *m, hk_dtype dtype, void *data, size_t count, hk_s
   for (int r = 0; r < N; r++) {
     size_t s, len;
     block(count, N, r, &s, &len);
-    m->counts[r] = (int)len;           /* what I send to r: my copy of its block */
+    m->counts[r] = (int)len; /* what I send to r: my copy of its block */
     m->displs[r] = (int)s;
-    m->counts2[r] = (int)mine_len;     /* what I receive from r: its copy of my block */
+    m->counts2[r] = (int)mine_len; /* what I receive from r: its copy of my block */
     m->displs2[r] = (int)(mine_len * (size_t)r);
   }
   int err = MPI_Alltoallv(data, m->counts, m->displs, type, m->scratch, m->counts2, m->displs2, type, m->comm);

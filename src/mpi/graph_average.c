@@ -24,7 +24,11 @@ hk_code hk_mpi_graph_average(hk_graph *g, hk_handle *out, const char *name, hk_h
                              int32_t rank, const int64_t *dims, hk_mpi *mpi, hk_status *st) {
   if (!g || !out || !name || !mpi || (rank > 0 && !dims))
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_graph_average: %s is NULL",
-                         !g ? "g" : !out ? "out" : !name ? "name" : !mpi ? "mpi" : "dims");
+                         !g      ? "g"
+                         : !out  ? "out"
+                         : !name ? "name"
+                         : !mpi  ? "mpi"
+                                 : "dims");
   if (dtype != HK_DTYPE_F32 && dtype != HK_DTYPE_F64)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_graph_average: '%s': dtype %s is not f32 or f64", name,
                          hk_dtype_name(dtype));

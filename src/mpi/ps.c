@@ -73,8 +73,8 @@ hk_code hk__ps_request(hk_mpi_ps *ps, int tag, int64_t flags, size_t payload, hk
 }
 
 hk_code hk__ps_receive(hk_mpi_ps *ps, ps_header *h, hk_status *st) {
-  int err = MPI_Recv(ps->rx, (int)(PS_HEADER_BYTES + ps->payload), MPI_BYTE, ps->mpi->root, PS_TAG_REPLY,
-                     ps->mpi->comm, MPI_STATUS_IGNORE);
+  int err = MPI_Recv(ps->rx, (int)(PS_HEADER_BYTES + ps->payload), MPI_BYTE, ps->mpi->root, PS_TAG_REPLY, ps->mpi->comm,
+                     MPI_STATUS_IGNORE);
   if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server worker: MPI_Recv");
   memcpy(h, ps->rx, sizeof *h);
   return HK_OK;

@@ -157,7 +157,10 @@ static hk_code serve_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
 hk_code hk_mpi_ps_serve_op(hk_handle *out, hk_mpi_ps *ps, hk_graph *g, const char *name, hk_status *st) {
   if (!ps || !g || !out || !name)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_ps_serve_op: %s is NULL",
-                         !ps ? "ps" : !g ? "g" : !out ? "out" : "name");
+                         !ps    ? "ps"
+                         : !g   ? "g"
+                         : !out ? "out"
+                                : "name");
   if (!ps->chief)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_ps_serve_op: rank %d is a worker; the chief (rank %d) serves",
                          ps->mpi->rank, ps->mpi->root);
@@ -262,7 +265,8 @@ static const hk_hook_vtable chief_vtable = {
 
 hk_code hk_mpi_ps_chief_hook_new(hk_hook **out, hk_mpi_ps *ps, hk_status *st) {
   if (out) *out = NULL;
-  if (!out || !ps) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_ps_chief_hook_new: %s is NULL", !out ? "out" : "ps");
+  if (!out || !ps)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_ps_chief_hook_new: %s is NULL", !out ? "out" : "ps");
   if (!ps->chief)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_ps_chief_hook_new: rank %d is a worker, not the chief",
                          ps->mpi->rank);

@@ -154,7 +154,9 @@ hk_code hk_mpi_ps_worker_executor_new(hk_executor **out, hk_mpi_ps *ps, hk_execu
   if (out) *out = NULL;
   if (!out || !ps || !inner)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_ps_worker_executor_new: %s is NULL",
-                         !out ? "out" : !ps ? "ps" : "inner");
+                         !out  ? "out"
+                         : !ps ? "ps"
+                               : "inner");
   if (ps->chief)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_ps_worker_executor_new: rank %d is the chief, not a worker",
                          ps->mpi->rank);

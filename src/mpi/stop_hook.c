@@ -18,8 +18,8 @@
 #include "mpi_internal.h"
 
 /* The process-wide signal state: one stop hook handles signals at a time. */
-static volatile sig_atomic_t g_signal;   /* the first signal received, or 0 */
-static atomic_int g_installed;           /* a stop hook owns the handlers */
+static volatile sig_atomic_t g_signal; /* the first signal received, or 0 */
+static atomic_int g_installed;         /* a stop hook owns the handlers */
 static struct sigaction g_old_int, g_old_term;
 
 static void on_signal(int sig) {
@@ -40,8 +40,8 @@ typedef struct stop_hook {
   hk_mpi *mpi;
   hk_env env;
   int handle_signals;
-  int installed;    /* this hook installed the handlers */
-  int checked;      /* the handlers were found in place after the start */
+  int installed; /* this hook installed the handlers */
+  int checked;   /* the handlers were found in place after the start */
   int logged;
   atomic_int requested;
   hk_coordinator *coord;
@@ -72,10 +72,11 @@ static hk_code stop_begin(void *user, hk_executor *graph, hk_status *st) {
     hk_signal_uninstall(NULL);
   } else if (rc == HK_FAILED_PRECONDITION) {
     atomic_store(&g_installed, 0);
-    return hk_status_set(st, HK_FAILED_PRECONDITION,
-                         "MPI stop hook: hooked's signal helper (hk_signal_install()) is installed; a signal would stop "
-                         "this rank alone and leave the others in a collective: uninstall it and let the stop hook "
-                         "handle signals");
+    return hk_status_set(
+        st, HK_FAILED_PRECONDITION,
+        "MPI stop hook: hooked's signal helper (hk_signal_install()) is installed; a signal would stop "
+        "this rank alone and leave the others in a collective: uninstall it and let the stop hook "
+        "handle signals");
   }
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -184,7 +185,8 @@ hk_code hk_mpi_stop_options_init(hk_mpi_stop_options *opts, uint32_t version) {
 
 hk_code hk_mpi_stop_hook_new(hk_hook **out, hk_mpi *mpi, const hk_mpi_stop_options *opts, hk_status *st) {
   if (out) *out = NULL;
-  if (!out || !mpi) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_stop_hook_new: %s is NULL", !out ? "out" : "mpi");
+  if (!out || !mpi)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_stop_hook_new: %s is NULL", !out ? "out" : "mpi");
   const hk_mpi_stop_options *o = opts ? opts : &default_stop;
   if (hk_struct_check_version(o, HK_MPI_STOP_OPTIONS_VERSION, "hk_mpi_stop_options", "hk_mpi_stop_hook_new: opts",
                               st) != HK_OK)

@@ -64,7 +64,8 @@ static hk_code check_steps(int64_t v, const char *name, hk_status *st) {
 }
 
 static hk_code check_hooks(hk_hook *const *a, size_t n, const char *name, hk_status *st) {
-  if (!a && n) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_training_session_new: %s is NULL with a count of %zu", name, n);
+  if (!a && n)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_training_session_new: %s is NULL with a count of %zu", name, n);
   for (size_t i = 0; i < n; i++)
     if (!a[i]) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_training_session_new: %s[%zu] is NULL", name, i);
   return HK_OK;
@@ -80,7 +81,8 @@ static hk_code validate(const hk_training_session_options *o, hk_status *st) {
   rc = hk_env_check(o->env, "hk_training_session_new: env", st);
   if (rc != HK_OK) return rc;
   if (!hk_secs_is_unset(o->save_checkpoint_secs) && o->save_checkpoint_steps != HK_UNSET_STEPS)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "Can not provide both save_checkpoint_secs and save_checkpoint_steps.");
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "Can not provide both save_checkpoint_secs and save_checkpoint_steps.");
   if (!hk_secs_is_unset(o->save_summaries_secs) && o->save_summaries_steps != HK_UNSET_STEPS)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "Can not provide both save_summaries_secs and save_summaries_steps.");
   if ((rc = check_secs(o->save_checkpoint_secs, "save_checkpoint_secs", st)) != HK_OK ||
@@ -94,7 +96,8 @@ static hk_code validate(const hk_training_session_options *o, hk_status *st) {
       (rc = check_secs(log_secs(o), "log_step_count_secs", st)) != HK_OK)
     return rc;
   if (o->log_step_count_steps == HK_UNSET_STEPS)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_training_session_new: log_step_count_steps must be >= 0 (0 disables)");
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_training_session_new: log_step_count_steps must be >= 0 (0 disables)");
   if (nlisteners(o) > 0 && !o->checkpoint_listeners)
     return hk_status_set(st, HK_INVALID_ARGUMENT,
                          "hk_training_session_new: checkpoint_listeners is NULL with a count of %zu", nlisteners(o));
@@ -178,7 +181,8 @@ static hk_code make_default_hooks(const hk_training_session_options *o, owned *w
 hk_code hk_training_session_new(hk_session **out, const hk_training_session_options *o, hk_status *st) {
   if (out) *out = NULL;
   if (!out) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_training_session_new: out is NULL");
-  if (!o) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_training_session_new: options is NULL (executor is required)");
+  if (!o)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_training_session_new: options is NULL (executor is required)");
   hk_code rc = validate(o, st);
   if (rc != HK_OK) return rc;
   hk_session_options so;

@@ -330,7 +330,6 @@ static uint32_t crc32c_portable(uint32_t crc, const unsigned char *p, size_t n) 
   return crc;
 }
 
-
 /* crc32c_portable with a copy: each group of 8 bytes is stored to dst as
  * it is folded in. */
 static uint32_t crc32c_copy_portable(uint32_t crc, unsigned char *d, const unsigned char *p, size_t n) {
@@ -457,7 +456,7 @@ __attribute__((target("sse4.2,pclmul"))) static uint32_t crc32c_sse42_pclmul(uin
 /* crc32c_sse42_chain with a copy. Each word is loaded once, folded in and
  * stored. */
 __attribute__((target("sse4.2"))) static uint64_t crc32c_copy_sse42_chain(uint64_t c, unsigned char *d,
-                                                                         const unsigned char *p, size_t n) {
+                                                                          const unsigned char *p, size_t n) {
   while (n >= 8) {
     uint64_t w;
     memcpy(&w, p, 8);
@@ -475,7 +474,7 @@ __attribute__((target("sse4.2"))) static uint64_t crc32c_copy_sse42_chain(uint64
 }
 
 __attribute__((target("sse4.2"))) static uint32_t crc32c_copy_sse42(uint32_t crc, unsigned char *d,
-                                                                   const unsigned char *p, size_t n) {
+                                                                    const unsigned char *p, size_t n) {
   uint64_t c = crc;
   while (n > 0 && ((uintptr_t)p & 7) != 0) {
     c = _mm_crc32_u8((uint32_t)c, *p);
@@ -592,8 +591,8 @@ VPCLMUL_TARGET static inline __m128i fold128(__m128i x, uint32_t lo, uint32_t hi
 
 /* With `copy` (a constant at each call), every block is also stored to d. */
 VPCLMUL_TARGET __attribute__((always_inline)) static inline uint32_t crc32c_fold_vpclmul(uint32_t crc, unsigned char *d,
-                                                                                      const unsigned char *p, size_t n,
-                                                                                      int copy) {
+                                                                                         const unsigned char *p,
+                                                                                         size_t n, int copy) {
   __m512i x0, x1, x2, x3, k;
   __m128i a;
   uint64_t c;
@@ -678,10 +677,10 @@ static int crc32c_cpu_level(void) {
   int v = atomic_load_explicit(&crc32c_cpu, memory_order_relaxed);
   if (v == 0) {
     __builtin_cpu_init();
-    v = !__builtin_cpu_supports("sse4.2")   ? 1
-        : !__builtin_cpu_supports("pclmul") ? 2
+    v = !__builtin_cpu_supports("sse4.2")                                           ? 1
+        : !__builtin_cpu_supports("pclmul")                                         ? 2
         : __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq") ? 4
-                                                                                  : 3;
+                                                                                    : 3;
     atomic_store_explicit(&crc32c_cpu, v, memory_order_relaxed);
   }
   return v;

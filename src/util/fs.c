@@ -104,13 +104,14 @@ hk_code hk__fs_write(const hk__fs *fs, hk_fs_file *f, const char *path, const vo
 
 int hk__fs_has_write_at(const hk__fs *fs) { return fs->vt->version >= 2 && fs->vt->write_at != NULL; }
 
-hk_code hk__fs_write_at(const hk__fs *fs, hk_fs_file *f, const char *path, const void *buf, size_t len,
-                        uint64_t offset, size_t *nwritten, hk_status *st) {
+hk_code hk__fs_write_at(const hk__fs *fs, hk_fs_file *f, const char *path, const void *buf, size_t len, uint64_t offset,
+                        size_t *nwritten, hk_status *st) {
   hk_status local = HK_STATUS_INIT;
   hk_code rc;
   *nwritten = 0;
   /* A version-1 vtable ends before this slot. */
-  if (!hk__fs_has_write_at(fs)) return hk_status_set(st, HK_UNIMPLEMENTED, "write %s at an offset: not supported", path);
+  if (!hk__fs_has_write_at(fs))
+    return hk_status_set(st, HK_UNIMPLEMENTED, "write %s at an offset: not supported", path);
   rc = fs->vt->write_at(fs->user, f, buf, len, offset, nwritten, &local);
   if (rc == HK_OK && *nwritten > len) *nwritten = len;
   return hk__fs_result(rc, &local, st, "write", path);
@@ -301,7 +302,8 @@ hk_code hk__mkdirs(const hk_env *env, const char *path, hk_status *st) {
 
 hk_code hk_fs_write_file_atomic(const hk_env *env, const char *path, const void *data, size_t n, hk_status *st) {
   if (!path) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_fs_write_file_atomic: path is NULL");
-  if (!data && n > 0) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_fs_write_file_atomic: data is NULL for %s", path);
+  if (!data && n > 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_fs_write_file_atomic: data is NULL for %s", path);
   return hk__write_file_atomic(env, path, data ? data : "", n, st);
 }
 

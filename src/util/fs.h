@@ -43,8 +43,8 @@ hk_code hk__fs_write(const hk__fs *fs, hk_fs_file *f, const char *path, const vo
 /** The optional write_at slot (version 2): nonzero when the fs has
  *  one; hk__fs_write_at is UNIMPLEMENTED otherwise. One call, like write. */
 int hk__fs_has_write_at(const hk__fs *fs);
-hk_code hk__fs_write_at(const hk__fs *fs, hk_fs_file *f, const char *path, const void *buf, size_t len,
-                        uint64_t offset, size_t *nwritten, hk_status *st);
+hk_code hk__fs_write_at(const hk__fs *fs, hk_fs_file *f, const char *path, const void *buf, size_t len, uint64_t offset,
+                        size_t *nwritten, hk_status *st);
 hk_code hk__fs_sync(const hk__fs *fs, hk_fs_file *f, const char *path, hk_status *st);
 /** POSIX write_at's early writeback (writeback.c): start writing out to the
  *  disk the 8 MiB windows of descriptor fd that the write of [offset,
@@ -52,8 +52,8 @@ hk_code hk__fs_sync(const hk__fs *fs, hk_fs_file *f, const char *path, hk_status
 void hk__start_writeback(int fd, uint64_t offset, size_t len);
 /** The optional map slot: UNIMPLEMENTED when the fs has none. On failure
  *  *addr and *token are NULL. */
-hk_code hk__fs_map(const hk__fs *fs, hk_fs_file *f, const char *path, uint64_t offset, size_t len,
-                   const void **addr, void **token, hk_status *st);
+hk_code hk__fs_map(const hk__fs *fs, hk_fs_file *f, const char *path, uint64_t offset, size_t len, const void **addr,
+                   void **token, hk_status *st);
 hk_code hk__fs_unmap(const hk__fs *fs, void *token, const char *path, hk_status *st);
 hk_code hk__fs_stat(const hk__fs *fs, const char *path, hk_fs_stat *out, hk_status *st);
 hk_code hk__fs_unlink(const hk__fs *fs, const char *path, hk_status *st);
@@ -74,11 +74,11 @@ int hk__fs_is_file(const hk__fs *fs, const char *path);
  */
 typedef struct hk__atomic_file {
   hk__fs fs;
-  hk_fs_file *f;        /* NULL once closed */
-  char *final_path;     /* owned (fs.env allocator) */
-  char *tmp_path;       /* owned */
-  char *dir;            /* owned: directory of final_path ("." when none) */
-  hk_code error;        /* sticky */
+  hk_fs_file *f;    /* NULL once closed */
+  char *final_path; /* owned (fs.env allocator) */
+  char *tmp_path;   /* owned */
+  char *dir;        /* owned: directory of final_path ("." when none) */
+  hk_code error;    /* sticky */
   hk_status error_status;
   uint64_t written;
   /* Set by the caller before commit: skip the directory fsync after the

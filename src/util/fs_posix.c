@@ -124,8 +124,8 @@ static hk_code posix_write(void *user, hk_fs_file *f, const void *buf, size_t le
   return HK_OK;
 }
 
-static hk_code posix_write_at(void *user, hk_fs_file *f, const void *buf, size_t len, uint64_t offset,
-                              size_t *nwritten, hk_status *st) {
+static hk_code posix_write_at(void *user, hk_fs_file *f, const void *buf, size_t len, uint64_t offset, size_t *nwritten,
+                              hk_status *st) {
   int fd = file_to_fd(f);
   size_t want = len < POSIX_IO_CHUNK ? len : POSIX_IO_CHUNK;
   ssize_t n;

@@ -8,8 +8,7 @@
 
 int hk_headertest_init_macros(void);
 
-int hk_headertest_init_macros(void)
-{
+int hk_headertest_init_macros(void) {
   hk_status st = HK_STATUS_INIT;
   hk_env env = HK_ENV_INIT;
   hk_graph_options graph = HK_GRAPH_OPTIONS_INIT;
@@ -28,10 +27,9 @@ int hk_headertest_init_macros(void)
   hk_handle none = HK_NO_HANDLE;
 
   /* Use every object so no -Wunused-variable fires. */
-  return (int)st.code + (int)env.version + (int)graph.version + (int)var.version + (int)op.version +
-         (int)run.version + (int)md.version + (int)scaffold.version + (int)manager.version +
-         (int)prepare.version + (int)session.version + (int)stop.version + (int)waiter.version + (int)lr.version +
-         (int)limit.version +
-         (int)none + (hk_secs_is_unset(waiter.deadline_secs) ? 1 : 0) +
-         (stop.num_steps == HK_UNSET_STEPS ? 1 : 0) + HOOKED_VERSION_NUMBER;
+  return (int)st.code + (int)env.version + (int)graph.version + (int)var.version + (int)op.version + (int)run.version +
+         (int)md.version + (int)scaffold.version + (int)manager.version + (int)prepare.version + (int)session.version +
+         (int)stop.version + (int)waiter.version + (int)lr.version + (int)limit.version + (int)none +
+         (hk_secs_is_unset(waiter.deadline_secs) ? 1 : 0) + (stop.num_steps == HK_UNSET_STEPS ? 1 : 0) +
+         HOOKED_VERSION_NUMBER;
 }

@@ -50,8 +50,10 @@ static void abort_if_failed(void) {
   if (!g_failed_case) return;
   fflush(stdout);
   dump_err_log();
-  real_stderr_printf("rank %d of %d: %s FAILED on this rank; aborting the job (the other ranks may wait in a "
-                     "collective)\n", g_rank, g_size, g_failed_case);
+  real_stderr_printf(
+      "rank %d of %d: %s FAILED on this rank; aborting the job (the other ranks may wait in a "
+      "collective)\n",
+      g_rank, g_size, g_failed_case);
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
@@ -78,13 +80,13 @@ int mpi_case_teardown(void **state) {
   return 0;
 }
 
-int mpi_test_main(int argc, char **argv, const char *group, const struct CMUnitTest *tests, size_t n,
-                  int min_ranks) {
+int mpi_test_main(int argc, char **argv, const char *group, const struct CMUnitTest *tests, size_t n, int min_ranks) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   if (g_size < min_ranks) {
-    if (g_rank == 0) fprintf(stderr, "%s: needs at least %d ranks, got %d (run under mpirun -np)\n", group, min_ranks, g_size);
+    if (g_rank == 0)
+      fprintf(stderr, "%s: needs at least %d ranks, got %d (run under mpirun -np)\n", group, min_ranks, g_size);
     MPI_Finalize();
     return 1;
   }

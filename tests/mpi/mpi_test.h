@@ -46,15 +46,17 @@ int mpi_case_teardown(void **state);
 
 /** A cmocka test entry for `static void f(void)`; use inside a function
  *  (the case record is a block-scope compound literal). */
-#define MPI_CASE(f) { #f, mpi_case_run, mpi_case_setup, mpi_case_teardown, &(mpi_case){f, #f} }
+#define MPI_CASE(f)                                                            \
+  {                                                                            \
+#f, mpi_case_run, mpi_case_setup, mpi_case_teardown, &(mpi_case) { f, #f } \
+  }
 
 /**
  * MPI_Init, check that the job has at least min_ranks ranks, run the group
  * on every rank, MPI_Finalize. @return cmocka's result (non-zero on a
  * failure), or 1 when the job is too small.
  */
-int mpi_test_main(int argc, char **argv, const char *group, const struct CMUnitTest *tests, size_t n,
-                  int min_ranks);
+int mpi_test_main(int argc, char **argv, const char *group, const struct CMUnitTest *tests, size_t n, int min_ranks);
 
 /** This process's rank and the job's size in MPI_COMM_WORLD. */
 int mpi_rank(void);

@@ -195,8 +195,7 @@ static void test_steady_state_calls_after_reserve_allocate_nothing(void) {
     assert_ok(hk_mpi_average(m, HK_DTYPE_F32, x, 3, &st), &st);
   }
   if (test_alloc_count(&te->alloc) != 0)
-    fail_msg("rank %d: %ld allocations after hk_mpi_reserve(%zu)", mpi_rank(), test_alloc_count(&te->alloc),
-             sizeof x);
+    fail_msg("rank %d: %ld allocations after hk_mpi_reserve(%zu)", mpi_rank(), test_alloc_count(&te->alloc), sizeof x);
   hk_mpi_free(m);
   assert_int_equal(test_env_release(te), 0);
 }
@@ -382,15 +381,13 @@ static void test_graph_average_builder_rejects_bad_arguments(void) {
   int64_t dims[9] = {2, 2, 2, 2, 2, 2, 2, 2, 2}, neg[2] = {3, -2};
   hk_handle x, out;
   assert_ok(hk_graph_placeholder(g, &x, "x", HK_DTYPE_F32, 1, dims, &st), &st);
-  assert_status(hk_mpi_graph_average(g, &out, "a", x, HK_DTYPE_I64, 1, dims, m, &st), &st, HK_INVALID_ARGUMENT,
-                "i64");
+  assert_status(hk_mpi_graph_average(g, &out, "a", x, HK_DTYPE_I64, 1, dims, m, &st), &st, HK_INVALID_ARGUMENT, "i64");
   assert_status(hk_mpi_graph_average(g, &out, "a", x, HK_DTYPE_F32, 9, dims, m, &st), &st, HK_INVALID_ARGUMENT,
                 "rank 9");
   assert_status(hk_mpi_graph_average(g, &out, "a", x, HK_DTYPE_F32, -1, dims, m, &st), &st, HK_INVALID_ARGUMENT,
                 "rank -1");
   assert_status(hk_mpi_graph_average(g, &out, "a", x, HK_DTYPE_F32, 2, neg, m, &st), &st, HK_INVALID_ARGUMENT, "-2");
-  assert_status(hk_mpi_graph_average(g, &out, "a", x, HK_DTYPE_F32, 1, NULL, m, &st), &st, HK_INVALID_ARGUMENT,
-                "dims");
+  assert_status(hk_mpi_graph_average(g, &out, "a", x, HK_DTYPE_F32, 1, NULL, m, &st), &st, HK_INVALID_ARGUMENT, "dims");
   assert_status(hk_mpi_graph_average(g, &out, "a", x, HK_DTYPE_F32, 1, dims, NULL, &st), &st, HK_INVALID_ARGUMENT,
                 "mpi");
   assert_status(hk_mpi_graph_average(NULL, &out, "a", x, HK_DTYPE_F32, 1, dims, m, &st), &st, HK_INVALID_ARGUMENT,

@@ -54,8 +54,8 @@ static hk_code chief_init_fn(void *user, const hk_scaffold *scaffold, hk_raw_ses
   return hk_raw_session_assign_variable(rs, index, &t, st);
 }
 
-static void add_variable(model *m, hk_handle *out, const char *name, hk_dtype dtype, int32_t rank,
-                         const int64_t *dims, double value, uint32_t flags) {
+static void add_variable(model *m, hk_handle *out, const char *name, hk_dtype dtype, int32_t rank, const int64_t *dims,
+                         double value, uint32_t flags) {
   hk_variable_def def = HK_VARIABLE_DEF_INIT;
   hk_status st = HK_STATUS_INIT;
   def.name = name;
@@ -218,10 +218,10 @@ static void test_constructors_reject_null_arguments_and_the_chief_as_a_worker(vo
 typedef struct program {
   float w[4];
   double b[2];
-  float loss;      /* HK_LOOP_NO_CHECKPOINT: per rank */
-  int64_t step;    /* program-owned global step */
-  uint64_t rng;    /* opaque state: per rank */
-  float extra[2];  /* only on the rank with another model */
+  float loss;     /* HK_LOOP_NO_CHECKPOINT: per rank */
+  int64_t step;   /* program-owned global step */
+  uint64_t rng;   /* opaque state: per rank */
+  float extra[2]; /* only on the rank with another model */
 } program;
 
 static hk_code state_save(void *user, void *dst, size_t size, hk_status *st) {

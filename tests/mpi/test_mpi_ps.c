@@ -72,28 +72,28 @@ typedef struct progress {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int64_t gs;
-  int64_t stop_at;        /* the waiting thread requests a stop once gs reaches it */
+  int64_t stop_at; /* the waiting thread requests a stop once gs reaches it */
   hk_coordinator *coord;
 } progress;
 
 typedef struct record {
   size_t gs_index, w_index;
   int chief;
-  double sleep_secs;     /* before each run: slows a worker down */
+  double sleep_secs; /* before each run: slows a worker down */
   int runs;
-  int64_t first_gs;      /* the global step after the first run's push (-1: none) */
-  int64_t last_gs;       /* after the last run */
-  int64_t final_gs;      /* at end() */
+  int64_t first_gs; /* the global step after the first run's push (-1: none) */
+  int64_t last_gs;  /* after the last run */
+  int64_t final_gs; /* at end() */
   float final_w[4];
   int inconsistent_steps; /* chief: steps whose w does not add up to the global step */
   int ended;
-  int64_t hold_from;     /* > 0: before a run once last_gs >= hold_from, wait for hold_rank's gate message */
+  int64_t hold_from; /* > 0: before a run once last_gs >= hold_from, wait for hold_rank's gate message */
   int hold_rank;
-  int held;              /* that message was received */
+  int held;               /* that message was received */
   int notify_after_first; /* after the first run, send a gate message to every worker but itself */
-  int64_t notify_at;     /* > 0: after the run that ends at this global step, a gate message to notify_rank */
+  int64_t notify_at;      /* > 0: after the run that ends at this global step, a gate message to notify_rank */
   int notify_rank;
-  progress *progress;    /* the chief's, when a thread waits for it */
+  progress *progress; /* the chief's, when a thread waits for it */
 } record;
 
 static void read_state(hk_raw_session *rs, const record *r, int64_t *gs, float w[4]) {
@@ -221,9 +221,9 @@ static void ps_build(ps_rank *p, int w_len) {
     assert_ok(hk_tensor_init(&dt, HK_DTYPE_F32, 1, dims, delta, &st), &st);
     assert_ok(hk_graph_constant(p->g, &d, "delta", &dt, &st), &st);
     assert_ok(hk_graph_assign_add(p->g, &p->train, "train", p->w, d, &st), &st);
-    assert_ok(hk_mpi_ps_worker_ready_ops(p->ps, p->g, &so.ready_op, &so.ready_for_local_init_op, &so.local_init_op,
-                                         &st),
-              &st);
+    assert_ok(
+        hk_mpi_ps_worker_ready_ops(p->ps, p->g, &so.ready_op, &so.ready_for_local_init_op, &so.local_init_op, &st),
+        &st);
     assert_ok(hk_mpi_ps_worker_executor_new(&p->wex, p->ps, ex, &st), &st);
     assert_ok(hk_mpi_ps_worker_hook_new(&p->role, p->ps, &st), &st);
   }
@@ -713,8 +713,7 @@ static void test_constructors_reject_bad_arguments_and_the_wrong_role(void) {
     /* A graph without a global step cannot be served. */
     assert_status(hk_mpi_ps_serve_op(&a, ps, g, "serve", &st), &st, HK_INVALID_ARGUMENT, "global step");
     assert_status(hk_mpi_ps_worker_ready_ops(ps, g, &a, &b, &c, &st), &st, HK_INVALID_ARGUMENT, "chief");
-    assert_status(hk_mpi_ps_worker_executor_new(&ex, ps, hk_graph_executor(g), &st), &st, HK_INVALID_ARGUMENT,
-                  "chief");
+    assert_status(hk_mpi_ps_worker_executor_new(&ex, ps, hk_graph_executor(g), &st), &st, HK_INVALID_ARGUMENT, "chief");
     assert_status(hk_mpi_ps_worker_hook_new(&h, ps, &st), &st, HK_INVALID_ARGUMENT, "chief");
     assert_ok(hk_graph_get_or_create_global_step(g, &gs, &st), &st);
     assert_status(hk_mpi_ps_serve_op(&a, ps, g, NULL, &st), &st, HK_INVALID_ARGUMENT, "name");

@@ -65,13 +65,13 @@ typedef struct trainer {
   hk_mpi *mpi;
   hk_graph *g;
   hk_handle gs, train, new_gs;
-  hk_hook *stop;     /* the MPI stop hook */
-  hk_hook *stop_at;  /* StopAtStep, on some ranks */
-  spy_hook *spy;     /* a custom hook, on some ranks */
+  hk_hook *stop;    /* the MPI stop hook */
+  hk_hook *stop_at; /* StopAtStep, on some ranks */
+  spy_hook *spy;    /* a custom hook, on some ranks */
   hk_hook *hooks[3];
   size_t nhooks;
   hk_session *s;
-  int64_t last_gs;   /* the global step after the last run */
+  int64_t last_gs; /* the global step after the last run */
   int steps;
 } trainer;
 
@@ -156,7 +156,8 @@ static void assert_every_rank_at(trainer *t, int64_t want) {
   assert_true(mpi_size() <= 64);
   mpi_allgather_i64(t->last_gs, all);
   for (int r = 0; r < mpi_size(); r++)
-    if (all[r] != want) fail_msg("rank %d stopped at global step %lld, not %lld", r, (long long)all[r], (long long)want);
+    if (all[r] != want)
+      fail_msg("rank %d stopped at global step %lld, not %lld", r, (long long)all[r], (long long)want);
   assert_int_equal(t->steps, want);
 }
 
@@ -348,8 +349,7 @@ static void test_a_second_stop_hook_handling_signals_in_the_process_fails_begin(
 
 /* ---- the host loop -------------------------------------------------------------------- */
 
-static hk_loop *new_loop(hk_env *env, hk_hook **hooks, size_t nhooks, int handle_signals, int64_t last_step,
-                         float *w) {
+static hk_loop *new_loop(hk_env *env, hk_hook **hooks, size_t nhooks, int handle_signals, int64_t last_step, float *w) {
   hk_loop_options o;
   hk_status st = HK_STATUS_INIT;
   hk_loop *loop = NULL;
@@ -454,8 +454,8 @@ static void run_program(hk_mpi *mpi, hk_env *env, const char *dir, int64_t last_
   int64_t stops[64];
   mpi_allgather_i64(hk_loop_should_stop(loop), stops);
   for (int r = 0; r < mpi_size(); r++)
-    if (stops[r] != stops[0]) fail_msg("after the start rank %d should stop: %lld, rank 0: %lld", r,
-                                       (long long)stops[r], (long long)stops[0]);
+    if (stops[r] != stops[0])
+      fail_msg("after the start rank %d should stop: %lld, rank 0: %lld", r, (long long)stops[r], (long long)stops[0]);
   *steps = 0;
   while (!hk_loop_should_stop(loop) && *steps < 50) {
     assert_ok(hk_loop_step_begin(loop, step, &st), &st);
@@ -477,11 +477,11 @@ static void test_host_loop_restarted_at_the_chiefs_last_step_stops_every_rank_be
   char *dir = mpi_rank() == 0 ? test_tmpdir_new("mpi-stop-restart") : NULL;
   int64_t step = -1, all[64];
   int steps = -1;
-  run_program(mpi, &env, dir, 4, &step, &steps);   /* the first job: 4 steps, the chief saves step 4 */
+  run_program(mpi, &env, dir, 4, &step, &steps); /* the first job: 4 steps, the chief saves step 4 */
   mpi_allgather_i64(step, all);
   for (int r = 0; r < mpi_size(); r++) assert_int_equal(all[r], 4);
   assert_int_equal(steps, 4);
-  run_program(mpi, &env, dir, 4, &step, &steps);   /* the relaunch: the chief restores step 4 */
+  run_program(mpi, &env, dir, 4, &step, &steps); /* the relaunch: the chief restores step 4 */
   assert_int_equal(steps, 0);
   mpi_allgather_i64(step, all);
   for (int r = 0; r < mpi_size(); r++) assert_int_equal(all[r], 4);

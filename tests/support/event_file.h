@@ -44,14 +44,14 @@ typedef struct ev_value {
   float simple;
   /* histo */
   double min, max, num, sum, sum_squares;
-  size_t nbuckets;     /* bucket_limit and bucket counts (must be equal) */
+  size_t nbuckets; /* bucket_limit and bucket counts (must be equal) */
   double *limits;
   double *counts;
   /* tensor */
   int dtype;
   int has_shape;
   int rank;
-  char *string_val;    /* NUL-terminated copy of the one string_val */
+  char *string_val; /* NUL-terminated copy of the one string_val */
   size_t string_len;
   int nstring_val;
   /* metadata */
@@ -81,19 +81,19 @@ typedef struct ev_event {
   double wall;
   int64_t step;
   char version[64];
-  int status;            /* SessionLog */
+  int status; /* SessionLog */
   char path[600];
-  size_t nvalues;        /* Summary */
+  size_t nvalues; /* Summary */
   ev_value *values;
-  char rm_tag[300];      /* TaggedRunMetadata */
-  size_t ndevices;       /* its RunMetadata's step_stats */
+  char rm_tag[300]; /* TaggedRunMetadata */
+  size_t ndevices;  /* its RunMetadata's step_stats */
   ev_device *devices;
 } ev_event;
 
 typedef struct ev_file {
   size_t n;
   ev_event *events;
-  int torn;              /* the file ends in a partial record (not decoded) */
+  int torn; /* the file ends in a partial record (not decoded) */
 } ev_file;
 
 /** Read and decode a whole file; a torn last record sets ->torn when

@@ -94,32 +94,31 @@ typedef enum fake_slot {
 
 /** Which variables a report tensor lists when not scripted. */
 typedef enum fake_report_kind {
-  FAKE_REPORT_ALL = 0,      /**< every uninitialized variable (default ready_op) */
-  FAKE_REPORT_GLOBAL = 1    /**< uninitialized global variables (ready_for_local_init_op) */
+  FAKE_REPORT_ALL = 0,   /**< every uninitialized variable (default ready_op) */
+  FAKE_REPORT_GLOBAL = 1 /**< uninitialized global variables (ready_for_local_init_op) */
 } fake_report_kind;
 
 /** A copy of what the last run received (arrays truncated at FAKE_MAX_RECORD). */
 typedef struct fake_run_record {
   size_t nfeeds, nfetches, ntargets;
-  hk_feed feeds[FAKE_MAX_RECORD];       /**< value.data points at the caller's memory: stale after the run */
-  int64_t feed_i64[FAKE_MAX_RECORD];    /**< first 8 bytes of each scalar feed, as int64 (0 if smaller) */
+  hk_feed feeds[FAKE_MAX_RECORD];    /**< value.data points at the caller's memory: stale after the run */
+  int64_t feed_i64[FAKE_MAX_RECORD]; /**< first 8 bytes of each scalar feed, as int64 (0 if smaller) */
   hk_handle fetches[FAKE_MAX_RECORD];
   hk_handle targets[FAKE_MAX_RECORD];
-  const hk_feed *feeds_ptr;             /**< the array pointers as received */
+  const hk_feed *feeds_ptr; /**< the array pointers as received */
   const hk_handle *fetches_ptr;
   const hk_handle *targets_ptr;
-  int had_options;                      /**< options pointer was non-NULL */
+  int had_options; /**< options pointer was non-NULL */
   const hk_run_options *options_ptr;
-  hk_run_options options;               /**< copy (INIT when NULL) */
-  hk_run_metadata *metadata;            /**< metadata pointer received (may be NULL) */
-  void *session;                        /**< raw session it ran on */
-  hk_code code;                         /**< what the run returned */
+  hk_run_options options;    /**< copy (INIT when NULL) */
+  hk_run_metadata *metadata; /**< metadata pointer received (may be NULL) */
+  void *session;             /**< raw session it ran on */
+  hk_code code;              /**< what the run returned */
 } fake_run_record;
 
 /** Called at the start of every run (before failure scripting). A non-OK
  *  return fails the run with it. */
-typedef hk_code (*fake_run_fn)(void *user, fake_executor *fx, const hk_run_args *args,
-                               hk_status *status);
+typedef hk_code (*fake_run_fn)(void *user, fake_executor *fx, const hk_run_args *args, hk_status *status);
 
 /**
  * Create a fake executor and its hk_executor. `env` is given to
@@ -145,8 +144,8 @@ const hk_executor_vtable *fake_executor_vtable(void);
 /* ---- declarations (allowed before and after finalize; tests own them) ---- */
 
 /** Plain tensor; `name` "op:k" or "op" (= "op:0"). Value zero-filled. */
-hk_handle fake_executor_add_tensor(fake_executor *fx, const char *name, hk_dtype dtype,
-                                   int32_t rank, const int64_t *dims);
+hk_handle fake_executor_add_tensor(fake_executor *fx, const char *name, hk_dtype dtype, int32_t rank,
+                                   const int64_t *dims);
 /** Set a plain tensor's value (nbytes of its shape copied from data). */
 void fake_executor_set_value(fake_executor *fx, hk_handle tensor, const void *data);
 /** Convenience: int64 scalar tensor with a value. */
@@ -177,8 +176,7 @@ hk_handle fake_executor_add_report(fake_executor *fx, const char *name, fake_rep
  * Script a report: its next `times` evaluations (FAKE_FOREVER: all) return
  * `names` (copied, up to FAKE_MAX_NAMES); then it falls back to its kind.
  */
-void fake_executor_script_report(fake_executor *fx, hk_handle report, const char *const *names,
-                                 size_t n, int times);
+void fake_executor_script_report(fake_executor *fx, hk_handle report, const char *const *names, size_t n, int times);
 /** @return how many times the report was evaluated. */
 int fake_executor_report_evals(const fake_executor *fx, hk_handle report);
 
@@ -198,8 +196,7 @@ hk_handle fake_executor_default_handle(const fake_executor *fx, hk_default_op ki
  * `nth` <= 0 clears the script for that slot. Calls are counted from the
  * moment of this call. For FAKE_RUN a failed run still counts as a run.
  */
-void fake_executor_fail(fake_executor *fx, fake_slot slot, int nth, int count, hk_code code,
-                        const char *message);
+void fake_executor_fail(fake_executor *fx, fake_slot slot, int nth, int count, hk_code code, const char *message);
 /** Install a callback called at the start of each run. NULL removes it. */
 void fake_executor_on_run(fake_executor *fx, fake_run_fn fn, void *user);
 /** Hide the `describe` and `default_op` behaviours: they return UNIMPLEMENTED. */

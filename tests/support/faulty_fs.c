@@ -15,8 +15,8 @@ typedef struct faulty_file {
 } faulty_file;
 
 static const char *const slot_names[FAULTY_FS_NSLOTS] = {
-    "open_read", "create_excl", "read_at", "write", "size",  "sync", "close", "sync_dir",
-    "rename",    "unlink",      "stat",    "list",  "mkdir", "map",  "unmap", "lock", "unlock",
+    "open_read", "create_excl", "read_at", "write", "size", "sync",  "close", "sync_dir", "rename",
+    "unlink",    "stat",        "list",    "mkdir", "map",  "unmap", "lock",  "unlock",
 };
 
 typedef struct faulty_map {
@@ -250,8 +250,8 @@ static hk_code ff_write(void *user, hk_fs_file *f, const void *buf, size_t len, 
 
 /* Counted, failed, shortened and space-limited exactly as a write: to the
  * tests it is one (the library writes a data file with it). */
-static hk_code ff_write_at(void *user, hk_fs_file *f, const void *buf, size_t len, uint64_t offset,
-                           size_t *nwritten, hk_status *st) {
+static hk_code ff_write_at(void *user, hk_fs_file *f, const void *buf, size_t len, uint64_t offset, size_t *nwritten,
+                           hk_status *st) {
   faulty_fs *ff = user;
   faulty_file *w = (faulty_file *)f;
   size_t want = len;

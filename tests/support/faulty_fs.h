@@ -92,16 +92,16 @@ typedef struct faulty_fs {
   /* counters (zeroed by init, reset and arming) */
   long calls[FAULTY_FS_NSLOTS]; /* every call, injected ones included */
   long total_calls;
-  long injected;                /* failures injected */
-  uint64_t bytes_written;       /* through write, to the real files */
-  long open_handles;            /* opened and not yet closed (not reset) */
-  long open_maps;               /* mapped and not yet unmapped (not reset) */
-  long open_locks;              /* locked and not yet unlocked (not reset) */
-  int no_map;                   /* map answers UNIMPLEMENTED, uncounted */
-  int no_lock;                  /* lock answers UNIMPLEMENTED, uncounted */
+  long injected;          /* failures injected */
+  uint64_t bytes_written; /* through write, to the real files */
+  long open_handles;      /* opened and not yet closed (not reset) */
+  long open_maps;         /* mapped and not yet unmapped (not reset) */
+  long open_locks;        /* locked and not yet unlocked (not reset) */
+  int no_map;             /* map answers UNIMPLEMENTED, uncounted */
+  int no_lock;            /* lock answers UNIMPLEMENTED, uncounted */
   /* the failure rule */
-  int fail_slot;  /* a faulty_fs_slot or FAULTY_FS_ANY */
-  long fail_at;   /* -1: off */
+  int fail_slot; /* a faulty_fs_slot or FAULTY_FS_ANY */
+  long fail_at;  /* -1: off */
   int fail_forever;
   int fail_errno; /* nonzero: map it (H9); else fail_code */
   hk_code fail_code;
@@ -109,11 +109,11 @@ typedef struct faulty_fs {
   long eligible[FAULTY_FS_NSLOTS];
   long eligible_total;
   /* write limits */
-  size_t max_write;  /* 0: unlimited */
+  size_t max_write; /* 0: unlimited */
   int space_limited;
-  uint64_t space;    /* total bytes writable when space_limited */
+  uint64_t space; /* total bytes writable when space_limited */
   /* the last injected failure, for diagnostics */
-  int last_slot;     /* -1: none yet */
+  int last_slot; /* -1: none yet */
   char last_path[FAULTY_FS_PATH_MAX];
 } faulty_fs;
 

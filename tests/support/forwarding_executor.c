@@ -98,15 +98,14 @@ static hk_code f_control(void *self, int op, void *arg, hk_status *st) {
 static void f_destroy(void *self) { hk_env_free(hk_executor_env(inner(self)), self); }
 
 /* The two kinds differ only in f_control (w->kind) and in their names. */
-#define FWD_VTABLE(label)                                                                             \
-  {                                                                                                   \
-    .version = HK_EXECUTOR_VTABLE_VERSION, .name = label, .resolve_tensor = f_resolve_tensor,           \
-    .resolve_op = f_resolve_op, .handle_name = f_handle_name, .finalize = f_finalize,                    \
-    .is_finalized = f_is_finalized, .open = f_open, .close = f_close, .run = f_run,                      \
-    .variable_count = f_variable_count, .variable_info = f_variable_info, .variable_read = f_variable_read, \
-    .variable_assign = f_variable_assign, .role_get = f_role_get, .role_add = f_role_add,                 \
-    .default_op = f_default_op, .describe = f_describe, .control = f_control, .destroy = f_destroy,       \
-    .variable_storage = f_variable_storage,                                                             \
+#define FWD_VTABLE(label)                                                                                             \
+  {                                                                                                                   \
+    .version = HK_EXECUTOR_VTABLE_VERSION, .name = label, .resolve_tensor = f_resolve_tensor,                         \
+    .resolve_op = f_resolve_op, .handle_name = f_handle_name, .finalize = f_finalize, .is_finalized = f_is_finalized, \
+    .open = f_open, .close = f_close, .run = f_run, .variable_count = f_variable_count,                               \
+    .variable_info = f_variable_info, .variable_read = f_variable_read, .variable_assign = f_variable_assign,         \
+    .role_get = f_role_get, .role_add = f_role_add, .default_op = f_default_op, .describe = f_describe,               \
+    .control = f_control, .destroy = f_destroy, .variable_storage = f_variable_storage,                               \
   }
 
 static const hk_executor_vtable right_vtable = FWD_VTABLE("forwarding (right)");
@@ -114,7 +113,8 @@ static const hk_executor_vtable wrong_vtable = FWD_VTABLE("forwarding (wrong)");
 
 hk_code forwarding_executor_new(hk_executor **out, hk_executor *in, forwarding_kind kind, hk_status *st) {
   if (out) *out = NULL;
-  if (!out || !in) return hk_status_set(st, HK_INVALID_ARGUMENT, "forwarding_executor_new: %s is NULL", out ? "inner" : "out");
+  if (!out || !in)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "forwarding_executor_new: %s is NULL", out ? "inner" : "out");
   const hk_env *env = hk_executor_env(in);
   fwd *w = hk_env_calloc(env, 1, sizeof *w);
   if (!w) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "forwarding_executor_new: out of memory");

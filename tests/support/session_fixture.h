@@ -26,9 +26,9 @@
  * runs such as init ops and readiness checks are left alone). */
 typedef struct train_fault {
   hk_handle train;
-  int remaining;      /* FAKE_FOREVER or count */
+  int remaining; /* FAKE_FOREVER or count */
   hk_code code;
-  int seen;           /* runs targeting train */
+  int seen; /* runs targeting train */
 } train_fault;
 
 typedef struct session_fixture {
@@ -42,12 +42,12 @@ typedef struct session_fixture {
   hk_session_options opts;
   hk_session *s;
   hk_scaffold *scaffold;
-  hk_session_manager *sm;   /* freed by teardown, so a failed assertion leaks nothing */
+  hk_session_manager *sm; /* freed by teardown, so a failed assertion leaks nothing */
   hk_raw_session *rs;
   fake_executor *other;
   hk_status st;
-  train_fault tf;    /* armed by session_fixture_fail_train() */
-  int aux;           /* scratch for actions */
+  train_fault tf; /* armed by session_fixture_fail_train() */
+  int aux;        /* scratch for actions */
   hk_code aux_rc;
   hk_status aux_st;
 } session_fixture;
@@ -71,8 +71,8 @@ fake_executor *fake_training_executor(test_env *te, hk_executor **ex, hk_handle 
 /* ---- one-hook sessions (test_stop_at_step, test_global_step_waiter) ---- */
 
 /** hk_session_new of `kind` over ex, with *hook as the only hook and scaffold (may be NULL). */
-hk_code one_hook_session_new(hk_session **out, const hk_env *env, hk_session_kind kind, hk_executor *ex,
-                             hk_hook **hook, hk_scaffold *scaffold, hk_status *st);
+hk_code one_hook_session_new(hk_session **out, const hk_env *env, hk_session_kind kind, hk_executor *ex, hk_hook **hook,
+                             hk_scaffold *scaffold, hk_status *st);
 
 /** Close (ignoring the result: teardown of a test that may have failed half-way) and free; NULL is a no-op. */
 void session_close_and_free(hk_session *s);

@@ -85,8 +85,8 @@ typedef hk_code (*spy_action_fn)(spy_hook *spy, spy_slot slot, void *arg, hk_sta
 
 typedef struct spy_script {
   int active;
-  int start;      /* call number (1-based, absolute) of the first affected call */
-  int remaining;  /* SPY_FOREVER or the number of calls still affected */
+  int start;     /* call number (1-based, absolute) of the first affected call */
+  int remaining; /* SPY_FOREVER or the number of calls still affected */
   hk_code code;
   char message[HK_STATUS_MESSAGE_MAX];
 } spy_script;
@@ -94,12 +94,12 @@ typedef struct spy_script {
 struct spy_hook {
   char name[48];
   hk_hook *hook;
-  spy_log *log;                 /* may be NULL */
+  spy_log *log; /* may be NULL */
   int calls[SPY__NSLOTS];
 
   /* before_run request */
   int request_enabled;
-  hk_run_request request;       /* arrays below are what the request points at by default */
+  hk_run_request request; /* arrays below are what the request points at by default */
   hk_handle fetches[SPY_MAX];
   hk_feed feeds[SPY_MAX];
   hk_handle targets[SPY_MAX];
@@ -114,7 +114,7 @@ struct spy_hook {
   hk_run_options last_options;
   const hk_run_options *last_options_ptr;
   hk_run_metadata *last_metadata;
-  int stop_seen_in_after_run;   /* stop_requested() on entry to the last after_run */
+  int stop_seen_in_after_run;    /* stop_requested() on entry to the last after_run */
   int stop_seen_in_after_create; /* creation_context_stop_requested() on entry to the last after_create_session */
   const hk_run_args *last_ctx_args;
   hk_raw_session *last_ctx_session;

@@ -10,8 +10,7 @@
 
 /* Library threads update the mocks' fields: every read takes the mock's mutex. */
 
-static double locked_double(pthread_mutex_t *mu, const double *field)
-{
+static double locked_double(pthread_mutex_t *mu, const double *field) {
   double v;
   pthread_mutex_lock(mu);
   v = *field;
@@ -19,8 +18,7 @@ static double locked_double(pthread_mutex_t *mu, const double *field)
   return v;
 }
 
-static long locked_long(pthread_mutex_t *mu, const long *field)
-{
+static long locked_long(pthread_mutex_t *mu, const long *field) {
   long v;
   pthread_mutex_lock(mu);
   v = *field;
@@ -30,20 +28,17 @@ static long locked_long(pthread_mutex_t *mu, const long *field)
 
 /* ---- clock -------------------------------------------------------------- */
 
-static double clock_monotonic(void *user)
-{
+static double clock_monotonic(void *user) {
   test_clock *c = user;
   return locked_double(&c->mu, &c->now);
 }
 
-static double clock_wall(void *user)
-{
+static double clock_wall(void *user) {
   test_clock *c = user;
   return locked_double(&c->mu, &c->wall);
 }
 
-static void clock_sleep(void *user, double secs)
-{
+static void clock_sleep(void *user, double secs) {
   test_clock *c = user;
   pthread_mutex_lock(&c->mu);
   if (secs > 0) {
@@ -51,22 +46,19 @@ static void clock_sleep(void *user, double secs)
     c->wall += secs;
     c->total_slept += secs;
   }
-  if (c->nsleeps < TEST_CLOCK_MAX_SLEEPS)
-    c->sleeps[c->nsleeps] = secs;
+  if (c->nsleeps < TEST_CLOCK_MAX_SLEEPS) c->sleeps[c->nsleeps] = secs;
   c->nsleeps++;
   pthread_mutex_unlock(&c->mu);
 }
 
-void test_clock_init(test_clock *c)
-{
+void test_clock_init(test_clock *c) {
   memset(c, 0, sizeof(*c));
   pthread_mutex_init(&c->mu, NULL);
   c->now = 1000.0;
   c->wall = 1.7e9;
 }
 
-void test_clock_bind(test_clock *c, hk_clock *out)
-{
+void test_clock_bind(test_clock *c, hk_clock *out) {
   out->monotonic = clock_monotonic;
   out->wall = clock_wall;
   out->sleep = clock_sleep;
@@ -75,8 +67,7 @@ void test_clock_bind(test_clock *c, hk_clock *out)
 
 double test_clock_now(test_clock *c) { return clock_monotonic(c); }
 
-void test_clock_advance(test_clock *c, double secs)
-{
+void test_clock_advance(test_clock *c, double secs) {
   pthread_mutex_lock(&c->mu);
   c->now += secs;
   c->wall += secs;
@@ -85,8 +76,7 @@ void test_clock_advance(test_clock *c, double secs)
 
 double test_clock_total_slept(test_clock *c) { return locked_double(&c->mu, &c->total_slept); }
 
-int test_clock_nsleeps(test_clock *c)
-{
+int test_clock_nsleeps(test_clock *c) {
   int n;
   pthread_mutex_lock(&c->mu);
   n = c->nsleeps;
@@ -94,8 +84,7 @@ int test_clock_nsleeps(test_clock *c)
   return n;
 }
 
-void test_clock_reset_sleeps(test_clock *c)
-{
+void test_clock_reset_sleeps(test_clock *c) {
   pthread_mutex_lock(&c->mu);
   c->nsleeps = 0;
   c->total_slept = 0;
@@ -115,11 +104,9 @@ typedef union block_header {
   max_align_t align;
 } block_header;
 
-static int should_fail(test_alloc *a)
-{
+static int should_fail(test_alloc *a) {
   long n = a->attempts++;
-  if (a->fail_at < 0)
-    return 0;
+  if (a->fail_at < 0) return 0;
   if (n == a->fail_at || (a->fail_forever && n > a->fail_at)) {
     a->nfailed++;
     return 1;
@@ -127,8 +114,7 @@ static int should_fail(test_alloc *a)
   return 0;
 }
 
-static void *alloc_alloc(void *user, size_t size)
-{
+static void *alloc_alloc(void *user, size_t size) {
   test_alloc *a = user;
   block_header *b;
   pthread_mutex_lock(&a->mu);
@@ -148,12 +134,10 @@ static void *alloc_alloc(void *user, size_t size)
   return b ? (void *)(b + 1) : NULL;
 }
 
-static void alloc_free(void *user, void *ptr)
-{
+static void alloc_free(void *user, void *ptr) {
   test_alloc *a = user;
   block_header *b;
-  if (ptr == NULL)
-    return;
+  if (ptr == NULL) return;
   b = (block_header *)ptr - 1;
   pthread_mutex_lock(&a->mu);
   if (b->h.magic != ALLOC_MAGIC) {
@@ -168,13 +152,11 @@ static void alloc_free(void *user, void *ptr)
   free(b);
 }
 
-static void *alloc_realloc(void *user, void *ptr, size_t size)
-{
+static void *alloc_realloc(void *user, void *ptr, size_t size) {
   test_alloc *a = user;
   block_header *b, *nb;
   size_t old;
-  if (ptr == NULL)
-    return alloc_alloc(user, size);
+  if (ptr == NULL) return alloc_alloc(user, size);
   b = (block_header *)ptr - 1;
   pthread_mutex_lock(&a->mu);
   if (b->h.magic != ALLOC_MAGIC) {
@@ -196,23 +178,20 @@ static void *alloc_realloc(void *user, void *ptr, size_t size)
   return nb ? (void *)(nb + 1) : NULL;
 }
 
-void test_alloc_init(test_alloc *a)
-{
+void test_alloc_init(test_alloc *a) {
   memset(a, 0, sizeof(*a));
   pthread_mutex_init(&a->mu, NULL);
   a->fail_at = -1;
 }
 
-void test_alloc_bind(test_alloc *a, hk_allocator *out)
-{
+void test_alloc_bind(test_alloc *a, hk_allocator *out) {
   out->alloc = alloc_alloc;
   out->realloc = alloc_realloc;
   out->free = alloc_free;
   out->user = a;
 }
 
-void test_alloc_fail_at(test_alloc *a, long n, int forever)
-{
+void test_alloc_fail_at(test_alloc *a, long n, int forever) {
   pthread_mutex_lock(&a->mu);
   a->attempts = 0;
   a->fail_at = n;
@@ -220,8 +199,7 @@ void test_alloc_fail_at(test_alloc *a, long n, int forever)
   pthread_mutex_unlock(&a->mu);
 }
 
-void test_alloc_reset_counts(test_alloc *a)
-{
+void test_alloc_reset_counts(test_alloc *a) {
   pthread_mutex_lock(&a->mu);
   a->nalloc = a->nrealloc = a->nfree = a->attempts = a->nfailed = 0;
   a->fail_at = -1;
@@ -229,8 +207,7 @@ void test_alloc_reset_counts(test_alloc *a)
   pthread_mutex_unlock(&a->mu);
 }
 
-long test_alloc_count(test_alloc *a)
-{
+long test_alloc_count(test_alloc *a) {
   long n;
   pthread_mutex_lock(&a->mu);
   n = a->nalloc + a->nrealloc;
@@ -242,30 +219,26 @@ long test_alloc_live(test_alloc *a) { return locked_long(&a->mu, &a->live); }
 
 /* ---- log ---------------------------------------------------------------- */
 
-static const char *level_name(int level)
-{
+static const char *level_name(int level) {
   switch (level) {
-  case HK_LOG_DEBUG: return "DEBUG";
-  case HK_LOG_INFO: return "INFO";
-  case HK_LOG_WARNING: return "WARNING";
-  case HK_LOG_ERROR: return "ERROR";
-  default: return "?";
+    case HK_LOG_DEBUG: return "DEBUG";
+    case HK_LOG_INFO: return "INFO";
+    case HK_LOG_WARNING: return "WARNING";
+    case HK_LOG_ERROR: return "ERROR";
+    default: return "?";
   }
 }
 
-void test_log_init(test_log *l)
-{
+void test_log_init(test_log *l) {
   memset(l, 0, sizeof(*l));
   pthread_mutex_init(&l->mu, NULL);
   l->echo = getenv("HOOKED_TEST_ECHO_LOG") != NULL;
 }
 
-void test_log_sink(void *user, hk_log_level level, const char *msg)
-{
+void test_log_sink(void *user, hk_log_level level, const char *msg) {
   test_log *l = user;
   pthread_mutex_lock(&l->mu);
-  if (l->echo)
-    fprintf(stderr, "[log %s] %s\n", level_name((int)level), msg);
+  if (l->echo) fprintf(stderr, "[log %s] %s\n", level_name((int)level), msg);
   if (l->n < TEST_LOG_MAX_LINES) {
     l->lines[l->n].level = level;
     snprintf(l->lines[l->n].text, TEST_LOG_LINE_MAX, "%s", msg ? msg : "(null)");
@@ -276,44 +249,36 @@ void test_log_sink(void *user, hk_log_level level, const char *msg)
   pthread_mutex_unlock(&l->mu);
 }
 
-int test_log_count(test_log *l, int level, const char *substr)
-{
+int test_log_count(test_log *l, int level, const char *substr) {
   size_t i;
   int n = 0;
   pthread_mutex_lock(&l->mu);
   for (i = 0; i < l->n; i++) {
-    if (level >= 0 && (int)l->lines[i].level != level)
-      continue;
-    if (substr == NULL || strstr(l->lines[i].text, substr))
-      n++;
+    if (level >= 0 && (int)l->lines[i].level != level) continue;
+    if (substr == NULL || strstr(l->lines[i].text, substr)) n++;
   }
   pthread_mutex_unlock(&l->mu);
   return n;
 }
 
-void test_log_dump(test_log *l)
-{
+void test_log_dump(test_log *l) {
   size_t i;
   pthread_mutex_lock(&l->mu);
   fprintf(stderr, "---- captured log (%zu lines, %zu dropped) ----\n", l->n, l->dropped);
-  for (i = 0; i < l->n; i++)
-    fprintf(stderr, "  %s: %s\n", level_name((int)l->lines[i].level), l->lines[i].text);
+  for (i = 0; i < l->n; i++) fprintf(stderr, "  %s: %s\n", level_name((int)l->lines[i].level), l->lines[i].text);
   fprintf(stderr, "----\n");
   pthread_mutex_unlock(&l->mu);
 }
 
-int test_log_has(test_log *l, int level, const char *substr)
-{
-  if (test_log_count(l, level, substr) > 0)
-    return 1;
+int test_log_has(test_log *l, int level, const char *substr) {
+  if (test_log_count(l, level, substr) > 0) return 1;
   fprintf(stderr, "expected a %s log line containing \"%s\"\n", level < 0 ? "any-level" : level_name(level),
           substr ? substr : "");
   test_log_dump(l);
   return 0;
 }
 
-void test_log_clear(test_log *l)
-{
+void test_log_clear(test_log *l) {
   pthread_mutex_lock(&l->mu);
   l->n = 0;
   l->dropped = 0;
@@ -322,8 +287,7 @@ void test_log_clear(test_log *l)
 
 /* ---- env ---------------------------------------------------------------- */
 
-test_env *test_env_new(void)
-{
+test_env *test_env_new(void) {
   test_env *te = calloc(1, sizeof(*te));
   if (te == NULL) {
     fprintf(stderr, "test_env_new: out of memory\n");
@@ -342,8 +306,7 @@ test_env *test_env_new(void)
   return te;
 }
 
-void test_env_log_only(test_env *te, hk_env *out)
-{
+void test_env_log_only(test_env *te, hk_env *out) {
   hk_env e = HK_ENV_INIT;
   e.log = test_log_sink;
   e.log_user = &te->log;
@@ -351,27 +314,22 @@ void test_env_log_only(test_env *te, hk_env *out)
   *out = e;
 }
 
-void test_env_free(test_env *te)
-{
-  if (te == NULL)
-    return;
+void test_env_free(test_env *te) {
+  if (te == NULL) return;
   pthread_mutex_destroy(&te->clock.mu);
   pthread_mutex_destroy(&te->alloc.mu);
   pthread_mutex_destroy(&te->log.mu);
   free(te);
 }
 
-int test_env_release(test_env *te)
-{
+int test_env_release(test_env *te) {
   long live = test_alloc_live(&te->alloc);
-  if (live != 0)
-    fprintf(stderr, "teardown: %ld blocks leaked through the env allocator\n", live);
+  if (live != 0) fprintf(stderr, "teardown: %ld blocks leaked through the env allocator\n", live);
   test_env_free(te);
   return live == 0 ? 0 : -1;
 }
 
-void test_sleep_real_ms(long ms)
-{
+void test_sleep_real_ms(long ms) {
   struct timespec ts;
   ts.tv_sec = ms / 1000;
   ts.tv_nsec = (ms % 1000) * 1000000L;
@@ -380,19 +338,17 @@ void test_sleep_real_ms(long ms)
 
 /* ---- status ------------------------------------------------------------- */
 
-int test_status_is(hk_code rc, const hk_status *st, hk_code code, const char *substr)
-{
+int test_status_is(hk_code rc, const hk_status *st, hk_code code, const char *substr) {
   int ok = rc == code;
   /* For OK only the return code is checked: whether a success also rewrites
    * the status object is tested explicitly where it matters. */
   if (st && code != HK_OK) {
     ok = ok && st->code == code;
-    if (substr)
-      ok = ok && strstr(st->message, substr) != NULL;
+    if (substr) ok = ok && strstr(st->message, substr) != NULL;
   }
   if (!ok)
-    fprintf(stderr, "expected %s%s%s%s, got rc=%s status=%s \"%s\"\n", hk_code_name(code),
-            substr ? " with \"" : "", substr ? substr : "", substr ? "\"" : "", hk_code_name(rc),
-            st ? hk_code_name(st->code) : "-", st ? st->message : "");
+    fprintf(stderr, "expected %s%s%s%s, got rc=%s status=%s \"%s\"\n", hk_code_name(code), substr ? " with \"" : "",
+            substr ? substr : "", substr ? "\"" : "", hk_code_name(rc), st ? hk_code_name(st->code) : "-",
+            st ? st->message : "");
   return ok;
 }

@@ -46,7 +46,7 @@ extern "C" {
 
 typedef struct test_clock {
   pthread_mutex_t mu;
-  double now;            /* monotonic */
+  double now; /* monotonic */
   double wall;
   double total_slept;
   int nsleeps;
@@ -55,15 +55,15 @@ typedef struct test_clock {
 
 typedef struct test_alloc {
   pthread_mutex_t mu;
-  long nalloc;          /* successful alloc calls */
-  long nrealloc;        /* successful realloc calls */
-  long nfree;           /* free calls with a non-NULL pointer */
-  long attempts;        /* alloc + realloc attempts, failed included */
-  long nfailed;         /* injected failures */
-  long live;            /* blocks currently allocated */
+  long nalloc;   /* successful alloc calls */
+  long nrealloc; /* successful realloc calls */
+  long nfree;    /* free calls with a non-NULL pointer */
+  long attempts; /* alloc + realloc attempts, failed included */
+  long nfailed;  /* injected failures */
+  long live;     /* blocks currently allocated */
   long live_bytes;
-  long fail_at;         /* attempt index to fail (0-based), -1: never */
-  int fail_forever;     /* nonzero: every attempt from fail_at fails */
+  long fail_at;     /* attempt index to fail (0-based), -1: never */
+  int fail_forever; /* nonzero: every attempt from fail_at fails */
 } test_alloc;
 
 typedef struct test_log_line {
@@ -73,14 +73,14 @@ typedef struct test_log_line {
 
 typedef struct test_log {
   pthread_mutex_t mu;
-  size_t n;              /* lines stored (at most TEST_LOG_MAX_LINES) */
+  size_t n; /* lines stored (at most TEST_LOG_MAX_LINES) */
   size_t dropped;
-  int echo;              /* nonzero: also print each line to stderr */
+  int echo; /* nonzero: also print each line to stderr */
   test_log_line lines[TEST_LOG_MAX_LINES];
 } test_log;
 
 typedef struct test_env {
-  hk_env env;            /* points at the three below */
+  hk_env env; /* points at the three below */
   test_clock clock;
   test_alloc alloc;
   test_log log;

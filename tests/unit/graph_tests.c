@@ -14,8 +14,8 @@ void open_rs(fx *f) {
   assert_ok(hk_raw_session_open(&f->rs, f->ex, &st), &st);
 }
 
-hk_handle var_full(fx *f, const char *name, hk_dtype dt, int32_t rank, const int64_t *dims,
-                   hk_init_kind kind, double value, uint32_t flags, void *ext) {
+hk_handle var_full(fx *f, const char *name, hk_dtype dt, int32_t rank, const int64_t *dims, hk_init_kind kind,
+                   double value, uint32_t flags, void *ext) {
   hk_variable_def d = HK_VARIABLE_DEF_INIT;
   hk_status st = HK_STATUS_INIT;
   hk_handle h = HK_NO_HANDLE;
@@ -44,9 +44,8 @@ hk_handle const_f32(fx *f, const char *name, float v) {
   return h;
 }
 
-hk_code run(fx *f, const hk_feed *feeds, size_t nfeeds, const hk_handle *fetches,
-            size_t nfetches, const hk_handle *targets, size_t ntargets, hk_tensor *results,
-            hk_status *st) {
+hk_code run(fx *f, const hk_feed *feeds, size_t nfeeds, const hk_handle *fetches, size_t nfetches,
+            const hk_handle *targets, size_t ntargets, hk_tensor *results, hk_status *st) {
   hk_run_args a;
   memset(&a, 0, sizeof(a));
   a.feeds = feeds;
@@ -80,9 +79,8 @@ hk_handle init_all(fx *f, const char *name) {
 
 /* ---- kernels for tests ---------------------------------------------------- */
 
-hk_code counting_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
-                        size_t ninputs, hk_tensor *outputs, size_t noutputs,
-                        hk_status *status) {
+hk_code counting_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs, hk_tensor *outputs,
+                        size_t noutputs, hk_status *status) {
   counting_op *op = user;
   float sum = op->add;
   size_t i;
@@ -97,8 +95,8 @@ hk_code counting_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inp
   return HK_OK;
 }
 
-hk_handle counting(fx *f, const char *name, counting_op *op, const hk_handle *in, size_t nin,
-                   const hk_handle *ctl, size_t nctl) {
+hk_handle counting(fx *f, const char *name, counting_op *op, const hk_handle *in, size_t nin, const hk_handle *ctl,
+                   size_t nctl) {
   hk_op_def d = HK_OP_DEF_INIT;
   hk_output_spec out = {HK_DTYPE_F32, 0, {0}};
   hk_status st = HK_STATUS_INIT;

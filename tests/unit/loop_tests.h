@@ -48,7 +48,7 @@ typedef struct model {
   int64_t my_step; /* a program-owned global step, when registered */
   int advance;     /* advance my_step in each step */
   int steps_run;
-  spy_log *log;    /* "step" markers between the hooks' events */
+  spy_log *log; /* "step" markers between the hooks' events */
 } model;
 
 void model_init(model *m);

@@ -5,8 +5,7 @@
  */
 #include "session_tests.h"
 
-int setup_kind(void **state, hk_session_kind kind)
-{
+int setup_kind(void **state, hk_session_kind kind) {
   fixture *f = session_fixture_new(kind, 3);
   f->x = fake_executor_add_i64(f->fx, "x", 7);
   f->y = fake_executor_add_i64(f->fx, "y:0", 8);

@@ -25,8 +25,9 @@ int setup_ms(void **state);
 int setup_sms(void **state);
 
 /* The test array's entries: a test for both kinds, or for one. */
-#define BOTH(fn) cmocka_unit_test_setup_teardown(fn, setup_ms, session_fixture_teardown), \
-                 cmocka_unit_test_setup_teardown(fn, setup_sms, session_fixture_teardown)
+#define BOTH(fn)                                                           \
+  cmocka_unit_test_setup_teardown(fn, setup_ms, session_fixture_teardown), \
+      cmocka_unit_test_setup_teardown(fn, setup_sms, session_fixture_teardown)
 #define MS(fn) cmocka_unit_test_setup_teardown(fn, setup_ms, session_fixture_teardown)
 #define SMS(fn) cmocka_unit_test_setup_teardown(fn, setup_sms, session_fixture_teardown)
 

@@ -154,10 +154,14 @@ static void zero_alloc_check(fixture *f, hk_session_kind kind) {
 }
 
 /* H7: a monitored session's run allocates nothing once it has run the same fetches before. */
-static void test_alloc__a_monitored_session_s_steady_state_run_allocates_nothing(void **state) { zero_alloc_check(*state, HK_SESSION_MONITORED); }
+static void test_alloc__a_monitored_session_s_steady_state_run_allocates_nothing(void **state) {
+  zero_alloc_check(*state, HK_SESSION_MONITORED);
+}
 
 /* H7: a singular session's run allocates nothing once it has run the same fetches before. */
-static void test_alloc__a_singular_session_s_steady_state_run_allocates_nothing(void **state) { zero_alloc_check(*state, HK_SESSION_SINGULAR); }
+static void test_alloc__a_singular_session_s_steady_state_run_allocates_nothing(void **state) {
+  zero_alloc_check(*state, HK_SESSION_SINGULAR);
+}
 
 /* H7 with the checkpoint saver hooks (sync and async) in the list: they
  * save at creation (which allocates), then a run on which neither triggers

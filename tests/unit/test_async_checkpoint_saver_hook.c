@@ -1024,12 +1024,13 @@ static void test_async_checkpoint_saver_hook__restore_at_recreation_waits_for_th
   f->o.block_when_busy = 1;
   make_hook(f);
   gate_fs_close(&f->gate, "model.ckpt-1.safetensors", NULL);
-  assert_ok(open_preemptible(f, f->dir), &f->st);                 /* save of 0 */
+  assert_ok(open_preemptible(f, f->dir), &f->st);               /* save of 0 */
   assert_ok(session_run_train(f->s, f->train, &f->st), &f->st); /* 0 processed; save of 1 planned (drops 0), held */
   gate_fs_wait_arrival(&f->gate);
   assert_int_equal(pthread_create(&opener, NULL, open_much_later, &f->gate), 0);
   f->preempt = 1;
-  rc = session_run_train(f->s, f->train, &f->st); /* preempted; the re-creation restores model.ckpt-0 with the same Saver */
+  rc = session_run_train(f->s, f->train,
+                         &f->st); /* preempted; the re-creation restores model.ckpt-0 with the same Saver */
   pthread_join(opener, NULL);
   assert_ok(rc, &f->st);
   assert_ok(close_session(f), &f->st);
@@ -1113,8 +1114,7 @@ static void test_async_checkpoint_saver_hook__writer_thread_does_not_call_the_cl
   o.save_graph_def = 0;
   o.block_when_busy = 1;
   assert_ok(hk_async_checkpoint_saver_hook_new(&f->hook, &o, &st), &st);
-  assert_ok(one_hook_session_new(&f->s, &env, HK_SESSION_MONITORED, fake_executor_executor(f->fx), &f->hook, NULL,
-                                 &st),
+  assert_ok(one_hook_session_new(&f->s, &env, HK_SESSION_MONITORED, fake_executor_executor(f->fx), &f->hook, NULL, &st),
             &st);
   for (int i = 0; i < 4; i++) assert_ok(session_run_train(f->s, f->train, &st), &st);
   assert_ok(hk_session_close(f->s, HK_OK, &st), &st);

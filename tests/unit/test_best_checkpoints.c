@@ -189,17 +189,17 @@ static void listed(fixture *f, char *out, size_t cap) {
   hk_checkpoint_state_free(cs);
 }
 
-#define EXPECT_FILES(f, upto, want)         \
-  do {                                      \
-    char got_[128];                         \
+#define EXPECT_FILES(f, upto, want)           \
+  do {                                        \
+    char got_[128];                           \
     existing((f), (upto), got_, sizeof got_); \
-    assert_string_equal(got_, (want));      \
+    assert_string_equal(got_, (want));        \
   } while (0)
 
-#define EXPECT_LISTED(f, want)        \
-  do {                                \
-    char got_[128];                   \
-    listed((f), got_, sizeof got_);   \
+#define EXPECT_LISTED(f, want)         \
+  do {                                 \
+    char got_[128];                    \
+    listed((f), got_, sizeof got_);    \
     assert_string_equal(got_, (want)); \
   } while (0)
 
@@ -226,7 +226,8 @@ static void keeps_the_best(fixture *f, int async) {
   EXPECT_LISTED(f, "3 6 7");
   char *rec = read_in_dir(f, "checkpoint.best");
   assert_non_null(rec);
-  assert_string_equal(rec, "# hooked best checkpoints 1\nmode: min\nbest: \"model.ckpt-3\" 3\nbest: \"model.ckpt-6\" 4\n");
+  assert_string_equal(rec,
+                      "# hooked best checkpoints 1\nmode: min\nbest: \"model.ckpt-3\" 3\nbest: \"model.ckpt-6\" 4\n");
   free(rec);
   /* The state file keeps TensorFlow's fields only. */
   char *state = read_in_dir(f, "checkpoint");

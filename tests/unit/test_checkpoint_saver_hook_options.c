@@ -122,9 +122,9 @@ static void test_checkpoint_saver_hook__without_an_env_logs_its_creation_through
   f->o.env = NULL;
   make_hook(f);
   assert_int_equal(test_log_count(&f->te->log, -1, "Create CheckpointSaverHook."), 0);
-  assert_ok(one_hook_session_new(&f->s, &warn, HK_SESSION_MONITORED, fake_executor_executor(f->fx), &f->hook, NULL,
-                                 &f->st),
-            &f->st);
+  assert_ok(
+      one_hook_session_new(&f->s, &warn, HK_SESSION_MONITORED, fake_executor_executor(f->fx), &f->hook, NULL, &f->st),
+      &f->st);
   assert_int_equal(test_log_count(&f->te->log, -1, "Create CheckpointSaverHook."), 0);
   assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, ""), 0); /* not one INFO line of the session's */
   assert_ok(close_session(f), &f->st);
@@ -147,8 +147,8 @@ static void test_checkpoint_saver_hook__without_an_env_logs_its_creation_through
   snprintf(line, sizeof line, "Create AsyncCheckpointSaverHook saving to path\n%s/model.ckpt with 1 listener(s).",
            f->dir);
   assert_int_equal(test_log_count(&f->te->log, -1, line), 0);
-  assert_ok(one_hook_session_new(&f->s, &f->te->env, HK_SESSION_MONITORED, fake_executor_executor(f->fx), &async,
-                                 NULL, &f->st),
+  assert_ok(one_hook_session_new(&f->s, &f->te->env, HK_SESSION_MONITORED, fake_executor_executor(f->fx), &async, NULL,
+                                 &f->st),
             &f->st);
   assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, line), 1);
   assert_ok(close_session(f), &f->st);
@@ -254,12 +254,12 @@ static void test_checkpoint_saver_hook__failed_save_names_step_and_path(void **s
 
   faulty_fs_init(&ff);
   faulty_fs_bind(&ff, &f->te->env); /* before the hook and the session copy the env */
-  open_ok(f);                        /* saves 0 at creation */
-  assert_ok(step(f), &f->st);        /* and 1 */
+  open_ok(f);                       /* saves 0 at creation */
+  assert_ok(step(f), &f->st);       /* and 1 */
   faulty_fs_fail_errno(&ff, FAULTY_FS_WRITE, 0, ENOSPC, 1);
   assert_status(step(f), &f->st, HK_RESOURCE_EXHAUSTED, NULL);
-  snprintf(want, sizeof want, "Saving checkpoint for step 2 into %s/model.ckpt failed: write model.ckpt-2.safetensors.tmp-",
-           f->dir);
+  snprintf(want, sizeof want,
+           "Saving checkpoint for step 2 into %s/model.ckpt failed: write model.ckpt-2.safetensors.tmp-", f->dir);
   if (!strstr(f->st.message, want)) fail_msg("message '%s' lacks '%s'", f->st.message, want);
   assert_non_null(strstr(f->st.message, strerror(ENOSPC)));
   assert_int_equal(f->l[0].after, 2); /* no after_save for the failed one */

@@ -31,29 +31,25 @@ typedef struct gate {
   char name[32]; /* what the thread read back as its own name */
 } gate;
 
-static void gate_init(gate *g)
-{
+static void gate_init(gate *g) {
   memset(g, 0, sizeof(*g));
   pthread_mutex_init(&g->mu, NULL);
   pthread_cond_init(&g->cv, NULL);
 }
 
-static void gate_destroy(gate *g)
-{
+static void gate_destroy(gate *g) {
   pthread_cond_destroy(&g->cv);
   pthread_mutex_destroy(&g->mu);
 }
 
-static void gate_open(gate *g)
-{
+static void gate_open(gate *g) {
   pthread_mutex_lock(&g->mu);
   g->open = 1;
   pthread_cond_broadcast(&g->cv);
   pthread_mutex_unlock(&g->mu);
 }
 
-static int gate_get(gate *g, const int *field)
-{
+static int gate_get(gate *g, const int *field) {
   int v;
   pthread_mutex_lock(&g->mu);
   v = *field;
@@ -61,45 +57,38 @@ static int gate_get(gate *g, const int *field)
   return v;
 }
 
-static void gate_set(gate *g, int *field)
-{
+static void gate_set(gate *g, int *field) {
   pthread_mutex_lock(&g->mu);
   *field = 1;
   pthread_cond_broadcast(&g->cv);
   pthread_mutex_unlock(&g->mu);
 }
 
-static void gate_wait_for(gate *g, const int *field)
-{
+static void gate_wait_for(gate *g, const int *field) {
   pthread_mutex_lock(&g->mu);
-  while (!*field)
-    pthread_cond_wait(&g->cv, &g->mu);
+  while (!*field) pthread_cond_wait(&g->cv, &g->mu);
   pthread_mutex_unlock(&g->mu);
 }
 
-static int setup(void **state)
-{
+static int setup(void **state) {
   *state = test_env_new();
   return 0;
 }
 
-static int teardown(void **state)
-{
+static int teardown(void **state) {
   test_env_free(*state);
   return 0;
 }
 
 /* A test env with the log capture but the system clock and allocator. */
-static hk_env real_env(test_env *te)
-{
+static hk_env real_env(test_env *te) {
   hk_env env;
   test_env_log_only(te, &env);
   return env;
 }
 
 /* A coordinator on env, its creation checked like any other call. */
-static hk_coordinator *coordinator_on(const hk_env *env)
-{
+static hk_coordinator *coordinator_on(const hk_env *env) {
   hk_coordinator *c = NULL;
   hk_status st = HK_STATUS_INIT;
   assert_ok(hk_coordinator_new(&c, env, &st), &st);
@@ -109,8 +98,7 @@ static hk_coordinator *coordinator_on(const hk_env *env)
 /* ---- creation ------------------------------------------------------------ */
 
 /* H3: a NULL output or an env of an unknown version is INVALID_ARGUMENT; a NULL env means the defaults. */
-static void test_coordinator__new_refuses_bad_arguments(void **state)
-{
+static void test_coordinator__new_refuses_bad_arguments(void **state) {
   test_env *te = *state;
   hk_coordinator *c = (hk_coordinator *)1;
   hk_status st = HK_STATUS_INIT;
@@ -132,8 +120,7 @@ static void test_coordinator__new_refuses_bad_arguments(void **state)
 /* ---- stop requests --------------------------------------------------------- */
 
 /* H17: OK is a clean stop. */
-static void test_coordinator__a_stop_with_ok_is_a_clean_stop(void **state)
-{
+static void test_coordinator__a_stop_with_ok_is_a_clean_stop(void **state) {
   test_env *te = *state;
   hk_coordinator *c;
   hk_status err = HK_STATUS_INIT;
@@ -152,8 +139,7 @@ static void test_coordinator__a_stop_with_ok_is_a_clean_stop(void **state)
 }
 
 /* H17, D11: the first non-OK status is recorded; later ones are logged at DEBUG and ignored. */
-static void test_coordinator__first_error_wins(void **state)
-{
+static void test_coordinator__first_error_wins(void **state) {
   test_env *te = *state;
   hk_coordinator *c;
   hk_status err = HK_STATUS_INIT;
@@ -173,8 +159,7 @@ static void test_coordinator__first_error_wins(void **state)
 }
 
 /* H17: an error reported after a clean stop is still the first error. */
-static void test_coordinator__an_error_after_a_clean_stop_is_still_the_first_error(void **state)
-{
+static void test_coordinator__an_error_after_a_clean_stop_is_still_the_first_error(void **state) {
   test_env *te = *state;
   hk_coordinator *c;
   hk_status err = HK_STATUS_INIT;
@@ -190,8 +175,7 @@ static void test_coordinator__an_error_after_a_clean_stop_is_still_the_first_err
 }
 
 /* H17: a long message is truncated into the inline buffer (no allocation). */
-static void test_coordinator__request_stop_truncates_a_long_message_without_allocating(void **state)
-{
+static void test_coordinator__request_stop_truncates_a_long_message_without_allocating(void **state) {
   test_env *te = *state;
   hk_coordinator *c;
   hk_status err = HK_STATUS_INIT;
@@ -209,15 +193,13 @@ static void test_coordinator__request_stop_truncates_a_long_message_without_allo
   hk_coordinator_free(c);
 }
 
-static void *request_stop_thread(void *arg)
-{
+static void *request_stop_thread(void *arg) {
   hk_coordinator_request_stop(arg, HK_UNAVAILABLE, "worker lost");
   return NULL;
 }
 
 /* H17: request_stop from another thread. */
-static void test_coordinator__a_stop_can_be_requested_from_another_thread(void **state)
-{
+static void test_coordinator__a_stop_can_be_requested_from_another_thread(void **state) {
   test_env *te = *state;
   hk_coordinator *c;
   hk_status err = HK_STATUS_INIT;
@@ -235,8 +217,7 @@ static void test_coordinator__a_stop_can_be_requested_from_another_thread(void *
 /* ---- waits ------------------------------------------------------------------ */
 
 /* H17, H5: a wait times out on the mock clock, through its sleep, in slices <= 0.1 s. */
-static void test_coordinator__a_wait_times_out_on_the_mock_clock_in_short_slices(void **state)
-{
+static void test_coordinator__a_wait_times_out_on_the_mock_clock_in_short_slices(void **state) {
   test_env *te = *state;
   hk_coordinator *c;
   int i, n;
@@ -246,14 +227,12 @@ static void test_coordinator__a_wait_times_out_on_the_mock_clock_in_short_slices
   assert_true(fabs(test_clock_total_slept(&te->clock) - 5.0) < 1e-9);
   n = test_clock_nsleeps(&te->clock);
   assert_true(n >= 50);
-  for (i = 0; i < n && i < TEST_CLOCK_MAX_SLEEPS; i++)
-    assert_true(te->clock.sleeps[i] <= 0.1 + 1e-12);
+  for (i = 0; i < n && i < TEST_CLOCK_MAX_SLEEPS; i++) assert_true(te->clock.sleeps[i] <= 0.1 + 1e-12);
   hk_coordinator_free(c);
 }
 
 /* H17: a wait after a stop returns at once, even without a limit. */
-static void test_coordinator__wait_after_stop_returns_at_once(void **state)
-{
+static void test_coordinator__wait_after_stop_returns_at_once(void **state) {
   test_env *te = *state;
   hk_coordinator *c;
 
@@ -265,16 +244,14 @@ static void test_coordinator__wait_after_stop_returns_at_once(void **state)
   hk_coordinator_free(c);
 }
 
-static void *delayed_stop_thread(void *arg)
-{
+static void *delayed_stop_thread(void *arg) {
   test_sleep_real_ms(20);
   hk_coordinator_request_stop(arg, HK_OK, NULL);
   return NULL;
 }
 
 /* H17: a real-clock wait is woken by another thread's request. */
-static void test_coordinator__a_wait_is_woken_by_another_thread_s_request(void **state)
-{
+static void test_coordinator__a_wait_is_woken_by_another_thread_s_request(void **state) {
   test_env *te = *state;
   hk_env env = real_env(te);
   hk_coordinator *c;
@@ -294,8 +271,7 @@ static void test_coordinator__a_wait_is_woken_by_another_thread_s_request(void *
 }
 
 /* H17: a real-clock wait without a stop returns false at its timeout. */
-static void test_coordinator__a_real_clock_wait_without_a_stop_times_out(void **state)
-{
+static void test_coordinator__a_real_clock_wait_without_a_stop_times_out(void **state) {
   test_env *te = *state;
   hk_env env = real_env(te);
   hk_coordinator *c;
@@ -309,8 +285,7 @@ static void test_coordinator__a_real_clock_wait_without_a_stop_times_out(void **
 
 /* ---- threads and join ---------------------------------------------------------- */
 
-static void wait_stop_body(void *user, hk_coordinator *c)
-{
+static void wait_stop_body(void *user, hk_coordinator *c) {
   gate *g = user;
   gate_set(g, &g->entered);
   hk_coordinator_wait_for_stop(c, HK_UNSET_SECS);
@@ -323,8 +298,7 @@ typedef struct manual_worker {
   gate *g;
 } manual_worker;
 
-static void *manual_worker_main(void *arg)
-{
+static void *manual_worker_main(void *arg) {
   manual_worker *w = arg;
   hk_coordinator_wait_for_stop(w->c, HK_UNSET_SECS);
   gate_set(w->g, &w->g->finished);
@@ -333,8 +307,7 @@ static void *manual_worker_main(void *arg)
 }
 
 /* C30: with every thread finishing after the stop, the join returns without a warning. */
-static void test_coordinator__join_returns_without_a_warning_when_every_thread_finished(void **state)
-{
+static void test_coordinator__join_returns_without_a_warning_when_every_thread_finished(void **state) {
   test_env *te = *state;
   hk_env env = real_env(te);
   hk_coordinator *c;
@@ -368,8 +341,7 @@ static void test_coordinator__join_returns_without_a_warning_when_every_thread_f
   gate_destroy(&g3);
 }
 
-static void blocked_body(void *user, hk_coordinator *c)
-{
+static void blocked_body(void *user, hk_coordinator *c) {
   gate *g = user;
   (void)c;
   gate_set(g, &g->entered);
@@ -378,8 +350,7 @@ static void blocked_body(void *user, hk_coordinator *c)
 }
 
 /* C29, C30: stuck threads are named in a WARNING after the grace period; the join does not fail. */
-static void test_coordinator__join_names_stuck_threads_in_a_warning_and_does_not_fail(void **state)
-{
+static void test_coordinator__join_names_stuck_threads_in_a_warning_and_does_not_fail(void **state) {
   test_env *te = *state;
   hk_env env = real_env(te);
   hk_coordinator *c;
@@ -410,8 +381,7 @@ static void test_coordinator__join_names_stuck_threads_in_a_warning_and_does_not
 }
 
 /* C30, H5: with a mock clock the grace period passes on the mock clock. */
-static void test_coordinator__the_join_s_grace_period_passes_on_the_mock_clock(void **state)
-{
+static void test_coordinator__the_join_s_grace_period_passes_on_the_mock_clock(void **state) {
   test_env *te = *state;
   hk_coordinator *c;
   hk_coordinator_thread *stuck;
@@ -427,12 +397,11 @@ static void test_coordinator__the_join_s_grace_period_passes_on_the_mock_clock(v
 }
 
 /* C30, H4: a negative, NaN or infinite grace period is refused. */
-static void test_coordinator__join_refuses_a_negative_nan_or_infinite_grace_period(void **state)
-{
+static void test_coordinator__join_refuses_a_negative_nan_or_infinite_grace_period(void **state) {
   test_env *te = *state;
   hk_coordinator *c;
   hk_status st = HK_STATUS_INIT;
-  const double bad[] = { -1.0, NAN, INFINITY };
+  const double bad[] = {-1.0, NAN, INFINITY};
   size_t i;
 
   c = coordinator_on(&te->env);
@@ -448,8 +417,7 @@ typedef struct late_done {
   hk_coordinator_thread *token;
 } late_done;
 
-static void *finish_later(void *arg)
-{
+static void *finish_later(void *arg) {
   late_done *ld = arg;
   test_sleep_real_ms(50);
   hk_coordinator_thread_done(ld->token);
@@ -463,8 +431,7 @@ static void *finish_later(void *arg)
  * time_t (undefined for 1e300; UBSan: float-cast-overflow; on x86-64 a
  * deadline in the past, and the join would spin).
  */
-static void test_coordinator__join_with_a_huge_grace_period_returns_when_threads_finish(void **state)
-{
+static void test_coordinator__join_with_a_huge_grace_period_returns_when_threads_finish(void **state) {
   test_env *te = *state;
   hk_env env = real_env(te);
   hk_coordinator *c;
@@ -482,8 +449,7 @@ static void test_coordinator__join_with_a_huge_grace_period_returns_when_threads
 }
 
 /* H3: register_thread refuses a NULL name or output with INVALID_ARGUMENT naming it. */
-static void test_coordinator__register_thread_refuses_bad_arguments(void **state)
-{
+static void test_coordinator__register_thread_refuses_bad_arguments(void **state) {
   test_env *te = *state;
   hk_coordinator *c;
   hk_coordinator_thread *token = (hk_coordinator_thread *)1;
@@ -495,15 +461,13 @@ static void test_coordinator__register_thread_refuses_bad_arguments(void **state
   assert_status(hk_coordinator_register_thread(NULL, c, "x", &st), &st, HK_INVALID_ARGUMENT, "token");
   assert_status(hk_coordinator_register_thread(&token, NULL, "x", &st), &st, HK_INVALID_ARGUMENT, "c");
   assert_status(hk_coordinator_start_thread(c, "x", NULL, NULL, &st), &st, HK_INVALID_ARGUMENT, "fn");
-  assert_status(hk_coordinator_start_thread(c, NULL, wait_stop_body, NULL, &st), &st, HK_INVALID_ARGUMENT,
-                "name");
+  assert_status(hk_coordinator_start_thread(c, NULL, wait_stop_body, NULL, &st), &st, HK_INVALID_ARGUMENT, "name");
   hk_coordinator_thread_done(NULL);
   hk_coordinator_free(c);
 }
 
 /* H17: a coordinator stays usable after its join: new requests, registrations and joins work. */
-static void test_coordinator__a_coordinator_stays_usable_after_its_join(void **state)
-{
+static void test_coordinator__a_coordinator_stays_usable_after_its_join(void **state) {
   test_env *te = *state;
   hk_coordinator *c;
   hk_coordinator_thread *token;
@@ -522,8 +486,7 @@ static void test_coordinator__a_coordinator_stays_usable_after_its_join(void **s
 }
 
 /* H17: a registered thread keeps the coordinator's memory alive past free. */
-static void test_coordinator__a_registered_thread_keeps_the_coordinator_alive_past_free(void **state)
-{
+static void test_coordinator__a_registered_thread_keeps_the_coordinator_alive_past_free(void **state) {
   test_env *te = *state;
   hk_coordinator *c;
   hk_coordinator_thread *token;
@@ -540,8 +503,7 @@ static void test_coordinator__a_registered_thread_keeps_the_coordinator_alive_pa
   assert_int_equal(test_alloc_live(&te->alloc), live0);
 }
 
-static void slow_exit_body(void *user, hk_coordinator *c)
-{
+static void slow_exit_body(void *user, hk_coordinator *c) {
   gate *g = user;
   hk_coordinator_wait_for_stop(c, HK_UNSET_SECS);
   test_sleep_real_ms(20);
@@ -549,8 +511,7 @@ static void slow_exit_body(void *user, hk_coordinator *c)
 }
 
 /* H17: free requests a stop and joins the threads it started before releasing memory. */
-static void test_coordinator__free_joins_started_threads(void **state)
-{
+static void test_coordinator__free_joins_started_threads(void **state) {
   test_env *te = *state;
   hk_env env = real_env(te);
   hk_coordinator *c;
@@ -565,8 +526,7 @@ static void test_coordinator__free_joins_started_threads(void **state)
   gate_destroy(&g);
 }
 
-static void name_body(void *user, hk_coordinator *c)
-{
+static void name_body(void *user, hk_coordinator *c) {
   gate *g = user;
   (void)c;
 #if defined(__GLIBC__)
@@ -577,8 +537,7 @@ static void name_body(void *user, hk_coordinator *c)
 
 /* Threads the library starts carry a name (truncated to the 15 bytes pthreads allow), so a debugger or top shows
  * whose each thread is. */
-static void test_coordinator__started_thread_is_named(void **state)
-{
+static void test_coordinator__started_thread_is_named(void **state) {
 #if defined(__GLIBC__)
   test_env *te = *state;
   hk_coordinator *c;
@@ -604,14 +563,12 @@ static void test_coordinator__started_thread_is_named(void **state)
 
 static volatile sig_atomic_t previous_handler_calls;
 
-static void previous_handler(int sig)
-{
+static void previous_handler(int sig) {
   (void)sig;
   previous_handler_calls++;
 }
 
-static int signal_setup(void **state)
-{
+static int signal_setup(void **state) {
   struct sigaction sa;
   memset(&sa, 0, sizeof(sa));
   sa.sa_handler = previous_handler;
@@ -622,8 +579,7 @@ static int signal_setup(void **state)
   return setup(state);
 }
 
-static int signal_teardown(void **state)
-{
+static int signal_teardown(void **state) {
   struct sigaction sa;
   (void)hk_signal_uninstall(NULL); /* in case a test failed half-way */
   memset(&sa, 0, sizeof(sa));
@@ -635,8 +591,7 @@ static int signal_teardown(void **state)
 }
 
 /* D12: install, a signal is a clean coordinator stop, uninstall restores and clears. */
-static void test_coordinator__a_signal_is_a_clean_stop_and_uninstall_restores(void **state)
-{
+static void test_coordinator__a_signal_is_a_clean_stop_and_uninstall_restores(void **state) {
   test_env *te = *state;
   hk_coordinator *c;
   hk_status st = HK_STATUS_INIT;
@@ -670,8 +625,7 @@ static void test_coordinator__a_signal_is_a_clean_stop_and_uninstall_restores(vo
 }
 
 /* D12: a second delivery of the same signal goes to the previous disposition. */
-static void test_coordinator__a_second_signal_reaches_the_previous_handler(void **state)
-{
+static void test_coordinator__a_second_signal_reaches_the_previous_handler(void **state) {
   hk_status st = HK_STATUS_INIT;
   (void)state;
 
@@ -690,8 +644,7 @@ static void test_coordinator__a_second_signal_reaches_the_previous_handler(void 
 }
 
 /* D12: with the default disposition underneath, a second SIGTERM kills the process. */
-static void test_coordinator__a_second_sigterm_kills_under_the_default_disposition(void **state)
-{
+static void test_coordinator__a_second_sigterm_kills_under_the_default_disposition(void **state) {
   int wstatus = 0;
   pid_t pid;
   (void)state;
@@ -705,11 +658,9 @@ static void test_coordinator__a_second_sigterm_kills_under_the_default_dispositi
     sa.sa_handler = SIG_DFL;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
-    if (hk_signal_install(NULL) != HK_OK)
-      _exit(2);
+    if (hk_signal_install(NULL) != HK_OK) _exit(2);
     raise(SIGTERM);
-    if (hk_signal_fired() != SIGTERM)
-      _exit(3);
+    if (hk_signal_fired() != SIGTERM) _exit(3);
     raise(SIGTERM);
     _exit(4); /* survived the second delivery */
   }
@@ -718,8 +669,7 @@ static void test_coordinator__a_second_sigterm_kills_under_the_default_dispositi
   assert_int_equal(WTERMSIG(wstatus), SIGTERM);
 }
 
-static void *raise_thread(void *arg)
-{
+static void *raise_thread(void *arg) {
   (void)arg;
   test_sleep_real_ms(20);
   raise(SIGTERM); /* delivered to this thread; the handler only sets the flag */
@@ -727,8 +677,7 @@ static void *raise_thread(void *arg)
 }
 
 /* D12: a real-clock wait notices the signal within a slice, though nobody signals the condition. */
-static void test_coordinator__a_signal_ends_a_real_clock_wait(void **state)
-{
+static void test_coordinator__a_signal_ends_a_real_clock_wait(void **state) {
   test_env *te = *state;
   hk_env env = real_env(te);
   hk_coordinator *c;
@@ -745,35 +694,44 @@ static void test_coordinator__a_signal_ends_a_real_clock_wait(void **state)
   hk_coordinator_free(c);
 }
 
-int main(void)
-{
+int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown(test_coordinator__new_refuses_bad_arguments, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__a_stop_with_ok_is_a_clean_stop, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__first_error_wins, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__an_error_after_a_clean_stop_is_still_the_first_error, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__request_stop_truncates_a_long_message_without_allocating, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__a_stop_can_be_requested_from_another_thread, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__a_wait_times_out_on_the_mock_clock_in_short_slices, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__wait_after_stop_returns_at_once, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__a_wait_is_woken_by_another_thread_s_request, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__a_real_clock_wait_without_a_stop_times_out, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__join_returns_without_a_warning_when_every_thread_finished, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__join_names_stuck_threads_in_a_warning_and_does_not_fail, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__the_join_s_grace_period_passes_on_the_mock_clock, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__join_refuses_a_negative_nan_or_infinite_grace_period, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__join_with_a_huge_grace_period_returns_when_threads_finish, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__register_thread_refuses_bad_arguments, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__a_coordinator_stays_usable_after_its_join, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__a_registered_thread_keeps_the_coordinator_alive_past_free, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__free_joins_started_threads, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__started_thread_is_named, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__a_signal_is_a_clean_stop_and_uninstall_restores, signal_setup, signal_teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__a_second_signal_reaches_the_previous_handler, signal_setup,
-                                    signal_teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__a_second_sigterm_kills_under_the_default_disposition, signal_setup,
-                                    signal_teardown),
-    cmocka_unit_test_setup_teardown(test_coordinator__a_signal_ends_a_real_clock_wait, signal_setup, signal_teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__new_refuses_bad_arguments, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__a_stop_with_ok_is_a_clean_stop, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__first_error_wins, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__an_error_after_a_clean_stop_is_still_the_first_error, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__request_stop_truncates_a_long_message_without_allocating, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__a_stop_can_be_requested_from_another_thread, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__a_wait_times_out_on_the_mock_clock_in_short_slices, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__wait_after_stop_returns_at_once, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__a_wait_is_woken_by_another_thread_s_request, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__a_real_clock_wait_without_a_stop_times_out, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__join_returns_without_a_warning_when_every_thread_finished,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__join_names_stuck_threads_in_a_warning_and_does_not_fail, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__the_join_s_grace_period_passes_on_the_mock_clock, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__join_refuses_a_negative_nan_or_infinite_grace_period, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__join_with_a_huge_grace_period_returns_when_threads_finish,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__register_thread_refuses_bad_arguments, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__a_coordinator_stays_usable_after_its_join, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__a_registered_thread_keeps_the_coordinator_alive_past_free,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__free_joins_started_threads, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__started_thread_is_named, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__a_signal_is_a_clean_stop_and_uninstall_restores, signal_setup,
+                                      signal_teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__a_second_signal_reaches_the_previous_handler, signal_setup,
+                                      signal_teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__a_second_sigterm_kills_under_the_default_disposition,
+                                      signal_setup, signal_teardown),
+      cmocka_unit_test_setup_teardown(test_coordinator__a_signal_ends_a_real_clock_wait, signal_setup, signal_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

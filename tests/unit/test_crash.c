@@ -478,7 +478,9 @@ static int has_own_record(const run_ctx *rc, const crash_state *cs) {
 
 /* Where the next save's own crash points are explored too: D6.5's window,
  * and wherever the crashed save left a record of pending deletions. */
-static int nests(const run_ctx *rc, const crash_state *cs) { return in_unfinished_deletion_window(rc, cs) || has_own_record(rc, cs); }
+static int nests(const run_ctx *rc, const crash_state *cs) {
+  return in_unfinished_deletion_window(rc, cs) || has_own_record(rc, cs);
+}
 
 static void check_keep(run_ctx *rc, const char *root, const char *when) {
   for (size_t i = 0; i < rc->ex->nkeep; i++) {
@@ -567,8 +569,7 @@ static void check_retention(run_ctx *rc, const hk_env *env, const char *dir, con
       const char *base = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
       listed = strncmp(base, e->d_name, n - strlen(".safetensors")) == 0 && base[n - strlen(".safetensors")] == '\0';
     }
-    if (!listed)
-      violation(rc, "%s: %s is outside retention: the state file does not list it (H60)", when, e->d_name);
+    if (!listed) violation(rc, "%s: %s is outside retention: the state file does not list it (H60)", when, e->d_name);
   }
   closedir(d);
   hk_checkpoint_state_free(cs);

@@ -48,8 +48,8 @@ class Hook {
 };
 
 const hk_hook_vtable Hook::vtable = {
-  HK_HOOK_VTABLE_VERSION, &Hook::t_begin, &Hook::t_after_create, &Hook::t_before_run,
-  &Hook::t_after_run,     &Hook::t_end,   &Hook::t_destroy,
+    HK_HOOK_VTABLE_VERSION, &Hook::t_begin, &Hook::t_after_create, &Hook::t_before_run,
+    &Hook::t_after_run,     &Hook::t_end,   &Hook::t_destroy,
 };
 
 hk_hook *Hook::adapt(std::unique_ptr<Hook> self, const char *name, hk_status *st) {
@@ -212,8 +212,8 @@ void test_cxx_hook__begin_error_passes_through(void **state) {
 
 int main() {
   const CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown(test_cxx_hook__class_hook_runs_and_stops, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_cxx_hook__begin_error_passes_through, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cxx_hook__class_hook_runs_and_stops, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cxx_hook__begin_error_passes_through, setup, teardown),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

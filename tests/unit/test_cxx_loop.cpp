@@ -51,7 +51,7 @@ static_assert(hooked::dtype_of<bool>() == HK_DTYPE_BOOL);
 
 struct Fixture {
   test_env *te = nullptr;
-  char *dir = nullptr;   /* a fresh directory; checkpoints go to <dir>/ck */
+  char *dir = nullptr; /* a fresh directory; checkpoints go to <dir>/ck */
   std::string ckpt;
 };
 
@@ -102,20 +102,21 @@ hooked::Error expect_error(F &&fn) {
   return hooked::Error(HK_UNKNOWN, "unreachable");
 }
 
-#define assert_error(e, expected_code, substr)  \
-  do {                                          \
+#define assert_error(e, expected_code, substr)     \
+  do {                                             \
     assert_int_equal((e).code(), (expected_code)); \
-    assert_true(contains((e).what(), (substr))); \
+    assert_true(contains((e).what(), (substr)));   \
   } while (0)
 
 /* A hook made of lambdas that appends what it sees to `log`. */
 hooked::Hook recorder(Fixture *f, std::vector<std::string> &log, const char *name = "recorder") {
-  return hooked::Hook::from(hooked::HookFunctions{}
-                                .on_begin([&log](hk_executor *) { log.push_back("begin"); })
-                                .on_before_run([&log](hk_run_context *, hk_run_request *) { log.push_back("before_run"); })
-                                .on_after_run([&log](hk_run_context *, const hk_run_values *) { log.push_back("after_run"); })
-                                .on_end([&log](hk_raw_session *) { log.push_back("end"); }),
-                            name, &f->te->env);
+  return hooked::Hook::from(
+      hooked::HookFunctions{}
+          .on_begin([&log](hk_executor *) { log.push_back("begin"); })
+          .on_before_run([&log](hk_run_context *, hk_run_request *) { log.push_back("before_run"); })
+          .on_after_run([&log](hk_run_context *, const hk_run_values *) { log.push_back("after_run"); })
+          .on_end([&log](hk_raw_session *) { log.push_back("end"); }),
+      name, &f->te->env);
 }
 
 /* ---- RAII ----------------------------------------------------------------- */
@@ -136,8 +137,9 @@ void test_cxx_loop__raii_frees_everything(void **state) {
     o.last_step = 3;
     hooked::Loop loop(o, {hook});
     loop.add_array("w", w, {2, 2});
-    loop.add_state("blob", blob.size(), [](void *dst, std::size_t n) { std::memset(dst, 7, n); },
-                   [&blob](const void *src, std::size_t n) { std::memcpy(blob.data(), src, n); });
+    loop.add_state(
+        "blob", blob.size(), [](void *dst, std::size_t n) { std::memset(dst, 7, n); },
+        [&blob](const void *src, std::size_t n) { std::memcpy(blob.data(), src, n); });
     assert_int_equal(loop.start(), 0);
     loop.run([&](int64_t) { w[0] += 1; });
     loop.finish();
@@ -332,9 +334,10 @@ void test_cxx_loop__class_hook_sees_arrays(void **state) {
 void test_cxx_loop__hook_exception_becomes_code(void **state) {
   Fixture *f = fix(state);
   std::vector<std::string> log;
-  hooked::Hook thrower = hooked::Hook::from(
-      hooked::HookFunctions{}.on_before_run([](hk_run_context *, hk_run_request *) { throw std::runtime_error("boom"); }),
-      "thrower", &f->te->env);
+  hooked::Hook thrower =
+      hooked::Hook::from(hooked::HookFunctions{}.on_before_run(
+                             [](hk_run_context *, hk_run_request *) { throw std::runtime_error("boom"); }),
+                         "thrower", &f->te->env);
   hooked::Hook rec = recorder(f, log);
   hooked::Loop loop(base_options(f), {thrower, rec});
   float w = 0;
@@ -364,16 +367,18 @@ void test_cxx_loop__hook_error_keeps_code(void **state) {
       {0, HK_PERMISSION_DENIED, "no entry"},
       {1, HK_RESOURCE_EXHAUSTED, "hook 'thrower' after_run: out of memory"},
       {2, HK_UNKNOWN, "hook 'thrower' after_run: unknown C++ exception"},
-      {3, HK_UNKNOWN, "an error carrying OK"},  /* is not OK */
+      {3, HK_UNKNOWN, "an error carrying OK"}, /* is not OK */
   };
   for (const Case &c : cases) {
     const int what = c.what;
-    hooked::Hook thrower = hooked::Hook::from(hooked::HookFunctions{}.on_after_run([what](hk_run_context *, const hk_run_values *) {
-      if (what == 0) throw hooked::Error(HK_PERMISSION_DENIED, "no entry");
-      if (what == 1) throw std::bad_alloc();
-      if (what == 2) throw 42;
-      throw hooked::Error(HK_OK, "an error carrying OK");
-    }), "thrower", &f->te->env);
+    hooked::Hook thrower =
+        hooked::Hook::from(hooked::HookFunctions{}.on_after_run([what](hk_run_context *, const hk_run_values *) {
+          if (what == 0) throw hooked::Error(HK_PERMISSION_DENIED, "no entry");
+          if (what == 1) throw std::bad_alloc();
+          if (what == 2) throw 42;
+          throw hooked::Error(HK_OK, "an error carrying OK");
+        }),
+                           "thrower", &f->te->env);
     hooked::Loop loop(base_options(f), {thrower});
     float w = 0;
     loop.add_array("w", &w);
@@ -393,7 +398,8 @@ void test_cxx_loop__step_exception_becomes_code(void **state) {
     hooked::Loop loop(base_options(f));
     loop.add_array("w", &w);
     loop.start();
-    hooked::Error e = expect_error([&] { loop.step([](int64_t) { throw hooked::Error(HK_DATA_LOSS, "torn batch"); }); });
+    hooked::Error e =
+        expect_error([&] { loop.step([](int64_t) { throw hooked::Error(HK_DATA_LOSS, "torn batch"); }); });
     assert_error(e, HK_DATA_LOSS, "torn batch");
     e = expect_error([&] { loop.finish(); });
     assert_error(e, HK_DATA_LOSS, "torn batch");
@@ -440,8 +446,9 @@ void test_cxx_loop__state_exception_becomes_code(void **state) {
   hooked::Loop loop(o);
   float w = 0;
   loop.add_array("w", &w);
-  loop.add_state("rng", 16, [](void *, std::size_t) { throw std::runtime_error("cannot serialize"); },
-                 [](const void *, std::size_t) {});
+  loop.add_state(
+      "rng", 16, [](void *, std::size_t) { throw std::runtime_error("cannot serialize"); },
+      [](const void *, std::size_t) {});
   loop.start();
   hooked::Error e = expect_error([&] { loop.save(); });
   assert_error(e, HK_UNKNOWN, "state 'rng' save: C++ exception: cannot serialize");
@@ -458,7 +465,7 @@ void test_cxx_loop__restores_arrays_and_state(void **state) {
   hk_loop_options o = base_options(f);
   o.checkpoint_dir = f->ckpt.c_str();
   o.last_step = 4;
-  struct Pod {  /* no padding: every byte of the checkpoint is defined */
+  struct Pod { /* no padding: every byte of the checkpoint is defined */
     int64_t a;
     double b;
   };
@@ -469,8 +476,9 @@ void test_cxx_loop__restores_arrays_and_state(void **state) {
     hooked::Loop loop(o);
     loop.add_array("w", w.data(), {2, 3});
     loop.add_state("pod", &pod);
-    loop.add_state("counter", sizeof counter, [&](void *dst, std::size_t n) { std::memcpy(dst, &counter, n); },
-                   [&](const void *src, std::size_t n) { std::memcpy(&counter, src, n); });
+    loop.add_state(
+        "counter", sizeof counter, [&](void *dst, std::size_t n) { std::memcpy(dst, &counter, n); },
+        [&](const void *src, std::size_t n) { std::memcpy(&counter, src, n); });
     assert_int_equal(loop.start(), 0);
     assert_null(loop.restored_checkpoint());
     loop.run([&](int64_t step) {
@@ -489,8 +497,9 @@ void test_cxx_loop__restores_arrays_and_state(void **state) {
     hooked::Loop loop(o);
     loop.add_array("w", w.data(), std::vector<int64_t>{2, 3});
     loop.add_state("pod", &pod);
-    loop.add_state("counter", sizeof counter, [&](void *dst, std::size_t n) { std::memcpy(dst, &counter, n); },
-                   [&](const void *src, std::size_t n) { std::memcpy(&counter, src, n); });
+    loop.add_state(
+        "counter", sizeof counter, [&](void *dst, std::size_t n) { std::memcpy(dst, &counter, n); },
+        [&](const void *src, std::size_t n) { std::memcpy(&counter, src, n); });
     assert_int_equal(loop.start(), 4);
     assert_true(contains(loop.restored_checkpoint(), "model.ckpt-4"));
     assert_true(w[0] == 4.5);
@@ -508,8 +517,9 @@ void test_cxx_loop__restores_arrays_and_state(void **state) {
     Pod pod{0, 0};
     loop.add_array("w", w.data(), {2, 3});
     loop.add_state("pod", &pod);
-    loop.add_state("counter", 4, [](void *, std::size_t) {},
-                   [](const void *, std::size_t) { throw hooked::Error(HK_FAILED_PRECONDITION, "counter from the future"); });
+    loop.add_state(
+        "counter", 4, [](void *, std::size_t) {},
+        [](const void *, std::size_t) { throw hooked::Error(HK_FAILED_PRECONDITION, "counter from the future"); });
     hooked::Error e = expect_error([&] { loop.start(); });
     assert_error(e, HK_FAILED_PRECONDITION, "counter from the future");
   }
@@ -534,8 +544,9 @@ void test_cxx_loop__move_semantics(void **state) {
   float w = 1;
   uint64_t st = 5;
   a.add_array("w", &w);
-  a.add_state("st", sizeof st, [&](void *dst, std::size_t n) { std::memcpy(dst, &st, n); },
-              [&](const void *src, std::size_t n) { std::memcpy(&st, src, n); });
+  a.add_state(
+      "st", sizeof st, [&](void *dst, std::size_t n) { std::memcpy(dst, &st, n); },
+      [&](const void *src, std::size_t n) { std::memcpy(&st, src, n); });
   hk_loop *raw = a.get();
 
   /* Move construction: the handle and the state callables move along. */
@@ -551,7 +562,7 @@ void test_cxx_loop__move_semantics(void **state) {
 
   b.start();
   b.run([&] { w += 1; });
-  b.finish();  /* the state's save callable (moved along with b) ran */
+  b.finish(); /* the state's save callable (moved along with b) ran */
 
   /* Move assignment frees the loop assigned over. */
   long live_before = test_alloc_live(&f->te->alloc);

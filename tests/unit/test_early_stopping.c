@@ -20,7 +20,7 @@
 typedef struct model {
   hk_graph *g;
   hk_handle gs, train;
-  double val;    /* what the monitored variable holds: the test sets it */
+  double val; /* what the monitored variable holds: the test sets it */
   float vec[2];
 } model;
 
@@ -322,9 +322,10 @@ static void test_early_stopping__state_survives_a_restart(void **state) {
   test_log_clear(&f->te->log);
   assert_ok(open_session(f), &f->st);
   assert_true(hk_session_should_stop(f->s));
-  assert_logged(f->te, HK_LOG_INFO,
-                "Early stopping already reached at step 5: val did not improve by more than 0 for 3 evaluations (best 2 "
-                "at step 2); stopping before the first step.");
+  assert_logged(
+      f->te, HK_LOG_INFO,
+      "Early stopping already reached at step 5: val did not improve by more than 0 for 3 evaluations (best 2 "
+      "at step 2); stopping before the first step.");
   assert_int_equal(info_of(f).stopped_step, 5);
   close_session(f);
 
@@ -358,7 +359,8 @@ static void test_early_stopping__state_of_another_mode_starts_over(void **state)
   o.mode = HK_MONITOR_MAX;
   make_es(f, &o);
   assert_ok(open_session(f), &f->st);
-  assert_logged(f->te, HK_LOG_WARNING, "state variable 'es' holds the progress of mode min, not max; monitoring val starts over");
+  assert_logged(f->te, HK_LOG_WARNING,
+                "state variable 'es' holds the progress of mode min, not max; monitoring val starts over");
   assert_int_equal(info_of(f).evaluations, 0);
 }
 
@@ -648,10 +650,14 @@ static void restart_matches(fixture *f, int reported) {
 }
 
 /* H46: a host loop restarted from a checkpoint goes on monitoring exactly where it stood. */
-static void test_early_stopping__a_restarted_loop_goes_on_exactly_where_it_stood(void **state) { restart_matches(*state, 0); }
+static void test_early_stopping__a_restarted_loop_goes_on_exactly_where_it_stood(void **state) {
+  restart_matches(*state, 0);
+}
 
 /* H46: a restarted host loop whose program reports the values goes on exactly where it stood. */
-static void test_early_stopping__a_restarted_loop_with_reported_values_goes_on_exactly(void **state) { restart_matches(*state, 1); }
+static void test_early_stopping__a_restarted_loop_with_reported_values_goes_on_exactly(void **state) {
+  restart_matches(*state, 1);
+}
 
 /* H46: the host loop refuses a NULL, foreign or repeated early-stopping hook, naming the problem. */
 static void test_early_stopping__the_loop_refuses_a_bad_or_repeated_early_stopping_hook(void **state) {

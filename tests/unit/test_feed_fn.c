@@ -11,11 +11,11 @@
 
 typedef struct feeder {
   int calls;
-  int64_t value;       /* fed, then incremented */
+  int64_t value; /* fed, then incremented */
   hk_feed feeds[2];
-  size_t nfeeds;       /* what to return */
-  int null_array;      /* return NULL with nfeeds */
-  int fail_at;         /* call number (1-based) that fails, 0: never */
+  size_t nfeeds;  /* what to return */
+  int null_array; /* return NULL with nfeeds */
+  int fail_at;    /* call number (1-based) that fails, 0: never */
 } feeder;
 
 static hk_code feed_fn(void *user, const hk_feed **feeds, size_t *nfeeds, hk_status *status) {
@@ -232,7 +232,8 @@ static void test_feed_fn__host_loop_refuses_feeds(void **state) {
   assert_ok(hk_executor_resolve_tensor(&f->fd.feeds[0].tensor, hk_loop_executor(l), "w", &f->st), &f->st);
   assert_ok(hk_tensor_init(&f->fd.feeds[0].value, HK_DTYPE_F32, 1, d2, other, &f->st), &f->st);
   assert_ok(hk_loop_step_begin(l, NULL, &f->st), &f->st);
-  assert_status(hk_loop_step_end(l, &f->st), &f->st, HK_INVALID_ARGUMENT, "the host loop takes no feeds (tensor 'w' is fed)");
+  assert_status(hk_loop_step_end(l, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "the host loop takes no feeds (tensor 'w' is fed)");
   assert_int_equal(f->after->calls[SPY_AFTER_RUN], 0);
   assert_true(hk_loop_should_stop(l));
   assert_status(hk_loop_finish(l, &f->st), &f->st, HK_INVALID_ARGUMENT, "the host loop takes no feeds");

@@ -549,7 +549,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_fs__faulty_counts_across_slots_with_a_path_filter, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fs__faulty_short_writes_and_disk_full, setup, teardown),
       cmocka_unit_test(test_fs__faulty_binds_into_an_env),
-      cmocka_unit_test_setup_teardown(test_fs__an_atomic_write_failing_at_any_call_leaves_the_old_file, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fs__an_atomic_write_failing_at_any_call_leaves_the_old_file, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

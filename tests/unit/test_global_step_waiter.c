@@ -16,27 +16,26 @@
 
 typedef struct fixture {
   test_env *te;
-  hk_env real;           /* log capture, system clock */
+  hk_env real; /* log capture, system clock */
   fake_executor *fx;
   hk_handle gs;
   hk_handle train;
   hk_hook *hook;
   hk_session *s;
   hk_scaffold *scaffold;
-  int64_t init_gs;       /* assigned by init_fn when have_init_gs */
+  int64_t init_gs; /* assigned by init_fn when have_init_gs */
   int have_init_gs;
   /* run callback script */
-  int64_t gs_step;       /* added to GS at every executor run */
+  int64_t gs_step; /* added to GS at every executor run */
   int runs_seen;
-  int raise_at_run;      /* raise SIGTERM at this executor run (1-based); 0: never */
+  int raise_at_run; /* raise SIGTERM at this executor run (1-based); 0: never */
   /* published by a real thread, applied by the run callback */
   pthread_mutex_t mu;
   int64_t published;
   int has_published;
 } fixture;
 
-static int setup(void **state)
-{
+static int setup(void **state) {
   fixture *f = calloc(1, sizeof(*f));
   assert_non_null(f);
   f->te = test_env_new();
@@ -47,8 +46,7 @@ static int setup(void **state)
   return 0;
 }
 
-static int teardown(void **state)
-{
+static int teardown(void **state) {
   fixture *f = *state;
   (void)hk_signal_uninstall(NULL); /* in case a signal test failed half-way */
   session_close_and_free(f->s);
@@ -61,18 +59,15 @@ static int teardown(void **state)
   return 0;
 }
 
-static hk_code init_fn(void *user, const hk_scaffold *scaffold, hk_raw_session *rs, hk_status *status)
-{
+static hk_code init_fn(void *user, const hk_scaffold *scaffold, hk_raw_session *rs, hk_status *status) {
   fixture *f = user;
 
   (void)scaffold;
-  if (!f->have_init_gs)
-    return HK_OK;
+  if (!f->have_init_gs) return HK_OK;
   return raw_session_assign_global_step(rs, f->init_gs, status);
 }
 
-static hk_code on_run(void *user, fake_executor *fx, const hk_run_args *args, hk_status *status)
-{
+static hk_code on_run(void *user, fake_executor *fx, const hk_run_args *args, hk_status *status) {
   fixture *f = user;
   int64_t gs;
 
@@ -80,21 +75,18 @@ static hk_code on_run(void *user, fake_executor *fx, const hk_run_args *args, hk
   (void)status;
   f->runs_seen++;
   gs = fake_executor_get_i64(fx, NULL, f->gs);
-  if (f->gs_step != 0)
-    fake_executor_set_i64(fx, NULL, f->gs, gs + f->gs_step);
+  if (f->gs_step != 0) fake_executor_set_i64(fx, NULL, f->gs, gs + f->gs_step);
   pthread_mutex_lock(&f->mu);
   if (f->has_published) {
     fake_executor_set_i64(fx, NULL, f->gs, f->published);
     f->has_published = 0;
   }
   pthread_mutex_unlock(&f->mu);
-  if (f->raise_at_run != 0 && f->runs_seen == f->raise_at_run)
-    raise(SIGTERM);
+  if (f->raise_at_run != 0 && f->runs_seen == f->raise_at_run) raise(SIGTERM);
   return HK_OK;
 }
 
-static void make_hook(fixture *f, int64_t wait_until_step, double poll, double deadline)
-{
+static void make_hook(fixture *f, int64_t wait_until_step, double poll, double deadline) {
   hk_global_step_waiter_options o = HK_GLOBAL_STEP_WAITER_OPTIONS_INIT;
   hk_status st = HK_STATUS_INIT;
   o.wait_until_step = wait_until_step;
@@ -105,8 +97,7 @@ static void make_hook(fixture *f, int64_t wait_until_step, double poll, double d
 
 /* Open a session with the hook; GS starts at `initial` (via init_fn). The
  * run callback is installed after creation, so it only sees runs of steps. */
-static void open_session_env(fixture *f, int64_t initial, const hk_env *env)
-{
+static void open_session_env(fixture *f, int64_t initial, const hk_env *env) {
   hk_scaffold_options sco = HK_SCAFFOLD_OPTIONS_INIT;
   hk_status st = HK_STATUS_INIT;
 
@@ -118,36 +109,29 @@ static void open_session_env(fixture *f, int64_t initial, const hk_env *env)
     sco.init_fn_user = f;
     assert_ok(hk_scaffold_new(&f->scaffold, &sco, &st), &st);
   }
-  assert_ok(one_hook_session_new(&f->s, env, HK_SESSION_MONITORED, fake_executor_executor(f->fx), &f->hook,
-                                 f->scaffold, &st),
-            &st);
+  assert_ok(
+      one_hook_session_new(&f->s, env, HK_SESSION_MONITORED, fake_executor_executor(f->fx), &f->hook, f->scaffold, &st),
+      &st);
   fake_executor_on_run(f->fx, on_run, f);
   fake_executor_reset_calls(f->fx);
   f->runs_seen = 0;
 }
 
-static void open_session(fixture *f, int64_t initial)
-{
-  open_session_env(f, initial, &f->te->env);
-}
+static void open_session(fixture *f, int64_t initial) { open_session_env(f, initial, &f->te->env); }
 
-static hk_code run_train(fixture *f, hk_status *st)
-{
-  return session_run_train(f->s, f->train, st);
-}
+static hk_code run_train(fixture *f, hk_status *st) { return session_run_train(f->s, f->train, st); }
 
 static const char *const WAITING = "Waiting for global step";
 
 /* ---- D1.1: options ------------------------------------------------------------- */
 
 /* D1.1: a poll interval or deadline that is not finite and positive is INVALID_ARGUMENT naming it. */
-static void test_global_step_waiter__bad_options_are_invalid_argument(void **state)
-{
+static void test_global_step_waiter__bad_options_are_invalid_argument(void **state) {
   hk_global_step_waiter_options o = HK_GLOBAL_STEP_WAITER_OPTIONS_INIT;
   hk_status st = HK_STATUS_INIT;
   hk_hook *h = (hk_hook *)1;
-  const double bad_poll[] = { 0.0, -0.5, NAN, INFINITY };
-  const double bad_deadline[] = { -1.0, NAN, INFINITY };
+  const double bad_poll[] = {0.0, -0.5, NAN, INFINITY};
+  const double bad_deadline[] = {-1.0, NAN, INFINITY};
   size_t i;
   (void)state;
 
@@ -180,25 +164,22 @@ static void test_global_step_waiter__bad_options_are_invalid_argument(void **sta
 /* ---- C88, C89 -------------------------------------------------------------------- */
 
 /* C88: begin() without a global step is FAILED_PRECONDITION. */
-static void test_global_step_waiter__begin_without_a_global_step_fails(void **state)
-{
+static void test_global_step_waiter__begin_without_a_global_step_fails(void **state) {
   fixture *f = *state;
   fake_executor *bare = fake_executor_new(&f->te->env);
   hk_status st = HK_STATUS_INIT;
   hk_session *s = NULL;
 
   make_hook(f, 0, 0.5, HK_UNSET_SECS); /* begin() needs a GS even when it will never wait */
-  assert_status(one_hook_session_new(&s, &f->te->env, HK_SESSION_MONITORED, fake_executor_executor(bare), &f->hook,
-                                     NULL, &st),
-                &st, HK_FAILED_PRECONDITION,
-                "Global step should be created to use GlobalStepWaiterHook.");
+  assert_status(
+      one_hook_session_new(&s, &f->te->env, HK_SESSION_MONITORED, fake_executor_executor(bare), &f->hook, NULL, &st),
+      &st, HK_FAILED_PRECONDITION, "Global step should be created to use GlobalStepWaiterHook.");
   assert_null(s);
   fake_executor_free(bare);
 }
 
 /* C89: a wait_until_step of 0 or less marks the hook started without waiting. */
-static void test_global_step_waiter__non_positive_step_never_waits(void **state)
-{
+static void test_global_step_waiter__non_positive_step_never_waits(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
 
@@ -212,8 +193,7 @@ static void test_global_step_waiter__non_positive_step_never_waits(void **state)
 }
 
 /* C89, C90: a global step already reached starts the hook at once; later runs do not wait. */
-static void test_global_step_waiter__a_step_already_reached_starts_at_once(void **state)
-{
+static void test_global_step_waiter__a_step_already_reached_starts_at_once(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
 
@@ -231,8 +211,7 @@ static void test_global_step_waiter__a_step_already_reached_starts_at_once(void 
 /* ---- D1.2: the wait loop ------------------------------------------------------------ */
 
 /* D1.2: (b), (e): polls every poll_interval_secs on the env's clock until GS is reached. */
-static void test_global_step_waiter__polls_on_the_env_clock_until_the_step_is_reached(void **state)
-{
+static void test_global_step_waiter__polls_on_the_env_clock_until_the_step_is_reached(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
 
@@ -250,8 +229,7 @@ typedef struct publisher {
   int64_t value;
 } publisher;
 
-static void *publisher_main(void *arg)
-{
+static void *publisher_main(void *arg) {
   publisher *p = arg;
   test_sleep_real_ms(20);
   pthread_mutex_lock(&p->f->mu);
@@ -262,8 +240,7 @@ static void *publisher_main(void *arg)
 }
 
 /* D1.2: (b): GS reached because another thread moved it while the hook waited. */
-static void test_global_step_waiter__a_step_reached_by_another_thread_ends_the_wait(void **state)
-{
+static void test_global_step_waiter__a_step_reached_by_another_thread_ends_the_wait(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
   publisher p;
@@ -281,16 +258,14 @@ static void test_global_step_waiter__a_step_reached_by_another_thread_ends_the_w
   assert_int_equal(fake_executor_get_i64(f->fx, NULL, f->gs), 51);
 }
 
-static void *stop_requester_main(void *arg)
-{
+static void *stop_requester_main(void *arg) {
   test_sleep_real_ms(20);
   hk_coordinator_request_stop(arg, HK_OK, NULL);
   return NULL;
 }
 
 /* D1.2: (a), (e), D1.3: a stop requested from another thread ends the wait with CANCELLED. */
-static void test_global_step_waiter__stop_from_other_thread_cancels(void **state)
-{
+static void test_global_step_waiter__stop_from_other_thread_cancels(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
   pthread_t tid;
@@ -306,8 +281,7 @@ static void test_global_step_waiter__stop_from_other_thread_cancels(void **state
 }
 
 /* D1.2: (a) comes before (b): a pending stop wins even over a reached step, without reading GS. */
-static void test_global_step_waiter__stop_checked_before_reading(void **state)
-{
+static void test_global_step_waiter__stop_checked_before_reading(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
 
@@ -319,8 +293,7 @@ static void test_global_step_waiter__stop_checked_before_reading(void **state)
 }
 
 /* D1.2: (b): an error reading GS is returned. */
-static void test_global_step_waiter__an_error_reading_the_step_is_returned(void **state)
-{
+static void test_global_step_waiter__an_error_reading_the_step_is_returned(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
 
@@ -332,8 +305,7 @@ static void test_global_step_waiter__an_error_reading_the_step_is_returned(void 
 }
 
 /* D1.2: (c): the deadline, with the last poll shortened to the time left. */
-static void test_global_step_waiter__the_deadline_shortens_the_last_poll_and_fails_the_wait(void **state)
-{
+static void test_global_step_waiter__the_deadline_shortens_the_last_poll_and_fails_the_wait(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
 
@@ -347,8 +319,7 @@ static void test_global_step_waiter__the_deadline_shortens_the_last_poll_and_fai
 }
 
 /* D1.2: (b) before (c): deadline 0 still reads GS once. */
-static void test_global_step_waiter__a_zero_deadline_still_reads_the_step_once(void **state)
-{
+static void test_global_step_waiter__a_zero_deadline_still_reads_the_step_once(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
 
@@ -362,8 +333,7 @@ static void test_global_step_waiter__a_zero_deadline_still_reads_the_step_once(v
 }
 
 /* C91: a wait that ended without the step is repeated by the next run. */
-static void test_global_step_waiter__the_next_run_repeats_a_wait_that_failed(void **state)
-{
+static void test_global_step_waiter__the_next_run_repeats_a_wait_that_failed(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
 
@@ -384,8 +354,7 @@ static void test_global_step_waiter__the_next_run_repeats_a_wait_that_failed(voi
 }
 
 /* C90, (d): progress whenever GS moved more than 1000 since the last progress line. */
-static void test_global_step_waiter__logs_progress_when_the_step_moved_over_1000(void **state)
-{
+static void test_global_step_waiter__logs_progress_when_the_step_moved_over_1000(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
 
@@ -402,15 +371,13 @@ static void test_global_step_waiter__logs_progress_when_the_step_moved_over_1000
 
 /* Another worker's GS as the hook's polls see it: 5000, then INT64_MIN (a
  * worker that was reset to a bogus value), then the target. */
-static hk_code gs_script(void *user, fake_executor *fx, const hk_run_args *args, hk_status *status)
-{
+static hk_code gs_script(void *user, fake_executor *fx, const hk_run_args *args, hk_status *status) {
   fixture *f = user;
-  static const int64_t script[3] = { 5000, INT64_MIN, 10000 };
+  static const int64_t script[3] = {5000, INT64_MIN, 10000};
 
   (void)args;
   (void)status;
-  if (f->runs_seen < 3)
-    fake_executor_set_i64(fx, NULL, f->gs, script[f->runs_seen]);
+  if (f->runs_seen < 3) fake_executor_set_i64(fx, NULL, f->gs, script[f->runs_seen]);
   f->runs_seen++;
   return HK_OK;
 }
@@ -422,8 +389,7 @@ static hk_code gs_script(void *user, fake_executor *fx, const hk_run_args *args,
  * be undefined, UBSan: signed-integer-overflow, and wrap to a huge positive
  * difference that logs "Current step is -9223372036854775808").
  */
-static void test_global_step_waiter__progress_log_difference_does_not_overflow(void **state)
-{
+static void test_global_step_waiter__progress_log_difference_does_not_overflow(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
 
@@ -437,8 +403,7 @@ static void test_global_step_waiter__progress_log_difference_does_not_overflow(v
 }
 
 /* D12: the signal helper ends the wait with CANCELLED, and close(CANCELLED) is then clean. */
-static void test_global_step_waiter__a_signal_cancels_the_wait(void **state)
-{
+static void test_global_step_waiter__a_signal_cancels_the_wait(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
 
@@ -454,8 +419,7 @@ static void test_global_step_waiter__a_signal_cancels_the_wait(void **state)
 }
 
 /* C88, H11: begin() clears the started flag, so a reused hook waits again. */
-static void test_global_step_waiter__a_reused_hook_waits_again(void **state)
-{
+static void test_global_step_waiter__a_reused_hook_waits_again(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
 
@@ -468,30 +432,34 @@ static void test_global_step_waiter__a_reused_hook_waits_again(void **state)
   open_session(f, 1);
   assert_ok(run_train(f, &st), &st);
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 2);
-  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "Waiting for global step 1 before starting training."),
-                   2);
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "Waiting for global step 1 before starting training."), 2);
 }
 
-int main(void)
-{
+int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_global_step_waiter__bad_options_are_invalid_argument),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__begin_without_a_global_step_fails, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__non_positive_step_never_waits, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__a_step_already_reached_starts_at_once, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__polls_on_the_env_clock_until_the_step_is_reached, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__a_step_reached_by_another_thread_ends_the_wait, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__stop_from_other_thread_cancels, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__stop_checked_before_reading, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__an_error_reading_the_step_is_returned, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__the_deadline_shortens_the_last_poll_and_fails_the_wait, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__a_zero_deadline_still_reads_the_step_once, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__the_next_run_repeats_a_wait_that_failed, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__logs_progress_when_the_step_moved_over_1000, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__progress_log_difference_does_not_overflow, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__a_signal_cancels_the_wait, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_global_step_waiter__a_reused_hook_waits_again, setup, teardown),
+      cmocka_unit_test(test_global_step_waiter__bad_options_are_invalid_argument),
+      cmocka_unit_test_setup_teardown(test_global_step_waiter__begin_without_a_global_step_fails, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_global_step_waiter__non_positive_step_never_waits, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_global_step_waiter__a_step_already_reached_starts_at_once, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_global_step_waiter__polls_on_the_env_clock_until_the_step_is_reached, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_global_step_waiter__a_step_reached_by_another_thread_ends_the_wait, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_global_step_waiter__stop_from_other_thread_cancels, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_global_step_waiter__stop_checked_before_reading, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_global_step_waiter__an_error_reading_the_step_is_returned, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_global_step_waiter__the_deadline_shortens_the_last_poll_and_fails_the_wait,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_global_step_waiter__a_zero_deadline_still_reads_the_step_once, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_global_step_waiter__the_next_run_repeats_a_wait_that_failed, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_global_step_waiter__logs_progress_when_the_step_moved_over_1000, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_global_step_waiter__progress_log_difference_does_not_overflow, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_global_step_waiter__a_signal_cancels_the_wait, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_global_step_waiter__a_reused_hook_waits_again, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

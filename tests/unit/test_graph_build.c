@@ -215,22 +215,14 @@ static void test_graph__placeholder_constant_op_validate_arguments(void **state)
   hk_output_spec outs[1] = {{HK_DTYPE_F32, 1, {-1}}};
   counting_op c = {NULL, 0, 0};
 
-  assert_status(hk_graph_placeholder(NULL, &h, "p", HK_DTYPE_F32, 0, NULL, &st), &st,
-                HK_INVALID_ARGUMENT, "g");
-  assert_status(hk_graph_placeholder(f->g, NULL, "p", HK_DTYPE_F32, 0, NULL, &st), &st,
-                HK_INVALID_ARGUMENT, "out");
-  assert_status(hk_graph_placeholder(f->g, &h, NULL, HK_DTYPE_F32, 0, NULL, &st), &st,
-                HK_INVALID_ARGUMENT, "name");
-  assert_status(hk_graph_placeholder(f->g, &h, "p", HK_DTYPE_INVALID, 0, NULL, &st), &st,
-                HK_INVALID_ARGUMENT, "dtype");
-  assert_status(hk_graph_placeholder(f->g, &h, "p", HK_DTYPE_F32, 9, dims, &st), &st,
-                HK_INVALID_ARGUMENT, "rank");
-  assert_status(hk_graph_placeholder(f->g, &h, "p", HK_DTYPE_F32, 1, NULL, &st), &st,
-                HK_INVALID_ARGUMENT, "dims");
-  assert_status(hk_graph_placeholder(f->g, &h, "p", HK_DTYPE_F32, 1, bad, &st), &st,
-                HK_INVALID_ARGUMENT, "dims[0]");
-  assert_status(hk_graph_placeholder(f->g, &h, "v", HK_DTYPE_F32, 0, NULL, &st), &st,
-                HK_ALREADY_EXISTS, "'v'");
+  assert_status(hk_graph_placeholder(NULL, &h, "p", HK_DTYPE_F32, 0, NULL, &st), &st, HK_INVALID_ARGUMENT, "g");
+  assert_status(hk_graph_placeholder(f->g, NULL, "p", HK_DTYPE_F32, 0, NULL, &st), &st, HK_INVALID_ARGUMENT, "out");
+  assert_status(hk_graph_placeholder(f->g, &h, NULL, HK_DTYPE_F32, 0, NULL, &st), &st, HK_INVALID_ARGUMENT, "name");
+  assert_status(hk_graph_placeholder(f->g, &h, "p", HK_DTYPE_INVALID, 0, NULL, &st), &st, HK_INVALID_ARGUMENT, "dtype");
+  assert_status(hk_graph_placeholder(f->g, &h, "p", HK_DTYPE_F32, 9, dims, &st), &st, HK_INVALID_ARGUMENT, "rank");
+  assert_status(hk_graph_placeholder(f->g, &h, "p", HK_DTYPE_F32, 1, NULL, &st), &st, HK_INVALID_ARGUMENT, "dims");
+  assert_status(hk_graph_placeholder(f->g, &h, "p", HK_DTYPE_F32, 1, bad, &st), &st, HK_INVALID_ARGUMENT, "dims[0]");
+  assert_status(hk_graph_placeholder(f->g, &h, "v", HK_DTYPE_F32, 0, NULL, &st), &st, HK_ALREADY_EXISTS, "'v'");
   assert_ok(hk_graph_placeholder(f->g, &p, "p", HK_DTYPE_F32, 1, dims, &st), &st);
 
   assert_ok(hk_tensor_init(&t, HK_DTYPE_F32, 1, dims, data, &st), &st);
@@ -323,8 +315,7 @@ static void test_graph__stock_ops_validate_arguments(void **state) {
   assert_status(hk_graph_assign(f->g, &h, "v", v, c, &st), &st, HK_ALREADY_EXISTS, "'v'");
   assert_ok(hk_graph_assign(f->g, &h, "a", v, c, &st), &st);
 
-  assert_status(hk_graph_assign_add(f->g, &h, "aa", flag, flag, &st), &st, HK_INVALID_ARGUMENT,
-                "'flag'");
+  assert_status(hk_graph_assign_add(f->g, &h, "aa", flag, flag, &st), &st, HK_INVALID_ARGUMENT, "'flag'");
   assert_status(hk_graph_assign_add(f->g, &h, "aa", v, junk, &st), &st, HK_INVALID_ARGUMENT, "delta");
   assert_status(hk_graph_assign_add(f->g, NULL, "aa", v, c, &st), &st, HK_INVALID_ARGUMENT, "out_op");
   assert_ok(hk_graph_assign_add(f->g, &h, "aa", v, c, &st), &st);
@@ -338,10 +329,8 @@ static void test_graph__stock_ops_validate_arguments(void **state) {
   assert_status(hk_graph_init_op(f->g, &h, "init", &noinit, 1, &st), &st, HK_INVALID_ARGUMENT,
                 "'noinit' has no initializer");
   assert_status(hk_graph_init_op(f->g, &h, "bad name", NULL, 0, &st), &st, HK_INVALID_ARGUMENT, "name");
-  assert_status(hk_graph_report_uninitialized(f->g, &h, "r", &junk, 1, &st), &st, HK_INVALID_ARGUMENT,
-                "vars[0]");
-  assert_status(hk_graph_report_uninitialized(f->g, NULL, "r", NULL, 0, &st), &st, HK_INVALID_ARGUMENT,
-                "out_op");
+  assert_status(hk_graph_report_uninitialized(f->g, &h, "r", &junk, 1, &st), &st, HK_INVALID_ARGUMENT, "vars[0]");
+  assert_status(hk_graph_report_uninitialized(f->g, NULL, "r", NULL, 0, &st), &st, HK_INVALID_ARGUMENT, "out_op");
   assert_status(hk_graph_create_global_step(f->g, NULL, &st), &st, HK_INVALID_ARGUMENT, "out");
   assert_status(hk_graph_get_or_create_global_step(NULL, &h, &st), &st, HK_INVALID_ARGUMENT, "g");
 }
@@ -370,25 +359,21 @@ static void test_graph__finalized_graph_rejects_mutations(void **state) {
   assert_status(hk_graph_variable(f->g, &h, &d, &st), &st, HK_FAILED_PRECONDITION, msg);
   assert_status(hk_graph_create_global_step(f->g, &h, &st), &st, HK_FAILED_PRECONDITION, msg);
   assert_status(hk_graph_get_or_create_global_step(f->g, &h, &st), &st, HK_FAILED_PRECONDITION, msg);
-  assert_status(hk_graph_placeholder(f->g, &h, "p", HK_DTYPE_F32, 0, NULL, &st), &st,
-                HK_FAILED_PRECONDITION, msg);
+  assert_status(hk_graph_placeholder(f->g, &h, "p", HK_DTYPE_F32, 0, NULL, &st), &st, HK_FAILED_PRECONDITION, msg);
   assert_status(hk_graph_constant(f->g, &h, "k", &t, &st), &st, HK_FAILED_PRECONDITION, msg);
   assert_status(hk_graph_op(f->g, &h, &od, &st), &st, HK_FAILED_PRECONDITION, msg);
   assert_status(hk_graph_assign(f->g, &h, "a", v, c, &st), &st, HK_FAILED_PRECONDITION, msg);
   assert_status(hk_graph_assign_add(f->g, &h, "aa", v, c, &st), &st, HK_FAILED_PRECONDITION, msg);
   assert_status(hk_graph_group(f->g, &h, "grp", NULL, 0, &st), &st, HK_FAILED_PRECONDITION, msg);
   assert_status(hk_graph_init_op(f->g, &h, "init", NULL, 0, &st), &st, HK_FAILED_PRECONDITION, msg);
-  assert_status(hk_graph_report_uninitialized(f->g, &h, "r", NULL, 0, &st), &st,
-                HK_FAILED_PRECONDITION, msg);
-  assert_status(hk_executor_role_add(f->ex, HK_ROLE_INIT_OP, v, &st), &st, HK_FAILED_PRECONDITION,
-                msg);
+  assert_status(hk_graph_report_uninitialized(f->g, &h, "r", NULL, 0, &st), &st, HK_FAILED_PRECONDITION, msg);
+  assert_status(hk_executor_role_add(f->ex, HK_ROLE_INIT_OP, v, &st), &st, HK_FAILED_PRECONDITION, msg);
   assert_status(hk_executor_default_op(&h, f->ex, HK_DEFAULT_INIT_OP, &st), &st, HK_FAILED_PRECONDITION, msg);
   /* nothing was added; reads still work */
   assert_int_equal(hk_executor_variable_count(f->ex), 1);
   assert_status(hk_executor_resolve_op(&h, f->ex, "grp", &st), &st, HK_NOT_FOUND, "grp");
   open_rs(f);
-  assert_status(run(f, NULL, 0, &v, 1, NULL, 0, &t, &st), &st, HK_FAILED_PRECONDITION,
-                "uninitialized");
+  assert_status(run(f, NULL, 0, &v, 1, NULL, 0, &t, &st), &st, HK_FAILED_PRECONDITION, "uninitialized");
 }
 
 /* ---- roles, global step, defaults (C61, C62, C143, C144) ---------------------------- */
@@ -414,8 +399,7 @@ static void test_graph__role_registry(void **state) {
   assert_true(out[0] == a && out[1] == 0);
   assert_ok(hk_executor_role_get(NULL, 0, &n, f->ex, "summary_op", &st), &st);
   assert_int_equal(n, 1);
-  assert_status(hk_executor_role_add(f->ex, HK_ROLE_INIT_OP, (hk_handle)42, &st), &st,
-                HK_INVALID_ARGUMENT, "handle");
+  assert_status(hk_executor_role_add(f->ex, HK_ROLE_INIT_OP, (hk_handle)42, &st), &st, HK_INVALID_ARGUMENT, "handle");
   assert_status(hk_executor_role_add(f->ex, "", a, &st), &st, HK_INVALID_ARGUMENT, "role");
   assert_status(hk_executor_role_get(NULL, 2, &n, f->ex, HK_ROLE_INIT_OP, &st), &st, HK_INVALID_ARGUMENT, "out");
 }
@@ -457,8 +441,7 @@ static void test_graph__an_existing_integer_global_step_is_adopted_others_refuse
   var_full(f, "global_step", HK_DTYPE_F32, 0, NULL, HK_INIT_ZEROS, 0, 0, NULL);
   assert_status(hk_graph_get_or_create_global_step(f->g, &h, &st), &st, HK_INVALID_ARGUMENT,
                 "Existing \"global_step\" does not have integer type: f32");
-  assert_status(hk_graph_create_global_step(f->g, &h, &st), &st, HK_ALREADY_EXISTS,
-                "\"global_step\" already exists.");
+  assert_status(hk_graph_create_global_step(f->g, &h, &st), &st, HK_ALREADY_EXISTS, "\"global_step\" already exists.");
   {
     fx *f2 = f;
     hk_graph *g2;
@@ -500,8 +483,7 @@ static void test_graph__default_ops_are_built_under_fresh_names_and_cover_every_
   assert_string_equal(hk_executor_handle_name(f->ex, init), "init");
   assert_string_equal(hk_executor_handle_name(f->ex, local_init), "init_local");
   assert_string_equal(hk_executor_handle_name(f->ex, ready), "report_uninitialized_variables:0");
-  assert_string_equal(hk_executor_handle_name(f->ex, ready_local),
-                      "report_uninitialized_global_variables:0");
+  assert_string_equal(hk_executor_handle_name(f->ex, ready_local), "report_uninitialized_global_variables:0");
   /* a second build gets a fresh name */
   assert_ok(hk_executor_default_op(&again, f->ex, HK_DEFAULT_INIT_OP, &st), &st);
   assert_string_equal(hk_executor_handle_name(f->ex, again), "init_1");
@@ -604,19 +586,19 @@ static void test_graph__describe_lists_every_op_and_unknown_control_ops_are_unim
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, graph_fixture_setup, graph_fixture_teardown)
-    T(test_graph__new_validates_arguments),
-    T(test_graph__free_releases_everything),
-    T(test_graph__names_and_handles_resolve_or_are_not_found),
-    T(test_graph__variable_validates_every_argument),
-    T(test_graph__placeholder_constant_op_validate_arguments),
-    T(test_graph__stock_ops_validate_arguments),
-    T(test_graph__finalized_graph_rejects_mutations),
-    T(test_graph__role_registry),
-    T(test_graph__the_global_step_is_one_non_trainable_int64_scalar),
-    T(test_graph__an_existing_integer_global_step_is_adopted_others_refused),
-    T(test_graph__default_ops_are_built_under_fresh_names_and_cover_every_variable),
-    T(test_graph__init_op_over_chosen_variables),
-    T(test_graph__describe_lists_every_op_and_unknown_control_ops_are_unimplemented),
+      T(test_graph__new_validates_arguments),
+      T(test_graph__free_releases_everything),
+      T(test_graph__names_and_handles_resolve_or_are_not_found),
+      T(test_graph__variable_validates_every_argument),
+      T(test_graph__placeholder_constant_op_validate_arguments),
+      T(test_graph__stock_ops_validate_arguments),
+      T(test_graph__finalized_graph_rejects_mutations),
+      T(test_graph__role_registry),
+      T(test_graph__the_global_step_is_one_non_trainable_int64_scalar),
+      T(test_graph__an_existing_integer_global_step_is_adopted_others_refused),
+      T(test_graph__default_ops_are_built_under_fresh_names_and_cover_every_variable),
+      T(test_graph__init_op_over_chosen_variables),
+      T(test_graph__describe_lists_every_op_and_unknown_control_ops_are_unimplemented),
 #undef T
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,8 +12,8 @@ static void read_var(fx *f, size_t idx, hk_tensor *out) {
   assert_ok(hk_raw_session_read_variable(out, f->rs, idx, &st), &st);
 }
 
-static size_t random_var(fx *f, const char *name, hk_dtype dt, int64_t n, hk_init_kind kind,
-                         double a, double b, uint64_t seed) {
+static size_t random_var(fx *f, const char *name, hk_dtype dt, int64_t n, hk_init_kind kind, double a, double b,
+                         uint64_t seed) {
   hk_variable_def d = HK_VARIABLE_DEF_INIT;
   hk_status st = HK_STATUS_INIT;
   hk_handle h;
@@ -40,11 +40,10 @@ static uint32_t f32_bits(float x) {
 static void test_graph__prng_golden_values(void **state) {
   fx *f = *state;
   /* Vigna's splitmix64.c seeded with 0 outputs these first three values. */
-  static const uint64_t splitmix0[3] = {0xE220A8397B1DCDAFull, 0x6E789E6AA1B965F4ull,
-                                        0x06C45D188009454Full};
+  static const uint64_t splitmix0[3] = {0xE220A8397B1DCDAFull, 0x6E789E6AA1B965F4ull, 0x06C45D188009454Full};
   static const uint32_t uni_f32[4] = {0x3ef75cc8u, 0xbf2e203au, 0xbee2b664u, 0xbe9f8c7cu};
-  static const double uni_f64[4] = {0x1.f2fb6975bdfa2p+1, 0x1.57d3037c52de0p-3,
-                                    0x1.203e50a0e95d7p+3, 0x1.75134c99021b6p+2};
+  static const double uni_f64[4] = {0x1.f2fb6975bdfa2p+1, 0x1.57d3037c52de0p-3, 0x1.203e50a0e95d7p+3,
+                                    0x1.75134c99021b6p+2};
   static const uint32_t norm_f32[4] = {0x40298c9eu, 0x3f131a4eu, 0x3e0b3906u, 0x3f7a6862u};
   size_t raw = random_var(f, "raw", HK_DTYPE_F64, 3, HK_INIT_UNIFORM, 0, 1, 0);
   size_t u32 = random_var(f, "u32", HK_DTYPE_F32, 4, HK_INIT_UNIFORM, -1, 1, 42);
@@ -56,8 +55,7 @@ static void test_graph__prng_golden_values(void **state) {
   run_target(f, init_all(f, "init"));
 
   read_var(f, raw, &r);
-  for (i = 0; i < 3; i++)
-    assert_true((uint64_t)(((double *)r.data)[i] * 0x1p53) == (splitmix0[i] >> 11));
+  for (i = 0; i < 3; i++) assert_true((uint64_t)(((double *)r.data)[i] * 0x1p53) == (splitmix0[i] >> 11));
   read_var(f, u32, &r);
   for (i = 0; i < 4; i++) assert_int_equal(f32_bits(((float *)r.data)[i]), uni_f32[i]);
   read_var(f, u64, &r);
@@ -131,9 +129,8 @@ static void test_graph__constant_initializers_all_dtypes(void **state) {
       const char *name;
       hk_dtype dt;
       double v;
-    } cases[] = {{"ci8", HK_DTYPE_I8, -128}, {"cu16", HK_DTYPE_U16, 65535},
-                 {"ci64", HK_DTYPE_I64, -5e15}, {"cb", HK_DTYPE_BOOL, 3},
-                 {"cf16", HK_DTYPE_F16, 1.5}, {"cbf16", HK_DTYPE_BF16, -2},
+    } cases[] = {{"ci8", HK_DTYPE_I8, -128}, {"cu16", HK_DTYPE_U16, 65535}, {"ci64", HK_DTYPE_I64, -5e15},
+                 {"cb", HK_DTYPE_BOOL, 3},   {"cf16", HK_DTYPE_F16, 1.5},   {"cbf16", HK_DTYPE_BF16, -2},
                  {"cf64", HK_DTYPE_F64, 0.1}};
     size_t k;
     for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
@@ -234,18 +231,18 @@ static void test_graph__assign_add_dtypes(void **state) {
   fetch[1] = out0(f, oph);
   assert_ok(run(f, NULL, 0, fetch, 2, NULL, 0, r, &st), &st);
   assert_int_equal(*(int32_t *)r[0].data, INT32_MIN); /* wraps, no UB */
-  assert_int_equal(*(uint16_t *)r[1].data, 0x3E00u); /* 1.5 */
+  assert_int_equal(*(uint16_t *)r[1].data, 0x3E00u);  /* 1.5 */
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, graph_fixture_setup, graph_fixture_teardown)
-    T(test_graph__prng_golden_values),
-    T(test_graph__prng_deterministic_and_in_range),
-    T(test_graph__constant_initializers_all_dtypes),
-    T(test_graph__assign_add_dtypes),
-    T(test_graph__a_bool_variable_accepts_any_finite_constant),
-    T(test_graph__a_u64_constant_above_int64_max_is_stored_exactly),
+      T(test_graph__prng_golden_values),
+      T(test_graph__prng_deterministic_and_in_range),
+      T(test_graph__constant_initializers_all_dtypes),
+      T(test_graph__assign_add_dtypes),
+      T(test_graph__a_bool_variable_accepts_any_finite_constant),
+      T(test_graph__a_u64_constant_above_int64_max_is_stored_exactly),
 #undef T
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -296,8 +296,7 @@ static void test_graph__variables_live_per_raw_session(void **state) {
   assert_ok(hk_raw_session_open(&other, f->ex, &st), &st);
   {
     hk_run_args a = {NULL, 0, &v, 1, NULL, 0, NULL};
-    assert_status(hk_raw_session_run(other, &a, &r, NULL, &st), &st, HK_FAILED_PRECONDITION,
-                  "uninitialized value v");
+    assert_status(hk_raw_session_run(other, &a, &r, NULL, &st), &st, HK_FAILED_PRECONDITION, "uninitialized value v");
     a.fetches = NULL;
     a.nfetches = 0;
     a.targets = &init;
@@ -313,8 +312,8 @@ static void test_graph__variables_live_per_raw_session(void **state) {
   hk_raw_session_free(other);
 }
 
-static hk_code touch_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
-                            size_t ninputs, hk_tensor *outputs, size_t noutputs, hk_status *status) {
+static hk_code touch_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
+                            hk_tensor *outputs, size_t noutputs, hk_status *status) {
   hk_tensor *v = hk_kernel_context_variable(ctx, 0);
   (void)inputs;
   (void)ninputs;
@@ -478,9 +477,8 @@ static void test_graph__trace_lists_executed_ops(void **state) {
 
 /* ---- errors from kernels, closed sessions, late ops ----------------------------------- */
 
-static hk_code failing_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
-                              size_t ninputs, hk_tensor *outputs, size_t noutputs,
-                              hk_status *status) {
+static hk_code failing_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
+                              hk_tensor *outputs, size_t noutputs, hk_status *status) {
   (void)ctx;
   (void)inputs;
   (void)ninputs;
@@ -642,7 +640,7 @@ static void test_graph__steady_state_runs_allocate_nothing(void **state) {
   for (i = 0; i < 100; i++) {
     assert_ok(hk_raw_session_run(f->rs, &args1, r, &md, &st), &st);
     assert_int_equal(*(int64_t *)r[1].data, 2 + i); /* H29: the value at run start */
-    assert_true(*(float *)r[0].data == 6.0f);        /* 3 + 2 + 1 */
+    assert_true(*(float *)r[0].data == 6.0f);       /* 3 + 2 + 1 */
     assert_int_equal(r[2].dims[0], 0);
     assert_int_equal(md.ntrace, 3); /* loss, train, ready */
     assert_ok(hk_raw_session_run(f->rs, &args2, r, NULL, &st), &st);
@@ -714,22 +712,22 @@ static void test_graph__oom_loop_reports_and_leaks_nothing(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, graph_fixture_setup, graph_fixture_teardown)
-    T(test_graph__a_diamond_runs_each_op_once_in_order),
-    T(test_graph__control_dependencies_run_first),
-    T(test_graph__feeds_replace_computation_zero_copy),
-    T(test_graph__placeholders_need_feeds_of_their_dtype_and_shape),
-    T(test_graph__fetched_variable_read_at_run_start),
-    T(test_graph__uninitialized_reads_fail),
-    T(test_graph__variables_live_per_raw_session),
-    T(test_graph__external_variables_zero_copy),
-    T(test_graph__variables_enumerate_read_assign),
-    T(test_graph__trace_lists_executed_ops),
-    T(test_graph__kernel_errors_reach_the_caller),
-    T(test_graph__an_assign_of_a_kernel_output_that_no_longer_fits_fails),
-    T(test_graph__run_after_close_fails),
-    T(test_graph__ops_added_after_open_are_runnable),
-    T(test_graph__steady_state_runs_allocate_nothing),
-    T(test_graph__oom_loop_reports_and_leaks_nothing),
+      T(test_graph__a_diamond_runs_each_op_once_in_order),
+      T(test_graph__control_dependencies_run_first),
+      T(test_graph__feeds_replace_computation_zero_copy),
+      T(test_graph__placeholders_need_feeds_of_their_dtype_and_shape),
+      T(test_graph__fetched_variable_read_at_run_start),
+      T(test_graph__uninitialized_reads_fail),
+      T(test_graph__variables_live_per_raw_session),
+      T(test_graph__external_variables_zero_copy),
+      T(test_graph__variables_enumerate_read_assign),
+      T(test_graph__trace_lists_executed_ops),
+      T(test_graph__kernel_errors_reach_the_caller),
+      T(test_graph__an_assign_of_a_kernel_output_that_no_longer_fits_fails),
+      T(test_graph__run_after_close_fails),
+      T(test_graph__ops_added_after_open_are_runnable),
+      T(test_graph__steady_state_runs_allocate_nothing),
+      T(test_graph__oom_loop_reports_and_leaks_nothing),
 #undef T
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

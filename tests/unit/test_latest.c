@@ -344,7 +344,7 @@ static void test_latest__all_corrupt_in_a_long_directory_still_names_every_candi
     at = strstr(at, name);
     if (!at) fail_msg("'%s' is not named (after the newer ones) in: %s", name, st.message);
   }
-  assert_non_null(strstr(st.message, dir + 300 - 40)); /* the directory, by its end at least */
+  assert_non_null(strstr(st.message, dir + 300 - 40));               /* the directory, by its end at least */
   assert_non_null(strstr(st.message, " verifies: model.ckpt-5 (c")); /* a reason, not just a name */
   free(dir);
 }
@@ -490,10 +490,12 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_latest__skips_a_missing_newest_checkpoint, setup, teardown),
       cmocka_unit_test_setup_teardown(test_latest__newer_format_candidate_is_skipped, setup, teardown),
       cmocka_unit_test_setup_teardown(test_latest__all_candidates_corrupt_is_data_loss_naming_each, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_latest__all_corrupt_in_a_long_directory_still_names_every_candidate, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__all_corrupt_in_a_long_directory_still_names_every_candidate, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_latest__all_corrupt_with_too_many_to_name_says_how_many, setup, teardown),
       cmocka_unit_test_setup_teardown(test_latest__a_malformed_state_file_scans_for_the_newest_step, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_latest__a_malformed_state_file_and_no_checkpoint_is_not_found, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_latest__a_malformed_state_file_and_no_checkpoint_is_not_found, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_latest__an_unreadable_state_file_scans_the_directory, setup, teardown),
       cmocka_unit_test_setup_teardown(test_latest__state_entries_outside_the_directory_are_refused, setup, teardown),
   };

@@ -75,7 +75,8 @@ static int lines_starting(test_env *te, const char *prefix) {
 /* The k-th (0-based) INFO line starting with `prefix`, "" when none. */
 static const char *line_starting(test_env *te, const char *prefix, int k) {
   for (size_t i = 0; i < te->log.n; i++)
-    if (te->log.lines[i].level == HK_LOG_INFO && strncmp(te->log.lines[i].text, prefix, strlen(prefix)) == 0 && k-- == 0)
+    if (te->log.lines[i].level == HK_LOG_INFO && strncmp(te->log.lines[i].text, prefix, strlen(prefix)) == 0 &&
+        k-- == 0)
       return te->log.lines[i].text;
   return "";
 }
@@ -555,8 +556,7 @@ static void test_logging_tensor__long_line_is_cut_and_marked(void **state) {
   test_clock_advance(&f->te->clock, 0.5);
   run(f);
   assert_true(ls.len < HK_LOGGING_TENSOR_LINE_MAX);
-  assert_string_equal(ls.tail + strlen(ls.tail) - strlen("TTT (truncated) (0.500 sec)"),
-                      "TTT (truncated) (0.500 sec)");
+  assert_string_equal(ls.tail + strlen(ls.tail) - strlen("TTT (truncated) (0.500 sec)"), "TTT (truncated) (0.500 sec)");
 }
 
 /* ---- the embedded graph executor, H7 ------------------------------------------------- */

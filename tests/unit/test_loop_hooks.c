@@ -138,9 +138,12 @@ static void test_loop__own_hooks_run_in_order_step_counter_before_saver(void **s
     add_model(l, &m, f);
     assert_ok(hk_loop_add_early_stopping(l, es, &f->st), &f->st);
     assert_ok(hk_loop_start(l, NULL, &f->st), &f->st);
-    const char *want[] = {"host loop",       "NanTensorHook",
-                          "EarlyStoppingHook", "StopAtStepHook",
-                          "StepCounterHook", async ? "AsyncCheckpointSaverHook" : "CheckpointSaverHook",
+    const char *want[] = {"host loop",
+                          "NanTensorHook",
+                          "EarlyStoppingHook",
+                          "StopAtStepHook",
+                          "StepCounterHook",
+                          async ? "AsyncCheckpointSaverHook" : "CheckpointSaverHook",
                           "spy"};
     hk_session *s = hk_loop_session(l);
     assert_int_equal(hk_session_hook_count(s), 7);
@@ -319,12 +322,10 @@ static void test_loop__arrays_named_by_options_are_checked_at_start(void **state
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_loop__step_counter_writes_into_checkpoint_dir_by_default, setup,
-                                      teardown),
+      cmocka_unit_test_setup_teardown(test_loop__step_counter_writes_into_checkpoint_dir_by_default, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__summary_dir_overrides_checkpoint_dir, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__zero_log_step_count_steps_runs_no_step_counter, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_loop__own_hooks_run_in_order_step_counter_before_saver, setup,
-                                      teardown),
+      cmocka_unit_test_setup_teardown(test_loop__own_hooks_run_in_order_step_counter_before_saver, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__default_options_get_the_default_step_counter, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__nan_guard_keeps_nan_out_of_checkpoints, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__arrays_named_by_options_are_checked_at_start, setup, teardown),

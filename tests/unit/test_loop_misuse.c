@@ -13,7 +13,8 @@ static void test_loop__bad_options_have_no_side_effect(void **state) {
   hk_loop *l = (hk_loop *)1;
   hk_loop_options o = opts_for(f);
   o.save_secs = 10;
-  assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "Can not provide both save_secs and save_steps.");
+  assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "Can not provide both save_secs and save_steps.");
   assert_null(l);
   o = opts_for(f);
   o.save_steps = -1;
@@ -72,7 +73,8 @@ static void test_loop__bad_options_have_no_side_effect(void **state) {
   assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "there is no checkpoint_dir");
   o = opts_for(f);
   o.best_metric = "loss";
-  assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT, "best_metric 'loss' is given but best_k is 0");
+  assert_status(hk_loop_new(&l, &o, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "best_metric 'loss' is given but best_k is 0");
   /* C54, H47: the version-3 options, each named. */
   o = opts_for(f);
   o.log_step_count_steps = -1;
@@ -121,7 +123,8 @@ static void test_loop__bad_registrations_name_the_array(void **state) {
   assert_status(hk_loop_add_array(l, "w", HK_DTYPE_F32, 9, d, m.w, 0, &f->st), &f->st, HK_INVALID_ARGUMENT, "'w'");
   assert_status(hk_loop_add_array(l, "w", HK_DTYPE_F32, 1, neg, m.w, 0, &f->st), &f->st, HK_INVALID_ARGUMENT, "'w'");
   assert_status(hk_loop_add_array(l, "w", HK_DTYPE_F32, 1, d, NULL, 0, &f->st), &f->st, HK_INVALID_ARGUMENT, "'w'");
-  assert_status(hk_loop_add_array(l, "w", HK_DTYPE_F32, 1, d, m.w, 0x100, &f->st), &f->st, HK_INVALID_ARGUMENT, "flags");
+  assert_status(hk_loop_add_array(l, "w", HK_DTYPE_F32, 1, d, m.w, 0x100, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "flags");
   assert_status(hk_loop_add_array(l, "w", HK_DTYPE_F32, 1, d, m.w, HK_LOOP_GLOBAL_STEP, &f->st), &f->st,
                 HK_INVALID_ARGUMENT, "integer scalar");
   assert_status(hk_loop_add_array(l, "global_step", HK_DTYPE_I64, 0, NULL, &m.my_step, 0, &f->st), &f->st,
@@ -131,7 +134,8 @@ static void test_loop__bad_registrations_name_the_array(void **state) {
   assert_status(hk_loop_add_state(l, "w", 4, rng_save, rng_restore, NULL, 0, &f->st), &f->st, HK_ALREADY_EXISTS, "'w'");
   assert_status(hk_loop_add_state(l, "r", 4, NULL, rng_restore, NULL, 0, &f->st), &f->st, HK_INVALID_ARGUMENT, "save");
   assert_status(hk_loop_add_state(l, "r", 4, rng_save, NULL, NULL, 0, &f->st), &f->st, HK_INVALID_ARGUMENT, "restore");
-  assert_status(hk_loop_add_state(l, "r", 0, rng_save, rng_restore, NULL, 0, &f->st), &f->st, HK_INVALID_ARGUMENT, "size");
+  assert_status(hk_loop_add_state(l, "r", 0, rng_save, rng_restore, NULL, 0, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "size");
   assert_status(hk_loop_add_state(l, "r", 4, rng_save, rng_restore, NULL, HK_LOOP_NO_CHECKPOINT, &f->st), &f->st,
                 HK_INVALID_ARGUMENT, "'r'");
   assert_ok(hk_loop_add_array(l, "s", HK_DTYPE_I64, 0, NULL, &m.my_step, HK_LOOP_GLOBAL_STEP, &f->st), &f->st);

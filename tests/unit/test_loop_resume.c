@@ -221,8 +221,7 @@ static void test_loop__state_callback_errors_propagate(void **state) {
   run_to(f, &m, &o);
   hk_loop *l = NULL;
   assert_ok(hk_loop_new(&l, &o, &f->st), &f->st);
-  assert_ok(hk_loop_add_state(l, "rng", sizeof m.r, rng_save, failing_restore, &m.r, HK_LOOP_OPTIONAL, &f->st),
-            &f->st);
+  assert_ok(hk_loop_add_state(l, "rng", sizeof m.r, rng_save, failing_restore, &m.r, HK_LOOP_OPTIONAL, &f->st), &f->st);
   assert_status(hk_loop_start(l, NULL, &f->st), &f->st, HK_DATA_LOSS, "another program version");
   assert_true(hk_loop_should_stop(l));
   assert_status(hk_loop_finish(l, &f->st), &f->st, HK_DATA_LOSS, "another program version");
@@ -462,8 +461,9 @@ static void test_loop__hook_save_refuses_bad_calls(void **state) {
   co.checkpoint_dir = f->ck;
   co.save_steps = 1;
   for (int async = 0; async <= 1; async++) {
-    assert_ok(async ? hk_async_checkpoint_saver_hook_new(&ck, &co, &f->st) : hk_checkpoint_saver_hook_new(&ck, &co, &f->st),
-              &f->st);
+    assert_ok(
+        async ? hk_async_checkpoint_saver_hook_new(&ck, &co, &f->st) : hk_checkpoint_saver_hook_new(&ck, &co, &f->st),
+        &f->st);
     assert_status(hk_checkpoint_saver_hook_save(NULL, ck, NULL, &f->st), &f->st, HK_FAILED_PRECONDITION,
                   "serves no session");
     assert_status(hk_checkpoint_saver_hook_save(NULL, ck, "../x", &f->st), &f->st, HK_INVALID_ARGUMENT, "../x");
@@ -565,7 +565,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_loop__fresh_start_keeps_program_values, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__opaque_state_round_trips, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__arrays_are_storage_states_are_not, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_loop__restores_arrays_in_place_and_a_corrupt_tensor_is_data_loss, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_loop__restores_arrays_in_place_and_a_corrupt_tensor_is_data_loss, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_loop__state_callback_errors_propagate, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__optional_state_missing_keeps_value, setup, teardown),
       cmocka_unit_test_setup_teardown(test_loop__unrestored_tensor_is_named, setup, teardown),

@@ -29,12 +29,12 @@ static const size_t arr_elems[NARR] = {3, 1024, 100000, 40000};
 typedef struct program {
   float *a[NARR];
   uint64_t rng;
-  int updates;          /* call hk_loop_updates_begin() */
-  int read_only;        /* a step that writes nothing */
-  int skip_updates_at;  /* a step (0-based) that does not call it; -1: none */
+  int updates;         /* call hk_loop_updates_begin() */
+  int read_only;       /* a step that writes nothing */
+  int skip_updates_at; /* a step (0-based) that does not call it; -1: none */
   int steps;
-  double checksum;      /* what the read-only phase computed */
-  pthread_t trainer;    /* every state callback must run here (H6) */
+  double checksum;   /* what the read-only phase computed */
+  pthread_t trainer; /* every state callback must run here (H6) */
   int callbacks_elsewhere;
 } program;
 

@@ -53,8 +53,7 @@ static void start(fixture *f) {
   int64_t dims[1] = {8};
   assert_ok(hk_loop_new(&f->loop, &f->o, &f->st), &f->st);
   assert_ok(hk_loop_add_array(f->loop, "w", HK_DTYPE_F32, 1, dims, f->w, 0, &f->st), &f->st);
-  assert_ok(hk_loop_add_array(f->loop, "loss", HK_DTYPE_F32, 0, NULL, &f->loss, HK_LOOP_NO_CHECKPOINT, &f->st),
-            &f->st);
+  assert_ok(hk_loop_add_array(f->loop, "loss", HK_DTYPE_F32, 0, NULL, &f->loss, HK_LOOP_NO_CHECKPOINT, &f->st), &f->st);
   assert_ok(hk_loop_start(f->loop, NULL, &f->st), &f->st);
 }
 

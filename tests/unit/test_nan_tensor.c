@@ -194,7 +194,8 @@ static void test_nan_tensor__checks_a_loss_of_every_float_dtype(void **state) {
       {"l16", &f->l16, {0x7bff, 0xfbff, 0x0001}, {0x7e00, 0x7c01, 0xfe00}},
       {"lb16", &f->lb16, {0x7f7f, 0xff7f, 0x3f80}, {0x7fc0, 0x7f81, 0xff81}},
       {"l32", &f->l32, {0x7f7fffff, 0x00000001, 0xbf800000}, {0x7fc00000, 0x7f800001, 0xffc00000}},
-      {"l64", &f->l64,
+      {"l64",
+       &f->l64,
        {UINT64_C(0x7fefffffffffffff), 1, UINT64_C(0xbff0000000000000)},
        {UINT64_C(0x7ff8000000000000), UINT64_C(0x7ff0000000000001), UINT64_C(0xfff8000000000000)}},
   };
@@ -460,7 +461,8 @@ static void divergence_against_saver(fixture *f, float bad, int guard_first) {
   assert_int_equal(newest, 5);
 
   hk_code rc = graph_step(f->s, &m, bad, &f->st);
-  assert_status(rc, &f->st, HK_INVALID_ARGUMENT, isnan(bad) ? "NaN loss during training." : "Inf loss during training.");
+  assert_status(rc, &f->st, HK_INVALID_ARGUMENT,
+                isnan(bad) ? "NaN loss during training." : "Inf loss during training.");
   (void)hk_session_close(f->s, rc, NULL); /* the training loop ends with the run's error */
   hk_session_free(f->s);
   f->s = NULL;
@@ -470,7 +472,7 @@ static void divergence_against_saver(fixture *f, float bad, int guard_first) {
     assert_int_equal(check_checkpoints_finite(f->te, dir, "w", &newest), 3);
     assert_int_equal(newest, 5);
   } else {
-    assert_true(checkpoint_exists(dir, 6)); /* the divergent step was saved ... */
+    assert_true(checkpoint_exists(dir, 6));  /* the divergent step was saved ... */
     assert_false(checkpoint_exists(dir, 3)); /* ... and rotated a good one out */
   }
   hk_hook_free(ck);

@@ -198,7 +198,9 @@ static void write_record_for_current_state(fx *f, const char *const *names, size
   free(state);
 }
 
-static long syncs(fx *f) { return faulty_fs_calls(&f->ff, FAULTY_FS_SYNC) + faulty_fs_calls(&f->ff, FAULTY_FS_SYNC_DIR); }
+static long syncs(fx *f) {
+  return faulty_fs_calls(&f->ff, FAULTY_FS_SYNC) + faulty_fs_calls(&f->ff, FAULTY_FS_SYNC_DIR);
+}
 
 /* ---- the crash between the state file and the deletions ------------------------------ */
 
@@ -329,8 +331,9 @@ static void test_pending_deletions__deletes_only_checkpoint_files_of_unlisted_na
   b = make_saver(f, 5, HK_UNSET_SECS);
   save(f, b, 3, HK_SAVE_DEFAULT);
   assert_logged(f->te, HK_LOG_WARNING, "Not deleting checkpoint model.ckpt-2 recorded in ");
-  assert_listing(f, "checkpoint,model.ckpt-1,model.ckpt-1.safetensors.bak,model.ckpt-1.txt,model.ckpt-10.safetensors,"
-                    "model.ckpt-2.safetensors,model.ckpt-3.safetensors");
+  assert_listing(f,
+                 "checkpoint,model.ckpt-1,model.ckpt-1.safetensors.bak,model.ckpt-1.txt,model.ckpt-10.safetensors,"
+                 "model.ckpt-2.safetensors,model.ckpt-3.safetensors");
   hk_saver_free(b);
 }
 
@@ -433,16 +436,16 @@ static void test_pending_deletions__malformed_record_ignored_with_warning(void *
   static const char *const bad[] = {
       "",
       "# hooked pending checkpoint deletions 2\nstate_crc32c: {CRC}\ndelete: \"model.ckpt-1\"\n",
-      MAGIC "state_crc32c: {CRC}\ndelete: \"model.ckpt-1\"",          /* no final newline */
-      MAGIC "state_crc32c: {CRC}\n",                                  /* names nothing */
-      MAGIC "state_crc32c: {CRC}\ndelete: \"../ck/model.ckpt-1\"\n",  /* not a bare name */
+      MAGIC "state_crc32c: {CRC}\ndelete: \"model.ckpt-1\"",         /* no final newline */
+      MAGIC "state_crc32c: {CRC}\n",                                 /* names nothing */
+      MAGIC "state_crc32c: {CRC}\ndelete: \"../ck/model.ckpt-1\"\n", /* not a bare name */
       MAGIC "state_crc32c: {CRC}\ndelete: \"/tmp/model.ckpt-1\"\n",
-      MAGIC "state_crc32c: {CRC}\ndelete: \"checkpoint\"\n",          /* the state file itself */
+      MAGIC "state_crc32c: {CRC}\ndelete: \"checkpoint\"\n", /* the state file itself */
       MAGIC "state_crc32c: {CRC}\ndelete: \"model.ckpt-1\"\nrm -rf\n",
       MAGIC "state_crc32c: {CRC}\ndelete: model.ckpt-1\n",
       MAGIC "state_crc32c: {CRC}X\ndelete: \"model.ckpt-1\"\n",
-      MAGIC "state_crc32c: DEADBEEF\ndelete: \"model.ckpt-1\"\n",     /* uppercase */
-      MAGIC "delete: \"model.ckpt-1\"\n",                            /* no CRC line */
+      MAGIC "state_crc32c: DEADBEEF\ndelete: \"model.ckpt-1\"\n", /* uppercase */
+      MAGIC "delete: \"model.ckpt-1\"\n",                         /* no CRC line */
       "delete: \"model.ckpt-1\"\n",
   };
   hk_saver *a = make_saver(f, 0, HK_UNSET_SECS);

@@ -55,11 +55,13 @@ static void test_reader__global_step_tensor_must_hold_the_header_step(void **sta
   assert_status(open_reader(f, &r, &st), &st, HK_DATA_LOSS, "holds 42");
 
   write_step_variant(f, "42", NULL, "a");
-  assert_status(open_reader(f, &r, &st), &st, HK_DATA_LOSS, "tensor 'a': \"global_step_tensor\" names it, but it is "
-                                                                "not an integer scalar (F32, rank 1)");
+  assert_status(open_reader(f, &r, &st), &st, HK_DATA_LOSS,
+                "tensor 'a': \"global_step_tensor\" names it, but it is "
+                "not an integer scalar (F32, rank 1)");
   write_step_variant(f, "42", NULL, "zz");
-  assert_status(open_reader(f, &r, &st), &st, HK_DATA_LOSS, "tensor 'zz': \"global_step_tensor\" names it, but the "
-                                                                "file holds no such tensor");
+  assert_status(open_reader(f, &r, &st), &st, HK_DATA_LOSS,
+                "tensor 'zz': \"global_step_tensor\" names it, but the "
+                "file holds no such tensor");
   write_step_variant(f, "42", NULL, "b\",\"global_step_tensor\":\"b");
   assert_status(open_reader(f, &r, &st), &st, HK_DATA_LOSS, "\"global_step_tensor\" appears twice");
 
@@ -133,8 +135,10 @@ static void test_reader__saver_names_its_global_step_tensor(void **state) {
   at[15] = '8';
   memcpy(at + 40, crc_text("8", c), 8);
   assert_int_equal(test_write_file(p7, bytes, n), 0);
-  snprintf(want, sizeof want, "Checkpoint %s is corrupt: its global_step is 8 but tensor 'global_step', its global-step "
-           "tensor (global_step_tensor), holds 7", p7);
+  snprintf(want, sizeof want,
+           "Checkpoint %s is corrupt: its global_step is 8 but tensor 'global_step', its global-step "
+           "tensor (global_step_tensor), holds 7",
+           p7);
   assert_status(hk_checkpoint_reader_open(&r, &f->te->env, p7, &st), &st, HK_DATA_LOSS, want);
   assert_null(r);
   free(bytes);

@@ -314,12 +314,13 @@ static void test_reader__saver_file_is_golden_and_deterministic(void **state) {
   char *first = test_read_file(data_path, &n1);
   assert_non_null(first);
 
-  hl = (size_t)snprintf(header, sizeof header,
-                        "{\"__metadata__\":{\"format\":\"hooked/1\",\"global_step\":\"5\",\"global_step_crc32c\":\"%08" PRIx32
-                        "\",\"crc32c:a\":\"%08" PRIx32 "\",\"crc32c:b\":\"%08" PRIx32
-                        "\"},\"a\":{\"dtype\":\"I32\",\"shape\":[],\"data_offsets\":[0,4]},"
-                        "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
-                        crc("5", 1), crc(&av, 4), crc(bv, 8));
+  hl = (size_t)snprintf(
+      header, sizeof header,
+      "{\"__metadata__\":{\"format\":\"hooked/1\",\"global_step\":\"5\",\"global_step_crc32c\":\"%08" PRIx32
+      "\",\"crc32c:a\":\"%08" PRIx32 "\",\"crc32c:b\":\"%08" PRIx32
+      "\"},\"a\":{\"dtype\":\"I32\",\"shape\":[],\"data_offsets\":[0,4]},"
+      "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+      crc("5", 1), crc(&av, 4), crc(bv, 8));
   while ((8 + hl) % 64) header[hl++] = ' ';
   for (int i = 0; i < 8; i++) expect[i] = (char)((uint64_t)hl >> (8 * i));
   memcpy(expect + 8, header, hl);

@@ -12,8 +12,7 @@
 
 typedef session_fixture fixture;
 
-static int setup_kind(void **state, hk_session_kind kind)
-{
+static int setup_kind(void **state, hk_session_kind kind) {
   fixture *f = session_fixture_new(kind, 2);
   session_fixture_fail_train(f);
   spy_hook_fetch(f->a, f->gs);
@@ -25,8 +24,7 @@ static int setup_ms(void **state) { return setup_kind(state, HK_SESSION_MONITORE
 static int setup_sms(void **state) { return setup_kind(state, HK_SESSION_SINGULAR); }
 
 /* Also forget the creation: spy counters, sleeps and log lines. */
-static void open_session(fixture *f)
-{
+static void open_session(fixture *f) {
   session_fixture_open(f);
   spy_hook_reset(f->a);
   spy_hook_reset(f->b);
@@ -37,17 +35,14 @@ static void open_session(fixture *f)
 static int near(double a, double b) { return fabs(a - b) < 1e-6; }
 
 /* Delays between consecutive after_create_session events of spy a. */
-static int creation_gaps(const spy_log *log, double *gaps, int max)
-{
+static int creation_gaps(const spy_log *log, double *gaps, int max) {
   size_t i;
   int n = 0;
   double prev = 0;
   int have = 0;
   for (i = 0; i < log->n; i++) {
-    if (strcmp(log->events[i].name, "a.after_create_session") != 0)
-      continue;
-    if (have && n < max)
-      gaps[n++] = log->events[i].time - prev;
+    if (strcmp(log->events[i].name, "a.after_create_session") != 0) continue;
+    if (have && n < max) gaps[n++] = log->events[i].time - prev;
     prev = log->events[i].time;
     have = 1;
   }
@@ -57,8 +52,7 @@ static int creation_gaps(const spy_log *log, double *gaps, int max)
 /* ---- D2.1 options ------------------------------------------------------- */
 
 /* D2: bad recovery options (delays, attempts, seconds) are INVALID_ARGUMENT naming the option. */
-static void test_recovery__bad_recovery_options_are_refused_naming_them(void **state)
-{
+static void test_recovery__bad_recovery_options_are_refused_naming_them(void **state) {
   fixture *f = *state;
   hk_session_options o;
   o = f->opts;
@@ -87,8 +81,7 @@ static void test_recovery__bad_recovery_options_are_refused_naming_them(void **s
 /* ---- C38, C41, C4, D2.2 ------------------------------------------------- */
 
 /* C38: a run that fails with a preemption error re-creates the session and runs again. */
-static void test_recovery__a_preempted_run_recreates_the_session_and_runs_again(void **state)
-{
+static void test_recovery__a_preempted_run_recreates_the_session_and_runs_again(void **state) {
   fixture *f = *state;
   hk_coordinator *first_coord;
   open_session(f);
@@ -130,8 +123,7 @@ static void test_recovery__a_preempted_run_recreates_the_session_and_runs_again(
 }
 
 /* C38: a preemption error from a hook's before_run is recovered from like one from the executor. */
-static void test_recovery__a_preemption_error_from_a_hook_recovers_too(void **state)
-{
+static void test_recovery__a_preemption_error_from_a_hook_recovers_too(void **state) {
   fixture *f = *state;
   open_session(f);
   spy_hook_fail(f->b, SPY_BEFORE_RUN, 1, 1, HK_UNAVAILABLE, "b: ps unavailable");
@@ -148,8 +140,7 @@ static void test_recovery__a_preemption_error_from_a_hook_recovers_too(void **st
 }
 
 /* C28: a run error replaced by the coordinator's recorded preemption error is recovered from. */
-static void test_recovery__an_error_replaced_by_a_recorded_preemption_recovers(void **state)
-{
+static void test_recovery__an_error_replaced_by_a_recorded_preemption_recovers(void **state) {
   fixture *f = *state;
   open_session(f);
   hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_ABORTED, "worker lost");
@@ -161,8 +152,7 @@ static void test_recovery__an_error_replaced_by_a_recorded_preemption_recovers(v
 }
 
 /* C24: a singular session returns a preemption error and never re-creates itself. */
-static void test_recovery__a_singular_session_never_recovers(void **state)
-{
+static void test_recovery__a_singular_session_never_recovers(void **state) {
   fixture *f = *state;
   open_session(f);
   f->tf.remaining = 1;
@@ -177,8 +167,7 @@ static void test_recovery__a_singular_session_never_recovers(void **state)
 /* ---- D2.2, D2.3: back-off ----------------------------------------------- */
 
 /* D2: the delay before each re-creation doubles from recovery_initial_delay_secs. */
-static void test_recovery__the_delay_between_recoveries_doubles(void **state)
-{
+static void test_recovery__the_delay_between_recoveries_doubles(void **state) {
   fixture *f = *state;
   double gaps[8];
   int n;
@@ -201,8 +190,7 @@ static void test_recovery__the_delay_between_recoveries_doubles(void **state)
 }
 
 /* D2: the delay before a re-creation never exceeds recovery_max_delay_secs. */
-static void test_recovery__the_delay_between_recoveries_is_capped(void **state)
-{
+static void test_recovery__the_delay_between_recoveries_is_capped(void **state) {
   fixture *f = *state;
   f->opts.recovery_initial_delay_secs = 0.5;
   f->opts.recovery_max_delay_secs = 3;
@@ -214,8 +202,7 @@ static void test_recovery__the_delay_between_recoveries_is_capped(void **state)
 }
 
 /* D2: after a successful recovery the next episode starts again at the initial delay. */
-static void test_recovery__the_back_off_starts_over_after_a_recovered_episode(void **state)
-{
+static void test_recovery__the_back_off_starts_over_after_a_recovered_episode(void **state) {
   fixture *f = *state;
   open_session(f);
   f->tf.remaining = 2;
@@ -227,8 +214,7 @@ static void test_recovery__the_back_off_starts_over_after_a_recovered_episode(vo
   assert_true(near(test_clock_total_slept(&f->te->clock), 1 + 2 + 1));
 }
 
-static hk_code counting_step(hk_step_context *ctx, void *user, hk_status *st)
-{
+static hk_code counting_step(hk_step_context *ctx, void *user, hk_status *st) {
   (void)ctx;
   (void)st;
   (*(int *)user)++;
@@ -236,8 +222,7 @@ static hk_code counting_step(hk_step_context *ctx, void *user, hk_status *st)
 }
 
 /* D2: after recovery_max_attempts failed re-creations the session gives up and returns the last preemption error. */
-static void test_recovery__gives_up_after_max_attempts_with_the_last_error(void **state)
-{
+static void test_recovery__gives_up_after_max_attempts_with_the_last_error(void **state) {
   fixture *f = *state;
   f->opts.recovery_max_attempts = 3;
   open_session(f);
@@ -268,8 +253,7 @@ static void test_recovery__gives_up_after_max_attempts_with_the_last_error(void 
 }
 
 /* D2: the session gives up once recovery_max_secs have passed in one episode. */
-static void test_recovery__gives_up_after_max_secs(void **state)
-{
+static void test_recovery__gives_up_after_max_secs(void **state) {
   fixture *f = *state;
   f->opts.recovery_max_attempts = 0;
   f->opts.recovery_max_secs = 10;
@@ -285,8 +269,7 @@ static void test_recovery__gives_up_after_max_secs(void **state)
 /* ---- D2.4: non-preemption error during re-creation ---------------------- */
 
 /* D2: an error other than a preemption while re-creating is returned and the session is in the failed state. */
-static void test_recovery__a_non_preemption_error_while_recreating_fails_the_session(void **state)
-{
+static void test_recovery__a_non_preemption_error_while_recreating_fails_the_session(void **state) {
   fixture *f = *state;
   open_session(f);
   f->tf.remaining = 1;
@@ -304,8 +287,7 @@ static void test_recovery__a_non_preemption_error_while_recreating_fails_the_ses
 }
 
 /* D2: an after_create_session error while re-creating fails the session. */
-static void test_recovery__an_after_create_error_while_recreating_fails_the_session(void **state)
-{
+static void test_recovery__an_after_create_error_while_recreating_fails_the_session(void **state) {
   fixture *f = *state;
   open_session(f);
   f->tf.remaining = 1;
@@ -319,8 +301,7 @@ static void test_recovery__an_after_create_error_while_recreating_fails_the_sess
 /* ---- C39: creation --------------------------------------------------------- */
 
 /* C39: a preemption error while constructing a monitored session is retried with back-off. */
-static void test_recovery__a_preemption_while_constructing_is_retried(void **state)
-{
+static void test_recovery__a_preemption_while_constructing_is_retried(void **state) {
   fixture *f = *state;
   fake_executor_fail(f->fx, FAKE_OPEN, 1, 2, HK_UNAVAILABLE, "master not up yet");
   if (f->opts.kind == HK_SESSION_SINGULAR) {
@@ -329,7 +310,8 @@ static void test_recovery__a_preemption_while_constructing_is_retried(void **sta
     return;
   }
   assert_ok(hk_session_new(&f->s, &f->opts, &f->st), &f->st);
-  assert_logged(f->te, HK_LOG_WARNING, "An error was raised while a session was being created. This may be due to "
+  assert_logged(f->te, HK_LOG_WARNING,
+                "An error was raised while a session was being created. This may be due to "
                 "a preemption of a connected worker or parameter server. A new session will be created. Error: ");
   assert_logged(f->te, HK_LOG_WARNING, "master not up yet");
   assert_int_equal(fake_executor_calls(f->fx, FAKE_OPEN), 3);
@@ -339,8 +321,7 @@ static void test_recovery__a_preemption_while_constructing_is_retried(void **sta
 }
 
 /* C39: a preemption error from after_create_session at construction is retried. */
-static void test_recovery__a_preemption_in_after_create_session_is_retried(void **state)
-{
+static void test_recovery__a_preemption_in_after_create_session_is_retried(void **state) {
   fixture *f = *state;
   spy_hook_fail(f->b, SPY_AFTER_CREATE, 1, 1, HK_ABORTED, "b: aborted while starting");
   assert_ok(hk_session_new(&f->s, &f->opts, &f->st), &f->st);
@@ -352,8 +333,7 @@ static void test_recovery__a_preemption_in_after_create_session_is_retried(void 
 }
 
 /* C39: an error other than a preemption at construction is returned at once. */
-static void test_recovery__other_creation_errors_are_returned_at_once(void **state)
-{
+static void test_recovery__other_creation_errors_are_returned_at_once(void **state) {
   fixture *f = *state;
   fake_executor_fail(f->fx, FAKE_OPEN, 1, 1, HK_INTERNAL, "open broke");
   assert_status(hk_session_new(&f->s, &f->opts, &f->st), &f->st, HK_INTERNAL, "open broke");
@@ -363,8 +343,7 @@ static void test_recovery__other_creation_errors_are_returned_at_once(void **sta
 }
 
 /* C39: construction gives up after recovery_max_attempts and returns the last preemption error. */
-static void test_recovery__construction_gives_up_after_max_attempts(void **state)
-{
+static void test_recovery__construction_gives_up_after_max_attempts(void **state) {
   fixture *f = *state;
   f->opts.recovery_max_attempts = 2;
   fake_executor_fail(f->fx, FAKE_OPEN, 1, FAKE_FOREVER, HK_ABORTED, "never up");
@@ -379,8 +358,7 @@ static void test_recovery__construction_gives_up_after_max_attempts(void **state
 /* ---- C40: should_stop ----------------------------------------------------- */
 
 /* C40: should_stop() re-creates the session when the coordinator holds a recorded preemption error. */
-static void test_recovery__should_stop_recovers_from_a_recorded_preemption(void **state)
-{
+static void test_recovery__should_stop_recovers_from_a_recorded_preemption(void **state) {
   fixture *f = *state;
   hk_coordinator *old;
   open_session(f);
@@ -405,8 +383,7 @@ static void test_recovery__should_stop_recovers_from_a_recorded_preemption(void 
 }
 
 /* C40: should_stop() gives up after recovery_max_attempts and the session stops. */
-static void test_recovery__should_stop_gives_up_after_max_attempts(void **state)
-{
+static void test_recovery__should_stop_gives_up_after_max_attempts(void **state) {
   fixture *f = *state;
   f->opts.recovery_max_attempts = 1;
   open_session(f);
@@ -417,8 +394,7 @@ static void test_recovery__should_stop_gives_up_after_max_attempts(void **state)
 }
 
 /* C40: an error while should_stop() re-creates the session puts it in the failed state. */
-static void test_recovery__an_error_while_recreating_enters_the_failed_state(void **state)
-{
+static void test_recovery__an_error_while_recreating_enters_the_failed_state(void **state) {
   fixture *f = *state;
   open_session(f);
   fake_executor_fail(f->fx, FAKE_OPEN, 1, 1, HK_INTERNAL, "cannot reopen");
@@ -433,8 +409,7 @@ static void test_recovery__an_error_while_recreating_enters_the_failed_state(voi
 }
 
 /* C40: a recorded error that is not a preemption makes should_stop() true without recovery. */
-static void test_recovery__a_recorded_non_preemption_error_stops_the_session(void **state)
-{
+static void test_recovery__a_recorded_non_preemption_error_stops_the_session(void **state) {
   fixture *f = *state;
   open_session(f);
   hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_INTERNAL, "thread crashed");
@@ -448,26 +423,22 @@ static void test_recovery__a_recorded_non_preemption_error_stops_the_session(voi
 typedef struct step_data {
   fixture *f;
   int calls;
-  int fail_first;     /* 1: return ABORTED itself; 2: through run_with_hooks */
+  int fail_first; /* 1: return ABORTED itself; 2: through run_with_hooks */
 } step_data;
 
-static hk_code step(hk_step_context *ctx, void *user, hk_status *st)
-{
+static hk_code step(hk_step_context *ctx, void *user, hk_status *st) {
   step_data *d = user;
-  hk_run_args args = { NULL, 0, NULL, 0, &d->f->train, 1, NULL };
+  hk_run_args args = {NULL, 0, NULL, 0, &d->f->train, 1, NULL};
   hk_code rc;
   d->calls++;
-  if (d->calls == 1 && d->fail_first == 1)
-    return hk_status_set(st, HK_ABORTED, "step_fn saw a preemption");
-  if (d->calls == 1 && d->fail_first == 2)
-    d->f->tf.remaining = 1, d->f->tf.code = HK_UNAVAILABLE;
+  if (d->calls == 1 && d->fail_first == 1) return hk_status_set(st, HK_ABORTED, "step_fn saw a preemption");
+  if (d->calls == 1 && d->fail_first == 2) d->f->tf.remaining = 1, d->f->tf.code = HK_UNAVAILABLE;
   rc = hk_step_context_run_with_hooks(ctx, &args, NULL, NULL, st);
   return rc;
 }
 
 /* C45: a step_fn that returns a preemption error runs again on the re-created session. */
-static void test_recovery__a_preempted_step_fn_runs_again_on_the_new_session(void **state)
-{
+static void test_recovery__a_preempted_step_fn_runs_again_on_the_new_session(void **state) {
   fixture *f = *state;
   step_data d;
   memset(&d, 0, sizeof(d));
@@ -500,8 +471,7 @@ typedef struct creator_state {
   hk_code code;
 } creator_state;
 
-static hk_code creator_create(void *user, hk_executor *ex, hk_raw_session **out, hk_status *st)
-{
+static hk_code creator_create(void *user, hk_executor *ex, hk_raw_session **out, hk_status *st) {
   creator_state *cs = user;
   hk_code rc;
   cs->creates++;
@@ -510,23 +480,20 @@ static hk_code creator_create(void *user, hk_executor *ex, hk_raw_session **out,
     return hk_status_set(st, cs->code, "creator failed on command");
   }
   rc = hk_raw_session_open(out, ex, st);
-  if (rc != HK_OK)
-    return rc;
+  if (rc != HK_OK) return rc;
   return HK_OK;
 }
 
-static void creator_destroy(void *user)
-{
+static void creator_destroy(void *user) {
   creator_state *cs = user;
   cs->destroys++;
 }
 
-static const hk_session_creator_vtable creator_vt = { HK_SESSION_CREATOR_VTABLE_VERSION, creator_create,
-                                                      creator_destroy };
+static const hk_session_creator_vtable creator_vt = {HK_SESSION_CREATOR_VTABLE_VERSION, creator_create,
+                                                     creator_destroy};
 
 /* H21: a custom session creator creates the first raw session and every re-created one. */
-static void test_recovery__a_custom_session_creator_creates_every_raw_session(void **state)
-{
+static void test_recovery__a_custom_session_creator_creates_every_raw_session(void **state) {
   fixture *f = *state;
   creator_state cs;
   memset(&cs, 0, sizeof(cs));
@@ -556,8 +523,7 @@ static void test_recovery__a_custom_session_creator_creates_every_raw_session(vo
 }
 
 /* H10: a session-creator vtable with version 0 or above the current one is INVALID_ARGUMENT. */
-static void test_recovery__a_creator_vtable_of_an_unknown_version_is_refused(void **state)
-{
+static void test_recovery__a_creator_vtable_of_an_unknown_version_is_refused(void **state) {
   fixture *f = *state;
   creator_state cs;
   hk_session_creator_vtable bad = creator_vt;
@@ -576,8 +542,7 @@ static void test_recovery__a_creator_vtable_of_an_unknown_version_is_refused(voi
 /* ---- non-preemption during re-creation ------------------------------------ */
 
 /* D2: a stop requested on the old coordinator during the back-off does not reach the new session. */
-static void test_recovery__a_stop_on_the_old_coordinator_spares_the_new_session(void **state)
-{
+static void test_recovery__a_stop_on_the_old_coordinator_spares_the_new_session(void **state) {
   fixture *f = *state;
   /* While the MS re-creates, a coordinator stop on the old coordinator does not
    * preempt the new session: after recovery should_stop is false. */
@@ -592,37 +557,36 @@ static void test_recovery__a_stop_on_the_old_coordinator_spares_the_new_session(
 #define MS(fn) cmocka_unit_test_setup_teardown(fn, setup_ms, session_fixture_teardown)
 #define SMS(fn) cmocka_unit_test_setup_teardown(fn, setup_sms, session_fixture_teardown)
 
-int main(void)
-{
+int main(void) {
   const struct CMUnitTest tests[] = {
-    MS(test_recovery__bad_recovery_options_are_refused_naming_them),
-    MS(test_recovery__a_preempted_run_recreates_the_session_and_runs_again),
-    MS(test_recovery__a_preemption_error_from_a_hook_recovers_too),
-    MS(test_recovery__an_error_replaced_by_a_recorded_preemption_recovers),
-    SMS(test_recovery__a_singular_session_never_recovers),
-    MS(test_recovery__the_delay_between_recoveries_doubles),
-    MS(test_recovery__the_delay_between_recoveries_is_capped),
-    MS(test_recovery__the_back_off_starts_over_after_a_recovered_episode),
-    MS(test_recovery__gives_up_after_max_attempts_with_the_last_error),
-    MS(test_recovery__gives_up_after_max_secs),
-    MS(test_recovery__a_non_preemption_error_while_recreating_fails_the_session),
-    MS(test_recovery__an_after_create_error_while_recreating_fails_the_session),
-    MS(test_recovery__a_preemption_while_constructing_is_retried),
-    SMS(test_recovery__a_preemption_while_constructing_is_retried),
-    MS(test_recovery__a_preemption_in_after_create_session_is_retried),
-    MS(test_recovery__other_creation_errors_are_returned_at_once),
-    MS(test_recovery__construction_gives_up_after_max_attempts),
-    MS(test_recovery__should_stop_recovers_from_a_recorded_preemption),
-    SMS(test_recovery__should_stop_recovers_from_a_recorded_preemption),
-    MS(test_recovery__should_stop_gives_up_after_max_attempts),
-    MS(test_recovery__an_error_while_recreating_enters_the_failed_state),
-    MS(test_recovery__a_recorded_non_preemption_error_stops_the_session),
-    MS(test_recovery__a_preempted_step_fn_runs_again_on_the_new_session),
-    SMS(test_recovery__a_preempted_step_fn_runs_again_on_the_new_session),
-    MS(test_recovery__a_custom_session_creator_creates_every_raw_session),
-    SMS(test_recovery__a_custom_session_creator_creates_every_raw_session),
-    MS(test_recovery__a_creator_vtable_of_an_unknown_version_is_refused),
-    MS(test_recovery__a_stop_on_the_old_coordinator_spares_the_new_session),
+      MS(test_recovery__bad_recovery_options_are_refused_naming_them),
+      MS(test_recovery__a_preempted_run_recreates_the_session_and_runs_again),
+      MS(test_recovery__a_preemption_error_from_a_hook_recovers_too),
+      MS(test_recovery__an_error_replaced_by_a_recorded_preemption_recovers),
+      SMS(test_recovery__a_singular_session_never_recovers),
+      MS(test_recovery__the_delay_between_recoveries_doubles),
+      MS(test_recovery__the_delay_between_recoveries_is_capped),
+      MS(test_recovery__the_back_off_starts_over_after_a_recovered_episode),
+      MS(test_recovery__gives_up_after_max_attempts_with_the_last_error),
+      MS(test_recovery__gives_up_after_max_secs),
+      MS(test_recovery__a_non_preemption_error_while_recreating_fails_the_session),
+      MS(test_recovery__an_after_create_error_while_recreating_fails_the_session),
+      MS(test_recovery__a_preemption_while_constructing_is_retried),
+      SMS(test_recovery__a_preemption_while_constructing_is_retried),
+      MS(test_recovery__a_preemption_in_after_create_session_is_retried),
+      MS(test_recovery__other_creation_errors_are_returned_at_once),
+      MS(test_recovery__construction_gives_up_after_max_attempts),
+      MS(test_recovery__should_stop_recovers_from_a_recorded_preemption),
+      SMS(test_recovery__should_stop_recovers_from_a_recorded_preemption),
+      MS(test_recovery__should_stop_gives_up_after_max_attempts),
+      MS(test_recovery__an_error_while_recreating_enters_the_failed_state),
+      MS(test_recovery__a_recorded_non_preemption_error_stops_the_session),
+      MS(test_recovery__a_preempted_step_fn_runs_again_on_the_new_session),
+      SMS(test_recovery__a_preempted_step_fn_runs_again_on_the_new_session),
+      MS(test_recovery__a_custom_session_creator_creates_every_raw_session),
+      SMS(test_recovery__a_custom_session_creator_creates_every_raw_session),
+      MS(test_recovery__a_creator_vtable_of_an_unknown_version_is_refused),
+      MS(test_recovery__a_stop_on_the_old_coordinator_spares_the_new_session),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -247,7 +247,8 @@ static void test_restore_best__graph_variables_hold_the_best_checkpoint(void **s
   co.best_k = 0;
   co.best_metric = NULL;
   hk_hook *h = NULL;
-  assert_status(hk_checkpoint_saver_hook_new(&h, &co, &f->st), &f->st, HK_INVALID_ARGUMENT, "restore_best: needs best_k");
+  assert_status(hk_checkpoint_saver_hook_new(&h, &co, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "restore_best: needs best_k");
 }
 
 /* H76: a MonitoredTrainingSession passes best_k and restore_best on to its
@@ -285,7 +286,8 @@ static void test_restore_best__training_session_passes_it_on(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_restore_best__loop_arrays_hold_the_best_checkpoint, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore_best__loop_without_the_option_keeps_the_last_values, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore_best__loop_without_the_option_keeps_the_last_values, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_restore_best__loop_without_a_best_checkpoint_fails_clearly, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore_best__graph_variables_hold_the_best_checkpoint, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore_best__training_session_passes_it_on, setup, teardown),

@@ -177,7 +177,9 @@ static void mismatch_case(fx *f, int variant, const char *mine, const char *thei
 }
 
 /* H27: a variable whose shape differs from the file's fails the restore, with no fall back to an older checkpoint. */
-static void test_restore__a_shape_mismatch_fails_without_falling_back(void **state) { mismatch_case(*state, B_F64_5, "[4]", "[5]"); }
+static void test_restore__a_shape_mismatch_fails_without_falling_back(void **state) {
+  mismatch_case(*state, B_F64_5, "[4]", "[5]");
+}
 
 /* H27: a variable whose dtype differs from the file's fails the restore, with no fall back to an older checkpoint. */
 static void test_restore__a_dtype_mismatch_fails_without_falling_back(void **state) {
@@ -345,15 +347,20 @@ static void test_restore__recovers_the_list_and_retention_continues(void **state
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_restore__a_corrupt_newest_checkpoint_falls_back_to_the_previous, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__a_missing_newest_checkpoint_falls_back_to_the_previous, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__all_checkpoints_corrupt_is_data_loss_and_no_session, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__malformed_state_file_scans_then_the_next_save_adopts, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_corrupt_newest_checkpoint_falls_back_to_the_previous, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_missing_newest_checkpoint_falls_back_to_the_previous, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_restore__all_checkpoints_corrupt_is_data_loss_and_no_session, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_restore__malformed_state_file_scans_then_the_next_save_adopts, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_restore__a_missing_variable_fails_without_falling_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__a_shape_mismatch_fails_without_falling_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__a_dtype_mismatch_fails_without_falling_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__a_missing_optional_variable_keeps_its_value, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__an_optional_variable_that_does_not_match_is_an_error, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__an_optional_variable_that_does_not_match_is_an_error, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_restore__session_resumes_without_optional_variable, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__a_tensor_left_unrestored_is_named, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__recovers_the_list_and_retention_continues, setup, teardown),

@@ -254,10 +254,10 @@ static void test_restore__the_graph_executor_restores_into_its_storage(void **st
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_restore__restoring_in_place_gives_what_assigning_gives, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__a_corrupt_tensor_is_data_loss_in_place_and_by_assign, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__a_version_1_executor_is_never_asked_for_storage, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__variables_whose_storage_is_refused_are_assigned, setup,
+      cmocka_unit_test_setup_teardown(test_restore__a_corrupt_tensor_is_data_loss_in_place_and_by_assign, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_version_1_executor_is_never_asked_for_storage, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__variables_whose_storage_is_refused_are_assigned, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__the_graph_executor_restores_into_its_storage, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -169,8 +169,8 @@ static hk_code restoring_creator(void *user, hk_executor *ex, hk_raw_session **o
   return rc;
 }
 
-static const hk_session_creator_vtable restoring_creator_vtable = {HK_SESSION_CREATOR_VTABLE_VERSION,
-                                                                   restoring_creator, NULL};
+static const hk_session_creator_vtable restoring_creator_vtable = {HK_SESSION_CREATOR_VTABLE_VERSION, restoring_creator,
+                                                                   NULL};
 
 /* C94, C105: hooks learn through the creation context which checkpoint the
  * creation restored — its prefix "<dir>/<name>" — and NULL when the model
@@ -342,12 +342,14 @@ static void test_restore__e2e_train_save_resume(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_restore__a_session_without_a_state_file_resumes_from_the_scan, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__a_session_without_a_state_file_resumes_from_the_scan, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_restore__session_default_scaffold_restores, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__session_explicit_scaffold_saver_used, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__session_restore_failure_no_after_create, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__e2e_train_save_resume, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restore__the_creation_context_names_the_restored_checkpoint, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__the_creation_context_names_the_restored_checkpoint, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_restore__sm_restored_checkpoint_reports_last_call, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,8 +24,8 @@ typedef struct gfx {
   hk_training_session_options o;
 } gfx;
 
-static hk_code add_one(void *user, hk_kernel_context *ctx, const hk_tensor *in, size_t nin, hk_tensor *out,
-                       size_t nout, hk_status *st) {
+static hk_code add_one(void *user, hk_kernel_context *ctx, const hk_tensor *in, size_t nin, hk_tensor *out, size_t nout,
+                       hk_status *st) {
   (void)user, (void)in, (void)nin, (void)out, (void)nout, (void)st;
   *(int64_t *)hk_kernel_context_variable(ctx, 0)->data += 1;
   return HK_OK;

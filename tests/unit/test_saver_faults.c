@@ -259,11 +259,25 @@ static hk_code r_list(void *u, const char *p, hk_fs_list_fn fn, void *fu, hk_sta
 static hk_code r_mkdir(void *u, const char *p, hk_status *st) { return ((rec_fs *)u)->base->mkdir(NULL, p, st); }
 
 static const hk_fs_vtable rec_vtable = {
-    HK_FS_VTABLE_VERSION, r_open_read, r_create_excl, r_read_at, r_write, r_size,  r_sync, r_close,
-    r_sync_dir,           r_rename,    r_unlink,      r_stat,    r_list,  r_mkdir,
-    NULL, NULL, /* map, unmap: optional, not supported */
-    NULL,       /* write_at (version 2): optional, not supported */
-    NULL, NULL, /* lock, unlock (version 3): optional, not supported */
+    HK_FS_VTABLE_VERSION,
+    r_open_read,
+    r_create_excl,
+    r_read_at,
+    r_write,
+    r_size,
+    r_sync,
+    r_close,
+    r_sync_dir,
+    r_rename,
+    r_unlink,
+    r_stat,
+    r_list,
+    r_mkdir,
+    NULL,
+    NULL, /* map, unmap: optional, not supported */
+    NULL, /* write_at (version 2): optional, not supported */
+    NULL,
+    NULL, /* lock, unlock (version 3): optional, not supported */
 };
 
 /* Put the recording file system (reset) under f's env, in place of faulty_fs. */
@@ -363,12 +377,11 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_saver__an_io_error_at_any_call_leaves_the_old_checkpoints, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__short_writes_are_completed_and_a_full_disk_reported, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__failed_save_names_checkpoint_and_step, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__allocation_failures_in_save_and_restore_leak_nothing, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__failed_state_fsync_rolls_back_before_deleting_data, setup,
+      cmocka_unit_test_setup_teardown(test_saver__allocation_failures_in_save_and_restore_leak_nothing, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_saver__failed_state_fsync_rolls_back_before_deleting_data, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__failed_rollback_keeps_the_new_checkpoint, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__failed_state_write_never_removes_an_existing_file, setup,
-                                      teardown),
+      cmocka_unit_test_setup_teardown(test_saver__failed_state_write_never_removes_an_existing_file, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

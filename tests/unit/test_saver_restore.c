@@ -610,11 +610,13 @@ static void test_saver__restore_of_another_model_is_refused_naming_the_variable(
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_saver__restore_refuses_bad_paths_and_files_naming_them, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__restore_of_another_model_is_refused_naming_the_variable, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__restore_of_another_model_is_refused_naming_the_variable, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_saver__restore_by_map_or_by_read_gives_the_same_values, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__a_map_or_unmap_failure_fails_the_restore, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__a_big_tensor_s_checksum_is_checked_by_both_paths, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__a_file_shrunk_after_open_fails_the_restore_without_sigbus, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__a_file_shrunk_after_open_fails_the_restore_without_sigbus, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_saver__two_threads_restore_in_place_at_once, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__every_write_path_writes_the_same_bytes, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__writes_data_first_header_last_with_four_fsyncs, setup, teardown),

@@ -201,8 +201,12 @@ static void test_saver__unlisted_and_other_files_never_deleted(void **state) {
 static void test_saver__stale_temporary_files_are_removed(void **state) {
   fx *f = *state;
   /* today's names, and the names older versions gave the graph descriptions */
-  const char *stale[] = {"model.ckpt-3.safetensors.tmp-AbC123", "checkpoint.tmp-zzzzzz", "x.graph.txt.tmp-000000",
-                         "graph.txt.tmp-a1B2c3", "x.meta.tmp-000000", "graph.pbtxt.tmp-Zz9Yy8"};
+  const char *stale[] = {"model.ckpt-3.safetensors.tmp-AbC123",
+                         "checkpoint.tmp-zzzzzz",
+                         "x.graph.txt.tmp-000000",
+                         "graph.txt.tmp-a1B2c3",
+                         "x.meta.tmp-000000",
+                         "graph.pbtxt.tmp-Zz9Yy8"};
   const char *kept[] = {"notes.txt.tmp-AbC123", "model.ckpt-3.safetensors.tmp-short"};
   for (size_t i = 0; i < 6; i++) {
     char *p = ckpt_file(f, stale[i]);
@@ -254,12 +258,15 @@ static void test_saver__preservation_boundary_is_inclusive(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_saver__max_to_keep_2_keeps_the_two_newest_of_five_saves, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__retention_deletes_a_checkpoint_s_graph_files_with_it, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__retention_deletes_a_checkpoint_s_graph_files_with_it, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_saver__max_to_keep_0_keeps_every_checkpoint, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__keep_every_n_hours_preserves_one_checkpoint_per_period, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__keep_every_n_hours_preserves_one_checkpoint_per_period, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_saver__retention_continues_across_restarts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__recovery_drops_entries_whose_files_are_missing, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__a_clock_set_back_still_preserves_recovered_checkpoints, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__a_clock_set_back_still_preserves_recovered_checkpoints, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_saver__saving_a_name_again_moves_it_to_the_end, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__a_save_without_the_state_file_is_unmanaged, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__unlisted_and_other_files_never_deleted, setup, teardown),

@@ -305,8 +305,9 @@ static void test_saver__exists_remove_and_mtimes_helpers_work_on_prefixes(void *
     assert_int_equal(test_write_file(legacy, "old", 3), 0);
     free(legacy);
   }
-  assert_listing(f->dir, "checkpoint,model.ckpt-1.graph.txt,model.ckpt-1.meta,model.ckpt-1.safetensors,"
-                         "model.ckpt-2.safetensors");
+  assert_listing(f->dir,
+                 "checkpoint,model.ckpt-1.graph.txt,model.ckpt-1.meta,model.ckpt-1.safetensors,"
+                 "model.ckpt-2.safetensors");
   assert_ok(hk_checkpoint_remove(&f->te->env, p1, &st), &st);
   assert_listing(f->dir, "checkpoint,model.ckpt-2.safetensors");
   assert_status(hk_checkpoint_remove(&f->te->env, p1, &st), &st, HK_NOT_FOUND, "model.ckpt-1");
@@ -424,8 +425,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_saver__new_refuses_bad_options_naming_them, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__save_refuses_bad_paths_and_names, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__exists_remove_and_mtimes_helpers_work_on_prefixes, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_saver__a_non_utf8_variable_name_is_never_saved_unreadable, setup,
-                                      teardown),
+      cmocka_unit_test_setup_teardown(test_saver__a_non_utf8_variable_name_is_never_saved_unreadable, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__a_non_utf8_name_is_refused_before_writing, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,8 +21,7 @@ typedef struct fixture {
   hk_status st;
 } fixture;
 
-static int setup(void **state)
-{
+static int setup(void **state) {
   fixture *f = calloc(1, sizeof(*f));
   float zero = 0;
   f->te = test_env_new();
@@ -38,16 +37,14 @@ static int setup(void **state)
   return 0;
 }
 
-static int teardown(void **state)
-{
+static int teardown(void **state) {
   fixture *f = *state;
   hk_scaffold_free(f->s);
   hk_scaffold_free(f->s2);
   return fixture_release(f, f->fx, f->te);
 }
 
-static hk_code my_init_fn(void *user, const hk_scaffold *scaffold, hk_raw_session *session, hk_status *st)
-{
+static hk_code my_init_fn(void *user, const hk_scaffold *scaffold, hk_raw_session *session, hk_status *st) {
   (void)user;
   (void)scaffold;
   (void)session;
@@ -55,15 +52,13 @@ static hk_code my_init_fn(void *user, const hk_scaffold *scaffold, hk_raw_sessio
   return HK_OK;
 }
 
-static hk_code other_init_fn(void *user, const hk_scaffold *scaffold, hk_raw_session *session, hk_status *st)
-{
+static hk_code other_init_fn(void *user, const hk_scaffold *scaffold, hk_raw_session *session, hk_status *st) {
   return my_init_fn(user, scaffold, session, st);
 }
 
 /* ---- options ---------------------------------------------------------- */
 
-static void test_scaffold__options_init(void **state)
-{
+static void test_scaffold__options_init(void **state) {
   fixture *f = *state;
   hk_scaffold_options o;
   assert_int_equal(hk_scaffold_options_init(NULL, HK_SCAFFOLD_OPTIONS_VERSION), HK_INVALID_ARGUMENT);
@@ -79,8 +74,7 @@ static void test_scaffold__options_init(void **state)
 }
 
 /* H3: a NULL output, a NULL feed array with a count or a bad option is INVALID_ARGUMENT naming it. */
-static void test_scaffold__new_refuses_bad_arguments(void **state)
-{
+static void test_scaffold__new_refuses_bad_arguments(void **state) {
   fixture *f = *state;
   assert_status(hk_scaffold_new(NULL, &f->so, &f->st), &f->st, HK_INVALID_ARGUMENT, NULL);
   f->so.ninit_feed = 2; /* NULL array with a count */
@@ -103,8 +97,7 @@ static void test_scaffold__new_refuses_bad_arguments(void **state)
 /* ---- C60: unset before finalization ------------------------------------ */
 
 /* C60: every field not given to the constructor is unset until finalization. */
-static void test_scaffold__fields_not_given_stay_unset_until_finalized(void **state)
-{
+static void test_scaffold__fields_not_given_stay_unset_until_finalized(void **state) {
   fixture *f = *state;
   size_t n = 99;
   void *user = f;
@@ -126,8 +119,7 @@ static void test_scaffold__fields_not_given_stay_unset_until_finalized(void **st
 /* ---- C58: fields, copies, copy_from ------------------------------------- */
 
 /* C58: the fields given to the constructor are copied and returned as given. */
-static void test_scaffold__given_fields_are_copied(void **state)
-{
+static void test_scaffold__given_fields_are_copied(void **state) {
   fixture *f = *state;
   int64_t v = 42;
   hk_feed feed[1];
@@ -169,8 +161,7 @@ static void test_scaffold__given_fields_are_copied(void **state)
 }
 
 /* C58: copy_from takes another Scaffold's fields for the ones not given. */
-static void test_scaffold__copy_from_takes_the_fields_not_given(void **state)
-{
+static void test_scaffold__copy_from_takes_the_fields_not_given(void **state) {
   fixture *f = *state;
   hk_scaffold_options o;
   int marker;
@@ -212,8 +203,7 @@ static void test_scaffold__copy_from_takes_the_fields_not_given(void **state)
 /* ---- C61, C62, C64: finalization ---------------------------------------- */
 
 /* C61, C62: finalization builds the executor's default ops for unset fields and registers them under their roles. */
-static void test_scaffold__finalize_builds_and_registers_the_default_ops(void **state)
-{
+static void test_scaffold__finalize_builds_and_registers_the_default_ops(void **state) {
   fixture *f = *state;
   hk_handle h = HK_NO_HANDLE;
   assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
@@ -239,8 +229,7 @@ static void test_scaffold__finalize_builds_and_registers_the_default_ops(void **
 }
 
 /* C61: an unset field takes the one op registered under its role. */
-static void test_scaffold__a_single_registered_op_is_used(void **state)
-{
+static void test_scaffold__a_single_registered_op_is_used(void **state) {
   fixture *f = *state;
   fake_executor_role_register(f->fx, HK_ROLE_INIT_OP, f->my_init);
   fake_executor_role_register(f->fx, HK_ROLE_LOCAL_INIT_OP, f->my_local);
@@ -254,8 +243,7 @@ static void test_scaffold__a_single_registered_op_is_used(void **state)
 }
 
 /* C61: more than one op registered under a role fails finalization. */
-static void test_scaffold__several_registered_ops_fail_finalize(void **state)
-{
+static void test_scaffold__several_registered_ops_fail_finalize(void **state) {
   fixture *f = *state;
   fake_executor_role_register(f->fx, HK_ROLE_READY_OP, f->my_ready);
   fake_executor_role_register(f->fx, HK_ROLE_READY_OP, f->p);
@@ -270,8 +258,7 @@ static void test_scaffold__several_registered_ops_fail_finalize(void **state)
 }
 
 /* C61: ops given to the constructor are used as they are and never registered. */
-static void test_scaffold__given_fields_are_not_registered(void **state)
-{
+static void test_scaffold__given_fields_are_not_registered(void **state) {
   fixture *f = *state;
   f->so.init_op = f->my_init;
   f->so.ready_op = f->my_ready;
@@ -287,8 +274,7 @@ static void test_scaffold__given_fields_are_not_registered(void **state)
 }
 
 /* C64: a second finalization changes nothing. */
-static void test_scaffold__finalize_is_idempotent(void **state)
-{
+static void test_scaffold__finalize_is_idempotent(void **state) {
   fixture *f = *state;
   hk_handle init;
   assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
@@ -303,8 +289,7 @@ static void test_scaffold__finalize_is_idempotent(void **state)
 }
 
 /* C64: a second Scaffold finalized on the same executor finds and uses the registered defaults. */
-static void test_scaffold__two_scaffolds_share_the_same_default_ops(void **state)
-{
+static void test_scaffold__two_scaffolds_share_the_same_default_ops(void **state) {
   fixture *f = *state;
   assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
   assert_ok(hk_scaffold_new(&f->s2, &f->so, &f->st), &f->st);
@@ -320,20 +305,17 @@ static void test_scaffold__two_scaffolds_share_the_same_default_ops(void **state
 }
 
 /* C64: a Scaffold finalized for one executor is refused by another. */
-static void test_scaffold__finalizing_against_another_executor_is_refused(void **state)
-{
+static void test_scaffold__finalizing_against_another_executor_is_refused(void **state) {
   fixture *f = *state;
   fake_executor *other = fake_executor_new(&f->te->env);
   assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
   assert_ok(hk_scaffold_finalize(f->s, f->ex, &f->st), &f->st);
-  assert_status(hk_scaffold_finalize(f->s, fake_executor_executor(other), &f->st), &f->st, HK_INVALID_ARGUMENT,
-                NULL);
+  assert_status(hk_scaffold_finalize(f->s, fake_executor_executor(other), &f->st), &f->st, HK_INVALID_ARGUMENT, NULL);
   fake_executor_free(other);
 }
 
 /* C61: an error from the executor while building a default op fails finalization with it. */
-static void test_scaffold__an_executor_error_fails_finalize(void **state)
-{
+static void test_scaffold__an_executor_error_fails_finalize(void **state) {
   fixture *f = *state;
   assert_ok(hk_scaffold_new(&f->s, &f->so, &f->st), &f->st);
   fake_executor_fail(f->fx, FAKE_ROLE_GET, 1, 1, HK_INTERNAL, "registry unavailable");
@@ -344,8 +326,7 @@ static void test_scaffold__an_executor_error_fails_finalize(void **state)
   assert_true(hk_scaffold_is_finalized(f->s));
 }
 
-static void test_scaffold__oom_loop(void **state)
-{
+static void test_scaffold__oom_loop(void **state) {
   fixture *f = *state;
   int64_t v = 1;
   hk_feed feed[1];
@@ -361,8 +342,7 @@ static void test_scaffold__oom_loop(void **state)
     hk_code rc;
     test_alloc_fail_at(&f->te->alloc, n, 0);
     rc = hk_scaffold_new(&f->s, &f->so, &f->st);
-    if (rc == HK_OK)
-      break;
+    if (rc == HK_OK) break;
     assert_status(rc, &f->st, HK_RESOURCE_EXHAUSTED, NULL);
     assert_null(f->s);
     assert_int_equal(test_alloc_live(&f->te->alloc), base);
@@ -379,8 +359,7 @@ static void test_scaffold__oom_loop(void **state)
  * and keeps the reason hk_tensor_init gave (hk__feeds_copy never formats
  * st->message into itself).
  */
-static void test_scaffold__a_bad_init_feed_keeps_the_executor_s_reason(void **state)
-{
+static void test_scaffold__a_bad_init_feed_keeps_the_executor_s_reason(void **state) {
   fixture *f = *state;
   hk_feed feed;
   int64_t v = 1;
@@ -403,8 +382,7 @@ static void test_scaffold__a_bad_init_feed_keeps_the_executor_s_reason(void **st
 /* C63: an executor without a single variable gets a default Saver all the same:
  * it saves a checkpoint that holds no tensor (a valid one, with its global
  * step), lists it, verifies and restores it. */
-static void test_scaffold__a_graph_without_variables_still_gets_a_working_default_saver(void **state)
-{
+static void test_scaffold__a_graph_without_variables_still_gets_a_working_default_saver(void **state) {
   fixture *f = *state;
   hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
   hk_graph *g = NULL;
@@ -445,8 +423,7 @@ static void test_scaffold__a_graph_without_variables_still_gets_a_working_defaul
 
 /* C63: a session over such an executor restores from checkpoint_dir as any other
  * (C68): the Scaffold's default Saver reads the empty checkpoint. */
-static void test_scaffold__session_without_variables_restores(void **state)
-{
+static void test_scaffold__session_without_variables_restores(void **state) {
   fixture *f = *state;
   hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
   hk_session_options o = HK_SESSION_OPTIONS_INIT;
@@ -480,26 +457,25 @@ static void test_scaffold__session_without_variables_restores(void **state)
   ckpt_dir_free(root, dir, save_path);
 }
 
-int main(void)
-{
+int main(void) {
   const struct CMUnitTest tests[] = {
-    T(test_scaffold__options_init),
-    T(test_scaffold__new_refuses_bad_arguments),
-    T(test_scaffold__fields_not_given_stay_unset_until_finalized),
-    T(test_scaffold__given_fields_are_copied),
-    T(test_scaffold__copy_from_takes_the_fields_not_given),
-    T(test_scaffold__finalize_builds_and_registers_the_default_ops),
-    T(test_scaffold__a_single_registered_op_is_used),
-    T(test_scaffold__several_registered_ops_fail_finalize),
-    T(test_scaffold__given_fields_are_not_registered),
-    T(test_scaffold__finalize_is_idempotent),
-    T(test_scaffold__two_scaffolds_share_the_same_default_ops),
-    T(test_scaffold__finalizing_against_another_executor_is_refused),
-    T(test_scaffold__an_executor_error_fails_finalize),
-    T(test_scaffold__oom_loop),
-    T(test_scaffold__a_bad_init_feed_keeps_the_executor_s_reason),
-    T(test_scaffold__a_graph_without_variables_still_gets_a_working_default_saver),
-    T(test_scaffold__session_without_variables_restores),
+      T(test_scaffold__options_init),
+      T(test_scaffold__new_refuses_bad_arguments),
+      T(test_scaffold__fields_not_given_stay_unset_until_finalized),
+      T(test_scaffold__given_fields_are_copied),
+      T(test_scaffold__copy_from_takes_the_fields_not_given),
+      T(test_scaffold__finalize_builds_and_registers_the_default_ops),
+      T(test_scaffold__a_single_registered_op_is_used),
+      T(test_scaffold__several_registered_ops_fail_finalize),
+      T(test_scaffold__given_fields_are_not_registered),
+      T(test_scaffold__finalize_is_idempotent),
+      T(test_scaffold__two_scaffolds_share_the_same_default_ops),
+      T(test_scaffold__finalizing_against_another_executor_is_refused),
+      T(test_scaffold__an_executor_error_fails_finalize),
+      T(test_scaffold__oom_loop),
+      T(test_scaffold__a_bad_init_feed_keeps_the_executor_s_reason),
+      T(test_scaffold__a_graph_without_variables_still_gets_a_working_default_saver),
+      T(test_scaffold__session_without_variables_restores),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,11 +15,10 @@
 /* ---- H3, H10, H11: construction arguments ------------------------------ */
 
 /* H3: every bad option is INVALID_ARGUMENT before any hook runs or anything is created. */
-static void test_session__bad_options_are_refused_before_any_side_effect(void **state)
-{
+static void test_session__bad_options_are_refused_before_any_side_effect(void **state) {
   fixture *f = *state;
   hk_session_options o;
-  hk_hook *null_list[1] = { NULL };
+  hk_hook *null_list[1] = {NULL};
 
   assert_status(hk_session_new(NULL, &f->opts, &f->st), &f->st, HK_INVALID_ARGUMENT, NULL);
   f->s = (hk_session *)&o; /* must be reset to NULL on failure */
@@ -56,11 +55,10 @@ static void test_session__bad_options_are_refused_before_any_side_effect(void **
 }
 
 /* H11: a session's hook list may be empty. */
-static void test_session__an_empty_hook_list_runs(void **state)
-{
+static void test_session__an_empty_hook_list_runs(void **state) {
   fixture *f = *state;
   hk_tensor res[1];
-  hk_run_args args = { NULL, 0, &f->x, 1, &f->train, 1, NULL };
+  hk_run_args args = {NULL, 0, &f->x, 1, &f->train, 1, NULL};
   f->opts.hooks = NULL;
   f->opts.nhooks = 0;
   session_fixture_open(f);
@@ -70,11 +68,10 @@ static void test_session__an_empty_hook_list_runs(void **state)
 }
 
 /* H11: a NULL entry or the same hook twice in the list is INVALID_ARGUMENT. */
-static void test_session__a_null_or_repeated_hook_in_the_list_is_refused(void **state)
-{
+static void test_session__a_null_or_repeated_hook_in_the_list_is_refused(void **state) {
   fixture *f = *state;
-  hk_hook *with_null[3] = { f->a->hook, NULL, f->c->hook };
-  hk_hook *dup[3] = { f->a->hook, f->b->hook, f->a->hook };
+  hk_hook *with_null[3] = {f->a->hook, NULL, f->c->hook};
+  hk_hook *dup[3] = {f->a->hook, f->b->hook, f->a->hook};
   f->opts.hooks = with_null;
   assert_status(hk_session_new(&f->s, &f->opts, &f->st), &f->st, HK_INVALID_ARGUMENT, NULL);
   assert_null(f->s);
@@ -87,8 +84,7 @@ static void test_session__a_null_or_repeated_hook_in_the_list_is_refused(void **
 }
 
 /* H11: a hook that serves an open session is refused by another until that one is closed. */
-static void test_session__a_hook_serves_one_session_at_a_time(void **state)
-{
+static void test_session__a_hook_serves_one_session_at_a_time(void **state) {
   fixture *f = *state;
   hk_session *other = NULL;
   hk_hook *just_b[1];
@@ -112,8 +108,7 @@ static void test_session__a_hook_serves_one_session_at_a_time(void **state)
 }
 
 /* H10: a hook vtable with version 0 or above the current one is INVALID_ARGUMENT naming it. */
-static void test_session__a_hook_vtable_of_an_unknown_version_is_refused(void **state)
-{
+static void test_session__a_hook_vtable_of_an_unknown_version_is_refused(void **state) {
   fixture *f = *state;
   hk_hook_vtable vt = *spy_hook_vtable();
   hk_hook *h = (hk_hook *)&vt;
@@ -129,14 +124,13 @@ static void test_session__a_hook_vtable_of_an_unknown_version_is_refused(void **
 /* ---- C1: NULL slots ----------------------------------------------------- */
 
 /* C1: every callback slot of a hook vtable may be NULL, meaning do nothing. */
-static void test_session__null_hook_slots_are_no_ops(void **state)
-{
+static void test_session__null_hook_slots_are_no_ops(void **state) {
   fixture *f = *state;
-  static const hk_hook_vtable empty = { HK_HOOK_VTABLE_VERSION, NULL, NULL, NULL, NULL, NULL, NULL };
+  static const hk_hook_vtable empty = {HK_HOOK_VTABLE_VERSION, NULL, NULL, NULL, NULL, NULL, NULL};
   hk_hook *h = NULL;
   hk_hook *list[2];
   hk_tensor res[1];
-  hk_run_args args = { NULL, 0, &f->x, 1, &f->train, 1, NULL };
+  hk_run_args args = {NULL, 0, &f->x, 1, &f->train, 1, NULL};
   assert_ok(hk_hook_new(&h, &empty, NULL, "empty", NULL, &f->st), &f->st);
   assert_string_equal(hk_hook_name(h), "empty");
   list[0] = h;
@@ -156,8 +150,7 @@ static void test_session__null_hook_slots_are_no_ops(void **state)
 
 /* ---- C2, C3, C4: construction ------------------------------------------ */
 
-static hk_code check_not_finalized(spy_hook *spy, spy_slot slot, void *arg, hk_status *st)
-{
+static hk_code check_not_finalized(spy_hook *spy, spy_slot slot, void *arg, hk_status *st) {
   fixture *f = spy->action_user;
   (void)st;
   if (slot == SPY_BEGIN) {
@@ -169,12 +162,10 @@ static hk_code check_not_finalized(spy_hook *spy, spy_slot slot, void *arg, hk_s
 }
 
 /* C2, C3, C4: construction calls every begin() in order, finalizes the graph, then calls every after_create_session. */
-static void test_session__construction_calls_begin_finalizes_then_after_create(void **state)
-{
+static void test_session__construction_calls_begin_finalizes_then_after_create(void **state) {
   fixture *f = *state;
   static const char *const expect[] = {
-    "a.begin", "b.begin", "c.begin",
-    "a.after_create_session", "b.after_create_session", "c.after_create_session",
+      "a.begin", "b.begin", "c.begin", "a.after_create_session", "b.after_create_session", "c.after_create_session",
   };
   f->a->action = f->b->action = f->c->action = check_not_finalized;
   assert_ok(hk_session_new(&f->s, &f->opts, &f->st), &f->st);
@@ -197,8 +188,7 @@ static void test_session__construction_calls_begin_finalizes_then_after_create(v
 }
 
 /* C2: a failing begin() fails construction before any raw session is created. */
-static void test_session__a_failing_begin_fails_construction(void **state)
-{
+static void test_session__a_failing_begin_fails_construction(void **state) {
   fixture *f = *state;
   spy_hook_fail(f->b, SPY_BEGIN, 1, 1, HK_NOT_FOUND, "b could not resolve loss:0");
   f->s = (hk_session *)f;
@@ -216,8 +206,7 @@ static void test_session__a_failing_begin_fails_construction(void **state)
 }
 
 /* C3: the graph is finalized after the begin() calls: a later change fails. */
-static void test_session__changing_the_graph_after_construction_fails(void **state)
-{
+static void test_session__changing_the_graph_after_construction_fails(void **state) {
   fixture *f = *state;
   hk_handle h = HK_NO_HANDLE;
   session_fixture_open(f);
@@ -227,8 +216,7 @@ static void test_session__changing_the_graph_after_construction_fails(void **sta
 }
 
 /* C4: a failing after_create_session fails construction with its error. */
-static void test_session__a_failing_after_create_session_fails_construction(void **state)
-{
+static void test_session__a_failing_after_create_session_fails_construction(void **state) {
   fixture *f = *state;
   spy_hook_fail(f->b, SPY_AFTER_CREATE, 1, 1, HK_INTERNAL, "b after_create failed");
   assert_status(hk_session_new(&f->s, &f->opts, &f->st), &f->st, HK_INTERNAL, "b after_create failed");
@@ -244,8 +232,7 @@ static void test_session__a_failing_after_create_session_fails_construction(void
 /* ---- H12, C5, C20 ------------------------------------------------------- */
 
 /* H12: a stop requested through the creation context stops the session before any run. */
-static void test_session__a_stop_requested_in_after_create_session_stops_before_the_first_run(void **state)
-{
+static void test_session__a_stop_requested_in_after_create_session_stops_before_the_first_run(void **state) {
   fixture *f = *state;
   spy_hook_stop_at(f->b, SPY_AFTER_CREATE, 1, 1);
   session_fixture_open(f);
@@ -254,7 +241,8 @@ static void test_session__a_stop_requested_in_after_create_session_stops_before_
   assert_false(f->a->stop_seen_in_after_create);
   assert_false(f->b->stop_seen_in_after_create);
   assert_true(f->c->stop_seen_in_after_create);
-  assert_status(session_fixture_run_train(f), &f->st, HK_FAILED_PRECONDITION, "Run called even after should_stop requested.");
+  assert_status(session_fixture_run_train(f), &f->st, HK_FAILED_PRECONDITION,
+                "Run called even after should_stop requested.");
   assert_int_equal(f->a->calls[SPY_BEFORE_RUN], 0);
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);
   /* A hook stop is not a coordinator stop. */
@@ -264,8 +252,7 @@ static void test_session__a_stop_requested_in_after_create_session_stops_before_
 }
 
 /* C5, C20: run() after a hook requested a stop is FAILED_PRECONDITION, and the flag stays set. */
-static void test_session__run_after_a_hook_s_stop_is_refused(void **state)
-{
+static void test_session__run_after_a_hook_s_stop_is_refused(void **state) {
   fixture *f = *state;
   session_fixture_open(f);
   spy_hook_stop_at(f->a, SPY_AFTER_RUN, 1, 1);
@@ -273,7 +260,8 @@ static void test_session__run_after_a_hook_s_stop_is_refused(void **state)
   assert_true(hk_session_should_stop(f->s));
   spy_log_clear(&f->log);
   fake_executor_reset_calls(f->fx);
-  assert_status(session_fixture_run_train(f), &f->st, HK_FAILED_PRECONDITION, "Run called even after should_stop requested.");
+  assert_status(session_fixture_run_train(f), &f->st, HK_FAILED_PRECONDITION,
+                "Run called even after should_stop requested.");
   assert_int_equal(f->log.n, 0);
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);
   /* C20: sticky. */
@@ -282,8 +270,7 @@ static void test_session__run_after_a_hook_s_stop_is_refused(void **state)
 }
 
 /* C5, C27: a coordinator stop makes should_stop() true but does not refuse run(). */
-static void test_session__a_coordinator_stop_does_not_refuse_run(void **state)
-{
+static void test_session__a_coordinator_stop_does_not_refuse_run(void **state) {
   fixture *f = *state;
   session_fixture_open(f);
   hk_coordinator_request_stop(hk_session_coordinator(f->s), HK_OK, NULL);
@@ -295,8 +282,7 @@ static void test_session__a_coordinator_stop_does_not_refuse_run(void **state)
 
 /* ---- options ------------------------------------------------------------- */
 
-static void test_session__options_init_defaults(void **state)
-{
+static void test_session__options_init_defaults(void **state) {
   fixture *f = *state;
   hk_session_options o;
   (void)f;
@@ -313,8 +299,8 @@ static void test_session__options_init_defaults(void **state)
   assert_int_equal(o.is_chief, 1);
   assert_null(o.creator);
   assert_null(o.scaffold);
-  assert_true(o.stop_grace_period_secs == 120.0);  /* C24 */
-  assert_true(o.max_wait_secs == 1800.0);          /* C48 */
+  assert_true(o.stop_grace_period_secs == 120.0); /* C24 */
+  assert_true(o.max_wait_secs == 1800.0);         /* C48 */
   assert_true(o.recovery_wait_secs == 30.0);
   assert_true(o.recovery_initial_delay_secs == 1.0); /* D2.1 */
   assert_true(o.recovery_max_delay_secs == 60.0);
@@ -325,8 +311,7 @@ static void test_session__options_init_defaults(void **state)
 /* ---- init_fn failures through the session (H1, C59, D2.3, C39) ---------- */
 
 /* Create f->scaffold from *so on the fixture's env and register it in the session options. */
-static void use_scaffold(fixture *f, hk_scaffold_options *so)
-{
+static void use_scaffold(fixture *f, hk_scaffold_options *so) {
   so->env = &f->te->env;
   assert_ok(hk_scaffold_new(&f->scaffold, so, &f->st), &f->st);
   f->opts.scaffold = f->scaffold;
@@ -334,8 +319,7 @@ static void use_scaffold(fixture *f, hk_scaffold_options *so)
 
 /* An init_fn that fails without writing its status. */
 static hk_code init_fn_silent_failure(void *user, const hk_scaffold *scaffold, hk_raw_session *session,
-                                      hk_status *status)
-{
+                                      hk_status *status) {
   int *calls = user;
   (void)scaffold;
   (void)session;
@@ -345,8 +329,7 @@ static hk_code init_fn_silent_failure(void *user, const hk_scaffold *scaffold, h
 }
 
 static hk_code init_fn_silent_preemption(void *user, const hk_scaffold *scaffold, hk_raw_session *session,
-                                         hk_status *status)
-{
+                                         hk_status *status) {
   int *calls = user;
   (void)scaffold;
   (void)session;
@@ -361,8 +344,7 @@ static hk_code init_fn_silent_preemption(void *user, const hk_scaffold *scaffold
  * non-empty message (init_fn's result is normalized like the hooks', the
  * creator's and step_fn's).
  */
-static void test_session__silent_init_fn_failure_has_a_message(void **state)
-{
+static void test_session__silent_init_fn_failure_has_a_message(void **state) {
   fixture *f = *state;
   hk_scaffold_options so = HK_SCAFFOLD_OPTIONS_INIT;
   int calls = 0;
@@ -384,8 +366,7 @@ static void test_session__silent_init_fn_failure_has_a_message(void **state)
  * UNAVAILABLE (never a session in the failed state whose failure code is
  * OK).
  */
-static void test_session__a_preempted_init_fn_is_retried_then_gives_up(void **state)
-{
+static void test_session__a_preempted_init_fn_is_retried_then_gives_up(void **state) {
   fixture *f = *state;
   hk_scaffold_options so = HK_SCAFFOLD_OPTIONS_INIT;
   int calls = 0;
@@ -417,8 +398,7 @@ static void test_session__a_preempted_init_fn_is_retried_then_gives_up(void **st
  * already bound to another executor is refused with INVALID_ARGUMENT before
  * any hook's begin() runs.
  */
-static void test_session__scaffold_of_other_executor_refused_before_begin(void **state)
-{
+static void test_session__scaffold_of_other_executor_refused_before_begin(void **state) {
   fixture *f = *state;
   hk_scaffold_options so = HK_SCAFFOLD_OPTIONS_INIT;
   f->other = fake_executor_new(&f->te->env);
@@ -441,11 +421,10 @@ static void test_session__scaffold_of_other_executor_refused_before_begin(void *
  * refused with C65's message (the ready_for_local_init_op the caller gave
  * is never silently dropped).
  */
-static void test_session__a_scaffold_with_ready_for_local_init_but_no_local_init_is_refused(void **state)
-{
+static void test_session__a_scaffold_with_ready_for_local_init_but_no_local_init_is_refused(void **state) {
   fixture *f = *state;
   hk_scaffold_options so = HK_SCAFFOLD_OPTIONS_INIT;
-  static const char *const not_ready[] = { "global_step" };
+  static const char *const not_ready[] = {"global_step"};
   hk_handle init = fake_executor_add_op(f->fx, "my_init");
   hk_handle rfli = fake_executor_add_report(f->fx, "my_ready_for_local_init", FAKE_REPORT_GLOBAL);
   fake_executor_op_initializes(f->fx, init, FAKE_INIT_GLOBAL);
@@ -471,9 +450,8 @@ typedef struct worker {
   int runs;
 } worker;
 
-static void worker_setup(fixture *f, worker *w, int not_ready_times)
-{
-  static const char *const names[] = { "w", "b" };
+static void worker_setup(fixture *f, worker *w, int not_ready_times) {
+  static const char *const names[] = {"w", "b"};
   hk_scaffold_options so;
   memset(w, 0, sizeof(*w));
   w->f = f;
@@ -489,8 +467,7 @@ static void worker_setup(fixture *f, worker *w, int not_ready_times)
 }
 
 /* C48, C73: a worker's session waits until the chief made the model ready. */
-static void test_session__a_worker_waits_until_the_model_is_ready(void **state)
-{
+static void test_session__a_worker_waits_until_the_model_is_ready(void **state) {
   fixture *f = *state;
   worker w;
   fake_executor *plain = fake_executor_new(&f->te->env);
@@ -524,8 +501,7 @@ static void test_session__a_worker_waits_until_the_model_is_ready(void **state)
 }
 
 /* C73: a worker's wait for a ready model ends with DEADLINE_EXCEEDED at max_wait_secs. */
-static void test_session__a_worker_s_wait_ends_at_its_deadline(void **state)
-{
+static void test_session__a_worker_s_wait_ends_at_its_deadline(void **state) {
   fixture *f = *state;
   worker w;
   fake_executor *plain = fake_executor_new(&f->te->env);
@@ -549,19 +525,16 @@ static void test_session__a_worker_s_wait_ends_at_its_deadline(void **state)
   f->fx = keep;
 }
 
-static hk_code raise_on_ready_check(void *user, fake_executor *fx, const hk_run_args *args, hk_status *st)
-{
+static hk_code raise_on_ready_check(void *user, fake_executor *fx, const hk_run_args *args, hk_status *st) {
   worker *w = user;
   (void)fx;
   (void)st;
-  if (args->nfetches == 1 && args->fetches[0] == w->ready && ++w->runs == w->raise_at)
-    raise(SIGINT);
+  if (args->nfetches == 1 && args->fetches[0] == w->ready && ++w->runs == w->raise_at) raise(SIGINT);
   return HK_OK;
 }
 
 /* H24: a signal ends a worker's wait for a ready model with CANCELLED. */
-static void test_session__a_signal_cancels_a_worker_s_wait(void **state)
-{
+static void test_session__a_signal_cancels_a_worker_s_wait(void **state) {
   fixture *f = *state;
   worker w;
   fake_executor *plain = fake_executor_new(&f->te->env);
@@ -588,30 +561,29 @@ static void test_session__a_signal_cancels_a_worker_s_wait(void **state)
 
 /* ---- main --------------------------------------------------------------- */
 
-int main(void)
-{
+int main(void) {
   const struct CMUnitTest tests[] = {
-    BOTH(test_session__bad_options_are_refused_before_any_side_effect),
-    BOTH(test_session__an_empty_hook_list_runs),
-    BOTH(test_session__a_null_or_repeated_hook_in_the_list_is_refused),
-    BOTH(test_session__a_hook_serves_one_session_at_a_time),
-    MS(test_session__a_hook_vtable_of_an_unknown_version_is_refused),
-    BOTH(test_session__null_hook_slots_are_no_ops),
-    BOTH(test_session__construction_calls_begin_finalizes_then_after_create),
-    BOTH(test_session__a_failing_begin_fails_construction),
-    BOTH(test_session__changing_the_graph_after_construction_fails),
-    BOTH(test_session__a_failing_after_create_session_fails_construction),
-    BOTH(test_session__a_stop_requested_in_after_create_session_stops_before_the_first_run),
-    BOTH(test_session__run_after_a_hook_s_stop_is_refused),
-    BOTH(test_session__a_coordinator_stop_does_not_refuse_run),
-    MS(test_session__options_init_defaults),
-    MS(test_session__a_worker_waits_until_the_model_is_ready),
-    MS(test_session__a_worker_s_wait_ends_at_its_deadline),
-    MS(test_session__a_signal_cancels_a_worker_s_wait),
-    SMS(test_session__silent_init_fn_failure_has_a_message),
-    MS(test_session__a_preempted_init_fn_is_retried_then_gives_up),
-    MS(test_session__scaffold_of_other_executor_refused_before_begin),
-    SMS(test_session__a_scaffold_with_ready_for_local_init_but_no_local_init_is_refused),
+      BOTH(test_session__bad_options_are_refused_before_any_side_effect),
+      BOTH(test_session__an_empty_hook_list_runs),
+      BOTH(test_session__a_null_or_repeated_hook_in_the_list_is_refused),
+      BOTH(test_session__a_hook_serves_one_session_at_a_time),
+      MS(test_session__a_hook_vtable_of_an_unknown_version_is_refused),
+      BOTH(test_session__null_hook_slots_are_no_ops),
+      BOTH(test_session__construction_calls_begin_finalizes_then_after_create),
+      BOTH(test_session__a_failing_begin_fails_construction),
+      BOTH(test_session__changing_the_graph_after_construction_fails),
+      BOTH(test_session__a_failing_after_create_session_fails_construction),
+      BOTH(test_session__a_stop_requested_in_after_create_session_stops_before_the_first_run),
+      BOTH(test_session__run_after_a_hook_s_stop_is_refused),
+      BOTH(test_session__a_coordinator_stop_does_not_refuse_run),
+      MS(test_session__options_init_defaults),
+      MS(test_session__a_worker_waits_until_the_model_is_ready),
+      MS(test_session__a_worker_s_wait_ends_at_its_deadline),
+      MS(test_session__a_signal_cancels_a_worker_s_wait),
+      SMS(test_session__silent_init_fn_failure_has_a_message),
+      MS(test_session__a_preempted_init_fn_is_retried_then_gives_up),
+      MS(test_session__scaffold_of_other_executor_refused_before_begin),
+      SMS(test_session__a_scaffold_with_ready_for_local_init_but_no_local_init_is_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,8 +25,7 @@ typedef struct fixture {
   hk_code init_fn_rc;
 } fixture;
 
-static hk_code log_runs(void *user, fake_executor *fx, const hk_run_args *args, hk_status *st)
-{
+static hk_code log_runs(void *user, fake_executor *fx, const hk_run_args *args, hk_status *st) {
   fixture *f = user;
   char ev[SPY_EVENT_MAX];
   (void)fx;
@@ -41,8 +40,7 @@ static hk_code log_runs(void *user, fake_executor *fx, const hk_run_args *args, 
   return HK_OK;
 }
 
-static int setup(void **state)
-{
+static int setup(void **state) {
   fixture *f = calloc(1, sizeof(*f));
   float zero = 0;
   f->te = test_env_new();
@@ -68,38 +66,33 @@ static int setup(void **state)
   return 0;
 }
 
-static int teardown(void **state)
-{
+static int teardown(void **state) {
   fixture *f = *state;
   hk_raw_session_free(f->rs);
   hk_session_manager_free(f->sm);
   return fixture_release(f, f->fx, f->te);
 }
 
-static void make_sm(fixture *f)
-{
+static void make_sm(fixture *f) {
   assert_ok(hk_session_manager_new(&f->sm, &f->mo, &f->st), &f->st);
   assert_non_null(f->sm);
 }
 
-static hk_code init_fn(void *user, const hk_scaffold *scaffold, hk_raw_session *session, hk_status *st)
-{
+static hk_code init_fn(void *user, const hk_scaffold *scaffold, hk_raw_session *session, hk_status *st) {
   fixture *f = user;
   (void)scaffold;
   f->init_fn_calls++;
   spy_log_add(&f->log, "init_fn", 0);
   if (session == NULL || !hk_raw_session_is_open(session))
     return hk_status_set(st, HK_INTERNAL, "init_fn got no open session");
-  if (f->init_fn_rc != HK_OK)
-    return hk_status_set(st, f->init_fn_rc, "init_fn failed");
+  if (f->init_fn_rc != HK_OK) return hk_status_set(st, f->init_fn_rc, "init_fn failed");
   return HK_OK;
 }
 
 /* ---- C65: options ------------------------------------------------------- */
 
 /* C65: options_init refuses a NULL struct or an unknown version; new refuses bad options naming them. */
-static void test_session_manager__options_init_checks_its_arguments_and_version(void **state)
-{
+static void test_session_manager__options_init_checks_its_arguments_and_version(void **state) {
   fixture *f = *state;
   hk_session_manager_options o;
   assert_int_equal(hk_session_manager_options_init(NULL, HK_SESSION_MANAGER_OPTIONS_VERSION), HK_INVALID_ARGUMENT);
@@ -133,11 +126,10 @@ static void test_session_manager__options_init_checks_its_arguments_and_version(
 /* ---- C66: prepare_session ----------------------------------------------- */
 
 /* C66: prepare_session tries to restore, runs init_op and init_fn, then local init and the ready check, in order. */
-static void test_session_manager__prepare_session_restores_inits_then_local_inits_in_order(void **state)
-{
+static void test_session_manager__prepare_session_restores_inits_then_local_inits_in_order(void **state) {
   fixture *f = *state;
   static const char *const expect[] = {
-    "run:init", "init_fn", "fetch:ready_for_local:0", "run:local_init", "fetch:ready:0",
+      "run:init", "init_fn", "fetch:ready_for_local:0", "run:local_init", "fetch:ready:0",
   };
   int64_t v = 9;
   hk_feed feed[1];
@@ -162,8 +154,7 @@ static void test_session_manager__prepare_session_restores_inits_then_local_init
 }
 
 /* C66: the init op runs with the init feed. */
-static void test_session_manager__the_init_op_runs_with_the_init_feed(void **state)
-{
+static void test_session_manager__the_init_op_runs_with_the_init_feed(void **state) {
   fixture *f = *state;
   int64_t v = 5;
   hk_feed feed[1];
@@ -187,8 +178,7 @@ static void test_session_manager__the_init_op_runs_with_the_init_feed(void **sta
 }
 
 /* C66: a prepare_session that fails closes the raw session it created. */
-static void test_session_manager__a_failed_prepare_closes_the_raw_session(void **state)
-{
+static void test_session_manager__a_failed_prepare_closes_the_raw_session(void **state) {
   fixture *f = *state;
   make_sm(f);
   fake_executor_op_fails(f->fx, f->init, HK_INTERNAL, "init kernel failed");
@@ -203,8 +193,7 @@ static void test_session_manager__a_failed_prepare_closes_the_raw_session(void *
 }
 
 /* C66: a failing init_fn fails prepare_session with its error and closes the raw session. */
-static void test_session_manager__a_failing_init_fn_fails_prepare_and_closes_the_session(void **state)
-{
+static void test_session_manager__a_failing_init_fn_fails_prepare_and_closes_the_session(void **state) {
   fixture *f = *state;
   make_sm(f);
   f->po.init_fn = init_fn;
@@ -218,8 +207,7 @@ static void test_session_manager__a_failing_init_fn_fails_prepare_and_closes_the
 }
 
 /* C66: a raw session that cannot be opened fails prepare_session with the executor's error. */
-static void test_session_manager__a_failed_open_fails_prepare(void **state)
-{
+static void test_session_manager__a_failed_open_fails_prepare(void **state) {
   fixture *f = *state;
   make_sm(f);
   fake_executor_fail(f->fx, FAKE_OPEN, 1, 1, HK_UNAVAILABLE, "no master");
@@ -230,8 +218,7 @@ static void test_session_manager__a_failed_open_fails_prepare(void **state)
 /* ---- C67 ----------------------------------------------------------------- */
 
 /* C67: checkpoint_dir and checkpoint_filename_with_path both set is INVALID_ARGUMENT, before a raw session exists. */
-static void test_session_manager__both_checkpoint_paths_given_are_invalid_argument(void **state)
-{
+static void test_session_manager__both_checkpoint_paths_given_are_invalid_argument(void **state) {
   fixture *f = *state;
   int initialized = 7;
   make_sm(f);
@@ -250,8 +237,7 @@ static void test_session_manager__both_checkpoint_paths_given_are_invalid_argume
 /* C67: without a saver nothing is restored, whatever path is given; the
  * model is initialized instead and recover_session reports it uninitialized.
  * Restoring itself is covered by test_restore. */
-static void test_session_manager__no_saver_restores_nothing(void **state)
-{
+static void test_session_manager__no_saver_restores_nothing(void **state) {
   fixture *f = *state;
   int initialized = 1;
   make_sm(f);
@@ -271,8 +257,7 @@ static void test_session_manager__no_saver_restores_nothing(void **state)
 /* ---- C69, C70, C71, C72 ------------------------------------------------- */
 
 /* C69: nothing restored and no init op, init_fn or local init op is FAILED_PRECONDITION. */
-static void test_session_manager__a_model_nobody_initializes_is_failed_precondition(void **state)
-{
+static void test_session_manager__a_model_nobody_initializes_is_failed_precondition(void **state) {
   fixture *f = *state;
   f->mo.local_init_op = HK_NO_HANDLE;
   f->mo.ready_for_local_init_op = HK_NO_HANDLE;
@@ -289,8 +274,7 @@ static void test_session_manager__a_model_nobody_initializes_is_failed_precondit
  * one may not: with no init_op, init_fn or local_init_op, prepare_session
  * hands out the session, logged at DEBUG — also with no variable at all —
  * and one variable that is not host-owned brings C69 back. */
-static void test_session_manager__host_owned_variables_need_no_init_op(void **state)
-{
+static void test_session_manager__host_owned_variables_need_no_init_op(void **state) {
   fixture *f = *state;
   fake_executor *host = fake_executor_new(&f->te->env);
   hk_session_manager_options mo;
@@ -340,8 +324,7 @@ static void test_session_manager__host_owned_variables_need_no_init_op(void **st
 /* C69 revised, through a session: an executor without default ops whose
  * variables are all host-owned starts (C47: the chief's prepare_session
  * with the Scaffold's unset init ops) and trains. */
-static void test_session_manager__a_session_over_host_owned_variables_starts(void **state)
-{
+static void test_session_manager__a_session_over_host_owned_variables_starts(void **state) {
   fixture *f = *state;
   fake_executor *host = fake_executor_new(&f->te->env);
   const int64_t gs0 = 3;
@@ -365,8 +348,7 @@ static void test_session_manager__a_session_over_host_owned_variables_starts(voi
 }
 
 /* C70: a ready_for_local_init_op reporting not ready is FAILED_PRECONDITION and local init does not run. */
-static void test_session_manager__not_ready_for_local_init_is_failed_precondition(void **state)
-{
+static void test_session_manager__not_ready_for_local_init_is_failed_precondition(void **state) {
   fixture *f = *state;
   hk_handle noop = fake_executor_add_op(f->fx, "noop_init");
   make_sm(f);
@@ -382,10 +364,9 @@ static void test_session_manager__not_ready_for_local_init_is_failed_preconditio
 }
 
 /* C71: a ready check that fails is FAILED_PRECONDITION "Init operations did not make model ready". */
-static void test_session_manager__a_failing_ready_check_is_failed_precondition(void **state)
-{
+static void test_session_manager__a_failing_ready_check_is_failed_precondition(void **state) {
   fixture *f = *state;
-  static const char *const names[] = { "w1", "w2" };
+  static const char *const names[] = {"w1", "w2"};
   make_sm(f);
   fake_executor_script_report(f->fx, f->ready, names, 2, 1);
   assert_status(hk_session_manager_prepare_session(&f->rs, f->sm, &f->po, &f->st), &f->st, HK_FAILED_PRECONDITION,
@@ -398,8 +379,7 @@ static void test_session_manager__a_failing_ready_check_is_failed_precondition(v
 }
 
 /* C72: a local init op without a ready_for_local_init guard that reads uninitialized variables fails prepare. */
-static void test_session_manager__an_unguarded_local_init_reading_uninitialized_fails(void **state)
-{
+static void test_session_manager__an_unguarded_local_init_reading_uninitialized_fails(void **state) {
   fixture *f = *state;
   hk_handle bump = fake_executor_add_op(f->fx, "bump_gs");
   fake_executor_op_increments(f->fx, bump, f->gs, 1);
@@ -415,10 +395,9 @@ static void test_session_manager__an_unguarded_local_init_reading_uninitialized_
 }
 
 /* C72: a readiness op is ready when unset or when it returns an empty list of names. */
-static void test_session_manager__a_readiness_op_is_ready_when_unset_or_empty(void **state)
-{
+static void test_session_manager__a_readiness_op_is_ready_when_unset_or_empty(void **state) {
   fixture *f = *state;
-  static const char *const names[] = { "a", "b" };
+  static const char *const names[] = {"a", "b"};
   hk_status reason = HK_STATUS_INIT;
   int ready = -1;
   make_sm(f);
@@ -445,8 +424,8 @@ static void test_session_manager__a_readiness_op_is_ready_when_unset_or_empty(vo
   assert_non_null(strstr(reason.message, "Attempting to use uninitialized value v9"));
   /* Any other error is logged and returned. */
   fake_executor_fail(f->fx, FAKE_RUN, 1, 1, HK_INTERNAL, "ready op crashed");
-  assert_status(hk_session_manager_model_ready(f->sm, f->rs, f->ready, &ready, &reason, &f->st), &f->st,
-                HK_INTERNAL, "ready op crashed");
+  assert_status(hk_session_manager_model_ready(f->sm, f->rs, f->ready, &ready, &reason, &f->st), &f->st, HK_INTERNAL,
+                "ready op crashed");
   assert_logged(f->te, -1, "ready op crashed");
   fake_executor_fail(f->fx, FAKE_RUN, 1, 1, HK_FAILED_PRECONDITION, "some other precondition");
   assert_status(hk_session_manager_model_ready(f->sm, f->rs, f->ready, &ready, &reason, &f->st), &f->st,
@@ -461,10 +440,9 @@ static void test_session_manager__a_readiness_op_is_ready_when_unset_or_empty(vo
 /* ---- C73: wait_for_session ---------------------------------------------- */
 
 /* C73: wait_for_session creates raw sessions until the model is ready. */
-static void test_session_manager__wait_for_session_retries_until_the_model_is_ready(void **state)
-{
+static void test_session_manager__wait_for_session_retries_until_the_model_is_ready(void **state) {
   fixture *f = *state;
-  static const char *const names[] = { "w" };
+  static const char *const names[] = {"w"};
   fake_executor *plain;
   hk_handle ready;
   /* An executor without variables: readiness depends only on the script. */
@@ -484,7 +462,8 @@ static void test_session_manager__wait_for_session_retries_until_the_model_is_re
   assert_int_equal(fake_executor_open_sessions(plain), 1);
   assert_true(test_clock_total_slept(&f->te->clock) > 30 - 1e-9);
   assert_true(test_clock_total_slept(&f->te->clock) < 30 + 1e-9);
-  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "Waiting for model to be ready.  Ready_for_local_init_op:  "), 3);
+  assert_int_equal(
+      test_log_count(&f->te->log, HK_LOG_INFO, "Waiting for model to be ready.  Ready_for_local_init_op:  "), 3);
   assert_logged(f->te, HK_LOG_INFO, "ready: Variables not initialized: w");
   hk_raw_session_free(f->rs);
   f->rs = NULL;
@@ -494,8 +473,7 @@ static void test_session_manager__wait_for_session_retries_until_the_model_is_re
 }
 
 /* C73: wait_for_session ends with DEADLINE_EXCEEDED at max_wait_secs, its last session closed. */
-static void test_session_manager__wait_for_session_ends_at_its_deadline(void **state)
-{
+static void test_session_manager__wait_for_session_ends_at_its_deadline(void **state) {
   fixture *f = *state;
   f->mo.recovery_wait_secs = 30;
   make_sm(f);
@@ -511,8 +489,7 @@ static void test_session_manager__wait_for_session_ends_at_its_deadline(void **s
 }
 
 /* C73: while waiting, a local init that cannot run yet is not an error: the wait goes on. */
-static void test_session_manager__a_failing_local_init_keeps_the_wait_going(void **state)
-{
+static void test_session_manager__a_failing_local_init_keeps_the_wait_going(void **state) {
   fixture *f = *state;
   f->mo.recovery_wait_secs = 30;
   make_sm(f);
@@ -529,16 +506,14 @@ typedef struct canceller {
   hk_session_manager *sm;
 } canceller;
 
-static void *cancel_main(void *arg)
-{
+static void *cancel_main(void *arg) {
   canceller *c = arg;
   hk_session_manager_cancel(c->sm);
   return NULL;
 }
 
 /* H24: a cancel from another thread ends the wait for a ready model with CANCELLED. */
-static void test_session_manager__a_cancel_from_another_thread_ends_the_wait(void **state)
-{
+static void test_session_manager__a_cancel_from_another_thread_ends_the_wait(void **state) {
   fixture *f = *state;
   pthread_t th;
   canceller c;
@@ -555,8 +530,7 @@ static void test_session_manager__a_cancel_from_another_thread_ends_the_wait(voi
 }
 
 /* H24: a cancel ends every later wait too until the manager is reset. */
-static void test_session_manager__a_cancel_stays_until_reset(void **state)
-{
+static void test_session_manager__a_cancel_stays_until_reset(void **state) {
   fixture *f = *state;
   make_sm(f);
   hk_session_manager_cancel(f->sm);
@@ -572,8 +546,7 @@ static void test_session_manager__a_cancel_stays_until_reset(void **state)
 /* ---- C74: recover_session ------------------------------------------------ */
 
 /* C74: recover_session without a checkpoint runs local init only and reports the model not initialized. */
-static void test_session_manager__recover_session_without_a_checkpoint_runs_local_init_only(void **state)
-{
+static void test_session_manager__recover_session_without_a_checkpoint_runs_local_init_only(void **state) {
   fixture *f = *state;
   int initialized = -1;
   f->mo.ready_for_local_init_op = HK_NO_HANDLE;
@@ -592,8 +565,7 @@ static void test_session_manager__recover_session_without_a_checkpoint_runs_loca
 /* An init_fn that fails without writing its status (the status may even be
  * NULL: hk_session_manager_prepare_session accepts a NULL status). */
 static hk_code init_fn_silent_failure(void *user, const hk_scaffold *scaffold, hk_raw_session *session,
-                                      hk_status *status)
-{
+                                      hk_status *status) {
   int *calls = user;
   (void)scaffold;
   (void)session;
@@ -609,8 +581,7 @@ static hk_code init_fn_silent_failure(void *user, const hk_scaffold *scaffold, h
  * when init_fn wrote none (init_fn's result is normalized like the hooks',
  * the creator's and step_fn's), so code and status agree.
  */
-static void test_session_manager__silent_init_fn_failure_sets_status(void **state)
-{
+static void test_session_manager__silent_init_fn_failure_sets_status(void **state) {
   fixture *f = *state;
   hk_session_manager_options mo;
   hk_prepare_options po = HK_PREPARE_OPTIONS_INIT;
@@ -634,8 +605,7 @@ static void test_session_manager__silent_init_fn_failure_sets_status(void **stat
   assert_true(f->st.message[0] != '\0');
 }
 
-static hk_code advance_clock_on_run(void *user, fake_executor *fx, const hk_run_args *args, hk_status *status)
-{
+static hk_code advance_clock_on_run(void *user, fake_executor *fx, const hk_run_args *args, hk_status *status) {
   test_env *te = user;
   (void)fx;
   (void)args;
@@ -651,11 +621,10 @@ static hk_code advance_clock_on_run(void *user, fake_executor *fx, const hk_run_
  * max_wait_secs of 1e12 reads "Session was not ready after waiting
  * 1000000000000 secs.".
  */
-static void test_session_manager__the_deadline_message_prints_a_large_max_wait_in_full(void **state)
-{
+static void test_session_manager__the_deadline_message_prints_a_large_max_wait_in_full(void **state) {
   fixture *f = *state;
   hk_session_manager_options mo;
-  static const char *const names[] = { "v" };
+  static const char *const names[] = {"v"};
   hk_handle ready = fake_executor_add_report(f->fx, "ready_v", FAKE_REPORT_ALL);
   fake_executor_script_report(f->fx, ready, names, 1, FAKE_FOREVER);
   hk_session_manager_options_init(&mo, HK_SESSION_MANAGER_OPTIONS_VERSION);
@@ -674,8 +643,7 @@ static void test_session_manager__the_deadline_message_prints_a_large_max_wait_i
  * option. check_prepare() validates max_wait_secs also when
  * wait_for_checkpoint is not set, so a negative or NaN value is refused.
  */
-static void test_session_manager__prepare_refuses_a_bad_max_wait_secs(void **state)
-{
+static void test_session_manager__prepare_refuses_a_bad_max_wait_secs(void **state) {
   fixture *f = *state;
   hk_session_manager_options mo;
   hk_prepare_options po = HK_PREPARE_OPTIONS_INIT;
@@ -698,33 +666,32 @@ static void test_session_manager__prepare_refuses_a_bad_max_wait_secs(void **sta
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
-int main(void)
-{
+int main(void) {
   const struct CMUnitTest tests[] = {
-    T(test_session_manager__options_init_checks_its_arguments_and_version),
-    T(test_session_manager__prepare_session_restores_inits_then_local_inits_in_order),
-    T(test_session_manager__the_init_op_runs_with_the_init_feed),
-    T(test_session_manager__a_failed_prepare_closes_the_raw_session),
-    T(test_session_manager__a_failing_init_fn_fails_prepare_and_closes_the_session),
-    T(test_session_manager__a_failed_open_fails_prepare),
-    T(test_session_manager__both_checkpoint_paths_given_are_invalid_argument),
-    T(test_session_manager__no_saver_restores_nothing),
-    T(test_session_manager__a_model_nobody_initializes_is_failed_precondition),
-    T(test_session_manager__host_owned_variables_need_no_init_op),
-    T(test_session_manager__a_session_over_host_owned_variables_starts),
-    T(test_session_manager__not_ready_for_local_init_is_failed_precondition),
-    T(test_session_manager__a_failing_ready_check_is_failed_precondition),
-    T(test_session_manager__an_unguarded_local_init_reading_uninitialized_fails),
-    T(test_session_manager__a_readiness_op_is_ready_when_unset_or_empty),
-    T(test_session_manager__wait_for_session_retries_until_the_model_is_ready),
-    T(test_session_manager__wait_for_session_ends_at_its_deadline),
-    T(test_session_manager__a_failing_local_init_keeps_the_wait_going),
-    T(test_session_manager__a_cancel_from_another_thread_ends_the_wait),
-    T(test_session_manager__a_cancel_stays_until_reset),
-    T(test_session_manager__recover_session_without_a_checkpoint_runs_local_init_only),
-    T(test_session_manager__silent_init_fn_failure_sets_status),
-    T(test_session_manager__the_deadline_message_prints_a_large_max_wait_in_full),
-    T(test_session_manager__prepare_refuses_a_bad_max_wait_secs),
+      T(test_session_manager__options_init_checks_its_arguments_and_version),
+      T(test_session_manager__prepare_session_restores_inits_then_local_inits_in_order),
+      T(test_session_manager__the_init_op_runs_with_the_init_feed),
+      T(test_session_manager__a_failed_prepare_closes_the_raw_session),
+      T(test_session_manager__a_failing_init_fn_fails_prepare_and_closes_the_session),
+      T(test_session_manager__a_failed_open_fails_prepare),
+      T(test_session_manager__both_checkpoint_paths_given_are_invalid_argument),
+      T(test_session_manager__no_saver_restores_nothing),
+      T(test_session_manager__a_model_nobody_initializes_is_failed_precondition),
+      T(test_session_manager__host_owned_variables_need_no_init_op),
+      T(test_session_manager__a_session_over_host_owned_variables_starts),
+      T(test_session_manager__not_ready_for_local_init_is_failed_precondition),
+      T(test_session_manager__a_failing_ready_check_is_failed_precondition),
+      T(test_session_manager__an_unguarded_local_init_reading_uninitialized_fails),
+      T(test_session_manager__a_readiness_op_is_ready_when_unset_or_empty),
+      T(test_session_manager__wait_for_session_retries_until_the_model_is_ready),
+      T(test_session_manager__wait_for_session_ends_at_its_deadline),
+      T(test_session_manager__a_failing_local_init_keeps_the_wait_going),
+      T(test_session_manager__a_cancel_from_another_thread_ends_the_wait),
+      T(test_session_manager__a_cancel_stays_until_reset),
+      T(test_session_manager__recover_session_without_a_checkpoint_runs_local_init_only),
+      T(test_session_manager__silent_init_fn_failure_sets_status),
+      T(test_session_manager__the_deadline_message_prints_a_large_max_wait_in_full),
+      T(test_session_manager__prepare_refuses_a_bad_max_wait_secs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,8 +14,7 @@
 
 /* ---- C6, C7, C21 -------------------------------------------------------- */
 
-static hk_code mark_executor_run(void *user, fake_executor *fx, const hk_run_args *args, hk_status *st)
-{
+static hk_code mark_executor_run(void *user, fake_executor *fx, const hk_run_args *args, hk_status *st) {
   fixture *f = user;
   (void)fx;
   (void)args;
@@ -26,15 +25,13 @@ static hk_code mark_executor_run(void *user, fake_executor *fx, const hk_run_arg
 
 /* C6, C7, C21: run() calls every before_run in list order, one executor run, then every after_run, with one shared
  * run context. */
-static void test_session__run_calls_hooks_in_order_around_one_executor_run(void **state)
-{
+static void test_session__run_calls_hooks_in_order_around_one_executor_run(void **state) {
   fixture *f = *state;
   static const char *const expect[] = {
-    "a.before_run", "b.before_run", "c.before_run", "executor.run",
-    "a.after_run", "b.after_run", "c.after_run",
+      "a.before_run", "b.before_run", "c.before_run", "executor.run", "a.after_run", "b.after_run", "c.after_run",
   };
   hk_run_options opts = HK_RUN_OPTIONS_INIT;
-  hk_run_args args = { NULL, 0, &f->x, 1, &f->train, 1, &opts };
+  hk_run_args args = {NULL, 0, &f->x, 1, &f->train, 1, &opts};
   hk_tensor res[1];
   session_fixture_open(f);
   fake_executor_on_run(f->fx, mark_executor_run, f);
@@ -52,8 +49,7 @@ static void test_session__run_calls_hooks_in_order_around_one_executor_run(void 
 /* ---- C8: merged fetches and targets ------------------------------------- */
 
 /* C8: the executor gets the caller's fetches and each hook's, and each hook gets back only its own values. */
-static void test_session__merged_fetches_each_hook_gets_its_own(void **state)
-{
+static void test_session__merged_fetches_each_hook_gets_its_own(void **state) {
   fixture *f = *state;
   hk_handle fetches[2];
   hk_run_args args;
@@ -70,7 +66,7 @@ static void test_session__merged_fetches_each_hook_gets_its_own(void **state)
 
   spy_hook_fetch(f->a, f->gs);
   spy_hook_target(f->a, f->train);
-  spy_hook_target(f->b, extra);     /* b: targets only, no fetches */
+  spy_hook_target(f->b, extra); /* b: targets only, no fetches */
   spy_hook_fetch(f->c, f->x);
   spy_hook_fetch(f->c, f->gs);
   spy_hook_fetch(f->c, f->y);
@@ -91,8 +87,7 @@ static void test_session__merged_fetches_each_hook_gets_its_own(void **state)
   {
     size_t i;
     int saw_extra = 0;
-    for (i = 0; i < r->ntargets; i++)
-      saw_extra |= r->targets[i] == extra;
+    for (i = 0; i < r->ntargets; i++) saw_extra |= r->targets[i] == extra;
     assert_true(saw_extra);
   }
   assert_int_equal(fake_executor_op_runs(f->fx, extra), 1);
@@ -122,8 +117,7 @@ static void test_session__merged_fetches_each_hook_gets_its_own(void **state)
 /* ---- C9, C10, H13: feeds ------------------------------------------------ */
 
 /* C9: two hooks feeding the same tensor fail the run with INVALID_ARGUMENT naming it. */
-static void test_session__two_hooks_feeding_one_tensor_fail_the_run(void **state)
-{
+static void test_session__two_hooks_feeding_one_tensor_fail_the_run(void **state) {
   fixture *f = *state;
   session_fixture_open(f);
   spy_hook_feed_i64(f->a, f->p, 1);
@@ -138,8 +132,7 @@ static void test_session__two_hooks_feeding_one_tensor_fail_the_run(void **state
 }
 
 /* C9, H13: the conflicting tensors are listed in the order the hooks' feeds name them. */
-static void test_session__the_feed_conflict_list_is_in_list_order(void **state)
-{
+static void test_session__the_feed_conflict_list_is_in_list_order(void **state) {
   fixture *f = *state;
   session_fixture_open(f);
   spy_hook_feed_i64(f->a, f->q, 1);
@@ -150,12 +143,11 @@ static void test_session__the_feed_conflict_list_is_in_list_order(void **state)
 }
 
 /* C10: a hook and the caller feeding the same tensor fail the run with INVALID_ARGUMENT naming it. */
-static void test_session__a_hook_and_the_caller_feeding_one_tensor_fail_the_run(void **state)
-{
+static void test_session__a_hook_and_the_caller_feeding_one_tensor_fail_the_run(void **state) {
   fixture *f = *state;
   int64_t v = 5;
   hk_feed feeds[1];
-  hk_run_args args = { feeds, 1, NULL, 0, &f->train, 1, NULL };
+  hk_run_args args = {feeds, 1, NULL, 0, &f->train, 1, NULL};
   feeds[0].tensor = f->p;
   feeds[0].value = hk_tensor_scalar_i64(&v);
   session_fixture_open(f);
@@ -168,8 +160,7 @@ static void test_session__a_hook_and_the_caller_feeding_one_tensor_fail_the_run(
 
 /* C10, D10: hooks' feeds are merged with the caller's into the session's own arrays; the caller's are left
  * untouched. */
-static void test_session__feeds_are_merged_and_the_caller_s_arrays_untouched(void **state)
-{
+static void test_session__feeds_are_merged_and_the_caller_s_arrays_untouched(void **state) {
   fixture *f = *state;
   int64_t v = 5;
   hk_feed feeds[1], feeds_copy[1];
@@ -220,12 +211,11 @@ static void test_session__feeds_are_merged_and_the_caller_s_arrays_untouched(voi
 }
 
 /* C10: when only the caller or only one hook feeds, its feeds reach the executor as they are. */
-static void test_session__feeds_from_only_the_caller_or_only_a_hook_pass_through(void **state)
-{
+static void test_session__feeds_from_only_the_caller_or_only_a_hook_pass_through(void **state) {
   fixture *f = *state;
   int64_t v = 3;
   hk_feed feeds[1];
-  hk_run_args args = { feeds, 1, NULL, 0, NULL, 0, NULL };
+  hk_run_args args = {feeds, 1, NULL, 0, NULL, 0, NULL};
   const fake_run_record *r;
   memset(feeds, 0, sizeof(feeds));
   feeds[0].tensor = f->q;
@@ -249,12 +239,11 @@ static void test_session__feeds_from_only_the_caller_or_only_a_hook_pass_through
 }
 
 /* H13: one feed list naming the same tensor twice is INVALID_ARGUMENT. */
-static void test_session__a_tensor_fed_twice_in_one_list_is_refused(void **state)
-{
+static void test_session__a_tensor_fed_twice_in_one_list_is_refused(void **state) {
   fixture *f = *state;
   int64_t v = 3;
   hk_feed feeds[2];
-  hk_run_args args = { feeds, 2, NULL, 0, NULL, 0, NULL };
+  hk_run_args args = {feeds, 2, NULL, 0, NULL, 0, NULL};
   memset(feeds, 0, sizeof(feeds));
   feeds[0].tensor = f->q;
   feeds[0].value = hk_tensor_scalar_i64(&v);
@@ -274,12 +263,11 @@ static void test_session__a_tensor_fed_twice_in_one_list_is_refused(void **state
 /* ---- C11, C12: options and metadata ------------------------------------- */
 
 /* C11: run options the hooks ask for are merged into a session-owned copy; the caller's options are untouched. */
-static void test_session__hook_run_options_are_merged_into_a_copy(void **state)
-{
+static void test_session__hook_run_options_are_merged_into_a_copy(void **state) {
   fixture *f = *state;
   int marker = 0;
   hk_run_options opts = HK_RUN_OPTIONS_INIT, copy;
-  hk_run_args args = { NULL, 0, NULL, 0, &f->train, 1, &opts };
+  hk_run_args args = {NULL, 0, NULL, 0, &f->train, 1, &opts};
   const fake_run_record *r;
   opts.trace_level = 1;
   opts.timeout_ms = 100;
@@ -315,8 +303,7 @@ static void test_session__hook_run_options_are_merged_into_a_copy(void **state)
 }
 
 /* C12: run metadata is the caller's when given, else one the session supplies and reuses. */
-static void test_session__run_metadata_is_the_caller_s_or_a_reused_session_one(void **state)
-{
+static void test_session__run_metadata_is_the_caller_s_or_a_reused_session_one(void **state) {
   fixture *f = *state;
   hk_run_metadata *first;
   hk_run_metadata mine = HK_RUN_METADATA_INIT;
@@ -328,7 +315,7 @@ static void test_session__run_metadata_is_the_caller_s_or_a_reused_session_one(v
   assert_ok(session_fixture_run_train(f), &f->st);
   assert_ptr_equal(fake_executor_last_run(f->fx)->metadata, first); /* reused */
   {
-    hk_run_args args = { NULL, 0, NULL, 0, &f->train, 1, NULL };
+    hk_run_args args = {NULL, 0, NULL, 0, &f->train, 1, NULL};
     assert_ok(hk_session_run(f->s, &args, NULL, &mine, &f->st), &f->st);
   }
   assert_ptr_equal(fake_executor_last_run(f->fx)->metadata, &mine);
@@ -339,8 +326,7 @@ static void test_session__run_metadata_is_the_caller_s_or_a_reused_session_one(v
 /* ---- C13, C14 ----------------------------------------------------------- */
 
 /* C13: a failed executor run calls no after_run and does not update the stop flag. */
-static void test_session__a_failed_executor_run_calls_no_after_run_and_sets_no_stop(void **state)
-{
+static void test_session__a_failed_executor_run_calls_no_after_run_and_sets_no_stop(void **state) {
   fixture *f = *state;
   session_fixture_open(f);
   spy_hook_stop_at(f->a, SPY_BEFORE_RUN, 1, 1);
@@ -355,8 +341,7 @@ static void test_session__a_failed_executor_run_calls_no_after_run_and_sets_no_s
 }
 
 /* C14: a failing before_run skips the later hooks and the executor run and fails the run. */
-static void test_session__a_failing_before_run_fails_the_run(void **state)
-{
+static void test_session__a_failing_before_run_fails_the_run(void **state) {
   fixture *f = *state;
   session_fixture_open(f);
   spy_hook_fail(f->b, SPY_BEFORE_RUN, 1, 1, HK_PERMISSION_DENIED, "b refuses");
@@ -368,8 +353,7 @@ static void test_session__a_failing_before_run_fails_the_run(void **state)
 }
 
 /* C14: a failing after_run skips the later hooks' after_run and fails the run. */
-static void test_session__a_failing_after_run_fails_the_run(void **state)
-{
+static void test_session__a_failing_after_run_fails_the_run(void **state) {
   fixture *f = *state;
   session_fixture_open(f);
   spy_hook_stop_at(f->a, SPY_AFTER_RUN, 1, 1);
@@ -386,8 +370,7 @@ static void test_session__a_failing_after_run_fails_the_run(void **state)
 /* ---- C18, C19, C20: run context stop ------------------------------------ */
 
 /* C18, C19: a stop requested in before_run takes effect after the step, which still runs. */
-static void test_session__a_stop_in_before_run_takes_effect_after_the_step(void **state)
-{
+static void test_session__a_stop_in_before_run_takes_effect_after_the_step(void **state) {
   fixture *f = *state;
   session_fixture_open(f);
   spy_hook_stop_at(f->a, SPY_BEFORE_RUN, 1, 1);
@@ -402,8 +385,7 @@ static void test_session__a_stop_in_before_run_takes_effect_after_the_step(void 
 }
 
 /* C19: a stop requested in after_run is seen by the later hooks of the same run. */
-static void test_session__a_stop_in_after_run_is_seen_by_later_hooks(void **state)
-{
+static void test_session__a_stop_in_after_run_is_seen_by_later_hooks(void **state) {
   fixture *f = *state;
   session_fixture_open(f);
   assert_ok(session_fixture_run_train(f), &f->st);
@@ -421,14 +403,13 @@ static void test_session__a_stop_in_after_run_is_seen_by_later_hooks(void **stat
 /* C7 across the split: every before_run at begin, the caller's own work in
  * between, then one executor run and every after_run at end; the caller's
  * fetches come back from end. */
-static void test_session__split_run_brackets_the_callers_work(void **state)
-{
+static void test_session__split_run_brackets_the_callers_work(void **state) {
   fixture *f = *state;
   static const char *const expect[] = {
-    "a.before_run", "b.before_run", "c.before_run", "caller.work", "executor.run",
-    "a.after_run", "b.after_run", "c.after_run",
+      "a.before_run", "b.before_run", "c.before_run", "caller.work",
+      "executor.run", "a.after_run",  "b.after_run",  "c.after_run",
   };
-  hk_run_args args = { NULL, 0, &f->x, 1, &f->train, 1, NULL };
+  hk_run_args args = {NULL, 0, &f->x, 1, &f->train, 1, NULL};
   hk_tensor res[1];
   session_fixture_open(f);
   fake_executor_on_run(f->fx, mark_executor_run, f);
@@ -445,10 +426,9 @@ static void test_session__split_run_brackets_the_callers_work(void **state)
 /* While a split run is open, other runs are refused and change nothing; end
  * without an open run is refused; abandon drops the run's after_run and its
  * stop requests (C14); close abandons an open run. */
-static void test_session__split_run_misuse(void **state)
-{
+static void test_session__split_run_misuse(void **state) {
   fixture *f = *state;
-  hk_run_args args = { NULL, 0, &f->x, 1, &f->train, 1, NULL };
+  hk_run_args args = {NULL, 0, &f->x, 1, &f->train, 1, NULL};
   hk_tensor res[1];
   session_fixture_open(f);
   assert_status(hk_session_run_end(f->s, res, NULL, &f->st), &f->st, HK_FAILED_PRECONDITION, "no run is open");
@@ -467,7 +447,7 @@ static void test_session__split_run_misuse(void **state)
   hk_session_run_abandon(f->s);
   assert_int_equal(f->a->calls[SPY_AFTER_RUN], 0);
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), runs); /* no executor run */
-  assert_false(hk_session_should_stop(f->s)); /* the abandoned run's stop request is dropped */
+  assert_false(hk_session_should_stop(f->s));                   /* the abandoned run's stop request is dropped */
   assert_status(hk_session_run_end(f->s, res, NULL, &f->st), &f->st, HK_FAILED_PRECONDITION, "no run is open");
 
   /* C14 in the first half: a failing before_run leaves no run open. */
@@ -485,10 +465,9 @@ static void test_session__split_run_misuse(void **state)
 
 /* C13, C19, C20 in the second half: an executor failure skips every
  * after_run; a stop requested in before_run takes effect after end. */
-static void test_session__split_run_end_failure_and_stop(void **state)
-{
+static void test_session__split_run_end_failure_and_stop(void **state) {
   fixture *f = *state;
-  hk_run_args args = { NULL, 0, &f->x, 1, &f->train, 1, NULL };
+  hk_run_args args = {NULL, 0, &f->x, 1, &f->train, 1, NULL};
   hk_tensor res[1];
   session_fixture_open(f);
   fake_executor_fail(f->fx, FAKE_RUN, 1, 1, HK_INTERNAL, "kernel exploded");
@@ -514,8 +493,7 @@ typedef struct span_probe {
 } span_probe;
 
 /* b's before_run copies the spans of the last traced run. */
-static hk_code copy_spans(spy_hook *spy, spy_slot slot, void *arg, hk_status *st)
-{
+static hk_code copy_spans(spy_hook *spy, spy_slot slot, void *arg, hk_status *st) {
   span_probe *p = spy->action_user;
   (void)st;
   if (slot != SPY_BEFORE_RUN) return HK_OK;
@@ -530,11 +508,10 @@ static hk_code copy_spans(spy_hook *spy, spy_slot slot, void *arg, hk_status *st
 /* H41: a run becomes traced from the hook that asks for it: its spans cover
  * every later before_run, the executor run, every after_run and the whole
  * call, in order and nested in time; an untraced run records nothing. */
-static void test_session__a_traced_run_s_spans_cover_every_later_callback(void **state)
-{
+static void test_session__a_traced_run_s_spans_cover_every_later_callback(void **state) {
   fixture *f = *state;
   span_probe probe;
-  hk_run_args args = { NULL, 0, NULL, 0, &f->train, 1, NULL };
+  hk_run_args args = {NULL, 0, NULL, 0, &f->train, 1, NULL};
   memset(&probe, 0, sizeof probe);
   f->b->action = copy_spans;
   f->b->action_user = &probe;
@@ -548,8 +525,8 @@ static void test_session__a_traced_run_s_spans_cover_every_later_callback(void *
   assert_ok(hk_session_run(f->s, &args, NULL, NULL, &f->st), &f->st);
   /* the traced run: b and c before_run, executor, a b c after_run, session */
   static const char *const want[][2] = {
-    { "b", "before_run" }, { "c", "before_run" }, { "executor", "run" }, { "a", "after_run" },
-    { "b", "after_run" }, { "c", "after_run" }, { "session", "session.run" },
+      {"b", "before_run"}, {"c", "before_run"}, {"executor", "run"},        {"a", "after_run"},
+      {"b", "after_run"},  {"c", "after_run"},  {"session", "session.run"},
   };
   assert_int_equal(probe.n, 7);
   for (size_t i = 0; i < 7; i++) {
@@ -577,8 +554,7 @@ static void test_session__a_traced_run_s_spans_cover_every_later_callback(void *
  * `while (!should_stop()) run();` loop never gets C5's FAILED_PRECONDITION
  * from run().
  */
-static void test_session__a_stop_at_recreation_makes_should_stop_true(void **state)
-{
+static void test_session__a_stop_at_recreation_makes_should_stop_true(void **state) {
   fixture *f = *state;
   session_fixture_open(f);
   spy_hook_stop_at(f->a, SPY_AFTER_CREATE, 1, 1);
@@ -588,8 +564,7 @@ static void test_session__a_stop_at_recreation_makes_should_stop_true(void **sta
     assert_int_equal(f->a->calls[SPY_AFTER_CREATE], 2); /* created, then re-created once */
     if (!stop) {
       hk_code rc = session_fixture_run_train(f);
-      fprintf(stderr, "should_stop() was false; the next run() returned %s \"%s\"\n", hk_code_name(rc),
-              f->st.message);
+      fprintf(stderr, "should_stop() was false; the next run() returned %s \"%s\"\n", hk_code_name(rc), f->st.message);
     }
     assert_true(stop);
   }
@@ -599,8 +574,7 @@ static void test_session__a_stop_at_recreation_makes_should_stop_true(void **sta
  * C10 (and C9): the conflict list names every conflicting tensor, beyond
  * 16 of them too (nothing is dropped silently).
  */
-static void test_session__the_conflict_list_names_every_conflicting_tensor(void **state)
-{
+static void test_session__the_conflict_list_names_every_conflicting_tensor(void **state) {
   fixture *f = *state;
   hk_handle t[17];
   hk_feed caller[17];
@@ -612,8 +586,7 @@ static void test_session__the_conflict_list_names_every_conflicting_tensor(void 
     snprintf(name, sizeof(name), "t%02d", i);
     t[i] = fake_executor_add_i64(f->fx, name, 0);
   }
-  for (i = 0; i < 16; i++)
-    spy_hook_feed_i64(f->a, t[i], 1);
+  for (i = 0; i < 16; i++) spy_hook_feed_i64(f->a, t[i], 1);
   spy_hook_feed_i64(f->b, t[16], 1);
   for (i = 0; i < 17; i++) {
     vals[i] = i;
@@ -628,8 +601,7 @@ static void test_session__the_conflict_list_names_every_conflicting_tensor(void 
   assert_status(hk_session_run(f->s, &args, NULL, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT,
                 "Same tensor is fed by a SessionRunHook and user. Conflict(s): [t00:0, t01:0");
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 0);
-  if (strstr(f->st.message, "t15:0, t16:0]") == NULL)
-    fprintf(stderr, "message: %s\n", f->st.message);
+  if (strstr(f->st.message, "t15:0, t16:0]") == NULL) fprintf(stderr, "message: %s\n", f->st.message);
   assert_non_null(strstr(f->st.message, "t15:0, t16:0]"));
 }
 
@@ -645,51 +617,42 @@ typedef struct step_data {
   int request_stop;
 } step_data;
 
-static hk_code step_body(hk_step_context *ctx, void *user, hk_status *st)
-{
+static hk_code step_body(hk_step_context *ctx, void *user, hk_status *st) {
   step_data *d = user;
   fixture *f = d->f;
   hk_tensor res[1];
-  hk_run_args args = { NULL, 0, &f->x, 1, &f->train, 1, NULL };
+  hk_run_args args = {NULL, 0, &f->x, 1, &f->train, 1, NULL};
   hk_raw_session *rs = hk_step_context_session(ctx);
   hk_code rc;
   d->calls++;
-  if (rs == NULL)
-    return hk_status_set(st, HK_INTERNAL, "no raw session in step context");
+  if (rs == NULL) return hk_status_set(st, HK_INTERNAL, "no raw session in step context");
   /* C17: the raw session triggers no hooks. */
   rc = hk_raw_session_run(rs, &args, res, NULL, st);
-  if (rc != HK_OK)
-    return rc;
+  if (rc != HK_OK) return rc;
   rc = hk_step_context_run_with_hooks(ctx, &args, res, NULL, st);
-  if (rc != HK_OK)
-    return rc;
+  if (rc != HK_OK) return rc;
   rc = hk_step_context_run_with_hooks(ctx, &args, res, NULL, st);
-  if (rc != HK_OK)
-    return rc;
+  if (rc != HK_OK) return rc;
   d->fetched = *(int64_t *)res[0].data;
   if (d->request_stop) {
     rc = hk_step_context_request_stop(ctx, st);
     d->after_stop_rc = hk_step_context_run_with_hooks(ctx, &args, res, NULL, &d->after_stop_st);
-    if (d->ret != HK_OK)
-      return hk_status_set(st, d->ret, "step_fn's own error");
+    if (d->ret != HK_OK) return hk_status_set(st, d->ret, "step_fn's own error");
     return d->request_stop == 2 ? HK_OK : rc;
   }
-  if (d->ret != HK_OK)
-    return hk_status_set(st, d->ret, "step_fn's own error");
+  if (d->ret != HK_OK) return hk_status_set(st, d->ret, "step_fn's own error");
   return HK_OK;
 }
 
 /* C42: run_step_fn with a NULL step_fn is INVALID_ARGUMENT. */
-static void test_session__a_null_step_fn_is_invalid_argument(void **state)
-{
+static void test_session__a_null_step_fn_is_invalid_argument(void **state) {
   fixture *f = *state;
   session_fixture_open(f);
   assert_status(hk_session_run_step_fn(f->s, NULL, NULL, &f->st), &f->st, HK_INVALID_ARGUMENT, "step_fn");
 }
 
 /* C43: a step_fn's run_with_hooks runs the hooks; its raw-session runs do not; run_step_fn returns step_fn's status. */
-static void test_session__step_fn_runs_hooks_only_through_run_with_hooks(void **state)
-{
+static void test_session__step_fn_runs_hooks_only_through_run_with_hooks(void **state) {
   fixture *f = *state;
   step_data d;
   memset(&d, 0, sizeof(d));
@@ -709,8 +672,7 @@ static void test_session__step_fn_runs_hooks_only_through_run_with_hooks(void **
 }
 
 /* C44: the step context's request_stop stops the session after the step. */
-static void test_session__a_step_fn_s_request_stop_stops_after_the_step(void **state)
-{
+static void test_session__a_step_fn_s_request_stop_stops_after_the_step(void **state) {
   fixture *f = *state;
   step_data d;
   memset(&d, 0, sizeof(d));
@@ -737,19 +699,16 @@ static void test_session__a_step_fn_s_request_stop_stops_after_the_step(void **s
   assert_int_equal(f->a->calls[SPY_END], 1);
 }
 
-static hk_code step_two_runs(hk_step_context *ctx, void *user, hk_status *st)
-{
+static hk_code step_two_runs(hk_step_context *ctx, void *user, hk_status *st) {
   fixture *f = user;
-  hk_run_args args = { NULL, 0, NULL, 0, &f->train, 1, NULL };
+  hk_run_args args = {NULL, 0, NULL, 0, &f->train, 1, NULL};
   hk_code rc = hk_step_context_run_with_hooks(ctx, &args, NULL, NULL, st);
-  if (rc != HK_OK)
-    return rc;
+  if (rc != HK_OK) return rc;
   return hk_step_context_run_with_hooks(ctx, &args, NULL, NULL, st);
 }
 
 /* C5: run_with_hooks after a hook requested a stop is refused like run(). */
-static void test_session__run_with_hooks_after_a_hook_s_stop_is_refused(void **state)
-{
+static void test_session__run_with_hooks_after_a_hook_s_stop_is_refused(void **state) {
   fixture *f = *state;
   session_fixture_open(f);
   spy_hook_stop_at(f->c, SPY_AFTER_RUN, 1, 1);
@@ -763,34 +722,33 @@ static void test_session__run_with_hooks_after_a_hook_s_stop_is_refused(void **s
 
 /* ---- main --------------------------------------------------------------- */
 
-int main(void)
-{
+int main(void) {
   const struct CMUnitTest tests[] = {
-    BOTH(test_session__run_calls_hooks_in_order_around_one_executor_run),
-    BOTH(test_session__merged_fetches_each_hook_gets_its_own),
-    BOTH(test_session__two_hooks_feeding_one_tensor_fail_the_run),
-    BOTH(test_session__the_feed_conflict_list_is_in_list_order),
-    BOTH(test_session__a_hook_and_the_caller_feeding_one_tensor_fail_the_run),
-    BOTH(test_session__feeds_are_merged_and_the_caller_s_arrays_untouched),
-    BOTH(test_session__feeds_from_only_the_caller_or_only_a_hook_pass_through),
-    BOTH(test_session__a_tensor_fed_twice_in_one_list_is_refused),
-    BOTH(test_session__hook_run_options_are_merged_into_a_copy),
-    BOTH(test_session__run_metadata_is_the_caller_s_or_a_reused_session_one),
-    BOTH(test_session__a_failed_executor_run_calls_no_after_run_and_sets_no_stop),
-    BOTH(test_session__a_failing_before_run_fails_the_run),
-    BOTH(test_session__a_failing_after_run_fails_the_run),
-    BOTH(test_session__a_stop_in_before_run_takes_effect_after_the_step),
-    BOTH(test_session__a_stop_in_after_run_is_seen_by_later_hooks),
-    BOTH(test_session__a_null_step_fn_is_invalid_argument),
-    BOTH(test_session__step_fn_runs_hooks_only_through_run_with_hooks),
-    BOTH(test_session__a_step_fn_s_request_stop_stops_after_the_step),
-    BOTH(test_session__run_with_hooks_after_a_hook_s_stop_is_refused),
-    BOTH(test_session__split_run_brackets_the_callers_work),
-    BOTH(test_session__split_run_misuse),
-    BOTH(test_session__split_run_end_failure_and_stop),
-    BOTH(test_session__a_traced_run_s_spans_cover_every_later_callback),
-    MS(test_session__a_stop_at_recreation_makes_should_stop_true),
-    SMS(test_session__the_conflict_list_names_every_conflicting_tensor),
+      BOTH(test_session__run_calls_hooks_in_order_around_one_executor_run),
+      BOTH(test_session__merged_fetches_each_hook_gets_its_own),
+      BOTH(test_session__two_hooks_feeding_one_tensor_fail_the_run),
+      BOTH(test_session__the_feed_conflict_list_is_in_list_order),
+      BOTH(test_session__a_hook_and_the_caller_feeding_one_tensor_fail_the_run),
+      BOTH(test_session__feeds_are_merged_and_the_caller_s_arrays_untouched),
+      BOTH(test_session__feeds_from_only_the_caller_or_only_a_hook_pass_through),
+      BOTH(test_session__a_tensor_fed_twice_in_one_list_is_refused),
+      BOTH(test_session__hook_run_options_are_merged_into_a_copy),
+      BOTH(test_session__run_metadata_is_the_caller_s_or_a_reused_session_one),
+      BOTH(test_session__a_failed_executor_run_calls_no_after_run_and_sets_no_stop),
+      BOTH(test_session__a_failing_before_run_fails_the_run),
+      BOTH(test_session__a_failing_after_run_fails_the_run),
+      BOTH(test_session__a_stop_in_before_run_takes_effect_after_the_step),
+      BOTH(test_session__a_stop_in_after_run_is_seen_by_later_hooks),
+      BOTH(test_session__a_null_step_fn_is_invalid_argument),
+      BOTH(test_session__step_fn_runs_hooks_only_through_run_with_hooks),
+      BOTH(test_session__a_step_fn_s_request_stop_stops_after_the_step),
+      BOTH(test_session__run_with_hooks_after_a_hook_s_stop_is_refused),
+      BOTH(test_session__split_run_brackets_the_callers_work),
+      BOTH(test_session__split_run_misuse),
+      BOTH(test_session__split_run_end_failure_and_stop),
+      BOTH(test_session__a_traced_run_s_spans_cover_every_later_callback),
+      MS(test_session__a_stop_at_recreation_makes_should_stop_true),
+      SMS(test_session__the_conflict_list_names_every_conflicting_tensor),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -212,7 +212,7 @@ static const int64_t var_elems[NVARS] = {1, 16, 1000, 70000, 90000, 3, 65536};
 
 typedef struct model {
   hk_graph *g;
-  hk_saver *saver; /* keeps every checkpoint */
+  hk_saver *saver;           /* keeps every checkpoint */
   hk_handle vars[NVARS + 1]; /* the last is external */
   float *external;
   hk_handle gs, read, train, bump;

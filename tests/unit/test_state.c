@@ -818,7 +818,8 @@ static void test_state__update_appends_a_missing_newest_with_a_log_line(void **s
   assert_ok(hk_checkpoint_state_update(&f->te->env, f->dir, "d", NULL, 0, NULL, 1, NULL, &f->st), &f->st);
   assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "d is not in all_model_checkpoint_paths"), 1);
   char *text = test_read_file(f->state_path, NULL);
-  assert_written(text, "model_checkpoint_path: \"d\"\nall_model_checkpoint_paths: \"d\"\nlast_preserved_timestamp: 1\n");
+  assert_written(text,
+                 "model_checkpoint_path: \"d\"\nall_model_checkpoint_paths: \"d\"\nlast_preserved_timestamp: 1\n");
   free(text);
   free(c);
 }

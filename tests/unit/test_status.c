@@ -10,8 +10,7 @@
 /* ---- H1: codes and names ---------------------------------------------- */
 
 /* H1: status codes have TensorFlow's numbering, from OK 0. */
-static void test_status__codes_have_tensorflow_s_numbering(void **state)
-{
+static void test_status__codes_have_tensorflow_s_numbering(void **state) {
   (void)state;
   assert_int_equal(HK_OK, 0);
   assert_int_equal(HK_CANCELLED, 1);
@@ -32,8 +31,7 @@ static void test_status__codes_have_tensorflow_s_numbering(void **state)
 }
 
 /* H1: code_name returns each code's name, and UNKNOWN_CODE for a code it does not know. */
-static void test_status__code_name_names_every_code(void **state)
-{
+static void test_status__code_name_names_every_code(void **state) {
   (void)state;
   assert_string_equal(hk_code_name(HK_OK), "OK");
   assert_string_equal(hk_code_name(HK_CANCELLED), "CANCELLED");
@@ -49,8 +47,7 @@ static void test_status__code_name_names_every_code(void **state)
 }
 
 /* C38: ABORTED and UNAVAILABLE are the preemption errors, and no other code is. */
-static void test_status__only_aborted_and_unavailable_are_preemption_codes(void **state)
-{
+static void test_status__only_aborted_and_unavailable_are_preemption_codes(void **state) {
   int c;
   (void)state;
   for (c = 0; c <= 20; c++) {
@@ -61,8 +58,7 @@ static void test_status__only_aborted_and_unavailable_are_preemption_codes(void 
 
 /* ---- status object ------------------------------------------------------ */
 
-static void test_status__set_formats_and_returns_code(void **state)
-{
+static void test_status__set_formats_and_returns_code(void **state) {
   hk_status st = HK_STATUS_INIT;
   (void)state;
   assert_int_equal(hk_status_set(&st, HK_NOT_FOUND, "tensor %s (%d)", "x:0", 7), HK_NOT_FOUND);
@@ -73,15 +69,13 @@ static void test_status__set_formats_and_returns_code(void **state)
   assert_string_equal(st.message, "");
 }
 
-static void test_status__set_null_status_is_noop(void **state)
-{
+static void test_status__set_null_status_is_noop(void **state) {
   (void)state;
   assert_int_equal(hk_status_set(NULL, HK_ABORTED, "x"), HK_ABORTED);
   hk_status_clear(NULL);
 }
 
-static void test_status__set_truncates_long_message(void **state)
-{
+static void test_status__set_truncates_long_message(void **state) {
   hk_status st = HK_STATUS_INIT;
   char big[2000];
   (void)state;
@@ -92,8 +86,7 @@ static void test_status__set_truncates_long_message(void **state)
   assert_int_equal(st.message[0], 'a');
 }
 
-static hk_code setv_helper(hk_status *st, hk_code code, const char *fmt, ...)
-{
+static hk_code setv_helper(hk_status *st, hk_code code, const char *fmt, ...) {
   va_list ap;
   hk_code rc;
   va_start(ap, fmt);
@@ -102,16 +95,14 @@ static hk_code setv_helper(hk_status *st, hk_code code, const char *fmt, ...)
   return rc;
 }
 
-static void test_status__setv(void **state)
-{
+static void test_status__setv(void **state) {
   hk_status st = HK_STATUS_INIT;
   (void)state;
   assert_int_equal(setv_helper(&st, HK_UNAVAILABLE, "%s-%d", "w", 3), HK_UNAVAILABLE);
   assert_string_equal(st.message, "w-3");
 }
 
-static void test_status__version(void **state)
-{
+static void test_status__version(void **state) {
   (void)state;
   assert_string_equal(hk_version(), HOOKED_VERSION_STRING);
   assert_int_equal(hk_version_number(), HOOKED_VERSION_NUMBER);
@@ -119,8 +110,7 @@ static void test_status__version(void **state)
 
 /* ---- env ---------------------------------------------------------------- */
 
-static void test_status__env_init(void **state)
-{
+static void test_status__env_init(void **state) {
   hk_env env;
   (void)state;
   memset(&env, 0x5a, sizeof(env));
@@ -135,8 +125,7 @@ static void test_status__env_init(void **state)
   assert_int_equal(hk_env_init(&env, HK_ENV_VERSION + 1), HK_INVALID_ARGUMENT);
 }
 
-static void test_status__env_check(void **state)
-{
+static void test_status__env_check(void **state) {
   hk_env env = HK_ENV_INIT;
   hk_status st = HK_STATUS_INIT;
   test_env *te = test_env_new();
@@ -167,8 +156,7 @@ static void test_status__env_check(void **state)
   test_env_free(te);
 }
 
-static void test_status__env_helpers_use_allocator(void **state)
-{
+static void test_status__env_helpers_use_allocator(void **state) {
   test_env *te = test_env_new();
   char *s;
   void *p;
@@ -213,8 +201,7 @@ static void test_status__env_helpers_use_allocator(void **state)
   test_env_free(te);
 }
 
-static void test_status__env_log_and_clock(void **state)
-{
+static void test_status__env_log_and_clock(void **state) {
   test_env *te = test_env_new();
   (void)state;
   hk_env_log(&te->env, HK_LOG_WARNING, "hello %d", 42);
@@ -234,8 +221,7 @@ static void test_status__env_log_and_clock(void **state)
   test_env_free(te);
 }
 
-static void test_status__unset_sentinels(void **state)
-{
+static void test_status__unset_sentinels(void **state) {
   (void)state;
   assert_true(hk_secs_is_unset(HK_UNSET_SECS));
   assert_false(hk_secs_is_unset(0.0));
@@ -245,8 +231,7 @@ static void test_status__unset_sentinels(void **state)
 
 /* ---- tensors ------------------------------------------------------------ */
 
-static void test_status__dtype_table(void **state)
-{
+static void test_status__dtype_table(void **state) {
   (void)state;
   assert_int_equal(hk_dtype_size(HK_DTYPE_F16), 2);
   assert_int_equal(hk_dtype_size(HK_DTYPE_BF16), 2);
@@ -283,10 +268,9 @@ static void test_status__dtype_table(void **state)
   assert_false(hk_dtype_is_integer(HK_DTYPE_STRING));
 }
 
-static void test_status__tensor_init_ok(void **state)
-{
-  float data[6] = { 0 };
-  int64_t dims[2] = { 2, 3 };
+static void test_status__tensor_init_ok(void **state) {
+  float data[6] = {0};
+  int64_t dims[2] = {2, 3};
   hk_tensor t;
   hk_status st = HK_STATUS_INIT;
   char buf[32];
@@ -314,12 +298,11 @@ static void test_status__tensor_init_ok(void **state)
 }
 
 /* H3: tensor_init refuses a NULL output, an unknown dtype, a bad rank or shape, and zeroes its output. */
-static void test_status__tensor_init_refuses_bad_arguments(void **state)
-{
-  float data[4] = { 0 };
-  int64_t dims[HK_MAX_RANK + 1] = { 2, 2, 1, 1, 1, 1, 1, 1, 1 };
-  int64_t neg[2] = { 2, -1 };
-  int64_t huge[2] = { INT64_MAX, INT64_MAX };
+static void test_status__tensor_init_refuses_bad_arguments(void **state) {
+  float data[4] = {0};
+  int64_t dims[HK_MAX_RANK + 1] = {2, 2, 1, 1, 1, 1, 1, 1, 1};
+  int64_t neg[2] = {2, -1};
+  int64_t huge[2] = {INT64_MAX, INT64_MAX};
   hk_tensor t;
   hk_status st = HK_STATUS_INIT;
   (void)state;
@@ -332,8 +315,7 @@ static void test_status__tensor_init_refuses_bad_arguments(void **state)
   assert_null(t.data);
   assert_status(hk_tensor_init(&t, (hk_dtype)99, 1, dims, data, &st), &st, HK_INVALID_ARGUMENT, "dtype");
   assert_status(hk_tensor_init(&t, HK_DTYPE_F32, -1, dims, data, &st), &st, HK_INVALID_ARGUMENT, "rank");
-  assert_status(hk_tensor_init(&t, HK_DTYPE_F32, HK_MAX_RANK + 1, dims, data, &st), &st,
-                HK_INVALID_ARGUMENT, "rank");
+  assert_status(hk_tensor_init(&t, HK_DTYPE_F32, HK_MAX_RANK + 1, dims, data, &st), &st, HK_INVALID_ARGUMENT, "rank");
   assert_status(hk_tensor_init(&t, HK_DTYPE_F32, 2, NULL, data, &st), &st, HK_INVALID_ARGUMENT, "dims");
   assert_status(hk_tensor_init(&t, HK_DTYPE_F32, 2, neg, data, &st), &st, HK_INVALID_ARGUMENT, "dim");
   assert_status(hk_tensor_init(&t, HK_DTYPE_F32, 2, huge, data, &st), &st, HK_INVALID_ARGUMENT, NULL);
@@ -347,8 +329,7 @@ static void test_status__tensor_init_refuses_bad_arguments(void **state)
   assert_int_equal(t.nbytes, 2);
 }
 
-static void test_status__tensor_helpers(void **state)
-{
+static void test_status__tensor_helpers(void **state) {
   int64_t v = 41;
   float f = 1.5f;
   int64_t out = 0;
@@ -377,26 +358,25 @@ static void test_status__tensor_helpers(void **state)
   assert_status(hk_tensor_to_i64(&out, &b, "my_tensor", &st), &st, HK_INVALID_ARGUMENT, "my_tensor");
 }
 
-int main(void)
-{
+int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_status__codes_have_tensorflow_s_numbering),
-    cmocka_unit_test(test_status__code_name_names_every_code),
-    cmocka_unit_test(test_status__only_aborted_and_unavailable_are_preemption_codes),
-    cmocka_unit_test(test_status__set_formats_and_returns_code),
-    cmocka_unit_test(test_status__set_null_status_is_noop),
-    cmocka_unit_test(test_status__set_truncates_long_message),
-    cmocka_unit_test(test_status__setv),
-    cmocka_unit_test(test_status__version),
-    cmocka_unit_test(test_status__env_init),
-    cmocka_unit_test(test_status__env_check),
-    cmocka_unit_test(test_status__env_helpers_use_allocator),
-    cmocka_unit_test(test_status__env_log_and_clock),
-    cmocka_unit_test(test_status__unset_sentinels),
-    cmocka_unit_test(test_status__dtype_table),
-    cmocka_unit_test(test_status__tensor_init_ok),
-    cmocka_unit_test(test_status__tensor_init_refuses_bad_arguments),
-    cmocka_unit_test(test_status__tensor_helpers),
+      cmocka_unit_test(test_status__codes_have_tensorflow_s_numbering),
+      cmocka_unit_test(test_status__code_name_names_every_code),
+      cmocka_unit_test(test_status__only_aborted_and_unavailable_are_preemption_codes),
+      cmocka_unit_test(test_status__set_formats_and_returns_code),
+      cmocka_unit_test(test_status__set_null_status_is_noop),
+      cmocka_unit_test(test_status__set_truncates_long_message),
+      cmocka_unit_test(test_status__setv),
+      cmocka_unit_test(test_status__version),
+      cmocka_unit_test(test_status__env_init),
+      cmocka_unit_test(test_status__env_check),
+      cmocka_unit_test(test_status__env_helpers_use_allocator),
+      cmocka_unit_test(test_status__env_log_and_clock),
+      cmocka_unit_test(test_status__unset_sentinels),
+      cmocka_unit_test(test_status__dtype_table),
+      cmocka_unit_test(test_status__tensor_init_ok),
+      cmocka_unit_test(test_status__tensor_init_refuses_bad_arguments),
+      cmocka_unit_test(test_status__tensor_helpers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -286,8 +286,8 @@ static void test_step_counter__stalled_step_warns_five_times(void **state) {
   run_n(f, 1);
   for (i = 0; i < 8; i++) assert_ok(hk_session_run(f->s, &args, NULL, NULL, &f->st), &f->st); /* no train */
   assert_int_equal(test_log_count(&f->te->log, HK_LOG_WARNING,
-                                   "It seems that global step has not been increased. Current value (could be stable): "
-                                   "1 vs previous value: 1."),
+                                  "It seems that global step has not been increased. Current value (could be stable): "
+                                  "1 vs previous value: 1."),
                    5);
   close_ok(f);
 }

@@ -22,8 +22,7 @@ typedef struct fixture {
   int init_calls;
 } fixture;
 
-static int setup(void **state)
-{
+static int setup(void **state) {
   fixture *f = calloc(1, sizeof(*f));
   assert_non_null(f);
   f->te = test_env_new();
@@ -32,8 +31,7 @@ static int setup(void **state)
   return 0;
 }
 
-static int teardown(void **state)
-{
+static int teardown(void **state) {
   fixture *f = *state;
   session_close_and_free(f->s);
   hk_scaffold_free(f->scaffold);
@@ -45,25 +43,21 @@ static int teardown(void **state)
 }
 
 /* init_fn: assigns the scripted GS of this creation (simulates a restore). */
-static hk_code scripted_init_fn(void *user, const hk_scaffold *scaffold, hk_raw_session *rs, hk_status *status)
-{
+static hk_code scripted_init_fn(void *user, const hk_scaffold *scaffold, hk_raw_session *rs, hk_status *status) {
   fixture *f = user;
   int k = f->init_calls++;
 
   (void)scaffold;
-  if (k >= f->ninit_gs)
-    return HK_OK;
+  if (k >= f->ninit_gs) return HK_OK;
   return raw_session_assign_global_step(rs, f->init_gs[k], status);
 }
 
-static void script_init_gs(fixture *f, const int64_t *values, int n)
-{
+static void script_init_gs(fixture *f, const int64_t *values, int n) {
   hk_scaffold_options so = HK_SCAFFOLD_OPTIONS_INIT;
   hk_status st = HK_STATUS_INIT;
   int i;
 
-  for (i = 0; i < n; i++)
-    f->init_gs[i] = values[i];
+  for (i = 0; i < n; i++) f->init_gs[i] = values[i];
   f->ninit_gs = n;
   so.env = &f->te->env;
   so.init_fn = scripted_init_fn;
@@ -71,8 +65,7 @@ static void script_init_gs(fixture *f, const int64_t *values, int n)
   assert_ok(hk_scaffold_new(&f->scaffold, &so, &st), &st);
 }
 
-static void make_hook(fixture *f, int64_t num_steps, int64_t last_step)
-{
+static void make_hook(fixture *f, int64_t num_steps, int64_t last_step) {
   hk_stop_at_step_options o = HK_STOP_AT_STEP_OPTIONS_INIT;
   hk_status st = HK_STATUS_INIT;
   o.num_steps = num_steps;
@@ -80,31 +73,20 @@ static void make_hook(fixture *f, int64_t num_steps, int64_t last_step)
   assert_ok(hk_stop_at_step_hook_new(&f->hook, &o, &st), &st);
 }
 
-static hk_code open_session(fixture *f, hk_session_kind kind, hk_status *st)
-{
+static hk_code open_session(fixture *f, hk_session_kind kind, hk_status *st) {
   return one_hook_session_new(&f->s, &f->te->env, kind, fake_executor_executor(f->fx), &f->hook, f->scaffold, st);
 }
 
-static hk_code run_train(fixture *f, hk_status *st)
-{
-  return session_run_train(f->s, f->train, st);
-}
+static hk_code run_train(fixture *f, hk_status *st) { return session_run_train(f->s, f->train, st); }
 
-static hk_code run_noop(fixture *f, hk_status *st)
-{
-  return hk_session_run(f->s, NULL, NULL, NULL, st);
-}
+static hk_code run_noop(fixture *f, hk_status *st) { return hk_session_run(f->s, NULL, NULL, NULL, st); }
 
-static int64_t gs_now(fixture *f)
-{
-  return fake_executor_get_i64(f->fx, NULL, f->gs);
-}
+static int64_t gs_now(fixture *f) { return fake_executor_get_i64(f->fx, NULL, f->gs); }
 
 /* ---- C80: options ------------------------------------------------------------ */
 
 /* C80: exactly one of num_steps and last_step must be given, else INVALID_ARGUMENT. */
-static void test_stop_at_step__exactly_one_of_num_steps_and_last_step(void **state)
-{
+static void test_stop_at_step__exactly_one_of_num_steps_and_last_step(void **state) {
   hk_stop_at_step_options o = HK_STOP_AT_STEP_OPTIONS_INIT;
   hk_status st = HK_STATUS_INIT;
   hk_hook *h = (hk_hook *)1;
@@ -151,26 +133,23 @@ static void test_stop_at_step__exactly_one_of_num_steps_and_last_step(void **sta
 /* ---- C81, C143: the global step ---------------------------------------------- */
 
 /* C81: begin() without a global step is FAILED_PRECONDITION. */
-static void test_stop_at_step__begin_without_a_global_step_fails(void **state)
-{
+static void test_stop_at_step__begin_without_a_global_step_fails(void **state) {
   fixture *f = *state;
   fake_executor *bare = fake_executor_new(&f->te->env);
   hk_status st = HK_STATUS_INIT;
   hk_session *s = (hk_session *)1;
 
   make_hook(f, 10, HK_UNSET_STEPS);
-  assert_status(one_hook_session_new(&s, &f->te->env, HK_SESSION_MONITORED, fake_executor_executor(bare), &f->hook,
-                                     NULL, &st),
-                &st, HK_FAILED_PRECONDITION,
-                "Global step should be created to use StopAtStepHook.");
+  assert_status(
+      one_hook_session_new(&s, &f->te->env, HK_SESSION_MONITORED, fake_executor_executor(bare), &f->hook, NULL, &st),
+      &st, HK_FAILED_PRECONDITION, "Global step should be created to use StopAtStepHook.");
   assert_null(s);
   assert_int_equal(fake_executor_sessions_opened(bare), 0); /* C2 */
   fake_executor_free(bare);
 }
 
 /* C143: a global step that is not an integer scalar is refused. */
-static void test_stop_at_step__a_global_step_of_the_wrong_type_is_refused(void **state)
-{
+static void test_stop_at_step__a_global_step_of_the_wrong_type_is_refused(void **state) {
   fixture *f = *state;
   fake_executor *fx = fake_executor_new(&f->te->env);
   hk_status st = HK_STATUS_INIT;
@@ -179,10 +158,9 @@ static void test_stop_at_step__a_global_step_of_the_wrong_type_is_refused(void *
 
   (void)v;
   make_hook(f, 10, HK_UNSET_STEPS);
-  assert_status(one_hook_session_new(&s, &f->te->env, HK_SESSION_MONITORED, fake_executor_executor(fx), &f->hook,
-                                     NULL, &st),
-                &st, HK_INVALID_ARGUMENT,
-                "Existing \"global_step\" does not have integer type");
+  assert_status(
+      one_hook_session_new(&s, &f->te->env, HK_SESSION_MONITORED, fake_executor_executor(fx), &f->hook, NULL, &st), &st,
+      HK_INVALID_ARGUMENT, "Existing \"global_step\" does not have integer type");
   assert_null(s);
   fake_executor_free(fx);
 }
@@ -190,8 +168,7 @@ static void test_stop_at_step__a_global_step_of_the_wrong_type_is_refused(void *
 /* ---- C83, C84: fetch and confirming read --------------------------------------- */
 
 /* C84: the session stops after the step that brings the global step to last_step. */
-static void test_stop_at_step__stops_at_last_step_with_train_op(void **state)
-{
+static void test_stop_at_step__stops_at_last_step_with_train_op(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
 
@@ -210,12 +187,11 @@ static void test_stop_at_step__stops_at_last_step_with_train_op(void **state)
 }
 
 /* C83, C84: before_run always fetches the global step, and after_run reads it again only near last_step. */
-static void test_stop_at_step__fetches_the_step_and_rereads_it_only_near_the_end(void **state)
-{
+static void test_stop_at_step__fetches_the_step_and_rereads_it_only_near_the_end(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
   hk_handle x = fake_executor_add_i64(f->fx, "x", 7);
-  hk_run_args args = { NULL, 0, &x, 1, &f->train, 1, NULL };
+  hk_run_args args = {NULL, 0, &x, 1, &f->train, 1, NULL};
   hk_tensor out;
   const fake_run_record *rec;
   int64_t xv;
@@ -251,8 +227,7 @@ static void test_stop_at_step__fetches_the_step_and_rereads_it_only_near_the_end
 }
 
 /* C85: last_step 10, no-op steps, GS assigned through the raw session. */
-static void run_a_no_op_step_with_global_step_set_to(fixture *f, int64_t gs_value, int expect_stop)
-{
+static void run_a_no_op_step_with_global_step_set_to(fixture *f, int64_t gs_value, int expect_stop) {
   hk_status st = HK_STATUS_INIT;
   hk_raw_session *rs;
   size_t index;
@@ -274,8 +249,7 @@ static void run_a_no_op_step_with_global_step_set_to(fixture *f, int64_t gs_valu
 }
 
 /* C85: with last_step 10, a global step set externally to 9 does not stop the session. */
-static void test_stop_at_step__a_step_set_to_9_below_last_step_10_does_not_stop(void **state)
-{
+static void test_stop_at_step__a_step_set_to_9_below_last_step_10_does_not_stop(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
   run_a_no_op_step_with_global_step_set_to(f, 9, 0);
@@ -285,22 +259,19 @@ static void test_stop_at_step__a_step_set_to_9_below_last_step_10_does_not_stop(
 }
 
 /* C85: with last_step 10, a global step set externally to 10 stops the session. */
-static void test_stop_at_step__a_step_set_to_last_step_10_stops(void **state)
-{
+static void test_stop_at_step__a_step_set_to_last_step_10_stops(void **state) {
   run_a_no_op_step_with_global_step_set_to(*state, 10, 1);
 }
 
 /* C85: with last_step 10, a global step set externally to 11 stops the session. */
-static void test_stop_at_step__a_step_set_past_last_step_10_stops(void **state)
-{
+static void test_stop_at_step__a_step_set_past_last_step_10_stops(void **state) {
   run_a_no_op_step_with_global_step_set_to(*state, 11, 1);
 }
 
 /* ---- D8: stop before the first step --------------------------------------------- */
 
 /* D8: num_steps 0 stops the session before the first step. */
-static void test_stop_at_step__num_steps_zero_stops_before_any_step(void **state)
-{
+static void test_stop_at_step__num_steps_zero_stops_before_any_step(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
 
@@ -315,11 +286,10 @@ static void test_stop_at_step__num_steps_zero_stops_before_any_step(void **state
 }
 
 /* D8: a session restored at a global step past last_step stops before the first step. */
-static void test_stop_at_step__a_restored_step_past_last_step_stops_before_any_step(void **state)
-{
+static void test_stop_at_step__a_restored_step_past_last_step_stops_before_any_step(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
-  const int64_t restored[] = { 7 };
+  const int64_t restored[] = {7};
 
   script_init_gs(f, restored, 1);
   make_hook(f, HK_UNSET_STEPS, 5);
@@ -330,11 +300,10 @@ static void test_stop_at_step__a_restored_step_past_last_step_stops_before_any_s
 }
 
 /* D8: a last_step not yet reached at creation neither stops nor logs. */
-static void test_stop_at_step__a_last_step_not_reached_neither_stops_nor_logs(void **state)
-{
+static void test_stop_at_step__a_last_step_not_reached_neither_stops_nor_logs(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
-  const int64_t restored[] = { 4 };
+  const int64_t restored[] = {4};
 
   script_init_gs(f, restored, 1);
   make_hook(f, HK_UNSET_STEPS, 5);
@@ -349,11 +318,10 @@ static void test_stop_at_step__a_last_step_not_reached_neither_stops_nor_logs(vo
 /* ---- D13: what num_steps counts from -------------------------------------------- */
 
 /* D13: num_steps counts from the global step the session starts at, restored ones included. */
-static void test_stop_at_step__num_steps_counts_from_the_restored_step(void **state)
-{
+static void test_stop_at_step__num_steps_counts_from_the_restored_step(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
-  const int64_t restored[] = { 5 };
+  const int64_t restored[] = {5};
 
   script_init_gs(f, restored, 1);
   make_hook(f, 2, HK_UNSET_STEPS);
@@ -368,11 +336,10 @@ static void test_stop_at_step__num_steps_counts_from_the_restored_step(void **st
 }
 
 /* D13, D2: a re-created session (GS restarting at 1) keeps last_step = 0 + 3. */
-static void test_stop_at_step__a_recreated_session_keeps_last_step(void **state)
-{
+static void test_stop_at_step__a_recreated_session_keeps_last_step(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
-  const int64_t per_creation[] = { 0, 1 };
+  const int64_t per_creation[] = {0, 1};
 
   script_init_gs(f, per_creation, 2);
   make_hook(f, 3, HK_UNSET_STEPS);
@@ -398,11 +365,10 @@ static void test_stop_at_step__a_recreated_session_keeps_last_step(void **state)
 }
 
 /* D8 applies in every after_create_session, re-creations included. */
-static void test_stop_at_step__stopping_before_a_step_applies_after_recreation(void **state)
-{
+static void test_stop_at_step__stopping_before_a_step_applies_after_recreation(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
-  const int64_t per_creation[] = { 0, 5 };
+  const int64_t per_creation[] = {0, 5};
 
   script_init_gs(f, per_creation, 2);
   make_hook(f, 2, HK_UNSET_STEPS);
@@ -416,8 +382,7 @@ static void test_stop_at_step__stopping_before_a_step_applies_after_recreation(v
 }
 
 /* H11, D13: a hook reused by a later session starts over from that session's first creation. */
-static void test_stop_at_step__a_reused_hook_computes_last_step_again(void **state)
-{
+static void test_stop_at_step__a_reused_hook_computes_last_step_again(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
 
@@ -441,8 +406,7 @@ static void test_stop_at_step__a_reused_hook_computes_last_step_again(void **sta
 /* C84, H29: with the embedded reference executor the stale GS of a step that
  * increments it is the pre-step value, so the confirming read happens only
  * on the last step and the hook stops exactly at last_step. */
-static void test_stop_at_step__on_the_graph_executor_rereads_only_at_the_last_step(void **state)
-{
+static void test_stop_at_step__on_the_graph_executor_rereads_only_at_the_last_step(void **state) {
   fixture *f = *state;
   hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
   hk_session_options so = HK_SESSION_OPTIONS_INIT;
@@ -452,7 +416,7 @@ static void test_stop_at_step__on_the_graph_executor_rereads_only_at_the_last_st
   hk_handle gs, one, train;
   int64_t one_value = 1, value = -1;
   hk_tensor one_t = hk_tensor_scalar_i64(&one_value);
-  hk_run_args args = { NULL, 0, NULL, 0, NULL, 1, NULL };
+  hk_run_args args = {NULL, 0, NULL, 0, NULL, 1, NULL};
   int i;
 
   go.env = &f->te->env;
@@ -484,8 +448,7 @@ static void test_stop_at_step__on_the_graph_executor_rereads_only_at_the_last_st
 }
 
 /* H7: the hook allocates nothing per step (the fake executor never uses the env allocator). */
-static void test_stop_at_step__allocates_nothing_per_step(void **state)
-{
+static void test_stop_at_step__allocates_nothing_per_step(void **state) {
   fixture *f = *state;
   hk_status st = HK_STATUS_INIT;
   int i;
@@ -495,32 +458,35 @@ static void test_stop_at_step__allocates_nothing_per_step(void **state)
   assert_ok(run_train(f, &st), &st);
   assert_ok(run_train(f, &st), &st);
   test_alloc_reset_counts(&f->te->alloc);
-  for (i = 0; i < 10; i++)
-    assert_ok(run_train(f, &st), &st);
+  for (i = 0; i < 10; i++) assert_ok(run_train(f, &st), &st);
   assert_int_equal(test_alloc_count(&f->te->alloc), 0);
 }
 
-int main(void)
-{
+int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_stop_at_step__exactly_one_of_num_steps_and_last_step),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__begin_without_a_global_step_fails, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__a_global_step_of_the_wrong_type_is_refused, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__stops_at_last_step_with_train_op, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__fetches_the_step_and_rereads_it_only_near_the_end, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__a_step_set_to_9_below_last_step_10_does_not_stop, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__a_step_set_to_last_step_10_stops, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__a_step_set_past_last_step_10_stops, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__num_steps_zero_stops_before_any_step, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__a_restored_step_past_last_step_stops_before_any_step, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__a_last_step_not_reached_neither_stops_nor_logs, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__num_steps_counts_from_the_restored_step, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__a_recreated_session_keeps_last_step, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__stopping_before_a_step_applies_after_recreation, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__a_reused_hook_computes_last_step_again, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__on_the_graph_executor_rereads_only_at_the_last_step, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_stop_at_step__allocates_nothing_per_step, setup, teardown),
+      cmocka_unit_test(test_stop_at_step__exactly_one_of_num_steps_and_last_step),
+      cmocka_unit_test_setup_teardown(test_stop_at_step__begin_without_a_global_step_fails, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stop_at_step__a_global_step_of_the_wrong_type_is_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stop_at_step__stops_at_last_step_with_train_op, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stop_at_step__fetches_the_step_and_rereads_it_only_near_the_end, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_stop_at_step__a_step_set_to_9_below_last_step_10_does_not_stop, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_stop_at_step__a_step_set_to_last_step_10_stops, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stop_at_step__a_step_set_past_last_step_10_stops, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stop_at_step__num_steps_zero_stops_before_any_step, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stop_at_step__a_restored_step_past_last_step_stops_before_any_step, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_stop_at_step__a_last_step_not_reached_neither_stops_nor_logs, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_stop_at_step__num_steps_counts_from_the_restored_step, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stop_at_step__a_recreated_session_keeps_last_step, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stop_at_step__stopping_before_a_step_applies_after_recreation, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_stop_at_step__a_reused_hook_computes_last_step_again, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stop_at_step__on_the_graph_executor_rereads_only_at_the_last_step, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_stop_at_step__allocates_nothing_per_step, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -212,7 +212,7 @@ static void test_summary_ops__merge_explicit_all_and_duplicates(void **state) {
   pair[1] = sx;
   assert_ok(hk_graph_merge_summary(f->g, &both, "both", pair, 2, &st), &st);
   assert_ok(hk_graph_merge_summary(f->g, &all, "all", NULL, 0, &st), &st); /* merge_all: sx, sy, hv */
-  assert_int_equal(role_count(f, HK_ROLE_SUMMARIES), 3);                  /* merges register nothing */
+  assert_int_equal(role_count(f, HK_ROLE_SUMMARIES), 3);                   /* merges register nothing */
   again[0] = both;
   again[1] = hv;
   assert_ok(hk_graph_merge_summary(f->g, &twice, "twice", again, 2, &st), &st); /* a merge of a merge */

@@ -8,21 +8,18 @@
 #include <string.h>
 #include <time.h>
 
-static int setup(void **state)
-{
+static int setup(void **state) {
   *state = test_env_new();
   return 0;
 }
 
-static int teardown(void **state)
-{
+static int teardown(void **state) {
   test_env_free(*state);
   return 0;
 }
 
 /* C75: neither cadence. */
-static void test_timer__neither_cadence_is_invalid_argument(void **state)
-{
+static void test_timer__neither_cadence_is_invalid_argument(void **state) {
   test_env *te = *state;
   hk_timer t;
   hk_status st = HK_STATUS_INIT;
@@ -31,8 +28,7 @@ static void test_timer__neither_cadence_is_invalid_argument(void **state)
 }
 
 /* C75, D9: both given, whatever the values (0 included). */
-static void test_timer__both_cadences_are_invalid_argument(void **state)
-{
+static void test_timer__both_cadences_are_invalid_argument(void **state) {
   test_env *te = *state;
   hk_timer t;
   hk_status st = HK_STATUS_INIT;
@@ -43,8 +39,7 @@ static void test_timer__both_cadences_are_invalid_argument(void **state)
 }
 
 /* D9: components name the options as their callers spell them. */
-static void test_timer__messages_name_the_options_as_the_caller_spells_them(void **state)
-{
+static void test_timer__messages_name_the_options_as_the_caller_spells_them(void **state) {
   test_env *te = *state;
   hk_timer t;
   hk_status st = HK_STATUS_INIT;
@@ -59,13 +54,12 @@ static void test_timer__messages_name_the_options_as_the_caller_spells_them(void
 }
 
 /* H25: zero, negative, NaN and infinite cadences are refused, naming the option. */
-static void test_timer__zero_negative_nan_and_infinite_cadences_are_refused(void **state)
-{
+static void test_timer__zero_negative_nan_and_infinite_cadences_are_refused(void **state) {
   test_env *te = *state;
   hk_timer t;
   hk_status st = HK_STATUS_INIT;
-  const int64_t bad_steps[] = { 0, -1, -100 };
-  const double bad_secs[] = { 0.0, -0.5, NAN, INFINITY };
+  const int64_t bad_steps[] = {0, -1, -100};
+  const double bad_secs[] = {0.0, -0.5, NAN, INFINITY};
   size_t i;
 
   for (i = 0; i < sizeof(bad_steps) / sizeof(bad_steps[0]); i++) {
@@ -79,8 +73,7 @@ static void test_timer__zero_negative_nan_and_infinite_cadences_are_refused(void
 }
 
 /* H3: a NULL timer is refused, not dereferenced. */
-static void test_timer__a_null_timer_is_refused(void **state)
-{
+static void test_timer__a_null_timer_is_refused(void **state) {
   hk_status st = HK_STATUS_INIT;
   hk_code rc = hk_timer_init(NULL, HK_UNSET_SECS, 1, NULL, NULL, NULL, &st);
   (void)state;
@@ -91,8 +84,7 @@ static void test_timer__a_null_timer_is_refused(void **state)
 }
 
 /* C76: step cadence. */
-static void test_timer__triggers_every_n_steps(void **state)
-{
+static void test_timer__triggers_every_n_steps(void **state) {
   test_env *te = *state;
   hk_timer t;
   hk_status st = HK_STATUS_INIT;
@@ -102,9 +94,8 @@ static void test_timer__triggers_every_n_steps(void **state)
   assert_true(hk_timer_should_trigger(&t, 0));   /* never triggered */
   assert_true(hk_timer_should_trigger(&t, 123)); /* still never triggered */
   hk_timer_update(&t, 5, NULL, NULL);
-  assert_false(hk_timer_should_trigger(&t, 5));  /* same step */
-  for (s = 6; s < 15; s++)
-    assert_false(hk_timer_should_trigger(&t, s));
+  assert_false(hk_timer_should_trigger(&t, 5)); /* same step */
+  for (s = 6; s < 15; s++) assert_false(hk_timer_should_trigger(&t, s));
   assert_true(hk_timer_should_trigger(&t, 15));
   assert_true(hk_timer_should_trigger(&t, 40));
   /* Time alone never triggers a step timer. */
@@ -115,8 +106,7 @@ static void test_timer__triggers_every_n_steps(void **state)
 }
 
 /* C76: seconds cadence, measured on the injected clock. */
-static void test_timer__triggers_every_n_seconds_on_the_injected_clock(void **state)
-{
+static void test_timer__triggers_every_n_seconds_on_the_injected_clock(void **state) {
   test_env *te = *state;
   hk_timer t;
   hk_status st = HK_STATUS_INIT;
@@ -128,13 +118,12 @@ static void test_timer__triggers_every_n_seconds_on_the_injected_clock(void **st
   test_clock_advance(&te->clock, 9.5);
   assert_false(hk_timer_should_trigger(&t, 1));
   test_clock_advance(&te->clock, 0.5);
-  assert_true(hk_timer_should_trigger(&t, 1));     /* now >= last + every_secs */
-  assert_false(hk_timer_should_trigger(&t, 0));    /* the last triggered step wins over time */
+  assert_true(hk_timer_should_trigger(&t, 1));  /* now >= last + every_secs */
+  assert_false(hk_timer_should_trigger(&t, 0)); /* the last triggered step wins over time */
 }
 
 /* C77: update returns the elapsed time and steps since the previous update. */
-static void test_timer__update_returns_the_time_and_steps_since_the_last(void **state)
-{
+static void test_timer__update_returns_the_time_and_steps_since_the_last(void **state) {
   test_env *te = *state;
   hk_timer t;
   hk_status st = HK_STATUS_INIT;
@@ -155,8 +144,7 @@ static void test_timer__update_returns_the_time_and_steps_since_the_last(void **
 }
 
 /* C78: reset forgets the trigger; last_triggered_step is none until the first update. */
-static void test_timer__reset_forgets_the_last_trigger(void **state)
-{
+static void test_timer__reset_forgets_the_last_trigger(void **state) {
   test_env *te = *state;
   hk_timer t;
   hk_status st = HK_STATUS_INIT;
@@ -176,8 +164,7 @@ static void test_timer__reset_forgets_the_last_trigger(void **state)
 }
 
 /* C79: a never-trigger timer. */
-static void test_timer__a_never_trigger_timer_never_triggers(void **state)
-{
+static void test_timer__a_never_trigger_timer_never_triggers(void **state) {
   hk_timer t;
   int64_t last = -1;
   double secs = -1;
@@ -193,8 +180,7 @@ static void test_timer__a_never_trigger_timer_never_triggers(void **state)
 }
 
 /* H5: a NULL clock means the system clock: time moves on its own. */
-static void test_timer__a_null_clock_is_the_system_clock(void **state)
-{
+static void test_timer__a_null_clock_is_the_system_clock(void **state) {
   hk_timer t;
   hk_status st = HK_STATUS_INIT;
   double secs = -1;
@@ -205,7 +191,7 @@ static void test_timer__a_null_clock_is_the_system_clock(void **state)
   assert_ok(hk_timer_init(&t, 0.001, HK_UNSET_STEPS, NULL, NULL, NULL, &st), &st);
   hk_timer_update(&t, 0, NULL, NULL);
   for (i = 0; i < 5000 && !fired; i++) {
-    struct timespec ts = { 0, 1000000 };
+    struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
     fired = hk_timer_should_trigger(&t, 1);
   }
@@ -214,20 +200,19 @@ static void test_timer__a_null_clock_is_the_system_clock(void **state)
   assert_true(secs >= 0.001);
 }
 
-int main(void)
-{
+int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown(test_timer__neither_cadence_is_invalid_argument, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timer__both_cadences_are_invalid_argument, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timer__messages_name_the_options_as_the_caller_spells_them, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timer__zero_negative_nan_and_infinite_cadences_are_refused, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timer__a_null_timer_is_refused, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timer__triggers_every_n_steps, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timer__triggers_every_n_seconds_on_the_injected_clock, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timer__update_returns_the_time_and_steps_since_the_last, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timer__reset_forgets_the_last_trigger, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timer__a_never_trigger_timer_never_triggers, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timer__a_null_clock_is_the_system_clock, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_timer__neither_cadence_is_invalid_argument, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_timer__both_cadences_are_invalid_argument, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_timer__messages_name_the_options_as_the_caller_spells_them, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_timer__zero_negative_nan_and_infinite_cadences_are_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_timer__a_null_timer_is_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_timer__triggers_every_n_steps, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_timer__triggers_every_n_seconds_on_the_injected_clock, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_timer__update_returns_the_time_and_steps_since_the_last, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_timer__reset_forgets_the_last_trigger, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_timer__a_never_trigger_timer_never_triggers, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_timer__a_null_clock_is_the_system_clock, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

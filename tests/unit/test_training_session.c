@@ -36,8 +36,8 @@ typedef struct fx {
   hk_training_session_options o;
 } fx;
 
-static hk_code add_one(void *user, hk_kernel_context *ctx, const hk_tensor *in, size_t nin, hk_tensor *out,
-                       size_t nout, hk_status *st) {
+static hk_code add_one(void *user, hk_kernel_context *ctx, const hk_tensor *in, size_t nin, hk_tensor *out, size_t nout,
+                       hk_status *st) {
   (void)user, (void)in, (void)nin, (void)out, (void)nout, (void)st;
   *(int64_t *)hk_kernel_context_variable(ctx, 0)->data += 1;
   return HK_OK;
@@ -418,16 +418,18 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_training_session__options_init_sets_every_default, setup, teardown),
       cmocka_unit_test_setup_teardown(test_training_session__a_chief_runs_the_default_hooks_in_order, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_training_session__async_checkpoint_puts_the_async_saver_in_place, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_training_session__async_checkpoint_puts_the_async_saver_in_place, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_training_session__block_when_busy_writes_every_save_at_its_step, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_training_session__without_block_when_busy_defers_a_due_save, setup,
                                       teardown),
-      cmocka_unit_test_setup_teardown(test_training_session__block_when_busy_needs_async_and_a_known_options_version, setup,
-                                      teardown),
+      cmocka_unit_test_setup_teardown(test_training_session__block_when_busy_needs_async_and_a_known_options_version,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(test_training_session__a_zero_cadence_disables_its_default_hook, setup, teardown),
       cmocka_unit_test_setup_teardown(test_training_session__a_worker_runs_only_the_user_hooks, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_training_session__bad_options_are_refused_before_any_side_effect, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_training_session__bad_options_are_refused_before_any_side_effect, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_training_session__oom_is_clean, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

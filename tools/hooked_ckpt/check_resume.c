@@ -450,8 +450,9 @@ static int check_resume(check *c) {
     return rc;
   if (c->ref_set.n == 0) {
     fprintf(stderr,
-            TOOL ": check-resume: the reference run wrote no checkpoint into %s (given to it as {dir}): does the "
-                 "program write its checkpoints into that directory?\n",
+            TOOL
+            ": check-resume: the reference run wrote no checkpoint into %s (given to it as {dir}): does the "
+            "program write its checkpoints into that directory?\n",
             c->ref.dir);
     print_log_tail(&c->ref);
     return CR_TROUBLE;
@@ -470,7 +471,8 @@ static int check_resume(check *c) {
   stopped_at = max_step(&c->stopped_set);
   if (stopped_at < stop || stopped_at >= last) {
     fprintf(stderr,
-            TOOL ": check-resume: the stopped run did not stop at step %" PRId64 ": its newest checkpoint is at "
+            TOOL ": check-resume: the stopped run did not stop at step %" PRId64
+                 ": its newest checkpoint is at "
                  "step %" PRId64 "%s. The stop is asked of hooked's checkpoint saver hooks through " CHECK_RESUME_VAR
                  "; does the program save through them (the host loop, MonitoredTrainingSession, a "
                  "CheckpointSaverHook) into {dir}, and end its loop when the session says it should stop?\n",
@@ -484,8 +486,10 @@ static int check_resume(check *c) {
   if ((rc = make_run(c, &c->resumed, -1, what, &c->final_set)) != 0) return rc;
   if ((again = rewritten(&c->stopped_set, &c->final_set)) != NULL) {
     fprintf(stderr,
-            TOOL ": check-resume: the resumed run wrote checkpoint %s (step %" PRId64 ") again, which the stopped "
-                 "run had written: it did not resume from step %" PRId64 " but started over. Does the program "
+            TOOL ": check-resume: the resumed run wrote checkpoint %s (step %" PRId64
+                 ") again, which the stopped "
+                 "run had written: it did not resume from step %" PRId64
+                 " but started over. Does the program "
                  "restore from the directory given as {dir} when it starts?\n",
             again->prefix, again->step, stopped_at);
     print_log_tail(&c->resumed);
@@ -504,15 +508,18 @@ static int check_resume(check *c) {
     return report_nondeterministic(c, &c->ref, &c->ref_set, &c->resumed, &c->final_set, &v, &pre);
   if (v.differ > 0) return report_resume(c, stopped_at, &v);
   if (c->unstable.n > 0) {
-    printf(TOOL " check-resume: every shared checkpoint is byte-identical, but a registered state is not "
-                "reproducible (uninitialized padding)\n");
+    printf(TOOL
+           " check-resume: every shared checkpoint is byte-identical, but a registered state is not "
+           "reproducible (uninitialized padding)\n");
     print_command(&c->o);
     print_unstable(&c->unstable);
     printf("  kept for a closer look: %s (the runs' directories, logs and reports/)\n", c->work);
     return CR_DIFFERENT;
   }
-  printf(TOOL " check-resume: exact: stopped at step %" PRId64 " and resumed to step %" PRId64 "; %zu shared "
-              "checkpoint%s (steps %" PRId64 " to %" PRId64 ", %zu tensors) byte-identical to the uninterrupted "
+  printf(TOOL " check-resume: exact: stopped at step %" PRId64 " and resumed to step %" PRId64
+              "; %zu shared "
+              "checkpoint%s (steps %" PRId64 " to %" PRId64
+              ", %zu tensors) byte-identical to the uninterrupted "
               "run's%s",
          stopped_at, max_step(&c->final_set), v.shared, v.shared == 1 ? "" : "s", v.lo, v.hi, v.tensors,
          c->o.twice ? ", as were two uninterrupted runs" : "");

@@ -194,8 +194,7 @@ static int check_finite(hk_checkpoint_reader *r, int finite, int *warned) {
     elems = e.nbytes / hk_dtype_size(e.dtype);
     printf("%s %s: tensor '%s' holds %" PRIu64 " non-finite value%s of %" PRIu64 " (%" PRIu64 " NaN, %" PRIu64
            " +Inf, %" PRIu64 " -Inf)\n",
-           finite ? "FAILED " : "WARNING", path, e.name, bad, bad == 1 ? "" : "s", elems, c.nan, c.pos_inf,
-           c.neg_inf);
+           finite ? "FAILED " : "WARNING", path, e.name, bad, bad == 1 ? "" : "s", elems, c.nan, c.pos_inf, c.neg_inf);
     if (finite)
       failed = 1;
     else
@@ -272,8 +271,7 @@ int cmd_verify(const hk_env *env, const char *path, int finite) {
     fprintf(stderr, TOOL ": %s: no checkpoint found\n", path);
   } else {
     printf("%zu checkpoint%s: %zu OK, %zu FAILED", d.n, d.n == 1 ? "" : "s", d.n - failed, failed);
-    if (warned_files > 0)
-      printf(" (%zu with non-finite values; --finite fails them)", warned_files);
+    if (warned_files > 0) printf(" (%zu with non-finite values; --finite fails them)", warned_files);
     printf("\n");
     if (failed != 0) fprintf(stderr, TOOL ": %s: %zu of %zu checkpoints FAILED verification\n", path, failed, d.n);
   }

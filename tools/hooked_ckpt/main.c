@@ -79,7 +79,8 @@ static const char usage_text[] = "usage: " TOOL
                                  "                              its end, then stopped halfway and resumed, and\n"
                                  "                              compare every checkpoint the two share; {dir}\n"
                                  "                              in ARGS is the checkpoint directory (see\n"
-                                 "                              '" TOOL " check-resume --help')\n"
+                                 "                              '" TOOL
+                                 " check-resume --help')\n"
                                  "\n"
                                  "options:\n"
                                  "  -h, --help                  show this help\n"
@@ -91,7 +92,6 @@ static const char usage_text[] = "usage: " TOOL
                                  "check-resume: 0 exact (one line on stdout), 1 the runs differ or a state\n"
                                  "is not stable (a report on stdout), 2 bad usage, a run of COMMAND that\n"
                                  "failed or did not stop at K, or runs that share no checkpoint\n";
-
 
 static int parse_limit(const char *text, uint64_t *out) {
   char *end;

@@ -169,7 +169,6 @@ void split_widths(hk_dtype dtype, const float_style *fs, const char *s, size_t *
   *after = dot != NULL ? strlen(dot) : 0;
 }
 
-
 /* A float element as the shortest text that reads back to its bits. */
 void format_shortest(hk_dtype dtype, uint64_t bits, char *buf, size_t cap) {
   double v = float_value(dtype, bits);

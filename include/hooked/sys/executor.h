@@ -55,9 +55,9 @@ extern "C" {
 /* ---- variables ---------------------------------------------------------- */
 
 typedef enum hk_variable_flags {
-  HK_VAR_LOCAL = 1u << 0,       /**< local (not global) variable */
-  HK_VAR_TRAINABLE = 1u << 1,   /**< trainable */
-  HK_VAR_EXTERNAL = 1u << 2,    /**< backed by a buffer the host program owns */
+  HK_VAR_LOCAL = 1u << 0,     /**< local (not global) variable */
+  HK_VAR_TRAINABLE = 1u << 1, /**< trainable */
+  HK_VAR_EXTERNAL = 1u << 2,  /**< backed by a buffer the host program owns */
   /** Optional on restore: a checkpoint without it restores the other
    *  variables and keeps this one's current value, with a WARNING naming it
    *  (state added to a model later must not make its old checkpoints
@@ -72,18 +72,18 @@ typedef enum hk_variable_flags {
 
 /** Description of variable `index` of an executor. */
 typedef struct hk_variable_info {
-  const char *name;             /**< borrowed; valid for the executor's life */
-  hk_handle tensor;             /**< fetchable handle of its value */
+  const char *name; /**< borrowed; valid for the executor's life */
+  hk_handle tensor; /**< fetchable handle of its value */
   hk_dtype dtype;
   int32_t rank;
   int64_t dims[HK_MAX_RANK];
-  uint32_t flags;               /**< hk_variable_flags */
+  uint32_t flags; /**< hk_variable_flags */
 } hk_variable_info;
 
 /** Defaults the Scaffold asks an executor to build. */
 typedef enum hk_default_op {
-  HK_DEFAULT_INIT_OP = 1,                 /**< op: initialize every global variable */
-  HK_DEFAULT_READY_OP = 2,                /**< tensor: names of uninitialized variables, global and local (1-D string) */
+  HK_DEFAULT_INIT_OP = 1,  /**< op: initialize every global variable */
+  HK_DEFAULT_READY_OP = 2, /**< tensor: names of uninitialized variables, global and local (1-D string) */
   HK_DEFAULT_READY_FOR_LOCAL_INIT_OP = 3, /**< tensor: names of uninitialized global variables */
   HK_DEFAULT_LOCAL_INIT_OP = 4            /**< op: initialize every local variable */
 } hk_default_op;
@@ -117,8 +117,8 @@ typedef hk_code (*hk_text_sink)(void *user, const char *text, size_t len, hk_sta
  * version or a later one: a version-1 table may end at `destroy`.
  */
 typedef struct hk_executor_vtable {
-  uint32_t version;   /**< HK_EXECUTOR_VTABLE_VERSION */
-  const char *name;   /**< the implementation's name, for messages; may be NULL */
+  uint32_t version; /**< HK_EXECUTOR_VTABLE_VERSION */
+  const char *name; /**< the implementation's name, for messages; may be NULL */
   /* slots below: version 1 */
 
   /** (required) Resolve "op:k" or "op" (= "op:0") to a tensor handle. NOT_FOUND naming it when unknown. */
@@ -142,8 +142,8 @@ typedef struct hk_executor_vtable {
    * fetch i (data owned by the session until its next run or close). Fills
    * `metadata` when non-NULL. Must not allocate in steady state.
    */
-  hk_code (*run)(void *self, void *session, const hk_run_args *args, hk_tensor *results,
-                 hk_run_metadata *metadata, hk_status *status);
+  hk_code (*run)(void *self, void *session, const hk_run_args *args, hk_tensor *results, hk_run_metadata *metadata,
+                 hk_status *status);
 
   /** Number of variables (0 when NULL). */
   size_t (*variable_count)(void *self);
@@ -153,12 +153,10 @@ typedef struct hk_executor_vtable {
    *  FAILED_PRECONDITION "Attempting to use uninitialized value <name>" when uninitialized. */
   hk_code (*variable_read)(void *self, void *session, size_t index, hk_tensor *out, hk_status *status);
   /** Assign (copy) `value` into variable `index`; marks it initialized. dtype/shape must match. */
-  hk_code (*variable_assign)(void *self, void *session, size_t index, const hk_tensor *value,
-                             hk_status *status);
+  hk_code (*variable_assign)(void *self, void *session, size_t index, const hk_tensor *value, hk_status *status);
 
   /** Role registry: write up to `cap` ops registered for `role` into out, the total into *count. */
-  hk_code (*role_get)(void *self, const char *role, hk_handle *out, size_t cap, size_t *count,
-                      hk_status *status);
+  hk_code (*role_get)(void *self, const char *role, hk_handle *out, size_t cap, size_t *count, hk_status *status);
   /** Register `handle` under `role`. FAILED_PRECONDITION after finalize. */
   hk_code (*role_add)(void *self, const char *role, hk_handle handle, hk_status *status);
   /** Build one of the default ops (init, ready, local init; before finalize). UNIMPLEMENTED when NULL. */
@@ -192,7 +190,6 @@ typedef struct hk_executor_vtable {
 
 /* ---- the executor object ------------------------------------------------ */
 
-
 /*
  * Unless stated otherwise, the functions below are called from one thread at
  * a time per executor (the training thread), report INVALID_ARGUMENT naming
@@ -217,8 +214,8 @@ typedef struct hk_executor_vtable {
  * a bad env; RESOURCE_EXHAUSTED.
  * **Threads:** any. **Allocates:** yes.
  */
-HK_API hk_code hk_executor_new(hk_executor **out, const hk_executor_vtable *vtable, void *self,
-                               const hk_env *env, hk_status *status);
+HK_API hk_code hk_executor_new(hk_executor **out, const hk_executor_vtable *vtable, void *self, const hk_env *env,
+                               hk_status *status);
 /**
  * Free the executor, calling vtable->destroy(self) exactly once (if set).
  * Every raw session and session using it must be freed first.
@@ -293,8 +290,7 @@ HK_API hk_code hk_executor_variable_info(hk_variable_info *out, hk_executor *ex,
  * **Errors:** NOT_FOUND naming it; INVALID_ARGUMENT.
  * **Threads:** the owner's. **Allocates:** no.
  */
-HK_API hk_code hk_executor_find_variable(hk_executor *ex, const char *name, size_t *index,
-                                         hk_status *status);
+HK_API hk_code hk_executor_find_variable(hk_executor *ex, const char *name, size_t *index, hk_status *status);
 /**
  * The global-step variable: the variable whose value tensor is
  * registered under HK_ROLE_GLOBAL_STEP, else the variable named
@@ -327,8 +323,7 @@ HK_API hk_code hk_executor_role_get(hk_handle *out, size_t cap, size_t *count, h
  * role or an unset handle.
  * **Threads:** the owner's. **Allocates:** yes (the registry grows).
  */
-HK_API hk_code hk_executor_role_add(hk_executor *ex, const char *role, hk_handle handle,
-                                    hk_status *status);
+HK_API hk_code hk_executor_role_add(hk_executor *ex, const char *role, hk_handle handle, hk_status *status);
 /**
  * Build one of the default ops (ops for INIT/LOCAL_INIT, 1-D string
  * tensors for READY/READY_FOR_LOCAL_INIT). It is not registered: the
@@ -349,8 +344,7 @@ HK_API hk_code hk_executor_default_op(hk_handle *out, hk_executor *ex, hk_defaul
  * **Threads:** the owner's; the sink runs on the calling thread.
  * **Allocates:** no (reference executor).
  */
-HK_API hk_code hk_executor_describe(hk_executor *ex, hk_text_sink sink, void *sink_user,
-                                    hk_status *status);
+HK_API hk_code hk_executor_describe(hk_executor *ex, hk_text_sink sink, void *sink_user, hk_status *status);
 /**
  * Executor-defined extension. Ops 0..999 are reserved for
  * hooked; `arg` is defined by the op. An op that names a raw session
@@ -418,7 +412,7 @@ typedef struct hk_snapshot hk_snapshot;
 #define HK_CONTROL_SNAPSHOT_VERSION 1
 /** The argument of HK_CONTROL_SNAPSHOT_ATTACH and _DETACH. */
 typedef struct hk_control_snapshot {
-  uint32_t version;        /**< HK_CONTROL_SNAPSHOT_VERSION */
+  uint32_t version; /**< HK_CONTROL_SNAPSHOT_VERSION */
   /**
    * ATTACH: the caller of hk_executor_control() names an hk_raw_session *
    * opened on that executor; the control slot receives a copy naming that
@@ -426,9 +420,10 @@ typedef struct hk_control_snapshot {
    * DETACH: not used.
    */
   void *session;
-  hk_snapshot *snapshot;   /**< borrowed until DETACH or that session's close */
+  hk_snapshot *snapshot; /**< borrowed until DETACH or that session's close */
 } hk_control_snapshot;
-#define HK_CONTROL_SNAPSHOT_INIT { HK_CONTROL_SNAPSHOT_VERSION, NULL, NULL }
+#define HK_CONTROL_SNAPSHOT_INIT \
+  { HK_CONTROL_SNAPSHOT_VERSION, NULL, NULL }
 
 /**
  * Copy-before-write barrier: returns once variable `index` (the executor's

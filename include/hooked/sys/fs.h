@@ -46,9 +46,9 @@ typedef struct hk_fs_lock hk_fs_lock;
 
 /** What stat reports. */
 typedef struct hk_fs_stat {
-  int is_dir;        /**< nonzero for a directory */
-  uint64_t size;     /**< bytes, for a regular file */
-  double mtime;      /**< modification time, seconds since the epoch */
+  int is_dir;    /**< nonzero for a directory */
+  uint64_t size; /**< bytes, for a regular file */
+  double mtime;  /**< modification time, seconds since the epoch */
 } hk_fs_stat;
 
 /** Directory listing callback: one call per entry except "." and "..".
@@ -70,8 +70,7 @@ typedef struct hk_fs_vtable {
   hk_code (*read_at)(void *user, hk_fs_file *f, void *buf, size_t len, uint64_t offset, size_t *nread,
                      hk_status *status);
   /** Append up to `len` bytes; *nwritten may be short (the library loops). */
-  hk_code (*write)(void *user, hk_fs_file *f, const void *buf, size_t len, size_t *nwritten,
-                   hk_status *status);
+  hk_code (*write)(void *user, hk_fs_file *f, const void *buf, size_t len, size_t *nwritten, hk_status *status);
   /** Size of an open file. */
   hk_code (*size)(void *user, hk_fs_file *f, uint64_t *size, hk_status *status);
   /** Make the file's data durable (fsync). */

@@ -51,34 +51,32 @@ typedef struct hk_run_request {
   size_t nfeeds;
   const hk_handle *targets;
   size_t ntargets;
-  int32_t trace_level;   /**< merged as the maximum */
-  int64_t timeout_ms;    /**< merged as the maximum */
+  int32_t trace_level; /**< merged as the maximum */
+  int64_t timeout_ms;  /**< merged as the maximum */
 } hk_run_request;
 
 /** What after_run receives: exactly this hook's fetches, in its order. */
 typedef struct hk_run_values {
-  const hk_tensor *results;        /**< NULL when the hook fetched nothing */
+  const hk_tensor *results; /**< NULL when the hook fetched nothing */
   size_t nresults;
-  const hk_run_options *options;   /**< the merged options used for the run */
-  hk_run_metadata *metadata;       /**< the metadata used for the run */
+  const hk_run_options *options; /**< the merged options used for the run */
+  hk_run_metadata *metadata;     /**< the metadata used for the run */
 } hk_run_values;
 
 #define HK_HOOK_VTABLE_VERSION 1
 
 typedef struct hk_hook_vtable {
-  uint32_t version;  /**< HK_HOOK_VTABLE_VERSION */
+  uint32_t version; /**< HK_HOOK_VTABLE_VERSION */
   /* slots below: version 1 */
   /** Once per session, before the graph is finalized; resolve names here. */
   hk_code (*begin)(void *user, hk_executor *graph, hk_status *status);
   /** After every raw-session creation. `coord` stays valid until the session is freed. */
-  hk_code (*after_create_session)(void *user, hk_raw_session *session, hk_coordinator *coord,
-                                  hk_creation_context *ctx, hk_status *status);
+  hk_code (*after_create_session)(void *user, hk_raw_session *session, hk_coordinator *coord, hk_creation_context *ctx,
+                                  hk_status *status);
   /** Before each run; fill `request` to add fetches, feeds, targets. */
-  hk_code (*before_run)(void *user, hk_run_context *ctx, hk_run_request *request,
-                        hk_status *status);
+  hk_code (*before_run)(void *user, hk_run_context *ctx, hk_run_request *request, hk_status *status);
   /** After each successful run. Values are valid only during the call. */
-  hk_code (*after_run)(void *user, hk_run_context *ctx, const hk_run_values *values,
-                       hk_status *status);
+  hk_code (*after_run)(void *user, hk_run_context *ctx, const hk_run_values *values, hk_status *status);
   /** At a clean close, with the most recent raw session. */
   hk_code (*end)(void *user, hk_raw_session *session, hk_status *status);
   /** Release `user`; called exactly once, by hk_hook_free(). */
@@ -106,8 +104,8 @@ typedef struct hk_hook_vtable {
  * RESOURCE_EXHAUSTED.
  * **Threads:** any. **Allocates:** yes.
  */
-HK_API hk_code hk_hook_new(hk_hook **out, const hk_hook_vtable *vtable, void *user,
-                           const char *name, const hk_env *env, hk_status *status);
+HK_API hk_code hk_hook_new(hk_hook **out, const hk_hook_vtable *vtable, void *user, const char *name, const hk_env *env,
+                           hk_status *status);
 /** @return the user pointer given at creation (NULL for a NULL hook).
  *  **Ownership:** borrowed. **Threads:** any. **Allocates:** no. */
 HK_API void *hk_hook_user(const hk_hook *hook);
@@ -194,8 +192,8 @@ HK_API void hk_run_context_request_stop_with_reason(hk_run_context *ctx, hk_stop
  * on Linux), for trace viewers.
  */
 typedef struct hk_span {
-  const char *hook;   /**< the hook's name; "executor" or "session" for those spans */
-  const char *what;   /**< "before_run", "after_run", "run" (executor) or "session.run" (the whole call) */
+  const char *hook; /**< the hook's name; "executor" or "session" for those spans */
+  const char *what; /**< "before_run", "after_run", "run" (executor) or "session.run" (the whole call) */
   double start_secs;
   double end_secs;
   uint64_t thread;

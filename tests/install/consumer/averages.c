@@ -10,16 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static void check(hk_code rc, const hk_status *st)
-{
+static void check(hk_code rc, const hk_status *st) {
   if (rc != HK_OK) {
     fprintf(stderr, "error: %s: %s\n", hk_code_name(rc), st->message);
     exit(1);
   }
 }
 
-static float val_loss_of(const float w[2])
-{
+static float val_loss_of(const float w[2]) {
   float loss = 0.0f;
   for (int i = -4; i <= 4; i++) {
     float x = (float)i / 4.0f, err = w[0] * x + w[1] - (3.0f * x - 1.0f);
@@ -28,10 +26,9 @@ static float val_loss_of(const float w[2])
   return loss;
 }
 
-int main(int argc, char **argv)
-{
-  float w[2] = { 0.0f, 0.0f }, val_loss = 1e30f;
-  int64_t step = 0, dims[1] = { 2 };
+int main(int argc, char **argv) {
+  float w[2] = {0.0f, 0.0f}, val_loss = 1e30f;
+  int64_t step = 0, dims[1] = {2};
   uint64_t rng = 7;
   const char *dir = argc > 1 ? argv[1] : "averages_ckpt";
   char export_path[512];
@@ -44,14 +41,14 @@ int main(int argc, char **argv)
   o.checkpoint_dir = dir;
   o.save_steps = 50;
   o.last_step = 400;
-  o.best_k = 1;                 /* keep the best checkpoint by val_loss ... */
+  o.best_k = 1; /* keep the best checkpoint by val_loss ... */
   o.best_metric = "val_loss";
-  o.restore_best = 1;           /* ... and put it back into w at the end */
+  o.restore_best = 1; /* ... and put it back into w at the end */
   check(hk_loop_new(&loop, &o, &st), &st);
   check(hk_loop_add_array(loop, "w", HK_DTYPE_F32, 1, dims, w, 0, &st), &st);
   check(hk_loop_add_array(loop, "val_loss", HK_DTYPE_F32, 0, NULL, &val_loss, HK_LOOP_NO_CHECKPOINT, &st), &st);
 
-  const char *averaged[] = { "w" };
+  const char *averaged[] = {"w"};
   hk_ema_options eo = HK_EMA_OPTIONS_INIT;
   eo.variables = averaged;
   eo.nvariables = 1;

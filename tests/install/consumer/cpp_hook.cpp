@@ -35,8 +35,7 @@ class StepRecorder {
   hk_code AfterRun(const hk_run_values *values, hk_status *status) {
     int64_t step = 0;
     hk_code rc = hk_tensor_to_i64(&step, &values->results[0], "global_step", status);
-    if (rc == HK_OK)
-      steps_.push_back(step);  // may throw std::bad_alloc: see Guard()
+    if (rc == HK_OK) steps_.push_back(step);  // may throw std::bad_alloc: see Guard()
     return rc;
   }
 
@@ -53,12 +52,10 @@ class StepRecorder {
   static hk_code BeginThunk(void *user, hk_executor *graph, hk_status *status) {
     return Guard(status, [&] { return static_cast<StepRecorder *>(user)->Begin(graph, status); });
   }
-  static hk_code BeforeRunThunk(void *user, hk_run_context *, hk_run_request *request,
-                                hk_status *status) {
+  static hk_code BeforeRunThunk(void *user, hk_run_context *, hk_run_request *request, hk_status *status) {
     return Guard(status, [&] { return static_cast<StepRecorder *>(user)->BeforeRun(request); });
   }
-  static hk_code AfterRunThunk(void *user, hk_run_context *, const hk_run_values *values,
-                               hk_status *status) {
+  static hk_code AfterRunThunk(void *user, hk_run_context *, const hk_run_values *values, hk_status *status) {
     return Guard(status, [&] { return static_cast<StepRecorder *>(user)->AfterRun(values, status); });
   }
   static const hk_hook_vtable kVtable;
@@ -81,8 +78,7 @@ int main() {
   hk_graph *g = nullptr;
   hk_handle loss, train;
   hk_code rc;
-  if ((rc = hk_graph_new(&g, nullptr, &st)) != HK_OK ||
-      (rc = consumer_build_model(g, &loss, &train, &st)) != HK_OK)
+  if ((rc = hk_graph_new(&g, nullptr, &st)) != HK_OK || (rc = consumer_build_model(g, &loss, &train, &st)) != HK_OK)
     return Fail(rc, st);
 
   StepRecorder recorder;
@@ -98,27 +94,23 @@ int main() {
   opts.hooks = hooks;
   opts.nhooks = 2;
   hk_session *sess = nullptr;
-  if ((rc = hk_session_new(&sess, &opts, &st)) != HK_OK)
-    return Fail(rc, st);
+  if ((rc = hk_session_new(&sess, &opts, &st)) != HK_OK) return Fail(rc, st);
 
   hk_run_args args = {nullptr, 0, nullptr, 0, &train, 1, nullptr};
   rc = HK_OK;
-  while (rc == HK_OK && !hk_session_should_stop(sess))
-    rc = hk_session_run(sess, &args, nullptr, nullptr, &st);
+  while (rc == HK_OK && !hk_session_should_stop(sess)) rc = hk_session_run(sess, &args, nullptr, nullptr, &st);
   rc = hk_session_close(sess, rc, &st);
   hk_session_free(sess);
   hk_hook_free(hooks[1]);
   hk_hook_free(hooks[0]);
   hk_graph_free(g);
-  if (rc != HK_OK)
-    return Fail(rc, st);
+  if (rc != HK_OK) return Fail(rc, st);
 
   // The hook fetches the global step in the same run as the increment, so
   // it sees the value from before each step (contract H29): 0, 1, 2, 3, 4.
   const std::vector<int64_t> &steps = recorder.steps();
   bool ok = steps.size() == 5;
-  for (size_t i = 0; ok && i < steps.size(); i++)
-    ok = steps[i] == static_cast<int64_t>(i);
+  for (size_t i = 0; ok && i < steps.size(); i++) ok = steps[i] == static_cast<int64_t>(i);
   std::printf("C++ hook: recorded %zu steps\n", steps.size());
   return ok ? 0 : 1;
 }

@@ -6,8 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static void check(hk_code rc, const hk_status *st)
-{
+static void check(hk_code rc, const hk_status *st) {
   if (rc != HK_OK) {
     fprintf(stderr, "error: %s: %s\n", hk_code_name(rc), st->message);
     exit(1);
@@ -16,9 +15,8 @@ static void check(hk_code rc, const hk_status *st)
 
 /* Kernel of the train op: output 0 is the loss before the update, and the
  * variable (the op's mutates[0]) takes one gradient-descent step. */
-static hk_code sgd_step(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
-                        size_t ninputs, hk_tensor *outputs, size_t noutputs, hk_status *status)
-{
+static hk_code sgd_step(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs, hk_tensor *outputs,
+                        size_t noutputs, hk_status *status) {
   float *w = hk_kernel_context_variable(ctx, 0)->data;
   float diff = *w - 3.0f;
   (void)user;
@@ -31,8 +29,7 @@ static hk_code sgd_step(void *user, hk_kernel_context *ctx, const hk_tensor *inp
   return HK_OK;
 }
 
-int main(void)
-{
+int main(void) {
   hk_status st = HK_STATUS_INIT;
   hk_graph *g = NULL;
   hk_handle gs, w, one, inc, train, loss;
@@ -55,7 +52,7 @@ int main(void)
   var.init.kind = HK_INIT_ZEROS;
   check(hk_graph_variable(g, &w, &var, &st), &st);
 
-  hk_output_spec scalar_f32 = { HK_DTYPE_F32, 0, { 0 } };
+  hk_output_spec scalar_f32 = {HK_DTYPE_F32, 0, {0}};
   hk_op_def op = HK_OP_DEF_INIT;
   op.name = "sgd";
   op.kernel = sgd_step;
@@ -85,21 +82,18 @@ int main(void)
   check(hk_session_new(&sess, &opts, &st), &st);
 
   /* 4. The training loop: fetch the loss, run the increment as a target. */
-  hk_run_args args = { NULL, 0, &loss, 1, &inc, 1, NULL };
+  hk_run_args args = {NULL, 0, &loss, 1, &inc, 1, NULL};
   hk_tensor result;
   hk_code rc = HK_OK;
   int steps = 0;
   float first = -1.0f, last = -1.0f;
   while (!hk_session_should_stop(sess)) {
     rc = hk_session_run(sess, &args, &result, NULL, &st);
-    if (rc != HK_OK)
-      break;
+    if (rc != HK_OK) break;
     last = *(const float *)result.data;
-    if (steps++ == 0)
-      first = last;
+    if (steps++ == 0) first = last;
   }
-  if (rc != HK_OK)
-    fprintf(stderr, "run failed: %s: %s\n", hk_code_name(rc), st.message);
+  if (rc != HK_OK) fprintf(stderr, "run failed: %s: %s\n", hk_code_name(rc), st.message);
 
   /* 5. Close with the loop's status (end() runs on every hook), then free:
    *    the session before the hooks and the graph it borrows. */

@@ -3,9 +3,8 @@
  */
 #include "model.h"
 
-static hk_code sgd_step(void *user, hk_kernel_context *ctx, const hk_tensor *inputs,
-                        size_t ninputs, hk_tensor *outputs, size_t noutputs, hk_status *status)
-{
+static hk_code sgd_step(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs, hk_tensor *outputs,
+                        size_t noutputs, hk_status *status) {
   float *w = hk_kernel_context_variable(ctx, 0)->data;
   float diff = *w - 3.0f;
   (void)user;
@@ -18,24 +17,21 @@ static hk_code sgd_step(void *user, hk_kernel_context *ctx, const hk_tensor *inp
   return HK_OK;
 }
 
-hk_code consumer_build_model(hk_graph *g, hk_handle *loss, hk_handle *train, hk_status *st)
-{
+hk_code consumer_build_model(hk_graph *g, hk_handle *loss, hk_handle *train, hk_status *st) {
   hk_handle gs, w, one, sgd, inc;
   hk_handle both[2];
   int64_t one_value = 1;
   hk_tensor one_tensor = hk_tensor_scalar_i64(&one_value);
   hk_variable_def var = HK_VARIABLE_DEF_INIT;
-  hk_output_spec scalar_f32 = { HK_DTYPE_F32, 0, { 0 } };
+  hk_output_spec scalar_f32 = {HK_DTYPE_F32, 0, {0}};
   hk_op_def op = HK_OP_DEF_INIT;
   hk_code rc;
 
-  if ((rc = hk_graph_create_global_step(g, &gs, st)) != HK_OK)
-    return rc;
+  if ((rc = hk_graph_create_global_step(g, &gs, st)) != HK_OK) return rc;
   var.name = "w";
   var.dtype = HK_DTYPE_F32;
   var.init.kind = HK_INIT_ZEROS;
-  if ((rc = hk_graph_variable(g, &w, &var, st)) != HK_OK)
-    return rc;
+  if ((rc = hk_graph_variable(g, &w, &var, st)) != HK_OK) return rc;
   op.name = "sgd";
   op.kernel = sgd_step;
   op.mutates = &w;

@@ -5,8 +5,7 @@
 #include <hooked/mpi.h>
 #include <stdio.h>
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
   hk_status st = HK_STATUS_INIT;
   hk_mpi *mpi = NULL;
   int rc = 0;

@@ -9,8 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static void check(hk_code rc, const hk_status *st)
-{
+static void check(hk_code rc, const hk_status *st) {
   if (rc != HK_OK) {
     fprintf(stderr, "error: %s: %s\n", hk_code_name(rc), st->message);
     exit(1);
@@ -26,16 +25,14 @@ typedef struct step_timer {
   long steps;
 } step_timer;
 
-static hk_code timer_before_run(void *user, hk_run_context *ctx, hk_run_request *req, hk_status *st)
-{
+static hk_code timer_before_run(void *user, hk_run_context *ctx, hk_run_request *req, hk_status *st) {
   step_timer *t = user;
   (void)ctx, (void)req, (void)st;
   t->t0 = hk_env_monotonic(NULL);
   return HK_OK;
 }
 
-static hk_code timer_after_run(void *user, hk_run_context *ctx, const hk_run_values *v, hk_status *st)
-{
+static hk_code timer_after_run(void *user, hk_run_context *ctx, const hk_run_values *v, hk_status *st) {
   step_timer *t = user;
   (void)ctx, (void)v, (void)st;
   t->total += hk_env_monotonic(NULL) - t->t0;
@@ -46,12 +43,11 @@ static hk_code timer_after_run(void *user, hk_run_context *ctx, const hk_run_val
 static const hk_hook_vtable timer_vtable = {
     .version = HK_HOOK_VTABLE_VERSION, .before_run = timer_before_run, .after_run = timer_after_run};
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
   float w = 0.0f;
   hk_status st = HK_STATUS_INIT;
   hk_loop *loop = NULL;
-  step_timer timing = { 0 };
+  step_timer timing = {0};
   hk_hook *timer = NULL, *limit = NULL;
 
   check(hk_hook_new(&timer, &timer_vtable, &timing, "step_timer", NULL, &st), &st);
@@ -65,7 +61,7 @@ int main(int argc, char **argv)
   o.last_step = 200;
   o.hooks_first = &timer; /* before the NaN guard, StopAtStep, the StepCounter, the saver */
   o.nhooks_first = 1;
-  o.hooks = &limit;       /* after them */
+  o.hooks = &limit; /* after them */
   o.nhooks = 1;
   o.stop_signals = HK_SIGNAL_INT | HK_SIGNAL_TERM | HK_SIGNAL_HUP | HK_SIGNAL_USR1;
   check(hk_loop_new(&loop, &o, &st), &st);

@@ -10,13 +10,13 @@
 #define STR2(x) #x
 #define STR(x) STR2(x)
 
-int main(void)
-{
+int main(void) {
   const char *macros = STR(HOOKED_VERSION_MAJOR) "." STR(HOOKED_VERSION_MINOR) "." STR(HOOKED_VERSION_PATCH);
   int failed = 0;
 
   if (strcmp(HOOKED_VERSION_STRING, HOOKED_PACKAGE_VERSION) != 0) {
-    fprintf(stderr, "HOOKED_VERSION_STRING is %s but the package is %s\n", HOOKED_VERSION_STRING, HOOKED_PACKAGE_VERSION);
+    fprintf(stderr, "HOOKED_VERSION_STRING is %s but the package is %s\n", HOOKED_VERSION_STRING,
+            HOOKED_PACKAGE_VERSION);
     failed = 1;
   }
   if (strcmp(macros, HOOKED_PACKAGE_VERSION) != 0) {
