@@ -481,9 +481,8 @@ HK_API hk_code hk_final_ops_hook_new(hk_hook **out, const hk_final_ops_options *
  *                data are owned by the hook, valid until its next begin()
  *                (a new session) or hk_hook_free().
  * @param count   receives the number of values, 0 on failure.
- * @param hook    one made by hk_final_ops_hook_new() (it is recognised by
- *                its name "FinalOpsHook" and a tag in its state; do not
- *                give a hook of your own that name).
+ * @param hook    one made by hk_final_ops_hook_new() (recognised by the
+ *                vtable it was made with, see hk_hook_user_if()).
  * **Errors:** INVALID_ARGUMENT for NULL arguments or another kind of hook;
  * FAILED_PRECONDITION "FinalOpsHook: no final values: end() has not run
  * successfully since begin()".

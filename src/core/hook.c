@@ -47,6 +47,7 @@ void hk_hook_free(hk_hook *h) {
 
 const char *hk_hook_name(const hk_hook *h) { return h ? h->name : "(null hook)"; }
 void *hk_hook_user(const hk_hook *h) { return h ? h->user : NULL; }
+void *hk_hook_user_if(const hk_hook *h, const hk_hook_vtable *vt) { return h && vt && h->vt == vt ? h->user : NULL; }
 
 const hk_env *hk_hook_env(const hk_hook *h) {
   if (!h) return hk__env_or_default(NULL);

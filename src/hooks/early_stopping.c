@@ -24,13 +24,11 @@
 #include <string.h>
 
 #define HOOK_NAME "EarlyStoppingHook"
-#define EARLY_STOPPING_TAG UINT64_C(0x4561726c7953746f) /* "EarlySto" */
 
 /* The state variable's layout (HK_EARLY_STOPPING_STATE_SIZE doubles). */
 enum { S_EVALS = 0, S_BEST, S_BEST_STEP, S_WAIT, S_LAST, S_MODE };
 
 typedef struct early_stopping {
-  uint64_t tag;  /* EARLY_STOPPING_TAG while alive */
   hk_hook *hook; /* the wrapper, for its env and log */
   hk_env env;    /* what the struct was allocated with */
   int has_env;
@@ -348,7 +346,6 @@ static void es_free(early_stopping *self) {
   if (self == NULL) return;
   has_env = self->has_env;
   if (has_env) copy = self->env;
-  self->tag = 0;
   hk_env_free(has_env ? &copy : NULL, self->monitor);
   hk_env_free(has_env ? &copy : NULL, self->state_name);
   hk_env_free(has_env ? &copy : NULL, self);
@@ -428,21 +425,12 @@ hk_code hk_early_stopping_hook_new(hk_hook **out, const hk_early_stopping_option
     return rc;
   }
   self->hook = *out;
-  self->tag = EARLY_STOPPING_TAG;
   hk_status_clear(status);
   return HK_OK;
 }
 
-/* Ours: the name, then the tag and back pointer in the state it points to. */
-static early_stopping *ours(const hk_hook *hook) {
-  early_stopping *self;
-  uint64_t tag;
-  if (hook == NULL || strcmp(hk_hook_name(hook), HOOK_NAME) != 0) return NULL;
-  self = hk_hook_user(hook);
-  if (self == NULL) return NULL;
-  memcpy(&tag, &self->tag, sizeof tag);
-  return tag == EARLY_STOPPING_TAG && self->hook == hook ? self : NULL;
-}
+/* Ours: a hook made with this file's vtable, not one that only has its name. */
+static early_stopping *ours(const hk_hook *hook) { return hk_hook_user_if(hook, &early_stopping_vtable); }
 
 hk_code hk_early_stopping_report(hk_hook *hook, double value, hk_status *status) {
   early_stopping *self;

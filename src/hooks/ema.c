@@ -28,7 +28,6 @@
 #include <string.h>
 
 #define HOOK_NAME "ExponentialMovingAverage"
-#define EMA_TAG UINT64_C(0x456d61486f6f6b21) /* "EmaHook!" */
 #define NAME_MAX_BYTES 200
 #define TENSOR_NAME_MAX 255
 #define COUNT_SUFFIX "/num_updates"
@@ -41,7 +40,6 @@
   name.message[0] = '\0'
 
 typedef struct ema {
-  uint64_t tag; /* EMA_TAG while alive */
   hk_hook *hook;
   hk_env env; /* what the struct was allocated with */
   int has_env;
@@ -67,10 +65,10 @@ typedef struct ema {
 
 static const hk_env *own_env(const ema *self) { return self->has_env ? &self->env : NULL; }
 
-static ema *ema_of(const hk_hook *hook) {
-  ema *self = hook ? hk_hook_user(hook) : NULL;
-  return self && self->tag == EMA_TAG ? self : NULL;
-}
+static const hk_hook_vtable ema_vtable; /* defined with the callbacks below */
+
+/* Ours: a hook made with this file's vtable, not one that only has its name. */
+static ema *ema_of(const hk_hook *hook) { return hk_hook_user_if(hook, &ema_vtable); }
 
 static int name_char(char c, int slash) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
@@ -149,7 +147,6 @@ static void ema_destroy(void *user) {
   hk_env_free(env, self->count_name);
   hk_env_free(env, self->export_path);
   hk_env_free(env, self->export_prefix);
-  self->tag = 0;
   hk_env_free(env, self);
 }
 
@@ -360,7 +357,6 @@ hk_code hk_ema_hook_new(hk_hook **out, const hk_ema_options *o, hk_status *st) {
   const hk_env *env = o->env;
   ema *self = hk_env_calloc(env, 1, sizeof *self);
   if (!self) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_ema_hook_new: out of memory");
-  self->tag = EMA_TAG;
   if (env) {
     hk_env_copy(&self->env, env);
     self->has_env = 1;

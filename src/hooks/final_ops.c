@@ -15,10 +15,8 @@
 #define HOOK_NAME "FinalOpsHook"
 /* The first member of the state, so hk_final_ops_hook_values() can tell
  * this hook from another one that took its name ("FINALOPS"). */
-#define FINAL_OPS_TAG UINT64_C(0x46494e414c4f5053)
 
 typedef struct final_ops {
-  uint64_t tag;  /* FINAL_OPS_TAG */
   hk_hook *hook; /* the wrapper, for its env and log */
   hk_env env;    /* what the struct was allocated with */
   int has_env;
@@ -192,7 +190,6 @@ static void fo_free(final_ops *self) {
   hk_env_free(env, self->feeds);
   hk_env_free(env, self->values);
   hk_env_free(env, self->blocks);
-  self->tag = 0;
   hk_env_free(env, self);
 }
 
@@ -264,7 +261,6 @@ hk_code hk_final_ops_hook_new(hk_hook **out, const hk_final_ops_options *opts, h
   nf = opts->nfinal_feed;
   self = hk_env_calloc(env, 1, sizeof(*self));
   if (self == NULL) return hk_status_set(status, HK_RESOURCE_EXHAUSTED, HOOK_NAME ": out of memory");
-  self->tag = FINAL_OPS_TAG;
   if (env != NULL) {
     hk_env_copy(&self->env, env);
     self->has_env = 1;
@@ -317,7 +313,6 @@ oom:
 
 hk_code hk_final_ops_hook_values(const hk_tensor **values, size_t *count, const hk_hook *hook, hk_status *status) {
   const final_ops *self;
-  uint64_t tag;
 
   if (values != NULL) *values = NULL;
   if (count != NULL) *count = 0;
@@ -325,11 +320,9 @@ hk_code hk_final_ops_hook_values(const hk_tensor **values, size_t *count, const 
   if (values == NULL || count == NULL)
     return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_final_ops_hook_values: %s is NULL",
                          values == NULL ? "values" : "count");
-  self = hk_hook_user(hook);
-  /* The name first: only then is the user pointer known to be a state of
-   * ours, whose tag and back pointer confirm it. */
-  if (strcmp(hk_hook_name(hook), HOOK_NAME) != 0 || self == NULL ||
-      (memcpy(&tag, &self->tag, sizeof tag), tag != FINAL_OPS_TAG) || self->hook != hook)
+  /* Ours: a hook made with this file's vtable, not one that only has its name. */
+  self = hk_hook_user_if(hook, &final_ops_vtable);
+  if (self == NULL)
     return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_final_ops_hook_values: hook '%s' is not a FinalOpsHook",
                          hk_hook_name(hook));
   if (!self->have_values)

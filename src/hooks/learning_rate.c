@@ -27,7 +27,6 @@
 #include <string.h>
 
 #define HOOK_NAME "LearningRateHook"
-#define LEARNING_RATE_TAG UINT64_C(0x4c6561726e526174) /* "LearnRat" */
 #define DEFAULT_SUMMARY_STEPS 100
 #define SUMMARY_TAG "learning_rate"
 #define PI 3.14159265358979323846
@@ -36,7 +35,6 @@
 enum { S_EVALS = 0, S_BEST, S_BEST_STEP, S_WAIT, S_COOLDOWN, S_SCALE, S_REDUCTIONS, S_MODE };
 
 typedef struct learning_rate {
-  uint64_t tag;  /* LEARNING_RATE_TAG while alive */
   hk_hook *hook; /* the wrapper, for its env and log */
   hk_env env;    /* what the struct was allocated with */
   int has_env;
@@ -491,7 +489,6 @@ static void lr_free(learning_rate *self) {
   if (self == NULL) return;
   if (self->has_env) copy = self->env;
   env = self->has_env ? &copy : NULL;
-  self->tag = 0;
   hk_env_free(env, self->variable);
   hk_env_free(env, self->boundaries);
   hk_env_free(env, self->values);
@@ -578,21 +575,12 @@ hk_code hk_learning_rate_hook_new(hk_hook **out, const hk_learning_rate_options 
     return rc;
   }
   self->hook = *out;
-  self->tag = LEARNING_RATE_TAG;
   hk_status_clear(status);
   return HK_OK;
 }
 
-/* Ours: the name, then the tag and back pointer in the state it points to. */
-static learning_rate *ours(const hk_hook *hook) {
-  learning_rate *self;
-  uint64_t tag;
-  if (hook == NULL || strcmp(hk_hook_name(hook), HOOK_NAME) != 0) return NULL;
-  self = hk_hook_user(hook);
-  if (self == NULL) return NULL;
-  memcpy(&tag, &self->tag, sizeof tag);
-  return tag == LEARNING_RATE_TAG && self->hook == hook ? self : NULL;
-}
+/* Ours: a hook made with this file's vtable, not one that only has its name. */
+static learning_rate *ours(const hk_hook *hook) { return hk_hook_user_if(hook, &learning_rate_vtable); }
 
 hk_code hk_learning_rate_report(hk_hook *hook, double value, hk_status *status) {
   learning_rate *self;

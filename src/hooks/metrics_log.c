@@ -18,7 +18,6 @@
 #include <string.h>
 
 #define HOOK_NAME HK__METRICS_LOG_NAME
-#define METRICS_LOG_TAG UINT64_C(0x4d65747269634c67) /* "MetricLg" */
 
 static int64_t floor_div(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -142,7 +141,6 @@ static void ml_free(metrics_log *self) {
   hk__metrics_log_close(self);
   if (self->has_env) copy = self->env;
   env = self->has_env ? &copy : NULL;
-  self->tag = 0;
   for (size_t i = 0; self->names != NULL && i < self->ncols; i++) hk_env_free(env, self->names[i]);
   for (size_t i = 0; self->keys != NULL && i < self->ncols; i++) hk_env_free(env, self->keys[i]);
   for (size_t i = 0; self->tensors != NULL && i < self->ntensors; i++) hk_env_free(env, self->tensors[i]);
@@ -374,21 +372,12 @@ hk_code hk_metrics_log_hook_new(hk_hook **out, const hk_metrics_log_options *opt
     return rc;
   }
   self->hook = *out;
-  self->tag = METRICS_LOG_TAG;
   hk_status_clear(status);
   return HK_OK;
 }
 
-/* Ours: the name, then the tag and back pointer in the state it points to. */
-static metrics_log *ours(const hk_hook *hook) {
-  metrics_log *self;
-  uint64_t tag;
-  if (hook == NULL || strcmp(hk_hook_name(hook), HOOK_NAME) != 0) return NULL;
-  self = hk_hook_user(hook);
-  if (self == NULL) return NULL;
-  memcpy(&tag, &self->tag, sizeof tag);
-  return tag == METRICS_LOG_TAG && self->hook == hook ? self : NULL;
-}
+/* Ours: a hook made with this file's vtable, not one that only has its name. */
+static metrics_log *ours(const hk_hook *hook) { return hk_hook_user_if(hook, &metrics_log_vtable); }
 
 hk_code hk_metrics_log_report(hk_hook *hook, const char *name, double value, hk_status *status) {
   metrics_log *self;

@@ -18,7 +18,6 @@
 #define HK__METRICS_LOG_CELL_MAX 32
 
 typedef struct metrics_log {
-  uint64_t tag;  /* METRICS_LOG_TAG while alive */
   hk_hook *hook; /* the wrapper, for its env and log */
   hk_env env;    /* what the struct was allocated with */
   int has_env;

@@ -438,6 +438,19 @@ static void test_early_stopping__values_reported_by_the_program_are_monitored(vo
                 "is not an EarlyStoppingHook");
   assert_status(hk_early_stopping_hook_info(NULL, f->es, &f->st), &f->st, HK_INVALID_ARGUMENT, "out is NULL");
   hk_hook_free(other);
+  /* A program's hook that only has the name is no EarlyStoppingHook: the
+   * hook is recognised by the vtable it was made with, and its user pointer
+   * (here one byte) is never read as the hook's state. */
+  static const hk_hook_vtable impostor_vtable = {.version = HK_HOOK_VTABLE_VERSION};
+  static char tiny;
+  assert_ok(hk_hook_new(&other, &impostor_vtable, &tiny, "EarlyStoppingHook", NULL, &f->st), &f->st);
+  assert_status(hk_early_stopping_report(other, 1, &f->st), &f->st, HK_INVALID_ARGUMENT,
+                "hook 'EarlyStoppingHook' is not an EarlyStoppingHook");
+  assert_ptr_equal(hk_hook_user_if(other, &impostor_vtable), &tiny);
+  assert_null(hk_hook_user_if(other, NULL));
+  assert_null(hk_hook_user_if(NULL, &impostor_vtable));
+  assert_null(hk_hook_user_if(f->es, &impostor_vtable));
+  hk_hook_free(other);
   close_session(f);
   o.reported = 0;
   o.monitor = "val";

@@ -110,6 +110,18 @@ HK_API hk_code hk_hook_new(hk_hook **out, const hk_hook_vtable *vtable, void *us
  *  **Ownership:** borrowed. **Threads:** any. **Allocates:** no. */
 HK_API void *hk_hook_user(const hk_hook *hook);
 /**
+ * Recognise a hook of one's own kind: a hook's functions that take an
+ * hk_hook * (a report call, an info call) check with this that they were
+ * given a hook made with their vtable, not another that merely has its
+ * name.
+ * @param hook    may be NULL.
+ * @param vtable  the vtable the hook must have been made with.
+ * @return the user pointer given at creation when `hook` was made by
+ *         hk_hook_new() with exactly `vtable` (the same address), else NULL.
+ * **Ownership:** borrowed. **Threads:** any. **Allocates:** no.
+ */
+HK_API void *hk_hook_user_if(const hk_hook *hook, const hk_hook_vtable *vtable);
+/**
  * @return the env in force: the hook's own copy, else the env of the session
  *         it currently serves, else the defaults. Never NULL.
  * **Ownership:** borrowed; a session's env is valid only while the hook is
