@@ -10,7 +10,8 @@ files only) and fails, naming the file, the line and the reference, on:
   - a repository path named in text (a word starting with one of the
     repository's top-level folders, such as `src/ckpt/saver.c` or
     `docs/contract.md`) that does not exist;
-  - a path that leaves the repository (`../shared/...`, `../../x`).
+  - a path that leaves the repository (`../x`, `../../x`), such as the
+    workspace folders beside a checkout.
 
 Paths with placeholders (`<name>`, `*`, `{dir}`, `...`, `N`) are patterns,
 not references, and are skipped; so are paths inside build directories
@@ -172,7 +173,7 @@ def self_test(root):
         ("a broken anchor", "docs/zz_broken_anchor.md", "See [it](../README.md#no-such-heading-here).\n",
          "does not have"),
         ("a stale path", "src/zz_stale.h", "/* the writer lives in src/ckpt/no_such_file.c */\n", "no_such_file.c"),
-        ("an outside reference", "docs/zz_outside.md", "As ../shared/spec/x.md says.\n", "outside the repository"),
+        ("an outside reference", "docs/zz_outside.md", "As ../" "shared/spec/x.md says.\n", "outside the repository"),
     ]
     for label, rel, text, expected in cases:
         with tempfile.TemporaryDirectory() as tmp:
