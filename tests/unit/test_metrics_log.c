@@ -471,6 +471,8 @@ static void test_metrics_log__a_failed_write_stops_the_log_and_the_restart_drops
   text = slurp(f->path);
   assert_string_equal(text, "step,wall_time,loss,hits,val_loss\n");
   free(text);
+  hk_hook_free(f->ml); /* its log file was opened through ff: closed before ff goes */
+  f->ml = NULL;
   faulty_fs_destroy(&ff);
 }
 
@@ -517,6 +519,8 @@ static void test_metrics_log__a_failed_rewrite_leaves_the_old_file_or_the_new_on
   char *text = slurp(f->path);
   assert_string_equal(text, header);
   free(text);
+  hk_hook_free(f->ml); /* its log file was opened through ff: closed before ff goes */
+  f->ml = NULL;
   faulty_fs_destroy(&ff);
   free(logs);
   free(tmp);
@@ -549,6 +553,8 @@ static void test_metrics_log__fsyncs_the_log_before_each_checkpoint(void **state
   assert_int_equal(faulty_fs_injected(&ff), 1);
   hk_session_free(f->s);
   f->s = NULL;
+  hk_hook_free(f->ml); /* its log file was opened through ff: closed before ff goes */
+  f->ml = NULL;
   faulty_fs_destroy(&ff);
 }
 
@@ -583,6 +589,8 @@ static void test_metrics_log__training_session_fsyncs_the_log_before_each_checkp
   run_to(f, 0, 2);
   assert_status(session_run_train(f->s, f->m.train, &f->st), &f->st, HK_UNKNOWN, "fsync of");
   close_session(f, HK_INTERNAL);
+  hk_hook_free(f->ml); /* its log file was opened through ff: closed before ff goes */
+  f->ml = NULL;
   faulty_fs_destroy(&ff);
 }
 
