@@ -190,10 +190,12 @@ HK_API hk_code hk_saver_save(const char **prefix, hk_saver *saver, hk_raw_sessio
  * then hold a mix of old and new values (one read in place, the corrupt
  * tensor's unverified bytes); FAILED_PRECONDITION for a file of a newer
  * format; file-system and executor errors.
- * **Threads:** the owner's; 16 MiB or more in the page cache are read by
- * this thread and one more the call starts and joins.
- * **Allocates:** yes (the reader, per-piece CRCs, a read buffer without a
- * mapping).
+ * **Threads:** the owner's; 4 MiB or more are read by this thread and one
+ * more the call starts and joins (the file system's read_at is then called
+ * from both at once).
+ * **Allocates:** yes (the reader, per-piece CRCs, and a read buffer for a
+ * variable the executor does not lend its memory for when the file cannot
+ * be mapped).
  */
 HK_API hk_code hk_saver_restore(hk_saver *saver, hk_raw_session *rs, const char *path, hk_status *status);
 

@@ -102,15 +102,15 @@ typedef struct hk__read_target {
 
 /**
  * Read every target tensor straight into its dst, each checked against its
- * CRC-32C in the same pass: from the mapped data region (mapped at the
- * first use, as hk__reader_view) in 2 MiB pieces, each copied and CRC'd at
- * once (hk__crc32c_copy), the pieces' CRCs joined per tensor; with
- * `may_use_thread`, at least 16 MiB and the pages in memory (mincore), by
- * two threads moving through the file together. Without a mapping: read in
- * 1 MiB pieces into dst, each CRC'd while cache-hot. Tensors are read in
- * file order. DATA_LOSS naming the file and the tensor for a CRC mismatch
- * (the first in file order) or a short file; every dst may then hold
- * unverified bytes. fs errors as mapped.
+ * CRC-32C: positional reads (the fs's read_at) of 1 MiB pieces in file
+ * order, each piece CRC'd right after its read while it is still in the
+ * cache, the pieces' CRCs joined per tensor; with `may_use_thread` and at
+ * least 4 MiB, two threads take the pieces in turn (the fs's read_at is
+ * then called from both at once, on the same file). A file that shrank
+ * since it was opened is refused before anything is read into dst.
+ * DATA_LOSS naming the file and the tensor for a CRC mismatch (the first in
+ * file order) or a short file; every dst may then hold unverified bytes.
+ * fs errors as mapped (the earliest failing piece's).
  */
 hk_code hk__reader_read_into(hk_checkpoint_reader *r, const hk__read_target *targets, size_t n, int may_use_thread,
                              hk_status *st);

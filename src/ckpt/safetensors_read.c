@@ -1,15 +1,13 @@
 /*
  * The public checkpoint reader (hooked/checkpoint.h): open (the header is
  * read and checked by safetensors_json.c), entries, reads checked against
- * their CRC-32C, the views a restore assigns from, and reads straight into
- * the caller's memory, mapped and shared out between two threads when the
- * file is in the page cache.
+ * their CRC-32C, the views a restore assigns from (mapped where the file
+ * system can), and reads straight into the caller's memory: positional
+ * reads of 1 MiB pieces shared out between two threads, each piece CRC'd
+ * by the thread that read it while it is still in the cache.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#if defined(__linux__) && !defined(_DEFAULT_SOURCE)
-#define _DEFAULT_SOURCE 1 /* mincore(), beside _POSIX_C_SOURCE */
-#endif
 #include "ckpt/ckpt_internal.h"
 #include "ckpt/safetensors_internal.h"
 #include "util/crc32c.h"
@@ -20,21 +18,14 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#include <unistd.h>
-#define HAVE_MINCORE 1
-#endif
 
 /* Reads into a caller's memory go in pieces small enough to stay in cache
  * for the CRC that follows each one. */
 #define READ_PIECE ((size_t)1 << 20)
-/* A mapped restore's unit of work: a piece of one tensor, copied and
- * checked in one pass; pieces are shared out between two threads. */
-#define RESTORE_CHUNK ((size_t)2 << 20)
-/* From this much data on, a restore from the page cache uses a second
- * thread (creating one costs tens of microseconds). */
-#define RESTORE_THREAD_MIN ((size_t)16 << 20)
+/* From this much data on, a restore reads on a second thread as well
+ * (creating one costs tens of microseconds, reading 4 MiB about a
+ * millisecond). */
+#define RESTORE_THREAD_MIN ((size_t)4 << 20)
 
 hk__reader_entry *hk__reader_find_entry(const hk_checkpoint_reader *r, const char *name) {
   size_t lo = 0, hi = r->n;
@@ -235,58 +226,62 @@ typedef struct piece {
   uint32_t crc;
 } piece;
 
-typedef struct fused_job {
-  const unsigned char *map;         /* the data region */
+/* The pieces of one restore and what the threads reading them found. A
+ * thread that fails records its piece and status here and the others stop
+ * taking pieces; the failure of the earliest piece is the one reported. */
+typedef struct read_job {
+  hk_checkpoint_reader *r;
   const hk__reader_entry *const *e; /* per target */
   const hk__read_target *targets;
   piece *pieces;
   size_t npieces;
   atomic_size_t next;
-} fused_job;
+  atomic_int failed;
+  pthread_mutex_t mu; /* guards the three fields below */
+  size_t failed_piece;
+  hk_code failed_code;
+  hk_status failed_status;
+} read_job;
 
-/* Take the next piece until none is left: the two threads move through the
- * file together, so the page cache (or the disk, on a miss) sees one
- * forward sweep. */
-static void *fused_worker(void *arg) {
-  fused_job *j = arg;
+static void record_failure(read_job *j, size_t k, hk_code rc, const hk_status *why) {
+  pthread_mutex_lock(&j->mu);
+  if (j->failed_code == HK_OK || k < j->failed_piece) {
+    j->failed_piece = k;
+    j->failed_code = rc;
+    j->failed_status = *why;
+  }
+  pthread_mutex_unlock(&j->mu);
+  atomic_store_explicit(&j->failed, 1, memory_order_relaxed);
+}
+
+/* Take the next piece until none is left (or a thread failed): read it
+ * straight into the destination, then CRC it while the read has just left
+ * it in the cache. The two threads move through the file together, so the
+ * page cache (or the disk, on a miss) sees one forward sweep. */
+static void *read_worker(void *arg) {
+  read_job *j = arg;
+  hk_checkpoint_reader *r = j->r;
   for (;;) {
+    if (atomic_load_explicit(&j->failed, memory_order_relaxed)) return NULL;
     size_t k = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
     if (k >= j->npieces) return NULL;
     piece *p = &j->pieces[k];
     const hk__reader_entry *e = j->e[p->t];
-    p->crc = hk__crc32c_copy(0, (unsigned char *)j->targets[p->t].dst + p->off, j->map + e->begin + p->off, p->len);
+    unsigned char *dst = (unsigned char *)j->targets[p->t].dst + p->off;
+    hk_status why = HK_STATUS_INIT;
+    size_t got = 0;
+    hk_code rc = hk__fs_read_full(&r->fs, r->f, r->path, dst, p->len, r->data_start + e->begin + p->off, &got, &why);
+    if (rc == HK_OK && got < p->len)
+      rc =
+          hk_status_set(&why, HK_DATA_LOSS,
+                        "Checkpoint %s is corrupt: tensor '%.200s': the file ends %zu bytes into its %" PRIu64 " bytes",
+                        r->path, e->name, p->off + got, e->end - e->begin);
+    if (rc != HK_OK) {
+      record_failure(j, k, rc, &why);
+      return NULL;
+    }
+    p->crc = hk_crc32c_extend(0, dst, p->len);
   }
-}
-
-/* Whether the pages of the mapped range are in memory: then a second
- * thread doubles the copy's speed. On a miss the disk sets the pace, and
- * two threads faulting in different places only break its readahead.
- * Sampled: 64 windows of 16 pages spread over the range (asking about
- * every page of 256 MiB took 4 ms, a seventh of the restore). */
-static int mostly_resident(const void *addr, size_t len) {
-#ifdef HAVE_MINCORE
-  enum { WINDOWS = 64, WINDOW_PAGES = 16 };
-  long page = sysconf(_SC_PAGESIZE);
-  unsigned char vec[WINDOW_PAGES];
-  uintptr_t start, end;
-  size_t npages, step, looked = 0, in = 0;
-  if (page <= 0 || len == 0) return 0;
-  start = (uintptr_t)addr / (uintptr_t)page * (uintptr_t)page;
-  end = (uintptr_t)addr + len;
-  npages = (size_t)((end - start + (uintptr_t)page - 1) / (uintptr_t)page);
-  step = npages / WINDOWS > WINDOW_PAGES ? npages / WINDOWS : WINDOW_PAGES;
-  for (size_t at = 0; at < npages; at += step) {
-    size_t n = npages - at < WINDOW_PAGES ? npages - at : WINDOW_PAGES;
-    if (mincore((void *)(start + at * (uintptr_t)page), n * (size_t)page, vec) != 0) return 0;
-    for (size_t i = 0; i < n; i++) in += vec[i] & 1;
-    looked += n;
-  }
-  return looked > 0 && in * 10 >= looked * 9;
-#else
-  (void)addr;
-  (void)len;
-  return 0;
-#endif
 }
 
 /* A target's entry and its index in the caller's array, sorted into file
@@ -302,11 +297,59 @@ static int cmp_placed(const void *a, const void *b) {
   return (x->t > y->t) - (x->t < y->t);
 }
 
+/* A file that shrank since it was opened is refused before anything is
+ * written: every variable keeps its value (a CRC mismatch is only seen
+ * once read). */
+static hk_code check_not_shrunk(hk_checkpoint_reader *r, const placed *order, size_t n, hk_status *st) {
+  uint64_t size = 0;
+  hk_code rc = hk__fs_size(&r->fs, r->f, r->path, &size, st);
+  for (size_t k = 0; k < n && rc == HK_OK; k++) {
+    const hk__reader_entry *e = order[k].e;
+    uint64_t have = size > r->data_start + e->begin ? size - (r->data_start + e->begin) : 0;
+    if (e->end > e->begin && have < e->end - e->begin)
+      rc = hk_status_set(st, HK_DATA_LOSS,
+                         "Checkpoint %s is corrupt: tensor '%.200s': the file ends %" PRIu64 " bytes into its %" PRIu64
+                         " bytes",
+                         r->path, e->name, have, e->end - e->begin);
+  }
+  return rc;
+}
+
+/* Cut every target into pieces of at most READ_PIECE, in file order. */
+static void cut_pieces(piece *pieces, const placed *order, size_t n) {
+  size_t at = 0;
+  for (size_t k = 0; k < n; k++) {
+    size_t len = (size_t)(order[k].e->end - order[k].e->begin);
+    for (size_t off = 0; off < len; off += READ_PIECE) {
+      pieces[at].t = order[k].t;
+      pieces[at].off = off;
+      pieces[at].len = len - off < READ_PIECE ? len - off : READ_PIECE;
+      at++;
+    }
+  }
+}
+
+/* Join each tensor's piece CRCs (in file order) and compare: the first
+ * mismatch in file order is reported. */
+static hk_code check_crcs(const hk_checkpoint_reader *r, const read_job *j, const placed *order, size_t n,
+                          hk_status *st) {
+  size_t at = 0;
+  for (size_t k = 0; k < n; k++) {
+    const hk__reader_entry *e = order[k].e;
+    uint64_t len = e->end - e->begin;
+    uint32_t crc = 0;
+    for (uint64_t off = 0; off < len; off += READ_PIECE, at++)
+      crc = off == 0 ? j->pieces[at].crc : hk__crc32c_combine(crc, j->pieces[at].crc, j->pieces[at].len);
+    if (crc != e->crc) return crc_mismatch(r, e, crc, st);
+  }
+  return HK_OK;
+}
+
 hk_code hk__reader_read_into(hk_checkpoint_reader *r, const hk__read_target *targets, size_t n, int may_use_thread,
                              hk_status *st) {
   placed *order = NULL; /* the targets in file order */
   const hk__reader_entry **by_target = NULL;
-  fused_job job;
+  read_job job;
   uint64_t total = 0;
   size_t npieces = 0;
   hk_code rc = HK_OK;
@@ -325,11 +368,12 @@ hk_code hk__reader_read_into(hk_checkpoint_reader *r, const hk__read_target *tar
     if (e->end > e->begin && !targets[i].dst)
       return hk_status_set(st, HK_INVALID_ARGUMENT, "reading tensor '%.200s' of %s: no destination", e->name, r->path);
     total += e->end - e->begin;
-    npieces += (size_t)((e->end - e->begin + RESTORE_CHUNK - 1) / RESTORE_CHUNK);
+    npieces += (size_t)((e->end - e->begin + READ_PIECE - 1) / READ_PIECE);
   }
   order = hk_env_calloc(&r->env, n, sizeof *order);
   by_target = hk_env_calloc(&r->env, n, sizeof *by_target);
-  if (!order || !by_target) {
+  job.pieces = npieces > 0 ? hk_env_calloc(&r->env, npieces, sizeof *job.pieces) : NULL;
+  if (!order || !by_target || (npieces > 0 && !job.pieces)) {
     rc = hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory restoring from %s", r->path);
     goto done;
   }
@@ -339,86 +383,35 @@ hk_code hk__reader_read_into(hk_checkpoint_reader *r, const hk__read_target *tar
     order[i].t = i;
   }
   qsort(order, n, sizeof *order, cmp_placed);
+  if (total > 0) rc = check_not_shrunk(r, order, n, st);
+  if (rc != HK_OK) goto done;
+  cut_pieces(job.pieces, order, n);
 
-  if (!r->map_tried) map_data(r);
-  if (!r->map_addr || total == 0) {
-    /* Read in pieces straight into the destination, each CRC'd while the
-     * read has just brought it into the cache. A file that shrank since it
-     * was opened is refused before anything is written: every variable
-     * keeps its value (a CRC mismatch is only seen once read). */
-    uint64_t size = 0;
-    if (total > 0) {
-      rc = hk__fs_size(&r->fs, r->f, r->path, &size, st);
-      for (size_t k = 0; k < n && rc == HK_OK; k++) {
-        const hk__reader_entry *e = order[k].e;
-        uint64_t have = size > r->data_start + e->begin ? size - (r->data_start + e->begin) : 0;
-        if (e->end > e->begin && have < e->end - e->begin)
-          rc = hk_status_set(st, HK_DATA_LOSS,
-                             "Checkpoint %s is corrupt: tensor '%.200s': the file ends %" PRIu64
-                             " bytes into its %" PRIu64 " bytes",
-                             r->path, e->name, have, e->end - e->begin);
-      }
-    }
-    for (size_t k = 0; k < n && rc == HK_OK; k++) {
-      const hk__reader_entry *e = order[k].e;
-      if (e->end == e->begin)
-        rc = e->crc == 0 ? HK_OK : crc_mismatch(r, e, 0, st);
-      else
-        rc = hk__reader_read_checked(r, e, targets[order[k].t].dst, READ_PIECE, 0, st);
-    }
-    goto done;
-  }
-
-  /* Mapped: every tensor in pieces, each copied and CRC'd in one pass
-   * (hk__crc32c_copy), the piece CRCs joined per tensor afterwards. */
-  job.map = r->map_addr;
+  job.r = r;
   job.e = by_target;
   job.targets = targets;
   job.npieces = npieces;
   atomic_init(&job.next, 0);
-  if (npieces > 0) {
-    job.pieces = hk_env_calloc(&r->env, npieces, sizeof *job.pieces);
-    if (!job.pieces) {
-      rc = hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory restoring from %s", r->path);
-      goto done;
-    }
-  }
-  {
-    size_t at = 0;
-    for (size_t k = 0; k < n; k++) {
-      const hk__reader_entry *e = order[k].e;
-      size_t len = (size_t)(e->end - e->begin);
-      for (size_t off = 0; off < len; off += RESTORE_CHUNK) {
-        job.pieces[at].t = order[k].t;
-        job.pieces[at].off = off;
-        job.pieces[at].len = len - off < RESTORE_CHUNK ? len - off : RESTORE_CHUNK;
-        at++;
-      }
-    }
+  atomic_init(&job.failed, 0);
+  if (pthread_mutex_init(&job.mu, NULL) != 0) {
+    rc = hk_status_set(st, HK_RESOURCE_EXHAUSTED, "cannot create a mutex restoring from %s", r->path);
+    goto done;
   }
   {
     pthread_t helper;
     int threaded = 0;
-    const unsigned char *lo = (const unsigned char *)r->map_addr + order[0].e->begin;
-    size_t span = (size_t)(order[n - 1].e->end - order[0].e->begin);
-    if (may_use_thread && total >= RESTORE_THREAD_MIN && mostly_resident(lo, span))
-      threaded = pthread_create(&helper, NULL, fused_worker, &job) == 0;
+    if (may_use_thread && total >= RESTORE_THREAD_MIN) threaded = pthread_create(&helper, NULL, read_worker, &job) == 0;
     hk_env_log(&r->env, HK_LOG_DEBUG, "Reading %" PRIu64 " bytes of %s in place, %s", total, r->path,
                threaded ? "on two threads" : "on one thread");
-    fused_worker(&job);
+    read_worker(&job);
     if (threaded) pthread_join(helper, NULL);
   }
-  /* Join each tensor's pieces (in file order) and compare. */
-  {
-    size_t at = 0;
-    for (size_t k = 0; k < n && rc == HK_OK; k++) {
-      const hk__reader_entry *e = order[k].e;
-      uint64_t len = e->end - e->begin;
-      uint32_t crc = 0;
-      for (uint64_t off = 0; off < len; off += RESTORE_CHUNK, at++)
-        crc = off == 0 ? job.pieces[at].crc : hk__crc32c_combine(crc, job.pieces[at].crc, job.pieces[at].len);
-      if (crc != e->crc) rc = crc_mismatch(r, e, crc, st);
-    }
+  pthread_mutex_destroy(&job.mu);
+  if (job.failed_code != HK_OK) {
+    if (st) *st = job.failed_status;
+    rc = job.failed_code;
+  } else {
+    rc = check_crcs(r, &job, order, n, st);
   }
 
 done:

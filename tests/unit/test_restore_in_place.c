@@ -131,6 +131,54 @@ static void test_restore__a_corrupt_tensor_is_data_loss_in_place_and_by_assign(v
   free(data);
 }
 
+/* Variables assigned rather than read in place are assigned from a
+ * mapping of the file when the fs can map (one mapping, released by the
+ * end). A failing map is no error: the bytes are read instead (DEBUG,
+ * naming the file). A failing unmap is a WARNING naming the file; the
+ * values are restored and no mapping is left. */
+static void test_restore__assigning_maps_the_file_and_a_map_failure_reads_instead(void **state) {
+  fx *f = *state;
+  unsigned char want[MODEL_BYTES], got[MODEL_BYTES];
+  fake_executor *without = fake_model(f, 0, 0);
+  hk_executor *ex = fake_executor_executor(without);
+  hk_env env = f->te->env;
+  faulty_fs ff;
+  char *prefix;
+  save(f, 5);
+  prefix = prefix_of(f, 5);
+  bytes_of(f->m.ex, f->rs, want);
+  faulty_fs_init(&ff);
+  faulty_fs_bind(&ff, &env);
+  for (int k = 0; k < 3; k++) {
+    hk_raw_session *rs = NULL;
+    test_log_clear(&f->te->log);
+    if (k == 0) faulty_fs_reset(&ff);
+    if (k == 1) faulty_fs_fail_errno(&ff, FAULTY_FS_MAP, 0, ENOMEM, 1);
+    if (k == 2) faulty_fs_fail_errno(&ff, FAULTY_FS_UNMAP, 0, EIO, 1);
+    assert_ok(restore_ex(f, ex, &env, prefix, &rs), &f->st);
+    bytes_of(ex, rs, got);
+    assert_memory_equal(got, want, MODEL_BYTES);
+    assert_int_equal(faulty_fs_calls(&ff, FAULTY_FS_MAP), 1);
+    assert_int_equal(faulty_fs_calls(&ff, FAULTY_FS_UNMAP), k == 1 ? 0 : 1);
+    assert_int_equal(faulty_fs_injected(&ff), k == 0 ? 0 : 1);
+    assert_int_equal(faulty_fs_open_maps(&ff), 0);
+    assert_int_equal(faulty_fs_open_handles(&ff), 0);
+    if (k == 1) {
+      assert_true(faulty_fs_calls(&ff, FAULTY_FS_READ_AT) > 2); /* length, header, tensors */
+      assert_logged(f->te, HK_LOG_DEBUG, "instead of mapping it");
+      assert_logged(f->te, HK_LOG_DEBUG, "model.ckpt-5.safetensors");
+    }
+    if (k == 2) {
+      assert_logged(f->te, HK_LOG_WARNING, "Releasing the mapping of checkpoint");
+      assert_logged(f->te, HK_LOG_WARNING, "model.ckpt-5.safetensors");
+    }
+    hk_raw_session_free(rs);
+  }
+  faulty_fs_destroy(&ff);
+  fake_executor_free(without);
+  free(prefix);
+}
+
 static int poison_calls;
 
 /* What a version-1 table has after `destroy` is not a slot: if it were
@@ -259,6 +307,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_restore__a_version_1_executor_is_never_asked_for_storage, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__variables_whose_storage_is_refused_are_assigned, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore__the_graph_executor_restores_into_its_storage, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore__assigning_maps_the_file_and_a_map_failure_reads_instead, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

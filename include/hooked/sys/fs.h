@@ -21,7 +21,10 @@
  *   return ABORTED or UNAVAILABLE (they would trigger session recovery).
  * - Slots may be called from the library's background saver thread while
  *   the training thread calls others, on different files: the
- *   implementation must be thread-safe.
+ *   implementation must be thread-safe. A large restore also calls read_at
+ *   from two threads at once on the same file, at different offsets: each
+ *   call reads at the offset it names, as pread() does, whatever the other
+ *   does meanwhile.
  * - A `hk_fs_file *` is the implementation's own handle; the library never
  *   looks inside it and closes every handle it opened exactly once.
  *
