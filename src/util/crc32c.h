@@ -1,8 +1,8 @@
 /*
  * Internal CRC-32C helpers beside hk_crc32c_extend (crc32c.c; hk__ names,
  * not API). Kept in a header of their own so that the CRC tests, which
- * compile crc32c.c into their own executables, can reach them in a shared
- * build too.
+ * compile src/util/crc32c*.c into their own executables, can reach them in
+ * a shared build too.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
