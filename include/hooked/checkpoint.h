@@ -39,14 +39,30 @@ extern "C" {
 /**
  * Extend a CRC-32C (Castagnoli, reflected, init and final xor 0xFFFFFFFF)
  * with `n` more bytes: start with crc 0; hk_crc32c_extend(0, "123456789", 9)
- * is 0xe3069283. Uses the SSE4.2 crc32 instruction when the CPU has it
- * (detected once at run time), else a portable slicing-by-8 table.
+ * is 0xe3069283. Uses the fastest implementation this CPU has (detected
+ * once at run time, named by hk_crc32c_implementation()); every one gives
+ * the same result.
  * @param data  may be NULL when n is 0.
  * **Threads:** any. **Errors:** none. **Allocates:** no.
  */
 HK_API uint32_t hk_crc32c_extend(uint32_t crc, const void *data, size_t n);
-/** @return "sse4.2" or "portable": the implementation hk_crc32c_extend()
- *  uses on this CPU. Static storage. **Threads:** any.
+/**
+ * @return the name of the implementation hk_crc32c_extend() (and every
+ * CRC-32C hooked computes) uses on this CPU; the same string on every
+ * call. It is one of:
+ * - "vpclmulqdq": x86-64 with AVX-512F and VPCLMULQDQ; buffers of 256
+ *   bytes and more are folded 64 bytes per carry-less multiply, shorter
+ *   ones go the "sse4.2+pclmul" way.
+ * - "sse4.2+pclmul": x86-64 with SSE4.2 and PCLMULQDQ; three streams of
+ *   the SSE4.2 crc32 instruction over adjacent blocks, joined with
+ *   PCLMULQDQ.
+ * - "sse4.2": x86-64 with SSE4.2 alone; one chain of crc32 instructions.
+ * - "armv8-crc+pmull": 64-bit ARM (Linux) with the CRC32 extension and
+ *   PMULL; three streams of crc32c instructions joined with PMULL.
+ * - "armv8-crc": 64-bit ARM (Linux) with the CRC32 extension alone; one
+ *   chain of crc32c instructions.
+ * - "portable": any other CPU or compiler; slicing-by-8 over tables.
+ * Static storage. **Threads:** any.
  * **Allocates:** no.
  */
 HK_API const char *hk_crc32c_implementation(void);

@@ -4,9 +4,8 @@
  * AVX-512 and VPCLMULQDQ the message folded 64 bytes per instruction; each
  * plain and fused with a copy. Every function carries its own target
  * attribute, so the file builds with the baseline flags and crc32c.c calls
- * a function only on a CPU hk__crc32c_x86_level() says has its
- * instructions. The one mutable static is that cached answer, an atomic
- * written at most once per value.
+ * a function only on a CPU hk__crc32c_x86_detect() says has its
+ * instructions. On other architectures the file compiles to nothing.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -15,7 +14,6 @@
 #ifdef HK_CRC32C_X86
 #include <immintrin.h>
 #include <nmmintrin.h>
-#include <stdatomic.h>
 #include <string.h>
 #include <wmmintrin.h>
 
@@ -330,22 +328,12 @@ VPCLMUL_TARGET uint32_t hk__crc32c_vpclmul(uint32_t crc, const unsigned char *p,
   return crc32c_fold_vpclmul(crc, NULL, p, n, 0);
 }
 
-/* 0: not yet asked, 1: portable, 2: SSE4.2, 3: SSE4.2 and PCLMULQDQ, 4: and
- * AVX-512F with VPCLMULQDQ.
- * Racing first callers store the same answer. */
-static atomic_int crc32c_cpu;
-
-int hk__crc32c_x86_level(void) {
-  int v = atomic_load_explicit(&crc32c_cpu, memory_order_relaxed);
-  if (v == 0) {
-    __builtin_cpu_init();
-    v = !__builtin_cpu_supports("sse4.2")                                           ? 1
-        : !__builtin_cpu_supports("pclmul")                                         ? 2
-        : __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq") ? 4
-                                                                                    : 3;
-    atomic_store_explicit(&crc32c_cpu, v, memory_order_relaxed);
-  }
-  return v;
+int hk__crc32c_x86_detect(void) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("sse4.2")) return HK__CRC32C_PORTABLE;
+  if (!__builtin_cpu_supports("pclmul")) return HK__CRC32C_SSE42;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq")) return HK__CRC32C_VPCLMULQDQ;
+  return HK__CRC32C_SSE42_PCLMUL;
 }
 #else
 /* ISO C wants a translation unit to declare something. */

@@ -1,24 +1,38 @@
 /*
  * Tests of CRC-32C (checkpoint-format.md "__metadata__": Castagnoli,
  * reflected, init and final xor 0xFFFFFFFF) against the published check
- * value, RFC 3720 B.4 vectors and a bitwise reference over random buffers,
- * whichever implementation this CPU selects; and the fused copy+CRC a restore
- * reads tensors with (hk__crc32c_copy, H27: it must give exactly the plain
- * CRC) and the join of piece CRCs (hk__crc32c_combine).
- * tests/unit/crc32c_portable_main.c
- * includes this file with HK_CRC32C_TEST_PORTABLE to run the same tests
- * against the portable path compiled on its own.
+ * value, RFC 3720 B.4 vectors and a bitwise reference over random buffers;
+ * and the fused copy+CRC a restore reads tensors with (hk__crc32c_copy, H27:
+ * it must give exactly the plain CRC) and the join of piece CRCs
+ * (hk__crc32c_combine). The whole group runs once with the implementation
+ * the library picks by itself, then once for every implementation this CPU
+ * can run, each forced with hk__crc32c_force (on an AVX-512 machine with
+ * VPCLMULQDQ: vpclmulqdq, sse4.2+pclmul, sse4.2 and portable; on 64-bit ARM
+ * with PMULL: armv8-crc+pmull, armv8-crc and portable).
+ * tests/unit/crc32c_portable_main.c includes this file with
+ * HK_CRC32C_TEST_PORTABLE to run the same tests against the portable path
+ * compiled on its own.
+ *
+ * HK_CRC32C_TEST_EXPECT, when set, names the implementation the library
+ * must pick by itself on this machine (CI sets it where it knows the CPU,
+ * as under qemu-aarch64, so that a detection falling back to the table
+ * fails); the portable-only build ignores it.
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include <hooked/checkpoint.h>
+
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
 
 #include "util/crc32c.h" /* hk__crc32c_copy, hk__crc32c_combine (crc32c.c is compiled in) */
 
@@ -141,6 +155,23 @@ static void test_crc32c__every_small_length_at_every_offset(void **state) {
   for (size_t off = 0; off < 16; off++)
     for (size_t n = 0; n <= MAX; n++)
       assert_int_equal(hk_crc32c_extend(0, buf + off, n), reference_crc(0, buf + off, n));
+  free(buf);
+}
+
+/* Every length up to 4096 (each tail, chain and three-stream block count
+ * below the long blocks) at odd start alignments, against a byte table
+ * built from the definition, with a nonzero incoming CRC. */
+static void test_crc32c__every_length_to_4096_at_odd_alignments(void **state) {
+  enum { MAX = 4096 };
+  static const size_t offs[] = {1, 3, 5, 7, 9, 13};
+  unsigned char *buf = malloc(MAX + 16);
+  (void)state;
+  assert_non_null(buf);
+  fill_random(buf, MAX + 16, 0x4096);
+  for (size_t o = 0; o < sizeof offs / sizeof offs[0]; o++)
+    for (size_t n = 0; n <= MAX; n++)
+      assert_int_equal(hk_crc32c_extend(0xdeadbeefU, buf + offs[o], n),
+                       reference_table_crc(0xdeadbeefU, buf + offs[o], n));
   free(buf);
 }
 
@@ -339,41 +370,167 @@ static void test_crc32c__combine_of_mebibyte_pieces(void **state) {
   free(buf);
 }
 
-static void test_crc32c__implementation_name(void **state) {
+/* The path hk__crc32c_force set for this run of the group; HK__CRC32C_AUTO
+ * in the run with the library's own choice. */
+static int forced_path;
+
+static const char *const path_names[HK__CRC32C_PATH_COUNT] = {
+    [HK__CRC32C_AUTO] = "(auto)",
+    [HK__CRC32C_PORTABLE] = "portable",
+    [HK__CRC32C_SSE42] = "sse4.2",
+    [HK__CRC32C_SSE42_PCLMUL] = "sse4.2+pclmul",
+    [HK__CRC32C_VPCLMULQDQ] = "vpclmulqdq",
+    [HK__CRC32C_ARMV8_CRC] = "armv8-crc",
+    [HK__CRC32C_ARMV8_CRC_PMULL] = "armv8-crc+pmull",
+};
+
+/* What the library must pick by itself here, from the CPU's own report. */
+static const char *expected_auto_name(void) {
+#ifdef HK_CRC32C_TEST_PORTABLE
+  return "portable";
+#elif defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("sse4.2")) return "portable";
+  if (!__builtin_cpu_supports("pclmul")) return "sse4.2";
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq")) return "vpclmulqdq";
+  return "sse4.2+pclmul";
+#elif defined(__aarch64__) && defined(__linux__)
+  unsigned long hwcap = getauxval(AT_HWCAP);
+  if (!(hwcap & HWCAP_CRC32)) return "portable";
+  return (hwcap & HWCAP_PMULL) ? "armv8-crc+pmull" : "armv8-crc";
+#else
+  return "portable";
+#endif
+}
+
+/* The name says the path the CRC runs: the CPU's best when nothing is
+ * forced (and what HK_CRC32C_TEST_EXPECT says, when set), else the forced
+ * one. */
+static void test_crc32c__implementation_names_the_path_in_use(void **state) {
   const char *impl = hk_crc32c_implementation();
   (void)state;
   assert_non_null(impl);
-#ifdef HK_CRC32C_TEST_PORTABLE
-  assert_string_equal(impl, "portable");
-#else
-  assert_true(strcmp(impl, "sse4.2") == 0 || strcmp(impl, "portable") == 0);
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  __builtin_cpu_init();
-  assert_string_equal(impl, __builtin_cpu_supports("sse4.2") ? "sse4.2" : "portable");
+  if (forced_path == HK__CRC32C_AUTO) {
+    assert_string_equal(impl, expected_auto_name());
+#ifndef HK_CRC32C_TEST_PORTABLE
+    const char *expect = getenv("HK_CRC32C_TEST_EXPECT");
+    if (expect && *expect) assert_string_equal(impl, expect);
 #endif
-#endif
+  } else {
+    assert_string_equal(impl, path_names[forced_path]);
+  }
   /* stable across calls */
   assert_ptr_equal(hk_crc32c_implementation(), impl);
 }
 
+/* An ARM CPU gets the CRC32 extension's path only when its hardware
+ * capabilities list the extension, and PMULL's only with PMULL too (the
+ * bits the kernel reports; checked on every architecture, as qemu emulates
+ * no ARM CPU without PMULL). */
+static void test_crc32c__arm_path_follows_the_hardware_capabilities(void **state) {
+  const unsigned long pmull = 1UL << 4, crc32 = 1UL << 7, aes = 1UL << 3, fp = 1UL << 0;
+  (void)state;
+  assert_int_equal(hk__crc32c_arm_path(0), HK__CRC32C_PORTABLE);
+  assert_int_equal(hk__crc32c_arm_path(fp | aes | pmull), HK__CRC32C_PORTABLE);
+  assert_int_equal(hk__crc32c_arm_path(crc32), HK__CRC32C_ARMV8_CRC);
+  assert_int_equal(hk__crc32c_arm_path(fp | aes | crc32), HK__CRC32C_ARMV8_CRC);
+  assert_int_equal(hk__crc32c_arm_path(crc32 | pmull), HK__CRC32C_ARMV8_CRC_PMULL);
+  assert_int_equal(hk__crc32c_arm_path(~0UL), HK__CRC32C_ARMV8_CRC_PMULL);
+#if defined(__aarch64__) && defined(__linux__)
+  assert_int_equal(pmull, HWCAP_PMULL);
+  assert_int_equal(crc32, HWCAP_CRC32);
+#endif
+}
+
+/* Paths this build or CPU cannot run are refused and change nothing. */
+static void test_crc32c__force_refuses_paths_the_cpu_lacks(void **state) {
+  const char *before = hk_crc32c_implementation();
+  (void)state;
+  assert_int_equal(hk__crc32c_force(HK__CRC32C_PATH_COUNT), 0);
+  assert_int_equal(hk__crc32c_force(-1), 0);
+#if !defined(__aarch64__) || defined(HK_CRC32C_TEST_PORTABLE)
+  assert_int_equal(hk__crc32c_force(HK__CRC32C_ARMV8_CRC), 0);
+  assert_int_equal(hk__crc32c_force(HK__CRC32C_ARMV8_CRC_PMULL), 0);
+#endif
+#if !defined(__x86_64__) || defined(HK_CRC32C_TEST_PORTABLE)
+  assert_int_equal(hk__crc32c_force(HK__CRC32C_SSE42), 0);
+  assert_int_equal(hk__crc32c_force(HK__CRC32C_VPCLMULQDQ), 0);
+#endif
+  assert_ptr_equal(hk_crc32c_implementation(), before);
+}
+
+/* Every path this CPU can run gives the same CRC and the same copy as the
+ * portable one, on a buffer long enough for each folding and block step. */
+static void test_crc32c__every_path_agrees_with_the_portable_one(void **state) {
+  size_t n = ((size_t)1 << 18) + 4093;
+  unsigned char *buf = malloc(n + 8), *dst = malloc(n + 8);
+  uint32_t want, want_part;
+  int ran = 0;
+  (void)state;
+  assert_non_null(buf);
+  assert_non_null(dst);
+  fill_random(buf, n + 8, 0xa9e);
+  assert_int_equal(hk__crc32c_force(HK__CRC32C_PORTABLE), 1);
+  want = hk_crc32c_extend(0x31415926U, buf + 3, n);
+  want_part = hk_crc32c_extend(0, buf + 1, 777);
+  for (int p = HK__CRC32C_PORTABLE; p < HK__CRC32C_PATH_COUNT; p++) {
+    if (!hk__crc32c_force(p)) continue;
+    ran++;
+    assert_string_equal(hk_crc32c_implementation(), path_names[p]);
+    assert_int_equal(hk_crc32c_extend(0x31415926U, buf + 3, n), want);
+    assert_int_equal(hk_crc32c_extend(0, buf + 1, 777), want_part);
+    memset(dst, 0, n + 8);
+    assert_int_equal(hk__crc32c_copy(0x31415926U, dst + 5, buf + 3, n), want);
+    assert_memory_equal(dst + 5, buf + 3, n);
+  }
+  assert_true(ran >= 1);
+  free(buf);
+  free(dst);
+}
+
+/* Before each test: the run's path (a test that forces others, and fails
+ * before it puts the run's back, must not change the tests after it). */
+static int use_forced_path(void **state) {
+  (void)state;
+  return hk__crc32c_force(forced_path) ? 0 : -1;
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_crc32c__check_value),
-      cmocka_unit_test(test_crc32c__empty_input),
-      cmocka_unit_test(test_crc32c__rfc3720_vectors),
-      cmocka_unit_test(test_crc32c__matches_bitwise_reference),
-      cmocka_unit_test(test_crc32c__pieces_equal_one_shot_at_every_split),
-      cmocka_unit_test(test_crc32c__large_buffer),
-      cmocka_unit_test(test_crc32c__every_small_length_at_every_offset),
-      cmocka_unit_test(test_crc32c__lengths_around_block_thresholds),
-      cmocka_unit_test(test_crc32c__multi_mebibyte_buffers),
-      cmocka_unit_test(test_crc32c__implementation_name),
-      cmocka_unit_test(test_crc32c__copy_equals_plain_crc_for_every_small_length_and_alignment),
-      cmocka_unit_test(test_crc32c__copy_equals_plain_crc_around_block_thresholds),
-      cmocka_unit_test(test_crc32c__copy_equals_plain_crc_at_every_fold_boundary),
-      cmocka_unit_test(test_crc32c__copy_of_multi_mebibyte_buffers_and_a_flipped_bit),
-      cmocka_unit_test(test_crc32c__combine_of_pieces_equals_the_whole),
-      cmocka_unit_test(test_crc32c__combine_of_mebibyte_pieces),
+      cmocka_unit_test_setup(test_crc32c__check_value, use_forced_path),
+      cmocka_unit_test_setup(test_crc32c__empty_input, use_forced_path),
+      cmocka_unit_test_setup(test_crc32c__rfc3720_vectors, use_forced_path),
+      cmocka_unit_test_setup(test_crc32c__matches_bitwise_reference, use_forced_path),
+      cmocka_unit_test_setup(test_crc32c__pieces_equal_one_shot_at_every_split, use_forced_path),
+      cmocka_unit_test_setup(test_crc32c__large_buffer, use_forced_path),
+      cmocka_unit_test_setup(test_crc32c__every_small_length_at_every_offset, use_forced_path),
+      cmocka_unit_test_setup(test_crc32c__every_length_to_4096_at_odd_alignments, use_forced_path),
+      cmocka_unit_test_setup(test_crc32c__lengths_around_block_thresholds, use_forced_path),
+      cmocka_unit_test_setup(test_crc32c__multi_mebibyte_buffers, use_forced_path),
+      cmocka_unit_test_setup(test_crc32c__implementation_names_the_path_in_use, use_forced_path),
+      cmocka_unit_test_setup(test_crc32c__force_refuses_paths_the_cpu_lacks, use_forced_path),
+      cmocka_unit_test_setup(test_crc32c__arm_path_follows_the_hardware_capabilities, use_forced_path),
+      cmocka_unit_test_setup(test_crc32c__every_path_agrees_with_the_portable_one, use_forced_path),
+      cmocka_unit_test_setup(test_crc32c__copy_equals_plain_crc_for_every_small_length_and_alignment, use_forced_path),
+      cmocka_unit_test_setup(test_crc32c__copy_equals_plain_crc_around_block_thresholds, use_forced_path),
+      cmocka_unit_test_setup(test_crc32c__copy_equals_plain_crc_at_every_fold_boundary, use_forced_path),
+      cmocka_unit_test_setup(test_crc32c__copy_of_multi_mebibyte_buffers_and_a_flipped_bit, use_forced_path),
+      cmocka_unit_test_setup(test_crc32c__combine_of_pieces_equals_the_whole, use_forced_path),
+      cmocka_unit_test_setup(test_crc32c__combine_of_mebibyte_pieces, use_forced_path),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  int failed = 0;
+  /* First the library's own choice, then each path this CPU can run. */
+  for (int p = HK__CRC32C_AUTO; p < HK__CRC32C_PATH_COUNT; p++) {
+    char name[64];
+    if (!hk__crc32c_force(p)) {
+      printf("crc32c: %s: not on this CPU or build, skipped\n", path_names[p]);
+      continue;
+    }
+    forced_path = p;
+    snprintf(name, sizeof name, "crc32c with %s%s", hk_crc32c_implementation(),
+             p == HK__CRC32C_AUTO ? " (the library's own choice)" : "");
+    printf("%s\n", name);
+    failed += cmocka_run_group_tests_name(name, tests, NULL, NULL);
+  }
+  return failed != 0;
 }
