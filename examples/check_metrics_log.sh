@@ -30,12 +30,16 @@ fail() {
 
 # The step of the newest checkpoint the state file of $1 names, in STEP
 # (empty when there is none); the state file's first line is hooked's
-# checksum line, then model_checkpoint_path.
+# checksum line, the pending-deletion lines, then model_checkpoint_path.
 state_step() {
   local line=
   STEP=
   if [ -f "$1/checkpoint" ]; then
-    { read -r line; [[ $line == "# hooked-crc32c: "* ]] && read -r line; } <"$1/checkpoint"
+    {
+      read -r line
+      [[ $line == "# hooked-crc32c: "* ]] && read -r line
+      while [[ $line == "# hooked-pending-deletion: "* ]]; do read -r line; done
+    } <"$1/checkpoint"
   fi
   [[ $line =~ ^model_checkpoint_path:\ \"model\.ckpt-([0-9]+)\"$ ]] && STEP=${BASH_REMATCH[1]}
   return 0

@@ -289,7 +289,9 @@ HK_API double hk_checkpoint_state_last_preserved(const hk_checkpoint_state *cs);
 /**
  * Write the state file `<dir>/<latest_filename>` atomically,
  * its first line the checksum line "# hooked-crc32c: <8 hex>" (a comment
- * to TensorFlow's parser).
+ * to TensorFlow's parser). The pending-deletion lines of the file it
+ * replaces (checkpoint-format.md) are kept, except for names the new file
+ * lists, so deletions a Saver has not yet made durable are still finished.
  * @param newest      a checkpoint name or "<dir>/<name>" (required); appended
  *                    to `names` with a log line when missing.
  * @param names       n names or "<dir>/<name>" paths, oldest first.
@@ -300,7 +302,8 @@ HK_API double hk_checkpoint_state_last_preserved(const hk_checkpoint_state *cs);
  * conflicts with path used for checkpoint state.  Please use a different
  * save path."), a duplicate, a file that would be larger than the 256 MiB
  * hk_checkpoint_state_get() reads (some 750,000 255-byte names with
- * timestamps); file-system errors.
+ * timestamps); file-system errors, reading the current file included (a
+ * missing or malformed one records nothing and is no error).
  * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_checkpoint_state_update(const hk_env *env, const char *dir, const char *newest,

@@ -178,6 +178,10 @@ hk_code hk__adopt_into(const hk_env *env, const char *dir, const char *base, dou
       is_listed = strcmp(state->names[k], found[i].name) == 0;
     for (size_t k = 0; k < *n && !is_listed; k++)
       is_listed = strcmp(hk__path_basename((*paths)[k]), found[i].name) == 0;
+    /* One the state file records as a pending deletion (still there: its
+     * deletion failed) is retention's to delete, never to adopt. */
+    for (size_t k = 0; state && k < state->npending && !is_listed; k++)
+      is_listed = strcmp(state->pending[k], found[i].name) == 0;
     if (is_listed || (have_ref && found[i].step <= ref) || (!have_ref && preserves)) {
       if (!is_listed && !have_ref) held_back++;
       hk_env_free(env, found[i].name);

@@ -9,7 +9,7 @@
  *   finite.c      the writer's scan for NaN and infinities
  *   state*.c      the state file: parse (state_parse.c), format
  *                 (state.c), public helpers
- *   pending.c     the pending-deletions record
+ *   pending.c     pending deletions: the state file's, an earlier version's record
  *   best.c        the best-checkpoint record
  *   adopt.c       checkpoints the state file does not list
  *   stale_tmp.c   stale temporary files of a checkpoint directory
@@ -128,6 +128,11 @@ typedef struct hk__state {
   size_t n;
   char *model;           /* owned: model_checkpoint_path (a valid name; also the last of names) */
   double last_preserved; /* NaN when absent */
+  /* Checkpoints a save dropped whose deletion may not be durable yet
+   * (checkpoint-format.md "Pending deletions in the state file"): owned
+   * valid names, none listed above; only from a file with its checksum line. */
+  char **pending;
+  size_t npending;
 } hk__state;
 
 /**
@@ -146,11 +151,14 @@ void hk__state_clear(const hk_env *env, hk__state *s);
 /**
  * Write "<dir>/<latest_filename>" atomically: names are bare
  * valid names, the last one is model_checkpoint_path; timestamps may be
- * NULL. Refuses an invalid name, and a name equal to latest_filename, with
- * INVALID_ARGUMENT, so it never writes a file its reader would refuse.
+ * NULL; `pending` (npending bare valid names, none of them listed, none
+ * twice; NULL when 0) become the pending-deletion lines. Refuses an invalid
+ * name, and a name equal to latest_filename, with INVALID_ARGUMENT, so it
+ * never writes a file its reader would refuse.
  */
 hk_code hk__state_write(const hk_env *env, const char *dir, const char *latest_filename, const char *const *names,
-                        const double *timestamps, size_t n, double last_preserved, hk_status *st);
+                        const double *timestamps, size_t n, double last_preserved, const char *const *pending,
+                        size_t npending, hk_status *st);
 
 /** A state file larger than this is refused unread ("line 0"). */
 #define HK__STATE_MAX_BYTES ((size_t)256 << 20)
@@ -160,37 +168,54 @@ hk_code hk__state_write(const hk_env *env, const char *dir, const char *latest_f
  * same checks; *text is owned (env allocator), NUL-terminated, *len bytes.
  */
 hk_code hk__state_format(const hk_env *env, const char *dir, const char *latest_filename, const char *const *names,
-                         const double *timestamps, size_t n, double last_preserved, char **text, size_t *len,
-                         hk_status *st);
+                         const double *timestamps, size_t n, double last_preserved, const char *const *pending,
+                         size_t npending, char **text, size_t *len, hk_status *st);
 
 /* ---- pending deletions (pending.c) ------------------------------------------------ */
 
-/** The record's name is the state file's name plus this suffix, in the
- *  same directory: "checkpoint.pending-deletions". */
+/** The record an earlier version wrote: the state file's name plus this
+ *  suffix, in the same directory: "checkpoint.pending-deletions". It is
+ *  still finished (hk__pending_finish), never written. */
 #define HK__PENDING_SUFFIX ".pending-deletions"
 
+/** The first bytes of a pending-deletion line of the state file. */
+#define HK__PENDING_LINE "# hooked-pending-deletion: \""
+
+/** What hk__pending_state_finish leaves for the save that called it. */
+typedef struct hk__pending_left {
+  /* Recorded names still present (their deletion failed): owned bare
+   * names the next state file must record again. */
+  char **carry;
+  size_t ncarry;
+} hk__pending_left;
+
+/** Free what a hk__pending_left holds; zeroes it. */
+void hk__pending_left_clear(const hk_env *env, hk__pending_left *left);
+
 /**
- * Record durably, before the state file that drops them, the checkpoints a
- * save's retention is about to delete (`drop`: their prefixes, "<dir>/<name>"
- * or bare names), bound to the exact state file the save then writes (the
- * CRC-32C of hk__state_format's text for the same arguments). Written atomically
- * (temporary name, fsync, rename) except for the directory fsync: the data file's commit that
- * follows fsyncs the same directory before the state file is
- * written, so the record costs one file fsync. ndrop 0: nothing is written.
+ * Before a save's own work: delete the checkpoints the current state file
+ * records as pending deletion (its pending-deletion lines) that it does not
+ * list and whose name is not the basename of one of `keep` (nkeep paths:
+ * the Saver's own list) —
+ * "<name>.safetensors", "<name>.graph.txt" and "<name>.meta", those that
+ * exist — with no fsync: the data file's commit that follows fsyncs the
+ * directory before any state file that stops recording them is written.
+ * When `target` (the bare name the save writes) is among them, the
+ * deletions are made durable (a directory fsync) and the state file is
+ * rewritten without them before returning, so no state file recording
+ * `target` outlives the save that re-creates it. A deletion that fails
+ * (other than NOT_FOUND) is logged at WARNING and its name returned in
+ * left->carry. A missing or malformed state file deletes nothing. The
+ * save fails (before writing anything) on RESOURCE_EXHAUSTED, when
+ * `must_read` and the state file exists but cannot be read, or when the
+ * rewrite fails.
  */
-hk_code hk__pending_write(const hk_env *env, const char *dir, const char *latest_filename, const char *const *names,
-                          const double *timestamps, size_t n, double last_preserved, char *const *drop, size_t ndrop,
-                          hk_status *st);
-
-/** Remove the record once the deletions it lists are durable (best
- *  effort, no fsync: a record that survives a crash is bound to a state
- *  file and found by the next save). A missing one is fine; other failures
- *  are logged at WARNING. */
-void hk__pending_remove(const hk_env *env, const char *dir, const char *latest_filename);
+hk_code hk__pending_state_finish(const hk_env *env, const char *dir, const char *latest_filename, const char *target,
+                                 char *const *keep, size_t nkeep, int must_read, hk__pending_left *left, hk_status *st);
 
 /**
- * Before a save's own work: finish the deletions a record left by an
- * interrupted save lists, fsync the directory (when one was deleted), then
+ * Before a save's own work: finish the deletions a record an earlier
+ * version left (its interrupted save) lists, fsync the directory (when one was deleted), then
  * remove the record durably (one more directory fsync; none of this when
  * no record exists). Only while the state file is the
  * very one the record was written for (its CRC-32C), and never a name that

@@ -1,28 +1,38 @@
 /*
- * hooked — the pending-deletion record
- * (checkpoint-format.md "The pending-deletion record").
+ * hooked — deletions a crash may have undone
+ * (checkpoint-format.md "Pending deletions in the state file" and "The
+ * pending-deletion record of earlier versions").
  *
- * A save whose retention deletes checkpoints writes, before the state file
- * that stops listing them, "<latest_filename>.pending-deletions" beside the
- * state file:
+ * A save whose retention deletes checkpoints records their names in the
+ * state file that stops listing them, as comment lines right after its
+ * checksum line:
+ *
+ *   # hooked-crc32c: 84b21e25
+ *   # hooked-pending-deletion: "model.ckpt-100"
+ *   model_checkpoint_path: "model.ckpt-600"
+ *   ...
+ *
+ * and then unlinks their files with no directory fsync. Those unlinks
+ * become durable under the next save's data-file directory fsync: every
+ * save first deletes, again, each recorded name still present that the
+ * state file does not list (hk__pending_state_finish), and only the state
+ * file written after that fsync stops recording them. A crash in between
+ * can bring a deleted checkpoint back, unlisted and still recorded, and the
+ * next save deletes it.
+ *
+ * Earlier versions recorded the same names in a file of their own,
+ * "<latest_filename>.pending-deletions", bound to the state file by its
+ * CRC-32C:
  *
  *   # hooked pending checkpoint deletions 1
  *   state_crc32c: 5f0e7a21
  *   delete: "model.ckpt-100"
- *   delete: "model.ckpt-200"
  *
- * state_crc32c is the CRC-32C of the exact bytes of the state file the save
- * writes next. The save removes the record once the deletions are done and
- * the directory fsync after them has made them durable (a removal that
- * persisted alone would leave checkpoints nothing deletes). A crash before
- * that leaves the record; the next save (of any Saver using that state file)
- * finds it before its own work and finishes the deletions — but only while
- * the state file is still the one the record was written for, never for a
- * name that state file lists, and only "<name>.safetensors" and its
- * companions of valid names in that directory. It then removes
- * the record durably, before writing anything, so a record can never
- * outlive the save that finds it and later meet a checkpoint re-created
- * under a recorded name.
+ * This version never writes one, and finishes one it finds
+ * (hk__pending_finish) as they did: only while the state file is the one
+ * the record was written for, never for a name that state file lists, and
+ * only "<name>.safetensors" and its companions of valid names in that
+ * directory; then it removes the record durably, before writing anything.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -55,75 +65,11 @@ static hk_code oom(hk_status *st, const char *dir) {
   return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory recording the checkpoint deletions of %s", dir);
 }
 
-/* ---- writing ------------------------------------------------------------------------ */
-
-hk_code hk__pending_write(const hk_env *env, const char *dir, const char *latest_filename, const char *const *names,
-                          const double *timestamps, size_t n, double last_preserved, char *const *drop, size_t ndrop,
-                          hk_status *st) {
-  char *state = NULL, *text = NULL, *path = NULL;
-  size_t state_len = 0, len = 0, cap;
-  hk__atomic_file af;
-  hk_code rc;
-
-  if (ndrop == 0) return HK_OK;
-  rc = hk__state_format(env, dir, latest_filename, names, timestamps, n, last_preserved, &state, &state_len, st);
-  if (rc != HK_OK) return rc;
-  cap = sizeof MAGIC + sizeof KEY_CRC + 9 + 1;
-  for (size_t i = 0; i < ndrop; i++) cap += sizeof KEY_DELETE + strlen(hk__path_basename(drop[i])) + 2;
-  text = hk_env_alloc(env, cap);
-  path = record_path(env, dir, latest_filename);
-  if (!text || !path) {
-    rc = oom(st, dir);
-    goto done;
-  }
-  len = (size_t)snprintf(text, cap, MAGIC "\n" KEY_CRC "%08" PRIx32 "\n", hk_crc32c_extend(0, state, state_len));
-  for (size_t i = 0; i < ndrop; i++) {
-    const char *name = hk__path_basename(drop[i]);
-    /* Retention drops only names it listed, which are valid; a record the
-     * next save would refuse is never written. */
-    if (!hk__valid_name(name) || strcmp(name, latest_filename) == 0) {
-      rc = hk_status_set(st, HK_INTERNAL, "checkpoint %s to delete is not a valid checkpoint name in %s", drop[i], dir);
-      goto done;
-    }
-    len += (size_t)snprintf(text + len, cap - len, KEY_DELETE "%s\"\n", name);
-  }
-  rc = hk__atomic_begin(&af, env, path, st);
-  if (rc != HK_OK) goto done;
-  /* The data file's commit fsyncs this directory next, before the state
-   * file is written: that fsync makes the record's name durable. */
-  af.defer_dir_sync = 1;
-  rc = hk__atomic_write(&af, text, len, st);
-  if (rc != HK_OK) {
-    hk__atomic_abort(&af);
-    goto done;
-  }
-  rc = hk__atomic_commit(&af, st);
-
-done:
-  hk_env_free(env, state);
-  hk_env_free(env, text);
-  hk_env_free(env, path);
-  return rc;
-}
-
 static hk_code remove_record(const hk__fs *fs, const char *path, hk_status *st) {
   hk_status why = HK_STATUS_INIT;
   hk_code rc = hk__fs_unlink(fs, path, &why);
   if (rc == HK_OK || rc == HK_NOT_FOUND) return HK_OK;
   return hk_status_set(st, rc, "Cannot remove the pending-deletion record %s: %s", path, why.message);
-}
-
-void hk__pending_remove(const hk_env *env, const char *dir, const char *latest_filename) {
-  hk_status why = HK_STATUS_INIT;
-  hk__fs fs;
-  char *path = record_path(env, dir, latest_filename);
-  if (!path) {
-    hk_env_log(env, HK_LOG_WARNING, "Ignoring: out of memory removing the pending-deletion record of %s", dir);
-    return;
-  }
-  hk__fs_init(&fs, env);
-  if (remove_record(&fs, path, &why) != HK_OK) hk_env_log(env, HK_LOG_WARNING, "Ignoring: %s", why.message);
-  hk_env_free(env, path);
 }
 
 /* ---- reading ------------------------------------------------------------------------ */
@@ -135,7 +81,7 @@ typedef struct record {
   size_t n;
 } record;
 
-/* Strict: the exact lines hk__pending_write writes, or the whole record is
+/* Strict: the exact lines earlier versions wrote, or the whole record is
  * malformed (*why says how). RESOURCE_EXHAUSTED is the only error code. */
 static hk_code parse_record(const hk_env *env, char *text, size_t len, const char *latest, record *out, char *why,
                             size_t cap, int *malformed) {
@@ -188,7 +134,8 @@ refused:
  * existed. Only RESOURCE_EXHAUSTED (before any removal) is returned; other
  * removal errors are logged at WARNING "Ignoring: %s", as a save's retention
  * deletions are. */
-static hk_code delete_checkpoint(const hk__fs *fs, const char *dir, const char *name, int *removed, hk_status *st) {
+static hk_code delete_checkpoint(const hk__fs *fs, const char *dir, const char *name, int *removed, int *failed,
+                                 hk_status *st) {
   char *files[3];
   int ok = 1;
   for (size_t i = 0; i < 3; i++) {
@@ -198,10 +145,12 @@ static hk_code delete_checkpoint(const hk__fs *fs, const char *dir, const char *
   }
   for (size_t i = 0; ok && i < 3; i++) {
     hk_status why = HK_STATUS_INIT;
-    if (hk__fs_unlink(fs, files[i], &why) == HK_OK)
+    if (hk__fs_unlink(fs, files[i], &why) == HK_OK) {
       *removed = 1;
-    else if (why.code != HK_NOT_FOUND)
+    } else if (why.code != HK_NOT_FOUND) {
+      *failed = 1;
       hk_env_log(fs->env, HK_LOG_WARNING, "Ignoring: %s", why.message);
+    }
   }
   for (size_t i = 0; i < 3; i++) hk_env_free(fs->env, files[i]);
   return ok ? HK_OK : oom(st, dir);
@@ -300,14 +249,15 @@ hk_code hk__pending_finish(const hk_env *env, const char *dir, const char *lates
     goto remove;
   }
   for (size_t i = 0; i < rec.n; i++) {
-    int listed = 0, removed = 0;
+    int listed = 0, removed = 0, failed = 0;
     for (size_t j = 0; j < state.n && !listed; j++) listed = strcmp(state.names[j], rec.names[i]) == 0;
     if (listed) {
       hk_env_log(env, HK_LOG_WARNING, "Not deleting checkpoint %s recorded in %s: the state file %s lists it.",
                  rec.names[i], path, state_path);
       continue;
     }
-    rc = delete_checkpoint(&fs, dir, rec.names[i], &removed, st);
+    rc = delete_checkpoint(&fs, dir, rec.names[i], &removed, &failed, st);
+    (void)failed;               /* logged; the record is removed all the same, as this version always did */
     if (rc != HK_OK) goto done; /* the record stays: the next save tries again */
     if (removed) {
       deleted++;
@@ -347,5 +297,93 @@ done:
   hk_env_free(env, state_text);
   hk_env_free(env, state_path);
   hk_env_free(env, path);
+  return rc;
+}
+
+/* ---- pending deletions recorded in the state file ------------------------------------ */
+
+void hk__pending_left_clear(const hk_env *env, hk__pending_left *left) {
+  if (!left) return;
+  for (size_t i = 0; i < left->ncarry; i++) hk_env_free(env, left->carry[i]);
+  hk_env_free(env, left->carry);
+  memset(left, 0, sizeof *left);
+}
+
+static int paths_name(char *const *paths, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(hk__path_basename(paths[i]), name) == 0) return 1;
+  return 0;
+}
+
+hk_code hk__pending_state_finish(const hk_env *env, const char *dir, const char *latest_filename, const char *target,
+                                 char *const *keep, size_t nkeep, int must_read, hk__pending_left *left,
+                                 hk_status *st) {
+  hk__fs fs;
+  hk_status why = HK_STATUS_INIT;
+  hk__state state;
+  int rewrite = 0;
+  hk_code rc;
+
+  memset(left, 0, sizeof *left);
+  hk__fs_init(&fs, env);
+  rc = hk__state_read(env, dir, latest_filename, &state, &why);
+  if (rc == HK_NOT_FOUND || rc == HK_DATA_LOSS) return HK_OK; /* nothing it records can be trusted */
+  if (rc == HK_RESOURCE_EXHAUSTED || (rc != HK_OK && must_read)) {
+    /* This save is about to write a state file that records only what
+     * it knows: a record it could not read would be lost. */
+    return hk_status_set(st, rc, "Cannot read the checkpoint state file %s/%s for the deletions it records: %s", dir,
+                         latest_filename, why.message);
+  }
+  if (rc != HK_OK) {
+    hk_env_log(env, HK_LOG_WARNING,
+               "Not finishing the checkpoint deletions the state file %s/%s records: it cannot be read (%s).", dir,
+               latest_filename, why.message);
+    return HK_OK;
+  }
+  if (state.npending > 0) {
+    left->carry = hk_env_calloc(env, state.npending, sizeof *left->carry);
+    if (!left->carry) {
+      rc = oom(st, dir);
+      goto done;
+    }
+  }
+  for (size_t i = 0; i < state.npending; i++) {
+    const char *name = state.pending[i];
+    int removed = 0, failed = 0;
+    /* Never the state file itself, nor what this Saver manages. */
+    if (strcmp(name, latest_filename) == 0 || paths_name(keep, nkeep, name)) continue;
+    rc = delete_checkpoint(&fs, dir, name, &removed, &failed, st);
+    if (rc != HK_OK) goto done;
+    if (failed && !(target && strcmp(name, target) == 0)) {
+      left->carry[left->ncarry] = hk_env_strdup(env, name);
+      if (!left->carry[left->ncarry++]) {
+        rc = oom(st, dir);
+        goto done;
+      }
+    }
+    if (removed)
+      hk_env_log(env, HK_LOG_INFO,
+                 "Deleted checkpoint %s of %s, which retention dropped in a save whose deletion a crash may have "
+                 "undone (recorded in the state file %s).",
+                 name, dir, latest_filename);
+    if (target && strcmp(name, target) == 0) rewrite = 1;
+  }
+  if (rewrite) {
+    /* This save re-creates a recorded name: the state file must stop
+     * recording it before the new checkpoint exists, or a crash could let
+     * the next save delete it. The deletions first, durably; then the same
+     * list recording only what failed. */
+    rc = hk__fs_sync_dir(&fs, dir, &why);
+    if (rc == HK_OK)
+      rc = hk__state_write(env, dir, latest_filename, (const char *const *)state.names, state.timestamps, state.n,
+                           state.last_preserved, (const char *const *)left->carry, left->ncarry, &why);
+    if (rc != HK_OK)
+      hk_status_set(st, rc, "Cannot stop the checkpoint state file %s/%s recording %s as a deletion: %s", dir,
+                    latest_filename, target, why.message);
+  }
+
+done:
+  hk__state_clear(env, &state);
+  if (rc != HK_OK) hk__pending_left_clear(env, left);
   return rc;
 }

@@ -46,6 +46,10 @@ typedef struct plan {
   double *best_metric;
   size_t nbest;
   int best_changed;
+  /* What the state file records as pending deletion: the basenames of
+   * drop, then the recorded names whose deletion failed (borrowed). */
+  const char **pending;
+  size_t npending;
 } plan;
 
 static void plan_free(const hk_env *env, plan *p) {
@@ -58,6 +62,7 @@ static void plan_free(const hk_env *env, plan *p) {
   for (size_t i = 0; i < p->nbest; i++) hk_env_free(env, p->best[i]);
   hk_env_free(env, p->best);
   hk_env_free(env, p->best_metric);
+  hk_env_free(env, (void *)p->pending);
   memset(p, 0, sizeof *p);
 }
 
@@ -160,6 +165,22 @@ oom:
   return oom(st, "planning checkpoint retention");
 }
 
+/* The pending-deletion lines of the plan's state file: this save's drops,
+ * then what an earlier one recorded and could not delete yet. */
+static hk_code plan_pending(const hk_env *env, plan *p, const hk__pending_left *left, hk_status *st) {
+  if (p->ndrop + left->ncarry == 0) return HK_OK;
+  p->pending = hk_env_calloc(env, p->ndrop + left->ncarry, sizeof *p->pending);
+  if (!p->pending) return oom(st, "planning checkpoint retention");
+  for (size_t i = 0; i < p->ndrop; i++) p->pending[p->npending++] = hk__path_basename(p->drop[i]);
+  for (size_t i = 0; i < left->ncarry; i++) {
+    int dup = 0;
+    for (size_t j = 0; j < p->npending && !dup; j++) dup = strcmp(p->pending[j], left->carry[i]) == 0;
+    for (size_t j = 0; j < p->n && !dup; j++) dup = strcmp(p->names[j], left->carry[i]) == 0;
+    if (!dup) p->pending[p->npending++] = left->carry[i];
+  }
+  return HK_OK;
+}
+
 static void plan_install(hk_saver *s, plan *p) {
   hk__saver_free_list(s);
   s->paths = p->paths;
@@ -236,13 +257,12 @@ static void remove_created(const hk__fs *fs, const char *path) {
     hk_env_log(fs->env, HK_LOG_WARNING, "Could not remove %s after a failed save: %s", path, why.message);
 }
 
-/* Nonzero when the file is gone (removed, or missing). */
-static int remove_ignoring(const hk__fs *fs, const char *path, int quiet_missing) {
+/* Remove a file, logging a failure (a missing one too, unless quiet_missing). */
+static void remove_ignoring(const hk__fs *fs, const char *path, int quiet_missing) {
   hk_status why = HK_STATUS_INIT;
-  if (hk__fs_unlink(fs, path, &why) == HK_OK) return 1;
-  if (quiet_missing && why.code == HK_NOT_FOUND) return 1;
+  if (hk__fs_unlink(fs, path, &why) == HK_OK) return;
+  if (quiet_missing && why.code == HK_NOT_FOUND) return;
   hk_env_log(fs->env, HK_LOG_WARNING, "Ignoring: %s", why.message);
-  return why.code == HK_NOT_FOUND;
 }
 
 /* A failed state write may have renamed the new state file into
@@ -251,7 +271,7 @@ static int remove_ignoring(const hk__fs *fs, const char *path, int quiet_missing
  * file on disk is known not to name `name` any more, durably: only then may
  * the caller remove the files of `name`. On zero they stay, so whatever
  * state file survives names a checkpoint that exists. */
-static int rollback_state(hk_saver *s, const hk__fs *fs, const char *name) {
+static int rollback_state(hk_saver *s, const hk__fs *fs, const char *name, const hk__pending_left *left) {
   const hk_env *env = senv(s);
   hk__state now;
   hk_status why = HK_STATUS_INIT;
@@ -277,7 +297,10 @@ static int rollback_state(hk_saver *s, const hk__fs *fs, const char *name) {
     const char **names = hk_env_calloc(env, s->n, sizeof *names);
     if (names) {
       for (size_t i = 0; i < s->n; i++) names[i] = hk__path_basename(s->paths[i]);
-      rc = hk__state_write(env, s->dir, s->latest_filename, names, s->stamps, s->n, s->last_preserved, &why);
+      /* What the replaced file recorded is deleted durably by now (the data
+       * file's directory fsync came after), except what failed. */
+      rc = hk__state_write(env, s->dir, s->latest_filename, names, s->stamps, s->n, s->last_preserved,
+                           (const char *const *)left->carry, left->ncarry, &why);
       hk_env_free(env, (void *)names);
       if (rc == HK_OK) return 1; /* written atomically, directory synced */
     }
@@ -319,9 +342,9 @@ char *hk__saver_prefix(hk_saver *saver, const char *save_path, int64_t step) {
   return saver && save_path ? make_prefix(saver, save_path, step) : NULL;
 }
 
-/* Everything a save does once the variables are in hand (stale
- * temporaries, pending-deletion record, data file and graph, best record,
- * state file). */
+/* Everything a save does once the variables are in hand (recorded
+ * deletions, stale temporaries, data file and graph, best record, state
+ * file, retention's deletions). */
 static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step, int64_t record_step, unsigned flags,
                           double now, const hk__ckpt_tensor *tensors, size_t ntensors, const char *graph,
                           size_t graph_len, char **prefix_out, hk_status *st) {
@@ -336,11 +359,13 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
   hk_fs_stat sb;
   hk__fs fs;
   plan p;
+  hk__pending_left left;
   hk_code rc;
 
   s->have_metric = 0;
   if (prefix_out) *prefix_out = NULL;
   memset(&p, 0, sizeof p);
+  memset(&left, 0, sizeof left);
   hk__fs_init(&fs, env);
   rc = check_save_path(s, save_path, name_step, st);
   if (rc != HK_OK) return rc;
@@ -379,10 +404,16 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
       goto done;
     }
   }
-  /* Deletions an interrupted save recorded, before our own work —
-   * and before a recovery that adopts unlisted checkpoints, which
-   * must not take in the ones such a record is about to delete. */
+  /* Deletions a crash may have undone, before our own work — and before a
+   * recovery that adopts unlisted checkpoints, which must not take in the
+   * ones a record is about to delete: an earlier version's record, then
+   * the state file's. */
   rc = hk__pending_finish(env, dir, s->latest_filename, st);
+  if (rc == HK_OK) {
+    int own = s->dir && strcmp(s->dir, dir) == 0;
+    rc = hk__pending_state_finish(env, dir, s->latest_filename, name, own ? s->paths : NULL, own ? s->n : 0, manage,
+                                  &left, st);
+  }
   if (rc == HK_OK) rc = hk__remove_stale_tmp(env, dir, s->latest_filename, st);
   if (rc != HK_OK) goto done;
   if (manage) {
@@ -402,13 +433,11 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
     rc = plan_build(s, name, now, metric, &p, st);
     if (rc != HK_OK) goto done;
     planned = 1;
+    rc = plan_pending(env, &p, &left, st);
+    if (rc != HK_OK) goto done;
   }
   rc = probe(&fs, data, &data_existed, st);
   if (rc == HK_OK && write_graph) rc = probe(&fs, graphpath, &graph_existed, st);
-  /* What retention will delete, recorded before the state file that
-   * drops it; the data file's directory fsync below makes it durable. */
-  if (rc == HK_OK && planned)
-    rc = hk__pending_write(env, dir, s->latest_filename, p.names, p.stamps, p.n, p.last_preserved, p.drop, p.ndrop, st);
   if (rc != HK_OK) goto done;
 
   rc = hk__ckpt_write(env, data, record_step, s->gs_name, tensors, ntensors,
@@ -417,7 +446,6 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
                       st);
   if (rc != HK_OK) {
     if (!data_existed) remove_created(&fs, data);
-    if (p.ndrop > 0) hk__pending_remove(env, dir, s->latest_filename);
     goto done;
   }
   if (write_graph) {
@@ -425,7 +453,6 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
     if (rc != HK_OK) {
       if (!graph_existed) remove_created(&fs, graphpath);
       if (!data_existed) remove_created(&fs, data);
-      if (p.ndrop > 0) hk__pending_remove(env, dir, s->latest_filename);
       goto done;
     }
   }
@@ -436,55 +463,41 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
       restore_best(s, &fs, dir);
       if (write_graph && !graph_existed) remove_created(&fs, graphpath);
       if (!data_existed) remove_created(&fs, data);
-      if (p.ndrop > 0) hk__pending_remove(env, dir, s->latest_filename);
       goto done;
     }
     best_written = 1;
   }
   if (manage) {
-    rc = hk__state_write(env, dir, s->latest_filename, p.names, p.stamps, p.n, p.last_preserved, st);
+    /* Records what retention is about to delete: the same fsyncs. */
+    rc = hk__state_write(env, dir, s->latest_filename, p.names, p.stamps, p.n, p.last_preserved, p.pending, p.npending,
+                         st);
     if (rc != HK_OK) {
       /* The ranking the previous state file goes with (best effort;
        * a record that names what a state file does not list is harmless). */
       if (best_written) restore_best(s, &fs, dir);
       /* The previous state file first, then the new files. */
-      if (rollback_state(s, &fs, name)) {
+      if (rollback_state(s, &fs, name, &left)) {
         if (write_graph && !graph_existed) remove_created(&fs, graphpath);
         if (!data_existed) remove_created(&fs, data);
       }
-      /* Bound to the state file that failed: harmless if it stays. */
-      if (p.ndrop > 0) hk__pending_remove(env, dir, s->latest_filename);
       goto done;
     }
-    /* The new state is durable: now, and only now, retention deletes. */
-    int all_gone = 1;
+    /* The new state is durable: now, and only now, retention deletes. No
+     * directory fsync: the state file records the names until the next
+     * save's data-file commit has made these unlinks durable, and that save
+     * deletes again whatever a crash brought back. A deletion that fails
+     * stays recorded, so the next save tries it again. */
     for (size_t i = 0; i < p.ndrop; i++) {
       char *d = hk__asprintf(env, "%s" DATA_EXT, p.drop[i]);
       char *g = hk__asprintf(env, "%s" GRAPH_EXT, p.drop[i]);
       char *m = hk__asprintf(env, "%s" LEGACY_META_EXT, p.drop[i]);
-      if (d) all_gone &= remove_ignoring(&fs, d, 0);
-      if (g) all_gone &= remove_ignoring(&fs, g, 1);
-      if (m) all_gone &= remove_ignoring(&fs, m, 1);
-      if (!d || !g || !m) {
-        all_gone = 0;
-        hk_env_log(env, HK_LOG_WARNING, "Ignoring: out of memory deleting checkpoint %s", p.drop[i]);
-      }
+      if (d) remove_ignoring(&fs, d, 0);
+      if (g) remove_ignoring(&fs, g, 1);
+      if (m) remove_ignoring(&fs, m, 1);
+      if (!d || !g || !m) hk_env_log(env, HK_LOG_WARNING, "Ignoring: out of memory deleting checkpoint %s", p.drop[i]);
       hk_env_free(env, d);
       hk_env_free(env, g);
       hk_env_free(env, m);
-    }
-    if (p.ndrop > 0) {
-      hk_status why = HK_STATUS_INIT;
-      if (hk__fs_sync_dir(&fs, dir, &why) != HK_OK) {
-        all_gone = 0;
-        hk_env_log(env, HK_LOG_WARNING, "Ignoring: %s", why.message);
-      }
-      /* Only once the deletions are durable may the record go (its
-       * removal first could leave unlisted checkpoints nothing deletes).
-       * Its removal needs no fsync: a record that survives is bound to
-       * this state file, and the next save removes it durably. A deletion
-       * that failed keeps the record, so the next save tries it again. */
-      if (all_gone) hk__pending_remove(env, dir, s->latest_filename);
     }
     plan_install(s, &p);
     planned = 0;
@@ -496,6 +509,7 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
 
 done:
   if (planned) plan_free(env, &p);
+  hk__pending_left_clear(env, &left);
   hk_env_free(env, prefix);
   hk_env_free(env, dir);
   hk_env_free(env, data);

@@ -174,10 +174,28 @@ static hk_code check_names(const hk_env *env, const char *dir, const char *lates
   return HK_OK;
 }
 
+/* Each pending name valid, bare, not latest_filename, not listed, not twice. */
+static hk_code check_pending(const char *dir, const char *latest, const char *const *names, size_t n,
+                             const char *const *pending, size_t npending, hk_status *st) {
+  char buf[300];
+  for (size_t i = 0; i < npending; i++) {
+    int clash = !pending[i] || !hk__valid_name(pending[i]) || strcmp(pending[i], latest) == 0;
+    for (size_t j = 0; !clash && j < n; j++) clash = strcmp(pending[i], names[j]) == 0;
+    for (size_t j = 0; !clash && j < i; j++) clash = strcmp(pending[i], pending[j]) == 0;
+    if (clash)
+      return hk_status_set(st, HK_INVALID_ARGUMENT,
+                           "checkpoint %s cannot be recorded as a pending deletion in the state file of %s: not a "
+                           "valid name, the state file's own, listed, or recorded twice",
+                           pending[i] ? hk__state_printable(pending[i], strlen(pending[i]), buf, sizeof buf) : "NULL",
+                           dir);
+  }
+  return HK_OK;
+}
+
 /* last_preserved NaN leaves its line out (callers that track none). */
 hk_code hk__state_format(const hk_env *env, const char *dir, const char *latest_filename, const char *const *names,
-                         const double *timestamps, size_t n, double last_preserved, char **text, size_t *len,
-                         hk_status *st) {
+                         const double *timestamps, size_t n, double last_preserved, const char *const *pending,
+                         size_t npending, char **text, size_t *len, hk_status *st) {
   char buf[600];
   sbuf b;
   hk_code rc;
@@ -192,6 +210,7 @@ hk_code hk__state_format(const hk_env *env, const char *dir, const char *latest_
   if (n == 0 || !names)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "no checkpoint to record in the checkpoint state of %s", dir);
   rc = check_names(env, dir, latest_filename, names, n, st);
+  if (rc == HK_OK) rc = check_pending(dir, latest_filename, names, n, pending, npending, st);
   if (rc != HK_OK) return rc;
   for (size_t i = 0; timestamps && i < n; i++)
     if (!hk__state_number_ok(timestamps[i]))
@@ -207,6 +226,13 @@ hk_code hk__state_format(const hk_env *env, const char *dir, const char *latest_
   b.env = env;
   /* The checksum line's room, filled once the rest is known. */
   sbuf_add(&b, CHECKSUM_PREFIX " 00000000\n", CHECKSUM_LINE_LEN);
+  /* Right after the checksum line, which covers them: comments to
+   * TensorFlow's parser. */
+  for (size_t i = 0; i < npending; i++) {
+    sbuf_str(&b, HK__PENDING_LINE);
+    sbuf_str(&b, pending[i]);
+    sbuf_add(&b, "\"\n", 2);
+  }
   sbuf_field_name(&b, hk__state_key_names[KEY_MODEL], names[n - 1]);
   for (size_t i = 0; i < n; i++) sbuf_field_name(&b, hk__state_key_names[KEY_PATHS], names[i]);
   for (size_t i = 0; timestamps && i < n; i++)
@@ -234,10 +260,12 @@ hk_code hk__state_format(const hk_env *env, const char *dir, const char *latest_
 }
 
 hk_code hk__state_write(const hk_env *env, const char *dir, const char *latest_filename, const char *const *names,
-                        const double *timestamps, size_t n, double last_preserved, hk_status *st) {
+                        const double *timestamps, size_t n, double last_preserved, const char *const *pending,
+                        size_t npending, hk_status *st) {
   char *text = NULL, *path;
   size_t len = 0;
-  hk_code rc = hk__state_format(env, dir, latest_filename, names, timestamps, n, last_preserved, &text, &len, st);
+  hk_code rc = hk__state_format(env, dir, latest_filename, names, timestamps, n, last_preserved, pending, npending,
+                                &text, &len, st);
 
   if (rc != HK_OK) return rc;
   path = hk__path_join(env, dir, latest_filename ? latest_filename : DEFAULT_LATEST_FILENAME);
@@ -409,7 +437,37 @@ hk_code hk_checkpoint_state_update(const hk_env *env, const char *dir, const cha
       ts[n - 1] = t;
     }
   }
-  rc = hk__state_write(env, dir, latest_filename, bare, ts, count, last_preserved, status);
+  {
+    /* The deletions the current file records stay recorded (a name the new
+     * list names drops out): they may not be durable yet, and the next save
+     * of a Saver finishes them. A missing or malformed file records
+     * nothing; one that cannot be read is an error, as losing what it
+     * records would be. */
+    hk__state cur;
+    size_t kept = 0;
+    memset(&cur, 0, sizeof cur);
+    /* An invalid name is refused by the write, as such. */
+    rc = hk__valid_name(latest_filename ? latest_filename : DEFAULT_LATEST_FILENAME)
+             ? hk__state_read(env, dir, latest_filename, &cur, status)
+             : HK_NOT_FOUND;
+    if (rc == HK_NOT_FOUND || rc == HK_DATA_LOSS) {
+      hk_status_clear(status);
+      rc = HK_OK;
+    }
+    for (size_t i = 0; rc == HK_OK && i < cur.npending; i++) {
+      int listed = 0;
+      for (size_t j = 0; j < count && !listed; j++) listed = strcmp(cur.pending[i], bare[j]) == 0;
+      if (!listed)
+        cur.pending[kept++] = cur.pending[i];
+      else
+        hk_env_free(env, cur.pending[i]);
+    }
+    cur.npending = kept;
+    if (rc == HK_OK)
+      rc = hk__state_write(env, dir, latest_filename, bare, ts, count, last_preserved, (const char *const *)cur.pending,
+                           cur.npending, status);
+    hk__state_clear(env, &cur);
+  }
 done:
   hk_env_free(env, (void *)bare);
   hk_env_free(env, ts);

@@ -63,6 +63,11 @@
  * parser, the line is a comment; a file without it (TensorFlow's, an older
  * hooked's, one written by hand) is read as it always was.
  *
+ * Pending deletions: in a file with a checksum line that verifies, the
+ * lines right after it that start with "# hooked-pending-deletion:" record
+ * checkpoints a save dropped whose deletion may not be durable yet
+ * (parse_pending says how strictly); to the grammar they are comments.
+ *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "ckpt/ckpt_internal.h"
@@ -114,6 +119,8 @@ typedef struct parser {
   int have_model;
   double last_preserved;
   int have_last_preserved;
+  char **pending; /* owned valid names from the pending-deletion lines */
+  size_t npending;
 } parser;
 
 static hk_code malformed(parser *p, int line, const char *fmt, ...) HK_PRINTF(3, 4);
@@ -345,7 +352,54 @@ static hk_code find_duplicate(parser *p, int *dup_line, const entry **dup) {
   return HK_OK;
 }
 
+/* The pending-deletion lines: the lines right after a checksum line that
+ * start with "# hooked-pending-deletion:". Each must be exactly
+ * HK__PENDING_LINE, a valid name with no escape, '"' and '\n'; one that is
+ * not, or a name twice, refuses them all (WARNING): nothing is deleted
+ * because of them, and the file reads as it would without them. */
+#define PENDING_KEY "# hooked-pending-deletion:"
+static hk_code parse_pending(parser *p, const char *text, size_t len) {
+  size_t pos = CHECKSUM_LINE_LEN, cap = 0;
+  int line = 2;
+  const char *why = NULL;
+
+  while (pos < len && !why) {
+    const char *s = text + pos, *nl = memchr(s, '\n', len - pos);
+    size_t n = nl ? (size_t)(nl - s) : len - pos, nlen;
+    char *name;
+    if (n < sizeof PENDING_KEY - 1 || memcmp(s, PENDING_KEY, sizeof PENDING_KEY - 1) != 0) break;
+    nlen = n - (sizeof HK__PENDING_LINE - 1) - 1;
+    if (!nl || n < sizeof HK__PENDING_LINE || n > STATE_MAX_LINE ||
+        memcmp(s, HK__PENDING_LINE, sizeof HK__PENDING_LINE - 1) != 0 || s[n - 1] != '"') {
+      why = "it is not '" PENDING_KEY " \"<name>\"'";
+      break;
+    }
+    if (!grow(p->env, (void **)&p->pending, &cap, p->npending + 1, sizeof *p->pending)) return parse_oom(p);
+    name = hk_env_alloc(p->env, nlen + 1);
+    if (!name) return parse_oom(p);
+    memcpy(name, s + sizeof HK__PENDING_LINE - 1, nlen);
+    name[nlen] = '\0';
+    p->pending[p->npending++] = name;
+    if (memchr(name, '\0', nlen) || !hk__valid_name(name)) why = "it does not name a checkpoint of this directory";
+    for (size_t i = 0; !why && i + 1 < p->npending; i++)
+      if (strcmp(p->pending[i], name) == 0) why = "it repeats a name";
+    pos += n + 1;
+    line++;
+  }
+  if (why) {
+    hk_env_log(p->env, HK_LOG_WARNING,
+               "Ignoring the pending-deletion lines of the checkpoint state %s: line %d: %s; nothing is deleted "
+               "because of them.",
+               p->what, line, why);
+    for (size_t i = 0; i < p->npending; i++) hk_env_free(p->env, p->pending[i]);
+    p->npending = 0;
+  }
+  return HK_OK;
+}
+
 static void parser_free(parser *p) {
+  for (size_t i = 0; i < p->npending; i++) hk_env_free(p->env, p->pending[i]);
+  hk_env_free(p->env, p->pending);
   for (size_t i = 0; i < p->npaths; i++) hk_env_free(p->env, p->paths[i].name);
   hk_env_free(p->env, p->paths);
   hk_env_free(p->env, p->ts);
@@ -434,6 +488,23 @@ static hk_code finish(parser *p, int eof_line, hk__state *out) {
   }
   out->n = kept;
   out->last_preserved = p->have_last_preserved ? p->last_preserved : NAN;
+  /* A recorded name the list names is never deleted: it drops out. */
+  for (size_t i = 0; i < p->npending; i++) {
+    int listed = 0;
+    for (size_t j = 0; j < kept && !listed; j++) listed = strcmp(out->names[j], p->pending[i]) == 0;
+    if (listed) {
+      hk_env_log(p->env, HK_LOG_WARNING,
+                 "Not deleting checkpoint %s recorded as a pending deletion in %s: the state file lists it.",
+                 p->pending[i], p->what);
+      continue;
+    }
+    if (out->npending == 0) {
+      out->pending = hk_env_calloc(p->env, p->npending, sizeof *out->pending);
+      if (!out->pending) return parse_oom(p);
+    }
+    out->pending[out->npending++] = p->pending[i];
+    p->pending[i] = NULL;
+  }
   return HK_OK;
 }
 
@@ -461,6 +532,11 @@ hk_code hk__state_parse(const hk_env *env, const char *what, const char *text, s
                        "the file does not match its checksum line (CRC-32C of the rest recorded %08" PRIx32
                        ", computed %08" PRIx32 "): it was changed or cut after it was written",
                        want, got);
+    rc = parse_pending(&p, text, len);
+    if (rc != HK_OK) {
+      parser_free(&p);
+      return rc;
+    }
   }
 
   while (pos < len) {
@@ -493,6 +569,8 @@ void hk__state_clear(const hk_env *env, hk__state *s) {
   hk_env_free(env, s->names);
   hk_env_free(env, s->timestamps);
   hk_env_free(env, s->model);
+  for (size_t i = 0; i < s->npending; i++) hk_env_free(env, s->pending[i]);
+  hk_env_free(env, s->pending);
   memset(s, 0, sizeof *s);
 }
 

@@ -6,12 +6,17 @@ here with TensorFlow's field numbers (tensorflow/python/training/
 checkpoint_state.proto), and the file is merged into it the way
 tf.train.get_checkpoint_state() does (text_format.Merge).
 
-It writes three checkpoints with make_checkpoint and checks:
+It writes four checkpoints with make_checkpoint --keep 3, so that retention
+deletes the first and the state file records it as a pending deletion, and
+checks:
 
   * the first line is "# hooked-crc32c: " and 8 lowercase hex digits, the
     CRC-32C of every byte after that line (contract C117, H33; computed here);
+  * the second line records the deleted checkpoint,
+    '# hooked-pending-deletion: "model.ckpt-5"' (contract D6.5), and its
+    files are gone;
   * TensorFlow's parser reads the whole file, the checksum line as a
-    comment: model_checkpoint_path, all_model_checkpoint_paths (oldest
+    comment and the pending-deletion line too: model_checkpoint_path, all_model_checkpoint_paths (oldest
     first), one timestamp per path and last_preserved_timestamp, with no
     field left unknown;
   * what it reads is what the file says: a second parse of the file without
@@ -35,7 +40,8 @@ except ImportError as e:  # the only reason to skip
     print("check_state_file: SKIP: python3-protobuf is missing (%s); Debian: apt-get install -y python3-protobuf" % e)
     sys.exit(SKIP)
 
-STEPS = [5, 10, 20]
+STEPS = [5, 10, 20, 40]
+KEPT = STEPS[1:]  # --keep 3
 
 
 def crc32c(data):
@@ -85,7 +91,8 @@ def main():
     ckpt = os.path.join(args.workdir, "ckpt")
     os.makedirs(ckpt)
     try:
-        subprocess.run([args.make_checkpoint, ckpt] + [str(s) for s in STEPS], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([args.make_checkpoint, "--keep", "3", ckpt] + [str(s) for s in STEPS], check=True,
+                       stdout=subprocess.DEVNULL)
         with open(os.path.join(ckpt, "checkpoint"), "rb") as fh:
             raw = fh.read()
         first, sep, rest = raw.partition(b"\n")
@@ -93,15 +100,20 @@ def main():
         check(sep == b"\n" and m is not None, "the first line is not the checksum line: %r" % first)
         check(int(m.group(1), 16) == crc32c(rest),
               "the checksum line says %s, the CRC-32C of the rest is %08x" % (m.group(1).decode(), crc32c(rest)))
+        second = rest.partition(b"\n")[0]
+        check(second == b'# hooked-pending-deletion: "model.ckpt-%d"' % STEPS[0],
+              "the second line does not record the deleted checkpoint: %r" % second)
+        check(not os.path.exists(os.path.join(ckpt, "model.ckpt-%d.safetensors" % STEPS[0])),
+              "the deleted checkpoint's data file is still there")
 
         CheckpointState = checkpoint_state_class()
         cs = CheckpointState()
         text_format.Merge(raw.decode("utf-8"), cs)  # as tf.train.get_checkpoint_state() reads it
-        names = ["model.ckpt-%d" % s for s in STEPS]
+        names = ["model.ckpt-%d" % s for s in KEPT]
         check(cs.model_checkpoint_path == names[-1], "model_checkpoint_path %r" % cs.model_checkpoint_path)
         check(list(cs.all_model_checkpoint_paths) == names,
               "all_model_checkpoint_paths %r" % list(cs.all_model_checkpoint_paths))
-        check(len(cs.all_model_checkpoint_timestamps) == len(STEPS) and
+        check(len(cs.all_model_checkpoint_timestamps) == len(KEPT) and
               all(t > 1e9 for t in cs.all_model_checkpoint_timestamps) and
               list(cs.all_model_checkpoint_timestamps) == sorted(cs.all_model_checkpoint_timestamps),
               "all_model_checkpoint_timestamps %r" % list(cs.all_model_checkpoint_timestamps))
@@ -115,7 +127,7 @@ def main():
         print("check_state_file: FAIL: %s" % e)
         return 1
     print("check_state_file: PASS: TensorFlow's text-format parser reads hooked's state file (%d entries, checksum "
-          "line %s)" % (len(STEPS), m.group(1).decode()))
+          "line %s, one pending deletion)" % (len(KEPT), m.group(1).decode()))
     return 0
 
 

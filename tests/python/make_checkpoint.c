@@ -3,13 +3,13 @@
  * for the tests that read them from outside the library (read_checkpoint.py,
  * numpy only) and for the hooked-ckpt tool's tests.
  *
- *   make_checkpoint [--no-state] [--basename NAME] DIR STEP [STEP...]
+ *   make_checkpoint [--no-state] [--basename NAME] [--keep N] DIR STEP [STEP...]
  *
  * Builds an embedded graph whose variables cover every dtype of the format
  * (checkpoint-format.md "The data file"), scalars, an empty tensor and names
  * whose bytewise order differs from their creation order, then saves one
- * checkpoint per STEP into DIR with hk_saver_save() (keeping all of them) and
- * prints each prefix on stdout. Every value is a function of the element
+ * checkpoint per STEP into DIR with hk_saver_save() (keeping all of them, or
+ * the N newest with --keep N) and prints each prefix on stdout. Every value is a function of the element
  * index and the step, spelled out next to each variable below;
  * read_checkpoint.py computes the same formulas. Change both together.
  *
@@ -119,7 +119,7 @@ static int fail(const char *what, const hk_status *st) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: make_checkpoint [--no-state] [--basename NAME] DIR STEP [STEP...]\n");
+  fprintf(stderr, "usage: make_checkpoint [--no-state] [--basename NAME] [--keep N] DIR STEP [STEP...]\n");
   return 2;
 }
 
@@ -162,7 +162,7 @@ static int build(hk_graph *g, values *v, hk_handle *init_op) {
 }
 
 static int save_all(hk_graph *g, hk_handle init_op, values *v, const char *dir, const char *basename, unsigned flags,
-                    char **steps, int nsteps) {
+                    int64_t keep, char **steps, int nsteps) {
   hk_status st = HK_STATUS_INIT;
   hk_executor *ex = hk_graph_executor(g);
   hk_raw_session *rs = NULL;
@@ -175,7 +175,7 @@ static int save_all(hk_graph *g, hk_handle init_op, values *v, const char *dir, 
   int rc = 1;
 
   so.executor = ex;
-  so.max_to_keep = 0; /* keep every step given */
+  so.max_to_keep = keep; /* 0: keep every step given */
   if (hk_raw_session_open(&rs, ex, &st) != HK_OK) return fail("opening a raw session", &st);
   if (hk_raw_session_run(rs, &init, NULL, NULL, &st) != HK_OK) {
     rc = fail("initializing", &st);
@@ -226,6 +226,7 @@ out:
 int main(int argc, char **argv) {
   unsigned flags = HK_SAVE_DEFAULT;
   const char *basename = "model.ckpt";
+  int64_t keep = 0;
   hk_graph_options gopts = HK_GRAPH_OPTIONS_INIT;
   hk_env env;
   hk_graph *g = NULL;
@@ -239,6 +240,8 @@ int main(int argc, char **argv) {
       flags |= HK_SAVE_NO_STATE;
     } else if (strcmp(argv[i], "--basename") == 0 && i + 1 < argc) {
       basename = argv[++i];
+    } else if (strcmp(argv[i], "--keep") == 0 && i + 1 < argc) {
+      if (parse_step(argv[++i], &keep) != 0) return usage();
     } else {
       return usage();
     }
@@ -259,7 +262,7 @@ int main(int argc, char **argv) {
     return fail("creating the graph", &st);
   }
   rc = build(g, v, &init_op);
-  if (rc == 0) rc = save_all(g, init_op, v, argv[i], basename, flags, argv + i + 1, argc - i - 1);
+  if (rc == 0) rc = save_all(g, init_op, v, argv[i], basename, flags, keep, argv + i + 1, argc - i - 1);
   hk_graph_free(g);
   free(v);
   return rc;

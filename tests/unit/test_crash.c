@@ -195,7 +195,14 @@ typedef struct expect {
   const char *const *keep; /* files (relative to the root) no save may touch (D6.4) */
   size_t nkeep;
   int64_t vanish; /* D6.5: model.ckpt-<vanish> is gone after the next save; -1: unchecked */
-  int nest;       /* explore the crash points of the next save too, where D6.5 has work (nests()) */
+  /* model.ckpt-<survive>, an old step saved again: it stays once its save
+   * was acknowledged, is newer than its step says, and is retention's only
+   * when listed (an older step than the oldest listed is never adopted,
+   * H60); -1: none */
+  int64_t survive;
+  int survive_kept; /* model.ckpt-<survive> is unlisted: no later save may delete it either */
+  int survived;     /* nested: the crashed run had acknowledged the save of model.ckpt-<survive> */
+  int nest;         /* explore the crash points of the next save too, where D6.5 has work (nests()) */
 } expect;
 
 typedef struct checker {
@@ -378,7 +385,7 @@ static int64_t check_restorable(run_ctx *rc, const hk_env *env, const char *dir,
       violation(rc, "%s: the newest checkpoint is %s, not step %" PRId64, when, latest, must);
     else if (must < 0 && !allowed(rc, restored))
       violation(rc, "%s: restores %s, neither the previous checkpoint nor one the run wrote (D4.4)", when, latest);
-    if (acked != CRASH_NO_MARK && restored < acked)
+    if (acked != CRASH_NO_MARK && restored < acked && restored != rc->ex->survive)
       violation(rc, "%s: restores %s, older than the save of step %" PRId64 " that had returned (D4.5)", when, latest,
                 acked);
     if (check_checkpoint(ck, env, latest, restored, 1, why, sizeof why) != 0)
@@ -429,16 +436,18 @@ static int tree_has(const crash_state *cs, const char *rel) {
   return 0;
 }
 
-/* D6.5's window: the state file durable without model.ckpt-<vanish>, whose data file is still there. */
+/* D6.5's window: the state file durable without listing model.ckpt-<vanish>
+ * (it records it as a pending deletion), whose data file is still there:
+ * deleted with no directory fsync, and brought back by the crash. */
 static int in_unfinished_deletion_window(const run_ctx *rc, const crash_state *cs) {
-  char name[128], quoted[80], state_name[128];
+  char name[128], quoted[128], state_name[128];
   const unsigned char *data = NULL;
   size_t len = 0;
   int state = 0;
   if (rc->ex->vanish < 0) return 0;
   snprintf(name, sizeof name, "%s/model.ckpt-%" PRId64 ".safetensors", rc->ex->ck, rc->ex->vanish);
   snprintf(state_name, sizeof state_name, "%s/checkpoint", rc->ex->ck);
-  snprintf(quoted, sizeof quoted, "\"model.ckpt-%" PRId64 "\"", rc->ex->vanish);
+  snprintf(quoted, sizeof quoted, "all_model_checkpoint_paths: \"model.ckpt-%" PRId64 "\"", rc->ex->vanish);
   if (!tree_has(cs, name)) return 0;
   for (size_t i = 0; i < crash_state_count(cs); i++) {
     const char *p = crash_state_entry(cs, i, NULL, &data, &len);
@@ -476,10 +485,39 @@ static int has_own_record(const run_ctx *rc, const crash_state *cs) {
   return 0;
 }
 
+/* The state file records a pending deletion whose data file is there (a
+ * deletion not durable yet, or brought back by the crash). */
+static int records_present(const run_ctx *rc, const crash_state *cs) {
+  static const char key[] = "\n# hooked-pending-deletion: \"";
+  char state_name[128];
+  const unsigned char *data = NULL;
+  size_t len = 0;
+  int found = 0;
+  snprintf(state_name, sizeof state_name, "%s/checkpoint", rc->ex->ck);
+  for (size_t i = 0; i < crash_state_count(cs) && !found; i++) {
+    char *text;
+    if (strcmp(crash_state_entry(cs, i, NULL, &data, &len), state_name) != 0) continue;
+    text = malloc(len + 1);
+    assert_non_null(text);
+    memcpy(text, data, len);
+    text[len] = '\0';
+    for (const char *p = strstr(text, key); p && !found; p = strstr(p + 1, key)) {
+      const char *name = p + sizeof key - 1, *q = strchr(name, '"');
+      char file[256];
+      if (!q) break;
+      snprintf(file, sizeof file, "%s/%.*s.safetensors", rc->ex->ck, (int)(q - name), name);
+      found = tree_has(cs, file);
+    }
+    free(text);
+  }
+  return found;
+}
+
 /* Where the next save's own crash points are explored too: D6.5's window,
- * and wherever the crashed save left a record of pending deletions. */
+ * a recorded deletion still to do, and wherever the crashed save left a
+ * record of pending deletions of its own. */
 static int nests(const run_ctx *rc, const crash_state *cs) {
-  return in_unfinished_deletion_window(rc, cs) || has_own_record(rc, cs);
+  return in_unfinished_deletion_window(rc, cs) || records_present(rc, cs) || has_own_record(rc, cs);
 }
 
 static void check_keep(run_ctx *rc, const char *root, const char *when) {
@@ -564,6 +602,7 @@ static void check_retention(run_ctx *rc, const hk_env *env, const char *dir, con
       continue;
     while (digits[k] >= '0' && digits[k] <= '9') k++;
     if (k == 0 || digits + k != e->d_name + n - strlen(".safetensors")) continue;
+    if (rc->ex->survive >= 0 && strtoll(digits, NULL, 10) == rc->ex->survive) continue; /* not retention's */
     for (size_t i = 0; i < hk_checkpoint_state_count(cs) && !listed; i++) {
       const char *p = hk_checkpoint_state_path(cs, i);
       const char *base = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
@@ -573,6 +612,19 @@ static void check_retention(run_ctx *rc, const hk_env *env, const char *dir, con
   }
   closedir(d);
   hk_checkpoint_state_free(cs);
+}
+
+/* An acknowledged save that wrote no state file is never lost (D4.5), even
+ * under a name the state file records as a pending deletion (D6.5). */
+static void check_survivor(run_ctx *rc, const hk_env *env, const char *dir, int required, const char *when) {
+  char name[96], why[512];
+  char *prefix;
+  if (rc->ex->survive < 0 || !required) return;
+  snprintf(name, sizeof name, "model.ckpt-%" PRId64, rc->ex->survive);
+  prefix = test_path(dir, name);
+  if (check_checkpoint(rc->ck, env, prefix, rc->ex->survive, 0, why, sizeof why) != 0)
+    violation(rc, "%s: %s, whose save had returned, %s (D4.5, D6.5)", when, name, why);
+  free(prefix);
 }
 
 static int visit(void *user, const crash_state *cs);
@@ -601,6 +653,7 @@ static int visit(void *user, const crash_state *cs) {
   hk_saver *sv;
   hk_raw_session *rs = NULL;
   int64_t acked = crash_state_mark(cs), restored;
+  int survived;
   hk_code code;
   walk_ctx w;
 
@@ -618,7 +671,7 @@ static int visit(void *user, const crash_state *cs) {
   dir = test_path(root, rc->ex->ck);
   save_path = test_path(dir, "model.ckpt");
 
-  if (rc->depth > 0 && in_unfinished_deletion_window(rc, cs)) ck->windows++;
+  if (rc->depth > 0 && (in_unfinished_deletion_window(rc, cs) || records_present(rc, cs))) ck->windows++;
   /* What the crash left. */
   w.rc = rc;
   w.next = NULL;
@@ -627,6 +680,8 @@ static int visit(void *user, const crash_state *cs) {
   check_keep(rc, root, "after the crash");
   check_state_file_whole(rc, cs);
   restored = check_restorable(rc, &posix, dir, acked, -1, "after the crash");
+  survived = rc->depth > 0 ? acked == rc->ex->survive : rc->ex->survived;
+  check_survivor(rc, &posix, dir, survived, "after the crash");
 
   /* The next save: a fresh Saver, as a restarted program has. A hook would
    * create a missing checkpoint directory first (C92); so does the test. */
@@ -652,6 +707,7 @@ static int visit(void *user, const crash_state *cs) {
     check_keep(rc, root, "after the next save");
     check_restorable(rc, &posix, dir, rc->ex->next, rc->ex->next, "after the next save");
     check_retention(rc, &posix, dir, "after the next save");
+    check_survivor(rc, &posix, dir, survived, "after the next save");
     for (int k = 0; rc->ex->vanish >= 0 && k < 2; k++) {
       char *p;
       snprintf(name, sizeof name, "model.ckpt-%" PRId64 "%s", rc->ex->vanish, k == 0 ? ".safetensors" : ".graph.txt");
@@ -669,6 +725,8 @@ static int visit(void *user, const crash_state *cs) {
       nested.prev = restored;
       nested.next = rc->ex->next + 1;
       nested.nest = 0;
+      /* A listed one may leave through later retention. */
+      nested.survived = survived && rc->ex->survive_kept;
       explore(ck, next, &nested, rc->depth - 1, &ck->nested_opts, NULL);
     }
   }
@@ -709,17 +767,21 @@ static void print_msgs(const checker *ck) {
 /* ---- scenarios ------------------------------------------------------------------------ */
 
 typedef enum scenario {
-  S_SAVER_FIRST,    /* (1) a first save, Saver, into an empty directory */
-  S_HOOK_FIRST,     /* (1) a first save, CheckpointSaverHook, into an empty directory */
-  S_HOOK_MKDIR,     /* (1) the same, into a directory the hook creates (D4.5) */
-  S_RETENTION,      /* (2) max_to_keep 2: the third save deletes the first */
-  S_ASYNC,          /* (3) AsyncCheckpointSaverHook, retention on its writer thread */
-  S_PENDING_DELETES /* (4) D6.5 */
+  S_SAVER_FIRST,     /* (1) a first save, Saver, into an empty directory */
+  S_HOOK_FIRST,      /* (1) a first save, CheckpointSaverHook, into an empty directory */
+  S_HOOK_MKDIR,      /* (1) the same, into a directory the hook creates (D4.5) */
+  S_RETENTION,       /* (2) max_to_keep 2: the third save deletes the first */
+  S_ASYNC,           /* (3) AsyncCheckpointSaverHook, retention on its writer thread */
+  S_PENDING_DELETES, /* (4) D6.5 */
+  S_SERIES,          /* (5) retention over three saves, each deleting one */
+  S_RESAVE,          /* (6) a restart re-saves the step retention just deleted */
+  S_RESAVE_NO_STATE  /* (6) the same, without the state file */
 } scenario;
 
 static const char *const scenario_names[] = {
-    "1 first save, Saver",         "1 first save, CheckpointSaverHook", "1 first save, directory made by the hook",
-    "2 retention (max_to_keep 2)", "3 AsyncCheckpointSaverHook",        "4 pending deletions (D6.5)",
+    "1 first save, Saver",          "1 first save, CheckpointSaverHook",   "1 first save, directory made by the hook",
+    "2 retention (max_to_keep 2)",  "3 AsyncCheckpointSaverHook",          "4 pending deletions (D6.5)",
+    "5 retention over three saves", "6 a restart re-saves a deleted step", "6 ... without the state file",
 };
 
 static const char *const keep_files[] = {CK "/best.safetensors", CK "/notes.txt"};
@@ -801,12 +863,13 @@ static result run_scenario(scenario sc, run_opts ro) {
   ex.max_to_keep = 5;
   ex.next = NEXT_STEP;
   ex.vanish = -1;
+  ex.survive = -1;
   plain = te->env;
   plain.fs = NULL;
   plain.fs_user = NULL;
   if (sc != S_HOOK_MKDIR) assert_int_equal(mkdir(dir, 0755), 0);
 
-  if (sc == S_RETENTION || sc == S_PENDING_DELETES) {
+  if (sc == S_RETENTION || sc == S_PENDING_DELETES || sc >= S_SERIES) {
     /* Before the recording: checkpoints 1 and 2 (managed, max_to_keep 2), an
      * unmanaged checkpoint and a foreign file, none of which retention may
      * touch but checkpoint 1 (D6.4). */
@@ -833,8 +896,8 @@ static result run_scenario(scenario sc, run_opts ro) {
     ex.max_to_keep = 2;
     ex.keep = keep_files;
     ex.nkeep = 2;
-    if (sc == S_PENDING_DELETES) {
-      ex.vanish = 1;
+    if (sc == S_PENDING_DELETES || sc >= S_SERIES) {
+      ex.vanish = sc == S_PENDING_DELETES ? 1 : -1;
       ex.nest = 1;
     }
     cf = crash_fs_new(root);
@@ -846,6 +909,24 @@ static result run_scenario(scenario sc, run_opts ro) {
     assign_step(rs, mv.ex, 3);
     assert_ok(hk_saver_save(NULL, sv, rs, save_path, 3, HK_SAVE_META, &st), &st);
     crash_fs_mark(cf, 3);
+    /* (5) two more saves, each deleting the oldest (2, then 3). */
+    for (int64_t step = 4; sc == S_SERIES && step <= 5; step++) {
+      assign_step(rs, mv.ex, step);
+      assert_ok(hk_saver_save(NULL, sv, rs, save_path, step, HK_SAVE_DEFAULT, &st), &st);
+      crash_fs_mark(cf, step);
+    }
+    if (sc == S_RESAVE || sc == S_RESAVE_NO_STATE) {
+      /* (6) A restarted program (a fresh Saver) saves step 1 again, under
+       * the name the state file records as a pending deletion. */
+      hk_saver_free(sv);
+      sv = saver_new(&te->env, mv.ex, 2);
+      assign_step(rs, mv.ex, 1);
+      assert_ok(hk_saver_save(NULL, sv, rs, save_path, 1, sc == S_RESAVE ? HK_SAVE_DEFAULT : HK_SAVE_NO_STATE, &st),
+                &st);
+      crash_fs_mark(cf, 1);
+      ex.survive = 1;
+      ex.survive_kept = sc == S_RESAVE_NO_STATE;
+    }
     hk_saver_free(sv);
     hk_raw_session_free(rs);
   } else {
@@ -923,7 +1004,7 @@ static result run_scenario(scenario sc, run_opts ro) {
                            : "",
          crash_fs_nops(cf), res.stats.points, res.stats.variants, res.stats.distinct);
   if (res.nested) printf(" + %ld in the next saves", res.nested);
-  if (ex.vanish >= 0) printf(" (%ld in D6.5's window)", ck->windows);
+  if (ex.nest) printf(" (%ld in D6.5's window)", ck->windows);
   printf(", %ld violating, %.2f s\n", res.bad, res.secs);
   if (!ro.quiet) print_msgs(ck);
   fflush(stdout);
@@ -1006,6 +1087,34 @@ static void test_crash__deletions_a_crash_interrupted_are_finished(void **state)
   assert_true(r.stats.points >= 18);
   assert_true(r.windows >= 1);
   assert_true(r.nested >= 20);
+  assert_int_equal(r.bad, 0);
+}
+
+/* (5) Retention over several saves, each deleting one checkpoint with no
+ * directory fsync of its own: every crash leaves a state file that lists
+ * no deleted checkpoint (so latest and restore never pick one) and records
+ * the deletions not yet durable; the next save deletes whatever came back,
+ * and every crash point of that save is explored too (D4.4, D6.2, D6.5). */
+static void test_crash__retention_over_several_saves_leaves_no_checkpoint_behind(void **state) {
+  result r = run_scenario(S_SERIES, (run_opts){0});
+  (void)state;
+  assert_true(r.stats.points >= 40);
+  assert_true(r.windows >= 1);
+  assert_true(r.nested >= 20);
+  assert_int_equal(r.bad, 0);
+}
+
+/* (6) A restart re-saves step 1, which the state file records as a
+ * pending deletion: the new checkpoint is never deleted because of that
+ * record once its save returned, with or without the state file (D4.5,
+ * D6.5). */
+static void test_crash__a_re_saved_step_is_never_deleted_by_its_old_record(void **state) {
+  result r = run_scenario(S_RESAVE, (run_opts){0});
+  (void)state;
+  assert_true(r.stats.points >= 30);
+  assert_int_equal(r.bad, 0);
+  r = run_scenario(S_RESAVE_NO_STATE, (run_opts){0});
+  assert_true(r.stats.points >= 30);
   assert_int_equal(r.bad, 0);
 }
 
@@ -1144,6 +1253,8 @@ int main(void) {
       cmocka_unit_test(test_crash__retention_deletes_only_after_the_state_file_is_written),
       cmocka_unit_test(test_crash__a_crash_during_an_async_save_leaves_no_torn_files),
       cmocka_unit_test(test_crash__deletions_a_crash_interrupted_are_finished),
+      cmocka_unit_test(test_crash__retention_over_several_saves_leaves_no_checkpoint_behind),
+      cmocka_unit_test(test_crash__a_re_saved_step_is_never_deleted_by_its_old_record),
       cmocka_unit_test(test_crash__lying_file_fsync_is_caught),
       cmocka_unit_test(test_crash__lying_directory_fsync_is_caught),
   };
