@@ -454,7 +454,7 @@ static int in_unfinished_deletion_window(const run_ctx *rc, const crash_state *c
     if (strcmp(p, state_name) == 0) {
       char *text = malloc(len + 1);
       assert_non_null(text);
-      memcpy(text, data, len);
+      if (len) memcpy(text, data, len);
       text[len] = '\0';
       state = strstr(text, quoted) == NULL && strstr(text, "model_checkpoint_path") != NULL;
       free(text);
@@ -499,7 +499,7 @@ static int records_present(const run_ctx *rc, const crash_state *cs) {
     if (strcmp(crash_state_entry(cs, i, NULL, &data, &len), state_name) != 0) continue;
     text = malloc(len + 1);
     assert_non_null(text);
-    memcpy(text, data, len);
+    if (len) memcpy(text, data, len);
     text[len] = '\0';
     for (const char *p = strstr(text, key); p && !found; p = strstr(p + 1, key)) {
       const char *name = p + sizeof key - 1, *q = strchr(name, '"');
