@@ -280,15 +280,20 @@ hk_code hk__adopt_into(const hk_env *env, const char *dir, const char *base, dou
 /* ---- stale temporary files (stale_tmp.c) ----------------------------------------- */
 
 /**
- * Before a save writes anything: remove "<F>.tmp-XXXXXX" entries of `dir` where F is
- * `latest_filename`, its pending-deletion record (latest_filename +
+ * Before a save writes anything: remove "<F>.tmp-XXXXXX" entries of `dir`
+ * whose final name F no live writer but the save's own trainer can be
+ * writing: `latest_filename`, its pending-deletion record (latest_filename +
  * HK__PENDING_SUFFIX), its best-checkpoint record (latest_filename +
- * HK__BEST_SUFFIX), "graph.txt", or ends in ".safetensors" or
- * ".graph.txt" — or, as named before, is "graph.pbtxt" or ends in ".meta".
- * Failures to remove are logged at WARNING, not returned; a listing error
- * is returned.
+ * HK__BEST_SUFFIX), "graph.txt" (or, as named before, "graph.pbtxt"), and
+ * "<X>.safetensors", "<X>.graph.txt" or "<X>.meta" where X is `own` (the
+ * save's checkpoint name; NULL: none) or has the managed form
+ * "<basename>-<digits>" (`basename` NULL: none). Another checkpoint's
+ * temporary is kept: it may be an unmanaged save of another process in
+ * progress. Failures to remove are logged at WARNING, not returned; a
+ * listing error is returned.
  */
-hk_code hk__remove_stale_tmp(const hk_env *env, const char *dir, const char *latest_filename, hk_status *st);
+hk_code hk__remove_stale_tmp(const hk_env *env, const char *dir, const char *latest_filename, const char *basename,
+                             const char *own, hk_status *st);
 
 /* ---- the snapshot's copy (saver_save.c) -------------------------------------------- */
 

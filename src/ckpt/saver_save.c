@@ -414,7 +414,10 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
     rc = hk__pending_state_finish(env, dir, s->latest_filename, name, own ? s->paths : NULL, own ? s->n : 0, manage,
                                   &left, st);
   }
-  if (rc == HK_OK) rc = hk__remove_stale_tmp(env, dir, s->latest_filename, st);
+  /* A managed save's trainer (the only one, under the directory lock) owns
+   * the managed form's temporaries; any save its own target's. */
+  if (rc == HK_OK)
+    rc = hk__remove_stale_tmp(env, dir, s->latest_filename, manage ? hk__path_basename(save_path) : NULL, name, st);
   if (rc != HK_OK) goto done;
   if (manage) {
     if (!s->dir || strcmp(s->dir, dir) != 0) {

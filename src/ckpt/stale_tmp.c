@@ -1,11 +1,18 @@
 /*
  * Stale temporary files of a checkpoint directory: before a
  * save writes anything, the "<F>.tmp-XXXXXX" files a crashed save left
- * behind, for the names a checkpoint directory holds (the state file, its
- * records, the data files and graph descriptions), are removed.
+ * behind are removed — but only for final names no live writer but this
+ * save's own trainer can be writing: the state file and its records,
+ * "graph.txt", the checkpoints of the Saver's managed form
+ * "<basename>-<digits>" (which the directory lock keeps to one trainer and
+ * unmanaged saves refuse), and the save's own target. A temporary of any
+ * other checkpoint may be an unmanaged export another process is writing
+ * right now, which takes no directory lock: it is left alone (a save of
+ * that name removes it, should its writer have crashed).
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
+#include "ckpt/ckpt.h"
 #include "ckpt/ckpt_internal.h"
 #include "util/fs.h"
 #include "util/path.h"
@@ -15,6 +22,8 @@
 typedef struct stale_list {
   const hk_env *env;
   const char *latest;
+  const char *basename; /* of the managed form, or NULL */
+  const char *own;      /* the save's own checkpoint name, or NULL */
   char **names;
   size_t n, cap;
   int oom;
@@ -25,8 +34,26 @@ static int ends_with(const char *s, size_t n, const char *suffix) {
   return n >= k && memcmp(s + n - k, suffix, k) == 0;
 }
 
+/* F (fl bytes) is "<X><ext>" with ext a checkpoint file's and X `own`, or
+ * of the managed form of `basename`. */
+static int is_our_checkpoint_file(const char *name, size_t fl, const char *basename, const char *own) {
+  static const char *const exts[3] = {".safetensors", ".graph.txt", ".meta"};
+  for (size_t i = 0; i < 3; i++) {
+    size_t xl;
+    char x[256];
+    if (!ends_with(name, fl, exts[i])) continue;
+    xl = fl - strlen(exts[i]);
+    if (xl == 0 || xl >= sizeof x) return 0;
+    memcpy(x, name, xl);
+    x[xl] = '\0';
+    if (own && strcmp(x, own) == 0) return 1;
+    return basename && hk__managed_step(x, basename, NULL);
+  }
+  return 0;
+}
+
 /* "<F>.tmp-XXXXXX" with F one of ours. */
-static int is_our_tmp(const char *name, const char *latest) {
+static int is_our_tmp(const char *name, const char *latest, const char *basename, const char *own) {
   size_t fl;
   if (!hk__atomic_tmp_name(name, &fl)) return 0;
   if (fl == strlen(latest) && memcmp(name, latest, fl) == 0) return 1;
@@ -39,16 +66,15 @@ static int is_our_tmp(const char *name, const char *latest) {
       memcmp(name + strlen(latest), HK__BEST_SUFFIX, sizeof HK__BEST_SUFFIX - 1) == 0)
     return 1;
   if (fl == strlen("graph.txt") && memcmp(name, "graph.txt", fl) == 0) return 1;
-  if (ends_with(name, fl, ".safetensors") || ends_with(name, fl, ".graph.txt")) return 1;
-  /* The names these files had before: a crashed save of an older version. */
+  /* The name graph.txt had before: a crashed save of an older version. */
   if (fl == strlen("graph.pbtxt") && memcmp(name, "graph.pbtxt", fl) == 0) return 1;
-  return ends_with(name, fl, ".meta");
+  return is_our_checkpoint_file(name, fl, basename, own);
 }
 
 static hk_code collect_stale(void *user, const char *name, hk_status *st) {
   stale_list *l = user;
   (void)st;
-  if (l->oom || !is_our_tmp(name, l->latest)) return HK_OK;
+  if (l->oom || !is_our_tmp(name, l->latest, l->basename, l->own)) return HK_OK;
   if (l->n == l->cap) {
     size_t cap = l->cap ? l->cap * 2 : 8;
     char **grown = hk_env_realloc(l->env, l->names, cap * sizeof *grown);
@@ -68,7 +94,8 @@ static hk_code collect_stale(void *user, const char *name, hk_status *st) {
   return HK_OK;
 }
 
-hk_code hk__remove_stale_tmp(const hk_env *env, const char *dir, const char *latest_filename, hk_status *st) {
+hk_code hk__remove_stale_tmp(const hk_env *env, const char *dir, const char *latest_filename, const char *basename,
+                             const char *own, hk_status *st) {
   hk__fs fs;
   stale_list l;
   hk_code rc;
@@ -77,6 +104,8 @@ hk_code hk__remove_stale_tmp(const hk_env *env, const char *dir, const char *lat
   memset(&l, 0, sizeof l);
   l.env = fs.env;
   l.latest = latest_filename ? latest_filename : "checkpoint";
+  l.basename = basename;
+  l.own = own;
   /* Collect first, remove after: an fs need not allow changing a directory
    * while it is being listed. */
   rc = hk__fs_list(&fs, dir, collect_stale, &l, st);

@@ -197,18 +197,18 @@ static void test_saver__unlisted_and_other_files_never_deleted(void **state) {
                  "notes.txt,other-1.safetensors");
 }
 
-/* D4.2: a save removes the stale temporary files an interrupted save left. */
+/* D4.2: a save removes the stale temporary files an interrupted save left,
+ * of the names only its own trainer writes: the state file, graph.txt, the
+ * managed form's checkpoints and its own. */
 static void test_saver__stale_temporary_files_are_removed(void **state) {
   fx *f = *state;
   /* today's names, and the names older versions gave the graph descriptions */
-  const char *stale[] = {"model.ckpt-3.safetensors.tmp-AbC123",
-                         "checkpoint.tmp-zzzzzz",
-                         "x.graph.txt.tmp-000000",
-                         "graph.txt.tmp-a1B2c3",
-                         "x.meta.tmp-000000",
-                         "graph.pbtxt.tmp-Zz9Yy8"};
+  const char *stale[] = {"model.ckpt-3.safetensors.tmp-AbC123", "checkpoint.tmp-zzzzzz",
+                         "model.ckpt-7.graph.txt.tmp-000000",   "graph.txt.tmp-a1B2c3",
+                         "model.ckpt-2.meta.tmp-000000",        "graph.pbtxt.tmp-Zz9Yy8",
+                         "model.ckpt-1.safetensors.tmp-Qq1Ww2"};
   const char *kept[] = {"notes.txt.tmp-AbC123", "model.ckpt-3.safetensors.tmp-short"};
-  for (size_t i = 0; i < 6; i++) {
+  for (size_t i = 0; i < 7; i++) {
     char *p = ckpt_file(f, stale[i]);
     assert_int_equal(test_write_file(p, "junk", 4), 0);
     free(p);
@@ -221,6 +221,34 @@ static void test_saver__stale_temporary_files_are_removed(void **state) {
   f->saver = make_saver(f, 5, HK_UNSET_SECS);
   save_step(f, f->saver, 1);
   assert_listing(f->dir, "checkpoint,model.ckpt-1.safetensors,model.ckpt-3.safetensors.tmp-short,notes.txt.tmp-AbC123");
+}
+
+/* D4.2: the temporaries of another checkpoint's files are kept — an
+ * unmanaged export another process (which takes no directory lock) is
+ * writing right now — until a save of that very name removes them. */
+static void test_saver__temporaries_a_live_export_may_be_writing_are_kept(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  const char *live[] = {"export.safetensors.tmp-AbC123", "export.graph.txt.tmp-AbC123", "x.meta.tmp-000000",
+                        "other-5.safetensors.tmp-000000"};
+  char *export_path = ckpt_file(f, "export");
+  for (size_t i = 0; i < 4; i++) {
+    char *p = ckpt_file(f, live[i]);
+    assert_int_equal(test_write_file(p, "junk", 4), 0);
+    free(p);
+  }
+  f->saver = make_saver(f, 5, HK_UNSET_SECS);
+  save_step(f, f->saver, 1);
+  assert_listing(f->dir,
+                 "checkpoint,export.graph.txt.tmp-AbC123,export.safetensors.tmp-AbC123,model.ckpt-1.safetensors,"
+                 "other-5.safetensors.tmp-000000,x.meta.tmp-000000");
+  /* A save of "export" itself: its own name's temporaries are its own. */
+  set_values(f, 2);
+  assert_ok(hk_saver_save(NULL, f->saver, f->rs, export_path, HK_UNSET_STEPS, HK_SAVE_NO_STATE, &st), &st);
+  assert_listing(f->dir,
+                 "checkpoint,export.safetensors,model.ckpt-1.safetensors,other-5.safetensors.tmp-000000,"
+                 "x.meta.tmp-000000");
+  free(export_path);
 }
 
 /* ---- D6.2: preservation arithmetic at the boundary ---------------------------------------- */
@@ -271,6 +299,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_saver__a_save_without_the_state_file_is_unmanaged, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__unlisted_and_other_files_never_deleted, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__stale_temporary_files_are_removed, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__temporaries_a_live_export_may_be_writing_are_kept, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__preservation_boundary_is_inclusive, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
