@@ -205,7 +205,8 @@ void hk__pending_left_clear(const hk_env *env, hk__pending_left *left);
  * rewritten without them before returning, so no state file recording
  * `target` outlives the save that re-creates it. A deletion that fails
  * (other than NOT_FOUND) is logged at WARNING and its name returned in
- * left->carry. A missing or malformed state file deletes nothing. The
+ * left->carry. A missing or malformed state file, or one without the
+ * checksum line (not hooked's), deletes nothing. The
  * save fails (before writing anything) on RESOURCE_EXHAUSTED, when
  * `must_read` and the state file exists but cannot be read, or when the
  * rewrite fails.

@@ -37,6 +37,7 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "ckpt/ckpt_internal.h"
+#include "ckpt/state_internal.h"
 #include "util/common.h"
 #include "util/crc32c.h"
 #include "util/fs.h"
@@ -315,6 +316,29 @@ static int paths_name(char *const *paths, size_t n, const char *name) {
   return 0;
 }
 
+/* The state file as parsed, when it can record anything: NOT_FOUND when
+ * it is missing, larger than any state file, or has no checksum line (not
+ * written by hooked: its pending-deletion lines would be comments, and it
+ * is not parsed, so what it refuses is warned about once, by the
+ * recovery, not by every save). */
+static hk_code read_recording(const hk_env *env, const char *dir, const char *latest, hk__state *out, hk_status *st) {
+  char *path = hk__path_join(env, dir, latest), *text = NULL;
+  size_t len = 0;
+  hk_code rc;
+
+  memset(out, 0, sizeof *out);
+  if (!path) return oom(st, dir);
+  rc = hk__read_file(env, path, HK__STATE_MAX_BYTES, &text, &len, st);
+  if (rc == HK_OUT_OF_RANGE) rc = HK_NOT_FOUND;
+  if (rc == HK_OK &&
+      (len < sizeof CHECKSUM_PREFIX - 1 || memcmp(text, CHECKSUM_PREFIX, sizeof CHECKSUM_PREFIX - 1) != 0))
+    rc = HK_NOT_FOUND;
+  if (rc == HK_OK) rc = hk__state_parse(env, path, text, len, out, st);
+  hk_env_free(env, text);
+  hk_env_free(env, path);
+  return rc;
+}
+
 hk_code hk__pending_state_finish(const hk_env *env, const char *dir, const char *latest_filename, const char *target,
                                  char *const *keep, size_t nkeep, int must_read, hk__pending_left *left,
                                  hk_status *st) {
@@ -326,7 +350,7 @@ hk_code hk__pending_state_finish(const hk_env *env, const char *dir, const char 
 
   memset(left, 0, sizeof *left);
   hk__fs_init(&fs, env);
-  rc = hk__state_read(env, dir, latest_filename, &state, &why);
+  rc = read_recording(env, dir, latest_filename, &state, &why);
   if (rc == HK_NOT_FOUND || rc == HK_DATA_LOSS) return HK_OK; /* nothing it records can be trusted */
   if (rc == HK_RESOURCE_EXHAUSTED || (rc != HK_OK && must_read)) {
     /* This save is about to write a state file that records only what
