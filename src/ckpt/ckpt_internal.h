@@ -189,6 +189,15 @@ typedef struct hk__pending_left {
   size_t ncarry;
 } hk__pending_left;
 
+/**
+ * The state file "<dir>/<latest>" as parsed, when it can record pending
+ * deletions: NOT_FOUND when it is missing, larger than any state file, or
+ * has no checksum line (not written by hooked: its pending-deletion lines
+ * are comments, and it is not parsed); a malformed one is DATA_LOSS; read
+ * errors are the file system's.
+ */
+hk_code hk__pending_state_read(const hk_env *env, const char *dir, const char *latest, hk__state *out, hk_status *st);
+
 /** Free what a hk__pending_left holds; zeroes it. */
 void hk__pending_left_clear(const hk_env *env, hk__pending_left *left);
 

@@ -316,12 +316,9 @@ static int paths_name(char *const *paths, size_t n, const char *name) {
   return 0;
 }
 
-/* The state file as parsed, when it can record anything: NOT_FOUND when
- * it is missing, larger than any state file, or has no checksum line (not
- * written by hooked: its pending-deletion lines would be comments, and it
- * is not parsed, so what it refuses is warned about once, by the
- * recovery, not by every save). */
-static hk_code read_recording(const hk_env *env, const char *dir, const char *latest, hk__state *out, hk_status *st) {
+/* Not parsed without a checksum line, so what such a file refuses is
+ * warned about once, by the recovery, not by every save. */
+hk_code hk__pending_state_read(const hk_env *env, const char *dir, const char *latest, hk__state *out, hk_status *st) {
   char *path = hk__path_join(env, dir, latest), *text = NULL;
   size_t len = 0;
   hk_code rc;
@@ -350,7 +347,7 @@ hk_code hk__pending_state_finish(const hk_env *env, const char *dir, const char 
 
   memset(left, 0, sizeof *left);
   hk__fs_init(&fs, env);
-  rc = read_recording(env, dir, latest_filename, &state, &why);
+  rc = hk__pending_state_read(env, dir, latest_filename, &state, &why);
   if (rc == HK_NOT_FOUND || rc == HK_DATA_LOSS) return HK_OK; /* nothing it records can be trusted */
   if (rc == HK_RESOURCE_EXHAUSTED || (rc != HK_OK && must_read)) {
     /* This save is about to write a state file that records only what

@@ -448,7 +448,8 @@ hk_code hk_checkpoint_state_update(const hk_env *env, const char *dir, const cha
     memset(&cur, 0, sizeof cur);
     /* An invalid name is refused by the write, as such. */
     rc = hk__valid_name(latest_filename ? latest_filename : DEFAULT_LATEST_FILENAME)
-             ? hk__state_read(env, dir, latest_filename, &cur, status)
+             ? hk__pending_state_read(env, dir, latest_filename ? latest_filename : DEFAULT_LATEST_FILENAME, &cur,
+                                      status)
              : HK_NOT_FOUND;
     if (rc == HK_NOT_FOUND || rc == HK_DATA_LOSS) {
       hk_status_clear(status);
