@@ -39,6 +39,26 @@
  * session recover and re-enter collectives the other ranks left). A rank that fails and exits makes Open MPI end
  * the whole job: no rank is left waiting in a collective.
  *
+ * Deadlines: no call of this module waits for other ranks for ever. Every
+ * collective is started non-blocking and polled against the context's
+ * deadline (hk_mpi_options.collective_timeout_secs, 300 s by default):
+ * a rank still waiting when it passes tells every other rank that it gives
+ * up, and a rank waiting in any collective of the same context that hears
+ * it gives up at once too; each then collects, for a short while, which
+ * ranks are waiting where, and fails with DEADLINE_EXCEEDED and a message
+ * such as "hk_mpi_average: collective #12 (average) at step 41 did not
+ * complete within 3 s: rank 2 did not arrive; ranks 0, 1 waited". A rank
+ * that arrives later hears it and fails the same way, at once. The
+ * parameter server's waits fail likewise, naming the chief (a worker's
+ * wait for its reply) or the workers still there (the chief's wait for a
+ * request). The library never ends the process and never calls MPI_Abort:
+ * it returns the error, and the program decides. After a deadline the
+ * context is broken: the collective left behind can be neither completed
+ * nor cancelled (MPI forbids it), so every later call on the context fails
+ * with FAILED_PRECONDITION, and MPI_Finalize may wait for the ranks that
+ * never came. A program that gets DEADLINE_EXCEEDED should therefore end
+ * the job with MPI_Abort(MPI_COMM_WORLD, code), as the examples do.
+ *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #ifndef HOOKED_MPI_H
@@ -70,9 +90,21 @@ typedef struct hk_mpi_options {
    *  MPI_COMM_WORLD. */
   MPI_Comm comm;
   int root; /**< the chief's rank in comm; default 0 */
+  /** The deadline of every wait of this context for other ranks (a
+   *  collective, the parameter server's replies and requests): a rank
+   *  that has waited this long stops waiting, and the call fails with
+   *  DEADLINE_EXCEEDED naming the ranks that did not arrive, the step and
+   *  the operation (see "Deadlines" below). Seconds on the system's
+   *  monotonic clock, not env's (the other ranks run in real time).
+   *  HK_UNSET_SECS (the default): 300 s; +infinity: no deadline (wait as
+   *  long as MPI does); otherwise > 0 and finite. */
+  double collective_timeout_secs;
 } hk_mpi_options;
 #define HK_MPI_OPTIONS_INIT \
-  { HK_MPI_OPTIONS_VERSION, NULL, MPI_COMM_NULL, 0 }
+  { HK_MPI_OPTIONS_VERSION, NULL, MPI_COMM_NULL, 0, HK_UNSET_SECS }
+
+/** The deadline when hk_mpi_options.collective_timeout_secs is unset. */
+#define HK_MPI_DEFAULT_COLLECTIVE_TIMEOUT_SECS 300.0
 
 /**
  * Initialize options to HK_MPI_OPTIONS_INIT.
@@ -232,8 +264,11 @@ HK_API hk_code hk_mpi_sync_worker_ops(hk_mpi *mpi, hk_graph *g, hk_handle *ready
 typedef struct hk_mpi_stop_options {
   uint32_t version;  /**< HK_MPI_STOP_OPTIONS_VERSION */
   const hk_env *env; /**< NULL: the session's */
-  /** Default 1: the hook installs its own SIGINT/SIGTERM handlers in begin()
-   *  (removed in end() and when it is freed): a signal delivered to any
+  /** Default 1: the hook installs its own SIGINT/SIGTERM handlers when it
+   *  is created — so create it before a long start-up (loading data,
+   *  building the model): a signal then is a stop agreed on at the
+   *  session's start — and again in begin() after an end() (they are
+   *  removed in end() and when it is freed): a signal delivered to any
    *  rank — one rank alone, or all of them by mpirun (which SIGKILLs ranks
    *  still running 1 s later unless its odls_base_sigkill_timeout is raised:
    *  signal the ranks, not mpirun, when the final checkpoint takes longer) —
@@ -283,7 +318,8 @@ HK_API hk_code hk_mpi_stop_options_init(hk_mpi_stop_options *opts, uint32_t vers
  * **Errors:** INVALID_ARGUMENT for NULL arguments, a bad version or env;
  * RESOURCE_EXHAUSTED. begin() fails with FAILED_PRECONDITION when
  * handle_signals is set and another hooked hook of this kind already
- * handles signals in this process.
+ * handles signals in this process (the handlers then stay the other's
+ * from creation on), or hooked's signal helper is installed.
  * **Allocates:** at creation only.
  * **Threads:** the training thread.
  */

@@ -19,6 +19,16 @@ static int shared_var(const hk_variable_info *info, void *user) {
   return (info->flags & HK_VAR_LOCAL) == 0;
 }
 
+/* One non-blocking broadcast from the chief, waited for under the deadline. */
+static hk_code bcast(hk_mpi *m, void *p, int count, MPI_Datatype type, int op, hk_status *st) {
+  MPI_Request req = MPI_REQUEST_NULL;
+  hk_code rc = hk__mpi_collective_begin(m, op, "broadcast hook", st);
+  if (rc != HK_OK) return rc;
+  int err = MPI_Ibcast(p, count, type, m->root, m->comm, &req);
+  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "broadcast hook: MPI_Ibcast");
+  return hk__mpi_collective_wait(m, &req, op, "broadcast hook", st);
+}
+
 /* The next shared variable of ex from *cursor on: 1 found (in *info), 0 none. */
 static int next_shared(hk_executor *ex, size_t *cursor, hk_variable_info *info) {
   size_t n = hk_executor_variable_count(ex);
@@ -44,15 +54,14 @@ static hk_code first_difference(broadcast *b, hk_executor *ex, const char **name
   *name = NULL;
   if (m->rank == m->root)
     while (next_shared(ex, &cursor, &info)) n0++;
-  int err = MPI_Bcast(&n0, 1, MPI_INT, m->root, m->comm);
-  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "broadcast hook: MPI_Bcast");
+  hk_code rc = bcast(m, &n0, 1, MPI_INT, HK__MPI_OP_MODEL_CHECK, st);
+  if (rc != HK_OK) return rc;
   *nchief = n0;
   cursor = 0;
   for (int k = 0; k < n0; k++) {
     int have = next_shared(ex, &cursor, &info);
     uint32_t mine = have ? hk__mpi_describe(0, &info) : 0, theirs = mine;
-    err = MPI_Bcast(&theirs, 1, MPI_UINT32_T, m->root, m->comm);
-    if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "broadcast hook: MPI_Bcast");
+    if ((rc = bcast(m, &theirs, 1, MPI_UINT32_T, HK__MPI_OP_MODEL_CHECK, st)) != HK_OK) return rc;
     if (!found && (!have || mine != theirs)) {
       found = 1;
       *name = have ? info.name : NULL;
@@ -72,8 +81,11 @@ static hk_code check_models(broadcast *b, hk_raw_session *rs, hk_status *st) {
   uint32_t mine;
   hk_code rc = hk__mpi_fingerprint(ex, shared_var, NULL, &mine, st);
   if (rc != HK_OK) return rc;
-  int err = MPI_Allgather(&mine, 1, MPI_UINT32_T, b->prints, 1, MPI_UINT32_T, m->comm);
-  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "broadcast hook: MPI_Allgather");
+  MPI_Request req = MPI_REQUEST_NULL;
+  if ((rc = hk__mpi_collective_begin(m, HK__MPI_OP_MODEL_CHECK, "broadcast hook", st)) != HK_OK) return rc;
+  int err = MPI_Iallgather(&mine, 1, MPI_UINT32_T, b->prints, 1, MPI_UINT32_T, m->comm, &req);
+  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "broadcast hook: MPI_Iallgather");
+  if ((rc = hk__mpi_collective_wait(m, &req, HK__MPI_OP_MODEL_CHECK, "broadcast hook", st)) != HK_OK) return rc;
   int first_bad = -1, nbad = 0;
   for (int r = 0; r < m->size; r++)
     if (b->prints[r] != b->prints[m->root]) {
@@ -111,6 +123,11 @@ static hk_code bcast_after_create_session(void *user, hk_raw_session *rs, hk_coo
   hk_mpi *m = b->mpi;
   (void)coord;
   (void)ctx;
+  /* This rank's own step until the broadcast: a deadline's message names it. */
+  int64_t gs = HK_UNSET_STEPS;
+  hk_status ignore = HK_STATUS_INIT;
+  if (hk_raw_session_global_step(&gs, rs, &ignore) != HK_OK) gs = HK_UNSET_STEPS;
+  hk__mpi_set_step(m, gs);
   hk_code rc = check_models(b, rs, st);
   if (rc != HK_OK) return rc;
   hk_executor *ex = hk_raw_session_executor(rs);
@@ -128,8 +145,7 @@ static hk_code bcast_after_create_session(void *user, hk_raw_session *rs, hk_coo
     unsigned char *p = t.data;
     for (size_t left = t.nbytes; left > 0;) {
       int chunk = left > (size_t)(INT_MAX / 2) ? INT_MAX / 2 : (int)left;
-      int err = MPI_Bcast(p, chunk, MPI_BYTE, m->root, m->comm);
-      if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "broadcast hook: MPI_Bcast");
+      if ((rc = bcast(m, p, chunk, MPI_BYTE, HK__MPI_OP_BROADCAST, st)) != HK_OK) return rc;
       p += chunk;
       left -= (size_t)chunk;
     }

@@ -65,6 +65,13 @@ hk_code hk_mpi_new(hk_mpi **out, const hk_mpi_options *opts, hk_status *st) {
     return hk_status_set(st, HK_FAILED_PRECONDITION, "hk_mpi_new: MPI is not initialized (call MPI_Init first)");
   MPI_Finalized(&flag);
   if (flag) return hk_status_set(st, HK_FAILED_PRECONDITION, "hk_mpi_new: MPI is already finalized");
+  const double timeout = hk_secs_is_unset(o->collective_timeout_secs) ? HK_MPI_DEFAULT_COLLECTIVE_TIMEOUT_SECS
+                                                                      : o->collective_timeout_secs;
+  if (!(timeout > 0))
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_mpi_new: opts->collective_timeout_secs %g is not > 0 (HK_UNSET_SECS: %g s; +infinity: "
+                         "no deadline)",
+                         o->collective_timeout_secs, HK_MPI_DEFAULT_COLLECTIVE_TIMEOUT_SECS);
   MPI_Comm base = o->comm == MPI_COMM_NULL ? MPI_COMM_WORLD : o->comm;
   int size = 0;
   if ((err = MPI_Comm_size(base, &size)) != MPI_SUCCESS) return hk__mpi_error(st, err, "hk_mpi_new: MPI_Comm_size");
@@ -74,24 +81,42 @@ hk_code hk_mpi_new(hk_mpi **out, const hk_mpi_options *opts, hk_status *st) {
   hk_mpi *m = hk_env_calloc(o->env, 1, sizeof *m);
   if (!m) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_mpi_new: out of memory");
   hk_env_copy(&m->env, o->env);
-  m->comm = MPI_COMM_NULL;
+  m->comm = m->watch = MPI_COMM_NULL;
   m->size = size;
   m->root = o->root;
+  m->timeout = timeout;
+  m->step = HK_UNSET_STEPS;
   m->counts = hk_env_calloc(&m->env, (size_t)size * 4, sizeof(int));
   m->scalars = hk_env_calloc(&m->env, (size_t)size, sizeof(double));
-  if (!m->counts || !m->scalars) {
+  m->notes = hk_env_calloc(&m->env, (size_t)size * 4, sizeof(int64_t));
+  m->note_reqs = hk_env_calloc(&m->env, (size_t)size * 2, sizeof(MPI_Request));
+  if (!m->counts || !m->scalars || !m->notes || !m->note_reqs) {
     hk_mpi_free(m);
     return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_mpi_new: out of memory");
   }
+  m->note_rreqs = m->note_reqs + size;
   m->displs = m->counts + size;
   m->counts2 = m->counts + 2 * size;
   m->displs2 = m->counts + 3 * size;
-  if ((err = MPI_Comm_dup(base, &m->comm)) != MPI_SUCCESS) {
-    m->comm = MPI_COMM_NULL;
-    hk_mpi_free(m);
-    return hk__mpi_error(st, err, "hk_mpi_new: MPI_Comm_dup");
+  /* Both duplicates under the deadline: a rank that never calls
+   * hk_mpi_new() must not hang the others here either. */
+  MPI_Comm *dups[2] = {&m->comm, &m->watch};
+  for (int i = 0; i < 2; i++) {
+    MPI_Request req = MPI_REQUEST_NULL;
+    if ((err = MPI_Comm_idup(i == 0 ? base : m->comm, dups[i], &req)) != MPI_SUCCESS) {
+      *dups[i] = MPI_COMM_NULL;
+      hk_mpi_free(m);
+      return hk__mpi_error(st, err, "hk_mpi_new: MPI_Comm_idup");
+    }
+    if ((rc = hk__mpi_p2p_wait(m, &req, HK__MPI_OP_CREATE, "some rank of the communicator (it did not call hk_mpi_new)",
+                               "hk_mpi_new", NULL, st)) != HK_OK) {
+      /* The duplicate never completed: nothing of it to free. */
+      *dups[i] = MPI_COMM_NULL;
+      hk_mpi_free(m);
+      return rc;
+    }
+    MPI_Comm_set_errhandler(*dups[i], MPI_ERRORS_RETURN);
   }
-  MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(m->comm, &m->rank);
   *out = m;
   return HK_OK;
@@ -102,10 +127,13 @@ void hk_mpi_free(hk_mpi *m) {
   hk_env env = m->env;
   int finalized = 0;
   MPI_Finalized(&finalized);
+  if (m->watch != MPI_COMM_NULL && !finalized) MPI_Comm_free(&m->watch);
   if (m->comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&m->comm);
   hk_env_free(&env, m->scratch);
   hk_env_free(&env, m->counts);
   hk_env_free(&env, m->scalars);
+  hk_env_free(&env, m->notes);
+  hk_env_free(&env, m->note_reqs);
   hk_env_free(&env, m);
 }
 
@@ -171,7 +199,8 @@ hk_code hk_mpi_average(hk_mpi *m, hk_dtype dtype, void *data, size_t count, hk_s
   if (count > (size_t)INT_MAX)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_average: count %zu is more than MPI's int counts reach (%d)",
                          count, INT_MAX);
-  hk_code rc = grow_scratch(m, mine_len * (size_t)N * esize, st);
+  hk_code rc = hk__mpi_check_usable(m, "hk_mpi_average", st);
+  if (rc == HK_OK) rc = grow_scratch(m, mine_len * (size_t)N * esize, st);
   if (rc != HK_OK) return rc;
   for (int r = 0; r < N; r++) {
     size_t s, len;
@@ -181,22 +210,33 @@ hk_code hk_mpi_average(hk_mpi *m, hk_dtype dtype, void *data, size_t count, hk_s
     m->counts2[r] = (int)mine_len; /* what I receive from r: its copy of my block */
     m->displs2[r] = (int)(mine_len * (size_t)r);
   }
-  int err = MPI_Alltoallv(data, m->counts, m->displs, type, m->scratch, m->counts2, m->displs2, type, m->comm);
-  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "hk_mpi_average: MPI_Alltoallv");
+  MPI_Request req = MPI_REQUEST_NULL;
+  rc = hk__mpi_collective_begin(m, HK__MPI_OP_AVERAGE, "hk_mpi_average", st);
+  if (rc != HK_OK) return rc;
+  int err = MPI_Ialltoallv(data, m->counts, m->displs, type, m->scratch, m->counts2, m->displs2, type, m->comm, &req);
+  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "hk_mpi_average: MPI_Ialltoallv");
+  if ((rc = hk__mpi_collective_wait(m, &req, HK__MPI_OP_AVERAGE, "hk_mpi_average", st)) != HK_OK) return rc;
   if (dtype == HK_DTYPE_F32)
     SUM_IN_RANK_ORDER(float);
   else
     SUM_IN_RANK_ORDER(double);
-  err = MPI_Allgatherv(MPI_IN_PLACE, 0, type, data, m->counts, m->displs, type, m->comm);
-  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "hk_mpi_average: MPI_Allgatherv");
-  return HK_OK;
+  rc = hk__mpi_collective_begin(m, HK__MPI_OP_AVERAGE, "hk_mpi_average", st);
+  if (rc != HK_OK) return rc;
+  err = MPI_Iallgatherv(MPI_IN_PLACE, 0, type, data, m->counts, m->displs, type, m->comm, &req);
+  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "hk_mpi_average: MPI_Iallgatherv");
+  return hk__mpi_collective_wait(m, &req, HK__MPI_OP_AVERAGE, "hk_mpi_average", st);
 }
 
 hk_code hk_mpi_average_scalar(hk_mpi *m, double *value, hk_status *st) {
   if (!m || !value)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_average_scalar: %s is NULL", !m ? "mpi" : "value");
-  int err = MPI_Allgather(value, 1, MPI_DOUBLE, m->scalars, 1, MPI_DOUBLE, m->comm);
-  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "hk_mpi_average_scalar: MPI_Allgather");
+  MPI_Request req = MPI_REQUEST_NULL;
+  hk_code rc = hk__mpi_collective_begin(m, HK__MPI_OP_AVERAGE_SCALAR, "hk_mpi_average_scalar", st);
+  if (rc != HK_OK) return rc;
+  int err = MPI_Iallgather(value, 1, MPI_DOUBLE, m->scalars, 1, MPI_DOUBLE, m->comm, &req);
+  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "hk_mpi_average_scalar: MPI_Iallgather");
+  if ((rc = hk__mpi_collective_wait(m, &req, HK__MPI_OP_AVERAGE_SCALAR, "hk_mpi_average_scalar", st)) != HK_OK)
+    return rc;
   double acc = m->scalars[0];
   for (int r = 1; r < m->size; r++) acc += m->scalars[r];
   *value = acc / (double)m->size;

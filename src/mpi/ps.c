@@ -3,6 +3,8 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ps.h"
@@ -21,6 +23,7 @@ hk_code hk_mpi_ps_new(hk_mpi_ps **out, hk_mpi *mpi, hk_status *st) {
   ps->chief = mpi->rank == mpi->root;
   atomic_init(&ps->stop, 0);
   ps->pull_req = MPI_REQUEST_NULL;
+  ps->chunk = PS_CHUNK_DEFAULT;
   if (ps->chief) {
     ps->gone = hk_env_calloc(&ps->env, (size_t)mpi->size, sizeof *ps->gone);
     if (!ps->gone) {
@@ -64,20 +67,105 @@ static int pick_shared(const hk_variable_info *info, void *user) {
   return shared(info);
 }
 
-hk_code hk__ps_request(hk_mpi_ps *ps, int tag, int64_t flags, size_t payload, hk_status *st) {
-  ps_header h = {0, flags, (int64_t)ps->fingerprint, 0};
-  memcpy(ps->tx, &h, sizeof h);
-  int err = MPI_Send(ps->tx, (int)(PS_HEADER_BYTES + payload), MPI_BYTE, ps->mpi->root, tag, ps->mpi->comm);
-  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server worker: MPI_Send");
+void hk__mpi_ps_set_chunk_bytes(hk_mpi_ps *ps, size_t bytes) {
+  if (ps && bytes > 0) ps->chunk = bytes < PS_CHUNK_DEFAULT ? bytes : PS_CHUNK_DEFAULT;
+}
+
+int hk__ps_first_capacity(const hk_mpi_ps *ps) {
+  size_t whole = PS_HEADER_BYTES + ps->payload;
+  return whole < (size_t)INT_MAX ? (int)whole : INT_MAX;
+}
+
+/* Who a wait for `peer` waits for, in words. */
+static void describe_peer(const hk_mpi_ps *ps, int peer, char *buf, size_t cap) {
+  if (peer == ps->mpi->root)
+    snprintf(buf, cap, "the chief (rank %d)", peer);
+  else
+    snprintf(buf, cap, "worker rank %d", peer);
+}
+
+hk_code hk__ps_send(hk_mpi_ps *ps, int dest, int tag, size_t payload, hk_status *st) {
+  hk_mpi *m = ps->mpi;
+  char peer[48];
+  int64_t n64 = (int64_t)payload;
+  memcpy(ps->tx + offsetof(ps_header, payload), &n64, sizeof n64);
+  describe_peer(ps, dest, peer, sizeof peer);
+  const size_t total = PS_HEADER_BYTES + payload;
+  for (size_t off = 0; off < total;) {
+    /* The first piece holds the header whole, whatever the chunk. */
+    size_t piece = total - off < ps->chunk ? total - off : ps->chunk;
+    if (off == 0 && piece < PS_HEADER_BYTES) piece = PS_HEADER_BYTES;
+    MPI_Request req = MPI_REQUEST_NULL;
+    int err = MPI_Isend(ps->tx + off, (int)piece, MPI_BYTE, dest, tag, m->comm, &req);
+    if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server: MPI_Isend");
+    hk_code rc = hk__mpi_p2p_wait(m, &req, tag == PS_TAG_REPLY ? HK__MPI_OP_PS_REPLY : HK__MPI_OP_PS_REQUEST, peer,
+                                  "parameter server", NULL, st);
+    if (rc != HK_OK) return rc;
+    off += piece;
+  }
   return HK_OK;
 }
 
-hk_code hk__ps_receive(hk_mpi_ps *ps, ps_header *h, hk_status *st) {
-  int err = MPI_Recv(ps->rx, (int)(PS_HEADER_BYTES + ps->payload), MPI_BYTE, ps->mpi->root, PS_TAG_REPLY, ps->mpi->comm,
-                     MPI_STATUS_IGNORE);
-  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server worker: MPI_Recv");
+hk_code hk__ps_receive_rest(hk_mpi_ps *ps, int source, int tag, int bytes, ps_header *h, hk_status *st) {
+  hk_mpi *m = ps->mpi;
+  char peer[48];
+  if (bytes < (int)PS_HEADER_BYTES)
+    return hk_status_set(st, HK_INTERNAL,
+                         "parameter server: rank %d sent a message of %d bytes, less than a header (%zu)", source,
+                         bytes, PS_HEADER_BYTES);
   memcpy(h, ps->rx, sizeof *h);
+  const size_t got = (size_t)bytes - PS_HEADER_BYTES;
+  if (h->payload < 0 || (uint64_t)h->payload > ps->payload || got > (size_t)h->payload)
+    return hk_status_set(st, HK_INTERNAL,
+                         "parameter server: rank %d sent a message of %lld bytes after its header; the layout's "
+                         "variables take %zu",
+                         source, (long long)h->payload, ps->payload);
+  describe_peer(ps, source, peer, sizeof peer);
+  for (size_t off = got; off < (size_t)h->payload;) {
+    size_t left = (size_t)h->payload - off;
+    int cap = left < (size_t)INT_MAX ? (int)left : INT_MAX, n = 0;
+    MPI_Request req = MPI_REQUEST_NULL;
+    MPI_Status status;
+    int err = MPI_Irecv(ps->rx + PS_HEADER_BYTES + off, cap, MPI_BYTE, source, tag, m->comm, &req);
+    if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server: MPI_Irecv");
+    hk_code rc = hk__mpi_p2p_wait(m, &req, tag == PS_TAG_REPLY ? HK__MPI_OP_PS_REPLY : HK__MPI_OP_PS_REQUEST, peer,
+                                  "parameter server", &status, st);
+    if (rc != HK_OK) {
+      MPI_Cancel(&req);
+      MPI_Request_free(&req);
+      return rc;
+    }
+    MPI_Get_count(&status, MPI_BYTE, &n);
+    if (n <= 0)
+      return hk_status_set(st, HK_INTERNAL, "parameter server: rank %d sent an empty piece of a message", source);
+    off += (size_t)n;
+  }
   return HK_OK;
+}
+
+hk_code hk__ps_request(hk_mpi_ps *ps, int tag, int64_t flags, size_t payload, hk_status *st) {
+  ps_header h = {0, flags, (int64_t)ps->fingerprint, 0};
+  memcpy(ps->tx, &h, sizeof h);
+  return hk__ps_send(ps, ps->mpi->root, tag, payload, st);
+}
+
+hk_code hk__ps_receive(hk_mpi_ps *ps, ps_header *h, hk_status *st) {
+  hk_mpi *m = ps->mpi;
+  MPI_Request req = MPI_REQUEST_NULL;
+  MPI_Status status;
+  char peer[48];
+  int bytes = 0;
+  describe_peer(ps, m->root, peer, sizeof peer);
+  int err = MPI_Irecv(ps->rx, hk__ps_first_capacity(ps), MPI_BYTE, m->root, PS_TAG_REPLY, m->comm, &req);
+  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server worker: MPI_Irecv");
+  hk_code rc = hk__mpi_p2p_wait(m, &req, HK__MPI_OP_PS_REPLY, peer, "parameter server worker", &status, st);
+  if (rc != HK_OK) {
+    MPI_Cancel(&req);
+    MPI_Request_free(&req);
+    return rc;
+  }
+  MPI_Get_count(&status, MPI_BYTE, &bytes);
+  return hk__ps_receive_rest(ps, m->root, PS_TAG_REPLY, bytes, h, st);
 }
 
 hk_code hk__ps_layout(hk_mpi_ps *ps, hk_executor *ex, hk_status *st) {

@@ -12,6 +12,7 @@
 #ifndef HOOKED_MPI_PS_H
 #define HOOKED_MPI_PS_H
 
+#include <limits.h>
 #include <stdatomic.h>
 
 #include "hooked/coordinator.h"
@@ -35,8 +36,14 @@ typedef struct ps_header {
   int64_t global_step;
   int64_t flags;
   int64_t fingerprint; /* of the shared variables' layout */
-  int64_t reserved;
+  int64_t payload;     /* bytes after the header, in this piece and the ones that follow */
 } ps_header;
+
+/* A message is one piece of at most the endpoint's chunk bytes (MPI counts
+ * are int), the header and the first bytes of the payload, then the rest
+ * of the payload in pieces of that size, on the same tag: MPI keeps
+ * messages between two ranks on one tag in order. */
+#define PS_CHUNK_DEFAULT ((size_t)(INT_MAX / 2))
 
 /* One shared variable: an index of the executor and its bytes. */
 typedef struct ps_var {
@@ -59,6 +66,7 @@ struct hk_mpi_ps {
   unsigned char *tx, *rx; /* header + payload each */
   unsigned char *base;    /* worker: the shared variables as last pulled */
   int64_t updates;
+  size_t chunk;          /* the largest piece of a message, in bytes */
   hk_coordinator *coord; /* of the session the hooks serve */
   /* chief */
   int *gone;       /* per rank: left (or the chief itself) */
@@ -78,6 +86,22 @@ struct hk_mpi_ps {
 hk_code hk__ps_layout(hk_mpi_ps *ps, hk_executor *ex, hk_status *st);
 
 #define PS_HEADER_BYTES sizeof(ps_header)
+
+/* Send tx's header (its payload field set here) and `payload` bytes of
+ * tx's payload to `dest` on `tag`, in pieces, under the deadline. */
+hk_code hk__ps_send(hk_mpi_ps *ps, int dest, int tag, size_t payload, hk_status *st);
+
+/* The first piece of a message from `source` on `tag` (`bytes` of it) is in
+ * rx: check its header's payload against the layout and receive the
+ * pieces that follow into rx, under the deadline. *h: the header. */
+hk_code hk__ps_receive_rest(hk_mpi_ps *ps, int source, int tag, int bytes, ps_header *h, hk_status *st);
+
+/* The receive capacity of a first piece: the whole message, within int. */
+int hk__ps_first_capacity(const hk_mpi_ps *ps);
+
+/* Tests only: send messages in pieces of at most `bytes` (>= 1), to check
+ * the pieces without gigabytes of variables. */
+void hk__mpi_ps_set_chunk_bytes(hk_mpi_ps *ps, size_t bytes);
 
 /* Worker: send a request of `tag` (a header with `flags` and the layout's
  * fingerprint, then `payload` bytes of tx's payload) to the chief. */

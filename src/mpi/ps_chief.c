@@ -10,6 +10,7 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "ps.h"
@@ -20,10 +21,7 @@
 static hk_code reply(hk_mpi_ps *ps, int dest, int64_t gs, int64_t flags, int with_payload, hk_status *st) {
   ps_header h = {gs, flags, (int64_t)ps->fingerprint, 0};
   memcpy(ps->tx, &h, sizeof h);
-  size_t n = PS_HEADER_BYTES + (with_payload ? ps->payload : 0);
-  int err = MPI_Send(ps->tx, (int)n, MPI_BYTE, dest, PS_TAG_REPLY, ps->mpi->comm);
-  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server: MPI_Send of a reply");
-  return HK_OK;
+  return hk__ps_send(ps, dest, PS_TAG_REPLY, with_payload ? ps->payload : 0, st);
 }
 
 /* The variables' current values into the reply's payload. */
@@ -65,15 +63,31 @@ static int stop_wanted(const hk_mpi_ps *ps) {
 /* The first pause after an idle look, doubled up to IDLE_MAX_SECS. */
 #define IDLE_MIN_SECS 0.00002
 
-/* Receive one request into rx if there is one (*got 1); otherwise sleep
- * *idle, double it up to IDLE_MAX_SECS and return with *got 0. A request
- * resets *idle. */
-static hk_code next_request(hk_mpi_ps *ps, MPI_Status *status, int *bytes, double *idle, int *got, hk_status *st) {
-  int flag = 0;
+/* No request from any worker within the deadline: name those still there. */
+static hk_code nobody_came(hk_mpi_ps *ps, hk_status *st) {
+  char ranks[160];
+  size_t len = (size_t)snprintf(ranks, sizeof ranks, "worker rank(s) ");
+  int n = 0;
+  for (int r = 0; r < ps->mpi->size && len < sizeof ranks; r++)
+    if (!ps->gone[r]) {
+      len += (size_t)snprintf(ranks + len, sizeof ranks - len, "%s%d", n++ ? ", " : "", r);
+      if (len >= sizeof ranks) len = sizeof ranks;
+    }
+  return hk__mpi_p2p_timeout(ps->mpi, HK__MPI_OP_PS_REQUEST, ranks, "parameter server", st);
+}
+
+/* Receive one request into rx if there is one (*got 1, *h its header);
+ * otherwise sleep *idle, double it up to IDLE_MAX_SECS and return with *got
+ * 0, or DEADLINE_EXCEEDED once no request has come since *last for the
+ * context's deadline. A request resets *idle and *last. */
+static hk_code next_request(hk_mpi_ps *ps, MPI_Status *status, ps_header *h, double *idle, double *last, int *got,
+                            hk_status *st) {
+  int flag = 0, bytes = 0;
   *got = 0;
   int err = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, ps->mpi->comm, &flag, status);
   if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server: MPI_Iprobe");
   if (!flag) {
+    if (hk_env_monotonic(NULL) - *last >= ps->mpi->timeout) return nobody_came(ps, st);
     hk_env_sleep(&ps->env, *idle);
     *idle = *idle * 2 < IDLE_MAX_SECS ? *idle * 2 : IDLE_MAX_SECS;
     return HK_OK;
@@ -81,13 +95,16 @@ static hk_code next_request(hk_mpi_ps *ps, MPI_Status *status, int *bytes, doubl
   if (status->MPI_TAG < PS_TAG_PULL || status->MPI_TAG > PS_TAG_BYE)
     return hk_status_set(st, HK_INTERNAL, "parameter server: rank %d sent a message with tag %d, not a request",
                          status->MPI_SOURCE, status->MPI_TAG);
-  MPI_Get_count(status, MPI_BYTE, bytes);
-  if (*bytes < (int)PS_HEADER_BYTES || (size_t)*bytes > PS_HEADER_BYTES + ps->payload)
+  MPI_Get_count(status, MPI_BYTE, &bytes);
+  if (bytes < (int)PS_HEADER_BYTES || bytes > hk__ps_first_capacity(ps))
     return hk_status_set(st, HK_INTERNAL, "parameter server: rank %d sent a request of %d bytes; the layout takes %zu",
-                         status->MPI_SOURCE, *bytes, PS_HEADER_BYTES + ps->payload);
-  err = MPI_Recv(ps->rx, *bytes, MPI_BYTE, status->MPI_SOURCE, status->MPI_TAG, ps->mpi->comm, MPI_STATUS_IGNORE);
+                         status->MPI_SOURCE, bytes, PS_HEADER_BYTES + ps->payload);
+  err = MPI_Recv(ps->rx, bytes, MPI_BYTE, status->MPI_SOURCE, status->MPI_TAG, ps->mpi->comm, MPI_STATUS_IGNORE);
   if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server: MPI_Recv");
+  hk_code rc = hk__ps_receive_rest(ps, status->MPI_SOURCE, status->MPI_TAG, bytes, h, st);
+  if (rc != HK_OK) return rc;
   *idle = IDLE_MIN_SECS;
+  *last = hk_env_monotonic(NULL);
   *got = 1;
   return HK_OK;
 }
@@ -103,20 +120,20 @@ static hk_code serve_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
                             hk_tensor *outputs, size_t noutputs, hk_status *st) {
   hk_mpi_ps *ps = user;
   hk_tensor *gsv = hk_kernel_context_variable(ctx, ps->nvars);
-  double idle = IDLE_MIN_SECS;
+  double idle = IDLE_MIN_SECS, last = hk_env_monotonic(NULL);
   (void)inputs, (void)ninputs;
   for (;;) {
     if (ps->nleft == 0) return hk_status_set(st, HK_OUT_OF_RANGE, "parameter server: every worker has finished");
     if (stop_wanted(ps)) return hk_status_set(st, HK_CANCELLED, "parameter server: stop requested");
     MPI_Status status;
-    int bytes = 0, got;
-    hk_code prc = next_request(ps, &status, &bytes, &idle, &got, st);
+    ps_header h;
+    int got;
+    hk_code prc = next_request(ps, &status, &h, &idle, &last, &got, st);
     if (prc != HK_OK) return prc;
     if (!got) continue;
-    ps_header h;
-    memcpy(&h, ps->rx, sizeof h);
     int from = status.MPI_SOURCE;
     int64_t *gs = gsv->data;
+    hk__mpi_set_step(ps->mpi, *gs);
     int64_t flags = atomic_load(&ps->stop) ? PS_FLAG_STOP : 0;
     if (h.flags & PS_FLAG_STOP) atomic_store(&ps->stop, 1);
     if (status.MPI_TAG == PS_TAG_BYE) {
@@ -134,9 +151,9 @@ static hk_code serve_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
       continue;
     }
     if (status.MPI_TAG == PS_TAG_PUSH) {
-      if ((size_t)bytes != PS_HEADER_BYTES + ps->payload)
-        return hk_status_set(st, HK_INTERNAL, "parameter server: rank %d pushed %d bytes; the update takes %zu", from,
-                             bytes, PS_HEADER_BYTES + ps->payload);
+      if ((size_t)h.payload != ps->payload)
+        return hk_status_set(st, HK_INTERNAL, "parameter server: rank %d pushed %lld bytes; the update takes %zu", from,
+                             (long long)h.payload, ps->payload);
       apply(ps, ctx, ps->rx + PS_HEADER_BYTES);
       *gs += 1;
       ps->updates++;
@@ -230,11 +247,12 @@ static hk_code chief_end(void *user, hk_raw_session *rs, hk_status *st) {
     if ((rc = hk_raw_session_variable_storage(&v, rs, ps->vars[k].index, st)) != HK_OK) return rc;
     memcpy(ps->tx + PS_HEADER_BYTES + ps->vars[k].offset, v.data, ps->vars[k].nbytes);
   }
-  double idle = IDLE_MIN_SECS;
+  double idle = IDLE_MIN_SECS, last = hk_env_monotonic(NULL);
   while (ps->nleft > 0) {
     MPI_Status status;
-    int bytes = 0, got;
-    if ((rc = next_request(ps, &status, &bytes, &idle, &got, st)) != HK_OK) return rc;
+    ps_header h;
+    int got;
+    if ((rc = next_request(ps, &status, &h, &idle, &last, &got, st)) != HK_OK) return rc;
     if (!got) continue;
     if (status.MPI_TAG == PS_TAG_BYE) {
       leave(ps, status.MPI_SOURCE);
@@ -242,8 +260,6 @@ static hk_code chief_end(void *user, hk_raw_session *rs, hk_status *st) {
     }
     /* A worker whose model differs is refused here too: one that
      * arrives while the job stops must not be handed the final state. */
-    ps_header h;
-    memcpy(&h, ps->rx, sizeof h);
     if (status.MPI_TAG != PS_TAG_STEP && h.fingerprint != (int64_t)ps->fingerprint) {
       if ((rc = reply(ps, status.MPI_SOURCE, gs, PS_FLAG_MISMATCH, 0, st)) != HK_OK) return rc;
       continue;

@@ -17,6 +17,7 @@ static hk_code check_reply(hk_mpi_ps *ps, const ps_header *h, hk_status *st) {
                          ps->mpi->rank);
   if (h->flags & PS_FLAG_STOP) ps->chief_stopped = 1;
   ps->last_gs = h->global_step;
+  hk__mpi_set_step(ps->mpi, h->global_step);
   return HK_OK;
 }
 
@@ -31,16 +32,17 @@ static hk_code ready_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
   if (!ps->pull_pending) {
     hk_code rc = hk__ps_request(ps, PS_TAG_PULL, 0, 0, st);
     if (rc != HK_OK) return rc;
-    int err = MPI_Irecv(ps->rx, (int)(PS_HEADER_BYTES + ps->payload), MPI_BYTE, ps->mpi->root, PS_TAG_REPLY,
-                        ps->mpi->comm, &ps->pull_req);
+    int err = MPI_Irecv(ps->rx, hk__ps_first_capacity(ps), MPI_BYTE, ps->mpi->root, PS_TAG_REPLY, ps->mpi->comm,
+                        &ps->pull_req);
     if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server worker: MPI_Irecv");
     ps->pull_pending = 1;
   }
   int done = 0;
+  MPI_Status status;
   /* The chief answers at once when it serves: give it a moment before
    * reporting "not ready" and sleeping recovery_wait_secs. */
   for (int i = 0; i < 100 && !done; i++) {
-    int err = MPI_Test(&ps->pull_req, &done, MPI_STATUS_IGNORE);
+    int err = MPI_Test(&ps->pull_req, &done, &status);
     if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "parameter server worker: MPI_Test");
     if (!done) hk_env_sleep(&ps->env, 0.001);
   }
@@ -52,8 +54,10 @@ static hk_code ready_kernel(void *user, hk_kernel_context *ctx, const hk_tensor 
   }
   ps->pull_pending = 0;
   ps_header h;
-  memcpy(&h, ps->rx, sizeof h);
-  hk_code rc = check_reply(ps, &h, st);
+  int bytes = 0;
+  MPI_Get_count(&status, MPI_BYTE, &bytes);
+  hk_code rc = hk__ps_receive_rest(ps, ps->mpi->root, PS_TAG_REPLY, bytes, &h, st);
+  if (rc == HK_OK) rc = check_reply(ps, &h, st);
   if (rc != HK_OK) return rc;
   for (size_t k = 0; k < ps->nvars; k++) {
     hk_tensor *v = hk_kernel_context_variable(ctx, k);

@@ -55,29 +55,27 @@ static void uninstall(stop_hook *h) {
   atomic_store(&g_installed, 0);
 }
 
-static hk_code stop_begin(void *user, hk_executor *graph, hk_status *st) {
-  stop_hook *h = user;
-  (void)graph;
-  h->checked = 0;
-  h->logged = 0;
-  if (!h->handle_signals || h->installed) return HK_OK;
-  int expected = 0;
-  if (!atomic_compare_exchange_strong(&g_installed, &expected, 1))
-    return hk_status_set(st, HK_FAILED_PRECONDITION,
-                         "MPI stop hook: another stop hook already handles SIGINT/SIGTERM in this process");
-  /* hooked's own helper would stop this rank alone: refuse it. */
+/* hooked's own helper would stop this rank alone: refuse it. */
+static hk_code refuse_helper(hk_status *st) {
   hk_status probe = HK_STATUS_INIT;
   hk_code rc = hk_signal_install(&probe);
   if (rc == HK_OK) {
     hk_signal_uninstall(NULL);
-  } else if (rc == HK_FAILED_PRECONDITION) {
-    atomic_store(&g_installed, 0);
-    return hk_status_set(
-        st, HK_FAILED_PRECONDITION,
-        "MPI stop hook: hooked's signal helper (hk_signal_install()) is installed; a signal would stop "
-        "this rank alone and leave the others in a collective: uninstall it and let the stop hook "
-        "handle signals");
+    return HK_OK;
   }
+  if (rc != HK_FAILED_PRECONDITION) return HK_OK;
+  return hk_status_set(st, HK_FAILED_PRECONDITION,
+                       "MPI stop hook: hooked's signal helper (hk_signal_install()) is installed; a signal would stop "
+                       "this rank alone and leave the others in a collective: uninstall it and let the stop hook "
+                       "handle signals");
+}
+
+/* Take SIGINT and SIGTERM unless another stop hook has them. */
+static hk_code install(stop_hook *h, hk_status *st) {
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&g_installed, &expected, 1))
+    return hk_status_set(st, HK_FAILED_PRECONDITION,
+                         "MPI stop hook: another stop hook already handles SIGINT/SIGTERM in this process");
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
@@ -91,13 +89,32 @@ static hk_code stop_begin(void *user, hk_executor *graph, hk_status *st) {
   return HK_OK;
 }
 
+/* The handlers are installed at the hook's creation, so a signal during
+ * the program's start-up (loading data, building the model, creating the
+ * session) is a stop like any other, agreed on at the session's start; if
+ * end() removed them, begin() installs them again. */
+static hk_code stop_begin(void *user, hk_executor *graph, hk_status *st) {
+  stop_hook *h = user;
+  (void)graph;
+  h->checked = 0;
+  h->logged = 0;
+  if (!h->handle_signals) return HK_OK;
+  hk_code rc = refuse_helper(st);
+  if (rc != HK_OK || h->installed) return rc;
+  return install(h, st);
+}
+
 /* One agreement: does any rank want to stop? On a yes every rank requests
  * a stop through `request` and the first time logs which rank asked. */
 static hk_code agree(stop_hook *h, int mine, const char *when, int *any, hk_status *st) {
   hk_mpi *m = h->mpi;
   int in[2] = {mine, m->rank}, outv[2] = {0, 0};
-  int err = MPI_Allreduce(in, outv, 1, MPI_2INT, MPI_MAXLOC, m->comm);
-  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "MPI stop hook: MPI_Allreduce");
+  MPI_Request req = MPI_REQUEST_NULL;
+  hk_code rc = hk__mpi_collective_begin(m, HK__MPI_OP_STOP_AGREEMENT, "MPI stop hook", st);
+  if (rc != HK_OK) return rc;
+  int err = MPI_Iallreduce(in, outv, 1, MPI_2INT, MPI_MAXLOC, m->comm, &req);
+  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "MPI stop hook: MPI_Iallreduce");
+  if ((rc = hk__mpi_collective_wait(m, &req, HK__MPI_OP_STOP_AGREEMENT, "MPI stop hook", st)) != HK_OK) return rc;
   *any = outv[0];
   if (outv[0] && !h->logged) {
     h->logged = 1;
@@ -118,10 +135,17 @@ static int wants_stop(stop_hook *h) {
 static hk_code stop_after_create_session(void *user, hk_raw_session *rs, hk_coordinator *coord,
                                          hk_creation_context *ctx, hk_status *st) {
   stop_hook *h = user;
-  (void)rs;
   h->coord = coord;
+  /* The step a deadline's message names: the global step now (the
+   * chief's, after the broadcast) for the start's agreement, then the
+   * step in progress: one more after each agreement. */
+  int64_t gs = HK_UNSET_STEPS;
+  hk_status ignore = HK_STATUS_INIT;
+  if (hk_raw_session_global_step(&gs, rs, &ignore) != HK_OK) gs = HK_UNSET_STEPS;
+  hk__mpi_set_step(h->mpi, gs);
   int any = 0;
   hk_code rc = agree(h, hk_creation_context_stop_requested(ctx) || wants_stop(h), "before its next step", &any, st);
+  if (gs != HK_UNSET_STEPS) h->mpi->step = gs + 1;
   if (rc == HK_OK && any) hk_creation_context_request_stop(ctx);
   return rc;
 }
@@ -149,6 +173,7 @@ static hk_code stop_after_run(void *user, hk_run_context *ctx, const hk_run_valu
   }
   int any = 0;
   hk_code rc = agree(h, hk_run_context_stop_requested(ctx) || wants_stop(h), "after this step", &any, st);
+  if (h->mpi->step != HK_UNSET_STEPS) h->mpi->step++;
   if (rc == HK_OK && any) hk_run_context_request_stop(ctx);
   return rc;
 }
@@ -201,7 +226,13 @@ hk_code hk_mpi_stop_hook_new(hk_hook **out, hk_mpi *mpi, const hk_mpi_stop_optio
   hk_env_copy(&h->env, env);
   h->handle_signals = o->handle_signals != 0;
   atomic_init(&h->requested, 0);
-  return hk_hook_new(out, &stop_vtable, h, STOP_HOOK_NAME, env, st);
+  rc = hk_hook_new(out, &stop_vtable, h, STOP_HOOK_NAME, env, st);
+  if (rc != HK_OK) return rc;
+  /* Signals are a stop from now on, when nothing else holds them; otherwise
+   * begin() reports why. */
+  hk_status ignore = HK_STATUS_INIT;
+  if (h->handle_signals && refuse_helper(&ignore) == HK_OK) install(h, &ignore);
+  return HK_OK;
 }
 
 void hk_mpi_stop_hook_request(hk_hook *hook) {

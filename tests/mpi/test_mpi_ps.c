@@ -38,6 +38,17 @@
 #include <time.h>
 
 #include "hooked/checkpoint.h"
+#include "mpi/ps.h" /* hk__mpi_ps_set_chunk_bytes(): the sources are compiled in */
+
+/* MPI's profiling interface: sends of at most SMALL_PIECE bytes, the pieces
+ * of a message split by a forced small chunk size. */
+#define SMALL_PIECE 5
+static int g_small_sends;
+int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+              MPI_Request *request) {
+  if (datatype == MPI_BYTE && count <= SMALL_PIECE) g_small_sends++;
+  return PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
+}
 #include "hooked/coordinator.h"
 #include "hooked/graph.h"
 #include "hooked/hooks.h"
@@ -515,6 +526,29 @@ static void test_a_workers_stop_at_step_stops_the_chief_and_every_worker(void) {
   ps_free(&p);
 }
 
+/* Every message split into pieces of at most 5 bytes (the chunk size forced
+ * small, as messages above 1 GiB are split): the updates reach the chief
+ * whole and exact, the same w as unsplit messages make (every check of
+ * check_counts()), and pieces were sent. */
+static void test_messages_split_into_small_pieces_carry_the_same_exact_updates(void) {
+  ps_rank p;
+  hk_status st = HK_STATUS_INIT;
+  ps_init(&p);
+  hk__mpi_ps_set_chunk_bytes(p.ps, SMALL_PIECE);
+  ps_stop_at(&p, p.chief ? 40 : 1000000);
+  g_small_sends = 0;
+  assert_ok(ps_open(&p, &st), &st);
+  hk_code rc = ps_train(&p, &st);
+  if (rc != HK_OK) test_log_dump(&p.te->log);
+  assert_ok(rc, &st);
+  int64_t counts[64];
+  check_counts(&p, counts);
+  if (p.chief) assert_int_equal(p.rec.final_gs, 40);
+  /* The chief's replies and every worker's pushes went in pieces. */
+  assert_true(g_small_sends > 0);
+  ps_free(&p);
+}
+
 /* Worker 1 with another model (w of 5 elements): its session is refused
  * with FAILED_PRECONDITION naming it. */
 static void expect_refused(ps_rank *p) {
@@ -741,6 +775,7 @@ int main(int argc, char **argv) {
       MPI_CASE(test_updates_reach_the_chief_whole_and_its_stop_at_step_ends_every_worker),
       MPI_CASE(test_workers_wait_for_a_chief_that_starts_late),
       MPI_CASE(test_a_workers_stop_at_step_stops_the_chief_and_every_worker),
+      MPI_CASE(test_messages_split_into_small_pieces_carry_the_same_exact_updates),
       MPI_CASE(test_a_worker_with_another_model_is_refused),
       MPI_CASE(test_a_worker_waiting_for_a_step_is_released_when_the_chief_stops),
       MPI_CASE(test_a_stop_on_the_chiefs_coordinator_ends_the_service_cleanly),

@@ -7,7 +7,7 @@
  * hk_mpi_stop_hook_request() (from the training thread or another thread),
  * SIGTERM raised on one rank inside its step — stops every rank after the
  * same step: every rank's global step is equal at the end and every session
- * closes cleanly. The agreement costs one MPI_Allreduce per step and no other
+ * closes cleanly. The agreement costs one MPI_Iallreduce per step and no other
  * collective (counted through MPI's profiling interface, H51). hooked's own
  * signal helper installed refuses the hook's begin(); a host loop with
  * handle_signals 1 replaces the hook's handlers and fails its first step end;
@@ -34,9 +34,10 @@
 static int g_counting;
 static long g_allreduce, g_other_collectives;
 
-int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                   MPI_Request *request) {
   if (g_counting) g_allreduce++;
-  return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+  return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
   if (g_counting) g_other_collectives++;
@@ -46,6 +47,15 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
                   MPI_Datatype recvtype, MPI_Comm comm) {
   if (g_counting) g_other_collectives++;
   return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request) {
+  if (g_counting) g_other_collectives++;
+  return PMPI_Ibcast(buffer, count, datatype, root, comm, request);
+}
+int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+  if (g_counting) g_other_collectives++;
+  return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
 int MPI_Barrier(MPI_Comm comm) {
   if (g_counting) g_other_collectives++;
@@ -301,6 +311,22 @@ static void test_sigterm_on_one_rank_stops_every_rank_after_the_same_step(void) 
   trainer_free(&t);
 }
 
+/* SIGTERM during start-up — after the stop hook is made, before the
+ * session exists (a program loading its data) — on one rank: the handlers
+ * are the hook's from its creation, so the rank lives, and the start's
+ * agreement stops every rank before any step. */
+static void test_sigterm_during_start_up_on_one_rank_stops_every_rank_before_any_step(void) {
+  trainer t;
+  hk_status st = HK_STATUS_INIT;
+  trainer_init(&t, 1);
+  if (mpi_rank() == mpi_size() - 1) raise(SIGTERM);
+  assert_ok(trainer_open(&t, &st), &st);
+  assert_true(hk_session_should_stop(t.s));
+  trainer_run(&t, 50);
+  assert_every_rank_at(&t, 0);
+  trainer_free(&t);
+}
+
 /* A second session's stop hook after a signal: the flag of the first one is
  * gone, so it does not stop at once. */
 static void test_a_later_session_does_not_inherit_an_old_signal(void) {
@@ -550,6 +576,7 @@ int main(int argc, char **argv) {
       MPI_CASE(test_stop_hook_request_on_the_last_rank_stops_every_rank_after_the_next_step),
       MPI_CASE(test_stop_hook_request_from_another_thread_stops_every_rank_together),
       MPI_CASE(test_sigterm_on_one_rank_stops_every_rank_after_the_same_step),
+      MPI_CASE(test_sigterm_during_start_up_on_one_rank_stops_every_rank_before_any_step),
       MPI_CASE(test_a_later_session_does_not_inherit_an_old_signal),
       MPI_CASE(test_hookeds_signal_helper_installed_makes_begin_fail_naming_it),
       MPI_CASE(test_a_second_stop_hook_handling_signals_in_the_process_fails_begin),
