@@ -56,6 +56,8 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,14 +68,15 @@
 /* ---- command line ------------------------------------------------------- */
 
 typedef struct options {
-  digits_flags f;          /* the flags both digits programs take */
-  const char *profile_dir; /* NULL: no ProfilerHook */
-  int64_t profile_steps;   /* HK_UNSET_STEPS when not given: 1000 */
-  int progress;            /* -1: when stderr is a terminal; 0 or 1 as given */
-  int64_t early_patience;  /* 0: no EarlyStoppingHook */
-  int64_t early_every;     /* HK_UNSET_STEPS when not given: 100 */
-  int distributed;         /* DIST_NONE, DIST_SYNC or DIST_PS */
-  int64_t ps_wait_k;       /* K of the workers' wait_until_step = int(K log(task + 1)) */
+  digits_flags f;            /* the flags both digits programs take */
+  const char *profile_dir;   /* NULL: no ProfilerHook */
+  int64_t profile_steps;     /* HK_UNSET_STEPS when not given: 1000 */
+  int progress;              /* -1: when stderr is a terminal; 0 or 1 as given */
+  int64_t early_patience;    /* 0: no EarlyStoppingHook */
+  int64_t early_every;       /* HK_UNSET_STEPS when not given: 100 */
+  int distributed;           /* DIST_NONE, DIST_SYNC or DIST_PS */
+  int64_t ps_wait_k;         /* K of the workers' wait_until_step = int(K log(task + 1)) */
+  double collective_timeout; /* --collective-timeout; HK_UNSET_SECS: hooked::mpi's default */
 } options;
 
 /* --distributed: this process's part in an MPI job (hooked/mpi.h). */
@@ -84,6 +87,7 @@ typedef struct dist {
 #ifdef HK_EXAMPLE_MPI
   hk_mpi *mpi;
   hk_mpi_ps *ps;
+  hk_hook *stop; /* sync: the stop agreement, made at start-up (it owns the signals from then on) */
 #endif
 } dist;
 static dist g_dist = {DIST_NONE,
@@ -92,6 +96,7 @@ static dist g_dist = {DIST_NONE,
                       1
 #ifdef HK_EXAMPLE_MPI
                       ,
+                      NULL,
                       NULL,
                       NULL
 #endif
@@ -106,7 +111,8 @@ static void usage(FILE *out) {
           "                    [--early-stop-patience N [--early-stop-every N]]\n"
           "                    [--lr-schedule S ...] [--lr-plateau PATIENCE[,FACTOR] [--lr-plateau-every N]]\n"
           "                    [--metrics-log PATH [--metrics-format csv|jsonl] [--metrics-every N]]\n"
-          "                    [--distributed sync|ps [--ps-wait-k K]] [--quiet | --verbose]\n"
+          "                    [--distributed sync|ps [--ps-wait-k K] [--collective-timeout S]]\n"
+          "                    [--quiet | --verbose]\n"
           "                    [--time-limit S] [--stop-signals LIST]\n"
           "                    [--ema DECAY [--ema-export PATH]] [--best-k K [--restore-best]] [--help]\n"
           "\n"
@@ -145,6 +151,15 @@ static void usage(FILE *out) {
           DIGITS_RUN_FLAGS_HELP, digits_lr_usage);
   /* Its own call: one string literal of the whole text would pass the
    * 4095 bytes C requires compilers to accept. */
+  fprintf(out,
+          "  --distributed sync|ps\n"
+          "                   train as one rank of an MPI job (under mpirun): synchronous data\n"
+          "                   parallel, or a parameter server (rank 0 serves, the others train)\n"
+          "  --ps-wait-k K    parameter-server worker k starts at global step int(K log(k + 1))\n"
+          "                   (default 100)\n"
+          "  --collective-timeout S\n"
+          "                   a rank that waits S seconds for the others (default 300) ends the\n"
+          "                   job with exit status 1, naming the ranks that did not arrive\n");
   fprintf(out, DIGITS_AVERAGE_USAGE
           "                   (the test metric: the test loss, lower is better)\n"
           "  --metrics-log PATH\n"
@@ -197,19 +212,24 @@ static int parse_own_flag(void *user, const char *flag, const char *value) {
   if (strcmp(flag, "--early-stop-every") == 0)
     return digits_parse_i64(PROG, flag, value, 1, INT64_MAX, &o->early_every);
   if (strcmp(flag, "--ps-wait-k") == 0) return digits_parse_i64(PROG, flag, value, 0, INT64_MAX, &o->ps_wait_k);
+  if (strcmp(flag, "--collective-timeout") == 0) {
+    char *end;
+    double v = strtod(value, &end);
+    if (end == value || *end != '\0' || !isfinite(v) || v <= 0.0)
+      return digits_usage_error(PROG, "invalid value '%s' for %s: expected a finite number of seconds > 0", value,
+                                flag);
+    o->collective_timeout = v;
+    return 0;
+  }
   return parse_distributed(o, value);
 }
 
 /* @return 0 to go on, DIGITS_HELP, or an exit status. */
 static int parse_args(int argc, char **argv, options *o) {
   static const char *const switches[] = {"--progress", "--no-progress", NULL};
-  static const char *const valued[] = {"--profile-dir",
-                                       "--profile-steps",
-                                       "--early-stop-patience",
-                                       "--early-stop-every",
-                                       "--distributed",
-                                       "--ps-wait-k",
-                                       NULL};
+  static const char *const valued[] = {
+      "--profile-dir", "--profile-steps", "--early-stop-patience", "--early-stop-every",
+      "--distributed", "--ps-wait-k",     "--collective-timeout",  NULL};
   const digits_extra_flags extra = {switches, valued, parse_own_flag, o};
   int rc;
 
@@ -220,6 +240,7 @@ static int parse_args(int argc, char **argv, options *o) {
   o->early_every = HK_UNSET_STEPS;
   o->distributed = DIST_NONE;
   o->ps_wait_k = 100;
+  o->collective_timeout = HK_UNSET_SECS;
   if ((rc = digits_parse_flags(&o->f, PROG, argc, argv, &extra)) != 0) return rc;
   if (!o->profile_dir && o->profile_steps != HK_UNSET_STEPS)
     return digits_usage_error(PROG, "--profile-steps needs --profile-dir");
@@ -227,6 +248,8 @@ static int parse_args(int argc, char **argv, options *o) {
   if (!o->early_patience && o->early_every != HK_UNSET_STEPS)
     return digits_usage_error(PROG, "--early-stop-every needs --early-stop-patience");
   if (o->early_every == HK_UNSET_STEPS) o->early_every = 100;
+  if (o->distributed == DIST_NONE && !hk_secs_is_unset(o->collective_timeout))
+    return digits_usage_error(PROG, "--collective-timeout needs --distributed");
   if (o->distributed != DIST_NONE && (o->f.lr_flags.schedule >= 0 || o->f.lr_flags.patience >= 0))
     return digits_usage_error(PROG, "--lr-schedule and --lr-plateau do not combine with --distributed");
   return 0;
@@ -346,7 +369,11 @@ static void run_free(run *r) {
   hk_hook_free(r->metrics);
   hk_hook_free(r->ema);
   hk_hook_free(r->dist_first);
+#ifdef HK_EXAMPLE_MPI
+  if (r->dist_last != g_dist.stop) hk_hook_free(r->dist_last); /* the sync stop hook is dist_end()'s */
+#else
   hk_hook_free(r->dist_last);
+#endif
   hk_hook_free(r->waiter);
   hk_hook_free(r->ps_serve);
   hk_scaffold_free(r->scaffold);
@@ -509,10 +536,9 @@ static int add_chief_hooks(run *r, hk_status *st) {
  * agreement (sync) last, so it sees every other stop request. */
 static int add_dist_hooks(run *r, hk_status *st) {
   if (g_dist.mode == DIST_SYNC) {
-    hk_mpi_stop_options mso = HK_MPI_STOP_OPTIONS_INIT;
-    if (hk_mpi_broadcast_hook_new(&r->dist_first, g_dist.mpi, st) != HK_OK ||
-        hk_mpi_stop_hook_new(&r->dist_last, g_dist.mpi, &mso, st) != HK_OK)
+    if (hk_mpi_broadcast_hook_new(&r->dist_first, g_dist.mpi, st) != HK_OK)
       return fail_status("creating the MPI hooks", st);
+    r->dist_last = g_dist.stop; /* made at start-up, freed by dist_end() */
   } else if (r->ps_worker) {
     /* TensorFlow's recipe: worker task k starts at step int(K log(k + 1)).
      * Here the chief serves and does not train, so the workers are tasks
@@ -801,34 +827,83 @@ static int load_and_train(const options *o) {
   return rc;
 }
 
-/* SIGINT/SIGTERM become a clean stop from here on, before the data is read:
- * loading can take a while, and a signal that arrived before the handler
- * would kill the process. During training the step in progress completes,
- * the session closes normally and the checkpoint hook writes the final step.
- * A synchronous job leaves signals to hooked::mpi's stop hook, which stops
- * every rank after the same step. */
-static int run_with_signals(const options *o) {
+/* SIGINT/SIGTERM (--stop-signals) become a clean stop from the very start,
+ * before MPI_Init and the data: start-up can take a while, and a signal
+ * that arrived before the handler would kill the process. During training
+ * the step in progress completes, the session closes normally and the
+ * checkpoint hook writes the final step. A synchronous job hands signals
+ * over to hooked::mpi's stop hook at once (dist_start()), which stops every
+ * rank after the same step. @return 1 when the helper is installed. */
+static int install_signals(const options *o) {
   hk_status st = HK_STATUS_INIT;
-  int installed = 0, rc;
-  if (o->distributed == DIST_SYNC)
-    installed = 0;
-  else if (hk_signal_install_set(digits_stop_signals(&o->f), &st) == HK_OK)
-    installed = 1;
-  else
-    fprintf(stderr, PROG ": signals will not stop training cleanly: %s\n", st.message);
-  rc = load_and_train(o);
-  if (installed) hk_signal_uninstall(NULL);
-  return rc;
+  if (hk_signal_install_set(digits_stop_signals(&o->f), &st) == HK_OK) return 1;
+  fprintf(stderr, PROG ": signals will not stop training cleanly: %s\n", st.message);
+  return 0;
 }
 
 #ifdef HK_EXAMPLE_MPI
+/* A synchronous job's --batch is the global batch: every rank must be given
+ * the same, a multiple of the rank count. Every rank learns every rank's, so
+ * all stop together on a mismatch (the chief says why) instead of some
+ * training on while the others have left. @return 1 when it agrees. */
+static int sync_batch_agrees(const options *o) {
+  int64_t *all = malloc((size_t)g_dist.size * sizeof *all);
+  int ok = all != NULL;
+  if (ok) MPI_Allgather(&o->f.batch, 1, MPI_INT64_T, all, 1, MPI_INT64_T, MPI_COMM_WORLD);
+  for (int r = 1; ok && r < g_dist.size; r++)
+    if (all[r] != all[0]) {
+      if (g_dist.chief)
+        fprintf(stderr,
+                PROG ": --batch differs between ranks: rank 0 has %" PRId64 ", rank %d has %" PRId64
+                     "; every rank of a synchronous job takes the same global batch\n",
+                all[0], r, all[r]);
+      ok = 0;
+    }
+  if (ok && o->f.batch % g_dist.size != 0) {
+    if (g_dist.chief)
+      fprintf(stderr, PROG ": --batch %" PRId64 " (the global batch) is not a multiple of the %d ranks\n", o->f.batch,
+              g_dist.size);
+    ok = 0;
+  }
+  if (!all) fputs(PROG ": out of memory\n", stderr);
+  free(all);
+  return ok;
+}
+
+/* A synchronous job: the stop hook takes SIGINT and SIGTERM over from
+ * hooked's helper (*installed), with both blocked meanwhile, so there is
+ * no moment without a handler; a signal the helper caught already becomes
+ * the stop hook's request. Either way every rank stops when the session
+ * starts. */
+static hk_code take_signals(int *installed, hk_status *st) {
+  hk_mpi_stop_options mso = HK_MPI_STOP_OPTIONS_INIT;
+  sigset_t both, old;
+  sigemptyset(&both);
+  sigaddset(&both, SIGINT);
+  sigaddset(&both, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &both, &old);
+  const int fired = *installed && hk_signal_fired() != 0;
+  if (*installed) hk_signal_uninstall(NULL);
+  *installed = 0;
+  hk_code rc = hk_mpi_stop_hook_new(&g_dist.stop, g_dist.mpi, &mso, st);
+  if (rc == HK_OK && fired) hk_mpi_stop_hook_request(g_dist.stop);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
+}
+
 /* --distributed, under mpirun: rank 0 is the chief. hooked makes MPI calls
  * from this thread only. @return 0, or the exit status. */
-static int dist_start(const options *o, int *argc, char ***argv) {
+static int dist_start(const options *o, int *argc, char ***argv, int *installed) {
   hk_status st = HK_STATUS_INIT;
+  hk_mpi_options mo = HK_MPI_OPTIONS_INIT;
   MPI_Init(argc, argv);
   g_dist.mode = o->distributed;
-  if (hk_mpi_new(&g_dist.mpi, NULL, &st) != HK_OK ||
+  mo.collective_timeout_secs = o->collective_timeout;
+  /* A synchronous job's stop hook first: its signal handlers make SIGINT and
+   * SIGTERM during the rest of the start-up a stop of every rank, agreed on
+   * when the session starts. */
+  if (hk_mpi_new(&g_dist.mpi, &mo, &st) != HK_OK ||
+      (o->distributed == DIST_SYNC && take_signals(installed, &st) != HK_OK) ||
       (o->distributed == DIST_PS && hk_mpi_ps_new(&g_dist.ps, g_dist.mpi, &st) != HK_OK)) {
     fprintf(stderr, PROG ": --distributed: %s\n", st.message);
     MPI_Abort(MPI_COMM_WORLD, DIGITS_EXIT_RUNTIME);
@@ -836,10 +911,9 @@ static int dist_start(const options *o, int *argc, char ***argv) {
   g_dist.rank = hk_mpi_rank(g_dist.mpi);
   g_dist.size = hk_mpi_size(g_dist.mpi);
   g_dist.chief = hk_mpi_is_chief(g_dist.mpi);
-  if (o->distributed == DIST_SYNC && o->f.batch % g_dist.size != 0) {
-    if (g_dist.chief)
-      fprintf(stderr, PROG ": --batch %" PRId64 " (the global batch) is not a multiple of the %d ranks\n", o->f.batch,
-              g_dist.size);
+  if (o->distributed == DIST_SYNC && !sync_batch_agrees(o)) {
+    hk_hook_free(g_dist.stop);
+    hk_mpi_free(g_dist.mpi);
     MPI_Finalize();
     return DIGITS_EXIT_USAGE;
   }
@@ -849,6 +923,7 @@ static int dist_start(const options *o, int *argc, char ***argv) {
 /* A rank that failed ends the job: none is left waiting for it. */
 static void dist_end(int rc) {
   if (rc != 0) MPI_Abort(MPI_COMM_WORLD, rc);
+  hk_hook_free(g_dist.stop);
   hk_mpi_ps_free(g_dist.ps);
   hk_mpi_free(g_dist.mpi);
   MPI_Finalize();
@@ -863,10 +938,12 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (rc != 0) return rc;
+  int installed = install_signals(&o);
 #ifdef HK_EXAMPLE_MPI
-  if (o.distributed != DIST_NONE && (rc = dist_start(&o, &argc, &argv)) != 0) return rc;
+  if (o.distributed != DIST_NONE && (rc = dist_start(&o, &argc, &argv, &installed)) != 0) return rc;
 #endif
-  rc = run_with_signals(&o);
+  rc = load_and_train(&o);
+  if (installed) hk_signal_uninstall(NULL);
 #ifdef HK_EXAMPLE_MPI
   if (g_dist.mode != DIST_NONE) dist_end(rc);
 #endif
