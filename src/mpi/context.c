@@ -216,7 +216,9 @@ hk_code hk_mpi_average(hk_mpi *m, hk_dtype dtype, void *data, size_t count, hk_s
   int err = MPI_Ialltoallv(data, m->counts, m->displs, type, m->scratch, m->counts2, m->displs2, type, m->comm, &req);
   if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "hk_mpi_average: MPI_Ialltoallv");
   if ((rc = hk__mpi_collective_wait(m, &req, HK__MPI_OP_AVERAGE, "hk_mpi_average", st)) != HK_OK) return rc;
-  if (dtype == HK_DTYPE_F32)
+  if (mine_len == 0) {
+    /* No block of its own (count < N, or an empty buffer whose data may be NULL). */
+  } else if (dtype == HK_DTYPE_F32)
     SUM_IN_RANK_ORDER(float);
   else
     SUM_IN_RANK_ORDER(double);

@@ -225,7 +225,8 @@ static void ps_build(ps_rank *p, int w_len) {
     assert_ok(hk_mpi_ps_serve_op(&p->train, p->ps, p->g, "serve", &st), &st);
     assert_ok(hk_mpi_ps_chief_hook_new(&p->role, p->ps, &st), &st);
   } else {
-    float delta[4] = {0, 0, 0, 0};
+    float delta[8] = {0, 0, 0, 0, 0, 0, 0, 0}; /* room for another model's w (w_len up to 8) */
+    assert_true(w_len <= 8);
     if (w_len == 4) delta[(mpi_rank() - 1) % 3] = DELTA;
     hk_tensor dt;
     hk_handle d;
