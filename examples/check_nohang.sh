@@ -27,9 +27,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 rm -rf "$work"
 mkdir -p "$work"
 pids=()
-cleanup() { # the ranks of the job started last and its mpirun, by pid
+cleanup() { # a job still running when the script fails: its ranks and its mpirun, by pid
   local p
-  for p in "${pids[@]}" "${job:-}"; do [ -n "$p" ] && kill -CONT "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null; done
+  [ -n "${job:-}" ] && kill -0 "$job" 2>/dev/null || return 0
+  for p in "${pids[@]}" "$job"; do [ -n "$p" ] && kill -CONT "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null; done
   return 0
 }
 trap cleanup EXIT
@@ -64,9 +65,15 @@ wait_for() { # wait_for FILE PATTERN SECS: until FILE has a line matching PATTER
   return 1
 }
 bounded_wait() { # bounded_wait SECS: the job's exit code, or fail when it hangs
-  local i
+  local i rc
   for ((i = 0; i < $1 * 10; i++)); do
-    kill -0 "$job" 2>/dev/null || { wait "$job"; return $?; }
+    # Ended: forget its pids (the system may give them to other processes).
+    kill -0 "$job" 2>/dev/null || {
+      wait "$job"
+      rc=$?
+      job= pids=()
+      return $rc
+    }
     sleep 0.1
   done
   fail "the job did not end within $1 s: a rank hangs"
@@ -88,7 +95,6 @@ rc=$?
 grep -q "DEADLINE_EXCEEDED" "$work/stall.err" || fail "stall: no DEADLINE_EXCEEDED on stderr"
 grep -q "rank(s) 2 did not arrive" "$work/stall.err" || fail "stall: the message does not name rank 2"
 grep -q "collective #[0-9]* (" "$work/stall.err" || fail "stall: the message does not name the collective"
-kill -CONT "$p2" 2>/dev/null
 echo "stall: exit $rc, $(grep -m1 -o 'collective #[0-9]* ([^)]*)[^:]*' "$work/stall.err")"
 
 # 2. sync ranks with different batches
