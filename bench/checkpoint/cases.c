@@ -1,7 +1,8 @@
 /*
- * The checkpoint benchmark's cases (1)-(6) and (1e): raw writes and reads,
- * hooked's saves and restores, memcpy, the asynchronous hook's stall; the
- * cold reads (5c), (6c); and the small model's (1s), (2s).
+ * The checkpoint benchmark's cases: the raw references (unpaced and paced
+ * writes, read(), the chunked pread restore's reads are compared with),
+ * hooked's saves and restores, memcpy, the asynchronous hook's stall, and
+ * dropping a file from the page cache for the cold reads.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -17,16 +18,28 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CHUNK ((size_t)8 << 20)
+#define CHUNK ((size_t)8 << 20)          /* the unpaced write's and read()'s calls */
+#define PACED_PIECE ((size_t)4 << 20)    /* hooked's pwrite pieces of a checkpoint's data */
+#define PACED_WINDOW ((uint64_t)8 << 20) /* hooked's POSIX fs starts the writeback of each whole 8 MiB window */
+#define PREAD_CHUNK ((size_t)1 << 20)    /* restore's pread chunks */
 #define WAIT_SLICE_SECS 0.002
 
 /* ---- cases --------------------------------------------------------------------- */
 
-/* Write n bytes to `final` with plain POSIX calls, as durably as a
- * checkpoint: a temporary file, written, fsynced, closed, renamed, then the
- * directory fsynced. */
-int raw_write_file(const char *dir, const char *tmp, const char *final, const unsigned char *data, size_t n, int early,
-                   double *secs) {
+/* The paced write's early writeback, as hooked's POSIX fs does after each
+ * positional write: the whole 8 MiB windows [start, end) that the write
+ * [offset, offset + len) completed are handed to the disk at once. */
+static void start_writeback(int fd, uint64_t offset, size_t len) {
+#if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
+  uint64_t start = offset / PACED_WINDOW * PACED_WINDOW, end = (offset + len) / PACED_WINDOW * PACED_WINDOW;
+  if (end > start) (void)sync_file_range(fd, (off_t)start, (off_t)(end - start), SYNC_FILE_RANGE_WRITE);
+#else
+  (void)fd, (void)offset, (void)len;
+#endif
+}
+
+int raw_write_file(const char *dir, const char *tmp, const char *final, const unsigned char *data, size_t n,
+                   write_pacing pacing, double *secs) {
   double t0;
   /* The hooked save writes a new file each time (a new step, retention
    * deletes nothing inside the timed window); replacing the previous raw
@@ -38,18 +51,15 @@ int raw_write_file(const char *dir, const char *tmp, const char *final, const un
   size_t done = 0;
   if (fd < 0) return os_fail("creating", tmp);
   while (done < n) {
-    size_t k = n - done < CHUNK ? n - done : CHUNK;
-    ssize_t w = write(fd, data + done, k);
+    size_t piece = pacing == PACED ? PACED_PIECE : CHUNK;
+    size_t k = n - done < piece ? n - done : piece;
+    ssize_t w = pacing == PACED ? pwrite(fd, data + done, k, (off_t)done) : write(fd, data + done, k);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
       close(fd);
       return os_fail("writing", tmp);
     }
-#if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
-    /* (1e): each chunk handed to the disk at once, as hooked's POSIX
-     * write_at does (CHUNK is its 8 MiB window). */
-    if (early) (void)sync_file_range(fd, (off_t)done, (off_t)w, SYNC_FILE_RANGE_WRITE);
-#endif
+    if (pacing == PACED) start_writeback(fd, done, (size_t)w);
     done += (size_t)w;
   }
   if (fsync(fd) != 0) {
@@ -63,11 +73,11 @@ int raw_write_file(const char *dir, const char *tmp, const char *final, const un
   return 0;
 }
 
-int raw_write(bench *b, int early, double *secs) {
-  return raw_write_file(b->dir, b->raw_tmp, b->raw_path, b->arena, b->bytes, early, secs);
+int raw_write(bench *b, write_pacing pacing, double *secs) {
+  return raw_write_file(b->dir, b->raw_tmp, b->raw_path, b->arena, b->bytes, pacing, secs);
 }
 
-int sync_save(bench *b, int64_t step, const char **prefix, double *secs) {
+int sync_save(bench *b, const char **prefix, double *secs) {
   hk_status st = HK_STATUS_INIT;
   char *path = path_join(b->sync_dir, "model.ckpt");
   double t0;
@@ -89,7 +99,7 @@ int sync_save(bench *b, int64_t step, const char **prefix, double *secs) {
   atomic_store(&b->counts.syncs, 0);
   atomic_store(&b->counts.dir_syncs, 0);
   t0 = now_secs();
-  rc = hk_saver_save(prefix, b->sync_saver, b->rs, path, step, HK_SAVE_DEFAULT, &st);
+  rc = hk_saver_save(prefix, b->sync_saver, b->rs, path, b->next_step++, HK_SAVE_DEFAULT, &st);
   *secs = now_secs() - t0;
   b->save_syncs = atomic_load(&b->counts.syncs);
   b->save_dir_syncs = atomic_load(&b->counts.dir_syncs);
@@ -177,13 +187,16 @@ int async_save(bench *b, double *plain, size_t *nplain, size_t cap, double *stal
   }
 }
 
-int restore(bench *b, const char *prefix, double *secs) {
+int restore_with(bench *b, hk_saver *saver, hk_raw_session *rs, const char *prefix, double *secs) {
   hk_status st = HK_STATUS_INIT;
   double t0 = now_secs();
-  hk_code rc = hk_saver_restore(b->sync_saver, b->rs, prefix, &st);
+  hk_code rc = hk_saver_restore(saver, rs, prefix, &st);
+  (void)b;
   *secs = now_secs() - t0;
   return rc != HK_OK ? hk_fail("hk_saver_restore", &st) : 0;
 }
+
+int restore(bench *b, const char *prefix, double *secs) { return restore_with(b, b->sync_saver, b->rs, prefix, secs); }
 
 int raw_read(bench *b, const char *path, double *secs, size_t *file_bytes) {
   double t0 = now_secs();
@@ -209,6 +222,41 @@ int raw_read(bench *b, const char *path, double *secs, size_t *file_bytes) {
   close(fd);
   *secs = now_secs() - t0;
   *file_bytes = done;
+  return 0;
+}
+
+int pread_data(bench *b, const char *path, double *secs) {
+  double t0 = now_secs();
+  int fd = open(path, O_RDONLY);
+  unsigned char len8[8];
+  uint64_t header = 0, off;
+  size_t done = 0;
+  if (fd < 0) return os_fail("opening", path);
+  if (pread(fd, len8, 8, 0) != 8) {
+    close(fd);
+    return os_fail("reading the header length of", path);
+  }
+  for (int i = 7; i >= 0; i--) header = header << 8 | len8[i];
+  off = 8 + header;
+  for (;;) {
+    ssize_t r;
+    if (done == b->copy_cap) {
+      close(fd);
+      fprintf(stderr, PROG ": %s is larger than its %zu-byte read buffer\n", path, b->copy_cap);
+      return 1;
+    }
+    r = pread(fd, b->copy + done, b->copy_cap - done < PREAD_CHUNK ? b->copy_cap - done : PREAD_CHUNK,
+              (off_t)(off + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      close(fd);
+      return os_fail("reading", path);
+    }
+    if (r == 0) break;
+    done += (size_t)r;
+  }
+  close(fd);
+  *secs = now_secs() - t0;
   return 0;
 }
 
@@ -245,99 +293,6 @@ double drop_cache(const char *path) {
 #endif
   close(fd);
   return resident;
-}
-
-/* ---- (1s), (2s): a small model ----------------------------------------------------- */
-
-/* A few tensors, 11 KiB in all, and the global step: a model whose save is
- * all fixed costs (file creation, renames, fsyncs). */
-static const struct {
-  const char *name;
-  size_t floats;
-} small_tensors[] = {{"embedding", 2048}, {"dense/kernel", 512}, {"dense/bias", 128}, {"norm/scale", 128}};
-#define NSMALL (sizeof small_tensors / sizeof small_tensors[0])
-const size_t nsmall_tensors = NSMALL;
-
-int open_small(bench *b) {
-  hk_graph_options gopts = HK_GRAPH_OPTIONS_INIT;
-  hk_saver_options so = HK_SAVER_OPTIONS_INIT;
-  hk_status st = HK_STATUS_INIT;
-  hk_handle h, gs;
-  int64_t zero = 0;
-  hk_tensor zero_t = hk_tensor_scalar_i64(&zero);
-  size_t used = 0, gs_index;
-
-  b->small_bytes = 0;
-  for (size_t k = 0; k < NSMALL; k++) b->small_bytes += small_tensors[k].floats * 4;
-  b->small_arena = malloc(b->small_bytes);
-  b->small_dir = path_join(b->dir, "small");
-  b->small_raw_path = path_join(b->dir, "small-raw.bin");
-  b->small_raw_tmp = path_join(b->dir, "small-raw.bin.tmp");
-  if (!b->small_arena || !b->small_dir || !b->small_raw_path || !b->small_raw_tmp) {
-    fprintf(stderr, PROG ": out of memory\n");
-    return 1;
-  }
-  memcpy(b->small_arena, b->arena, b->small_bytes < b->bytes ? b->small_bytes : b->bytes);
-  if (mkdir(b->small_dir, 0755) != 0) return os_fail("creating", b->small_dir);
-  gopts.env = &b->env;
-  if (hk_graph_new(&b->small_g, &gopts, &st) != HK_OK) return hk_fail("creating the small graph", &st);
-  for (size_t k = 0; k < NSMALL; k++) {
-    hk_variable_def def = HK_VARIABLE_DEF_INIT;
-    int64_t dims[1];
-    dims[0] = (int64_t)small_tensors[k].floats;
-    def.name = small_tensors[k].name;
-    def.dtype = HK_DTYPE_F32;
-    def.rank = 1;
-    def.dims = dims;
-    def.external_data = b->small_arena + used;
-    if (hk_graph_variable(b->small_g, &h, &def, &st) != HK_OK) return hk_fail(def.name, &st);
-    used += small_tensors[k].floats * 4;
-  }
-  if (hk_graph_create_global_step(b->small_g, &gs, &st) != HK_OK ||
-      hk_raw_session_open(&b->small_rs, hk_graph_executor(b->small_g), &st) != HK_OK ||
-      hk_executor_global_step(NULL, &gs_index, hk_graph_executor(b->small_g), &st) != HK_OK ||
-      hk_raw_session_assign_variable(b->small_rs, gs_index, &zero_t, &st) != HK_OK)
-    return hk_fail("opening the small model", &st);
-  so.env = &b->env;
-  so.executor = hk_graph_executor(b->small_g);
-  so.max_to_keep = 0; /* as (2): the previous file is removed before the clock starts */
-  if (hk_saver_new(&b->small_saver, &so, &st) != HK_OK) return hk_fail("creating the small saver", &st);
-  return 0;
-}
-
-void close_small(bench *b) {
-  hk_saver_free(b->small_saver);
-  hk_raw_session_free(b->small_rs);
-  hk_graph_free(b->small_g);
-  free(b->small_arena), free(b->small_dir), free(b->small_raw_path), free(b->small_raw_tmp);
-}
-
-int small_save(bench *b, int64_t step, double *secs, unsigned long *syncs, unsigned long *dir_syncs) {
-  hk_status st = HK_STATUS_INIT;
-  char *path = path_join(b->small_dir, "model.ckpt");
-  size_t n = 0;
-  const char *const *kept = hk_saver_checkpoints(b->small_saver, &n);
-  double t0;
-  hk_code rc;
-  if (path == NULL) return os_fail("allocating", "a path");
-  for (size_t i = 0; i < n; i++)
-    if (hk_checkpoint_exists(&b->env, kept[i]) && hk_checkpoint_remove(&b->env, kept[i], &st) != HK_OK) {
-      free(path);
-      return hk_fail("removing the previous small checkpoint", &st);
-    }
-  if (fsync_dir(b->small_dir) != 0) {
-    free(path);
-    return 1;
-  }
-  atomic_store(&b->counts.syncs, 0);
-  atomic_store(&b->counts.dir_syncs, 0);
-  t0 = now_secs();
-  rc = hk_saver_save(NULL, b->small_saver, b->small_rs, path, step, HK_SAVE_DEFAULT, &st);
-  *secs = now_secs() - t0;
-  *syncs = atomic_load(&b->counts.syncs);
-  *dir_syncs = atomic_load(&b->counts.dir_syncs);
-  free(path);
-  return rc != HK_OK ? hk_fail("hk_saver_save (small)", &st) : 0;
 }
 
 /* Keep the prefix the Saver lends until its next call, and its data file. */

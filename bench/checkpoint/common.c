@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,6 +52,104 @@ static int cmp_double(const void *a, const void *b) {
 double median(double *v, size_t n) {
   qsort(v, n, sizeof *v, cmp_double);
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+spread spread_of(const double *v, size_t n) {
+  spread s = {0, 0, 0};
+  double *c = n > 0 ? malloc(n * sizeof *c) : NULL;
+  if (c == NULL) return s;
+  memcpy(c, v, n * sizeof *c);
+  qsort(c, n, sizeof *c, cmp_double);
+  s.min = c[0];
+  s.max = c[n - 1];
+  s.med = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+  free(c);
+  return s;
+}
+
+/* Incompressible, non-zero data: no file system shortcut applies. Each
+ * 32-bit word, an F32 of the state, has the top bit of its exponent clear:
+ * finite (|x| < 2), as a training state is, since a checkpoint refuses NaN
+ * and infinities and scans every float for them. */
+void fill_state(unsigned char *p, size_t n) {
+  uint64_t x = 0x9E3779B97F4A7C15u;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t v;
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    v = x & ~(((uint64_t)1 << 30) | ((uint64_t)1 << 62));
+    memcpy(p + i, &v, 8);
+  }
+  for (; i < n; i++) p[i] = 0x11;
+}
+
+/* The first line of `path` starting with `key`, its value after ": ". */
+static int file_field(const char *path, const char *key, char *out, size_t cap) {
+  FILE *f = fopen(path, "r");
+  char line[512];
+  int found = 0;
+  if (f == NULL) return 0;
+  while (!found && fgets(line, sizeof line, f) != NULL) {
+    char *colon = strchr(line, ':');
+    if (strncmp(line, key, strlen(key)) != 0 || colon == NULL) continue;
+    colon++;
+    while (*colon == ' ' || *colon == '\t') colon++;
+    colon[strcspn(colon, "\n")] = '\0';
+    snprintf(out, cap, "%s", colon);
+    found = 1;
+  }
+  fclose(f);
+  return found;
+}
+
+/* The file system holding `dir`: the mount point in /proc/self/mountinfo
+ * that is the longest prefix of its real path. */
+static void file_system_of(const char *dir, char *out, size_t cap) {
+  char real[4096], line[4096], best_mount[1024] = "";
+  FILE *f;
+  size_t best = 0;
+  snprintf(out, cap, "unknown");
+  if (realpath(dir, real) == NULL || (f = fopen("/proc/self/mountinfo", "r")) == NULL) return;
+  while (fgets(line, sizeof line, f) != NULL) {
+    char mount[1024], fstype[64], source[512];
+    const char *dash = strstr(line, " - ");
+    size_t n;
+    if (dash == NULL || sscanf(line, "%*s %*s %*s %*s %1023s", mount) != 1 ||
+        sscanf(dash + 3, "%63s %511s", fstype, source) != 2)
+      continue;
+    n = strlen(mount);
+    if (strncmp(real, mount, n) != 0 || (real[n] != '/' && real[n] != '\0' && strcmp(mount, "/") != 0)) continue;
+    if (n >= best) {
+      best = n;
+      snprintf(best_mount, sizeof best_mount, "%s", mount);
+      snprintf(out, cap, "%s on %s", fstype, source);
+    }
+  }
+  fclose(f);
+  if (best_mount[0] != '\0') {
+    size_t used = strlen(out);
+    snprintf(out + used, cap - used, " (mounted at %s)", best_mount);
+  }
+}
+
+void print_machine(const char *dir) {
+  char cpu[256] = "unknown", fs[1200], load[128] = "unknown";
+  struct utsname u;
+  FILE *f;
+  if (!file_field("/proc/cpuinfo", "model name", cpu, sizeof cpu))
+    file_field("/proc/cpuinfo", "CPU part", cpu, sizeof cpu);
+  file_system_of(dir, fs, sizeof fs);
+  if ((f = fopen("/proc/loadavg", "r")) != NULL) {
+    if (fgets(load, sizeof load, f) != NULL) load[strcspn(load, "\n")] = '\0';
+    fclose(f);
+  }
+  printf("machine: %s, %ld cores online; ", cpu, sysconf(_SC_NPROCESSORS_ONLN));
+  if (uname(&u) == 0)
+    printf("%s %s %s\n", u.sysname, u.release, u.machine);
+  else
+    printf("kernel unknown\n");
+  printf("bench directory's file system: %s; load average at start: %s; CRC-32C: %s\n", fs, load,
+         hk_crc32c_implementation());
 }
 
 char *path_join(const char *dir, const char *name) {

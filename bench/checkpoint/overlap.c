@@ -472,7 +472,9 @@ static int measure_overlap(bench *b, overlap *o, overlap_step_fn step, size_t ns
     fprintf(stderr, PROG ": no save to measure\n");
     goto out;
   }
-  r->stall = median(v[0], k);
+  r->stall = median(v[0], k); /* sorts v[0] */
+  r->stall_min = v[0][0];
+  r->stall_max = v[0][k - 1];
   r->snap = median(v[1], k);
   r->next = median(v[2], k);
   r->contention = median(v[3], k);
