@@ -198,6 +198,7 @@ typedef struct small_result {
 } small_result;
 
 #define NSMALL_MODELS 2
+#define SMALL_PER_ROUND 5 /* small saves per round: each is a few fsyncs, and noisy */
 
 int run_retention(bench *b, size_t rounds, retention_result *r);
 int run_small(bench *b, size_t rounds, small_result res[NSMALL_MODELS]);

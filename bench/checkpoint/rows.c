@@ -15,10 +15,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define KEEP 5            /* the retention row's max_to_keep (the Saver's default) */
-#define SMALL_PER_ROUND 5 /* small saves per round: each is a few fsyncs, and noisy */
-#define TENSOR_BYTES 256  /* each tensor of the tensor-count rows: 64 f32 */
-#define BIG_ROUNDS 3      /* rounds at 1 GiB and at 100,000 tensors: enough for a spread, in a sane time */
+#define KEEP 5           /* the retention row's max_to_keep (the Saver's default) */
+#define TENSOR_BYTES 256 /* each tensor of the tensor-count rows: 64 f32 */
+#define BIG_ROUNDS 3     /* rounds at 1 GiB and at 100,000 tensors: enough for a spread, in a sane time */
 
 /* "256 KiB", "64 MiB", "1 GiB" */
 static void size_name(size_t n, char *buf, size_t cap) {
