@@ -36,69 +36,36 @@
  * Exit status: 0 success (a stop by a signal included), 1 data or runtime
  * error (a diverging loss included), 2 usage error.
  *
- * Reading order: the flags; the model (its kernels, then the graph); the
- * feeding hook; then train(), one function a step: the hooks, the
- * checkpoints, the session's options, the training loop, the result line.
+ * Reading order: the flags (here; what the files share in train_digits.h);
+ * the model (its kernels, then the graph) and the feeding hook
+ * (train_digits_graph.c); then train() (here), one function a step: the
+ * hooks (train_digits_hooks.c), the checkpoints, the session's options, the
+ * training loop, the result line; and a distributed job's start, hooks,
+ * worker set-up and end (train_digits_mpi.c).
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#if !defined(_POSIX_C_SOURCE)
-#define _POSIX_C_SOURCE 200809L /* isatty */
-#endif
 
-#include "digits_common.h"
-#include "train_digits_graph.h"
-
-#include <hooked/hooked.h>
-#ifdef HK_EXAMPLE_MPI
-#include <hooked/mpi.h>
-#endif
+#include "train_digits.h"
 
 #include <inttypes.h>
 #include <math.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-#define PROG "train_digits"
 
 /* ---- command line ------------------------------------------------------- */
 
-typedef struct options {
-  digits_flags f;            /* the flags both digits programs take */
-  const char *profile_dir;   /* NULL: no ProfilerHook */
-  int64_t profile_steps;     /* HK_UNSET_STEPS when not given: 1000 */
-  int progress;              /* -1: when stderr is a terminal; 0 or 1 as given */
-  int64_t early_patience;    /* 0: no EarlyStoppingHook */
-  int64_t early_every;       /* HK_UNSET_STEPS when not given: 100 */
-  int distributed;           /* DIST_NONE, DIST_SYNC or DIST_PS */
-  int64_t ps_wait_k;         /* K of the workers' wait_until_step = int(K log(task + 1)) */
-  double collective_timeout; /* --collective-timeout; HK_UNSET_SECS: hooked::mpi's default */
-} options;
-
-/* --distributed: this process's part in an MPI job (hooked/mpi.h). */
-enum { DIST_NONE, DIST_SYNC, DIST_PS };
-typedef struct dist {
-  int mode;
-  int rank, size, chief;
+/* A single process unless --distributed (dist_start() fills it in). */
+dist g_dist = {DIST_NONE,
+               0,
+               1,
+               1
 #ifdef HK_EXAMPLE_MPI
-  hk_mpi *mpi;
-  hk_mpi_ps *ps;
-  hk_hook *stop; /* sync: the stop agreement, made at start-up (it owns the signals from then on) */
-#endif
-} dist;
-static dist g_dist = {DIST_NONE,
-                      0,
-                      1,
-                      1
-#ifdef HK_EXAMPLE_MPI
-                      ,
-                      NULL,
-                      NULL,
-                      NULL
+               ,
+               NULL,
+               NULL,
+               NULL
 #endif
 };
 
@@ -257,36 +224,7 @@ static int parse_args(int argc, char **argv, options *o) {
 
 /* ---- one training run --------------------------------------------------- */
 
-/* Everything train() makes, in the order it makes it; run_free() frees it. */
-typedef struct run {
-  const options *o;
-  int summaries; /* the session writes summaries (the graph has summary ops) */
-  int ps_chief;  /* --distributed ps, rank 0: serves the variables, trains nothing */
-  int ps_worker; /* --distributed ps, other ranks */
-  hk_env env;    /* with --progress, its log sink erases the progress line first */
-  trainer t;
-  feeder f;
-  model m;
-  hk_hook *progress, *profiler, *nan_guard, *early_stop, *learning_rate, *feed, *stop, *time_limit;
-  hk_hook *dist_first, *dist_last, *waiter, *ps_serve; /* --distributed */
-  hk_hook *metrics;                                    /* --metrics-log */
-  hk_checkpoint_listener metrics_listener;
-  hk_hook *ema;                        /* --ema */
-  const digits_data *tst;              /* the test set, for --ema's accuracy */
-  hk_hook *chief_hooks[7], *hooks[10]; /* the session's two lists */
-  size_t nchief, nhooks;
-  hk_saver *saver;
-  hk_scaffold *scaffold;
-  hk_executor *ps_executor; /* a parameter-server worker's: the chief's variables */
-  hk_handle serve;          /* the parameter server's op */
-  hk_session *s;
-  /* what the training loop saw */
-  float last_loss;
-  int64_t steps_run;
-  double secs;
-} run;
-
-static int fail_status(const char *what, const hk_status *st) {
+int fail_status(const char *what, const hk_status *st) {
   fprintf(stderr, PROG ": %s: %s: %s\n", what, hk_code_name(st->code), st->message);
   return DIGITS_EXIT_RUNTIME;
 }
@@ -390,21 +328,6 @@ static void run_free(run *r) {
   free(r->f.ybuf);
 }
 
-/* --progress (or a terminal): the progress line, made first: every object
- * after it logs through a sink that erases the line before a log line is
- * written, so the two never mix. */
-static int add_progress_hook(run *r, hk_status *st) {
-  hk_progress_options po = HK_PROGRESS_OPTIONS_INIT;
-  const int wanted = r->o->progress > 0 || (r->o->progress < 0 && r->o->f.verbosity >= 0 && isatty(STDERR_FILENO));
-  if (!g_dist.chief || !wanted) return 0;
-  po.last_step = r->o->f.steps;
-  po.loss = r->ps_chief ? NULL : LOSS_NAME; /* the chief of a parameter server computes no loss */
-  if (hk_progress_hook_new(&r->progress, &po, st) != HK_OK) return fail_status("creating the progress hook", st);
-  r->env.log = hk_progress_hook_log;
-  r->env.log_user = r->progress;
-  return 0;
-}
-
 /* The graph, and the feeds of x and y over the feeder's buffers. */
 static int build(run *r, const digits_data *tst, hk_status *st) {
   int64_t xdims[2] = {r->t.batch, NPIX}, ydims[1] = {r->t.batch};
@@ -422,190 +345,6 @@ static int build(run *r, const digits_data *tst, hk_status *st) {
     return fail_status("feeds", st);
   return 0;
 }
-
-/* --profile-dir: a ProfilerHook. */
-static int add_profiler(run *r, hk_status *st) {
-  hk_profiler_options pro = HK_PROFILER_OPTIONS_INIT;
-  pro.output_dir = r->o->profile_dir;
-  pro.save_steps = r->o->profile_steps;
-  if (hk_profiler_hook_new(&r->profiler, &pro, st) != HK_OK) return fail_status("creating the profiler hook", st);
-  r->chief_hooks[r->nchief++] = r->profiler;
-  return 0;
-}
-
-/* The NaN guard on the guarded loss. Distributed, every rank guards (it
- * goes among the hooks): a synchronous job's loss and weights are the same
- * on every rank, so all fail at the same step. */
-static int add_nan_guard(run *r, hk_status *st) {
-  hk_nan_tensor_options no = HK_NAN_TENSOR_OPTIONS_INIT;
-  no.loss = GUARDED_LOSS_NAME;
-  no.fail_on_nan_loss = 1;
-  if (hk_nan_tensor_hook_new(&r->nan_guard, &no, st) != HK_OK) return fail_status("creating the NaN guard", st);
-  if (g_dist.mode == DIST_NONE) r->chief_hooks[r->nchief++] = r->nan_guard;
-  return 0;
-}
-
-/* --early-stop-patience: an EarlyStoppingHook on the test loss, its state in
- * the graph's variable. */
-static int add_early_stop(run *r, hk_status *st) {
-  hk_early_stopping_options eo = HK_EARLY_STOPPING_OPTIONS_INIT;
-  eo.monitor = TEST_LOSS_NAME;
-  eo.mode = HK_MONITOR_MIN;
-  eo.patience = r->o->early_patience;
-  eo.every_n_steps = r->o->early_every;
-  eo.state = EARLY_STATE_NAME;
-  if (hk_early_stopping_hook_new(&r->early_stop, &eo, st) != HK_OK)
-    return fail_status("creating the early-stopping hook", st);
-  r->chief_hooks[r->nchief++] = r->early_stop;
-  return 0;
-}
-
-/* --lr-schedule, --lr-plateau: a LearningRateHook writing the rate the
- * train op reads, watching the test loss, its plateau state in the graph's
- * variable; the rate is a summary beside the graph's. */
-static int add_learning_rate(run *r, hk_status *st) {
-  hk_learning_rate_options lo;
-  if (!digits_lr_options(&r->o->f, LR_NAME, &lo)) return 0;
-  if (r->o->f.lr_flags.patience >= 0) {
-    lo.monitor = TEST_LOSS_NAME;
-    lo.state = LR_STATE_NAME;
-  }
-  if (r->summaries) lo.summary_dir = r->o->f.summary_dir ? r->o->f.summary_dir : r->o->f.checkpoint_dir;
-  if (hk_learning_rate_hook_new(&r->learning_rate, &lo, st) != HK_OK)
-    return fail_status("creating the learning-rate hook", st);
-  r->chief_hooks[r->nchief++] = r->learning_rate;
-  return 0;
-}
-
-/* --metrics-log: a row of the training loss, the test loss and the test
- * accuracy every --metrics-every steps, before the checkpoint saver, with
- * the listener that fsyncs the log before each checkpoint. */
-static int add_metrics_log(run *r, hk_status *st) {
-  static const char *const tensors[] = {LOSS_NAME, TEST_LOSS_NAME, "accuracy:0"};
-  static const char *const columns[] = {"loss", "test_loss", "test_accuracy"};
-  hk_metrics_log_options mo = HK_METRICS_LOG_OPTIONS_INIT;
-  mo.path = r->o->f.metrics_log;
-  mo.format = (hk_metrics_log_format)r->o->f.metrics_format;
-  mo.tensors = tensors;
-  mo.columns = columns;
-  mo.ntensors = 3;
-  mo.every_n_steps = r->o->f.metrics_every;
-  if (hk_metrics_log_hook_new(&r->metrics, &mo, st) != HK_OK ||
-      hk_metrics_log_checkpoint_listener(&r->metrics_listener, r->metrics, st) != HK_OK)
-    return fail_status("creating the metrics log", st);
-  r->chief_hooks[r->nchief++] = r->metrics;
-  return 0;
-}
-
-/* --ema: an ExponentialMovingAverage hook on the parameters, its shadows
- * and count variables of the graph, exporting them at the end with
- * --ema-export. */
-static int add_ema(run *r, hk_status *st) {
-  static const char *const params[4] = {"w1", "b1", "w2", "b2"};
-  hk_ema_options eo = HK_EMA_OPTIONS_INIT;
-  eo.variables = params;
-  eo.nvariables = 4;
-  eo.decay = r->o->f.ema_decay;
-  eo.export_path = r->o->f.ema_export;
-  if (hk_ema_hook_new(&r->ema, &eo, st) != HK_OK || hk_ema_hook_add_graph_variables(r->ema, r->m.g, st) != HK_OK)
-    return fail_status("setting up the moving average", st);
-  r->chief_hooks[r->nchief++] = r->ema;
-  return 0;
-}
-
-/* Chief-only hooks run before the MTS's own StepCounter, SummarySaver and
- * CheckpointSaver: the profiler first, to trace every other hook; then the
- * NaN guard, whose failing after_run keeps the checkpoint saver from saving
- * a diverged step and the session from running end(), so no final
- * checkpoint of it either; then early stopping, the learning rate and the
- * moving average, so that a checkpoint holds the state of its own step. */
-static int add_chief_hooks(run *r, hk_status *st) {
-  int rc = 0;
-  if (r->o->profile_dir) rc = add_profiler(r, st);
-  if (rc == 0 && !r->ps_chief) rc = add_nan_guard(r, st);
-  if (rc == 0 && r->o->early_patience) rc = add_early_stop(r, st);
-  if (rc == 0) rc = add_learning_rate(r, st);
-  if (rc == 0 && r->o->f.metrics_log && !r->ps_chief) rc = add_metrics_log(r, st);
-  if (rc == 0 && r->o->f.ema_decay >= 0 && g_dist.chief && !r->ps_chief) rc = add_ema(r, st);
-  return rc;
-}
-
-#ifdef HK_EXAMPLE_MPI
-/* The distributed hooks: the broadcast (sync) or the worker's push (ps)
- * first, so every later hook sees the chief's variables and step; the stop
- * agreement (sync) last, so it sees every other stop request. */
-static int add_dist_hooks(run *r, hk_status *st) {
-  if (g_dist.mode == DIST_SYNC) {
-    if (hk_mpi_broadcast_hook_new(&r->dist_first, g_dist.mpi, st) != HK_OK)
-      return fail_status("creating the MPI hooks", st);
-    r->dist_last = g_dist.stop; /* made at start-up, freed by dist_end() */
-  } else if (r->ps_worker) {
-    /* TensorFlow's recipe: worker task k starts at step int(K log(k + 1)).
-     * Here the chief serves and does not train, so the workers are tasks
-     * 0, 1, ... (ranks 1, 2, ...) and the first starts at once. */
-    hk_global_step_waiter_options wo = HK_GLOBAL_STEP_WAITER_OPTIONS_INIT;
-    wo.wait_until_step = (int64_t)((double)r->o->ps_wait_k * log((double)g_dist.rank));
-    wo.poll_interval_secs = 0.05;
-    if (hk_mpi_ps_worker_hook_new(&r->dist_first, g_dist.ps, st) != HK_OK ||
-        hk_global_step_waiter_hook_new(&r->waiter, &wo, st) != HK_OK)
-      return fail_status("creating the parameter-server hooks", st);
-  } else if (r->ps_chief) {
-    if (hk_mpi_ps_chief_hook_new(&r->ps_serve, g_dist.ps, st) != HK_OK)
-      return fail_status("creating the parameter-server hook", st);
-    /* Before the checkpoint saver's end(): the final checkpoint is the
-     * state the workers were told to stop at. */
-    r->chief_hooks[r->nchief++] = r->ps_serve;
-  }
-  return 0;
-}
-#endif
-
-/* The hooks of every rank, in order: the distributed ones that must come
- * first, the NaN guard when distributed, the feeder, StopAtStep at --steps,
- * the progress line, and the stop agreement of a synchronous job. */
-static int add_hooks(run *r, hk_status *st) {
-  hk_stop_at_step_options so = HK_STOP_AT_STEP_OPTIONS_INIT;
-  so.last_step = r->o->f.steps;
-  if (hk_hook_new(&r->feed, &feeder_vtable, &r->f, "digits_feeder", NULL, st) != HK_OK ||
-      hk_stop_at_step_hook_new(&r->stop, &so, st) != HK_OK)
-    return fail_status("creating hooks", st);
-#ifdef HK_EXAMPLE_MPI
-  if (add_dist_hooks(r, st) != 0) return DIGITS_EXIT_RUNTIME;
-#endif
-  if (r->dist_first) r->hooks[r->nhooks++] = r->dist_first;
-  if (r->waiter) r->hooks[r->nhooks++] = r->waiter;
-  if (r->nan_guard && g_dist.mode != DIST_NONE) r->hooks[r->nhooks++] = r->nan_guard;
-  r->hooks[r->nhooks++] = r->feed;
-  r->hooks[r->nhooks++] = r->stop;
-  if (digits_time_limit_hook(&r->o->f, &r->time_limit) != 0) return DIGITS_EXIT_RUNTIME;
-  if (r->time_limit) r->hooks[r->nhooks++] = r->time_limit; /* --time-limit */
-  if (r->progress) r->hooks[r->nhooks++] = r->progress;
-  if (r->dist_last) r->hooks[r->nhooks++] = r->dist_last;
-  return 0;
-}
-
-#ifdef HK_EXAMPLE_MPI
-/* A worker's Scaffold: its ready check (in sync mode its own initial values,
- * replaced by the chief's through the broadcast; on a parameter server the
- * chief's variables, once it serves them), and a parameter-server worker's
- * executor. The parameter server's chief gets its serving op. */
-static int setup_distributed(run *r, hk_status *st) {
-  hk_scaffold_options sco = HK_SCAFFOLD_OPTIONS_INIT;
-  hk_code rc;
-  if (r->ps_chief && hk_mpi_ps_serve_op(&r->serve, g_dist.ps, r->m.g, "ps_serve", st) != HK_OK)
-    return fail_status("building the parameter server", st);
-  if (g_dist.chief) return 0;
-  sco.env = &r->env;
-  rc = g_dist.mode == DIST_SYNC ? hk_mpi_sync_worker_ops(g_dist.mpi, r->m.g, &sco.ready_op,
-                                                         &sco.ready_for_local_init_op, &sco.local_init_op, st)
-                                : hk_mpi_ps_worker_ready_ops(g_dist.ps, r->m.g, &sco.ready_op,
-                                                             &sco.ready_for_local_init_op, &sco.local_init_op, st);
-  if (rc != HK_OK || hk_scaffold_new(&r->scaffold, &sco, st) != HK_OK) return fail_status("setting up the worker", st);
-  if (r->ps_worker && hk_mpi_ps_worker_executor_new(&r->ps_executor, g_dist.ps, hk_graph_executor(r->m.g), st) != HK_OK)
-    return fail_status("setting up the worker", st);
-  return 0;
-}
-#endif
 
 /* --checkpoint-dir, on the chief: one Saver restores (through the Scaffold
  * and checkpoint_dir) and saves (through the MTS's CheckpointSaverHook,
@@ -840,95 +579,6 @@ static int install_signals(const options *o) {
   fprintf(stderr, PROG ": signals will not stop training cleanly: %s\n", st.message);
   return 0;
 }
-
-#ifdef HK_EXAMPLE_MPI
-/* A synchronous job's --batch is the global batch: every rank must be given
- * the same, a multiple of the rank count. Every rank learns every rank's, so
- * all stop together on a mismatch (the chief says why) instead of some
- * training on while the others have left. @return 1 when it agrees. */
-static int sync_batch_agrees(const options *o) {
-  int64_t *all = malloc((size_t)g_dist.size * sizeof *all);
-  int ok = all != NULL;
-  if (ok) MPI_Allgather(&o->f.batch, 1, MPI_INT64_T, all, 1, MPI_INT64_T, MPI_COMM_WORLD);
-  for (int r = 1; ok && r < g_dist.size; r++)
-    if (all[r] != all[0]) {
-      if (g_dist.chief)
-        fprintf(stderr,
-                PROG ": --batch differs between ranks: rank 0 has %" PRId64 ", rank %d has %" PRId64
-                     "; every rank of a synchronous job takes the same global batch\n",
-                all[0], r, all[r]);
-      ok = 0;
-    }
-  if (ok && o->f.batch % g_dist.size != 0) {
-    if (g_dist.chief)
-      fprintf(stderr, PROG ": --batch %" PRId64 " (the global batch) is not a multiple of the %d ranks\n", o->f.batch,
-              g_dist.size);
-    ok = 0;
-  }
-  if (!all) fputs(PROG ": out of memory\n", stderr);
-  free(all);
-  return ok;
-}
-
-/* A synchronous job: the stop hook takes SIGINT and SIGTERM over from
- * hooked's helper (*installed), with both blocked meanwhile, so there is
- * no moment without a handler; a signal the helper caught already becomes
- * the stop hook's request. Either way every rank stops when the session
- * starts. */
-static hk_code take_signals(int *installed, hk_status *st) {
-  hk_mpi_stop_options mso = HK_MPI_STOP_OPTIONS_INIT;
-  sigset_t both, old;
-  sigemptyset(&both);
-  sigaddset(&both, SIGINT);
-  sigaddset(&both, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &both, &old);
-  const int fired = *installed && hk_signal_fired() != 0;
-  if (*installed) hk_signal_uninstall(NULL);
-  *installed = 0;
-  hk_code rc = hk_mpi_stop_hook_new(&g_dist.stop, g_dist.mpi, &mso, st);
-  if (rc == HK_OK && fired) hk_mpi_stop_hook_request(g_dist.stop);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  return rc;
-}
-
-/* --distributed, under mpirun: rank 0 is the chief. hooked makes MPI calls
- * from this thread only. @return 0, or the exit status. */
-static int dist_start(const options *o, int *argc, char ***argv, int *installed) {
-  hk_status st = HK_STATUS_INIT;
-  hk_mpi_options mo = HK_MPI_OPTIONS_INIT;
-  MPI_Init(argc, argv);
-  g_dist.mode = o->distributed;
-  mo.collective_timeout_secs = o->collective_timeout;
-  /* A synchronous job's stop hook first: its signal handlers make SIGINT and
-   * SIGTERM during the rest of the start-up a stop of every rank, agreed on
-   * when the session starts. */
-  if (hk_mpi_new(&g_dist.mpi, &mo, &st) != HK_OK ||
-      (o->distributed == DIST_SYNC && take_signals(installed, &st) != HK_OK) ||
-      (o->distributed == DIST_PS && hk_mpi_ps_new(&g_dist.ps, g_dist.mpi, &st) != HK_OK)) {
-    fprintf(stderr, PROG ": --distributed: %s\n", st.message);
-    MPI_Abort(MPI_COMM_WORLD, DIGITS_EXIT_RUNTIME);
-  }
-  g_dist.rank = hk_mpi_rank(g_dist.mpi);
-  g_dist.size = hk_mpi_size(g_dist.mpi);
-  g_dist.chief = hk_mpi_is_chief(g_dist.mpi);
-  if (o->distributed == DIST_SYNC && !sync_batch_agrees(o)) {
-    hk_hook_free(g_dist.stop);
-    hk_mpi_free(g_dist.mpi);
-    MPI_Finalize();
-    return DIGITS_EXIT_USAGE;
-  }
-  return 0;
-}
-
-/* A rank that failed ends the job: none is left waiting for it. */
-static void dist_end(int rc) {
-  if (rc != 0) MPI_Abort(MPI_COMM_WORLD, rc);
-  hk_hook_free(g_dist.stop);
-  hk_mpi_ps_free(g_dist.ps);
-  hk_mpi_free(g_dist.mpi);
-  MPI_Finalize();
-}
-#endif
 
 int main(int argc, char **argv) {
   options o;

@@ -1,0 +1,156 @@
+/*
+ * train_digits_mpi — train_digits --distributed sync|ps under mpirun
+ * (hooked/mpi.h): the start of the job (MPI, the signal hand-over of a
+ * synchronous job, its batch agreement), the distributed hooks, a worker's
+ * set-up, and the end. Built only with hooked::mpi.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#if !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L /* pthread_sigmask, sigset_t */
+#endif
+
+#include "train_digits.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* The distributed hooks: the broadcast (sync) or the worker's push (ps)
+ * first, so every later hook sees the chief's variables and step; the stop
+ * agreement (sync) last, so it sees every other stop request. */
+int add_dist_hooks(run *r, hk_status *st) {
+  if (g_dist.mode == DIST_SYNC) {
+    if (hk_mpi_broadcast_hook_new(&r->dist_first, g_dist.mpi, st) != HK_OK)
+      return fail_status("creating the MPI hooks", st);
+    r->dist_last = g_dist.stop; /* made at start-up, freed by dist_end() */
+  } else if (r->ps_worker) {
+    /* TensorFlow's recipe: worker task k starts at step int(K log(k + 1)).
+     * Here the chief serves and does not train, so the workers are tasks
+     * 0, 1, ... (ranks 1, 2, ...) and the first starts at once. */
+    hk_global_step_waiter_options wo = HK_GLOBAL_STEP_WAITER_OPTIONS_INIT;
+    wo.wait_until_step = (int64_t)((double)r->o->ps_wait_k * log((double)g_dist.rank));
+    wo.poll_interval_secs = 0.05;
+    if (hk_mpi_ps_worker_hook_new(&r->dist_first, g_dist.ps, st) != HK_OK ||
+        hk_global_step_waiter_hook_new(&r->waiter, &wo, st) != HK_OK)
+      return fail_status("creating the parameter-server hooks", st);
+  } else if (r->ps_chief) {
+    if (hk_mpi_ps_chief_hook_new(&r->ps_serve, g_dist.ps, st) != HK_OK)
+      return fail_status("creating the parameter-server hook", st);
+    /* Before the checkpoint saver's end(): the final checkpoint is the
+     * state the workers were told to stop at. */
+    r->chief_hooks[r->nchief++] = r->ps_serve;
+  }
+  return 0;
+}
+
+/* A worker's Scaffold: its ready check (in sync mode its own initial values,
+ * replaced by the chief's through the broadcast; on a parameter server the
+ * chief's variables, once it serves them), and a parameter-server worker's
+ * executor. The parameter server's chief gets its serving op. */
+int setup_distributed(run *r, hk_status *st) {
+  hk_scaffold_options sco = HK_SCAFFOLD_OPTIONS_INIT;
+  hk_code rc;
+  if (r->ps_chief && hk_mpi_ps_serve_op(&r->serve, g_dist.ps, r->m.g, "ps_serve", st) != HK_OK)
+    return fail_status("building the parameter server", st);
+  if (g_dist.chief) return 0;
+  sco.env = &r->env;
+  rc = g_dist.mode == DIST_SYNC ? hk_mpi_sync_worker_ops(g_dist.mpi, r->m.g, &sco.ready_op,
+                                                         &sco.ready_for_local_init_op, &sco.local_init_op, st)
+                                : hk_mpi_ps_worker_ready_ops(g_dist.ps, r->m.g, &sco.ready_op,
+                                                             &sco.ready_for_local_init_op, &sco.local_init_op, st);
+  if (rc != HK_OK || hk_scaffold_new(&r->scaffold, &sco, st) != HK_OK) return fail_status("setting up the worker", st);
+  if (r->ps_worker && hk_mpi_ps_worker_executor_new(&r->ps_executor, g_dist.ps, hk_graph_executor(r->m.g), st) != HK_OK)
+    return fail_status("setting up the worker", st);
+  return 0;
+}
+
+/* A synchronous job's --batch is the global batch: every rank must be given
+ * the same, a multiple of the rank count. Every rank learns every rank's, so
+ * all stop together on a mismatch (the chief says why) instead of some
+ * training on while the others have left. @return 1 when it agrees. */
+static int sync_batch_agrees(const options *o) {
+  int64_t *all = malloc((size_t)g_dist.size * sizeof *all);
+  int ok = all != NULL;
+  if (ok) MPI_Allgather(&o->f.batch, 1, MPI_INT64_T, all, 1, MPI_INT64_T, MPI_COMM_WORLD);
+  for (int r = 1; ok && r < g_dist.size; r++)
+    if (all[r] != all[0]) {
+      if (g_dist.chief)
+        fprintf(stderr,
+                PROG ": --batch differs between ranks: rank 0 has %" PRId64 ", rank %d has %" PRId64
+                     "; every rank of a synchronous job takes the same global batch\n",
+                all[0], r, all[r]);
+      ok = 0;
+    }
+  if (ok && o->f.batch % g_dist.size != 0) {
+    if (g_dist.chief)
+      fprintf(stderr, PROG ": --batch %" PRId64 " (the global batch) is not a multiple of the %d ranks\n", o->f.batch,
+              g_dist.size);
+    ok = 0;
+  }
+  if (!all) fputs(PROG ": out of memory\n", stderr);
+  free(all);
+  return ok;
+}
+
+/* A synchronous job: the stop hook takes SIGINT and SIGTERM over from
+ * hooked's helper (*installed), with both blocked meanwhile, so there is
+ * no moment without a handler; a signal the helper caught already becomes
+ * the stop hook's request. Either way every rank stops when the session
+ * starts. */
+static hk_code take_signals(int *installed, hk_status *st) {
+  hk_mpi_stop_options mso = HK_MPI_STOP_OPTIONS_INIT;
+  sigset_t both, old;
+  sigemptyset(&both);
+  sigaddset(&both, SIGINT);
+  sigaddset(&both, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &both, &old);
+  const int fired = *installed && hk_signal_fired() != 0;
+  if (*installed) hk_signal_uninstall(NULL);
+  *installed = 0;
+  hk_code rc = hk_mpi_stop_hook_new(&g_dist.stop, g_dist.mpi, &mso, st);
+  if (rc == HK_OK && fired) hk_mpi_stop_hook_request(g_dist.stop);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
+}
+
+/* --distributed, under mpirun: rank 0 is the chief. hooked makes MPI calls
+ * from this thread only. @return 0, or the exit status. */
+int dist_start(const options *o, int *argc, char ***argv, int *installed) {
+  hk_status st = HK_STATUS_INIT;
+  hk_mpi_options mo = HK_MPI_OPTIONS_INIT;
+  MPI_Init(argc, argv);
+  g_dist.mode = o->distributed;
+  mo.collective_timeout_secs = o->collective_timeout;
+  /* A synchronous job's stop hook first: its signal handlers make SIGINT and
+   * SIGTERM during the rest of the start-up a stop of every rank, agreed on
+   * when the session starts. */
+  if (hk_mpi_new(&g_dist.mpi, &mo, &st) != HK_OK ||
+      (o->distributed == DIST_SYNC && take_signals(installed, &st) != HK_OK) ||
+      (o->distributed == DIST_PS && hk_mpi_ps_new(&g_dist.ps, g_dist.mpi, &st) != HK_OK)) {
+    fprintf(stderr, PROG ": --distributed: %s\n", st.message);
+    MPI_Abort(MPI_COMM_WORLD, DIGITS_EXIT_RUNTIME);
+  }
+  g_dist.rank = hk_mpi_rank(g_dist.mpi);
+  g_dist.size = hk_mpi_size(g_dist.mpi);
+  g_dist.chief = hk_mpi_is_chief(g_dist.mpi);
+  if (o->distributed == DIST_SYNC && !sync_batch_agrees(o)) {
+    hk_hook_free(g_dist.stop);
+    hk_mpi_free(g_dist.mpi);
+    MPI_Finalize();
+    return DIGITS_EXIT_USAGE;
+  }
+  return 0;
+}
+
+/* A rank that failed ends the job: none is left waiting for it. */
+void dist_end(int rc) {
+  if (rc != 0) MPI_Abort(MPI_COMM_WORLD, rc);
+  hk_hook_free(g_dist.stop);
+  hk_mpi_ps_free(g_dist.ps);
+  hk_mpi_free(g_dist.mpi);
+  MPI_Finalize();
+}
