@@ -18,6 +18,10 @@ work=$3
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 rm -rf "$work"
 mkdir -p "$work"
+# job_procs, rank_pid, proc_id, still_running and kill_job: this script's
+# own job's processes, found below its mpirun, never by name.
+. "$(dirname "$0")/mpi_job.sh"
+trap kill_job EXIT # a job still running when the script fails
 fail() {
   echo "check_distributed: $*" >&2
   for f in "$work"/*.out "$work"/*.err; do [ -s "$f" ] && { echo "--- $f:" >&2; tail -20 "$f" >&2; }; done
@@ -37,17 +41,6 @@ check_accuracy() {
   awk -v a="$a" 'BEGIN { exit !(a >= 0.95) }' || fail "$1: test accuracy $a < 0.95"
   echo "$1: test_accuracy $a"
 }
-# The pid of rank R of the job started last (its environment names the rank).
-rank_pid() {
-  local r=$1 p
-  for p in $(pgrep -f -- "$exe"); do
-    [ "$p" = "$job" ] && continue
-    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$r"; then
-      echo "$p"
-      return
-    fi
-  done
-}
 wait_for_file() { # wait_for_file GLOB SECS
   local i
   for ((i = 0; i < $2 * 10; i++)); do
@@ -63,7 +56,7 @@ bounded_wait() { # bounded_wait SECS: the job's exit code, or fail when it hangs
     kill -0 "$job" 2>/dev/null || { wait "$job"; return $?; }
     sleep 0.1
   done
-  pkill -9 -f -- "$exe"
+  kill_job
   fail "the job did not end within $1 s: a rank hangs"
 }
 
@@ -88,11 +81,14 @@ run kill 3 "${common[@]}" --checkpoint-dir "$work/kill"
 wait_for_file "$work/kill/model.ckpt-2000.*" 300 || fail "the job to kill wrote no checkpoint of step 2000"
 victim=$(rank_pid 1)
 [ -n "$victim" ] || fail "cannot find rank 1's process"
+ranks=()
+for p in $(job_procs); do ranks+=("$(proc_id "$p")"); done
 kill -9 "$victim"
 bounded_wait 60
 code=$?
 [ "$code" -ne 0 ] || fail "the job exited 0 after one rank was killed"
-pgrep -f -- "$exe.*$work/kill" >/dev/null && fail "a rank of the killed job is still running"
+left=$(still_running "${ranks[@]}")
+[ -z "$left" ] || fail "a process of the killed job is still running: pid(s) $left"
 newest=$(ls "$work/kill" | sed -n 's/^model\.ckpt-\([0-9]*\)\.safetensors$/\1/p' | sort -n | tail -1)
 [ "${newest:-$steps}" -lt "$steps" ] || fail "the job finished before the kill landed; nothing to resume"
 echo "killed rank 1 (pid $victim): the job exited $code; newest checkpoint step $newest"

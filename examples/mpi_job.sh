@@ -1,0 +1,58 @@
+# Sourced by the ctest drivers that run train_digits under mpirun
+# (check_distributed.sh, check_nohang.sh): the processes of the job the
+# driver started, found below its own mpirun ($job) and never by name, so
+# that two such drivers (or a user's own run) on one machine never see or
+# signal each other's ranks.
+
+# job_procs [PID]: every process below PID (default: the job's mpirun),
+# parents before their children.
+job_procs() {
+  local c
+  for c in $(pgrep -P "${1:-$job}"); do
+    echo "$c"
+    job_procs "$c"
+  done
+}
+
+# rank_pid R: the pid of rank R of the job (its environment names the rank).
+rank_pid() {
+  local r=$1 p
+  for p in $(job_procs); do
+    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$r"; then
+      echo "$p"
+      return
+    fi
+  done
+}
+
+# proc_id PID: "PID:<start time>", which names one process even after the
+# system gives PID to another; nothing when PID is gone or a zombie (one
+# that ended but whose parent has not collected it: where pid 1 does not
+# reap, the ranks of a job whose mpirun ended stay zombies).
+proc_id() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+  # The fields after the command name (which may hold spaces): the state
+  # is the 3rd field of the line, the start time the 22nd.
+  set -- "$1" ${stat##*) }
+  case $2 in Z | X) return 0 ;; esac
+  echo "$1:${21}"
+}
+
+# still_running PROC_ID...: the ones (from proc_id) still running.
+still_running() {
+  local id
+  for id in "$@"; do [ "$(proc_id "${id%%:*}")" = "$id" ] && echo "${id%%:*}"; done
+  return 0
+}
+
+# kill_job: SIGKILL to the job still running, its ranks (stopped ones
+# continued) and its mpirun, each by pid.
+kill_job() {
+  local p procs
+  [ -n "${job:-}" ] && kill -0 "$job" 2>/dev/null || return 0
+  procs=$(job_procs)
+  for p in $procs; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+  kill -KILL "$job" 2>/dev/null
+  return 0
+}
