@@ -291,7 +291,7 @@ static void test_crash__a_crash_in_a_saver_s_first_save_leaves_no_torn_files(voi
   result r = run_scenario(S_SAVER_FIRST, (run_opts){0});
   (void)state;
   assert_true(r.stats.points >= 14);
-  assert_true(r.stats.distinct >= 15);
+  assert_true(r.stats.distinct >= 14); /* the small tensors' data in one write */
   assert_int_equal(r.bad, 0);
   /* Over a file system without write_at, every file is appended. */
   r = run_scenario(S_SAVER_FIRST, (run_opts){.append_only = 1});

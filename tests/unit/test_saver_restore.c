@@ -401,6 +401,91 @@ static void test_saver__writes_data_first_header_last_with_four_fsyncs(void **st
   hk_saver_free(s);
 }
 
+/* Save a graph of `nvars` U8 variables of `bytes` each (variable k holds
+ * k + j at byte j) unmanaged at `step` through an fs over env (nfs); the
+ * data file's bytes (malloc) and their count. */
+static char *many_small_save(fx *f, const hk_fs_vtable *vt, void *user, size_t nvars, size_t bytes, size_t *n) {
+  hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
+  hk_saver_options so = HK_SAVER_OPTIONS_INIT;
+  hk_status st = HK_STATUS_INIT;
+  hk_env env = f->te->env;
+  hk_graph *g = NULL;
+  hk_raw_session *rs = NULL;
+  hk_saver *s = NULL;
+  const char *prefix = NULL;
+  unsigned char *buf = malloc(bytes);
+  char path[1024], *data;
+  assert_non_null(buf);
+  go.env = &f->te->env;
+  assert_ok(hk_graph_new(&g, &go, &st), &st);
+  for (size_t k = 0; k < nvars; k++) {
+    hk_variable_def d = HK_VARIABLE_DEF_INIT;
+    int64_t dims[1] = {(int64_t)bytes};
+    char name[32];
+    hk_handle h;
+    snprintf(name, sizeof name, "v%04zu", k);
+    d.name = name;
+    d.dtype = HK_DTYPE_U8;
+    d.rank = 1;
+    d.dims = dims;
+    assert_ok(hk_graph_variable(g, &h, &d, &st), &st);
+  }
+  assert_ok(hk_raw_session_open(&rs, hk_graph_executor(g), &st), &st);
+  for (size_t k = 0; k < nvars; k++) {
+    int64_t dims[1] = {(int64_t)bytes};
+    hk_tensor t;
+    for (size_t j = 0; j < bytes; j++) buf[j] = (unsigned char)(k + j);
+    assert_ok(hk_tensor_init(&t, HK_DTYPE_U8, 1, dims, buf, &st), &st);
+    assert_ok(hk_raw_session_assign_variable(rs, k, &t, &st), &st);
+  }
+  env.fs = vt;
+  env.fs_user = user;
+  so.executor = hk_graph_executor(g);
+  so.env = &env;
+  assert_ok(hk_saver_new(&s, &so, &st), &st);
+  assert_ok(hk_saver_save(&prefix, s, rs, f->save_path, 3, HK_SAVE_NO_STATE, &st), &st);
+  snprintf(path, sizeof path, "%s.safetensors", prefix);
+  data = test_read_file(path, n);
+  assert_non_null(data);
+  assert_int_equal(remove(path), 0);
+  hk_saver_free(s);
+  hk_raw_session_free(rs);
+  hk_graph_free(g);
+  free(buf);
+  return data;
+}
+
+/* Small tensors' data is gathered into writes of up to 1 MiB: 300
+ * tensors of 4 KiB take two writes and the header one more, not 301 (each
+ * write call costs the file system a fixed amount). The file is byte for
+ * byte what writing in order (an fs without write_at) gives. */
+static void test_saver__small_tensors_are_written_together(void **state) {
+  fx *f = *state;
+  static hk_fs_vtable vt, append_only;
+  order_fs o;
+  size_t na = 0, nb = 0;
+  char *a, *b;
+  vt = *hk_fs_posix();
+  vt.create_excl = of_create_excl;
+  vt.write = of_write;
+  vt.write_at = of_write_at;
+  vt.sync = of_sync;
+  vt.close = of_close;
+  vt.sync_dir = of_sync_dir;
+  memset(&o, 0, sizeof o);
+  a = many_small_save(f, &vt, &o, 300, 4096, &na);
+  assert_int_equal(o.appends, 0);
+  assert_int_equal(o.writes, 3);
+  assert_int_equal(o.last_offset, 0); /* the header, last */
+  append_only = *hk_fs_posix();
+  append_only.write_at = NULL;
+  b = many_small_save(f, &append_only, NULL, 300, 4096, &nb);
+  assert_int_equal(na, nb);
+  assert_memory_equal(a, b, na);
+  free(a);
+  free(b);
+}
+
 /* An fs that truncates the data file to `keep` bytes after the reader
  * opened it: at the reader's second size() (the restore's check before it
  * reads), or (at_read) just before forwarding the first read of tensor
@@ -627,6 +712,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_saver__two_threads_restore_in_place_at_once, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__every_write_path_writes_the_same_bytes, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__writes_data_first_header_last_with_four_fsyncs, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__small_tensors_are_written_together, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
