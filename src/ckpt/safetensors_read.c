@@ -123,6 +123,14 @@ static hk_code crc_mismatch(const hk_checkpoint_reader *r, const hk__reader_entr
                        r->path, e->name, e->crc, crc);
 }
 
+/* DATA_LOSS for a file that ends `have` bytes into entry e's data. */
+static hk_code short_file(const hk_checkpoint_reader *r, const hk__reader_entry *e, uint64_t have, hk_status *status) {
+  return hk_status_set(status, HK_DATA_LOSS,
+                       "Checkpoint %s is corrupt: tensor '%.200s': the file ends %" PRIu64 " bytes into its %" PRIu64
+                       " bytes",
+                       r->path, e->name, have, e->end - e->begin);
+}
+
 /* Read entry e's bytes in pieces of at most `piece`, checking the CRC:
  * into consecutive parts of buf, or (reuse) each piece into buf itself. */
 hk_code hk__reader_read_checked(hk_checkpoint_reader *r, const hk__reader_entry *e, unsigned char *buf, size_t piece,
@@ -134,11 +142,7 @@ hk_code hk__reader_read_checked(hk_checkpoint_reader *r, const hk__reader_entry 
     unsigned char *dst = reuse ? buf : buf + done;
     hk_code rc = hk__fs_read_full(&r->fs, r->f, r->path, dst, want, r->data_start + e->begin + done, &got, status);
     if (rc != HK_OK) return rc;
-    if (got < want)
-      return hk_status_set(status, HK_DATA_LOSS,
-                           "Checkpoint %s is corrupt: tensor '%.200s': the file ends %" PRIu64
-                           " bytes into its %" PRIu64 " bytes",
-                           r->path, e->name, done + got, total);
+    if (got < want) return short_file(r, e, done + got, status);
     crc = hk_crc32c_extend(crc, dst, want);
     done += want;
   }
@@ -271,11 +275,7 @@ static void *read_worker(void *arg) {
     hk_status why = HK_STATUS_INIT;
     size_t got = 0;
     hk_code rc = hk__fs_read_full(&r->fs, r->f, r->path, dst, p->len, r->data_start + e->begin + p->off, &got, &why);
-    if (rc == HK_OK && got < p->len)
-      rc =
-          hk_status_set(&why, HK_DATA_LOSS,
-                        "Checkpoint %s is corrupt: tensor '%.200s': the file ends %zu bytes into its %" PRIu64 " bytes",
-                        r->path, e->name, p->off + got, e->end - e->begin);
+    if (rc == HK_OK && got < p->len) rc = short_file(r, e, (uint64_t)(p->off + got), &why);
     if (rc != HK_OK) {
       record_failure(j, k, rc, &why);
       return NULL;
@@ -306,11 +306,7 @@ static hk_code check_not_shrunk(hk_checkpoint_reader *r, const placed *order, si
   for (size_t k = 0; k < n && rc == HK_OK; k++) {
     const hk__reader_entry *e = order[k].e;
     uint64_t have = size > r->data_start + e->begin ? size - (r->data_start + e->begin) : 0;
-    if (e->end > e->begin && have < e->end - e->begin)
-      rc = hk_status_set(st, HK_DATA_LOSS,
-                         "Checkpoint %s is corrupt: tensor '%.200s': the file ends %" PRIu64 " bytes into its %" PRIu64
-                         " bytes",
-                         r->path, e->name, have, e->end - e->begin);
+    if (e->end > e->begin && have < e->end - e->begin) rc = short_file(r, e, have, st);
   }
   return rc;
 }

@@ -14,6 +14,7 @@
 #include "ckpt/ckpt_internal.h"
 #include "ckpt/safetensors_internal.h"
 #include "util/common.h"
+#include "util/crc32c.h"
 #include "util/fs.h"
 
 #include <inttypes.h>
@@ -354,12 +355,20 @@ static hk_code write_data_first(const hk_env *env, hk__atomic_file *af, strbuf *
     if (sg.p && left < STAGE_BYTES) {
       if (sg.n + left > STAGE_BYTES) rc = stage_flush(af, &sg, st);
       if (rc != HK_OK) break;
-      if (!threaded && !crc_tensor(sorted[i], flags, &crcs[i], &bad.element)) {
-        bad.tensor = i;
-        break;
-      }
       if (sg.n == 0) sg.at = at;
-      if (left > 0) memcpy(sg.p + sg.n, p, left);
+      if (threaded) {
+        if (left > 0) memcpy(sg.p + sg.n, p, left);
+      } else {
+        /* CRC'd on its way into the stage, then scanned there, in cache. */
+        size_t e = SIZE_MAX;
+        crcs[i] = hk__crc32c_copy(0, sg.p + sg.n, p, left);
+        if (checks(sorted[i], flags)) e = hk__first_non_finite(sorted[i]->value.dtype, sg.p + sg.n, left);
+        if (e != SIZE_MAX) {
+          bad.tensor = i;
+          bad.element = e;
+          break;
+        }
+      }
       sg.n += left;
       at += left;
       continue;
