@@ -277,7 +277,15 @@ static hk_code refuse_non_finite(const char *path, const hk__ckpt_tensor *t, siz
 /* The CRCs of a list of tensors, computed on a second thread while the
  * first writes the same bytes (both only read them), each piece scanned
  * for NaN and infinities after its CRC. The first one found stops the job
- * and, through `stop`, the writes. */
+ * and, through `stop`, the writes.
+ *
+ * The helper runs at most CRC_LEAD bytes ahead of the writer: a CRC is
+ * many times faster than a write, and a helper let loose would stream the
+ * whole state from memory at once, competing with the writer's own copy
+ * for memory bandwidth; kept just ahead, it brings each piece into the
+ * shared cache the writer's copy then reads it from. It waits on `cv`
+ * when it is ahead; the writer signals only while it waits. */
+#define CRC_LEAD ((uint64_t)2 * IO_CHUNK)
 typedef struct crc_job {
   const hk__ckpt_tensor *const *sorted;
   uint32_t *crcs;
@@ -285,16 +293,58 @@ typedef struct crc_job {
   unsigned flags;
   bad_value bad;
   atomic_int stop;
+  /* Bytes of the tensors, in order, the writer has read so far. */
+  _Atomic uint64_t written;
+  atomic_int waiting, writer_done;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
 } crc_job;
+
+/* Wait until the writer has read up to `end - CRC_LEAD`, or has finished. */
+static void crc_wait_for_writer(crc_job *j, uint64_t end) {
+  if (end <= atomic_load(&j->written) + CRC_LEAD) return;
+  pthread_mutex_lock(&j->mu);
+  atomic_store(&j->waiting, 1);
+  while (end > atomic_load(&j->written) + CRC_LEAD && !atomic_load(&j->writer_done)) pthread_cond_wait(&j->cv, &j->mu);
+  atomic_store(&j->waiting, 0);
+  pthread_mutex_unlock(&j->mu);
+}
+
+/* The writer has read the tensors' first `pos` bytes (or, with done, is
+ * finished): let the helper go on if it waits. The helper sets `waiting`
+ * before it looks at `written` again, and the writer stores `written`
+ * before it looks at `waiting` (both sequentially consistent), so one of
+ * them sees the other's store: no wake-up is lost. */
+static void crc_writer_at(crc_job *j, uint64_t pos, int done) {
+  atomic_store(&j->written, pos);
+  if (done) atomic_store(&j->writer_done, 1);
+  if (!done && !atomic_load(&j->waiting)) return;
+  pthread_mutex_lock(&j->mu);
+  pthread_cond_signal(&j->cv);
+  pthread_mutex_unlock(&j->mu);
+}
 
 static void *crc_job_main(void *arg) {
   crc_job *j = arg;
+  uint64_t pos = 0;
   for (size_t i = 0; i < j->n; i++) {
-    if (!crc_tensor(j->sorted[i], j->flags, &j->crcs[i], &j->bad.element)) {
-      j->bad.tensor = i;
-      atomic_store_explicit(&j->stop, 1, memory_order_relaxed);
-      break;
+    const hk__ckpt_tensor *t = j->sorted[i];
+    const char *p = t->value.data;
+    int check = checks(t, j->flags);
+    uint32_t crc = 0;
+    for (size_t at = 0; at < t->value.nbytes;) {
+      size_t k = t->value.nbytes - at < CRC_PIECE ? t->value.nbytes - at : CRC_PIECE;
+      crc_wait_for_writer(j, pos + k);
+      if (atomic_load_explicit(&j->stop, memory_order_relaxed)) return NULL; /* the writer failed */
+      if (!crc_piece(t, check, at, p + at, k, &crc, &j->bad.element)) {
+        j->bad.tensor = i;
+        atomic_store_explicit(&j->stop, 1, memory_order_relaxed);
+        return NULL;
+      }
+      at += k;
+      pos += k;
     }
+    j->crcs[i] = crc;
   }
   return NULL;
 }
@@ -344,7 +394,16 @@ static hk_code write_data_first(const hk_env *env, hk__atomic_file *af, strbuf *
   job.flags = flags;
   job.bad = bad;
   atomic_init(&job.stop, 0);
-  if (use_thread) threaded = pthread_create(&helper, NULL, crc_job_main, &job) == 0;
+  atomic_init(&job.written, 0);
+  atomic_init(&job.waiting, 0);
+  atomic_init(&job.writer_done, 0);
+  if (use_thread && pthread_mutex_init(&job.mu, NULL) == 0) {
+    if (pthread_cond_init(&job.cv, NULL) == 0) {
+      threaded = pthread_create(&helper, NULL, crc_job_main, &job) == 0;
+      if (!threaded) pthread_cond_destroy(&job.cv);
+    }
+    if (!threaded) pthread_mutex_destroy(&job.mu);
+  }
   for (size_t i = 0; i < n && rc == HK_OK && bad.tensor == SIZE_MAX; i++) {
     const char *p = sorted[i]->value.data;
     size_t left = sorted[i]->value.nbytes, done = 0;
@@ -371,6 +430,7 @@ static hk_code write_data_first(const hk_env *env, hk__atomic_file *af, strbuf *
       }
       sg.n += left;
       at += left;
+      if (threaded) crc_writer_at(&job, at - header->n, 0);
       continue;
     }
     rc = stage_flush(af, &sg, st);
@@ -386,13 +446,18 @@ static hk_code write_data_first(const hk_env *env, hk__atomic_file *af, strbuf *
       at += k;
       done += k;
       left -= k;
+      if (threaded) crc_writer_at(&job, at - header->n, 0);
     }
     if (!threaded) crcs[i] = crc;
   }
   if (rc == HK_OK && bad.tensor == SIZE_MAX) rc = stage_flush(af, &sg, st);
   /* Always joined: the helper reads the caller's tensors. */
   if (threaded) {
+    if (rc != HK_OK) atomic_store_explicit(&job.stop, 1, memory_order_relaxed);
+    crc_writer_at(&job, at - header->n, 1);
     pthread_join(helper, NULL);
+    pthread_cond_destroy(&job.cv);
+    pthread_mutex_destroy(&job.mu);
     bad = job.bad;
   }
   hk_env_free(env, sg.p);

@@ -7,6 +7,8 @@
  */
 #include "saver_tests.h"
 
+#include <math.h>
+
 /* ---- round trip and names (C113, C114, C125) ---------------------------------------- */
 
 /* C113, C125: variables of every dtype are saved and restored bit for bit. */
@@ -414,6 +416,132 @@ static void test_saver__a_non_utf8_name_is_refused_before_writing(void **state) 
   fake_executor_free(fex);
 }
 
+/* ---- a big save: the checksums on a second thread ------------------------------------------ */
+
+/* A graph of F32 variables big enough for a save to compute its CRCs on a
+ * second thread: "a" and "b" of 3 Mi elements (12 MiB each) and eight of
+ * 16 Ki elements gathered into shared writes; element k of variable v is
+ * k + v. */
+typedef struct big_model {
+  hk_graph *g;
+  hk_raw_session *rs;
+  hk_saver *saver;
+} big_model;
+
+#define BIG_VARS 10
+static size_t big_count(size_t v) { return v < 2 ? (size_t)3 << 20 : (size_t)16 << 10; }
+
+static void big_model_open(fx *f, big_model *m) {
+  hk_graph_options go = HK_GRAPH_OPTIONS_INIT;
+  hk_saver_options o = HK_SAVER_OPTIONS_INIT;
+  hk_status st = HK_STATUS_INIT;
+  float *buf = malloc(big_count(0) * sizeof *buf);
+  assert_non_null(buf);
+  go.env = &f->te->env;
+  assert_ok(hk_graph_new(&m->g, &go, &st), &st);
+  for (size_t v = 0; v < BIG_VARS; v++) {
+    hk_variable_def d = HK_VARIABLE_DEF_INIT;
+    int64_t dims[1] = {(int64_t)big_count(v)};
+    char name[8];
+    hk_handle h;
+    if (v < 2)
+      snprintf(name, sizeof name, "%c", (char)('a' + v));
+    else
+      snprintf(name, sizeof name, "s%zu", v);
+    d.name = name;
+    d.dtype = HK_DTYPE_F32;
+    d.rank = 1;
+    d.dims = dims;
+    assert_ok(hk_graph_variable(m->g, &h, &d, &st), &st);
+  }
+  assert_ok(hk_raw_session_open(&m->rs, hk_graph_executor(m->g), &st), &st);
+  for (size_t v = 0; v < BIG_VARS; v++) {
+    int64_t dims[1] = {(int64_t)big_count(v)};
+    hk_tensor t;
+    for (size_t k = 0; k < big_count(v); k++) buf[k] = (float)(k + v);
+    assert_ok(hk_tensor_init(&t, HK_DTYPE_F32, 1, dims, buf, &st), &st);
+    assert_ok(hk_raw_session_assign_variable(m->rs, v, &t, &st), &st);
+  }
+  free(buf);
+  o.executor = hk_graph_executor(m->g);
+  o.env = &f->te->env;
+  assert_ok(hk_saver_new(&m->saver, &o, &st), &st);
+}
+
+static void big_model_close(big_model *m) {
+  hk_saver_free(m->saver);
+  hk_raw_session_free(m->rs);
+  hk_graph_free(m->g);
+}
+
+/* Element k of variable v (in the session) set to x. */
+static void big_model_poke(big_model *m, size_t v, size_t k, float x) {
+  hk_status st = HK_STATUS_INIT;
+  hk_tensor t;
+  assert_ok(hk_raw_session_read_variable(&t, m->rs, v, &st), &st);
+  ((float *)t.data)[k] = x;
+}
+
+/* H59: in a save that computes its CRCs
+ * beside the writes, a NaN found far behind the first writes — in the last
+ * big tensor's last element, and in a small gathered one — still refuses
+ * the save naming the variable and the element, stops the writes, and
+ * leaves the directory as it was. */
+static void test_saver__a_big_save_refuses_a_nan_found_beside_its_writes(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  big_model m;
+  char *before;
+  big_model_open(f, &m);
+  assert_ok(hk_saver_save(NULL, m.saver, m.rs, f->save_path, 1, 0, &st), &st);
+  before = listing(f->dir);
+
+  big_model_poke(&m, 1, big_count(1) - 1, NAN);
+  assert_status(hk_saver_save(NULL, m.saver, m.rs, f->save_path, 2, 0, &st), &st, HK_INVALID_ARGUMENT,
+                "variable 'b' holds NaN at element 3145727");
+  assert_listing(f->dir, before);
+  big_model_poke(&m, 1, big_count(1) - 1, 1.0f);
+
+  big_model_poke(&m, 9, 5, INFINITY);
+  assert_status(hk_saver_save(NULL, m.saver, m.rs, f->save_path, 3, 0, &st), &st, HK_INVALID_ARGUMENT,
+                "variable 's9' holds Inf at element 5");
+  assert_listing(f->dir, before);
+  assert_int_equal(faulty_fs_open_handles(&f->ff), 0);
+  free(before);
+  big_model_close(&m);
+}
+
+/* D4: a big save whose write fails at any of its data file's writes — the
+ * CRC thread then waiting for the writer, or ahead of it — fails with the
+ * file system's error, leaves no temporary file and the old checkpoint
+ * whole, and then saves again. */
+static void test_saver__a_big_save_failing_at_any_write_stops_cleanly(void **state) {
+  fx *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  big_model m;
+  char *before;
+  long n;
+  big_model_open(f, &m);
+  assert_ok(hk_saver_save(NULL, m.saver, m.rs, f->save_path, 1, 0, &st), &st);
+  before = listing(f->dir);
+  for (n = 0;; n++) {
+    hk_code rc;
+    faulty_fs_fail_errno(&f->ff, FAULTY_FS_WRITE, n, EIO, 0);
+    rc = hk_saver_save(NULL, m.saver, m.rs, f->save_path, 2, 0, &st);
+    if (faulty_fs_injected(&f->ff) == 0) {
+      assert_ok(rc, &st);
+      break;
+    }
+    assert_status(rc, &st, HK_UNKNOWN, "for step 2");
+    assert_listing(f->dir, before);
+    assert_int_equal(faulty_fs_open_handles(&f->ff), 0);
+  }
+  faulty_fs_reset(&f->ff);
+  assert_true(n > 6); /* 24 MiB in 4 MiB writes, the gathered ones, the header, the state file */
+  free(before);
+  big_model_close(&m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_saver__variables_of_several_dtypes_round_trip, setup, teardown),
@@ -427,6 +555,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_saver__exists_remove_and_mtimes_helpers_work_on_prefixes, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__a_non_utf8_variable_name_is_never_saved_unreadable, setup, teardown),
       cmocka_unit_test_setup_teardown(test_saver__a_non_utf8_name_is_refused_before_writing, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__a_big_save_refuses_a_nan_found_beside_its_writes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_saver__a_big_save_failing_at_any_write_stops_cleanly, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
