@@ -63,6 +63,7 @@ install(TARGETS ${HOOKED_LIBRARY_TARGETS}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT Runtime
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${HOOKED_PUBLIC_HEADERS} ${PROJECT_SOURCE_DIR}/include/hooked/hooked.hpp
+              ${PROJECT_SOURCE_DIR}/include/hooked/hooks.hpp
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hooked COMPONENT Development)
 install(FILES ${HOOKED_SYS_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hooked/sys COMPONENT Development)
 # With the shared library when there is one, so every Debian package has it

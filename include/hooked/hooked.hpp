@@ -466,53 +466,6 @@ class Hook {
   SessionRunHook *impl_ = nullptr;
 };
 
-/* ---- built-in hooks (hooked/hooks.h) ----------------------------------- */
-/* The loop has its own StopAtStep and checkpoint saver (loop options
- * last_step/num_steps and checkpoint_dir); these are for sessions, or a
- * second saver into another directory. Each throws Error as its C
- * constructor fails (INVALID_ARGUMENT naming the option). */
-
-/** StopAtStepHook (hk_stop_at_step_hook_new()). */
-inline Hook stop_at_step_hook(const hk_stop_at_step_options &opts) {
-  hk_status st = HK_STATUS_INIT;
-  hk_hook *h = nullptr;
-  check(hk_stop_at_step_hook_new(&h, &opts, &st), st);
-  return Hook(h);
-}
-/** StopAtStepHook stopping once the global step reaches `last_step`. */
-inline Hook stop_at_last_step(int64_t last_step) {
-  hk_stop_at_step_options o = HK_STOP_AT_STEP_OPTIONS_INIT;
-  o.last_step = last_step;
-  return stop_at_step_hook(o);
-}
-/** StopAtStepHook stopping `num_steps` steps after the step it starts at. */
-inline Hook stop_after_steps(int64_t num_steps) {
-  hk_stop_at_step_options o = HK_STOP_AT_STEP_OPTIONS_INIT;
-  o.num_steps = num_steps;
-  return stop_at_step_hook(o);
-}
-/** GlobalStepWaiterHook (hk_global_step_waiter_hook_new()). */
-inline Hook global_step_waiter_hook(const hk_global_step_waiter_options &opts) {
-  hk_status st = HK_STATUS_INIT;
-  hk_hook *h = nullptr;
-  check(hk_global_step_waiter_hook_new(&h, &opts, &st), st);
-  return Hook(h);
-}
-/** CheckpointSaverHook (hk_checkpoint_saver_hook_new()). */
-inline Hook checkpoint_saver_hook(const hk_checkpoint_saver_options &opts) {
-  hk_status st = HK_STATUS_INIT;
-  hk_hook *h = nullptr;
-  check(hk_checkpoint_saver_hook_new(&h, &opts, &st), st);
-  return Hook(h);
-}
-/** AsyncCheckpointSaverHook (hk_async_checkpoint_saver_hook_new()). */
-inline Hook async_checkpoint_saver_hook(const hk_checkpoint_saver_options &opts) {
-  hk_status st = HK_STATUS_INIT;
-  hk_hook *h = nullptr;
-  check(hk_async_checkpoint_saver_hook_new(&h, &opts, &st), st);
-  return Hook(h);
-}
-
 /* ======================================================================= */
 /* The host loop                                                             */
 /* ======================================================================= */
@@ -901,5 +854,8 @@ class Loop {
 };
 
 }  // namespace hooked
+
+/* The built-in hooks' constructors (hooked::stop_at_last_step(), ...). */
+#include "hooked/hooks.hpp"
 
 #endif /* HOOKED_HOOKED_HPP */

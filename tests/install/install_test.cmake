@@ -73,7 +73,8 @@ run(install ${CMAKE_COMMAND} --install ${HOOKED_BINARY_DIR} --prefix ${prefix} $
 files_under(full ${prefix})
 
 # ---- 1. components ----------------------------------------------------------
-foreach(f include/hooked/hooked.h include/hooked/hooked.hpp include/hooked/loop.h include/hooked/sys/hook.h
+foreach(f include/hooked/hooked.h include/hooked/hooked.hpp include/hooked/hooks.hpp include/hooked/loop.h
+          include/hooked/sys/hook.h
           include/hooked/sys/executor.h ${LIBDIR}/cmake/hooked/hookedConfig.cmake
           ${LIBDIR}/cmake/hooked/hookedConfigVersion.cmake ${LIBDIR}/cmake/hooked/hookedTargets.cmake
           ${LIBDIR}/pkgconfig/hooked.pc ${DOCDIR}/LICENSE)
