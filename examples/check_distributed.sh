@@ -9,7 +9,9 @@
 #     chief's newest checkpoint and its final checkpoint is byte-identical to
 #     an uninterrupted 3-rank run's (deterministic averaging);
 #  3. SIGTERM to one rank only: every rank stops after the same step, the
-#     job exits 0, and the chief's final checkpoint is of that step.
+#     job exits 0, and the chief's final checkpoint is of that step;
+#  4. SIGUSR1 to one rank of a job given --stop-signals INT,TERM,USR1: the
+#     same, and the chief's result line says stop=signal:SIGUSR1.
 # No timing is asserted: the waits below only bound a hung run.
 set -u
 mpiexec=$1
@@ -115,3 +117,21 @@ done
 newest=$(ls "$work/term" | sed -n 's/^model\.ckpt-\([0-9]*\)\.safetensors$/\1/p' | sort -n | tail -1)
 [ "$newest" = "$step" ] || fail "the newest checkpoint is of step $newest, not the final step $step"
 echo "SIGTERM to rank 2 (pid $victim): every rank stopped after step $step, exit 0, final checkpoint of it"
+
+# 4. SIGUSR1 (Slurm's warning before the time limit, --signal=USR1@60) to
+#    one rank of a job given --stop-signals INT,TERM,USR1: every rank stops
+#    after the same step, exit 0, the chief's result says why
+run usr1 3 --distributed sync --batch 33 --steps 1000000 --save-steps 500 --stop-signals INT,TERM,USR1 \
+  --checkpoint-dir "$work/usr1"
+wait_for_file "$work/usr1/model.ckpt-500.*" 300 || fail "the job to signal wrote no checkpoint of step 500"
+victim=$(rank_pid 1)
+[ -n "$victim" ] || fail "cannot find rank 1's process"
+kill -USR1 "$victim"
+bounded_wait 120 || fail "after SIGUSR1 to rank 1 the job exited $?"
+step=$(sed -n 's/^result: step=\([0-9]*\) .* stop=signal:SIGUSR1$/\1/p' "$work/usr1.out")
+[ -n "$step" ] || fail "the chief's result line does not say stop=signal:SIGUSR1"
+for r in 1 2; do
+  grep -q "rank $r: step=$step " "$work/usr1.err" || fail "rank $r did not stop at the chief's step $step"
+done
+[ -f "$work/usr1/model.ckpt-$step.safetensors" ] || fail "no final checkpoint of step $step"
+echo "SIGUSR1 to rank 1 (pid $victim): every rank stopped after step $step, exit 0, stop=signal:SIGUSR1"

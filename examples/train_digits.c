@@ -126,7 +126,9 @@ static void usage(FILE *out) {
           "                   (default 100)\n"
           "  --collective-timeout S\n"
           "                   a rank that waits S seconds for the others (default 300) ends the\n"
-          "                   job with exit status 1, naming the ranks that did not arrive\n");
+          "                   job with exit status 1, naming the ranks that did not arrive\n"
+          "                   (--distributed sync: a --stop-signals signal to any one rank stops\n"
+          "                   every rank after the same step)\n");
   fprintf(out, DIGITS_AVERAGE_USAGE
           "                   (the test metric: the test loss, lower is better)\n"
           "  --metrics-log PATH\n"

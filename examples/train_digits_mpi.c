@@ -96,18 +96,20 @@ static int sync_batch_agrees(const options *o) {
   return ok;
 }
 
-/* A synchronous job: the stop hook takes SIGINT and SIGTERM over from
- * hooked's helper (*installed), with both blocked meanwhile, so there is
- * no moment without a handler; a signal the helper caught already becomes
- * the stop hook's request. Either way every rank stops when the session
- * starts. */
-static hk_code take_signals(int *installed, hk_status *st) {
+/* A synchronous job: the stop hook takes the stop signals (--stop-signals,
+ * default SIGINT and SIGTERM) over from hooked's helper (*installed), with
+ * them blocked meanwhile, so there is no moment without a handler; a
+ * signal the helper caught already becomes the stop hook's request. Either
+ * way every rank stops when the session starts. */
+static hk_code take_signals(const options *o, int *installed, hk_status *st) {
+  static const int numbers[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}; /* hk_signal_set's bits, in order */
   hk_mpi_stop_options mso = HK_MPI_STOP_OPTIONS_INIT;
-  sigset_t both, old;
-  sigemptyset(&both);
-  sigaddset(&both, SIGINT);
-  sigaddset(&both, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &both, &old);
+  sigset_t set, old;
+  mso.stop_signals = digits_stop_signals(&o->f);
+  sigemptyset(&set);
+  for (unsigned i = 0; i < sizeof numbers / sizeof *numbers; i++)
+    if (mso.stop_signals & (1u << i)) sigaddset(&set, numbers[i]);
+  pthread_sigmask(SIG_BLOCK, &set, &old);
   const int fired = *installed && hk_signal_fired() != 0;
   if (*installed) hk_signal_uninstall(NULL);
   *installed = 0;
@@ -125,11 +127,11 @@ int dist_start(const options *o, int *argc, char ***argv, int *installed) {
   MPI_Init(argc, argv);
   g_dist.mode = o->distributed;
   mo.collective_timeout_secs = o->collective_timeout;
-  /* A synchronous job's stop hook first: its signal handlers make SIGINT and
-   * SIGTERM during the rest of the start-up a stop of every rank, agreed on
+  /* A synchronous job's stop hook first: its signal handlers make a stop
+   * signal during the rest of the start-up a stop of every rank, agreed on
    * when the session starts. */
   if (hk_mpi_new(&g_dist.mpi, &mo, &st) != HK_OK ||
-      (o->distributed == DIST_SYNC && take_signals(installed, &st) != HK_OK) ||
+      (o->distributed == DIST_SYNC && take_signals(o, installed, &st) != HK_OK) ||
       (o->distributed == DIST_PS && hk_mpi_ps_new(&g_dist.ps, g_dist.mpi, &st) != HK_OK)) {
     fprintf(stderr, PROG ": --distributed: %s\n", st.message);
     MPI_Abort(MPI_COMM_WORLD, DIGITS_EXIT_RUNTIME);

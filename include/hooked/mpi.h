@@ -264,7 +264,7 @@ HK_API hk_code hk_mpi_sync_worker_ops(hk_mpi *mpi, hk_graph *g, hk_handle *ready
 typedef struct hk_mpi_stop_options {
   uint32_t version;  /**< HK_MPI_STOP_OPTIONS_VERSION */
   const hk_env *env; /**< NULL: the session's */
-  /** Default 1: the hook installs its own SIGINT/SIGTERM handlers when it
+  /** Default 1: the hook installs its own handlers for stop_signals when it
    *  is created — so create it before a long start-up (loading data,
    *  building the model): a signal then is a stop agreed on at the
    *  session's start — and again in begin() after an end() (they are
@@ -272,15 +272,24 @@ typedef struct hk_mpi_stop_options {
    *  rank — one rank alone, or all of them by mpirun (which SIGKILLs ranks
    *  still running 1 s later unless its odls_base_sigkill_timeout is raised:
    *  signal the ranks, not mpirun, when the final checkpoint takes longer) —
-   *  is agreed on at the
-   *  next step's end and stops every rank after that same step; a second
-   *  signal acts as without hooked. hooked's own signal helper
-   *  (hk_signal_install()) must then not be installed: it would stop the
-   *  signalled rank alone. 0: signals are left alone. */
+   *  is agreed on at the next step's end and stops every rank after that
+   *  same step, each with the stop reason HK_STOP_SIGNAL naming the signal
+   *  (hk_session_stop_reason()); a second signal acts as without hooked.
+   *  hooked's own signal helper (hk_signal_install()) must then not be
+   *  installed: it would stop the signalled rank alone. 0: signals are left
+   *  alone. */
   int handle_signals;
+  /** The signals that stop every rank with handle_signals: an OR of
+   *  hk_signal_set (hooked/coordinator.h), the set hk_signal_install_set()
+   *  and the host loop's stop_signals take. 0 (the default):
+   *  HK_SIGNAL_DEFAULT_SET (SIGINT, SIGTERM). Add HK_SIGNAL_USR1 for the
+   *  warning a batch system sends before the time limit (Slurm's
+   *  `--signal=USR1@60`): the job then ends with its final checkpoint
+   *  instead of being killed at the limit. */
+  unsigned stop_signals;
 } hk_mpi_stop_options;
 #define HK_MPI_STOP_OPTIONS_INIT \
-  { HK_MPI_STOP_OPTIONS_VERSION, NULL, 1 }
+  { HK_MPI_STOP_OPTIONS_VERSION, NULL, 1, 0 }
 
 /**
  * Initialize options to HK_MPI_STOP_OPTIONS_INIT.
@@ -295,8 +304,8 @@ HK_API hk_code hk_mpi_stop_options_init(hk_mpi_stop_options *opts, uint32_t vers
 /**
  * Stop agreement: in after_run of every step each rank contributes whether
  * it wants to stop — a hook before this one requested a stop in this run
- * (StopAtStep, a NaN guard in stop mode, early stopping), a signal arrived
- * (handle_signals), or hk_mpi_stop_hook_request() was called — and every
+ * (StopAtStep, a NaN guard in stop mode, early stopping), one of its stop
+ * signals arrived (handle_signals), or hk_mpi_stop_hook_request() was called — and every
  * rank learns whether any rank did; if so, every rank requests a stop in
  * that same after_run, so all ranks stop after the same step and the chief
  * writes the final checkpoint at its end. The same agreement runs once in
@@ -315,8 +324,9 @@ HK_API hk_code hk_mpi_stop_options_init(hk_mpi_stop_options *opts, uint32_t vers
  * @param mpi   borrowed; must outlive the hook.
  * @param opts  borrowed for the call; NULL: HK_MPI_STOP_OPTIONS_INIT.
  * **Ownership:** *out owned, hk_hook_free().
- * **Errors:** INVALID_ARGUMENT for NULL arguments, a bad version or env;
- * RESOURCE_EXHAUSTED. begin() fails with FAILED_PRECONDITION when
+ * **Errors:** INVALID_ARGUMENT for NULL arguments, a bad version or env,
+ * stop_signals with bits outside hk_signal_set or given with
+ * handle_signals 0; RESOURCE_EXHAUSTED. begin() fails with FAILED_PRECONDITION when
  * handle_signals is set and another hooked hook of this kind already
  * handles signals in this process (the handlers then stay the other's
  * from creation on), or hooked's signal helper is installed.

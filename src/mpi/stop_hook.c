@@ -4,9 +4,11 @@
  *
  * Signals are the hard case: a signal lands at any instant, so a rank that
  * let it stop its own session at once could leave the loop while the others
- * enter the next step's collectives. The hook therefore owns SIGINT and
- * SIGTERM: the handler only sets a flag, and the flag takes effect through
- * the agreement at the end of a step, like any other request.
+ * enter the next step's collectives. The hook therefore owns its stop
+ * signals (SIGINT and SIGTERM unless the options name others, such as the
+ * SIGUSR1 a batch system sends before its time limit): the handler only
+ * sets a flag, and the flag takes effect through the agreement at the end
+ * of a step, like any other request.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -17,20 +19,35 @@
 #include "hooked/coordinator.h"
 #include "mpi_internal.h"
 
+/* The signals of hk_signal_set, bit i for known_signals[i]. */
+#define NSIGNALS 5
+static const int known_signals[NSIGNALS] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+#define ALL_SIGNALS (HK_SIGNAL_INT | HK_SIGNAL_TERM | HK_SIGNAL_HUP | HK_SIGNAL_USR1 | HK_SIGNAL_USR2)
+
 /* The process-wide signal state: one stop hook handles signals at a time. */
 static volatile sig_atomic_t g_signal; /* the first signal received, or 0 */
 static atomic_int g_installed;         /* a stop hook owns the handlers */
-static struct sigaction g_old_int, g_old_term;
+static unsigned g_mask;                /* the signals it handles (set before the handlers) */
+static struct sigaction g_old[NSIGNALS];
+
+static void restore_handlers(void) {
+  for (int i = 0; i < NSIGNALS; i++)
+    if (g_mask & (1u << i)) sigaction(known_signals[i], &g_old[i], NULL);
+}
 
 static void on_signal(int sig) {
   if (g_signal) { /* the second one: as without hooked */
-    sigaction(SIGINT, &g_old_int, NULL);
-    sigaction(SIGTERM, &g_old_term, NULL);
+    restore_handlers();
     raise(sig);
     return;
   }
   g_signal = sig;
 }
+
+/* In the agreement a rank's wish is 0 (go on), 1 (stop) or, for a signal,
+ * SIGNAL_WISH + its number: MAXLOC then tells every rank that a signal
+ * stops the job, which, and on which rank. */
+#define SIGNAL_WISH 1000
 
 #define STOP_MAGIC 0x53544f50u /* "STOP" */
 #define STOP_HOOK_NAME "MpiStopHook"
@@ -40,8 +57,9 @@ typedef struct stop_hook {
   hk_mpi *mpi;
   hk_env env;
   int handle_signals;
-  int installed; /* this hook installed the handlers */
-  int checked;   /* the handlers were found in place after the start */
+  unsigned signals; /* the hk_signal_set it handles */
+  int installed;    /* this hook installed the handlers */
+  int checked;      /* the handlers were found in place after the start */
   int logged;
   atomic_int requested;
   hk_coordinator *coord;
@@ -49,8 +67,7 @@ typedef struct stop_hook {
 
 static void uninstall(stop_hook *h) {
   if (!h->installed) return;
-  sigaction(SIGINT, &g_old_int, NULL);
-  sigaction(SIGTERM, &g_old_term, NULL);
+  restore_handlers();
   h->installed = 0;
   atomic_store(&g_installed, 0);
 }
@@ -70,20 +87,27 @@ static hk_code refuse_helper(hk_status *st) {
                        "handle signals");
 }
 
-/* Take SIGINT and SIGTERM unless another stop hook has them. */
+/* Take the hook's signals unless another stop hook has them. */
 static hk_code install(stop_hook *h, hk_status *st) {
   int expected = 0;
   if (!atomic_compare_exchange_strong(&g_installed, &expected, 1))
     return hk_status_set(st, HK_FAILED_PRECONDITION,
-                         "MPI stop hook: another stop hook already handles SIGINT/SIGTERM in this process");
+                         "MPI stop hook: another stop hook already handles signals in this process");
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   g_signal = 0;
-  if (sigaction(SIGINT, &sa, &g_old_int) != 0 || sigaction(SIGTERM, &sa, &g_old_term) != 0) {
-    atomic_store(&g_installed, 0);
-    return hk_status_set(st, HK_INTERNAL, "MPI stop hook: sigaction failed");
+  g_mask = 0;
+  for (int i = 0; i < NSIGNALS; i++) {
+    if (!(h->signals & (1u << i))) continue;
+    if (sigaction(known_signals[i], &sa, &g_old[i]) != 0) {
+      restore_handlers();
+      g_mask = 0;
+      atomic_store(&g_installed, 0);
+      return hk_status_set(st, HK_INTERNAL, "MPI stop hook: sigaction(%s) failed", hk_signal_name(known_signals[i]));
+    }
+    g_mask |= 1u << i;
   }
   h->installed = 1;
   return HK_OK;
@@ -105,8 +129,9 @@ static hk_code stop_begin(void *user, hk_executor *graph, hk_status *st) {
 }
 
 /* One agreement: does any rank want to stop? On a yes every rank requests
- * a stop through `request` and the first time logs which rank asked. */
-static hk_code agree(stop_hook *h, int mine, const char *when, int *any, hk_status *st) {
+ * a stop — with the reason "signal" when a signal asked, naming it — and
+ * the first time logs which rank asked. */
+static hk_code agree(stop_hook *h, int mine, const char *when, int *any, int *sig, hk_status *st) {
   hk_mpi *m = h->mpi;
   int in[2] = {mine, m->rank}, outv[2] = {0, 0};
   MPI_Request req = MPI_REQUEST_NULL;
@@ -115,17 +140,24 @@ static hk_code agree(stop_hook *h, int mine, const char *when, int *any, hk_stat
   int err = MPI_Iallreduce(in, outv, 1, MPI_2INT, MPI_MAXLOC, m->comm, &req);
   if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "MPI stop hook: MPI_Iallreduce");
   if ((rc = hk__mpi_collective_wait(m, &req, HK__MPI_OP_STOP_AGREEMENT, "MPI stop hook", st)) != HK_OK) return rc;
-  *any = outv[0];
+  *any = outv[0] != 0;
+  *sig = outv[0] > SIGNAL_WISH ? outv[0] - SIGNAL_WISH : 0;
   if (outv[0] && !h->logged) {
     h->logged = 1;
-    hk_env_log(&h->env, HK_LOG_INFO, "Rank %d asked to stop%s; every rank stops %s.", outv[1],
-               outv[1] == m->rank && g_signal ? " (a signal)" : "", when);
+    if (*sig)
+      hk_env_log(&h->env, HK_LOG_INFO, "Rank %d asked to stop (%s); every rank stops %s.", outv[1],
+                 hk_signal_name(*sig), when);
+    else
+      hk_env_log(&h->env, HK_LOG_INFO, "Rank %d asked to stop; every rank stops %s.", outv[1], when);
   }
   return HK_OK;
 }
 
-static int wants_stop(stop_hook *h) {
-  return g_signal != 0 || atomic_load(&h->requested) || (h->coord && hk_coordinator_should_stop(h->coord));
+/* This rank's wish for the agreement (see SIGNAL_WISH). */
+static int wish(stop_hook *h, int requested) {
+  const int sig = g_signal;
+  if (sig) return SIGNAL_WISH + sig;
+  return requested || atomic_load(&h->requested) || (h->coord && hk_coordinator_should_stop(h->coord));
 }
 
 /* The start-time agreement: a stop requested at creation on one rank — the
@@ -143,24 +175,30 @@ static hk_code stop_after_create_session(void *user, hk_raw_session *rs, hk_coor
   hk_status ignore = HK_STATUS_INIT;
   if (hk_raw_session_global_step(&gs, rs, &ignore) != HK_OK) gs = HK_UNSET_STEPS;
   hk__mpi_set_step(h->mpi, gs);
-  int any = 0;
-  hk_code rc = agree(h, hk_creation_context_stop_requested(ctx) || wants_stop(h), "before its next step", &any, st);
+  int any = 0, sig = 0;
+  hk_code rc = agree(h, wish(h, hk_creation_context_stop_requested(ctx)), "before its next step", &any, &sig, st);
   if (gs != HK_UNSET_STEPS) h->mpi->step = gs + 1;
-  if (rc == HK_OK && any) hk_creation_context_request_stop(ctx);
+  if (rc == HK_OK && sig)
+    hk_creation_context_request_stop_with_reason(ctx, HK_STOP_SIGNAL, hk_signal_name(sig));
+  else if (rc == HK_OK && any)
+    hk_creation_context_request_stop(ctx);
   return rc;
 }
 
 /* After the start, the handlers must still be ours: a host loop with
  * handle_signals, say, installs hooked's helper after the hooks' begin(). */
 static hk_code check_handlers(stop_hook *h, hk_status *st) {
-  struct sigaction cur;
   h->checked = 1;
   if (!h->installed) return HK_OK;
-  if (sigaction(SIGTERM, NULL, &cur) == 0 && cur.sa_handler != on_signal)
+  for (int i = 0; i < NSIGNALS; i++) {
+    struct sigaction cur;
+    if (!(g_mask & (1u << i)) || sigaction(known_signals[i], NULL, &cur) != 0 || cur.sa_handler == on_signal) continue;
     return hk_status_set(st, HK_FAILED_PRECONDITION,
-                         "MPI stop hook: SIGTERM's handler was replaced after the hook installed its own (a host loop "
+                         "MPI stop hook: %s's handler was replaced after the hook installed its own (a host loop "
                          "with handle_signals 1, or hk_signal_install()?): a signal would stop this rank alone; create "
-                         "the loop with handle_signals = 0");
+                         "the loop with handle_signals = 0",
+                         hk_signal_name(known_signals[i]));
+  }
   return HK_OK;
 }
 
@@ -171,10 +209,13 @@ static hk_code stop_after_run(void *user, hk_run_context *ctx, const hk_run_valu
     hk_code rc = check_handlers(h, st);
     if (rc != HK_OK) return rc;
   }
-  int any = 0;
-  hk_code rc = agree(h, hk_run_context_stop_requested(ctx) || wants_stop(h), "after this step", &any, st);
+  int any = 0, sig = 0;
+  hk_code rc = agree(h, wish(h, hk_run_context_stop_requested(ctx)), "after this step", &any, &sig, st);
   if (h->mpi->step != HK_UNSET_STEPS) h->mpi->step++;
-  if (rc == HK_OK && any) hk_run_context_request_stop(ctx);
+  if (rc == HK_OK && sig)
+    hk_run_context_request_stop_with_reason(ctx, HK_STOP_SIGNAL, hk_signal_name(sig));
+  else if (rc == HK_OK && any)
+    hk_run_context_request_stop(ctx);
   return rc;
 }
 
@@ -218,6 +259,15 @@ hk_code hk_mpi_stop_hook_new(hk_hook **out, hk_mpi *mpi, const hk_mpi_stop_optio
     return HK_INVALID_ARGUMENT;
   hk_code rc = hk_env_check(o->env, "hk_mpi_stop_hook_new: env", st);
   if (rc != HK_OK) return rc;
+  if (o->stop_signals & ~(unsigned)ALL_SIGNALS)
+    return hk_status_set(
+        st, HK_INVALID_ARGUMENT,
+        "hk_mpi_stop_hook_new: opts->stop_signals 0x%x has bits 0x%x that name no hk_signal_set signal",
+        o->stop_signals, o->stop_signals & ~(unsigned)ALL_SIGNALS);
+  if (o->stop_signals && !o->handle_signals)
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "hk_mpi_stop_hook_new: opts->stop_signals is given but handle_signals is 0 (the hook installs "
+                         "no handler)");
   const hk_env *env = o->env ? o->env : &mpi->env;
   stop_hook *h = hk_env_calloc(env, 1, sizeof *h);
   if (!h) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_mpi_stop_hook_new: out of memory");
@@ -225,6 +275,7 @@ hk_code hk_mpi_stop_hook_new(hk_hook **out, hk_mpi *mpi, const hk_mpi_stop_optio
   h->mpi = mpi;
   hk_env_copy(&h->env, env);
   h->handle_signals = o->handle_signals != 0;
+  h->signals = o->stop_signals ? o->stop_signals : HK_SIGNAL_DEFAULT_SET;
   atomic_init(&h->requested, 0);
   rc = hk_hook_new(out, &stop_vtable, h, STOP_HOOK_NAME, env, st);
   if (rc != HK_OK) return rc;

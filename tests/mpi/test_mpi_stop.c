@@ -5,7 +5,8 @@
  * a train op adding 1 to it) with the MPI stop hook last. A stop requested on
  * one rank only — StopAtStep, a custom hook placed before the stop hook,
  * hk_mpi_stop_hook_request() (from the training thread or another thread),
- * SIGTERM raised on one rank inside its step — stops every rank after the
+ * SIGTERM raised on one rank inside its step, SIGUSR1 when the hook's
+ * stop_signals name it — stops every rank after the
  * same step: every rank's global step is equal at the end and every session
  * closes cleanly. The agreement costs one MPI_Iallreduce per step and no other
  * collective (counted through MPI's profiling interface, H51). hooked's own
@@ -85,7 +86,7 @@ typedef struct trainer {
   int steps;
 } trainer;
 
-static void trainer_init(trainer *t, int handle_signals) {
+static void trainer_init_signals(trainer *t, int handle_signals, unsigned stop_signals) {
   hk_status st = HK_STATUS_INIT;
   memset(t, 0, sizeof *t);
   t->te = mpi_test_env(&t->env);
@@ -102,8 +103,11 @@ static void trainer_init(trainer *t, int handle_signals) {
   assert_ok(hk_graph_op_output(t->g, &t->new_gs, t->train, 0, &st), &st);
   hk_mpi_stop_options so = HK_MPI_STOP_OPTIONS_INIT;
   so.handle_signals = handle_signals;
+  so.stop_signals = stop_signals;
   assert_ok(hk_mpi_stop_hook_new(&t->stop, t->mpi, &so, &st), &st);
 }
+
+static void trainer_init(trainer *t, int handle_signals) { trainer_init_signals(t, handle_signals, 0); }
 
 static void trainer_stop_at(trainer *t, int64_t last_step) {
   hk_status st = HK_STATUS_INIT;
@@ -273,13 +277,24 @@ static void test_stop_hook_request_from_another_thread_stops_every_rank_together
 typedef struct raiser {
   int runs;
   int at;
+  int signal; /* 0: SIGTERM */
 } raiser;
 
 static hk_code raise_in_step(spy_hook *spy, spy_slot slot, void *arg, hk_status *st) {
   raiser *r = spy->action_user;
   (void)arg, (void)st;
-  if (slot == SPY_BEFORE_RUN && ++r->runs == r->at) raise(SIGTERM);
+  if (slot == SPY_BEFORE_RUN && ++r->runs == r->at) raise(r->signal ? r->signal : SIGTERM);
   return HK_OK;
+}
+
+/* The session's stop reason is the signal, by name. */
+static void assert_stopped_by(trainer *t, const char *signal) {
+  hk_stop_info why;
+  hk_status st = HK_STATUS_INIT;
+  assert_ok(hk_session_stop_reason(&why, t->s, &st), &st);
+  if (why.reason != HK_STOP_SIGNAL || strcmp(why.detail, signal) != 0)
+    fail_msg("rank %d: stop reason %s (%s), not signal (%s)", mpi_rank(), hk_stop_reason_name(why.reason), why.detail,
+             signal);
 }
 
 /* SIGTERM delivered to rank 1 alone, inside its 4th step: the hook's
@@ -288,7 +303,7 @@ static hk_code raise_in_step(spy_hook *spy, spy_slot slot, void *arg, hk_status 
  * would have killed it). The handlers are the previous ones after close. */
 static void test_sigterm_on_one_rank_stops_every_rank_after_the_same_step(void) {
   trainer t;
-  raiser r = {0, 4};
+  raiser r = {0, 4, 0};
   hk_status st = HK_STATUS_INIT;
   struct sigaction before, after;
   sigaction(SIGTERM, NULL, &before);
@@ -302,13 +317,57 @@ static void test_sigterm_on_one_rank_stops_every_rank_after_the_same_step(void) 
   assert_ok(trainer_open(&t, &st), &st);
   trainer_run(&t, 50);
   assert_every_rank_at(&t, 4);
-  if (mpi_rank() == 1)
-    assert_logged(t.te, HK_LOG_INFO, "Rank 1 asked to stop (a signal); every rank stops after this step.");
-  else
-    assert_logged(t.te, HK_LOG_INFO, "Rank 1 asked to stop; every rank stops after this step.");
+  assert_logged(t.te, HK_LOG_INFO, "Rank 1 asked to stop (SIGTERM); every rank stops after this step.");
+  assert_stopped_by(&t, "SIGTERM");
   sigaction(SIGTERM, NULL, &after);
   assert_true(after.sa_handler == before.sa_handler);
   trainer_free(&t);
+}
+
+/* SIGUSR1 — the warning Slurm sends before the time limit
+ * (--signal=USR1@60) — in stop_signals, delivered to the last rank alone
+ * inside its 3rd step: the process lives (SIGUSR1's default action ends
+ * it), every rank stops after that same step with the stop reason "signal"
+ * naming SIGUSR1, and SIGUSR1's previous disposition is back after close.
+ * (Contract H90.) */
+static void test_sigusr1_in_stop_signals_on_one_rank_stops_every_rank_after_the_same_step(void) {
+  trainer t;
+  raiser r = {0, 3, SIGUSR1};
+  hk_status st = HK_STATUS_INIT;
+  struct sigaction before, after;
+  sigaction(SIGUSR1, NULL, &before);
+  trainer_init_signals(&t, 1, HK_SIGNAL_DEFAULT_SET | HK_SIGNAL_USR1);
+  if (mpi_rank() == mpi_size() - 1) {
+    t.spy = spy_hook_new("raiser", NULL, NULL);
+    assert_non_null(t.spy);
+    t.spy->action = raise_in_step;
+    t.spy->action_user = &r;
+  }
+  assert_ok(trainer_open(&t, &st), &st);
+  trainer_run(&t, 50);
+  assert_every_rank_at(&t, 3);
+  char line[96];
+  snprintf(line, sizeof line, "Rank %d asked to stop (SIGUSR1); every rank stops after this step.", mpi_size() - 1);
+  assert_logged(t.te, HK_LOG_INFO, line);
+  assert_stopped_by(&t, "SIGUSR1");
+  sigaction(SIGUSR1, NULL, &after);
+  assert_true(after.sa_handler == before.sa_handler);
+  trainer_free(&t);
+}
+
+/* stop_signals without SIGTERM: the hook leaves SIGTERM's disposition
+ * alone and handles only the signals it was given. */
+static void test_stop_signals_replace_the_default_set(void) {
+  trainer t;
+  struct sigaction term, usr2;
+  trainer_init_signals(&t, 1, HK_SIGNAL_USR2);
+  sigaction(SIGTERM, NULL, &term);
+  sigaction(SIGUSR2, NULL, &usr2);
+  assert_true(term.sa_handler == SIG_DFL);
+  assert_true(usr2.sa_handler != SIG_DFL && usr2.sa_handler != SIG_IGN);
+  trainer_free(&t);
+  sigaction(SIGUSR2, NULL, &usr2);
+  assert_true(usr2.sa_handler == SIG_DFL);
 }
 
 /* SIGTERM during start-up — after the stop hook is made, before the
@@ -565,6 +624,14 @@ static void test_stop_hook_new_rejects_bad_arguments(void) {
   o.env = &bad;
   assert_status(hk_mpi_stop_hook_new(&h, mpi, &o, &st), &st, HK_INVALID_ARGUMENT, "env");
   assert_null(h);
+  o.env = NULL;
+  o.stop_signals = HK_SIGNAL_USR1 | (1u << 7);
+  assert_status(hk_mpi_stop_hook_new(&h, mpi, &o, &st), &st, HK_INVALID_ARGUMENT, "bits 0x80");
+  assert_null(h);
+  o.stop_signals = HK_SIGNAL_USR1;
+  o.handle_signals = 0;
+  assert_status(hk_mpi_stop_hook_new(&h, mpi, &o, &st), &st, HK_INVALID_ARGUMENT, "handle_signals is 0");
+  assert_null(h);
   hk_mpi_free(mpi);
 }
 
@@ -576,6 +643,8 @@ int main(int argc, char **argv) {
       MPI_CASE(test_stop_hook_request_on_the_last_rank_stops_every_rank_after_the_next_step),
       MPI_CASE(test_stop_hook_request_from_another_thread_stops_every_rank_together),
       MPI_CASE(test_sigterm_on_one_rank_stops_every_rank_after_the_same_step),
+      MPI_CASE(test_sigusr1_in_stop_signals_on_one_rank_stops_every_rank_after_the_same_step),
+      MPI_CASE(test_stop_signals_replace_the_default_set),
       MPI_CASE(test_sigterm_during_start_up_on_one_rank_stops_every_rank_before_any_step),
       MPI_CASE(test_a_later_session_does_not_inherit_an_old_signal),
       MPI_CASE(test_hookeds_signal_helper_installed_makes_begin_fail_naming_it),
