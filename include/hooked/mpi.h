@@ -152,6 +152,38 @@ HK_API int hk_mpi_is_chief(const hk_mpi *mpi);
  */
 HK_API MPI_Comm hk_mpi_comm(const hk_mpi *mpi);
 
+/* ---- log lines: which rank wrote them ------------------------------------------ */
+
+/**
+ * An env whose log lines say which rank wrote them: a copy of `base`
+ * (NULL: the defaults of HK_ENV_INIT) whose log sink writes each message as
+ * "rank R/N: <message>" through base's own sink (hooked's stderr sink when
+ * it has none), with the same level; R is this process's rank in the
+ * context, N the number of ranks. Give it to everything of the rank that
+ * logs — the session (MonitoredTrainingSession's or the host loop's env,
+ * which its built-in hooks, checkpoint saver and summary writers take),
+ * hooks made with an env of their own, and the program's own hk_env_log()
+ * calls — and every line the rank logs names it, on any thread (the
+ * saver's too). An env whose sink is such a sink already is copied
+ * unchanged: no line gets two prefixes. The context's own lines (the
+ * deadline's messages, the broadcast hook's, the stop hook's, the
+ * parameter server's) carry the prefix without this call: hk_mpi_new()
+ * wraps options.env the same way.
+ * @param out   receives the env; may be `base` itself.
+ * @param base  borrowed for the call; NULL: the defaults.
+ * **Ownership:** the prefixed sink's state belongs to the context: *out
+ * (and every copy of it an object keeps) may log until hk_mpi_free(), so
+ * free the session and hooks that use it first.
+ * **Errors:** INVALID_ARGUMENT for a NULL out or mpi or a bad base (named);
+ * RESOURCE_EXHAUSTED.
+ * **Allocates:** a small record, kept until hk_mpi_free(), the first time a
+ * base sink (function and user) is wrapped; none after that, and a logged
+ * line allocates nothing.
+ * **Threads:** the call: the training thread; the sink: any thread, as far
+ * as base's sink allows.
+ */
+HK_API hk_code hk_mpi_log_env(hk_env *out, hk_mpi *mpi, const hk_env *base, hk_status *status);
+
 /* ---- deterministic averaging ------------------------------------------------ */
 
 /**

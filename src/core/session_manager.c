@@ -472,6 +472,7 @@ hk_code hk_session_manager_wait_for_session(hk_raw_session **out, hk_session_man
                          "and >= 0 (or HK_UNSET_SECS), got %g",
                          max_wait_secs);
   double start = hk_env_monotonic(&sm->env);
+  int waited = 0;
   for (;;) {
     if (cancel_requested(sm)) return hk_status_set(st, HK_CANCELLED, "wait cancelled: stop requested");
     hk_raw_session *rs = NULL;
@@ -485,6 +486,10 @@ hk_code hk_session_manager_wait_for_session(hk_raw_session **out, hk_session_man
       rc = hk_session_manager_model_ready(sm, rs, sm->ready_op, &ready, &ready_why, st);
       if (rc != HK_OK) return fail_closing(&rs, rc);
       if (ready) {
+        /* A worker that waited for the chief says when the wait ended. */
+        if (waited)
+          hk_env_log(&sm->env, HK_LOG_INFO, "Model is ready after waiting %g secs.",
+                     hk_env_monotonic(&sm->env) - start);
         *out = rs;
         return HK_OK;
       }
@@ -498,6 +503,7 @@ hk_code hk_session_manager_wait_for_session(hk_raw_session **out, hk_session_man
     }
     hk_env_log(&sm->env, HK_LOG_INFO, "Waiting for model to be ready.  Ready_for_local_init_op:  %s, ready: %s",
                ok ? "None" : local_why.message, ok ? ready_why.message : "None");
+    waited = 1;
     rc = interruptible_sleep(sm, sm->recovery_wait_secs, st);
     if (rc != HK_OK) return rc;
   }

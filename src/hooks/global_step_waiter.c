@@ -83,6 +83,11 @@ static hk_code gsw_before_run(void *user, hk_run_context *ctx, hk_run_request *r
     rc = hk_raw_session_global_step(&gs, hk_run_context_session(ctx), status);
     if (rc != HK_OK) return rc;
     if (gs >= self->wait_until_step) {
+      /* The end of the wait, for the reader of a worker's log. */
+      hk_hook_log(self->hook, HK_LOG_INFO,
+                  "Global step %" PRId64 " reached (current step %" PRId64
+                  ") after waiting %g secs; starting training.",
+                  self->wait_until_step, gs, hk_env_monotonic(env) - start);
       self->started = 1;
       return HK_OK;
     }

@@ -78,11 +78,19 @@ hk_code hk_mpi_new(hk_mpi **out, const hk_mpi_options *opts, hk_status *st) {
   if (o->root < 0 || o->root >= size)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_new: root %d is not a rank of the communicator (size %d)",
                          o->root, size);
+  int rank = 0;
+  if ((err = MPI_Comm_rank(base, &rank)) != MPI_SUCCESS) return hk__mpi_error(st, err, "hk_mpi_new: MPI_Comm_rank");
   hk_mpi *m = hk_env_calloc(o->env, 1, sizeof *m);
   if (!m) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_mpi_new: out of memory");
   hk_env_copy(&m->env, o->env);
   m->comm = m->watch = MPI_COMM_NULL;
+  m->rank = rank;
   m->size = size;
+  /* Every line the context and what is built on it log names the rank. */
+  if ((rc = hk__mpi_log_wrap(m, &m->env, o->env, st)) != HK_OK) {
+    hk_mpi_free(m);
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_mpi_new: out of memory");
+  }
   m->root = o->root;
   m->timeout = timeout;
   m->step = HK_UNSET_STEPS;
@@ -134,6 +142,7 @@ void hk_mpi_free(hk_mpi *m) {
   hk_env_free(&env, m->scalars);
   hk_env_free(&env, m->notes);
   hk_env_free(&env, m->note_reqs);
+  hk__mpi_log_free(m, &env);
   hk_env_free(&env, m);
 }
 

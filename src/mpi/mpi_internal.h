@@ -9,9 +9,12 @@
 
 #include "hooked/mpi.h"
 
+typedef struct hk__mpi_sink hk__mpi_sink;
+
 struct hk_mpi {
-  hk_env env;
-  MPI_Comm comm; /* our duplicate */
+  hk_env env;          /* the options' env, its log sink prefixed with the rank (log.c) */
+  hk__mpi_sink *sinks; /* the base sinks the prefixed ones write through */
+  MPI_Comm comm;       /* our duplicate */
   int rank, size, root;
   void *scratch; /* hk_mpi_average()'s receive buffer */
   size_t scratch_bytes;
@@ -74,6 +77,14 @@ void hk__mpi_set_step(hk_mpi *m, int64_t step);
 
 /* Refuse a broken context (FAILED_PRECONDITION naming why). */
 hk_code hk__mpi_check_usable(const hk_mpi *m, const char *who, hk_status *st);
+
+/* *out: a copy of base (NULL: the defaults) whose log sink writes
+ * "rank R/N: " before each message through base's (unchanged when base's
+ * sink is such a sink already); `out` may be `base`. m->rank and m->size
+ * must be set. RESOURCE_EXHAUSTED when a record cannot be made. */
+hk_code hk__mpi_log_wrap(hk_mpi *m, hk_env *out, const hk_env *base, hk_status *st);
+/* Free the records, through `env` (the context's allocator). */
+void hk__mpi_log_free(hk_mpi *m, const hk_env *env);
 
 /* Set an INTERNAL status naming the MPI call and MPI's own message. */
 hk_code hk__mpi_error(hk_status *st, int err, const char *call);

@@ -274,6 +274,11 @@ hk_code hk_mpi_stop_hook_new(hk_hook **out, hk_mpi *mpi, const hk_mpi_stop_optio
   h->magic = STOP_MAGIC;
   h->mpi = mpi;
   hk_env_copy(&h->env, env);
+  /* Its lines name the rank, also through an env of the program's. */
+  if (o->env && (rc = hk__mpi_log_wrap(mpi, &h->env, o->env, st)) != HK_OK) {
+    hk_env_free(env, h);
+    return rc;
+  }
   h->handle_signals = o->handle_signals != 0;
   h->signals = o->stop_signals ? o->stop_signals : HK_SIGNAL_DEFAULT_SET;
   atomic_init(&h->requested, 0);

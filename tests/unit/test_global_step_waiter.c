@@ -222,6 +222,10 @@ static void test_global_step_waiter__polls_on_the_env_clock_until_the_step_is_re
   assert_int_equal(fake_executor_calls(f->fx, FAKE_RUN), 4);
   assert_true(fabs(test_clock_total_slept(&f->te->clock) - 1.0) < 1e-9);
   assert_int_equal(fake_executor_op_runs(f->fx, f->train), 1);
+  /* H92: the end of the wait is logged once, on the env's clock. */
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO,
+                                  "Global step 3 reached (current step 3) after waiting 1 secs; starting training."),
+                   1);
 }
 
 typedef struct publisher {

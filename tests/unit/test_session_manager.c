@@ -465,6 +465,8 @@ static void test_session_manager__wait_for_session_retries_until_the_model_is_re
   assert_int_equal(
       test_log_count(&f->te->log, HK_LOG_INFO, "Waiting for model to be ready.  Ready_for_local_init_op:  "), 3);
   assert_logged(f->te, HK_LOG_INFO, "ready: Variables not initialized: w");
+  /* H92: the end of the wait is logged, once. */
+  assert_int_equal(test_log_count(&f->te->log, HK_LOG_INFO, "Model is ready after waiting 30 secs."), 1);
   hk_raw_session_free(f->rs);
   f->rs = NULL;
   hk_session_manager_free(f->sm);
