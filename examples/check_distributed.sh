@@ -3,7 +3,10 @@
 # group S). Usage: check_distributed.sh <mpiexec> <train_digits> <work dir>
 #
 #  1. sync with 1, 2 and 4 ranks, and ps with a chief and 3 workers, each
-#     reach test accuracy >= 0.95;
+#     reach test accuracy >= 0.95; a waiting ps worker says when it starts
+#     training; the ps chief's result line has a real loss (the final
+#     model's over the training set: the same after a relaunch on its final
+#     checkpoint); every line of the 4-rank jobs names its rank;
 #  2. SIGKILL to one rank of a 3-rank sync job mid-run: the job exits
 #     non-zero and no rank is left running; relaunched, it resumes from the
 #     chief's newest checkpoint and its final checkpoint is byte-identical to
@@ -68,11 +71,28 @@ for np in 1 2 4; do # --batch 32: 32, 16 and 8 rows per rank
   bounded_wait 300 || fail "sync with $np ranks exited $?"
   check_accuracy sync$np
 done
-run ps4 4 --distributed ps --ps-wait-k 100
+run ps4 4 --distributed ps --ps-wait-k 100 --checkpoint-dir "$work/ps4"
 bounded_wait 300 || fail "ps with 4 ranks exited $?"
 check_accuracy ps4
-grep -q "Waiting for global step 69 before starting training" "$work/ps4.err" ||
-  fail "ps4: worker task 1 did not wait for step int(100 log 2) = 69"
+grep -q "rank 2/4: Waiting for global step 69 before starting training" "$work/ps4.err" ||
+  fail "ps4: worker task 1 (rank 2) did not wait for step int(100 log 2) = 69"
+grep -q "rank 2/4: Global step 69 reached (current step [0-9]*) after waiting .* secs; starting training." \
+  "$work/ps4.err" || fail "ps4: worker task 1 (rank 2) did not say when it started training"
+# The chief trains on no batch: its loss is the final model's over the
+# training set — a number, and the same when the job is relaunched on its
+# final checkpoint (the chief restores it and stops at once).
+loss=$(sed -n 's/^result: .* loss=\([^ ]*\) .*$/\1/p' "$work/ps4.out")
+awk -v l="$loss" 'BEGIN { exit !(l + 0 == l && l > 0 && l < 1) }' || fail "ps4: the chief's loss is '$loss'"
+run ps4again 4 --distributed ps --ps-wait-k 100 --checkpoint-dir "$work/ps4"
+bounded_wait 300 || fail "ps relaunched on its final checkpoint exited $?"
+[ "$(cat "$work/ps4again.out")" = "$(cat "$work/ps4.out")" ] ||
+  fail "ps4: relaunched on the final checkpoint, the chief says '$(cat "$work/ps4again.out")', not '$(cat "$work/ps4.out")'"
+echo "ps4: the chief's loss $loss, the final model's, again after a relaunch"
+# Every line a rank logs names it.
+for f in sync4 ps4; do
+  bad=$(grep -v '^\(train_digits: \)\?rank [0-3]/4: \|^[0-9-]* [0-9:.]*: [IWED] hooked\] rank [0-3]/4: ' "$work/$f.err" | head -3)
+  [ -z "$bad" ] || fail "$f: lines without the rank: $bad"
+done
 
 # 2. SIGKILL one rank, relaunch, compare with an uninterrupted run
 steps=20000
@@ -111,7 +131,7 @@ bounded_wait 120 || fail "after SIGTERM to rank 2 the job exited $?"
 step=$(sed -n 's/^result: step=\([0-9]*\) .*/\1/p' "$work/term.out")
 [ -n "$step" ] || fail "the chief printed no result after the SIGTERM"
 for r in 1 2; do
-  grep -q "rank $r: step=$step " "$work/term.err" || fail "rank $r did not stop at the chief's step $step"
+  grep -q "rank $r/3: step=$step " "$work/term.err" || fail "rank $r did not stop at the chief's step $step"
 done
 [ -f "$work/term/model.ckpt-$step.safetensors" ] || fail "no final checkpoint of step $step"
 newest=$(ls "$work/term" | sed -n 's/^model\.ckpt-\([0-9]*\)\.safetensors$/\1/p' | sort -n | tail -1)
@@ -131,7 +151,7 @@ bounded_wait 120 || fail "after SIGUSR1 to rank 1 the job exited $?"
 step=$(sed -n 's/^result: step=\([0-9]*\) .* stop=signal:SIGUSR1$/\1/p' "$work/usr1.out")
 [ -n "$step" ] || fail "the chief's result line does not say stop=signal:SIGUSR1"
 for r in 1 2; do
-  grep -q "rank $r: step=$step " "$work/usr1.err" || fail "rank $r did not stop at the chief's step $step"
+  grep -q "rank $r/3: step=$step " "$work/usr1.err" || fail "rank $r did not stop at the chief's step $step"
 done
 [ -f "$work/usr1/model.ckpt-$step.safetensors" ] || fail "no final checkpoint of step $step"
 echo "SIGUSR1 to rank 1 (pid $victim): every rank stopped after step $step, exit 0, stop=signal:SIGUSR1"

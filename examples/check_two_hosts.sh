@@ -94,7 +94,7 @@ bounded_wait 600 || fail "the 4-rank job on one host exited $?"
 run2 ref "${common[@]}" --checkpoint-dir "$work/ref"
 bounded_wait 900 || fail "the 4-rank job across two hosts exited $?"
 for r in 2 3; do
-  grep -q "rank $r: step=3000 " "$work/ref.err" || fail "rank $r did not finish step 3000"
+  grep -q "rank $r/4: step=3000 " "$work/ref.err" || fail "rank $r did not finish step 3000"
 done
 a=$(sed -n 's/^result: .*test_accuracy=\([0-9.]*\) stop=.*$/\1/p' "$work/ref.out")
 [ -n "$a" ] || fail "two hosts: no result line"

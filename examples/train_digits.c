@@ -60,7 +60,9 @@
 dist g_dist = {DIST_NONE,
                0,
                1,
-               1
+               1,
+               "",
+               PROG
 #ifdef HK_EXAMPLE_MPI
                ,
                NULL,
@@ -149,7 +151,9 @@ static void usage(FILE *out) {
           "\n"
           "Prints one line on stdout: result: step=<N> loss=<x> test_accuracy=<y> stop=<why>\n"
           "(with --ema: ema_test_accuracy=<z> before stop=; why training stopped: last_step,\n"
-          "signal:SIGINT, time_limit, early_stopping, ...)\n");
+          "signal:SIGINT, time_limit, early_stopping, ...); loss is the last step's batch loss\n"
+          "(--distributed ps: the chief trains on no batch, and prints the final model's loss\n"
+          "over the training set). Distributed, every line on stderr names its rank (rank R/N).\n");
 }
 
 static int parse_distributed(options *o, const char *value) {
@@ -227,7 +231,7 @@ static int parse_args(int argc, char **argv, options *o) {
 /* ---- one training run --------------------------------------------------- */
 
 int fail_status(const char *what, const hk_status *st) {
-  fprintf(stderr, PROG ": %s: %s: %s\n", what, hk_code_name(st->code), st->message);
+  fprintf(stderr, PROG ": %s%s: %s: %s\n", g_dist.tag, what, hk_code_name(st->code), st->message);
   return DIGITS_EXIT_RUNTIME;
 }
 
@@ -289,7 +293,7 @@ static int run_init(run *r, const options *o, const digits_data *trn) {
   oom = trainer_init(&r->t, (size_t)o->f.batch, local_batch, o->f.lr);
   oom |= feeder_init(&r->f, trn, o, local_batch, r->ps_worker);
   if (oom) {
-    fputs(PROG ": out of memory\n", stderr);
+    fprintf(stderr, PROG ": %sout of memory\n", g_dist.tag);
     return DIGITS_EXIT_RUNTIME;
   }
   return 0;
@@ -404,7 +408,7 @@ static int new_session(run *r, hk_status *st) {
 static void log_loss(run *r) {
   char line[64];
   if (r->o->f.log_every <= 0 || r->f.gs % r->o->f.log_every != 0 || r->o->f.verbosity < 0) return;
-  snprintf(line, sizeof line, "step %" PRId64 ": loss = %.4f", r->f.gs, (double)r->last_loss);
+  snprintf(line, sizeof line, "%sstep %" PRId64 ": loss = %.4f", g_dist.tag, r->f.gs, (double)r->last_loss);
   if (r->progress)
     hk_progress_hook_log(r->progress, HK_LOG_INFO, line);
   else
@@ -415,14 +419,14 @@ static void log_loss(run *r) {
  * refusing NaN weights): what happened and what is left on disk. */
 static void report_divergence(const options *o, int64_t step) {
   fprintf(stderr,
-          PROG ": training diverged at step %" PRId64
+          PROG ": %straining diverged at step %" PRId64
                ": the loss or the weights are no longer finite (--lr %g too large?); that step was not checkpointed\n",
-          step, o->f.lr);
+          g_dist.tag, step, o->f.lr);
   if (o->f.checkpoint_dir) {
     hk_status st = HK_STATUS_INIT;
     char *latest = NULL;
     if (hk_checkpoint_latest(&latest, NULL, o->f.checkpoint_dir, NULL, &st) == HK_OK)
-      fprintf(stderr, PROG ": the newest checkpoint is the last good one: %s\n", latest);
+      fprintf(stderr, PROG ": %sthe newest checkpoint is the last good one: %s\n", g_dist.tag, latest);
     hk_env_free(NULL, latest);
   }
 }
@@ -472,9 +476,9 @@ static void report_early_stopping(const run *r, hk_status *st) {
   hk_early_stopping_info info;
   if (hk_early_stopping_hook_info(&info, r->early_stop, st) != HK_OK || info.best_step == HK_UNSET_STEPS) return;
   fprintf(stderr,
-          PROG ": early stopping: best test_loss %.6f at step %" PRId64 ", %" PRId64 " evaluations, the last %" PRId64
+          PROG ": %searly stopping: best test_loss %.6f at step %" PRId64 ", %" PRId64 " evaluations, the last %" PRId64
                " without improvement%s\n",
-          info.best, info.best_step, info.evaluations, info.wait,
+          g_dist.tag, info.best, info.best_step, info.evaluations, info.wait,
           info.stopped_step != HK_UNSET_STEPS ? "; stopped" : "");
 }
 
@@ -498,7 +502,7 @@ static const char *ema_result(const run *r) {
 static int finish(run *r, hk_status *st) {
   if (hk_session_close(r->s, HK_OK, st) != HK_OK) return fail_status("closing the session", st);
   if (!r->f.have_result) {
-    fputs(PROG ": the session closed without evaluating the test set\n", stderr);
+    fprintf(stderr, PROG ": %sthe session closed without evaluating the test set\n", g_dist.tag);
     return DIGITS_EXIT_RUNTIME;
   }
   hk_stop_info why;
@@ -506,24 +510,25 @@ static int finish(run *r, hk_status *st) {
   hk_session_stop_reason(&why, r->s, NULL);
   if (r->o->f.verbosity >= 0) {
     if (why.reason != HK_STOP_LAST_STEP)
-      fprintf(stderr, PROG ": stopped at step %" PRId64 ": %s (%s)\n", r->f.final_step, hk_stop_reason_name(why.reason),
-              why.detail);
+      fprintf(stderr, PROG ": %sstopped at step %" PRId64 ": %s (%s)\n", g_dist.tag, r->f.final_step,
+              hk_stop_reason_name(why.reason), why.detail);
     if (r->early_stop) report_early_stopping(r, st);
     if (r->learning_rate) {
       hk_learning_rate_info info;
       if (hk_learning_rate_hook_info(&info, r->learning_rate, st) == HK_OK && info.rate_step != HK_UNSET_STEPS)
-        fprintf(stderr, PROG ": learning rate %g at step %" PRId64 ", %" PRId64 " reductions\n", info.rate,
-                info.rate_step, info.reductions);
+        fprintf(stderr, PROG ": %slearning rate %g at step %" PRId64 ", %" PRId64 " reductions\n", g_dist.tag,
+                info.rate, info.rate_step, info.reductions);
     }
-    fprintf(stderr, "training time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", r->secs, r->steps_run,
+    fprintf(stderr, "%straining time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", g_dist.tag, r->secs, r->steps_run,
             r->steps_run ? r->secs * 1e6 / (double)r->steps_run : 0.0);
   }
   if (g_dist.chief && r->o->f.restore_best && r->o->f.verbosity >= 0) digits_report_best(&r->o->f, "test_loss");
   if (g_dist.chief)
-    printf("result: step=%" PRId64 " loss=%.6f test_accuracy=%.6f%s stop=%s\n", r->f.final_step, (double)r->last_loss,
-           (double)r->f.test_accuracy, r->ema ? ema_result(r) : "", digits_stop_word(&why, word, sizeof word));
+    printf("result: step=%" PRId64 " loss=%.6f test_accuracy=%.6f%s stop=%s\n", r->f.final_step,
+           r->ps_chief ? r->f.final_loss : (double)r->last_loss, (double)r->f.test_accuracy,
+           r->ema ? ema_result(r) : "", digits_stop_word(&why, word, sizeof word));
   else
-    fprintf(stderr, PROG ": rank %d: step=%" PRId64 " test_accuracy=%.6f\n", g_dist.rank, r->f.final_step,
+    fprintf(stderr, PROG ": %sstep=%" PRId64 " test_accuracy=%.6f\n", g_dist.tag, r->f.final_step,
             (double)r->f.test_accuracy);
   return fflush(stdout) == 0 ? 0 : DIGITS_EXIT_RUNTIME;
 }
@@ -535,6 +540,9 @@ static int train(const options *o, const digits_data *trn, const digits_data *ts
   hk_status st = HK_STATUS_INIT;
   int status = run_init(&r, o, trn);
   if (status == 0) status = add_progress_hook(&r, &st);
+#ifdef HK_EXAMPLE_MPI
+  if (status == 0) status = dist_log_env(&r, &st);
+#endif
   r.tst = tst;
   if (status == 0) status = build(&r, tst, &st);
   if (status == 0) status = add_chief_hooks(&r, &st);
@@ -558,7 +566,8 @@ static int load_and_train(const options *o) {
   int rc = digits_load(&o->f, &trn, &tst);
   if (rc == DIGITS_STOPPED) {
     /* A stop asked for before training started; nothing was written. */
-    fputs(PROG ": stopped by a signal while loading the data; the checkpoint directory is untouched\n", stderr);
+    fprintf(stderr, PROG ": %sstopped by a signal while loading the data; the checkpoint directory is untouched\n",
+            g_dist.tag);
     return 0;
   }
   if (rc != 0) return rc;
@@ -593,6 +602,7 @@ int main(int argc, char **argv) {
   int installed = install_signals(&o);
 #ifdef HK_EXAMPLE_MPI
   if (o.distributed != DIST_NONE && (rc = dist_start(&o, &argc, &argv, &installed)) != 0) return rc;
+  if (o.distributed != DIST_NONE) o.f.prog = g_dist.who; /* the data's lines name the rank too */
 #endif
   rc = load_and_train(&o);
   if (installed) hk_signal_uninstall(NULL);

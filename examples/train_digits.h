@@ -39,6 +39,11 @@ enum { DIST_NONE, DIST_SYNC, DIST_PS };
 typedef struct dist {
   int mode;
   int rank, size, chief;
+  /* What starts each line of a rank of a distributed job: "rank R/N: "
+   * ("" in a single process), and PROG ": rank R/N", the name the shared
+   * code's messages start with. */
+  char tag[32];
+  char who[48];
 #ifdef HK_EXAMPLE_MPI
   hk_mpi *mpi;
   hk_mpi_ps *ps;
@@ -93,6 +98,9 @@ int add_hooks(run *r, hk_status *st);
 #ifdef HK_EXAMPLE_MPI
 /* ---- --distributed (train_digits_mpi.c) --------------------------------- */
 
+/* --distributed: the run's env names the rank in every line it logs
+ * (hk_mpi_log_env()); a single process's is left as it is. */
+int dist_log_env(run *r, hk_status *st);
 /* The distributed hooks (called by add_hooks()). */
 int add_dist_hooks(run *r, hk_status *st);
 /* A worker's Scaffold and executor, the parameter server's op. */

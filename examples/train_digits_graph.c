@@ -253,6 +253,21 @@ float host_accuracy(const float *w1, const float *b1, const float *w2, const flo
   return test->n ? (float)((double)correct / (double)test->n) : 0.0f;
 }
 
+double host_loss(const float *w1, const float *b1, const float *w2, const float *b2, const float *x, const int32_t *y,
+                 size_t n) {
+  double loss = 0.0;
+  for (size_t r = 0; r < n; r++) {
+    float hpre[NHID], h[NHID], logits[NCLS], sum = 0.0f;
+    int best = 0;
+    forward_row(x + r * NPIX, w1, b1, w2, b2, hpre, h, logits);
+    for (int k = 1; k < NCLS; k++)
+      if (logits[k] > logits[best]) best = k;
+    for (int k = 0; k < NCLS; k++) sum += expf(logits[k] - logits[best]);
+    if (y[r] >= 0 && y[r] < NCLS) loss += (double)(logf(sum) + logits[best] - logits[y[r]]);
+  }
+  return n ? loss / (double)n : NAN;
+}
+
 /* Output 0 = input 0, a scalar f32: gives a tensor a name of its own
  * ("test_loss:0"), which the EarlyStoppingHook's messages show. */
 static hk_code copy_kernel(void *user, hk_kernel_context *ctx, const hk_tensor *inputs, size_t ninputs,
@@ -314,6 +329,14 @@ static hk_code feeder_end(void *user, hk_raw_session *session, hk_status *status
   if ((rc = hk_raw_session_global_step(&f->final_step, session, status)) != HK_OK) return rc;
   if ((rc = hk_raw_session_run(session, &args, &acc, NULL, status)) != HK_OK) return rc;
   f->test_accuracy = *(const float *)acc.data;
+  if (f->no_feeds) {
+    /* The parameter server's chief trains on no batch: the loss it knows
+     * is the final shared model's, over the whole training set. */
+    hk_run_args pargs = {NULL, 0, f->params, 4, NULL, 0, NULL};
+    hk_tensor p[4];
+    if ((rc = hk_raw_session_run(session, &pargs, p, NULL, status)) != HK_OK) return rc;
+    f->final_loss = host_loss(p[0].data, p[1].data, p[2].data, p[3].data, f->train_x, f->train_y, f->ntrain);
+  }
   f->have_result = 1;
   return HK_OK;
 }
@@ -449,6 +472,7 @@ static hk_code add_eval_ops(model *m, feeder *f, hk_status *st) {
   hk_handle in[6] = {m->params[0], m->params[1], m->params[2], m->params[3], m->x_test, m->y_test};
   hk_handle op, loss;
   hk_code rc;
+  for (int i = 0; i < 4; i++) f->params[i] = m->params[i];
   def.name = "accuracy";
   def.kernel = accuracy_kernel;
   def.inputs = in;

@@ -59,6 +59,7 @@ typedef struct feeder {
   int no_feeds; /* the parameter server's chief: its step reads no data */
   /* graph */
   hk_handle x, y, accuracy;
+  hk_handle params[4]; /* w1, b1, w2, b2 */
   /* state */
   int64_t gs;
   int64_t cached_epoch; /* epoch of perm, -1 for none */
@@ -70,6 +71,7 @@ typedef struct feeder {
   int have_result;
   int64_t final_step;
   float test_accuracy;
+  double final_loss; /* no_feeds: the final model's mean loss over the training set */
 } feeder;
 
 /* The feeder's hook callbacks (hk_hook_new() with the feeder as user). */
@@ -106,6 +108,11 @@ typedef struct model {
  * the evaluation of the accuracy op, on the host (for weights outside the
  * graph, such as --ema's averages). */
 float host_accuracy(const float *w1, const float *b1, const float *w2, const float *b2, const digits_data *test);
+/* The mean softmax cross-entropy of the model with these weights over n
+ * rows of x and y (NaN for none), as the accuracy op computes the test
+ * loss. */
+double host_loss(const float *w1, const float *b1, const float *w2, const float *b2, const float *x, const int32_t *y,
+                 size_t n);
 
 /* The graph, in this order (the order of its variables in a checkpoint):
  * the parameters, the early-stopping state (--early-stop-patience), the

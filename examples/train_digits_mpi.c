@@ -19,6 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+int dist_log_env(run *r, hk_status *st) {
+  if (g_dist.mode == DIST_NONE) return 0;
+  if (hk_mpi_log_env(&r->env, g_dist.mpi, &r->env, st) != HK_OK) return fail_status("the log's rank prefix", st);
+  return 0;
+}
+
 /* The distributed hooks: the broadcast (sync) or the worker's push (ps)
  * first, so every later hook sees the chief's variables and step; the stop
  * agreement (sync) last, so it sees every other stop request. */
@@ -80,18 +86,18 @@ static int sync_batch_agrees(const options *o) {
     if (all[r] != all[0]) {
       if (g_dist.chief)
         fprintf(stderr,
-                PROG ": --batch differs between ranks: rank 0 has %" PRId64 ", rank %d has %" PRId64
+                PROG ": %s--batch differs between ranks: rank 0 has %" PRId64 ", rank %d has %" PRId64
                      "; every rank of a synchronous job takes the same global batch\n",
-                all[0], r, all[r]);
+                g_dist.tag, all[0], r, all[r]);
       ok = 0;
     }
   if (ok && o->f.batch % g_dist.size != 0) {
     if (g_dist.chief)
-      fprintf(stderr, PROG ": --batch %" PRId64 " (the global batch) is not a multiple of the %d ranks\n", o->f.batch,
-              g_dist.size);
+      fprintf(stderr, PROG ": %s--batch %" PRId64 " (the global batch) is not a multiple of the %d ranks\n", g_dist.tag,
+              o->f.batch, g_dist.size);
     ok = 0;
   }
-  if (!all) fputs(PROG ": out of memory\n", stderr);
+  if (!all) fprintf(stderr, PROG ": %sout of memory\n", g_dist.tag);
   free(all);
   return ok;
 }
@@ -139,6 +145,8 @@ int dist_start(const options *o, int *argc, char ***argv, int *installed) {
   g_dist.rank = hk_mpi_rank(g_dist.mpi);
   g_dist.size = hk_mpi_size(g_dist.mpi);
   g_dist.chief = hk_mpi_is_chief(g_dist.mpi);
+  snprintf(g_dist.tag, sizeof g_dist.tag, "rank %d/%d: ", g_dist.rank, g_dist.size);
+  snprintf(g_dist.who, sizeof g_dist.who, PROG ": rank %d/%d", g_dist.rank, g_dist.size);
   if (o->distributed == DIST_SYNC && !sync_batch_agrees(o)) {
     hk_hook_free(g_dist.stop);
     hk_mpi_free(g_dist.mpi);
