@@ -51,7 +51,8 @@ rc=$?
 [ "$rc" -eq 77 ] && { trap - EXIT; echo "check_two_hosts: SKIPPED (see above)"; exit 77; }
 [ "$rc" -eq 0 ] || fail "two_hosts.sh up failed ($rc)"
 
-common=(--no-progress --log-every 0 --distributed sync --batch 32 --steps 3000 --save-steps 500)
+steps=20000
+common=(--no-progress --log-every 0 --distributed sync --batch 32 --steps $steps --save-steps 1000)
 run2() { # run2 NAME ARGS...: the job across the two hosts, in the background, mpirun's pid in $job
   local name=$1
   shift
@@ -94,19 +95,19 @@ bounded_wait 600 || fail "the 4-rank job on one host exited $?"
 run2 ref "${common[@]}" --checkpoint-dir "$work/ref"
 bounded_wait 900 || fail "the 4-rank job across two hosts exited $?"
 for r in 2 3; do
-  grep -q "rank $r/4: step=3000 " "$work/ref.err" || fail "rank $r did not finish step 3000"
+  grep -q "rank $r/4: step=$steps " "$work/ref.err" || fail "rank $r did not finish step $steps"
 done
 a=$(sed -n 's/^result: .*test_accuracy=\([0-9.]*\) stop=.*$/\1/p' "$work/ref.out")
 [ -n "$a" ] || fail "two hosts: no result line"
 awk -v a="$a" 'BEGIN { exit !(a >= 0.95) }' || fail "two hosts: test accuracy $a < 0.95"
 [ "$(result ref)" = "$(result one)" ] || fail "two hosts: '$(result ref)', one host: '$(result one)'"
-cmp "$work/one/model.ckpt-3000.safetensors" "$work/ref/model.ckpt-3000.safetensors" ||
+cmp "$work/one/model.ckpt-$steps.safetensors" "$work/ref/model.ckpt-$steps.safetensors" ||
   fail "the final checkpoints of the one-host and the two-host jobs differ"
 echo "two hosts: $(result ref); the same line and final checkpoint as on one host"
 
 # 2. SIGKILL to rank 2 (host b), relaunch, compare with the uninterrupted run
 run2 kill "${common[@]}" --checkpoint-dir "$work/kill"
-wait_for_file "$work/kill/model.ckpt-1000.*" 600 || fail "the job to kill wrote no checkpoint of step 1000"
+wait_for_file "$work/kill/model.ckpt-2000.*" 600 || fail "the job to kill wrote no checkpoint of step 2000"
 victim=$(rank_pid 2)
 [ -n "$victim" ] || fail "cannot find rank 2's process"
 ranks=()
@@ -120,11 +121,11 @@ t1=$(date +%s.%N)
 left=$(still_running "${ranks[@]}")
 [ -z "$left" ] || fail "a process of the killed job is still running: pid(s) $left"
 newest=$(ls "$work/kill" | sed -n 's/^model\.ckpt-\([0-9]*\)\.safetensors$/\1/p' | sort -n | tail -1)
-[ "${newest:-3000}" -lt 3000 ] || fail "the job finished before the kill landed; nothing to resume"
+[ "${newest:-$steps}" -lt "$steps" ] || fail "the job finished before the kill landed; nothing to resume"
 echo "killed rank 2 (pid $victim, host b): the job exited $code after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s; newest checkpoint step $newest"
 run2 resume "${common[@]}" --checkpoint-dir "$work/kill"
 bounded_wait 900 || fail "the relaunched job exited $?"
-grep -q "^result: step=3000 " "$work/resume.out" || fail "the relaunched job did not reach step 3000"
-cmp "$work/ref/model.ckpt-3000.safetensors" "$work/kill/model.ckpt-3000.safetensors" ||
+grep -q "^result: step=$steps " "$work/resume.out" || fail "the relaunched job did not reach step $steps"
+cmp "$work/ref/model.ckpt-$steps.safetensors" "$work/kill/model.ckpt-$steps.safetensors" ||
   fail "the resumed run's final checkpoint differs from the uninterrupted run's"
-echo "resumed from step $newest: model.ckpt-3000.safetensors is byte-identical to the uninterrupted run's"
+echo "resumed from step $newest: model.ckpt-$steps.safetensors is byte-identical to the uninterrupted run's"
