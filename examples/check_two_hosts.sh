@@ -52,7 +52,7 @@ rc=$?
 [ "$rc" -eq 0 ] || fail "two_hosts.sh up failed ($rc)"
 
 steps=20000
-common=(--no-progress --log-every 0 --distributed sync --batch 32 --steps $steps --save-steps 1000)
+common=(--no-progress --log-every 0 --distributed sync --batch 32 --steps "$steps" --save-steps 1000)
 run2() { # run2 NAME ARGS...: the job across the two hosts, in the background, mpirun's pid in $job
   local name=$1
   shift
