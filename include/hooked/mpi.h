@@ -79,9 +79,10 @@ extern "C" {
 
 typedef struct hk_mpi hk_mpi;
 
-#define HK_MPI_OPTIONS_VERSION 1
+#define HK_MPI_OPTIONS_VERSION 2
 typedef struct hk_mpi_options {
   uint32_t version; /**< HK_MPI_OPTIONS_VERSION */
+  /* fields below: version 1 */
   /** Copied; NULL: defaults. Allocations and logs of everything built on
    *  this context. */
   const hk_env *env;
@@ -99,16 +100,33 @@ typedef struct hk_mpi_options {
    *  HK_UNSET_SECS (the default): 300 s; +infinity: no deadline (wait as
    *  long as MPI does); otherwise > 0 and finite. */
   double collective_timeout_secs;
+  /* fields below: version 2 (a program compiled against version 1 passes
+   * a struct without them: the library reads them only from a version 2
+   * struct, and takes their defaults otherwise) */
+  /** Tensor fusion (Horovod's): hk_mpi_average_arrays() and
+   *  hk_mpi_average_start() pack consecutive arrays of one dtype into
+   *  fused buffers of at most this many bytes and average each fused
+   *  buffer as one; an array of this size or more is averaged on its own,
+   *  in place. 0 (the default): HK_MPI_DEFAULT_FUSION_BYTES; 1: no fusion
+   *  (every array on its own). */
+  size_t fusion_threshold_bytes;
 } hk_mpi_options;
 #define HK_MPI_OPTIONS_INIT \
-  { HK_MPI_OPTIONS_VERSION, NULL, MPI_COMM_NULL, 0, HK_UNSET_SECS }
+  { HK_MPI_OPTIONS_VERSION, NULL, MPI_COMM_NULL, 0, HK_UNSET_SECS, 0 }
+
+/** The fusion threshold when hk_mpi_options.fusion_threshold_bytes is 0:
+ *  64 MiB, Horovod's default. */
+#define HK_MPI_DEFAULT_FUSION_BYTES ((size_t)64 << 20)
 
 /** The deadline when hk_mpi_options.collective_timeout_secs is unset. */
 #define HK_MPI_DEFAULT_COLLECTIVE_TIMEOUT_SECS 300.0
 
 /**
  * Initialize options to HK_MPI_OPTIONS_INIT.
- * @param version  HK_MPI_OPTIONS_VERSION, the version the program is compiled with.
+ * @param version  HK_MPI_OPTIONS_VERSION, the version the program is compiled
+ *                 with: only that version's fields are written (a program
+ *                 compiled against version 1 has a smaller struct), and
+ *                 `version` is set to it.
  * @return HK_OK; INVALID_ARGUMENT (no message: there is no status), writing
  *         nothing, for a NULL opts or a version that is 0 or above
  *         HK_MPI_OPTIONS_VERSION.
@@ -186,20 +204,49 @@ HK_API hk_code hk_mpi_log_env(hk_env *out, hk_mpi *mpi, const hk_env *base, hk_s
 
 /* ---- deterministic averaging ------------------------------------------------ */
 
+/*
+ * How every average is computed. A buffer of `count` elements is cut into
+ * N blocks (hk_mpi_block()); rank r owns block r. Reduce-scatter: every
+ * rank sends its copy of block r to rank r, and rank r sums the N copies in
+ * rank order — rank 0's value, plus rank 1's, ..., plus rank N-1's — then
+ * divides by N. All-gather: rank r sends its finished block to every other
+ * rank. Both are point-to-point messages in pairwise order (at step k rank r
+ * sends to r+k and receives from r-k, mod N), so each rank sends and
+ * receives 2 (N-1)/N of the buffer — a ring all-reduce's bytes — and MPI
+ * only moves bytes: the result's bits depend on the rank count alone, not
+ * on timing, message sizes or the MPI library. A job killed and restarted
+ * with the same rank count resumes bit-exactly.
+ *
+ * Every average is collective: every rank makes the same calls, in the same
+ * order, with the same dtypes and counts. Every wait for other ranks is
+ * under the context's deadline (see "Deadlines" above).
+ */
+
+/**
+ * The block partition of every average: rank `rank` of `nranks` owns the
+ * elements [*first, *first + *len) of a buffer of `count`. Blocks are
+ * consecutive, in rank order: each holds count / nranks elements, and the
+ * first count % nranks hold one more. A ZeRO-1 trainer keeps the optimizer
+ * state of its block only (see hk_mpi_reduce_scatter_average()); a restart
+ * on another rank count re-cuts the blocks with the new `nranks`.
+ * @param first, len  outputs; untouched on an error.
+ * **Errors:** INVALID_ARGUMENT for a NULL output, nranks < 1 or a rank
+ * outside 0..nranks-1 (named).
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_mpi_block(size_t *first, size_t *len, size_t count, int nranks, int rank, hk_status *status);
+
 /**
  * Average `count` elements of `data` across the ranks, in place: every rank
  * passes its buffer and receives the element-wise mean, the same bits on
- * every rank. The sum is taken in a fixed order — rank 0's value, plus rank
- * 1's, ..., plus rank N-1's, then divided by N — so for a fixed rank count
- * the result does not depend on timing, message sizes or the MPI library's
- * choice of algorithm: a job killed and restarted with the same rank count
- * resumes bit-exactly. Cost: each rank sends and receives 2 (N-1)/N of the
- * buffer (a reduce-scatter then an all-gather, like a ring all-reduce).
- * Collective: every rank calls it with the same dtype and count.
+ * every rank, summed in rank order (above). Cost: each rank sends and
+ * receives 2 (N-1)/N of the buffer, in 2 (N-1) messages at most.
  * @param dtype  HK_DTYPE_F32 or HK_DTYPE_F64.
+ * @param data   borrowed for the call.
  * **Errors:** INVALID_ARGUMENT for a NULL mpi, a NULL data with count > 0,
- * another dtype (named); INTERNAL for an MPI error; RESOURCE_EXHAUSTED
- * when the scratch cannot grow.
+ * another dtype (named), or blocks of more than INT_MAX elements;
+ * DEADLINE_EXCEEDED; FAILED_PRECONDITION on a broken context; INTERNAL for
+ * an MPI error; RESOURCE_EXHAUSTED when the scratch cannot grow.
  * **Allocates:** the first call for a larger buffer than before grows the
  * context's scratch (hk_mpi_reserve() does it up front); later calls of
  * that size or smaller allocate nothing.
@@ -207,12 +254,166 @@ HK_API hk_code hk_mpi_log_env(hk_env *out, hk_mpi *mpi, const hk_env *base, hk_s
  */
 HK_API hk_code hk_mpi_average(hk_mpi *mpi, hk_dtype dtype, void *data, size_t count, hk_status *status);
 
+/** One array to average: `count` elements of `dtype` (F32 or F64) at
+ *  `data`, averaged in place. */
+typedef struct hk_mpi_array {
+  hk_dtype dtype;
+  void *data;
+  size_t count;
+} hk_mpi_array;
+
+/**
+ * Average several arrays at once, with tensor fusion: consecutive arrays
+ * of one dtype are packed, in order, into fused buffers of at most the
+ * context's fusion threshold (hk_mpi_options.fusion_threshold_bytes), and
+ * each fused buffer is averaged as one (2 (N-1) messages at most, not that
+ * many per array); an array of the threshold's size or more, or alone in
+ * its fused buffer, is averaged in place. Every element's mean is the same
+ * bits hk_mpi_average() gives it (an element's sum does not depend on the
+ * buffer it travels in).
+ * @param arrays  `n` arrays, borrowed for the call; their data borrowed
+ *                for the call, and must not overlap.
+ * **Errors:** as hk_mpi_average(), naming the array ("arrays[3]").
+ * **Allocates:** the first call with more arrays or bytes than before
+ * grows the context's buffers; later calls of those sizes allocate
+ * nothing.
+ * **Threads:** the training thread.
+ */
+HK_API hk_code hk_mpi_average_arrays(hk_mpi *mpi, const hk_mpi_array *arrays, size_t n, hk_status *status);
+
 /** Grow the scratch of hk_mpi_average() for buffers of up to `bytes` (the
- *  size of the largest buffer the program will average), so the steps that
- *  follow allocate nothing. Not collective. **Errors:** INVALID_ARGUMENT,
- *  RESOURCE_EXHAUSTED. **Threads:** the training thread. **Allocates:** yes,
- *  when the scratch grows. */
+ *  size of the largest buffer the program will average), and the fusion
+ *  buffer of hk_mpi_average_arrays() for up to that many bytes (at most the
+ *  fusion threshold), so the steps that follow allocate nothing. Not
+ *  collective. **Errors:** INVALID_ARGUMENT, RESOURCE_EXHAUSTED.
+ *  **Threads:** the training thread. **Allocates:** yes, when a buffer
+ *  grows. */
 HK_API hk_code hk_mpi_reserve(hk_mpi *mpi, size_t bytes, hk_status *status);
+
+/* ---- overlap: averaging in flight while the program computes --------------------- */
+
+/*
+ * DDP's gradient buckets: a trainer starts averaging a layer's gradients as
+ * soon as they are computed, computes the next layer's meanwhile, and
+ * finishes every average before the update. A request holds one average in
+ * flight (one bucket: any number of arrays, fused as
+ * hk_mpi_average_arrays() fuses them) and the buffers it needs; a program
+ * keeps one request per bucket and reuses them every step.
+ *
+ * Order: every rank starts the same averages in the same order (with the
+ * same dtypes and counts); several may be in flight at once; each started
+ * average is finished once, with hk_mpi_average_finish(), in any order.
+ * The blocking calls (hk_mpi_average() and the others) may run while
+ * requests are in flight: they count in the order too.
+ *
+ * Progress: most MPI transports move a large message only while the
+ * program is inside MPI. Call hk_mpi_average_test() now and then during
+ * the computation (after each layer, say): each call moves the averages
+ * in flight forward, sums a block whose copies have all arrived and sends
+ * it on.
+ *
+ * Deadline: the context's deadline counts from the start: a request still
+ * incomplete that long after its start (in hk_mpi_average_test() or
+ * hk_mpi_average_finish()) fails with DEADLINE_EXCEEDED naming the ranks
+ * that did not arrive, and breaks the context as any collective's
+ * deadline does. Set the deadline above the longest step.
+ *
+ * Ownership: the arrays' data are borrowed from the start until
+ * hk_mpi_average_finish() returns: the program neither reads nor writes
+ * them in between (MPI may read and write them at any time); the arrays
+ * list itself is copied at the start.
+ *
+ * Threads: the training thread, like every call of this module.
+ */
+typedef struct hk_mpi_average_request hk_mpi_average_request;
+
+/**
+ * Create a request on `mpi`.
+ * @param mpi  borrowed; must outlive the request.
+ * **Ownership:** *out owned, hk_mpi_average_request_free().
+ * **Errors:** INVALID_ARGUMENT for NULL arguments; RESOURCE_EXHAUSTED.
+ * **Allocates:** yes. **Threads:** the training thread.
+ */
+HK_API hk_code hk_mpi_average_request_new(hk_mpi_average_request **out, hk_mpi *mpi, hk_status *status);
+
+/** Free a request. One still in flight (never finished, or left behind by
+ *  a deadline) has its MPI requests cancelled and freed first: free it only
+ *  when the job ends (its averages are lost, the other ranks' wait for
+ *  them). NULL is a no-op. Before hk_mpi_free() of its context.
+ *  **Errors:** none. **Allocates:** no. **Threads:** the training thread. */
+HK_API void hk_mpi_average_request_free(hk_mpi_average_request *req);
+
+/**
+ * Start averaging `arrays` (fused as hk_mpi_average_arrays() fuses them):
+ * the arrays' own blocks are sent, the other ranks' copies of this rank's
+ * blocks are awaited. Returns at once.
+ * @param arrays  `n` arrays, copied; their data borrowed until
+ *                hk_mpi_average_finish() returns.
+ * **Errors:** as hk_mpi_average_arrays(); FAILED_PRECONDITION when `req`
+ * is already in flight ("finish it first") or the context is broken;
+ * RESOURCE_EXHAUSTED when more than 8192 fused buffers or arrays would be
+ * in flight on the context at once. A refused start sends nothing: the
+ * request stays idle.
+ * **Allocates:** the first start with more arrays or bytes than the
+ * request had before grows its buffers; later starts of those sizes
+ * allocate nothing.
+ * **Threads:** the training thread.
+ */
+HK_API hk_code hk_mpi_average_start(hk_mpi_average_request *req, const hk_mpi_array *arrays, size_t n,
+                                    hk_status *status);
+
+/**
+ * Move the average forward without waiting: sum and send what has arrived.
+ * *done becomes 1 when the average is complete (the arrays hold the means;
+ * hk_mpi_average_finish() then returns at once), else 0.
+ * **Errors:** FAILED_PRECONDITION for a request not in flight;
+ * DEADLINE_EXCEEDED (above); INTERNAL for an MPI error. After an error the
+ * request is still in flight: end the job.
+ * **Allocates:** no. **Threads:** the training thread.
+ */
+HK_API hk_code hk_mpi_average_test(hk_mpi_average_request *req, int *done, hk_status *status);
+
+/**
+ * Wait, under the deadline, until the average is complete: every array
+ * holds its element-wise mean, the same bits hk_mpi_average() gives. The
+ * request is then idle: start it again next step.
+ * **Errors:** FAILED_PRECONDITION for a request not in flight;
+ * DEADLINE_EXCEEDED (above); INTERNAL for an MPI error.
+ * **Allocates:** no. **Threads:** the training thread.
+ */
+HK_API hk_code hk_mpi_average_finish(hk_mpi_average_request *req, hk_status *status);
+
+/* ---- the two halves, for partitioned optimizer state (ZeRO-1) --------------------- */
+
+/*
+ * A ZeRO-1 trainer (llm.c's, DeepSpeed's stage 1) keeps the optimizer
+ * state (AdamW's m and v) of its own block only (hk_mpi_block()): each step
+ * it reduce-scatters the gradients, updates the parameters of its block
+ * with its block of the mean gradient, and all-gathers the parameters.
+ * The two calls below are exactly the two halves of hk_mpi_average(): the
+ * reduce-scatter's block holds the bits hk_mpi_average() would give it,
+ * and the pair moves the bytes of one average. Both are collective, in
+ * place, and allocate and fail as hk_mpi_average() does.
+ */
+
+/**
+ * Reduce-scatter: this rank's block of `data` (hk_mpi_block() of `count`
+ * for this rank) becomes the element-wise mean of every rank's block, the
+ * same bits hk_mpi_average() would give; the other elements are left as
+ * they were. Each rank sends and receives (N-1)/N of the buffer.
+ * **Errors:** as hk_mpi_average(). **Allocates:** as hk_mpi_average().
+ * **Threads:** the training thread.
+ */
+HK_API hk_code hk_mpi_reduce_scatter_average(hk_mpi *mpi, hk_dtype dtype, void *data, size_t count, hk_status *status);
+
+/**
+ * All-gather: every rank's block of `data` (hk_mpi_block()) is sent to
+ * every other rank, into the same place of their `data`; this rank's block
+ * is left as it was. Each rank sends and receives (N-1)/N of the buffer.
+ * **Errors:** as hk_mpi_average(). **Allocates:** no.
+ * **Threads:** the training thread.
+ */
+HK_API hk_code hk_mpi_allgather_blocks(hk_mpi *mpi, hk_dtype dtype, void *data, size_t count, hk_status *status);
 
 /**
  * Metric averaging: replace `*value` by its mean across the ranks (the same

@@ -53,7 +53,8 @@ static const char *const op_names[HK__MPI_OP__COUNT] = {
 
 const char *hk__mpi_op_name(int op) { return op > 0 && op < HK__MPI_OP__COUNT ? op_names[op] : op_names[0]; }
 
-static double now(void) { return hk_env_monotonic(NULL); }
+double hk__mpi_now(void) { return hk_env_monotonic(NULL); }
+static double now(void) { return hk__mpi_now(); }
 
 void hk__mpi_set_step(hk_mpi *m, int64_t step) {
   if (m) m->step = step;
@@ -67,7 +68,22 @@ hk_code hk__mpi_check_usable(const hk_mpi *m, const char *who, hk_status *st) {
                        who, m->broken_what);
 }
 
-static hk_code give_up(hk_mpi *m, int op, const char *who, int first, hk_status *st);
+static hk_code give_up(hk_mpi *m, int64_t seq, int op, const char *who, int first, hk_status *st);
+
+int hk__mpi_heard_give_up(hk_mpi *m, int *from) {
+  int flag = 0;
+  MPI_Status s;
+  if (MPI_Iprobe(MPI_ANY_SOURCE, TAG_GIVE_UP, m->watch, &flag, &s) != MPI_SUCCESS || !flag) return 0;
+  *from = s.MPI_SOURCE;
+  return 1;
+}
+
+hk_code hk__mpi_give_up(hk_mpi *m, int64_t seq, int op, const char *who, int first, hk_status *st) {
+  hk_status local = HK_STATUS_INIT;
+  hk_code rc = give_up(m, seq, op, who, first, st ? st : &local);
+  if (!st) hk_env_log(&m->env, HK_LOG_ERROR, "%s", local.message);
+  return rc;
+}
 
 hk_code hk__mpi_collective_begin(hk_mpi *m, int op, const char *who, hk_status *st) {
   hk_code rc = hk__mpi_check_usable(m, who, st);
@@ -75,41 +91,55 @@ hk_code hk__mpi_collective_begin(hk_mpi *m, int op, const char *who, hk_status *
   m->seq++;
   /* Another rank gave up already: fail before starting a collective that
    * could complete against what that rank left behind. */
-  int flag = 0;
-  MPI_Status s;
-  if (MPI_Iprobe(MPI_ANY_SOURCE, TAG_GIVE_UP, m->watch, &flag, &s) == MPI_SUCCESS && flag) {
-    hk_status local = HK_STATUS_INIT;
-    rc = give_up(m, op, who, s.MPI_SOURCE, st ? st : &local);
-    if (!st) hk_env_log(&m->env, HK_LOG_ERROR, "%s", local.message);
-  }
+  int from = -1;
+  if (hk__mpi_heard_give_up(m, &from)) rc = hk__mpi_give_up(m, m->seq, op, who, from, st);
   return rc;
+}
+
+void hk__mpi_poll_start(hk__mpi_poll *p, double t0) {
+  p->t0 = t0;
+  p->w0 = now();
+  p->idle = IDLE_MIN_SECS;
+  p->spins = 0;
+}
+
+int hk__mpi_poll_pause(hk_mpi *m, hk__mpi_poll *p, int *from) {
+  *from = -1;
+  p->spins++;
+  const double t = now(), waited = t - p->w0;
+  if (waited < SPIN_SECS && (p->spins & 63u) != 0) return 0;
+  if (hk__mpi_heard_give_up(m, from)) return 1;
+  if (t - p->t0 >= m->timeout) return 1;
+  if (waited >= SPIN_SECS) {
+    hk_env_sleep(NULL, p->idle);
+    p->idle = p->idle * 2 < IDLE_MAX_SECS ? p->idle * 2 : IDLE_MAX_SECS;
+  }
+  return 0;
 }
 
 /* Poll `req` until it completes (1), the deadline passes or, with `listen`,
  * another rank's notice arrives (0; *from is its rank, else -1). */
 static int poll_request(hk_mpi *m, MPI_Request *req, int listen, MPI_Status *status, int *from, int *err) {
-  const double t0 = now();
-  double idle = IDLE_MIN_SECS;
+  hk__mpi_poll p;
   int done = 0;
+  hk__mpi_poll_start(&p, now());
   *from = -1;
   *err = MPI_SUCCESS;
-  for (unsigned spins = 1;; spins++) {
+  for (;;) {
     if ((*err = MPI_Test(req, &done, status)) != MPI_SUCCESS) return 0;
     if (done) return 1;
-    const double waited = now() - t0;
-    if (waited < SPIN_SECS && (spins & 63u) != 0) continue;
     if (listen) {
-      int flag = 0;
-      MPI_Status s;
-      if (MPI_Iprobe(MPI_ANY_SOURCE, TAG_GIVE_UP, m->watch, &flag, &s) == MPI_SUCCESS && flag) {
-        *from = s.MPI_SOURCE;
-        return 0;
-      }
+      if (hk__mpi_poll_pause(m, &p, from)) return 0;
+      continue;
     }
+    /* No notices: the deadline alone ends the wait. */
+    const double waited = now() - p.w0;
+    p.spins++;
+    if (waited < SPIN_SECS && (p.spins & 63u) != 0) continue;
     if (waited >= m->timeout) return 0;
     if (waited >= SPIN_SECS) {
-      hk_env_sleep(NULL, idle);
-      idle = idle * 2 < IDLE_MAX_SECS ? idle * 2 : IDLE_MAX_SECS;
+      hk_env_sleep(NULL, p.idle);
+      p.idle = p.idle * 2 < IDLE_MAX_SECS ? p.idle * 2 : IDLE_MAX_SECS;
     }
   }
 }
@@ -144,11 +174,11 @@ static int pick_elsewhere(const hk_mpi *m, int r, const int64_t *mine) {
 }
 
 /* Give up the collective of `op`: exchange notices, then the message. */
-static hk_code give_up(hk_mpi *m, int op, const char *who, int first, hk_status *st) {
+static hk_code give_up(hk_mpi *m, int64_t seq, int op, const char *who, int first, hk_status *st) {
   const int N = m->size, me = m->rank;
-  int64_t mine[4] = {m->seq, op, m->step, 1};
+  int64_t mine[4] = {seq, op, m->step, 1};
   m->broken = 1;
-  snprintf(m->broken_what, sizeof m->broken_what, "collective #%lld (%s)", (long long)m->seq, hk__mpi_op_name(op));
+  snprintf(m->broken_what, sizeof m->broken_what, "collective #%lld (%s)", (long long)seq, hk__mpi_op_name(op));
   for (int r = 0; r < N; r++) {
     m->notes[4 * r + 3] = 0;
     m->note_reqs[r] = m->note_rreqs[r] = MPI_REQUEST_NULL;
@@ -192,7 +222,7 @@ static hk_code give_up(hk_mpi *m, int op, const char *who, int first, hk_status 
     }
   hk_status_set(st, HK_DEADLINE_EXCEEDED,
                 "%s: collective #%lld (%s)%s did not complete within %g s%s: %s%s%s; rank(s) %s waited%s", who,
-                (long long)m->seq, hk__mpi_op_name(op), step, m->timeout, firstly, nmissing ? "rank(s) " : "",
+                (long long)seq, hk__mpi_op_name(op), step, m->timeout, firstly, nmissing ? "rank(s) " : "",
                 nmissing ? missing : "every rank was there, the last ones after the others had given up",
                 nmissing ? " did not arrive" : "", waited, elsewhere);
   if (st) hk_env_log(&m->env, HK_LOG_ERROR, "%s", st->message);
@@ -203,10 +233,7 @@ hk_code hk__mpi_collective_wait(hk_mpi *m, MPI_Request *req, int op, const char 
   int from, err;
   if (poll_request(m, req, 1, MPI_STATUS_IGNORE, &from, &err)) return HK_OK;
   if (err != MPI_SUCCESS) return hk__mpi_error(st, err, who);
-  hk_status local = HK_STATUS_INIT;
-  hk_code rc = give_up(m, op, who, from, st ? st : &local);
-  if (!st) hk_env_log(&m->env, HK_LOG_ERROR, "%s", local.message);
-  return rc;
+  return hk__mpi_give_up(m, m->seq, op, who, from, st);
 }
 
 hk_code hk__mpi_p2p_timeout(hk_mpi *m, int op, const char *peers, const char *who, hk_status *st) {

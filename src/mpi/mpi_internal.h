@@ -16,11 +16,16 @@ struct hk_mpi {
   hk__mpi_sink *sinks; /* the base sinks the prefixed ones write through */
   MPI_Comm comm;       /* our duplicate */
   int rank, size, root;
-  void *scratch; /* hk_mpi_average()'s receive buffer */
-  size_t scratch_bytes;
-  int *counts, *displs; /* per rank, in elements (size entries each) */
-  int *counts2, *displs2;
   double *scalars; /* size entries: hk_mpi_average_scalar() */
+  /* averaging (average.c, average_request.c, fusion.c) */
+  size_t fusion_bytes;          /* the fusion threshold */
+  int64_t avg_units;            /* averaging units started on this context: their tags */
+  int64_t avg_inflight;         /* units started and not finished */
+  hk_mpi_average_request *sync; /* the request of the blocking calls */
+  /* The requests in flight, in start order: every wait moves all of them
+   * forward, or two ranks waiting for different ones would wait for each
+   * other. */
+  hk_mpi_average_request *first_active, *last_active;
   /* the deadline of every wait (deadline.c) */
   double timeout;          /* seconds; +infinity: none */
   MPI_Comm watch;          /* a second duplicate: the "I give up" notices */
@@ -71,6 +76,101 @@ hk_code hk__mpi_p2p_wait(hk_mpi *m, MPI_Request *req, int op, const char *peers,
 /* A point-to-point wait for `peers` passed the deadline: break the
  * context, log and return DEADLINE_EXCEEDED. */
 hk_code hk__mpi_p2p_timeout(hk_mpi *m, int op, const char *peers, const char *who, hk_status *st);
+
+/* ---- averaging (average_request.c, fusion.c) ------------------------------------ */
+
+/* What a request does to each unit: the reduce-scatter (the owner of each
+ * block gets its mean), the all-gather (every rank gets every block), or
+ * both (the average). */
+enum { HK__AVG_REDUCE_SCATTER = 1, HK__AVG_ALL_GATHER = 2, HK__AVG_FULL = 3 };
+
+/* Units in flight on one context at most: a unit's two tags repeat after
+ * this many, and two units in flight must not share one. */
+#define HK__AVG_MAX_INFLIGHT 8192
+
+/* One averaging unit: one buffer whose blocks travel between the ranks,
+ * either an array averaged in place or a slice of the fusion buffer
+ * holding several arrays packed in order. */
+typedef struct hk__avg_unit {
+  hk_dtype dtype;
+  unsigned char *buf; /* the array, or the fusion buffer at fused_off */
+  size_t count;       /* elements */
+  size_t first_array, narrays;
+  int fused;          /* packed into the fusion buffer */
+  size_t fused_off;   /* bytes into the fusion buffer */
+  size_t scratch_off; /* bytes into the scratch: N copies of this rank's block */
+  int tag;            /* its reduce-scatter tag; the all-gather's is one more */
+  int phase;          /* the phase values in average_request.c */
+} hk__avg_unit;
+
+struct hk_mpi_average_request {
+  hk_mpi *mpi;
+  const char *who;                                   /* the public function, for messages */
+  int mode;                                          /* HK__AVG_* */
+  int active;                                        /* started and not yet finished */
+  hk_mpi_average_request *prev_active, *next_active; /* the context's list */
+  double t0;                                         /* its start, on the monotonic clock: the deadline */
+  int64_t seq;                                       /* the context's collective number of its start */
+  hk_mpi_array *arrays;
+  size_t narrays, arrays_cap;
+  hk__avg_unit *units;
+  size_t nunits, units_cap, next; /* next: the first unit not yet past its reduce-scatter */
+  MPI_Request *reqs;              /* 2 (N-1) per unit */
+  size_t reqs_cap;
+  unsigned char *fused, *scratch;
+  size_t fused_cap, scratch_cap;
+};
+
+/* Bytes of one element of an averaging dtype (F32, F64). */
+size_t hk__avg_esize(hk_dtype dtype);
+
+/* Cut the request's arrays into units (fusing what fits under the
+ * context's threshold) and grow its buffers to hold them. */
+hk_code hk__avg_plan(hk_mpi_average_request *r, hk_status *st);
+
+/* Copy a fused unit's arrays into it, and its mean back into them. */
+void hk__avg_pack(hk_mpi_average_request *r, const hk__avg_unit *u);
+void hk__avg_unpack(hk_mpi_average_request *r, const hk__avg_unit *u);
+
+/* A request of the context's own (the blocking calls'), and its buffers. */
+hk_code hk__avg_request_create(hk_mpi_average_request **out, hk_mpi *m, hk_status *st);
+void hk__avg_request_destroy(hk_mpi_average_request *r);
+hk_code hk__avg_reserve(hk_mpi_average_request *r, size_t scratch_bytes, size_t fused_bytes, hk_status *st);
+
+/* Refuse bad arrays before anything is sent (INVALID_ARGUMENT naming
+ * "arrays[i]" when `named`). */
+hk_code hk__avg_check_arrays(const hk_mpi *m, const char *who, const hk_mpi_array *arrays, size_t n, int named,
+                             hk_status *st);
+
+/* Start `arrays` on `r` in `mode`, then (finish) wait for it. */
+hk_code hk__avg_start(hk_mpi_average_request *r, int mode, const char *who, const hk_mpi_array *arrays, size_t n,
+                      hk_status *st);
+hk_code hk__avg_finish(hk_mpi_average_request *r, hk_status *st);
+
+/* ---- polling under the deadline (deadline.c) --------------------------------------- */
+
+/* The system's monotonic clock, in seconds. */
+double hk__mpi_now(void);
+
+/* A wait that polls: start it, then between two looks call
+ * hk__mpi_poll_pause(), which spins for a moment, then sleeps between
+ * looks (doubling the pause up to a millisecond), and returns 1 when the
+ * wait must end: the deadline counted from `t0` passed, or (*from >= 0)
+ * another rank's give-up notice arrived. */
+typedef struct hk__mpi_poll {
+  double t0, w0, idle;
+  unsigned spins;
+} hk__mpi_poll;
+void hk__mpi_poll_start(hk__mpi_poll *p, double t0);
+int hk__mpi_poll_pause(hk_mpi *m, hk__mpi_poll *p, int *from);
+
+/* 1 when another rank's give-up notice waits (*from: its rank). */
+int hk__mpi_heard_give_up(hk_mpi *m, int *from);
+
+/* Give up collective #seq of `op`: exchange the notices, break the
+ * context, and return DEADLINE_EXCEEDED with the message (logged at ERROR;
+ * `first`: the rank whose notice made this one give up, or -1). */
+hk_code hk__mpi_give_up(hk_mpi *m, int64_t seq, int op, const char *who, int first, hk_status *st);
 
 /* The step in progress (HK_UNSET_STEPS: unknown), for the messages. */
 void hk__mpi_set_step(hk_mpi *m, int64_t step);

@@ -1,0 +1,83 @@
+/*
+ * hooked::mpi — the blocking averages: one buffer, several arrays (fused),
+ * the two halves for partitioned optimizer state, and metric averaging.
+ * Each runs on the context's own request (average_request.c) and waits
+ * for it; see there for the messages and the order of the sums.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "mpi_internal.h"
+
+hk_code hk_mpi_block(size_t *first, size_t *len, size_t count, int nranks, int rank, hk_status *st) {
+  if (!first || !len)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_block: %s is NULL", !first ? "first" : "len");
+  if (nranks < 1) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_block: nranks %d is not >= 1", nranks);
+  if (rank < 0 || rank >= nranks)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_block: rank %d is not one of 0..%d", rank, nranks - 1);
+  const size_t q = count / (size_t)nranks, extra = count % (size_t)nranks, r = (size_t)rank;
+  *len = q + (r < extra);
+  *first = q * r + (r < extra ? r : extra);
+  return HK_OK;
+}
+
+/* Run `mode` over one buffer on the context's request, and wait. */
+static hk_code run_one(hk_mpi *m, int mode, const char *who, hk_dtype dtype, void *data, size_t count, hk_status *st) {
+  if (!m) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: mpi is NULL", who);
+  const hk_mpi_array a = {dtype, data, count};
+  hk_code rc = hk__avg_check_arrays(m, who, &a, 1, 0, st);
+  if (rc == HK_OK) rc = hk__avg_start(m->sync, mode, who, &a, 1, st);
+  if (rc == HK_OK) rc = hk__avg_finish(m->sync, st);
+  return rc;
+}
+
+hk_code hk_mpi_average(hk_mpi *m, hk_dtype dtype, void *data, size_t count, hk_status *st) {
+  return run_one(m, HK__AVG_FULL, "hk_mpi_average", dtype, data, count, st);
+}
+
+hk_code hk_mpi_reduce_scatter_average(hk_mpi *m, hk_dtype dtype, void *data, size_t count, hk_status *st) {
+  return run_one(m, HK__AVG_REDUCE_SCATTER, "hk_mpi_reduce_scatter_average", dtype, data, count, st);
+}
+
+hk_code hk_mpi_allgather_blocks(hk_mpi *m, hk_dtype dtype, void *data, size_t count, hk_status *st) {
+  return run_one(m, HK__AVG_ALL_GATHER, "hk_mpi_allgather_blocks", dtype, data, count, st);
+}
+
+hk_code hk_mpi_average_arrays(hk_mpi *m, const hk_mpi_array *arrays, size_t n, hk_status *st) {
+  if (!m) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_average_arrays: mpi is NULL");
+  hk_code rc = hk__avg_check_arrays(m, "hk_mpi_average_arrays", arrays, n, 1, st);
+  if (rc == HK_OK) rc = hk__avg_start(m->sync, HK__AVG_FULL, "hk_mpi_average_arrays", arrays, n, st);
+  if (rc == HK_OK) rc = hk__avg_finish(m->sync, st);
+  return rc;
+}
+
+hk_code hk_mpi_reserve(hk_mpi *m, size_t bytes, hk_status *st) {
+  if (!m) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_reserve: mpi is NULL");
+  /* `bytes` is the size of the buffers the program will average; a rank
+   * keeps N copies of its block, and the first count % N blocks hold one
+   * element more than count / N: one element (at most a double) more per
+   * rank, and the scratch's alignment, cover every buffer of that size, so
+   * the steps that follow allocate nothing on any rank. */
+  size_t slack = (size_t)m->size * sizeof(double) + 64;
+  if (bytes > SIZE_MAX - slack)
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_mpi_reserve: %zu bytes is more than memory can hold", bytes);
+  return hk__avg_reserve(m->sync, bytes + slack, bytes < m->fusion_bytes ? bytes + 64 : m->fusion_bytes, st);
+}
+
+hk_code hk_mpi_average_scalar(hk_mpi *m, double *value, hk_status *st) {
+  if (!m || !value)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_average_scalar: %s is NULL", !m ? "mpi" : "value");
+  MPI_Request req = MPI_REQUEST_NULL;
+  hk_code rc = hk__mpi_collective_begin(m, HK__MPI_OP_AVERAGE_SCALAR, "hk_mpi_average_scalar", st);
+  if (rc != HK_OK) return rc;
+  int err = MPI_Iallgather(value, 1, MPI_DOUBLE, m->scalars, 1, MPI_DOUBLE, m->comm, &req);
+  if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "hk_mpi_average_scalar: MPI_Iallgather");
+  if ((rc = hk__mpi_collective_wait(m, &req, HK__MPI_OP_AVERAGE_SCALAR, "hk_mpi_average_scalar", st)) != HK_OK)
+    return rc;
+  double acc = m->scalars[0];
+  for (int r = 1; r < m->size; r++) acc += m->scalars[r];
+  *value = acc / (double)m->size;
+  return HK_OK;
+}

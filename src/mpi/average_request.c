@@ -1,0 +1,375 @@
+/*
+ * hooked::mpi — averages in flight: a request's units through the
+ * reduce-scatter and the all-gather, as point-to-point messages.
+ *
+ * A unit goes through its phases in order: its reduce-scatter is posted at
+ * the start (this rank's copies of the other ranks' blocks sent, the other
+ * ranks' copies of its own block awaited into the scratch); when they have
+ * all arrived, this rank sums its block in rank order and posts the
+ * all-gather (its finished block to every rank, every other block awaited
+ * in place); when that completes, a fused unit is unpacked into its
+ * arrays. Messages go in pairwise order — at step k to rank+k, from
+ * rank-k — and every message of a unit's phase has the phase's own tag, so
+ * two units in flight never take each other's messages, whatever order the
+ * ranks reach them in. A unit's all-gather is posted only after the
+ * earlier units' of its request: each rank posts a request's messages in
+ * one order.
+ *
+ * Only bytes move through MPI; every addition is this file's, in rank
+ * order, so the bits depend on the rank count alone.
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mpi_internal.h"
+
+/* Tags of the units: TAG_BASE + 2 k (reduce-scatter) and + 1 (all-gather)
+ * for unit k modulo HK__AVG_MAX_INFLIGHT; the parameter server's are
+ * below, the deadline's notices go on another communicator. */
+#define TAG_BASE 1000
+
+enum { PHASE_IDLE, PHASE_SCATTER, PHASE_GATHER, PHASE_DONE };
+
+static MPI_Datatype mpi_type(hk_dtype dtype) { return dtype == HK_DTYPE_F32 ? MPI_FLOAT : MPI_DOUBLE; }
+
+static MPI_Request *unit_reqs(hk_mpi_average_request *r, size_t k) {
+  return r->reqs + k * 2 * (size_t)(r->mpi->size - 1);
+}
+
+/* Post the reduce-scatter of unit k. */
+static hk_code post_scatter(hk_mpi_average_request *r, size_t k, hk_status *st) {
+  hk_mpi *m = r->mpi;
+  hk__avg_unit *u = &r->units[k];
+  const int N = m->size, me = m->rank;
+  const size_t esize = hk__avg_esize(u->dtype);
+  MPI_Request *q = unit_reqs(r, k);
+  size_t mine_first, mine_len, first, len;
+  hk_mpi_block(&mine_first, &mine_len, u->count, N, me, NULL);
+  unsigned char *slots = r->scratch + u->scratch_off;
+  for (int s = 1; s < N; s++) {
+    const int from = (me - s + N) % N;
+    if (mine_len == 0) continue;
+    int err = MPI_Irecv(slots + (size_t)from * mine_len * esize, (int)mine_len, mpi_type(u->dtype), from, u->tag,
+                        m->comm, &q[s - 1]);
+    if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "averaging: MPI_Irecv");
+  }
+  for (int s = 1; s < N; s++) {
+    const int to = (me + s) % N;
+    hk_mpi_block(&first, &len, u->count, N, to, NULL);
+    if (len == 0) continue;
+    int err = MPI_Isend(u->buf + first * esize, (int)len, mpi_type(u->dtype), to, u->tag, m->comm, &q[N - 1 + s - 1]);
+    if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "averaging: MPI_Isend");
+  }
+  u->phase = PHASE_SCATTER;
+  return HK_OK;
+}
+
+/* Post the all-gather of unit k: this rank's block to everyone, theirs in place. */
+static hk_code post_gather(hk_mpi_average_request *r, size_t k, hk_status *st) {
+  hk_mpi *m = r->mpi;
+  hk__avg_unit *u = &r->units[k];
+  const int N = m->size, me = m->rank;
+  const size_t esize = hk__avg_esize(u->dtype);
+  MPI_Request *q = unit_reqs(r, k);
+  size_t mine_first, mine_len, first, len;
+  hk_mpi_block(&mine_first, &mine_len, u->count, N, me, NULL);
+  for (int s = 1; s < N; s++) {
+    const int from = (me - s + N) % N;
+    hk_mpi_block(&first, &len, u->count, N, from, NULL);
+    if (len == 0) continue;
+    int err = MPI_Irecv(u->buf + first * esize, (int)len, mpi_type(u->dtype), from, u->tag + 1, m->comm, &q[s - 1]);
+    if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "averaging: MPI_Irecv");
+  }
+  for (int s = 1; s < N; s++) {
+    const int to = (me + s) % N;
+    if (mine_len == 0) continue;
+    int err = MPI_Isend(u->buf + mine_first * esize, (int)mine_len, mpi_type(u->dtype), to, u->tag + 1, m->comm,
+                        &q[N - 1 + s - 1]);
+    if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "averaging: MPI_Isend");
+  }
+  u->phase = PHASE_GATHER;
+  return HK_OK;
+}
+
+/* dst = (slot 0 + slot 1 + ... + slot N-1) / N, element by element, the
+ * additions in rank order; the slots are `len` elements apart. */
+#define SUM_IN_RANK_ORDER(T)                         \
+  do {                                               \
+    T *d = (T *)dst;                                 \
+    const T *s = (const T *)slots;                   \
+    memcpy(d, s, len * sizeof(T));                   \
+    for (int r_ = 1; r_ < N; r_++) {                 \
+      const T *x = s + (size_t)r_ * len;             \
+      for (size_t e = 0; e < len; e++) d[e] += x[e]; \
+    }                                                \
+    for (size_t e = 0; e < len; e++) d[e] /= (T)N;   \
+  } while (0)
+
+/* Every copy of this rank's block of unit k has arrived: sum them. */
+static void reduce(hk_mpi_average_request *r, size_t k) {
+  hk_mpi *m = r->mpi;
+  hk__avg_unit *u = &r->units[k];
+  const int N = m->size;
+  const size_t esize = hk__avg_esize(u->dtype);
+  size_t first, len;
+  hk_mpi_block(&first, &len, u->count, N, m->rank, NULL);
+  if (len == 0) return;
+  unsigned char *slots = r->scratch + u->scratch_off, *dst = u->buf + first * esize;
+  memcpy(slots + (size_t)m->rank * len * esize, dst, len * esize); /* this rank's own copy */
+  if (u->dtype == HK_DTYPE_F32)
+    SUM_IN_RANK_ORDER(float);
+  else
+    SUM_IN_RANK_ORDER(double);
+}
+
+/* Move every unit as far as it goes without waiting; *done: all are done. */
+static hk_code advance(hk_mpi_average_request *r, int *done, hk_status *st) {
+  const int per = 2 * (r->mpi->size - 1);
+  int all = 1;
+  *done = 0;
+  for (size_t k = 0; k < r->nunits; k++) {
+    hk__avg_unit *u = &r->units[k];
+    int complete = 1, err;
+    if (u->phase == PHASE_DONE) continue;
+    if ((err = MPI_Testall(per, unit_reqs(r, k), &complete, MPI_STATUSES_IGNORE)) != MPI_SUCCESS)
+      return hk__mpi_error(st, err, "averaging: MPI_Testall");
+    if (!complete) {
+      if (u->phase == PHASE_SCATTER) return HK_OK; /* the later units' all-gathers wait for this one's */
+      all = 0;
+      continue;
+    }
+    if (u->phase == PHASE_SCATTER) {
+      if (r->mode & HK__AVG_REDUCE_SCATTER) reduce(r, k);
+      if (r->mode & HK__AVG_ALL_GATHER) {
+        hk_code rc = post_gather(r, k, st);
+        if (rc != HK_OK) return rc;
+        k--; /* look at it again: a gather with nothing to move is complete at once */
+        continue;
+      }
+    }
+    if (u->fused && (r->mode & HK__AVG_ALL_GATHER)) hk__avg_unpack(r, u);
+    u->phase = PHASE_DONE;
+    r->mpi->avg_inflight--;
+  }
+  *done = all;
+  return HK_OK;
+}
+
+/* The context's requests in flight, in start order. */
+static void link_active(hk_mpi_average_request *r) {
+  hk_mpi *m = r->mpi;
+  r->prev_active = m->last_active;
+  r->next_active = NULL;
+  if (m->last_active)
+    m->last_active->next_active = r;
+  else
+    m->first_active = r;
+  m->last_active = r;
+}
+
+static void unlink_active(hk_mpi_average_request *r) {
+  hk_mpi *m = r->mpi;
+  if (r->prev_active)
+    r->prev_active->next_active = r->next_active;
+  else if (m->first_active == r)
+    m->first_active = r->next_active;
+  if (r->next_active)
+    r->next_active->prev_active = r->prev_active;
+  else if (m->last_active == r)
+    m->last_active = r->prev_active;
+  r->prev_active = r->next_active = NULL;
+}
+
+/* Move every request in flight on the context forward, in start order;
+ * *done: whether `r` is done. Another rank may be waiting for a message
+ * of any of them (it finishes them in another order), so a wait for one
+ * must post the others' messages too. */
+static hk_code advance_all(hk_mpi_average_request *r, int *done, hk_status *st) {
+  *done = 0;
+  for (hk_mpi_average_request *q = r->mpi->first_active; q; q = q->next_active) {
+    int d = 0;
+    hk_code rc = advance(q, &d, st);
+    if (rc != HK_OK) return rc;
+    if (q == r) *done = d;
+  }
+  return HK_OK;
+}
+
+/* ---- the request ------------------------------------------------------------------ */
+
+hk_code hk__avg_request_create(hk_mpi_average_request **out, hk_mpi *m, hk_status *st) {
+  hk_mpi_average_request *r = hk_env_calloc(&m->env, 1, sizeof *r);
+  *out = NULL;
+  if (!r) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_mpi_average_request_new: out of memory");
+  r->mpi = m;
+  r->who = "hk_mpi_average";
+  /* One unit of one array, for the blocking calls of one buffer. */
+  r->arrays = hk_env_calloc(&m->env, 1, sizeof *r->arrays);
+  r->units = hk_env_calloc(&m->env, 1, sizeof *r->units);
+  r->reqs = hk_env_calloc(&m->env, 2 * (size_t)m->size, sizeof *r->reqs);
+  if (!r->arrays || !r->units || !r->reqs) {
+    hk__avg_request_destroy(r);
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_mpi_average_request_new: out of memory");
+  }
+  r->arrays_cap = r->units_cap = 1;
+  r->reqs_cap = 2 * (size_t)m->size;
+  *out = r;
+  return HK_OK;
+}
+
+void hk__avg_request_destroy(hk_mpi_average_request *r) {
+  if (!r) return;
+  hk_mpi *m = r->mpi;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (r->active && !finalized) {
+    /* Left in flight (a deadline, or never finished): MPI must let go of
+     * the buffers before they are freed. */
+    for (size_t i = 0; i < r->nunits * 2 * (size_t)(m->size - 1) && i < r->reqs_cap; i++)
+      if (r->reqs[i] != MPI_REQUEST_NULL) {
+        MPI_Cancel(&r->reqs[i]);
+        MPI_Request_free(&r->reqs[i]);
+      }
+    for (size_t k = 0; k < r->nunits; k++)
+      if (r->units[k].phase != PHASE_DONE) m->avg_inflight--;
+  }
+  if (r->active) unlink_active(r);
+  hk_env_free(&m->env, r->arrays);
+  hk_env_free(&m->env, r->units);
+  hk_env_free(&m->env, r->reqs);
+  hk_env_free(&m->env, r->fused);
+  hk_env_free(&m->env, r->scratch);
+  hk_env_free(&m->env, r);
+}
+
+hk_code hk_mpi_average_request_new(hk_mpi_average_request **out, hk_mpi *m, hk_status *st) {
+  if (out) *out = NULL;
+  if (!out || !m)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_average_request_new: %s is NULL", !out ? "out" : "mpi");
+  return hk__avg_request_create(out, m, st);
+}
+
+void hk_mpi_average_request_free(hk_mpi_average_request *r) { hk__avg_request_destroy(r); }
+
+hk_code hk__avg_check_arrays(const hk_mpi *m, const char *who, const hk_mpi_array *arrays, size_t n, int named,
+                             hk_status *st) {
+  if (!arrays && n) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: arrays is NULL with n %zu", who, n);
+  for (size_t i = 0; i < n; i++) {
+    const hk_mpi_array *a = &arrays[i];
+    char name[40] = "";
+    if (named) snprintf(name, sizeof name, "arrays[%zu]: ", i);
+    if (a->dtype != HK_DTYPE_F32 && a->dtype != HK_DTYPE_F64)
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: %sdtype %s is not f32 or f64", who, name,
+                           hk_dtype_name(a->dtype));
+    if (!a->data && a->count)
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: %sdata is NULL with count %zu", who, name, a->count);
+    size_t first, len;
+    hk_mpi_block(&first, &len, a->count, m->size, 0, NULL);
+    if (len > (size_t)INT_MAX || a->count > SIZE_MAX / 8)
+      return hk_status_set(st, HK_INVALID_ARGUMENT,
+                           "%s: %scount %zu over %d ranks makes blocks of %zu elements, more than MPI's int counts "
+                           "reach (%d)",
+                           who, name, a->count, m->size, len, INT_MAX);
+  }
+  return HK_OK;
+}
+
+hk_code hk__avg_start(hk_mpi_average_request *r, int mode, const char *who, const hk_mpi_array *arrays, size_t n,
+                      hk_status *st) {
+  hk_mpi *m = r->mpi;
+  if (r->active)
+    return hk_status_set(st, HK_FAILED_PRECONDITION, "%s: the request is already in flight; finish it first", who);
+  hk_code rc = hk__mpi_check_usable(m, who, st);
+  if (rc != HK_OK) return rc;
+  if (n > r->arrays_cap) {
+    hk_mpi_array *a = hk_env_calloc(&m->env, n, sizeof *a);
+    if (!a) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory for %zu arrays", who, n);
+    hk_env_free(&m->env, r->arrays);
+    r->arrays = a;
+    r->arrays_cap = n;
+  }
+  if (n) memcpy(r->arrays, arrays, n * sizeof *arrays);
+  r->narrays = n;
+  r->who = who;
+  r->mode = mode;
+  if ((rc = hk__avg_plan(r, st)) != HK_OK) return rc;
+  if (m->avg_inflight + (int64_t)r->nunits > HK__AVG_MAX_INFLIGHT)
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED,
+                         "%s: %zu more averaging units would make more than %d in flight on the context; finish "
+                         "some first",
+                         who, r->nunits, HK__AVG_MAX_INFLIGHT);
+  if ((rc = hk__mpi_collective_begin(m, HK__MPI_OP_AVERAGE, who, st)) != HK_OK) return rc;
+  r->seq = m->seq;
+  r->t0 = hk__mpi_now();
+  r->active = 1;
+  link_active(r);
+  for (size_t k = 0; k < r->nunits; k++) {
+    hk__avg_unit *u = &r->units[k];
+    u->tag = TAG_BASE + 2 * (int)(m->avg_units++ % HK__AVG_MAX_INFLIGHT);
+    u->phase = PHASE_IDLE;
+    m->avg_inflight++;
+  }
+  for (size_t k = 0; k < r->nunits; k++) {
+    hk__avg_unit *u = &r->units[k];
+    if (u->fused) hk__avg_pack(r, u);
+    rc = mode & HK__AVG_REDUCE_SCATTER ? post_scatter(r, k, st) : post_gather(r, k, st);
+    if (rc != HK_OK) return rc;
+  }
+  return HK_OK;
+}
+
+/* Give up the request: its deadline passed, or another rank gave up. */
+static hk_code request_give_up(hk_mpi_average_request *r, int from, hk_status *st) {
+  return hk__mpi_give_up(r->mpi, r->seq, HK__MPI_OP_AVERAGE, r->who, from, st);
+}
+
+hk_code hk__avg_finish(hk_mpi_average_request *r, hk_status *st) {
+  hk__mpi_poll p;
+  int done = 0, from = -1;
+  hk__mpi_poll_start(&p, r->t0);
+  for (;;) {
+    hk_code rc = advance_all(r, &done, st);
+    if (rc != HK_OK) return rc;
+    if (done) break;
+    if (hk__mpi_poll_pause(r->mpi, &p, &from)) return request_give_up(r, from, st);
+  }
+  r->active = 0;
+  unlink_active(r);
+  return HK_OK;
+}
+
+static hk_code check_request(const hk_mpi_average_request *r, const char *who, hk_status *st) {
+  if (!r) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: req is NULL", who);
+  if (!r->active)
+    return hk_status_set(st, HK_FAILED_PRECONDITION, "%s: the request is not in flight (start it first)", who);
+  return hk__mpi_check_usable(r->mpi, who, st);
+}
+
+hk_code hk_mpi_average_start(hk_mpi_average_request *r, const hk_mpi_array *arrays, size_t n, hk_status *st) {
+  if (!r) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_average_start: req is NULL");
+  hk_code rc = hk__avg_check_arrays(r->mpi, "hk_mpi_average_start", arrays, n, 1, st);
+  if (rc != HK_OK) return rc;
+  return hk__avg_start(r, HK__AVG_FULL, "hk_mpi_average_start", arrays, n, st);
+}
+
+hk_code hk_mpi_average_test(hk_mpi_average_request *r, int *done, hk_status *st) {
+  if (!done) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_average_test: done is NULL");
+  *done = 0;
+  hk_code rc = check_request(r, "hk_mpi_average_test", st);
+  if (rc != HK_OK) return rc;
+  if ((rc = advance_all(r, done, st)) != HK_OK || *done) return rc;
+  int from = -1;
+  if (hk__mpi_heard_give_up(r->mpi, &from) || hk__mpi_now() - r->t0 >= r->mpi->timeout)
+    return request_give_up(r, from, st);
+  return HK_OK;
+}
+
+hk_code hk_mpi_average_finish(hk_mpi_average_request *r, hk_status *st) {
+  hk_code rc = check_request(r, "hk_mpi_average_finish", st);
+  if (rc != HK_OK) return rc;
+  return hk__avg_finish(r, st);
+}
