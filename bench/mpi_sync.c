@@ -3,14 +3,29 @@
  * against the raw MPI calls that move the same bytes (issue 10).
  *
  * Run under mpirun, e.g. `mpirun -np 2 build/bench/mpi_sync` and `-np 4`;
- * rank 0 prints. For f32 buffers of 100 KiB, 1 MiB and 16 MiB:
+ * rank 0 prints. The averaging cases (mpi_sync_average.c):
  *   (A) hk_mpi_average() against MPI_Allreduce(MPI_IN_PLACE, MPI_SUM) of
- *       the same buffer followed by the division by N (what a program
- *       would write without hooked): time per call and the ratio. After
- *       the timing, a check: hk_mpi_average() gives the same bits on every
- *       rank (a hash of the result, gathered) and the largest difference
- *       from the raw allreduce's mean (which may differ in the last bits:
- *       MPI sums in an order of its own choosing).
+ *       the same f32 buffer followed by the division by N (what a program
+ *       would write without hooked), at 100 KiB, 1 MiB and 16 MiB: each
+ *       round times a loop of calls of each, interleaved, the order
+ *       rotated; the round's ratio is hooked's time over the raw one's.
+ *       After the timing, a check: hk_mpi_average() gives the same bits on
+ *       every rank (a hash of the result, gathered) and the largest
+ *       difference from the raw allreduce's mean (which may differ in the
+ *       last bits: MPI sums in an order of its own choosing).
+ *   (A') the bytes each rank sends in one hk_mpi_average() of each size,
+ *       counted through MPI's profiling interface (tests/mpi/pmpi_count.c
+ *       is linked in), against a ring all-reduce's 2 (N-1)/N of the buffer,
+ *       and whether any MPI collective (whose bytes are unseen) was called.
+ *   (D) fusion: 200 f32 arrays of 1 to 100 KiB averaged by one
+ *       hk_mpi_average_arrays() call against 200 hk_mpi_average() calls
+ *       (and, for scale, 200 raw MPI_Allreduce calls), rotated likewise.
+ *   (E) overlap: a 4 MiB average started with hk_mpi_average_start(),
+ *       moved by hk_mpi_average_test() between the 16 chunks of a compute
+ *       loop calibrated to take about as long as the average alone, then
+ *       finished; against the average alone and the loop alone, rotated.
+ *       The hidden share is (average + loop - both) / average: 1 when the
+ *       average costs nothing beside the loop, 0 when nothing overlapped.
  *   (B) the broadcast hook (hk_mpi_broadcast_hook_new) in a real session:
  *       each measured unit is a fresh host loop (hooked/loop.h) with one
  *       registered f32 array of that size, started (hk_loop_start) and
@@ -35,11 +50,19 @@
  *       MPI_2INT MPI_MAXLOC allreduce (what the hook sends: its stop flag
  *       and its rank) per step.
  * Every case is timed from an MPI_Barrier to the slowest rank's end (the
- * ranks' times are reduced with MPI_MAX), --reps times, the cases of one
- * size interleaved so that drift hits all alike; the median is printed.
- * Ratios are against the raw reference measured in the same run. Nothing
- * is a goal: timings depend on the machine, the transport (here shared
- * memory between processes of one host) and whether ranks outnumber cores.
+ * ranks' times are reduced with MPI_MAX), --reps rounds, the cases of one
+ * size interleaved so that drift hits all alike. Ratios are against the
+ * raw reference measured in the same round. Timings depend on the machine,
+ * the transport (here shared memory between processes of one host) and
+ * whether ranks outnumber cores. The output ends with one machine-readable
+ * line per goal, min / median / max over the rounds (bytes: over the ranks
+ * and sizes):
+ *   goal average_vs_allreduce_100KiB min=X median=Y max=Z    (A), goal <= 1.1
+ *   goal average_vs_allreduce_1MiB ...                       (A), goal <= 1.1
+ *   goal average_vs_allreduce_16MiB ...                      (A), goal <= 1.1
+ *   goal bytes_per_rank_vs_ring ...                          (A'), goal <= 1.05
+ *   goal fused_vs_per_array_calls ...                        (D), goal < 1
+ *   goal overlap_hidden_share ...                            (E), the higher the better
  *
  * Exit status: 0, or 1 on an error or when hk_mpi_average() gave different
  * bits on two ranks; 2 for a usage error.
@@ -50,8 +73,7 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, sysconf */
 #endif
 
-#include <hooked/hooked.h>
-#include <hooked/mpi.h>
+#include "mpi_sync.h"
 
 #include <errno.h>
 #include <math.h>
@@ -67,37 +89,23 @@
 
 #define NSIZES 3
 static const size_t sizes[NSIZES] = {100u << 10, 1u << 20, 16u << 20};
-/* Bytes averaged per repetition of (A): calls = this / size, in 4..1000. */
-#define A_BYTES_PER_REP ((size_t)64 << 20)
 /* Fresh loop starts per repetition of (B). */
 #define B_UNITS_PER_REP 5
-#define MAX_REPS 1000
+bench B;
 
-typedef struct bench {
-  int rank, size;
-  hk_env env;
-  hk_mpi *mpi;
-  MPI_Comm comm; /* the bench's own communicator for the raw references */
-  int reps;
-  long steps;
-  int bad_bits;
-} bench;
-
-static bench B;
-
-static double now_secs(void) {
+double now_secs(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void die(const char *what, const hk_status *st) {
+void die(const char *what, const hk_status *st) {
   fprintf(stderr, "mpi_sync (rank %d): %s: %s: %s\n", B.rank, what, st ? hk_code_name(st->code) : "error",
           st ? st->message : "");
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-static void mpi_check(int err, const char *what) {
+void mpi_check(int err, const char *what) {
   if (err != MPI_SUCCESS) {
     fprintf(stderr, "mpi_sync (rank %d): %s failed (%d)\n", B.rank, what, err);
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -105,7 +113,7 @@ static void mpi_check(int err, const char *what) {
 }
 
 /* The slowest rank's value. */
-static double slowest(double secs) {
+double slowest(double secs) {
   double out = 0;
   mpi_check(MPI_Allreduce(&secs, &out, 1, MPI_DOUBLE, MPI_MAX, B.comm), "MPI_Allreduce of a time");
   return out;
@@ -116,14 +124,14 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static double median(const double *v, int n) {
+double median(const double *v, int n) {
   double tmp[MAX_REPS * B_UNITS_PER_REP];
   memcpy(tmp, v, (size_t)n * sizeof *v);
   qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
   return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
 }
 
-static const char *size_name(size_t bytes, char *buf, size_t n) {
+const char *size_name(size_t bytes, char *buf, size_t n) {
   if (bytes >= (1u << 20))
     snprintf(buf, n, "%zu MiB", bytes >> 20);
   else
@@ -132,82 +140,28 @@ static const char *size_name(size_t bytes, char *buf, size_t n) {
 }
 
 /* FNV-1a of the bytes: the same on every rank iff (almost surely) the bits are. */
-static unsigned long long hash_bytes(const void *p, size_t n) {
+unsigned long long hash_bytes(const void *p, size_t n) {
   const unsigned char *b = p;
   unsigned long long h = 1469598103934665603ull;
   for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
   return h;
 }
 
-static void fill(float *x, size_t n, int rank) {
+void fill(float *x, size_t n, int rank) {
   for (size_t i = 0; i < n; i++) x[i] = 0.1f * (float)(rank + 1) + 1e-6f * (float)(i % 1000);
 }
 
-/* ---- (A) averaging ---------------------------------------------------------------- */
-
-static void raw_average(float *x, size_t n) {
-  mpi_check(MPI_Allreduce(MPI_IN_PLACE, x, (int)n, MPI_FLOAT, MPI_SUM, B.comm), "MPI_Allreduce");
-  const float N = (float)B.size;
-  for (size_t i = 0; i < n; i++) x[i] /= N;
+spread spread_of(const double *v, int n) {
+  spread s = {v[0], median(v, n), v[0]};
+  for (int i = 1; i < n; i++) {
+    s.min = v[i] < s.min ? v[i] : s.min;
+    s.max = v[i] > s.max ? v[i] : s.max;
+  }
+  return s;
 }
 
-static void bench_average(size_t bytes) {
-  hk_status st = HK_STATUS_INIT;
-  const size_t n = bytes / sizeof(float);
-  size_t calls = A_BYTES_PER_REP / bytes;
-  double t_hk[MAX_REPS], t_raw[MAX_REPS];
-  float *a = malloc(bytes), *r = malloc(bytes);
-  char name[32];
-  if (!a || !r) die("out of memory", NULL);
-  if (calls < 4) calls = 4;
-  if (calls > 1000) calls = 1000;
-  fill(a, n, B.rank);
-  fill(r, n, B.rank);
-  for (int w = 0; w < 2; w++) { /* warm-up: the scratch, MPI's buffers, the pages */
-    if (hk_mpi_average(B.mpi, HK_DTYPE_F32, a, n, &st) != HK_OK) die("hk_mpi_average", &st);
-    raw_average(r, n);
-  }
-  for (int rep = 0; rep < B.reps; rep++) {
-    double t0;
-    MPI_Barrier(B.comm);
-    t0 = now_secs();
-    for (size_t c = 0; c < calls; c++)
-      if (hk_mpi_average(B.mpi, HK_DTYPE_F32, a, n, &st) != HK_OK) die("hk_mpi_average", &st);
-    t_hk[rep] = slowest(now_secs() - t0) / (double)calls;
-    MPI_Barrier(B.comm);
-    t0 = now_secs();
-    for (size_t c = 0; c < calls; c++) raw_average(r, n);
-    t_raw[rep] = slowest(now_secs() - t0) / (double)calls;
-  }
-
-  /* The check: the same bits everywhere, and close to MPI's own mean. */
-  fill(a, n, B.rank);
-  fill(r, n, B.rank);
-  if (hk_mpi_average(B.mpi, HK_DTYPE_F32, a, n, &st) != HK_OK) die("hk_mpi_average", &st);
-  raw_average(r, n);
-  unsigned long long h = hash_bytes(a, bytes), *all = malloc((size_t)B.size * sizeof *all);
-  if (!all) die("out of memory", NULL);
-  mpi_check(MPI_Gather(&h, 1, MPI_UNSIGNED_LONG_LONG, all, 1, MPI_UNSIGNED_LONG_LONG, 0, B.comm), "MPI_Gather");
-  double maxdiff = 0, gmax = 0;
-  for (size_t i = 0; i < n; i++) {
-    double d = fabs((double)a[i] - (double)r[i]) / fabs((double)r[i]);
-    if (d > maxdiff) maxdiff = d;
-  }
-  mpi_check(MPI_Reduce(&maxdiff, &gmax, 1, MPI_DOUBLE, MPI_MAX, 0, B.comm), "MPI_Reduce");
-  if (B.rank == 0) {
-    int same = 1;
-    for (int k = 1; k < B.size; k++) same &= all[k] == all[0];
-    if (!same) B.bad_bits = 1;
-    double hk = median(t_hk, B.reps), raw = median(t_raw, B.reps);
-    printf(
-        "%-8s %5zu calls/rep  hk_mpi_average %10.1f us  raw %10.1f us  ratio %5.2fx  "
-        "(%.2f GB/s of buffer per call; same bits on every rank: %s; max rel. diff vs raw %.1e)\n",
-        size_name(bytes, name, sizeof name), calls, hk * 1e6, raw * 1e6, hk / raw, (double)bytes / hk * 1e-9,
-        same ? "yes" : "NO", gmax);
-  }
-  free(all);
-  free(a);
-  free(r);
+static void goal_line(const char *name, spread s) {
+  printf("goal %s min=%.3f median=%.3f max=%.3f\n", name, s.min, s.med, s.max);
 }
 
 /* ---- (B) the broadcast hook --------------------------------------------------------- */
@@ -408,6 +362,7 @@ int main(int argc, char **argv) {
   hk_status st = HK_STATUS_INIT;
   hk_mpi_options mo = HK_MPI_OPTIONS_INIT;
   long reps = 15, steps = 20000;
+  int averaging_only = 0;
   hk_hook *bcast = NULL, *m0 = NULL, *m1 = NULL;
 
   MPI_Init(&argc, &argv);
@@ -419,14 +374,17 @@ int main(int argc, char **argv) {
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       if (B.rank == 0)
         printf(
-            "usage: mpirun -np N mpi_sync [--reps N] [--steps N]\n"
-            "  --reps N    repetitions of every case; the median is printed (default 15)\n"
+            "usage: mpirun -np N mpi_sync [--reps N] [--steps N] [--averaging-only]\n"
+            "  --reps N    rounds (repetitions) of every case (default 15)\n"
             "  --steps N   host-loop steps and raw allreduces per repetition of the stop-agreement "
-            "case (default 20000)\n");
+            "case (default 20000)\n"
+            "  --averaging-only  only (A), (A'), (D) and (E), and the goal lines\n");
       MPI_Finalize();
       return 0;
     }
-    if (strcmp(a, "--reps") == 0 && i + 1 < argc)
+    if (strcmp(a, "--averaging-only") == 0)
+      averaging_only = 1;
+    else if (strcmp(a, "--reps") == 0 && i + 1 < argc)
       rc = parse_long(a, argv[++i], MAX_REPS, &reps);
     else if (strcmp(a, "--steps") == 0 && i + 1 < argc)
       rc = parse_long(a, argv[++i], 100000000L, &steps);
@@ -462,30 +420,61 @@ int main(int argc, char **argv) {
     printf("hooked %s mpi_sync: %d ranks, %s; %ld cores online on rank 0's host%s; build type %s\n", hk_version(),
            B.size, lib, cores, cores < B.size ? " (ranks outnumber cores: timings include their time-sharing)" : "",
            *bt ? bt : "(none: unoptimized)");
-    printf("every figure: the median of %d repetitions, each from an MPI_Barrier to the slowest rank's end\n\n",
-           B.reps);
     printf(
-        "(A) gradient averaging, f32, in place: hk_mpi_average (MPI_Alltoallv, sum in rank order, "
-        "MPI_Allgatherv) vs raw MPI_Allreduce(MPI_SUM) + division by %d\n",
+        "(A), (D), (E): %d rounds, hooked and its reference interleaved, the order rotated each round; min / "
+        "median / max of the per-round ratios\n(B), (C): the median of %d repetitions; every figure from an "
+        "MPI_Barrier to the slowest rank's end\n\n",
+        B.reps, B.reps);
+    printf(
+        "(A) gradient averaging, f32, in place: hk_mpi_average (point-to-point reduce-scatter, sum in rank order, "
+        "all-gather) vs raw MPI_Allreduce(MPI_SUM) + division by %d\n",
         B.size);
     fflush(stdout);
   }
-  for (int k = 0; k < NSIZES; k++) bench_average(sizes[k]);
-
+  spread avg[NSIZES];
+  for (int k = 0; k < NSIZES; k++) avg[k] = bench_average(sizes[k]);
   if (B.rank == 0) {
-    printf(
-        "\n(B) broadcast hook, one fresh host loop per start with one f32 array of the size: the hook's "
-        "after_create_session\n    (bracketed by two timing hooks; MPI_Allgather of the model fingerprint + "
-        "MPI_Bcast of global_step + MPI_Bcast of the array) vs a raw MPI_Bcast of the array's bytes\n");
+    printf("\n(A') bytes sent per rank by one hk_mpi_average, counted through MPI's profiling interface\n");
     fflush(stdout);
   }
-  for (int k = 0; k < NSIZES; k++) bench_broadcast(sizes[k], bcast, m0, m1);
-
+  spread bytes = bench_bytes();
   if (B.rank == 0) {
-    printf("\n(C) stop agreement (hk_mpi_stop_hook_new, handle_signals 0), %ld steps per repetition\n", B.steps);
+    printf("\n(D) fusion: hk_mpi_average_arrays vs one hk_mpi_average per array\n");
     fflush(stdout);
   }
-  bench_stop();
+  spread fused = bench_fusion();
+  if (B.rank == 0) {
+    printf("\n(E) overlap: hk_mpi_average_start / _test / _finish around a compute loop\n");
+    fflush(stdout);
+  }
+  spread overlap = bench_overlap();
+
+  if (!averaging_only) {
+    if (B.rank == 0) {
+      printf(
+          "\n(B) broadcast hook, one fresh host loop per start with one f32 array of the size: the hook's "
+          "after_create_session\n    (bracketed by two timing hooks; MPI_Allgather of the model fingerprint + "
+          "MPI_Bcast of global_step + MPI_Bcast of the array) vs a raw MPI_Bcast of the array's bytes\n");
+      fflush(stdout);
+    }
+    for (int k = 0; k < NSIZES; k++) bench_broadcast(sizes[k], bcast, m0, m1);
+
+    if (B.rank == 0) {
+      printf("\n(C) stop agreement (hk_mpi_stop_hook_new, handle_signals 0), %ld steps per repetition\n", B.steps);
+      fflush(stdout);
+    }
+    bench_stop();
+  }
+
+  if (B.rank == 0) {
+    printf("\n");
+    goal_line("average_vs_allreduce_100KiB", avg[0]);
+    goal_line("average_vs_allreduce_1MiB", avg[1]);
+    goal_line("average_vs_allreduce_16MiB", avg[2]);
+    goal_line("bytes_per_rank_vs_ring", bytes);
+    goal_line("fused_vs_per_array_calls", fused);
+    goal_line("overlap_hidden_share", overlap);
+  }
 
   hk_hook_free(bcast);
   hk_hook_free(m0);
