@@ -49,10 +49,9 @@ static hk_code post_scatter(hk_mpi_average_request *r, size_t k, hk_status *st) 
   MPI_Request *q = unit_reqs(r, k);
   size_t mine_first, mine_len, first, len;
   hk_mpi_block(&mine_first, &mine_len, u->count, N, me, NULL);
-  unsigned char *slots = r->scratch + u->scratch_off;
-  for (int s = 1; s < N; s++) {
+  for (int s = 1; s < N && mine_len > 0; s++) {
     const int from = (me - s + N) % N;
-    if (mine_len == 0) continue;
+    unsigned char *slots = r->scratch + u->scratch_off;
     int err = MPI_Irecv(slots + (size_t)from * mine_len * esize, (int)mine_len, mpi_type(u->dtype), from, u->tag,
                         m->comm, &q[s - 1]);
     if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "averaging: MPI_Irecv");
