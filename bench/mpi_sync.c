@@ -19,11 +19,13 @@
  *       and whether any MPI collective (whose bytes are unseen) was called.
  *   (D) fusion: 200 f32 arrays of 1 to 100 KiB averaged by one
  *       hk_mpi_average_arrays() call against 200 hk_mpi_average() calls
- *       (and, for scale, 200 raw MPI_Allreduce calls), rotated likewise.
+ *       (and, for scale, 200 raw MPI_Allreduce calls), rotated likewise,
+ *       each timed over 4 back-to-back repetitions.
  *   (E) overlap: a 4 MiB average started with hk_mpi_average_start(),
  *       moved by hk_mpi_average_test() between the 16 chunks of a compute
  *       loop calibrated to take about as long as the average alone, then
- *       finished; against the average alone and the loop alone, rotated.
+ *       finished; against the average alone and the loop alone, rotated,
+ *       each timed over 8 back-to-back repetitions.
  *       The hidden share is (average + loop - both) / average: 1 when the
  *       average costs nothing beside the loop, 0 when nothing overlapped.
  *   (B) the broadcast hook (hk_mpi_broadcast_hook_new) in a real session:
