@@ -351,8 +351,9 @@ HK_API void hk_mpi_average_request_free(hk_mpi_average_request *req);
  *                hk_mpi_average_finish() returns.
  * **Errors:** as hk_mpi_average_arrays(); FAILED_PRECONDITION when `req`
  * is already in flight ("finish it first") or the context is broken;
- * RESOURCE_EXHAUSTED when more than 8192 fused buffers or arrays would be
- * in flight on the context at once. A refused start sends nothing: the
+ * RESOURCE_EXHAUSTED when more fused buffers or arrays would be in flight
+ * on the context at once than the MPI library's tags tell apart (at least
+ * 15,883; about 10^9 with Open MPI). A refused start sends nothing: the
  * request stays idle.
  * **Allocates:** the first start with more arrays or bytes than the
  * request had before grows its buffers; later starts of those sizes

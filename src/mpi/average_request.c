@@ -27,11 +27,6 @@
 
 #include "mpi_internal.h"
 
-/* Tags of the units: TAG_BASE + 2 k (reduce-scatter) and + 1 (all-gather)
- * for unit k modulo HK__AVG_MAX_INFLIGHT; the parameter server's are
- * below, the deadline's notices go on another communicator. */
-#define TAG_BASE 1000
-
 enum { PHASE_IDLE, PHASE_SCATTER, PHASE_GATHER, PHASE_DONE };
 
 static MPI_Datatype mpi_type(hk_dtype dtype) { return dtype == HK_DTYPE_F32 ? MPI_FLOAT : MPI_DOUBLE; }
@@ -296,11 +291,12 @@ hk_code hk__avg_start(hk_mpi_average_request *r, int mode, const char *who, cons
   r->who = who;
   r->mode = mode;
   if ((rc = hk__avg_plan(r, st)) != HK_OK) return rc;
-  if (m->avg_inflight + (int64_t)r->nunits > HK__AVG_MAX_INFLIGHT)
+  /* Tags repeat after avg_span units: more in flight could mix two up. */
+  if (m->avg_inflight + (int64_t)r->nunits > m->avg_span)
     return hk_status_set(st, HK_RESOURCE_EXHAUSTED,
-                         "%s: %zu more averaging units would make more than %d in flight on the context; finish "
-                         "some first",
-                         who, r->nunits, HK__AVG_MAX_INFLIGHT);
+                         "%s: %zu more fused buffers or arrays would make more than %lld in flight on the context "
+                         "(the MPI library's tags tell them apart); finish some first",
+                         who, r->nunits, (long long)m->avg_span);
   if ((rc = hk__mpi_collective_begin(m, HK__MPI_OP_AVERAGE, who, st)) != HK_OK) return rc;
   r->seq = m->seq;
   r->t0 = hk__mpi_now();
@@ -308,7 +304,8 @@ hk_code hk__avg_start(hk_mpi_average_request *r, int mode, const char *who, cons
   link_active(r);
   for (size_t k = 0; k < r->nunits; k++) {
     hk__avg_unit *u = &r->units[k];
-    u->tag = TAG_BASE + 2 * (int)(m->avg_units++ % HK__AVG_MAX_INFLIGHT);
+    /* Unit k's tags: TAG_BASE + 2 (k mod span) (reduce-scatter) and one more (all-gather). */
+    u->tag = HK__AVG_TAG_BASE + 2 * (int)(m->avg_units++ % m->avg_span);
     u->phase = PHASE_IDLE;
     m->avg_inflight++;
   }

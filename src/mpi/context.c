@@ -131,6 +131,12 @@ hk_code hk_mpi_new(hk_mpi **out, const hk_mpi_options *opts, hk_status *st) {
     MPI_Comm_set_errhandler(*dups[i], MPI_ERRORS_RETURN);
   }
   MPI_Comm_rank(m->comm, &m->rank);
+  /* The averaging's tags: as many as the library's tag range holds (MPI
+   * promises up to 32767; Open MPI's reaches 2^31 - 1). */
+  int *tag_ub = NULL, has = 0;
+  MPI_Comm_get_attr(m->comm, MPI_TAG_UB, &tag_ub, &has);
+  const int64_t ub = has && tag_ub ? *tag_ub : 32767;
+  m->avg_span = (ub - HK__AVG_TAG_BASE - 1) / 2;
   *out = m;
   return HK_OK;
 }

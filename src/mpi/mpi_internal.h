@@ -21,6 +21,7 @@ struct hk_mpi {
   size_t fusion_bytes;          /* the fusion threshold */
   int64_t avg_units;            /* averaging units started on this context: their tags */
   int64_t avg_inflight;         /* units started and not finished */
+  int64_t avg_span;             /* units whose tags differ: the most in flight at once */
   hk_mpi_average_request *sync; /* the request of the blocking calls */
   /* The requests in flight, in start order: every wait moves all of them
    * forward, or two ranks waiting for different ones would wait for each
@@ -84,9 +85,9 @@ hk_code hk__mpi_p2p_timeout(hk_mpi *m, int op, const char *peers, const char *wh
  * both (the average). */
 enum { HK__AVG_REDUCE_SCATTER = 1, HK__AVG_ALL_GATHER = 2, HK__AVG_FULL = 3 };
 
-/* Units in flight on one context at most: a unit's two tags repeat after
- * this many, and two units in flight must not share one. */
-#define HK__AVG_MAX_INFLIGHT 8192
+/* The first tag of the averaging units (the parameter server's are below;
+ * the deadline's notices go on another communicator). */
+#define HK__AVG_TAG_BASE 1000
 
 /* One averaging unit: one buffer whose blocks travel between the ranks,
  * either an array averaged in place or a slice of the fusion buffer
