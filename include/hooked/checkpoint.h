@@ -29,6 +29,7 @@
 #include "hooked/common.h"
 #include "hooked/tensor.h"
 #include "hooked/sys/executor.h"
+#include "hooked/sys/group.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -73,7 +74,7 @@ typedef struct hk_saver hk_saver;
 
 #define HK_SAVER_OPTIONS_VERSION 1
 typedef struct hk_saver_options {
-  uint32_t version;      /**< HK_SAVER_OPTIONS_VERSION (1 or 2) */
+  uint32_t version;      /**< HK_SAVER_OPTIONS_VERSION */
   const hk_env *env;     /**< copied; NULL: the executor's env */
   hk_executor *executor; /**< required; borrowed for the Saver's life */
   /** Names of the variables to save and restore, copied. NULL with
@@ -92,9 +93,28 @@ typedef struct hk_saver_options {
    *  variable is flagged HK_VAR_NON_FINITE_OK (see hk_saver_save()).
    *  Nonzero: every variable is written as it is (TensorFlow's behaviour). */
   int allow_non_finite;
+  /** NULL (the default): every save writes one data file. Non-NULL: the
+   *  ranks of `group` save and restore sharded checkpoints together
+   *  (checkpoint-format.md "Sharded checkpoints"): hk_saver_save() and
+   *  hk_saver_restore() become collective over the group, each rank
+   *  writing its shard, rank 0 committing. Borrowed with group_user for
+   *  the Saver's life; checked by hk_group_check(). Every rank must see the
+   *  checkpoint directory (a shared file system). */
+  const hk_group_vtable *group;
+  void *group_user;
+  /** Names (copied) of Saver variables whose value differs per rank — a
+   *  data position, a random state: with a group, each rank saves its own
+   *  under "local/<name>" in its shard, and a restore with the same rank
+   *  count gives each rank its own back; with another rank count they keep
+   *  their current values (WARNING naming each), so the program re-derives
+   *  them. Every other variable is replicated: the same on every rank,
+   *  saved once, cut across the shards. Each must be a variable of the
+   *  Saver; none twice. Without a group they are saved as any variable. */
+  const char *const *per_rank_list;
+  size_t nper_rank_list;
 } hk_saver_options;
 #define HK_SAVER_OPTIONS_INIT \
-  { HK_SAVER_OPTIONS_VERSION, NULL, NULL, NULL, 0, 5, HK_UNSET_SECS, 0, NULL, 0 }
+  { HK_SAVER_OPTIONS_VERSION, NULL, NULL, NULL, 0, 5, HK_UNSET_SECS, 0, NULL, 0, NULL, NULL, NULL, 0 }
 
 /**
  * Initialize options to HK_SAVER_OPTIONS_INIT.
@@ -133,6 +153,17 @@ typedef enum hk_save_flags {
 
 /**
  * Save every variable of the Saver.
+ * With a group (hk_saver_options.group) the save is collective: every rank
+ * of the group calls it with the same save_path, step and flags; each
+ * writes its shard "<prefix>.shard-<r>-of-<N>.safetensors" (the slices of
+ * the replicated variables in its block, its per-rank variables), and rank
+ * 0 writes the index "<prefix>.shards", then the state file and retention
+ * as below, only once every rank reported its shard durable. A failure on
+ * any rank fails the save on every rank, the message "rank <r> of <N>:
+ * <that rank's message>", and leaves every checkpoint as it was (the new
+ * shards removed). The group's collective operations are called from this
+ * thread. Only rank 0 keeps the managed list (hk_saver_checkpoints()) and
+ * writes the graph description.
  * The prefix is "<save_path>-<step>" ("%08d" with pad_step_number), or
  * save_path itself when step is HK_UNSET_STEPS; the file records `step` as
  * its global_step (without a step: the GS value, or 0 when there is none).
@@ -185,7 +216,15 @@ HK_API hk_code hk_saver_save(const char **prefix, hk_saver *saver, hk_raw_sessio
 
 /**
  * Restore every variable of the Saver from checkpoint `path`:
- * a prefix, or the data file's path itself. Logs "Restoring parameters from
+ * a prefix, or the data file's path itself. A prefix with an index
+ * "<prefix>.shards" is a sharded checkpoint: every replicated variable is
+ * assembled from its slices in every shard (each slice CRC-verified), so a
+ * job of any rank count restores it; a per-rank variable comes from
+ * "local/<name>" of the rank's own shard when the checkpoint was saved by
+ * as many ranks as the group has, else it keeps its value with a WARNING
+ * naming it. With a group the call is collective: every rank restores,
+ * then every rank returns the first failing rank's error ("rank <r> of
+ * <N>: ...") or HK_OK when all succeeded. Logs "Restoring parameters from
  * %s". Every variable is checked against the file before any is assigned;
  * every tensor read is CRC-verified: straight into the variable's own
  * memory when the executor hands it out (hk_raw_session_variable_storage()),
@@ -214,6 +253,29 @@ HK_API hk_code hk_saver_save(const char **prefix, hk_saver *saver, hk_raw_sessio
  * be mapped).
  */
 HK_API hk_code hk_saver_restore(hk_saver *saver, hk_raw_session *rs, const char *path, hk_status *status);
+
+/**
+ * Restore every variable of the Saver from the newest checkpoint of `dir`
+ * that restores, as the session manager does: the state file's newest,
+ * then older ones (each skipped one logged "Checkpoint %s is missing or
+ * corrupt (%s); trying an older one."), or a directory scan when the state
+ * file is missing or malformed; then the Saver adopts dir's managed list.
+ * With a group the call is collective and the ranks fall back together: a
+ * checkpoint counts as restored only when every rank restored it, so
+ * every rank ends on the same one.
+ * @param restored  may be NULL; receives the prefix restored ("<dir>/<name>"),
+ *                  or NULL when dir holds no checkpoint (nothing was
+ *                  restored: the caller initializes); borrowed from the
+ *                  Saver until its next save, restore or free.
+ * **Errors:** NOT_FOUND or INVALID_ARGUMENT for a model that differs from a
+ * checkpoint (no fallback: an older one would differ too); DATA_LOSS naming
+ * every candidate and why when none restores; with a group, "rank <r> of
+ * <N>: ..." for a failure of another rank; INVALID_ARGUMENT for NULL
+ * arguments.
+ * **Threads:** the owner's. **Allocates:** yes.
+ */
+HK_API hk_code hk_saver_restore_latest(const char **restored, hk_saver *saver, hk_raw_session *rs, const char *dir,
+                                       hk_status *status);
 
 /**
  * Adopt the managed list of directory `dir` from its state file: listed
@@ -350,11 +412,25 @@ HK_API hk_code hk_checkpoint_latest(char **out, const hk_env *env, const char *d
 HK_API hk_code hk_checkpoint_best(char **out, double *value, const hk_env *env, const char *dir,
                                   const char *latest_filename, hk_status *status);
 
-/** @return nonzero iff "<prefix>.safetensors" exists. **Threads:** any. **Allocates:** no. */
+/** @return nonzero iff "<prefix>.safetensors" exists, or the index
+ *  "<prefix>.shards" of a sharded checkpoint. **Threads:** any. **Allocates:** no. */
 HK_API int hk_checkpoint_exists(const hk_env *env, const char *prefix);
 /**
+ * Verify checkpoint `prefix` completely: the data file, or a sharded
+ * checkpoint's index and every shard it records (each present, of the
+ * index's size, header CRC, step and shard count; the slices tiling every
+ * variable exactly), every tensor's CRC-32C included.
+ * @param prefix  a prefix, or a data file's path.
+ * **Errors:** NOT_FOUND when there is no such checkpoint; DATA_LOSS naming
+ * the file (and tensor, or shard) and what is wrong; FAILED_PRECONDITION
+ * for a format newer than this library; file-system errors.
+ * **Threads:** any. **Allocates:** yes.
+ */
+HK_API hk_code hk_checkpoint_verify(const hk_env *env, const char *prefix, hk_status *status);
+/**
  * Remove "<prefix>.safetensors", "<prefix>.graph.txt" and, from older
- * versions, "<prefix>.meta".
+ * versions, "<prefix>.meta"; for a sharded checkpoint (no data file) its
+ * index "<prefix>.shards" and every shard file of that prefix.
  * **Errors:** NOT_FOUND when none of them exists; file-system errors.
  * **Threads:** any. **Allocates:** no.
  */

@@ -69,6 +69,7 @@
 #include "hooked/common.h"
 #include "hooked/graph.h"
 #include "hooked/sys/executor.h"
+#include "hooked/sys/group.h"
 #include "hooked/sys/hook.h"
 
 #ifdef __cplusplus
@@ -689,6 +690,29 @@ HK_API hk_code hk_mpi_ps_worker_hook_new(hk_hook **out, hk_mpi_ps *ps, hk_status
  * **Allocates:** no.
  */
 HK_API int64_t hk_mpi_ps_updates(const hk_mpi_ps *ps);
+
+/* ---- sharded checkpoints ------------------------------------------------------------ */
+
+/**
+ * The group of a context's ranks (hooked/sys/group.h), for a Saver that
+ * writes sharded checkpoints (hk_saver_options.group = hk_mpi_group(),
+ * group_user = the context): every rank writes its shard, the chief
+ * commits, and a job resumes with another rank count. Group rank 0 is the
+ * context's root (the chief); rank g is the communicator rank g places
+ * after it. Every collective waits against the context's deadline
+ * (collective_timeout_secs), failing with DEADLINE_EXCEEDED naming "a
+ * sharded checkpoint's exchange" and the ranks that did not arrive; the
+ * context is then broken, as after any deadline.
+ * The Saver calls the group from the thread that saves: with the
+ * asynchronous checkpoint hook that is its writer thread, beside the
+ * training thread's collectives, which needs MPI_THREAD_MULTIPLE; use the
+ * synchronous checkpoint hook otherwise.
+ * @return a static vtable; its user pointer is the hk_mpi (borrowed: it
+ * must outlive the Saver).
+ * **Threads:** any. **Errors:** none. **Allocates:** no (its all_gather
+ * allocates size * len bytes per call).
+ */
+HK_API const hk_group_vtable *hk_mpi_group(void);
 
 #ifdef __cplusplus
 }

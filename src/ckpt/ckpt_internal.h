@@ -62,6 +62,30 @@ enum {
 hk_code hk__ckpt_write(const hk_env *env, const char *final_path, int64_t step, const char *gs_tensor,
                        const hk__ckpt_tensor *tensors, size_t n, unsigned flags, hk_status *st);
 
+/** A metadata member beyond the format's own: key "<key_prefix><key_name>"
+ *  (written JSON-escaped), value a string; all borrowed. */
+typedef struct hk__ckpt_meta {
+  const char *key_prefix;
+  const char *key_name;
+  const char *value;
+} hk__ckpt_meta;
+
+/** What hk__ckpt_write_ex reports of the file it wrote. */
+typedef struct hk__ckpt_written {
+  uint64_t bytes;         /* the whole file's */
+  uint32_t header_crc32c; /* the CRC-32C of its first 8 + N bytes (length and padded header) */
+} hk__ckpt_written;
+
+/**
+ * hk__ckpt_write with `nextra` more metadata members, written after
+ * global_step_tensor and before the CRCs in the order given (a sharded
+ * checkpoint's shard keys), and, when `written` is not NULL, the file's size
+ * and its header's CRC-32C.
+ */
+hk_code hk__ckpt_write_ex(const hk_env *env, const char *final_path, int64_t step, const char *gs_tensor,
+                          const hk__ckpt_tensor *tensors, size_t n, unsigned flags, const hk__ckpt_meta *extra,
+                          size_t nextra, hk__ckpt_written *written, hk_status *st);
+
 /* ---- non-finite values (finite.c) ------------------------------------------ */
 
 /** nonzero for the dtypes whose values can be NaN or infinite: F16, BF16,

@@ -37,6 +37,7 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "ckpt/ckpt_internal.h"
+#include "ckpt/shard.h"
 #include "ckpt/state_internal.h"
 #include "util/common.h"
 #include "util/crc32c.h"
@@ -151,6 +152,10 @@ static hk_code delete_checkpoint(const hk__fs *fs, const char *dir, const char *
     } else if (why.code != HK_NOT_FOUND) {
       *failed = 1;
       hk_env_log(fs->env, HK_LOG_WARNING, "Ignoring: %s", why.message);
+    } else if (i == 0) {
+      /* No data file: a sharded checkpoint's index and shards, those left. */
+      hk_code rc = hk__shard_remove_files(fs, dir, name, removed, failed, st);
+      if (rc != HK_OK) ok = 0;
     }
   }
   for (size_t i = 0; i < 3; i++) hk_env_free(fs->env, files[i]);

@@ -38,7 +38,29 @@ typedef struct hk__reader_entry {
   uint64_t begin, end; /* relative to the data */
   uint32_t crc;
   int has_crc;
+  /* A shard's slice of a variable (SLICE_KEY_PREFIX, SHAPE_KEY_PREFIX):
+   * flat elements [slice_first, slice_end) of a variable of shape
+   * full_rank/full_dims. */
+  int has_slice;
+  uint64_t slice_first, slice_end;
+  int32_t full_rank;
+  int64_t full_dims[HK_MAX_RANK];
 } hk__reader_entry;
+
+/* A shard file's metadata keys (checkpoint-format.md "Sharded checkpoints"). */
+#define SHARD_KEY "shard"
+#define NUM_SHARDS_KEY "num_shards"
+#define SLICE_KEY_PREFIX "slice:"
+#define SHAPE_KEY_PREFIX "shape:"
+/* The prefix of a per-rank tensor's name in a shard. */
+#define LOCAL_PREFIX "local/"
+
+/* A slice: or shape: key the parser saw, checked once the tensors are known. */
+typedef struct hk__slice_note {
+  const char *name;  /* the tensor's */
+  const char *value; /* as written */
+  int is_shape;
+} hk__slice_note;
 
 struct hk_checkpoint_reader {
   hk_env env;
@@ -49,6 +71,8 @@ struct hk_checkpoint_reader {
   uint64_t data_start;
   uint64_t data_size;
   int64_t step;
+  uint32_t header_crc32c;    /* of the file's first 8 + N bytes, as read */
+  int64_t shard, num_shards; /* a shard's metadata; -1 in a file that is no shard */
   hk__reader_entry *entries; /* sorted by name */
   size_t n;
   /* hk__reader_view's: the data region mapped, or a read buffer. */
@@ -88,6 +112,13 @@ int hk__safetensors_int_scalar(hk_dtype dtype, const unsigned char *p, size_t nb
 hk_code hk__reader_load(hk_checkpoint_reader *r, hk_status *st);
 /** The entry named `name`, NULL when there is none (entries are sorted). */
 hk__reader_entry *hk__reader_find_entry(const hk_checkpoint_reader *r, const char *name);
+/** A shard file's metadata, checked against its tensors (safetensors_shard.c):
+ *  the shard and num_shards texts (NULL when absent) and the slice notes.
+ *  DATA_LOSS naming the file (and tensor), through `corrupt_fmt`'s wording. */
+hk_code hk__reader_check_shard(hk_checkpoint_reader *r, const char *shard, const char *num_shards,
+                               const hk__slice_note *notes, size_t nnotes, hk_status *st);
+/** Parse a decimal int64 as the format writes it (no leading zero, no '+'). */
+int hk__safetensors_parse_int(const char *s, int64_t *out);
 /** Read entry e's bytes in pieces of at most `piece`, checking the CRC:
  *  into consecutive parts of buf, or (reuse) each piece into buf itself. */
 hk_code hk__reader_read_checked(hk_checkpoint_reader *r, const hk__reader_entry *e, unsigned char *buf, size_t piece,

@@ -44,8 +44,11 @@ typedef struct parser {
   const char *step_text; /* global_step's value as written */
   int seen_step_crc;     /* global_step_crc32c, and its value */
   uint32_t step_crc;
-  const char *gs_tensor;   /* global_step_tensor, NULL when absent */
-  const char *unknown_key; /* the first metadata key the format does not define, NULL when none */
+  const char *gs_tensor;          /* global_step_tensor, NULL when absent */
+  const char *unknown_key;        /* the first metadata key the format does not define, NULL when none */
+  const char *shard, *num_shards; /* a shard's keys, NULL when absent */
+  hk__slice_note *slices;
+  size_t nslices, capslices;
 } parser;
 
 static hk_code newer_format(parser *ps, const char *format, const char *detail) {
@@ -299,6 +302,24 @@ static hk_code parse_tensor(parser *ps, char *name) {
   return HK_OK;
 }
 
+static int parse_step(const char *s, int64_t *out);
+int hk__safetensors_parse_int(const char *s, int64_t *out) { return parse_step(s, out); }
+
+static hk_code note_slice(parser *ps, const char *name, const char *val, int is_shape) {
+  if (ps->nslices == ps->capslices) {
+    size_t cap = ps->capslices ? ps->capslices * 2 : 16;
+    hk__slice_note *grown = hk_env_realloc(&ps->r->env, ps->slices, cap * sizeof *grown);
+    if (!grown) return hk_status_set(ps->st, HK_RESOURCE_EXHAUSTED, "out of memory reading %s", ps->r->path);
+    ps->slices = grown;
+    ps->capslices = cap;
+  }
+  ps->slices[ps->nslices].name = name;
+  ps->slices[ps->nslices].value = val;
+  ps->slices[ps->nslices].is_shape = is_shape;
+  ps->nslices++;
+  return HK_OK;
+}
+
 static int parse_step(const char *s, int64_t *out) {
   int neg = *s == '-';
   uint64_t v = 0, limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
@@ -363,6 +384,18 @@ static hk_code parse_metadata(parser *ps) {
       ps->notes[ps->nnotes].name = name;
       ps->notes[ps->nnotes].crc = crc;
       ps->nnotes++;
+    } else if (strcmp(key, SHARD_KEY) == 0) {
+      if (ps->shard) return corrupt(ps, NULL, "metadata \"" SHARD_KEY "\" appears twice");
+      ps->shard = val;
+    } else if (strcmp(key, NUM_SHARDS_KEY) == 0) {
+      if (ps->num_shards) return corrupt(ps, NULL, "metadata \"" NUM_SHARDS_KEY "\" appears twice");
+      ps->num_shards = val;
+    } else if (strncmp(key, SLICE_KEY_PREFIX, sizeof SLICE_KEY_PREFIX - 1) == 0) {
+      rc = note_slice(ps, key + sizeof SLICE_KEY_PREFIX - 1, val, 0);
+      if (rc != HK_OK) return rc;
+    } else if (strncmp(key, SHAPE_KEY_PREFIX, sizeof SHAPE_KEY_PREFIX - 1) == 0) {
+      rc = note_slice(ps, key + sizeof SHAPE_KEY_PREFIX - 1, val, 1);
+      if (rc != HK_OK) return rc;
     } else if (!ps->unknown_key) {
       ps->unknown_key = key;
     }
@@ -645,11 +678,14 @@ static hk_code parse_header(parser *ps) {
     return corrupt(ps, NULL,
                    "metadata key \"%s\" is not one the format " FORMAT_PREFIX HK__STR(
                        FORMAT_VERSION) " defines (format, global_step, " STEP_CRC_KEY ", " STEP_TENSOR_KEY
-                                       ", " CRC_KEY_PREFIX "<tensor>): a damaged key",
+                                       ", " CRC_KEY_PREFIX "<tensor>, and a shard's " SHARD_KEY ", " NUM_SHARDS_KEY
+                                       ", " SLICE_KEY_PREFIX "<tensor>, " SHAPE_KEY_PREFIX "<tensor>): a damaged key",
                    hk__safetensors_escaped_name(ps->unknown_key, shown, sizeof shown));
   }
   if (!ps->seen_step) return corrupt(ps, NULL, "metadata has no \"global_step\"");
-  return validate(ps);
+  rc = validate(ps);
+  if (rc != HK_OK) return rc;
+  return hk__reader_check_shard(ps->r, ps->shard, ps->num_shards, ps->slices, ps->nslices, ps->st);
 }
 
 /* The header's global step against what covers it (checkpoint-format.md):
@@ -727,6 +763,9 @@ hk_code hk__reader_load(hk_checkpoint_reader *r, hk_status *st) {
   if (rc != HK_OK) return rc;
   if (got < hlen) return corrupt(&ps, NULL, "the file ends inside its %" PRIu64 "-byte header", hlen);
   r->header[hlen] = '\0';
+  /* Before the header is decoded in place: what a sharded checkpoint's
+   * index records of each shard. */
+  r->header_crc32c = hk_crc32c_extend(hk_crc32c_extend(0, len_le, 8), r->header, (size_t)hlen);
   if (!hk__safetensors_valid_utf8((const unsigned char *)r->header, (size_t)hlen, &bad))
     return corrupt(&ps, NULL, "the header is not valid UTF-8 (at byte %zu)", bad);
   ps.p = r->header;
@@ -735,5 +774,6 @@ hk_code hk__reader_load(hk_checkpoint_reader *r, hk_status *st) {
   rc = parse_header(&ps);
   if (rc == HK_OK) rc = check_global_step(&ps);
   hk_env_free(&r->env, ps.notes);
+  hk_env_free(&r->env, ps.slices);
   return rc;
 }

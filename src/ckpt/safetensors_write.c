@@ -155,7 +155,8 @@ static hk_code check_tensor(const hk__ckpt_tensor *t, size_t i, const char *path
  * "00000000" and its position kept in crc_at[i]: the length never depends
  * on the CRCs, which set_crcs() fills in later. */
 static hk_code build_header(strbuf *b, const char *path, int64_t step, const char *gs_tensor,
-                            const hk__ckpt_tensor *const *sorted, size_t *crc_at, size_t n, hk_status *st) {
+                            const hk__ckpt_meta *extra, size_t nextra, const hk__ckpt_tensor *const *sorted,
+                            size_t *crc_at, size_t n, hk_status *st) {
   static const char zero_len[LEN_BYTES] = {0};
   uint64_t offset = 0;
   char step_text[24];
@@ -169,6 +170,12 @@ static hk_code build_header(strbuf *b, const char *path, int64_t step, const cha
   if (gs_tensor) {
     sb_puts(b, ",\"" STEP_TENSOR_KEY "\":");
     sb_json_string(b, "", gs_tensor);
+  }
+  for (size_t i = 0; i < nextra; i++) {
+    sb_append(b, ",", 1);
+    sb_json_string(b, extra[i].key_prefix, extra[i].key_name);
+    sb_append(b, ":", 1);
+    sb_json_string(b, "", extra[i].value);
   }
   for (size_t i = 0; i < n; i++) {
     sb_append(b, ",", 1);
@@ -508,6 +515,12 @@ static const char *global_step_tensor(const char *gs_tensor, int64_t step, const
 
 hk_code hk__ckpt_write(const hk_env *env, const char *final_path, int64_t step, const char *gs_tensor,
                        const hk__ckpt_tensor *tensors, size_t n, unsigned flags, hk_status *st) {
+  return hk__ckpt_write_ex(env, final_path, step, gs_tensor, tensors, n, flags, NULL, 0, NULL, st);
+}
+
+hk_code hk__ckpt_write_ex(const hk_env *env, const char *final_path, int64_t step, const char *gs_tensor,
+                          const hk__ckpt_tensor *tensors, size_t n, unsigned flags, const hk__ckpt_meta *extra,
+                          size_t nextra, hk__ckpt_written *written, hk_status *st) {
   const hk__ckpt_tensor **sorted = NULL;
   uint32_t *crcs = NULL;
   size_t *crc_at = NULL;
@@ -544,7 +557,9 @@ hk_code hk__ckpt_write(const hk_env *env, const char *final_path, int64_t step, 
         goto done;
       }
   }
-  rc = build_header(&header, final_path, step, global_step_tensor(gs_tensor, step, tensors, n), sorted, crc_at, n, st);
+  if (written) memset(written, 0, sizeof *written);
+  rc = build_header(&header, final_path, step, global_step_tensor(gs_tensor, step, tensors, n), extra, nextra, sorted,
+                    crc_at, n, st);
   if (rc != HK_OK) goto done;
 
   rc = hk__atomic_begin(&af, env, final_path, st);
@@ -554,6 +569,11 @@ hk_code hk__ckpt_write(const hk_env *env, const char *final_path, int64_t step, 
                           (flags & HK__CKPT_WRITE_THREAD) && total >= CRC_THREAD_MIN, st);
   else
     rc = write_in_order(&af, &header, crc_at, sorted, crcs, n, flags, st);
+  if (rc == HK_OK && written) {
+    /* The header now holds every CRC: what an index records of the file. */
+    written->header_crc32c = hk_crc32c_extend(0, header.p, header.n);
+    written->bytes = (uint64_t)header.n + (uint64_t)total;
+  }
   if (rc == HK_OK)
     rc = hk__atomic_commit(&af, st);
   else

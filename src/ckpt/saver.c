@@ -19,6 +19,7 @@
  */
 #include "ckpt/ckpt.h"
 #include "ckpt/saver_internal.h"
+#include "ckpt/shard.h"
 #include "util/common.h"
 #include "util/fs.h"
 #include "util/path.h"
@@ -66,6 +67,9 @@ void hk_saver_free(hk_saver *s) {
   hk_env_free(&env, s->var_index);
   hk_env_free(&env, s->var_info);
   hk_env_free(&env, s->views);
+  hk_env_free(&env, s->var_per_rank);
+  for (size_t i = 0; i < s->nper_rank; i++) hk_env_free(&env, s->per_rank[i]);
+  hk_env_free(&env, s->per_rank);
   hk_env_free(&env, s);
 }
 
@@ -75,11 +79,21 @@ static hk_code describe_vars(hk_saver *s, hk_status *st) {
   if (s->nvars > 0) {
     s->var_info = hk_env_calloc(senv(s), s->nvars, sizeof *s->var_info);
     s->views = hk_env_calloc(senv(s), s->nvars, sizeof *s->views);
-    if (!s->var_info || !s->views) return oom(st, "describing the Saver's variables");
+    s->var_per_rank = hk_env_calloc(senv(s), s->nvars, 1);
+    if (!s->var_info || !s->views || !s->var_per_rank) return oom(st, "describing the Saver's variables");
   }
   for (size_t i = 0; i < s->nvars; i++) {
     rc = hk_executor_variable_info(&s->var_info[i], s->ex, s->var_index[i], st);
     if (rc != HK_OK) return rc;
+  }
+  /* Which variables are per rank: each name must be one of the Saver's. */
+  for (size_t k = 0; k < s->nper_rank; k++) {
+    size_t i = 0;
+    while (i < s->nvars && strcmp(s->var_info[i].name, s->per_rank[k]) != 0) i++;
+    if (i == s->nvars)
+      return hk_status_set(st, HK_NOT_FOUND, "opts->per_rank_list[%zu]: the Saver has no variable named '%s'", k,
+                           s->per_rank[k]);
+    s->var_per_rank[i] = 1;
   }
   s->gs_name = NULL;
   {
@@ -95,6 +109,8 @@ static void unresolve(hk_saver *s) {
   hk_env_free(senv(s), s->var_index);
   hk_env_free(senv(s), s->var_info);
   hk_env_free(senv(s), s->views);
+  hk_env_free(senv(s), s->var_per_rank);
+  s->var_per_rank = NULL;
   s->var_index = NULL;
   s->var_info = NULL;
   s->views = NULL;
@@ -155,6 +171,22 @@ static hk_code check_options(const hk_saver_options *o, hk_status *st) {
       if (strcmp(o->var_list[i], o->var_list[j]) == 0)
         return hk_status_set(st, HK_INVALID_ARGUMENT, "opts->var_list names variable '%s' twice", o->var_list[i]);
   }
+  {
+    if (o->group) {
+      hk_code rc = hk_group_check(o->group, o->group_user, "opts->group", st);
+      if (rc != HK_OK) return rc;
+    }
+    if (!o->per_rank_list && o->nper_rank_list > 0)
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "opts->per_rank_list is NULL but opts->nper_rank_list is %zu",
+                           o->nper_rank_list);
+    for (size_t i = 0; i < o->nper_rank_list; i++) {
+      if (!o->per_rank_list[i]) return hk_status_set(st, HK_INVALID_ARGUMENT, "opts->per_rank_list[%zu] is NULL", i);
+      for (size_t j = 0; j < i; j++)
+        if (strcmp(o->per_rank_list[i], o->per_rank_list[j]) == 0)
+          return hk_status_set(st, HK_INVALID_ARGUMENT, "opts->per_rank_list names variable '%s' twice",
+                               o->per_rank_list[i]);
+    }
+  }
   return HK_OK;
 }
 
@@ -184,6 +216,25 @@ hk_code hk_saver_new(hk_saver **out, const hk_saver_options *opts, hk_status *st
   if (!s->latest_filename) {
     hk_saver_free(s);
     return oom(status, "creating a Saver");
+  }
+  {
+    s->group = opts->group;
+    s->group_user = opts->group_user;
+    if (opts->nper_rank_list > 0) {
+      s->per_rank = hk_env_calloc(&s->env, opts->nper_rank_list, sizeof *s->per_rank);
+      if (!s->per_rank) {
+        hk_saver_free(s);
+        return oom(status, "creating a Saver");
+      }
+      for (size_t i = 0; i < opts->nper_rank_list; i++) {
+        s->per_rank[i] = hk_env_strdup(&s->env, opts->per_rank_list[i]);
+        if (!s->per_rank[i]) {
+          hk_saver_free(s);
+          return oom(status, "creating a Saver");
+        }
+        s->nper_rank = i + 1;
+      }
+    }
   }
   if (opts->var_list) {
     s->explicit_vars = 1;
@@ -247,7 +298,9 @@ int hk_checkpoint_exists(const hk_env *env, const char *prefix) {
   hk__fs fs;
   if (!prefix || !file_of(data, sizeof data, prefix, DATA_EXT)) return 0;
   hk__fs_init(&fs, env);
-  return hk__fs_is_file(&fs, data);
+  if (hk__fs_is_file(&fs, data)) return 1;
+  /* A sharded checkpoint exists by its index. */
+  return file_of(data, sizeof data, prefix, HK__SHARD_INDEX_EXT) && hk__fs_is_file(&fs, data);
 }
 
 hk_code hk_checkpoint_remove(const hk_env *env, const char *prefix, hk_status *status) {
@@ -270,6 +323,25 @@ hk_code hk_checkpoint_remove(const hk_env *env, const char *prefix, hk_status *s
     if (rc != HK_OK && rc != HK_NOT_FOUND) {
       hk__status_copy(status, &why);
       return rc;
+    }
+    if (rc == HK_NOT_FOUND && i == 0) {
+      /* No data file: a sharded checkpoint's index and every shard. */
+      char *dir = hk__path_dirname(fs.env, paths[0]);
+      int failed = 0;
+      size_t nl = strlen(paths[0]) - (sizeof DATA_EXT - 1);
+      char name[256];
+      const char *base;
+      paths[0][nl] = '\0';
+      base = hk__path_basename(paths[0]);
+      snprintf(name, sizeof name, "%s", base);
+      paths[0][nl] = '.';
+      rc = dir ? hk__shard_remove_files(&fs, dir, name, &removed, &failed, status)
+               : hk_status_set(status, HK_RESOURCE_EXHAUSTED, "out of memory removing checkpoint %s", prefix);
+      hk_env_free(fs.env, dir);
+      if (rc != HK_OK) return rc;
+      if (failed)
+        return hk_status_set(status, HK_UNKNOWN,
+                             "Checkpoint %s: some of its shard files could not be removed (see the log)", prefix);
     }
   }
   if (!removed)
@@ -294,6 +366,10 @@ hk_code hk_checkpoint_mtimes(double *out, const hk_env *env, const char *const *
       return hk_status_set(status, HK_INVALID_ARGUMENT, "prefixes[%zu] is too long", i);
     memset(&sb, 0, sizeof sb);
     rc = hk__fs_stat(&fs, data, &sb, &why);
+    if (rc == HK_NOT_FOUND && file_of(data, sizeof data, prefixes[i], HK__SHARD_INDEX_EXT)) {
+      hk_status_clear(&why);
+      rc = hk__fs_stat(&fs, data, &sb, &why); /* a sharded checkpoint's index */
+    }
     if (rc == HK_OK && sb.is_dir) rc = HK_NOT_FOUND;
     if (rc == HK_NOT_FOUND)
       return hk_status_set(status, HK_NOT_FOUND, "Checkpoint %s not found: %s does not exist", prefixes[i], data);

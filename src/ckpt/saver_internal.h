@@ -70,6 +70,14 @@ struct hk_saver {
   size_t nbest;
   int have_metric; /* hk__saver_note_metric: the next save's metric */
   double metric;
+  /* Sharded checkpoints (shard_save.c, shard_restore.c): the group, NULL
+   * without one; the per-rank names (owned copies) and, once the variables
+   * are resolved, which of them each variable is (var_per_rank[i]). */
+  const hk_group_vtable *group;
+  void *group_user;
+  char **per_rank;
+  size_t nper_rank;
+  unsigned char *var_per_rank;
 };
 
 static inline const hk_env *senv(const hk_saver *s) { return &s->env; }
@@ -100,7 +108,66 @@ static inline int hk__saver_better(int mode, double a, double b) { return mode =
 
 /* ---- saver_save.c -------------------------------------------------------------------- */
 
+/* Internal flag of a save's write: the call runs on the asynchronous hook's
+ * writer thread, beside training, so it computes CRCs on no second thread. */
+#define HK__SAVE_ON_WRITER_THREAD 0x80000000u
+
 /** The byte size of a variable, SIZE_MAX when it does not fit size_t. */
 size_t hk__saver_info_nbytes(const hk_variable_info *info);
+
+/**
+ * How write_impl writes a checkpoint's data: NULL, the single data file;
+ * else `write` writes it (a sharded save's shards and index) once the
+ * directory is ready (pending deletions finished, stale temporaries
+ * removed, retention planned), `remove` removes what it wrote when a later
+ * step fails and the files may go, and `existed` reports whether the
+ * checkpoint existed before (its files are then left alone).
+ */
+typedef struct hk__data_writer {
+  hk_code (*write)(void *user, const char *prefix, hk_status *st);
+  void (*remove)(void *user, const char *prefix);
+  hk_code (*existed)(void *user, const char *prefix, int *existed, hk_status *st);
+  void *user;
+} hk__data_writer;
+
+/** write_impl with the data written by `dw` (NULL: the data file). */
+hk_code hk__saver_write_with(hk_saver *s, const char *save_path, int64_t name_step, int64_t record_step, unsigned flags,
+                             double now, const hk__ckpt_tensor *tensors, size_t ntensors, const char *graph,
+                             size_t graph_len, const hk__data_writer *dw, char **prefix_out, hk_status *st);
+/** check_save_path and make_prefix of saver_save.c. */
+hk_code hk__saver_check_save_path(hk_saver *s, const char *save_path, int64_t step, hk_status *st);
+/** Read the Saver's variable i through rs, checked against its description. */
+hk_code hk__saver_read_view(hk_saver *s, hk_raw_session *rs, size_t i, hk_tensor *out, hk_status *st);
+/** save_failed of saver_save.c: the cause prefixed with the checkpoint and step. */
+hk_code hk__saver_save_failed(const char *save_path, int64_t step, hk_code rc, const hk_status *why, hk_status *status);
+
+/* ---- shard_save.c, shard_restore.c ---------------------------------------------------- */
+
+/**
+ * The write of a Saver with a group (collective over it): every rank
+ * writes its shard of `tensors` (the Saver's variables), rank 0 commits.
+ * pre_rc/pre: this rank's failure before the write (HK_OK/NULL: none),
+ * which fails the save on every rank. The arguments as
+ * hk__saver_write_with's; graph is written by rank 0 alone.
+ */
+hk_code hk__shard_write(hk_saver *s, const char *save_path, int64_t name_step, int64_t record_step, unsigned flags,
+                        double now, const hk__ckpt_tensor *tensors, size_t ntensors, const char *graph,
+                        size_t graph_len, hk_code pre_rc, const hk_status *pre, char **prefix_out, hk_status *st);
+/**
+ * Restore the Saver's variables from sharded checkpoint `prefix` on this
+ * rank alone (the group gives the rank and the rank count; without one: 0
+ * of 1). *mismatch as restore_impl's: set when no older checkpoint would do
+ * better (the model differs, the executor failed).
+ */
+hk_code hk__shard_restore_impl(hk_saver *s, hk_raw_session *rs, const char *prefix, int *mismatch, hk_status *st);
+/**
+ * Every rank's outcome of one step of a restore (collective): HK_OK when
+ * every rank's rc is, else the first failing rank's code and "rank <r> of
+ * <N>: <message>", *any_fatal set from that rank's `fatal`. `what`
+ * identifies the checkpoint tried (a CRC of its name): ranks that tried
+ * different ones fail with FAILED_PRECONDITION (fatal).
+ */
+hk_code hk__shard_agree(hk_saver *s, hk_code rc, int fatal, uint32_t what, const hk_status *mine, int *any_fatal,
+                        hk_status *st);
 
 #endif /* HOOKED_CKPT_SAVER_INTERNAL_H */

@@ -8,6 +8,7 @@
 #include "ckpt/ckpt.h"
 #include "ckpt/ckpt_internal.h"
 #include "ckpt/saver_internal.h"
+#include "ckpt/shard.h"
 #include "util/common.h"
 #include "util/fs.h"
 #include "util/path.h"
@@ -72,6 +73,17 @@ hk_code hk__saver_recover_list(hk_saver *s, const char *dir, double now, const c
       memset(&sb, 0, sizeof sb);
       rc = hk__fs_stat(&fs, data, &sb, &sw);
       hk_env_free(env, data);
+      if (rc == HK_NOT_FOUND) {
+        /* A sharded checkpoint exists by its index. */
+        char *index = hk__shard_index_path(env, path);
+        if (!index) {
+          hk_env_free(env, path);
+          goto oom;
+        }
+        hk_status_clear(&sw);
+        rc = hk__fs_stat(&fs, index, &sb, &sw);
+        hk_env_free(env, index);
+      }
       if (rc == HK_NOT_FOUND || (rc == HK_OK && sb.is_dir)) {
         hk_env_log(env, HK_LOG_INFO, "Checkpoint %s listed in %s/%s has no data file; no longer managed.", path, dir,
                    s->latest_filename);

@@ -9,6 +9,7 @@
 #include "ckpt/ckpt.h"
 #include "ckpt/ckpt_internal.h"
 #include "ckpt/saver_internal.h"
+#include "ckpt/shard.h"
 #include "util/common.h"
 #include "util/fs.h"
 #include "util/path.h"
@@ -75,6 +76,11 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
   rc = hk__saver_resolve_vars(s, st);
   if (rc != HK_OK) return rc;
   *mismatch = 0;
+  {
+    size_t pl = strlen(path), k = sizeof DATA_EXT - 1;
+    if ((pl < k || strcmp(path + pl - k, DATA_EXT) != 0) && hk__sharded_exists(env, path))
+      return hk__shard_restore_impl(s, rs, path, mismatch, st);
+  }
   rc = hk_checkpoint_reader_open(&r, env, path, st);
   if (rc == HK_NOT_FOUND) return hk_status_set(st, rc, "The passed save_path is not a valid checkpoint: %s", path);
   if (rc != HK_OK) return rc;
@@ -194,6 +200,13 @@ hk_code hk_saver_restore(hk_saver *saver, hk_raw_session *rs, const char *path, 
   if (!saver) return hk_status_set(status, HK_INVALID_ARGUMENT, "saver is NULL");
   if (!rs) return hk_status_set(status, HK_INVALID_ARGUMENT, "rs is NULL");
   if (!path) return hk_status_set(status, HK_INVALID_ARGUMENT, "Can't load save_path when it is None.");
+  if (saver->group) {
+    /* Every rank restores, then every rank learns whether all did. */
+    hk_status why = HK_STATUS_INIT;
+    int fatal;
+    hk_code rc = restore_impl(saver, rs, path, &mismatch, &why);
+    return hk__shard_agree(saver, rc, mismatch, hk_crc32c_extend(0, path, strlen(path)), &why, &fatal, status);
+  }
   return restore_impl(saver, rs, path, &mismatch, status);
 }
 
@@ -251,7 +264,12 @@ static hk_code scan_entry(void *user, const char *entry, hk_status *st) {
   char name[256];
 
   (void)st;
-  if (x->c->oom || n <= k || n - k > 255 || strcmp(entry + n - k, DATA_EXT) != 0) return HK_OK;
+  if (n > sizeof HK__SHARD_INDEX_EXT - 1 &&
+      strcmp(entry + n - (sizeof HK__SHARD_INDEX_EXT - 1), HK__SHARD_INDEX_EXT) == 0)
+    k = sizeof HK__SHARD_INDEX_EXT - 1; /* a sharded checkpoint's index */
+  if (x->c->oom || n <= k || n - k > 255 ||
+      (strcmp(entry + n - k, DATA_EXT) != 0 && strcmp(entry + n - k, HK__SHARD_INDEX_EXT) != 0))
+    return HK_OK;
   stem = n - k;
   memcpy(name, entry, stem);
   name[stem] = '\0';
@@ -575,11 +593,8 @@ hk_code hk_checkpoint_latest(char **out, const hk_env *env, const char *dir, con
   memset(&fl, 0, sizeof fl);
   fl.env = env;
   for (size_t i = 0; i < c.n; i++) {
-    hk_checkpoint_reader *r = NULL;
     hk_status why = HK_STATUS_INIT;
-    rc = hk_checkpoint_reader_open(&r, env, c.paths[i], &why);
-    if (rc == HK_OK) rc = hk_checkpoint_reader_verify(r, &why);
-    hk_checkpoint_reader_free(r);
+    rc = hk_checkpoint_verify(env, c.paths[i], &why);
     if (rc == HK_RESOURCE_EXHAUSTED) {
       hk__status_copy(status, &why);
       cands_free(&c);
@@ -628,6 +643,18 @@ hk_code hk__saver_restore_latest(hk_saver *saver, hk_raw_session *rs, const char
     hk_status why = HK_STATUS_INIT;
     int mismatch = 0;
     rc = restore_impl(saver, rs, c.paths[i], &mismatch, &why);
+    if (saver->group) {
+      /* All ranks together: the candidate is restored when every rank
+       * restored it, else every rank goes on to the next one (or stops,
+       * when a rank's failure is not the checkpoint's). */
+      hk_status all = HK_STATUS_INIT;
+      int fatal = 0;
+      rc = hk__shard_agree(saver, rc, mismatch || rc == HK_RESOURCE_EXHAUSTED,
+                           hk_crc32c_extend(0, hk__path_basename(c.paths[i]), strlen(hk__path_basename(c.paths[i]))),
+                           &why, &fatal, &all);
+      hk__status_copy(&why, &all);
+      mismatch = fatal;
+    }
     if (rc == HK_OK) {
       failures_free(&fl);
       *restored = hk_env_strdup(env, c.paths[i]);
@@ -654,4 +681,46 @@ hk_code hk__saver_restore_latest(hk_saver *saver, hk_raw_session *rs, const char
   rc = failure_status(st, &fl, dir, "could be restored");
   failures_free(&fl);
   return rc;
+}
+
+hk_code hk_checkpoint_verify(const hk_env *env, const char *prefix, hk_status *status) {
+  hk_code rc;
+  size_t pl, k = sizeof DATA_EXT - 1;
+  if (!prefix) return hk_status_set(status, HK_INVALID_ARGUMENT, "prefix is NULL");
+  rc = hk_env_check(env, "env", status);
+  if (rc != HK_OK) return rc;
+  env = hk__env_or_default(env);
+  pl = strlen(prefix);
+  if ((pl < k || strcmp(prefix + pl - k, DATA_EXT) != 0) && hk__sharded_exists(env, prefix)) {
+    hk__sharded sh;
+    rc = hk__sharded_open(&sh, env, prefix, status);
+    if (rc == HK_OK) rc = hk__sharded_verify(&sh, status);
+    hk__sharded_close(&sh);
+    return rc;
+  }
+  {
+    hk_checkpoint_reader *r = NULL;
+    rc = hk_checkpoint_reader_open(&r, env, prefix, status);
+    if (rc == HK_OK) rc = hk_checkpoint_reader_verify(r, status);
+    hk_checkpoint_reader_free(r);
+  }
+  return rc;
+}
+
+hk_code hk_saver_restore_latest(const char **restored, hk_saver *saver, hk_raw_session *rs, const char *dir,
+                                hk_status *status) {
+  char *got = NULL;
+  hk_code rc;
+  if (restored) *restored = NULL;
+  if (!saver) return hk_status_set(status, HK_INVALID_ARGUMENT, "saver is NULL");
+  if (!rs) return hk_status_set(status, HK_INVALID_ARGUMENT, "rs is NULL");
+  if (!dir) return hk_status_set(status, HK_INVALID_ARGUMENT, "dir is NULL");
+  rc = hk__saver_restore_latest(saver, rs, dir, &got, status);
+  if (rc != HK_OK) return rc;
+  if (got) {
+    hk_env_free(senv(saver), saver->prefix);
+    saver->prefix = got;
+  }
+  if (restored) *restored = got;
+  return HK_OK;
 }

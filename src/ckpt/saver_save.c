@@ -10,6 +10,7 @@
 #include "ckpt/ckpt.h"
 #include "ckpt/ckpt_internal.h"
 #include "ckpt/saver_internal.h"
+#include "ckpt/shard.h"
 #include "util/common.h"
 #include "util/fs.h"
 #include "util/path.h"
@@ -23,9 +24,7 @@
 #endif
 
 #define SNAPSHOT_ALIGN 64
-/* Internal flag of write_impl: the call runs on the asynchronous hook's
- * writer thread, beside training, so it computes CRCs on no second thread. */
-#define SAVE__ON_WRITER_THREAD 0x80000000u
+#define SAVE__ON_WRITER_THREAD HK__SAVE_ON_WRITER_THREAD
 
 /* ---- save -------------------------------------------------------------------------------- */
 
@@ -319,7 +318,7 @@ static int rollback_state(hk_saver *s, const hk__fs *fs, const char *name, const
   return 0;
 }
 
-static hk_code check_save_path(hk_saver *s, const char *save_path, int64_t step, hk_status *st) {
+hk_code hk__saver_check_save_path(hk_saver *s, const char *save_path, int64_t step, hk_status *st) {
   const char *base = hk__path_basename(save_path);
   if (!hk__valid_name(base))
     return hk_status_set(st, HK_INVALID_ARGUMENT,
@@ -345,9 +344,17 @@ char *hk__saver_prefix(hk_saver *saver, const char *save_path, int64_t step) {
 /* Everything a save does once the variables are in hand (recorded
  * deletions, stale temporaries, data file and graph, best record, state
  * file, retention's deletions). */
-static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step, int64_t record_step, unsigned flags,
-                          double now, const hk__ckpt_tensor *tensors, size_t ntensors, const char *graph,
-                          size_t graph_len, char **prefix_out, hk_status *st) {
+/* The data file's part when no writer is given: the single data file. */
+static void remove_data(const hk__data_writer *dw, const hk__fs *fs, const char *data, const char *prefix) {
+  if (dw)
+    dw->remove(dw->user, prefix);
+  else
+    remove_created(fs, data);
+}
+
+hk_code hk__saver_write_with(hk_saver *s, const char *save_path, int64_t name_step, int64_t record_step, unsigned flags,
+                             double now, const hk__ckpt_tensor *tensors, size_t ntensors, const char *graph,
+                             size_t graph_len, const hk__data_writer *dw, char **prefix_out, hk_status *st) {
   const hk_env *env = senv(s);
   int manage = !(flags & HK_SAVE_NO_STATE);
   int write_graph = (flags & HK_SAVE_META) && graph;
@@ -367,7 +374,7 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
   memset(&p, 0, sizeof p);
   memset(&left, 0, sizeof left);
   hk__fs_init(&fs, env);
-  rc = check_save_path(s, save_path, name_step, st);
+  rc = hk__saver_check_save_path(s, save_path, name_step, st);
   if (rc != HK_OK) return rc;
   prefix = make_prefix(s, save_path, name_step);
   dir = hk__path_dirname(env, save_path);
@@ -439,23 +446,26 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
     rc = plan_pending(env, &p, &left, st);
     if (rc != HK_OK) goto done;
   }
-  rc = probe(&fs, data, &data_existed, st);
+  rc = dw ? dw->existed(dw->user, prefix, &data_existed, st) : probe(&fs, data, &data_existed, st);
   if (rc == HK_OK && write_graph) rc = probe(&fs, graphpath, &graph_existed, st);
   if (rc != HK_OK) goto done;
 
-  rc = hk__ckpt_write(env, data, record_step, s->gs_name, tensors, ntensors,
-                      (flags & SAVE__ON_WRITER_THREAD ? 0u : (unsigned)HK__CKPT_WRITE_THREAD) |
-                          (s->allow_non_finite ? (unsigned)HK__CKPT_WRITE_NON_FINITE : 0u),
-                      st);
+  if (dw)
+    rc = dw->write(dw->user, prefix, st);
+  else
+    rc = hk__ckpt_write(env, data, record_step, s->gs_name, tensors, ntensors,
+                        (flags & SAVE__ON_WRITER_THREAD ? 0u : (unsigned)HK__CKPT_WRITE_THREAD) |
+                            (s->allow_non_finite ? (unsigned)HK__CKPT_WRITE_NON_FINITE : 0u),
+                        st);
   if (rc != HK_OK) {
-    if (!data_existed) remove_created(&fs, data);
+    if (!data_existed) remove_data(dw, &fs, data, prefix);
     goto done;
   }
   if (write_graph) {
     rc = hk__write_file_atomic(env, graphpath, graph, graph_len, st);
     if (rc != HK_OK) {
       if (!graph_existed) remove_created(&fs, graphpath);
-      if (!data_existed) remove_created(&fs, data);
+      if (!data_existed) remove_data(dw, &fs, data, prefix);
       goto done;
     }
   }
@@ -465,7 +475,7 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
     if (rc != HK_OK) {
       restore_best(s, &fs, dir);
       if (write_graph && !graph_existed) remove_created(&fs, graphpath);
-      if (!data_existed) remove_created(&fs, data);
+      if (!data_existed) remove_data(dw, &fs, data, prefix);
       goto done;
     }
     best_written = 1;
@@ -481,7 +491,7 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
       /* The previous state file first, then the new files. */
       if (rollback_state(s, &fs, name, &left)) {
         if (write_graph && !graph_existed) remove_created(&fs, graphpath);
-        if (!data_existed) remove_created(&fs, data);
+        if (!data_existed) remove_data(dw, &fs, data, prefix);
       }
       goto done;
     }
@@ -494,7 +504,19 @@ static hk_code write_impl(hk_saver *s, const char *save_path, int64_t name_step,
       char *d = hk__asprintf(env, "%s" DATA_EXT, p.drop[i]);
       char *g = hk__asprintf(env, "%s" GRAPH_EXT, p.drop[i]);
       char *m = hk__asprintf(env, "%s" LEGACY_META_EXT, p.drop[i]);
-      if (d) remove_ignoring(&fs, d, 0);
+      if (d) {
+        hk_status why = HK_STATUS_INIT;
+        if (hk__fs_unlink(&fs, d, &why) != HK_OK) {
+          int removed = 0, failed = 0;
+          hk_status why2 = HK_STATUS_INIT;
+          /* No data file: a sharded checkpoint, its index and every shard. */
+          if (why.code == HK_NOT_FOUND &&
+              hk__shard_remove_files(&fs, dir, hk__path_basename(p.drop[i]), &removed, &failed, &why2) != HK_OK)
+            hk_env_log(env, HK_LOG_WARNING, "Ignoring: %s", why2.message);
+          if (why.code != HK_NOT_FOUND || (!removed && !failed))
+            hk_env_log(env, HK_LOG_WARNING, "Ignoring: %s", why.message);
+        }
+      }
       if (g) remove_ignoring(&fs, g, 1);
       if (m) remove_ignoring(&fs, m, 1);
       if (!d || !g || !m) hk_env_log(env, HK_LOG_WARNING, "Ignoring: out of memory deleting checkpoint %s", p.drop[i]);
@@ -528,9 +550,13 @@ hk_code hk__saver_write(hk_saver *saver, const char *save_path, int64_t step, un
   if (!tensors && ntensors > 0) return hk_status_set(st, HK_INVALID_ARGUMENT, "tensors is NULL");
   /* The writer thread writes no graph description: it would have to ask
    * the executor from a thread other than the training thread. */
-  return write_impl(saver, save_path, step, step == HK_UNSET_STEPS ? 0 : step,
-                    (flags & ~(unsigned)HK_SAVE_META) | SAVE__ON_WRITER_THREAD, now, tensors, ntensors, NULL, 0, prefix,
-                    st);
+  if (saver->group)
+    return hk__shard_write(saver, save_path, step, step == HK_UNSET_STEPS ? 0 : step,
+                           (flags & ~(unsigned)HK_SAVE_META) | SAVE__ON_WRITER_THREAD, now, tensors, ntensors, NULL, 0,
+                           HK_OK, NULL, prefix, st);
+  return hk__saver_write_with(saver, save_path, step, step == HK_UNSET_STEPS ? 0 : step,
+                              (flags & ~(unsigned)HK_SAVE_META) | SAVE__ON_WRITER_THREAD, now, tensors, ntensors, NULL,
+                              0, NULL, prefix, st);
 }
 
 /* ---- reading variables ------------------------------------------------------------------ */
@@ -545,7 +571,7 @@ size_t hk__saver_info_nbytes(const hk_variable_info *info) {
   return n;
 }
 
-static hk_code read_view(hk_saver *s, hk_raw_session *rs, size_t i, hk_tensor *out, hk_status *st) {
+hk_code hk__saver_read_view(hk_saver *s, hk_raw_session *rs, size_t i, hk_tensor *out, hk_status *st) {
   const hk_variable_info *info = &s->var_info[i];
   hk_code rc = hk_raw_session_read_variable(out, rs, s->var_index[i], st);
   if (rc != HK_OK) return rc;
@@ -594,7 +620,7 @@ hk_code hk__saver_snapshot(hk_saver *saver, hk_raw_session *rs, void *buf, size_
     return hk_status_set(st, HK_INVALID_ARGUMENT, "snapshot of %zu tensors into room for %zu", saver->nvars, ntensors);
   for (size_t i = 0; i < saver->nvars; i++) {
     hk_tensor v;
-    rc = read_view(saver, rs, i, &v, st);
+    rc = hk__saver_read_view(saver, rs, i, &v, st);
     if (rc != HK_OK) break;
     if (v.nbytes > cap || off > cap - v.nbytes || (!buf && v.nbytes > 0)) {
       rc = hk_status_set(st, HK_INVALID_ARGUMENT, "snapshot buffer of %zu bytes is too small (at %s)", cap,
@@ -631,7 +657,7 @@ hk_code hk__saver_snapshot_views(hk_saver *saver, hk_raw_session *rs, hk__ckpt_t
   if (ntensors != saver->nvars || ((!tensors || !index) && ntensors > 0))
     return hk_status_set(st, HK_INVALID_ARGUMENT, "snapshot of %zu tensors into room for %zu", saver->nvars, ntensors);
   for (size_t i = 0; i < saver->nvars; i++) {
-    rc = read_view(saver, rs, i, &tensors[i].value, st);
+    rc = hk__saver_read_view(saver, rs, i, &tensors[i].value, st);
     if (rc != HK_OK) return rc;
     tensors[i].name = saver->var_info[i].name;
     tensors[i].non_finite_ok = (saver->var_info[i].flags & HK_VAR_NON_FINITE_OK) != 0;
@@ -669,7 +695,8 @@ static hk_code text_sink(void *user, const char *text, size_t len, hk_status *st
  * part names, so the cause's own text (the OS's) still fits the status.
  * A refused argument, or a missing parent directory (NOT_FOUND), is already about the
  * save: passed on as it is. */
-static hk_code save_failed(const char *save_path, int64_t step, hk_code rc, const hk_status *why, hk_status *status) {
+hk_code hk__saver_save_failed(const char *save_path, int64_t step, hk_code rc, const hk_status *why,
+                              hk_status *status) {
   const char *slash = strrchr(save_path, '/');
   size_t dl = slash ? (size_t)(slash - save_path) + 1 : 0; /* "<dir>/" */
   char cause[HK_STATUS_MESSAGE_MAX];
@@ -703,6 +730,7 @@ hk_code hk_saver_save(const char **prefix, hk_saver *saver, hk_raw_session *rs, 
   text_buf graph;
   int64_t record = step;
   char *out = NULL;
+  hk_status pre = HK_STATUS_INIT; /* a sharded save's own failure before its collectives */
   hk_code rc;
 
   if (prefix) *prefix = NULL;
@@ -711,33 +739,33 @@ hk_code hk_saver_save(const char **prefix, hk_saver *saver, hk_raw_session *rs, 
   if (!save_path) return hk_status_set(status, HK_INVALID_ARGUMENT, "save_path is NULL");
   if (flags & ~(unsigned)(HK_SAVE_NO_STATE | HK_SAVE_META))
     return hk_status_set(status, HK_INVALID_ARGUMENT, "flags 0x%x has bits that are not hk_save_flags", flags);
+  memset(&graph, 0, sizeof graph);
+  graph.env = senv(saver);
+  /* With a group every rank must reach the collectives, so a failure of
+   * this rank from here on is carried into them (every rank then fails
+   * with it) instead of returned alone. */
   /* Refuse bad names before reading anything. */
-  rc = check_save_path(saver, save_path, step, status);
-  if (rc != HK_OK) return rc;
-  rc = hk__saver_resolve_vars(saver, status);
-  if (rc != HK_OK) return rc;
+  rc = hk__saver_check_save_path(saver, save_path, step, &pre);
+  if (rc == HK_OK) rc = hk__saver_resolve_vars(saver, &pre);
   /* GS is read by a run, which would invalidate views taken before it. */
-  if (step == HK_UNSET_STEPS) {
+  if (rc == HK_OK && step == HK_UNSET_STEPS) {
     hk_status why = HK_STATUS_INIT;
     rc = hk_raw_session_global_step(&record, rs, &why);
     if (rc == HK_NOT_FOUND) {
       record = 0;
+      rc = HK_OK;
     } else if (rc != HK_OK) {
-      hk__status_copy(status, &why);
-      return rc;
+      hk__status_copy(&pre, &why);
     }
   }
-  for (size_t i = 0; i < saver->nvars; i++) {
+  for (size_t i = 0; rc == HK_OK && i < saver->nvars; i++) {
     saver->views[i].name = saver->var_info[i].name;
     saver->views[i].non_finite_ok = (saver->var_info[i].flags & HK_VAR_NON_FINITE_OK) != 0;
-    rc = read_view(saver, rs, i, &saver->views[i].value, status);
-    if (rc != HK_OK) return rc;
+    rc = hk__saver_read_view(saver, rs, i, &saver->views[i].value, &pre);
   }
-  memset(&graph, 0, sizeof graph);
-  graph.env = senv(saver);
   /* HK_SAVE_META: the executor's description of its graph, beside the data
-   * file as <prefix>.graph.txt. */
-  if (flags & HK_SAVE_META) {
+   * file as <prefix>.graph.txt (by the chief alone with a group). */
+  if (rc == HK_OK && (flags & HK_SAVE_META) && (!saver->group || saver->group->rank(saver->group_user) == 0)) {
     hk_status why = HK_STATUS_INIT;
     rc = hk_executor_describe(saver->ex, text_sink, &graph, &why);
     if (rc == HK_UNIMPLEMENTED) {
@@ -747,21 +775,30 @@ hk_code hk_saver_save(const char **prefix, hk_saver *saver, hk_raw_session *rs, 
       saver->graph_logged = 1;
       hk_env_free(graph.env, graph.data);
       memset(&graph, 0, sizeof graph);
+      rc = HK_OK;
     } else if (rc != HK_OK) {
       hk_env_free(graph.env, graph.data);
-      hk__status_copy(status, &why);
-      return rc;
+      memset(&graph, 0, sizeof graph);
+      hk__status_copy(&pre, &why);
     } else if (!graph.data) {
       graph.data = hk_env_strdup(graph.env, "");
-      if (!graph.data) return oom(status, "describing the graph for the " GRAPH_EXT " file");
+      if (!graph.data) rc = oom(&pre, "describing the graph for the " GRAPH_EXT " file");
     }
+  }
+  if (rc != HK_OK && !saver->group) {
+    hk__status_copy(status, &pre);
+    return rc;
   }
   {
     hk_status why = HK_STATUS_INIT;
-    rc = write_impl(saver, save_path, step, record, flags, hk_env_wall(senv(saver)), saver->views, saver->nvars,
-                    graph.data, graph.len, &out, &why);
+    if (saver->group)
+      rc = hk__shard_write(saver, save_path, step, record, flags, hk_env_wall(senv(saver)), saver->views, saver->nvars,
+                           graph.data, graph.len, rc, &pre, &out, &why);
+    else
+      rc = hk__saver_write_with(saver, save_path, step, record, flags, hk_env_wall(senv(saver)), saver->views,
+                                saver->nvars, graph.data, graph.len, NULL, &out, &why);
     hk_env_free(senv(saver), graph.data);
-    if (rc != HK_OK) return save_failed(save_path, step, rc, &why, status);
+    if (rc != HK_OK) return hk__saver_save_failed(save_path, step, rc, &why, status);
   }
   hk_env_free(senv(saver), saver->prefix);
   saver->prefix = out;

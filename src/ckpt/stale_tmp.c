@@ -14,6 +14,7 @@
  */
 #include "ckpt/ckpt.h"
 #include "ckpt/ckpt_internal.h"
+#include "ckpt/shard.h"
 #include "util/fs.h"
 #include "util/path.h"
 
@@ -37,12 +38,14 @@ static int ends_with(const char *s, size_t n, const char *suffix) {
 /* F (fl bytes) is "<X><ext>" with ext a checkpoint file's and X `own`, or
  * of the managed form of `basename`. */
 static int is_our_checkpoint_file(const char *name, size_t fl, const char *basename, const char *own) {
-  static const char *const exts[3] = {".safetensors", ".graph.txt", ".meta"};
-  for (size_t i = 0; i < 3; i++) {
+  static const char *const exts[4] = {".safetensors", ".graph.txt", ".meta", HK__SHARD_INDEX_EXT};
+  size_t shard_stem = hk__shard_stem(name, fl);
+  for (size_t i = 0; i < 4; i++) {
     size_t xl;
     char x[256];
     if (!ends_with(name, fl, exts[i])) continue;
-    xl = fl - strlen(exts[i]);
+    /* A shard "<X>.shard-DDDDD-of-DDDDD.safetensors" is X's. */
+    xl = i == 0 && shard_stem > 0 ? shard_stem : fl - strlen(exts[i]);
     if (xl == 0 || xl >= sizeof x) return 0;
     memcpy(x, name, xl);
     x[xl] = '\0';

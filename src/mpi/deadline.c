@@ -49,6 +49,7 @@ static const char *const op_names[HK__MPI_OP__COUNT] = {
     "the parameter server's reply",
     "a parameter server request",
     "the context's creation",
+    "a sharded checkpoint's exchange",
 };
 
 const char *hk__mpi_op_name(int op) { return op > 0 && op < HK__MPI_OP__COUNT ? op_names[op] : op_names[0]; }

@@ -49,6 +49,7 @@ typedef enum hk__mpi_op {
   HK__MPI_OP_PS_REPLY,
   HK__MPI_OP_PS_REQUEST,
   HK__MPI_OP_CREATE,
+  HK__MPI_OP_CHECKPOINT,
   HK__MPI_OP__COUNT
 } hk__mpi_op;
 

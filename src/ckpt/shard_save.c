@@ -1,0 +1,477 @@
+/*
+ * The sharded save (checkpoint-format.md "Sharded checkpoints"): which
+ * slice of each variable a rank writes, and the two-phase commit over the
+ * Saver's group.
+ *
+ * The protocol, three collectives in all:
+ *  1. all_gather "ready": the chief's directory is prepared (pending
+ *     deletions finished, stale temporaries removed, retention planned) and
+ *     every rank has read its variables. Any failure ends the save here on
+ *     every rank, before a file is written.
+ *  2. every rank writes its shard (temporary, fsync, rename, directory
+ *     fsync: the same write path as a single data file), then all_gather
+ *     of each rank's outcome, size and header CRC. Any failure: every rank
+ *     removes the shard it wrote, the save fails everywhere with the
+ *     failing rank's message, and nothing else changes.
+ *  3. the chief writes the index, then the state file exactly as an
+ *     unsharded save does (the commit point), then retention; it
+ *     broadcasts the outcome, and on a failure whether the new files may
+ *     go (the state file is known not to name them).
+ *
+ * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include "ckpt/safetensors_internal.h"
+#include "ckpt/saver_internal.h"
+#include "ckpt/shard.h"
+#include "util/fs.h"
+#include "util/path.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- what a rank writes ------------------------------------------------------------------- */
+
+typedef struct layout {
+  hk__ckpt_tensor *tensors; /* this rank's shard */
+  size_t n;
+  hk__ckpt_meta *meta;
+  size_t nmeta;
+  char **owned; /* strings the tensors and meta point to */
+  size_t nowned;
+  char shard_text[12], num_text[12];
+} layout;
+
+static void layout_free(const hk_env *env, layout *L) {
+  for (size_t i = 0; i < L->nowned; i++) hk_env_free(env, L->owned[i]);
+  hk_env_free(env, L->owned);
+  hk_env_free(env, L->tensors);
+  hk_env_free(env, L->meta);
+  memset(L, 0, sizeof *L);
+}
+
+static char *own(layout *L, char *s) {
+  if (s) L->owned[L->nowned++] = s;
+  return s;
+}
+
+static uint64_t elements(const hk_tensor *t) {
+  uint64_t n = 1;
+  for (int32_t d = 0; d < t->rank; d++) n *= (uint64_t)t->dims[d];
+  return n;
+}
+
+/* Rank r's block of T elements cut into N: the first T % N one longer. */
+static uint64_t block_start(uint64_t total, int r, int n) {
+  uint64_t q = total / (uint64_t)n, rem = total % (uint64_t)n;
+  return (uint64_t)r * q + ((uint64_t)r < rem ? (uint64_t)r : rem);
+}
+
+static int cmp_slice_name(const void *a, const void *b) {
+  const hk__ckpt_tensor *x = *(const hk__ckpt_tensor *const *)a, *y = *(const hk__ckpt_tensor *const *)b;
+  return strcmp(x->name, y->name);
+}
+
+/* The replicated variables, flattened in variable order, are cut into
+ * `size` blocks; rank `rank` writes, for each variable that meets its
+ * block, that part as a 1-D tensor of the variable's name (a variable of
+ * no elements: rank 0, as the slice 0:0), and every per-rank variable
+ * whole as "local/<name>". */
+static hk_code build_layout(hk_saver *s, const hk__ckpt_tensor *tensors, size_t n, int rank, int size, layout *L,
+                            hk_status *st) {
+  const hk_env *env = senv(s);
+  uint64_t total = 0, b0, b1, off = 0;
+  const hk__ckpt_tensor **sliced = NULL;
+  size_t nsliced = 0;
+
+  memset(L, 0, sizeof *L);
+  L->tensors = hk_env_calloc(env, n + 1, sizeof *L->tensors);
+  L->owned = hk_env_calloc(env, 3 * n + 1, sizeof *L->owned);
+  L->meta = hk_env_calloc(env, 2 * n + 2, sizeof *L->meta);
+  sliced = hk_env_calloc(env, n + 1, sizeof *sliced);
+  if (!L->tensors || !L->owned || !L->meta || !sliced) goto oom;
+  for (size_t i = 0; i < n; i++) {
+    if (s->var_per_rank[i]) continue;
+    if (strncmp(tensors[i].name, LOCAL_PREFIX, sizeof LOCAL_PREFIX - 1) == 0) {
+      hk_env_free(env, sliced);
+      layout_free(env, L);
+      return hk_status_set(st, HK_INVALID_ARGUMENT,
+                           "variable '%s' cannot be saved in a sharded checkpoint: names starting with "
+                           "\"" LOCAL_PREFIX "\" are its per-rank tensors (list it in per_rank_list, or rename it)",
+                           tensors[i].name);
+    }
+    total += elements(&tensors[i].value);
+  }
+  b0 = block_start(total, rank, size);
+  b1 = block_start(total, rank + 1, size);
+  for (size_t i = 0; i < n; i++) {
+    const hk_tensor *v = &tensors[i].value;
+    hk__ckpt_tensor *t = &L->tensors[L->n];
+    if (s->var_per_rank[i]) {
+      *t = tensors[i];
+      t->name = own(L, hk__asprintf(env, LOCAL_PREFIX "%s", tensors[i].name));
+      if (!t->name) goto oom;
+      L->n++;
+      continue;
+    }
+    uint64_t c = elements(v), lo = off > b0 ? off : b0, hi = off + c < b1 ? off + c : b1;
+    size_t esize = hk_dtype_size(v->dtype);
+    if (c == 0 ? rank == 0 : lo < hi) {
+      if (c == 0) lo = hi = off;
+      *t = tensors[i];
+      t->value.rank = 1;
+      t->value.dims[0] = (int64_t)(hi - lo);
+      t->value.nbytes = (size_t)(hi - lo) * esize;
+      t->value.data = v->data ? (char *)v->data + (size_t)(lo - off) * esize : NULL;
+      if (t->value.nbytes == 0) t->value.data = NULL;
+      /* The slice's range within the variable, kept for its metadata. */
+      t->value.dims[1] = (int64_t)(lo - off);
+      sliced[nsliced++] = t;
+      L->n++;
+    }
+    off += c;
+  }
+  snprintf(L->shard_text, sizeof L->shard_text, "%d", rank);
+  snprintf(L->num_text, sizeof L->num_text, "%d", size);
+  L->meta[L->nmeta++] = (hk__ckpt_meta){"", SHARD_KEY, L->shard_text};
+  L->meta[L->nmeta++] = (hk__ckpt_meta){"", NUM_SHARDS_KEY, L->num_text};
+  if (nsliced > 1) qsort(sliced, nsliced, sizeof *sliced, cmp_slice_name);
+  for (size_t k = 0; k < nsliced; k++) {
+    hk__ckpt_tensor *t = (hk__ckpt_tensor *)sliced[k];
+    const hk__ckpt_tensor *whole = NULL;
+    char shape[HK_MAX_RANK * 21 + 1];
+    size_t sl = 0;
+    for (size_t i = 0; i < n && !whole; i++)
+      if (tensors[i].name == t->name) whole = &tensors[i];
+    shape[0] = '\0';
+    for (int32_t d = 0; d < whole->value.rank; d++)
+      sl += (size_t)snprintf(shape + sl, sizeof shape - sl, d ? ",%" PRId64 : "%" PRId64, whole->value.dims[d]);
+    char *range =
+        own(L, hk__asprintf(env, "%" PRId64 ":%" PRId64, t->value.dims[1], t->value.dims[1] + t->value.dims[0]));
+    char *shp = own(L, hk_env_strdup(env, shape));
+    if (!range || !shp) goto oom;
+    t->value.dims[1] = 0;
+    L->meta[L->nmeta++] = (hk__ckpt_meta){SLICE_KEY_PREFIX, t->name, range};
+    L->meta[L->nmeta++] = (hk__ckpt_meta){SHAPE_KEY_PREFIX, t->name, shp};
+  }
+  hk_env_free(env, sliced);
+  return HK_OK;
+
+oom:
+  hk_env_free(env, sliced);
+  layout_free(env, L);
+  return oom(st, "laying out a checkpoint shard");
+}
+
+/* ---- the records the ranks exchange ------------------------------------------------------- */
+
+#define REC_MSG HK_STATUS_MESSAGE_MAX
+#define REC_LEN (4 + 4 + 4 + 8 + REC_MSG)
+
+typedef struct rec {
+  hk_code code;
+  uint32_t header_crc32c;
+  uint32_t remove; /* the final record: the new files may go */
+  uint64_t bytes;
+  char msg[REC_MSG];
+} rec;
+
+static void put32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static uint32_t get32(const unsigned char *p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
+
+static void rec_put(unsigned char *b, const rec *r) {
+  put32(b, (uint32_t)r->code);
+  put32(b + 4, r->header_crc32c);
+  put32(b + 8, r->remove);
+  put32(b + 12, (uint32_t)r->bytes);
+  put32(b + 16, (uint32_t)(r->bytes >> 32));
+  memcpy(b + 20, r->msg, REC_MSG);
+  b[REC_LEN - 1] = '\0';
+}
+
+static void rec_get(rec *r, const unsigned char *b) {
+  r->code = (hk_code)get32(b);
+  r->header_crc32c = get32(b + 4);
+  r->remove = get32(b + 8);
+  r->bytes = (uint64_t)get32(b + 12) | (uint64_t)get32(b + 16) << 32;
+  memcpy(r->msg, b + 20, REC_MSG);
+  r->msg[REC_MSG - 1] = '\0';
+}
+
+static void rec_of(rec *r, hk_code code, const hk_status *why) {
+  memset(r, 0, sizeof *r);
+  r->code = code;
+  if (code != HK_OK) snprintf(r->msg, sizeof r->msg, "%s", why && why->message[0] ? why->message : hk_code_name(code));
+}
+
+/* ---- the protocol --------------------------------------------------------------------------- */
+
+typedef struct ctx {
+  hk_saver *s;
+  const hk_env *env;
+  int rank, size;
+  layout L;
+  int64_t step;
+  unsigned wflags;
+  char *shard_path;
+  int shard_existed, wrote, index_written, removed_all;
+  int broken;   /* a collective failed: no further call on the group */
+  int gathered; /* the chief: the "ready" exchange happened */
+  int all_written;
+  unsigned char *buf; /* size * REC_LEN */
+  rec *recs;          /* size */
+} ctx;
+
+/* Every rank's record; HK_OK when every rank's code is, else the first
+ * failing rank's code with "rank <r> of <N>: <its message>". */
+static hk_code exchange(ctx *c, const rec *mine, hk_status *st) {
+  unsigned char out[REC_LEN];
+  hk_status why = HK_STATUS_INIT;
+  hk_code rc;
+  rec_put(out, mine);
+  rc = c->s->group->all_gather(c->s->group_user, out, c->buf, REC_LEN, &why);
+  if (rc != HK_OK) {
+    c->broken = 1;
+    return hk_status_set(st, rc, "the ranks' exchange failed: %s", why.message[0] ? why.message : hk_code_name(rc));
+  }
+  for (int r = 0; r < c->size; r++) rec_get(&c->recs[r], c->buf + (size_t)r * REC_LEN);
+  for (int r = 0; r < c->size; r++)
+    if (c->recs[r].code != HK_OK)
+      return hk_status_set(st, c->recs[r].code, "rank %d of %d: %s", r, c->size, c->recs[r].msg);
+  return HK_OK;
+}
+
+static void remove_own(ctx *c) {
+  hk__fs fs;
+  hk_status why = HK_STATUS_INIT;
+  if (!c->wrote || c->shard_existed) return;
+  hk__fs_init(&fs, c->env);
+  if (hk__fs_unlink(&fs, c->shard_path, &why) != HK_OK && why.code != HK_NOT_FOUND)
+    hk_env_log(c->env, HK_LOG_WARNING, "Could not remove %s after a failed save: %s", c->shard_path, why.message);
+  c->wrote = 0;
+}
+
+/* Phase 2 on every rank: the own shard, durable, then every rank's outcome. */
+static hk_code write_shard(ctx *c, const char *prefix, hk_status *st) {
+  hk__fs fs;
+  hk_fs_stat sb;
+  hk__ckpt_written w;
+  hk_status why = HK_STATUS_INIT;
+  rec mine;
+  hk_code rc;
+
+  hk__fs_init(&fs, c->env);
+  c->shard_path = hk__shard_path(c->env, prefix, c->rank, c->size);
+  if (!c->shard_path) {
+    rc = oom(&why, "naming a checkpoint shard");
+  } else {
+    rc = hk__fs_stat(&fs, c->shard_path, &sb, &why);
+    c->shard_existed = rc == HK_OK;
+    if (rc == HK_NOT_FOUND) rc = HK_OK;
+    hk_status_clear(&why);
+  }
+  if (rc == HK_OK) {
+    rc = hk__ckpt_write_ex(c->env, c->shard_path, c->step, NULL, c->L.tensors, c->L.n, c->wflags, c->L.meta, c->L.nmeta,
+                           &w, &why);
+    c->wrote = 1; /* its temporary is gone either way; the name may hold it */
+    if (rc != HK_OK) remove_own(c);
+  }
+  rec_of(&mine, rc, &why);
+  if (rc == HK_OK) {
+    mine.bytes = w.bytes;
+    mine.header_crc32c = w.header_crc32c;
+  }
+  rc = exchange(c, &mine, st);
+  if (rc != HK_OK) {
+    remove_own(c);
+    return rc;
+  }
+  c->all_written = 1;
+  return HK_OK;
+}
+
+/* The chief's data writer for write_with. */
+static hk_code chief_existed(void *user, const char *prefix, int *existed, hk_status *st) {
+  ctx *c = user;
+  hk__fs fs;
+  hk_fs_stat sb;
+  hk_status why = HK_STATUS_INIT;
+  char *index = hk__shard_index_path(c->env, prefix);
+  hk_code rc;
+  if (!index) return oom(st, "naming a checkpoint index");
+  hk__fs_init(&fs, c->env);
+  rc = hk__fs_stat(&fs, index, &sb, &why);
+  hk_env_free(c->env, index);
+  *existed = rc == HK_OK;
+  if (rc == HK_OK || rc == HK_NOT_FOUND) return HK_OK;
+  hk__status_copy(st, &why);
+  return rc;
+}
+
+static hk_code chief_write(void *user, const char *prefix, hk_status *st) {
+  ctx *c = user;
+  rec ready;
+  hk__shard_index ix;
+  char *index = NULL, *text = NULL;
+  size_t len = 0;
+  hk_code rc;
+
+  c->gathered = 1;
+  rec_of(&ready, HK_OK, NULL);
+  rc = exchange(c, &ready, st);
+  if (rc == HK_OK) rc = write_shard(c, prefix, st);
+  if (rc != HK_OK) return rc;
+  memset(&ix, 0, sizeof ix);
+  ix.step = c->step;
+  ix.num_shards = c->size;
+  ix.shards = hk_env_calloc(c->env, (size_t)c->size, sizeof *ix.shards);
+  index = hk__shard_index_path(c->env, prefix);
+  if (!ix.shards || !index) {
+    rc = oom(st, "writing a checkpoint index");
+  } else {
+    for (int r = 0; r < c->size; r++) {
+      ix.shards[r].bytes = c->recs[r].bytes;
+      ix.shards[r].header_crc32c = c->recs[r].header_crc32c;
+    }
+    rc = hk__shard_index_format(c->env, &ix, &text, &len, st);
+    if (rc == HK_OK) rc = hk__write_file_atomic(c->env, index, text, len, st);
+    c->index_written = 1; /* the name may hold it even when a step after the rename failed */
+  }
+  hk_env_free(c->env, text);
+  hk_env_free(c->env, index);
+  hk__shard_index_clear(c->env, &ix);
+  return rc;
+}
+
+/* write_with may remove the new checkpoint's files (nothing durable names
+ * them): the index and the chief's shard here, every other rank's by the
+ * final broadcast. */
+static void chief_remove(void *user, const char *prefix) {
+  ctx *c = user;
+  c->removed_all = 1;
+  if (c->index_written) {
+    hk__fs fs;
+    hk_status why = HK_STATUS_INIT;
+    char *index = hk__shard_index_path(c->env, prefix);
+    hk__fs_init(&fs, c->env);
+    if (index && hk__fs_unlink(&fs, index, &why) != HK_OK && why.code != HK_NOT_FOUND)
+      hk_env_log(c->env, HK_LOG_WARNING, "Could not remove %s after a failed save: %s", index, why.message);
+    hk_env_free(c->env, index);
+  }
+  remove_own(c);
+}
+
+static hk_code final_broadcast(ctx *c, rec *r, hk_status *st) {
+  unsigned char b[REC_LEN];
+  hk_status why = HK_STATUS_INIT;
+  hk_code rc;
+  rec_put(b, r);
+  rc = c->s->group->broadcast(c->s->group_user, b, REC_LEN, 0, &why);
+  if (rc != HK_OK) {
+    c->broken = 1;
+    return hk_status_set(st, rc, "the ranks' exchange failed: %s", why.message[0] ? why.message : hk_code_name(rc));
+  }
+  rec_get(r, b);
+  return HK_OK;
+}
+
+hk_code hk__shard_write(hk_saver *s, const char *save_path, int64_t name_step, int64_t record_step, unsigned flags,
+                        double now, const hk__ckpt_tensor *tensors, size_t ntensors, const char *graph,
+                        size_t graph_len, hk_code pre_rc, const hk_status *pre, char **prefix_out, hk_status *st) {
+  ctx c;
+  hk_status why = HK_STATUS_INIT;
+  hk_code rc = pre_rc;
+
+  if (prefix_out) *prefix_out = NULL;
+  memset(&c, 0, sizeof c);
+  c.s = s;
+  c.env = senv(s);
+  c.rank = s->group->rank(s->group_user);
+  c.size = s->group->size(s->group_user);
+  c.step = record_step;
+  c.wflags = (flags & HK__SAVE_ON_WRITER_THREAD ? 0u : (unsigned)HK__CKPT_WRITE_THREAD) |
+             (s->allow_non_finite ? (unsigned)HK__CKPT_WRITE_NON_FINITE : 0u);
+  c.buf = hk_env_calloc(c.env, (size_t)c.size, REC_LEN);
+  c.recs = hk_env_calloc(c.env, (size_t)c.size, sizeof *c.recs);
+  if (rc != HK_OK) {
+    hk__status_copy(&why, pre);
+  } else if (!c.buf || !c.recs) {
+    rc = oom(&why, "saving a sharded checkpoint");
+  } else if (!s->var_per_rank && ntensors > 0) {
+    rc = hk_status_set(&why, HK_INTERNAL, "the Saver's variables are not resolved");
+  } else {
+    rc = build_layout(s, tensors, ntensors, c.rank, c.size, &c.L, &why);
+  }
+  if (!c.buf || !c.recs) {
+    /* Without room for the records there is no exchange to join: the
+     * other ranks' wait ends at the group's deadline. */
+    hk_env_free(c.env, c.buf);
+    hk_env_free(c.env, c.recs);
+    layout_free(c.env, &c.L);
+    hk__status_copy(st, &why);
+    return rc;
+  }
+
+  if (c.rank == 0) {
+    hk__data_writer dw = {chief_write, chief_remove, chief_existed, &c};
+    if (rc == HK_OK) {
+      rc = hk__saver_write_with(s, save_path, name_step, record_step, flags, now, tensors, ntensors, graph, graph_len,
+                                &dw, prefix_out, &why);
+    }
+    if (!c.gathered) {
+      /* Failed before the shards: the other ranks learn it from "ready". */
+      rec mine;
+      rec_of(&mine, rc, &why);
+      rc = exchange(&c, &mine, st);
+    } else if (c.all_written && !c.broken) {
+      rec fin;
+      hk_code frc;
+      rec_of(&fin, rc, &why);
+      fin.remove = (uint32_t)c.removed_all;
+      frc = final_broadcast(&c, &fin, st);
+      if (frc != HK_OK && rc == HK_OK)
+        rc = frc;
+      else if (rc != HK_OK)
+        hk_status_set(st, rc, "rank 0 of %d: %s", c.size, why.message);
+    } else {
+      hk__status_copy(st, &why);
+    }
+    if (rc != HK_OK && prefix_out) {
+      hk_env_free(c.env, *prefix_out);
+      *prefix_out = NULL;
+    }
+  } else {
+    rec mine;
+    char *prefix = hk__saver_prefix(s, save_path, name_step);
+    if (rc == HK_OK && !prefix) rc = oom(&why, "saving a sharded checkpoint");
+    rec_of(&mine, rc, &why);
+    rc = exchange(&c, &mine, st);
+    if (rc == HK_OK) rc = write_shard(&c, prefix, st);
+    if (rc == HK_OK) {
+      rec fin;
+      memset(&fin, 0, sizeof fin);
+      rc = final_broadcast(&c, &fin, st);
+      if (rc == HK_OK && fin.code != HK_OK) {
+        if (fin.remove) remove_own(&c);
+        rc = hk_status_set(st, fin.code, "rank 0 of %d: %s", c.size, fin.msg);
+      }
+    }
+    if (rc == HK_OK && prefix_out) {
+      *prefix_out = prefix;
+      prefix = NULL;
+    }
+    hk_env_free(c.env, prefix);
+  }
+  hk_env_free(c.env, c.shard_path);
+  hk_env_free(c.env, c.buf);
+  hk_env_free(c.env, c.recs);
+  layout_free(c.env, &c.L);
+  return rc;
+}

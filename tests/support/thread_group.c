@@ -1,0 +1,84 @@
+/*
+ * thread_group — see thread_group.h.
+ */
+#include "thread_group.h"
+
+#include <string.h>
+
+void thread_group_init(thread_group *g, int size) {
+  memset(g, 0, sizeof *g);
+  g->size = size;
+  g->fail_at = -1;
+  pthread_mutex_init(&g->mu, NULL);
+  pthread_cond_init(&g->cv, NULL);
+  for (int r = 0; r < size && r < THREAD_GROUP_MAX; r++) {
+    g->members[r].g = g;
+    g->members[r].rank = r;
+  }
+}
+
+void thread_group_destroy(thread_group *g) {
+  pthread_mutex_destroy(&g->mu);
+  pthread_cond_destroy(&g->cv);
+}
+
+/* Every rank waits until all arrived. Called with mu held. */
+static void barrier(thread_group *g) {
+  unsigned long gen = g->gen;
+  if (++g->arrived == g->size) {
+    g->arrived = 0;
+    g->gen++;
+    pthread_cond_broadcast(&g->cv);
+    return;
+  }
+  while (gen == g->gen) pthread_cond_wait(&g->cv, &g->mu);
+}
+
+static int tg_rank(void *user) { return ((thread_group_member *)user)->rank; }
+static int tg_size(void *user) { return ((thread_group_member *)user)->g->size; }
+
+/* The call's outcome, the same on every rank: the injected failure. */
+static hk_code outcome(thread_group *g, hk_status *st) {
+  if (g->fail_at >= 0 && g->calls == g->fail_at)
+    return hk_status_set(st, HK_DEADLINE_EXCEEDED, "thread group: collective #%ld did not complete (injected)",
+                         g->calls);
+  return HK_OK;
+}
+
+static hk_code tg_all_gather(void *user, const void *send, void *recv, size_t len, hk_status *st) {
+  thread_group_member *m = user;
+  thread_group *g = m->g;
+  hk_code rc;
+  if (len > THREAD_GROUP_SLOT) return hk_status_set(st, HK_INVALID_ARGUMENT, "thread group: %zu bytes per rank", len);
+  pthread_mutex_lock(&g->mu);
+  memcpy(g->slots + (size_t)m->rank * len, send, len);
+  barrier(g);
+  rc = outcome(g, st);
+  if (rc == HK_OK) memcpy(recv, g->slots, (size_t)g->size * len);
+  barrier(g);
+  if (m->rank == 0) g->calls++;
+  barrier(g);
+  pthread_mutex_unlock(&g->mu);
+  return rc;
+}
+
+static hk_code tg_broadcast(void *user, void *buf, size_t len, int root, hk_status *st) {
+  thread_group_member *m = user;
+  thread_group *g = m->g;
+  hk_code rc;
+  if (len > THREAD_GROUP_SLOT) return hk_status_set(st, HK_INVALID_ARGUMENT, "thread group: %zu bytes", len);
+  pthread_mutex_lock(&g->mu);
+  if (m->rank == root) memcpy(g->slots, buf, len);
+  barrier(g);
+  rc = outcome(g, st);
+  if (rc == HK_OK && m->rank != root) memcpy(buf, g->slots, len);
+  barrier(g);
+  if (m->rank == 0) g->calls++;
+  barrier(g);
+  pthread_mutex_unlock(&g->mu);
+  return rc;
+}
+
+static const hk_group_vtable vtable = {HK_GROUP_VTABLE_VERSION, tg_rank, tg_size, tg_all_gather, tg_broadcast};
+
+const hk_group_vtable *thread_group_vtable(void) { return &vtable; }
