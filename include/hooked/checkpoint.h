@@ -449,7 +449,16 @@ HK_API hk_code hk_checkpoint_mtimes(double *out, const hk_env *env, const char *
 typedef struct hk_checkpoint_reader hk_checkpoint_reader;
 
 /**
- * Open a checkpoint: a prefix, or a path ending in ".safetensors". The
+ * Open a checkpoint: a prefix, or a path ending in ".safetensors". A prefix
+ * with no data file but an index "<prefix>.shards" opens the sharded
+ * checkpoint whole: the index and every shard are opened and checked
+ * against each other (a missing shard, one of another size, header CRC,
+ * step or count, slices that do not tile a variable: DATA_LOSS naming it);
+ * its entries are the replicated variables, whole, in bytewise name order
+ * (per-rank "local/" tensors are in the shards alone; open a shard file for
+ * them); read() assembles a variable from its slices, each CRC-checked;
+ * its path is the index's, an entry's offset and crc32c are 0 (its bytes
+ * lie in several files, each slice with its own CRC). The
  * header is read and validated completely (sizes, dtypes, shapes, offsets,
  * gaps, overlaps, trailing bytes, duplicate names, format, every CRC
  * present); tensor data is read only by hk_checkpoint_reader_read() and
@@ -507,7 +516,8 @@ HK_API hk_code hk_checkpoint_reader_find(const hk_checkpoint_reader *r, const ch
  */
 HK_API hk_code hk_checkpoint_reader_read(hk_checkpoint_reader *r, size_t i, void *dst, size_t cap, hk_status *status);
 /**
- * Read every tensor through a bounded buffer and verify every CRC.
+ * Read every tensor through a bounded buffer and verify every CRC (of a
+ * sharded checkpoint: every tensor of every shard).
  * **Errors:** DATA_LOSS naming the file and the first bad tensor.
  * **Threads:** the owner's. **Allocates:** yes (one buffer of at most 4 MiB).
  */

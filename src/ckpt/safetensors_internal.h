@@ -73,6 +73,10 @@ struct hk_checkpoint_reader {
   int64_t step;
   uint32_t header_crc32c;    /* of the file's first 8 + N bytes, as read */
   int64_t shard, num_shards; /* a shard's metadata; -1 in a file that is no shard */
+  /* A sharded checkpoint opened whole (hk__reader_open_sharded): the
+   * entries are its replicated variables, read from their slices; no file
+   * of its own (f NULL). */
+  struct hk__sharded *sharded;
   hk__reader_entry *entries; /* sorted by name */
   size_t n;
   /* hk__reader_view's: the data region mapped, or a read buffer. */
@@ -112,6 +116,10 @@ int hk__safetensors_int_scalar(hk_dtype dtype, const unsigned char *p, size_t nb
 hk_code hk__reader_load(hk_checkpoint_reader *r, hk_status *st);
 /** The entry named `name`, NULL when there is none (entries are sorted). */
 hk__reader_entry *hk__reader_find_entry(const hk_checkpoint_reader *r, const char *name);
+/** Turn reader r (env and path set, nothing loaded) into the view of the
+ *  sharded checkpoint `prefix`: its replicated variables, whole
+ *  (shard_restore.c). NOT_FOUND when there is no index. */
+hk_code hk__reader_open_sharded(hk_checkpoint_reader *r, const char *prefix, hk_status *st);
 /** A shard file's metadata, checked against its tensors (safetensors_shard.c):
  *  the shard and num_shards texts (NULL when absent) and the slice notes.
  *  DATA_LOSS naming the file (and tensor), through `corrupt_fmt`'s wording. */

@@ -10,6 +10,7 @@
  */
 #include "ckpt/ckpt_internal.h"
 #include "ckpt/safetensors_internal.h"
+#include "ckpt/shard.h"
 #include "util/crc32c.h"
 #include "util/fs.h"
 
@@ -60,6 +61,14 @@ hk_code hk_checkpoint_reader_open(hk_checkpoint_reader **out, const hk_env *env,
     return hk_status_set(status, HK_RESOURCE_EXHAUSTED, "out of memory opening checkpoint %s", path);
   }
   rc = hk__reader_load(r, status);
+  if (rc == HK_NOT_FOUND && strcmp(r->path, path) != 0) {
+    /* No data file for a prefix: a sharded checkpoint, when it has an index. */
+    hk_status why = HK_STATUS_INIT;
+    if (r->f) hk__fs_close(&r->fs, r->f, r->path, NULL);
+    r->f = NULL;
+    rc = hk__reader_open_sharded(r, path, &why);
+    if (rc != HK_NOT_FOUND) hk__status_copy(status, &why);
+  }
   if (rc != HK_OK) {
     hk_checkpoint_reader_free(r);
     return rc;
@@ -76,6 +85,10 @@ void hk_checkpoint_reader_free(hk_checkpoint_reader *r) {
       hk_env_log(&r->env, HK_LOG_WARNING, "Releasing the mapping of checkpoint %s failed: %s", r->path, why.message);
   }
   if (r->f) hk__fs_close(&r->fs, r->f, r->path, NULL);
+  if (r->sharded) {
+    hk__sharded_close(r->sharded);
+    hk_env_free(&r->env, r->sharded);
+  }
   hk_env_free(&r->env, r->scratch);
   hk_env_free(&r->env, r->entries);
   hk_env_free(&r->env, r->header);
@@ -100,7 +113,7 @@ hk_code hk_checkpoint_reader_entry(hk_checkpoint_entry *out, const hk_checkpoint
   out->dtype = e->dtype;
   out->rank = e->rank;
   memcpy(out->dims, e->dims, sizeof out->dims);
-  out->offset = r->data_start + e->begin;
+  out->offset = r->sharded ? 0 : r->data_start + e->begin;
   out->nbytes = e->end - e->begin;
   out->crc32c = e->crc;
   return HK_OK;
@@ -161,6 +174,7 @@ hk_code hk_checkpoint_reader_read(hk_checkpoint_reader *r, size_t i, void *dst, 
                          "hk_checkpoint_reader_read: tensor '%s' of %s needs %" PRIu64 " bytes, 'cap' is %zu", e->name,
                          r->path, nbytes, cap);
   if (!dst && nbytes > 0) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_reader_read: 'dst' is NULL");
+  if (r->sharded) return hk__sharded_read_var(r->sharded, &r->sharded->vars[i], dst, status);
   return hk__reader_read_checked(r, e, dst, READ_PIECE, 0, status);
 }
 
@@ -186,6 +200,7 @@ hk_code hk__reader_view(hk_checkpoint_reader *r, size_t i, hk__tensor_view *v, h
   hk_code rc;
 
   memset(v, 0, sizeof *v);
+  if (r->sharded) return hk_status_set(st, HK_INTERNAL, "%s is a sharded checkpoint: no view of one file", r->path);
   if (i >= r->n)
     return hk_status_set(st, HK_OUT_OF_RANGE, "entry %zu of checkpoint %s: it has %zu tensors", i, r->path, r->n);
   e = &r->entries[i];
@@ -343,6 +358,7 @@ static hk_code check_crcs(const hk_checkpoint_reader *r, const read_job *j, cons
 
 hk_code hk__reader_read_into(hk_checkpoint_reader *r, const hk__read_target *targets, size_t n, int may_use_thread,
                              hk_status *st) {
+  if (r->sharded) return hk_status_set(st, HK_INTERNAL, "%s is a sharded checkpoint: no reads of one file", r->path);
   placed *order = NULL; /* the targets in file order */
   const hk__reader_entry **by_target = NULL;
   read_job job;
@@ -424,6 +440,7 @@ hk_code hk_checkpoint_reader_verify(hk_checkpoint_reader *r, hk_status *status) 
   hk_code rc = HK_OK;
 
   if (!r) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_checkpoint_reader_verify: 'r' is NULL");
+  if (r->sharded) return hk__sharded_verify(r->sharded, status);
   for (size_t i = 0; i < r->n; i++)
     if (r->entries[i].end - r->entries[i].begin > biggest) biggest = r->entries[i].end - r->entries[i].begin;
   piece = biggest < IO_CHUNK ? (size_t)biggest : IO_CHUNK;

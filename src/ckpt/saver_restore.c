@@ -8,6 +8,7 @@
  */
 #include "ckpt/ckpt.h"
 #include "ckpt/ckpt_internal.h"
+#include "ckpt/safetensors_internal.h"
 #include "ckpt/saver_internal.h"
 #include "ckpt/shard.h"
 #include "util/common.h"
@@ -76,12 +77,12 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
   rc = hk__saver_resolve_vars(s, st);
   if (rc != HK_OK) return rc;
   *mismatch = 0;
-  {
-    size_t pl = strlen(path), k = sizeof DATA_EXT - 1;
-    if ((pl < k || strcmp(path + pl - k, DATA_EXT) != 0) && hk__sharded_exists(env, path))
-      return hk__shard_restore_impl(s, rs, path, mismatch, st);
-  }
   rc = hk_checkpoint_reader_open(&r, env, path, st);
+  if (rc == HK_OK && r->sharded) {
+    /* A sharded checkpoint: its own restore, with the rank's own part. */
+    hk_checkpoint_reader_free(r);
+    return hk__shard_restore_impl(s, rs, path, mismatch, st);
+  }
   if (rc == HK_NOT_FOUND) return hk_status_set(st, rc, "The passed save_path is not a valid checkpoint: %s", path);
   if (rc != HK_OK) return rc;
   hk_env_log(env, HK_LOG_INFO, "Restoring parameters from %s", path);
@@ -264,6 +265,8 @@ static hk_code scan_entry(void *user, const char *entry, hk_status *st) {
   char name[256];
 
   (void)st;
+  /* A shard is part of a sharded checkpoint, which its index names. */
+  if (hk__shard_stem(entry, n) > 0) return HK_OK;
   if (n > sizeof HK__SHARD_INDEX_EXT - 1 &&
       strcmp(entry + n - (sizeof HK__SHARD_INDEX_EXT - 1), HK__SHARD_INDEX_EXT) == 0)
     k = sizeof HK__SHARD_INDEX_EXT - 1; /* a sharded checkpoint's index */
@@ -684,26 +687,12 @@ hk_code hk__saver_restore_latest(hk_saver *saver, hk_raw_session *rs, const char
 }
 
 hk_code hk_checkpoint_verify(const hk_env *env, const char *prefix, hk_status *status) {
+  hk_checkpoint_reader *r = NULL;
   hk_code rc;
-  size_t pl, k = sizeof DATA_EXT - 1;
   if (!prefix) return hk_status_set(status, HK_INVALID_ARGUMENT, "prefix is NULL");
-  rc = hk_env_check(env, "env", status);
-  if (rc != HK_OK) return rc;
-  env = hk__env_or_default(env);
-  pl = strlen(prefix);
-  if ((pl < k || strcmp(prefix + pl - k, DATA_EXT) != 0) && hk__sharded_exists(env, prefix)) {
-    hk__sharded sh;
-    rc = hk__sharded_open(&sh, env, prefix, status);
-    if (rc == HK_OK) rc = hk__sharded_verify(&sh, status);
-    hk__sharded_close(&sh);
-    return rc;
-  }
-  {
-    hk_checkpoint_reader *r = NULL;
-    rc = hk_checkpoint_reader_open(&r, env, prefix, status);
-    if (rc == HK_OK) rc = hk_checkpoint_reader_verify(r, status);
-    hk_checkpoint_reader_free(r);
-  }
+  rc = hk_checkpoint_reader_open(&r, env, prefix, status);
+  if (rc == HK_OK) rc = hk_checkpoint_reader_verify(r, status);
+  hk_checkpoint_reader_free(r);
   return rc;
 }
 

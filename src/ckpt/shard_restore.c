@@ -242,6 +242,48 @@ hk_code hk__sharded_read_var(hk__sharded *s, const struct hk__sharded_var *v, vo
   return HK_OK;
 }
 
+/* ---- the reader's view of a whole sharded checkpoint ------------------------------------------ */
+
+hk_code hk__reader_open_sharded(hk_checkpoint_reader *r, const char *prefix, hk_status *st) {
+  const hk_env *env = &r->env;
+  char *path;
+  hk_code rc;
+  if (!hk__sharded_exists(env, prefix))
+    return hk_status_set(st, HK_NOT_FOUND, "Checkpoint %s not found: neither a data file nor an index", prefix);
+  r->sharded = hk_env_calloc(env, 1, sizeof *r->sharded);
+  path = hk__shard_index_path(env, prefix);
+  if (!r->sharded || !path) {
+    hk_env_free(env, path);
+    return oom(st, "opening a sharded checkpoint");
+  }
+  hk_env_free(env, r->path);
+  r->path = path;
+  rc = hk__sharded_open(r->sharded, env, prefix, st);
+  if (rc != HK_OK) {
+    hk_env_free(env, r->sharded);
+    r->sharded = NULL;
+    return rc;
+  }
+  r->step = r->sharded->ix.step;
+  r->shard = r->num_shards = -1;
+  if (r->sharded->nvars > 0) {
+    r->entries = hk_env_calloc(env, r->sharded->nvars, sizeof *r->entries);
+    if (!r->entries) return oom(st, "opening a sharded checkpoint");
+  }
+  for (size_t i = 0; i < r->sharded->nvars; i++) {
+    const struct hk__sharded_var *v = &r->sharded->vars[i];
+    hk__reader_entry *e = &r->entries[i];
+    e->name = (char *)(uintptr_t)v->name;
+    e->dtype = v->dtype;
+    e->rank = v->rank;
+    memcpy(e->dims, v->dims, sizeof e->dims);
+    e->begin = 0;
+    e->end = v->count * hk_dtype_size(v->dtype);
+  }
+  r->n = r->sharded->nvars;
+  return HK_OK;
+}
+
 /* ---- restoring a Saver's variables ------------------------------------------------------------ */
 
 static void spec_of(hk_tensor *t, hk_dtype dtype, int32_t rank, const int64_t *dims) {

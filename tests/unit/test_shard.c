@@ -281,6 +281,16 @@ static void test_shard__each_rank_writes_a_shard_that_opens_alone_and_the_chief_
   assert_ok(hk_checkpoint_latest(&latest, NULL, j->dir, NULL, &st), &st);
   assert_string_equal(latest, j->r[0].restored);
   hk_env_free(NULL, latest);
+  /* Without a state file the scan finds the checkpoint by its index, never
+   * a shard as a checkpoint of its own. */
+  {
+    char *state_file = file_in(j, "checkpoint");
+    assert_int_equal(unlink(state_file), 0);
+    free(state_file);
+  }
+  assert_ok(hk_checkpoint_latest(&latest, NULL, j->dir, NULL, &st), &st);
+  assert_string_equal(latest, j->r[0].restored);
+  hk_env_free(NULL, latest);
   job_end(j);
   ckpt_dir_free(j->root, j->dir, j->save_path);
   free(j);

@@ -81,11 +81,23 @@ static int add_candidate(dir_listing *d, char *prefix, int listed, double ts, in
   return 0;
 }
 
-/* A data file name "<name>-<digits>.safetensors": its step, or -1. */
+/* A data file name "<name>-<digits>.safetensors", or a sharded
+ * checkpoint's index "<name>-<digits>.shards": its step, or -1. */
 int64_t scan_name_step(const char *name) {
   size_t len = strlen(name), sl = strlen(DATA_SUFFIX), end, i;
   int64_t step = 0;
-  if (len <= sl || strcmp(name + len - sl, DATA_SUFFIX) != 0) return -1;
+  /* A shard "<prefix>.shard-DDDDD-of-DDDDD.safetensors" belongs to its index. */
+  if (len > 32 && strcmp(name + len - sl, DATA_SUFFIX) == 0) {
+    const char *t = name + len - sl - 21;
+    int digits = 1;
+    for (int k = 0; k < 21; k++)
+      if (k >= 7 && k != 12 && k != 13 && k != 14 && k != 15 && (t[k] < '0' || t[k] > '9')) digits = 0;
+    if (digits && strncmp(t, ".shard-", 7) == 0 && strncmp(t + 12, "-of-", 4) == 0) return -1;
+  }
+  if (len > strlen(INDEX_SUFFIX) && strcmp(name + len - strlen(INDEX_SUFFIX), INDEX_SUFFIX) == 0)
+    sl = strlen(INDEX_SUFFIX);
+  else if (len <= sl || strcmp(name + len - sl, DATA_SUFFIX) != 0)
+    return -1;
   end = len - sl;
   i = end;
   while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9') i--;
@@ -105,7 +117,7 @@ static hk_code on_dir_entry(void *user, const char *name, hk_status *status) {
     d->oom = 1;
     return HK_OK;
   }
-  prefix[strlen(prefix) - strlen(DATA_SUFFIX)] = '\0';
+  prefix[strlen(prefix) - (is_index_path(prefix) ? strlen(INDEX_SUFFIX) : strlen(DATA_SUFFIX))] = '\0';
   add_candidate(d, prefix, 0, NAN, step);
   return HK_OK;
 }
@@ -162,6 +174,22 @@ int list_dir(const hk_env *env, const char *dir, dir_listing *d) {
   if (d->oom) return out_of_memory();
   if (d->n > nlisted) qsort(d->c + nlisted, d->n - nlisted, sizeof *d->c, cmp_unlisted); /* c may be NULL */
   return 0;
+}
+
+int is_index_path(const char *path) {
+  size_t n = strlen(path), k = strlen(INDEX_SUFFIX);
+  return n > k && strcmp(path + n - k, INDEX_SUFFIX) == 0;
+}
+
+int index_num_shards(const char *index_path) {
+  FILE *f = fopen(index_path, "r");
+  char line[128];
+  int n = 0;
+  if (f == NULL) return 0;
+  while (fgets(line, sizeof line, f) != NULL)
+    if (sscanf(line, "num_shards: %d", &n) == 1) break;
+  fclose(f);
+  return n;
 }
 
 void free_listing(dir_listing *d) {

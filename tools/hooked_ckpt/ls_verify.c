@@ -41,6 +41,25 @@ static int ls_checkpoint(const hk_env *env, const char *path, const char *note) 
     printf("  %-*s  %-5s  %-*s  %" PRIu64 "\n", (int)wname, e.name, dtype_st_name(e.dtype), (int)wshape, shape,
            e.nbytes);
   }
+  if (is_index_path(hk_checkpoint_reader_path(r))) {
+    /* A sharded checkpoint: its variables whole, above; then each shard. */
+    const char *index = hk_checkpoint_reader_path(r);
+    int nshards = index_num_shards(index), rc = 0;
+    size_t stem = strlen(index) - strlen(INDEX_SUFFIX);
+    for (int k = 0; k < nshards; k++) {
+      char *shard = malloc(stem + 48), note_k[48];
+      if (shard == NULL) {
+        hk_checkpoint_reader_free(r);
+        return out_of_memory();
+      }
+      snprintf(shard, stem + 48, "%.*s.shard-%05d-of-%05d" DATA_SUFFIX, (int)stem, index, k, nshards);
+      snprintf(note_k, sizeof note_k, " (shard %d of %d)", k, nshards);
+      if (ls_checkpoint(env, shard, note_k) != 0) rc = 1;
+      free(shard);
+    }
+    hk_checkpoint_reader_free(r);
+    return rc;
+  }
   hk_checkpoint_reader_free(r);
   return 0;
 }
@@ -100,7 +119,7 @@ static int name_says_step(const char *data_path, int64_t *step) {
   int64_t s = scan_name_step(name);
   size_t dash;
   if (s < 0) return 0;
-  dash = strlen(name) - strlen(DATA_SUFFIX);
+  dash = strlen(name) - (is_index_path(name) ? strlen(INDEX_SUFFIX) : strlen(DATA_SUFFIX));
   while (dash > 0 && name[dash - 1] != '-') dash--;
   *step = dash >= 3 && name[dash - 2] == '-' ? -s : s;
   return 1;
@@ -183,12 +202,25 @@ static int check_finite(hk_checkpoint_reader *r, int finite, int *warned) {
     uint64_t bad, elems;
     if (hk_checkpoint_reader_entry(&e, r, i, &st) != HK_OK) break;
     if (!hk_dtype_is_float(e.dtype) || e.nbytes == 0) continue;
-    if (f == NULL && fs->open_read(NULL, path, &f, &st) != HK_OK) break;
-    if (buf == NULL && (buf = malloc(SCAN_CHUNK)) == NULL) {
-      hk_status_set(&st, HK_RESOURCE_EXHAUSTED, "out of memory");
-      break;
+    if (is_index_path(path)) {
+      /* A sharded checkpoint's variable: assembled from its slices. */
+      unsigned char *whole = malloc((size_t)e.nbytes);
+      if (whole == NULL) {
+        hk_status_set(&st, HK_RESOURCE_EXHAUSTED, "out of memory");
+        break;
+      }
+      if (hk_checkpoint_reader_read(r, i, whole, (size_t)e.nbytes, &st) == HK_OK)
+        count_nonfinite(e.dtype, whole, (size_t)e.nbytes / hk_dtype_size(e.dtype), &c);
+      free(whole);
+      if (st.code != HK_OK) break;
+    } else {
+      if (f == NULL && fs->open_read(NULL, path, &f, &st) != HK_OK) break;
+      if (buf == NULL && (buf = malloc(SCAN_CHUNK)) == NULL) {
+        hk_status_set(&st, HK_RESOURCE_EXHAUSTED, "out of memory");
+        break;
+      }
+      if (scan_tensor(fs, f, &e, buf, &c, &st) != HK_OK) break;
     }
-    if (scan_tensor(fs, f, &e, buf, &c, &st) != HK_OK) break;
     bad = c.nan + c.pos_inf + c.neg_inf;
     if (bad == 0) continue;
     elems = e.nbytes / hk_dtype_size(e.dtype);

@@ -15,10 +15,12 @@
  *                                       checkpoint the two share (check_resume.c)
  *
  * FILE is a checkpoint prefix ("ckpt/model.ckpt-3000") or its data file
- * ("ckpt/model.ckpt-3000.safetensors"). For a DIR, ls and verify take the
- * checkpoints its state file lists, oldest first, plus any other
- * "<name>-<step>.safetensors" in it; diff takes its latest checkpoint (the
- * one `latest` prints).
+ * ("ckpt/model.ckpt-3000.safetensors"). A sharded checkpoint's prefix
+ * (its index "<prefix>.shards") is read whole: its variables assembled
+ * from their slices (dump, diff, verify), and ls lists each shard too. For
+ * a DIR, ls and verify take the checkpoints its state file lists, oldest
+ * first, plus any other "<name>-<step>.safetensors" or "<name>-<step>.shards"
+ * in it; diff takes its latest checkpoint (the one `latest` prints).
  *
  * Written only against the public API (hooked/checkpoint.h and the POSIX
  * hk_fs of hooked/sys/fs.h), as any third-party tool could be.
@@ -47,8 +49,9 @@ static const char usage_text[] = "usage: " TOOL
                                  "\n"
                                  "Inspect and verify hooked checkpoints. FILE is a checkpoint prefix\n"
                                  "(ckpt/model.ckpt-3000) or its data file (ckpt/model.ckpt-3000.safetensors);\n"
-                                 "DIR is a checkpoint directory (its state file 'checkpoint' and every\n"
-                                 "<name>-<step>.safetensors in it).\n"
+                                 "a sharded checkpoint's prefix reads its shards together. DIR is a checkpoint\n"
+                                 "directory (its state file 'checkpoint' and every <name>-<step>.safetensors\n"
+                                 "or <name>-<step>.shards in it).\n"
                                  "\n"
                                  "commands:\n"
                                  "  ls FILE|DIR                 the global step and every tensor: name, dtype,\n"

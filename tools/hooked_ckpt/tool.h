@@ -35,6 +35,8 @@
 #define TOOL "hooked-ckpt"
 #define LINE_WIDTH 75 /* numpy's default linewidth */
 #define DATA_SUFFIX ".safetensors"
+/* A sharded checkpoint's index (checkpoint-format.md "Sharded checkpoints"). */
+#define INDEX_SUFFIX ".shards"
 #define ELEMENT_MAX 64 /* "%.8f" of a positional value (below 1e8), "%.8e" of any */
 /* Room for "[d0, d1, ...]" of any shape, or an index into it. */
 #define SHAPE_MAX (HK_MAX_RANK * 22 + 3)
@@ -75,8 +77,13 @@ typedef struct dir_listing {
   int oom;
 } dir_listing;
 
-/* A data file name "<name>-<digits>.safetensors": its step, or -1. */
+/* A data file name "<name>-<digits>.safetensors" (or an index
+ * "<name>-<digits>.shards"): its step, or -1. */
 int64_t scan_name_step(const char *name);
+/* nonzero when path names a sharded checkpoint's index ("...shards"). */
+int is_index_path(const char *path);
+/* The num_shards line of an index file; 0 when it cannot be read. */
+int index_num_shards(const char *index_path);
 /* The state file's checkpoints, oldest first, then the other data files of
  * the directory by basename and step. @return 0, or 1 after a message. */
 int list_dir(const hk_env *env, const char *dir, dir_listing *d);
