@@ -354,9 +354,18 @@ static void check_state_file_whole(run_ctx *rc, const crash_state *cs) {
               len);
 }
 
-static int tree_has(const crash_state *cs, const char *rel) {
-  for (size_t i = 0; i < crash_state_count(cs); i++)
-    if (strcmp(crash_state_entry(cs, i, NULL, NULL, NULL), rel) == 0) return 1;
+/* Any file of checkpoint <ck>/<name>: its data file, or a sharded one's
+ * index or a shard (a crash may leave some of them). */
+static int tree_has_checkpoint(const crash_state *cs, const char *ck, const char *name, size_t name_len) {
+  char stem[300];
+  size_t n = (size_t)snprintf(stem, sizeof stem, "%s/%.*s.", ck, (int)name_len, name);
+  for (size_t i = 0; i < crash_state_count(cs); i++) {
+    const char *p = crash_state_entry(cs, i, NULL, NULL, NULL);
+    if (strncmp(p, stem, n) != 0) continue;
+    if (strcmp(p + n, "safetensors") == 0 || strcmp(p + n, "shards") == 0 ||
+        (strncmp(p + n, "shard-", 6) == 0 && !strstr(p + n, ".tmp-")))
+      return 1;
+  }
   return 0;
 }
 
@@ -369,10 +378,10 @@ static int in_unfinished_deletion_window(const run_ctx *rc, const crash_state *c
   size_t len = 0;
   int state = 0;
   if (rc->ex->vanish < 0) return 0;
-  snprintf(name, sizeof name, "%s/model.ckpt-%" PRId64 ".safetensors", rc->ex->ck, rc->ex->vanish);
+  snprintf(name, sizeof name, "model.ckpt-%" PRId64, rc->ex->vanish);
   snprintf(state_name, sizeof state_name, "%s/checkpoint", rc->ex->ck);
   snprintf(quoted, sizeof quoted, "all_model_checkpoint_paths: \"model.ckpt-%" PRId64 "\"", rc->ex->vanish);
-  if (!tree_has(cs, name)) return 0;
+  if (!tree_has_checkpoint(cs, rc->ex->ck, name, strlen(name))) return 0;
   for (size_t i = 0; i < crash_state_count(cs); i++) {
     const char *p = crash_state_entry(cs, i, NULL, &data, &len);
     if (strcmp(p, state_name) == 0) {
@@ -401,8 +410,9 @@ static int has_own_record(const run_ctx *rc, const crash_state *cs) {
     const char *p = crash_state_entry(cs, i, &is_dir, NULL, NULL);
     const char *base = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
     if (is_dir || crash_fs_initial(rc->cf, p, &(size_t){0}) != NULL) continue;
-    if (strstr(base, ".tmp-") || ends_with(base, ".safetensors") || ends_with(base, ".graph.txt") ||
-        strcmp(base, "checkpoint") == 0 || strcmp(base, "graph.txt") == 0 || strncmp(base, "events.", 7) == 0)
+    if (strstr(base, ".tmp-") || ends_with(base, ".safetensors") || ends_with(base, ".shards") ||
+        ends_with(base, ".graph.txt") || strcmp(base, "checkpoint") == 0 || strcmp(base, "graph.txt") == 0 ||
+        strncmp(base, "events.", 7) == 0)
       continue;
     return 1;
   }
@@ -427,10 +437,8 @@ static int records_present(const run_ctx *rc, const crash_state *cs) {
     text[len] = '\0';
     for (const char *p = strstr(text, key); p && !found; p = strstr(p + 1, key)) {
       const char *name = p + sizeof key - 1, *q = strchr(name, '"');
-      char file[256];
       if (!q) break;
-      snprintf(file, sizeof file, "%s/%.*s.safetensors", rc->ex->ck, (int)(q - name), name);
-      found = tree_has(cs, file);
+      found = tree_has_checkpoint(cs, rc->ex->ck, name, (size_t)(q - name));
     }
     free(text);
   }
@@ -632,10 +640,20 @@ static int visit(void *user, const crash_state *cs) {
     check_restorable(rc, &posix, dir, rc->ex->next, rc->ex->next, "after the next save");
     check_retention(rc, &posix, dir, "after the next save");
     check_survivor(rc, &posix, dir, survived, "after the next save");
-    for (int k = 0; rc->ex->vanish >= 0 && k < 2; k++) {
+    for (int k = 0; rc->ex->vanish >= 0 && k < 3; k++) {
       char *p;
-      snprintf(name, sizeof name, "model.ckpt-%" PRId64 "%s", rc->ex->vanish, k == 0 ? ".safetensors" : ".graph.txt");
+      snprintf(name, sizeof name, "model.ckpt-%" PRId64 "%s", rc->ex->vanish,
+               k == 0   ? ".safetensors"
+               : k == 1 ? ".graph.txt"
+                        : ".shards");
       p = test_path(dir, name);
+      snprintf(name, sizeof name, "model.ckpt-%" PRId64 ".shard-", rc->ex->vanish);
+      if (test_dir_count_matching(dir, name) > 0)
+        violation(rc, "after the next save: a shard of model.ckpt-%" PRId64 " is still there (D21)", rc->ex->vanish);
+      snprintf(name, sizeof name, "model.ckpt-%" PRId64 "%s", rc->ex->vanish,
+               k == 0   ? ".safetensors"
+               : k == 1 ? ".graph.txt"
+                        : ".shards");
       if (test_path_exists(p))
         violation(rc,
                   "after the next save: %s is still there; retention was about to delete it when the crash "

@@ -23,6 +23,10 @@
  */
 #include "crash_tests.h"
 
+#include <pthread.h>
+
+#include "thread_group.h"
+
 #define NEXT_STEP 1000   /* the step of the save after a crash */
 #define CK "ck"          /* the checkpoint directory, relative to the scenario's root ... */
 #define CK_MADE "run/ck" /* ... and where the hook must create it and its parent (D4.5) */
@@ -39,13 +43,21 @@ typedef enum scenario {
   S_PENDING_DELETES, /* (4) D6.5 */
   S_SERIES,          /* (5) retention over three saves, each deleting one */
   S_RESAVE,          /* (6) a restart re-saves the step retention just deleted */
-  S_RESAVE_NO_STATE  /* (6) the same, without the state file */
+  S_RESAVE_NO_STATE, /* (6) the same, without the state file */
+  S_SHARDED          /* (7) three ranks save one sharded checkpoint; retention drops a sharded one (D17, D21) */
 } scenario;
 
 static const char *const scenario_names[] = {
-    "1 first save, Saver",          "1 first save, CheckpointSaverHook",   "1 first save, directory made by the hook",
-    "2 retention (max_to_keep 2)",  "3 AsyncCheckpointSaverHook",          "4 pending deletions (D6.5)",
-    "5 retention over three saves", "6 a restart re-saves a deleted step", "6 ... without the state file",
+    "1 first save, Saver",
+    "1 first save, CheckpointSaverHook",
+    "1 first save, directory made by the hook",
+    "2 retention (max_to_keep 2)",
+    "3 AsyncCheckpointSaverHook",
+    "4 pending deletions (D6.5)",
+    "5 retention over three saves",
+    "6 a restart re-saves a deleted step",
+    "6 ... without the state file",
+    "7 three writers, one sharded checkpoint",
 };
 
 static const char *const keep_files[] = {CK "/best.safetensors", CK "/notes.txt"};
@@ -100,6 +112,99 @@ typedef struct run_opts {
   const char *want;           /* count the violations whose message contains it */
 } run_opts;
 
+/* ---- (7) several writers: ranks as threads of one thread group ------------------------ */
+
+#define SHARD_RANKS 3
+
+typedef struct shard_rank {
+  test_env *te;
+  model_vars mv;
+  hk_raw_session *rs;
+  hk_saver *sv;
+  const char *save_path;
+  int64_t step;
+  hk_code rc;
+  hk_status st;
+} shard_rank;
+
+static void *shard_rank_main(void *arg) {
+  shard_rank *r = arg;
+  r->rc = hk_saver_save(NULL, r->sv, r->rs, r->save_path, r->step, HK_SAVE_DEFAULT, &r->st);
+  return NULL;
+}
+
+/* Every rank saves `step` at once (the threads only save: cmocka stays on
+ * this thread). */
+static void shard_save_all(shard_rank *ranks, int64_t step) {
+  pthread_t t[SHARD_RANKS];
+  for (int r = 0; r < SHARD_RANKS; r++) {
+    assign_step(ranks[r].rs, ranks[r].mv.ex, step);
+    ranks[r].step = step;
+    assert_int_equal(pthread_create(&t[r], NULL, shard_rank_main, &ranks[r]), 0);
+  }
+  for (int r = 0; r < SHARD_RANKS; r++) pthread_join(t[r], NULL);
+  for (int r = 0; r < SHARD_RANKS; r++) assert_ok(ranks[r].rc, &ranks[r].st);
+}
+
+/* Three ranks, each with its own model and Saver, their files through cf
+ * (NULL: the plain POSIX fs). */
+static void shard_ranks_open(shard_rank *ranks, thread_group *tg, const char *save_path, int64_t max_to_keep,
+                             crash_fs *cf) {
+  thread_group_init(tg, SHARD_RANKS);
+  for (int r = 0; r < SHARD_RANKS; r++) {
+    hk_saver_options so = HK_SAVER_OPTIONS_INIT;
+    hk_status st = HK_STATUS_INIT;
+    memset(&ranks[r], 0, sizeof ranks[r]);
+    ranks[r].te = test_env_new();
+    if (cf) crash_fs_bind(cf, &ranks[r].te->env);
+    ranks[r].save_path = save_path;
+    make_executor(ranks[r].te, &ranks[r].mv);
+    assert_ok(hk_raw_session_open(&ranks[r].rs, ranks[r].mv.ex, &st), &st);
+    so.env = &ranks[r].te->env;
+    so.executor = ranks[r].mv.ex;
+    so.max_to_keep = max_to_keep;
+    so.group = thread_group_vtable();
+    so.group_user = &tg->members[r];
+    assert_ok(hk_saver_new(&ranks[r].sv, &so, &st), &st);
+  }
+}
+
+static void shard_ranks_close(shard_rank *ranks, thread_group *tg) {
+  for (int r = 0; r < SHARD_RANKS; r++) {
+    hk_saver_free(ranks[r].sv);
+    hk_raw_session_free(ranks[r].rs);
+    fake_executor_free(ranks[r].mv.fx);
+    assert_int_equal(test_env_release(ranks[r].te), 0);
+  }
+  thread_group_destroy(tg);
+}
+
+/* (7): checkpoints 1 and 2 saved sharded before the recording; recorded:
+ * a restarted job of three ranks (fresh Savers, one crash_fs for all, so
+ * one order of every rank's operations) saves step 3, and retention
+ * (max_to_keep 2) deletes checkpoint 1's index and shards. */
+static crash_fs *record_sharded(const char *root, const char *save_path, run_opts ro, expect *ex) {
+  shard_rank ranks[SHARD_RANKS];
+  thread_group tg;
+  crash_fs *cf;
+  shard_ranks_open(ranks, &tg, save_path, 2, NULL);
+  shard_save_all(ranks, 1);
+  shard_save_all(ranks, 2);
+  shard_ranks_close(ranks, &tg);
+  cf = crash_fs_new(root);
+  crash_fs_lie(cf, ro.lie_sync, ro.lie_sync_dir);
+  crash_fs_append_only(cf, ro.append_only);
+  shard_ranks_open(ranks, &tg, save_path, 2, cf);
+  shard_save_all(ranks, 3);
+  crash_fs_mark(cf, 3);
+  shard_ranks_close(ranks, &tg);
+  ex->prev = 2;
+  ex->max_to_keep = 2;
+  ex->vanish = 1;
+  ex->nest = 1;
+  return cf;
+}
+
 /* Record the scenario, then explore every crash point of it. */
 static result run_scenario(scenario sc, run_opts ro) {
   test_env *te = test_env_new();
@@ -133,7 +238,10 @@ static result run_scenario(scenario sc, run_opts ro) {
   plain.fs_user = NULL;
   if (sc != S_HOOK_MKDIR) assert_int_equal(mkdir(dir, 0755), 0);
 
-  if (sc == S_RETENTION || sc == S_PENDING_DELETES || sc >= S_SERIES) {
+  if (sc == S_SHARDED) {
+    cf = record_sharded(root, save_path, ro, &ex);
+    make_executor(te, &mv); /* freed below, as the other scenarios' */
+  } else if (sc == S_RETENTION || sc == S_PENDING_DELETES || sc >= S_SERIES) {
     /* Before the recording: checkpoints 1 and 2 (managed, max_to_keep 2), an
      * unmanaged checkpoint and a foreign file, none of which retention may
      * touch but checkpoint 1 (D6.4). */
@@ -397,6 +505,25 @@ static void test_crash__lying_file_fsync_is_caught(void **state) {
   assert_true(r.want_hits > 0);
 }
 
+/* (7) Several writers: three ranks save one sharded checkpoint, each its
+ * shard, the chief the index and the state file, and retention deletes an
+ * older sharded checkpoint (D17, D21). Every crash point of the three
+ * writers' operations (one order of them) leaves the previous state file
+ * and every checkpoint it names whole, never a state file naming a
+ * checkpoint with a shard missing; a restart with one rank restores the
+ * newest one complete, and its save finishes the deletion of every shard. */
+static void test_crash__a_crash_anywhere_in_a_sharded_save_of_three_writers_keeps_a_whole_checkpoint(void **state) {
+  result r = run_scenario(S_SHARDED, (run_opts){0});
+  (void)state;
+  assert_true(r.stats.points >= 35);
+  assert_true(r.nested >= 10);
+  assert_int_equal(r.bad, 0);
+  /* The checker sees through lies here too. */
+  r = run_scenario(S_SHARDED, (run_opts){.lie_sync = 1, .quiet = 1, .want = "(D4.4"});
+  assert_true(r.bad > 0);
+  assert_true(r.want_hits > 0);
+}
+
 /* ... and over one whose directory fsync lies: a state file renamed into
  * place without the data file it names (D4.4), an acknowledged save lost
  * (D4.5). */
@@ -519,6 +646,7 @@ int main(void) {
       cmocka_unit_test(test_crash__deletions_a_crash_interrupted_are_finished),
       cmocka_unit_test(test_crash__retention_over_several_saves_leaves_no_checkpoint_behind),
       cmocka_unit_test(test_crash__a_re_saved_step_is_never_deleted_by_its_old_record),
+      cmocka_unit_test(test_crash__a_crash_anywhere_in_a_sharded_save_of_three_writers_keeps_a_whole_checkpoint),
       cmocka_unit_test(test_crash__lying_file_fsync_is_caught),
       cmocka_unit_test(test_crash__lying_directory_fsync_is_caught),
   };
