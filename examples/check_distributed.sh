@@ -9,12 +9,16 @@
 #     checkpoint); every line of the 4-rank jobs names its rank;
 #  2. SIGKILL to one rank of a 3-rank sync job mid-run: the job exits
 #     non-zero and no rank is left running; relaunched, it resumes from the
-#     chief's newest checkpoint and its final checkpoint is byte-identical to
-#     an uninterrupted 3-rank run's (deterministic averaging);
+#     newest checkpoint and every shard of its final checkpoint (each rank
+#     writes its own: sharded checkpoints) is byte-identical to an
+#     uninterrupted 3-rank run's (deterministic averaging);
 #  3. SIGTERM to one rank only: every rank stops after the same step, the
-#     job exits 0, and the chief's final checkpoint is of that step;
+#     job exits 0, and the final checkpoint is of that step;
 #  4. SIGUSR1 to one rank of a job given --stop-signals INT,TERM,USR1: the
-#     same, and the chief's result line says stop=signal:SIGUSR1.
+#     same, and the chief's result line says stop=signal:SIGUSR1;
+#  5. the 3 ranks' checkpoint resumed by 2 ranks, then by 4 (a global batch
+#     of 33 split 9, 8, 8, 8): each restores the whole model, trains on and
+#     writes a checkpoint of its own rank count that verifies.
 # No timing is asserted: the waits below only bound a hung run.
 set -u
 mpiexec=$1
@@ -111,15 +115,16 @@ code=$?
 [ "$code" -ne 0 ] || fail "the job exited 0 after one rank was killed"
 left=$(still_running "${ranks[@]}")
 [ -z "$left" ] || fail "a process of the killed job is still running: pid(s) $left"
-newest=$(ls "$work/kill" | sed -n 's/^model\.ckpt-\([0-9]*\)\.safetensors$/\1/p' | sort -n | tail -1)
+newest=$(ls "$work/kill" | sed -n 's/^model\.ckpt-\([0-9]*\)\.shards$/\1/p' | sort -n | tail -1)
 [ "${newest:-$steps}" -lt "$steps" ] || fail "the job finished before the kill landed; nothing to resume"
 echo "killed rank 1 (pid $victim): the job exited $code; newest checkpoint step $newest"
 run resume 3 "${common[@]}" --checkpoint-dir "$work/kill"
 bounded_wait 600 || fail "the relaunched job exited $?"
 grep -q "result: step=$steps " "$work/resume.out" || fail "the relaunched job did not reach step $steps"
-cmp "$work/ref/model.ckpt-$steps.safetensors" "$work/kill/model.ckpt-$steps.safetensors" ||
-  fail "the resumed run's final checkpoint differs from the uninterrupted run's"
-echo "resumed from step $newest: model.ckpt-$steps.safetensors is byte-identical to the uninterrupted run's"
+for f in "$work/ref/model.ckpt-$steps".shard-*-of-00003.safetensors "$work/ref/model.ckpt-$steps.shards"; do
+  cmp "$f" "$work/kill/${f##*/}" || fail "the resumed run's final checkpoint differs from the uninterrupted run's: ${f##*/}"
+done
+echo "resumed from step $newest: every shard of model.ckpt-$steps is byte-identical to the uninterrupted run's"
 
 # 3. SIGTERM to one rank only
 run term 3 --distributed sync --batch 33 --steps 1000000 --save-steps 5000 --checkpoint-dir "$work/term"
@@ -133,8 +138,8 @@ step=$(sed -n 's/^result: step=\([0-9]*\) .*/\1/p' "$work/term.out")
 for r in 1 2; do
   grep -q "rank $r/3: step=$step " "$work/term.err" || fail "rank $r did not stop at the chief's step $step"
 done
-[ -f "$work/term/model.ckpt-$step.safetensors" ] || fail "no final checkpoint of step $step"
-newest=$(ls "$work/term" | sed -n 's/^model\.ckpt-\([0-9]*\)\.safetensors$/\1/p' | sort -n | tail -1)
+[ -f "$work/term/model.ckpt-$step.shards" ] || fail "no final checkpoint of step $step"
+newest=$(ls "$work/term" | sed -n 's/^model\.ckpt-\([0-9]*\)\.shards$/\1/p' | sort -n | tail -1)
 [ "$newest" = "$step" ] || fail "the newest checkpoint is of step $newest, not the final step $step"
 echo "SIGTERM to rank 2 (pid $victim): every rank stopped after step $step, exit 0, final checkpoint of it"
 
@@ -153,5 +158,21 @@ step=$(sed -n 's/^result: step=\([0-9]*\) .* stop=signal:SIGUSR1$/\1/p' "$work/u
 for r in 1 2; do
   grep -q "rank $r/3: step=$step " "$work/usr1.err" || fail "rank $r did not stop at the chief's step $step"
 done
-[ -f "$work/usr1/model.ckpt-$step.safetensors" ] || fail "no final checkpoint of step $step"
+[ -f "$work/usr1/model.ckpt-$step.shards" ] || fail "no final checkpoint of step $step"
 echo "SIGUSR1 to rank 1 (pid $victim): every rank stopped after step $step, exit 0, stop=signal:SIGUSR1"
+
+# 5. another rank count: the uninterrupted run's checkpoint resumed by 2 ranks, then by 4
+cp -r "$work/ref" "$work/reshard"
+run reshard2 2 --distributed sync --batch 33 --steps $((steps + 500)) --save-steps 500 --checkpoint-dir "$work/reshard"
+bounded_wait 300 || fail "2 ranks resuming 3 ranks' checkpoint exited $?"
+grep -q "Restoring parameters from $work/reshard/model.ckpt-$steps (3 shards" "$work/reshard2.err" ||
+  fail "reshard2 did not restore the 3 ranks' checkpoint of step $steps"
+grep -q "result: step=$((steps + 500)) " "$work/reshard2.out" || fail "reshard2 did not reach step $((steps + 500))"
+check_accuracy reshard2
+[ -f "$work/reshard/model.ckpt-$((steps + 500)).shard-00001-of-00002.safetensors" ] || fail "reshard2 wrote no 2-shard checkpoint"
+run reshard4 4 --distributed sync --batch 33 --steps $((steps + 1000)) --save-steps 500 --checkpoint-dir "$work/reshard"
+bounded_wait 300 || fail "4 ranks resuming 2 ranks' checkpoint exited $?"
+grep -q "result: step=$((steps + 1000)) " "$work/reshard4.out" || fail "reshard4 did not reach step $((steps + 1000))"
+check_accuracy reshard4
+[ -f "$work/reshard/model.ckpt-$((steps + 1000)).shard-00003-of-00004.safetensors" ] || fail "reshard4 wrote no 4-shard checkpoint"
+echo "3 ranks' checkpoint resumed by 2 ranks, then by 4 (a batch of 33): every checkpoint of its own rank count"

@@ -101,8 +101,10 @@ a=$(sed -n 's/^result: .*test_accuracy=\([0-9.]*\) stop=.*$/\1/p' "$work/ref.out
 [ -n "$a" ] || fail "two hosts: no result line"
 awk -v a="$a" 'BEGIN { exit !(a >= 0.95) }' || fail "two hosts: test accuracy $a < 0.95"
 [ "$(result ref)" = "$(result one)" ] || fail "two hosts: '$(result ref)', one host: '$(result one)'"
-cmp "$work/one/model.ckpt-$steps.safetensors" "$work/ref/model.ckpt-$steps.safetensors" ||
-  fail "the final checkpoints of the one-host and the two-host jobs differ"
+# Sharded checkpoints: every rank's shard, and the index.
+for f in "$work/one/model.ckpt-$steps".shard-*.safetensors "$work/one/model.ckpt-$steps.shards"; do
+  cmp "$f" "$work/ref/${f##*/}" || fail "the final checkpoints of the one-host and the two-host jobs differ: ${f##*/}"
+done
 echo "two hosts: $(result ref); the same line and final checkpoint as on one host"
 
 # 2. SIGKILL to rank 2 (host b), relaunch, compare with the uninterrupted run
@@ -120,12 +122,13 @@ t1=$(date +%s.%N)
 [ "$code" -ne 0 ] || fail "the job exited 0 after rank 2 was killed"
 left=$(still_running "${ranks[@]}")
 [ -z "$left" ] || fail "a process of the killed job is still running: pid(s) $left"
-newest=$(ls "$work/kill" | sed -n 's/^model\.ckpt-\([0-9]*\)\.safetensors$/\1/p' | sort -n | tail -1)
+newest=$(ls "$work/kill" | sed -n 's/^model\.ckpt-\([0-9]*\)\.shards$/\1/p' | sort -n | tail -1)
 [ "${newest:-$steps}" -lt "$steps" ] || fail "the job finished before the kill landed; nothing to resume"
 echo "killed rank 2 (pid $victim, host b): the job exited $code after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s; newest checkpoint step $newest"
 run2 resume "${common[@]}" --checkpoint-dir "$work/kill"
 bounded_wait 900 || fail "the relaunched job exited $?"
 grep -q "^result: step=$steps " "$work/resume.out" || fail "the relaunched job did not reach step $steps"
-cmp "$work/ref/model.ckpt-$steps.safetensors" "$work/kill/model.ckpt-$steps.safetensors" ||
-  fail "the resumed run's final checkpoint differs from the uninterrupted run's"
-echo "resumed from step $newest: model.ckpt-$steps.safetensors is byte-identical to the uninterrupted run's"
+for f in "$work/ref/model.ckpt-$steps".shard-*.safetensors "$work/ref/model.ckpt-$steps.shards"; do
+  cmp "$f" "$work/kill/${f##*/}" || fail "the resumed run's final checkpoint differs from the uninterrupted run's: ${f##*/}"
+done
+echo "resumed from step $newest: every shard of model.ckpt-$steps is byte-identical to the uninterrupted run's"

@@ -123,7 +123,11 @@ static void usage(FILE *out) {
   fprintf(out,
           "  --distributed sync|ps\n"
           "                   train as one rank of an MPI job (under mpirun): synchronous data\n"
-          "                   parallel, or a parameter server (rank 0 serves, the others train)\n"
+          "                   parallel, or a parameter server (rank 0 serves, the others train).\n"
+          "                   sync: --batch is the global batch (any size >= the rank count);\n"
+          "                   with --checkpoint-dir every rank writes its shard of each\n"
+          "                   checkpoint every --save-steps (default 1000) steps, and a job of\n"
+          "                   any rank count resumes it\n"
           "  --ps-wait-k K    parameter-server worker k starts at global step int(K log(k + 1))\n"
           "                   (default 100)\n"
           "  --collective-timeout S\n"
@@ -225,6 +229,16 @@ static int parse_args(int argc, char **argv, options *o) {
     return digits_usage_error(PROG, "--collective-timeout needs --distributed");
   if (o->distributed != DIST_NONE && (o->f.lr_flags.schedule >= 0 || o->f.lr_flags.patience >= 0))
     return digits_usage_error(PROG, "--lr-schedule and --lr-plateau do not combine with --distributed");
+  /* Sharded checkpoints: every rank saves at the same steps, in the
+   * training thread (the saves are collectives). */
+  if (o->distributed == DIST_SYNC && o->f.checkpoint_dir) {
+    if (!hk_secs_is_unset(o->f.save_secs))
+      return digits_usage_error(PROG,
+                                "--save-secs: with --distributed sync every rank saves its shard at the same "
+                                "steps; give --save-steps");
+    if (o->f.async) return digits_usage_error(PROG, "--async does not combine with --distributed sync");
+    if (o->f.best_k) return digits_usage_error(PROG, "--best-k does not combine with --distributed sync");
+  }
   return 0;
 }
 
@@ -244,6 +258,10 @@ static int trainer_init(trainer *t, size_t batch, int64_t local_batch, double lr
   t->gb2 = t->gw2 + NHID * NCLS;
 #ifdef HK_EXAMPLE_MPI
   if (g_dist.mode == DIST_SYNC) t->mpi = g_dist.mpi;
+  /* The mean of the ranks' gradients is the global batch's mean gradient
+   * when each rank's is weighted by its share of the rows: 1 when every
+   * rank has as many (exactly, so such a job's bits do not change). */
+  t->share = g_dist.mode == DIST_SYNC ? (double)local_batch * g_dist.size / (double)batch : 1.0;
 #endif
   t->batch = local_batch;
   t->lr = (float)lr;
@@ -263,7 +281,10 @@ static int feeder_init(feeder *f, const digits_data *trn, const options *o, int6
   f->ntrain = trn->n;
   f->batch = local_batch;
   f->stride = g_dist.mode == DIST_SYNC ? o->f.batch : local_batch;
-  f->offset = g_dist.mode == DIST_SYNC ? g_dist.rank * local_batch : 0;
+  f->offset = g_dist.mode == DIST_SYNC
+                  ? g_dist.rank * (o->f.batch / g_dist.size) +
+                        (g_dist.rank < o->f.batch % g_dist.size ? g_dist.rank : o->f.batch % g_dist.size)
+                  : 0;
   f->batches_per_epoch = (int64_t)trn->n / f->stride;
   /* Parameter-server workers shuffle each in their own order. */
   f->seed = ps_worker ? o->f.seed + 7919u * (uint64_t)g_dist.rank : o->f.seed;
@@ -276,8 +297,11 @@ static int feeder_init(feeder *f, const digits_data *trn, const options *o, int6
 }
 
 static int run_init(run *r, const options *o, const digits_data *trn) {
-  /* --distributed sync: each rank trains on its share of every global batch. */
-  const int64_t local_batch = g_dist.mode == DIST_SYNC ? o->f.batch / g_dist.size : o->f.batch;
+  /* --distributed sync: each rank trains on its share of every global batch,
+   * batch / size rows, one more for the first batch % size ranks. */
+  const int64_t local_batch = g_dist.mode == DIST_SYNC
+                                  ? o->f.batch / g_dist.size + (g_dist.rank < o->f.batch % g_dist.size ? 1 : 0)
+                                  : o->f.batch;
   int oom;
   memset(r, 0, sizeof *r);
   r->o = o;
@@ -322,6 +346,8 @@ static void run_free(run *r) {
   hk_hook_free(r->ps_serve);
   hk_scaffold_free(r->scaffold);
   hk_saver_free(r->saver);
+  hk_hook_free(r->shard_hook);
+  hk_saver_free(r->shard_saver);
   hk_executor_free(r->ps_executor);
   hk_graph_free(r->m.g);
   hk_hook_free(r->progress);
@@ -390,7 +416,10 @@ static int new_session(run *r, hk_status *st) {
   to.save_checkpoint_steps = f->save_steps;
   to.save_checkpoint_secs = f->save_secs;
   to.async_checkpoint = f->async;
-  if (r->metrics) { /* the log is fsynced before each checkpoint */
+  if (r->shard_hook) { /* sharded: every rank's own hook saves, none of the MTS's */
+    to.save_checkpoint_steps = HK_UNSET_STEPS;
+    to.save_checkpoint_secs = 0;
+  } else if (r->metrics) { /* the log is fsynced before each checkpoint */
     to.checkpoint_listeners = &r->metrics_listener;
     to.ncheckpoint_listeners = 1;
   }

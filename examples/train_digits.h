@@ -72,6 +72,11 @@ typedef struct run {
   size_t nchief, nhooks;
   hk_saver *saver;
   hk_scaffold *scaffold;
+  /* --distributed sync with --checkpoint-dir: every rank's Saver over the
+   * job's group (sharded checkpoints), and the hook that saves through it
+   * (the chief's CheckpointSaverHook, a worker's follower). */
+  hk_saver *shard_saver;
+  hk_hook *shard_hook;
   hk_executor *ps_executor; /* a parameter-server worker's: the chief's variables */
   hk_handle serve;          /* the parameter server's op */
   hk_session *s;
@@ -103,6 +108,7 @@ int add_hooks(run *r, hk_status *st);
 int dist_log_env(run *r, hk_status *st);
 /* The distributed hooks (called by add_hooks()). */
 int add_dist_hooks(run *r, hk_status *st);
+int setup_sharded_checkpoints(run *r, hk_status *st);
 /* A worker's Scaffold and executor, the parameter server's op. */
 int setup_distributed(run *r, hk_status *st);
 /* MPI and g_dist, under mpirun; *installed: hooked's signal helper is

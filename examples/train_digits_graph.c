@@ -124,7 +124,11 @@ static void backward_batch(trainer *t, const float *x, const float *w2) {
  * global batch in *loss (the batch's summed loss). */
 static hk_code average_across_ranks(trainer *t, double *loss, hk_status *status) {
   hk_code rc;
-  t->grad[NGRAD] = (float)(*loss / (double)t->batch);
+  /* A rank with more rows than another weighs more (share: 1 on an even
+   * split, where this changes no bit). */
+  if (t->share != 1.0)
+    for (int i = 0; i < NGRAD; i++) t->grad[i] *= (float)t->share;
+  t->grad[NGRAD] = (float)(*loss / (double)t->batch * t->share);
   if ((rc = hk_mpi_average(t->mpi, HK_DTYPE_F32, t->grad, NGRAD + 1, status)) != HK_OK) return rc;
   *loss = (double)t->grad[NGRAD] * (double)t->batch;
   return HK_OK;

@@ -34,7 +34,8 @@ typedef struct trainer {
   float grad[NGRAD + 1];
   float *gw1, *gb1, *gw2, *gb2;
 #ifdef HK_EXAMPLE_MPI
-  hk_mpi *mpi; /* --distributed sync: average the gradients; else NULL */
+  hk_mpi *mpi;  /* --distributed sync: average the gradients; else NULL */
+  double share; /* this rank's rows * ranks / the global batch (1: an even split) */
 #endif
 } trainer;
 

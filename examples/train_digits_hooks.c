@@ -139,7 +139,8 @@ int add_chief_hooks(run *r, hk_status *st) {
 }
 
 /* The hooks of every rank, in order: the distributed ones that must come
- * first, the NaN guard when distributed, the feeder, StopAtStep at --steps,
+ * first (with sharded checkpoints, the broadcast, then every rank's
+ * checkpoint hook), the NaN guard when distributed, the feeder, StopAtStep at --steps,
  * the progress line, and the stop agreement of a synchronous job. */
 int add_hooks(run *r, hk_status *st) {
   hk_stop_at_step_options so = HK_STOP_AT_STEP_OPTIONS_INIT;
@@ -149,8 +150,10 @@ int add_hooks(run *r, hk_status *st) {
     return fail_status("creating hooks", st);
 #ifdef HK_EXAMPLE_MPI
   if (add_dist_hooks(r, st) != 0) return DIGITS_EXIT_RUNTIME;
+  if (setup_sharded_checkpoints(r, st) != 0) return DIGITS_EXIT_RUNTIME;
 #endif
   if (r->dist_first) r->hooks[r->nhooks++] = r->dist_first;
+  if (r->shard_hook) r->hooks[r->nhooks++] = r->shard_hook; /* after the broadcast: the chief's variables */
   if (r->waiter) r->hooks[r->nhooks++] = r->waiter;
   if (r->nan_guard && g_dist.mode != DIST_NONE) r->hooks[r->nhooks++] = r->nan_guard;
   r->hooks[r->nhooks++] = r->feed;

@@ -17,6 +17,9 @@
  *                 list (_recover), save (_save), latest_checkpoint and
  *                 restore with fallback (_restore)
  *   snapshot.c    the copy-before-write snapshot (snapshot.h)
+ *   shard_*.c, safetensors_shard.c
+ *                 sharded checkpoints: the files, the save over a group,
+ *                 the restore with any rank count (shard.h)
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */

@@ -6,7 +6,9 @@
  *   saver.c          options, lifetime, the variables, the checkpoint helpers
  *   saver_recover.c  the managed list: recovery and best-k retention
  *   saver_save.c     hk_saver_save and the write path the asynchronous hook
- *                    shares, the snapshot reads
+ *                    shares
+ *   saver_read.c     the reads of the variables, for a save and a snapshot
+ *   shard_*.c        sharded checkpoints (shard.h)
  *   saver_restore.c  restore, latest_checkpoint, the fallback over a
  *                    directory's candidates
  *
