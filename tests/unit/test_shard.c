@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,9 @@
 
 #define MAXR 8
 
-static const char *const per_rank[2] = {"rng", "pos"};
+static const char *const per_rank[3] = {"rng", "pos", "b"};
+/* How many of per_rank the jobs' Savers list (3: "b" is per rank too). */
+static size_t g_nper_rank = 2;
 
 typedef enum op { OP_SAVE, OP_RESTORE, OP_RESTORE_LATEST } op;
 
@@ -109,7 +112,7 @@ static void rank_build(job *j, int r) {
   so.group = thread_group_vtable();
   so.group_user = &j->tg.members[r];
   so.per_rank_list = per_rank;
-  so.nper_rank_list = 2;
+  so.nper_rank_list = g_nper_rank;
   assert_ok(hk_saver_new(&x->saver, &so, &st), &st);
 }
 
@@ -454,6 +457,158 @@ static void test_shard__retention_deletes_every_shard_of_a_dropped_checkpoint(vo
   free(j);
 }
 
+/* The index of checkpoint `prefix` written by hand over shards `paths`
+ * (num of them): sizes and header CRCs from the files, so only the shards'
+ * own contents decide. */
+static void write_index(const char *prefix, char *const *paths, int num, int64_t step) {
+  char text[2048], path[1100];
+  size_t n = 0;
+  n += (size_t)snprintf(text + n, sizeof text - n, "# hooked-crc32c: 00000000\nformat: hooked-sharded/1\n");
+  n += (size_t)snprintf(text + n, sizeof text - n, "global_step: %" PRId64 "\nnum_shards: %d\n", step, num);
+  for (int r = 0; r < num; r++) {
+    size_t len = 0;
+    char *b = test_read_file(paths[r], &len);
+    uint64_t hlen = 0;
+    assert_non_null(b);
+    for (int k = 7; k >= 0; k--) hlen = hlen << 8 | (unsigned char)b[k];
+    n += (size_t)snprintf(text + n, sizeof text - n, "shard: %d %zu %08" PRIx32 "\n", r, len,
+                          hk_crc32c_extend(0, b, (size_t)(8 + hlen)));
+    free(b);
+  }
+  {
+    char crc[9];
+    snprintf(crc, sizeof crc, "%08" PRIx32, hk_crc32c_extend(0, text + 26, n - 26));
+    memcpy(text + 17, crc, 8);
+  }
+  snprintf(path, sizeof path, "%s.shards", prefix);
+  assert_int_equal(test_write_file(path, text, n), 0);
+}
+
+/* D20: shards that are each sound but do not tile a variable together (one
+ * from a job whose "b" was per rank, so its blocks lie elsewhere) are
+ * refused with DATA_LOSS naming the variable; so is an index with a flipped
+ * byte. */
+static void test_shard__slices_that_do_not_tile_a_variable_are_refused(void **state) {
+  job *j = calloc(1, sizeof *j);
+  hk_status st = HK_STATUS_INIT;
+  char *a0, *b1, *mixed[2], prefix[1100], *index;
+  (void)state;
+  assert_non_null(j);
+  job_new(j, 2, "shardtile", 0);
+  save_all(j, 1, 10);
+  job_end(j);
+  g_nper_rank = 3;
+  job_new(j, 2, NULL, 1);
+  save_all(j, 1, 20);
+  job_end(j);
+  g_nper_rank = 2;
+  a0 = file_in(j, "model.ckpt-10.shard-00000-of-00002.safetensors");
+  b1 = file_in(j, "model.ckpt-20.shard-00001-of-00002.safetensors");
+  mixed[0] = a0;
+  mixed[1] = b1;
+  snprintf(prefix, sizeof prefix, "%s/mixed", j->dir);
+  /* A shard holds its own step: the mixed checkpoint's shards must agree. */
+  write_index(prefix, mixed, 2, 10);
+  {
+    char *m0 = file_in(j, "mixed.shard-00000-of-00002.safetensors"),
+         *m1 = file_in(j, "mixed.shard-00001-of-00002.safetensors");
+    assert_int_equal(link(a0, m0), 0);
+    assert_int_equal(link(b1, m1), 0);
+    assert_int_equal(hk_checkpoint_verify(NULL, prefix, &st), HK_DATA_LOSS);
+    assert_non_null(strstr(st.message, "holds step 20, its index step 10"));
+    write_index(prefix, mixed, 2, 20);
+    assert_int_equal(hk_checkpoint_verify(NULL, prefix, &st), HK_DATA_LOSS);
+    assert_non_null(strstr(st.message, "holds step 10, its index step 20"));
+    free(m0);
+    free(m1);
+  }
+  /* Same steps: the shards of step 20 of both jobs. */
+  {
+    char *m0 = file_in(j, "mixed.shard-00000-of-00002.safetensors");
+    assert_int_equal(unlink(m0), 0);
+    g_nper_rank = 2;
+    job_new(j, 2, NULL, 1);
+    save_all(j, 1, 20); /* over the 3-per-rank job's step 20: rewrite it with the 2-per-rank job */
+    job_end(j);
+    /* now model.ckpt-20 is the 2-per-rank job's; keep its shard 0, and the
+     * other job's shard 1 under the mixed name (hard link made above) */
+    char *a20 = file_in(j, "model.ckpt-20.shard-00000-of-00002.safetensors");
+    assert_int_equal(link(a20, m0), 0);
+    mixed[0] = m0;
+    mixed[1] = file_in(j, "mixed.shard-00001-of-00002.safetensors");
+    write_index(prefix, mixed, 2, 20);
+    assert_int_equal(hk_checkpoint_verify(NULL, prefix, &st), HK_DATA_LOSS);
+    assert_non_null(strstr(st.message, "do not tile it"));
+    free(mixed[1]);
+    free(a20);
+    free(m0);
+  }
+  index = file_in(j, "mixed.shards");
+  flip_byte(index, 3);
+  assert_int_equal(hk_checkpoint_verify(NULL, prefix, &st), HK_DATA_LOSS);
+  assert_non_null(strstr(st.message, "Checkpoint index"));
+  free(index);
+  free(a0);
+  free(b1);
+  ckpt_dir_free(j->root, j->dir, j->save_path);
+  free(j);
+}
+
+/* Bad inputs: a group vtable with a NULL slot or a rank out of range, a
+ * per_rank_list name that is no variable (every rank's save fails with the
+ * rank's message, nothing is written), a replicated variable named
+ * "local/..." (refused before anything is written). */
+static void test_shard__bad_groups_and_per_rank_names_are_refused_by_name(void **state) {
+  static const hk_group_vtable no_broadcast = {HK_GROUP_VTABLE_VERSION, NULL, NULL, NULL, NULL};
+  static const char *const missing[1] = {"nope"};
+  thread_group tg;
+  hk_saver_options so = HK_SAVER_OPTIONS_INIT;
+  hk_status st = HK_STATUS_INIT;
+  hk_saver *sv = NULL;
+  job *j = calloc(1, sizeof *j);
+  (void)state;
+  assert_non_null(j);
+  job_new(j, 2, "shardbad", 0);
+  so.executor = j->r[0].ex;
+  so.group = &no_broadcast;
+  assert_int_equal(hk_saver_new(&sv, &so, &st), HK_INVALID_ARGUMENT);
+  assert_non_null(strstr(st.message, "opts->group: the vtable's rank slot is NULL"));
+  thread_group_init(&tg, 2);
+  tg.members[1].rank = 5;
+  so.group = thread_group_vtable();
+  so.group_user = &tg.members[1];
+  assert_int_equal(hk_saver_new(&sv, &so, &st), HK_INVALID_ARGUMENT);
+  assert_non_null(strstr(st.message, "rank 5 of size 2"));
+  thread_group_destroy(&tg);
+  so.group_user = &j->tg.members[0];
+  so.per_rank_list = NULL;
+  so.nper_rank_list = 1;
+  assert_int_equal(hk_saver_new(&sv, &so, &st), HK_INVALID_ARGUMENT);
+  assert_non_null(strstr(st.message, "per_rank_list is NULL"));
+  /* A name no variable has: every rank fails before the exchange, and the
+   * save fails on every rank with the first failing rank's message (rank
+   * 0's); nothing is written. */
+  for (int r = 0; r < 2; r++) {
+    hk_saver_free(j->r[r].saver);
+    so.executor = j->r[r].ex;
+    so.group_user = &j->tg.members[r];
+    so.per_rank_list = missing;
+    so.nper_rank_list = 1;
+    so.env = &j->r[r].env;
+    assert_ok(hk_saver_new(&j->r[r].saver, &so, &st), &st);
+  }
+  run_all(j, OP_SAVE, j->save_path, 10);
+  for (int r = 0; r < 2; r++) {
+    assert_int_equal(j->r[r].rc, HK_NOT_FOUND);
+    assert_non_null(
+        strstr(j->r[r].st.message, "rank 0 of 2: opts->per_rank_list[0]: the Saver has no variable named 'nope'"));
+  }
+  assert_int_equal(count_files(j, "model.ckpt"), 0);
+  job_end(j);
+  ckpt_dir_free(j->root, j->dir, j->save_path);
+  free(j);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_shard__each_rank_writes_a_shard_that_opens_alone_and_the_chief_commits),
@@ -461,6 +616,8 @@ int main(void) {
       cmocka_unit_test(test_shard__one_rank_out_of_space_fails_the_save_everywhere_and_keeps_the_previous),
       cmocka_unit_test(test_shard__a_corrupt_or_missing_shard_makes_every_rank_fall_back_together),
       cmocka_unit_test(test_shard__retention_deletes_every_shard_of_a_dropped_checkpoint),
+      cmocka_unit_test(test_shard__slices_that_do_not_tile_a_variable_are_refused),
+      cmocka_unit_test(test_shard__bad_groups_and_per_rank_names_are_refused_by_name),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
