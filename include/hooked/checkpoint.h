@@ -161,7 +161,8 @@ typedef enum hk_save_flags {
  * as below, only once every rank reported its shard durable. A failure on
  * any rank fails the save on every rank, the message "rank <r> of <N>:
  * <that rank's message>", and leaves every checkpoint as it was (the new
- * shards removed). The group's collective operations are called from this
+ * shards removed); ranks given different steps or save paths fail with
+ * FAILED_PRECONDITION naming the rank. The group's collective operations are called from this
  * thread. Only rank 0 keeps the managed list (hk_saver_checkpoints()) and
  * writes the graph description.
  * The prefix is "<save_path>-<step>" ("%08d" with pad_step_number), or

@@ -5,9 +5,10 @@
  *
  * The protocol, three collectives in all:
  *  1. all_gather "ready": the chief's directory is prepared (pending
- *     deletions finished, stale temporaries removed, retention planned) and
- *     every rank has read its variables. Any failure ends the save here on
- *     every rank, before a file is written.
+ *     deletions finished, stale temporaries removed, retention planned),
+ *     every rank has read its variables, and every rank saves the same
+ *     checkpoint (name and step). Any failure ends the save here on every
+ *     rank, before a file is written.
  *  2. every rank writes its shard (temporary, fsync, rename, directory
  *     fsync: the same write path as a single data file), then all_gather
  *     of each rank's outcome, size and header CRC. Any failure: every rank
@@ -248,6 +249,26 @@ static hk_code exchange(ctx *c, const rec *mine, hk_status *st) {
   return HK_OK;
 }
 
+/* The "ready" exchange: this rank's outcome so far, and which checkpoint
+ * it saves (the CRC-32C of its name, and the step), so ranks given
+ * different steps or paths fail together instead of committing an index
+ * whose shards lie under other names. */
+static hk_code exchange_ready(ctx *c, hk_code rc, const hk_status *why, const char *prefix, hk_status *st) {
+  rec mine;
+  rec_of(&mine, rc, why);
+  if (prefix) mine.header_crc32c = hk_crc32c_extend(0, prefix, strlen(prefix));
+  mine.bytes = (uint64_t)c->step;
+  rc = exchange(c, &mine, st);
+  if (rc != HK_OK) return rc;
+  for (int r = 1; r < c->size; r++)
+    if (c->recs[r].header_crc32c != c->recs[0].header_crc32c || c->recs[r].bytes != c->recs[0].bytes)
+      return hk_status_set(st, HK_FAILED_PRECONDITION,
+                           "rank %d of %d saves another checkpoint than rank 0 (step %" PRId64 ", rank 0's %" PRId64
+                           ", or another save path): every rank of a group must save the same step to the same path",
+                           r, c->size, (int64_t)c->recs[r].bytes, (int64_t)c->recs[0].bytes);
+  return HK_OK;
+}
+
 static void remove_own(ctx *c) {
   hk__fs fs;
   hk_status why = HK_STATUS_INIT;
@@ -317,15 +338,13 @@ static hk_code chief_existed(void *user, const char *prefix, int *existed, hk_st
 
 static hk_code chief_write(void *user, const char *prefix, hk_status *st) {
   ctx *c = user;
-  rec ready;
   hk__shard_index ix;
   char *index = NULL, *text = NULL;
   size_t len = 0;
   hk_code rc;
 
   c->gathered = 1;
-  rec_of(&ready, HK_OK, NULL);
-  rc = exchange(c, &ready, st);
+  rc = exchange_ready(c, HK_OK, NULL, prefix, st);
   if (rc == HK_OK) rc = write_shard(c, prefix, st);
   if (rc != HK_OK) return rc;
   memset(&ix, 0, sizeof ix);
@@ -427,9 +446,7 @@ hk_code hk__shard_write(hk_saver *s, const char *save_path, int64_t name_step, i
     }
     if (!c.gathered) {
       /* Failed before the shards: the other ranks learn it from "ready". */
-      rec mine;
-      rec_of(&mine, rc, &why);
-      rc = exchange(&c, &mine, st);
+      rc = exchange_ready(&c, rc, &why, NULL, st);
     } else if (c.all_written && !c.broken) {
       rec fin;
       hk_code frc;
@@ -448,11 +465,9 @@ hk_code hk__shard_write(hk_saver *s, const char *save_path, int64_t name_step, i
       *prefix_out = NULL;
     }
   } else {
-    rec mine;
     char *prefix = hk__saver_prefix(s, save_path, name_step);
     if (rc == HK_OK && !prefix) rc = oom(&why, "saving a sharded checkpoint");
-    rec_of(&mine, rc, &why);
-    rc = exchange(&c, &mine, st);
+    rc = exchange_ready(&c, rc, &why, prefix, st);
     if (rc == HK_OK) rc = write_shard(&c, prefix, st);
     if (rc == HK_OK) {
       rec fin;

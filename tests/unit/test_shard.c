@@ -555,9 +555,9 @@ static void test_shard__slices_that_do_not_tile_a_variable_are_refused(void **st
 }
 
 /* Bad inputs: a group vtable with a NULL slot or a rank out of range, a
- * per_rank_list name that is no variable (every rank's save fails with the
- * rank's message, nothing is written), a replicated variable named
- * "local/..." (refused before anything is written). */
+ * per_rank_list name that is no variable, ranks saving different steps:
+ * every rank's save fails with the first failing rank's message, and
+ * nothing is written. */
 static void test_shard__bad_groups_and_per_rank_names_are_refused_by_name(void **state) {
   static const hk_group_vtable no_broadcast = {HK_GROUP_VTABLE_VERSION, NULL, NULL, NULL, NULL};
   static const char *const missing[1] = {"nope"};
@@ -602,6 +602,33 @@ static void test_shard__bad_groups_and_per_rank_names_are_refused_by_name(void *
     assert_int_equal(j->r[r].rc, HK_NOT_FOUND);
     assert_non_null(
         strstr(j->r[r].st.message, "rank 0 of 2: opts->per_rank_list[0]: the Saver has no variable named 'nope'"));
+  }
+  assert_int_equal(count_files(j, "model.ckpt"), 0);
+  /* Ranks given different steps: refused on every rank, nothing written. */
+  for (int r = 0; r < 2; r++) {
+    hk_saver_free(j->r[r].saver);
+    so.executor = j->r[r].ex;
+    so.group_user = &j->tg.members[r];
+    so.per_rank_list = NULL;
+    so.nper_rank_list = 0;
+    so.env = &j->r[r].env;
+    assert_ok(hk_saver_new(&j->r[r].saver, &so, &st), &st);
+  }
+  {
+    pthread_t t[2];
+    for (int r = 0; r < 2; r++) {
+      set_all(&j->r[r], 1, 10 + r);
+      j->r[r].what = OP_SAVE;
+      j->r[r].path = j->save_path;
+      j->r[r].step = 10 + r;
+      assert_int_equal(pthread_create(&t[r], NULL, rank_main, &j->r[r]), 0);
+    }
+    for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
+  }
+  for (int r = 0; r < 2; r++) {
+    assert_int_equal(j->r[r].rc, HK_FAILED_PRECONDITION);
+    if (!strstr(j->r[r].st.message, "rank 1 of 2 saves another checkpoint than rank 0 (step 11, rank 0's 10"))
+      fail_msg("%s", j->r[r].st.message);
   }
   assert_int_equal(count_files(j, "model.ckpt"), 0);
   job_end(j);
