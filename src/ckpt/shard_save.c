@@ -41,12 +41,14 @@ typedef struct layout {
   size_t nmeta;
   char **owned; /* strings the tensors and meta point to */
   size_t nowned;
+  uint64_t *first; /* per tensor: a slice's first element within its variable */
   char shard_text[12], num_text[12];
 } layout;
 
 static void layout_free(const hk_env *env, layout *L) {
   for (size_t i = 0; i < L->nowned; i++) hk_env_free(env, L->owned[i]);
   hk_env_free(env, L->owned);
+  hk_env_free(env, L->first);
   hk_env_free(env, L->tensors);
   hk_env_free(env, L->meta);
   memset(L, 0, sizeof *L);
@@ -90,8 +92,9 @@ static hk_code build_layout(hk_saver *s, const hk__ckpt_tensor *tensors, size_t 
   L->tensors = hk_env_calloc(env, n + 1, sizeof *L->tensors);
   L->owned = hk_env_calloc(env, 3 * n + 1, sizeof *L->owned);
   L->meta = hk_env_calloc(env, 2 * n + 2, sizeof *L->meta);
+  L->first = hk_env_calloc(env, n + 1, sizeof *L->first);
   sliced = hk_env_calloc(env, n + 1, sizeof *sliced);
-  if (!L->tensors || !L->owned || !L->meta || !sliced) goto oom;
+  if (!L->tensors || !L->owned || !L->meta || !L->first || !sliced) goto oom;
   for (size_t i = 0; i < n; i++) {
     if (s->var_per_rank[i]) continue;
     if (strncmp(tensors[i].name, LOCAL_PREFIX, sizeof LOCAL_PREFIX - 1) == 0) {
@@ -126,8 +129,7 @@ static hk_code build_layout(hk_saver *s, const hk__ckpt_tensor *tensors, size_t 
       t->value.nbytes = (size_t)(hi - lo) * esize;
       t->value.data = v->data ? (char *)v->data + (size_t)(lo - off) * esize : NULL;
       if (t->value.nbytes == 0) t->value.data = NULL;
-      /* The slice's range within the variable, kept for its metadata. */
-      t->value.dims[1] = (int64_t)(lo - off);
+      L->first[L->n] = lo - off; /* the slice's place in its variable, for its metadata */
       sliced[nsliced++] = t;
       L->n++;
     }
@@ -148,11 +150,10 @@ static hk_code build_layout(hk_saver *s, const hk__ckpt_tensor *tensors, size_t 
     shape[0] = '\0';
     for (int32_t d = 0; d < whole->value.rank; d++)
       sl += (size_t)snprintf(shape + sl, sizeof shape - sl, d ? ",%" PRId64 : "%" PRId64, whole->value.dims[d]);
-    char *range =
-        own(L, hk__asprintf(env, "%" PRId64 ":%" PRId64, t->value.dims[1], t->value.dims[1] + t->value.dims[0]));
+    uint64_t first = L->first[t - L->tensors];
+    char *range = own(L, hk__asprintf(env, "%" PRIu64 ":%" PRIu64, first, first + (uint64_t)t->value.dims[0]));
     char *shp = own(L, hk_env_strdup(env, shape));
     if (!range || !shp) goto oom;
-    t->value.dims[1] = 0;
     L->meta[L->nmeta++] = (hk__ckpt_meta){SLICE_KEY_PREFIX, t->name, range};
     L->meta[L->nmeta++] = (hk__ckpt_meta){SHAPE_KEY_PREFIX, t->name, shp};
   }
