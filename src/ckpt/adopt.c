@@ -17,6 +17,7 @@
  */
 #include "ckpt/ckpt.h"
 #include "ckpt/ckpt_internal.h"
+#include "ckpt/shard.h"
 #include "util/fs.h"
 #include "util/path.h"
 
@@ -41,7 +42,8 @@ int hk__managed_step(const char *name, const char *basename, int64_t *step) {
 typedef struct adoptee {
   char *name; /* owned (env allocator): the bare name, without ".safetensors" */
   int64_t step;
-  double mtime; /* of its data file */
+  double mtime; /* of its data file (a sharded checkpoint's: of its index) */
+  int sharded;  /* found by its index "<name>.shards" */
 } adoptee;
 
 typedef struct scan {
@@ -57,11 +59,19 @@ static hk_code scan_entry(void *user, const char *entry, hk_status *st) {
   size_t n = strlen(entry), k = sizeof DATA_EXT - 1;
   char name[256];
   int64_t step;
+  int sharded = n > sizeof HK__SHARD_INDEX_EXT - 1 &&
+                strcmp(entry + n - (sizeof HK__SHARD_INDEX_EXT - 1), HK__SHARD_INDEX_EXT) == 0;
   (void)st;
-  if (x->oom || n <= k || n - k > 255 || strcmp(entry + n - k, DATA_EXT) != 0) return HK_OK;
+  if (sharded) k = sizeof HK__SHARD_INDEX_EXT - 1; /* a sharded checkpoint, by its index */
+  if (x->oom || n <= k || n - k > 255 || (!sharded && strcmp(entry + n - k, DATA_EXT) != 0)) return HK_OK;
   memcpy(name, entry, n - k);
   name[n - k] = '\0';
   if (!hk__valid_name(name) || !hk__managed_step(name, x->basename, &step)) return HK_OK;
+  for (size_t i = 0; i < x->n; i++) /* a name with both files counts once, as a data file */
+    if (strcmp(x->list[i].name, name) == 0) {
+      if (!sharded) x->list[i].sharded = 0;
+      return HK_OK;
+    }
   if (x->n == x->cap) {
     size_t cap = x->cap ? x->cap * 2 : 8;
     adoptee *grown = hk_env_realloc(x->env, x->list, cap * sizeof *grown);
@@ -79,6 +89,7 @@ static hk_code scan_entry(void *user, const char *entry, hk_status *st) {
   }
   x->list[x->n].step = step;
   x->list[x->n].mtime = 0;
+  x->list[x->n].sharded = sharded;
   x->n++;
   return HK_OK;
 }
@@ -112,7 +123,7 @@ static hk_code adopt_scan(const hk_env *env, const char *dir, const char *basena
    * leaves that name out (it stays unadopted, which is always safe). */
   for (size_t i = 0; i < x.n; i++) {
     char *prefix = hk__path_join(env, dir, x.list[i].name);
-    char *path = prefix ? hk__asprintf(env, "%s" DATA_EXT, prefix) : NULL;
+    char *path = prefix ? hk__asprintf(env, "%s%s", prefix, x.list[i].sharded ? HK__SHARD_INDEX_EXT : DATA_EXT) : NULL;
     hk_fs_stat sb;
     hk_status why = HK_STATUS_INIT;
     memset(&sb, 0, sizeof sb);

@@ -511,7 +511,7 @@ static void walk_names(walk_ctx *w, const char *abs, const char *rel) {
 }
 
 /* H60: after a successful save nothing hooked wrote is outside retention —
- * every "model.ckpt-<step>" data file in the directory is listed in the
+ * every "model.ckpt-<step>" data file (or sharded checkpoint's index) in the directory is listed in the
  * state file (the orphan a crash between a save's data-file and state-file
  * renames leaves is adopted), and the state file lists at most the
  * Saver's max_to_keep. */
@@ -528,17 +528,19 @@ static void check_retention(run_ctx *rc, const hk_env *env, const char *dir, con
   for (struct dirent *e = readdir(d); e; e = readdir(d)) {
     const char *digits = e->d_name + strlen("model.ckpt-");
     size_t k = 0, n = strlen(e->d_name);
+    /* A data file, or a sharded checkpoint's index. */
+    const char *ext = ends_with(e->d_name, ".shards") ? ".shards" : ".safetensors";
     int listed = 0;
-    if (strncmp(e->d_name, "model.ckpt-", strlen("model.ckpt-")) != 0 || !ends_with(e->d_name, ".safetensors") ||
+    if (strncmp(e->d_name, "model.ckpt-", strlen("model.ckpt-")) != 0 || !ends_with(e->d_name, ext) ||
         strstr(e->d_name, ".tmp-"))
       continue;
     while (digits[k] >= '0' && digits[k] <= '9') k++;
-    if (k == 0 || digits + k != e->d_name + n - strlen(".safetensors")) continue;
+    if (k == 0 || digits + k != e->d_name + n - strlen(ext)) continue;
     if (rc->ex->survive >= 0 && strtoll(digits, NULL, 10) == rc->ex->survive) continue; /* not retention's */
     for (size_t i = 0; i < hk_checkpoint_state_count(cs) && !listed; i++) {
       const char *p = hk_checkpoint_state_path(cs, i);
       const char *base = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
-      listed = strncmp(base, e->d_name, n - strlen(".safetensors")) == 0 && base[n - strlen(".safetensors")] == '\0';
+      listed = strncmp(base, e->d_name, n - strlen(ext)) == 0 && base[n - strlen(ext)] == '\0';
     }
     if (!listed) violation(rc, "%s: %s is outside retention: the state file does not list it (H60)", when, e->d_name);
   }
