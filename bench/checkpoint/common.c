@@ -216,6 +216,11 @@ static hk_code cf_write_at(void *u, hk_fs_file *f, const void *buf, size_t len, 
   (void)u;
   return hk_fs_posix()->write_at(NULL, f, buf, len, off, n, st);
 }
+static hk_code cf_write_at_v(void *u, hk_fs_file *f, const hk_fs_piece *pieces, size_t n, uint64_t off, size_t *w,
+                             hk_status *st) {
+  (void)u;
+  return hk_fs_posix()->write_at_v(NULL, f, pieces, n, off, w, st);
+}
 static hk_code cf_size(void *u, hk_fs_file *f, uint64_t *size, hk_status *st) {
   (void)u;
   return hk_fs_posix()->size(NULL, f, size, st);
@@ -280,6 +285,7 @@ const hk_fs_vtable counting_fs = {
     .map = cf_map,
     .unmap = cf_unmap,
     .write_at = cf_write_at,
+    .write_at_v = cf_write_at_v,
 };
 
 /* ---- the state --------------------------------------------------------------- */

@@ -36,6 +36,11 @@
 /* From this much data on, a synchronous save computes the CRCs on a second
  * thread while it writes (a thread costs tens of microseconds). */
 #define CRC_THREAD_MIN ((size_t)8 << 20)
+/* With a CRC thread and a file system that writes pieces (write_at_v),
+ * the tensors' bytes go to the file straight from their memory in writes
+ * of this many bytes, in at most GATHER_PIECES pieces each. */
+#define GATHER_BYTES ((size_t)2 * IO_CHUNK)
+#define GATHER_PIECES ((size_t)256)
 /* Bytes before the JSON in the header buffer: the length, filled last. */
 #define LEN_BYTES 8
 
@@ -371,6 +376,39 @@ static hk_code stage_flush(hk__atomic_file *af, stage *sg, hk_status *st) {
   return rc;
 }
 
+/* The tensors' bytes from file offset *at, in writes of up to GATHER_BYTES
+ * made of pieces of their own memory (write_at_v): no copy, and as few
+ * write calls as a plain write of the same bytes makes. For a save with a
+ * CRC thread (job): it is told after each write, and a stop it raised
+ * ends the writes. `start` is the offset of the first tensor's data. */
+static hk_code write_gathered(hk__atomic_file *af, const hk__ckpt_tensor *const *sorted, size_t n, uint64_t start,
+                              uint64_t *at, crc_job *job, hk_fs_piece *pieces, hk_status *st) {
+  size_t np = 0, span = 0;
+  hk_code rc = HK_OK;
+  for (size_t i = 0; i <= n && rc == HK_OK; i++) {
+    const char *p = i < n ? sorted[i]->value.data : NULL;
+    size_t left = i < n ? sorted[i]->value.nbytes : 0;
+    while (rc == HK_OK && (left > 0 || (i == n && np > 0))) {
+      size_t k = left < GATHER_BYTES - span ? left : GATHER_BYTES - span;
+      if (k > 0) {
+        pieces[np].data = p;
+        pieces[np].len = k;
+        np++;
+        span += k;
+        p += k;
+        left -= k;
+      }
+      if (span < GATHER_BYTES && np < GATHER_PIECES && i < n) continue;
+      if (atomic_load_explicit(&job->stop, memory_order_relaxed)) return HK_OK; /* the CRC thread found a bad value */
+      rc = hk__atomic_write_at_v(af, pieces, np, *at, st);
+      *at += span;
+      np = span = 0;
+      crc_writer_at(job, *at - start, 0);
+    }
+  }
+  return rc;
+}
+
 /* Data first, at its final offsets, then the header (write_at). With a
  * helper thread the CRCs are computed beside the writes; without, each
  * piece is CRC'd just before it is written, so the write copies it from
@@ -388,12 +426,20 @@ static hk_code write_data_first(const hk_env *env, hk__atomic_file *af, strbuf *
   uint64_t at = header->n; /* the data starts right after the padded header */
   bad_value bad = {SIZE_MAX, 0};
   stage sg = {NULL, 0, 0};
+  hk_fs_piece *pieces = NULL; /* with a CRC thread and write_at_v: write_gathered */
   hk_code rc = HK_OK;
 
+  if (use_thread && hk__fs_has_write_at_v(&af->fs)) {
+    pieces = hk_env_alloc(env, GATHER_PIECES * sizeof *pieces);
+    if (!pieces) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory writing %s", af->final_path);
+  }
   for (size_t i = 0; i + 1 < n && !sg.p; i++)
     if (sorted[i]->value.nbytes < STAGE_BYTES && sorted[i + 1]->value.nbytes < STAGE_BYTES) {
       sg.p = hk_env_alloc(env, STAGE_BYTES);
-      if (!sg.p) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory writing %s", af->final_path);
+      if (!sg.p) {
+        hk_env_free(env, pieces);
+        return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "out of memory writing %s", af->final_path);
+      }
     }
   job.sorted = sorted;
   job.crcs = crcs;
@@ -411,7 +457,8 @@ static hk_code write_data_first(const hk_env *env, hk__atomic_file *af, strbuf *
     }
     if (!threaded) pthread_mutex_destroy(&job.mu);
   }
-  for (size_t i = 0; i < n && rc == HK_OK && bad.tensor == SIZE_MAX; i++) {
+  if (threaded && pieces) rc = write_gathered(af, sorted, n, header->n, &at, &job, pieces, st);
+  for (size_t i = 0; i < n && !(threaded && pieces) && rc == HK_OK && bad.tensor == SIZE_MAX; i++) {
     const char *p = sorted[i]->value.data;
     size_t left = sorted[i]->value.nbytes, done = 0;
     size_t piece = threaded ? IO_CHUNK : CRC_PIECE;
@@ -468,6 +515,7 @@ static hk_code write_data_first(const hk_env *env, hk__atomic_file *af, strbuf *
     bad = job.bad;
   }
   hk_env_free(env, sg.p);
+  hk_env_free(env, pieces);
   if (bad.tensor != SIZE_MAX) return refuse_non_finite(af->final_path, sorted[bad.tensor], bad.element, st);
   if (rc != HK_OK) return rc;
   set_crcs(header, crc_at, crcs, n);

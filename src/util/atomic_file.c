@@ -162,6 +162,42 @@ hk_code hk__atomic_write_at(hk__atomic_file *af, const void *buf, size_t n, uint
   return HK_OK;
 }
 
+hk_code hk__atomic_write_at_v(hk__atomic_file *af, hk_fs_piece *pieces, size_t n, uint64_t offset, hk_status *st) {
+  hk_code rc0 = af_writable(af, st);
+  if (rc0 != HK_OK) return rc0;
+  while (n > 0 && pieces[0].len == 0) pieces++, n--;
+  while (n > 0) {
+    hk_status why = HK_STATUS_INIT;
+    size_t w = 0, total = 0;
+    hk_code rc;
+    for (size_t i = 0; i < n; i++) total += pieces[i].len;
+    if (offset > UINT64_MAX - total) {
+      hk_status_set(&why, HK_INVALID_ARGUMENT, "write %s: offset %llu + %zu bytes overflows", af->tmp_path,
+                    (unsigned long long)offset, total);
+      return af_fail(af, HK_INVALID_ARGUMENT, &why, st);
+    }
+    rc = hk__fs_write_at_v(&af->fs, af->f, af->tmp_path, pieces, n, offset, &w, &why);
+    if (rc != HK_OK) return af_fail(af, rc, &why, st);
+    if (w == 0) {
+      hk_status_set(&why, HK_UNKNOWN, "write %s: no progress (0 bytes written)", af->tmp_path);
+      return af_fail(af, HK_UNKNOWN, &why, st);
+    }
+    offset += w;
+    af->written += w;
+    /* Past the pieces written whole, into the one written in part. */
+    while (n > 0 && w >= pieces[0].len) {
+      w -= pieces[0].len;
+      pieces++;
+      n--;
+    }
+    if (n > 0) {
+      pieces[0].data = (const char *)pieces[0].data + w;
+      pieces[0].len -= w;
+    }
+  }
+  return HK_OK;
+}
+
 hk_code hk__atomic_commit(hk__atomic_file *af, hk_status *st) {
   hk_status why = HK_STATUS_INIT;
   hk_code rc;

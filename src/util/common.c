@@ -116,7 +116,8 @@ hk_code hk_env_check(const hk_env *env, const char *what, hk_status *st) {
     if (!fs->open_read || !fs->create_excl || !fs->read_at || !fs->write || !fs->size || !fs->sync || !fs->close ||
         !fs->sync_dir || !fs->rename || !fs->unlink || !fs->stat || !fs->list || !fs->mkdir)
       return hk_status_set(st, HK_INVALID_ARGUMENT,
-                           "%s: every slot of the hk_fs_vtable but map, unmap, write_at, lock and unlock must be set",
+                           "%s: every slot of the hk_fs_vtable but map, unmap, write_at, lock, unlock and "
+                           "write_at_v must be set",
                            what);
     /* A mapping that could not be released would leak for the process's life. */
     if ((fs->map == NULL) != (fs->unmap == NULL))

@@ -117,6 +117,25 @@ hk_code hk__fs_write_at(const hk__fs *fs, hk_fs_file *f, const char *path, const
   return hk__fs_result(rc, &local, st, "write", path);
 }
 
+int hk__fs_has_write_at_v(const hk__fs *fs) {
+  return hk__fs_has_write_at(fs) && fs->vt->version >= 4 && fs->vt->write_at_v != NULL;
+}
+
+hk_code hk__fs_write_at_v(const hk__fs *fs, hk_fs_file *f, const char *path, const hk_fs_piece *pieces, size_t n,
+                          uint64_t offset, size_t *nwritten, hk_status *st) {
+  hk_status local = HK_STATUS_INIT;
+  size_t total = 0;
+  hk_code rc;
+  *nwritten = 0;
+  /* An older vtable ends before this slot. */
+  if (!hk__fs_has_write_at_v(fs))
+    return hk_status_set(st, HK_UNIMPLEMENTED, "write %s from pieces: not supported", path);
+  for (size_t i = 0; i < n; i++) total += pieces[i].len;
+  rc = fs->vt->write_at_v(fs->user, f, pieces, n, offset, nwritten, &local);
+  if (rc == HK_OK && *nwritten > total) *nwritten = total;
+  return hk__fs_result(rc, &local, st, "write", path);
+}
+
 hk_code hk__fs_sync(const hk__fs *fs, hk_fs_file *f, const char *path, hk_status *st) {
   hk_status local = HK_STATUS_INIT;
   return hk__fs_result(fs->vt->sync(fs->user, f, &local), &local, st, "fsync", path);

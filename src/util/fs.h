@@ -46,6 +46,12 @@ int hk__fs_has_write_at(const hk__fs *fs);
 hk_code hk__fs_write_at(const hk__fs *fs, hk_fs_file *f, const char *path, const void *buf, size_t len, uint64_t offset,
                         size_t *nwritten, hk_status *st);
 hk_code hk__fs_sync(const hk__fs *fs, hk_fs_file *f, const char *path, hk_status *st);
+/** The optional write_at_v slot (version 4, only with write_at): nonzero
+ *  when the fs has one; hk__fs_write_at_v is UNIMPLEMENTED otherwise. One
+ *  call of 1 to HK_FS_MAX_PIECES pieces, like write_at. */
+int hk__fs_has_write_at_v(const hk__fs *fs);
+hk_code hk__fs_write_at_v(const hk__fs *fs, hk_fs_file *f, const char *path, const hk_fs_piece *pieces, size_t n,
+                          uint64_t offset, size_t *nwritten, hk_status *st);
 /** POSIX write_at's early writeback (writeback.c): start writing out to the
  *  disk the 8 MiB windows of descriptor fd that the write of [offset,
  *  offset + len) completed (Linux sync_file_range; a no-op elsewhere). */
@@ -95,6 +101,12 @@ hk_code hk__atomic_write(hk__atomic_file *af, const void *buf, size_t n, hk_stat
  *  checked hk__fs_has_write_at), looping over short writes; errors are
  *  sticky as for hk__atomic_write. Never mixed with it on one file. */
 hk_code hk__atomic_write_at(hk__atomic_file *af, const void *buf, size_t n, uint64_t offset, hk_status *st);
+/** Write all of the `n` pieces (1 to HK_FS_MAX_PIECES), one after the
+ *  other, from `offset` through the fs's write_at_v (the caller checked
+ *  hk__fs_has_write_at_v), looping over short writes; `pieces` is
+ *  consumed (its entries are advanced past what was written). Errors as
+ *  hk__atomic_write_at. */
+hk_code hk__atomic_write_at_v(hk__atomic_file *af, hk_fs_piece *pieces, size_t n, uint64_t offset, hk_status *st);
 /** fsync, close, rename, fsync dir; frees the struct's strings either way. */
 hk_code hk__atomic_commit(hk__atomic_file *af, hk_status *st);
 /** Close and unlink the temporary file; frees the strings. Safe after commit. */

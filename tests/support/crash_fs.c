@@ -492,6 +492,15 @@ static hk_code cf_write_at(void *user, hk_fs_file *f, const void *buf, size_t le
   pthread_mutex_unlock(&cf->mu);
   return rc;
 }
+
+/* The first piece alone, through write_at (recorded as one write): a
+ * short write, which the library completes with further calls. */
+static hk_code cf_write_at_v(void *user, hk_fs_file *f, const hk_fs_piece *pieces, size_t n, uint64_t offset,
+                             size_t *nwritten, hk_status *st) {
+  *nwritten = 0;
+  if (n == 0) return hk_status_set(st, HK_INVALID_ARGUMENT, "crash_fs: write_at_v of no pieces");
+  return cf_write_at(user, f, pieces[0].data, pieces[0].len, offset, nwritten, st);
+}
 #endif
 
 static hk_code cf_size(void *user, hk_fs_file *f, uint64_t *size, hk_status *st) {
@@ -648,6 +657,7 @@ static const hk_fs_vtable crash_vtable = {
     .unmap = NULL,
 #if HK_FS_VTABLE_VERSION >= 2
     .write_at = cf_write_at,
+    .write_at_v = cf_write_at_v,
 #endif
     .lock = cf_lock,
     .unlock = cf_unlock,

@@ -280,6 +280,48 @@ static hk_code ff_write_at(void *user, hk_fs_file *f, const void *buf, size_t le
   return rc;
 }
 
+/* Counted, failed, shortened and space-limited exactly as a write (and
+ * as write_at): the pieces are cut to what a write of their total would
+ * be allowed. */
+static hk_code ff_write_at_v(void *user, hk_fs_file *f, const hk_fs_piece *pieces, size_t n, uint64_t offset,
+                             size_t *nwritten, hk_status *st) {
+  faulty_fs *ff = user;
+  faulty_file *w = (faulty_file *)f;
+  hk_fs_piece cut[HK_FS_MAX_PIECES];
+  size_t want = 0, k = 0;
+  hk_code rc;
+
+  *nwritten = 0;
+  if (n == 0 || n > HK_FS_MAX_PIECES)
+    return hk_status_set(st, HK_INVALID_ARGUMENT, "faulty_fs: write_at_v of %zu pieces", n);
+  rc = intercept(ff, FAULTY_FS_WRITE, w->path, st);
+  if (rc != HK_OK) return rc;
+  for (size_t i = 0; i < n; i++) want += pieces[i].len;
+  pthread_mutex_lock(&ff->mu);
+  if (ff->max_write && want > ff->max_write) want = ff->max_write;
+  if (ff->space_limited) {
+    uint64_t left = ff->space > ff->bytes_written ? ff->space - ff->bytes_written : 0;
+    if (left == 0) {
+      pthread_mutex_unlock(&ff->mu);
+      return hk_fs_status_from_errno(st, ENOSPC, "write", w->path);
+    }
+    if (want > left) want = (size_t)left;
+  }
+  pthread_mutex_unlock(&ff->mu);
+  for (size_t room = want; k < n && room > 0; k++) {
+    cut[k] = pieces[k];
+    if (cut[k].len > room) cut[k].len = room;
+    room -= cut[k].len;
+  }
+  rc = hk_fs_posix()->write_at_v(NULL, w->inner, cut, k, offset, nwritten, st);
+  if (rc == HK_OK) {
+    pthread_mutex_lock(&ff->mu);
+    ff->bytes_written += *nwritten;
+    pthread_mutex_unlock(&ff->mu);
+  }
+  return rc;
+}
+
 static hk_code ff_size(void *user, hk_fs_file *f, uint64_t *size, hk_status *st) {
   faulty_file *w = (faulty_file *)f;
   hk_code rc = intercept(user, FAULTY_FS_SIZE, w->path, st);
@@ -497,6 +539,7 @@ static const hk_fs_vtable faulty_vtable = {
     .write_at = ff_write_at,
     .lock = ff_lock,
     .unlock = ff_unlock,
+    .write_at_v = ff_write_at_v,
 };
 
 const hk_fs_vtable *faulty_fs_vtable(void) { return &faulty_vtable; }

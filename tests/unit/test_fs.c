@@ -128,6 +128,49 @@ static void test_fs__posix_write_then_read_back(void **state) {
   free(path);
 }
 
+/* H9: write_at_v writes its pieces one after the other from the offset
+ * (bytes before it read as zeros), at most 256 pieces per call — a short
+ * write the caller completes — and a piece may be empty. */
+static void test_fs__posix_write_at_v_writes_pieces_in_order(void **state) {
+  fixture *f = *state;
+  hk_status st = HK_STATUS_INIT;
+  hk_fs_file *fh = NULL;
+  char *path = test_path(f->dir, "v.bin");
+  static hk_fs_piece pieces[300];
+  static char want[10 + 300 * 3], got[sizeof want];
+  size_t n = 0, done = 0, total = 0;
+  uint64_t size = 0;
+  char *bytes = malloc(300 * 3);
+  assert_non_null(bytes);
+  memset(want, 0, 10);
+  for (size_t i = 0; i < 300; i++) {
+    size_t len = i % 4; /* 0 to 3 bytes: empty pieces too */
+    for (size_t k = 0; k < len; k++) bytes[3 * i + k] = (char)('a' + (i + k) % 26);
+    pieces[i].data = bytes + 3 * i;
+    pieces[i].len = len;
+    memcpy(want + 10 + total, bytes + 3 * i, len);
+    total += len;
+  }
+  assert_ok(f->fs->create_excl(NULL, path, &fh, &st), &st);
+  assert_ok(f->fs->write_at_v(NULL, fh, pieces, 300, 10, &n, &st), &st);
+  /* the first call takes at most 256 pieces: the bytes of pieces 0..255 */
+  assert_true(n > 0 && n < total);
+  for (size_t i = 0; i < 256; i++) done += pieces[i].len;
+  assert_int_equal(n, done);
+  assert_ok(f->fs->write_at_v(NULL, fh, pieces + 256, 44, 10 + n, &n, &st), &st);
+  assert_int_equal(done + n, total);
+  assert_ok(f->fs->close(NULL, fh, &st), &st);
+  assert_ok(f->fs->open_read(NULL, path, &fh, &st), &st);
+  assert_ok(f->fs->size(NULL, fh, &size, &st), &st);
+  assert_int_equal(size, 10 + total);
+  assert_ok(f->fs->read_at(NULL, fh, got, 10 + total, 0, &n, &st), &st);
+  assert_int_equal(n, 10 + total);
+  assert_memory_equal(got, want, 10 + total);
+  assert_ok(f->fs->close(NULL, fh, &st), &st);
+  free(bytes);
+  free(path);
+}
+
 /* H9: map and unmap are the only optional slots, and come as a pair: a
  * vtable without both is accepted (the library reads instead), one with
  * only one of them is refused naming the env. */
@@ -536,6 +579,7 @@ int main(void) {
       cmocka_unit_test(test_fs__errno_values_map_to_status_codes),
       cmocka_unit_test(test_fs__posix_vtable_is_complete),
       cmocka_unit_test_setup_teardown(test_fs__posix_write_then_read_back, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fs__posix_write_at_v_writes_pieces_in_order, setup, teardown),
       cmocka_unit_test(test_fs__the_map_slots_are_optional_as_a_pair),
       cmocka_unit_test_setup_teardown(test_fs__posix_map_reads_range_and_refuses_past_eof, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fs__faulty_map_and_unmap, setup, teardown),

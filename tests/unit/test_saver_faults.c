@@ -278,6 +278,7 @@ static const hk_fs_vtable rec_vtable = {
     NULL, /* write_at (version 2): optional, not supported */
     NULL,
     NULL, /* lock, unlock (version 3): optional, not supported */
+    NULL, /* write_at_v (version 4): optional, not supported */
 };
 
 /* Put the recording file system (reset) under f's env, in place of faulty_fs. */

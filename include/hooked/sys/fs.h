@@ -12,8 +12,9 @@
  * Rules for implementers:
  * - Every slot is required (hk_env_check() refuses a vtable with a NULL
  *   slot) except the optional pair map/unmap (set both or neither), the
- *   optional write_at of version 2 and the optional pair lock/unlock of
- *   version 3 (set both or neither).
+ *   optional write_at of version 2, the optional pair lock/unlock of
+ *   version 3 (set both or neither) and the optional write_at_v of version
+ *   4 (used only with write_at: ignored without it).
  *   Return HK_OK or an error code with a message naming the path; map
  *   OS errors this way (hk_fs_status_from_errno() does it): ENOSPC/EDQUOT →
  *   RESOURCE_EXHAUSTED; EACCES/EPERM/EROFS → PERMISSION_DENIED;
@@ -44,6 +45,16 @@ extern "C" {
 /** An open file of an hk_fs implementation (opaque to the library). */
 typedef struct hk_fs_file hk_fs_file;
 
+/** One piece of a gathered write (write_at_v): `len` bytes at `data`. */
+typedef struct hk_fs_piece {
+  const void *data;
+  size_t len;
+} hk_fs_piece;
+
+/** The most pieces the library passes to one write_at_v call (Linux's
+ *  IOV_MAX). */
+#define HK_FS_MAX_PIECES 1024
+
 /** A lock held through an hk_fs's lock slot (opaque to the library). */
 typedef struct hk_fs_lock hk_fs_lock;
 
@@ -59,7 +70,7 @@ typedef struct hk_fs_stat {
  *  is returned by `list`. */
 typedef hk_code (*hk_fs_list_fn)(void *user, const char *name, hk_status *status);
 
-#define HK_FS_VTABLE_VERSION 3
+#define HK_FS_VTABLE_VERSION 4
 
 typedef struct hk_fs_vtable {
   uint32_t version; /**< HK_FS_VTABLE_VERSION */
@@ -157,6 +168,21 @@ typedef struct hk_fs_vtable {
    * left behind is taken over by the next holder).
    */
   hk_code (*unlock)(void *user, hk_fs_lock *lock, hk_status *status);
+  /* slots below: version 4 (never read from a vtable of an older version) */
+  /**
+   * Optional (NULL: not supported; ignored without write_at). Write the `n`
+   * pieces (1 <= n <= HK_FS_MAX_PIECES), one after the other, as
+   * consecutive bytes from `offset` of a file opened by create_excl, as
+   * pwritev(): one call, which may write fewer bytes than the pieces hold
+   * (*nwritten short: the library calls again for the rest); otherwise as
+   * write_at. With it, a large checkpoint's tensors go from their own
+   * memory to the file in writes of up to 8 MiB, however small each
+   * tensor; without it the library first copies small tensors into a
+   * buffer of its own and writes that with write_at (the same bytes either
+   * way, and a copy of them more).
+   */
+  hk_code (*write_at_v)(void *user, hk_fs_file *f, const hk_fs_piece *pieces, size_t n, uint64_t offset,
+                        size_t *nwritten, hk_status *status);
 } hk_fs_vtable;
 
 /**
