@@ -89,31 +89,41 @@ static hk_code post_gather(hk_mpi_average_request *r, size_t k, hk_status *st) {
   return HK_OK;
 }
 
-/* dst = (slot 0 + slot 1 + ... + slot N-1) / N, element by element, the
- * additions in rank order; the slots are `len` elements apart. */
-#define SUM_IN_RANK_ORDER(T)                         \
-  do {                                               \
-    T *d = (T *)dst;                                 \
-    const T *s = (const T *)slots;                   \
-    memcpy(d, s, len * sizeof(T));                   \
-    for (int r_ = 1; r_ < N; r_++) {                 \
-      const T *x = s + (size_t)r_ * len;             \
-      for (size_t e = 0; e < len; e++) d[e] += x[e]; \
-    }                                                \
-    for (size_t e = 0; e < len; e++) d[e] /= (T)N;   \
+/* dst = (copy 0 + copy 1 + ... + copy N-1) / N, element by element, the
+ * additions in rank order. Copy r is slot r of the scratch (the slots are
+ * `len` elements apart), except this rank's own, which is dst itself. One
+ * pass over the copies, a chunk of SUM_CHUNK elements at a time summed in
+ * a buffer that stays in the first-level cache: each element's additions
+ * are the same, in the same order, as summing whole copies one after the
+ * other would make. */
+#define SUM_CHUNK 1024
+#define SUM_IN_RANK_ORDER(T)                                        \
+  do {                                                              \
+    T *d = (T *)dst, acc[SUM_CHUNK];                                \
+    const T *s = (const T *)slots;                                  \
+    for (size_t at = 0; at < len; at += SUM_CHUNK) {                \
+      const size_t c = len - at < SUM_CHUNK ? len - at : SUM_CHUNK; \
+      const T *x0 = me == 0 ? d + at : s + at;                      \
+      for (size_t e = 0; e < c; e++) acc[e] = x0[e];                \
+      for (int r_ = 1; r_ < N; r_++) {                              \
+        const T *x = r_ == me ? d + at : s + (size_t)r_ * len + at; \
+        for (size_t e = 0; e < c; e++) acc[e] += x[e];              \
+      }                                                             \
+      for (size_t e = 0; e < c; e++) d[at + e] = acc[e] / (T)N;     \
+    }                                                               \
   } while (0)
 
 /* Every copy of this rank's block of unit k has arrived: sum them. */
 static void reduce(hk_mpi_average_request *r, size_t k) {
   hk_mpi *m = r->mpi;
   hk__avg_unit *u = &r->units[k];
-  const int N = m->size;
+  const int N = m->size, me = m->rank;
   const size_t esize = hk__avg_esize(u->dtype);
   size_t first, len;
-  hk_mpi_block(&first, &len, u->count, N, m->rank, NULL);
+  hk_mpi_block(&first, &len, u->count, N, me, NULL);
   if (len == 0) return;
-  unsigned char *slots = r->scratch + u->scratch_off, *dst = u->buf + first * esize;
-  memcpy(slots + (size_t)m->rank * len * esize, dst, len * esize); /* this rank's own copy */
+  const unsigned char *slots = r->scratch + u->scratch_off;
+  unsigned char *dst = u->buf + first * esize;
   if (u->dtype == HK_DTYPE_F32)
     SUM_IN_RANK_ORDER(float);
   else
