@@ -241,7 +241,10 @@ HK_API hk_code hk_mpi_block(size_t *first, size_t *len, size_t count, int nranks
  * Average `count` elements of `data` across the ranks, in place: every rank
  * passes its buffer and receives the element-wise mean, the same bits on
  * every rank, summed in rank order (above). Cost: each rank sends and
- * receives 2 (N-1)/N of the buffer, in 2 (N-1) messages at most.
+ * receives 2 (N-1)/N of the buffer, in 2 (N-1) messages at most per
+ * segment: a buffer of more than 1 MiB goes in segments of 1 MiB, all
+ * posted at once, each summed as soon as its copies have arrived (the
+ * same sums: the same bits).
  * @param dtype  HK_DTYPE_F32 or HK_DTYPE_F64.
  * @param data   borrowed for the call.
  * **Errors:** INVALID_ARGUMENT for a NULL mpi, a NULL data with count > 0,

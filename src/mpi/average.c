@@ -58,9 +58,10 @@ hk_code hk_mpi_reserve(hk_mpi *m, size_t bytes, hk_status *st) {
   /* `bytes` is the size of the buffers the program will average; a rank
    * keeps N copies of its block, and the first count % N blocks hold one
    * element more than count / N: one element (at most a double) more per
-   * rank, and the scratch's alignment, cover every buffer of that size, so
-   * the steps that follow allocate nothing on any rank. */
-  size_t slack = (size_t)m->size * sizeof(double) + 64;
+   * rank, and the scratch's alignment, cover every buffer of that size —
+   * per segment, when a large one is averaged in segments — so the steps
+   * that follow allocate nothing on any rank. */
+  size_t slack = (bytes / HK__AVG_SEGMENT_BYTES + 1) * ((size_t)m->size * sizeof(double) + 64);
   if (bytes > SIZE_MAX - slack)
     return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_mpi_reserve: %zu bytes is more than memory can hold", bytes);
   return hk__avg_reserve(m->sync, bytes + slack, bytes < m->fusion_bytes ? bytes + 64 : m->fusion_bytes, st);

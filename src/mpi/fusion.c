@@ -74,6 +74,26 @@ static size_t unit_scratch(const hk_mpi *m, size_t count, size_t esize) {
   return align_up(len * (size_t)m->size * esize);
 }
 
+/* The segments a unit is averaged in. */
+static size_t unit_segments(const hk__avg_unit *u) {
+  const size_t bytes = u->count * hk__avg_esize(u->dtype);
+  if (bytes <= HK__AVG_SEGMENT_BYTES) return 1;
+  return (bytes + HK__AVG_SEGMENT_BYTES - 1) / HK__AVG_SEGMENT_BYTES;
+}
+
+/* Grow the units to `cap`, keeping the first `n`. */
+static hk_code grow_units_keep(hk_mpi_average_request *r, size_t n, size_t cap, hk_status *st) {
+  hk_mpi *m = r->mpi;
+  if (cap <= r->units_cap) return HK_OK;
+  hk__avg_unit *u = hk_env_calloc(&m->env, cap, sizeof *u);
+  if (!u) return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory for %zu averaging units", r->who, cap);
+  if (n) memcpy(u, r->units, n * sizeof *u);
+  hk_env_free(&m->env, r->units);
+  r->units = u;
+  r->units_cap = cap;
+  return HK_OK;
+}
+
 static void open_unit(hk__avg_unit *u, const hk_mpi_array *a, size_t i) {
   memset(u, 0, sizeof *u);
   u->dtype = a->dtype;
@@ -104,6 +124,33 @@ hk_code hk__avg_plan(hk_mpi_average_request *r, hk_status *st) {
       open_unit(&r->units[n++], a, i);
     }
   }
+  /* A full average of a large array in place goes in segments of
+   * HK__AVG_SEGMENT_BYTES, each a unit of its own: their reduce-scatters
+   * are all posted at once, and each is summed as soon as its copies
+   * have arrived, while the later ones are still on their way, from
+   * copies small enough to still be in cache. The halves keep whole
+   * units: their block partition is the whole array's. */
+  if (r->mode == HK__AVG_FULL) {
+    size_t total = 0;
+    for (size_t k = 0; k < n; k++) total += unit_segments(&r->units[k]);
+    if (total > n) {
+      if ((rc = grow_units_keep(r, n, total, st)) != HK_OK) return rc;
+      for (size_t k = n, at = total; k-- > 0;) {
+        const hk__avg_unit whole = r->units[k];
+        const size_t segs = unit_segments(&whole), esize = hk__avg_esize(whole.dtype);
+        const size_t per = HK__AVG_SEGMENT_BYTES / esize;
+        at -= segs;
+        for (size_t g = 0; g < segs; g++) {
+          hk__avg_unit *u = &r->units[at + g];
+          *u = whole;
+          u->seg_off = g * per * esize;
+          u->buf = whole.buf + u->seg_off; /* a fused unit's is set below */
+          u->count = g + 1 < segs ? per : whole.count - g * per;
+        }
+      }
+      n = total;
+    }
+  }
   r->nunits = n;
   /* Offsets: a unit of several arrays in the fusion buffer; every unit's
    * copies of this rank's block in the scratch. */
@@ -111,7 +158,7 @@ hk_code hk__avg_plan(hk_mpi_average_request *r, hk_status *st) {
   for (size_t k = 0; k < n; k++) {
     hk__avg_unit *u = &r->units[k];
     const size_t esize = hk__avg_esize(u->dtype);
-    u->fused = u->narrays > 1;
+    u->fused = u->narrays > 1; /* the segments of a fused unit are consecutive in the fusion buffer */
     if (u->fused) {
       u->fused_off = fused;
       fused += align_up(u->count * esize);
@@ -129,6 +176,7 @@ hk_code hk__avg_plan(hk_mpi_average_request *r, hk_status *st) {
 
 void hk__avg_pack(hk_mpi_average_request *r, const hk__avg_unit *u) {
   unsigned char *p = u->buf;
+  if (u->seg_off != 0) return; /* the first segment packed them all */
   for (size_t i = u->first_array; i < u->first_array + u->narrays; i++) {
     const size_t bytes = r->arrays[i].count * hk__avg_esize(r->arrays[i].dtype);
     if (bytes) memcpy(p, r->arrays[i].data, bytes);
@@ -137,10 +185,14 @@ void hk__avg_pack(hk_mpi_average_request *r, const hk__avg_unit *u) {
 }
 
 void hk__avg_unpack(hk_mpi_average_request *r, const hk__avg_unit *u) {
-  const unsigned char *p = u->buf;
-  for (size_t i = u->first_array; i < u->first_array + u->narrays; i++) {
+  /* This segment's bytes [lo, hi) of the fused buffer, into the arrays they belong to. */
+  const unsigned char *base = u->buf - u->seg_off;
+  const size_t lo = u->seg_off, hi = lo + u->count * hk__avg_esize(u->dtype);
+  size_t at = 0;
+  for (size_t i = u->first_array; i < u->first_array + u->narrays && at < hi; i++) {
     const size_t bytes = r->arrays[i].count * hk__avg_esize(r->arrays[i].dtype);
-    if (bytes) memcpy(r->arrays[i].data, p, bytes);
-    p += bytes;
+    const size_t from = at > lo ? at : lo, to = at + bytes < hi ? at + bytes : hi;
+    if (from < to) memcpy((unsigned char *)r->arrays[i].data + (from - at), base + from, to - from);
+    at += bytes;
   }
 }

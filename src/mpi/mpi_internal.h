@@ -93,6 +93,10 @@ enum { HK__AVG_REDUCE_SCATTER = 1, HK__AVG_ALL_GATHER = 2, HK__AVG_FULL = 3 };
 /* One averaging unit: one buffer whose blocks travel between the ranks,
  * either an array averaged in place or a slice of the fusion buffer
  * holding several arrays packed in order. */
+/* A full average cuts an array of more than this into units of this size
+ * (fusion.c). */
+#define HK__AVG_SEGMENT_BYTES ((size_t)1 << 20)
+
 typedef struct hk__avg_unit {
   hk_dtype dtype;
   unsigned char *buf; /* the array, or the fusion buffer at fused_off */
@@ -100,6 +104,7 @@ typedef struct hk__avg_unit {
   size_t first_array, narrays;
   int fused;          /* packed into the fusion buffer */
   size_t fused_off;   /* bytes into the fusion buffer */
+  size_t seg_off;     /* a segment's first byte in its array or fused buffer (0: the first or only one) */
   size_t scratch_off; /* bytes into the scratch: N copies of this rank's block */
   int tag;            /* its reduce-scatter tag; the all-gather's is one more */
   int phase;          /* the phase values in average_request.c */
@@ -131,6 +136,8 @@ size_t hk__avg_esize(hk_dtype dtype);
 hk_code hk__avg_plan(hk_mpi_average_request *r, hk_status *st);
 
 /* Copy a fused unit's arrays into it, and its mean back into them. */
+/* Copy the arrays of a fused unit into its fused buffer (at its first
+ * segment: all of them), and out of it (each segment its own bytes). */
 void hk__avg_pack(hk_mpi_average_request *r, const hk__avg_unit *u);
 void hk__avg_unpack(hk_mpi_average_request *r, const hk__avg_unit *u);
 
