@@ -3,7 +3,7 @@
  *
  * For a state of S bytes (default 256 MiB) in many variables of mixed sizes
  * (a few large, many medium, many small; host-owned buffers of the embedded
- * executor), measures in rounds (--repeat, default 9). In every round each
+ * executor), measures in rounds (--repeat, default 15). In every round each
  * reference and hooked's case run once, interleaved, the order rotated by
  * one each round, and every ratio is computed per round (as speed: above 1
  * = hooked faster than its reference, unless it says "time") and printed as
@@ -71,7 +71,7 @@
 #endif
 
 #define MAX_REPEAT 1000
-#define DEFAULT_REPEAT 9
+#define DEFAULT_REPEAT 15
 #define QUICK_REPEAT 3
 #define QUICK_BYTES ((size_t)4 << 20)
 
@@ -168,7 +168,7 @@ static void usage(FILE *f) {
              "               end (default $TMPDIR, else /var/tmp)\n"
              "  --repeat R   rounds: every case runs once a round, interleaved with its reference,\n"
              "               the order rotated each round; min / median / max of the per-round\n"
-             "               ratios are reported (default 9; 3 at 1 GiB and 100,000 tensors)\n"
+             "               ratios are reported (default 15; 3 at 1 GiB and 100,000 tensors)\n"
              "  --read-work K  multiply-adds per element in the read-only phase of (7) and (8)\n"
              "               (default: calibrated, at least 16, to take 1.5x (3); 1 or 2 make it\n"
              "               stream memory as fast as it can, competing with the copy)\n"
