@@ -219,6 +219,33 @@ static hk_code ff_read_at(void *user, hk_fs_file *f, void *buf, size_t len, uint
   return hk_fs_posix()->read_at(NULL, w->inner, buf, len, offset, nread, st);
 }
 
+/* A write of up to *want bytes to `path`: counted and maybe failed, then
+ * *want cut to the short-write limit and the space left (ENOSPC when
+ * none is). Every write slot goes through it. */
+static hk_code admit_write(faulty_fs *ff, const char *path, size_t *want, hk_status *st) {
+  hk_code rc = intercept(ff, FAULTY_FS_WRITE, path, st);
+  if (rc != HK_OK) return rc;
+  pthread_mutex_lock(&ff->mu);
+  if (ff->max_write && *want > ff->max_write) *want = ff->max_write;
+  if (ff->space_limited) {
+    uint64_t left = ff->space > ff->bytes_written ? ff->space - ff->bytes_written : 0;
+    if (left == 0) {
+      pthread_mutex_unlock(&ff->mu);
+      return hk_fs_status_from_errno(st, ENOSPC, "write", path);
+    }
+    if (*want > left) *want = (size_t)left;
+  }
+  pthread_mutex_unlock(&ff->mu);
+  return HK_OK;
+}
+
+/* Bytes the real file took. */
+static void count_written(faulty_fs *ff, size_t n) {
+  pthread_mutex_lock(&ff->mu);
+  ff->bytes_written += n;
+  pthread_mutex_unlock(&ff->mu);
+}
+
 static hk_code ff_write(void *user, hk_fs_file *f, const void *buf, size_t len, size_t *nwritten, hk_status *st) {
   faulty_fs *ff = user;
   faulty_file *w = (faulty_file *)f;
@@ -226,25 +253,10 @@ static hk_code ff_write(void *user, hk_fs_file *f, const void *buf, size_t len, 
   hk_code rc;
 
   *nwritten = 0;
-  rc = intercept(ff, FAULTY_FS_WRITE, w->path, st);
+  rc = admit_write(ff, w->path, &want, st);
   if (rc != HK_OK) return rc;
-  pthread_mutex_lock(&ff->mu);
-  if (ff->max_write && want > ff->max_write) want = ff->max_write;
-  if (ff->space_limited) {
-    uint64_t left = ff->space > ff->bytes_written ? ff->space - ff->bytes_written : 0;
-    if (left == 0) {
-      pthread_mutex_unlock(&ff->mu);
-      return hk_fs_status_from_errno(st, ENOSPC, "write", w->path);
-    }
-    if (want > left) want = (size_t)left;
-  }
-  pthread_mutex_unlock(&ff->mu);
   rc = hk_fs_posix()->write(NULL, w->inner, buf, want, nwritten, st);
-  if (rc == HK_OK) {
-    pthread_mutex_lock(&ff->mu);
-    ff->bytes_written += *nwritten;
-    pthread_mutex_unlock(&ff->mu);
-  }
+  if (rc == HK_OK) count_written(ff, *nwritten);
   return rc;
 }
 
@@ -258,25 +270,10 @@ static hk_code ff_write_at(void *user, hk_fs_file *f, const void *buf, size_t le
   hk_code rc;
 
   *nwritten = 0;
-  rc = intercept(ff, FAULTY_FS_WRITE, w->path, st);
+  rc = admit_write(ff, w->path, &want, st);
   if (rc != HK_OK) return rc;
-  pthread_mutex_lock(&ff->mu);
-  if (ff->max_write && want > ff->max_write) want = ff->max_write;
-  if (ff->space_limited) {
-    uint64_t left = ff->space > ff->bytes_written ? ff->space - ff->bytes_written : 0;
-    if (left == 0) {
-      pthread_mutex_unlock(&ff->mu);
-      return hk_fs_status_from_errno(st, ENOSPC, "write", w->path);
-    }
-    if (want > left) want = (size_t)left;
-  }
-  pthread_mutex_unlock(&ff->mu);
   rc = hk_fs_posix()->write_at(NULL, w->inner, buf, want, offset, nwritten, st);
-  if (rc == HK_OK) {
-    pthread_mutex_lock(&ff->mu);
-    ff->bytes_written += *nwritten;
-    pthread_mutex_unlock(&ff->mu);
-  }
+  if (rc == HK_OK) count_written(ff, *nwritten);
   return rc;
 }
 
@@ -294,31 +291,16 @@ static hk_code ff_write_at_v(void *user, hk_fs_file *f, const hk_fs_piece *piece
   *nwritten = 0;
   if (n == 0 || n > HK_FS_MAX_PIECES)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "faulty_fs: write_at_v of %zu pieces", n);
-  rc = intercept(ff, FAULTY_FS_WRITE, w->path, st);
-  if (rc != HK_OK) return rc;
   for (size_t i = 0; i < n; i++) want += pieces[i].len;
-  pthread_mutex_lock(&ff->mu);
-  if (ff->max_write && want > ff->max_write) want = ff->max_write;
-  if (ff->space_limited) {
-    uint64_t left = ff->space > ff->bytes_written ? ff->space - ff->bytes_written : 0;
-    if (left == 0) {
-      pthread_mutex_unlock(&ff->mu);
-      return hk_fs_status_from_errno(st, ENOSPC, "write", w->path);
-    }
-    if (want > left) want = (size_t)left;
-  }
-  pthread_mutex_unlock(&ff->mu);
+  rc = admit_write(ff, w->path, &want, st);
+  if (rc != HK_OK) return rc;
   for (size_t room = want; k < n && room > 0; k++) {
     cut[k] = pieces[k];
     if (cut[k].len > room) cut[k].len = room;
     room -= cut[k].len;
   }
   rc = hk_fs_posix()->write_at_v(NULL, w->inner, cut, k, offset, nwritten, st);
-  if (rc == HK_OK) {
-    pthread_mutex_lock(&ff->mu);
-    ff->bytes_written += *nwritten;
-    pthread_mutex_unlock(&ff->mu);
-  }
+  if (rc == HK_OK) count_written(ff, *nwritten);
   return rc;
 }
 

@@ -199,3 +199,21 @@ char *ckpt_file(fx *f, const char *name) {
   snprintf(buf, sizeof buf, "%s/%s", f->dir, name);
   return strdup(buf);
 }
+
+char *saved_bytes(fx *f, hk_executor *ex, hk_raw_session *rs, const hk_env *env, int64_t step, size_t *n) {
+  hk_saver_options o = HK_SAVER_OPTIONS_INIT;
+  hk_status st = HK_STATUS_INIT;
+  hk_saver *s = NULL;
+  const char *prefix = NULL;
+  char path[1024], *bytes;
+  o.executor = ex;
+  o.env = env;
+  assert_ok(hk_saver_new(&s, &o, &st), &st);
+  assert_ok(hk_saver_save(&prefix, s, rs, f->save_path, step, HK_SAVE_NO_STATE, &st), &st);
+  snprintf(path, sizeof path, "%s.safetensors", prefix);
+  bytes = test_read_file(path, n);
+  assert_non_null(bytes);
+  assert_int_equal(unlink(path), 0);
+  hk_saver_free(s);
+  return bytes;
+}

@@ -63,5 +63,9 @@ char *listing(const char *dir);
 void assert_listing(const char *dir, const char *want);
 void assert_state(fx *f, const char *want);
 char *ckpt_file(fx *f, const char *name);
+/* Save the state of `rs` at `step` with a Saver over `ex` and `env`,
+ * unmanaged (no state file); returns the data file's bytes (malloc) and
+ * their count, the file removed. */
+char *saved_bytes(fx *f, hk_executor *ex, hk_raw_session *rs, const hk_env *env, int64_t step, size_t *n);
 
 #endif /* HOOKED_TESTS_UNIT_SAVER_TESTS_H */

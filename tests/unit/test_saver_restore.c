@@ -248,21 +248,7 @@ static hk_code poison_write_at(void *user, hk_fs_file *f, const void *buf, size_
 /* Save the big graph's state at `step` with a Saver over env, unmanaged;
  * returns the data file's bytes (malloc) and their count. */
 static char *big_save_with(fx *f, big_graph *bg, const hk_env *env, int64_t step, size_t *n) {
-  hk_saver_options o = HK_SAVER_OPTIONS_INIT;
-  hk_status st = HK_STATUS_INIT;
-  hk_saver *s = NULL;
-  const char *prefix = NULL;
-  char path[1024], *bytes;
-  o.executor = hk_graph_executor(bg->g);
-  o.env = env;
-  assert_ok(hk_saver_new(&s, &o, &st), &st);
-  assert_ok(hk_saver_save(&prefix, s, bg->rs, f->save_path, step, HK_SAVE_NO_STATE, &st), &st);
-  snprintf(path, sizeof path, "%s.safetensors", prefix);
-  bytes = test_read_file(path, n);
-  assert_non_null(bytes);
-  assert_int_equal(unlink(path), 0);
-  hk_saver_free(s);
-  return bytes;
+  return saved_bytes(f, hk_graph_executor(bg->g), bg->rs, env, step, n);
 }
 
 /* D4: checkpoint-format.md: the same variables and step give the same bytes

@@ -555,21 +555,7 @@ static hk_code poison_write_at_v(void *user, hk_fs_file *f, const hk_fs_piece *p
 /* The big model saved at step 7 through a Saver over `env` (no state
  * file); returns the data file's bytes (malloc) and their count. */
 static char *big_model_bytes(fx *f, big_model *m, const hk_env *env, size_t *n) {
-  hk_saver_options o = HK_SAVER_OPTIONS_INIT;
-  hk_status st = HK_STATUS_INIT;
-  hk_saver *s = NULL;
-  const char *prefix = NULL;
-  char path[1024], *bytes;
-  o.executor = hk_graph_executor(m->g);
-  o.env = env;
-  assert_ok(hk_saver_new(&s, &o, &st), &st);
-  assert_ok(hk_saver_save(&prefix, s, m->rs, f->save_path, 7, HK_SAVE_NO_STATE, &st), &st);
-  snprintf(path, sizeof path, "%s.safetensors", prefix);
-  bytes = test_read_file(path, n);
-  assert_non_null(bytes);
-  assert_int_equal(unlink(path), 0);
-  hk_saver_free(s);
-  return bytes;
+  return saved_bytes(f, hk_graph_executor(m->g), m->rs, env, 7, n);
 }
 
 /* checkpoint-format.md (the same bytes however written): a big save
