@@ -59,15 +59,6 @@ wait_for_file() { # wait_for_file GLOB SECS
   done
   return 1
 }
-bounded_wait() { # bounded_wait SECS: the job's exit code, or fail when it hangs
-  local i
-  for ((i = 0; i < $1 * 10; i++)); do
-    kill -0 "$job" 2>/dev/null || { wait "$job"; return $?; }
-    sleep 0.1
-  done
-  kill_job
-  fail "the job did not end within $1 s: a rank hangs"
-}
 
 # 1. accuracy
 for np in 1 2 4; do # --batch 32: 32, 16 and 8 rows per rank

@@ -50,20 +50,6 @@ wait_for() { # wait_for FILE PATTERN SECS: until FILE has a line matching PATTER
   done
   return 1
 }
-bounded_wait() { # bounded_wait SECS: the job's exit code, or fail when it hangs
-  local i rc
-  for ((i = 0; i < $1 * 10; i++)); do
-    # Ended: forget its pid (the system may give it to another process).
-    kill -0 "$job" 2>/dev/null || {
-      wait "$job"
-      rc=$?
-      job=
-      return $rc
-    }
-    sleep 0.1
-  done
-  fail "the job did not end within $1 s: a rank hangs"
-}
 common=(--no-progress --log-every 0)
 
 # 1. a stalled rank

@@ -74,19 +74,6 @@ wait_for_file() { # wait_for_file GLOB SECS
   done
   return 1
 }
-bounded_wait() { # bounded_wait SECS: the job's exit code, or fail when it hangs
-  local i rc
-  for ((i = 0; i < $1 * 10; i++)); do
-    kill -0 "$job" 2>/dev/null || {
-      wait "$job"
-      rc=$?
-      job=
-      return $rc
-    }
-    sleep 0.1
-  done
-  fail "the job did not end within $1 s: a rank hangs"
-}
 result() { grep '^result: ' "$work/$1.out"; }
 
 # 1. the same job on one host and across two

@@ -1,5 +1,5 @@
 # Sourced by the ctest drivers that run train_digits under mpirun
-# (check_distributed.sh, check_nohang.sh): the processes of the job the
+# (check_distributed.sh, check_nohang.sh, check_two_hosts.sh): the processes of the job the
 # driver started, found below its own mpirun ($job) and never by name, so
 # that two such drivers (or a user's own run) on one machine never see or
 # signal each other's ranks.
@@ -55,4 +55,23 @@ kill_job() {
   for p in $procs; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
   kill -KILL "$job" 2>/dev/null
   return 0
+}
+
+# bounded_wait SECS: the job's exit code once it ends; when it has not
+# ended within SECS (a rank hangs), kill_job, then the driver's fail().
+# Once it has ended its pid is forgotten ($job emptied): the system may
+# reuse it.
+bounded_wait() {
+  local i rc
+  for ((i = 0; i < $1 * 10; i++)); do
+    kill -0 "$job" 2>/dev/null || {
+      wait "$job"
+      rc=$?
+      job=
+      return $rc
+    }
+    sleep 0.1
+  done
+  kill_job
+  fail "the job did not end within $1 s: a rank hangs"
 }
