@@ -91,7 +91,7 @@ done
 
 # 2. SIGKILL one rank, relaunch, compare with an uninterrupted run
 steps=20000
-common=(--distributed sync --batch 33 --steps $steps --save-steps 500)
+common=(--distributed sync --batch 33 --steps "$steps" --save-steps 500)
 run ref 3 "${common[@]}" --checkpoint-dir "$work/ref"
 bounded_wait 600 || fail "the uninterrupted 3-rank run exited $?"
 run kill 3 "${common[@]}" --checkpoint-dir "$work/kill"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the ctest drivers that run train_digits under mpirun
 # (check_distributed.sh, check_nohang.sh, check_two_hosts.sh): the processes of the job the
 # driver started, found below its own mpirun ($job) and never by name, so
