@@ -1,9 +1,9 @@
 # shellcheck shell=bash
 # Sourced by the ctest drivers that run train_digits under mpirun
-# (check_distributed.sh, check_nohang.sh, check_two_hosts.sh): the processes of the job the
-# driver started, found below its own mpirun ($job) and never by name, so
-# that two such drivers (or a user's own run) on one machine never see or
-# signal each other's ranks.
+# (check_distributed.sh, check_nohang.sh, check_two_hosts.sh): the
+# processes of the job the driver started, found below its own mpirun
+# ($job) and never by name, so that two such drivers (or a user's own
+# run) on one machine never see or signal each other's ranks.
 
 # job_procs [PID]: every process below PID (default: the job's mpirun),
 # parents before their children.
