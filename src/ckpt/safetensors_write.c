@@ -376,6 +376,21 @@ static hk_code stage_flush(hk__atomic_file *af, stage *sg, hk_status *st) {
   return rc;
 }
 
+/* What write_gathered has gathered and not yet written. */
+typedef struct gather {
+  hk_fs_piece *pieces;
+  size_t np, span; /* pieces, and their bytes */
+} gather;
+
+/* Write the gathered pieces at *at, then tell the CRC thread. */
+static hk_code gather_flush(hk__atomic_file *af, gather *g, uint64_t start, uint64_t *at, crc_job *job, hk_status *st) {
+  hk_code rc = hk__atomic_write_at_v(af, g->pieces, g->np, *at, st);
+  *at += g->span;
+  g->np = g->span = 0;
+  crc_writer_at(job, *at - start, 0);
+  return rc;
+}
+
 /* The tensors' bytes from file offset *at, in writes of up to GATHER_BYTES
  * made of pieces of their own memory (write_at_v): no copy, and as few
  * write calls as a plain write of the same bytes makes. For a save with a
@@ -383,29 +398,26 @@ static hk_code stage_flush(hk__atomic_file *af, stage *sg, hk_status *st) {
  * ends the writes. `start` is the offset of the first tensor's data. */
 static hk_code write_gathered(hk__atomic_file *af, const hk__ckpt_tensor *const *sorted, size_t n, uint64_t start,
                               uint64_t *at, crc_job *job, hk_fs_piece *pieces, hk_status *st) {
-  size_t np = 0, span = 0;
+  gather g = {pieces, 0, 0};
   hk_code rc = HK_OK;
-  for (size_t i = 0; i <= n && rc == HK_OK; i++) {
-    const char *p = i < n ? sorted[i]->value.data : NULL;
-    size_t left = i < n ? sorted[i]->value.nbytes : 0;
-    while (rc == HK_OK && (left > 0 || (i == n && np > 0))) {
-      size_t k = left < GATHER_BYTES - span ? left : GATHER_BYTES - span;
-      if (k > 0) {
-        pieces[np].data = p;
-        pieces[np].len = k;
-        np++;
-        span += k;
-        p += k;
-        left -= k;
-      }
-      if (span < GATHER_BYTES && np < GATHER_PIECES && i < n) continue;
+  for (size_t i = 0; i < n && rc == HK_OK; i++) {
+    const char *p = sorted[i]->value.data;
+    size_t left = sorted[i]->value.nbytes;
+    while (left > 0 && rc == HK_OK) {
+      size_t k = left < GATHER_BYTES - g.span ? left : GATHER_BYTES - g.span;
+      g.pieces[g.np].data = p;
+      g.pieces[g.np].len = k;
+      g.np++;
+      g.span += k;
+      p += k;
+      left -= k;
+      if (g.span < GATHER_BYTES && g.np < GATHER_PIECES) continue;
       if (atomic_load_explicit(&job->stop, memory_order_relaxed)) return HK_OK; /* the CRC thread found a bad value */
-      rc = hk__atomic_write_at_v(af, pieces, np, *at, st);
-      *at += span;
-      np = span = 0;
-      crc_writer_at(job, *at - start, 0);
+      rc = gather_flush(af, &g, start, at, job, st);
     }
   }
+  if (rc == HK_OK && g.np > 0 && !atomic_load_explicit(&job->stop, memory_order_relaxed))
+    rc = gather_flush(af, &g, start, at, job, st);
   return rc;
 }
 

@@ -7,6 +7,7 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "ckpt/shard.h"
+#include "util/crc32c.h"
 #include "util/fs.h"
 #include "util/path.h"
 
@@ -202,17 +203,8 @@ static int parse_decimal(const char *s, int64_t *out, const char **rest) {
   return 1;
 }
 
-static int parse_hex8(const char *s, uint32_t *out) {
-  uint32_t v = 0;
-  for (int i = 0; i < 8; i++) {
-    char c = s[i];
-    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (d < 0) return 0;
-    v = v << 4 | (uint32_t)d;
-  }
-  *out = v;
-  return s[8] == '\0';
-}
+/* Exactly 8 lowercase hex digits, then the end of the line. */
+static int parse_hex8(const char *s, uint32_t *out) { return hk__crc32c_from_hex(s, 8, out) && s[8] == '\0'; }
 
 hk_code hk__shard_index_parse(const hk_env *env, const char *path, const char *text, size_t len, hk__shard_index *ix,
                               hk_status *st) {

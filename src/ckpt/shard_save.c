@@ -59,11 +59,8 @@ static char *own(layout *L, char *s) {
   return s;
 }
 
-static uint64_t elements(const hk_tensor *t) {
-  uint64_t n = 1;
-  for (int32_t d = 0; d < t->rank; d++) n *= (uint64_t)t->dims[d];
-  return n;
-}
+/* The variables' tensors have valid shapes (hk_tensor_init checks them): never -1. */
+static uint64_t elements(const hk_tensor *t) { return (uint64_t)hk_tensor_num_elements(t); }
 
 /* Rank r's block of T elements cut into N: the first T % N one longer. */
 static uint64_t block_start(uint64_t total, int r, int n) {
