@@ -112,9 +112,24 @@ typedef struct hk_saver_options {
    *  Saver; none twice. Without a group they are saved as any variable. */
   const char *const *per_rank_list;
   size_t nper_rank_list;
+  /** Names (copied) of Saver variables that are partitioned across the
+   *  group (ZeRO-1: an optimizer's moments): each is one-dimensional and
+   *  rank r holds block r of a flat global variable of G elements, G the
+   *  sum of the ranks' element counts, cut by the rule of hk_group_block()
+   *  (hooked/sys/group.h). Each block is saved once, by its rank, as that
+   *  rank's slice of the global variable, so the files are those of a
+   *  replicated variable of G elements; a restore gives each rank the
+   *  block of its place in the restoring group, read from the slices that
+   *  cover it, whatever rank count saved it. A rank whose element count is
+   *  not its block's fails the save or restore with FAILED_PRECONDITION
+   *  naming the variable, the rank and both counts. Each must be a
+   *  variable of the Saver, not per-rank; none twice. Without a group they
+   *  are saved and restored whole, as any variable. */
+  const char *const *partitioned_list;
+  size_t npartitioned_list;
 } hk_saver_options;
 #define HK_SAVER_OPTIONS_INIT \
-  { HK_SAVER_OPTIONS_VERSION, NULL, NULL, NULL, 0, 5, HK_UNSET_SECS, 0, NULL, 0, NULL, NULL, NULL, 0 }
+  { HK_SAVER_OPTIONS_VERSION, NULL, NULL, NULL, 0, 5, HK_UNSET_SECS, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, 0 }
 
 /**
  * Initialize options to HK_SAVER_OPTIONS_INIT.
@@ -142,6 +157,16 @@ HK_API hk_code hk_saver_new(hk_saver **out, const hk_saver_options *opts, hk_sta
 /** Free the Saver. @param saver consumed; NULL is a no-op. No call on it may
  *  be in progress. **Threads:** the owner's. **Allocates:** no. */
 HK_API void hk_saver_free(hk_saver *saver);
+
+/**
+ * The Saver's place in its group (hk_saver_options.group): *rank and *size
+ * receive the group's rank and size, 0 and 1 for a Saver without a group
+ * (or a NULL saver). Hooks use it to let rank 0 alone do what belongs to
+ * the job (the directory lock, events, the graph description).
+ * @param rank, size  outputs; either may be NULL.
+ * **Threads:** any. **Errors:** none. **Allocates:** no.
+ */
+HK_API void hk_saver_group_place(const hk_saver *saver, int *rank, int *size);
 
 /** Flags for hk_saver_save(). */
 typedef enum hk_save_flags {

@@ -71,6 +71,7 @@
 #include "hooked/common.h"
 #include "hooked/tensor.h"
 #include "hooked/sys/executor.h"
+#include "hooked/sys/group.h"
 #include "hooked/hook.h"
 #include "hooked/session.h"
 #include "hooked/summary.h"
@@ -102,7 +103,23 @@ typedef enum hk_loop_flags {
    *  the flag (and without opts.allow_non_finite) a checkpoint in which a
    *  floating array holds one is refused and fails the loop. Arrays
    *  only; HK_VAR_NON_FINITE_OK of hooked/sys/executor.h. */
-  HK_LOOP_NON_FINITE_OK = 1u << 3
+  HK_LOOP_NON_FINITE_OK = 1u << 3,
+  /** With a group (hk_loop_options.group): this one-dimensional array is
+   *  this rank's block of a flat global array partitioned across the ranks
+   *  (ZeRO-1: an optimizer's moments), cut by hk_group_block()
+   *  (hooked/sys/group.h); checkpoints hold each block once, and a restart
+   *  on another rank count gives each rank its new block (the program
+   *  sizes the array by hk_group_block() for the new count). The Saver's
+   *  partitioned_list (hooked/checkpoint.h). Without a group, an array as
+   *  any other. Arrays only. */
+  HK_LOOP_PARTITIONED = 1u << 4,
+  /** With a group: this array or state differs per rank (a rank's own
+   *  random state): each rank saves its own, and a restart with the same
+   *  rank count gives each its own back; with another rank count it keeps
+   *  the program's value, with a WARNING naming it, so the program
+   *  re-derives it. The Saver's per_rank_list. Without a group, as any
+   *  other. */
+  HK_LOOP_PER_RANK = 1u << 5
 } hk_loop_flags;
 
 #define HK_LOOP_OPTIONS_VERSION 1
@@ -241,12 +258,25 @@ typedef struct hk_loop_options {
    *  summary_dir every log_step_count_steps steps. Default 10;
    *  HK_UNSET_SECS: at every write; 0: never. */
   double log_step_count_secs;
+  /** NULL (default): the loop checkpoints alone. Non-NULL: the ranks of
+   *  this group (hooked/sys/group.h; hk_mpi_group() over MPI) run one job
+   *  and write sharded checkpoints together: every rank registers the same
+   *  arrays and states in the same order, calls hk_loop_start() and saves
+   *  at the same steps (a cadence in steps: save_secs is refused, a clock
+   *  differs between ranks), each writes its shard, and rank 0 commits the
+   *  checkpoint, holds the directory lock and writes the events. Arrays
+   *  and opaque states are replicated (the same on every rank, saved once
+   *  across the shards) unless flagged HK_LOOP_PARTITIONED or
+   *  HK_LOOP_PER_RANK. Borrowed with group_user for the loop's life. The
+   *  program averages its gradients itself (hooked::mpi). */
+  const hk_group_vtable *group;
+  void *group_user;
 } hk_loop_options;
 
-#define HK_LOOP_OPTIONS_INIT                                                                                       \
-  {                                                                                                                \
-    HK_LOOP_OPTIONS_VERSION, NULL, NULL, HK_UNSET_SECS, HK_UNSET_STEPS, 5, HK_UNSET_SECS, NULL, 0, HK_UNSET_STEPS, \
-        HK_UNSET_STEPS, NULL, 0, 1, NULL, 0, NULL, HK_MONITOR_MIN, NULL, 100, 0, 0, NULL, 0, 0, 0, 10.0            \
+#define HK_LOOP_OPTIONS_INIT                                                                                        \
+  {                                                                                                                 \
+    HK_LOOP_OPTIONS_VERSION, NULL, NULL, HK_UNSET_SECS, HK_UNSET_STEPS, 5, HK_UNSET_SECS, NULL, 0, HK_UNSET_STEPS,  \
+        HK_UNSET_STEPS, NULL, 0, 1, NULL, 0, NULL, HK_MONITOR_MIN, NULL, 100, 0, 0, NULL, 0, 0, 0, 10.0, NULL, NULL \
   }
 
 /**

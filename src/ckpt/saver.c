@@ -55,6 +55,12 @@ void hk__saver_free_list(hk_saver *s) {
   s->n = 0;
 }
 
+void hk_saver_group_place(const hk_saver *s, int *rank, int *size) {
+  const int has = s && s->group;
+  if (rank) *rank = has ? s->group->rank(s->group_user) : 0;
+  if (size) *size = has ? s->group->size(s->group_user) : 1;
+}
+
 void hk_saver_free(hk_saver *s) {
   hk_env env;
   if (!s) return;

@@ -38,6 +38,18 @@ hk_code hk_group_check(const hk_group_vtable *vt, void *user, const char *what, 
   return HK_OK;
 }
 
+hk_code hk_group_block(size_t *first, size_t *len, size_t count, int nranks, int rank, hk_status *status) {
+  if (!first || !len)
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_group_block: %s is NULL", !first ? "first" : "len");
+  if (nranks < 1) return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_group_block: nranks %d is not >= 1", nranks);
+  if (rank < 0 || rank >= nranks)
+    return hk_status_set(status, HK_INVALID_ARGUMENT, "hk_group_block: rank %d is not one of 0..%d", rank, nranks - 1);
+  const size_t q = count / (size_t)nranks, extra = count % (size_t)nranks, r = (size_t)rank;
+  *len = q + (r < extra);
+  *first = q * r + (r < extra ? r : extra);
+  return HK_OK;
+}
+
 /* ---- names ------------------------------------------------------------------------------ */
 
 char *hk__shard_path(const hk_env *env, const char *prefix, int shard, int num_shards) {

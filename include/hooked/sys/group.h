@@ -74,6 +74,20 @@ typedef struct hk_group_vtable {
  */
 HK_API hk_code hk_group_check(const hk_group_vtable *vtable, void *user, const char *what, hk_status *status);
 
+/**
+ * The block partition of a sharded checkpoint, and of a partitioned
+ * variable (hk_saver_options.partitioned_list): rank `rank` of `nranks`
+ * owns the elements [*first, *first + *len) of a flat variable of `count`
+ * elements. Blocks are consecutive, in rank order: each holds
+ * count / nranks elements, and the first count % nranks hold one more.
+ * hooked::mpi's hk_mpi_block() cuts the same blocks.
+ * @param first, len  outputs; untouched on an error.
+ * **Errors:** INVALID_ARGUMENT for a NULL output, nranks < 1 or a rank
+ * outside 0..nranks-1 (named).
+ * **Threads:** any. **Allocates:** no.
+ */
+HK_API hk_code hk_group_block(size_t *first, size_t *len, size_t count, int nranks, int rank, hk_status *status);
+
 #ifdef __cplusplus
 }
 #endif
