@@ -80,10 +80,9 @@ extern "C" {
 
 typedef struct hk_mpi hk_mpi;
 
-#define HK_MPI_OPTIONS_VERSION 2
+#define HK_MPI_OPTIONS_VERSION 1
 typedef struct hk_mpi_options {
   uint32_t version; /**< HK_MPI_OPTIONS_VERSION */
-  /* fields below: version 1 */
   /** Copied; NULL: defaults. Allocations and logs of everything built on
    *  this context. */
   const hk_env *env;
@@ -101,9 +100,6 @@ typedef struct hk_mpi_options {
    *  HK_UNSET_SECS (the default): 300 s; +infinity: no deadline (wait as
    *  long as MPI does); otherwise > 0 and finite. */
   double collective_timeout_secs;
-  /* fields below: version 2 (a program compiled against version 1 passes
-   * a struct without them: the library reads them only from a version 2
-   * struct, and takes their defaults otherwise) */
   /** Tensor fusion (Horovod's): hk_mpi_average_arrays() and
    *  hk_mpi_average_start() pack consecutive arrays of one dtype into
    *  fused buffers of at most this many bytes and average each fused

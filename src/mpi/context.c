@@ -43,17 +43,8 @@ hk_code hk__mpi_fingerprint(hk_executor *ex, hk__mpi_var_pick pick, void *user, 
 
 static const hk_mpi_options default_options = HK_MPI_OPTIONS_INIT;
 
-/* The bytes of each version's struct: a program compiled against version
- * 1 has no room for the fields version 2 appended. */
-static size_t options_size(uint32_t version) {
-  return version >= 2 ? sizeof(hk_mpi_options) : offsetof(hk_mpi_options, fusion_threshold_bytes);
-}
-
 hk_code hk_mpi_options_init(hk_mpi_options *opts, uint32_t version) {
-  hk_mpi_options init = HK_MPI_OPTIONS_INIT;
-  if (version == 0 || version > HK_MPI_OPTIONS_VERSION) return HK_INVALID_ARGUMENT;
-  init.version = version;
-  return hk_struct_init(opts, options_size(version), &init, version);
+  return hk_struct_init(opts, sizeof *opts, &default_options, version);
 }
 
 hk_code hk_mpi_new(hk_mpi **out, const hk_mpi_options *opts, hk_status *st) {
@@ -77,8 +68,7 @@ hk_code hk_mpi_new(hk_mpi **out, const hk_mpi_options *opts, hk_status *st) {
                          "hk_mpi_new: opts->collective_timeout_secs %g is not > 0 (HK_UNSET_SECS: %g s; +infinity: "
                          "no deadline)",
                          o->collective_timeout_secs, HK_MPI_DEFAULT_COLLECTIVE_TIMEOUT_SECS);
-  /* Fields of version 2 only from a struct of version 2. */
-  size_t fusion = o->version >= 2 ? o->fusion_threshold_bytes : 0;
+  size_t fusion = o->fusion_threshold_bytes;
   if (fusion == 0) fusion = HK_MPI_DEFAULT_FUSION_BYTES;
   MPI_Comm base = o->comm == MPI_COMM_NULL ? MPI_COMM_WORLD : o->comm;
   int size = 0;

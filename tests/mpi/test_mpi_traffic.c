@@ -10,8 +10,6 @@
  *    together give hk_mpi_average()'s bits;
  *  - hk_mpi_average_arrays() fuses arrays: one exchange per fused buffer
  *    (2 (N-1) sends), not one per array, with per-array averaging's bits;
- *    the threshold is an option of version 2 of hk_mpi_options, and a
- *    struct of version 1 still works;
  *  - requests in flight (start / test / finish) give the blocking bits,
  *    finish in any order, allocate nothing once warm, and fail at the
  *    deadline naming a rank that never started.
@@ -357,52 +355,6 @@ static void test_fused_arrays_make_one_exchange_per_fused_buffer_with_per_array_
   free_arrays(&A);
 }
 
-/* A program compiled against version 1 of hk_mpi_options passes the
- * smaller struct: the library reads none of version 2's fields from it
- * (the default threshold applies), and _init(1) writes none of them. */
-typedef struct options_v1 {
-  uint32_t version;
-  const hk_env *env;
-  MPI_Comm comm;
-  int root;
-  double collective_timeout_secs;
-} options_v1;
-
-static void test_options_of_version_1_still_work_and_init_writes_only_their_fields(void) {
-  hk_status st = HK_STATUS_INIT;
-  assert_int_equal(sizeof(options_v1), offsetof(hk_mpi_options, fusion_threshold_bytes));
-  unsigned char raw[sizeof(hk_mpi_options) + 16];
-  memset(raw, 0xa5, sizeof raw);
-  assert_int_equal(hk_mpi_options_init((hk_mpi_options *)(void *)raw, 1), HK_OK);
-  for (size_t i = sizeof(options_v1); i < sizeof raw; i++) assert_int_equal(raw[i], 0xa5);
-  options_v1 v1;
-  memcpy(&v1, raw, sizeof v1);
-  assert_int_equal(v1.version, 1);
-  assert_true(v1.comm == MPI_COMM_NULL);
-  assert_true(hk_secs_is_unset(v1.collective_timeout_secs));
-  /* The struct followed by a size_t of 1 where version 2 has the
-   * threshold: were it read, no array would be fused. */
-  const size_t one = 1;
-  memcpy(raw + offsetof(hk_mpi_options, fusion_threshold_bytes), &one, sizeof one);
-  hk_mpi *m = NULL;
-  assert_ok(hk_mpi_new(&m, (const hk_mpi_options *)(const void *)raw, &st), &st);
-  arrays A;
-  make_arrays(&A, 3);
-  pmpi_count_start();
-  assert_ok(hk_mpi_average_arrays(m, A.a, NARR, &st), &st);
-  pmpi_counts k = pmpi_count_stop();
-  size_t segs = 0;
-  assert_int_equal(expected_buffers(&A, HK_MPI_DEFAULT_FUSION_BYTES, &segs), 3); /* the default threshold */
-  assert_int_equal(k.sends, 2 * (mpi_size() - 1) * (int64_t)segs);
-  expect_arrays_mean(&A, 3);
-  free_arrays(&A);
-  hk_mpi_free(m);
-  hk_mpi_options o;
-  assert_int_equal(hk_mpi_options_init(&o, HK_MPI_OPTIONS_VERSION), HK_OK);
-  assert_int_equal(o.version, 2);
-  assert_int_equal(o.fusion_threshold_bytes, 0);
-}
-
 /* ---- requests in flight ------------------------------------------------------------------- */
 
 static void test_requests_in_flight_give_the_blocking_bits_in_any_finish_order(void) {
@@ -552,7 +504,6 @@ int main(int argc, char **argv) {
       MPI_CASE(test_block_partition_is_consecutive_in_rank_order_and_refuses_bad_arguments),
       MPI_CASE(test_the_two_halves_each_move_half_and_compose_to_the_average),
       MPI_CASE(test_fused_arrays_make_one_exchange_per_fused_buffer_with_per_array_bits),
-      MPI_CASE(test_options_of_version_1_still_work_and_init_writes_only_their_fields),
       MPI_CASE(test_requests_in_flight_give_the_blocking_bits_in_any_finish_order),
       MPI_CASE(test_requests_refuse_misuse_naming_it),
       MPI_CASE(test_a_request_whose_peer_never_starts_fails_at_the_deadline_naming_it),
