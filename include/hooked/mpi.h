@@ -225,10 +225,12 @@ HK_API hk_code hk_mpi_log_env(hk_env *out, hk_mpi *mpi, const hk_env *base, hk_s
  * consecutive, in rank order: each holds count / nranks elements, and the
  * first count % nranks hold one more. A ZeRO-1 trainer keeps the optimizer
  * state of its block only (see hk_mpi_reduce_scatter_average()); a restart
- * on another rank count re-cuts the blocks with the new `nranks`.
+ * on another rank count re-cuts the blocks with the new `nranks`. It is
+ * hk_group_block() of hooked/sys/group.h, the blocks of a partitioned
+ * variable in a sharded checkpoint (hk_saver_options.partitioned_list).
  * @param first, len  outputs; untouched on an error.
  * **Errors:** INVALID_ARGUMENT for a NULL output, nranks < 1 or a rank
- * outside 0..nranks-1 (named).
+ * outside 0..nranks-1 (named), in hk_group_block()'s words.
  * **Threads:** any. **Allocates:** no.
  */
 HK_API hk_code hk_mpi_block(size_t *first, size_t *len, size_t count, int nranks, int rank, hk_status *status);

@@ -12,15 +12,7 @@
 #include "mpi_internal.h"
 
 hk_code hk_mpi_block(size_t *first, size_t *len, size_t count, int nranks, int rank, hk_status *st) {
-  if (!first || !len)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_block: %s is NULL", !first ? "first" : "len");
-  if (nranks < 1) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_block: nranks %d is not >= 1", nranks);
-  if (rank < 0 || rank >= nranks)
-    return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_block: rank %d is not one of 0..%d", rank, nranks - 1);
-  const size_t q = count / (size_t)nranks, extra = count % (size_t)nranks, r = (size_t)rank;
-  *len = q + (r < extra);
-  *first = q * r + (r < extra ? r : extra);
-  return HK_OK;
+  return hk_group_block(first, len, count, nranks, rank, st);
 }
 
 /* Run `mode` over one buffer on the context's request, and wait. */
