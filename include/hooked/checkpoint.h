@@ -117,14 +117,21 @@ typedef struct hk_saver_options {
    *  rank r holds block r of a flat global variable of G elements, G the
    *  sum of the ranks' element counts, cut by the rule of hk_group_block()
    *  (hooked/sys/group.h). Each block is saved once, by its rank, as that
-   *  rank's slice of the global variable, so the files are those of a
+   *  rank's slice of the global variable (a variable of G = 0 elements:
+   *  rank 0 writes the empty slice), so the files are those of a
    *  replicated variable of G elements; a restore gives each rank the
    *  block of its place in the restoring group, read from the slices that
-   *  cover it, whatever rank count saved it. A rank whose element count is
-   *  not its block's fails the save or restore with FAILED_PRECONDITION
-   *  naming the variable, the rank and both counts. Each must be a
-   *  variable of the Saver, not per-rank; none twice. Without a group they
-   *  are saved and restored whole, as any variable. */
+   *  cover it (only those), whatever rank count saved it, or from a data
+   *  file saved without a group. A rank whose element count is not its
+   *  block's fails the save or restore on every rank with
+   *  FAILED_PRECONDITION naming the variable, the rank and both counts
+   *  (a save before any file is written). Each must be a variable of the
+   *  Saver (NOT_FOUND), one-dimensional (INVALID_ARGUMENT), not per-rank;
+   *  none twice — checked at hk_saver_new() with a var_list, else when the
+   *  variables are resolved at the first save or restore. Every rank of a
+   *  group must list the same variables (else a save fails on every rank
+   *  with FAILED_PRECONDITION). Without a group they are saved and restored
+   *  whole, as any variable. */
   const char *const *partitioned_list;
   size_t npartitioned_list;
 } hk_saver_options;
@@ -149,8 +156,14 @@ HK_API hk_code hk_saver_options_init(hk_saver_options *opts, uint32_t version);
  * **Errors:** INVALID_ARGUMENT naming the option: a negative max_to_keep,
  * a negative/NaN/infinite keep_checkpoint_every_n_hours, a latest_filename
  * that is not a valid name ("'latest_filename' must not contain path
- * components"), a NULL or duplicate var_list entry; NOT_FOUND for a
- * var_list name the executor does not have; RESOURCE_EXHAUSTED.
+ * components"), a NULL or duplicate var_list, per_rank_list or
+ * partitioned_list entry, a name in both per_rank_list and
+ * partitioned_list, a group that fails hk_group_check(); NOT_FOUND for a
+ * var_list name the executor does not have. With a var_list also:
+ * NOT_FOUND for a per_rank_list or partitioned_list name that is not one
+ * of its variables, INVALID_ARGUMENT for a partitioned variable that is
+ * not one-dimensional (without one, these fail the first save or
+ * restore). RESOURCE_EXHAUSTED.
  * **Threads:** any. **Allocates:** yes.
  */
 HK_API hk_code hk_saver_new(hk_saver **out, const hk_saver_options *opts, hk_status *status);

@@ -76,6 +76,9 @@ void hk_saver_free(hk_saver *s) {
   hk_env_free(&env, s->var_per_rank);
   for (size_t i = 0; i < s->nper_rank; i++) hk_env_free(&env, s->per_rank[i]);
   hk_env_free(&env, s->per_rank);
+  hk_env_free(&env, s->var_partitioned);
+  for (size_t i = 0; i < s->npartitioned; i++) hk_env_free(&env, s->partitioned[i]);
+  hk_env_free(&env, s->partitioned);
   hk_env_free(&env, s);
 }
 
@@ -86,7 +89,9 @@ static hk_code describe_vars(hk_saver *s, hk_status *st) {
     s->var_info = hk_env_calloc(senv(s), s->nvars, sizeof *s->var_info);
     s->views = hk_env_calloc(senv(s), s->nvars, sizeof *s->views);
     s->var_per_rank = hk_env_calloc(senv(s), s->nvars, 1);
-    if (!s->var_info || !s->views || !s->var_per_rank) return oom(st, "describing the Saver's variables");
+    s->var_partitioned = hk_env_calloc(senv(s), s->nvars, 1);
+    if (!s->var_info || !s->views || !s->var_per_rank || !s->var_partitioned)
+      return oom(st, "describing the Saver's variables");
   }
   for (size_t i = 0; i < s->nvars; i++) {
     rc = hk_executor_variable_info(&s->var_info[i], s->ex, s->var_index[i], st);
@@ -100,6 +105,20 @@ static hk_code describe_vars(hk_saver *s, hk_status *st) {
       return hk_status_set(st, HK_NOT_FOUND, "opts->per_rank_list[%zu]: the Saver has no variable named '%s'", k,
                            s->per_rank[k]);
     s->var_per_rank[i] = 1;
+  }
+  /* Which are partitioned: each one of the Saver's, and one-dimensional. */
+  for (size_t k = 0; k < s->npartitioned; k++) {
+    size_t i = 0;
+    while (i < s->nvars && strcmp(s->var_info[i].name, s->partitioned[k]) != 0) i++;
+    if (i == s->nvars)
+      return hk_status_set(st, HK_NOT_FOUND, "opts->partitioned_list[%zu]: the Saver has no variable named '%s'", k,
+                           s->partitioned[k]);
+    if (s->var_info[i].rank != 1)
+      return hk_status_set(st, HK_INVALID_ARGUMENT,
+                           "opts->partitioned_list[%zu]: variable '%s' has rank %d; a partitioned variable is "
+                           "one-dimensional (each rank holds a block of a flat global variable)",
+                           k, s->partitioned[k], (int)s->var_info[i].rank);
+    s->var_partitioned[i] = 1;
   }
   s->gs_name = NULL;
   {
@@ -116,7 +135,9 @@ static void unresolve(hk_saver *s) {
   hk_env_free(senv(s), s->var_info);
   hk_env_free(senv(s), s->views);
   hk_env_free(senv(s), s->var_per_rank);
+  hk_env_free(senv(s), s->var_partitioned);
   s->var_per_rank = NULL;
+  s->var_partitioned = NULL;
   s->var_index = NULL;
   s->var_info = NULL;
   s->views = NULL;
@@ -192,6 +213,22 @@ static hk_code check_options(const hk_saver_options *o, hk_status *st) {
           return hk_status_set(st, HK_INVALID_ARGUMENT, "opts->per_rank_list names variable '%s' twice",
                                o->per_rank_list[i]);
     }
+    if (!o->partitioned_list && o->npartitioned_list > 0)
+      return hk_status_set(st, HK_INVALID_ARGUMENT, "opts->partitioned_list is NULL but opts->npartitioned_list is %zu",
+                           o->npartitioned_list);
+    for (size_t i = 0; i < o->npartitioned_list; i++) {
+      const char *name = o->partitioned_list[i];
+      if (!name) return hk_status_set(st, HK_INVALID_ARGUMENT, "opts->partitioned_list[%zu] is NULL", i);
+      for (size_t j = 0; j < i; j++)
+        if (strcmp(name, o->partitioned_list[j]) == 0)
+          return hk_status_set(st, HK_INVALID_ARGUMENT, "opts->partitioned_list names variable '%s' twice", name);
+      for (size_t j = 0; j < o->nper_rank_list; j++)
+        if (strcmp(name, o->per_rank_list[j]) == 0)
+          return hk_status_set(st, HK_INVALID_ARGUMENT,
+                               "opts->partitioned_list[%zu]: variable '%s' is also in opts->per_rank_list; a variable "
+                               "is either per rank or partitioned",
+                               i, name);
+    }
   }
   return HK_OK;
 }
@@ -239,6 +276,21 @@ hk_code hk_saver_new(hk_saver **out, const hk_saver_options *opts, hk_status *st
           return oom(status, "creating a Saver");
         }
         s->nper_rank = i + 1;
+      }
+    }
+    if (opts->npartitioned_list > 0) {
+      s->partitioned = hk_env_calloc(&s->env, opts->npartitioned_list, sizeof *s->partitioned);
+      if (!s->partitioned) {
+        hk_saver_free(s);
+        return oom(status, "creating a Saver");
+      }
+      for (size_t i = 0; i < opts->npartitioned_list; i++) {
+        s->partitioned[i] = hk_env_strdup(&s->env, opts->partitioned_list[i]);
+        if (!s->partitioned[i]) {
+          hk_saver_free(s);
+          return oom(status, "creating a Saver");
+        }
+        s->npartitioned = i + 1;
       }
     }
   }

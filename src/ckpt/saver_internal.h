@@ -73,13 +73,17 @@ struct hk_saver {
   int have_metric; /* hk__saver_note_metric: the next save's metric */
   double metric;
   /* Sharded checkpoints (shard_save.c, shard_restore.c): the group, NULL
-   * without one; the per-rank names (owned copies) and, once the variables
-   * are resolved, which of them each variable is (var_per_rank[i]). */
+   * without one; the per-rank and the partitioned names (owned copies) and,
+   * once the variables are resolved, which of them each variable is
+   * (var_per_rank[i], var_partitioned[i]). */
   const hk_group_vtable *group;
   void *group_user;
   char **per_rank;
   size_t nper_rank;
   unsigned char *var_per_rank;
+  char **partitioned;
+  size_t npartitioned;
+  unsigned char *var_partitioned;
 };
 
 static inline const hk_env *senv(const hk_saver *s) { return &s->env; }
@@ -162,6 +166,17 @@ hk_code hk__shard_write(hk_saver *s, const char *save_path, int64_t name_step, i
  * better (the model differs, the executor failed).
  */
 hk_code hk__shard_restore_impl(hk_saver *s, hk_raw_session *rs, const char *prefix, int *mismatch, hk_status *st);
+/**
+ * Where partitioned variable `info` comes from on this rank of the Saver's
+ * group (the group is set): the block [*first, *first + *len) of this
+ * rank's place in the group, cut from the checkpoint's global variable
+ * (`whole_rank` dimensions `whole_dims`, of `path`), which must be 1-D
+ * (INVALID_ARGUMENT, naming both shapes) and of `info`'s dtype (checked by
+ * the caller). FAILED_PRECONDITION naming the variable, the rank and both
+ * counts when the variable's element count is not the block's.
+ */
+hk_code hk__saver_part_block(hk_saver *s, const hk_variable_info *info, int32_t whole_rank, const int64_t *whole_dims,
+                             const char *path, uint64_t *first, uint64_t *len, hk_status *st);
 /**
  * Every rank's outcome of one step of a restore (collective): HK_OK when
  * every rank's rc is, else the first failing rank's code and "rank <r> of

@@ -68,6 +68,7 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
   const hk_env *env = senv(s);
   hk_checkpoint_reader *r = NULL;
   size_t *where = NULL;
+  uint64_t *part_first = NULL;     /* a partitioned variable's block, with a group: its first element */
   hk__read_target *targets = NULL; /* read in place */
   size_t *assign = NULL;           /* assigned: Saver indices */
   size_t ntargets = 0, nassign = 0;
@@ -88,7 +89,8 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
   hk_env_log(env, HK_LOG_INFO, "Restoring parameters from %s", path);
   if (s->nvars > 0) {
     where = hk_env_calloc(env, s->nvars, sizeof *where);
-    if (!where) {
+    part_first = hk_env_calloc(env, s->nvars, sizeof *part_first);
+    if (!where || !part_first) {
       rc = oom(st, "restoring a checkpoint");
       goto done;
     }
@@ -116,6 +118,16 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
     }
     spec_of(&want, info->dtype, info->rank, info->dims);
     spec_of(&have, e.dtype, e.rank, e.dims);
+    if (s->group && s->var_partitioned[i] && e.dtype == info->dtype) {
+      /* This rank's block of the whole variable the file holds. */
+      uint64_t len;
+      rc = hk__saver_part_block(s, info, e.rank, e.dims, path, &part_first[i], &len, st);
+      if (rc != HK_OK) {
+        *mismatch = 1;
+        goto done;
+      }
+      continue;
+    }
     if (e.dtype != info->dtype) {
       *mismatch = 1;
       rc = hk_status_set(st, HK_INVALID_ARGUMENT,
@@ -135,7 +147,9 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
   /* Two ways in. A variable whose storage the executor hands out is
    * read straight into it, its CRC computed in the same pass; every other
    * one gets a checked view assigned (executors without the slot, host-loop
-   * states, and optional variables: an older candidate may lack one,
+   * states, partitioned variables with a group, which take their block of
+   * the whole tensor checked, and optional variables: an older candidate
+   * may lack one,
    * which must then keep a value that was verified, not a corrupt
    * tensor's unverified bytes). The storage is all handed out and filled
    * before the first assign, which would end its validity. */
@@ -151,7 +165,7 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
     hk_tensor storage;
     hk_status why = HK_STATUS_INIT;
     if (where[i] == NOT_IN_CHECKPOINT) continue;
-    rc = (s->var_info[i].flags & HK_VAR_OPTIONAL)
+    rc = (s->var_info[i].flags & HK_VAR_OPTIONAL) || (s->group && s->var_partitioned[i])
              ? HK_UNIMPLEMENTED
              : hk_raw_session_variable_storage(&storage, rs, s->var_index[i], &why);
     if (rc == HK_UNIMPLEMENTED) {
@@ -179,7 +193,9 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
     if (rc != HK_OK) goto done;
     spec_of(&value, info->dtype, info->rank, info->dims);
     value.nbytes = hk__saver_info_nbytes(info);
-    value.data = value.nbytes > 0 ? (void *)(uintptr_t)view.data : NULL;
+    value.data = value.nbytes > 0
+                     ? (void *)(uintptr_t)((const char *)view.data + (size_t)part_first[i] * hk_dtype_size(info->dtype))
+                     : NULL;
     rc = hk_raw_session_assign_variable(rs, s->var_index[i], &value, st);
     if (rc != HK_OK) {
       *mismatch = 1; /* an executor error, not the file's: no fallback either */
@@ -190,6 +206,7 @@ static hk_code restore_impl(hk_saver *s, hk_raw_session *rs, const char *path, i
 
 done:
   hk_env_free(env, where);
+  hk_env_free(env, part_first);
   hk_env_free(env, targets);
   hk_env_free(env, assign);
   hk_checkpoint_reader_free(r);

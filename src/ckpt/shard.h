@@ -102,5 +102,9 @@ hk_code hk__sharded_verify(hk__sharded *s, hk_status *st);
 const struct hk__sharded_var *hk__sharded_find(const hk__sharded *s, const char *name);
 /** Assemble variable v into dst (its whole byte size), every slice CRC-checked. */
 hk_code hk__sharded_read_var(hk__sharded *s, const struct hk__sharded_var *v, void *dst, hk_status *st);
+/** Elements [first, end) of variable v into dst ((end - first) elements): only the slices that meet the range are
+ *  read, each whole and CRC-checked, and their part in the range copied. */
+hk_code hk__sharded_read_range(hk__sharded *s, const struct hk__sharded_var *v, uint64_t first, uint64_t end, void *dst,
+                               hk_status *st);
 
 #endif /* HOOKED_CKPT_SHARD_H */

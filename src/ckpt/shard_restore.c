@@ -242,6 +242,39 @@ hk_code hk__sharded_read_var(hk__sharded *s, const struct hk__sharded_var *v, vo
   return HK_OK;
 }
 
+hk_code hk__sharded_read_range(hk__sharded *s, const struct hk__sharded_var *v, uint64_t first, uint64_t end, void *dst,
+                               hk_status *st) {
+  size_t esize = hk_dtype_size(v->dtype);
+  void *tmp = NULL;
+  hk_code rc = HK_OK;
+  for (size_t k = v->first_slice; k < v->first_slice + v->nslices && rc == HK_OK; k++) {
+    const struct hk__sharded_slice *sl = &s->slices[k];
+    uint64_t lo = sl->first > first ? sl->first : first, hi = sl->end < end ? sl->end : end;
+    hk__read_target t;
+    if (lo >= hi) continue; /* no part in the range (or an empty slice): not read */
+    t.entry = sl->entry;
+    if (lo == sl->first && hi == sl->end) {
+      t.dst = (char *)dst + (size_t)(lo - first) * esize;
+      rc = hk__reader_read_into(s->shards[sl->shard], &t, 1, 0, st);
+      continue;
+    }
+    /* Only part of it is wanted: the whole slice, for its CRC, then that part. */
+    hk_env_free(s->env, tmp);
+    tmp = hk_env_alloc(s->env, (size_t)(sl->end - sl->first) * esize);
+    if (!tmp) {
+      rc = oom(st, "restoring a checkpoint");
+      break;
+    }
+    t.dst = tmp;
+    rc = hk__reader_read_into(s->shards[sl->shard], &t, 1, 0, st);
+    if (rc == HK_OK)
+      memcpy((char *)dst + (size_t)(lo - first) * esize, (char *)tmp + (size_t)(lo - sl->first) * esize,
+             (size_t)(hi - lo) * esize);
+  }
+  hk_env_free(s->env, tmp);
+  return rc;
+}
+
 /* ---- the reader's view of a whole sharded checkpoint ------------------------------------------ */
 
 hk_code hk__reader_open_sharded(hk_checkpoint_reader *r, const char *prefix, hk_status *st) {
@@ -293,12 +326,45 @@ static void spec_of(hk_tensor *t, hk_dtype dtype, int32_t rank, const int64_t *d
   if (rank > 0 && rank <= HK_MAX_RANK) memcpy(t->dims, dims, (size_t)rank * sizeof dims[0]);
 }
 
-/* Where variable i comes from: a replicated variable, a per-rank tensor of
- * this rank's shard, or nowhere (it keeps its value). */
+/* Where variable i comes from: a replicated variable (whole, or for a
+ * partitioned one with a group, its block [first, first + len)), a
+ * per-rank tensor of this rank's shard, or nowhere (it keeps its value). */
 typedef struct source {
   const struct hk__sharded_var *var;
   size_t local; /* entry in the own shard; SIZE_MAX: none */
+  int part;
+  uint64_t first, len;
 } source;
+
+hk_code hk__saver_part_block(hk_saver *s, const hk_variable_info *info, int32_t whole_rank, const int64_t *whole_dims,
+                             const char *path, uint64_t *first, uint64_t *len, hk_status *st) {
+  int rank = s->group->rank(s->group_user), size = s->group->size(s->group_user);
+  size_t f = 0, l = 0;
+  int64_t have = info->rank == 1 ? info->dims[0] : -1;
+  if (whole_rank != 1) {
+    hk_tensor want, got;
+    char a[160], b[160];
+    spec_of(&want, info->dtype, info->rank, info->dims);
+    spec_of(&got, info->dtype, whole_rank, whole_dims);
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "Partitioned variable %s (shape %s on rank %d) is a block of a one-dimensional variable, but "
+                         "checkpoint %s holds it with shape %s",
+                         info->name, hk_tensor_shape_str(&want, a, sizeof a), rank, path,
+                         hk_tensor_shape_str(&got, b, sizeof b));
+  }
+  hk_code rc = hk_group_block(&f, &l, (size_t)whole_dims[0], size, rank, st);
+  if (rc != HK_OK) return rc;
+  if (have < 0 || (uint64_t)have != (uint64_t)l)
+    return hk_status_set(st, HK_FAILED_PRECONDITION,
+                         "partitioned variable %s has %" PRId64
+                         " elements on rank %d of %d, but its block of the %" PRId64
+                         " elements of checkpoint %s is %zu elements: rank r must hold block r as hk_group_block() "
+                         "cuts it",
+                         info->name, have, rank, size, whole_dims[0], path, l);
+  *first = f;
+  *len = l;
+  return HK_OK;
+}
 
 static hk_code check_spec(const hk_variable_info *info, hk_dtype dtype, int32_t rank, const int64_t *dims,
                           const char *prefix, int *mismatch, hk_status *st) {
@@ -380,6 +446,15 @@ hk_code hk__shard_restore_impl(hk_saver *s, hk_raw_session *rs, const char *pref
       rc = hk_status_set(st, HK_NOT_FOUND, "Key %s not found in checkpoint %s", info->name, prefix);
       break;
     }
+    if (s->group && s->var_partitioned[i]) {
+      /* This rank's block, from the slices that cover it. */
+      src[i].part = 1;
+      rc = check_spec(info, src[i].var->dtype, info->rank, info->dims, prefix, mismatch, st);
+      if (rc == HK_OK)
+        rc = hk__saver_part_block(s, info, src[i].var->rank, src[i].var->dims, prefix, &src[i].first, &src[i].len, st);
+      if (rc != HK_OK) *mismatch = 1;
+      continue;
+    }
     rc = check_spec(info, src[i].var->dtype, src[i].var->rank, src[i].var->dims, prefix, mismatch, st);
   }
   /* Straight into the executor's storage where it lends it; through a
@@ -394,7 +469,9 @@ hk_code hk__shard_restore_impl(hk_saver *s, hk_raw_session *rs, const char *pref
     rc = (info->flags & HK_VAR_OPTIONAL) ? HK_UNIMPLEMENTED
                                          : hk_raw_session_variable_storage(&storage, rs, s->var_index[i], &why);
     if (rc == HK_OK) {
-      if (src[i].var) {
+      if (src[i].part) {
+        rc = hk__sharded_read_range(&sh, src[i].var, src[i].first, src[i].first + src[i].len, storage.data, st);
+      } else if (src[i].var) {
         rc = hk__sharded_read_var(&sh, src[i].var, storage.data, st);
       } else {
         hk__read_target t = {src[i].local, storage.data};
@@ -413,7 +490,9 @@ hk_code hk__shard_restore_impl(hk_saver *s, hk_raw_session *rs, const char *pref
       rc = oom(st, "restoring a checkpoint");
       break;
     }
-    if (src[i].var) {
+    if (src[i].part) {
+      rc = hk__sharded_read_range(&sh, src[i].var, src[i].first, src[i].first + src[i].len, buf, st);
+    } else if (src[i].var) {
       rc = hk__sharded_read_var(&sh, src[i].var, buf, st);
     } else {
       hk__read_target t = {src[i].local, buf};
