@@ -4,7 +4,8 @@ nothing but the Python standard library and numpy, as checkpoint-format.md
 "Verifying from outside hooked" says: each shard is a safetensors file on its
 own; every tensor's CRC-32C matches its metadata; the slices, concatenated in
 the order of their "slice:" ranges and reshaped to their "shape:", give the
-values make_sharded saved; "local/rng" of shard r holds rank r's values.
+values make_sharded saved (the partitioned "p" whole, as the ranks' blocks
+concatenated); "local/rng" of shard r holds rank r's values.
 
 usage: read_shards.py PREFIX NSHARDS STEP
 Exit status 0 when every check passes, 1 otherwise.
@@ -71,6 +72,8 @@ def main():
     assert np.array_equal(whole["w"], want_w), whole["w"]
     assert np.array_equal(whole["b"], want_b), whole["b"]
     assert int(whole["global_step"]) == step, whole["global_step"]
+    want_p = np.array([step * 100 + k for k in range(7)], "<f4")
+    assert np.array_equal(whole["p"], want_p), whole["p"]
     print("read_shards: %d shards of %s: OK" % (n, prefix))
     return 0
 

@@ -3,8 +3,9 @@
 # 3-rank checkpoint at steps 10 and 20; ls lists the variables whole and each
 # shard; verify checks the index and every shard (a flipped byte, a missing
 # shard, a shard of another save are FAILED naming the shard); latest falls
-# back past a broken one; dump prints a variable assembled from its slices;
-# diff compares two sharded checkpoints. With a numpy interpreter given, every
+# back past a broken one; dump prints a variable assembled from its slices
+# (a partitioned one whole, the ranks' blocks in order); diff compares two
+# sharded checkpoints. With a numpy interpreter given, every
 # shard is also opened and checked by read_shards.py.
 #
 #   test_hooked_ckpt_sharded.sh HOOKED_CKPT MAKE_SHARDED WORKDIR [PYTHON READ_SHARDS]
@@ -53,8 +54,9 @@ fi
 
 run ls "$D/model.ckpt-20"
 expect_rc 0
-expect_out "$D/model.ckpt-20.shards: global step 20, 3 tensors"
+expect_out "$D/model.ckpt-20.shards: global step 20, 4 tensors"
 expect_out "F32    [4, 5]  80"
+expect_out "p            F32    [7]     28"
 expect_out "$D/model.ckpt-20.shard-00001-of-00003.safetensors: global step 20"
 expect_out "(shard 2 of 3)"
 expect_out "local/rng"
@@ -66,7 +68,7 @@ expect_out "$D/model.ckpt-10.shards"
 
 run verify "$D"
 expect_rc 0
-expect_out "OK      $D/model.ckpt-20.shards (global step 20, 3 tensors"
+expect_out "OK      $D/model.ckpt-20.shards (global step 20, 4 tensors"
 expect_out "2 checkpoints: 2 OK, 0 FAILED"
 
 run dump "$D/model.ckpt-20" w
@@ -74,9 +76,14 @@ expect_rc 0
 expect_out "20.25"
 expect_out "24.75"
 
+run dump "$D/model.ckpt-20" p
+expect_rc 0
+expect_out "[2000. 2001. 2002. 2003. 2004. 2005. 2006.]"
+
 run diff "$D/model.ckpt-10" "$D/model.ckpt-20"
 expect_rc 1
 expect_out "w"
+expect_out "p            differs    F32 [7]: 7 of 7 elements differ"
 
 run diff "$D/model.ckpt-20" "$D/model.ckpt-20"
 expect_rc 0
