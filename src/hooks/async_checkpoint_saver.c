@@ -466,8 +466,10 @@ hk_code hk__async_ckpt_end(ckpt_hook *self, hk_raw_session *session, hk_status *
   }
   rc = hk__ckpt_hook_listeners_end(self, session, gs, &st);
   keep_first(&first, status, rc, &st);
-  rc = hk__event_writer_flush(self->events, &st);
-  keep_first(&first, status, rc, &st);
+  if (self->events != NULL) { /* a follower of a group has none */
+    rc = hk__event_writer_flush(self->events, &st);
+    keep_first(&first, status, rc, &st);
+  }
   return first;
 }
 

@@ -83,6 +83,23 @@ static void log_created(ckpt_hook *self) {
     hk_hook_log(self->hook, HK_LOG_INFO, "Create AsyncCheckpointSaverHook saving to path\n%s", self->save_path);
 }
 
+/* What a Saver with a group of `size` ranks refuses: every rank must save
+ * at the same steps, which a clock cannot promise, and best-k retention
+ * ranks the checkpoints of one writer. */
+static hk_code check_group(const char *kind, int size, double save_secs, int64_t best_k, hk_status *st) {
+  if (size <= 1) return HK_OK;
+  if (!hk_secs_is_unset(save_secs))
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "save_secs: %s with a Saver over a group of %d ranks saves at the same steps on every rank, "
+                         "and a clock differs between ranks: give save_steps",
+                         kind, size);
+  if (best_k > 0)
+    return hk_status_set(st, HK_INVALID_ARGUMENT,
+                         "best_k: %s does not rank the sharded checkpoints of a Saver over a group of %d ranks", kind,
+                         size);
+  return HK_OK;
+}
+
 static hk_code cs_begin(void *user, hk_executor *graph, hk_status *status) {
   ckpt_hook *self = user;
   hk_variable_info info;
@@ -102,6 +119,9 @@ static hk_code cs_begin(void *user, hk_executor *graph, hk_status *status) {
   self->have_written = 0;
   self->last_written = 0;
   self->deferring = 0;
+  hk_saver_group_place(hk__ckpt_hook_peek_saver(self), &self->grank, &self->gsize);
+  rc = check_group(self->kind, self->gsize, self->save_secs, self->best_k, status);
+  if (rc != HK_OK) return rc;
   rc = hk_timer_init(&self->timer, self->save_secs, self->save_steps, "save_secs", "save_steps", &self->senv.clock,
                      status);
   if (rc != HK_OK) return rc;
@@ -112,11 +132,14 @@ static hk_code cs_begin(void *user, hk_executor *graph, hk_status *status) {
   if (rc != HK_OK) return rc;
   /* Before anything is written into the directory. The session's
    * other hooks created nothing there yet: event files are created at the
-   * first write, after every begin(). */
-  rc = hk__hook_dir_lock(self->hook, self->dir, &self->own_lock, status);
-  if (rc != HK_OK) return rc;
-  rc = hk__hook_event_writer(self->hook, self->dir, &self->events, &self->owns_events, status);
-  if (rc != HK_OK) return rc;
+   * first write, after every begin(). A follower of a group leaves the
+   * lock and the events to rank 0: it writes only its shards. */
+  if (!hk__ckpt_hook_follower(self)) {
+    rc = hk__hook_dir_lock(self->hook, self->dir, &self->own_lock, status);
+    if (rc != HK_OK) return rc;
+    rc = hk__hook_event_writer(self->hook, self->dir, &self->events, &self->owns_events, status);
+    if (rc != HK_OK) return rc;
+  }
   rc = hk_executor_global_step(&info, NULL, graph, status);
   if (rc == HK_NOT_FOUND)
     return hk_status_set(status, HK_FAILED_PRECONDITION, "Global step should be created to use %s.", self->kind);
@@ -170,6 +193,29 @@ static hk_code restored_own_checkpoint(ckpt_hook *self, const char *restored, in
   return HK_OK;
 }
 
+/* Over a group: *exists when checkpoint_dir holds the committed
+ * checkpoint of `step` at session creation. Every rank sees the same: no
+ * rank has saved in this session yet, a save commits only after every rank
+ * took part in it, and a rank's save returns only once rank 0 committed
+ * (or failed) it. It is there when a rank restored it (rank 0 through a
+ * Saver of its own, or every rank through the grouped one); then the
+ * creation save is skipped on every rank. */
+static hk_code group_checkpoint_exists(ckpt_hook *self, int64_t step, int *exists, hk_status *st) {
+  char *mine;
+  hk_code rc;
+
+  *exists = 0;
+  rc = hk__ckpt_hook_resolve_saver(self, st);
+  if (rc != HK_OK) return rc;
+  mine = hk__saver_prefix(self->saver, self->save_path, step);
+  if (mine == NULL)
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory naming the checkpoint of %s", self->kind,
+                         self->save_path);
+  *exists = hk_checkpoint_exists(&self->senv, mine);
+  hk_env_free(hk__saver_env(self->saver), mine);
+  return HK_OK;
+}
+
 /* *same: the graph file already holds this session's description, read
  * back, so a resume that rewrites nothing needs no room on the disk.
  * A file that is missing, larger or unreadable is not the same; running
@@ -211,11 +257,14 @@ static hk_code cs_after_create_session(void *user, hk_raw_session *session, hk_c
     hk__async_ckpt_writer_wait_idle(self);
     hk__async_ckpt_hold_completion(self, session, ctx);
   }
-  if (restored != NULL) {
+  /* Over a group the save is collective, so every rank must decide alike,
+   * whatever it restored (rank 0 alone may have). */
+  if (self->gsize > 1)
+    rc = group_checkpoint_exists(self, gs, &skip, status);
+  else if (restored != NULL)
     rc = restored_own_checkpoint(self, restored, gs, &skip, status);
-    if (rc != HK_OK) return rc;
-  }
-  if (self->save_graph_def) {
+  if (rc != HK_OK) return rc;
+  if (self->save_graph_def && !hk__ckpt_hook_follower(self)) {
     if (skip) {
       int same = 0;
       rc = hk__ckpt_hook_capture_graph(self, status);
@@ -232,9 +281,14 @@ static hk_code cs_after_create_session(void *user, hk_raw_session *session, hk_c
      * would change nothing but could fail (a resume on a full disk), and
      * its listeners' callbacks would announce a save that did not happen.
      * It counts as written for end(). */
-    hk_hook_log(self->hook, HK_LOG_INFO,
-                "Not saving checkpoint %" PRId64 " into %s at session creation: %s was just restored from it.", gs,
-                self->save_path, restored);
+    if (restored != NULL)
+      hk_hook_log(self->hook, HK_LOG_INFO,
+                  "Not saving checkpoint %" PRId64 " into %s at session creation: %s was just restored from it.", gs,
+                  self->save_path, restored);
+    else /* a rank of a group: another rank restored it */
+      hk_hook_log(self->hook, HK_LOG_INFO,
+                  "Not saving checkpoint %" PRId64 " into %s at session creation: the job holds it already.", gs,
+                  self->save_path);
     if (self->async) {
       self->deferring = 0;
       self->have_written = 1;
@@ -299,7 +353,7 @@ static hk_code after_run_save(ckpt_hook *self, hk_run_context *ctx, const hk_run
   if (hk__async_ckpt_writer_busy(self)) {
     /* The check-resume mode waits: a deferred save would land on a step
      * that depends on timing, and two runs would share fewer checkpoints. */
-    if (!self->block_when_busy && !self->check.on) {
+    if (!self->block_when_busy && !self->check.on && self->gsize <= 1) {
       /* No snapshot, timer unchanged, so the next after_run tries again. */
       if (!self->deferring)
         hk_hook_log(self->hook, HK_LOG_INFO, "Saver thread still in progress, deferring checkpoint.");
@@ -339,7 +393,7 @@ static hk_code end_sync(ckpt_hook *self, hk_raw_session *session, hk_status *sta
     if (rc != HK_OK) return rc;
   }
   rc = hk__ckpt_hook_listeners_end(self, session, gs, status);
-  if (rc != HK_OK) return rc;
+  if (rc != HK_OK || self->events == NULL) return rc;
   return hk__event_writer_flush(self->events, status);
 }
 
@@ -429,6 +483,12 @@ static hk_code validate(const hk_checkpoint_saver_options *opts, const char *kin
     return hk_status_set(st, HK_INVALID_ARGUMENT, "checkpoint_dir: required by %s", kind);
   if (opts->saver != NULL && opts->scaffold != NULL)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "You cannot provide both saver and scaffold.");
+  if (opts->saver != NULL) {
+    int size = 1;
+    hk_saver_group_place(opts->saver, NULL, &size);
+    rc = check_group(kind, size, opts->save_secs, opts->best_k, st);
+    if (rc != HK_OK) return rc;
+  }
   rc = hk_timer_init(&probe, opts->save_secs, opts->save_steps, "save_secs", "save_steps", NULL, st);
   if (rc != HK_OK) return rc;
   if (opts->steps_per_run < 1)
@@ -508,6 +568,7 @@ hk_code hk__ckpt_hook_new(hk_hook **out, const hk_checkpoint_saver_options *opts
   self->async = async;
   self->kind = kind;
   self->gs = HK_NO_HANDLE;
+  self->gsize = 1; /* begin() reads the Saver's place */
   if (copy_options(self, opts) != HK_OK) {
     rc = hk_status_set(status, HK_RESOURCE_EXHAUSTED, "%s: out of memory", kind);
     goto fail;

@@ -105,6 +105,11 @@ typedef struct ckpt_hook {
   hk_handle metric; /* best_metric's tensor */
   hk_timer timer;
   hk_saver *saver; /* resolved at the first save */
+  /* The place of the Saver in its group (hk_saver_group_place()), read in
+   * begin(): with gsize > 1 every rank saves at the same steps and rank 0
+   * alone (the chief) locks the directory, writes graph.txt and the
+   * events. 0 and 1 without a group. */
+  int grank, gsize;
   hk__event_writer *events;
   int owns_events;        /* no session: a writer of our own */
   hk__dir_lock *own_lock; /* no session: the directory's lock is ours */
@@ -166,6 +171,12 @@ hk_code hk__ckpt_hook_listeners_after_save(ckpt_hook *self, hk_raw_session *rs, 
 hk_code hk__ckpt_hook_listeners_end(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st);
 /* The explicit saver, the given scaffold's, the session's Scaffold's. */
 hk_code hk__ckpt_hook_resolve_saver(ckpt_hook *self, hk_status *st);
+/* That Saver without resolving it (NULL: none yet). */
+hk_saver *hk__ckpt_hook_peek_saver(const ckpt_hook *self);
+/* Whether this rank is a follower: a rank of a group other than rank 0,
+ * which saves its shard and writes nothing of the job's. */
+int hk__ckpt_hook_follower(const ckpt_hook *self);
+
 /* best_metric's value now, for the checkpoint of `step`; NaN without
  * best_k. */
 hk_code hk__ckpt_hook_read_metric(ckpt_hook *self, hk_raw_session *rs, int64_t step, double *out, hk_status *st);

@@ -97,15 +97,33 @@ hk_code hk__ckpt_hook_listeners_end(ckpt_hook *self, hk_raw_session *rs, int64_t
 
 /* ---- shared pieces of a save ------------------------------------------------- */
 
-/* The explicit saver, the given scaffold's, the session's Scaffold's. */
-hk_code hk__ckpt_hook_resolve_saver(ckpt_hook *self, hk_status *st) {
+hk_saver *hk__ckpt_hook_peek_saver(const ckpt_hook *self) {
   hk_saver *s = self->opt_saver;
   hk_scaffold *session_scaffold;
 
-  if (self->saver != NULL) return HK_OK;
+  if (self->saver != NULL) return self->saver;
   if (s == NULL && self->opt_scaffold != NULL) s = hk_scaffold_saver(self->opt_scaffold);
   if (s == NULL && (session_scaffold = hk_hook_scaffold(self->hook)) != NULL) s = hk_scaffold_saver(session_scaffold);
+  return s;
+}
+
+int hk__ckpt_hook_follower(const ckpt_hook *self) { return self->gsize > 1 && self->grank != 0; }
+
+/* The explicit saver, the given scaffold's, the session's Scaffold's. */
+hk_code hk__ckpt_hook_resolve_saver(ckpt_hook *self, hk_status *st) {
+  hk_saver *s;
+  int size = 1;
+
+  if (self->saver != NULL) return HK_OK;
+  s = hk__ckpt_hook_peek_saver(self);
   if (s == NULL) return hk_status_set(st, HK_FAILED_PRECONDITION, "No saver available: provide a saver or a scaffold.");
+  hk_saver_group_place(s, NULL, &size);
+  if (size != self->gsize)
+    return hk_status_set(st, HK_FAILED_PRECONDITION,
+                         "%s: the Saver's group has %d rank(s) but begin() saw %d (no Saver, or another, was found "
+                         "then): give the hook its Saver (opts->saver), or a Scaffold that has it, before the session "
+                         "starts",
+                         self->kind, size, self->gsize);
   self->saver = s;
   /* The Saver ranks what this hook saves (the writer is idle: no
    * save has started yet in this session). */
@@ -187,12 +205,16 @@ hk_code hk__ckpt_hook_capture_graph(ckpt_hook *self, hk_status *st) {
 }
 
 hk_code hk__ckpt_hook_write_graph_file(ckpt_hook *self, hk_status *st) {
-  hk_code rc = hk__ckpt_hook_capture_graph(self, st);
+  hk_code rc;
+
+  if (hk__ckpt_hook_follower(self)) return HK_OK; /* the chief's file */
+  rc = hk__ckpt_hook_capture_graph(self, st);
   if (rc != HK_OK || self->graph_state != GRAPH_CAPTURED) return rc;
   return hk__write_file_atomic(&self->senv, self->graph_path, self->graph_text, self->graph_len, st);
 }
 
 hk_code hk__ckpt_hook_write_event(ckpt_hook *self, int64_t step, hk_status *st) {
+  if (self->events == NULL) return HK_OK; /* a follower of a group writes no events */
   return hk__event_writer_session_log(self->events, step, SESSION_LOG_CHECKPOINT, self->save_path, st);
 }
 
