@@ -152,7 +152,7 @@ static hk_code validate(const hk_loop_options *o, hk_status *st) {
     return hk_status_set(st, HK_INVALID_ARGUMENT,
                          "hk_loop_new: log_step_count_secs must be finite and >= 0 (0: never log), got %g",
                          o->log_step_count_secs);
-  return HK_OK;
+  return hk__loop_group_validate(o, st);
 }
 
 /* A valid checkpoint name (1–255 bytes, no '/', '\\', '"', control byte or
@@ -191,6 +191,7 @@ hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status *st) {
   l->stop_signals = o->stop_signals ? o->stop_signals : HK_SIGNAL_DEFAULT_SET;
   l->block_when_busy = o->async_checkpoint_block_when_busy != 0;
   l->log_step_count_secs = o->log_step_count_secs;
+  hk__loop_group_init(l, o);
   atomic_init(&l->stop_requested, 0);
   atomic_init(&l->coord, NULL);
   l->host = hk__host_new(&l->env);
@@ -260,7 +261,8 @@ hk_code hk_loop_add_array(hk_loop *l, const char *name, hk_dtype dtype, int32_t 
   static const char fn[] = "hk_loop_add_array";
   hk_code rc = check_registration(l, fn, name, st);
   if (rc != HK_OK) return rc;
-  if (flags & ~(unsigned)(HK_LOOP_NO_CHECKPOINT | HK_LOOP_OPTIONAL | HK_LOOP_GLOBAL_STEP | HK_LOOP_NON_FINITE_OK))
+  if (flags & ~(unsigned)(HK_LOOP_NO_CHECKPOINT | HK_LOOP_OPTIONAL | HK_LOOP_GLOBAL_STEP | HK_LOOP_NON_FINITE_OK |
+                          HK_LOOP_PARTITIONED | HK_LOOP_PER_RANK))
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: '%s': unknown flags 0x%x", fn, name, flags);
   if (dtype == HK_DTYPE_STRING)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: '%s': dtype string cannot be checkpointed", fn, name);
@@ -292,9 +294,13 @@ hk_code hk_loop_add_array(hk_loop *l, const char *name, hk_dtype dtype, int32_t 
     vf |= HK_VAR_TRAINABLE;
   if (flags & HK_LOOP_OPTIONAL) vf |= HK_VAR_OPTIONAL;
   if (flags & HK_LOOP_NON_FINITE_OK) vf |= HK_VAR_NON_FINITE_OK;
+  rc = hk__loop_group_check(fn, name, flags, rank, 0, st);
+  if (rc != HK_OK) return rc;
   size_t index = hk__host_count(l->host);
   rc = hk__host_add(l->host, name, dtype, rank, dims, data, t.nbytes, vf, NULL, NULL, NULL, st);
   if (rc != HK_OK) return rc == HK_RESOURCE_EXHAUSTED ? hk__loop_fail(l, rc, st) : rc;
+  rc = hk__loop_group_note(l, fn, name, flags, st);
+  if (rc != HK_OK) return rc;
   if (is_gs) {
     hk__host_set_global_step(l->host, index);
     l->program_gs = 1;
@@ -313,16 +319,17 @@ hk_code hk_loop_add_state(hk_loop *l, const char *name, size_t size, hk_loop_sta
   if (size == 0) return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: state '%s': size is 0", fn, name);
   if (size > (size_t)INT64_MAX)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: state '%s': size %zu is too large", fn, name, size);
-  if (flags & ~(unsigned)HK_LOOP_OPTIONAL)
+  if (flags & ~(unsigned)(HK_LOOP_OPTIONAL | HK_LOOP_PER_RANK))
     return hk_status_set(st, HK_INVALID_ARGUMENT,
-                         "%s: state '%s': only HK_LOOP_OPTIONAL applies to a state (flags 0x%x)", fn, name, flags);
+                         "%s: state '%s': only HK_LOOP_OPTIONAL and HK_LOOP_PER_RANK apply to a state (flags 0x%x)", fn,
+                         name, flags);
   if (strcmp(name, "global_step") == 0)
     return hk_status_set(st, HK_INVALID_ARGUMENT, "%s: 'global_step' names the loop's global step", fn);
   int64_t dims[1] = {(int64_t)size};
   uint32_t vf = (flags & HK_LOOP_OPTIONAL) ? HK_VAR_OPTIONAL : 0;
   rc = hk__host_add(l->host, name, HK_DTYPE_U8, 1, dims, NULL, size, vf, save, restore, user, st);
   if (rc != HK_OK) return rc == HK_RESOURCE_EXHAUSTED ? hk__loop_fail(l, rc, st) : rc;
-  return HK_OK;
+  return hk__loop_group_note(l, fn, name, flags, st);
 }
 
 /* ---- early stopping and learning rates as the loop's own hooks -------------------------- */
@@ -551,6 +558,7 @@ void hk_loop_free(hk_loop *l) {
   hk_saver_free(l->saver);
   hk_executor_free(l->ex);
   hk__host_free(l->host);
+  hk__loop_group_free(l);
   hk_env_free(&env, l->all);
   hk_env_free(&env, l->hooks);
   hk_env_free(&env, l->hooks_first);

@@ -1,7 +1,8 @@
 /*
  * What the host loop's files share among themselves (hk__loop_ names; not
  * API): the loop's struct and its error helpers. loop.c holds options,
- * registration, save, finish and free; loop_run.c, start and the steps.
+ * registration, save, finish and free; loop_run.c, start and the steps;
+ * loop_group.c, what a loop over a group adds (hk_loop_options.group).
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -60,6 +61,15 @@ struct hk_loop {
   /* restore_best: at a clean finish, the best checkpoint's values go back
    * into the program's arrays (loop_best.c). */
   int restore_best;
+
+  /* A loop over a group (loop_group.c): the group, borrowed, and this
+   * rank's place in it (0 and 1 without one); the names registered
+   * HK_LOOP_PER_RANK and HK_LOOP_PARTITIONED, copied, for the Saver. */
+  const hk_group_vtable *group;
+  void *group_user;
+  int grank, gsize;
+  char **per_rank, **partitioned;
+  size_t nper_rank, per_rank_cap, npartitioned, partitioned_cap;
 
   hk__host *host; /* the registry, until start hands it to the executor */
   hk_executor *ex;
@@ -121,6 +131,26 @@ hk_code hk__loop_check_running(hk_loop *l, const char *fn, hk_status *st);
 /** Restore the best checkpoint into the program's arrays, after a clean
  *  close (restore_best; loop_best.c). */
 hk_code hk__loop_restore_best(hk_loop *l, hk_status *st);
+/** The options of a loop over a group that the group refuses (loop_group.c). */
+hk_code hk__loop_group_validate(const hk_loop_options *o, hk_status *st);
+/** Keep a group's view of hk_loop_new()'s options. */
+void hk__loop_group_init(hk_loop *l, const hk_loop_options *o);
+/** Check `flags`' HK_LOOP_PER_RANK and HK_LOOP_PARTITIONED for the array
+ *  or state `name` (a partitioned array is 1-D: `rank`), before it is
+ *  registered. */
+hk_code hk__loop_group_check(const char *fn, const char *name, unsigned flags, int32_t rank, int is_state,
+                             hk_status *st);
+/** Note a registered name flagged per rank or partitioned for the Saver
+ *  (with a group; nothing without one). */
+hk_code hk__loop_group_note(hk_loop *l, const char *fn, const char *name, unsigned flags, hk_status *st);
+/** The Saver's group, per-rank and partitioned lists (borrowed from the loop). */
+void hk__loop_group_saver_options(const hk_loop *l, hk_saver_options *vo);
+/** Whether this rank is a follower: a rank of a group other than rank 0,
+ *  which writes no events of the job. */
+int hk__loop_follower(const hk_loop *l);
+/** Free the lists. */
+void hk__loop_group_free(hk_loop *l);
+
 /** At the end of a step (or when it is abandoned): complete a
  *  copy-before-write snapshot the step left attached (loop_run.c). */
 void hk__loop_settle_snapshot(hk_loop *l);

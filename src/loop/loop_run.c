@@ -62,7 +62,9 @@ static hk_code make_hooks(hk_loop *l, hk_status *st) {
     rc = hk_stop_at_step_hook_new(&l->stop_hook, &so, st);
     if (rc != HK_OK) return rc;
   }
-  if (l->summary_dir) { /* StepCounter: after StopAtStep, before the checkpoint hook, as MTS orders its defaults */
+  /* StepCounter: after StopAtStep, before the checkpoint hook, as MTS
+   * orders its defaults. Over a group, rank 0's alone: the job's events. */
+  if (l->summary_dir && !hk__loop_follower(l)) {
     hk_step_counter_options sc = HK_STEP_COUNTER_OPTIONS_INIT;
     sc.env = &l->env;
     sc.every_n_steps = l->log_step_count_steps;
@@ -148,7 +150,7 @@ static hk_code find_event_file(void *user, const char *name, hk_status *st) {
  * drop, and the file appears at the first event, as before). A failure is
  * a WARNING: no data is at stake, only how TensorBoard draws the curves. */
 static int earlier_events(hk_loop *l) {
-  if (!l->events_dir) return 0;
+  if (!l->events_dir || hk__loop_follower(l)) return 0; /* over a group, rank 0 writes the events */
   hk__fs fs;
   hk__fs_init(&fs, &l->env);
   int found = 0;
@@ -197,6 +199,7 @@ static hk_code start(hk_loop *l, hk_status *st) {
   vo.max_to_keep = l->max_to_keep;
   vo.keep_checkpoint_every_n_hours = l->keep_hours;
   vo.allow_non_finite = l->allow_non_finite;
+  hk__loop_group_saver_options(l, &vo); /* sharded checkpoints over the group */
   rc = hk_saver_new(&l->saver, &vo, st);
   if (rc != HK_OK) return rc;
   hk_scaffold_options fo = HK_SCAFFOLD_OPTIONS_INIT;
