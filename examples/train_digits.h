@@ -73,8 +73,8 @@ typedef struct run {
   hk_saver *saver;
   hk_scaffold *scaffold;
   /* --distributed sync with --checkpoint-dir: every rank's Saver over the
-   * job's group (sharded checkpoints), and the hook that saves through it
-   * (the chief's CheckpointSaverHook, a worker's follower). */
+   * job's group (sharded checkpoints), and the CheckpointSaverHook that
+   * saves through it on every rank. */
   hk_saver *shard_saver;
   hk_hook *shard_hook;
   hk_executor *ps_executor; /* a parameter-server worker's: the chief's variables */

@@ -106,124 +106,38 @@ static int sync_batch_agrees(const options *o) {
 
 /* ---- sharded checkpoints (--distributed sync --checkpoint-dir) ------------------ */
 
-/* A worker's half of the chief's CheckpointSaverHook: it saves its shard
- * exactly when the chief's hook saves (hk_saver_save() is collective over
- * the group): at session creation unless the chief restored the checkpoint
- * of that step, when the step timer (the same cadence, hooked/timer.h)
- * fires after a run, and at end() unless the final step was just saved.
- * It comes after the broadcast hook, which gives it the chief's variables
- * and global step, as the chief's hook comes after it. */
-typedef struct follower {
-  hk_saver *saver;
-  char *save_path;
-  hk_timer timer;
-} follower;
-
-static hk_code follower_save(follower *fw, hk_raw_session *rs, int64_t gs, hk_status *st) {
-  hk_timer_update(&fw->timer, gs, NULL, NULL);
-  return hk_saver_save(NULL, fw->saver, rs, fw->save_path, gs, HK_SAVE_DEFAULT, st);
-}
-
-static hk_code follower_after_create_session(void *user, hk_raw_session *rs, hk_coordinator *coord,
-                                             hk_creation_context *ctx, hk_status *st) {
-  follower *fw = user;
-  char prefix[4096];
-  int64_t gs;
-  (void)coord, (void)ctx;
-  hk_code rc = hk_raw_session_global_step(&gs, rs, st);
-  if (rc != HK_OK) return rc;
-  /* The chief skips its creation save when it restored this step's
-   * checkpoint, which then exists; nothing else leaves one of this step
-   * before the chief's save commits it. */
-  snprintf(prefix, sizeof prefix, "%s-%" PRId64, fw->save_path, gs);
-  if (hk_checkpoint_exists(NULL, prefix)) {
-    hk_timer_update(&fw->timer, gs, NULL, NULL);
-    return HK_OK;
-  }
-  return follower_save(fw, rs, gs, st);
-}
-
-static hk_code follower_after_run(void *user, hk_run_context *ctx, const hk_run_values *values, hk_status *st) {
-  follower *fw = user;
-  hk_raw_session *rs = hk_run_context_session(ctx);
-  int64_t gs;
-  (void)values;
-  hk_code rc = hk_raw_session_global_step(&gs, rs, st);
-  if (rc != HK_OK || !hk_timer_should_trigger(&fw->timer, gs)) return rc;
-  return follower_save(fw, rs, gs, st);
-}
-
-static hk_code follower_end(void *user, hk_raw_session *rs, hk_status *st) {
-  follower *fw = user;
-  int64_t gs, last;
-  hk_code rc = hk_raw_session_global_step(&gs, rs, st);
-  if (rc != HK_OK) return rc;
-  if (hk_timer_last_triggered_step(&fw->timer, &last) && last == gs) return HK_OK;
-  return follower_save(fw, rs, gs, st);
-}
-
-static void follower_destroy(void *user) {
-  follower *fw = user;
-  free(fw->save_path);
-  free(fw);
-}
-
-static const hk_hook_vtable follower_vtable = {
-    .version = HK_HOOK_VTABLE_VERSION,
-    .after_create_session = follower_after_create_session,
-    .after_run = follower_after_run,
-    .end = follower_end,
-    .destroy = follower_destroy,
-};
-
 /* The cadence of a sharded job: --save-steps, or 1000 steps (a clock's
  * cadence would differ between ranks). */
 static int64_t shard_save_steps(const options *o) { return o->f.save_steps != HK_UNSET_STEPS ? o->f.save_steps : 1000; }
 
 /* Every rank's Saver over the job (hk_mpi_group()): each writes its shard
- * of every checkpoint, the chief commits (docs/distributed.md). The chief
- * saves through a CheckpointSaverHook, the workers through a follower, both
- * right after the broadcast hook. The chief restores through its own
+ * of every checkpoint, the chief commits (docs/distributed.md). Every rank
+ * saves through a CheckpointSaverHook given that Saver, right after the
+ * broadcast hook (so it sees the chief's variables and global step): the
+ * hook saves on every rank at the same steps, and the chief's alone locks
+ * the directory and writes the events. The chief restores through its own
  * Saver (the Scaffold's): the model it restores is the whole one whatever
  * rank count saved it, and the broadcast gives it to every rank. */
 int setup_sharded_checkpoints(run *r, hk_status *st) {
   hk_saver_options so = HK_SAVER_OPTIONS_INIT;
+  hk_checkpoint_saver_options co = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
   const digits_flags *f = &r->o->f;
-  char save_path[4096];
   if (g_dist.mode != DIST_SYNC || !f->checkpoint_dir) return 0;
-  snprintf(save_path, sizeof save_path, "%s/model.ckpt", f->checkpoint_dir);
   so.env = &r->env;
   so.executor = hk_graph_executor(r->m.g);
   so.max_to_keep = f->keep;
   so.group = hk_mpi_group();
   so.group_user = g_dist.mpi;
   if (hk_saver_new(&r->shard_saver, &so, st) != HK_OK) return fail_status("creating the sharded saver", st);
-  if (g_dist.chief) {
-    hk_checkpoint_saver_options co = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
-    co.checkpoint_dir = f->checkpoint_dir;
-    co.save_steps = shard_save_steps(r->o);
-    co.saver = r->shard_saver;
-    if (r->metrics) { /* the log is fsynced before each checkpoint */
-      co.listeners = &r->metrics_listener;
-      co.nlisteners = 1;
-    }
-    if (hk_checkpoint_saver_hook_new(&r->shard_hook, &co, st) != HK_OK)
-      return fail_status("creating the checkpoint hook", st);
-  } else {
-    follower *fw = calloc(1, sizeof *fw);
-    if (!fw || !(fw->save_path = strdup(save_path))) {
-      free(fw);
-      fprintf(stderr, PROG ": %sout of memory\n", g_dist.tag);
-      return DIGITS_EXIT_RUNTIME;
-    }
-    fw->saver = r->shard_saver;
-    if (hk_timer_init(&fw->timer, HK_UNSET_SECS, shard_save_steps(r->o), "save_secs", "save_steps", NULL, st) !=
-            HK_OK ||
-        hk_hook_new(&r->shard_hook, &follower_vtable, fw, "sharded checkpoint follower", NULL, st) != HK_OK) {
-      follower_destroy(fw);
-      return fail_status("creating the checkpoint follower", st);
-    }
+  co.checkpoint_dir = f->checkpoint_dir;
+  co.save_steps = shard_save_steps(r->o);
+  co.saver = r->shard_saver;
+  if (g_dist.chief && r->metrics) { /* the log is fsynced before each checkpoint */
+    co.listeners = &r->metrics_listener;
+    co.nlisteners = 1;
   }
+  if (hk_checkpoint_saver_hook_new(&r->shard_hook, &co, st) != HK_OK)
+    return fail_status("creating the checkpoint hook", st);
   return 0;
 }
 
