@@ -712,6 +712,21 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * begin() with INVALID_ARGUMENT naming HOOKED_CHECK_RESUME and the bad item
  * (never ignored: a run that silently skipped the stop would pass for a
  * resumed one).
+ * **A Saver over a group.** Given a Saver whose group has more than one
+ * rank (hk_saver_options.group, hk_saver_group_place() in
+ * hooked/checkpoint.h), the hook runs on every rank of the job, each with
+ * its own rank's Saver, and every rank saves at the same steps (each save
+ * is collective): at creation, at the cadence's steps (save_steps: a
+ * clock's cadence is refused, since a clock differs between ranks) and at
+ * end(). Rank 0 alone takes the directory lock, writes graph.txt and the
+ * CHECKPOINT events; the other ranks write only their shards (their
+ * listeners run as rank 0's). The creation save is skipped on every rank
+ * when checkpoint_dir already holds the committed checkpoint of the global
+ * step (a rank restored it: rank 0 alone, through a Saver of its own that
+ * reads the whole model, with a broadcast hook placed before this one
+ * giving it to the other ranks; or every rank through the grouped Saver):
+ * every rank sees the same, since no rank has saved in the session yet.
+ * best_k is refused with such a Saver.
  * @param opts  required (checkpoint_dir is); borrowed for the call.
  * **Ownership:** *out owned, hk_hook_free().
  * **Errors:** INVALID_ARGUMENT: no checkpoint_dir; "You cannot
@@ -721,8 +736,9 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * not a valid name, a listener without vtable or with a bad version,
  * a negative best_k, best_k without best_metric (or an empty one),
  * best_metric without best_k, a best_mode other than HK_MONITOR_MIN or
- * HK_MONITOR_MAX, restore_best without best_k; RESOURCE_EXHAUSTED. Nothing
- * is created on failure.
+ * HK_MONITOR_MAX, restore_best without best_k; save_secs or best_k with a
+ * Saver over a group of more than one rank (named); RESOURCE_EXHAUSTED.
+ * Nothing is created on failure.
  * Later: begin() fails with FAILED_PRECONDITION "Global step should
  * be created to use CheckpointSaverHook.", with FAILED_PRECONDITION
  * "Checkpoint directory ... is in use by another trainer ...",
@@ -730,7 +746,10 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * NOT_FOUND naming a best_metric the executor does not know, or a
  * file-system error creating or locking the directory; the first save
  * without any saver with FAILED_PRECONDITION
- * "No saver available: provide a saver or a scaffold."; a save whose
+ * "No saver available: provide a saver or a scaffold."; save_secs or
+ * best_k with a Scaffold's Saver over a group (begin(), INVALID_ARGUMENT
+ * naming it); a Saver with a group found only after begin()
+ * (FAILED_PRECONDITION at its first save); a save whose
  * best_metric cannot be read or is not one number fails with that error,
  * naming best_metric, and writes nothing.
  * **Threads:** any; callbacks on the training thread. **Allocates:** yes
@@ -756,7 +775,16 @@ HK_API hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_s
  * checkpoint. end() waits for the write in flight, then saves the
  * final step synchronously unless it was already written, or restored at
  * creation (like the synchronous hook, it does not save again the
- * checkpoint a creation just restored). Logs
+ * checkpoint a creation just restored). With a Saver over a group of more
+ * than one rank it saves as the synchronous hook does (every rank, rank 0
+ * alone locking and writing events) and a save that falls due during a
+ * write waits for it, as with block_when_busy, so every rank saves at
+ * exactly the cadence's steps; the snapshot stays on the training thread
+ * (a rank's stall is the copy) and the writer thread makes the collective
+ * save: the group must accept calls from that thread while the training
+ * thread makes collectives of its own. Over MPI, give the Saver a second
+ * hk_mpi context (hk_mpi_new()) for its group, with MPI initialized by
+ * MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...). Logs
  * "Create AsyncCheckpointSaverHook saving to path\n%s", followed by
  * " with %zu listener(s)." when it has listeners, when and where
  * the synchronous hook logs its line.
@@ -767,8 +795,8 @@ HK_API hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_s
  * hk_hook_free() (completing the write in flight first; a result no end()
  * processed is then dropped).
  * **Threads:** any; callbacks on the training thread; the writer thread
- * only copies variables' bytes, does file I/O, and allocates and
- * logs through the env.
+ * only copies variables' bytes, does file I/O, allocates and
+ * logs through the env, and, with a Saver over a group, calls the group.
  * **Allocates:** the snapshot buffer and its copy list at the first save
  * (they grow only if the variables grow); after that a save allocates
  * nothing for the snapshot.

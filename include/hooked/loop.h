@@ -60,8 +60,9 @@
  * Threads: one thread at a time calls the loop (the training thread), and
  * every callback (hooks, state save/restore, the step function) runs on it,
  * also with asynchronous checkpoints (the writer thread only copies arrays,
- * see hk_loop_updates_begin(), and does file I/O). hk_loop_request_stop()
- * may be called from any thread.
+ * see hk_loop_updates_begin(), and does file I/O — and, in a loop over a
+ * group, calls the group's collectives: see hk_loop_options.group).
+ * hk_loop_request_stop() may be called from any thread.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -111,14 +112,15 @@ typedef enum hk_loop_flags {
    *  on another rank count gives each rank its new block (the program
    *  sizes the array by hk_group_block() for the new count). The Saver's
    *  partitioned_list (hooked/checkpoint.h). Without a group, an array as
-   *  any other. Arrays only. */
+   *  any other. Arrays only, rank 1; not with HK_LOOP_PER_RANK,
+   *  HK_LOOP_GLOBAL_STEP or HK_LOOP_NO_CHECKPOINT. */
   HK_LOOP_PARTITIONED = 1u << 4,
   /** With a group: this array or state differs per rank (a rank's own
    *  random state): each rank saves its own, and a restart with the same
    *  rank count gives each its own back; with another rank count it keeps
    *  the program's value, with a WARNING naming it, so the program
    *  re-derives it. The Saver's per_rank_list. Without a group, as any
-   *  other. */
+   *  other. Not with HK_LOOP_GLOBAL_STEP or HK_LOOP_NO_CHECKPOINT. */
   HK_LOOP_PER_RANK = 1u << 5
 } hk_loop_flags;
 
@@ -262,13 +264,35 @@ typedef struct hk_loop_options {
    *  this group (hooked/sys/group.h; hk_mpi_group() over MPI) run one job
    *  and write sharded checkpoints together: every rank registers the same
    *  arrays and states in the same order, calls hk_loop_start() and saves
-   *  at the same steps (a cadence in steps: save_secs is refused, a clock
-   *  differs between ranks), each writes its shard, and rank 0 commits the
-   *  checkpoint, holds the directory lock and writes the events. Arrays
-   *  and opaque states are replicated (the same on every rank, saved once
-   *  across the shards) unless flagged HK_LOOP_PARTITIONED or
-   *  HK_LOOP_PER_RANK. Borrowed with group_user for the loop's life. The
-   *  program averages its gradients itself (hooked::mpi). */
+   *  at the same steps, each writes its shard, and rank 0 commits the
+   *  checkpoint. Arrays and opaque states are replicated (the same on every
+   *  rank, saved once across the shards) unless flagged
+   *  HK_LOOP_PARTITIONED or HK_LOOP_PER_RANK. Borrowed with group_user for
+   *  the loop's life. The program averages its gradients itself
+   *  (hooked::mpi).
+   *  - The cadence is in steps: with a checkpoint_dir, save_steps (or 0)
+   *    is required; save_secs (other than 0) and the default every 600 s
+   *    are refused, since a clock differs between ranks. best_k (and so
+   *    restore_best) is refused: best-k retention does not rank sharded
+   *    checkpoints.
+   *  - The start restores collectively: the ranks fall back together to
+   *    the newest checkpoint every rank restores. A save that fails on one
+   *    rank fails on every rank (each loop fails at that step).
+   *    hk_loop_save() is collective: every rank calls it between the same
+   *    steps.
+   *  - Rank 0 alone holds the directory lock and writes event files (its
+   *    StepCounter, SessionLog START, the CHECKPOINT events); the other
+   *    ranks have no StepCounter, and hk_loop_summary_scalar() there
+   *    writes nothing (see it).
+   *  - async_checkpoint: a save that falls due while one is in flight
+   *    waits for it (as async_checkpoint_block_when_busy), so every rank
+   *    saves at the cadence's steps; the writer thread makes the
+   *    collective save, so the group must accept calls from that thread
+   *    while the training thread makes its own collectives. Over MPI: give
+   *    the loop a second hk_mpi context (hk_mpi_new()) for its group, and
+   *    initialize MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...)
+   *    (check MPI_Query_thread()). Synchronous checkpoints make every
+   *    collective on the training thread: the program's context serves. */
   const hk_group_vtable *group;
   void *group_user;
 } hk_loop_options;
@@ -313,7 +337,9 @@ HK_API hk_code hk_loop_options_init(hk_loop_options *opts, uint32_t version);
  * got N"); restore_best without best_k; a NULL hooks_first with a count, a NULL hook in it or a hook
  * in both lists; stop_signals with bits outside hk_signal_set, or given
  * with handle_signals 0; async_checkpoint_block_when_busy without
- * async_checkpoint; a negative or non-finite log_step_count_secs.
+ * async_checkpoint; a negative or non-finite log_step_count_secs; a group
+ * hk_group_check() refuses, group_user without a group, and with a group
+ * save_secs other than 0, a checkpoint_dir without save_steps, or best_k.
  * RESOURCE_EXHAUSTED.
  * **Threads:** any. **Allocates:** yes.
  */
@@ -333,7 +359,9 @@ HK_API hk_code hk_loop_new(hk_loop **out, const hk_loop_options *opts, hk_status
  *               size bytes; may be NULL only for an empty shape.
  * @param flags  hk_loop_flags: HK_LOOP_NO_CHECKPOINT, HK_LOOP_OPTIONAL,
  *               HK_LOOP_GLOBAL_STEP (an integer scalar, not with
- *               NO_CHECKPOINT or OPTIONAL), HK_LOOP_NON_FINITE_OK.
+ *               NO_CHECKPOINT or OPTIONAL), HK_LOOP_NON_FINITE_OK,
+ *               HK_LOOP_PARTITIONED (rank 1), HK_LOOP_PER_RANK (not both;
+ *               neither with GLOBAL_STEP or NO_CHECKPOINT).
  * **Errors:** INVALID_ARGUMENT naming the array for each rule above (and
  * unknown flags); ALREADY_EXISTS for a name taken, or a second global step;
  * FAILED_PRECONDITION after start; the loop's sticky error.
@@ -380,7 +408,7 @@ typedef hk_code (*hk_loop_state_restore_fn)(void *user, const void *src, size_t 
  *                 (a checkpoint whose tensor has another size fails the
  *                 start with INVALID_ARGUMENT naming it).
  * @param save, restore  required; @param user  borrowed, passed to both.
- * @param flags    HK_LOOP_DEFAULT or HK_LOOP_OPTIONAL.
+ * @param flags    HK_LOOP_DEFAULT, HK_LOOP_OPTIONAL, HK_LOOP_PER_RANK.
  * **Errors:** INVALID_ARGUMENT naming the state (NULL callback, size 0,
  * another flag, a bad name); ALREADY_EXISTS; FAILED_PRECONDITION after
  * start; the loop's sticky error. RESOURCE_EXHAUSTED.
@@ -662,7 +690,9 @@ HK_API hk_code hk_loop_run(hk_loop *loop, hk_loop_step_fn fn, void *user, hk_sta
  *              "<checkpoint_basename>-<digits>", which is reserved for the
  *              checkpoints retention manages), written atomically over
  *              any earlier one of that name and never deleted by retention;
- * the state file is untouched.
+ * the state file is untouched. In a loop over a group the save is
+ * collective: every rank calls it, with the same name, between the same
+ * steps.
  * **Errors:** FAILED_PRECONDITION when not started, after finish, inside
  * an open step, or without a checkpoint_dir; INVALID_ARGUMENT for a bad
  * name or one of the managed form (neither fails the loop); file-system
@@ -769,7 +799,10 @@ HK_API hk_session *hk_loop_session(hk_loop *loop);
  *                first write when missing.
  * **Ownership:** the writer is borrowed until hk_loop_finish(): do not
  * close or free it (the loop's session flushes it when the loop finishes,
- * and frees it with the loop). `logdir` is copied.
+ * and frees it with the loop). `logdir` is copied. In a loop over a group
+ * every rank gets its writer, and what a rank other than 0 writes through
+ * it goes into that rank's own event file: a program that wants one event
+ * file per directory writes through it on rank 0 only.
  * **Errors:** INVALID_ARGUMENT for a NULL loop, logdir or out, or an empty
  * logdir; FAILED_PRECONDITION before hk_loop_start() or after
  * hk_loop_finish(); RESOURCE_EXHAUSTED. The loop is not failed by them.
@@ -784,7 +817,10 @@ HK_API hk_code hk_loop_summary_writer(hk_summary_writer **out, hk_loop *loop, co
  * into logdir's shared event file at once — not held for a hook's cadence.
  * Called after hk_loop_step_end(), the step is the one the step ended at,
  * where SummarySaverHook writes the summaries of that step; a program that
- * wants a value every n steps calls it every n steps.
+ * wants a value every n steps calls it every n steps. In a loop over a
+ * group, rank 0 writes the job's events: on another rank the call checks
+ * logdir, a NULL tag and the loop's state as on rank 0 and returns OK
+ * without writing anything (so every rank may make the same calls).
  * @param logdir, tag  as hk_loop_summary_writer() and
  *                hk_summary_writer_scalar(); `value` is written as a float.
  * **Ownership:** logdir and tag are copied; nothing is kept from the call.
