@@ -419,7 +419,7 @@ HK_API hk_code hk_loop_add_state(hk_loop *loop, const char *name, size_t size, h
                                  hk_loop_state_restore_fn restore, void *user, unsigned flags, hk_status *status);
 
 /**
- * Run an EarlyStoppingHook (hooked/hooks.h) as one of the loop's own
+ * Run an EarlyStoppingHook (hooked/early_stopping.h) as one of the loop's own
  * hooks, and keep its state in the loop's checkpoints: the hook runs
  * after the NaN guard and BEFORE StopAtStep and the checkpoint saver (hooks
  * added so run in the order added), so the checkpoint of a step holds the

@@ -15,7 +15,7 @@
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
-#include "hooked/hooks.h"
+#include "hooked/early_stopping.h"
 #include "util/common.h"
 
 #include <inttypes.h>
