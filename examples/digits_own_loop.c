@@ -61,6 +61,8 @@
 #endif
 
 #include "digits_common.h"
+#include "digits_dist.h"
+#include "digits_own_model.h"
 
 #include <hooked/hooked.h>
 
@@ -72,23 +74,27 @@
 #include <time.h>
 
 #define PROG "digits_own_loop"
-#define NHID 32
-#define NPARAMS 4
 
-/* A float uniform in [0, 1) from the SplitMix64 generator of digits_common.h:
- * the top 24 bits of one output. */
-static double uniform01(uint64_t *state) { return (double)(splitmix64_next(state) >> 40) * 0x1p-24; }
+/* ---- command line (the flags of digits_common.h, and its own) ------------ */
 
-/* ---- command line (the flags of digits_common.h) ------------------------ */
+typedef struct own_options {
+  digits_flags f;            /* the flags both digits programs take */
+  int adam;                  /* --optimizer adam */
+  int zero1;                 /* --zero1 */
+  int distributed;           /* --distributed sync */
+  double collective_timeout; /* --collective-timeout; HK_UNSET_SECS: hooked::mpi's default */
+} own_options;
 
 static void usage(FILE *out) {
   fprintf(out,
           "usage: digits_own_loop [--data PATH] [--steps N] [--batch N] [--lr X] [--seed N]\n"
-          "                       [--log-every N] [--checkpoint-dir DIR [--save-steps N | --save-secs S]\n"
+          "                       [--optimizer sgd|adam] [--log-every N]\n"
+          "                       [--checkpoint-dir DIR [--save-steps N | --save-secs S]\n"
           "                       [--async] [--keep N]] [--summary-dir DIR] [--lr-schedule S ...]\n"
           "                       [--lr-plateau PATIENCE[,FACTOR] [--lr-plateau-every N]]\n"
           "                       [--metrics-log PATH [--metrics-format csv|jsonl] [--metrics-every N]]\n"
           "                       [--ema DECAY [--ema-export PATH]] [--best-k K [--restore-best]]\n"
+          "                       [--distributed sync [--zero1] [--collective-timeout S]]\n"
           "                       [--quiet | --verbose] [--time-limit S] [--stop-signals LIST] [--help]\n"
           "\n"
           "Train a 64-32-10 MLP on the UCI digits data with the program's own loop and math,\n"
@@ -97,15 +103,19 @@ static void usage(FILE *out) {
           "  --data PATH      digits CSV, gzip-compressed or plain (default: the bundled\n"
           "                   digits.csv.gz of the source tree)\n"
           "  --steps N        last global step: stop when it is reached (default 3000)\n"
-          "  --batch N        rows per step (default 32)\n"
-          "  --lr X           SGD learning rate, > 0 (default 0.1)\n"
+          "  --batch N        rows per step (default 32); distributed, the global batch\n"
+          "  --lr X           learning rate, > 0 (default 0.1; 0.01 with --optimizer adam)\n"
+          "  --optimizer sgd|adam\n"
+          "                   plain SGD (default), or Adam (beta1 0.9, beta2 0.999, epsilon\n"
+          "                   1e-8), whose moments m and v are in every checkpoint\n"
           "  --seed N         seed of the initialization and the per-epoch shuffle (default 42)\n"
           "  --log-every N    log the loss to stderr every N steps, 0 for never (default 500)\n"
           "  --checkpoint-dir DIR\n"
           "                   restore the newest checkpoint of DIR that verifies (if any),\n"
           "                   save during training and at the end; global_step/sec\n"
           "                   goes there every 100 steps unless --summary-dir is given\n"
-          "  --save-steps N   save every N global steps (default: every 600 s, as TensorFlow)\n"
+          "  --save-steps N   save every N global steps (default: every 600 s, as TensorFlow;\n"
+          "                   distributed, every 1000 steps)\n"
           "  --save-secs S    save every S seconds instead\n"
           "  --async          write checkpoints on a background thread\n"
           "  --keep N         checkpoints to keep, 0 for all (default 5)\n"
@@ -113,7 +123,11 @@ static void usage(FILE *out) {
           "                   write TensorBoard event files into DIR: loss and test_accuracy\n"
           "                   every 100 steps, and global_step/sec\n" DIGITS_AVERAGE_USAGE
           "                   (the test metric: the test accuracy, higher is better)\n"
-          "%s%s"
+          "%s%s",
+          DIGITS_RUN_FLAGS_HELP, digits_lr_usage);
+  /* Its own call: one string literal of the whole text would pass the
+   * 4095 bytes C requires compilers to accept. */
+  fprintf(out,
           "  --metrics-log PATH\n"
           "                   write step, wall_time, loss and test_accuracy to PATH every\n"
           "                   --metrics-every steps, CSV (.csv) or JSON lines (.jsonl); a\n"
@@ -121,14 +135,92 @@ static void usage(FILE *out) {
           "                   drops the rest, so each step appears once\n"
           "  --metrics-format csv|jsonl  the format, whatever PATH ends in\n"
           "  --metrics-every N  steps between rows (default 100)\n"
+          "  --distributed sync\n"
+          "                   train as one rank of a synchronous MPI job (under mpirun): each\n"
+          "                   rank takes its block of rows of every global batch (--batch, any\n"
+          "                   size >= the rank count), the gradients are averaged (hooked::mpi);\n"
+          "                   with --checkpoint-dir every rank writes its shard of each\n"
+          "                   checkpoint every --save-steps steps, and a job of any rank count\n"
+          "                   resumes it. Not with --save-secs, --async, --summary-dir,\n"
+          "                   --metrics-log, --ema, --best-k, --lr-schedule or --lr-plateau\n"
+          "  --zero1          (--distributed sync, --optimizer adam) each rank keeps Adam's m\n"
+          "                   and v of its block of the parameters only (ZeRO-1): it\n"
+          "                   reduce-scatters the gradients, updates its block, all-gathers\n"
+          "                   the parameters; the same parameters, bit for bit, as without\n"
+          "  --collective-timeout S\n"
+          "                   a rank that waits S seconds for the others (default 300) ends the\n"
+          "                   job with exit status 1, naming the ranks that did not arrive\n"
           "  --help           show this text\n"
           "\n"
           "SIGINT or SIGTERM (--stop-signals) stops training after the current step; with\n"
           "--checkpoint-dir the final checkpoint is written. The result line is printed\n"
           "either way, with why training stopped (last_step, signal:SIGINT, time_limit, ...).\n"
+          "Distributed, a signal to any rank stops every rank after the same step, every\n"
+          "line on stderr names its rank (rank R/N), and the chief prints the result line.\n"
           "\n"
-          "Prints one line on stdout: result: step=<N> loss=<x> test_accuracy=<y> stop=<why>\n",
-          DIGITS_RUN_FLAGS_HELP, digits_lr_usage);
+          "Prints one line on stdout: result: step=<N> loss=<x> test_accuracy=<y> stop=<why>\n");
+}
+
+/* The flags only this program takes (digits_extra_flags). */
+static int parse_own_flag(void *user, const char *flag, const char *value) {
+  own_options *o = user;
+  if (value == NULL) { /* --zero1 */
+    o->zero1 = 1;
+    return 0;
+  }
+  if (strcmp(flag, "--optimizer") == 0) {
+    if (strcmp(value, "sgd") != 0 && strcmp(value, "adam") != 0)
+      return digits_usage_error(PROG, "--optimizer '%s' is neither sgd nor adam", value);
+    o->adam = value[0] == 'a';
+    return 0;
+  }
+  if (strcmp(flag, "--collective-timeout") == 0) return digits_parse_timeout(PROG, flag, value, &o->collective_timeout);
+  if (strcmp(value, "sync") != 0) return digits_usage_error(PROG, "--distributed '%s' is not sync", value);
+#ifdef HK_EXAMPLE_MPI
+  o->distributed = 1;
+  return 0;
+#else
+  return digits_usage_error(
+      PROG, "--distributed: this digits_own_loop was built without MPI (install libopenmpi-dev and rebuild)");
+#endif
+}
+
+/* Whether argv gives --lr (Adam's default rate is another). */
+static int lr_given(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--lr") == 0 || strncmp(argv[i], "--lr=", 5) == 0) return 1;
+  return 0;
+}
+
+/* @return 0 to go on, DIGITS_HELP, or an exit status. */
+static int parse_args(int argc, char **argv, own_options *o) {
+  static const char *const switches[] = {"--zero1", NULL};
+  static const char *const valued[] = {"--optimizer", "--distributed", "--collective-timeout", NULL};
+  const digits_extra_flags extra = {switches, valued, parse_own_flag, o};
+  const digits_flags *f = &o->f;
+  int rc;
+
+  o->adam = o->zero1 = o->distributed = 0;
+  o->collective_timeout = HK_UNSET_SECS;
+  if ((rc = digits_parse_flags(&o->f, PROG, argc, argv, &extra)) != 0) return rc;
+  if (o->adam && !lr_given(argc, argv)) o->f.lr = 0.01;
+  if (o->zero1 && (!o->distributed || !o->adam))
+    return digits_usage_error(PROG, "--zero1 needs --distributed sync and --optimizer adam");
+  if (!o->distributed && !hk_secs_is_unset(o->collective_timeout))
+    return digits_usage_error(PROG, "--collective-timeout needs --distributed");
+  if (!o->distributed) return 0;
+  /* Every rank saves its shard at the same steps, in the training thread
+   * (the saves are collectives), and every rank computes the same model:
+   * what one rank alone would write or decide has no place here yet. */
+  if (!hk_secs_is_unset(f->save_secs))
+    return digits_usage_error(PROG, "--save-secs: with --distributed sync every rank saves its shard at the same "
+                                    "steps; give --save-steps");
+  if (f->async) return digits_usage_error(PROG, "--async does not combine with --distributed sync");
+  if (f->summary_dir || f->metrics_log || f->ema_decay >= 0 || f->best_k || f->lr_flags.schedule >= 0 ||
+      f->lr_flags.patience >= 0)
+    return digits_usage_error(PROG, "--summary-dir, --metrics-log, --ema, --best-k, --lr-schedule and --lr-plateau "
+                                    "do not combine with --distributed sync");
+  return 0;
 }
 
 /* ---- the data iterator: the program's state across steps ---------------- */
@@ -138,13 +230,17 @@ static void usage(FILE *out) {
  * shuffle; a new epoch (and shuffle) starts when fewer than `batch` rows
  * are left, so the partial last batch is dropped. Its position is saved as
  * ITER_STATE_BYTES bytes (epoch and next row, little-endian), and seeking
- * to a saved position rebuilds that epoch's shuffle.
+ * to a saved position rebuilds that epoch's shuffle. In a synchronous job
+ * every rank walks the same stream of global batches (the same seed, the
+ * same position) and takes its block of rows of each: the position is the
+ * same on every rank, a replicated state that any rank count restores.
  */
 #define ITER_STATE_BYTES 16
 
 typedef struct data_iter {
   const digits_data *train;
-  int64_t batch;
+  int64_t batch;             /* the global batch */
+  int64_t row_first, rows;   /* the rows of each batch this rank takes (all of them in one process) */
   uint64_t seed;
   int64_t epoch;  /* the epoch `perm` shuffles */
   int64_t next;   /* index into perm of the next batch's first row */
@@ -157,11 +253,11 @@ static void iter_seek_to(data_iter *it, int64_t epoch, int64_t next) {
   fisher_yates(it->perm, it->train->n, epoch_seed(it->seed, epoch));
 }
 
-/* Copy the next batch into x (batch * NPIX) and y (batch). */
+/* Copy this rank's rows of the next batch into x (rows * NPIX) and y (rows). */
 static void iter_next(data_iter *it, float *x, int32_t *y) {
   if (it->next + it->batch > (int64_t)it->train->n) iter_seek_to(it, it->epoch + 1, 0);
-  for (int64_t r = 0; r < it->batch; r++) {
-    size_t row = it->perm[it->next + r];
+  for (int64_t r = 0; r < it->rows; r++) {
+    size_t row = it->perm[it->next + it->row_first + r];
     memcpy(x + r * NPIX, it->train->x + row * NPIX, sizeof(float) * NPIX);
     y[r] = it->train->y[row];
   }
@@ -204,182 +300,12 @@ static hk_code iter_restore(void *it, const void *src, size_t size, hk_status *s
   return why ? hk_status_set(status, HK_INVALID_ARGUMENT, "data_iter: %s", why) : HK_OK;
 }
 
-/* ---- the model ---------------------------------------------------------- */
-
-typedef struct model {
-  float w1[NPIX * NHID], b1[NHID]; /* hpre = x w1 + b1, h = relu(hpre) */
-  float w2[NHID * NCLS], b2[NCLS]; /* logits = h w2 + b2 */
-} model;
-
-/* One entry per parameter array: what the initialization and the
- * checkpoints go through. */
-typedef struct param {
-  const char *name;
-  int32_t rank;
-  int64_t dims[2];
-  int64_t fan_in;
-  float *data;
-} param;
-
-static int64_t param_size(const param *p) { return p->rank == 1 ? p->dims[0] : p->dims[0] * p->dims[1]; }
-
-/* U(-1/sqrt(fan_in), 1/sqrt(fan_in)) from one SplitMix64 stream seeded `seed`. */
-static void init_params(const param *params, size_t n, uint64_t seed) {
-  uint64_t rng = seed;
-  for (size_t i = 0; i < n; i++) {
-    double bound = 1.0 / sqrt((double)params[i].fan_in);
-    for (int64_t k = 0; k < param_size(&params[i]); k++)
-      params[i].data[k] = (float)(-bound + 2.0 * bound * uniform01(&rng));
-  }
-}
-
-/* Scratch of a step, sized once for the batch: a step allocates nothing. */
-typedef struct scratch {
-  float *x;    /* batch * NPIX */
-  int32_t *y;  /* batch */
-  float *hpre; /* batch * NHID, pre-activation */
-  float *h;    /* batch * NHID */
-  float *dl;   /* batch * NCLS, d loss / d logits */
-  float *dh;   /* batch * NHID, d loss / d hpre */
-  float gw1[NPIX * NHID], gb1[NHID], gw2[NHID * NCLS], gb2[NCLS];
-} scratch;
-
-/* One row through the model. Most pixels are 0, and skipping them halves
- * the first layer's work. */
-static void forward_row(const model *m, const float *x, float hpre[NHID], float h[NHID], float logits[NCLS]) {
-  memcpy(hpre, m->b1, sizeof(float) * NHID);
-  for (int i = 0; i < NPIX; i++) {
-    const float xi = x[i];
-    const float *wr = m->w1 + i * NHID;
-    if (xi == 0.0f) continue;
-    for (int j = 0; j < NHID; j++) hpre[j] += xi * wr[j];
-  }
-  for (int j = 0; j < NHID; j++) h[j] = hpre[j] > 0.0f ? hpre[j] : 0.0f;
-  memcpy(logits, m->b2, sizeof(float) * NCLS);
-  for (int j = 0; j < NHID; j++) {
-    const float hj = h[j];
-    const float *wr = m->w2 + j * NCLS;
-    for (int k = 0; k < NCLS; k++) logits[k] += hj * wr[k];
-  }
-}
-
-/* Forward, backward (softmax cross-entropy: d loss / d logits = (p - onehot)
- * / batch) and the SGD update of s->x, s->y, in place.
- * @return the batch's mean loss. */
-static float train_step(model *m, scratch *s, int64_t B, float lr) {
-  double loss = 0.0;
-
-  for (int64_t n = 0; n < B; n++) {
-    float *hp = s->hpre + n * NHID, *hn = s->h + n * NHID, *dl = s->dl + n * NCLS;
-    float logits[NCLS], mx, sum = 0.0f;
-    int32_t label = s->y[n];
-
-    forward_row(m, s->x + n * NPIX, hp, hn, logits);
-    mx = logits[0];
-    for (int k = 1; k < NCLS; k++) mx = logits[k] > mx ? logits[k] : mx;
-    for (int k = 0; k < NCLS; k++) {
-      dl[k] = expf(logits[k] - mx);
-      sum += dl[k];
-    }
-    /* -log softmax(logits)[label], computed stably. */
-    loss += (double)(logf(sum) + mx - logits[label]);
-    for (int k = 0; k < NCLS; k++) dl[k] = (dl[k] / sum - (k == label ? 1.0f : 0.0f)) / (float)B;
-  }
-
-  /* Every gradient is taken before any parameter moves: dh needs the old w2. */
-  memset(s->gw2, 0, sizeof s->gw2);
-  memset(s->gb2, 0, sizeof s->gb2);
-  memset(s->gw1, 0, sizeof s->gw1);
-  memset(s->gb1, 0, sizeof s->gb1);
-  for (int64_t n = 0; n < B; n++) {
-    const float *hn = s->h + n * NHID, *hp = s->hpre + n * NHID, *dl = s->dl + n * NCLS;
-    const float *xn = s->x + n * NPIX;
-    float *dh = s->dh + n * NHID;
-    for (int j = 0; j < NHID; j++) {
-      float *g = s->gw2 + j * NCLS;
-      const float *wr = m->w2 + j * NCLS;
-      float acc = 0.0f;
-      for (int k = 0; k < NCLS; k++) {
-        g[k] += hn[j] * dl[k];
-        acc += dl[k] * wr[k];
-      }
-      dh[j] = hp[j] > 0.0f ? acc : 0.0f;
-    }
-    for (int k = 0; k < NCLS; k++) s->gb2[k] += dl[k];
-    for (int i = 0; i < NPIX; i++) {
-      const float xi = xn[i];
-      float *g = s->gw1 + i * NHID;
-      if (xi == 0.0f) continue;
-      for (int j = 0; j < NHID; j++) g[j] += xi * dh[j];
-    }
-    for (int j = 0; j < NHID; j++) s->gb1[j] += dh[j];
-  }
-
-  for (int i = 0; i < NPIX * NHID; i++) m->w1[i] -= lr * s->gw1[i];
-  for (int j = 0; j < NHID; j++) m->b1[j] -= lr * s->gb1[j];
-  for (int i = 0; i < NHID * NCLS; i++) m->w2[i] -= lr * s->gw2[i];
-  for (int k = 0; k < NCLS; k++) m->b2[k] -= lr * s->gb2[k];
-  return (float)(loss / (double)B);
-}
-
-/* The fraction of `test` classified right (ties go to the lowest class). */
-static float accuracy(const model *m, const digits_data *test) {
-  int64_t correct = 0;
-  for (size_t r = 0; r < test->n; r++) {
-    float hpre[NHID], h[NHID], logits[NCLS];
-    int best = 0;
-    forward_row(m, test->x + r * NPIX, hpre, h, logits);
-    for (int k = 1; k < NCLS; k++)
-      if (logits[k] > logits[best]) best = k;
-    correct += best == test->y[r];
-  }
-  return (float)((double)correct / (double)test->n);
-}
-
-/* The mean cross-entropy loss on `test`: what --lr-plateau watches. */
-static float test_loss(const model *m, const digits_data *test) {
-  double loss = 0.0;
-  for (size_t r = 0; r < test->n; r++) {
-    float hpre[NHID], h[NHID], logits[NCLS], mx, sum = 0.0f;
-    forward_row(m, test->x + r * NPIX, hpre, h, logits);
-    mx = logits[0];
-    for (int k = 1; k < NCLS; k++) mx = logits[k] > mx ? logits[k] : mx;
-    for (int k = 0; k < NCLS; k++) sum += expf(logits[k] - mx);
-    loss += (double)(logf(sum) + mx - logits[test->y[r]]);
-  }
-  return (float)(loss / (double)test->n);
-}
-
 /* ---- training ----------------------------------------------------------- */
 
 static double now_secs(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void scratch_free(scratch *s) {
-  if (s == NULL) return;
-  free(s->x);
-  free(s->y);
-  free(s->hpre);
-  free(s->h);
-  free(s->dl);
-  free(s->dh);
-  free(s);
-}
-
-/* A step's scratch for batches of `batch` rows; NULL when out of memory. */
-static scratch *scratch_new(int64_t batch) {
-  scratch *s = calloc(1, sizeof *s);
-  const size_t b = (size_t)batch;
-  if (s == NULL || !(s->x = malloc(b * NPIX * sizeof(float))) || !(s->y = malloc(b * sizeof(int32_t))) ||
-      !(s->hpre = malloc(b * NHID * sizeof(float))) || !(s->h = malloc(b * NHID * sizeof(float))) ||
-      !(s->dl = malloc(b * NCLS * sizeof(float))) || !(s->dh = malloc(b * NHID * sizeof(float)))) {
-    scratch_free(s);
-    return NULL;
-  }
-  return s;
 }
 
 /* --ema: an ExponentialMovingAverage hook on the weights, one of the
@@ -396,31 +322,102 @@ static hk_code add_ema(hk_loop *loop, const digits_flags *o, hk_hook **ema, hk_s
 /* The test accuracy of the averaged weights. */
 static float ema_accuracy(const hk_hook *ema, const digits_data *test) {
   static model avg; /* too large for some stacks */
-  float *dst[NPARAMS] = {avg.w1, avg.b1, avg.w2, avg.b2};
-  static const char *const weights[NPARAMS] = {"w1", "b1", "w2", "b2"};
   for (int i = 0; i < NPARAMS; i++) {
     hk_tensor t;
-    if (hk_ema_hook_average(&t, ema, weights[i], NULL) != HK_OK) return NAN;
-    memcpy(dst[i], t.data, t.nbytes);
+    if (hk_ema_hook_average(&t, ema, own_params[i].name, NULL) != HK_OK) return NAN;
+    memcpy(avg.p + own_params[i].offset, t.data, t.nbytes);
   }
-  return accuracy(&avg, test);
+  return own_accuracy(&avg, test);
 }
 
-/* The report on stderr and the result line on stdout, with why it stopped. */
-static int report(const digits_flags *o, const hk_stop_info *why, int64_t step, int64_t steps_run, double secs,
-                  float loss, float acc, float ema_acc) {
+/* The report on stderr and the result line on stdout, with why it stopped;
+ * a rank of a job other than the chief says its step and accuracy on
+ * stderr instead. */
+static int report(const digits_flags *o, const digits_dist *d, const hk_stop_info *why, int64_t step,
+                  int64_t steps_run, double secs, float loss, float acc, float ema_acc) {
   char word[64], ema[48] = "";
   if (o->verbosity >= 0) {
     if (why->reason != HK_STOP_LAST_STEP)
-      fprintf(stderr, PROG ": stopped at step %" PRId64 ": %s (%s)\n", step, hk_stop_reason_name(why->reason),
-              why->detail);
-    fprintf(stderr, "training time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", secs, steps_run,
+      fprintf(stderr, PROG ": %sstopped at step %" PRId64 ": %s (%s)\n", d->tag, step,
+              hk_stop_reason_name(why->reason), why->detail);
+    fprintf(stderr, "%straining time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", d->tag, secs, steps_run,
             steps_run ? secs * 1e6 / (double)steps_run : 0.0);
+  }
+  if (!d->chief) {
+    fprintf(stderr, PROG ": %sstep=%" PRId64 " test_accuracy=%.6f\n", d->tag, step, (double)acc);
+    return 0;
   }
   if (o->ema_decay >= 0) snprintf(ema, sizeof ema, " ema_test_accuracy=%.6f", (double)ema_acc);
   printf("result: step=%" PRId64 " loss=%.6f test_accuracy=%.6f%s stop=%s\n", step, (double)loss, (double)acc, ema,
          digits_stop_word(why, word, sizeof word));
   return fflush(stdout) == 0 ? 0 : DIGITS_EXIT_RUNTIME;
+}
+
+/* ---- the update: the optimizer, and the averaging of a synchronous job -- */
+
+/* The optimizer's state: Adam's moments of the parameters
+ * [first, first + len) — all of them, or with --zero1 this rank's block. */
+typedef struct optimizer {
+  int adam, zero1;
+  size_t first, len;
+  float *m, *v; /* len each; NULL for SGD */
+  float share;  /* this rank's weight in the global batch's mean gradient */
+} optimizer;
+
+/* The moments of the parameters this rank updates (the block
+ * hk_mpi_block() gives it with --zero1), zero; what they weigh on stderr.
+ * @return 0, or nonzero when out of memory. */
+static int optimizer_init(optimizer *op, const own_options *o, const digits_dist *d, int64_t rows) {
+  memset(op, 0, sizeof *op);
+  op->adam = o->adam, op->zero1 = o->zero1;
+  op->len = NFLAT;
+  /* The mean of the ranks' gradients is the global batch's mean gradient
+   * when each rank's (the mean over its rows) is weighted by its share of
+   * the rows: 1 when every rank has as many (exactly: such a job's bits do
+   * not change). */
+  op->share = (float)((double)rows * d->size / (double)o->f.batch);
+#ifdef HK_EXAMPLE_MPI
+  if (op->zero1 && hk_mpi_block(&op->first, &op->len, NFLAT, d->size, d->rank, NULL) != HK_OK) return 1;
+#endif
+  if (!op->adam) return 0;
+  op->m = calloc(op->len, sizeof(float));
+  op->v = calloc(op->len, sizeof(float));
+  if (o->f.verbosity >= 0)
+    fprintf(stderr, PROG ": %sadam: m and v of %zu of the %d parameters on this rank: %zu bytes%s\n", d->tag, op->len,
+            NFLAT, 2 * op->len * sizeof(float), op->zero1 ? " (--zero1: its block)" : "");
+  return op->m == NULL || op->v == NULL;
+}
+
+/* One step on this rank's rows of s->x, s->y at global step `step`: the
+ * gradient, averaged over the job, and the update. *loss = the global
+ * batch's mean loss. @return HK_OK, or hooked::mpi's error. */
+static hk_code update(model *m, scratch *s, const optimizer *op, const digits_dist *d, int64_t rows, int64_t step,
+                      float lr, float *loss, hk_status *st) {
+  double l = own_gradient(m, s, rows);
+  (void)st;
+#ifdef HK_EXAMPLE_MPI
+  if (d->on) {
+    if (op->share != 1.0f) {
+      for (size_t i = 0; i < NFLAT; i++) s->g[i] *= op->share;
+      l *= op->share;
+    }
+    if (hk_mpi_average_scalar(d->mpi, &l, st) != HK_OK ||
+        (op->zero1 ? hk_mpi_reduce_scatter_average : hk_mpi_average)(d->mpi, HK_DTYPE_F32, s->g, NFLAT, st) != HK_OK)
+      return st->code;
+  }
+#else
+  (void)d;
+#endif
+  *loss = (float)l;
+  if (op->adam)
+    own_adam(m->p, s->g, op->m, op->v, op->first, op->len, lr, step + 1);
+  else
+    own_sgd(m->p, s->g, 0, NFLAT, lr);
+#ifdef HK_EXAMPLE_MPI
+  /* --zero1: every rank's updated block to every rank. */
+  if (op->zero1) return hk_mpi_allgather_blocks(d->mpi, HK_DTYPE_F32, m->p, NFLAT, st);
+#endif
+  return HK_OK;
 }
 
 /* HOOKED (--lr): the learning-rate flags as a LearningRateHook among the
@@ -460,14 +457,14 @@ static int save_due(const digits_flags *o, int64_t step) {
 }
 
 /* The plain C trainer, with the HOOKED lines that make it a hooked one. */
-static int train(const digits_flags *o, const digits_data *trn, const digits_data *tst) {
+static int train(const own_options *oo, const digits_dist *d, const digits_data *trn, const digits_data *tst) {
+  const digits_flags *o = &oo->f;
   model m;
-  param params[NPARAMS] = {{"w1", 2, {NPIX, NHID}, NPIX, m.w1},
-                           {"b1", 1, {NHID, 0}, NPIX, m.b1},
-                           {"w2", 2, {NHID, NCLS}, NHID, m.w2},
-                           {"b2", 1, {NCLS, 0}, NHID, m.b2}};
-  scratch *s = scratch_new(o->batch);
-  data_iter it = {trn, o->batch, o->seed, 0, 0, NULL};
+  optimizer op;
+  int64_t row_first, rows; /* this rank's rows of each batch */
+  digits_dist_rows(d, o->batch, &row_first, &rows);
+  scratch *s = scratch_new(rows);
+  data_iter it = {trn, o->batch, row_first, rows, o->seed, 0, 0, NULL};
   float loss = NAN;     /* of the last step */
   float test_acc = NAN; /* --best-k: the test accuracy at the last save */
   int64_t step = 0, steps_run = 0;
@@ -478,35 +475,53 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
   hk_hook *lr_hook = NULL;       /* HOOKED (--lr) */
   float lr = (float)o->lr;       /* what the update reads */
   const int64_t plateau_every = o->lr_flags.plateau_every == HK_UNSET_STEPS ? 100 : o->lr_flags.plateau_every;
-  hk_hook *metrics = NULL; /* HOOKED: --metrics-log */
-  hk_hook *ema = NULL;     /* HOOKED: --ema */
-  hk_hook *limit = NULL;   /* HOOKED: --time-limit */
-  hk_stop_info why;        /* HOOKED: why it stopped */
-  hk_env env;              /* HOOKED: --quiet / --verbose */
+  hk_hook *metrics = NULL;     /* HOOKED: --metrics-log */
+  hk_hook *ema = NULL;         /* HOOKED: --ema */
+  hk_hook *hooks[2] = {NULL};  /* HOOKED: --time-limit; distributed, the stop agreement last */
+  size_t nhooks = 0;           /* HOOKED */
+  hk_stop_info why;            /* HOOKED: why it stopped */
+  hk_env env;                  /* HOOKED: --quiet / --verbose */
 
   it.perm = malloc(trn->n * sizeof *it.perm);
-  if (s == NULL || it.perm == NULL) {
-    fputs(PROG ": out of memory\n", stderr);
+  if (s == NULL || it.perm == NULL || optimizer_init(&op, oo, d, rows) != 0) {
+    fprintf(stderr, PROG ": %sout of memory\n", d->tag);
     goto out;
   }
-  init_params(params, NPARAMS, o->seed);
+  own_init(&m, o->seed);
   iter_seek_to(&it, 0, 0);
 
   /* ==== HOOKED: the loop, its options from the flags, the program's memory registered in place ==== */
   hk_env_init(&env, HK_ENV_VERSION);
   digits_env_levels(o, &env);
-  if (digits_time_limit_hook(o, &limit) != 0) goto out;
+  if (digits_time_limit_hook(o, &hooks[0]) != 0) goto out;
+  nhooks = hooks[0] != NULL;
   hk_loop_options lo = HK_LOOP_OPTIONS_INIT;
   lo.env = &env, lo.stop_signals = digits_stop_signals(o); /* --stop-signals */
-  lo.hooks = &limit, lo.nhooks = limit != NULL;            /* --time-limit */
   lo.checkpoint_dir = o->checkpoint_dir, lo.max_to_keep = o->keep, lo.async_checkpoint = o->async;
   lo.last_step = o->steps, lo.save_steps = o->save_steps, lo.save_secs = o->save_secs; /* unset: every 600 s */
   lo.summary_dir = o->summary_dir; /* global_step/sec every 100 steps; NULL: into the checkpoint dir */
   lo.best_k = o->best_k, lo.restore_best = o->restore_best; /* --best-k K [--restore-best] */
   if (o->best_k) lo.best_metric = "test_accuracy", lo.best_mode = HK_MONITOR_MAX;
+#ifdef HK_EXAMPLE_MPI
+  if (d->on) { /* --distributed sync: one job of the group's ranks, each writing its shard */
+    if (hk_mpi_log_env(&env, d->mpi, &env, &st) != HK_OK) goto failed; /* every line names the rank */
+    lo.group = hk_mpi_group(), lo.group_user = d->mpi;
+    lo.handle_signals = 0, lo.stop_signals = 0, hooks[nhooks++] = d->stop; /* the stop agreement owns them, last */
+    if (o->checkpoint_dir && o->save_steps == HK_UNSET_STEPS) lo.save_steps = 1000; /* not a clock: it differs between ranks */
+  }
+#endif
+  lo.hooks = hooks, lo.nhooks = nhooks;
   if (hk_loop_new(&loop, &lo, &st) != HK_OK) goto failed;
-  for (int i = 0; i < NPARAMS; i++) /* w1, b1, w2, b2 */
-    hk_loop_add_array(loop, params[i].name, HK_DTYPE_F32, params[i].rank, params[i].dims, params[i].data, 0, &st);
+  for (int i = 0; i < NPARAMS; i++) { /* w1, b1, w2, b2: views into the flat vector m.p */
+    const param *p = &own_params[i];
+    hk_loop_add_array(loop, p->name, HK_DTYPE_F32, p->rank, p->dims, m.p + p->offset, 0, &st);
+  }
+  if (op.adam) { /* Adam's moments; --zero1: this rank's block of each, partitioned across the ranks */
+    const int64_t len = (int64_t)op.len;
+    const unsigned flags = op.zero1 ? HK_LOOP_PARTITIONED : 0;
+    hk_loop_add_array(loop, "adam_m", HK_DTYPE_F32, 1, &len, op.m, flags, &st);
+    hk_loop_add_array(loop, "adam_v", HK_DTYPE_F32, 1, &len, op.v, flags, &st);
+  }
   hk_loop_add_array(loop, "loss", HK_DTYPE_F32, 0, NULL, &loss, HK_LOOP_NO_CHECKPOINT, &st);
   hk_loop_add_array(loop, "test_accuracy", HK_DTYPE_F32, 0, NULL, &test_acc, HK_LOOP_NO_CHECKPOINT, &st);
   if (o->ema_decay >= 0 && add_ema(loop, o, &ema, &st) != HK_OK) goto failed;
@@ -521,27 +536,27 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
     if (hk_metrics_log_hook_new(&metrics, &mo, &st) != HK_OK || hk_loop_add_metrics_log(loop, metrics, &st) != HK_OK)
       goto failed;
   }
-  hk_loop_start(loop, &step, &st); /* restores into m, it (and step), or keeps them */
+  hk_loop_start(loop, &step, &st); /* restores into m, op, it (and step), or keeps them */
   /* ==== end HOOKED (errors are sticky: hk_loop_finish() below returns the first) ==== */
 
-  if (step > 0 && o->verbosity >= 0) fprintf(stderr, PROG ": resumed at step %" PRId64 "\n", step);
+  if (step > 0 && o->verbosity >= 0) fprintf(stderr, PROG ": %sresumed at step %" PRId64 "\n", d->tag, step);
   t0 = now_secs();
   while (!hk_loop_should_stop(loop) && hk_loop_step_begin(loop, NULL, &st) == HK_OK) { /* HOOKED */
     iter_next(&it, s->x, s->y);
-    loss = train_step(&m, s, o->batch, lr);
+    if (update(&m, s, &op, d, rows, step, lr, &loss, &st) != HK_OK) goto failed;
     if (lr_hook && o->lr_flags.patience >= 0 && (step + 1) % plateau_every == 0) /* HOOKED (--lr): test loss */
-      hk_learning_rate_report(lr_hook, test_loss(&m, tst), &st);
+      hk_learning_rate_report(lr_hook, own_test_loss(&m, tst), &st);
     if (metrics && (step + 1) % o->metrics_every == 0) /* HOOKED: the row of this step has it */
-      hk_metrics_log_report(metrics, "test_accuracy", accuracy(&m, tst), &st);
-    if (o->best_k && save_due(o, step + 1)) test_acc = accuracy(&m, tst);
+      hk_metrics_log_report(metrics, "test_accuracy", own_accuracy(&m, tst), &st);
+    if (o->best_k && save_due(o, step + 1)) test_acc = own_accuracy(&m, tst);
     hk_loop_step_end(loop, &st); /* HOOKED: the global step moves, a checkpoint due is saved */
     step++;
     steps_run++;
-    if (o->log_every > 0 && step % o->log_every == 0 && o->verbosity >= 0)
-      fprintf(stderr, "step %" PRId64 ": loss = %.4f\n", step, (double)loss);
+    if (o->log_every > 0 && step % o->log_every == 0 && o->verbosity >= 0 && d->chief)
+      fprintf(stderr, "%sstep %" PRId64 ": loss = %.4f\n", d->tag, step, (double)loss);
     if (o->summary_dir && step % 100 == 0 && /* HOOKED: TensorBoard scalars at the loop's global step */
         (hk_loop_summary_scalar(loop, o->summary_dir, "loss", loss, &st) != HK_OK ||
-         hk_loop_summary_scalar(loop, o->summary_dir, "test_accuracy", accuracy(&m, tst), &st) != HK_OK))
+         hk_loop_summary_scalar(loop, o->summary_dir, "test_accuracy", own_accuracy(&m, tst), &st) != HK_OK))
       goto failed; /* HOOKED */
   }
   secs = now_secs() - t0;
@@ -550,37 +565,52 @@ static int train(const digits_flags *o, const digits_data *trn, const digits_dat
   report_learning_rate(lr_hook);
   if (o->restore_best && o->verbosity >= 0) digits_report_best(o, "test_accuracy");
   hk_loop_stop_reason(&why, loop, NULL); /* HOOKED */
-  status = report(o, &why, step, steps_run, secs, loss, accuracy(&m, tst), ema ? ema_accuracy(ema, tst) : NAN);
+  status = report(o, d, &why, step, steps_run, secs, loss, own_accuracy(&m, tst), ema ? ema_accuracy(ema, tst) : NAN);
   goto out;
 
 failed:
-  fprintf(stderr, PROG ": %s: %s\n", hk_code_name(st.code), st.message); /* HOOKED */
+  fprintf(stderr, PROG ": %s%s: %s\n", d->tag, hk_code_name(st.code), st.message); /* HOOKED */
 out:
-  hk_loop_free(loop);    /* HOOKED */
-  hk_hook_free(lr_hook); /* HOOKED (--lr) */
-  hk_hook_free(metrics); /* HOOKED: after the loop that borrowed it */
-  hk_hook_free(ema);     /* HOOKED (--ema) */
-  hk_hook_free(limit);   /* HOOKED */
+  hk_loop_free(loop);     /* HOOKED */
+  hk_hook_free(lr_hook);  /* HOOKED (--lr) */
+  hk_hook_free(metrics);  /* HOOKED: after the loop that borrowed it */
+  hk_hook_free(ema);      /* HOOKED (--ema) */
+  if (hooks[0] != d->stop) hk_hook_free(hooks[0]); /* HOOKED: --time-limit; the stop hook is digits_dist_end()'s */
   scratch_free(s);
   free(it.perm);
+  free(op.m);
+  free(op.v);
   return status;
 }
 
 int main(int argc, char **argv) {
-  digits_flags o;
+  own_options o;
+  digits_dist d;
   digits_data trn, tst;
-  int rc = digits_parse_flags(&o, PROG, argc, argv, NULL);
+  int rc = parse_args(argc, argv, &o);
 
   if (rc == DIGITS_HELP) {
     usage(stdout);
     return 0;
   }
   if (rc != 0) return rc;
-  /* No signal handler is installed yet (the loop installs its own at
-   * start), so a signal while loading ends the program as usual. */
-  if ((rc = digits_load(&o, &trn, &tst)) != 0) return DIGITS_EXIT_RUNTIME;
-  rc = train(&o, &trn, &tst);
-  digits_data_free(&trn);
-  digits_data_free(&tst);
+  digits_dist_single(&d, PROG);
+#ifdef HK_EXAMPLE_MPI
+  if (o.distributed && (rc = digits_dist_start(&d, PROG, &o.f, o.collective_timeout, &argc, &argv)) != 0) return rc;
+  o.f.prog = d.who; /* the data's lines name the rank too */
+#endif
+  /* No signal handler is installed yet in a single process (the loop
+   * installs its own at start), so a signal while loading ends the
+   * program as usual; in a job the stop hook has them already. */
+  if ((rc = digits_load(&o.f, &trn, &tst)) == 0) {
+    rc = train(&o, &d, &trn, &tst);
+    digits_data_free(&trn);
+    digits_data_free(&tst);
+  } else {
+    rc = DIGITS_EXIT_RUNTIME;
+  }
+#ifdef HK_EXAMPLE_MPI
+  if (d.on) digits_dist_end(&d, rc);
+#endif
   return rc;
 }
