@@ -64,8 +64,7 @@ void digits_dist_rows(const digits_dist *d, int64_t batch, int64_t *first, int64
  * @return 0; DIGITS_EXIT_USAGE after the batches disagreed (MPI is then
  *         finalized); a failure to start aborts the job.
  */
-int digits_dist_start(digits_dist *d, const char *prog, const digits_flags *f, double timeout, int *argc,
-                      char ***argv);
+int digits_dist_start(digits_dist *d, const char *prog, const digits_flags *f, double timeout, int *argc, char ***argv);
 
 /* The end of the job: a nonzero rc aborts it (no rank is left waiting for
  * this one); else the stop hook and the context are freed and MPI

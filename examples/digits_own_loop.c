@@ -1,8 +1,9 @@
 /*
  * digits_own_loop — the digits MLP of train_digits.c written the way most
  * trainers are written: the program owns its parameter arrays, its math
- * (forward, backward and the SGD update in plain C on float arrays), its
- * random number generator, its data iterator and its training loop. hooked
+ * (forward, backward and the SGD or Adam update in plain C on float arrays,
+ * in digits_own_model.c), its random number generator, its data iterator
+ * and its training loop. hooked
  * comes in through the host loop (hooked/loop.h), which borrows that memory
  * in place: restore at start, periodic and final checkpoints, --steps as the
  * last global step, a clean stop on SIGINT/SIGTERM, and TensorBoard event
@@ -33,14 +34,50 @@
  * started as. --metrics-log adds 13 more: a MetricsLogHook of the loss
  * array and of the test accuracy the program reports (its declaration and
  * its free, a 9-line block that makes it and hands it to the loop, and a
- * 2-line report in the steps that write a row).
+ * 2-line report in the steps that write a row). --optimizer adam adds 2
+ * lines marked HOOKED (--optimizer adam): Adam's moments m and v are
+ * registered arrays, in every checkpoint; its step count is the global
+ * step the loop restores, so it needs no state of its own.
+ *
+ * --distributed sync (under mpirun, with hooked::mpi) adds 14 lines marked
+ * HOOKED (--distributed) and --zero1 2 more; the rest of a rank's job —
+ * MPI_Init, the context with its --collective-timeout, the stop agreement
+ * that owns the stop signals, the check that every rank has the same
+ * global batch — is digits_dist.c's, which any digits trainer can share.
+ * 3 lines in main() start and end the job. 6 in train(): the env names the
+ * rank in every line (hk_mpi_log_env()), the loop gets the job's group
+ * (hk_mpi_group(): with --checkpoint-dir every rank writes its shard of each
+ * checkpoint, rank 0 commits it, and a job of any rank count resumes it),
+ * the stop hook comes last among the loop's hooks in place of the loop's
+ * own signal handlers (a signal to any rank stops every rank after the
+ * same step), and checkpoints fall due in steps, every 1000 unless
+ * --save-steps says otherwise (a clock differs between ranks). 5 in
+ * update(): the program averages its gradients itself — each rank computes
+ * the mean gradient of its block of rows of the global batch (hk_mpi_block:
+ * 3 ranks take 11, 11 and 10 rows of 32), weighted by its share of the
+ * rows, so the average over the ranks is the global batch's mean gradient —
+ * with hk_mpi_average(), and the loss with hk_mpi_average_scalar(). With
+ * --zero1 each rank keeps m and v of its block of the flat parameter
+ * vector only (hk_mpi_block(), the 2 lines of --zero1; registered
+ * HK_LOOP_PARTITIONED, so a checkpoint holds each block once and a restart
+ * on another rank count re-cuts them), and hk_mpi_average() becomes its
+ * two halves: hk_mpi_reduce_scatter_average() gives the rank the mean of
+ * its block of the gradient, it updates that block of the parameters, and
+ * hk_mpi_allgather_blocks() gives every rank every block. The reduce-
+ * scatter's block holds the bits of the full average, so --zero1 computes
+ * the parameters of Adam without it bit for bit, with 1/N of the memory
+ * for m and v (the log line at the start says how much). Every rank walks
+ * the same global batch stream: the data iterator's position is a
+ * replicated state, the same on every rank, saved once.
  *
  * The data, its train/test split and the order of the batches follow the
  * recipe of digits_common.h, as in train_digits.c, so the two compare;
  * weights and biases ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) are drawn here from
  * the program's own SplitMix64 seeded --seed (w1, b1, w2, b2 in order), not
  * by the executor's initializers: same distribution, other numbers than
- * train_digits'; plain SGD with learning rate --lr.
+ * train_digits'; plain SGD with learning rate --lr, or Adam. The parameters
+ * live in one flat vector (w1, b1, w2, b2 are views of it), which the
+ * averaging and ZeRO-1 cut into blocks.
  *
  * The data iterator is the program's opaque state: its position (epoch and
  * next row) moves with every step and is nowhere else. It is checkpointed
@@ -213,13 +250,15 @@ static int parse_args(int argc, char **argv, own_options *o) {
    * (the saves are collectives), and every rank computes the same model:
    * what one rank alone would write or decide has no place here yet. */
   if (!hk_secs_is_unset(f->save_secs))
-    return digits_usage_error(PROG, "--save-secs: with --distributed sync every rank saves its shard at the same "
-                                    "steps; give --save-steps");
+    return digits_usage_error(PROG,
+                              "--save-secs: with --distributed sync every rank saves its shard at the same "
+                              "steps; give --save-steps");
   if (f->async) return digits_usage_error(PROG, "--async does not combine with --distributed sync");
   if (f->summary_dir || f->metrics_log || f->ema_decay >= 0 || f->best_k || f->lr_flags.schedule >= 0 ||
       f->lr_flags.patience >= 0)
-    return digits_usage_error(PROG, "--summary-dir, --metrics-log, --ema, --best-k, --lr-schedule and --lr-plateau "
-                                    "do not combine with --distributed sync");
+    return digits_usage_error(PROG,
+                              "--summary-dir, --metrics-log, --ema, --best-k, --lr-schedule and --lr-plateau "
+                              "do not combine with --distributed sync");
   return 0;
 }
 
@@ -239,8 +278,8 @@ static int parse_args(int argc, char **argv, own_options *o) {
 
 typedef struct data_iter {
   const digits_data *train;
-  int64_t batch;             /* the global batch */
-  int64_t row_first, rows;   /* the rows of each batch this rank takes (all of them in one process) */
+  int64_t batch;           /* the global batch */
+  int64_t row_first, rows; /* the rows of each batch this rank takes (all of them in one process) */
   uint64_t seed;
   int64_t epoch;  /* the epoch `perm` shuffles */
   int64_t next;   /* index into perm of the next batch's first row */
@@ -333,13 +372,13 @@ static float ema_accuracy(const hk_hook *ema, const digits_data *test) {
 /* The report on stderr and the result line on stdout, with why it stopped;
  * a rank of a job other than the chief says its step and accuracy on
  * stderr instead. */
-static int report(const digits_flags *o, const digits_dist *d, const hk_stop_info *why, int64_t step,
-                  int64_t steps_run, double secs, float loss, float acc, float ema_acc) {
+static int report(const digits_flags *o, const digits_dist *d, const hk_stop_info *why, int64_t step, int64_t steps_run,
+                  double secs, float loss, float acc, float ema_acc) {
   char word[64], ema[48] = "";
   if (o->verbosity >= 0) {
     if (why->reason != HK_STOP_LAST_STEP)
-      fprintf(stderr, PROG ": %sstopped at step %" PRId64 ": %s (%s)\n", d->tag, step,
-              hk_stop_reason_name(why->reason), why->detail);
+      fprintf(stderr, PROG ": %sstopped at step %" PRId64 ": %s (%s)\n", d->tag, step, hk_stop_reason_name(why->reason),
+              why->detail);
     fprintf(stderr, "%straining time: %.3f s for %" PRId64 " steps (%.1f us/step)\n", d->tag, secs, steps_run,
             steps_run ? secs * 1e6 / (double)steps_run : 0.0);
   }
@@ -360,8 +399,10 @@ static int report(const digits_flags *o, const digits_dist *d, const hk_stop_inf
 typedef struct optimizer {
   int adam, zero1;
   size_t first, len;
-  float *m, *v; /* len each; NULL for SGD */
-  float share;  /* this rank's weight in the global batch's mean gradient */
+  int64_t dim;    /* len, as the loop's dims */
+  unsigned flags; /* the loop's flags of m and v: --zero1, HK_LOOP_PARTITIONED */
+  float *m, *v;   /* len each; NULL for SGD */
+  float share;    /* this rank's weight in the global batch's mean gradient */
 } optimizer;
 
 /* The moments of the parameters this rank updates (the block
@@ -377,8 +418,11 @@ static int optimizer_init(optimizer *op, const own_options *o, const digits_dist
    * not change). */
   op->share = (float)((double)rows * d->size / (double)o->f.batch);
 #ifdef HK_EXAMPLE_MPI
-  if (op->zero1 && hk_mpi_block(&op->first, &op->len, NFLAT, d->size, d->rank, NULL) != HK_OK) return 1;
+  if (op->zero1 && hk_mpi_block(&op->first, &op->len, NFLAT, d->size, d->rank, NULL) != HK_OK) /* HOOKED (--zero1) */
+    return 1;
 #endif
+  op->dim = (int64_t)op->len;
+  op->flags = op->zero1 ? HK_LOOP_PARTITIONED : HK_LOOP_DEFAULT;
   if (!op->adam) return 0;
   op->m = calloc(op->len, sizeof(float));
   op->v = calloc(op->len, sizeof(float));
@@ -401,6 +445,7 @@ static hk_code update(model *m, scratch *s, const optimizer *op, const digits_di
       for (size_t i = 0; i < NFLAT; i++) s->g[i] *= op->share;
       l *= op->share;
     }
+    /* HOOKED (--distributed): the means over the job; --zero1: of this rank's block only */
     if (hk_mpi_average_scalar(d->mpi, &l, st) != HK_OK ||
         (op->zero1 ? hk_mpi_reduce_scatter_average : hk_mpi_average)(d->mpi, HK_DTYPE_F32, s->g, NFLAT, st) != HK_OK)
       return st->code;
@@ -414,8 +459,8 @@ static hk_code update(model *m, scratch *s, const optimizer *op, const digits_di
   else
     own_sgd(m->p, s->g, 0, NFLAT, lr);
 #ifdef HK_EXAMPLE_MPI
-  /* --zero1: every rank's updated block to every rank. */
-  if (op->zero1) return hk_mpi_allgather_blocks(d->mpi, HK_DTYPE_F32, m->p, NFLAT, st);
+  if (op->zero1) /* HOOKED (--distributed): every rank's updated block to every rank */
+    return hk_mpi_allgather_blocks(d->mpi, HK_DTYPE_F32, m->p, NFLAT, st);
 #endif
   return HK_OK;
 }
@@ -459,6 +504,7 @@ static int save_due(const digits_flags *o, int64_t step) {
 /* The plain C trainer, with the HOOKED lines that make it a hooked one. */
 static int train(const own_options *oo, const digits_dist *d, const digits_data *trn, const digits_data *tst) {
   const digits_flags *o = &oo->f;
+  const param *p = own_params;
   model m;
   optimizer op;
   int64_t row_first, rows; /* this rank's rows of each batch */
@@ -475,12 +521,11 @@ static int train(const own_options *oo, const digits_dist *d, const digits_data 
   hk_hook *lr_hook = NULL;       /* HOOKED (--lr) */
   float lr = (float)o->lr;       /* what the update reads */
   const int64_t plateau_every = o->lr_flags.plateau_every == HK_UNSET_STEPS ? 100 : o->lr_flags.plateau_every;
-  hk_hook *metrics = NULL;     /* HOOKED: --metrics-log */
-  hk_hook *ema = NULL;         /* HOOKED: --ema */
-  hk_hook *hooks[2] = {NULL};  /* HOOKED: --time-limit; distributed, the stop agreement last */
-  size_t nhooks = 0;           /* HOOKED */
-  hk_stop_info why;            /* HOOKED: why it stopped */
-  hk_env env;                  /* HOOKED: --quiet / --verbose */
+  hk_hook *metrics = NULL;          /* HOOKED: --metrics-log */
+  hk_hook *ema = NULL;              /* HOOKED: --ema */
+  hk_hook *hooks[2] = {NULL, NULL}; /* HOOKED: --time-limit; distributed, the stop agreement after it */
+  hk_stop_info why;                 /* HOOKED: why it stopped */
+  hk_env env;                       /* HOOKED: --quiet / --verbose */
 
   it.perm = malloc(trn->n * sizeof *it.perm);
   if (s == NULL || it.perm == NULL || optimizer_init(&op, oo, d, rows) != 0) {
@@ -494,34 +539,27 @@ static int train(const own_options *oo, const digits_dist *d, const digits_data 
   hk_env_init(&env, HK_ENV_VERSION);
   digits_env_levels(o, &env);
   if (digits_time_limit_hook(o, &hooks[0]) != 0) goto out;
-  nhooks = hooks[0] != NULL;
   hk_loop_options lo = HK_LOOP_OPTIONS_INIT;
   lo.env = &env, lo.stop_signals = digits_stop_signals(o); /* --stop-signals */
+  lo.hooks = hooks, lo.nhooks = hooks[0] != NULL;          /* --time-limit */
   lo.checkpoint_dir = o->checkpoint_dir, lo.max_to_keep = o->keep, lo.async_checkpoint = o->async;
   lo.last_step = o->steps, lo.save_steps = o->save_steps, lo.save_secs = o->save_secs; /* unset: every 600 s */
   lo.summary_dir = o->summary_dir; /* global_step/sec every 100 steps; NULL: into the checkpoint dir */
   lo.best_k = o->best_k, lo.restore_best = o->restore_best; /* --best-k K [--restore-best] */
   if (o->best_k) lo.best_metric = "test_accuracy", lo.best_mode = HK_MONITOR_MAX;
 #ifdef HK_EXAMPLE_MPI
-  if (d->on) { /* --distributed sync: one job of the group's ranks, each writing its shard */
-    if (hk_mpi_log_env(&env, d->mpi, &env, &st) != HK_OK) goto failed; /* every line names the rank */
+  if (d->on) { /* HOOKED (--distributed): one job of the group's ranks, each writing its shard */
+    if (hk_mpi_log_env(&env, d->mpi, &env, &st) != HK_OK) goto failed; /* every line names its rank */
     lo.group = hk_mpi_group(), lo.group_user = d->mpi;
-    lo.handle_signals = 0, lo.stop_signals = 0, hooks[nhooks++] = d->stop; /* the stop agreement owns them, last */
-    if (o->checkpoint_dir && o->save_steps == HK_UNSET_STEPS) lo.save_steps = 1000; /* not a clock: it differs between ranks */
+    lo.handle_signals = 0, lo.stop_signals = 0, hooks[lo.nhooks++] = d->stop; /* it owns the signals */
+    lo.save_steps = o->checkpoint_dir && o->save_steps == HK_UNSET_STEPS ? 1000 : o->save_steps; /* not a clock */
   }
 #endif
-  lo.hooks = hooks, lo.nhooks = nhooks;
   if (hk_loop_new(&loop, &lo, &st) != HK_OK) goto failed;
-  for (int i = 0; i < NPARAMS; i++) { /* w1, b1, w2, b2: views into the flat vector m.p */
-    const param *p = &own_params[i];
-    hk_loop_add_array(loop, p->name, HK_DTYPE_F32, p->rank, p->dims, m.p + p->offset, 0, &st);
-  }
-  if (op.adam) { /* Adam's moments; --zero1: this rank's block of each, partitioned across the ranks */
-    const int64_t len = (int64_t)op.len;
-    const unsigned flags = op.zero1 ? HK_LOOP_PARTITIONED : 0;
-    hk_loop_add_array(loop, "adam_m", HK_DTYPE_F32, 1, &len, op.m, flags, &st);
-    hk_loop_add_array(loop, "adam_v", HK_DTYPE_F32, 1, &len, op.v, flags, &st);
-  }
+  for (int i = 0; i < NPARAMS; i++) /* w1, b1, w2, b2: views into the flat vector m.p */
+    hk_loop_add_array(loop, p[i].name, HK_DTYPE_F32, p[i].rank, p[i].dims, m.p + p[i].offset, 0, &st);
+  for (int i = 0; op.adam && i < 2; i++) /* HOOKED (--optimizer adam): m, v; --zero1: this rank's blocks */
+    hk_loop_add_array(loop, i ? "adam_v" : "adam_m", HK_DTYPE_F32, 1, &op.dim, i ? op.v : op.m, op.flags, &st);
   hk_loop_add_array(loop, "loss", HK_DTYPE_F32, 0, NULL, &loss, HK_LOOP_NO_CHECKPOINT, &st);
   hk_loop_add_array(loop, "test_accuracy", HK_DTYPE_F32, 0, NULL, &test_acc, HK_LOOP_NO_CHECKPOINT, &st);
   if (o->ema_decay >= 0 && add_ema(loop, o, &ema, &st) != HK_OK) goto failed;
@@ -571,11 +609,11 @@ static int train(const own_options *oo, const digits_dist *d, const digits_data 
 failed:
   fprintf(stderr, PROG ": %s%s: %s\n", d->tag, hk_code_name(st.code), st.message); /* HOOKED */
 out:
-  hk_loop_free(loop);     /* HOOKED */
-  hk_hook_free(lr_hook);  /* HOOKED (--lr) */
-  hk_hook_free(metrics);  /* HOOKED: after the loop that borrowed it */
-  hk_hook_free(ema);      /* HOOKED (--ema) */
-  if (hooks[0] != d->stop) hk_hook_free(hooks[0]); /* HOOKED: --time-limit; the stop hook is digits_dist_end()'s */
+  hk_loop_free(loop);                              /* HOOKED */
+  hk_hook_free(lr_hook);                           /* HOOKED (--lr) */
+  hk_hook_free(metrics);                           /* HOOKED: after the loop that borrowed it */
+  hk_hook_free(ema);                               /* HOOKED (--ema) */
+  if (hooks[0] != d->stop) hk_hook_free(hooks[0]); /* HOOKED: --time-limit (the stop hook is the job's) */
   scratch_free(s);
   free(it.perm);
   free(op.m);
@@ -596,7 +634,9 @@ int main(int argc, char **argv) {
   if (rc != 0) return rc;
   digits_dist_single(&d, PROG);
 #ifdef HK_EXAMPLE_MPI
-  if (o.distributed && (rc = digits_dist_start(&d, PROG, &o.f, o.collective_timeout, &argc, &argv)) != 0) return rc;
+  if (o.distributed &&
+      (rc = digits_dist_start(&d, PROG, &o.f, o.collective_timeout, &argc, &argv)) != 0) /* HOOKED (--distributed) */
+    return rc;
   o.f.prog = d.who; /* the data's lines name the rank too */
 #endif
   /* No signal handler is installed yet in a single process (the loop
@@ -610,7 +650,7 @@ int main(int argc, char **argv) {
     rc = DIGITS_EXIT_RUNTIME;
   }
 #ifdef HK_EXAMPLE_MPI
-  if (d.on) digits_dist_end(&d, rc);
+  if (d.on) digits_dist_end(&d, rc); /* HOOKED (--distributed) */
 #endif
   return rc;
 }

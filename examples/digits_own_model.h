@@ -50,12 +50,12 @@ void own_init(model *m, uint64_t seed);
 /* Scratch of a step, sized once for the rows a step trains on: a step
  * allocates nothing. */
 typedef struct scratch {
-  float *x;    /* rows * NPIX */
-  int32_t *y;  /* rows */
-  float *hpre; /* rows * NHID, pre-activation */
-  float *h;    /* rows * NHID */
-  float *dl;   /* rows * NCLS, d loss / d logits */
-  float *dh;   /* rows * NHID, d loss / d hpre */
+  float *x;       /* rows * NPIX */
+  int32_t *y;     /* rows */
+  float *hpre;    /* rows * NHID, pre-activation */
+  float *h;       /* rows * NHID */
+  float *dl;      /* rows * NCLS, d loss / d logits */
+  float *dh;      /* rows * NHID, d loss / d hpre */
   float g[NFLAT]; /* the gradient, laid out as model.p */
 } scratch;
 
