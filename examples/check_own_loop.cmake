@@ -155,6 +155,23 @@ elseif(MODE STREQUAL "bad_flags")
       message(FATAL_ERROR "'${args}' printed on stdout:\n${OUT}")
     endif()
   endforeach()
+  # The flags of --distributed and the optimizer, each refused before MPI
+  # starts (a build without MPI refuses --distributed itself).
+  foreach(case IN ITEMS "--optimizer;rmsprop@--optimizer 'rmsprop' is neither sgd nor adam"
+                        "--zero1@--zero1 needs --distributed sync and --optimizer adam"
+                        "--optimizer;adam;--zero1@--zero1 needs --distributed sync"
+                        "--collective-timeout;5@--collective-timeout needs --distributed"
+                        "--collective-timeout;0@invalid value '0' for --collective-timeout"
+                        "--distributed;async@--distributed 'async' is not sync"
+                        "--distributed;sync;--zero1@(--zero1 needs|.*without MPI)"
+                        "--distributed;sync;--checkpoint-dir;d;--save-secs;5@(--save-secs: with|.*without MPI)"
+                        "--distributed;sync;--summary-dir;s@.*(do not combine with --distributed|without MPI)")
+    string(REPLACE "@" ";" parts "${case}")
+    list(GET parts -1 message)
+    list(REMOVE_AT parts -1)
+    run(2 ${parts})
+    expect_match("${ERR}" "^digits_own_loop: ${message}" "message for '${parts}'")
+  endforeach()
   # Nothing was created for the rejected --checkpoint-dir d.
   if(EXISTS "${WORK_DIR}/d")
     message(FATAL_ERROR "a rejected command line created its checkpoint directory")
