@@ -33,9 +33,9 @@ typedef struct digits_dist {
    * messages start with (digits_flags.prog). */
   char tag[32];
   char who[64];
+  hk_hook *stop; /* the stop agreement: the last of the rank's hooks, owning the stop signals; NULL alone */
 #ifdef HK_EXAMPLE_MPI
   hk_mpi *mpi;
-  hk_hook *stop; /* the stop agreement: the last of the rank's hooks; it owns the stop signals */
 #endif
 } digits_dist;
 
