@@ -13,7 +13,9 @@
 # kill: a 2-rank --zero1 job, one rank SIGKILLed mid-run: the job exits
 #   non-zero, no rank is left; relaunched, it resumes from the newest
 #   checkpoint and every file of its final checkpoint (each shard, the
-#   index) is byte-identical to an uninterrupted 2-rank job's.
+#   index) is byte-identical to an uninterrupted 2-rank job's; SIGTERM to
+#   one rank of a job stops every rank after the same step, exit 0, with a
+#   final checkpoint of that step.
 # reshard: a --zero1 job of 4 ranks resumed by 2, then by 3: each restores
 #   the global model (parameters and the moments, re-cut into its rank
 #   count's blocks) and trains on. Each hop is also checked exactly: the
@@ -143,6 +145,20 @@ kill)
     cmp "$f" "$work/kill/${f##*/}" || fail "the resumed run's final checkpoint differs: ${f##*/}"
   done
   echo "resumed from step $newest: every file of model.ckpt-$steps is byte-identical to the uninterrupted run's"
+
+  # SIGTERM to one rank only: every rank stops after the same step, exit 0,
+  # the final checkpoint is of that step.
+  run term 2 --optimizer adam --zero1 --steps 100000000 --save-steps 1000 --checkpoint-dir "$work/term"
+  wait_for_file "$work/term/model.ckpt-1000.shards" 300 || fail "the job to signal wrote no checkpoint of step 1000"
+  victim=$(rank_pid 1)
+  [ -n "$victim" ] || fail "cannot find rank 1's process"
+  kill -TERM "$victim"
+  bounded_wait 120 || fail "after SIGTERM to rank 1 the job exited $?"
+  step=$(sed -n 's/^result: step=\([0-9]*\) .* stop=signal:SIGTERM$/\1/p' "$work/term.out")
+  [ -n "$step" ] || fail "the chief's result line does not say stop=signal:SIGTERM"
+  grep -q "rank 1/2: step=$step " "$work/term.err" || fail "rank 1 did not stop at the chief's step $step"
+  [ -f "$work/term/model.ckpt-$step.shards" ] || fail "no final checkpoint of step $step"
+  echo "SIGTERM to rank 1 (pid $victim): every rank stopped after step $step, exit 0, final checkpoint of it"
   ;;
 
 reshard)
