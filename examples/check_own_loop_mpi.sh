@@ -164,7 +164,7 @@ kill)
 reshard)
   common=(--optimizer adam --zero1 --save-steps 500)
   hop() { # hop NP STEP: NP ranks resume the job's directory and train on to STEP
-    run hop$1 "$1" "${common[@]}" --steps "$2" --checkpoint-dir "$work/job"
+    run "hop$1" "$1" "${common[@]}" --steps "$2" --checkpoint-dir "$work/job"
     bounded_wait 300 || fail "$1 ranks resuming exited $?"
     grep -q "^result: step=$2 " "$work/hop$1.out" || fail "$1 ranks did not reach step $2"
     [ -f "$work/job/model.ckpt-$2.shard-0000$(($1 - 1))-of-0000$1.safetensors" ] ||
@@ -172,7 +172,7 @@ reshard)
   }
   exact() { # exact NP STEP: NP ranks restore the checkpoint of STEP and save it again, identical
     import "$work/job/model.ckpt-$2" "$work/import$1"
-    run import$1 "$1" "${common[@]}" --steps "$2" --checkpoint-dir "$work/import$1"
+    run "import$1" "$1" "${common[@]}" --steps "$2" --checkpoint-dir "$work/import$1"
     bounded_wait 300 || fail "$1 ranks restoring the imported checkpoint exited $?"
     [ -f "$work/import$1/model.ckpt-$2.shard-0000$(($1 - 1))-of-0000$1.safetensors" ] ||
       fail "$1 ranks did not save the imported checkpoint of step $2 again"
