@@ -23,6 +23,11 @@
 #   state file naming it), the new rank count restores it and saves it at
 #   once, as its own step's checkpoint in its own layout, and hooked-ckpt
 #   diff finds it identical to the one saved.
+# async: a 2-rank --zero1 job with --async (each rank's background writer
+#   saves its shard, on a second MPI context) saves at the same steps as
+#   without it and ends with byte-identical shards; one rank SIGKILLed
+#   mid-run, the relaunch (--async too) resumes from the newest complete
+#   checkpoint and ends byte-identical to the uninterrupted run.
 # No timing is asserted: the waits below only bound a hung run.
 set -u
 mpiexec=$1
@@ -188,7 +193,48 @@ reshard)
   echo "4 ranks -> 2 -> 3 with --zero1: each restored the global model exactly (hooked-ckpt diff) and trained on"
   ;;
 
+async)
+  steps=40000
+  common=(--optimizer adam --zero1 --steps "$steps" --save-steps 1000 --keep 0)
+  run sync 2 "${common[@]}" --checkpoint-dir "$work/sync"
+  bounded_wait 600 || fail "the 2-rank job without --async exited $?"
+  run async 2 "${common[@]}" --async --checkpoint-dir "$work/async"
+  bounded_wait 600 || fail "the 2-rank job with --async exited $?"
+  [ "$(cat "$work/async.out")" = "$(cat "$work/sync.out")" ] || fail "the result lines differ"
+  indexes() { # indexes DIR: the checkpoints' index files in DIR, one per line
+    local f
+    for f in "$1"/*.shards; do [ -e "$f" ] && echo "${f##*/}"; done
+  }
+  [ "$(indexes "$work/async")" = "$(indexes "$work/sync")" ] ||
+    fail "--async saved other steps: $(indexes "$work/async" | wc -l) checkpoints against $(indexes "$work/sync" | wc -l)"
+  final=("model.ckpt-$steps".shard-0000{0,1}-of-00002.safetensors "model.ckpt-$steps.shards")
+  for f in "${final[@]}"; do
+    cmp "$work/sync/$f" "$work/async/$f" || fail "--async wrote another $f"
+  done
+  echo "--async: the same $(indexes "$work/async" | wc -l) checkpoints as without it; the final one byte-identical"
+
+  run kill 2 "${common[@]}" --async --checkpoint-dir "$work/kill"
+  wait_for_file "$work/kill/model.ckpt-1000.shards" 300 || fail "the job to kill wrote no checkpoint of step 1000"
+  victim=$(rank_pid 1)
+  [ -n "$victim" ] || fail "cannot find rank 1's process"
+  kill -9 "$victim"
+  bounded_wait 60
+  code=$?
+  [ "$code" -ne 0 ] || fail "the job exited 0 after one rank was killed"
+  newest=$(ls "$work/kill" | sed -n 's/^model\.ckpt-\([0-9]*\)\.shards$/\1/p' | sort -n | tail -1)
+  [ "${newest:-$steps}" -lt "$steps" ] || fail "the job finished before the kill landed; nothing to resume"
+  "$ckpt" verify "$work/kill/model.ckpt-$newest" >/dev/null || fail "the newest checkpoint left by the kill does not verify"
+  run resume 2 "${common[@]}" --async --checkpoint-dir "$work/kill"
+  bounded_wait 600 || fail "the relaunched job exited $?"
+  grep -q "rank 0/2: resumed at step $newest$" "$work/resume.err" || fail "the relaunch did not resume at step $newest"
+  [ "$(cat "$work/resume.out")" = "$(cat "$work/sync.out")" ] || fail "the resumed job's result line differs"
+  for f in "${final[@]}"; do
+    cmp "$work/sync/$f" "$work/kill/$f" || fail "the resumed --async run's $f differs"
+  done
+  echo "--async, rank 1 killed (exit $code), resumed from step $newest: the final checkpoint is byte-identical"
+  ;;
+
 *)
-  fail "unknown mode '$mode' (accuracy, zero1, kill or reshard)"
+  fail "unknown mode '$mode' (accuracy, zero1, kill, reshard or async)"
   ;;
 esac

@@ -76,11 +76,19 @@ int digits_dist_start(digits_dist *d, const char *prog, const digits_flags *f, d
   hk_status st = HK_STATUS_INIT;
   hk_mpi_options mo = HK_MPI_OPTIONS_INIT;
   hk_mpi_stop_options so = HK_MPI_STOP_OPTIONS_INIT;
+  int provided = MPI_THREAD_SINGLE;
   digits_dist_single(d, prog);
-  MPI_Init(argc, argv);
+  /* --async: the background writer makes the sharded saves' exchanges
+   * while this thread averages, on a context of its own. */
+  MPI_Init_thread(argc, argv, f->async ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
+  if (f->async && provided < MPI_THREAD_MULTIPLE) {
+    fprintf(stderr, "%s: --async with --distributed sync needs an MPI library with MPI_THREAD_MULTIPLE\n", prog);
+    MPI_Abort(MPI_COMM_WORLD, DIGITS_EXIT_RUNTIME);
+  }
   mo.collective_timeout_secs = timeout;
   so.stop_signals = digits_stop_signals(f);
-  if (hk_mpi_new(&d->mpi, &mo, &st) != HK_OK || hk_mpi_stop_hook_new(&d->stop, d->mpi, &so, &st) != HK_OK) {
+  if (hk_mpi_new(&d->mpi, &mo, &st) != HK_OK || hk_mpi_stop_hook_new(&d->stop, d->mpi, &so, &st) != HK_OK ||
+      (f->async && hk_mpi_new(&d->ckpt_mpi, &mo, &st) != HK_OK)) {
     fprintf(stderr, "%s: --distributed: %s\n", prog, st.message);
     MPI_Abort(MPI_COMM_WORLD, DIGITS_EXIT_RUNTIME);
   }
@@ -92,6 +100,7 @@ int digits_dist_start(digits_dist *d, const char *prog, const digits_flags *f, d
   snprintf(d->who, sizeof d->who, "%s: rank %d/%d", prog, d->rank, d->size);
   if (!batch_agrees(d, prog, f->batch)) {
     hk_hook_free(d->stop);
+    hk_mpi_free(d->ckpt_mpi);
     hk_mpi_free(d->mpi);
     MPI_Finalize();
     return DIGITS_EXIT_USAGE;
@@ -102,6 +111,7 @@ int digits_dist_start(digits_dist *d, const char *prog, const digits_flags *f, d
 void digits_dist_end(digits_dist *d, int rc) {
   if (rc != 0) MPI_Abort(MPI_COMM_WORLD, rc);
   hk_hook_free(d->stop);
+  hk_mpi_free(d->ckpt_mpi);
   hk_mpi_free(d->mpi);
   MPI_Finalize();
 }

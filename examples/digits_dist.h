@@ -36,6 +36,10 @@ typedef struct digits_dist {
   hk_hook *stop; /* the stop agreement: the last of the rank's hooks, owning the stop signals; NULL alone */
 #ifdef HK_EXAMPLE_MPI
   hk_mpi *mpi;
+  /* With --async, the checkpoints' own context: the background writer
+   * makes the sharded saves' exchanges on it while the training thread
+   * averages on `mpi` (MPI_THREAD_MULTIPLE); NULL otherwise. */
+  hk_mpi *ckpt_mpi;
 #endif
 } digits_dist;
 
@@ -59,15 +63,19 @@ void digits_dist_rows(const digits_dist *d, int64_t batch, int64_t *first, int64
  * handlers of f's stop signals (a signal to any rank from then on stops
  * every rank after the same step); then every rank learns every rank's
  * --batch, and all leave together (the chief says why) when they differ or
- * some rank would get no row. The program must not install hooked's signal
- * helper (nor let the host loop do it: handle_signals 0).
+ * some rank would get no row. With f->async (checkpoints written on a
+ * background thread) MPI is initialized with MPI_THREAD_MULTIPLE and a
+ * second context, ckpt_mpi, is made for the checkpoints' group; an MPI
+ * without that thread level ends the job with a message saying so. The
+ * program must not install hooked's signal helper (nor let the host loop
+ * do it: handle_signals 0).
  * @return 0; DIGITS_EXIT_USAGE after the batches disagreed (MPI is then
  *         finalized); a failure to start aborts the job.
  */
 int digits_dist_start(digits_dist *d, const char *prog, const digits_flags *f, double timeout, int *argc, char ***argv);
 
 /* The end of the job: a nonzero rc aborts it (no rank is left waiting for
- * this one); else the stop hook and the context are freed and MPI
+ * this one); else the stop hook and the contexts are freed and MPI
  * finalized. */
 void digits_dist_end(digits_dist *d, int rc);
 #endif

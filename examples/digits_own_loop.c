@@ -178,8 +178,9 @@ static void usage(FILE *out) {
           "                   size >= the rank count), the gradients are averaged (hooked::mpi);\n"
           "                   with --checkpoint-dir every rank writes its shard of each\n"
           "                   checkpoint every --save-steps steps, and a job of any rank count\n"
-          "                   resumes it. Not with --save-secs, --async, --summary-dir,\n"
-          "                   --metrics-log, --ema, --best-k, --lr-schedule or --lr-plateau\n"
+          "                   resumes it; with --async each rank's background writer saves\n"
+          "                   its shard. Not with --save-secs, --summary-dir, --metrics-log,\n"
+          "                   --ema, --best-k, --lr-schedule or --lr-plateau\n"
           "  --zero1          (--distributed sync, --optimizer adam) each rank keeps Adam's m\n"
           "                   and v of its block of the parameters only (ZeRO-1): it\n"
           "                   reduce-scatters the gradients, updates its block, all-gathers\n"
@@ -246,14 +247,13 @@ static int parse_args(int argc, char **argv, own_options *o) {
   if (!o->distributed && !hk_secs_is_unset(o->collective_timeout))
     return digits_usage_error(PROG, "--collective-timeout needs --distributed");
   if (!o->distributed) return 0;
-  /* Every rank saves its shard at the same steps, in the training thread
-   * (the saves are collectives), and every rank computes the same model:
-   * what one rank alone would write or decide has no place here yet. */
+  /* Every rank saves its shard at the same steps (the saves are
+   * collectives), and every rank computes the same model: what one rank
+   * alone would write or decide has no place here yet. */
   if (!hk_secs_is_unset(f->save_secs))
     return digits_usage_error(PROG,
                               "--save-secs: with --distributed sync every rank saves its shard at the same "
                               "steps; give --save-steps");
-  if (f->async) return digits_usage_error(PROG, "--async does not combine with --distributed sync");
   if (f->summary_dir || f->metrics_log || f->ema_decay >= 0 || f->best_k || f->lr_flags.schedule >= 0 ||
       f->lr_flags.patience >= 0)
     return digits_usage_error(PROG,
@@ -550,7 +550,7 @@ static int train(const own_options *oo, const digits_dist *d, const digits_data 
 #ifdef HK_EXAMPLE_MPI
   if (d->on) { /* HOOKED (--distributed): one job of the group's ranks, each writing its shard */
     if (hk_mpi_log_env(&env, d->mpi, &env, &st) != HK_OK) goto failed; /* every line names its rank */
-    lo.group = hk_mpi_group(), lo.group_user = d->mpi;
+    lo.group = hk_mpi_group(), lo.group_user = d->ckpt_mpi ? d->ckpt_mpi : d->mpi; /* --async: the writer's own */
     lo.handle_signals = 0, lo.stop_signals = 0, hooks[lo.nhooks++] = d->stop; /* it owns the signals */
     lo.save_steps = o->checkpoint_dir && o->save_steps == HK_UNSET_STEPS ? 1000 : o->save_steps; /* not a clock */
   }
