@@ -27,7 +27,7 @@ work=$3
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 rm -rf "$work"
 mkdir -p "$work"
-# job_procs, rank_pid, proc_id, still_running and kill_job: this script's
+# rank_pid, bounded_wait, wait_for_file, kill_rank, kill_job: this script's
 # own job's processes, found below its mpirun, never by name.
 . "$(dirname "$0")/mpi_job.sh"
 trap kill_job EXIT # a job still running when the script fails
@@ -40,6 +40,7 @@ run() { # run NAME NP ARGS...: mpirun in the background, pid in $job
   local name=$1 np=$2
   shift 2
   "$mpiexec" --oversubscribe -np "$np" "$exe" --no-progress --log-every 0 "$@" >"$work/$name.out" 2>"$work/$name.err" &
+  # shellcheck disable=SC2034 # job: read by mpi_job.sh
   job=$!
 }
 accuracy() { sed -n 's/^result: .*test_accuracy=\([0-9.]*\) stop=.*$/\1/p' "$work/$1.out"; }
@@ -49,15 +50,6 @@ check_accuracy() {
   [ -n "$a" ] || fail "$1: no result line"
   awk -v a="$a" 'BEGIN { exit !(a >= 0.95) }' || fail "$1: test accuracy $a < 0.95"
   echo "$1: test_accuracy $a"
-}
-wait_for_file() { # wait_for_file GLOB SECS
-  local i
-  for ((i = 0; i < $2 * 10; i++)); do
-    compgen -G "$1" >/dev/null && return 0
-    kill -0 "$job" 2>/dev/null || return 1
-    sleep 0.1
-  done
-  return 1
 }
 
 # 1. accuracy
@@ -96,18 +88,8 @@ run ref 3 "${common[@]}" --checkpoint-dir "$work/ref"
 bounded_wait 600 || fail "the uninterrupted 3-rank run exited $?"
 run kill 3 "${common[@]}" --checkpoint-dir "$work/kill"
 wait_for_file "$work/kill/model.ckpt-2000.*" 300 || fail "the job to kill wrote no checkpoint of step 2000"
-victim=$(rank_pid 1)
-[ -n "$victim" ] || fail "cannot find rank 1's process"
-ranks=()
-for p in $(job_procs); do ranks+=("$(proc_id "$p")"); done
-kill -9 "$victim"
-bounded_wait 60
-code=$?
-[ "$code" -ne 0 ] || fail "the job exited 0 after one rank was killed"
-left=$(still_running "${ranks[@]}")
-[ -z "$left" ] || fail "a process of the killed job is still running: pid(s) $left"
-newest=$(ls "$work/kill" | sed -n 's/^model\.ckpt-\([0-9]*\)\.shards$/\1/p' | sort -n | tail -1)
-[ "${newest:-$steps}" -lt "$steps" ] || fail "the job finished before the kill landed; nothing to resume"
+kill_rank 1 "$work/kill" "$steps" 60
+# shellcheck disable=SC2154 # code, newest: set by kill_rank
 echo "killed rank 1 (pid $victim): the job exited $code; newest checkpoint step $newest"
 run resume 3 "${common[@]}" --checkpoint-dir "$work/kill"
 bounded_wait 600 || fail "the relaunched job exited $?"

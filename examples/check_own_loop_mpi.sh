@@ -39,8 +39,8 @@ TOLERANCE=0.01
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 rm -rf "$work"
 mkdir -p "$work"
-# job_procs, rank_pid, proc_id, still_running, kill_job and bounded_wait:
-# this script's own job's processes, found below its mpirun, never by name.
+# rank_pid, bounded_wait, wait_for_file, kill_rank, kill_job: this script's
+# own job's processes, found below its mpirun, never by name.
 . "$(dirname "$0")/mpi_job.sh"
 trap kill_job EXIT # a job still running when the script fails
 fail() {
@@ -53,6 +53,7 @@ run() { # run NAME NP ARGS...: mpirun in the background, pid in $job
   shift 2
   "$mpiexec" --oversubscribe -np "$np" "$exe" --distributed sync --log-every 0 "$@" >"$work/$name.out" \
     2>"$work/$name.err" &
+  # shellcheck disable=SC2034 # job: read by mpi_job.sh
   job=$!
 }
 accuracy() { sed -n 's/^result: .*test_accuracy=\([0-9.]*\) stop=.*$/\1/p' "$work/$1.out"; }
@@ -68,15 +69,6 @@ within() {
 # diff_ckpt A B WHAT: hooked-ckpt diff finds checkpoints A and B identical.
 diff_ckpt() {
   "$ckpt" diff "$1" "$2" >"$work/diff.txt" 2>&1 || { cat "$work/diff.txt" >&2; fail "$3: $1 and $2 differ"; }
-}
-wait_for_file() { # wait_for_file GLOB SECS
-  local i
-  for ((i = 0; i < $2 * 10; i++)); do
-    compgen -G "$1" >/dev/null && return 0
-    kill -0 "$job" 2>/dev/null || return 1
-    sleep 0.1
-  done
-  return 1
 }
 # import SRC_PREFIX DIR: the checkpoint SRC_PREFIX (sharded) as DIR/imported,
 # named by DIR's state file; restoring it and saving at its step writes
@@ -129,18 +121,8 @@ kill)
   bounded_wait 600 || fail "the uninterrupted 2-rank run exited $?"
   run kill 2 "${common[@]}" --checkpoint-dir "$work/kill"
   wait_for_file "$work/kill/model.ckpt-1000.shards" 300 || fail "the job to kill wrote no checkpoint of step 1000"
-  victim=$(rank_pid 1)
-  [ -n "$victim" ] || fail "cannot find rank 1's process"
-  ranks=()
-  for p in $(job_procs); do ranks+=("$(proc_id "$p")"); done
-  kill -9 "$victim"
-  bounded_wait 60
-  code=$?
-  [ "$code" -ne 0 ] || fail "the job exited 0 after one rank was killed"
-  left=$(still_running "${ranks[@]}")
-  [ -z "$left" ] || fail "a process of the killed job is still running: pid(s) $left"
-  newest=$(ls "$work/kill" | sed -n 's/^model\.ckpt-\([0-9]*\)\.shards$/\1/p' | sort -n | tail -1)
-  [ "${newest:-$steps}" -lt "$steps" ] || fail "the job finished before the kill landed; nothing to resume"
+  kill_rank 1 "$work/kill" "$steps" 60
+  # shellcheck disable=SC2154 # code, newest: set by kill_rank
   echo "killed rank 1 (pid $victim): the job exited $code; newest checkpoint step $newest"
   run resume 2 "${common[@]}" --checkpoint-dir "$work/kill"
   bounded_wait 600 || fail "the relaunched job exited $?"
@@ -215,14 +197,7 @@ async)
 
   run kill 2 "${common[@]}" --async --checkpoint-dir "$work/kill"
   wait_for_file "$work/kill/model.ckpt-1000.shards" 300 || fail "the job to kill wrote no checkpoint of step 1000"
-  victim=$(rank_pid 1)
-  [ -n "$victim" ] || fail "cannot find rank 1's process"
-  kill -9 "$victim"
-  bounded_wait 60
-  code=$?
-  [ "$code" -ne 0 ] || fail "the job exited 0 after one rank was killed"
-  newest=$(ls "$work/kill" | sed -n 's/^model\.ckpt-\([0-9]*\)\.shards$/\1/p' | sort -n | tail -1)
-  [ "${newest:-$steps}" -lt "$steps" ] || fail "the job finished before the kill landed; nothing to resume"
+  kill_rank 1 "$work/kill" "$steps" 60
   "$ckpt" verify "$work/kill/model.ckpt-$newest" >/dev/null || fail "the newest checkpoint left by the kill does not verify"
   run resume 2 "${common[@]}" --async --checkpoint-dir "$work/kill"
   bounded_wait 600 || fail "the relaunched job exited $?"

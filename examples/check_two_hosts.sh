@@ -27,7 +27,7 @@ export MPIEXEC=$mpiexec
 rm -rf "$work"
 mkdir -p "$work"
 hosts=$work/hosts # two_hosts.sh's state: what `down` removes
-# job_procs, rank_pid, proc_id, still_running and kill_job: this script's
+# rank_pid, bounded_wait, wait_for_file, kill_rank, kill_job: this script's
 # own job's processes, found below its mpirun, never by name.
 . "$here/mpi_job.sh"
 cleanup() {
@@ -65,15 +65,6 @@ run1() { # run1 NAME ARGS...: the job on this host
   "$mpiexec" --oversubscribe -np 4 "$exe" "$@" >"$work/$name.out" 2>"$work/$name.err" &
   job=$!
 }
-wait_for_file() { # wait_for_file GLOB SECS
-  local i
-  for ((i = 0; i < $2 * 10; i++)); do
-    compgen -G "$1" >/dev/null && return 0
-    kill -0 "$job" 2>/dev/null || return 1
-    sleep 0.1
-  done
-  return 1
-}
 result() { grep '^result: ' "$work/$1.out"; }
 
 # 1. the same job on one host and across two
@@ -97,21 +88,9 @@ echo "two hosts: $(result ref); the same line and final checkpoint as on one hos
 # 2. SIGKILL to rank 2 (host b), relaunch, compare with the uninterrupted run
 run2 kill "${common[@]}" --checkpoint-dir "$work/kill"
 wait_for_file "$work/kill/model.ckpt-2000.*" 600 || fail "the job to kill wrote no checkpoint of step 2000"
-victim=$(rank_pid 2)
-[ -n "$victim" ] || fail "cannot find rank 2's process"
-ranks=()
-for p in $(job_procs); do ranks+=("$(proc_id "$p")"); done
-t0=$(date +%s.%N)
-kill -9 "$victim"
-bounded_wait 120
-code=$?
-t1=$(date +%s.%N)
-[ "$code" -ne 0 ] || fail "the job exited 0 after rank 2 was killed"
-left=$(still_running "${ranks[@]}")
-[ -z "$left" ] || fail "a process of the killed job is still running: pid(s) $left"
-newest=$(ls "$work/kill" | sed -n 's/^model\.ckpt-\([0-9]*\)\.shards$/\1/p' | sort -n | tail -1)
-[ "${newest:-$steps}" -lt "$steps" ] || fail "the job finished before the kill landed; nothing to resume"
-echo "killed rank 2 (pid $victim, host b): the job exited $code after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s; newest checkpoint step $newest"
+kill_rank 2 "$work/kill" "$steps" 120
+# shellcheck disable=SC2154 # victim, code, killed_after, newest: set by kill_rank
+echo "killed rank 2 (pid $victim, host b): the job exited $code after $killed_after s; newest checkpoint step $newest"
 run2 resume "${common[@]}" --checkpoint-dir "$work/kill"
 bounded_wait 900 || fail "the relaunched job exited $?"
 grep -q "^result: step=$steps " "$work/resume.out" || fail "the relaunched job did not reach step $steps"

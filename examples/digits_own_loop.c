@@ -549,9 +549,9 @@ static int train(const own_options *oo, const digits_dist *d, const digits_data 
   if (o->best_k) lo.best_metric = "test_accuracy", lo.best_mode = HK_MONITOR_MAX;
 #ifdef HK_EXAMPLE_MPI
   if (d->on) { /* HOOKED (--distributed): one job of the group's ranks, each writing its shard */
-    if (hk_mpi_log_env(&env, d->mpi, &env, &st) != HK_OK) goto failed; /* every line names its rank */
+    if (hk_mpi_log_env(&env, d->mpi, &env, &st) != HK_OK) goto failed;             /* every line names its rank */
     lo.group = hk_mpi_group(), lo.group_user = d->ckpt_mpi ? d->ckpt_mpi : d->mpi; /* --async: the writer's own */
-    lo.handle_signals = 0, lo.stop_signals = 0, hooks[lo.nhooks++] = d->stop; /* it owns the signals */
+    lo.handle_signals = 0, lo.stop_signals = 0, hooks[lo.nhooks++] = d->stop;      /* it owns the signals */
     lo.save_steps = o->checkpoint_dir && o->save_steps == HK_UNSET_STEPS ? 1000 : o->save_steps; /* not a clock */
   }
 #endif
