@@ -4,11 +4,13 @@
 #include "thread_group.h"
 
 #include <string.h>
+#include <time.h>
 
 void thread_group_init(thread_group *g, int size) {
   memset(g, 0, sizeof *g);
   g->size = size;
   g->fail_at = -1;
+  g->deadline_secs = 60;
   pthread_mutex_init(&g->mu, NULL);
   pthread_cond_init(&g->cv, NULL);
   for (int r = 0; r < size && r < THREAD_GROUP_MAX; r++) {
@@ -22,16 +24,33 @@ void thread_group_destroy(thread_group *g) {
   pthread_cond_destroy(&g->cv);
 }
 
-/* Every rank waits until all arrived. Called with mu held. */
-static void barrier(thread_group *g) {
+/* Every rank waits until all arrived, up to the deadline: a wait that
+ * passes it breaks the group (the waiters are woken and fail too), since
+ * the rank that did not come would meet the others at the wrong barrier.
+ * Called with mu held; 0 when all arrived, -1 when the group is broken. */
+static int barrier(thread_group *g) {
   unsigned long gen = g->gen;
+  struct timespec until;
+  if (g->broken) return -1;
   if (++g->arrived == g->size) {
     g->arrived = 0;
     g->gen++;
     pthread_cond_broadcast(&g->cv);
-    return;
+    return 0;
   }
-  while (gen == g->gen) pthread_cond_wait(&g->cv, &g->mu);
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += g->deadline_secs;
+  while (gen == g->gen && !g->broken)
+    if (pthread_cond_timedwait(&g->cv, &g->mu, &until) != 0 && gen == g->gen) {
+      g->broken = 1;
+      pthread_cond_broadcast(&g->cv);
+    }
+  return gen == g->gen ? -1 : 0;
+}
+
+static hk_code broken(thread_group *g, hk_status *st) {
+  return hk_status_set(st, HK_DEADLINE_EXCEEDED, "thread group: a rank did not come within %d s (the group is broken)",
+                       g->deadline_secs);
 }
 
 static int tg_rank(void *user) { return ((thread_group_member *)user)->rank; }
@@ -51,15 +70,22 @@ static hk_code tg_all_gather(void *user, const void *send, void *recv, size_t le
   hk_code rc;
   if (len > THREAD_GROUP_SLOT) return hk_status_set(st, HK_INVALID_ARGUMENT, "thread group: %zu bytes per rank", len);
   pthread_mutex_lock(&g->mu);
+  if (g->broken) {
+    pthread_mutex_unlock(&g->mu);
+    return broken(g, st);
+  }
   memcpy(g->slots + (size_t)m->rank * len, send, len);
-  barrier(g);
+  if (barrier(g) != 0) goto out;
   rc = outcome(g, st);
   if (rc == HK_OK) memcpy(recv, g->slots, (size_t)g->size * len);
-  barrier(g);
+  if (barrier(g) != 0) goto out;
   if (m->rank == 0) g->calls++;
-  barrier(g);
+  if (barrier(g) != 0) goto out;
   pthread_mutex_unlock(&g->mu);
   return rc;
+out:
+  pthread_mutex_unlock(&g->mu);
+  return broken(g, st);
 }
 
 static hk_code tg_broadcast(void *user, void *buf, size_t len, int root, hk_status *st) {
@@ -68,15 +94,22 @@ static hk_code tg_broadcast(void *user, void *buf, size_t len, int root, hk_stat
   hk_code rc;
   if (len > THREAD_GROUP_SLOT) return hk_status_set(st, HK_INVALID_ARGUMENT, "thread group: %zu bytes", len);
   pthread_mutex_lock(&g->mu);
+  if (g->broken) {
+    pthread_mutex_unlock(&g->mu);
+    return broken(g, st);
+  }
   if (m->rank == root) memcpy(g->slots, buf, len);
-  barrier(g);
+  if (barrier(g) != 0) goto out;
   rc = outcome(g, st);
   if (rc == HK_OK && m->rank != root) memcpy(buf, g->slots, len);
-  barrier(g);
+  if (barrier(g) != 0) goto out;
   if (m->rank == 0) g->calls++;
-  barrier(g);
+  if (barrier(g) != 0) goto out;
   pthread_mutex_unlock(&g->mu);
   return rc;
+out:
+  pthread_mutex_unlock(&g->mu);
+  return broken(g, st);
 }
 
 static const hk_group_vtable vtable = {HK_GROUP_VTABLE_VERSION, tg_rank, tg_size, tg_all_gather, tg_broadcast};

@@ -6,6 +6,11 @@
  * generation count); a rank can be told to fail its next collectives, as a
  * broken transport would, and every rank then fails that call too (as a
  * deadline would make them).
+ *
+ * Every wait has a deadline (deadline_secs, 60 by default): a rank that
+ * never comes (a regression that skips a collective) fails the waiting
+ * ranks' call with DEADLINE_EXCEEDED instead of hanging the test, and the
+ * group is broken from then on — every later call fails at once.
  */
 #ifndef HOOKED_TEST_THREAD_GROUP_H
 #define HOOKED_TEST_THREAD_GROUP_H
@@ -39,8 +44,10 @@ struct thread_group {
   int failing; /* a rank that arrived said the call fails */
   unsigned char slots[THREAD_GROUP_MAX * THREAD_GROUP_SLOT];
   thread_group_member members[THREAD_GROUP_MAX];
-  long calls;   /* collectives completed */
-  long fail_at; /* the collective (0-based) that fails on every rank; -1: none */
+  long calls;        /* collectives completed */
+  long fail_at;      /* the collective (0-based) that fails on every rank; -1: none */
+  int deadline_secs; /* how long a rank waits for the others (60) */
+  int broken;        /* a wait passed its deadline: every call fails */
 };
 
 /** A group of `size` ranks (1..THREAD_GROUP_MAX); members[r] is rank r's user pointer. */
