@@ -254,6 +254,44 @@ HK_API hk_code hk_saver_save(const char **prefix, hk_saver *saver, hk_raw_sessio
                              int64_t step, unsigned flags, hk_status *status);
 
 /**
+ * Fail this rank's part of a save: the rank cannot produce its state for
+ * the checkpoint of save_path and step (a listener failed, a snapshot ran
+ * out of memory) and says so instead of saving.
+ * With a group the call is this rank's part of that collective save, made
+ * where it would call hk_saver_save(): it joins the ranks' first exchange
+ * with `code` and `message`, so the save fails on every rank before any
+ * file is written — each other rank's hk_saver_save() returns `code` with
+ * "Saving checkpoint for step <step> into <save_path> failed: rank <r> of
+ * <N>: <message>" (the first failing rank's, when several fail), nothing is
+ * committed and the previous checkpoint stays the latest — and this call
+ * returns that same error. Without it the other ranks would wait in the
+ * exchange for this rank, up to the group's deadline (for ever without
+ * one). Without a group there is nothing to join: it returns `code` with
+ * `message` and touches nothing.
+ * A bad save_path or code is still joined as this rank's failure (the
+ * other ranks fail with the INVALID_ARGUMENT message) when the Saver is
+ * usable, so nobody waits; a NULL saver joins nothing.
+ * @param saver      borrowed for the call.
+ * @param save_path  the save_path the other ranks pass to hk_saver_save();
+ *                   borrowed for the call. Other ranks' differing paths or
+ *                   steps are not reported: this rank's failure is.
+ * @param step       the step the other ranks save (HK_UNSET_STEPS too).
+ * @param code       the failure's code; not HK_OK.
+ * @param message    borrowed for the call; NULL or "": the code's name
+ *                   (hk_code_name()). Cut to fit a status.
+ * **Errors:** always an error: `code` with the message above;
+ * INVALID_ARGUMENT "saver is NULL", "save_path is NULL" or "code is HK_OK:
+ * ..." (with a group, prefixed as above, since it was joined); the group's
+ * error when one of its collectives fails (a deadline), as
+ * hk_saver_save() returns it.
+ * **Threads:** as hk_saver_save(): the owner's, and with a group the
+ * thread the Saver's saves make the group's collective calls from.
+ * **Allocates:** yes, with a group (the exchange's records); no without.
+ */
+HK_API hk_code hk_saver_fail_save(hk_saver *saver, const char *save_path, int64_t step, hk_code code,
+                                  const char *message, hk_status *status);
+
+/**
  * Restore every variable of the Saver from checkpoint `path`:
  * a prefix, or the data file's path itself. A prefix with an index
  * "<prefix>.shards" is a sharded checkpoint: every replicated variable is

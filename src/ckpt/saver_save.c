@@ -692,3 +692,30 @@ hk_code hk_saver_save(const char **prefix, hk_saver *saver, hk_raw_session *rs, 
   if (prefix) *prefix = out;
   return HK_OK;
 }
+
+hk_code hk_saver_fail_save(hk_saver *saver, const char *save_path, int64_t step, hk_code code, const char *message,
+                           hk_status *status) {
+  hk_status pre = HK_STATUS_INIT, why = HK_STATUS_INIT;
+  hk_code rc;
+
+  if (!saver) return hk_status_set(status, HK_INVALID_ARGUMENT, "saver is NULL");
+  if (!save_path)
+    rc = hk_status_set(&pre, HK_INVALID_ARGUMENT, "save_path is NULL");
+  else if (code == HK_OK)
+    rc = hk_status_set(&pre, HK_INVALID_ARGUMENT, "code is HK_OK: a failed save needs the code of its failure");
+  else
+    rc = hk_status_set(&pre, code, "%s", message && message[0] ? message : hk_code_name(code));
+  if (!saver->group) {
+    hk__status_copy(status, &pre);
+    return rc;
+  }
+  /* This rank's failure goes into the first exchange, as a failure of
+   * hk_saver_save() before its shard does: every rank fails there. */
+  rc = hk__shard_write(saver, save_path ? save_path : "", step, step == HK_UNSET_STEPS ? 0 : step, 0, 0.0, NULL, 0,
+                       NULL, 0, rc, &pre, NULL, &why);
+  if (!save_path) {
+    hk__status_copy(status, &why);
+    return rc;
+  }
+  return hk__saver_save_failed(save_path, step, rc, &why, status);
+}

@@ -57,6 +57,10 @@ typedef struct rank_fx {
   hk_status st;
   char restored[512];
   int warned_per_rank; /* WARNING lines about per-rank variables keeping their values */
+  /* OP_SAVE on this rank fails its part instead (hk_saver_fail_save()) */
+  int fails;
+  hk_code fail_code;
+  const char *fail_message;
 } rank_fx;
 
 typedef struct job {
@@ -184,7 +188,10 @@ static void *rank_main(void *arg) {
   hk_status_clear(&x->st);
   x->restored[0] = '\0';
   switch (x->what) {
-    case OP_SAVE: x->rc = hk_saver_save(&p, x->saver, x->rs, x->path, x->step, 0, &x->st); break;
+    case OP_SAVE:
+      x->rc = x->fails ? hk_saver_fail_save(x->saver, x->path, x->step, x->fail_code, x->fail_message, &x->st)
+                       : hk_saver_save(&p, x->saver, x->rs, x->path, x->step, 0, &x->st);
+      break;
     case OP_RESTORE: x->rc = hk_saver_restore(x->saver, x->rs, x->path, &x->st); break;
     case OP_RESTORE_LATEST: x->rc = hk_saver_restore_latest(&p, x->saver, x->rs, x->path, &x->st); break;
   }
@@ -393,6 +400,81 @@ static void test_shard__one_rank_out_of_space_fails_the_save_everywhere_and_keep
     assert_ok(j->r[r].rc, &j->r[r].st);
     assert_true(holds(&j->r[r], "w", 1, 0));
   }
+  job_end(j);
+  ckpt_dir_free(j->root, j->dir, j->save_path);
+  free(j);
+}
+
+/* H104: rank 2 cannot produce its state and fails its part of the save
+ * while ranks 0 and 1 save: every rank's call returns the code and "rank 2
+ * of 3: <message>", nothing is committed, and the next save works. A code
+ * of HK_OK is a bad argument still joined, so every rank fails with it. */
+static void test_shard__a_rank_failing_its_part_fails_the_save_on_every_rank(void **state) {
+  job *j = calloc(1, sizeof *j);
+  hk_checkpoint_state *cs = NULL;
+  hk_status st = HK_STATUS_INIT;
+  (void)state;
+  assert_non_null(j);
+  job_new(j, 3, "shardfailpart", 0);
+  save_all(j, 1, 10);
+  for (int r = 0; r < 3; r++) set_all(&j->r[r], 2, 20);
+  j->r[2].fails = 1;
+  j->r[2].fail_code = HK_UNAVAILABLE;
+  j->r[2].fail_message = "the data loader of rank 2 lost its position";
+  run_all(j, OP_SAVE, j->save_path, 20);
+  for (int r = 0; r < 3; r++) {
+    assert_int_equal(j->r[r].rc, HK_UNAVAILABLE);
+    assert_non_null(strstr(j->r[r].st.message, "Saving checkpoint for step 20 into "));
+    assert_non_null(strstr(j->r[r].st.message, "rank 2 of 3: the data loader of rank 2 lost its position"));
+  }
+  assert_int_equal(count_files(j, "model.ckpt-20"), 0);
+  assert_ok(hk_checkpoint_state_get(&cs, NULL, j->dir, NULL, &st), &st);
+  assert_non_null(strstr(hk_checkpoint_state_model_path(cs), "model.ckpt-10"));
+  hk_checkpoint_state_free(cs);
+
+  j->r[2].fail_code = HK_OK;
+  run_all(j, OP_SAVE, j->save_path, 20);
+  for (int r = 0; r < 3; r++) {
+    assert_int_equal(j->r[r].rc, HK_INVALID_ARGUMENT);
+    assert_non_null(strstr(j->r[r].st.message, "rank 2 of 3: code is HK_OK"));
+  }
+  assert_int_equal(count_files(j, "model.ckpt-20"), 0);
+
+  j->r[2].fails = 0;
+  save_all(j, 3, 30);
+  assert_int_equal(count_files(j, "model.ckpt-30"), 4); /* three shards and the index */
+  job_end(j);
+  ckpt_dir_free(j->root, j->dir, j->save_path);
+  free(j);
+}
+
+/* H104: without a group there is nothing to join: the call returns the
+ * code and message and writes nothing; bad arguments are named. */
+static void test_shard__failing_a_save_without_a_group_returns_the_code_and_message(void **state) {
+  job *j = calloc(1, sizeof *j);
+  hk_saver_options so = HK_SAVER_OPTIONS_INIT;
+  hk_saver *solo = NULL;
+  hk_status st = HK_STATUS_INIT;
+  (void)state;
+  assert_non_null(j);
+  job_new(j, 1, "shardfailsolo", 0);
+  so.executor = j->r[0].ex;
+  assert_ok(hk_saver_new(&solo, &so, &st), &st);
+  assert_int_equal(hk_saver_fail_save(solo, j->save_path, 5, HK_RESOURCE_EXHAUSTED, "no memory for the snapshot", &st),
+                   HK_RESOURCE_EXHAUSTED);
+  assert_int_equal(st.code, HK_RESOURCE_EXHAUSTED);
+  assert_string_equal(st.message, "no memory for the snapshot");
+  assert_int_equal(hk_saver_fail_save(solo, j->save_path, 5, HK_ABORTED, NULL, &st), HK_ABORTED);
+  assert_string_equal(st.message, hk_code_name(HK_ABORTED));
+  assert_int_equal(count_files(j, "model.ckpt"), 0);
+  assert_int_equal(count_files(j, "checkpoint"), 0);
+  assert_int_equal(hk_saver_fail_save(NULL, j->save_path, 5, HK_ABORTED, "x", &st), HK_INVALID_ARGUMENT);
+  assert_non_null(strstr(st.message, "saver"));
+  assert_int_equal(hk_saver_fail_save(solo, NULL, 5, HK_ABORTED, "x", &st), HK_INVALID_ARGUMENT);
+  assert_non_null(strstr(st.message, "save_path"));
+  assert_int_equal(hk_saver_fail_save(solo, j->save_path, 5, HK_OK, "x", &st), HK_INVALID_ARGUMENT);
+  assert_non_null(strstr(st.message, "code"));
+  hk_saver_free(solo);
   job_end(j);
   ckpt_dir_free(j->root, j->dir, j->save_path);
   free(j);
@@ -641,6 +723,8 @@ int main(void) {
       cmocka_unit_test(test_shard__each_rank_writes_a_shard_that_opens_alone_and_the_chief_commits),
       cmocka_unit_test(test_shard__a_checkpoint_of_4_ranks_restores_on_2_then_3_byte_identical),
       cmocka_unit_test(test_shard__one_rank_out_of_space_fails_the_save_everywhere_and_keeps_the_previous),
+      cmocka_unit_test(test_shard__a_rank_failing_its_part_fails_the_save_on_every_rank),
+      cmocka_unit_test(test_shard__failing_a_save_without_a_group_returns_the_code_and_message),
       cmocka_unit_test(test_shard__a_corrupt_or_missing_shard_makes_every_rank_fall_back_together),
       cmocka_unit_test(test_shard__retention_deletes_every_shard_of_a_dropped_checkpoint),
       cmocka_unit_test(test_shard__slices_that_do_not_tile_a_variable_are_refused),
