@@ -726,6 +726,11 @@ HK_API hk_code hk_checkpoint_saver_options_init(hk_checkpoint_saver_options *opt
  * reads the whole model, with a broadcast hook placed before this one
  * giving it to the other ranks; or every rank through the grouped Saver):
  * every rank sees the same, since no rank has saved in the session yet.
+ * A rank that fails before its part of a save (a listener's before_save,
+ * reading best_metric) joins that save as failed (hk_saver_fail_save()),
+ * so every rank fails it together instead of waiting for this one: the
+ * failing rank returns its own error, the others the save's ("rank <r> of
+ * <N>: <its message>"), and the previous checkpoint stays the latest.
  * best_k is refused with such a Saver.
  * @param opts  required (checkpoint_dir is); borrowed for the call.
  * **Ownership:** *out owned, hk_hook_free().
@@ -782,7 +787,10 @@ HK_API hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_s
  * exactly the cadence's steps; the snapshot stays on the training thread
  * (a rank's stall is the copy) and the writer thread makes the collective
  * save: the group must accept calls from that thread while the training
- * thread makes collectives of its own. Over MPI, give the Saver a second
+ * thread makes collectives of its own. A rank that fails before it hands
+ * a save over (a listener, its snapshot running out of memory) hands the
+ * failure to the writer thread, which joins that save as failed, and
+ * returns its error at once. Over MPI, give the Saver a second
  * hk_mpi context (hk_mpi_new()) for its group, with MPI initialized by
  * MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...). Logs
  * "Create AsyncCheckpointSaverHook saving to path\n%s", followed by

@@ -69,7 +69,7 @@ static void *writer_main(void *arg) {
     const hk__ckpt_tensor *tensors;
     size_t ntensors;
     hk_snapshot *snap;
-    hk_status st = HK_STATUS_INIT;
+    hk_status st = HK_STATUS_INIT, fail;
     char *prefix = NULL;
     double t0, t1;
     hk_code rc;
@@ -85,8 +85,18 @@ static void *writer_main(void *arg) {
     tensors = w->tensors;
     ntensors = w->ntensors;
     snap = w->snap;
+    fail = w->fail;
+    hk_status_clear(&w->fail);
     pthread_mutex_unlock(&w->mu);
 
+    if (fail.code != HK_OK) {
+      /* The other ranks' writers are in this save: fail it with them. */
+      (void)hk_saver_fail_save(saver, self->save_path, step, fail.code, fail.message, &st);
+      pthread_mutex_lock(&w->mu);
+      w->busy = 0;
+      pthread_cond_broadcast(&w->cv);
+      continue;
+    }
     /* The copies nobody made yet, while the training thread runs on. */
     hk__snapshot_run(snap);
     t0 = system_monotonic();
@@ -299,21 +309,70 @@ static hk_code reserve_snapshot(ckpt_hook *self, size_t nbytes, size_t ntensors,
   return HK_OK;
 }
 
-/* Snapshot at the step boundary and hand the write over. The
- * writer must be idle. The training thread reads every variable's view and
- * lays the snapshot out; an executor that takes part gets it attached, and
- * the writer copies what the executor has not copied before a write; any
- * other executor's variables are all copied here, now. */
+static hk_code start_writer(ckpt_hook *self, hk_status *st) {
+  int err;
+
+  if (self->thread_started) return HK_OK;
+  err = pthread_create(&self->tid, NULL, writer_main, self);
+  if (err != 0)
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: cannot start the checkpoint writer thread for %s (error %d)",
+                         self->kind, self->save_path, err);
+  self->thread_started = 1;
+  return HK_OK;
+}
+
+/* This rank failed before handing the save of `step` over (rc, st). Over a
+ * group the other ranks' writers are in that collective save: the failure
+ * is handed to this rank's writer, the thread the group's saves are made
+ * from, which joins the save as failed. A writer that cannot start never
+ * made a save: the training thread joins instead. The writer is idle. */
+static void hand_over_failure(ckpt_hook *self, int64_t step, hk_code rc, const hk_status *st) {
+  hk_status why = HK_STATUS_INIT;
+
+  if (self->gsize <= 1 || self->saver == NULL) return;
+  if (start_writer(self, &why) != HK_OK) {
+    hk__ckpt_hook_join_failed(self, step, rc, st);
+    return;
+  }
+  pthread_mutex_lock(&self->w.mu);
+  self->w.saver = self->saver;
+  self->w.step = step;
+  self->w.tensors = NULL;
+  self->w.ntensors = 0;
+  self->w.snap = NULL;
+  hk_status_set(&self->w.fail, rc, "%s", st != NULL && st->message[0] != '\0' ? st->message : hk_code_name(rc));
+  self->w.pending = 1;
+  self->w.busy = 1;
+  pthread_cond_broadcast(&self->w.cv);
+  pthread_mutex_unlock(&self->w.mu);
+}
+
+static hk_code snapshot_and_hand_over(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st);
+
+/* Snapshot at the step boundary and hand the write over; a failure of
+ * this rank before the hand-over is handed over as the rank's part of the
+ * save (over a group). The writer must be idle. */
 hk_code hk__async_ckpt_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st) {
+  hk_code rc = hk__ckpt_hook_resolve_saver(self, st);
+
+  if (rc != HK_OK) return rc;
+  rc = snapshot_and_hand_over(self, rs, step, st);
+  if (rc != HK_OK) hand_over_failure(self, step, rc, st);
+  return rc;
+}
+
+/* The training thread reads every variable's view and lays the snapshot
+ * out; an executor that takes part gets it attached, and the writer copies
+ * what the executor has not copied before a write; any other executor's
+ * variables are all copied here, now. */
+static hk_code snapshot_and_hand_over(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st) {
   hk_executor *ex = hk_raw_session_executor(rs);
   hk_control_snapshot attach = HK_CONTROL_SNAPSHOT_INIT;
   hk_status why = HK_STATUS_INIT;
   size_t nbytes = 0, ntensors = 0, off = 0;
   double metric;
-  hk_code rc = hk__ckpt_hook_resolve_saver(self, st);
+  hk_code rc = hk__ckpt_hook_listeners_before_save(self, rs, step, st);
 
-  if (rc != HK_OK) return rc;
-  rc = hk__ckpt_hook_listeners_before_save(self, rs, step, st);
   if (rc != HK_OK) return rc;
   rc = hk__saver_snapshot_size(self->saver, &nbytes, &ntensors, st);
   if (rc != HK_OK) return rc;
@@ -326,13 +385,8 @@ hk_code hk__async_ckpt_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, h
   if (rc != HK_OK) return rc;
   rc = hk__saver_snapshot_views(self->saver, rs, self->tensors, self->var_index, ntensors, st);
   if (rc != HK_OK) return rc;
-  if (!self->thread_started) {
-    int err = pthread_create(&self->tid, NULL, writer_main, self);
-    if (err != 0)
-      return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: cannot start the checkpoint writer thread for %s (error %d)",
-                           self->kind, self->save_path, err);
-    self->thread_started = 1;
-  }
+  rc = start_writer(self, st);
+  if (rc != HK_OK) return rc;
   for (size_t i = 0; i < ntensors; i++) {
     hk_tensor *v = &self->tensors[i].value;
     unsigned char *dst = self->buf + off;

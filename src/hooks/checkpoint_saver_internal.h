@@ -64,6 +64,11 @@ typedef struct writer {
   const hk__ckpt_tensor *tensors;
   size_t ntensors;
   hk_snapshot *snap; /* copied by the writer before the write */
+  /* A failed job (code not OK): this rank failed before its part of the
+   * save of `step`, and the writer joins that collective save as failed
+   * (hk_saver_fail_save()) instead of writing; its result is dropped, as
+   * the training thread returned the failure already. */
+  hk_status fail;
   hk_code rc;
   hk_status st;
   double secs;
@@ -166,6 +171,10 @@ hk_code hk__ckpt_hook_write_graph_file(ckpt_hook *self, hk_status *st);
 
 /* The listeners' callbacks, in order; every listener's
  * after_save is called even after one asked to stop. */
+/* This rank failed before its part of the save of `step`: over a group of
+ * more than one rank it joins that collective save as failed (on the
+ * calling thread), so every rank fails it; rc and st stay the caller's. */
+void hk__ckpt_hook_join_failed(ckpt_hook *self, int64_t step, hk_code rc, const hk_status *st);
 hk_code hk__ckpt_hook_listeners_before_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st);
 hk_code hk__ckpt_hook_listeners_after_save(ckpt_hook *self, hk_raw_session *rs, int64_t step, int *stop, hk_status *st);
 hk_code hk__ckpt_hook_listeners_end(ckpt_hook *self, hk_raw_session *rs, int64_t step, hk_status *st);

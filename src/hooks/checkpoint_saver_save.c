@@ -218,6 +218,19 @@ hk_code hk__ckpt_hook_write_event(ckpt_hook *self, int64_t step, hk_status *st) 
   return hk__event_writer_session_log(self->events, step, SESSION_LOG_CHECKPOINT, self->save_path, st);
 }
 
+/* This rank failed before its part of the save of `step` (rc, st): over a
+ * group the other ranks are in that collective save already, so the rank
+ * joins it as failed and every rank fails it together instead of waiting
+ * for this one. The error this rank returns stays its own. */
+void hk__ckpt_hook_join_failed(ckpt_hook *self, int64_t step, hk_code rc, const hk_status *st) {
+  hk_status why = HK_STATUS_INIT;
+
+  if (self->gsize <= 1 || self->saver == NULL) return;
+  (void)hk_saver_fail_save(self->saver, self->save_path, step, rc, st != NULL ? st->message : NULL, &why);
+  hk_hook_log(self->hook, HK_LOG_DEBUG, "%s: rank %d of %d failed its part of checkpoint %" PRId64 " into %s: %s",
+              self->kind, self->grank, self->gsize, step, self->save_path, why.message);
+}
+
 /* One synchronous save at `step`. */
 hk_code hk__ckpt_hook_save_sync(ckpt_hook *self, hk_raw_session *rs, int64_t step, int *stop, hk_status *st) {
   double metric;
@@ -225,10 +238,14 @@ hk_code hk__ckpt_hook_save_sync(ckpt_hook *self, hk_raw_session *rs, int64_t ste
 
   if (rc != HK_OK) return rc;
   rc = hk__ckpt_hook_listeners_before_save(self, rs, step, st);
-  if (rc != HK_OK) return rc;
-  hk_hook_log(self->hook, HK_LOG_INFO, "Saving checkpoints for %" PRId64 " into %s.", step, self->save_path);
-  rc = hk__ckpt_hook_read_metric(self, rs, step, &metric, st);
-  if (rc != HK_OK) return rc;
+  if (rc == HK_OK) {
+    hk_hook_log(self->hook, HK_LOG_INFO, "Saving checkpoints for %" PRId64 " into %s.", step, self->save_path);
+    rc = hk__ckpt_hook_read_metric(self, rs, step, &metric, st);
+  }
+  if (rc != HK_OK) {
+    hk__ckpt_hook_join_failed(self, step, rc, st);
+    return rc;
+  }
   if (self->best_k > 0) hk__saver_note_metric(self->saver, metric);
   /* The graph is described once per creation, in graph.txt; no file
    * beside the checkpoint repeats it. */

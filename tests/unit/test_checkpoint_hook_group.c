@@ -5,7 +5,8 @@
  * the hook, as a third-party program wires sharded checkpoints. Every rank
  * saves at the same steps; rank 0 alone locks the directory and writes
  * graph.txt and the events; the creation save is skipped on every rank
- * when rank 0 restored that step's checkpoint.
+ * when rank 0 restored that step's checkpoint. A rank whose listener fails
+ * before a save joins that save as failed, so every rank fails it together.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -43,6 +44,7 @@ typedef struct rank_fx {
   hk_hook *hook, *sync;
   int64_t saves[16]; /* steps the listener saw saved */
   int nsaves;
+  int64_t fail_step; /* the "loader" listener's before_save fails at this step; -1: never */
   /* the run */
   const char *dir;
   int async, steps, resume;
@@ -59,6 +61,18 @@ static hk_code count_before(void *user, hk_raw_session *rs, int64_t step, hk_sta
 
 static const hk_checkpoint_listener_vtable counting = {HK_CHECKPOINT_LISTENER_VTABLE_VERSION, NULL, count_before, NULL,
                                                        NULL};
+
+#define LOADER_MESSAGE "loader: the data position of this rank is lost"
+
+static hk_code loader_before(void *user, hk_raw_session *rs, int64_t step, hk_status *st) {
+  rank_fx *x = user;
+  (void)rs;
+  if (step != x->fail_step) return HK_OK;
+  return hk_status_set(st, HK_DATA_LOSS, LOADER_MESSAGE);
+}
+
+static const hk_checkpoint_listener_vtable loader = {HK_CHECKPOINT_LISTENER_VTABLE_VERSION, NULL, loader_before, NULL,
+                                                     NULL};
 
 /* What the broadcast of a synchronous job does before the checkpoint
  * hook: every rank takes the chief's global step (the resume's, 5). */
@@ -78,6 +92,7 @@ static void rank_build(rank_fx *x, int r, thread_group *tg) {
   hk_status st = HK_STATUS_INIT;
   memset(x, 0, sizeof *x);
   x->rank = r;
+  x->fail_step = -1;
   x->te = test_env_new();
   x->te->env.log_level = HK_LOG_WARNING;
   x->fx = fake_training_executor(x->te, NULL, &x->gs, &x->train);
@@ -102,7 +117,7 @@ static void rank_free(rank_fx *x) {
 static void *rank_main(void *arg) {
   rank_fx *x = arg;
   hk_checkpoint_saver_options co = HK_CHECKPOINT_SAVER_OPTIONS_INIT;
-  hk_checkpoint_listener l = {&counting, x, "count"};
+  hk_checkpoint_listener l[2] = {{&counting, x, "count"}, {&loader, x, "loader"}};
   hk_session_options so;
   hk_session *s = NULL;
   hk_hook *hooks[2];
@@ -111,8 +126,8 @@ static void *rank_main(void *arg) {
   co.checkpoint_dir = x->dir;
   co.save_steps = 2;
   co.saver = x->saver;
-  co.listeners = &l;
-  co.nlisteners = 1;
+  co.listeners = l;
+  co.nlisteners = 2;
   x->rc = x->async ? hk_async_checkpoint_saver_hook_new(&x->hook, &co, &x->st)
                    : hk_checkpoint_saver_hook_new(&x->hook, &co, &x->st);
   if (x->rc == HK_OK) x->rc = hk_hook_new(&x->sync, &sync_vtable, x, "sync", &x->te->env, &x->st);
@@ -148,10 +163,15 @@ static void *rank_main(void *arg) {
   return NULL;
 }
 
-static void run_all(rank_fx *x, int n) {
+/* Every rank's session on its own thread, joined before returning. */
+static void run_ranks(rank_fx *x, int n) {
   pthread_t t[NR];
   for (int r = 0; r < n; r++) assert_int_equal(pthread_create(&t[r], NULL, rank_main, &x[r]), 0);
   for (int r = 0; r < n; r++) pthread_join(t[r], NULL);
+}
+
+static void run_all(rank_fx *x, int n) {
+  run_ranks(x, n);
   for (int r = 0; r < n; r++)
     if (x[r].rc != HK_OK) fail_msg("rank %d: %s: %s", r, hk_code_name(x[r].rc), x[r].st.message);
 }
@@ -235,6 +255,61 @@ static void test_checkpoint_hook_group__async_hook_saves_at_the_same_steps_on_ev
   run_job(1);
 }
 
+/* H104: the listener of rank 1 fails before the save of step 2. Rank 1
+ * joins that save as failed instead of skipping it: every rank's session
+ * fails from that save (the asynchronous hook's other ranks at a later
+ * after_run, when their write's failure is processed), rank 1 with its
+ * listener's error and ranks 0 and 2 naming rank 1 and the listener's
+ * message; no rank waits for another, and checkpoint 0 stays the latest.
+ * Without the join, ranks 0 and 2 would wait in the save's exchange until
+ * the thread group's deadline and fail with it instead. */
+static void run_failing_listener(int async) {
+  char *tmp = test_tmpdir_new("ckpt-hook-group-fail");
+  char *dir = test_path(tmp, "ckpt");
+  thread_group tg;
+  rank_fx x[NR];
+  hk_checkpoint_state *cs = NULL;
+  hk_status st = HK_STATUS_INIT;
+
+  thread_group_init(&tg, NR);
+  for (int r = 0; r < NR; r++) {
+    rank_build(&x[r], r, &tg);
+    x[r].dir = dir;
+    x[r].async = async;
+    x[r].steps = 5;
+  }
+  x[1].fail_step = 2;
+  run_ranks(x, NR);
+  assert_int_equal(x[1].rc, HK_DATA_LOSS);
+  assert_string_equal(x[1].st.message, LOADER_MESSAGE);
+  for (int r = 0; r < NR; r += 2) {
+    assert_int_equal(x[r].rc, HK_DATA_LOSS);
+    assert_non_null(strstr(x[r].st.message, "rank 1 of 3: " LOADER_MESSAGE));
+  }
+  for (int r = 0; r < NR; r++) {
+    assert_true(shard_exists(dir, 0, r, NR));
+    assert_false(shard_exists(dir, 2, r, NR));
+    assert_false(shard_exists(dir, 4, r, NR));
+  }
+  assert_ok(hk_checkpoint_state_get(&cs, NULL, dir, NULL, &st), &st);
+  assert_non_null(strstr(hk_checkpoint_state_model_path(cs), "model.ckpt-0"));
+  hk_checkpoint_state_free(cs);
+  for (int r = 0; r < NR; r++) rank_free(&x[r]);
+  thread_group_destroy(&tg);
+  free(dir);
+  test_tmpdir_free(tmp);
+}
+
+static void test_checkpoint_hook_group__a_listener_failing_on_one_rank_fails_that_save_on_every_rank(void **state) {
+  (void)state;
+  run_failing_listener(0);
+}
+
+static void test_checkpoint_hook_group__async_hook_fails_the_save_on_every_rank_when_one_listener_fails(void **state) {
+  (void)state;
+  run_failing_listener(1);
+}
+
 /* H97: a clock cadence and best-k retention are refused with a grouped
  * Saver, naming the option. */
 static void test_checkpoint_hook_group__refuses_save_secs_and_best_k(void **state) {
@@ -269,6 +344,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_checkpoint_hook_group__every_rank_saves_at_the_same_steps_rank0_writes_events),
       cmocka_unit_test(test_checkpoint_hook_group__async_hook_saves_at_the_same_steps_on_every_rank),
+      cmocka_unit_test(test_checkpoint_hook_group__a_listener_failing_on_one_rank_fails_that_save_on_every_rank),
+      cmocka_unit_test(test_checkpoint_hook_group__async_hook_fails_the_save_on_every_rank_when_one_listener_fails),
       cmocka_unit_test(test_checkpoint_hook_group__refuses_save_secs_and_best_k),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
