@@ -423,7 +423,7 @@ HK_API int hk_secs_is_unset(double secs);
 
 /**
  * Which way a monitored value improves: the EarlyStoppingHook
- * (hooked/hooks.h) and best-k checkpoint retention.
+ * (hooked/early_stopping.h) and best-k checkpoint retention.
  */
 typedef enum hk_monitor_mode {
   HK_MONITOR_MIN = 0, /**< lower is better (a loss); the default */

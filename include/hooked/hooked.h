@@ -20,6 +20,7 @@
 #include "hooked/sys/fs.h"
 #include "hooked/checkpoint.h"
 #include "hooked/hooks.h"
+#include "hooked/checkpoint_saver.h"
 #include "hooked/early_stopping.h"
 #include "hooked/learning_rate.h"
 #include "hooked/ema.h"

@@ -379,7 +379,7 @@ HK_API hk_code hk_loop_add_array(hk_loop *loop, const char *name, hk_dtype dtype
  * fetches it. A non-OK return fails that save or run with its status.
  * Every byte of dst must come from the state: a struct copied with its
  * uninitialized padding makes checkpoints that differ from run to run.
- * In the check-resume mode (HOOKED_CHECK_RESUME, hooked/hooks.h) each
+ * In the check-resume mode (HOOKED_CHECK_RESUME, hooked/checkpoint_saver.h) each
  * read calls it twice, dst and the stack below filled with other bytes
  * each time, and a state whose two reads differ is named once, in a
  * WARNING "... gave different bytes in two reads of the same state ..."

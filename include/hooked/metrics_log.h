@@ -201,7 +201,7 @@ HK_API hk_code hk_metrics_log_report(hk_hook *hook, const char *name, double val
 HK_API hk_code hk_metrics_log_sync(hk_hook *hook, hk_status *status);
 
 /**
- * Fill a checkpoint listener (hooked/hooks.h) whose before_save makes the
+ * Fill a checkpoint listener (hooked/checkpoint_saver.h) whose before_save makes the
  * log durable (hk_metrics_log_sync()), so every checkpoint is written after
  * the rows up to its step are on disk. Give it to the checkpoint saver hook
  * (its options' listeners; a MonitoredTrainingSession's

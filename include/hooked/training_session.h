@@ -57,7 +57,7 @@ typedef struct hk_training_session_options {
    * for the write in flight, and every due save is written at its step.
    */
   int async_checkpoint_block_when_busy;
-  /** Listeners of the checkpoint saver hook (hooked/hooks.h): array copied,
+  /** Listeners of the checkpoint saver hook (hooked/checkpoint_saver.h): array copied,
    *  vtables and users borrowed for the session's life. A MetricsLogHook's
    *  (hk_metrics_log_checkpoint_listener()) fsyncs its log before each
    *  checkpoint. Ignored when there is no checkpoint saver hook; NULL with a
@@ -69,7 +69,7 @@ typedef struct hk_training_session_options {
    *  restore_best (Keras' restore_best_weights: at the hook's clean end(),
    *  the best checkpoint back into the variables, so `hooks`, whose end()
    *  runs after it, evaluate the best model). See
-   *  hk_checkpoint_saver_options (hooked/hooks.h). They need the
+   *  hk_checkpoint_saver_options (hooked/checkpoint_saver.h). They need the
    *  checkpoint hook (a checkpoint_dir and a cadence that is not 0). */
   int64_t best_k;
   const char *best_metric;

@@ -72,7 +72,7 @@ hk_code hk__hook_dir_lock(hk_hook *hook, const char *dir, hk__dir_lock **own, hk
 
 /* ---- the check-resume mode (check_resume.c) --------------------------------- */
 #define HK__CHECK_RESUME_VAR "HOOKED_CHECK_RESUME"
-/** HOOKED_CHECK_RESUME as read (hooked/hooks.h says what it does). */
+/** HOOKED_CHECK_RESUME as read (hooked/checkpoint_saver.h says what it does). */
 typedef struct hk__check_resume {
   int on;          /* the variable is set and not empty */
   int has_stop_at; /* stop_at=K given */

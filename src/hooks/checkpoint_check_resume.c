@@ -1,6 +1,6 @@
 /*
  * hooked — the checkpoint saver hooks in the check-resume mode
- * (HOOKED_CHECK_RESUME, hooked/hooks.h): what `hooked-ckpt check-resume`
+ * (HOOKED_CHECK_RESUME, hooked/checkpoint_saver.h): what `hooked-ckpt check-resume`
  * asks of a program through the library rather than through its flags —
  * stop after the step that reaches global step K, so end() writes the final
  * checkpoint there, and keep every checkpoint so every step can be compared.

@@ -21,6 +21,7 @@
 #ifndef HOOKED_HOOKS_CHECKPOINT_SAVER_INTERNAL_H
 #define HOOKED_HOOKS_CHECKPOINT_SAVER_INTERNAL_H
 
+#include "hooked/checkpoint_saver.h"
 #include "ckpt/ckpt.h"
 #include "core/core.h"
 #include "events/events.h"

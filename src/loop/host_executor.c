@@ -15,7 +15,7 @@
  * callback); arrays are copied by the writer thread until the program's
  * next hk_loop_updates_begin() completes the copy, before its writes.
  *
- * The check-resume mode (HOOKED_CHECK_RESUME, hooked/hooks.h): every read
+ * The check-resume mode (HOOKED_CHECK_RESUME, hooked/checkpoint_saver.h): every read
  * of an opaque state calls its save callback twice, the destination and
  * the stack below filled with other bytes each time, and a state whose two
  * reads differ is named (uninitialized padding in the struct it copies, or

@@ -64,7 +64,7 @@ void hk__host_updates_begin(hk__host *h);
 void hk__host_before_write(hk__host *h, size_t index);
 
 /**
- * The check-resume mode (HOOKED_CHECK_RESUME, hooked/hooks.h), after every
+ * The check-resume mode (HOOKED_CHECK_RESUME, hooked/checkpoint_saver.h), after every
  * registration: when the variable is set, every later read of a state reads
  * it twice and names one whose two reads differ (*on is then 1). A
  * malformed variable → INVALID_ARGUMENT naming it; RESOURCE_EXHAUSTED.
