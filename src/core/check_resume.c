@@ -2,7 +2,8 @@
  * hooked — the check-resume mode's environment variable,
  * HOOKED_CHECK_RESUME (hooked/checkpoint_saver.h): read by the checkpoint
  * saver hooks in begin() and by the host loop at its start, which
- * `hooked-ckpt check-resume` sets for the runs it makes of a program. A comma-separated list of key=value:
+ * `hooked-ckpt check-resume` sets for the runs it makes of a program. A
+ * comma-separated list of key=value:
  *
  *   report=DIR   a directory the tool made, for the loop's reports of
  *                registered states whose bytes are not stable
