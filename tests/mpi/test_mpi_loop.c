@@ -10,6 +10,7 @@
  * provide it skips that case with a message).
  */
 #include "mpi_test.h"
+#include "ckpt_fixture.h"
 
 #include <dirent.h>
 #include <inttypes.h>
@@ -38,24 +39,6 @@ static char *shared_dir(void) {
   }
   MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, MPI_COMM_WORLD);
   return strdup(buf);
-}
-
-static int count_entries(const char *dir, const char *prefix) {
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  int n = 0;
-  assert_non_null(d);
-  while ((e = readdir(d)) != NULL)
-    if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) n++;
-  closedir(d);
-  return n;
-}
-
-static int shard_exists(const char *dir, int64_t step, int r, int n) {
-  char path[1024];
-  struct stat sb;
-  snprintf(path, sizeof path, "%s/model.ckpt-%" PRId64 ".shard-%05d-of-%05d.safetensors", dir, step, r, n);
-  return stat(path, &sb) == 0;
 }
 
 typedef struct prog {
@@ -116,8 +99,8 @@ static void check_job(hk_mpi *group_mpi, const hk_env *env, int async) {
   assert_false(restored);
   first = p;
   MPI_Barrier(MPI_COMM_WORLD);
-  for (int64_t s = 0; s <= 7; s++) assert_int_equal(shard_exists(dir, s, rank, n), s % 3 == 0 || s == 7);
-  if (rank == 0) assert_int_equal(count_entries(dir, "events.out.tfevents."), 1);
+  for (int64_t s = 0; s <= 7; s++) assert_int_equal(ckpt_shard_exists(dir, s, rank, n), s % 3 == 0 || s == 7);
+  if (rank == 0) assert_int_equal(ckpt_count_entries(dir, "events.out.tfevents."), 1);
   MPI_Barrier(MPI_COMM_WORLD);
 
   prog_init(&p, 40); /* other initial values: the checkpoint's come back */
@@ -128,10 +111,10 @@ static void check_job(hk_mpi *group_mpi, const hk_env *env, int async) {
   for (int i = 0; i < 8; i++) assert_true(p.w[i] == first.w[i] + 0.75f);
   MPI_Barrier(MPI_COMM_WORLD);
   /* The cadence restarts at the restored step 7: the next save is 10's. */
-  assert_true(shard_exists(dir, 10, rank, n));
-  assert_false(shard_exists(dir, 8, rank, n) || shard_exists(dir, 9, rank, n));
+  assert_true(ckpt_shard_exists(dir, 10, rank, n));
+  assert_false(ckpt_shard_exists(dir, 8, rank, n) || ckpt_shard_exists(dir, 9, rank, n));
   if (rank == 0) {
-    assert_int_equal(count_entries(dir, "events.out.tfevents."), 2); /* one per run, rank 0's */
+    assert_int_equal(ckpt_count_entries(dir, "events.out.tfevents."), 2); /* one per run, rank 0's */
     test_tmpdir_remove(dir);
   }
   free(dir);

@@ -7,8 +7,10 @@
 
 #include <hooked/checkpoint.h>
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 void ckpt_dir_new(const char *tag, char **root, char **dir, char **save_path) {
@@ -22,6 +24,24 @@ void ckpt_dir_free(char *root, char *dir, char *save_path) {
   test_tmpdir_free(root);
   free(dir);
   free(save_path);
+}
+
+int ckpt_count_entries(const char *dir, const char *prefix) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  int n = 0;
+  assert_non_null(d);
+  while ((e = readdir(d)) != NULL)
+    if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) n++;
+  closedir(d);
+  return n;
+}
+
+int ckpt_shard_exists(const char *dir, int64_t step, int r, int n) {
+  char path[1024];
+  struct stat sb;
+  snprintf(path, sizeof path, "%s/model.ckpt-%lld.shard-%05d-of-%05d.safetensors", dir, (long long)step, r, n);
+  return stat(path, &sb) == 0;
 }
 
 int ckpt_data_exists(const char *dir, const char *base, int64_t step) {

@@ -25,6 +25,12 @@ void ckpt_dir_free(char *root, char *dir, char *save_path);
 /** 1 when "<dir>/<base>-<step>.safetensors" exists, else 0. */
 int ckpt_data_exists(const char *dir, const char *base, int64_t step);
 
+/** How many entries of `dir` have names that start with `prefix`. Aborts
+ *  the test when dir cannot be opened. */
+int ckpt_count_entries(const char *dir, const char *prefix);
+/** 1 when rank r of n wrote its shard of "<dir>/model.ckpt-<step>":
+ *  "<dir>/model.ckpt-<step>.shard-RRRRR-of-NNNNN.safetensors" exists. */
+int ckpt_shard_exists(const char *dir, int64_t step, int r, int n);
 /** Open checkpoint "<dir>/model.ckpt-<step>" through env, verify it first
  *  when `verify` is set, and return its global step in *gs and the value of
  *  its int64 scalar `var` in *v. Each call must succeed (assert_ok on st). */

@@ -26,6 +26,7 @@
 #include <hooked/hooked.h>
 
 #include "fake_executor.h"
+#include "ckpt_fixture.h"
 #include "session_fixture.h"
 #include "test_env.h"
 #include "thread_group.h"
@@ -176,24 +177,6 @@ static void run_all(rank_fx *x, int n) {
     if (x[r].rc != HK_OK) fail_msg("rank %d: %s: %s", r, hk_code_name(x[r].rc), x[r].st.message);
 }
 
-static int count_entries(const char *dir, const char *prefix) {
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  int n = 0;
-  assert_non_null(d);
-  while ((e = readdir(d)) != NULL)
-    if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) n++;
-  closedir(d);
-  return n;
-}
-
-static int shard_exists(const char *dir, int64_t step, int r, int n) {
-  char path[1024];
-  struct stat sb;
-  snprintf(path, sizeof path, "%s/model.ckpt-%" PRId64 ".shard-%05d-of-%05d.safetensors", dir, step, r, n);
-  return stat(path, &sb) == 0;
-}
-
 static void run_job(int async) {
   char *tmp = test_tmpdir_new("ckpt-hook-group");
   char *dir = test_path(tmp, "ckpt");
@@ -214,10 +197,10 @@ static void run_job(int async) {
     static const int64_t want[] = {0, 2, 4, 5};
     assert_int_equal(x[r].nsaves, 4);
     assert_memory_equal(x[r].saves, want, sizeof want);
-    for (int64_t s = 0; s <= 5; s++) assert_int_equal(shard_exists(dir, s, r, NR), s == 0 || s % 2 == 0 || s == 5);
+    for (int64_t s = 0; s <= 5; s++) assert_int_equal(ckpt_shard_exists(dir, s, r, NR), s == 0 || s % 2 == 0 || s == 5);
   }
-  assert_int_equal(count_entries(dir, "events.out.tfevents."), 1);
-  assert_int_equal(count_entries(dir, "graph.txt"), 1);
+  assert_int_equal(ckpt_count_entries(dir, "events.out.tfevents."), 1);
+  assert_int_equal(ckpt_count_entries(dir, "graph.txt"), 1);
   for (int r = 0; r < NR; r++) rank_free(&x[r]);
   thread_group_destroy(&tg);
 
@@ -235,10 +218,10 @@ static void run_job(int async) {
   for (int r = 0; r < NR; r++) {
     assert_int_equal(x[r].nsaves, 1);
     assert_int_equal(x[r].saves[0], 7);
-    assert_true(shard_exists(dir, 7, r, NR));
-    assert_false(shard_exists(dir, 6, r, NR));
+    assert_true(ckpt_shard_exists(dir, 7, r, NR));
+    assert_false(ckpt_shard_exists(dir, 6, r, NR));
   }
-  assert_int_equal(count_entries(dir, "events.out.tfevents."), 2);
+  assert_int_equal(ckpt_count_entries(dir, "events.out.tfevents."), 2);
   for (int r = 0; r < NR; r++) rank_free(&x[r]);
   thread_group_destroy(&tg);
   free(dir);
@@ -287,9 +270,9 @@ static void run_failing_listener(int async) {
     assert_non_null(strstr(x[r].st.message, "rank 1 of 3: " LOADER_MESSAGE));
   }
   for (int r = 0; r < NR; r++) {
-    assert_true(shard_exists(dir, 0, r, NR));
-    assert_false(shard_exists(dir, 2, r, NR));
-    assert_false(shard_exists(dir, 4, r, NR));
+    assert_true(ckpt_shard_exists(dir, 0, r, NR));
+    assert_false(ckpt_shard_exists(dir, 2, r, NR));
+    assert_false(ckpt_shard_exists(dir, 4, r, NR));
   }
   assert_ok(hk_checkpoint_state_get(&cs, NULL, dir, NULL, &st), &st);
   assert_non_null(strstr(hk_checkpoint_state_model_path(cs), "model.ckpt-0"));

@@ -29,6 +29,7 @@
 #include <hooked/hooked.h>
 
 #include "faulty_fs.h"
+#include "ckpt_fixture.h"
 #include "test_env.h"
 #include "thread_group.h"
 #include "tmpdir.h"
@@ -187,26 +188,6 @@ static hk_loop_options group_options(const char *dir, int64_t save_steps, int64_
   return o;
 }
 
-/* How many entries of dir start with `prefix`. */
-static int count_entries(const char *dir, const char *prefix) {
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  int n = 0;
-  assert_non_null(d);
-  while ((e = readdir(d)) != NULL)
-    if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) n++;
-  closedir(d);
-  return n;
-}
-
-/* 1 when rank r of n wrote its shard of the checkpoint of `step`. */
-static int shard_exists(const char *dir, int64_t step, int r, int n) {
-  char path[1024];
-  struct stat sb;
-  snprintf(path, sizeof path, "%s/model.ckpt-%" PRId64 ".shard-%05d-of-%05d.safetensors", dir, step, r, n);
-  return stat(path, &sb) == 0;
-}
-
 static int committed(const char *dir, int64_t step) {
   char prefix[1024];
   snprintf(prefix, sizeof prefix, "%s/model.ckpt-%" PRId64, dir, step);
@@ -249,10 +230,10 @@ static void test_loop_group__saves_sharded_checkpoints_and_resumes_on_fewer_rank
   for (int64_t s = 0; s <= 5; s++) {
     const int due = s == 0 || s == 2 || s == 4 || s == 5;
     assert_int_equal(committed(dir, s), due);
-    for (int r = 0; r < 3; r++) assert_int_equal(shard_exists(dir, s, r, 3), due);
+    for (int r = 0; r < 3; r++) assert_int_equal(ckpt_shard_exists(dir, s, r, 3), due);
   }
   /* Rank 0's event file alone (its StepCounter and CHECKPOINT events). */
-  assert_int_equal(count_entries(dir, "events.out.tfevents."), 1);
+  assert_int_equal(ckpt_count_entries(dir, "events.out.tfevents."), 1);
   job_free(&j);
 
   /* Resume on 2 ranks from other initial values: the global model comes
@@ -272,9 +253,9 @@ static void test_loop_group__saves_sharded_checkpoints_and_resumes_on_fewer_rank
     assert_true(j.p[r].per_rank_warnings >= 2); /* "seen" and "rng" */
   }
   assert_true(committed(dir, 7));
-  assert_true(shard_exists(dir, 7, 0, 2) && shard_exists(dir, 7, 1, 2));
+  assert_true(ckpt_shard_exists(dir, 7, 0, 2) && ckpt_shard_exists(dir, 7, 1, 2));
   /* This run's rank 0 opened an event file of its own; no other rank did. */
-  assert_int_equal(count_entries(dir, "events.out.tfevents."), 2);
+  assert_int_equal(ckpt_count_entries(dir, "events.out.tfevents."), 2);
   job_free(&j);
   test_tmpdir_free(dir);
 }
@@ -325,9 +306,9 @@ static void test_loop_group__async_saves_at_exactly_the_cadence_on_every_rank(vo
   for (int64_t s = 0; s <= 10; s++) {
     const int due = s % 3 == 0 || s == 10;
     assert_int_equal(committed(dir, s), due);
-    for (int r = 0; r < 3; r++) assert_int_equal(shard_exists(dir, s, r, 3), due);
+    for (int r = 0; r < 3; r++) assert_int_equal(ckpt_shard_exists(dir, s, r, 3), due);
   }
-  assert_int_equal(count_entries(dir, "events.out.tfevents."), 1);
+  assert_int_equal(ckpt_count_entries(dir, "events.out.tfevents."), 1);
   job_free(&j);
   test_tmpdir_free(dir);
 }
