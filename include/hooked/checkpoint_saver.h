@@ -261,14 +261,11 @@ HK_API hk_code hk_checkpoint_saver_hook_new(hk_hook **out, const hk_checkpoint_s
  * than one rank it saves as the synchronous hook does (every rank, rank 0
  * alone locking and writing events) and a save that falls due during a
  * write waits for it, as with block_when_busy, so every rank saves at
- * exactly the cadence's steps; the snapshot stays on the training thread
- * (a rank's stall is the copy) and the writer thread makes the collective
- * save: the group must accept calls from that thread while the training
- * thread makes collectives of its own. A rank that fails before it hands
- * a save over (a listener, its snapshot running out of memory) hands the
- * failure to the writer thread, which joins that save as failed, and
- * returns its error at once. Over MPI, give the Saver a second
- * hk_mpi context (hk_mpi_new()) for its group, with MPI initialized by
+ * exactly the cadence's steps; the snapshot is made as without a group
+ * (above), and the writer thread makes the collective save: the group must accept calls from that thread while the
+ * training thread makes collectives of its own. A rank that fails before it hands a save over (a listener, its snapshot
+ * running out of memory) hands the failure to the writer thread, which joins that save as failed, and returns its error
+ * at once. Over MPI, give the Saver a second hk_mpi context (hk_mpi_new()) for its group, with MPI initialized by
  * MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...). Logs
  * "Create AsyncCheckpointSaverHook saving to path\n%s", followed by
  * " with %zu listener(s)." when it has listeners, when and where
