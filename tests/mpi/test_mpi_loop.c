@@ -113,6 +113,7 @@ static void check_job(hk_mpi *group_mpi, const hk_env *env, int async) {
   /* The cadence restarts at the restored step 7: the next save is 10's. */
   assert_true(ckpt_shard_exists(dir, 10, rank, n));
   assert_false(ckpt_shard_exists(dir, 8, rank, n) || ckpt_shard_exists(dir, 9, rank, n));
+  MPI_Barrier(MPI_COMM_WORLD); /* every rank has looked before rank 0 removes the directory */
   if (rank == 0) {
     assert_int_equal(ckpt_count_entries(dir, "events.out.tfevents."), 2); /* one per run, rank 0's */
     test_tmpdir_remove(dir);
