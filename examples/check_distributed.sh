@@ -7,11 +7,13 @@
 #     training; the ps chief's result line has a real loss (the final
 #     model's over the training set: the same after a relaunch on its final
 #     checkpoint); every line of the 4-rank jobs names its rank;
-#  2. SIGKILL to one rank of a 3-rank sync job mid-run: the job exits
-#     non-zero and no rank is left running; relaunched, it resumes from the
-#     newest checkpoint and every shard of its final checkpoint (each rank
-#     writes its own: sharded checkpoints) is byte-identical to an
-#     uninterrupted 3-rank run's (deterministic averaging);
+#  2. SIGKILL to one rank of a 3-rank sync job mid-run, one that writes its
+#     checkpoints with --async (each rank's background writer saves its
+#     shard): the job exits non-zero and no rank is left running;
+#     relaunched, it resumes from the newest checkpoint and every shard of
+#     its final checkpoint (each rank writes its own: sharded checkpoints)
+#     is byte-identical to an uninterrupted 3-rank run's that saved
+#     synchronously (deterministic averaging, the same steps saved);
 #  3. SIGTERM to one rank only: every rank stops after the same step, the
 #     job exits 0, and the final checkpoint is of that step;
 #  4. SIGUSR1 to one rank of a job given --stop-signals INT,TERM,USR1: the
@@ -86,18 +88,18 @@ steps=20000
 common=(--distributed sync --batch 33 --steps "$steps" --save-steps 500)
 run ref 3 "${common[@]}" --checkpoint-dir "$work/ref"
 bounded_wait 600 || fail "the uninterrupted 3-rank run exited $?"
-run kill 3 "${common[@]}" --checkpoint-dir "$work/kill"
+run kill 3 "${common[@]}" --async --checkpoint-dir "$work/kill"
 wait_for_file "$work/kill/model.ckpt-2000.*" 300 || fail "the job to kill wrote no checkpoint of step 2000"
 kill_rank 1 "$work/kill" "$steps" 60
 # shellcheck disable=SC2154 # code, newest: set by kill_rank
 echo "killed rank 1 (pid $victim): the job exited $code; newest checkpoint step $newest"
-run resume 3 "${common[@]}" --checkpoint-dir "$work/kill"
+run resume 3 "${common[@]}" --async --checkpoint-dir "$work/kill"
 bounded_wait 600 || fail "the relaunched job exited $?"
 grep -q "result: step=$steps " "$work/resume.out" || fail "the relaunched job did not reach step $steps"
 for f in "$work/ref/model.ckpt-$steps".shard-*-of-00003.safetensors "$work/ref/model.ckpt-$steps.shards"; do
   cmp "$f" "$work/kill/${f##*/}" || fail "the resumed run's final checkpoint differs from the uninterrupted run's: ${f##*/}"
 done
-echo "resumed from step $newest: every shard of model.ckpt-$steps is byte-identical to the uninterrupted run's"
+echo "resumed from step $newest (--async): every shard of model.ckpt-$steps is byte-identical to the uninterrupted run's"
 
 # 3. SIGTERM to one rank only
 run term 3 --distributed sync --batch 33 --steps 1000000 --save-steps 5000 --checkpoint-dir "$work/term"

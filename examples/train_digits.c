@@ -67,6 +67,7 @@ dist g_dist = {DIST_NONE,
                ,
                NULL,
                NULL,
+               NULL,
                NULL
 #endif
 };
@@ -229,14 +230,13 @@ static int parse_args(int argc, char **argv, options *o) {
     return digits_usage_error(PROG, "--collective-timeout needs --distributed");
   if (o->distributed != DIST_NONE && (o->f.lr_flags.schedule >= 0 || o->f.lr_flags.patience >= 0))
     return digits_usage_error(PROG, "--lr-schedule and --lr-plateau do not combine with --distributed");
-  /* Sharded checkpoints: every rank saves at the same steps, in the
-   * training thread (the saves are collectives). */
+  /* Sharded checkpoints: every rank saves at the same steps (the saves
+   * are collectives). */
   if (o->distributed == DIST_SYNC && o->f.checkpoint_dir) {
     if (!hk_secs_is_unset(o->f.save_secs))
       return digits_usage_error(PROG,
                                 "--save-secs: with --distributed sync every rank saves its shard at the same "
                                 "steps; give --save-steps");
-    if (o->f.async) return digits_usage_error(PROG, "--async does not combine with --distributed sync");
     if (o->f.best_k) return digits_usage_error(PROG, "--best-k does not combine with --distributed sync");
   }
   return 0;

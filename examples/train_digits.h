@@ -48,6 +48,9 @@ typedef struct dist {
   hk_mpi *mpi;
   hk_mpi_ps *ps;
   hk_hook *stop; /* sync: the stop agreement, made at start-up (it owns the signals from then on) */
+  /* sync with --async --checkpoint-dir: the sharded checkpoints' own
+   * context, for the background writer's exchanges (MPI_THREAD_MULTIPLE) */
+  hk_mpi *ckpt_mpi;
 #endif
 } dist;
 extern dist g_dist;

@@ -112,7 +112,9 @@ static int64_t shard_save_steps(const options *o) { return o->f.save_steps != HK
 
 /* Every rank's Saver over the job (hk_mpi_group()): each writes its shard
  * of every checkpoint, the chief commits (docs/distributed.md). Every rank
- * saves through a CheckpointSaverHook given that Saver, right after the
+ * saves through a CheckpointSaverHook given that Saver (with --async an
+ * AsyncCheckpointSaverHook, whose writer thread makes the exchanges on a
+ * context of their own), right after the
  * broadcast hook (so it sees the chief's variables and global step): the
  * hook saves on every rank at the same steps, and the chief's alone locks
  * the directory and writes the events. The chief restores through its own
@@ -127,7 +129,7 @@ int setup_sharded_checkpoints(run *r, hk_status *st) {
   so.executor = hk_graph_executor(r->m.g);
   so.max_to_keep = f->keep;
   so.group = hk_mpi_group();
-  so.group_user = g_dist.mpi;
+  so.group_user = g_dist.ckpt_mpi ? g_dist.ckpt_mpi : g_dist.mpi; /* --async: the writer thread's own */
   if (hk_saver_new(&r->shard_saver, &so, st) != HK_OK) return fail_status("creating the sharded saver", st);
   co.checkpoint_dir = f->checkpoint_dir;
   co.save_steps = shard_save_steps(r->o);
@@ -136,7 +138,8 @@ int setup_sharded_checkpoints(run *r, hk_status *st) {
     co.listeners = &r->metrics_listener;
     co.nlisteners = 1;
   }
-  if (hk_checkpoint_saver_hook_new(&r->shard_hook, &co, st) != HK_OK)
+  if ((f->async ? hk_async_checkpoint_saver_hook_new(&r->shard_hook, &co, st)
+                : hk_checkpoint_saver_hook_new(&r->shard_hook, &co, st)) != HK_OK)
     return fail_status("creating the checkpoint hook", st);
   return 0;
 }
@@ -165,11 +168,19 @@ static hk_code take_signals(const options *o, int *installed, hk_status *st) {
 }
 
 /* --distributed, under mpirun: rank 0 is the chief. hooked makes MPI calls
- * from this thread only. @return 0, or the exit status. */
+ * from this thread only, except a sharded --async job's background
+ * checkpoint writer, on a context of its own (MPI_THREAD_MULTIPLE).
+ * @return 0, or the exit status. */
 int dist_start(const options *o, int *argc, char ***argv, int *installed) {
   hk_status st = HK_STATUS_INIT;
   hk_mpi_options mo = HK_MPI_OPTIONS_INIT;
-  MPI_Init(argc, argv);
+  const int shard_async = o->distributed == DIST_SYNC && o->f.checkpoint_dir && o->f.async;
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Init_thread(argc, argv, shard_async ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
+  if (shard_async && provided < MPI_THREAD_MULTIPLE) {
+    fprintf(stderr, PROG ": --async with --distributed sync needs an MPI library with MPI_THREAD_MULTIPLE\n");
+    MPI_Abort(MPI_COMM_WORLD, DIGITS_EXIT_RUNTIME);
+  }
   g_dist.mode = o->distributed;
   mo.collective_timeout_secs = o->collective_timeout;
   /* A synchronous job's stop hook first: its signal handlers make a stop
@@ -177,7 +188,8 @@ int dist_start(const options *o, int *argc, char ***argv, int *installed) {
    * when the session starts. */
   if (hk_mpi_new(&g_dist.mpi, &mo, &st) != HK_OK ||
       (o->distributed == DIST_SYNC && take_signals(o, installed, &st) != HK_OK) ||
-      (o->distributed == DIST_PS && hk_mpi_ps_new(&g_dist.ps, g_dist.mpi, &st) != HK_OK)) {
+      (o->distributed == DIST_PS && hk_mpi_ps_new(&g_dist.ps, g_dist.mpi, &st) != HK_OK) ||
+      (shard_async && hk_mpi_new(&g_dist.ckpt_mpi, &mo, &st) != HK_OK)) {
     fprintf(stderr, PROG ": --distributed: %s\n", st.message);
     MPI_Abort(MPI_COMM_WORLD, DIGITS_EXIT_RUNTIME);
   }
@@ -188,6 +200,7 @@ int dist_start(const options *o, int *argc, char ***argv, int *installed) {
   snprintf(g_dist.who, sizeof g_dist.who, PROG ": rank %d/%d", g_dist.rank, g_dist.size);
   if (o->distributed == DIST_SYNC && !sync_batch_agrees(o)) {
     hk_hook_free(g_dist.stop);
+    hk_mpi_free(g_dist.ckpt_mpi);
     hk_mpi_free(g_dist.mpi);
     MPI_Finalize();
     return DIGITS_EXIT_USAGE;
@@ -200,6 +213,7 @@ void dist_end(int rc) {
   if (rc != 0) MPI_Abort(MPI_COMM_WORLD, rc);
   hk_hook_free(g_dist.stop);
   hk_mpi_ps_free(g_dist.ps);
+  hk_mpi_free(g_dist.ckpt_mpi);
   hk_mpi_free(g_dist.mpi);
   MPI_Finalize();
 }
