@@ -174,7 +174,8 @@ HK_API MPI_Comm hk_mpi_comm(const hk_mpi *mpi);
  * (NULL: the defaults of HK_ENV_INIT) whose log sink writes each message as
  * "rank R/N: <message>" through base's own sink (hooked's stderr sink when
  * it has none), with the same level; R is this process's rank in the
- * context, N the number of ranks. Give it to everything of the rank that
+ * context, N the number of ranks. A message of several lines gets the
+ * prefix on each (up to eight; a longer one is cut at a line's end). Give it to everything of the rank that
  * logs — the session (MonitoredTrainingSession's or the host loop's env,
  * which its built-in hooks, checkpoint saver and summary writers take),
  * hooks made with an env of their own, and the program's own hk_env_log()

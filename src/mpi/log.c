@@ -4,7 +4,7 @@
  * Under mpirun every rank's stderr ends up in one stream, so a line that
  * does not name its rank cannot be told from the same line of another
  * rank. The context wraps its env's log sink in one that writes "rank R/N: "
- * before each message, and hands the same wrapping to the program for its
+ * before each line of each message, and hands the same wrapping to the program for its
  * session, hooks and own lines (hk_mpi_log_env()). Each wrapped sink keeps
  * its base sink in a record the context owns; wrapping the same base again
  * reuses it, so a program may call hk_mpi_log_env() as often as it likes.
@@ -12,6 +12,7 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "mpi_internal.h"
 
@@ -22,13 +23,27 @@ struct hk__mpi_sink {
   char prefix[32]; /* "rank R/N: " */
 };
 
-/* The prefixed sink: one line through the base sink, allocating nothing
- * (the saver's thread calls it too). A message longer than hooked's own
- * (1023 bytes) is cut as hooked cuts one. */
+/* The prefixed sink: one message through the base sink, "rank R/N: "
+ * before each of its lines (a message of several lines, as TensorFlow's
+ * "Create AsyncCheckpointSaverHook saving to path\n<path>", names the rank
+ * on each), allocating nothing (the saver's thread calls it too). hooked
+ * cuts a message at 1023 bytes; the room for prefixes covers eight lines,
+ * and a message of more lines than fit is cut at the last whole prefix. */
 static void prefixed(void *user, hk_log_level level, const char *msg) {
   const hk__mpi_sink *s = user;
-  char line[1024 + sizeof s->prefix];
-  snprintf(line, sizeof line, "%s%s", s->prefix, msg ? msg : "");
+  char line[1024 + 8 * sizeof s->prefix];
+  const size_t plen = strlen(s->prefix);
+  size_t n = plen;
+  memcpy(line, s->prefix, plen);
+  for (const char *p = msg ? msg : ""; *p != '\0' && n + 1 < sizeof line; p++) {
+    line[n++] = *p;
+    if (*p == '\n' && p[1] != '\0') {
+      if (n + plen + 1 >= sizeof line) break;
+      memcpy(line + n, s->prefix, plen);
+      n += plen;
+    }
+  }
+  line[n] = '\0';
   if (s->log)
     s->log(s->user, level, line);
   else

@@ -8,7 +8,7 @@
  * stop hook given the program's unprefixed env; wrapping twice prefixes
  * once; a logged line allocates nothing and wrapping the same sink again
  * makes no new record; a line longer than hooked's buffer is cut, not
- * overrun.
+ * overrun; each line of a message of several lines names the rank.
  */
 #include "mpi_test.h"
 
@@ -150,6 +150,52 @@ static void test_a_line_longer_than_the_buffer_is_cut_not_overrun(void) {
   assert_int_equal(test_env_release(te), 0);
 }
 
+/* A message of several lines (TensorFlow's "Create AsyncCheckpointSaverHook
+ * saving to path\n<path>") names the rank on each of them; a trailing
+ * newline gets no prefix after it. */
+static void test_each_line_of_a_message_of_several_lines_names_the_rank(void) {
+  hk_env real, env;
+  test_env *te = mpi_test_env(&real);
+  hk_mpi *mpi = mpi_test_context(NULL);
+  hk_status st = HK_STATUS_INIT;
+  char want[256], prefix[32];
+  assert_ok(hk_mpi_log_env(&env, mpi, &real, &st), &st);
+  expect_prefix(prefix, sizeof prefix);
+  hk_env_log(&env, HK_LOG_INFO, "saving to path\n%s\nwith 1 listener(s).", "/ck/model.ckpt");
+  snprintf(want, sizeof want, "%ssaving to path\n%s/ck/model.ckpt\n%swith 1 listener(s).", prefix, prefix, prefix);
+  assert_string_equal(last_line(te)->text, want);
+  hk_env_log(&env, HK_LOG_INFO, "ends\n");
+  snprintf(want, sizeof want, "%sends\n", prefix);
+  assert_string_equal(last_line(te)->text, want);
+  hk_mpi_free(mpi);
+  assert_int_equal(test_env_release(te), 0);
+}
+
+/* Many short lines: the prefixes outgrow their room, and the message is
+ * cut at a line's end rather than overrun. */
+static void test_a_message_of_many_lines_is_cut_not_overrun(void) {
+  hk_env real, env;
+  test_env *te = mpi_test_env(&real);
+  hk_mpi *mpi = mpi_test_context(NULL);
+  hk_status st = HK_STATUS_INIT;
+  static char many[1000];
+  char prefix[32];
+  for (size_t i = 0; i + 1 < sizeof many; i++) many[i] = i % 2 ? '\n' : 'x';
+  assert_ok(hk_mpi_log_env(&env, mpi, &real, &st), &st);
+  expect_prefix(prefix, sizeof prefix);
+  hk_env_log(&env, HK_LOG_INFO, "%s", many);
+  /* The capture keeps TEST_LOG_LINE_MAX bytes of a message: every whole
+   * line of those starts with the prefix, and the prefixes made room for
+   * fewer lines than the message has. */
+  const char *text = last_line(te)->text;
+  int lines = 0;
+  for (const char *line = text, *end; (end = strchr(line, '\n')) != NULL; line = end + 1, lines++)
+    assert_int_equal(strncmp(line, prefix, strlen(prefix)), 0);
+  assert_true(lines > 0 && lines < 499);
+  hk_mpi_free(mpi);
+  assert_int_equal(test_env_release(te), 0);
+}
+
 static void test_log_env_rejects_bad_arguments(void) {
   hk_mpi *mpi = mpi_test_context(NULL);
   hk_status st = HK_STATUS_INIT;
@@ -164,6 +210,8 @@ static void test_log_env_rejects_bad_arguments(void) {
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       MPI_CASE(test_a_line_through_the_log_env_reaches_the_programs_sink_with_the_rank),
+      MPI_CASE(test_each_line_of_a_message_of_several_lines_names_the_rank),
+      MPI_CASE(test_a_message_of_many_lines_is_cut_not_overrun),
       MPI_CASE(test_wrapping_an_env_twice_prefixes_its_lines_once),
       MPI_CASE(test_the_contexts_own_lines_name_the_rank),
       MPI_CASE(test_a_stop_hook_given_the_programs_env_names_the_rank),
