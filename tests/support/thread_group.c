@@ -115,3 +115,13 @@ out:
 static const hk_group_vtable vtable = {HK_GROUP_VTABLE_VERSION, tg_rank, tg_size, tg_all_gather, tg_broadcast};
 
 const hk_group_vtable *thread_group_vtable(void) { return &vtable; }
+
+int thread_group_run(void *(*rank_main)(void *), void *ranks, size_t size, int n) {
+  pthread_t t[THREAD_GROUP_MAX];
+  int started = 0;
+  if (n < 0 || n > THREAD_GROUP_MAX) return -1;
+  while (started < n && pthread_create(&t[started], NULL, rank_main, (char *)ranks + (size_t)started * size) == 0)
+    started++;
+  for (int r = 0; r < started; r++) pthread_join(t[r], NULL);
+  return started == n ? 0 : -1;
+}

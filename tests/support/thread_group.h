@@ -55,6 +55,11 @@ void thread_group_init(thread_group *g, int size);
 void thread_group_destroy(thread_group *g);
 /** The vtable every member uses. */
 const hk_group_vtable *thread_group_vtable(void);
+/** Run rank_main(&ranks[r]) for r in 0..n-1 (ranks: n records of `size`
+ *  bytes each), each on a thread of its own, and join them all.
+ *  @return 0; -1 when a thread could not be started (the others started
+ *  are joined first). */
+int thread_group_run(void *(*rank_main)(void *), void *ranks, size_t size, int n);
 
 #ifdef __cplusplus
 }

@@ -112,7 +112,6 @@ static void *rank_main(void *arg) {
 int main(int argc, char **argv) {
   thread_group tg;
   rank_job jobs[MAXR];
-  pthread_t t[MAXR];
   int64_t steps[64];
   char save_path[4096];
   int n, nsteps = argc - 3, failed = 0;
@@ -123,14 +122,12 @@ int main(int argc, char **argv) {
   for (int s = 0; s < nsteps; s++) steps[s] = strtoll(argv[3 + s], NULL, 10);
   snprintf(save_path, sizeof save_path, "%s/model.ckpt", argv[1]);
   thread_group_init(&tg, n);
-  for (int r = 0; r < n; r++) {
-    jobs[r] = (rank_job){r, &tg, save_path, steps, nsteps, 0};
-    pthread_create(&t[r], NULL, rank_main, &jobs[r]);
+  for (int r = 0; r < n; r++) jobs[r] = (rank_job){r, &tg, save_path, steps, nsteps, 0};
+  if (thread_group_run(rank_main, jobs, sizeof jobs[0], n) != 0) {
+    fprintf(stderr, "make_sharded: cannot start a thread per rank\n");
+    failed = 1;
   }
-  for (int r = 0; r < n; r++) {
-    pthread_join(t[r], NULL);
-    failed |= jobs[r].failed;
-  }
+  for (int r = 0; r < n; r++) failed |= jobs[r].failed;
   thread_group_destroy(&tg);
   return failed;
 }

@@ -165,11 +165,7 @@ static void *rank_main(void *arg) {
 }
 
 /* Every rank's session on its own thread, joined before returning. */
-static void run_ranks(rank_fx *x, int n) {
-  pthread_t t[NR];
-  for (int r = 0; r < n; r++) assert_int_equal(pthread_create(&t[r], NULL, rank_main, &x[r]), 0);
-  for (int r = 0; r < n; r++) pthread_join(t[r], NULL);
-}
+static void run_ranks(rank_fx *x, int n) { assert_int_equal(thread_group_run(rank_main, x, sizeof x[0], n), 0); }
 
 static void run_all(rank_fx *x, int n) {
   run_ranks(x, n);

@@ -136,13 +136,11 @@ static void *shard_rank_main(void *arg) {
 /* Every rank saves `step` at once (the threads only save: cmocka stays on
  * this thread). */
 static void shard_save_all(shard_rank *ranks, int64_t step) {
-  pthread_t t[SHARD_RANKS];
   for (int r = 0; r < SHARD_RANKS; r++) {
     assign_step(ranks[r].rs, ranks[r].mv.ex, step);
     ranks[r].step = step;
-    assert_int_equal(pthread_create(&t[r], NULL, shard_rank_main, &ranks[r]), 0);
   }
-  for (int r = 0; r < SHARD_RANKS; r++) pthread_join(t[r], NULL);
+  assert_int_equal(thread_group_run(shard_rank_main, ranks, sizeof ranks[0], SHARD_RANKS), 0);
   for (int r = 0; r < SHARD_RANKS; r++) assert_ok(ranks[r].rc, &ranks[r].st);
 }
 

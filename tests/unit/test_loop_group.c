@@ -159,7 +159,6 @@ typedef struct job {
  * initial values; joined before returning. `prepare` (may be NULL) adjusts
  * a rank's program before it starts. */
 static void run_job(job *j, int n, const hk_loop_options *o, int seed, void (*prepare)(rank_prog *)) {
-  pthread_t t[MAXR];
   thread_group_init(&j->tg, n);
   j->n = n;
   for (int r = 0; r < n; r++) {
@@ -168,8 +167,7 @@ static void run_job(job *j, int n, const hk_loop_options *o, int seed, void (*pr
     j->p[r].member = &j->tg.members[r];
     if (prepare) prepare(&j->p[r]);
   }
-  for (int r = 0; r < n; r++) assert_int_equal(pthread_create(&t[r], NULL, rank_main, &j->p[r]), 0);
-  for (int r = 0; r < n; r++) pthread_join(t[r], NULL);
+  assert_int_equal(thread_group_run(rank_main, j->p, sizeof j->p[0], n), 0);
 }
 
 static void job_free(job *j) {

@@ -87,7 +87,6 @@ static void *rank_main(void *arg) {
 }
 
 static void run_job(rank_prog *p, thread_group *tg, int n, const char *dir, int64_t last_step, int seed) {
-  pthread_t t[MAXR];
   thread_group_init(tg, n);
   for (int r = 0; r < n; r++) {
     memset(&p[r], 0, sizeof p[r]);
@@ -96,8 +95,7 @@ static void run_job(rank_prog *p, thread_group *tg, int n, const char *dir, int6
     p[r].last_step = last_step;
     p[r].seed = seed;
   }
-  for (int r = 0; r < n; r++) assert_int_equal(pthread_create(&t[r], NULL, rank_main, &p[r]), 0);
-  for (int r = 0; r < n; r++) pthread_join(t[r], NULL);
+  assert_int_equal(thread_group_run(rank_main, p, sizeof p[0], n), 0);
   for (int r = 0; r < n; r++)
     if (p[r].rc != HK_OK) fail_msg("rank %d of %d: %s: %s", r, n, hk_code_name(p[r].rc), p[r].st.message);
   thread_group_destroy(tg);

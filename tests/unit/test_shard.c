@@ -201,14 +201,12 @@ static void *rank_main(void *arg) {
 
 /* Every rank runs `what` on its own thread; joined before returning. */
 static void run_all(job *j, op what, const char *path, int64_t step) {
-  pthread_t t[MAXR];
   for (int r = 0; r < j->n; r++) {
     j->r[r].what = what;
     j->r[r].path = path;
     j->r[r].step = step;
-    assert_int_equal(pthread_create(&t[r], NULL, rank_main, &j->r[r]), 0);
   }
-  for (int r = 0; r < j->n; r++) pthread_join(t[r], NULL);
+  assert_int_equal(thread_group_run(rank_main, j->r, sizeof j->r[0], j->n), 0);
 }
 
 static void save_all(job *j, int seed, int64_t step) {
@@ -696,17 +694,13 @@ static void test_shard__bad_groups_and_per_rank_names_are_refused_by_name(void *
     so.env = &j->r[r].env;
     assert_ok(hk_saver_new(&j->r[r].saver, &so, &st), &st);
   }
-  {
-    pthread_t t[2];
-    for (int r = 0; r < 2; r++) {
-      set_all(&j->r[r], 1, 10 + r);
-      j->r[r].what = OP_SAVE;
-      j->r[r].path = j->save_path;
-      j->r[r].step = 10 + r;
-      assert_int_equal(pthread_create(&t[r], NULL, rank_main, &j->r[r]), 0);
-    }
-    for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
+  for (int r = 0; r < 2; r++) {
+    set_all(&j->r[r], 1, 10 + r);
+    j->r[r].what = OP_SAVE;
+    j->r[r].path = j->save_path;
+    j->r[r].step = 10 + r;
   }
+  assert_int_equal(thread_group_run(rank_main, j->r, sizeof j->r[0], 2), 0);
   for (int r = 0; r < 2; r++) {
     assert_int_equal(j->r[r].rc, HK_FAILED_PRECONDITION);
     if (!strstr(j->r[r].st.message, "rank 1 of 2 saves another checkpoint than rank 0 (step 11, rank 0's 10"))

@@ -343,14 +343,12 @@ static void *rank_main(void *arg) {
 }
 
 static void run_all(job *j, op what, const char *path, int64_t step) {
-  pthread_t t[MAXR];
   for (int r = 0; r < j->n; r++) {
     j->r[r].what = what;
     j->r[r].path = path;
     j->r[r].step = step;
-    assert_int_equal(pthread_create(&t[r], NULL, rank_main, &j->r[r]), 0);
   }
-  for (int r = 0; r < j->n; r++) pthread_join(t[r], NULL);
+  assert_int_equal(thread_group_run(rank_main, j->r, sizeof j->r[0], j->n), 0);
 }
 
 /* n ranks save seed's arrays as step `step`; the checkpoint's prefix into out. */
