@@ -162,6 +162,18 @@ static size_t dir_len(const char *dir, size_t n) {
   return n;
 }
 
+/* *out: the prefix the hook's Saver gives the checkpoint of `step`
+ * (hk_env_free() with the Saver's env). */
+static hk_code own_prefix(ckpt_hook *self, int64_t step, char **out, hk_status *st) {
+  hk_code rc = hk__ckpt_hook_resolve_saver(self, st);
+  if (rc != HK_OK) return rc;
+  *out = hk__saver_prefix(self->saver, self->save_path, step);
+  if (*out == NULL)
+    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory naming the checkpoint of %s", self->kind,
+                         self->save_path);
+  return HK_OK;
+}
+
 /* Whether this creation restored the very checkpoint the hook
  * would write for `step`: `restored`'s directory is checkpoint_dir (trailing
  * slashes aside) and its name is the one the Saver gives step, so
@@ -174,12 +186,8 @@ static hk_code restored_own_checkpoint(ckpt_hook *self, const char *restored, in
   hk_code rc;
 
   *same = 0;
-  rc = hk__ckpt_hook_resolve_saver(self, st);
+  rc = own_prefix(self, step, &mine, st);
   if (rc != HK_OK) return rc;
-  mine = hk__saver_prefix(self->saver, self->save_path, step);
-  if (mine == NULL)
-    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory naming the checkpoint of %s", self->kind,
-                         self->save_path);
   /* A checkpoint_filename_with_path may name the data file itself. */
   if (n > k && strcmp(restored + n - k, data_ext) == 0) n -= k;
   for (cut = n; cut > 0 && restored[cut - 1] != '/'; cut--) {}
@@ -205,12 +213,8 @@ static hk_code group_checkpoint_exists(ckpt_hook *self, int64_t step, int *exist
   hk_code rc;
 
   *exists = 0;
-  rc = hk__ckpt_hook_resolve_saver(self, st);
+  rc = own_prefix(self, step, &mine, st);
   if (rc != HK_OK) return rc;
-  mine = hk__saver_prefix(self->saver, self->save_path, step);
-  if (mine == NULL)
-    return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "%s: out of memory naming the checkpoint of %s", self->kind,
-                         self->save_path);
   *exists = hk_checkpoint_exists(&self->senv, mine);
   hk_env_free(hk__saver_env(self->saver), mine);
   return HK_OK;
