@@ -541,7 +541,7 @@ static void test_shard__retention_deletes_every_shard_of_a_dropped_checkpoint(vo
  * (num of them): sizes and header CRCs from the files, so only the shards'
  * own contents decide. */
 static void write_index(const char *prefix, char *const *paths, int num, int64_t step) {
-  char text[2048], path[1100];
+  char text[2048], path[1200];
   size_t n = 0;
   n += (size_t)snprintf(text + n, sizeof text - n, "# hooked-crc32c: 00000000\nformat: hooked-sharded/1\n");
   n += (size_t)snprintf(text + n, sizeof text - n, "global_step: %" PRId64 "\nnum_shards: %d\n", step, num);
@@ -560,7 +560,9 @@ static void write_index(const char *prefix, char *const *paths, int num, int64_t
     snprintf(crc, sizeof crc, "%08" PRIx32, hk_crc32c_extend(0, text + 26, n - 26));
     memcpy(text + 17, crc, 8);
   }
-  snprintf(path, sizeof path, "%s.shards", prefix);
+  assert_true(strlen(prefix) + sizeof ".shards" <= sizeof path);
+  memcpy(path, prefix, strlen(prefix));
+  memcpy(path + strlen(prefix), ".shards", sizeof ".shards");
   assert_int_equal(test_write_file(path, text, n), 0);
 }
 
