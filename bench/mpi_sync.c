@@ -428,9 +428,9 @@ int main(int argc, char **argv) {
         "MPI_Barrier to the slowest rank's end\n\n",
         B.reps, B.reps);
     printf(
-        "(A) gradient averaging, f32, in place: hk_mpi_average (point-to-point reduce-scatter, sum in rank order, "
-        "all-gather) vs raw MPI_Allreduce(MPI_SUM) + division by %d\n",
-        B.size);
+        "(A) gradient averaging, f32, in place: hk_mpi_average (point-to-point reduce-scatter, %s, all-gather) vs "
+        "raw MPI_Allreduce(MPI_SUM) + division by %d\n",
+        (B.size & (B.size - 1)) == 0 ? "halving, sums in a fixed tree" : "pairwise, sums in rank order", B.size);
     fflush(stdout);
   }
   spread avg[NSIZES];

@@ -119,7 +119,8 @@ static void backward_batch(trainer *t, const float *x, const float *w2) {
 
 #ifdef HK_EXAMPLE_MPI
 /* Synchronous data parallel: every rank applies the mean of the ranks'
- * gradients (hk_mpi_average sums in rank order: the same bits on every rank,
+ * gradients (hk_mpi_average sums in an order fixed by the rank count: the
+ * same bits on every rank,
  * and on every run with this many ranks), and reports the mean loss of the
  * global batch in *loss (the batch's summed loss). */
 static hk_code average_across_ranks(trainer *t, double *loss, hk_status *status) {

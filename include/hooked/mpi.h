@@ -204,16 +204,25 @@ HK_API hk_code hk_mpi_log_env(hk_env *out, hk_mpi *mpi, const hk_env *base, hk_s
 
 /*
  * How every average is computed. A buffer of `count` elements is cut into
- * N blocks (hk_mpi_block()); rank r owns block r. Reduce-scatter: every
- * rank sends its copy of block r to rank r, and rank r sums the N copies in
- * rank order — rank 0's value, plus rank 1's, ..., plus rank N-1's — then
- * divides by N. All-gather: rank r sends its finished block to every other
- * rank. Both are point-to-point messages in pairwise order (at step k rank r
- * sends to r+k and receives from r-k, mod N), so each rank sends and
- * receives 2 (N-1)/N of the buffer — a ring all-reduce's bytes — and MPI
- * only moves bytes: the result's bits depend on the rank count alone, not
- * on timing, message sizes or the MPI library. A job killed and restarted
- * with the same rank count resumes bit-exactly.
+ * N blocks (hk_mpi_block()). Reduce-scatter: each block's sum ends on one
+ * rank, which divides it by N; all-gather: each finished block is sent to
+ * every rank. Both are point-to-point messages, and every addition is
+ * hooked's, in an order fixed by the rank count:
+ *
+ *  - N a power of two (2, 4, 8, ...): halving. Each phase takes log2 N
+ *    steps; at step j rank r exchanges half of the blocks it holds with
+ *    rank r XOR 2^j and adds the partner's partial sums to its own, the
+ *    lower ranks' on the left. Each element's sum is the tree of halves:
+ *    ((x0 + x1) + (x2 + x3)) at 4 ranks, whichever rank adds it.
+ *  - Any other N: pairwise. Rank r owns block r; every rank sends its copy
+ *    of block r to rank r (at step k to r+k, from r-k, mod N), which adds
+ *    the N copies in rank order — rank 0's value, plus rank 1's, ... —
+ *    then sends the finished block to every other rank.
+ *
+ * Either way each rank sends and receives 2 (N-1)/N of the buffer — a ring
+ * all-reduce's bytes — and MPI only moves bytes: the result's bits depend
+ * on the rank count alone, not on timing, message sizes or the MPI library.
+ * A job killed and restarted with the same rank count resumes bit-exactly.
  *
  * Every average is collective: every rank makes the same calls, in the same
  * order, with the same dtypes and counts. Every wait for other ranks is
@@ -239,11 +248,11 @@ HK_API hk_code hk_mpi_block(size_t *first, size_t *len, size_t count, int nranks
 /**
  * Average `count` elements of `data` across the ranks, in place: every rank
  * passes its buffer and receives the element-wise mean, the same bits on
- * every rank, summed in rank order (above). Cost: each rank sends and
- * receives 2 (N-1)/N of the buffer, in 2 (N-1) messages at most per
- * segment: a buffer of more than 1 MiB goes in segments of 1 MiB, all
- * posted at once, each summed as soon as its copies have arrived (the
- * same sums: the same bits).
+ * every rank, summed in the order above. Cost: each rank sends and
+ * receives 2 (N-1)/N of the buffer, in 2 log2 N messages per segment at a
+ * power of two N, 2 (N-1) at most otherwise: a buffer of more than 1 MiB
+ * goes in segments of 1 MiB, all started at once, each moved on as soon
+ * as its step's messages have arrived (the same sums: the same bits).
  * @param dtype  HK_DTYPE_F32 or HK_DTYPE_F64.
  * @param data   borrowed for the call.
  * **Errors:** INVALID_ARGUMENT for a NULL mpi, a NULL data with count > 0,

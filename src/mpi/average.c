@@ -69,8 +69,17 @@ hk_code hk_mpi_average_scalar(hk_mpi *m, double *value, hk_status *st) {
   if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "hk_mpi_average_scalar: MPI_Iallgather");
   if ((rc = hk__mpi_collective_wait(m, &req, HK__MPI_OP_AVERAGE_SCALAR, "hk_mpi_average_scalar", st)) != HK_OK)
     return rc;
-  double acc = m->scalars[0];
-  for (int r = 1; r < m->size; r++) acc += m->scalars[r];
-  *value = acc / (double)m->size;
+  /* The order of every average (average_schedule.c): at a power of two
+   * the tree of halves, pairs of neighbours first; otherwise rank order. */
+  double *v = m->scalars, acc = v[0];
+  const int n = m->size;
+  if ((n & (n - 1)) == 0) {
+    for (int w = 1; w < n; w *= 2)
+      for (int i = 0; i + w < n; i += 2 * w) v[i] = v[i] + v[i + w];
+    acc = v[0];
+  } else {
+    for (int r = 1; r < n; r++) acc += v[r];
+  }
+  *value = acc / (double)n;
   return HK_OK;
 }

@@ -2,21 +2,19 @@
  * hooked::mpi — averages in flight: a request's units through the
  * reduce-scatter and the all-gather, as point-to-point messages.
  *
- * A unit goes through its phases in order: its reduce-scatter is posted at
- * the start (this rank's copies of the other ranks' blocks sent, the other
- * ranks' copies of its own block awaited into the scratch); when they have
- * all arrived, this rank sums its block in rank order and posts the
- * all-gather (its finished block to every rank, every other block awaited
- * in place); when that completes, a fused unit is unpacked into its
- * arrays. Messages go in pairwise order — at step k to rank+k, from
- * rank-k — and every message of a unit's phase has the phase's own tag, so
- * two units in flight never take each other's messages, whatever order the
- * ranks reach them in. A unit's all-gather is posted only after the
- * earlier units' of its request: each rank posts a request's messages in
- * one order.
+ * A unit goes through its phases in order, each a few steps of messages
+ * (average_schedule.c says which blocks go where, and adds them): its
+ * reduce-scatter's first step is posted at the start; when a step's
+ * messages have all completed, the unit adds what arrived and posts its
+ * next step, then the all-gather's steps, and when the last completes, a
+ * fused unit is unpacked into its arrays. Every message of a unit's phase
+ * has the phase's own tag, so two units in flight never take each other's
+ * messages, whatever order the ranks reach them in. A unit's all-gather is
+ * posted only after the earlier units' of its request: each rank posts a
+ * request's messages in one order.
  *
- * Only bytes move through MPI; every addition is this file's, in rank
- * order, so the bits depend on the rank count alone.
+ * Only bytes move through MPI; every addition is hooked's, in an order
+ * fixed by the rank count, so the bits depend on the rank count alone.
  *
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -27,136 +25,50 @@
 
 #include "mpi_internal.h"
 
-enum { PHASE_IDLE, PHASE_SCATTER, PHASE_GATHER, PHASE_DONE };
+enum { PHASE_SCATTER = 1, PHASE_GATHER, PHASE_DONE };
 
-static MPI_Datatype mpi_type(hk_dtype dtype) { return dtype == HK_DTYPE_F32 ? MPI_FLOAT : MPI_DOUBLE; }
-
-static MPI_Request *unit_reqs(hk_mpi_average_request *r, size_t k) {
-  return r->reqs + k * 2 * (size_t)(r->mpi->size - 1);
-}
-
-/* Post the reduce-scatter of unit k. */
-static hk_code post_scatter(hk_mpi_average_request *r, size_t k, hk_status *st) {
-  hk_mpi *m = r->mpi;
-  hk__avg_unit *u = &r->units[k];
-  const int N = m->size, me = m->rank;
-  const size_t esize = hk__avg_esize(u->dtype);
-  MPI_Request *q = unit_reqs(r, k);
-  size_t mine_first, mine_len, first, len;
-  hk_mpi_block(&mine_first, &mine_len, u->count, N, me, NULL);
-  for (int s = 1; s < N && mine_len > 0; s++) {
-    const int from = (me - s + N) % N;
-    unsigned char *slots = r->scratch + u->scratch_off;
-    int err = MPI_Irecv(slots + (size_t)from * mine_len * esize, (int)mine_len, mpi_type(u->dtype), from, u->tag,
-                        m->comm, &q[s - 1]);
-    if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "averaging: MPI_Irecv");
-  }
-  for (int s = 1; s < N; s++) {
-    const int to = (me + s) % N;
-    hk_mpi_block(&first, &len, u->count, N, to, NULL);
-    if (len == 0) continue;
-    int err = MPI_Isend(u->buf + first * esize, (int)len, mpi_type(u->dtype), to, u->tag, m->comm, &q[N - 1 + s - 1]);
-    if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "averaging: MPI_Isend");
-  }
-  u->phase = PHASE_SCATTER;
-  return HK_OK;
-}
-
-/* Post the all-gather of unit k: this rank's block to everyone, theirs in place. */
-static hk_code post_gather(hk_mpi_average_request *r, size_t k, hk_status *st) {
-  hk_mpi *m = r->mpi;
-  hk__avg_unit *u = &r->units[k];
-  const int N = m->size, me = m->rank;
-  const size_t esize = hk__avg_esize(u->dtype);
-  MPI_Request *q = unit_reqs(r, k);
-  size_t mine_first, mine_len, first, len;
-  hk_mpi_block(&mine_first, &mine_len, u->count, N, me, NULL);
-  for (int s = 1; s < N; s++) {
-    const int from = (me - s + N) % N;
-    hk_mpi_block(&first, &len, u->count, N, from, NULL);
-    if (len == 0) continue;
-    int err = MPI_Irecv(u->buf + first * esize, (int)len, mpi_type(u->dtype), from, u->tag + 1, m->comm, &q[s - 1]);
-    if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "averaging: MPI_Irecv");
-  }
-  for (int s = 1; s < N; s++) {
-    const int to = (me + s) % N;
-    if (mine_len == 0) continue;
-    int err = MPI_Isend(u->buf + mine_first * esize, (int)mine_len, mpi_type(u->dtype), to, u->tag + 1, m->comm,
-                        &q[N - 1 + s - 1]);
-    if (err != MPI_SUCCESS) return hk__mpi_error(st, err, "averaging: MPI_Isend");
-  }
-  u->phase = PHASE_GATHER;
-  return HK_OK;
-}
-
-/* dst = (copy 0 + copy 1 + ... + copy N-1) / N, element by element, the
- * additions in rank order. Copy r is slot r of the scratch (the slots are
- * `len` elements apart), except this rank's own, which is dst itself. One
- * pass over the copies, a chunk of SUM_CHUNK elements at a time summed in
- * a buffer that stays in the first-level cache: each element's additions
- * are the same, in the same order, as summing whole copies one after the
- * other would make. */
-#define SUM_CHUNK 1024
-#define SUM_IN_RANK_ORDER(T)                                        \
-  do {                                                              \
-    T *d = (T *)dst, acc[SUM_CHUNK];                                \
-    const T *s = (const T *)slots;                                  \
-    for (size_t at = 0; at < len; at += SUM_CHUNK) {                \
-      const size_t c = len - at < SUM_CHUNK ? len - at : SUM_CHUNK; \
-      const T *x0 = me == 0 ? d + at : s + at;                      \
-      for (size_t e = 0; e < c; e++) acc[e] = x0[e];                \
-      for (int r_ = 1; r_ < N; r_++) {                              \
-        const T *x = r_ == me ? d + at : s + (size_t)r_ * len + at; \
-        for (size_t e = 0; e < c; e++) acc[e] += x[e];              \
-      }                                                             \
-      for (size_t e = 0; e < c; e++) d[at + e] = acc[e] / (T)N;     \
-    }                                                               \
-  } while (0)
-
-/* Every copy of this rank's block of unit k has arrived: sum them. */
-static void reduce(hk_mpi_average_request *r, size_t k) {
-  hk_mpi *m = r->mpi;
-  hk__avg_unit *u = &r->units[k];
-  const int N = m->size, me = m->rank;
-  const size_t esize = hk__avg_esize(u->dtype);
-  size_t first, len;
-  hk_mpi_block(&first, &len, u->count, N, me, NULL);
-  if (len == 0) return;
-  const unsigned char *slots = r->scratch + u->scratch_off;
-  unsigned char *dst = u->buf + first * esize;
-  if (u->dtype == HK_DTYPE_F32)
-    SUM_IN_RANK_ORDER(float);
-  else
-    SUM_IN_RANK_ORDER(double);
-}
-
-/* Move every unit as far as it goes without waiting; *done: all are done. */
-static hk_code advance(hk_mpi_average_request *r, int *done, hk_status *st) {
-  const int per = 2 * (r->mpi->size - 1);
+/* Move every unit as far as it goes without waiting; *done: all are done;
+ * *moved counts the steps that completed. */
+static hk_code advance(hk_mpi_average_request *r, int *done, int *moved, hk_status *st) {
+  const int per = 2 * (r->mpi->size - 1), steps = hk__avg_steps(r->mpi->size);
   int all = 1;
   *done = 0;
   for (size_t k = 0; k < r->nunits; k++) {
     hk__avg_unit *u = &r->units[k];
     int complete = 1, err;
     if (u->phase == PHASE_DONE) continue;
-    if ((err = MPI_Testall(per, unit_reqs(r, k), &complete, MPI_STATUSES_IGNORE)) != MPI_SUCCESS)
+    if ((err = MPI_Testall(per, hk__avg_unit_reqs(r, k), &complete, MPI_STATUSES_IGNORE)) != MPI_SUCCESS)
       return hk__mpi_error(st, err, "averaging: MPI_Testall");
     if (!complete) {
       if (u->phase == PHASE_SCATTER) return HK_OK; /* the later units' all-gathers wait for this one's */
       all = 0;
       continue;
     }
+    /* The step's messages have all completed: on to the next step, or phase. */
+    hk_code rc = HK_OK;
+    (*moved)++;
     if (u->phase == PHASE_SCATTER) {
-      if (r->mode & HK__AVG_REDUCE_SCATTER) reduce(r, k);
-      if (r->mode & HK__AVG_ALL_GATHER) {
-        hk_code rc = post_gather(r, k, st);
-        if (rc != HK_OK) return rc;
-        k--; /* look at it again: a gather with nothing to move is complete at once */
-        continue;
+      hk__avg_sum(r, k);
+      if (++u->step < steps) {
+        rc = hk__avg_post_scatter(r, k, st);
+      } else if (r->mode & HK__AVG_ALL_GATHER) {
+        u->phase = PHASE_GATHER;
+        u->step = 0;
+        rc = hk__avg_post_gather(r, k, st);
+      } else {
+        u->phase = PHASE_DONE;
       }
+    } else if (++u->step < steps) {
+      rc = hk__avg_post_gather(r, k, st);
+    } else {
+      u->phase = PHASE_DONE;
+    }
+    if (rc != HK_OK) return rc;
+    if (u->phase != PHASE_DONE) {
+      k--; /* look at it again: a step with nothing to move is complete at once */
+      continue;
     }
     if (u->fused && (r->mode & HK__AVG_ALL_GATHER)) hk__avg_unpack(r, u);
-    u->phase = PHASE_DONE;
     r->mpi->avg_inflight--;
   }
   *done = all;
@@ -192,11 +104,12 @@ static void unlink_active(hk_mpi_average_request *r) {
  * *done: whether `r` is done. Another rank may be waiting for a message
  * of any of them (it finishes them in another order), so a wait for one
  * must post the others' messages too. */
-static hk_code advance_all(hk_mpi_average_request *r, int *done, hk_status *st) {
+static hk_code advance_all(hk_mpi_average_request *r, int *done, int *moved, hk_status *st) {
   *done = 0;
+  *moved = 0;
   for (hk_mpi_average_request *q = r->mpi->first_active; q; q = q->next_active) {
     int d = 0;
-    hk_code rc = advance(q, &d, st);
+    hk_code rc = advance(q, &d, moved, st);
     if (rc != HK_OK) return rc;
     if (q == r) *done = d;
   }
@@ -316,13 +229,14 @@ hk_code hk__avg_start(hk_mpi_average_request *r, int mode, const char *who, cons
     hk__avg_unit *u = &r->units[k];
     /* Unit k's tags: TAG_BASE + 2 (k mod span) (reduce-scatter) and one more (all-gather). */
     u->tag = HK__AVG_TAG_BASE + 2 * (int)(m->avg_units++ % m->avg_span);
-    u->phase = PHASE_IDLE;
+    u->phase = mode & HK__AVG_REDUCE_SCATTER ? PHASE_SCATTER : PHASE_GATHER;
+    u->step = 0;
     m->avg_inflight++;
   }
   for (size_t k = 0; k < r->nunits; k++) {
     hk__avg_unit *u = &r->units[k];
     if (u->fused) hk__avg_pack(r, u);
-    rc = mode & HK__AVG_REDUCE_SCATTER ? post_scatter(r, k, st) : post_gather(r, k, st);
+    rc = u->phase == PHASE_SCATTER ? hk__avg_post_scatter(r, k, st) : hk__avg_post_gather(r, k, st);
     if (rc != HK_OK) return rc;
   }
   return HK_OK;
@@ -335,12 +249,15 @@ static hk_code request_give_up(hk_mpi_average_request *r, int from, hk_status *s
 
 hk_code hk__avg_finish(hk_mpi_average_request *r, hk_status *st) {
   hk__mpi_poll p;
-  int done = 0, from = -1;
+  int done = 0, moved = 0, from = -1;
   hk__mpi_poll_start(&p, r->t0);
   for (;;) {
-    hk_code rc = advance_all(r, &done, st);
+    hk_code rc = advance_all(r, &done, &moved, st);
     if (rc != HK_OK) return rc;
     if (done) break;
+    /* Most transports move a message only while this rank is inside MPI:
+     * while steps keep completing, keep looking without a pause. */
+    if (moved) hk__mpi_poll_moved(&p);
     if (hk__mpi_poll_pause(r->mpi, &p, &from)) return request_give_up(r, from, st);
   }
   r->active = 0;
@@ -367,7 +284,8 @@ hk_code hk_mpi_average_test(hk_mpi_average_request *r, int *done, hk_status *st)
   *done = 0;
   hk_code rc = check_request(r, "hk_mpi_average_test", st);
   if (rc != HK_OK) return rc;
-  if ((rc = advance_all(r, done, st)) != HK_OK || *done) return rc;
+  int moved = 0;
+  if ((rc = advance_all(r, done, &moved, st)) != HK_OK || *done) return rc;
   int from = -1;
   if (hk__mpi_heard_give_up(r->mpi, &from) || hk__mpi_now() - r->t0 >= r->mpi->timeout)
     return request_give_up(r, from, st);

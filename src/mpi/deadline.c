@@ -104,6 +104,11 @@ void hk__mpi_poll_start(hk__mpi_poll *p, double t0) {
   p->spins = 0;
 }
 
+void hk__mpi_poll_moved(hk__mpi_poll *p) {
+  p->w0 = now();
+  p->idle = IDLE_MIN_SECS;
+}
+
 int hk__mpi_poll_pause(hk_mpi *m, hk__mpi_poll *p, int *from) {
   *from = -1;
   p->spins++;

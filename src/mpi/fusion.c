@@ -67,11 +67,9 @@ hk_code hk__avg_reserve(hk_mpi_average_request *r, size_t scratch_bytes, size_t 
   return rc;
 }
 
-/* The scratch a unit of `count` elements needs: N copies of this rank's block. */
+/* The scratch a unit of `count` elements needs (average_schedule.c). */
 static size_t unit_scratch(const hk_mpi *m, size_t count, size_t esize) {
-  size_t first = 0, len = 0;
-  hk_mpi_block(&first, &len, count, m->size, m->rank, NULL);
-  return align_up(len * (size_t)m->size * esize);
+  return align_up(hk__avg_unit_scratch_elems(m->size, count) * esize);
 }
 
 /* The segments a unit is averaged in. */

@@ -108,6 +108,7 @@ typedef struct hk__avg_unit {
   size_t scratch_off; /* bytes into the scratch: N copies of this rank's block */
   int tag;            /* its reduce-scatter tag; the all-gather's is one more */
   int phase;          /* the phase values in average_request.c */
+  int step;           /* the step of its phase (average_schedule.c) */
 } hk__avg_unit;
 
 struct hk_mpi_average_request {
@@ -127,6 +128,22 @@ struct hk_mpi_average_request {
   unsigned char *fused, *scratch;
   size_t fused_cap, scratch_cap;
 };
+
+/* Unit k's MPI requests: 2 (N-1) slots, a step's messages from the first. */
+static inline MPI_Request *hk__avg_unit_reqs(hk_mpi_average_request *r, size_t k) {
+  return r->reqs + k * 2 * (size_t)(r->mpi->size - 1);
+}
+
+/* The schedule of a unit's messages and sums (average_schedule.c): each
+ * phase takes hk__avg_steps() steps (log2 N when N is a power of two,
+ * else 1); the post functions post unit k's messages of its phase's step
+ * u->step, hk__avg_sum() adds what its reduce-scatter step brought. A
+ * unit's scratch holds hk__avg_unit_scratch_elems() elements. */
+int hk__avg_steps(int nranks);
+size_t hk__avg_unit_scratch_elems(int nranks, size_t count);
+hk_code hk__avg_post_scatter(hk_mpi_average_request *r, size_t k, hk_status *st);
+void hk__avg_sum(hk_mpi_average_request *r, size_t k);
+hk_code hk__avg_post_gather(hk_mpi_average_request *r, size_t k, hk_status *st);
 
 /* Bytes of one element of an averaging dtype (F32, F64). */
 size_t hk__avg_esize(hk_dtype dtype);
@@ -162,8 +179,10 @@ hk_code hk__avg_finish(hk_mpi_average_request *r, hk_status *st);
 double hk__mpi_now(void);
 
 /* A wait that polls: start it, then between two looks call
- * hk__mpi_poll_pause(), which spins for a moment, then sleeps between
- * looks (doubling the pause up to a millisecond), and returns 1 when the
+ * hk__mpi_poll_pause(), which spins for a moment (from the start, or the
+ * last progress the caller reported with hk__mpi_poll_moved()), then
+ * sleeps between looks (doubling the pause up to a millisecond), and
+ * returns 1 when the
  * wait must end: the deadline counted from `t0` passed, or (*from >= 0)
  * another rank's give-up notice arrived. */
 typedef struct hk__mpi_poll {
@@ -171,6 +190,8 @@ typedef struct hk__mpi_poll {
   unsigned spins;
 } hk__mpi_poll;
 void hk__mpi_poll_start(hk__mpi_poll *p, double t0);
+/* The wait made progress: spin again before any pause. */
+void hk__mpi_poll_moved(hk__mpi_poll *p);
 int hk__mpi_poll_pause(hk_mpi *m, hk__mpi_poll *p, int *from);
 
 /* 1 when another rank's give-up notice waits (*from: its rank). */

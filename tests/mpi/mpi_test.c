@@ -148,3 +148,34 @@ int mpi_same_bytes_everywhere(const void *p, size_t n) {
 void mpi_allgather_i64(int64_t value, int64_t *out) {
   MPI_Allgather(&value, 1, MPI_INT64_T, out, 1, MPI_INT64_T, MPI_COMM_WORLD);
 }
+
+static int power_of_two(int n) { return n >= 1 && (n & (n - 1)) == 0; }
+
+static float tree_f32(const float *v, int lo, int hi) {
+  if (hi - lo == 1) return v[lo];
+  const int mid = (lo + hi) / 2;
+  return tree_f32(v, lo, mid) + tree_f32(v, mid, hi);
+}
+static double tree_f64(const double *v, int lo, int hi) {
+  if (hi - lo == 1) return v[lo];
+  const int mid = (lo + hi) / 2;
+  return tree_f64(v, lo, mid) + tree_f64(v, mid, hi);
+}
+
+float mpi_mean_f32(const float *v, int n) {
+  float acc = v[0];
+  if (power_of_two(n))
+    acc = tree_f32(v, 0, n);
+  else
+    for (int r = 1; r < n; r++) acc += v[r];
+  return acc / (float)n;
+}
+
+double mpi_mean_f64(const double *v, int n) {
+  double acc = v[0];
+  if (power_of_two(n))
+    acc = tree_f64(v, 0, n);
+  else
+    for (int r = 1; r < n; r++) acc += v[r];
+  return acc / (double)n;
+}

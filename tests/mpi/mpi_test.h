@@ -77,4 +77,13 @@ int mpi_same_bytes_everywhere(const void *p, size_t n);
 /** Collective: every rank's value, into out[size]. */
 void mpi_allgather_i64(int64_t value, int64_t *out);
 
+/** The mean of v[0..n) (v[r]: rank r's value) in the order the contract
+ *  fixes for n ranks (H49), computed serially: for a power of two n the
+ *  tree sum(lo, hi) = sum(lo, mid) + sum(mid, hi), mid = (lo + hi) / 2,
+ *  down to single values; for any other n rank 0's value, plus rank 1's,
+ *  and so on; then divided by n. The tests' own reading of the contract,
+ *  not the library's code. */
+float mpi_mean_f32(const float *v, int n);
+double mpi_mean_f64(const double *v, int n);
+
 #endif

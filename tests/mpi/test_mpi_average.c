@@ -1,7 +1,8 @@
 /*
  * hooked::mpi — deterministic averaging (H49): hk_mpi_average() gives the
- * element-wise mean with the same bits on every rank, summed in rank order
- * (rank 0's value, plus rank 1's, ..., then divided by N) whatever the
+ * element-wise mean with the same bits on every rank, summed in the order
+ * the rank count fixes (a tree at a power of two, rank order otherwise;
+ * mpi_mean_f32()) whatever the
  * counts, f32 and f64; repeated calls give identical bits; another dtype is
  * INVALID_ARGUMENT naming it; hk_mpi_average_scalar(); steady-state calls
  * after hk_mpi_reserve() allocate nothing; hk_mpi_graph_average() as an op
@@ -11,7 +12,7 @@
  *
  * Every rank knows every rank's inputs (they are functions of the rank and
  * the element), so each computes the expected result itself, serially, in
- * rank order, and compares bits.
+ * that order, and compares bits.
  */
 #include "mpi_test.h"
 
@@ -30,18 +31,26 @@ static const double order_f64[] = {1e17, 1.0, -1e17, 3.0, 0.5, -7.25, 1e-3, 4e16
 static float input_f32(int rank, size_t e) { return order_f32[((size_t)rank * 3 + e) % NORDER]; }
 static double input_f64(int rank, size_t e) { return order_f64[((size_t)rank * 5 + e) % NORDER]; }
 
-/* The serial mean in rank order, as H49 defines it. */
+#define MAX_RANKS 64
+
+/* The serial mean in the order H49 fixes for n ranks. */
 static float serial_mean_f32(size_t e, int n) {
+  float v[MAX_RANKS];
+  for (int r = 0; r < n; r++) v[r] = input_f32(r, e);
+  return mpi_mean_f32(v, n);
+}
+static double serial_mean_f64(size_t e, int n) {
+  double v[MAX_RANKS];
+  for (int r = 0; r < n; r++) v[r] = input_f64(r, e);
+  return mpi_mean_f64(v, n);
+}
+/* The same values summed in rank order, and in reverse rank order: the
+ * data must tell the orders apart. */
+static float rank_order_mean_f32(size_t e, int n) {
   float acc = input_f32(0, e);
   for (int r = 1; r < n; r++) acc += input_f32(r, e);
   return acc / (float)n;
 }
-static double serial_mean_f64(size_t e, int n) {
-  double acc = input_f64(0, e);
-  for (int r = 1; r < n; r++) acc += input_f64(r, e);
-  return acc / (double)n;
-}
-/* The same sum in reverse rank order: the data must be order-sensitive. */
 static float reverse_mean_f32(size_t e, int n) {
   float acc = input_f32(n - 1, e);
   for (int r = n - 2; r >= 0; r--) acc += input_f32(r, e);
@@ -57,7 +66,7 @@ static void check_f32(hk_mpi *m, size_t count) {
   for (size_t e = 0; e < count; e++) {
     float want = serial_mean_f32(e, mpi_size());
     if (memcmp(&x[e], &want, sizeof want) != 0)
-      fail_msg("rank %d, %zu elements: element %zu is %.9g, the rank-order mean is %.9g", mpi_rank(), count, e,
+      fail_msg("rank %d, %zu elements: element %zu is %.9g, the fixed-order mean is %.9g", mpi_rank(), count, e,
                (double)x[e], (double)want);
   }
   assert_true(mpi_same_bytes_everywhere(x, count * sizeof *x));
@@ -81,21 +90,29 @@ static void test_the_mean_is_elementwise_and_the_same_bits_on_every_rank(void) {
   hk_mpi_free(m);
 }
 
-static void test_the_sum_is_taken_in_rank_order_f32(void) {
+/* H49: the sum's order is fixed by the rank count — a tree at 2, 4, 8
+ * ranks, rank order at 3 — and the data tells it from other orders. */
+static void test_the_sum_is_taken_in_the_order_the_rank_count_fixes_f32(void) {
   hk_mpi *m = mpi_test_context(NULL);
+  assert_true(mpi_size() <= MAX_RANKS);
   /* The data is order-sensitive: with 3 or more ranks some element's
-   * reverse-order mean differs from its rank-order mean. */
+   * reverse-order mean differs from its fixed-order mean, and with 4 the
+   * tree's differs from rank order's. */
   if (mpi_size() >= 3) {
-    int differs = 0;
-    for (size_t e = 0; e < NORDER; e++) differs |= serial_mean_f32(e, mpi_size()) != reverse_mean_f32(e, mpi_size());
-    assert_true(differs);
+    int reverse = 0, rank_order = 0;
+    for (size_t e = 0; e < NORDER; e++) {
+      reverse |= serial_mean_f32(e, mpi_size()) != reverse_mean_f32(e, mpi_size());
+      rank_order |= serial_mean_f32(e, mpi_size()) != rank_order_mean_f32(e, mpi_size());
+    }
+    assert_true(reverse);
+    assert_int_equal(rank_order, mpi_size() == 4 || mpi_size() == 8);
   }
   check_f32(m, NORDER);
   check_f32(m, 4099);
   hk_mpi_free(m);
 }
 
-static void test_the_sum_is_taken_in_rank_order_f64(void) {
+static void test_the_sum_is_taken_in_the_order_the_rank_count_fixes_f64(void) {
   hk_mpi *m = mpi_test_context(NULL);
   hk_status st = HK_STATUS_INIT;
   enum { COUNT = 517 };
@@ -105,7 +122,7 @@ static void test_the_sum_is_taken_in_rank_order_f64(void) {
   for (size_t e = 0; e < COUNT; e++) {
     double want = serial_mean_f64(e, mpi_size());
     if (memcmp(&x[e], &want, sizeof want) != 0)
-      fail_msg("rank %d: element %zu is %.17g, the rank-order mean is %.17g", mpi_rank(), e, x[e], want);
+      fail_msg("rank %d: element %zu is %.17g, the fixed-order mean is %.17g", mpi_rank(), e, x[e], want);
   }
   assert_true(mpi_same_bytes_everywhere(x, sizeof x));
   hk_mpi_free(m);
@@ -156,7 +173,7 @@ static void test_another_dtype_is_invalid_argument_naming_it(void) {
   hk_mpi_free(m);
 }
 
-static void test_average_scalar_is_the_rank_order_mean(void) {
+static void test_average_scalar_is_the_fixed_order_mean(void) {
   test_env *te = mpi_test_env(NULL);
   hk_mpi *m = mpi_test_context(&te->env);
   hk_status st = HK_STATUS_INIT;
@@ -403,12 +420,12 @@ static void test_graph_average_builder_rejects_bad_arguments(void) {
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       MPI_CASE(test_the_mean_is_elementwise_and_the_same_bits_on_every_rank),
-      MPI_CASE(test_the_sum_is_taken_in_rank_order_f32),
-      MPI_CASE(test_the_sum_is_taken_in_rank_order_f64),
+      MPI_CASE(test_the_sum_is_taken_in_the_order_the_rank_count_fixes_f32),
+      MPI_CASE(test_the_sum_is_taken_in_the_order_the_rank_count_fixes_f64),
       MPI_CASE(test_counts_smaller_than_the_rank_count),
       MPI_CASE(test_repeated_calls_give_identical_bits),
       MPI_CASE(test_another_dtype_is_invalid_argument_naming_it),
-      MPI_CASE(test_average_scalar_is_the_rank_order_mean),
+      MPI_CASE(test_average_scalar_is_the_fixed_order_mean),
       MPI_CASE(test_steady_state_calls_after_reserve_allocate_nothing),
       MPI_CASE(test_only_the_first_call_of_a_larger_size_allocates),
       MPI_CASE(test_graph_average_op_gives_the_mean_through_a_raw_session),
