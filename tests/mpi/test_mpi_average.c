@@ -140,6 +140,52 @@ static void test_counts_smaller_than_the_rank_count(void) {
   hk_mpi_free(m);
 }
 
+/* H88 at every small count, where halving meets empty blocks and blocks
+ * of unequal length: the reduce-scatter leaves this rank's block with the
+ * mean's bits and every other element as it was; the all-gather then
+ * gives every element the mean; f32 and f64. */
+static void test_the_halves_give_the_mean_s_bits_at_every_small_count(void) {
+  hk_mpi *m = mpi_test_context(NULL);
+  hk_status st = HK_STATUS_INIT;
+  const size_t top = 2 * (size_t)mpi_size() + 5;
+  float *x = malloc(top * sizeof *x), *before = malloc(top * sizeof *before);
+  double *y = malloc(top * sizeof *y);
+  assert_non_null(x);
+  assert_non_null(before);
+  assert_non_null(y);
+  for (size_t count = 0; count <= top; count++) {
+    size_t first, len;
+    assert_ok(hk_mpi_block(&first, &len, count, mpi_size(), mpi_rank(), &st), &st);
+    for (size_t e = 0; e < count; e++) x[e] = before[e] = input_f32(mpi_rank(), e);
+    assert_ok(hk_mpi_reduce_scatter_average(m, HK_DTYPE_F32, count ? x : NULL, count, &st), &st);
+    for (size_t e = 0; e < count; e++) {
+      const float want = e >= first && e < first + len ? serial_mean_f32(e, mpi_size()) : before[e];
+      if (memcmp(&x[e], &want, sizeof want) != 0)
+        fail_msg("rank %d, %zu elements: after the reduce-scatter element %zu is %.9g, not %.9g", mpi_rank(), count, e,
+                 (double)x[e], (double)want);
+    }
+    assert_ok(hk_mpi_allgather_blocks(m, HK_DTYPE_F32, count ? x : NULL, count, &st), &st);
+    for (size_t e = 0; e < count; e++) {
+      const float want = serial_mean_f32(e, mpi_size());
+      if (memcmp(&x[e], &want, sizeof want) != 0)
+        fail_msg("rank %d, %zu elements: after the all-gather element %zu is %.9g, not %.9g", mpi_rank(), count, e,
+                 (double)x[e], (double)want);
+    }
+    for (size_t e = 0; e < count; e++) y[e] = input_f64(mpi_rank(), e);
+    assert_ok(hk_mpi_reduce_scatter_average(m, HK_DTYPE_F64, count ? y : NULL, count, &st), &st);
+    assert_ok(hk_mpi_allgather_blocks(m, HK_DTYPE_F64, count ? y : NULL, count, &st), &st);
+    for (size_t e = 0; e < count; e++) {
+      const double want = serial_mean_f64(e, mpi_size());
+      if (memcmp(&y[e], &want, sizeof want) != 0)
+        fail_msg("rank %d, %zu f64 elements: element %zu is %.17g, not %.17g", mpi_rank(), count, e, y[e], want);
+    }
+  }
+  free(x);
+  free(before);
+  free(y);
+  hk_mpi_free(m);
+}
+
 static void test_repeated_calls_give_identical_bits(void) {
   hk_mpi *m = mpi_test_context(NULL);
   hk_status st = HK_STATUS_INIT;
@@ -423,6 +469,7 @@ int main(int argc, char **argv) {
       MPI_CASE(test_the_sum_is_taken_in_the_order_the_rank_count_fixes_f32),
       MPI_CASE(test_the_sum_is_taken_in_the_order_the_rank_count_fixes_f64),
       MPI_CASE(test_counts_smaller_than_the_rank_count),
+      MPI_CASE(test_the_halves_give_the_mean_s_bits_at_every_small_count),
       MPI_CASE(test_repeated_calls_give_identical_bits),
       MPI_CASE(test_another_dtype_is_invalid_argument_naming_it),
       MPI_CASE(test_average_scalar_is_the_fixed_order_mean),
