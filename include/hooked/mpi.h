@@ -251,8 +251,9 @@ HK_API hk_code hk_mpi_block(size_t *first, size_t *len, size_t count, int nranks
  * every rank, summed in the order above. Cost: each rank sends and
  * receives 2 (N-1)/N of the buffer, in 2 log2 N messages per segment at a
  * power of two N, 2 (N-1) at most otherwise: a buffer of more than 1 MiB
- * goes in segments of 1 MiB, all started at once, each moved on as soon
- * as its step's messages have arrived (the same sums: the same bits).
+ * goes in segments of 1 MiB, all started at once, each moved on as its
+ * step's messages arrive, a later one held while an earlier one is in its
+ * reduce-scatter (the same sums: the same bits).
  * @param dtype  HK_DTYPE_F32 or HK_DTYPE_F64.
  * @param data   borrowed for the call.
  * **Errors:** INVALID_ARGUMENT for a NULL mpi, a NULL data with count > 0,
@@ -278,8 +279,9 @@ typedef struct hk_mpi_array {
  * Average several arrays at once, with tensor fusion: consecutive arrays
  * of one dtype are packed, in order, into fused buffers of at most the
  * context's fusion threshold (hk_mpi_options.fusion_threshold_bytes), and
- * each fused buffer is averaged as one (2 (N-1) messages at most, not that
- * many per array); an array of the threshold's size or more, or alone in
+ * each fused buffer is averaged as one (in segments of 1 MiB, as
+ * hk_mpi_average() averages a large buffer: 2 (N-1) messages at most per
+ * segment, not that many per array); an array of the threshold's size or more, or alone in
  * its fused buffer, is averaged in place. Every element's mean is the same
  * bits hk_mpi_average() gives it (an element's sum does not depend on the
  * buffer it travels in).
@@ -357,8 +359,11 @@ HK_API void hk_mpi_average_request_free(hk_mpi_average_request *req);
 
 /**
  * Start averaging `arrays` (fused as hk_mpi_average_arrays() fuses them):
- * the arrays' own blocks are sent, the other ranks' copies of this rank's
- * blocks are awaited. Returns at once.
+ * the first step's messages of every buffer (or segment) are posted — at
+ * a power of two N, one exchange with one partner; otherwise this rank's
+ * copies of the other ranks' blocks sent and theirs of its own awaited.
+ * Returns at once; hk_mpi_average_test() and hk_mpi_average_finish()
+ * post the later steps.
  * @param arrays  `n` arrays, copied; their data borrowed until
  *                hk_mpi_average_finish() returns.
  * **Errors:** as hk_mpi_average_arrays(); FAILED_PRECONDITION when `req`

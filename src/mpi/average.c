@@ -47,16 +47,20 @@ hk_code hk_mpi_average_arrays(hk_mpi *m, const hk_mpi_array *arrays, size_t n, h
 
 hk_code hk_mpi_reserve(hk_mpi *m, size_t bytes, hk_status *st) {
   if (!m) return hk_status_set(st, HK_INVALID_ARGUMENT, "hk_mpi_reserve: mpi is NULL");
-  /* `bytes` is the size of the buffers the program will average; a rank
-   * keeps N copies of its block, and the first count % N blocks hold one
-   * element more than count / N: one element (at most a double) more per
-   * rank, and the scratch's alignment, cover every buffer of that size —
-   * per segment, when a large one is averaged in segments — so the steps
-   * that follow allocate nothing on any rank. */
+  /* `bytes` is the size of the buffers the program will average; a unit's
+   * scratch holds N blocks of the longest block's length (the pairwise
+   * exchange's copies; halving's arrivals and partial sums), and the first
+   * count % N blocks hold one element more than count / N: one element (at
+   * most a double) more per rank, and the scratch's alignment, cover every
+   * buffer of that size — per segment, when a large one is averaged in
+   * segments — so the steps that follow allocate nothing on any rank. */
   size_t slack = (bytes / HK__AVG_SEGMENT_BYTES + 1) * ((size_t)m->size * sizeof(double) + 64);
   if (bytes > SIZE_MAX - slack)
     return hk_status_set(st, HK_RESOURCE_EXHAUSTED, "hk_mpi_reserve: %zu bytes is more than memory can hold", bytes);
-  return hk__avg_reserve(m->sync, bytes + slack, bytes < m->fusion_bytes ? bytes + 64 : m->fusion_bytes, st);
+  /* Units and MPI requests for as many segments, so that a first average
+   * of that size allocates nothing either. */
+  return hk__avg_reserve(m->sync, bytes + slack, bytes < m->fusion_bytes ? bytes + 64 : m->fusion_bytes,
+                         bytes / HK__AVG_SEGMENT_BYTES + 1, st);
 }
 
 hk_code hk_mpi_average_scalar(hk_mpi *m, double *value, hk_status *st) {

@@ -111,10 +111,12 @@ static unsigned char *partial(const hk_mpi_average_request *r, const hk__avg_uni
   return r->scratch + u->scratch_off + (size_t)(b / 2) * maxlen * esize;
 }
 
-/* Where the partner's partial sums arrive, back to back. */
+/* Where the partner's partial sums arrive, back to back (NULL: a unit of
+ * no elements, whose scratch may never have been allocated). */
 static unsigned char *arrivals(const hk_mpi_average_request *r, const hk__avg_unit *u) {
   size_t f0, maxlen;
   hk_mpi_block(&f0, &maxlen, u->count, r->mpi->size, 0, NULL);
+  if (maxlen == 0) return NULL;
   const size_t held = r->mode == HK__AVG_FULL ? 0 : (size_t)(r->mpi->size / 2) * maxlen;
   return r->scratch + u->scratch_off + held * hk__avg_esize(u->dtype);
 }

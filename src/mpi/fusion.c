@@ -61,15 +61,20 @@ static hk_code grow_reqs(hk_mpi_average_request *r, size_t nunits, hk_status *st
   return HK_OK;
 }
 
-hk_code hk__avg_reserve(hk_mpi_average_request *r, size_t scratch_bytes, size_t fused_bytes, hk_status *st) {
+hk_code hk__avg_reserve(hk_mpi_average_request *r, size_t scratch_bytes, size_t fused_bytes, size_t nunits,
+                        hk_status *st) {
   hk_code rc = grow_bytes(r->mpi, &r->scratch, &r->scratch_cap, scratch_bytes, "hk_mpi_reserve", st);
   if (rc == HK_OK) rc = grow_bytes(r->mpi, &r->fused, &r->fused_cap, fused_bytes, "hk_mpi_reserve", st);
+  if (rc == HK_OK) rc = grow_units(r, nunits, st);
+  if (rc == HK_OK) rc = grow_reqs(r, nunits, st);
   return rc;
 }
 
-/* The scratch a unit of `count` elements needs (average_schedule.c). */
-static size_t unit_scratch(const hk_mpi *m, size_t count, size_t esize) {
-  return align_up(hk__avg_unit_scratch_elems(m->size, count) * esize);
+/* The scratch a unit of `count` elements needs (average_schedule.c): none
+ * for an all-gather alone, which moves finished blocks in place. */
+static size_t unit_scratch(const hk_mpi_average_request *r, size_t count, size_t esize) {
+  if (!(r->mode & HK__AVG_REDUCE_SCATTER)) return 0;
+  return align_up(hk__avg_unit_scratch_elems(r->mpi->size, count) * esize);
 }
 
 /* The segments a unit is averaged in. */
@@ -151,7 +156,7 @@ hk_code hk__avg_plan(hk_mpi_average_request *r, hk_status *st) {
   }
   r->nunits = n;
   /* Offsets: a unit of several arrays in the fusion buffer; every unit's
-   * copies of this rank's block in the scratch. */
+   * room in the scratch. */
   size_t fused = 0, scratch = 0;
   for (size_t k = 0; k < n; k++) {
     hk__avg_unit *u = &r->units[k];
@@ -162,7 +167,7 @@ hk_code hk__avg_plan(hk_mpi_average_request *r, hk_status *st) {
       fused += align_up(u->count * esize);
     }
     u->scratch_off = scratch;
-    scratch += unit_scratch(m, u->count, esize);
+    scratch += unit_scratch(r, u->count, esize);
   }
   if ((rc = grow_reqs(r, n, st)) != HK_OK) return rc;
   if ((rc = grow_bytes(m, &r->fused, &r->fused_cap, fused, r->who, st)) != HK_OK) return rc;

@@ -105,7 +105,7 @@ typedef struct hk__avg_unit {
   int fused;          /* packed into the fusion buffer */
   size_t fused_off;   /* bytes into the fusion buffer */
   size_t seg_off;     /* a segment's first byte in its array or fused buffer (0: the first or only one) */
-  size_t scratch_off; /* bytes into the scratch: N copies of this rank's block */
+  size_t scratch_off; /* bytes into the scratch: room for N blocks (average_schedule.c) */
   int tag;            /* its reduce-scatter tag; the all-gather's is one more */
   int phase;          /* the phase values in average_request.c */
   int step;           /* the step of its phase (average_schedule.c) */
@@ -122,8 +122,8 @@ struct hk_mpi_average_request {
   hk_mpi_array *arrays;
   size_t narrays, arrays_cap;
   hk__avg_unit *units;
-  size_t nunits, units_cap, next; /* next: the first unit not yet past its reduce-scatter */
-  MPI_Request *reqs;              /* 2 (N-1) per unit */
+  size_t nunits, units_cap;
+  MPI_Request *reqs; /* 2 (N-1) per unit */
   size_t reqs_cap;
   unsigned char *fused, *scratch;
   size_t fused_cap, scratch_cap;
@@ -161,7 +161,8 @@ void hk__avg_unpack(hk_mpi_average_request *r, const hk__avg_unit *u);
 /* A request of the context's own (the blocking calls'), and its buffers. */
 hk_code hk__avg_request_create(hk_mpi_average_request **out, hk_mpi *m, hk_status *st);
 void hk__avg_request_destroy(hk_mpi_average_request *r);
-hk_code hk__avg_reserve(hk_mpi_average_request *r, size_t scratch_bytes, size_t fused_bytes, hk_status *st);
+hk_code hk__avg_reserve(hk_mpi_average_request *r, size_t scratch_bytes, size_t fused_bytes, size_t nunits,
+                        hk_status *st);
 
 /* Refuse bad arrays before anything is sent (INVALID_ARGUMENT naming
  * "arrays[i]" when `named`). */

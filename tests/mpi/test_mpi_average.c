@@ -265,6 +265,39 @@ static void test_steady_state_calls_after_reserve_allocate_nothing(void) {
 
 /* Without a reserve, the first call of a size grows the scratch once; the
  * calls after it allocate nothing. */
+/* H49's "after hk_mpi_reserve a call allocates nothing" for a buffer large
+ * enough to go in segments (its units and MPI requests too, not only the
+ * scratch), through the blocking average and both halves; and the
+ * all-gather alone, which needs no scratch, allocates nothing even
+ * without a reserve. */
+static void test_reserve_covers_a_segmented_buffer_and_the_halves(void) {
+  test_env *te = mpi_test_env(NULL);
+  hk_mpi *m = mpi_test_context(&te->env);
+  hk_status st = HK_STATUS_INIT;
+  const size_t count = (5u << 20) / 2 / sizeof(float) + 3; /* 2.5 MiB and a bit: 3 segments */
+  float *x = malloc(count * sizeof *x);
+  assert_non_null(x);
+  for (size_t e = 0; e < count; e++) x[e] = (float)mpi_rank();
+  test_alloc_reset_counts(&te->alloc);
+  assert_ok(hk_mpi_allgather_blocks(m, HK_DTYPE_F32, x, count, &st), &st);
+  if (test_alloc_count(&te->alloc) != 0)
+    fail_msg("rank %d: hk_mpi_allgather_blocks made %ld allocations", mpi_rank(), test_alloc_count(&te->alloc));
+  assert_ok(hk_mpi_reserve(m, count * sizeof *x, &st), &st);
+  test_alloc_reset_counts(&te->alloc);
+  for (int step = 0; step < 3; step++) {
+    for (size_t e = 0; e < count; e++) x[e] = input_f32(mpi_rank(), e + (size_t)step);
+    assert_ok(hk_mpi_average(m, HK_DTYPE_F32, x, count, &st), &st);
+    assert_ok(hk_mpi_reduce_scatter_average(m, HK_DTYPE_F32, x, count, &st), &st);
+    assert_ok(hk_mpi_allgather_blocks(m, HK_DTYPE_F32, x, count, &st), &st);
+  }
+  if (test_alloc_count(&te->alloc) != 0)
+    fail_msg("rank %d: %ld allocations after hk_mpi_reserve(%zu)", mpi_rank(), test_alloc_count(&te->alloc),
+             count * sizeof *x);
+  free(x);
+  hk_mpi_free(m);
+  assert_int_equal(test_env_release(te), 0);
+}
+
 static void test_only_the_first_call_of_a_larger_size_allocates(void) {
   test_env *te = mpi_test_env(NULL);
   hk_mpi *m = mpi_test_context(&te->env);
@@ -474,6 +507,7 @@ int main(int argc, char **argv) {
       MPI_CASE(test_another_dtype_is_invalid_argument_naming_it),
       MPI_CASE(test_average_scalar_is_the_fixed_order_mean),
       MPI_CASE(test_steady_state_calls_after_reserve_allocate_nothing),
+      MPI_CASE(test_reserve_covers_a_segmented_buffer_and_the_halves),
       MPI_CASE(test_only_the_first_call_of_a_larger_size_allocates),
       MPI_CASE(test_graph_average_op_gives_the_mean_through_a_raw_session),
       MPI_CASE(test_graph_average_op_gives_the_mean_through_a_session),
