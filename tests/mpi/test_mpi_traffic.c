@@ -4,12 +4,14 @@
  *  - hk_mpi_average() sends and receives, per rank, within 5% of a ring
  *    all-reduce's 2 (N-1)/N of the buffer, in point-to-point messages only
  *    (no collective whose bytes the profiling interface cannot see), and
- *    its bits are the rank-order mean, on every rank, call after call;
+ *    its bits are the mean in the order the rank count fixes, on every
+ *    rank, call after call, in 2 log2 N sends per segment at a power of two;
  *  - the two halves (hk_mpi_reduce_scatter_average, hk_mpi_allgather_blocks)
  *    each move half of that, over the partition hk_mpi_block() gives, and
  *    together give hk_mpi_average()'s bits;
- *  - hk_mpi_average_arrays() fuses arrays: one exchange per fused buffer
- *    (2 (N-1) sends), not one per array, with per-array averaging's bits;
+ *  - hk_mpi_average_arrays() fuses arrays: one exchange per 1 MiB segment of
+ *    a fused buffer (2 log2 N sends at a power of two, 2 (N-1) otherwise),
+ *    not one per array, with per-array averaging's bits;
  *  - requests in flight (start / test / finish) give the blocking bits,
  *    finish in any order, allocate nothing once warm, and fail at the
  *    deadline naming a rank that never started.
