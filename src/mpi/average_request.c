@@ -9,9 +9,9 @@
  * next step, then the all-gather's steps, and when the last completes, a
  * fused unit is unpacked into its arrays. Every message of a unit's phase
  * has the phase's own tag, so two units in flight never take each other's
- * messages, whatever order the ranks reach them in. A unit's all-gather is
- * posted only after the earlier units' of its request: each rank posts a
- * request's messages in one order.
+ * messages, whatever order the ranks reach them in. A unit moves on only
+ * once the earlier units of its request are past their reduce-scatter, so
+ * each rank posts a request's messages in one order.
  *
  * Only bytes move through MPI; every addition is hooked's, in an order
  * fixed by the rank count, so the bits depend on the rank count alone.
@@ -40,7 +40,7 @@ static hk_code advance(hk_mpi_average_request *r, int *done, int *moved, hk_stat
     if ((err = MPI_Testall(per, hk__avg_unit_reqs(r, k), &complete, MPI_STATUSES_IGNORE)) != MPI_SUCCESS)
       return hk__mpi_error(st, err, "averaging: MPI_Testall");
     if (!complete) {
-      if (u->phase == PHASE_SCATTER) return HK_OK; /* the later units' all-gathers wait for this one's */
+      if (u->phase == PHASE_SCATTER) return HK_OK; /* the later units wait for this one's reduce-scatter */
       all = 0;
       continue;
     }
