@@ -43,30 +43,27 @@ void digits_dist_rows(const digits_dist *d, int64_t batch, int64_t *first, int64
 }
 
 #ifdef HK_EXAMPLE_MPI
-/* Every rank must be given the same global batch, at least one row per
- * rank. Every rank learns every rank's, so all stop together on a mismatch
- * (the chief says why) instead of some training on while the others have
- * left. @return 1 when it agrees. */
-static int batch_agrees(const digits_dist *d, const char *prog, int64_t batch) {
-  int64_t *all = malloc((size_t)d->size * sizeof *all);
+int digits_batch_agrees(hk_mpi *mpi, const char *prog, const char *tag, int64_t batch) {
+  const int size = hk_mpi_size(mpi), chief = hk_mpi_is_chief(mpi);
+  int64_t *all = malloc((size_t)size * sizeof *all);
   int ok = all != NULL;
-  if (ok) MPI_Allgather(&batch, 1, MPI_INT64_T, all, 1, MPI_INT64_T, hk_mpi_comm(d->mpi));
-  for (int r = 1; ok && r < d->size; r++)
+  if (ok) MPI_Allgather(&batch, 1, MPI_INT64_T, all, 1, MPI_INT64_T, hk_mpi_comm(mpi));
+  for (int r = 1; ok && r < size; r++)
     if (all[r] != all[0]) {
-      if (d->chief)
+      if (chief)
         fprintf(stderr,
                 "%s: %s--batch differs between ranks: rank 0 has %" PRId64 ", rank %d has %" PRId64
                 "; every rank of a synchronous job takes the same global batch\n",
-                prog, d->tag, all[0], r, all[r]);
+                prog, tag, all[0], r, all[r]);
       ok = 0;
     }
-  if (ok && batch < d->size) {
-    if (d->chief)
-      fprintf(stderr, "%s: %s--batch %" PRId64 " (the global batch) gives no row to some of the %d ranks\n", prog,
-              d->tag, batch, d->size);
+  if (ok && batch < size) {
+    if (chief)
+      fprintf(stderr, "%s: %s--batch %" PRId64 " (the global batch) gives no row to some of the %d ranks\n", prog, tag,
+              batch, size);
     ok = 0;
   }
-  if (!all) fprintf(stderr, "%s: %sout of memory\n", prog, d->tag);
+  if (!all) fprintf(stderr, "%s: %sout of memory\n", prog, tag);
   free(all);
   return ok;
 }
@@ -98,7 +95,7 @@ int digits_dist_start(digits_dist *d, const char *prog, const digits_flags *f, d
   d->chief = hk_mpi_is_chief(d->mpi);
   snprintf(d->tag, sizeof d->tag, "rank %d/%d: ", d->rank, d->size);
   snprintf(d->who, sizeof d->who, "%s: rank %d/%d", prog, d->rank, d->size);
-  if (!batch_agrees(d, prog, f->batch)) {
+  if (!digits_batch_agrees(d->mpi, prog, d->tag, f->batch)) {
     hk_hook_free(d->stop);
     hk_mpi_free(d->ckpt_mpi);
     hk_mpi_free(d->mpi);

@@ -56,6 +56,13 @@ int digits_parse_timeout(const char *prog, const char *flag, const char *value, 
 void digits_dist_rows(const digits_dist *d, int64_t batch, int64_t *first, int64_t *len);
 
 #ifdef HK_EXAMPLE_MPI
+/* Collective over `mpi`: every rank must be given the same global `batch`,
+ * at least one row per rank. Every rank learns every rank's, so all stop
+ * together on a mismatch (the chief says why on stderr, after `prog` and
+ * `tag`, e.g. "rank 0/4: ") instead of some training on while the others
+ * have left. @return 1 when it agrees. */
+int digits_batch_agrees(hk_mpi *mpi, const char *prog, const char *tag, int64_t batch);
+
 /*
  * Start a synchronous job under mpirun: MPI_Init, the context (its
  * collective deadline `timeout`, HK_UNSET_SECS for hooked::mpi's default;

@@ -190,15 +190,7 @@ static int parse_own_flag(void *user, const char *flag, const char *value) {
   if (strcmp(flag, "--early-stop-every") == 0)
     return digits_parse_i64(PROG, flag, value, 1, INT64_MAX, &o->early_every);
   if (strcmp(flag, "--ps-wait-k") == 0) return digits_parse_i64(PROG, flag, value, 0, INT64_MAX, &o->ps_wait_k);
-  if (strcmp(flag, "--collective-timeout") == 0) {
-    char *end;
-    double v = strtod(value, &end);
-    if (end == value || *end != '\0' || !isfinite(v) || v <= 0.0)
-      return digits_usage_error(PROG, "invalid value '%s' for %s: expected a finite number of seconds > 0", value,
-                                flag);
-    o->collective_timeout = v;
-    return 0;
-  }
+  if (strcmp(flag, "--collective-timeout") == 0) return digits_parse_timeout(PROG, flag, value, &o->collective_timeout);
   return parse_distributed(o, value);
 }
 

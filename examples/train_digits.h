@@ -10,6 +10,7 @@
 #define HOOKED_EXAMPLES_TRAIN_DIGITS_H
 
 #include "digits_common.h"
+#include "digits_dist.h"
 #include "train_digits_graph.h"
 
 #include <hooked/hooked.h>

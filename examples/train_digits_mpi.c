@@ -75,35 +75,6 @@ int setup_distributed(run *r, hk_status *st) {
   return 0;
 }
 
-/* A synchronous job's --batch is the global batch: every rank must be given
- * the same, at least one row per rank (rank r trains on batch / size rows,
- * one more when r < batch % size). Every rank learns every rank's, so all
- * stop together on a mismatch (the chief says why) instead of some training
- * on while the others have left. @return 1 when it agrees. */
-static int sync_batch_agrees(const options *o) {
-  int64_t *all = malloc((size_t)g_dist.size * sizeof *all);
-  int ok = all != NULL;
-  if (ok) MPI_Allgather(&o->f.batch, 1, MPI_INT64_T, all, 1, MPI_INT64_T, MPI_COMM_WORLD);
-  for (int r = 1; ok && r < g_dist.size; r++)
-    if (all[r] != all[0]) {
-      if (g_dist.chief)
-        fprintf(stderr,
-                PROG ": %s--batch differs between ranks: rank 0 has %" PRId64 ", rank %d has %" PRId64
-                     "; every rank of a synchronous job takes the same global batch\n",
-                g_dist.tag, all[0], r, all[r]);
-      ok = 0;
-    }
-  if (ok && o->f.batch < g_dist.size) {
-    if (g_dist.chief)
-      fprintf(stderr, PROG ": %s--batch %" PRId64 " (the global batch) gives no row to some of the %d ranks\n",
-              g_dist.tag, o->f.batch, g_dist.size);
-    ok = 0;
-  }
-  if (!all) fprintf(stderr, PROG ": %sout of memory\n", g_dist.tag);
-  free(all);
-  return ok;
-}
-
 /* ---- sharded checkpoints (--distributed sync --checkpoint-dir) ------------------ */
 
 /* The cadence of a sharded job: --save-steps, or 1000 steps (a clock's
@@ -198,7 +169,7 @@ int dist_start(const options *o, int *argc, char ***argv, int *installed) {
   g_dist.chief = hk_mpi_is_chief(g_dist.mpi);
   snprintf(g_dist.tag, sizeof g_dist.tag, "rank %d/%d: ", g_dist.rank, g_dist.size);
   snprintf(g_dist.who, sizeof g_dist.who, PROG ": rank %d/%d", g_dist.rank, g_dist.size);
-  if (o->distributed == DIST_SYNC && !sync_batch_agrees(o)) {
+  if (o->distributed == DIST_SYNC && !digits_batch_agrees(g_dist.mpi, PROG, g_dist.tag, o->f.batch)) {
     hk_hook_free(g_dist.stop);
     hk_mpi_free(g_dist.ckpt_mpi);
     hk_mpi_free(g_dist.mpi);
