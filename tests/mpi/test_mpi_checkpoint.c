@@ -7,6 +7,7 @@
  * makes every rank fall back together.
  */
 #include "mpi_test.h"
+#include "graph_fixture.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -44,17 +45,6 @@ static char *shared_dir(MPI_Comm comm) {
   return strdup(buf);
 }
 
-static void add_var(model *m, const char *name, hk_dtype dt, int32_t rank, const int64_t *dims) {
-  hk_variable_def d = HK_VARIABLE_DEF_INIT;
-  hk_handle h;
-  hk_status st = HK_STATUS_INIT;
-  d.name = name;
-  d.dtype = dt;
-  d.rank = rank;
-  d.dims = dims;
-  assert_ok(hk_graph_variable(m->g, &h, &d, &st), &st);
-}
-
 static void model_new(model *m, MPI_Comm comm) {
   static const int64_t w_dims[2] = {9, 11}, rng_dims[1] = {8};
   hk_mpi_options mo = HK_MPI_OPTIONS_INIT;
@@ -73,9 +63,9 @@ static void model_new(model *m, MPI_Comm comm) {
   assert_ok(hk_mpi_new(&m->mpi, &mo, &st), &st);
   go.env = &m->env;
   assert_ok(hk_graph_new(&m->g, &go, &st), &st);
-  add_var(m, "w", HK_DTYPE_F32, 2, w_dims);
+  graph_fixture_variable(m->g, "w", HK_DTYPE_F32, 2, w_dims);
   assert_ok(hk_graph_create_global_step(m->g, &h, &st), &st);
-  add_var(m, "rng", HK_DTYPE_U8, 1, rng_dims);
+  graph_fixture_variable(m->g, "rng", HK_DTYPE_U8, 1, rng_dims);
   assert_ok(hk_raw_session_open(&m->rs, hk_graph_executor(m->g), &st), &st);
   so.executor = hk_graph_executor(m->g);
   so.group = hk_mpi_group();

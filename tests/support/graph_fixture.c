@@ -30,3 +30,14 @@ int graph_fixture_teardown(void **state) {
   free(f);
   return 0;
 }
+
+void graph_fixture_variable(hk_graph *g, const char *name, hk_dtype dtype, int32_t rank, const int64_t *dims) {
+  hk_variable_def d = HK_VARIABLE_DEF_INIT;
+  hk_handle h;
+  hk_status st = HK_STATUS_INIT;
+  d.name = name;
+  d.dtype = dtype;
+  d.rank = rank;
+  d.dims = dims;
+  assert_ok(hk_graph_variable(g, &h, &d, &st), &st);
+}

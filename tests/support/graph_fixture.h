@@ -22,4 +22,8 @@ int graph_fixture_setup(void **state);
 /** cmocka teardown: frees everything and asserts nothing leaked. */
 int graph_fixture_teardown(void **state);
 
+/** Add a zero-initialized variable `name` of `dtype` and shape
+ *  dims[0..rank) to `g`; asserts success. */
+void graph_fixture_variable(hk_graph *g, const char *name, hk_dtype dtype, int32_t rank, const int64_t *dims);
+
 #endif

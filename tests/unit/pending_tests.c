@@ -4,17 +4,7 @@
  * Copyright 2026 the hooked authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "pending_tests.h"
-
-static void add_var(fx *f, const char *name, hk_dtype dt, int32_t rank, const int64_t *dims) {
-  hk_variable_def d = HK_VARIABLE_DEF_INIT;
-  hk_handle h;
-  hk_status st = HK_STATUS_INIT;
-  d.name = name;
-  d.dtype = dt;
-  d.rank = rank;
-  d.dims = dims;
-  assert_ok(hk_graph_variable(f->g, &h, &d, &st), &st);
-}
+#include "graph_fixture.h"
 
 int setup(void **state) {
   static const int64_t w_dims[1] = {3};
@@ -29,7 +19,7 @@ int setup(void **state) {
   go.env = &f->te->env;
   assert_ok(hk_graph_new(&f->g, &go, &st), &st);
   f->ex = hk_graph_executor(f->g);
-  add_var(f, "w", HK_DTYPE_F32, 1, w_dims);
+  graph_fixture_variable(f->g, "w", HK_DTYPE_F32, 1, w_dims);
   assert_ok(hk_graph_create_global_step(f->g, &h, &st), &st);
   assert_ok(hk_raw_session_open(&f->rs, f->ex, &st), &st);
   ckpt_dir_new("pending", &f->root, &f->dir, &f->save_path);

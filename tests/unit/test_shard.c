@@ -28,6 +28,7 @@
 #include <hooked/graph.h>
 
 #include "ckpt_fixture.h"
+#include "graph_fixture.h"
 #include "faulty_fs.h"
 #include "test_env.h"
 #include "thread_group.h"
@@ -75,17 +76,6 @@ static void count_log(void *user, hk_log_level level, const char *msg) {
   if (level == HK_LOG_WARNING && strstr(msg, "per-rank variable")) r->warned_per_rank++;
 }
 
-static void add_var(rank_fx *r, const char *name, hk_dtype dt, int32_t rank, const int64_t *dims) {
-  hk_variable_def d = HK_VARIABLE_DEF_INIT;
-  hk_handle h;
-  hk_status st = HK_STATUS_INIT;
-  d.name = name;
-  d.dtype = dt;
-  d.rank = rank;
-  d.dims = dims;
-  assert_ok(hk_graph_variable(r->g, &h, &d, &st), &st);
-}
-
 /* Rank r of an n-rank job over dir. */
 static void rank_build(job *j, int r) {
   static const int64_t w_dims[2] = {5, 7}, b_dims[1] = {3}, e_dims[1] = {0}, rng_dims[1] = {16};
@@ -104,12 +94,12 @@ static void rank_build(job *j, int r) {
   go.env = &x->env;
   assert_ok(hk_graph_new(&x->g, &go, &st), &st);
   x->ex = hk_graph_executor(x->g);
-  add_var(x, "w", HK_DTYPE_F32, 2, w_dims);
-  add_var(x, "b", HK_DTYPE_F64, 1, b_dims);
-  add_var(x, "empty", HK_DTYPE_F32, 1, e_dims);
+  graph_fixture_variable(x->g, "w", HK_DTYPE_F32, 2, w_dims);
+  graph_fixture_variable(x->g, "b", HK_DTYPE_F64, 1, b_dims);
+  graph_fixture_variable(x->g, "empty", HK_DTYPE_F32, 1, e_dims);
   assert_ok(hk_graph_create_global_step(x->g, &h, &st), &st);
-  add_var(x, "rng", HK_DTYPE_U8, 1, rng_dims);
-  add_var(x, "pos", HK_DTYPE_I64, 0, NULL);
+  graph_fixture_variable(x->g, "rng", HK_DTYPE_U8, 1, rng_dims);
+  graph_fixture_variable(x->g, "pos", HK_DTYPE_I64, 0, NULL);
   assert_ok(hk_raw_session_open(&x->rs, x->ex, &st), &st);
   so.executor = x->ex;
   so.max_to_keep = 2;

@@ -30,6 +30,7 @@
 #include <hooked/sys/fs.h>
 
 #include "ckpt_fixture.h"
+#include "graph_fixture.h"
 #include "test_env.h"
 #include "thread_group.h"
 #include "tmpdir.h"
@@ -175,17 +176,6 @@ static size_t block_first(size_t count, int n, int r) {
   return first;
 }
 
-static void add_var(rank_fx *x, const char *name, hk_dtype dt, int32_t rank, const int64_t *dims) {
-  hk_variable_def d = HK_VARIABLE_DEF_INIT;
-  hk_handle h;
-  hk_status st = HK_STATUS_INIT;
-  d.name = name;
-  d.dtype = dt;
-  d.rank = rank;
-  d.dims = dims;
-  assert_ok(hk_graph_variable(x->g, &h, &d, &st), &st);
-}
-
 /* The model of rank r of n ranks (n 0: no group, every variable whole),
  * "m" holding m_extra more elements than its block; its Saver without a
  * Saver when no_saver. */
@@ -206,11 +196,11 @@ static void rank_build(job *j, int r, int n, long m_extra, int no_saver) {
   x->ex = hk_graph_executor(x->g);
   m_dims[0] = (int64_t)block_len(M_ALL, nn, r) + m_extra;
   v_dims[0] = (int64_t)block_len(V_ALL, nn, r);
-  add_var(x, "m", HK_DTYPE_F32, 1, m_dims);
+  graph_fixture_variable(x->g, "m", HK_DTYPE_F32, 1, m_dims);
   if (j->mdl == MODEL_FULL) {
-    add_var(x, "v", HK_DTYPE_F64, 1, v_dims);
-    add_var(x, "z", HK_DTYPE_F32, 1, z_dims);
-    add_var(x, "w", HK_DTYPE_F32, 1, w_dims);
+    graph_fixture_variable(x->g, "v", HK_DTYPE_F64, 1, v_dims);
+    graph_fixture_variable(x->g, "z", HK_DTYPE_F32, 1, z_dims);
+    graph_fixture_variable(x->g, "w", HK_DTYPE_F32, 1, w_dims);
     assert_ok(hk_graph_create_global_step(x->g, &h, &st), &st);
   }
   assert_ok(hk_raw_session_open(&x->rs, x->ex, &st), &st);
@@ -573,7 +563,7 @@ static void test_shard_partitioned__bad_partitioned_lists_are_refused_by_name(vo
     for (int r = 0; r < 2; r++) {
       hk_saver_options so = HK_SAVER_OPTIONS_INIT;
       rank_fx *x = &j->r[r];
-      add_var(x, "w2", HK_DTYPE_F32, 2, w2);
+      graph_fixture_variable(x->g, "w2", HK_DTYPE_F32, 2, w2);
       hk_saver_free(x->saver);
       so.env = &x->env;
       so.executor = x->ex;
