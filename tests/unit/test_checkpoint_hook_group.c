@@ -173,6 +173,22 @@ static void run_all(rank_fx *x, int n) {
     if (x[r].rc != HK_OK) fail_msg("rank %d: %s: %s", r, hk_code_name(x[r].rc), x[r].st.message);
 }
 
+/* A job of NR ranks on `tg` saving into `dir` for `steps` steps, and its end. */
+static void job_build(rank_fx *x, thread_group *tg, const char *dir, int async, int64_t steps) {
+  thread_group_init(tg, NR);
+  for (int r = 0; r < NR; r++) {
+    rank_build(&x[r], r, tg);
+    x[r].dir = dir;
+    x[r].async = async;
+    x[r].steps = steps;
+  }
+}
+
+static void job_free(rank_fx *x, thread_group *tg) {
+  for (int r = 0; r < NR; r++) rank_free(&x[r]);
+  thread_group_destroy(tg);
+}
+
 static void run_job(int async) {
   char *tmp = test_tmpdir_new("ckpt-hook-group");
   char *dir = test_path(tmp, "ckpt");
@@ -181,13 +197,7 @@ static void run_job(int async) {
 
   /* A fresh job: saves at creation (0), every 2 steps and at the end (5),
    * on every rank; rank 0's event file and graph.txt alone. */
-  thread_group_init(&tg, NR);
-  for (int r = 0; r < NR; r++) {
-    rank_build(&x[r], r, &tg);
-    x[r].dir = dir;
-    x[r].async = async;
-    x[r].steps = 5;
-  }
+  job_build(x, &tg, dir, async, 5);
   run_all(x, NR);
   for (int r = 0; r < NR; r++) {
     static const int64_t want[] = {0, 2, 4, 5};
@@ -197,19 +207,12 @@ static void run_job(int async) {
   }
   assert_int_equal(ckpt_count_entries(dir, "events.out.tfevents."), 1);
   assert_int_equal(ckpt_count_entries(dir, "graph.txt"), 1);
-  for (int r = 0; r < NR; r++) rank_free(&x[r]);
-  thread_group_destroy(&tg);
+  job_free(x, &tg);
 
   /* A resume in which rank 0 alone restores checkpoint 5: no rank saves
    * at creation; all save at 7 and none again at the end. */
-  thread_group_init(&tg, NR);
-  for (int r = 0; r < NR; r++) {
-    rank_build(&x[r], r, &tg);
-    x[r].dir = dir;
-    x[r].async = async;
-    x[r].steps = 2;
-    x[r].resume = 1;
-  }
+  job_build(x, &tg, dir, async, 2);
+  for (int r = 0; r < NR; r++) x[r].resume = 1;
   run_all(x, NR);
   for (int r = 0; r < NR; r++) {
     assert_int_equal(x[r].nsaves, 1);
@@ -218,8 +221,7 @@ static void run_job(int async) {
     assert_false(ckpt_shard_exists(dir, 6, r, NR));
   }
   assert_int_equal(ckpt_count_entries(dir, "events.out.tfevents."), 2);
-  for (int r = 0; r < NR; r++) rank_free(&x[r]);
-  thread_group_destroy(&tg);
+  job_free(x, &tg);
   free(dir);
   test_tmpdir_free(tmp);
 }
@@ -250,13 +252,7 @@ static void run_failing_listener(int async) {
   hk_checkpoint_state *cs = NULL;
   hk_status st = HK_STATUS_INIT;
 
-  thread_group_init(&tg, NR);
-  for (int r = 0; r < NR; r++) {
-    rank_build(&x[r], r, &tg);
-    x[r].dir = dir;
-    x[r].async = async;
-    x[r].steps = 5;
-  }
+  job_build(x, &tg, dir, async, 5);
   x[1].fail_step = 2;
   run_ranks(x, NR);
   assert_int_equal(x[1].rc, HK_DATA_LOSS);
@@ -273,8 +269,7 @@ static void run_failing_listener(int async) {
   assert_ok(hk_checkpoint_state_get(&cs, NULL, dir, NULL, &st), &st);
   assert_non_null(strstr(hk_checkpoint_state_model_path(cs), "model.ckpt-0"));
   hk_checkpoint_state_free(cs);
-  for (int r = 0; r < NR; r++) rank_free(&x[r]);
-  thread_group_destroy(&tg);
+  job_free(x, &tg);
   free(dir);
   test_tmpdir_free(tmp);
 }
